@@ -1,0 +1,213 @@
+// A real Kubernetes control plane for tests: etcd, kube-apiserver and (for owner-reference garbage
+// collection and namespace deletion) kube-controller-manager, started on free 127.0.0.1 ports in a
+// temporary folder, the way envtest runs its binaries. Every process started here is stopped by
+// stop(), by the exit handlers installed in start(), and, should this process be SIGKILLed, by the
+// reaper (reaper.ts) that watches it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Agent, request } from 'undici';
+
+export interface ControlPlaneInfo {
+  /** https://127.0.0.1:PORT */
+  server: string;
+  /** base64 PEM of the self-signed serving certificate chain */
+  caData: string;
+  /** bearer token of a system:masters user */
+  adminToken: string;
+  /** an admin kubeconfig file, for kubectl and helm */
+  kubeconfigPath: string;
+  /** folder holding kubectl and helm */
+  binDir: string;
+  /** the temporary folder holding data, certificates and logs (empty for an external cluster) */
+  dir: string;
+}
+
+export interface RunningControlPlane {
+  info: ControlPlaneInfo;
+  stop(): Promise<void>;
+}
+
+interface StartOptions {
+  binDir: string;
+  /** kube-controller-manager runs only its garbage collector and namespace controllers */
+  controllerManager?: boolean;
+  startTimeoutMs?: number;
+}
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  server.close();
+  if (address === null || typeof address === 'string') throw new Error('no port assigned');
+  return address.port;
+}
+
+export function kubeconfigYaml(info: Pick<ControlPlaneInfo, 'server' | 'caData'>, token: string, user = 'admin'): string {
+  // JSON is valid YAML; kubectl, helm and client-node all read it.
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'test', cluster: { server: info.server, 'certificate-authority-data': info.caData } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'test', context: { cluster: 'test', user } }],
+    'current-context': 'test',
+  }, null, 2);
+}
+
+export async function startControlPlane(options: StartOptions): Promise<RunningControlPlane> {
+  const startTimeoutMs = options.startTimeoutMs ?? 90_000;
+  const dir = await mkdtemp(join(tmpdir(), 'nko-controlplane-'));
+  const children: ChildProcess[] = [];
+  let stopped = false;
+
+  const launch = (name: string, args: string[]): ChildProcess => {
+    const log = createWriteStream(join(dir, `${name}.log`));
+    const child = spawn(join(options.binDir, name), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.pipe(log);
+    child.stderr?.pipe(log);
+    children.push(child);
+    child.once('exit', (code, signal) => {
+      if (!stopped) console.error(`control plane: ${name} exited (${code ?? signal}); log in ${join(dir, `${name}.log`)}`);
+    });
+    return child;
+  };
+
+  const killAll = (signal: NodeJS.Signals): void => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  };
+  // Exit paths of this process that skip stop(): a thrown error, Ctrl-C, a TERM from a runner.
+  const onExit = (): void => killAll('SIGKILL');
+  const onSignal = (signal: NodeJS.Signals): void => {
+    killAll('SIGKILL');
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('exit', onExit);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    // The reverse order of start: the apiserver stops serving before etcd goes.
+    for (const child of [...children].reverse()) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await once(child, 'exit');
+      clearTimeout(timer);
+    }
+    process.removeListener('exit', onExit);
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+    await rm(dir, { recursive: true, force: true });
+  };
+
+  try {
+    const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
+    launch('etcd', [
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=default=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync',
+      '--log-level=warn',
+    ]);
+
+    // Service-account tokens (TokenRequest) are signed with this key and verified with its public half.
+    const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    await writeFile(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
+    await writeFile(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    const adminToken = randomBytes(24).toString('hex');
+    await writeFile(join(dir, 'tokens.csv'), `${adminToken},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
+
+    const server = `https://127.0.0.1:${apiPort}`;
+    launch('kube-apiserver', [
+      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+      `--cert-dir=${join(dir, 'certs')}`,
+      `--secure-port=${apiPort}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      '--authorization-mode=RBAC',
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      `--service-account-issuer=${server}`,
+      `--service-account-key-file=${join(dir, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+      '--disable-admission-plugins=ServiceAccount',
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--allow-privileged=true',
+      '--profiling=false',
+    ]);
+
+    // kube-apiserver writes its self-signed serving certificate (with its CA) into --cert-dir at start.
+    const certFile = join(dir, 'certs', 'apiserver.crt');
+    const deadline = Date.now() + startTimeoutMs;
+    let ca: string | undefined;
+    while (ca === undefined) {
+      ca = await readFile(certFile, 'utf8').catch(() => undefined);
+      if (ca === undefined) await waitOrFail(deadline, children, 'kube-apiserver serving certificate');
+    }
+    const agent = new Agent({ connect: { ca } });
+    try {
+      for (;;) {
+        const ready = await request(`${server}/readyz`, {
+          dispatcher: agent,
+          headers: { authorization: `Bearer ${adminToken}` },
+        }).then(async (r) => { await r.body.dump(); return r.statusCode === 200; }, () => false);
+        if (ready) break;
+        await waitOrFail(deadline, children, 'kube-apiserver /readyz');
+      }
+    } finally {
+      await agent.close();
+    }
+
+    const caData = Buffer.from(ca).toString('base64');
+    const kubeconfigPath = join(dir, 'admin.kubeconfig');
+    await writeFile(kubeconfigPath, kubeconfigYaml({ server, caData }, adminToken), { mode: 0o600 });
+
+    if (options.controllerManager !== false) {
+      launch('kube-controller-manager', [
+        `--kubeconfig=${kubeconfigPath}`,
+        '--controllers=garbagecollector,namespace',
+        '--leader-elect=false',
+        '--bind-address=127.0.0.1',
+        `--secure-port=${await freePort()}`,
+        `--cert-dir=${join(dir, 'kcm-certs')}`,
+        '--use-service-account-credentials=false',
+      ]);
+    }
+
+    // Should this process die without running its exit handlers (SIGKILL), the reaper stops the
+    // children and removes the folder.
+    const reaper = spawn(process.execPath, [join(here, 'reaper.ts'), String(process.pid), dir,
+      ...children.map((c) => String(c.pid))], { detached: true, stdio: 'ignore' });
+    reaper.unref();
+
+    return {
+      info: { server, caData, adminToken, kubeconfigPath, binDir: options.binDir, dir },
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function waitOrFail(deadline: number, children: ChildProcess[], what: string): Promise<void> {
+  const dead = children.find((c) => c.exitCode !== null || c.signalCode !== null);
+  if (dead !== undefined) throw new Error(`control plane: ${dead.spawnfile} exited while waiting for ${what}`);
+  if (Date.now() > deadline) throw new Error(`control plane: timed out waiting for ${what}`);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+}
