@@ -1,0 +1,39 @@
+// `npm run emulator -- --port <p> --db <file|:memory:> [--seed file.json] [--time-scale n]`
+// Prints the bootstrap record as ONE JSON line on stdout (personal keys only on the first start
+// of a store: they are kept as hashes, see bootstrap.ts); logs go to stderr.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { SeedSchema } from './bootstrap.ts';
+import { LOG_REDACT_PATHS, startEmulator } from './server.ts';
+
+const { values } = parseArgs({
+  options: {
+    host: { type: 'string', default: '127.0.0.1' },
+    port: { type: 'string', default: '0' },
+    db: { type: 'string', default: ':memory:' },
+    seed: { type: 'string' },
+    'time-scale': { type: 'string', default: '1' },
+    'no-control-plane': { type: 'boolean', default: false },
+    'log-level': { type: 'string', default: process.env.LOG_LEVEL ?? 'info' },
+  },
+  strict: true,
+});
+
+const port = Number(values.port);
+const timeScale = Number(values['time-scale']);
+if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer 0..65535, got ${values.port}`);
+if (!Number.isFinite(timeScale) || timeScale <= 0) throw new Error(`--time-scale must be a positive number, got ${values['time-scale']}`);
+
+const logger = pino({ level: values['log-level'], redact: LOG_REDACT_PATHS }, pino.destination(2));
+const seed = values.seed === undefined ? undefined : SeedSchema.parse(JSON.parse(readFileSync(values.seed, 'utf8')));
+
+const emulator = await startEmulator({ host: values.host, port, db: values.db, seed, timeScale, logger, controlPlaneActivity: !values['no-control-plane'] });
+process.stdout.write(`${JSON.stringify(emulator.bootstrap)}\n`);
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    logger.info({ signal }, 'stopping');
+    void emulator.close().then(() => process.exit(0));
+  });
+}

@@ -1,0 +1,91 @@
+// The probe and metrics endpoint of the operator (DESIGN.md section 5): `/healthz` (liveness: the
+// process is not wedged), `/readyz` (readiness: caches synced; a standby that does not hold the
+// lease is still ready, it just does not reconcile) and `/metrics` (Prometheus exposition).
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export interface Readiness {
+  ok: boolean;
+  reasons?: string[];
+}
+
+export interface HealthServerOptions {
+  /** Default 127.0.0.1; a Deployment passes 0.0.0.0 so the kubelet and Prometheus reach it. */
+  host?: string;
+  /** 0 picks a free port (see the returned `port`). */
+  port: number;
+  registry: Registry;
+  healthz: () => boolean | Promise<boolean>;
+  readyz: () => Promise<Readiness>;
+}
+
+export interface HealthServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
+  const { host = '127.0.0.1', port, registry, healthz, readyz } = options;
+
+  const server = createServer((req, res) => {
+    const send = (status: number, body: string, contentType = 'text/plain; charset=utf-8'): void => {
+      res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    };
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      send(405, 'method not allowed\n');
+      return;
+    }
+    const path = (req.url ?? '/').split('?', 1)[0];
+    const handle = async (): Promise<void> => {
+      switch (path) {
+        case '/healthz': {
+          const ok = await healthz();
+          send(ok ? 200 : 503, ok ? 'ok\n' : 'unhealthy\n');
+          return;
+        }
+        case '/readyz': {
+          const { ok, reasons = [] } = await readyz();
+          send(ok ? 200 : 503, ok ? 'ok\n' : `not ready\n${reasons.map((r) => `- ${r}\n`).join('')}`);
+          return;
+        }
+        case '/metrics': {
+          const body = await registry.metrics();
+          send(200, body, registry.contentType);
+          return;
+        }
+        default:
+          send(404, 'not found\n');
+      }
+    };
+    // A probe whose check throws answers 503: the kubelet must see "not ok", never a hung socket.
+    handle().catch((error: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      send(503, `error: ${error instanceof Error ? error.message : String(error)}\n`);
+    });
+  });
+  // Probes are short; an idle keep-alive connection must not hold close() open.
+  server.keepAliveTimeout = 5_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,184 @@
+// Prometheus metrics of the operator (DESIGN.md section 5). Every name carries the prefix
+// `neon_key_operator_`. Label values are bounded and never carry a secret or an identifier:
+// platform routes are TEMPLATES (`/projects/{project_id}/operations`), never concrete paths, and
+// routeTemplate() below is the one place that turns a path into one.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { WorkQueueMetrics } from './queue.ts';
+
+export const METRIC_PREFIX = 'neon_key_operator_';
+
+export type ReconcileResult = 'success' | 'error' | 'requeue';
+
+export interface OperatorMetrics {
+  registry: Registry;
+  reconcileTotal: Counter<'kind' | 'result'>;
+  reconcileDuration: Histogram<'kind'>;
+  workQueueDepth: Gauge<'name'>;
+  workQueueAdds: Counter<'name'>;
+  workQueueLatency: Histogram<'name'>;
+  workQueueWorkDuration: Histogram<'name'>;
+  workQueueRetries: Counter<'name'>;
+  platformRequestsTotal: Counter<'method' | 'route' | 'status'>;
+  platformRequestDuration: Histogram<'method' | 'route'>;
+  managedKeys: Gauge<'kind' | 'condition' | 'status'>;
+  leader: Gauge;
+  buildInfo: Gauge<'version' | 'node_version'>;
+  /** Hooks for a WorkQueue named `name` (e.g. `apikey`). */
+  workQueue(name: string): WorkQueueMetrics;
+  /** Records one platform request; `path` is turned into a template with routeTemplate(). */
+  observePlatformRequest(method: string, path: string, status: number | string, seconds: number): void;
+}
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export interface CreateMetricsOptions {
+  version?: string;
+  /** Also register prom-client's process and Node.js metrics (with the same prefix). Default true. */
+  defaultMetrics?: boolean;
+}
+
+export function createMetrics(registry: Registry = new Registry(), options: CreateMetricsOptions = {}): OperatorMetrics {
+  const registers = [registry];
+  const reconcileTotal = new Counter({
+    name: `${METRIC_PREFIX}reconcile_total`,
+    help: 'Reconciles by kind and result.',
+    labelNames: ['kind', 'result'] as const,
+    registers,
+  });
+  const reconcileDuration = new Histogram({
+    name: `${METRIC_PREFIX}reconcile_duration_seconds`,
+    help: 'Duration of one reconcile.',
+    labelNames: ['kind'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const workQueueDepth = new Gauge({
+    name: `${METRIC_PREFIX}workqueue_depth`,
+    help: 'Keys waiting in the work queue.',
+    labelNames: ['name'] as const,
+    registers,
+  });
+  const workQueueAdds = new Counter({
+    name: `${METRIC_PREFIX}workqueue_adds_total`,
+    help: 'Keys added to the work queue (after deduplication).',
+    labelNames: ['name'] as const,
+    registers,
+  });
+  const workQueueLatency = new Histogram({
+    name: `${METRIC_PREFIX}workqueue_queue_duration_seconds`,
+    help: 'How long a key waits in the work queue before a worker takes it.',
+    labelNames: ['name'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const workQueueWorkDuration = new Histogram({
+    name: `${METRIC_PREFIX}workqueue_work_duration_seconds`,
+    help: 'How long a worker holds a key.',
+    labelNames: ['name'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const workQueueRetries = new Counter({
+    name: `${METRIC_PREFIX}workqueue_retries_total`,
+    help: 'Rate-limited requeues.',
+    labelNames: ['name'] as const,
+    registers,
+  });
+  const platformRequestsTotal = new Counter({
+    name: `${METRIC_PREFIX}platform_requests_total`,
+    help: 'Requests to the platform API by method, route template and HTTP status (or error code).',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers,
+  });
+  const platformRequestDuration = new Histogram({
+    name: `${METRIC_PREFIX}platform_request_duration_seconds`,
+    help: 'Duration of requests to the platform API.',
+    labelNames: ['method', 'route'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const managedKeys = new Gauge({
+    name: `${METRIC_PREFIX}managed_keys`,
+    help: 'Managed resources by kind and condition status.',
+    labelNames: ['kind', 'condition', 'status'] as const,
+    registers,
+  });
+  const leader = new Gauge({
+    name: `${METRIC_PREFIX}leader`,
+    help: '1 while this replica holds the leader lease.',
+    registers,
+  });
+  const buildInfo = new Gauge({
+    name: `${METRIC_PREFIX}build_info`,
+    help: 'Always 1; labels carry the build.',
+    labelNames: ['version', 'node_version'] as const,
+    registers,
+  });
+  buildInfo.set({ version: options.version ?? 'unknown', node_version: process.version }, 1);
+  leader.set(0);
+
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+
+  return {
+    registry,
+    reconcileTotal,
+    reconcileDuration,
+    workQueueDepth,
+    workQueueAdds,
+    workQueueLatency,
+    workQueueWorkDuration,
+    workQueueRetries,
+    platformRequestsTotal,
+    platformRequestDuration,
+    managedKeys,
+    leader,
+    buildInfo,
+    workQueue(name) {
+      return {
+        depth: (n) => workQueueDepth.set({ name }, n),
+        add: () => workQueueAdds.inc({ name }),
+        queueLatency: (s) => workQueueLatency.observe({ name }, s),
+        workDuration: (s) => workQueueWorkDuration.observe({ name }, s),
+        retry: () => workQueueRetries.inc({ name }),
+      };
+    },
+    observePlatformRequest(method, path, status, seconds) {
+      const route = routeTemplate(path);
+      platformRequestsTotal.inc({ method: method.toUpperCase(), route, status: String(status) });
+      platformRequestDuration.observe({ method: method.toUpperCase(), route }, seconds);
+    },
+  };
+}
+
+// Path segments that are fixed words of the API (platform-api.md "Endpoints"); every other
+// segment is an identifier and becomes a placeholder named after the collection before it.
+const FIXED_SEGMENTS = new Set(['api_keys', 'organizations', 'projects', 'operations', 'branches', 'users', 'me']);
+const PLACEHOLDERS: Record<string, string> = {
+  api_keys: '{key_id}',
+  organizations: '{org_id}',
+  projects: '{project_id}',
+  operations: '{operation_id}',
+  branches: '{branch_id}',
+};
+
+/**
+ * The route template of a platform path: `/projects/p-1/operations?limit=5` →
+ * `/projects/{project_id}/operations`. The query string is dropped; any segment that is not a
+ * known word of the API becomes a placeholder, so no id, name or secret can reach a label.
+ */
+export function routeTemplate(path: string): string {
+  const withoutQuery = path.split(/[?#]/, 1)[0] ?? '';
+  const segments = withoutQuery.split('/').filter((s) => s !== '');
+  const start = segments[0] === 'api' && segments[1] === 'v2' ? 2 : 0;
+  const out: string[] = [];
+  for (let i = start; i < segments.length; i++) {
+    const segment = segments[i]!;
+    if (FIXED_SEGMENTS.has(segment)) {
+      out.push(segment);
+      continue;
+    }
+    const previous = segments[i - 1];
+    out.push((previous !== undefined ? PLACEHOLDERS[previous] : undefined) ?? '{id}');
+  }
+  return `/${out.join('/')}`;
+}

@@ -1,0 +1,15 @@
+// The public surface of the platform client: what the operator, the CLI and the tests use.
+//
+// How a caller reads a PlatformError (the decision table is classify() in errors.ts):
+// - disposition 'retryable': the platform did not act (or acting twice is harmless). The client has
+//   already retried it with backoff; requeue, after `retryAfterMs` when it is set.
+// - disposition 'ambiguous': only ever a POST (create key, create branch) whose outcome is unknown.
+//   Never repeat it: run the recovery of DESIGN.md §3 (list keys, find the attempt name).
+// - disposition 'terminal': fix credentials, permissions or input first; branch on `code`.
+export { PlatformClient, TERMINAL_OPERATION_STATUSES } from './client.ts';
+export type { PlatformClientOptions, CallOptions, ResponseInfo } from './client.ts';
+export { PlatformError, isPlatformError } from './errors.ts';
+export type { PlatformErrorCode, Disposition } from './errors.ts';
+export { TokenBucket } from './token-bucket.ts';
+export type { BucketClock, TokenBucketOptions } from './token-bucket.ts';
+export type { ApiKeyListItem, Branch, CreatedKey, Operation, OperationsPage, Project, RevokedKey } from './schemas.ts';

@@ -1,0 +1,146 @@
+// One zod schema per platform response: the single source of the TypeScript types the operator
+// sees and the runtime check of every response body (STYLE.md, "the schema is the single source
+// of truth"). Field names stay the wire's snake_case.
+//
+// How strict: fields platform-api.md marks as present are required with their documented type;
+// fields it says are absent in some responses (or does not show) are optional. Unknown fields are
+// dropped (zod's default), so additions on the platform side never break the client. Enumerations
+// the platform grows over time (operation action and status) are plain strings, so a new action
+// is data, not an INVALID_RESPONSE.
+
+import { z } from 'zod';
+
+/** ISO 8601 timestamp (platform-api.md writes them as "ISO 8601 UTC timestamp"). */
+const timestamp = z.string().refine((s) => !Number.isNaN(Date.parse(s)), { message: 'not an ISO 8601 timestamp' });
+const keyId = z.number().int().nonnegative();
+
+/**
+ * Create responses (platform-api.md, Endpoints › Create personal key / organization key /
+ * project-scoped key). A personal create is documented with only `id` and `key`; the organization
+ * and project-scoped creates add name, created_at, created_by and project_id.
+ */
+export const CreatedKeySchema = z.object({
+  id: keyId,
+  key: z.string().min(1),
+  name: z.string().optional(),
+  created_at: timestamp.optional(),
+  created_by: z.string().optional(),
+  project_id: z.string().optional(),
+});
+export type CreatedKey = z.output<typeof CreatedKeySchema>;
+
+/**
+ * An item of GET /api_keys and GET /organizations/{org}/api_keys. platform-api.md does not show
+ * it; the shape is the platform's ApiKeysListResponseItem / OrgApiKeysListResponseItem.
+ * `last_used_at` is nullable and may be omitted for a key never used: both read as null.
+ */
+export const ApiKeyListItemSchema = z.object({
+  id: keyId,
+  name: z.string(),
+  created_at: timestamp,
+  created_by: z.object({ id: z.string(), name: z.string(), image: z.string().optional() }).optional(),
+  last_used_at: timestamp.nullable().optional().transform((v) => v ?? null),
+  last_used_from_addr: z.string(),
+  project_id: z.string().optional(),
+});
+export type ApiKeyListItem = z.output<typeof ApiKeyListItemSchema>;
+export const ApiKeyListSchema = z.array(ApiKeyListItemSchema);
+
+/** Revoke response (platform-api.md, Endpoints › Revoke key). */
+export const RevokedKeySchema = z.object({
+  id: keyId,
+  name: z.string(),
+  revoked: z.boolean(),
+  last_used_at: timestamp.nullable().optional().transform((v) => v ?? null),
+  last_used_from_addr: z.string(),
+});
+export type RevokedKey = z.output<typeof RevokedKeySchema>;
+
+/** platform-api.md, Resources › Operation (required/optional as in its table). */
+export const OperationSchema = z.object({
+  id: z.string().min(1),
+  project_id: z.string(),
+  branch_id: z.string(),
+  endpoint_id: z.string().optional(),
+  action: z.string(),
+  status: z.string(),
+  failures_count: z.number().int().nonnegative(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  total_duration_ms: z.number().int().nonnegative().optional(),
+  error: z.string().optional(),
+});
+export type Operation = z.output<typeof OperationSchema>;
+
+/** platform-api.md, Resources › Pagination object. */
+export const PaginationSchema = z.object({ cursor: z.string().min(1) });
+
+export const OperationsPageSchema = z.object({
+  operations: z.array(OperationSchema),
+  pagination: PaginationSchema.optional(),
+});
+export type OperationsPage = z.output<typeof OperationsPageSchema>;
+
+export const OperationResponseSchema = z.object({ operation: OperationSchema });
+
+/**
+ * platform-api.md, Resources › Project: the fields seen in the list. Only id and name are relied
+ * on; the rest is typed when present ("Full definition ... not shown").
+ */
+export const ProjectSchema = z.object({
+  id: z.string().min(1),
+  name: z.string(),
+  platform_id: z.string().optional(),
+  region_id: z.string().optional(),
+  provisioner: z.string().optional(),
+  pg_version: z.number().int().optional(),
+  locked: z.boolean().optional(),
+  cpu_used_sec: z.number().optional(),
+  created_at: timestamp.optional(),
+  updated_at: timestamp.optional(),
+  proxy_host: z.string().optional(),
+  branch_logical_size_limit: z.number().optional(),
+  owner_id: z.string().optional(),
+  org_id: z.string().optional(),
+});
+export type Project = z.output<typeof ProjectSchema>;
+
+export const ProjectsPageSchema = z.object({
+  projects: z.array(ProjectSchema),
+  pagination: PaginationSchema.optional(),
+});
+
+export const ProjectResponseSchema = z.object({ project: ProjectSchema });
+
+/** The platform's Branch object (not described by platform-api.md beyond its id). */
+export const BranchSchema = z.object({
+  id: z.string().min(1),
+  project_id: z.string(),
+  name: z.string(),
+  parent_id: z.string().optional(),
+  current_state: z.string().optional(),
+  default: z.boolean().optional(),
+  protected: z.boolean().optional(),
+  created_at: timestamp.optional(),
+  updated_at: timestamp.optional(),
+});
+export type Branch = z.output<typeof BranchSchema>;
+
+/**
+ * POST /projects/{id}/branches: "The response of a request that starts work ... includes an
+ * `operations` array" (platform-api.md, Endpoints › Operations returned by other requests).
+ */
+export const CreatedBranchSchema = z.object({
+  branch: BranchSchema,
+  operations: z.array(OperationSchema),
+});
+
+/**
+ * Error body {"code","message","request_id"} (DESIGN.md §6; the platform's GeneralError). Read
+ * leniently: a proxy in between may answer with HTML, and the status code alone still classifies.
+ */
+export const GeneralErrorSchema = z.object({
+  code: z.union([z.string(), z.number()]).optional(),
+  message: z.string().optional(),
+  request_id: z.string().optional(),
+});

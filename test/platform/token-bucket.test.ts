@@ -1,0 +1,148 @@
+import { describe, expect, it } from '@jest/globals';
+import { TokenBucket, type BucketClock } from '../../src/platform/token-bucket.ts';
+
+/** A manual clock: time moves only through `advance`, which fires due timers in order. */
+function manualClock(): BucketClock & { advance(ms: number): Promise<void>; pending(): number } {
+  let t = 0;
+  let timers: { at: number; fn: () => void }[] = [];
+  return {
+    now: () => t,
+    schedule(fn, ms) {
+      const timer = { at: t + ms, fn };
+      timers.push(timer);
+      return () => {
+        timers = timers.filter((x) => x !== timer);
+      };
+    },
+    pending: () => timers.length,
+    async advance(ms) {
+      const end = t + ms;
+      for (;;) {
+        timers.sort((a, b) => a.at - b.at);
+        const next = timers[0];
+        if (next === undefined || next.at > end) break;
+        timers.shift();
+        t = next.at;
+        next.fn();
+        await Promise.resolve();
+      }
+      t = end;
+      await Promise.resolve();
+    },
+  };
+}
+
+/** Starts `n` takes and records the clock time at which each one resolves. */
+function takeAll(bucket: TokenBucket, clock: BucketClock, n: number, signal?: AbortSignal) {
+  const times: number[] = [];
+  const done = Array.from({ length: n }, () => bucket.take(signal).then(() => void times.push(clock.now())));
+  return { times, done };
+}
+
+describe('TokenBucket', () => {
+  it('spaces takes at 1/rate with the default burst of 1', async () => {
+    const clock = manualClock();
+    const bucket = new TokenBucket({ ratePerSecond: 10, clock });
+    const { times } = takeAll(bucket, clock, 25);
+    await clock.advance(0);
+    await clock.advance(5_000);
+    expect(times).toHaveLength(25);
+    expect(times[0]).toBe(0);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBe(100);
+    // Any one-second window holds at most 10 takes.
+    for (const start of times) expect(times.filter((x) => x >= start && x < start + 1000).length).toBeLessThanOrEqual(10);
+  });
+
+  it('never releases two waiters together when its timer fires late (a busy event loop)', async () => {
+    let t = 0;
+    const timers: (() => void)[] = [];
+    const clock: BucketClock = { now: () => t, schedule: (fn) => (timers.push(fn), () => {}) };
+    const bucket = new TokenBucket({ ratePerSecond: 10, clock });
+    const { times } = takeAll(bucket, clock, 4);
+    await Promise.resolve();
+    expect(times).toEqual([0]);
+    // The timer asked for 100 ms but fires at 350 ms: only one waiter goes.
+    t = 350;
+    timers.shift()!();
+    await Promise.resolve();
+    expect(times).toEqual([0, 350]);
+    t = 360;
+    timers.shift()!();
+    await Promise.resolve();
+    // 10 ms after the last release only 0.1 token has accrued: nobody is released yet.
+    expect(times).toEqual([0, 350]);
+    expect(timers).toHaveLength(1);
+  });
+
+  it('lets a burst through at once, then refills at the rate', async () => {
+    const clock = manualClock();
+    const bucket = new TokenBucket({ ratePerSecond: 5, burst: 3, clock });
+    for (let i = 0; i < 3; i++) expect(bucket.tryTake()).toBe(true);
+    expect(bucket.tryTake()).toBe(false);
+    await clock.advance(199);
+    expect(bucket.tryTake()).toBe(false);
+    await clock.advance(1);
+    expect(bucket.tryTake()).toBe(true);
+    await clock.advance(10_000);
+    // Never more than `burst` saved up, however long it was idle.
+    for (let i = 0; i < 3; i++) expect(bucket.tryTake()).toBe(true);
+    expect(bucket.tryTake()).toBe(false);
+  });
+
+  it('serves waiters first come, first served, and tryTake does not jump the queue', async () => {
+    const clock = manualClock();
+    const bucket = new TokenBucket({ ratePerSecond: 4, clock });
+    const order: string[] = [];
+    const a = bucket.take().then(() => order.push('a'));
+    const b = bucket.take().then(() => order.push('b'));
+    const c = bucket.take().then(() => order.push('c'));
+    await clock.advance(0);
+    expect(bucket.tryTake()).toBe(false);
+    await clock.advance(1_000);
+    await Promise.all([a, b, c]);
+    expect(order).toEqual(['a', 'b', 'c']);
+  });
+
+  it('rejects an aborted waiter with the signal reason and gives its turn to the next one', async () => {
+    const clock = manualClock();
+    const bucket = new TokenBucket({ ratePerSecond: 10, clock });
+    expect(bucket.tryTake()).toBe(true);
+    const ac = new AbortController();
+    const reason = new Error('cancelled');
+    const aborted = bucket.take(ac.signal);
+    const next = bucket.take().then(() => clock.now());
+    ac.abort(reason);
+    await expect(aborted).rejects.toBe(reason);
+    await clock.advance(200);
+    expect(await next).toBe(100);
+    await expect(bucket.take(AbortSignal.abort(reason))).rejects.toBe(reason);
+  });
+
+  it('stops its timer when the last waiter aborts', async () => {
+    const clock = manualClock();
+    const bucket = new TokenBucket({ ratePerSecond: 1, clock });
+    bucket.tryTake();
+    const ac = new AbortController();
+    const p = bucket.take(ac.signal);
+    expect(clock.pending()).toBe(1);
+    ac.abort();
+    await expect(p).rejects.toBeDefined();
+    expect(clock.pending()).toBe(0);
+  });
+
+  it('holds a real-clock rate: 12 takes at 40/s take about 275 ms', async () => {
+    const bucket = new TokenBucket({ ratePerSecond: 40 });
+    const started = performance.now();
+    const released: number[] = [];
+    await Promise.all(Array.from({ length: 12 }, () => bucket.take().then(() => void released.push(performance.now()))));
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(270);
+    expect(elapsed).toBeLessThan(800);
+    for (let i = 1; i < released.length; i++) expect(released[i]! - released[i - 1]!).toBeGreaterThanOrEqual(24);
+  });
+
+  it('validates its options', () => {
+    expect(() => new TokenBucket({ ratePerSecond: 0 })).toThrow(RangeError);
+    expect(() => new TokenBucket({ ratePerSecond: 10, burst: 0 })).toThrow(RangeError);
+  });
+});
