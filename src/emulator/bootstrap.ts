@@ -38,10 +38,11 @@ export const DEFAULT_SEED: Seed = {
     { name: 'bob', email: 'bob@example.com', orgRoles: { 'org-demo-00000001': 'member' } },
     { name: 'carol', email: 'carol@example.com' },
   ],
+  // Fixed ids, so examples/ and the demo name real projects of any fresh emulator.
   projects: [
-    { name: 'demo-api', organizationId: 'org-demo-00000001', ownerUserId: 'alice' },
-    { name: 'demo-web', organizationId: 'org-demo-00000001', ownerUserId: 'alice' },
-    { name: 'carol-sandbox', organizationId: null, ownerUserId: 'carol' },
+    { id: 'quiet-river-00000001', name: 'demo-api', organizationId: 'org-demo-00000001', ownerUserId: 'alice' },
+    { id: 'bold-meadow-00000002', name: 'demo-web', organizationId: 'org-demo-00000001', ownerUserId: 'alice' },
+    { id: 'calm-forest-00000003', name: 'carol-sandbox', organizationId: null, ownerUserId: 'carol' },
   ],
 };
 

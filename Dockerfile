@@ -1,0 +1,79 @@
+# syntax=docker/dockerfile:1
+# The neon-key-operator image: `node dist/operator/main.js` under tini, as user 65532, on a
+# read-only root filesystem. The same image runs the platform emulator
+# (command: [tini, --, node, dist/emulator/main.js]), which the kind e2e script uses.
+#
+#   docker build -t neon-key-operator:dev \
+#     --build-arg VERSION=0.1.0 --build-arg REVISION=$(git rev-parse HEAD) .
+
+# Node 24 LTS, the version pinned in package.json (devDependency "node"): the image runs what the
+# tests ran. Debian bookworm slim: glibc, and tini from Debian's own packages.
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /src
+ENV npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
+# Dependencies first: this layer is reused until package.json or the lock file changes.
+COPY package.json package-lock.json .npmrc ./
+RUN --mount=type=cache,target=/root/.npm npm ci
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+# tsc -p tsconfig.build.json: src/**/*.ts -> dist/**/*.js (+ source maps), relative imports rewritten to .js.
+RUN npm run build
+# Production dependencies only. The devDependency "node" (the pinned Node binary the npm scripts
+# run on, ~120 MB) must not reach the runtime image: the image's own Node runs the operator.
+RUN npm prune --omit=dev \
+ && test ! -e node_modules/node \
+ && test ! -e node_modules/.bin/node \
+ && test ! -e node_modules/typescript
+
+FROM ${NODE_IMAGE} AS runtime
+ARG NODE_IMAGE
+ARG VERSION=0.0.0-dev
+ARG REVISION=unknown
+ARG CREATED=1970-01-01T00:00:00Z
+LABEL org.opencontainers.image.title="neon-key-operator" \
+      org.opencontainers.image.description="Kubernetes operator for Neon API keys (ApiKey, ProjectApiKey), with a wire-compatible emulator of the platform API" \
+      org.opencontainers.image.source="https://github.com/neon-key-operator/neon-key-operator" \
+      org.opencontainers.image.url="https://github.com/neon-key-operator/neon-key-operator" \
+      org.opencontainers.image.documentation="https://github.com/neon-key-operator/neon-key-operator/blob/main/docs/install.md" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.vendor="neon-key-operator" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.base.name="docker.io/library/${NODE_IMAGE}"
+
+# tini as PID 1. Node as PID 1 would do for the operator itself (it handles SIGTERM to drain its
+# reconciles and starts no children), but the kernel ignores a signal sent to PID 1 that has no
+# handler installed: a SIGTERM that arrives before main.js has set its handlers (or one sent to
+# the emulator, or a SIGINT from `docker run` + Ctrl-C) would then do nothing and the pod would
+# wait out its whole grace period. tini forwards signals to node, reaps any zombie and exits with
+# node's exit code. The package manager and npm are removed: nothing at run time installs.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+           /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
+           /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-*
+
+WORKDIR /app
+# Owned by root and not writable by the user that runs them. package.json carries "type": "module".
+COPY --from=build /src/package.json ./
+COPY --from=build /src/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+
+# Stack traces point into src/*.ts through the source maps tsc wrote. HOME and TMPDIR are /tmp:
+# with readOnlyRootFilesystem, /tmp (an emptyDir in the chart) is the only writable place.
+ENV NODE_ENV=production \
+    NODE_OPTIONS=--enable-source-maps \
+    HOME=/tmp \
+    TMPDIR=/tmp
+
+# metrics (--metrics-bind-address) and health probes (--health-probe-bind-address)
+EXPOSE 8080 8081
+# The nonroot numeric uid/gid of distroless: Kubernetes' runAsNonRoot can verify a number, not a name.
+USER 65532:65532
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "dist/operator/main.js"]
+# Flags come from the Deployment's args (deploy/base, the Helm chart).
+CMD ["--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"]

@@ -1,0 +1,154 @@
+// `npm run demo`: the whole product on a laptop, on embedded defaults. It starts a local Kubernetes
+// control plane (built from Go modules), the platform emulator, installs the CRDs and the RBAC from
+// deploy/base, runs the operator as a separate process with the token of its ServiceAccount (so it
+// has exactly the rights a cluster install grants), applies examples/, waits for Ready and shows
+// what a user wants to see. It then keeps running until Ctrl-C; `--once` exits after the tour.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { loadAllYaml } from '@kubernetes/client-node';
+import { startEmulator } from '../src/emulator/server.ts';
+import { kubeconfigYaml, startControlPlane } from '../test/harness/controlplane.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const { values: flags } = parseArgs({
+  options: {
+    once: { type: 'boolean', default: false },
+    timeout: { type: 'string', default: '120' },
+  },
+});
+
+const demoNamespace = 'neon-demo';
+const operatorNamespace = 'neon-key-operator-system';
+const operatorServiceAccount = 'neon-key-operator';
+const workDir = join(root, '.cache', 'demo');
+mkdirSync(workDir, { recursive: true });
+
+const step = (text: string): void => console.log(`\n\u001b[1m==> ${text}\u001b[0m`);
+
+step('Building (or reusing) the local control plane: kube-apiserver, etcd, kubectl');
+const binDir = execFileSync('bash', [join(root, 'test/controlplane/build.sh')], {
+  encoding: 'utf8',
+  stdio: ['ignore', 'pipe', 'inherit'],
+}).trim();
+
+step('Starting etcd, kube-apiserver and kube-controller-manager on loopback');
+const controlPlane = await startControlPlane({ binDir });
+const kubeconfig = controlPlane.info.kubeconfigPath;
+const kubectl = (...args: string[]): string =>
+  execFileSync(join(binDir, 'kubectl'), args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: kubeconfig } });
+const kubectlIn = (input: string, ...args: string[]): string =>
+  execFileSync(join(binDir, 'kubectl'), args, { input, encoding: 'utf8', env: { ...process.env, KUBECONFIG: kubeconfig } });
+console.log(`apiserver ${controlPlane.info.server}`);
+
+step('Starting the platform emulator');
+const emulator = await startEmulator({ db: ':memory:' });
+const admin = emulator.bootstrap.users.find((u) =>
+  Object.values(u.orgRoles ?? {}).includes('admin') && u.personalKey !== undefined);
+if (admin === undefined || admin.personalKey === undefined) throw new Error('the emulator seed has no organization administrator');
+console.log(`platform API ${emulator.baseUrl}  (console: ${emulator.baseUrl.replace(/\/api\/v2$/, '')}/console)`);
+
+let operator: ChildProcess | undefined;
+let shuttingDown = false;
+const shutdown = async (code: number): Promise<never> => {
+  if (!shuttingDown) {
+    shuttingDown = true;
+    if (operator !== undefined && operator.exitCode === null) {
+      operator.kill('SIGTERM');
+      await once(operator, 'exit');
+    }
+    await emulator.close();
+    await controlPlane.stop();
+  }
+  process.exit(code);
+};
+process.on('SIGINT', () => void shutdown(0));
+process.on('SIGTERM', () => void shutdown(0));
+
+try {
+  step('Installing the CRDs and the operator RBAC (deploy/base)');
+  console.log(kubectl('apply', '--server-side', '-f', join(root, 'crds')).trim());
+  kubectl('wait', '--for=condition=Established', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev');
+  // Only the identity and RBAC of deploy/base: this control plane has no nodes to run the Deployment.
+  const base = loadAllYaml(kubectl('kustomize', join(root, 'deploy/base'))) as { kind: string }[];
+  const rbacKinds = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+  const rbac = base.filter((o) => rbacKinds.has(o.kind)).map((o) => JSON.stringify(o)).join('\n');
+  console.log(kubectlIn(rbac, 'apply', '--server-side', '-f', '-').trim());
+
+  step(`Running the operator as ServiceAccount ${operatorNamespace}/${operatorServiceAccount}`);
+  const token = kubectl('create', 'token', operatorServiceAccount, '-n', operatorNamespace, '--duration=24h').trim();
+  const operatorKubeconfig = join(workDir, 'operator.kubeconfig');
+  writeFileSync(operatorKubeconfig, kubeconfigYaml(controlPlane.info, token, operatorServiceAccount), { mode: 0o600 });
+  const operatorLog = join(workDir, 'operator.log');
+  operator = spawn(process.execPath, [
+    join(root, 'src/operator/main.ts'),
+    `--kubeconfig=${operatorKubeconfig}`,
+    `--platform-url=${emulator.baseUrl}`,
+    '--metrics-bind-address=127.0.0.1:0',
+    '--health-probe-bind-address=127.0.0.1:0',
+  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const log = createWriteStream(operatorLog);
+  operator.stdout?.pipe(log);
+  operator.stderr?.pipe(log);
+  operator.once('exit', (code, signal) => {
+    if (!shuttingDown) {
+      console.error(`the operator exited (${code ?? signal}); its log: ${operatorLog}`);
+      void shutdown(1);
+    }
+  });
+  console.log(`operator pid ${operator.pid}, JSON logs in ${operatorLog}`);
+
+  step(`Applying examples/ in namespace ${demoNamespace}`);
+  console.log(kubectl('apply', '-f', join(root, 'examples/namespace.yaml')).trim());
+  // The credentials the operator acts with: the administrator's personal key from the emulator's
+  // bootstrap, in place of examples/credentials-secret.yaml and its placeholder.
+  kubectlIn(JSON.stringify({
+    apiVersion: 'v1', kind: 'Secret', metadata: { name: 'neon-admin', namespace: demoNamespace }, stringData: { apiKey: admin.personalKey },
+  }), 'apply', '-f', '-');
+  console.log(`secret/neon-admin created (the personal key of ${admin.name}, an administrator of ${Object.keys(admin.orgRoles ?? {}).join(', ')})`);
+  const skip = new Set(['namespace.yaml', 'credentials-secret.yaml']);
+  for (const file of readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.yaml') && !skip.has(f)).sort()) {
+    console.log(kubectlIn(readFileSync(join(root, 'examples', file), 'utf8'), 'apply', '-n', demoNamespace, '-f', '-').trim());
+  }
+
+  step('Waiting until every key is Ready');
+  console.log(kubectl('wait', '-n', demoNamespace, '--for=condition=Ready', 'apikeys,projectapikeys', '--all', `--timeout=${flags.timeout}s`).trim());
+  console.log(kubectl('get', '-n', demoNamespace, 'neon', '-o', 'wide'));
+
+  step('Conditions');
+  for (const kind of ['apikeys', 'projectapikeys']) {
+    const list = JSON.parse(kubectl('get', kind, '-n', demoNamespace, '-o', 'json')) as {
+      items: { kind: string; metadata: { name: string }; status?: { keyId?: number; secretName?: string; conditions?: { type: string; status: string; reason: string; message: string }[] } }[];
+    };
+    for (const item of list.items) {
+      console.log(`${item.kind}/${item.metadata.name}  key ${item.status?.keyId}  Secret ${item.status?.secretName}`);
+      for (const c of item.status?.conditions ?? []) console.log(`  ${c.type.padEnd(18)} ${c.status.padEnd(6)} ${c.reason.padEnd(16)} ${c.message}`);
+    }
+  }
+
+  step('The Secrets, and each key working against the platform');
+  const secrets = JSON.parse(kubectl('get', 'secrets', '-n', demoNamespace, '-l', 'app.kubernetes.io/managed-by=neon-key-operator', '-o', 'json')) as {
+    items: { metadata: { name: string; annotations?: Record<string, string> }; data?: Record<string, string> }[];
+  };
+  for (const secret of secrets.items) {
+    for (const [field, encoded] of Object.entries(secret.data ?? {})) {
+      const key = Buffer.from(encoded, 'base64').toString('utf8');
+      const response = await fetch(`${emulator.baseUrl}/projects`, { headers: { authorization: `Bearer ${key}` } });
+      const body = await response.json() as { projects?: unknown[] };
+      console.log(`Secret ${secret.metadata.name} key "${field}" (key id ${secret.metadata.annotations?.['keys.neon.dev/key-id']}): `
+        + `GET /projects -> ${response.status}, ${body.projects?.length ?? 0} project(s) visible`);
+    }
+  }
+
+  console.log(`\nTry it:  export KUBECONFIG=${kubeconfig}`);
+  console.log(`         ${join(binDir, 'kubectl')} get neon -A`);
+  console.log(`         ${join(binDir, 'kubectl')} describe projectapikeys -n ${demoNamespace}`);
+  if (flags.once) await shutdown(0);
+  console.log('\nRunning; Ctrl-C stops the operator, the emulator and the control plane.');
+} catch (error) {
+  console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
+  await shutdown(1);
+}

@@ -1,0 +1,185 @@
+// Informers feed a work queue of `kind/namespace/name`; N workers reconcile keys, one worker per
+// key at a time (the queue guarantees it). Secrets are watched only through the managed-by label
+// (never a cache of every Secret); a Secret event wakes the resource that owns it.
+import { randomUUID } from 'node:crypto';
+import { CoreV1Api, CustomObjectsApi, makeInformer, type Informer, type KubeConfig, type ObjectCache, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { KeyLifecycle, ReconcileResult } from './lifecycle.ts';
+import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
+import { GROUP, KINDS, LABEL_MANAGED_BY, MANAGED_BY, VERSION, type KindName } from './resources/schema.ts';
+import { ANNOTATION_OWNER } from './secret-writer.ts';
+
+export interface ControllerOptions {
+  kubeConfig: KubeConfig;
+  lifecycle: KeyLifecycle;
+  logger: Logger;
+  workers: number;
+  /** Watch one namespace, or all when undefined. */
+  namespace?: string;
+  onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
+  /** Ceiling of the per-item backoff after platform refusals. */
+  maxBackoffMs?: number;
+  queueMetrics?: WorkQueueMetrics;
+}
+
+type Key = `${KindName}/${string}/${string}`;
+
+export class Controller {
+  readonly #o: ControllerOptions;
+  readonly #queue: WorkQueue<Key>;
+  readonly #informers: Informer<KubernetesObject>[] = [];
+  readonly #platformFailures = new Map<Key, number>();
+  readonly #holds = new Map<Key, { until: number; generation: number | undefined; deleting: boolean }>();
+  readonly #caches = new Map<KindName, Informer<KubernetesObject> & ObjectCache<KubernetesObject>>();
+  #workers: Promise<void>[] = [];
+  #stopped = false;
+  #synced = false;
+
+  constructor(options: ControllerOptions) {
+    this.#o = options;
+    this.#queue = new WorkQueue<Key>(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {});
+  }
+
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  enqueue(kind: KindName, namespace: string, name: string): void {
+    this.#queue.add(`${kind}/${namespace}/${name}`);
+  }
+
+  /** The resources of a kind as the informer last saw them. */
+  cached(kind: KindName): readonly KubernetesObject[] {
+    return this.#caches.get(kind)?.list() ?? [];
+  }
+
+  /** Wakes every ProjectApiKey of a project (its operations changed). */
+  enqueueProject(projectId: string): void {
+    for (const obj of this.#caches.get('ProjectApiKey')?.list() ?? []) {
+      const spec = (obj as { spec?: { projectId?: string } }).spec;
+      if (spec?.projectId === projectId && obj.metadata?.namespace !== undefined && obj.metadata.name !== undefined) {
+        this.enqueue('ProjectApiKey', obj.metadata.namespace, obj.metadata.name);
+      }
+    }
+  }
+
+  async start(): Promise<void> {
+    const { kubeConfig, namespace } = this.#o;
+    const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    for (const kind of Object.keys(KINDS) as KindName[]) {
+      const plural = KINDS[kind].plural;
+      const path = namespace === undefined ? `/apis/${GROUP}/${VERSION}/${plural}` : `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`;
+      const list = (): Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }> => namespace === undefined
+        ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
+        : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural });
+      const informer = makeInformer<KubernetesObject>(kubeConfig, path, list as never);
+      const wake = (obj: KubernetesObject): void => {
+        const meta = obj.metadata;
+        if (meta?.name === undefined || meta.namespace === undefined) return;
+        const key: Key = `${kind}/${meta.namespace}/${meta.name}`;
+        // Our own writes while backing off from a platform refusal (the intent set and cleared,
+        // status) must not wake the key early: only a change of spec or a deletion does.
+        const hold = this.#holds.get(key);
+        if (hold !== undefined && Date.now() < hold.until && hold.generation === meta.generation && hold.deleting === (meta.deletionTimestamp !== undefined)) return;
+        this.#holds.delete(key);
+        this.#queue.add(key);
+      };
+      this.#caches.set(kind, informer);
+      informer.on('add', wake);
+      informer.on('update', wake);
+      informer.on('delete', wake);
+      this.#watchErrors(informer, `${kind} informer`);
+      this.#informers.push(informer);
+    }
+    const selector = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
+    const secretPath = namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`;
+    const listSecrets = (): Promise<{ items: V1Secret[] }> => namespace === undefined
+      ? core.listSecretForAllNamespaces({ labelSelector: selector })
+      : core.listNamespacedSecret({ namespace, labelSelector: selector });
+    const secrets = makeInformer<V1Secret>(kubeConfig, secretPath, listSecrets as never, selector);
+    const wakeOwner = (secret: V1Secret): void => {
+      const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
+      const ns = secret.metadata?.namespace;
+      if (owner === undefined || ns === undefined) return;
+      const [kind, name] = owner.split('/');
+      if ((kind !== 'ApiKey' && kind !== 'ProjectApiKey') || name === undefined) return;
+      const hold = this.#holds.get(`${kind}/${ns}/${name}`);
+      if (hold !== undefined && Date.now() < hold.until) return;
+      this.enqueue(kind, ns, name);
+    };
+    secrets.on('add', wakeOwner);
+    secrets.on('update', wakeOwner);
+    secrets.on('delete', wakeOwner);
+    this.#watchErrors(secrets as unknown as Informer<KubernetesObject>, 'Secret informer');
+    this.#informers.push(secrets as unknown as Informer<KubernetesObject>);
+
+    await Promise.all(this.#informers.map((i) => i.start()));
+    this.#synced = true;
+    this.#workers = Array.from({ length: this.#o.workers }, () => this.#work());
+  }
+
+  /** client-node's informer stops on a watch error other than 410: start it again after a pause. */
+  #watchErrors(informer: Informer<KubernetesObject>, what: string): void {
+    informer.on('error', (error: unknown) => {
+      if (this.#stopped) return;
+      this.#o.logger.warn({ err: error instanceof Error ? error.message : String(error) }, `${what} failed; restarting`);
+      setTimeout(() => {
+        if (!this.#stopped) informer.start().catch(() => undefined);
+      }, 1_000).unref();
+    });
+  }
+
+  async #work(): Promise<void> {
+    for (;;) {
+      const key = await this.#queue.get();
+      if (key === undefined) return;
+      const [kind, namespace, name] = key.split('/') as [KindName, string, string];
+      const logger = this.#o.logger.child({ kind, namespace, name, reconcileId: randomUUID() });
+      const started = performance.now();
+      let result: ReconcileResult | undefined;
+      try {
+        result = await this.#o.lifecycle.reconcile(kind, namespace, name, logger);
+      } catch (error) {
+        logger.error({ err: error instanceof Error ? { message: error.message, code: (error as { code?: unknown }).code } : String(error) }, 'reconcile failed');
+      }
+      const seconds = (performance.now() - started) / 1000;
+      this.#schedule(key, result);
+      this.#o.onReconciled?.(kind, result === undefined ? 'error' : result.type === 'Done' ? 'success' : 'requeue', seconds);
+      this.#queue.done(key);
+    }
+  }
+
+  #schedule(key: Key, result: ReconcileResult | undefined): void {
+    if (this.#stopped) return;
+    if (result === undefined || result.type === 'Retry') {
+      this.#queue.addRateLimited(key);
+      return;
+    }
+    if (result.type === 'Backoff') {
+      // Platform refusals (401, 403, 429, outage): seconds to minutes, never a hot loop.
+      const failures = (this.#platformFailures.get(key) ?? 0) + 1;
+      this.#platformFailures.set(key, failures);
+      const delay = Math.max(result.minDelayMs ?? 0, Math.min(this.#o.maxBackoffMs ?? 300_000, 1_000 * 2 ** (failures - 1)));
+      const [kind, namespace, name] = key.split('/') as [KindName, string, string];
+      const cached = this.#caches.get(kind)?.get(name, namespace);
+      this.#holds.set(key, { until: Date.now() + delay, generation: cached?.metadata?.generation, deleting: cached?.metadata?.deletionTimestamp !== undefined });
+      this.#queue.addAfter(key, delay);
+      return;
+    }
+    this.#platformFailures.delete(key);
+    this.#holds.delete(key);
+    this.#queue.forget(key);
+    if (result.requeueAfterMs !== undefined) {
+      // Jitter spreads drift checks of many resources over the interval.
+      this.#queue.addAfter(key, Math.round(result.requeueAfterMs * (0.9 + Math.random() * 0.2)));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await Promise.all(this.#informers.map((i) => i.stop()));
+    await this.#queue.shutDownWithDrain();
+    await Promise.all(this.#workers);
+  }
+}

@@ -1,0 +1,137 @@
+// Wires the operator together: kube clients, one platform client per credentials (sharing ONE
+// token bucket for org key creation, DESIGN.md section 5), the drift cache, the lifecycle and the
+// controller. startOperator() runs it in-process (tests, main.ts).
+import { createHash, randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { KeyPlatform } from './adapter.ts';
+import { Controller } from './controller.ts';
+import { DriftCache } from './drift.ts';
+import { EventRecorder } from './events.ts';
+import { KeyLifecycle } from './lifecycle.ts';
+import { OperationsPollers, type OperationsClient } from './operations-poller.ts';
+import { createLogger } from './logger.ts';
+import type { OperatorMetrics } from './metrics.ts';
+import type { KindName } from './resources/schema.ts';
+
+/** Makes a platform client acting with one API key (src/platform's PlatformClient in production). */
+export type PlatformFactory = (options: { baseUrl: string; apiKey: string }) => KeyPlatform;
+
+export interface OperatorOptions {
+  kubeConfig: KubeConfig;
+  platformBaseUrl: string;
+  platformFactory?: PlatformFactory;
+  workers?: number;
+  /** Watch one namespace; all when undefined. */
+  namespace?: string;
+  driftIntervalMs?: number;
+  /** How long an intent written by another process is presumed in flight (DESIGN.md section 3). */
+  pendingGraceMs?: number;
+  logger?: Logger;
+  /** Distinguishes this process in intents; a new one per start. */
+  identity?: string;
+  maxBackoffMs?: number;
+  onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
+  /** helper metrics (metrics.ts): queue, reconcile and platform request instruments. */
+  metrics?: OperatorMetrics;
+}
+
+export interface RunningOperator {
+  identity: string;
+  /** Informers listed and workers running. */
+  ready(): boolean;
+  stop(): Promise<void>;
+}
+
+async function defaultPlatformFactory(metrics: OperatorMetrics | undefined): Promise<PlatformFactory> {
+  // src/platform is the only way to the platform (STYLE.md); imported lazily so unit suites of the
+  // operator do not load the HTTP stack.
+  const platform = await import('../platform/index.ts');
+  // ONE bucket for org key creation across every worker and credentials (DESIGN.md section 5).
+  const orgKeyLimiter = new platform.TokenBucket({ ratePerSecond: 10 });
+  return ({ baseUrl, apiKey }) => new platform.PlatformClient({
+    baseUrl,
+    apiKey,
+    orgKeyLimiter,
+    ...(metrics !== undefined ? { onResponse: (info) => metrics.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) } : {}),
+  }) as unknown as KeyPlatform;
+}
+
+export async function startOperator(options: OperatorOptions): Promise<RunningOperator> {
+  const logger = options.logger ?? createLogger();
+  const identity = options.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
+  const factory = options.platformFactory ?? await defaultPlatformFactory(options.metrics);
+  const clients = new Map<string, { platform: KeyPlatform; credentialsId: string }>();
+  const platformFor = (apiKey: string): { platform: KeyPlatform; credentialsId: string } => {
+    // Clients are cached by a digest of the key, never by the key itself.
+    const credentialsId = createHash('sha256').update(apiKey).digest('hex').slice(0, 16);
+    let entry = clients.get(credentialsId);
+    if (entry === undefined) {
+      entry = { platform: factory({ baseUrl: options.platformBaseUrl, apiKey }), credentialsId };
+      clients.set(credentialsId, entry);
+    }
+    return entry;
+  };
+  const driftIntervalMs = options.driftIntervalMs ?? 300_000;
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  // Created before the controller it wakes; onUpdate runs only once polls start (after start()).
+  const projectClients = new Map<string, KeyPlatform>();
+  const pollers: OperationsPollers = new OperationsPollers({
+    clientFor: (projectId) => projectClients.get(projectId) as OperationsClient | undefined,
+    onUpdate: (projectId): void => controller.enqueueProject(projectId),
+    slowIntervalMs: Math.max(driftIntervalMs, 5_000),
+    logger,
+  });
+  const lifecycle: KeyLifecycle = new KeyLifecycle({
+    objects: options.kubeConfig.makeApiClient(CustomObjectsApi),
+    core,
+    platformFor,
+    drift: new DriftCache(driftIntervalMs),
+    events: new EventRecorder(core, 'neon-key-operator', logger),
+    identity,
+    pendingGraceMs: options.pendingGraceMs ?? 120_000,
+    driftIntervalMs,
+    operations: { pollers, clients: projectClients },
+  });
+  const controller: Controller = new Controller({
+    kubeConfig: options.kubeConfig,
+    lifecycle,
+    logger,
+    workers: options.workers ?? 4,
+    ...(options.namespace !== undefined ? { namespace: options.namespace } : {}),
+    ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
+    onReconciled: (kind, result, seconds) => {
+      options.metrics?.reconcileTotal.inc({ kind, result });
+      options.metrics?.reconcileDuration.observe({ kind }, seconds);
+      options.onReconciled?.(kind, result, seconds);
+    },
+    ...(options.metrics !== undefined ? { queueMetrics: options.metrics.workQueue('keys') } : {}),
+  });
+  const running = controller;
+  await running.start();
+  const metrics = options.metrics;
+  // managed_keys{kind,condition,status}: counted from the informer caches, never from the platform.
+  const countKeys = metrics === undefined ? undefined : setInterval(() => {
+    metrics.managedKeys.reset();
+    for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
+      for (const obj of running.cached(kind)) {
+        for (const c of (obj as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []) {
+          metrics.managedKeys.inc({ kind, condition: c.type, status: c.status });
+        }
+      }
+    }
+  }, 5_000);
+  countKeys?.unref();
+  logger.info({ identity, namespace: options.namespace ?? '(all)', workers: options.workers ?? 4 }, 'operator started');
+  let stopping: Promise<void> | undefined;
+  return {
+    identity,
+    ready: () => running.synced,
+    stop: () => {
+      clearInterval(countKeys);
+      stopping ??= running.stop().then(() => pollers.stop()).then(() => logger.info('operator stopped'));
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,213 @@
+// The custom resources, as zod schemas: the single source of truth for the TypeScript types, the
+// runtime validation of every object read from the apiserver, and the CRD openAPIV3Schema
+// (crd.ts turns these into crds/*.yaml; `npm run generate`). DESIGN.md section 2.
+import { z } from 'zod';
+
+export const GROUP = 'keys.neon.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+/** Held by every resource the operator has seen, until its key is revoked (or retained). */
+export const FINALIZER = 'keys.neon.dev/finalizer';
+/** The create intent (DESIGN.md section 3, step 2); JSON, see PendingAttempt. */
+export const ANNOTATION_CREATE_PENDING = 'keys.neon.dev/create-pending';
+/** A person's way out when the credentials are gone for good: drop the finalizer without revoking. */
+export const ANNOTATION_RELEASE_WITHOUT_REVOKE = 'keys.neon.dev/release-without-revoke';
+/** On the Secret: the platform id of the key whose secret it holds. */
+export const ANNOTATION_KEY_ID = 'keys.neon.dev/key-id';
+/** On the Secret: the platform name of that key (the attempt name). */
+export const ANNOTATION_KEY_NAME = 'keys.neon.dev/key-name';
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'neon-key-operator';
+/** The platform appends "-" and 8 random characters to keyName; key names hold at most 64. */
+export const KEY_NAME_MAX = 64 - 9;
+
+const immutable = (field: string): { rule: string; message: string } => ({
+  rule: `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`,
+  message: `${field} is immutable`,
+});
+
+const dnsSubdomain = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+const secretDataKey = z.string().min(1).max(253).regex(/^[-._a-zA-Z0-9]+$/);
+
+export const CredentialsSecretRef = z.object({
+  name: dnsSubdomain.meta({ description: 'Name of a Secret in the same namespace as this resource.' }),
+  key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that holds the platform API key.' }),
+}).meta({
+  description: 'The Secret, in the same namespace as this resource, holding the platform API key the operator acts with '
+    + '(a personal key; for scope Organization, one of an organization administrator). Secrets of other namespaces are never read.',
+});
+
+export const SecretTarget = z.object({
+  name: dnsSubdomain.optional().meta({ description: 'Name of the Secret; defaults to the name of this resource.' }),
+  key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that receives the key.' }),
+}).meta({ description: 'The Secret the issued key is written to. It is created and owned by the operator.' });
+
+export const DeletionPolicy = z.enum(['Revoke', 'Retain']).default('Revoke').meta({
+  description: 'What happens to the platform key when this resource is deleted: Revoke it, or Retain it and keep its Secret.',
+});
+
+const keyName = z.string().min(1).max(KEY_NAME_MAX).regex(/^[A-Za-z0-9][-_.A-Za-z0-9]*$/).meta({
+  description: `Name of the key in the platform console; the operator appends "-" and 8 random characters. `
+    + `At most ${KEY_NAME_MAX} characters. Defaults to <namespace>-<name>.`,
+});
+
+const organizationId = z.string().min(1).max(128).meta({ description: 'The platform organization id, e.g. org-cool-cherry-12345678.' });
+
+export const ApiKeySpec = z.object({
+  scope: z.enum(['Personal', 'Organization']).meta({ description: 'Personal: a personal key of the user whose key is in credentialsSecretRef. Organization: an organization key. Immutable.' }),
+  organizationId: organizationId.optional().meta({ description: 'The organization of an Organization key; required for scope Organization, not allowed for Personal. Immutable.' }),
+  keyName: keyName.optional(),
+  credentialsSecretRef: CredentialsSecretRef,
+  secret: SecretTarget.optional(),
+  deletionPolicy: DeletionPolicy,
+}).meta({
+  description: 'ApiKeySpec is the desired personal or organization API key.',
+  'x-kubernetes-validations': [
+    { rule: "self.scope != 'Organization' || has(self.organizationId)", message: 'organizationId is required when scope is Organization' },
+    { rule: "self.scope != 'Personal' || !has(self.organizationId)", message: 'organizationId is not allowed when scope is Personal' },
+    { rule: 'self.scope == oldSelf.scope', message: 'scope is immutable' },
+    immutable('organizationId'),
+  ],
+});
+
+export const ProjectApiKeySpec = z.object({
+  organizationId: organizationId.meta({ description: 'The organization that owns the project. Immutable.' }),
+  projectId: z.string().min(1).max(128).meta({ description: 'The project the key is scoped to. Immutable.' }),
+  keyName: keyName.optional(),
+  credentialsSecretRef: CredentialsSecretRef,
+  secret: SecretTarget.optional(),
+  deletionPolicy: DeletionPolicy,
+}).meta({
+  description: 'ProjectApiKeySpec is the desired project-scoped API key.',
+  'x-kubernetes-validations': [
+    { rule: 'self.organizationId == oldSelf.organizationId', message: 'organizationId is immutable' },
+    { rule: 'self.projectId == oldSelf.projectId', message: 'projectId is immutable' },
+  ],
+});
+
+export const ConditionStatus = z.enum(['True', 'False', 'Unknown']);
+
+/** metav1.Condition */
+export const Condition = z.object({
+  type: z.string().min(1).max(316).meta({ description: 'Type of condition in CamelCase.' }),
+  status: ConditionStatus.meta({ description: 'True, False or Unknown.' }),
+  observedGeneration: z.int().min(0).optional().meta({ description: 'The metadata.generation this condition was set from.' }),
+  lastTransitionTime: z.string().meta({ format: 'date-time', description: 'Last time the condition changed status.' }),
+  reason: z.string().min(1).max(1024).meta({ description: 'Machine-readable CamelCase reason of the last transition.' }),
+  message: z.string().max(32768).meta({ description: 'Human-readable message; says what to do.' }),
+});
+export type Condition = z.infer<typeof Condition>;
+
+const timestamp = (description: string) => z.string().meta({ format: 'date-time', description });
+
+const statusFields = {
+  observedGeneration: z.int().min(0).optional().meta({ description: 'The metadata.generation last reconciled.' }),
+  keyId: z.int().optional().meta({ description: 'Platform id of the live key.' }),
+  keyName: z.string().optional().meta({ description: 'Platform name of the live key.' }),
+  createdAt: timestamp('When the platform created the key.').optional(),
+  createdBy: z.string().optional().meta({ description: 'The platform user that created the key.' }),
+  lastUsedAt: timestamp('Last use of the key, as the platform reports it.').optional(),
+  lastUsedFromAddr: z.string().optional().meta({ description: 'Address the key was last used from.' }),
+  secretName: z.string().optional().meta({ description: 'The Secret holding the key.' }),
+  secretHash: z.string().optional().meta({ description: 'HMAC-SHA256 (keyed by the resource uid) of the secret in the Secret, to detect edits. Never the secret.' }),
+  conditions: z.array(Condition).optional().meta({
+    description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey).',
+    'x-kubernetes-list-type': 'map',
+    'x-kubernetes-list-map-keys': ['type'],
+  }),
+};
+
+export const ApiKeyStatus = z.object(statusFields).meta({ description: 'Observed state of the key.' });
+export type ApiKeyStatus = z.infer<typeof ApiKeyStatus>;
+
+export const OperationSummary = z.object({
+  id: z.string(),
+  action: z.string(),
+  status: z.string(),
+  failuresCount: z.int().min(0).optional(),
+  updatedAt: timestamp('Last update of the operation.').optional(),
+});
+export type OperationSummary = z.infer<typeof OperationSummary>;
+
+export const ProjectApiKeyStatus = z.object({
+  ...statusFields,
+  operations: z.array(OperationSummary).optional().meta({ description: 'The latest operations of the project, mirrored by polling.' }),
+}).meta({ description: 'Observed state of the key and of the project operations.' });
+export type ProjectApiKeyStatus = z.infer<typeof ProjectApiKeyStatus>;
+
+export type ApiKeySpec = z.infer<typeof ApiKeySpec>;
+export type ProjectApiKeySpec = z.infer<typeof ProjectApiKeySpec>;
+
+export interface ObjectMeta {
+  name: string;
+  namespace: string;
+  uid: string;
+  generation?: number;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  finalizers?: string[];
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+}
+
+export interface ApiKey {
+  apiVersion: typeof API_VERSION;
+  kind: 'ApiKey';
+  metadata: ObjectMeta;
+  spec: ApiKeySpec;
+  status?: ApiKeyStatus;
+}
+
+export interface ProjectApiKey {
+  apiVersion: typeof API_VERSION;
+  kind: 'ProjectApiKey';
+  metadata: ObjectMeta;
+  spec: ProjectApiKeySpec;
+  status?: ProjectApiKeyStatus;
+}
+
+export type KeyResource = ApiKey | ProjectApiKey;
+export type KindName = KeyResource['kind'];
+
+export interface KindInfo {
+  kind: KindName;
+  plural: string;
+  singular: string;
+  shortNames: string[];
+  description: string;
+  spec: z.ZodType;
+  status: z.ZodType;
+}
+
+export const KINDS: Record<KindName, KindInfo> = {
+  ApiKey: {
+    kind: 'ApiKey',
+    plural: 'apikeys',
+    singular: 'apikey',
+    shortNames: ['nak'],
+    description: 'ApiKey is a personal or organization API key of the platform, issued by the operator and written to a Secret.',
+    spec: ApiKeySpec,
+    status: ApiKeyStatus,
+  },
+  ProjectApiKey: {
+    kind: 'ProjectApiKey',
+    plural: 'projectapikeys',
+    singular: 'projectapikey',
+    shortNames: ['npak'],
+    description: 'ProjectApiKey is a project-scoped API key of the platform, issued by the operator and written to a Secret.',
+    spec: ProjectApiKeySpec,
+    status: ProjectApiKeyStatus,
+  },
+};
+
+export type SpecParse = { ok: true; spec: ApiKeySpec | ProjectApiKeySpec } | { ok: false; message: string };
+
+/** Validates a spec read from the apiserver (the CRD validated it already, unless it is older). */
+export function parseSpec(kind: KindName, spec: unknown): SpecParse {
+  const result = KINDS[kind].spec.safeParse(spec);
+  if (result.success) return { ok: true, spec: result.data as ApiKeySpec | ProjectApiKeySpec };
+  const message = result.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ');
+  return { ok: false, message };
+}

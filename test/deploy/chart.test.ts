@@ -1,0 +1,289 @@
+// The Helm chart as users get it: linted strictly, rendered by the real helm, its RBAC held to the
+// contract, its CRDs and rules the same as the top-level crds/ and deploy/base (one truth each).
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { VersionApi } from '@kubernetes/client-node';
+import { controlPlane } from '../harness/index.ts';
+import {
+  baseDir, byKind, chartDir, CommandError, parseYaml, permissions, root, tools,
+  type K8sObject, type PolicyRule, type Tools,
+} from './kube-tools.ts';
+import { leaderElectionCeiling, leaderElectionFloor, reconcileCeiling, reconcileFloor } from './rbac-contract.ts';
+
+interface Container {
+  name: string;
+  image: string;
+  args: string[];
+  env?: { name: string; value?: string }[];
+  ports: { name: string; containerPort: number }[];
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  resources: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext: {
+    runAsNonRoot?: boolean;
+    readOnlyRootFilesystem?: boolean;
+    allowPrivilegeEscalation?: boolean;
+    capabilities?: { drop?: string[]; add?: string[] };
+    seccompProfile?: { type: string };
+  };
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+
+interface Deployment extends K8sObject {
+  spec: {
+    replicas: number;
+    selector: { matchLabels: Record<string, string> };
+    template: {
+      metadata: { labels: Record<string, string> };
+      spec: {
+        serviceAccountName: string;
+        securityContext: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
+        containers: Container[];
+        topologySpreadConstraints?: { topologyKey: string; whenUnsatisfiable: string; labelSelector: { matchLabels: Record<string, string> } }[];
+        volumes?: { name: string; emptyDir?: object }[];
+      };
+    };
+  };
+}
+
+const rulesOf = (o: K8sObject): PolicyRule[] => (o as K8sObject & { rules: PolicyRule[] }).rules;
+const onlyOne = (objects: K8sObject[], kind: string, name?: (n: string) => boolean): K8sObject => {
+  const found = byKind(objects, kind).filter((o) => name === undefined || name(o.metadata.name));
+  expect(found).toHaveLength(1);
+  return found[0] as K8sObject;
+};
+const operatorContainer = (d: Deployment): Container => {
+  const container = d.spec.template.spec.containers.find((c) => c.name === 'operator');
+  if (container === undefined) throw new Error('no operator container');
+  return container;
+};
+const noWildcards = (rules: PolicyRule[]): void => {
+  for (const rule of rules) {
+    expect(rule.verbs).not.toContain('*');
+    expect(rule.resources ?? []).not.toContain('*');
+    expect(rule.apiGroups ?? []).not.toContain('*');
+    expect(rule.nonResourceURLs).toBeUndefined();
+  }
+};
+const outside = (rules: PolicyRule[], ceiling: Set<string>): string[] => permissions(rules).filter((p) => !ceiling.has(p));
+
+describe('the Helm chart', () => {
+  let t: Tools;
+  let chartVersion: string;
+  let appVersion: string;
+
+  beforeAll(async () => {
+    const cp = await controlPlane();
+    const version = await cp.kubeConfig.makeApiClient(VersionApi).getCode();
+    t = tools(cp, version.gitVersion);
+    const chart = readFileSync(join(chartDir, 'Chart.yaml'), 'utf8');
+    chartVersion = /^version: (\S+)$/m.exec(chart)?.[1] ?? '';
+    appVersion = /^appVersion: "?([^"\s]+)"?$/m.exec(chart)?.[1] ?? '';
+  });
+
+  it('passes helm lint --strict with the default values, with watchNamespaces and with a ServiceMonitor', async () => {
+    for (const set of [[], ['watchNamespaces={team-a}'], ['metrics.serviceMonitor.enabled=true', 'replicaCount=1']]) {
+      const out = await t.helm(['lint', '--strict', chartDir, ...set.flatMap((s) => ['--set', s])]);
+      expect(out).toContain('0 chart(s) failed');
+      expect(out).not.toMatch(/\[(WARNING|ERROR)\]/);
+    }
+  });
+
+  it('refuses unknown or malformed values through values.schema.json, offline', async () => {
+    const refused = async (set: string): Promise<string> => {
+      try {
+        await t.template('bad', 'ops', [set]);
+      } catch (error) {
+        if (error instanceof CommandError) return error.stderr;
+        throw error;
+      }
+      throw new Error(`helm accepted --set ${set}`);
+    };
+    expect(await refused('replicas=3')).toMatch(/additional properties 'replicas' not allowed/);
+    expect(await refused('image.digest=latest')).toContain('digest');
+    expect(await refused('logLevel=loud')).toContain('logLevel');
+    expect(await refused('platformUrl=console.neon.tech')).toContain('platformUrl');
+    expect(await refused('watchNamespaces={Team_A}')).toContain('watchNamespaces');
+    // The operator's --watch-namespace takes one namespace: a list of two would be read as one name.
+    expect(await refused('watchNamespaces={team-a,team-b}')).toContain('watchNamespaces');
+    expect(await refused('metrics.serviceMonitor.enable=true')).toContain("'enable' not allowed");
+  });
+
+  it('renders, by default, a cluster-wide operator: two replicas with leader election, probes, a hardened pod', async () => {
+    const objects = await t.template('neon-key-operator', 'ops');
+    expect(objects.map((o) => o.kind).sort()).toEqual([
+      'ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount',
+    ]);
+    for (const o of objects) {
+      expect(o.metadata.labels).toMatchObject({
+        'app.kubernetes.io/name': 'neon-key-operator',
+        'app.kubernetes.io/instance': 'neon-key-operator',
+        'app.kubernetes.io/version': appVersion,
+        'app.kubernetes.io/managed-by': 'Helm',
+        'helm.sh/chart': `neon-key-operator-${chartVersion}`,
+      });
+      if (!o.kind.startsWith('Cluster')) expect(o.metadata.namespace).toBe('ops');
+    }
+
+    const deployment = onlyOne(objects, 'Deployment') as Deployment;
+    expect(deployment.spec.replicas).toBe(2);
+    const pod = deployment.spec.template.spec;
+    const container = operatorContainer(deployment);
+    expect(container.image).toBe(`ghcr.io/neon-key-operator/neon-key-operator:${appVersion}`);
+    expect(container.args).toEqual([
+      '--platform-url=https://console.neon.tech/api/v2',
+      '--metrics-bind-address=:8080',
+      '--health-probe-bind-address=:8081',
+      '--leader-elect',
+    ]);
+    expect(container.env).toEqual(expect.arrayContaining([
+      { name: 'LOG_LEVEL', value: 'info' },
+      expect.objectContaining({ name: 'POD_NAMESPACE' }),
+      expect.objectContaining({ name: 'POD_NAME' }),
+    ]));
+    expect(container.ports).toEqual([
+      { name: 'metrics', containerPort: 8080, protocol: 'TCP' },
+      { name: 'health', containerPort: 8081, protocol: 'TCP' },
+    ]);
+    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
+    expect(container.resources.requests).toBeDefined();
+    expect(container.resources.limits?.memory).toBeDefined();
+
+    // Restricted Pod Security Standard: non-root, no escalation, no capabilities, RuntimeDefault seccomp.
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(container.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(container.securityContext.capabilities?.add).toBeUndefined();
+    expect(container.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
+
+    // The replicas spread over nodes, softly (a one-node kind cluster still runs both).
+    const selector = deployment.spec.selector.matchLabels;
+    expect(selector).toEqual({ 'app.kubernetes.io/name': 'neon-key-operator', 'app.kubernetes.io/instance': 'neon-key-operator' });
+    expect(deployment.spec.template.metadata.labels).toMatchObject(selector);
+    expect(pod.topologySpreadConstraints?.map((c) => [c.topologyKey, c.whenUnsatisfiable, c.labelSelector.matchLabels])).toEqual([
+      ['kubernetes.io/hostname', 'ScheduleAnyway', selector],
+      ['topology.kubernetes.io/zone', 'ScheduleAnyway', selector],
+    ]);
+
+    const pdb = onlyOne(objects, 'PodDisruptionBudget') as K8sObject & { spec: { maxUnavailable: number; selector: { matchLabels: object } } };
+    expect(pdb.spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: selector } });
+    const service = onlyOne(objects, 'Service') as K8sObject & { spec: { selector: object; ports: object[] } };
+    expect(service.spec.selector).toEqual(selector);
+    expect(service.spec.ports).toEqual([{ name: 'metrics', port: 8080, targetPort: 'metrics', protocol: 'TCP' }]);
+
+    // Every binding names the chart's ServiceAccount in the release namespace.
+    const serviceAccount = onlyOne(objects, 'ServiceAccount');
+    expect(pod.serviceAccountName).toBe(serviceAccount.metadata.name);
+    for (const binding of [...byKind(objects, 'ClusterRoleBinding'), ...byKind(objects, 'RoleBinding')]) {
+      expect((binding as K8sObject & { subjects: object[] }).subjects).toEqual([
+        { kind: 'ServiceAccount', name: serviceAccount.metadata.name, namespace: 'ops' },
+      ]);
+    }
+  });
+
+  it('grants no more than the RBAC contract and no wildcard, cluster-wide or per namespace', async () => {
+    for (const set of [[], ['watchNamespaces={team-a}']]) {
+      const objects = await t.template('neon-key-operator', 'ops', set);
+      const leader = onlyOne(objects, 'Role', (n) => n.endsWith('-leader-election'));
+      expect(leader.metadata.namespace).toBe('ops');
+      noWildcards(rulesOf(leader));
+      expect(outside(rulesOf(leader), leaderElectionCeiling)).toEqual([]);
+      expect(permissions(rulesOf(leader))).toEqual(expect.arrayContaining(leaderElectionFloor));
+
+      const reconcileRoles = [...byKind(objects, 'ClusterRole'), ...byKind(objects, 'Role').filter((r) => r !== leader)];
+      expect(reconcileRoles.length).toBeGreaterThan(0);
+      for (const role of reconcileRoles) {
+        noWildcards(rulesOf(role));
+        expect(outside(rulesOf(role), reconcileCeiling)).toEqual([]);
+        expect(permissions(rulesOf(role))).toEqual(expect.arrayContaining(reconcileFloor));
+      }
+    }
+  });
+
+  it('with watchNamespaces, grants a Role in the watched namespace and nothing cluster-wide', async () => {
+    const objects = await t.template('keys', 'ops', ['watchNamespaces={team-a}', 'workers=8', 'driftInterval=10m']);
+    expect(byKind(objects, 'ClusterRole')).toEqual([]);
+    expect(byKind(objects, 'ClusterRoleBinding')).toEqual([]);
+    const roles = byKind(objects, 'Role').filter((r) => !r.metadata.name.endsWith('-leader-election'));
+    expect(roles.map((r) => r.metadata.namespace)).toEqual(['team-a']);
+    const bindings = byKind(objects, 'RoleBinding').filter((r) => !r.metadata.name.endsWith('-leader-election'));
+    expect(bindings.map((b) => b.metadata.namespace)).toEqual(['team-a']);
+    for (const binding of bindings) {
+      expect((binding as K8sObject & { roleRef: object }).roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'keys-neon-key-operator' });
+    }
+    const container = operatorContainer(onlyOne(objects, 'Deployment') as Deployment);
+    expect(container.args).toEqual(expect.arrayContaining(['--watch-namespace=team-a', '--workers=8', '--drift-interval=10m']));
+  });
+
+  it('follows its values: one replica without leader election or PDB, a digest, a ServiceMonitor, extra env and args', async () => {
+    const objects = await t.template('neon-key-operator', 'ops', [
+      'replicaCount=1', 'leaderElection.enabled=false', 'logLevel=debug',
+      'image.digest=sha256:' + 'a'.repeat(64), 'platformUrl=http://emulator.neon-emulator.svc:8080/api/v2',
+      'metrics.serviceMonitor.enabled=true', 'metrics.serviceMonitor.labels.release=prometheus',
+      'extraEnv[0].name=UV_THREADPOOL_SIZE', 'extraEnv[0].value=eight', 'extraArgs={--some-flag=1}',
+    ]);
+    expect(byKind(objects, 'PodDisruptionBudget')).toEqual([]);
+    expect(byKind(objects, 'Role')).toEqual([]);
+    const deployment = onlyOne(objects, 'Deployment') as Deployment;
+    expect(deployment.spec.replicas).toBe(1);
+    const container = operatorContainer(deployment);
+    expect(container.image).toBe(`ghcr.io/neon-key-operator/neon-key-operator@sha256:${'a'.repeat(64)}`);
+    expect(container.args).not.toContain('--leader-elect');
+    expect(container.args).toEqual(expect.arrayContaining(['--platform-url=http://emulator.neon-emulator.svc:8080/api/v2', '--some-flag=1']));
+    expect(container.env).toEqual(expect.arrayContaining([{ name: 'LOG_LEVEL', value: 'debug' }, { name: 'UV_THREADPOOL_SIZE', value: 'eight' }]));
+    const monitor = onlyOne(objects, 'ServiceMonitor') as K8sObject & { spec: { selector: object; endpoints: { port: string; path: string }[] } };
+    expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
+    expect(monitor.metadata.labels?.release).toBe('prometheus');
+    expect(monitor.spec.endpoints[0]).toMatchObject({ port: 'metrics', path: '/metrics' });
+  });
+
+  it('passes the operator only flags it declares (node src/operator/main.ts parses them strictly)', async () => {
+    const objects = await t.template('neon-key-operator', 'ops', ['watchNamespaces={team-a}', 'workers=8', 'driftInterval=10m']);
+    const args = operatorContainer(onlyOne(objects, 'Deployment') as Deployment).args;
+    expect(args.map((a) => a.replace(/=.*/, '')).sort()).toEqual([
+      '--drift-interval', '--health-probe-bind-address', '--leader-elect', '--metrics-bind-address', '--platform-url', '--watch-namespace', '--workers',
+    ]);
+    // parseArgs (strict) rejects an unknown flag or a value given to a boolean before --help prints.
+    const result = spawnSync(process.execPath, [join(root, 'src/operator/main.ts'), ...args, '--help'], { encoding: 'utf8', timeout: 30_000 });
+    expect(result.stderr).not.toMatch(/ERR_PARSE_ARGS/);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('--platform-url');
+  });
+
+  it('ships crds/ byte for byte equal to the generated top-level crds/', () => {
+    const top = readdirSync(join(root, 'crds')).filter((f) => f.endsWith('.yaml')).sort();
+    expect(top).toEqual(['keys.neon.dev_apikeys.yaml', 'keys.neon.dev_projectapikeys.yaml']);
+    expect(readdirSync(join(chartDir, 'crds')).sort()).toEqual(top);
+    for (const file of top) {
+      expect(readFileSync(join(chartDir, 'crds', file), 'utf8')).toBe(readFileSync(join(root, 'crds', file), 'utf8'));
+    }
+  });
+
+  const hasBase = existsSync(join(baseDir, 'kustomization.yaml'));
+  (hasBase ? it : it.skip)('grants the same rules as deploy/base (one truth for RBAC) and runs the same way', async () => {
+    const base = parseYaml(await t.kubectl(['kustomize', baseDir]));
+    const chart = await t.template('neon-key-operator', 'neon-key-operator-system');
+    const baseClusterRole = onlyOne(base, 'ClusterRole');
+    const chartClusterRole = onlyOne(chart, 'ClusterRole');
+    expect(permissions(rulesOf(baseClusterRole))).toEqual(permissions(rulesOf(chartClusterRole)));
+
+    const baseLeader = onlyOne(base, 'Role', (n) => n.includes('leader'));
+    const chartLeader = onlyOne(chart, 'Role', (n) => n.includes('leader'));
+    expect(permissions(rulesOf(baseLeader))).toEqual(expect.arrayContaining(permissions(rulesOf(chartLeader))));
+
+    const baseContainer = (onlyOne(base, 'Deployment') as Deployment).spec.template.spec.containers[0] as Container;
+    const chartContainer = operatorContainer(onlyOne(chart, 'Deployment') as Deployment);
+    expect(baseContainer.livenessProbe.httpGet.path).toBe(chartContainer.livenessProbe.httpGet.path);
+    expect(baseContainer.readinessProbe.httpGet.path).toBe(chartContainer.readinessProbe.httpGet.path);
+    expect(baseContainer.ports.map((p) => [p.name, p.containerPort])).toEqual(chartContainer.ports.map((p) => [p.name, p.containerPort]));
+    expect(baseContainer.args).toEqual(expect.arrayContaining(['--leader-elect', '--metrics-bind-address=:8080', '--health-probe-bind-address=:8081']));
+  });
+});

@@ -1,0 +1,146 @@
+// The container image cannot be built here (no Docker engine): these checks hold the Dockerfile,
+// its build context and the kind e2e script to what the chart and deploy/base expect of them.
+import { describe, expect, it } from '@jest/globals';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { join } from 'node:path';
+import { root } from './kube-tools.ts';
+
+const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+// Instructions with their continuation lines joined, comments dropped.
+const instructions = dockerfile.replace(/\\\n\s*/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+const stages = ((): Map<string, string[]> => {
+  const out = new Map<string, string[]>();
+  let current: string[] = [];
+  for (const line of instructions) {
+    const from = /^FROM\s+\S+\s+AS\s+(\S+)$/i.exec(line);
+    if (from?.[1] !== undefined) {
+      current = [];
+      out.set(from[1], current);
+    } else {
+      current.push(line);
+    }
+  }
+  return out;
+})();
+const runtime = stages.get('runtime') ?? [];
+const build = stages.get('build') ?? [];
+const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { devDependencies: Record<string, string>; dependencies: Record<string, string> };
+
+describe('the container image', () => {
+  it('builds in one stage and runs from another, on the Node version the tests run on', () => {
+    expect([...stages.keys()]).toEqual(['build', 'runtime']);
+    const nodeImage = /^ARG NODE_IMAGE=(\S+)$/m.exec(dockerfile)?.[1];
+    expect(nodeImage).toBe(`node:${packageJson.devDependencies.node}-bookworm-slim`);
+    expect(instructions.filter((l) => l.startsWith('FROM '))).toEqual(['FROM ${NODE_IMAGE} AS build', 'FROM ${NODE_IMAGE} AS runtime']);
+    expect(build.some((l) => /^RUN .*npm ci\b/.test(l))).toBe(true);
+    expect(build).toContain('RUN npm run build');
+    expect(build.some((l) => /^RUN npm prune --omit=dev\b/.test(l))).toBe(true);
+  });
+
+  it('leaves the devDependencies, the pinned node binary among them, out of the runtime image', () => {
+    // npm prune --omit=dev removes exactly what the lock file marks dev-only.
+    const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+    expect(packageJson.dependencies.node).toBeUndefined();
+    expect(lock.packages['node_modules/node']?.dev).toBe(true);
+    expect(lock.packages['node_modules/typescript']?.dev).toBe(true);
+    // The build stage refuses to go on should they survive the prune.
+    expect(build.find((l) => l.startsWith('RUN npm prune'))).toContain('test ! -e node_modules/node');
+    // The runtime stage takes the pruned node_modules, dist and package.json (type: module), nothing else.
+    expect(runtime.filter((l) => l.startsWith('COPY'))).toEqual([
+      'COPY --from=build /src/package.json ./',
+      'COPY --from=build /src/node_modules ./node_modules',
+      'COPY --from=build /src/dist ./dist',
+    ]);
+  });
+
+  it('runs node dist/operator/main.js under tini as uid 65532, exposing the chart ports, with OCI labels', () => {
+    expect(runtime).toContain('USER 65532:65532');
+    expect(runtime).toContain('ENTRYPOINT ["/usr/bin/tini", "--", "node", "dist/operator/main.js"]');
+    expect(runtime.some((l) => /apt-get install -y --no-install-recommends tini\b/.test(l))).toBe(true);
+    expect(runtime).toContain('EXPOSE 8080 8081');
+    const values = readFileSync(join(root, 'deploy/helm/neon-key-operator/values.yaml'), 'utf8');
+    expect(values).toMatch(/^metrics:\n {2}# [^\n]*\n {2}port: 8080$/m);
+    expect(values).toMatch(/^health:\n {2}# [^\n]*\n {2}port: 8081$/m);
+    // tsc -p tsconfig.build.json maps src/operator/main.ts to dist/operator/main.js.
+    const buildConfig = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { rootDir: string; outDir: string } };
+    expect(buildConfig.compilerOptions).toMatchObject({ rootDir: 'src', outDir: 'dist' });
+    const labels = runtime.filter((l) => l.startsWith('LABEL')).join(' ');
+    for (const label of ['title', 'description', 'source', 'licenses', 'version', 'revision', 'created']) {
+      expect(labels).toContain(`org.opencontainers.image.${label}=`);
+    }
+  });
+
+  it('ships every package the code under src/ imports at run time as a production dependency', () => {
+    // The runtime image has only what npm prune --omit=dev keeps: an import of a devDependency
+    // would pass every test here and crash in the cluster.
+    const files = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('.d.ts'));
+    expect(files.length).toBeGreaterThan(0);
+    const builtins = new Set(builtinModules);
+    const imported = new Map<string, string>();
+    for (const file of files) {
+      const text = readFileSync(join(root, 'src', file), 'utf8');
+      // Static imports and re-exports (not `import type`, which erases), and dynamic import().
+      const specifiers = [
+        ...[...text.matchAll(/^\s*(?:import|export)\s+(?!type\b)[^'";]*?\bfrom\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]),
+        ...[...text.matchAll(/^\s*import\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]),
+        ...[...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1]),
+      ];
+      for (const specifier of specifiers) {
+        if (specifier === undefined || specifier.startsWith('.') || specifier.startsWith('node:') || builtins.has(specifier)) continue;
+        const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0] as string;
+        imported.set(name, file);
+      }
+    }
+    expect(imported.has('zod')).toBe(true);
+    const notProduction = [...imported].filter(([name]) => packageJson.dependencies[name] === undefined).map(([name, file]) => `${name} (src/${file})`);
+    expect(notProduction).toEqual([]);
+  });
+
+  it('sends the build only what it needs: no node_modules, .cache, .git or local databases', () => {
+    const ignore = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+    expect(ignore[0]).toBe('*');
+    const allowed = ignore.filter((l) => l.startsWith('!')).map((l) => l.slice(1).replace(/\/$/, ''));
+    expect(allowed.sort()).toEqual(['.npmrc', 'package-lock.json', 'package.json', 'src', 'tsconfig.build.json', 'tsconfig.json']);
+    // Everything the build stage copies is in the context and exists in the repository.
+    const copied = build.filter((l) => l.startsWith('COPY ')).flatMap((l) => l.split(/\s+/).slice(1, -1));
+    for (const path of copied) {
+      expect(allowed).toContain(path);
+      expect(existsSync(join(root, path))).toBe(true);
+    }
+  });
+});
+
+describe('the kind e2e script', () => {
+  const script = join(root, 'test/e2e/kind.sh');
+
+  it('is valid bash, strict, and shellcheck-clean where shellcheck is installed', () => {
+    execFileSync('bash', ['-n', script]);
+    const text = readFileSync(script, 'utf8');
+    expect(text.startsWith('#!/usr/bin/env bash\n')).toBe(true);
+    expect(text).toContain('set -euo pipefail');
+    expect(text).toMatch(/^trap cleanup EXIT$/m);
+    const shellcheck = spawnSync('shellcheck', ['--version']);
+    if (shellcheck.error === undefined && shellcheck.status === 0) {
+      const result = spawnSync('shellcheck', ['-x', script], { encoding: 'utf8' });
+      expect(result.stdout + result.stderr).toBe('');
+      expect(result.status).toBe(0);
+    }
+  });
+
+  it('runs the image the Dockerfile builds: the operator through the chart, the emulator from dist/', () => {
+    const text = readFileSync(script, 'utf8');
+    expect(text).toContain('command: [/usr/bin/tini, --, node, dist/emulator/main.js]');
+    expect(text).toContain('"$root/deploy/helm/neon-key-operator"');
+    expect(text).toContain('kind load docker-image');
+    expect(text).toContain('--for=condition=Ready');
+    // The emulator's command line: the flags the script passes are those main.ts declares.
+    const emulatorMain = readFileSync(join(root, 'src/emulator/main.ts'), 'utf8');
+    const passed = /args: \[([^\]]*)\]/.exec(text.slice(text.indexOf('dist/emulator/main.js')))?.[1] ?? '';
+    const flags = [...passed.matchAll(/--([a-z-]+)=/g)].map((m) => m[1] as string);
+    expect(flags.sort()).toEqual(['db', 'host', 'port']);
+    for (const flag of flags) expect(emulatorMain).toMatch(new RegExp(`^\\s*'?${flag}'?: \\{ type: 'string'`, 'm'));
+  });
+});

@@ -1,0 +1,451 @@
+// The key lifecycle as users meet it: a real kube-apiserver + etcd (the harness), the platform
+// emulator over HTTP, the operator in-process with a token of the ServiceAccount that deploy/base
+// creates (so its RBAC is proven sufficient). No mocks.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { writeFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { CoreV1Api, type CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { createLogger } from '../../src/operator/logger.ts';
+import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { PlatformClient } from '../../src/platform/index.ts';
+import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+
+const group = 'keys.neon.dev';
+const version = 'v1alpha1';
+
+interface Condition { type: string; status: string; reason: string; message: string; observedGeneration?: number }
+interface Resource {
+  metadata: { name: string; generation: number; annotations?: Record<string, string>; finalizers?: string[] };
+  spec: Record<string, unknown>;
+  status?: { keyId?: number; keyName?: string; secretName?: string; secretHash?: string; observedGeneration?: number; conditions?: Condition[] };
+}
+interface AdminKey { id: number; name: string; kind: string; organizationId: string | null; projectId: string | null; revoked: boolean }
+
+describe('the key lifecycle against a real apiserver and the emulator', () => {
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let operatorConfig: KubeConfig;
+  let operator: RunningOperator;
+  let objects: CustomObjectsApi;
+  let core: CoreV1Api;
+  let namespace: string;
+  let org: string;
+  let aliceKey: string;
+  let bobKey: string;
+  const logLines: string[] = [];
+  const issuedSecrets = new Set<string>();
+
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
+  });
+
+  const admin = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const response = await fetch(`${emulator.adminUrl}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`admin ${method} ${path}: ${response.status} ${text}`);
+    return (text === '' ? undefined : JSON.parse(text)) as T;
+  };
+  const keysNamed = async (prefix: string): Promise<AdminKey[]> => (await admin<AdminKey[]>('GET', '/keys')).filter((k) => k.name.startsWith(`${prefix}-`));
+  const postCount = async (route: string): Promise<number> =>
+    (await admin<{ method: string; route: string; count: number }[]>('GET', '/requests')).filter((r) => r.method === 'POST' && r.route === route).reduce((n, r) => n + r.count, 0);
+
+  const credentials = async (name: string, key: string): Promise<void> => {
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData: { apiKey: key } } });
+  };
+  const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
+  const create = async (kind: 'ApiKey' | 'ProjectApiKey', name: string, spec: Record<string, unknown>, metadata: Record<string, unknown> = {}): Promise<void> => {
+    await objects.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace, ...metadata }, spec } });
+  };
+  const get = async (kind: string, name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name }) as Resource;
+  const settled = (r: Resource): boolean => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined;
+  const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
+  const untilCondition = (kind: string, name: string, type: string, test: (c: Condition, r: Resource) => boolean, timeoutMs = 20_000): Promise<Resource> =>
+    eventually(async () => {
+      const r = await get(kind, name);
+      const c = condition(r, type);
+      return c !== undefined && test(c, r) ? r : undefined;
+    }, timeoutMs, `${kind} ${name} ${type}`);
+  const untilReady = (kind: string, name: string, timeoutMs?: number): Promise<Resource> =>
+    // Settled: Ready for this generation, and the intent cleared (the last step of the protocol).
+    untilCondition(kind, name, 'Ready', (c, r) => c.status === 'True' && r.status?.observedGeneration === r.metadata.generation
+      && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined, timeoutMs);
+  const secretValue = async (name: string, key = 'apiKey'): Promise<string> => {
+    const secret = await core.readNamespacedSecret({ namespace, name });
+    const value = Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
+    if (value !== '') issuedSecrets.add(value);
+    return value;
+  };
+  const untilGone = (kind: string, name: string): Promise<true> => eventually(async () => {
+    try {
+      await get(kind, name);
+      return undefined;
+    } catch (error) {
+      if ((error as { code?: number }).code === 404) return true;
+      throw error;
+    }
+  }, 20_000, `${kind} ${name} deleted`);
+  const remove = (kind: string, name: string) => objects.deleteNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name });
+  const platformAs = (apiKey: string) => new PlatformClient({ baseUrl: emulator.baseUrl, apiKey, retry: { maxAttempts: 1 } });
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
+    const bob = emulator.bootstrap.users.find((u) => u.name === 'bob');
+    org = emulator.bootstrap.organizations[0]?.id ?? '';
+    aliceKey = alice?.personalKey ?? '';
+    bobKey = bob?.personalKey ?? '';
+    objects = customObjects(cp.kubeConfig);
+    core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    namespace = await createNamespace(cp, 'lifecycle');
+    await credentials('neon-admin', aliceKey);
+    await credentials('neon-member', bobKey);
+    await credentials('neon-bogus', 'x'.repeat(64));
+    operatorConfig = await operatorKubeConfig(cp);
+    operator = await startOperator({
+      kubeConfig: operatorConfig,
+      platformBaseUrl: emulator.baseUrl,
+      namespace,
+      workers: 4,
+      driftIntervalMs: 1_500,
+      pendingGraceMs: 5_000,
+      maxBackoffMs: 4_000,
+      logger,
+      identity: 'operator-a',
+    });
+  });
+
+  afterAll(async () => {
+    // OPERATOR_TEST_LOG=<file> keeps the operator's log of this run for a failure's post-mortem.
+    if (process.env.OPERATOR_TEST_LOG !== undefined) writeFileSync(process.env.OPERATOR_TEST_LOG, logLines.join(''));
+    await operator?.stop();
+    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+    await emulator?.close();
+  });
+
+  it('an organization ApiKey becomes Ready with a working key in its Secret', async () => {
+    await create('ApiKey', 'ci-deployer', { scope: 'Organization', organizationId: org, keyName: 'ci-deployer', credentialsSecretRef: { name: 'neon-admin' } });
+    const ready = await untilReady('ApiKey', 'ci-deployer');
+    expect(ready.metadata.finalizers).toContain('keys.neon.dev/finalizer');
+    expect(ready.metadata.annotations?.['keys.neon.dev/create-pending']).toBeUndefined();
+    expect(condition(ready, 'KeyIssued')?.status).toBe('True');
+    expect(condition(ready, 'SecretSynced')?.status).toBe('True');
+    expect(ready.status?.secretName).toBe('ci-deployer');
+    expect(ready.status?.secretHash).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    const value = await secretValue('ci-deployer');
+    expect(value).toMatch(/^[a-z0-9]{64}$/);
+    // The key works: an organization key lists the organization's projects.
+    const projects = await platformAs(value).listProjects({ orgId: org });
+    expect(projects.length).toBeGreaterThan(0);
+    const keys = await keysNamed('ci-deployer');
+    expect(keys).toEqual([expect.objectContaining({ id: ready.status?.keyId, kind: 'organization', revoked: false })]);
+    const secret = await core.readNamespacedSecret({ namespace, name: 'ci-deployer' });
+    expect(secret.metadata?.labels?.['app.kubernetes.io/managed-by']).toBe('neon-key-operator');
+    expect(secret.metadata?.annotations?.['keys.neon.dev/key-id']).toBe(String(ready.status?.keyId));
+    expect(secret.metadata?.ownerReferences?.[0]).toEqual(expect.objectContaining({ kind: 'ApiKey', name: 'ci-deployer', controller: true }));
+  });
+
+  it('status lost (a backup restored without it) is re-recorded from the Secret, no new key', async () => {
+    const before = await get('ApiKey', 'ci-deployer');
+    await objects.patchNamespacedCustomObjectStatus({
+      group, version, namespace, plural: 'apikeys', name: 'ci-deployer', body: [{ op: 'remove', path: '/status' }],
+    });
+    const after = await untilReady('ApiKey', 'ci-deployer');
+    expect(after.status?.keyId).toBe(before.status?.keyId);
+    expect(await keysNamed('ci-deployer')).toEqual([expect.objectContaining({ id: before.status?.keyId, revoked: false })]);
+  });
+
+  it('a Secret of the target name that the operator does not manage is never overwritten', async () => {
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'squatted' }, stringData: { apiKey: 'not ours' } } });
+    await create('ApiKey', 'squatted', { scope: 'Personal', keyName: 'squatted', credentialsSecretRef: { name: 'neon-admin' } });
+    const blocked = await untilCondition('ApiKey', 'squatted', 'Ready', (c) => c.reason === 'SecretConflict');
+    expect(condition(blocked, 'SecretSynced')?.reason).toBe('SecretConflict');
+    expect(await secretValue('squatted')).toBe('not ours');
+    expect(await keysNamed('squatted')).toEqual([]);
+    await remove('ApiKey', 'squatted');
+    await untilGone('ApiKey', 'squatted');
+    expect(await secretValue('squatted')).toBe('not ours');
+  });
+
+  it('a personal ApiKey deleted is revoked and its Secret is gone', async () => {
+    await create('ApiKey', 'laptop', { scope: 'Personal', keyName: 'laptop', credentialsSecretRef: { name: 'neon-admin' } });
+    const ready = await untilReady('ApiKey', 'laptop');
+    const value = await secretValue('laptop');
+    expect((await platformAs(value).listPersonalKeys()).length).toBeGreaterThan(0);
+    await remove('ApiKey', 'laptop');
+    await untilGone('ApiKey', 'laptop');
+    expect(await keysNamed('laptop')).toEqual([expect.objectContaining({ id: ready.status?.keyId, kind: 'personal', revoked: true })]);
+    await expect(core.readNamespacedSecret({ namespace, name: 'laptop' })).rejects.toMatchObject({ code: 404 });
+  });
+
+  it('an ApiKey with deletionPolicy Retain leaves the key live and its Secret in place', async () => {
+    await create('ApiKey', 'keeper', { scope: 'Organization', organizationId: org, keyName: 'keeper', deletionPolicy: 'Retain', credentialsSecretRef: { name: 'neon-admin' }, secret: { name: 'keeper-secret', key: 'token' } });
+    const ready = await untilReady('ApiKey', 'keeper');
+    const value = await secretValue('keeper-secret', 'token');
+    await remove('ApiKey', 'keeper');
+    await untilGone('ApiKey', 'keeper');
+    // Longer than the garbage collector needs to act on an owner reference.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const secret = await core.readNamespacedSecret({ namespace, name: 'keeper-secret' });
+    expect(secret.metadata?.ownerReferences ?? []).toEqual([]);
+    expect(Buffer.from(secret.data?.token ?? '', 'base64').toString('utf8')).toBe(value);
+    expect(await keysNamed('keeper')).toEqual([expect.objectContaining({ id: ready.status?.keyId, revoked: false })]);
+    expect((await platformAs(value).listProjects({ orgId: org })).length).toBeGreaterThan(0);
+  });
+
+  it('a create response lost after the platform committed is recovered: the orphan revoked, one live key', async () => {
+    await admin('PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'drop-after-commit', times: 1 }] });
+    try {
+      await create('ApiKey', 'dropped', { scope: 'Organization', organizationId: org, keyName: 'dropped', credentialsSecretRef: { name: 'neon-admin' } });
+      const ready = await untilReady('ApiKey', 'dropped');
+      const keys = await keysNamed('dropped');
+      expect(keys).toHaveLength(2);
+      expect(keys.filter((k) => !k.revoked)).toEqual([expect.objectContaining({ id: ready.status?.keyId })]);
+      expect((await platformAs(await secretValue('dropped')).listProjects({ orgId: org })).length).toBeGreaterThan(0);
+    } finally {
+      await admin('DELETE', '/faults');
+    }
+  });
+
+  it('an intent whose key already reached the Secret is adopted, nothing revoked', async () => {
+    const attempt = 'adoptee-abcd1234';
+    const made = await platformAs(aliceKey).createOrganizationKey(org, { keyName: attempt });
+    issuedSecrets.add(made.key);
+    // What a process that crashed between writing the Secret and recording the status leaves behind.
+    await core.createNamespacedSecret({
+      namespace,
+      body: {
+        metadata: {
+          name: 'adoptee',
+          labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
+          annotations: { 'keys.neon.dev/owner': 'ApiKey/adoptee', 'keys.neon.dev/key-id': String(made.id), 'keys.neon.dev/key-name': attempt },
+        },
+        stringData: { apiKey: made.key },
+      },
+    });
+    await create('ApiKey', 'adoptee', { scope: 'Organization', organizationId: org, keyName: 'adoptee', credentialsSecretRef: { name: 'neon-admin' } }, {
+      finalizers: ['keys.neon.dev/finalizer'],
+      annotations: { 'keys.neon.dev/create-pending': JSON.stringify({ attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' }) },
+    });
+    const ready = await untilReady('ApiKey', 'adoptee');
+    expect(ready.status?.keyId).toBe(made.id);
+    expect(ready.metadata.annotations?.['keys.neon.dev/create-pending']).toBeUndefined();
+    expect(await keysNamed('adoptee')).toEqual([expect.objectContaining({ id: made.id, revoked: false })]);
+  });
+
+  it('an intent left by a crashed process with no Secret is recovered once its grace has passed', async () => {
+    const attempt = 'orphaned-wxyz9876';
+    const made = await platformAs(aliceKey).createOrganizationKey(org, { keyName: attempt });
+    issuedSecrets.add(made.key);
+    await create('ApiKey', 'orphaned', { scope: 'Organization', organizationId: org, keyName: 'orphaned', credentialsSecretRef: { name: 'neon-admin' } }, {
+      finalizers: ['keys.neon.dev/finalizer'],
+      annotations: { 'keys.neon.dev/create-pending': JSON.stringify({ attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' }) },
+    });
+    // Within the grace period the operator waits: the other process may still be working.
+    const waiting = await untilCondition('ApiKey', 'orphaned', 'Ready', (c) => c.reason === 'Creating');
+    expect(waiting.metadata.annotations?.['keys.neon.dev/create-pending']).toContain(attempt);
+    const ready = await untilReady('ApiKey', 'orphaned', 20_000);
+    expect(ready.status?.keyId).not.toBe(made.id);
+    const keys = await keysNamed('orphaned');
+    expect(keys.find((k) => k.id === made.id)?.revoked).toBe(true);
+    expect(keys.filter((k) => !k.revoked)).toEqual([expect.objectContaining({ id: ready.status?.keyId })]);
+  });
+
+  it.each([
+    ['Unauthorized', 'a revoked or wrong credentials key', { scope: 'Organization', keyName: 'unauth', credentialsSecretRef: { name: 'neon-bogus' } }],
+    ['Forbidden', 'a member asking for an organization key', { scope: 'Organization', keyName: 'forbidden', credentialsSecretRef: { name: 'neon-member' } }],
+  ])('%s: %s is reported with a bounded number of platform calls', async (reason, _story, spec) => {
+    const name = String(spec.keyName);
+    const before = await postCount('/api/v2/organizations/:org_id/api_keys');
+    await create('ApiKey', name, { ...spec, organizationId: org });
+    const blocked = await untilCondition('ApiKey', name, 'KeyIssued', (c) => c.reason === reason);
+    expect(condition(blocked, 'Ready')).toEqual(expect.objectContaining({ status: 'False', reason }));
+    expect(condition(blocked, 'KeyIssued')?.message).toMatch(/credentials|administrator/);
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    // Backoff 1 s, 2 s, 4 s: a handful of attempts in ~6 s, not a hot loop.
+    const calls = (await postCount('/api/v2/organizations/:org_id/api_keys')) - before;
+    expect(calls).toBeGreaterThanOrEqual(1);
+    expect(calls).toBeLessThanOrEqual(6);
+    expect(await keysNamed(name)).toEqual([]);
+    const r = await get('ApiKey', name);
+    expect(r.metadata.annotations?.['keys.neon.dev/create-pending']).toBeUndefined();
+    // Deleting a resource that never got a key needs no platform call.
+    await remove('ApiKey', name);
+    await untilGone('ApiKey', name);
+  });
+
+  it('NotFound: a ProjectApiKey for a project outside the organization says so', async () => {
+    await create('ProjectApiKey', 'nowhere', { organizationId: org, projectId: 'no-such-project-123', keyName: 'nowhere', credentialsSecretRef: { name: 'neon-admin' } });
+    const blocked = await untilCondition('ProjectApiKey', 'nowhere', 'KeyIssued', (c) => c.reason === 'NotFound');
+    expect(condition(blocked, 'KeyIssued')?.message).toContain('404');
+  });
+
+  it('RateLimited: a 429 on create is reported, then the key is issued', async () => {
+    await admin('PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'status', status: 429, times: 3 }] });
+    try {
+      await create('ApiKey', 'throttled', { scope: 'Organization', organizationId: org, keyName: 'throttled', credentialsSecretRef: { name: 'neon-admin' } });
+      await untilReady('ApiKey', 'throttled', 30_000);
+      expect((await keysNamed('throttled')).filter((k) => !k.revoked)).toHaveLength(1);
+    } finally {
+      await admin('DELETE', '/faults');
+    }
+  });
+
+  it('missing credentials are reported, and the key is issued once they exist', async () => {
+    await create('ApiKey', 'patient', { scope: 'Personal', keyName: 'patient', credentialsSecretRef: { name: 'neon-later' } });
+    const blocked = await untilCondition('ApiKey', 'patient', 'Ready', (c) => c.reason === 'CredentialsMissing');
+    expect(condition(blocked, 'Ready')?.message).toContain('does not exist');
+    await credentials('neon-later', aliceKey);
+    await untilReady('ApiKey', 'patient', 20_000);
+  });
+
+  it('a ProjectApiKey becomes Ready with a key scoped to its project', async () => {
+    const project = emulator.bootstrap.projects.find((p) => p.organizationId === org);
+    if (project === undefined) throw new Error('no org project in the seed');
+    await create('ProjectApiKey', 'app', { organizationId: org, projectId: project.id, keyName: 'app', credentialsSecretRef: { name: 'neon-admin' } });
+    const ready = await untilReady('ProjectApiKey', 'app');
+    const value = await secretValue('app');
+    expect((await platformAs(value).getProject(project.id)).id).toBe(project.id);
+    expect(await keysNamed('app')).toEqual([expect.objectContaining({ id: ready.status?.keyId, kind: 'project', projectId: project.id, revoked: false })]);
+  });
+
+  it("a ProjectApiKey mirrors its project's operations: a new branch shows, then settles", async () => {
+    const project = emulator.bootstrap.projects.find((p) => p.organizationId === org);
+    if (project === undefined) throw new Error('no org project in the seed');
+    const { operations } = await platformAs(aliceKey).createBranch(project.id);
+    const ids = operations.map((o) => o.id);
+    expect(operations.map((o) => o.action)).toEqual(expect.arrayContaining(['create_branch', 'start_compute']));
+    const settled = await untilCondition('ProjectApiKey', 'app', 'OperationsSettled', (c, r) => c.status === 'True'
+      && ids.every((id) => (r.status as { operations?: { id: string; status: string }[] }).operations?.some((o) => o.id === id && o.status === 'finished') === true), 30_000);
+    expect(condition(settled, 'Ready')?.status).toBe('True');
+  });
+
+  it('drift: a project moved out of the organization is reported on its ProjectApiKey', async () => {
+    const project = emulator.bootstrap.projects.filter((p) => p.organizationId === org)[1];
+    if (project === undefined) throw new Error('the seed has fewer than two org projects');
+    await create('ProjectApiKey', 'mover', { organizationId: org, projectId: project.id, keyName: 'mover', credentialsSecretRef: { name: 'neon-admin' } });
+    await untilReady('ProjectApiKey', 'mover');
+    await admin('POST', `/projects/${project.id}/transfer`, { organizationId: null });
+    const moved = await untilCondition('ProjectApiKey', 'mover', 'KeyIssued', (c) => c.reason === 'ProjectNotInOrganization', 20_000);
+    expect(condition(moved, 'Ready')?.status).toBe('False');
+    expect(condition(moved, 'KeyIssued')?.message).toContain('no longer owned by the organization');
+  });
+
+  it('drift: a key revoked outside, a Secret deleted, a Secret edited are each repaired', async () => {
+    await create('ApiKey', 'drifty', { scope: 'Organization', organizationId: org, keyName: 'drifty', credentialsSecretRef: { name: 'neon-admin' } });
+    const first = await untilReady('ApiKey', 'drifty');
+    const firstId = first.status?.keyId ?? -1;
+    await secretValue('drifty');
+
+    await platformAs(aliceKey).revokeOrganizationKey(org, firstId);
+    const second = await untilCondition('ApiKey', 'drifty', 'Ready', (c, r) => c.status === 'True' && r.status?.keyId !== firstId && settled(r), 20_000);
+    const secondId = second.status?.keyId ?? -1;
+    await secretValue('drifty');
+
+    await core.deleteNamespacedSecret({ namespace, name: 'drifty' });
+    const third = await untilCondition('ApiKey', 'drifty', 'Ready', (c, r) => c.status === 'True' && r.status?.keyId !== secondId && settled(r), 20_000);
+    const thirdId = third.status?.keyId ?? -1;
+    await secretValue('drifty');
+
+    await core.patchNamespacedSecret({ namespace, name: 'drifty', body: [{ op: 'replace', path: '/data/apiKey', value: Buffer.from('edited by hand').toString('base64') }] });
+    const fourth = await untilCondition('ApiKey', 'drifty', 'Ready', (c, r) => c.status === 'True' && r.status?.keyId !== thirdId && settled(r), 20_000);
+    const value = await secretValue('drifty');
+    expect((await platformAs(value).listProjects({ orgId: org })).length).toBeGreaterThan(0);
+
+    const keys = await keysNamed('drifty');
+    expect(keys.filter((k) => !k.revoked).map((k) => k.id)).toEqual([fourth.status?.keyId]);
+    expect(keys).toHaveLength(4);
+    const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=drifty' });
+    const reasons = events.items.map((e) => e.reason);
+    expect(reasons).toEqual(expect.arrayContaining(['RevokedExternally', 'SecretMissing', 'SecretTampered']));
+  });
+
+  it('a key deleted while the platform is down is revoked when it returns', async () => {
+    await create('ApiKey', 'outage', { scope: 'Organization', organizationId: org, keyName: 'outage', credentialsSecretRef: { name: 'neon-admin' } });
+    const ready = await untilReady('ApiKey', 'outage');
+    await admin('PUT', '/faults', { rules: [{ method: 'DELETE', probability: 1, kind: 'status', status: 503 }] });
+    try {
+      await remove('ApiKey', 'outage');
+      const deleting = await untilCondition('ApiKey', 'outage', 'Ready', (c) => c.reason === 'Deleting' && c.message.includes('PlatformUnavailable'));
+      expect(deleting.metadata.finalizers).toContain('keys.neon.dev/finalizer');
+    } finally {
+      await admin('DELETE', '/faults');
+    }
+    await untilGone('ApiKey', 'outage');
+    expect(await keysNamed('outage')).toEqual([expect.objectContaining({ id: ready.status?.keyId, revoked: true })]);
+  });
+
+  it('a person releases a resource whose credentials are gone, without revoking', async () => {
+    await create('ApiKey', 'stranded', { scope: 'Organization', organizationId: org, keyName: 'stranded', credentialsSecretRef: { name: 'neon-stranded' } });
+    await credentials('neon-stranded', aliceKey);
+    const ready = await untilReady('ApiKey', 'stranded', 20_000);
+    await core.deleteNamespacedSecret({ namespace, name: 'neon-stranded' });
+    await remove('ApiKey', 'stranded');
+    await untilCondition('ApiKey', 'stranded', 'Ready', (c) => c.reason === 'Deleting' && c.message.includes('CredentialsMissing'));
+    await objects.patchNamespacedCustomObject({
+      group, version, namespace, plural: 'apikeys', name: 'stranded',
+      body: [{ op: 'add', path: '/metadata/annotations', value: { 'keys.neon.dev/release-without-revoke': 'true' } }],
+    });
+    await untilGone('ApiKey', 'stranded');
+    expect(await keysNamed('stranded')).toEqual([expect.objectContaining({ id: ready.status?.keyId, revoked: false })]);
+  });
+
+  it('two operator instances reconciling the same resources never create two keys for one resource', async () => {
+    const second = await startOperator({
+      kubeConfig: operatorConfig, platformBaseUrl: emulator.baseUrl, namespace, workers: 4, driftIntervalMs: 1_500,
+      pendingGraceMs: 5_000, maxBackoffMs: 4_000, logger, identity: 'operator-b',
+    });
+    try {
+      const names = Array.from({ length: 8 }, (_, i) => `twin-${i}`);
+      await Promise.all(names.map((name) => create('ApiKey', name, { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } })));
+      for (const name of names) {
+        const ready = await untilReady('ApiKey', name, 30_000);
+        await secretValue(name);
+        const keys = await keysNamed(name);
+        expect([name, keys.filter((k) => !k.revoked).map((k) => k.id)]).toEqual([name, [ready.status?.keyId]]);
+        expect([name, keys.length]).toEqual([name, 1]);
+      }
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('at rest, drift costs one key list per credentials and organization per interval, not one per key', async () => {
+    const live = ((await objects.listNamespacedCustomObject({ group, version, namespace, plural: 'apikeys' })) as { items: Resource[] }).items
+      .filter((r) => r.spec.scope === 'Organization' && condition(r, 'Ready')?.status === 'True');
+    expect(live.length).toBeGreaterThanOrEqual(8);
+    await admin('DELETE', '/requests');
+    await new Promise((resolve) => setTimeout(resolve, 4_500));
+    const requests = await admin<{ method: string; route: string; status: number; count: number }[]>('GET', '/requests');
+    const lists = requests.filter((r) => r.method === 'GET' && r.route === '/api/v2/organizations/:org_id/api_keys').reduce((n, r) => n + r.count, 0);
+    // Interval 1.5 s over 4.5 s: about 3 lists for the one (credentials, organization), whatever the number of keys.
+    expect(lists).toBeGreaterThanOrEqual(1);
+    expect(lists).toBeLessThanOrEqual(5);
+    expect(requests.filter((r) => r.method === 'POST' && r.route === '/api/v2/organizations/:org_id/api_keys' && r.status < 400)).toEqual([]);
+  });
+
+  it('no secret value appears in logs, events or status', async () => {
+    const secrets = [...issuedSecrets, aliceKey, bobKey];
+    expect(issuedSecrets.size).toBeGreaterThan(5);
+    const logs = logLines.join('');
+    expect(logs.length).toBeGreaterThan(1000);
+    const events = JSON.stringify((await core.listNamespacedEvent({ namespace })).items);
+    const statuses = JSON.stringify([
+      ...((await objects.listNamespacedCustomObject({ group, version, namespace, plural: 'apikeys' })) as { items: unknown[] }).items,
+      ...((await objects.listNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys' })) as { items: unknown[] }).items,
+    ]);
+    for (const secret of secrets) {
+      expect(logs.includes(secret)).toBe(false);
+      expect(events.includes(secret)).toBe(false);
+      expect(statuses.includes(secret)).toBe(false);
+    }
+  });
+});

@@ -1,0 +1,81 @@
+// The operator as a process, the way the Deployment runs it: `node src/operator/main.ts` with the
+// ServiceAccount's token, --leader-elect (a Lease in its namespace), probes and metrics, and a
+// SIGTERM that drains and exits 0.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
+import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, root } from './support.ts';
+
+describe('the operator process', () => {
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let child: ChildProcess | undefined;
+  let namespace: string;
+  let output = '';
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    namespace = await createNamespace(cp, 'cli');
+  });
+
+  afterAll(async () => {
+    if (child !== undefined && child.exitCode === null) child.kill('SIGKILL');
+    await cp?.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }).catch(() => undefined);
+    await emulator?.close();
+  });
+
+  it('elects itself leader, reconciles, serves probes and metrics, and drains on SIGTERM', async () => {
+    const token = await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 600);
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'nko-cli-')), 'kubeconfig');
+    writeFileSync(kubeconfig, kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
+    const [health, metrics] = [await freePort(), await freePort()];
+    const identity = `cli-test-${namespace}`;
+    child = spawn(process.execPath, [join(root, 'src/operator/main.ts'),
+      '--kubeconfig', kubeconfig, '--platform-url', emulator.baseUrl, '--watch-namespace', namespace, '--leader-elect',
+      `--health-probe-bind-address=127.0.0.1:${health}`, `--metrics-bind-address=127.0.0.1:${metrics}`, '--drift-interval', '2s'],
+    { env: { PATH: process.env.PATH, POD_NAME: identity, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { output += chunk; });
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { output += chunk; });
+
+    await eventually(async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).ok ? true : undefined), 20_000, 'healthz');
+    const lease = await eventually(async () => {
+      const l = await cp.kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: 'neon-key-operator' });
+      return l.spec?.holderIdentity === identity ? l : undefined;
+    }, 30_000, 'the Lease held by the process');
+    expect(lease.spec?.holderIdentity).toBe(identity);
+    await eventually(async () => ((await fetch(`http://127.0.0.1:${health}/readyz`)).ok ? true : undefined), 20_000, 'readyz');
+
+    const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
+    await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
+    const objects = customObjects(cp.kubeConfig);
+    await objects.createNamespacedCustomObject({
+      group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys',
+      body: { apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'cli' }, spec: { scope: 'Personal', keyName: 'cli', credentialsSecretRef: { name: 'neon-admin' } } },
+    });
+    await eventually(async () => {
+      const r = await objects.getNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys', name: 'cli' }) as { status?: { conditions?: { type: string; status: string }[] } };
+      return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? true : undefined;
+    }, 30_000, 'the ApiKey Ready');
+
+    const exposition = await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text();
+    expect(exposition).toMatch(/neon_key_operator_reconcile_total\{[^}]*kind="ApiKey"[^}]*\} [1-9]/);
+    expect(exposition).toMatch(/neon_key_operator_platform_requests_total\{[^}]*method="POST"/);
+    await eventually(async () => /neon_key_operator_managed_keys\{[^}]*condition="Ready"[^}]*status="True"[^}]*\} 1/.test(
+      await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text()) ? true : undefined, 15_000, 'managed_keys');
+
+    child.kill('SIGTERM');
+    const [code] = await once(child, 'exit') as [number | null];
+    expect(code).toBe(0);
+    expect(output).toContain('draining in-flight reconciles');
+    expect(output.includes(alice?.personalKey ?? 'never')).toBe(false);
+  }, 90_000);
+});

@@ -1,0 +1,106 @@
+// The checked-in CRDs, applied with kubectl to a real kube-apiserver: the CEL rules refuse what
+// they should, the defaults land, status is a subresource, the short names and category resolve.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { ApiException, CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
+import { controlPlane, type ControlPlane } from '../../harness/index.ts';
+import { join } from 'node:path';
+import { createNamespace, customObjects, installOperatorManifests, kubectl, root } from '../support.ts';
+
+const group = 'keys.neon.dev';
+const version = 'v1alpha1';
+
+async function refusal(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof ApiException) return `${error.code} ${String(error.body)}`;
+    throw error;
+  }
+  throw new Error('expected the apiserver to refuse');
+}
+
+describe('the CRDs on a real apiserver', () => {
+  let cp: ControlPlane;
+  let objects: CustomObjectsApi;
+  let namespace: string;
+  const creds = { name: 'neon-admin' };
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    objects = customObjects(cp.kubeConfig);
+    namespace = await createNamespace(cp, 'crd');
+  });
+
+  afterAll(async () => {
+    await cp?.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }).catch(() => undefined);
+  });
+
+  const apiKey = (name: string, spec: Record<string, unknown>) => ({ apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, namespace }, spec });
+  const create = (plural: string, body: unknown) => objects.createNamespacedCustomObject({ group, version, namespace, plural, body });
+
+  it('fills the defaults: deletionPolicy Revoke, credentials key apiKey', async () => {
+    const created = await create('apikeys', apiKey('defaults', { scope: 'Personal', credentialsSecretRef: creds })) as { spec: Record<string, unknown> };
+    expect(created.spec).toEqual({ scope: 'Personal', credentialsSecretRef: { name: 'neon-admin', key: 'apiKey' }, deletionPolicy: 'Revoke' });
+  });
+
+  it('requires organizationId for an Organization key', async () => {
+    const error = await refusal(create('apikeys', apiKey('no-org', { scope: 'Organization', credentialsSecretRef: creds })));
+    expect(error).toMatch(/^422 .*organizationId is required when scope is Organization/);
+  });
+
+  it('refuses organizationId on a Personal key', async () => {
+    const error = await refusal(create('apikeys', apiKey('personal-org', { scope: 'Personal', organizationId: 'org-x', credentialsSecretRef: creds })));
+    expect(error).toContain('organizationId is not allowed when scope is Personal');
+  });
+
+  it('refuses an unknown scope and deletionPolicy', async () => {
+    expect(await refusal(create('apikeys', apiKey('bad-scope', { scope: 'Team', credentialsSecretRef: creds })))).toMatch(/^422 .*Team/);
+    expect(await refusal(create('apikeys', apiKey('bad-policy', { scope: 'Personal', deletionPolicy: 'Keep', credentialsSecretRef: creds })))).toMatch(/^422 /);
+  });
+
+  it('keeps scope and organizationId immutable', async () => {
+    const created = await create('apikeys', apiKey('immutable', { scope: 'Organization', organizationId: 'org-a', credentialsSecretRef: creds })) as { metadata: Record<string, unknown>; spec: Record<string, unknown> };
+    const replace = (spec: Record<string, unknown>) => objects.replaceNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'immutable', body: { ...created, spec } });
+    expect(await refusal(replace({ ...created.spec, organizationId: 'org-b' }))).toContain('organizationId is immutable');
+    expect(await refusal(replace({ ...created.spec, scope: 'Personal', organizationId: undefined }))).toContain('scope is immutable');
+    // What may change, changes: the key name, the policy.
+    const changed = await replace({ ...created.spec, keyName: 'renamed', deletionPolicy: 'Retain' }) as { metadata: { generation: number } };
+    expect(changed.metadata.generation).toBe(2);
+  });
+
+  it('keeps projectId and organizationId of a ProjectApiKey immutable', async () => {
+    const body = { apiVersion: `${group}/${version}`, kind: 'ProjectApiKey', metadata: { name: 'project', namespace }, spec: { organizationId: 'org-a', projectId: 'p-1', credentialsSecretRef: creds } };
+    const created = await create('projectapikeys', body) as { spec: Record<string, unknown> };
+    const replace = (spec: Record<string, unknown>) => objects.replaceNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'project', body: { ...created, spec } });
+    expect(await refusal(replace({ ...created.spec, projectId: 'p-2' }))).toContain('projectId is immutable');
+    expect(await refusal(replace({ ...created.spec, organizationId: 'org-b' }))).toContain('organizationId is immutable');
+    expect(await refusal(create('projectapikeys', { ...body, metadata: { name: 'no-project', namespace }, spec: { organizationId: 'o', credentialsSecretRef: creds } }))).toContain('projectId');
+  });
+
+  it('serves status as a subresource: a spec write does not change status', async () => {
+    await create('apikeys', apiKey('status', { scope: 'Personal', credentialsSecretRef: creds }));
+    const withStatus = await objects.patchNamespacedCustomObjectStatus({
+      group, version, namespace, plural: 'apikeys', name: 'status',
+      body: [{ op: 'add', path: '/status', value: { keyId: 42, secretName: 'status' } }],
+    }) as { status: Record<string, unknown>; metadata: { generation: number } };
+    expect(withStatus.status).toEqual({ keyId: 42, secretName: 'status' });
+    expect(withStatus.metadata.generation).toBe(1);
+  });
+
+  it('admits every manifest in examples/', async () => {
+    await kubectl(cp, ['apply', '-f', join(root, 'examples/namespace.yaml')]);
+    for (const file of ['credentials-secret.yaml', 'apikey.yaml', 'projectapikey.yaml']) {
+      expect(await kubectl(cp, ['apply', '--dry-run=server', '-f', join(root, 'examples', file)])).toContain('(server dry run)');
+    }
+  });
+
+  it('answers kubectl by short name and category with the printer columns', async () => {
+    const byShortName = await kubectl(cp, ['get', 'nak', '-n', namespace]);
+    expect(byShortName.split('\n')[0]).toMatch(/^NAME\s+READY\s+KEY ID\s+SECRET\s+AGE$/);
+    expect(byShortName).toContain('status');
+    expect(await kubectl(cp, ['get', 'neon', '-n', namespace, '-o', 'name'])).toContain('projectapikey.keys.neon.dev/project');
+    expect(await kubectl(cp, ['get', 'npak', '-n', namespace, '-o', 'name'])).toContain('project');
+    expect(await kubectl(cp, ['explain', 'apikeys.spec.deletionPolicy'])).toMatch(/Revoke it,\s+or Retain it/);
+  });
+});

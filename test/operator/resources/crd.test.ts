@@ -1,0 +1,68 @@
+// The CRDs are generated from the zod schemas (one source of truth) and checked in: this suite fails
+// when crds/ is stale (run `npm run generate`), and checks the schema is structural.
+import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { CRD_FILES, customResourceDefinition, renderCrdYaml } from '../../../src/operator/resources/crd.ts';
+import { parseSpec, type KindName } from '../../../src/operator/resources/schema.ts';
+
+const crdsDir = fileURLToPath(new URL('../../../crds/', import.meta.url));
+const kinds = Object.keys(CRD_FILES) as KindName[];
+
+function walk(node: unknown, visit: (node: Record<string, unknown>, path: string) => void, path = ''): void {
+  if (node === null || typeof node !== 'object') return;
+  if (Array.isArray(node)) { node.forEach((n, i) => walk(n, visit, `${path}[${i}]`)); return; }
+  const record = node as Record<string, unknown>;
+  visit(record, path);
+  for (const [k, v] of Object.entries(record)) walk(v, visit, `${path}.${k}`);
+}
+
+describe('the generated CRDs', () => {
+  it.each(kinds)('crds/ holds the current %s CRD (npm run generate)', (kind) => {
+    expect(readFileSync(`${crdsDir}${CRD_FILES[kind]}`, 'utf8')).toBe(renderCrdYaml(kind));
+  });
+
+  it.each(kinds)('%s has a structural schema: every property typed, no anyOf/oneOf/$ref', (kind) => {
+    const crd = customResourceDefinition(kind);
+    const schema = (crd.spec.versions as { schema: { openAPIV3Schema: unknown } }[])[0]?.schema.openAPIV3Schema;
+    walk(schema, (node, path) => {
+      for (const banned of ['anyOf', 'oneOf', '$ref', '$schema', 'allOf']) expect([path, banned, node[banned]]).toEqual([path, banned, undefined]);
+      const props = node.properties as Record<string, Record<string, unknown>> | undefined;
+      for (const [name, prop] of Object.entries(props ?? {})) expect([`${path}.${name}`, typeof prop.type]).toEqual([`${path}.${name}`, 'string']);
+    });
+  });
+
+  it('keeps every status field of ProjectApiKey, operations items included', () => {
+    const spec = customResourceDefinition('ProjectApiKey').spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const status = spec.versions[0].schema.openAPIV3Schema.properties.status;
+    expect(Object.keys(status.properties.operations.items.properties)).toEqual(['id', 'action', 'status', 'failuresCount', 'updatedAt']);
+    expect(status.properties.conditions['x-kubernetes-list-type']).toBe('map');
+  });
+
+  it.each(kinds)('%s names, printer columns, status subresource and category', (kind) => {
+    const spec = customResourceDefinition(kind).spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(spec.names.categories).toEqual(['neon']);
+    expect(spec.names.shortNames).toEqual([kind === 'ApiKey' ? 'nak' : 'npak']);
+    expect(spec.versions[0].subresources).toEqual({ status: {} });
+    const columns = spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => c.priority === undefined).map((c: { name: string }) => c.name);
+    expect(columns).toEqual(['Ready', 'Key ID', 'Secret', 'Age']);
+  });
+});
+
+describe('spec validation in code', () => {
+  it('applies the defaults', () => {
+    const parsed = parseSpec('ApiKey', { scope: 'Personal', credentialsSecretRef: { name: 'creds' } });
+    expect(parsed).toEqual({ ok: true, spec: { scope: 'Personal', credentialsSecretRef: { name: 'creds', key: 'apiKey' }, deletionPolicy: 'Revoke' } });
+  });
+
+  it('refuses a bad deletionPolicy with the field path', () => {
+    const parsed = parseSpec('ProjectApiKey', { organizationId: 'o', projectId: 'p', credentialsSecretRef: { name: 'c' }, deletionPolicy: 'Keep' });
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.message).toContain('spec.deletionPolicy');
+  });
+
+  it('refuses a keyName too long for the random suffix', () => {
+    expect(parseSpec('ApiKey', { scope: 'Personal', keyName: 'k'.repeat(56), credentialsSecretRef: { name: 'c' } }).ok).toBe(false);
+    expect(parseSpec('ApiKey', { scope: 'Personal', keyName: 'k'.repeat(55), credentialsSecretRef: { name: 'c' } }).ok).toBe(true);
+  });
+});

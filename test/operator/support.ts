@@ -1,0 +1,63 @@
+// Shared by the operator's integration suites: the CRDs and deploy/base applied with the real
+// kubectl, a token of the operator's ServiceAccount (so the RBAC in deploy/base is what the
+// operator runs with), namespaces, polling.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import type { ControlPlane } from '../harness/index.ts';
+
+const run = promisify(execFile);
+export const root = fileURLToPath(new URL('../../', import.meta.url));
+export const OPERATOR_NAMESPACE = 'neon-key-operator-system';
+export const OPERATOR_SERVICE_ACCOUNT = 'neon-key-operator';
+
+export async function kubectl(cp: ControlPlane, args: string[]): Promise<string> {
+  const { stdout } = await run(join(cp.binDir, 'kubectl'), args, { env: { PATH: process.env.PATH, KUBECONFIG: cp.kubeconfigPath, HOME: '/tmp' } });
+  return stdout;
+}
+
+/** kubectl apply -f crds/ and -k deploy/base, then waits for the CRDs to be Established. */
+export async function installOperatorManifests(cp: ControlPlane): Promise<void> {
+  await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-f', join(root, 'crds')]);
+  await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-k', join(root, 'deploy/base')]);
+  const crds = cp.kubeConfig.makeApiClient(ApiextensionsV1Api);
+  for (const name of ['apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev']) {
+    await eventually(async () => {
+      const crd = await crds.readCustomResourceDefinition({ name });
+      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true ? true : undefined;
+    }, 20_000, `CRD ${name} Established`);
+  }
+}
+
+/** A kubeconfig holding a token of the ServiceAccount deploy/base creates. */
+export async function operatorKubeConfig(cp: ControlPlane): Promise<KubeConfig> {
+  return cp.kubeConfigForToken(await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 3600));
+}
+
+export async function createNamespace(cp: ControlPlane, prefix: string): Promise<string> {
+  const name = `${prefix}-${randomBytes(3).toString('hex')}`;
+  await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export function customObjects(kc: KubeConfig): CustomObjectsApi {
+  return kc.makeApiClient(CustomObjectsApi);
+}
