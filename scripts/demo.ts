@@ -3,7 +3,7 @@
 // deploy/base, runs the operator as a separate process with the token of its ServiceAccount (so it
 // has exactly the rights a cluster install grants), applies examples/, waits for Ready and shows
 // what a user wants to see. It then keeps running until Ctrl-C; `--once` exits after the tour.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,10 +38,15 @@ const binDir = execFileSync('bash', [join(root, 'test/controlplane/build.sh')], 
 step('Starting etcd, kube-apiserver and kube-controller-manager on loopback');
 const controlPlane = await startControlPlane({ binDir });
 const kubeconfig = controlPlane.info.kubeconfigPath;
-const kubectl = (...args: string[]): string =>
-  execFileSync(join(binDir, 'kubectl'), args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: kubeconfig } });
-const kubectlIn = (input: string, ...args: string[]): string =>
-  execFileSync(join(binDir, 'kubectl'), args, { input, encoding: 'utf8', env: { ...process.env, KUBECONFIG: kubeconfig } });
+// kubectl runs asynchronously: the emulator serves from this process, so a blocking call (such as
+// `kubectl wait`) would stall the platform the operator is talking to.
+const kubectlIn = (input: string | undefined, ...args: string[]): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const child = execFile(join(binDir, 'kubectl'), args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: kubeconfig } },
+      (error, stdout, stderr) => (error === null ? resolve(stdout) : reject(new Error(`kubectl ${args[0]}: ${stderr.trim() || error.message}`))));
+    child.stdin?.end(input);
+  });
+const kubectl = (...args: string[]): Promise<string> => kubectlIn(undefined, ...args);
 console.log(`apiserver ${controlPlane.info.server}`);
 
 step('Starting the platform emulator');
@@ -70,16 +75,16 @@ process.on('SIGTERM', () => void shutdown(0));
 
 try {
   step('Installing the CRDs and the operator RBAC (deploy/base)');
-  console.log(kubectl('apply', '--server-side', '-f', join(root, 'crds')).trim());
-  kubectl('wait', '--for=condition=Established', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev');
+  console.log((await kubectl('apply', '--server-side', '-f', join(root, 'crds'))).trim());
+  await kubectl('wait', '--for=condition=Established', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev');
   // Only the identity and RBAC of deploy/base: this control plane has no nodes to run the Deployment.
-  const base = loadAllYaml(kubectl('kustomize', join(root, 'deploy/base'))) as { kind: string }[];
+  const base = loadAllYaml(await kubectl('kustomize', join(root, 'deploy/base'))) as { kind: string }[];
   const rbacKinds = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
   const rbac = base.filter((o) => rbacKinds.has(o.kind)).map((o) => JSON.stringify(o)).join('\n');
-  console.log(kubectlIn(rbac, 'apply', '--server-side', '-f', '-').trim());
+  console.log((await kubectlIn(rbac, 'apply', '--server-side', '-f', '-')).trim());
 
   step(`Running the operator as ServiceAccount ${operatorNamespace}/${operatorServiceAccount}`);
-  const token = kubectl('create', 'token', operatorServiceAccount, '-n', operatorNamespace, '--duration=24h').trim();
+  const token = (await kubectl('create', 'token', operatorServiceAccount, '-n', operatorNamespace, '--duration=24h')).trim();
   const operatorKubeconfig = join(workDir, 'operator.kubeconfig');
   writeFileSync(operatorKubeconfig, kubeconfigYaml(controlPlane.info, token, operatorServiceAccount), { mode: 0o600 });
   const operatorLog = join(workDir, 'operator.log');
@@ -102,25 +107,25 @@ try {
   console.log(`operator pid ${operator.pid}, JSON logs in ${operatorLog}`);
 
   step(`Applying examples/ in namespace ${demoNamespace}`);
-  console.log(kubectl('apply', '-f', join(root, 'examples/namespace.yaml')).trim());
+  console.log((await kubectl('apply', '-f', join(root, 'examples/namespace.yaml'))).trim());
   // The credentials the operator acts with: the administrator's personal key from the emulator's
   // bootstrap, in place of examples/credentials-secret.yaml and its placeholder.
-  kubectlIn(JSON.stringify({
+  await kubectlIn(JSON.stringify({
     apiVersion: 'v1', kind: 'Secret', metadata: { name: 'neon-admin', namespace: demoNamespace }, stringData: { apiKey: admin.personalKey },
   }), 'apply', '-f', '-');
   console.log(`secret/neon-admin created (the personal key of ${admin.name}, an administrator of ${Object.keys(admin.orgRoles ?? {}).join(', ')})`);
   const skip = new Set(['namespace.yaml', 'credentials-secret.yaml']);
   for (const file of readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.yaml') && !skip.has(f)).sort()) {
-    console.log(kubectlIn(readFileSync(join(root, 'examples', file), 'utf8'), 'apply', '-n', demoNamespace, '-f', '-').trim());
+    console.log((await kubectlIn(readFileSync(join(root, 'examples', file), 'utf8'), 'apply', '-n', demoNamespace, '-f', '-')).trim());
   }
 
   step('Waiting until every key is Ready');
-  console.log(kubectl('wait', '-n', demoNamespace, '--for=condition=Ready', 'apikeys,projectapikeys', '--all', `--timeout=${flags.timeout}s`).trim());
-  console.log(kubectl('get', '-n', demoNamespace, 'neon', '-o', 'wide'));
+  console.log((await kubectl('wait', '-n', demoNamespace, '--for=condition=Ready', 'apikeys,projectapikeys', '--all', `--timeout=${flags.timeout}s`)).trim());
+  console.log(await kubectl('get', '-n', demoNamespace, 'neon', '-o', 'wide'));
 
   step('Conditions');
   for (const kind of ['apikeys', 'projectapikeys']) {
-    const list = JSON.parse(kubectl('get', kind, '-n', demoNamespace, '-o', 'json')) as {
+    const list = JSON.parse(await kubectl('get', kind, '-n', demoNamespace, '-o', 'json')) as {
       items: { kind: string; metadata: { name: string }; status?: { keyId?: number; secretName?: string; conditions?: { type: string; status: string; reason: string; message: string }[] } }[];
     };
     for (const item of list.items) {
@@ -130,7 +135,7 @@ try {
   }
 
   step('The Secrets, and each key working against the platform');
-  const secrets = JSON.parse(kubectl('get', 'secrets', '-n', demoNamespace, '-l', 'app.kubernetes.io/managed-by=neon-key-operator', '-o', 'json')) as {
+  const secrets = JSON.parse(await kubectl('get', 'secrets', '-n', demoNamespace, '-l', 'app.kubernetes.io/managed-by=neon-key-operator', '-o', 'json')) as {
     items: { metadata: { name: string; annotations?: Record<string, string> }; data?: Record<string, string> }[];
   };
   for (const secret of secrets.items) {
