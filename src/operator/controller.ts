@@ -40,8 +40,12 @@ export class Controller {
     this.#queue = new WorkQueue<Key>(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {});
   }
 
+  /**
+   * Every informer has LISTed successfully. client-node's start() resolves even when the LIST fails
+   * (it only emits 'error'), so a resource version is the proof that the cache holds a list.
+   */
   get synced(): boolean {
-    return this.#synced;
+    return this.#synced && this.#informers.every((i) => (i as Partial<{ latestResourceVersion(): string }>).latestResourceVersion?.() !== '');
   }
 
   enqueue(kind: KindName, namespace: string, name: string): void {

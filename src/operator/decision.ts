@@ -126,7 +126,7 @@ export function decide(o: Observation): Decision {
     if (o.releaseWithoutRevoke) {
       return { action: { type: 'Release' }, reason: 'ReleasedWithoutRevoke', message: 'released on request (keys.neon.dev/release-without-revoke); the platform key, if any, was not revoked' };
     }
-    if (pending === 'Malformed') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: 'the keys.neon.dev/create-pending annotation is not readable; clearing it' };
+    if (pending === 'Malformed') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: 'the keys.neon.dev/create-pending annotation is not readable or names a key this resource did not ask for; clearing it without revoking anything' };
     if (pending !== undefined) return pendingDecision(o, pending, 'deleting');
     const keyId = o.status.keyId ?? (o.secret?.owned === true ? o.secret.keyId : undefined);
     if (o.deletionPolicy === 'Retain') {
@@ -141,7 +141,7 @@ export function decide(o: Observation): Decision {
 
   if (o.specError !== undefined) return { action: { type: 'Blocked', retry: false }, reason: 'InvalidSpec', message: o.specError };
   if (!o.hasFinalizer) return { action: { type: 'AddFinalizer' }, reason: 'Creating', message: 'adding the finalizer' };
-  if (pending === 'Malformed') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: 'the keys.neon.dev/create-pending annotation is not readable; clearing it' };
+  if (pending === 'Malformed') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: 'the keys.neon.dev/create-pending annotation is not readable or names a key this resource did not ask for; clearing it without revoking anything' };
   if (pending !== undefined) return pendingDecision(o, pending, 'creating');
 
   const secret = o.secret;

@@ -58,12 +58,22 @@ function statusCode(error: unknown): number | undefined {
   return error instanceof ApiException ? error.code : undefined;
 }
 
-function parsePending(value: string | undefined): PendingAttempt | 'Malformed' | undefined {
+/**
+ * The intent annotation, read. `base` is the key name this resource's attempts start with: an
+ * attempt that is not `<base>-<8 chars>` was not written by this operator for this resource (a
+ * forged or hand-edited annotation) and is Malformed, because recovery revokes every live key of
+ * the attempt's name in the credentials' list: a forged name would revoke an unrelated key (even
+ * the credentials' own). Trade-off: should spec.keyName change between an intent and its
+ * recovery, the intent is cleared without revoking (its key, if the POST succeeded and the
+ * Secret was never written, stays live: docs/reliability.md).
+ */
+function parsePending(value: string | undefined, base: string | undefined): PendingAttempt | 'Malformed' | undefined {
   if (value === undefined) return undefined;
   try {
     const parsed = JSON.parse(value) as Partial<PendingAttempt>;
     if (typeof parsed.attempt !== 'string' || typeof parsed.startedAt !== 'string' || typeof parsed.holder !== 'string') return 'Malformed';
     if (parsed.replaces !== undefined && typeof parsed.replaces !== 'number') return 'Malformed';
+    if (base !== undefined && !isAttemptOf(parsed.attempt, base)) return 'Malformed';
     return parsed as PendingAttempt;
   } catch {
     return 'Malformed';
@@ -71,6 +81,13 @@ function parsePending(value: string | undefined): PendingAttempt | 'Malformed' |
 }
 
 const ATTEMPT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+const ATTEMPT_SUFFIX = /^-[a-z0-9]{8}$/;
+
+function isAttemptOf(attempt: string, base: string): boolean {
+  const prefix = base.slice(0, KEY_NAME_MAX);
+  return attempt.startsWith(prefix) && ATTEMPT_SUFFIX.test(attempt.slice(prefix.length));
+}
+
 function attemptName(base: string): string {
   const bytes = randomBytes(8);
   let suffix = '';
@@ -146,7 +163,7 @@ export class KeyLifecycle {
       }
     }
     const adapter = spec !== undefined ? adapterFor(resource, spec) : undefined;
-    const pending = parsePending(meta.annotations?.[ANNOTATION_CREATE_PENDING]);
+    const pending = parsePending(meta.annotations?.[ANNOTATION_CREATE_PENDING], spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined);
     const status = resource.status ?? {};
     const secretObservation = observeSecret(resource, secret, secretKey);
 

@@ -1,9 +1,18 @@
 // The operator CLI: `npm run operator -- --kubeconfig ~/.kube/config --platform-url http://127.0.0.1:8080/api/v2`.
 // Flags win over the environment (NEON_API_URL, KUBECONFIG, WATCH_NAMESPACE, WORKERS, DRIFT_INTERVAL).
 // SIGTERM / SIGINT drain in-flight reconciles before exiting.
+//
+// Readiness (/readyz): ready means "this replica can do its job". The leader is ready once its
+// informers have listed every watched kind with the operator's Kubernetes credentials (caches
+// synced). A standby (--leader-elect, not holding the Lease) runs no informers, like a
+// controller-runtime standby it is ready, as long as its Kubernetes credentials work: it can read
+// the Lease it campaigns for. The operator has no platform credentials of its own (every resource
+// names a Secret in its namespace), so a wrong or revoked platform key shows on that resource's
+// conditions (KeyIssued, reason Unauthorized/Forbidden), never in readiness: one tenant's bad
+// Secret or a platform outage must not take every replica out of its Service.
 import { parseArgs } from 'node:util';
 import { hostname } from 'node:os';
-import { KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { startHealthServer, type HealthServer } from './health-server.ts';
 import { LeaderElector } from './leader.ts';
@@ -20,7 +29,12 @@ const { values } = parseArgs({
     workers: { type: 'string' },
     'watch-namespace': { type: 'string' },
     'leader-elect': { type: 'boolean' },
+    'leader-election-id': { type: 'string' },
+    'leader-elect-lease-duration': { type: 'string' },
+    'leader-elect-renew-deadline': { type: 'string' },
+    'leader-elect-retry-period': { type: 'string' },
     'drift-interval': { type: 'string' },
+    'pending-grace': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
   strict: true,
@@ -33,7 +47,14 @@ if (values.help === true) {
   --workers <n>                        concurrent reconciles (default: $WORKERS or 4)
   --watch-namespace <ns>               watch one namespace (default: $WATCH_NAMESPACE or all)
   --drift-interval <duration>          e.g. 300s, 5m (default: $DRIFT_INTERVAL or 5m)
-  --leader-elect                       elect a leader on a Lease before reconciling
+  --pending-grace <duration>           how long another process's create intent is presumed in flight
+                                       before it is recovered (default: $PENDING_GRACE or 2m; keep it
+                                       longer than a create request can take)
+  --leader-elect                       elect a leader on a Lease (in $POD_NAMESPACE) before reconciling
+  --leader-election-id <name>          name of the Lease (default neon-key-operator)
+  --leader-elect-lease-duration <d>    how long standbys wait before taking an unrenewed Lease (default 15s)
+  --leader-elect-renew-deadline <d>    how long the leader retries renewing before it stops leading (default 10s)
+  --leader-elect-retry-period <d>      how often candidates try to acquire and the leader renews (default 2s)
   --metrics-bind-address <host:port>   Prometheus /metrics (default :8080)
   --health-probe-bind-address <h:p>    /healthz and /readyz (default :8081)`);
   process.exit(0);
@@ -67,15 +88,40 @@ const metrics = createMetrics(registry);
 
 let operator: RunningOperator | undefined;
 const leaderElect = values['leader-elect'] === true;
+const leaseNamespace = process.env.POD_NAMESPACE ?? 'neon-key-operator-system';
+const leaseName = values['leader-election-id'] ?? 'neon-key-operator';
+// client-go / controller-runtime defaults; LeaderElector rejects lease <= renew <= retry.
+const leaseDurationMs = duration(values['leader-elect-lease-duration'] ?? '15s');
+const renewDeadlineMs = duration(values['leader-elect-renew-deadline'] ?? '10s');
+const retryPeriodMs = duration(values['leader-elect-retry-period'] ?? '2s');
+let leading = false;
 const start = async (): Promise<RunningOperator> => await startOperator({
   kubeConfig,
   platformBaseUrl: values['platform-url'] ?? process.env.NEON_API_URL ?? 'https://console.neon.tech/api/v2',
   workers,
   ...(namespace !== undefined && namespace !== '' ? { namespace } : {}),
   driftIntervalMs: duration(values['drift-interval'] ?? process.env.DRIFT_INTERVAL ?? '5m'),
+  pendingGraceMs: duration(values['pending-grace'] ?? process.env.PENDING_GRACE ?? '2m'),
   logger,
   metrics,
 });
+
+// See the top of this file for what ready means.
+const leases = kubeConfig.makeApiClient(CoordinationV1Api);
+const readyz = async (): Promise<{ ok: boolean; reasons?: string[] }> => {
+  if (!leaderElect || leading) {
+    return operator?.ready() === true ? { ok: true } : { ok: false, reasons: ['caches not synced'] };
+  }
+  // Standby (DESIGN.md section 5): ready, provided its Kubernetes credentials work.
+  try {
+    await leases.readNamespacedLease({ name: leaseName, namespace: leaseNamespace });
+    return { ok: true };
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === 404) return { ok: true }; // authorized; the first candidate creates it
+    return { ok: false, reasons: [`standby cannot read Lease ${leaseNamespace}/${leaseName}: ${typeof code === 'number' ? `HTTP ${code}` : error instanceof Error ? error.message : String(error)}`] };
+  }
+};
 
 const servers: HealthServer[] = [];
 const health = bindAddress(values['health-probe-bind-address'] ?? ':8081');
@@ -86,9 +132,7 @@ for (const address of [health, metricsAddress]) {
     ...address,
     registry,
     healthz: () => true,
-    // Standbys are ready (DESIGN.md section 5): they serve probes and wait for the lease.
-    readyz: async () => (operator === undefined && leaderElect) || operator?.ready() === true
-      ? { ok: true } : { ok: false, reasons: ['informers not synced'] },
+    readyz,
   }));
 }
 
@@ -117,16 +161,21 @@ let elector: LeaderElector | undefined;
 if (leaderElect) {
   elector = new LeaderElector({
     kubeConfig,
-    namespace: process.env.POD_NAMESPACE ?? 'neon-key-operator-system',
-    name: 'neon-key-operator',
+    namespace: leaseNamespace,
+    name: leaseName,
     identity,
+    leaseDurationMs,
+    renewDeadlineMs,
+    retryPeriodMs,
     logger,
     onStartedLeading: async () => {
+      leading = true;
       metrics.leader.set(1);
       operator = await start();
     },
     // Like client-go: a replica that lost the lease exits, and comes back as a standby.
     onStoppedLeading: () => {
+      leading = false;
       metrics.leader.set(0);
       shutdown('lost leadership', 1);
     },

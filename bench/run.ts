@@ -1,0 +1,117 @@
+// `npm run bench [-- --only emulator] [--duration 10] [--rounds 3] [--connections 16] [--largest-store 1000000]
+//   [--profile DIR (servers under test run with --cpu-prof)] [--emulator-main FILE (a patched copy)] [--no-write]`
+// Runs the selected benchmarks, prints each one's figures and writes them to docs/benchmarks.md.
+// Each benchmark owns one marked section (<!-- bench:NAME --> … <!-- /bench:NAME -->), replaced in
+// place on every run; the rest of the file (other benchmarks' sections, prose) is left as it is.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { emulatorBenchmark } from './emulator.ts';
+import { describeMachine, machineInfo } from './machine.ts';
+
+export interface BenchOptions {
+  /** Measured period of one throughput measurement. */
+  durationMs: number;
+  /** Request cap of one throughput measurement. */
+  maxRequests: number;
+  /** Each measurement is repeated this many times; the best is reported, with all rounds. */
+  rounds: number;
+  /** Concurrent connections of the throughput measurements. */
+  connections: number;
+  latencyDurationMs: number;
+  latencyMaxRequests: number;
+  /** Largest store of the store-size series (smaller for a quick smoke run). */
+  largestStore?: number;
+  /** When set, the servers under test run with `node --cpu-prof` and write their profiles here. */
+  profileDir?: string;
+  /** Another emulator entry point than src/emulator/main.ts (e.g. a patched copy, to measure a candidate fix). */
+  emulatorMain?: string;
+  log(line: string): void;
+}
+
+interface Benchmark { name: string; title: string; run(opts: BenchOptions): Promise<string> }
+
+const BENCHMARKS: Benchmark[] = [
+  { name: 'emulator', title: 'Platform API emulator', run: emulatorBenchmark },
+];
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const DOC = `${ROOT}docs/benchmarks.md`;
+const DOC_HEADER = `# Benchmarks
+
+Produced by \`npm run bench\` (not part of \`npm test\`); \`npm run bench -- --only <name>\` runs one
+benchmark and rewrites only its section. Each section names the machine, the Node version and the
+commit it was measured on. Figures from a small shared machine are noisy: each measurement is
+repeated and the best round is reported, with every round shown next to it.
+`;
+
+function positive(name: string, value: string | undefined): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got ${value}`);
+  return n;
+}
+
+/** Replaces the benchmark's marked section of the document, or appends it. */
+export function writeSection(doc: string, name: string, content: string): string {
+  const start = `<!-- bench:${name} -->`;
+  const end = `<!-- /bench:${name} -->`;
+  const block = `${start}\n${content.trim()}\n${end}`;
+  const i = doc.indexOf(start);
+  const j = doc.indexOf(end);
+  if (i >= 0 && j > i) return `${doc.slice(0, i)}${block}${doc.slice(j + end.length)}`;
+  return `${doc.trimEnd()}\n\n${block}\n`;
+}
+
+const { values } = parseArgs({
+  options: {
+    only: { type: 'string', multiple: true },
+    duration: { type: 'string', default: '10' },
+    'max-requests': { type: 'string', default: '1000000' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '16' },
+    'latency-duration': { type: 'string', default: '3' },
+    'latency-max-requests': { type: 'string', default: '5000' },
+    'largest-store': { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+    profile: { type: 'string' },
+    'emulator-main': { type: 'string' },
+  },
+  strict: true,
+});
+
+const selected = values.only === undefined ? BENCHMARKS : BENCHMARKS.filter((b) => values.only?.includes(b.name));
+const unknown = (values.only ?? []).filter((n) => !BENCHMARKS.some((b) => b.name === n));
+if (unknown.length > 0) throw new Error(`unknown benchmark(s): ${unknown.join(', ')}; known: ${BENCHMARKS.map((b) => b.name).join(', ')}`);
+
+const options: BenchOptions = {
+  durationMs: positive('duration', values.duration) * 1000,
+  maxRequests: Math.floor(positive('max-requests', values['max-requests'])),
+  rounds: Math.floor(positive('rounds', values.rounds)),
+  connections: Math.floor(positive('connections', values.connections)),
+  latencyDurationMs: positive('latency-duration', values['latency-duration']) * 1000,
+  latencyMaxRequests: Math.floor(positive('latency-max-requests', values['latency-max-requests'])),
+  ...(values['largest-store'] !== undefined ? { largestStore: Math.floor(positive('largest-store', values['largest-store'])) } : {}),
+  ...(values.profile !== undefined ? { profileDir: resolve(values.profile) } : {}),
+  ...(values['emulator-main'] !== undefined ? { emulatorMain: resolve(values['emulator-main']) } : {}),
+  log: (line) => console.error(`[bench] ${line}`),
+};
+
+for (const bench of selected) {
+  const machine = machineInfo(ROOT);
+  const started = new Date();
+  options.log(`${bench.name}: ${describeMachine(machine)}`);
+  const body = await bench.run(options);
+  const section = [
+    `## ${bench.title} (\`--only ${bench.name}\`)`,
+    '',
+    `Measured ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC on ${describeMachine(machine)}.`,
+    '',
+    body,
+  ].join('\n');
+  console.log(`\n${section}\n`);
+  if (!values['no-write']) {
+    const doc = existsSync(DOC) ? readFileSync(DOC, 'utf8') : DOC_HEADER;
+    writeFileSync(DOC, writeSection(doc, bench.name, section));
+    options.log(`wrote section bench:${bench.name} of docs/benchmarks.md`);
+  }
+}

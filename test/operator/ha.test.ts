@@ -1,0 +1,303 @@
+// High availability, the way the Deployment runs it: two operator PROCESSES (`node
+// src/operator/main.ts --leader-elect`) with the ServiceAccount token of deploy/base, against the
+// real apiserver and the platform emulator. One holds the Lease and reconciles; the standby is
+// ready but never calls the platform nor writes; SIGKILL of the leader hands over within the lease
+// duration (plus a retry period), SIGTERM hands over at once (the Lease is released); no resource
+// ever has two live keys. Also /readyz: not ready while a leader's caches are not synced, and not
+// ready when a standby's Kubernetes credentials do not work.
+//
+// Short lease timings (--leader-elect-lease-duration and friends) keep it fast; the Lease has a
+// name of its own (--leader-election-id) so that other suites' operators never compete for it.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
+import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, root } from './support.ts';
+
+const LEASE_MS = 4_000;
+const RENEW_MS = 3_000;
+const RETRY_MS = 400;
+// LeaderElector retries acquisition every retryPeriod * (1 + up to 1.2) (client-go's jitter).
+const MAX_RETRY_MS = RETRY_MS * 2.2;
+
+interface Replica {
+  name: string;
+  child: ChildProcess;
+  health: number;
+  metrics: number;
+  log: () => string;
+}
+
+interface KeyResource { status?: { keyId?: number; conditions?: { type: string; status: string; reason: string }[] } }
+interface AdminKey { id: number; name: string; revoked: boolean }
+
+describe('two operator processes with leader election', () => {
+  const suffix = randomBytes(3).toString('hex');
+  const leaseName = `ha-${suffix}`;
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let namespace: string;
+  let kubeconfig: string;
+  const replicas: Replica[] = [];
+  const live: { prefix: string; max: number }[] = [];
+  let sampler: ReturnType<typeof setInterval> | undefined;
+  const leases = (): CoordinationV1Api => cp.kubeConfig.makeApiClient(CoordinationV1Api);
+
+  const holder = async (): Promise<string> => {
+    try {
+      return (await leases().readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: leaseName })).spec?.holderIdentity ?? '';
+    } catch {
+      return '';
+    }
+  };
+
+  const start = (name: string, config: string, health: number, metrics: number, extra: string[] = [], lease = leaseName): Replica => {
+    let log = '';
+    const child = spawn(process.execPath, [join(root, 'src/operator/main.ts'),
+      '--kubeconfig', config, '--platform-url', emulator.baseUrl, '--watch-namespace', namespace,
+      '--leader-elect', `--leader-election-id=${lease}`,
+      `--leader-elect-lease-duration=${LEASE_MS}ms`, `--leader-elect-renew-deadline=${RENEW_MS}ms`, `--leader-elect-retry-period=${RETRY_MS}ms`,
+      `--health-probe-bind-address=127.0.0.1:${health}`, `--metrics-bind-address=127.0.0.1:${metrics}`, '--drift-interval', '5s',
+      // A create the killed leader had in flight is recovered by its successor after this grace
+      // (2m by default); the emulator answers a create in milliseconds.
+      '--pending-grace=3s', ...extra],
+    { env: { PATH: process.env.PATH, POD_NAME: name, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { log += chunk; });
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { log += chunk; });
+    const replica = { name, child, health, metrics, log: () => log };
+    replicas.push(replica);
+    return replica;
+  };
+
+  const replica = async (name: string): Promise<Replica> => start(name, kubeconfig, await freePort(), await freePort());
+
+  const get = async (port: number, path: string): Promise<{ status: number; body: string }> => {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`);
+    return { status: response.status, body: await response.text() };
+  };
+  const leaderGauge = async (r: Replica): Promise<number | undefined> => {
+    const match = /^neon_key_operator_leader (\S+)$/m.exec((await get(r.metrics, '/metrics')).body);
+    return match === null ? undefined : Number(match[1]);
+  };
+  const samples = (body: string, metric: string): string[] => body.split('\n').filter((line) => line.startsWith(`${metric}{`) || line.startsWith(`${metric} `));
+
+  const adminKeys = async (): Promise<AdminKey[]> => await (await fetch(`${emulator.adminUrl}/keys`)).json() as AdminKey[];
+  const liveKeys = (keys: AdminKey[], keyName: string): AdminKey[] => keys.filter((k) => !k.revoked && k.name.startsWith(`${keyName}-`));
+
+  const createKey = async (name: string): Promise<void> => {
+    await customObjects(cp.kubeConfig).createNamespacedCustomObject({
+      group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys',
+      body: { apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name }, spec: { scope: 'Personal', keyName: name, credentialsSecretRef: { name: 'neon-credentials' } } },
+    });
+    live.push({ prefix: name, max: 0 });
+  };
+  const ready = async (name: string, timeoutMs = 30_000): Promise<KeyResource> => await eventually(async () => {
+    const r = await customObjects(cp.kubeConfig).getNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys', name }) as KeyResource;
+    return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? r : undefined;
+  }, timeoutMs, `ApiKey ${name} Ready`);
+
+  const logs = (): string => replicas.map((r) => `--- ${r.name} (exit ${String(r.child.exitCode ?? r.child.signalCode)})\n${r.log().slice(-3000)}`).join('\n');
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    namespace = await createNamespace(cp, 'ha');
+    const token = await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 1800);
+    kubeconfig = join(mkdtempSync(join(tmpdir(), 'nko-ha-')), 'kubeconfig');
+    writeFileSync(kubeconfig, kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
+    const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
+    await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-credentials' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
+    // Every 100 ms, the most live keys any resource has had at once: must never exceed 1.
+    sampler = setInterval(() => {
+      void adminKeys().then((keys) => {
+        for (const entry of live) entry.max = Math.max(entry.max, liveKeys(keys, entry.prefix).length);
+      }, () => undefined);
+    }, 100);
+  });
+
+  afterAll(async () => {
+    clearInterval(sampler);
+    // Leave no finalizer behind: a surviving replica revokes what is left, then everything stops.
+    const survivor = replicas.find((r) => r.child.exitCode === null && r.child.signalCode === null && r.name.startsWith('ha-'));
+    if (survivor !== undefined && namespace !== undefined) {
+      await cp.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }).catch(() => undefined);
+      await eventually(async () => {
+        const left = await customObjects(cp.kubeConfig).listNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys' }) as { items: unknown[] };
+        return left.items.length === 0 ? true : undefined;
+      }, 20_000, 'the resources gone').catch(() => undefined);
+    }
+    for (const r of replicas) {
+      if (r.child.exitCode !== null || r.child.signalCode !== null) continue;
+      r.child.kill('SIGTERM');
+      const timer = setTimeout(() => r.child.kill('SIGKILL'), 10_000);
+      await once(r.child, 'exit');
+      clearTimeout(timer);
+    }
+    await leases().deleteNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: leaseName }).catch(() => undefined);
+    await emulator?.close();
+  }, 60_000);
+
+  it('exactly one replica reconciles; the standby is ready, its leader gauge 0, and it never calls the platform', async () => {
+    const [a, b] = [await replica(`ha-a-${suffix}`), await replica(`ha-b-${suffix}`)];
+    const leaderName = await eventually(async () => { const h = await holder(); return h === '' ? undefined : h; }, 20_000, 'a Lease holder');
+    const leader = leaderName === a.name ? a : b;
+    const standby = leader === a ? b : a;
+    expect([a.name, b.name]).toContain(leaderName);
+    for (const r of [leader, standby]) {
+      await eventually(async () => ((await get(r.health, '/readyz')).status === 200 ? true : undefined), 20_000, `${r.name} /readyz`).catch((error: unknown) => {
+        throw new Error(`${String(error)}\n${logs()}`);
+      });
+      expect((await get(r.health, '/healthz')).status).toBe(200);
+    }
+    await eventually(async () => ((await leaderGauge(leader)) === 1 ? true : undefined), 10_000, 'leader gauge 1 on the leader');
+    expect(await leaderGauge(standby)).toBe(0);
+
+    for (const name of ['before-1', 'before-2', 'before-3']) await createKey(name);
+    for (const name of ['before-1', 'before-2', 'before-3']) {
+      await ready(name).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+    }
+    const keys = await adminKeys();
+    for (const name of ['before-1', 'before-2', 'before-3']) expect([name, liveKeys(keys, name).length]).toEqual([name, 1]);
+
+    // The leader did the work; the standby made no platform request and reconciled nothing.
+    const leaderMetrics = (await get(leader.metrics, '/metrics')).body;
+    expect(leaderMetrics).toMatch(/neon_key_operator_platform_requests_total\{[^}]*method="POST"[^}]*route="\/api_keys"/);
+    const standbyMetrics = (await get(standby.metrics, '/metrics')).body;
+    expect(samples(standbyMetrics, 'neon_key_operator_platform_requests_total')).toEqual([]);
+    expect(samples(standbyMetrics, 'neon_key_operator_reconcile_total')).toEqual([]);
+    expect(standby.log()).not.toContain('operator started');
+    expect(standby.log()).not.toContain('creating key');
+    expect(leader.log()).toContain('creating key');
+    expect(await holder()).toBe(leader.name);
+  }, 90_000);
+
+  it('SIGKILL of the leader: the standby takes over within the lease duration plus a retry period, and new resources become Ready', async () => {
+    const current = await holder();
+    const old = replicas.find((r) => r.name === current);
+    const standby = replicas.find((r) => r.name !== current && r.child.exitCode === null);
+    if (old === undefined || standby === undefined) throw new Error(`no leader/standby pair (holder ${current})\n${logs()}`);
+    const renewedBefore = (await leases().readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: leaseName })).spec?.leaseTransitions ?? 0;
+
+    // Resources created just before the crash: whatever the leader had in flight, never two live keys.
+    for (const name of ['crash-1', 'crash-2']) await createKey(name);
+    const killedAt = performance.now();
+    old.child.kill('SIGKILL');
+    await once(old.child, 'exit');
+    await eventually(async () => ((await holder()) === standby.name ? true : undefined), LEASE_MS * 3, 'the standby holding the Lease');
+    const takeoverMs = performance.now() - killedAt;
+    await eventually(async () => ((await leaderGauge(standby)) === 1 ? true : undefined), 10_000, 'leader gauge 1 on the new leader');
+    await eventually(async () => ((await get(standby.health, '/readyz')).status === 200 ? true : undefined), 10_000, 'the new leader ready (caches synced)');
+    const readyMs = performance.now() - killedAt;
+    console.log(`SIGKILL failover: Lease taken over after ${Math.round(takeoverMs)} ms, new leader ready after ${Math.round(readyMs)} ms (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`);
+    // The standby sees the last renewal up to one jittered retry after it was written, takes the
+    // Lease once that record has not moved for leaseDuration, at its next jittered retry.
+    expect(takeoverMs).toBeLessThan(LEASE_MS + 2 * MAX_RETRY_MS + 1_000);
+    const lease = await leases().readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: leaseName });
+    expect(lease.spec?.leaseTransitions).toBe(renewedBefore + 1);
+
+    for (const name of ['after-1', 'after-2']) await createKey(name);
+    for (const name of ['after-1', 'after-2']) {
+      const r = await ready(name).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+      expect(typeof r.status?.keyId).toBe('number');
+    }
+    // Resources the killed leader may have had in flight: adopted or recovered by the new leader
+    // (DESIGN.md section 3), Ready with exactly one live key.
+    for (const name of ['crash-1', 'crash-2']) await ready(name).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+    const keys = await adminKeys();
+    for (const name of ['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'crash-1', 'crash-2']) expect([name, liveKeys(keys, name).length]).toEqual([name, 1]);
+    expect(standby.log()).toContain('operator started');
+  }, 90_000);
+
+  it('SIGTERM of the leader releases the Lease: a standby takes over at once, well before the lease would expire', async () => {
+    const current = await holder();
+    const leader = replicas.find((r) => r.name === current);
+    if (leader === undefined) throw new Error(`no leader (holder ${current})`);
+    // The killed replica comes back, as a standby (a Deployment would restart it).
+    const standby = await replica(`ha-c-${suffix}`);
+    await eventually(async () => ((await get(standby.health, '/readyz')).status === 200 ? true : undefined), 20_000, 'the new standby ready');
+    expect(await leaderGauge(standby)).toBe(0);
+    expect(await holder()).toBe(leader.name);
+    // Let the standby observe the current record, so that only a release (not expiry) explains a quick takeover.
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 3));
+
+    const termAt = performance.now();
+    leader.child.kill('SIGTERM');
+    await eventually(async () => ((await holder()) === standby.name ? true : undefined), LEASE_MS * 3, 'the standby holding the Lease');
+    const handoverMs = performance.now() - termAt;
+    if (leader.child.exitCode === null && leader.child.signalCode === null) await once(leader.child, 'exit');
+    console.log(`SIGTERM handover: Lease taken over after ${Math.round(handoverMs)} ms (lease ${LEASE_MS} ms)`);
+    expect(leader.child.exitCode).toBe(0);
+    expect(leader.log()).toContain('released leader lease');
+    expect(handoverMs).toBeLessThan(LEASE_MS);
+
+    await eventually(async () => ((await leaderGauge(standby)) === 1 ? true : undefined), 10_000, 'leader gauge 1 on the new leader');
+    await createKey('after-term');
+    await ready('after-term').catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+    const keys = await adminKeys();
+    expect(liveKeys(keys, 'after-term')).toHaveLength(1);
+    // Over the whole suite, sampled every 100 ms: no resource ever had two live keys.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(live.filter((entry) => entry.max > 1)).toEqual([]);
+  }, 90_000);
+
+  it('readyz: a leader whose caches cannot sync is not ready; a standby whose credentials do not work is not ready', async () => {
+    // A ServiceAccount that may hold a Lease but not list the custom resources: it becomes leader
+    // of its own Lease and its informers never sync.
+    const core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    const saName = `ha-lease-only-${suffix}`;
+    await core.createNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, body: { metadata: { name: saName } } });
+    await cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
+      namespace: OPERATOR_NAMESPACE,
+      body: {
+        metadata: { name: saName },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'neon-key-operator-leader-election' },
+        subjects: [{ kind: 'ServiceAccount', name: saName, namespace: OPERATOR_NAMESPACE }],
+      },
+    });
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'nko-ha-ready-'));
+      const leaseOnly = join(dir, 'lease-only');
+      writeFileSync(leaseOnly, kubeconfigYaml(cp, await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, saName, 600), 'lease-only'), { mode: 0o600 });
+      const bogus = join(dir, 'bogus');
+      writeFileSync(bogus, kubeconfigYaml(cp, 'not-a-valid-token', 'bogus'), { mode: 0o600 });
+
+      const ownLease = `${leaseName}-nosync`;
+      const unsynced = start(`nosync-${suffix}`, leaseOnly, await freePort(), await freePort(), [], ownLease);
+      const broken = start(`bogus-${suffix}`, bogus, await freePort(), await freePort());
+      try {
+        await eventually(async () => ((await leaderGauge(unsynced)) === 1 ? true : undefined), 20_000, 'the lease-only replica leading');
+        // Leading but caches not synced: not ready, however long it waits.
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        const notSynced = await get(unsynced.health, '/readyz');
+        expect(notSynced.status).toBe(503);
+        expect(notSynced.body).toContain('caches not synced');
+        expect((await get(unsynced.health, '/healthz')).status).toBe(200);
+
+        const notAuthorized = await eventually(async () => {
+          const r = await get(broken.health, '/readyz').catch(() => undefined);
+          return r?.status === 503 ? r : undefined;
+        }, 20_000, 'the bogus-token standby answering 503');
+        expect(notAuthorized.body).toContain('HTTP 401');
+        expect((await get(broken.health, '/healthz')).status).toBe(200);
+        expect(await leaderGauge(broken)).toBe(0);
+      } finally {
+        for (const r of [unsynced, broken]) {
+          r.child.kill('SIGKILL');
+          if (r.child.exitCode === null && r.child.signalCode === null) await once(r.child, 'exit');
+        }
+        await leases().deleteNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: ownLease }).catch(() => undefined);
+      }
+    } finally {
+      await cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api).deleteNamespacedRoleBinding({ namespace: OPERATOR_NAMESPACE, name: saName }).catch(() => undefined);
+      await core.deleteNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, name: saName }).catch(() => undefined);
+    }
+  }, 60_000);
+});
