@@ -25,7 +25,9 @@ const timeScale = Number(values['time-scale']);
 if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer 0..65535, got ${values.port}`);
 if (!Number.isFinite(timeScale) || timeScale <= 0) throw new Error(`--time-scale must be a positive number, got ${values['time-scale']}`);
 
-const logger = pino({ level: values['log-level'], redact: LOG_REDACT_PATHS }, pino.destination(2));
+// Synchronous writes: the SIGTERM path ends in process.exit(), which would drop lines an async
+// destination still buffers (seen under load: the request lines of a run missing from stderr).
+const logger = pino({ level: values['log-level'], redact: LOG_REDACT_PATHS }, pino.destination({ dest: 2, sync: true }));
 const seed = values.seed === undefined ? undefined : SeedSchema.parse(JSON.parse(readFileSync(values.seed, 'utf8')));
 
 const emulator = await startEmulator({ host: values.host, port, db: values.db, seed, timeScale, logger, controlPlaneActivity: !values['no-control-plane'] });

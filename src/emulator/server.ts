@@ -67,6 +67,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     urls: { baseUrl: '', adminUrl: '' },
   };
   const issued = store.isEmpty() ? applySeed(store, engine, options.seed ?? DEFAULT_SEED) : new Map<string, string>();
+  const stopping = new AbortController();
   const router = createRouter([...apiKeyRoutes, ...projectRoutes, ...operationRoutes, ...userRoutes, ...adminRoutes, ...consoleRoutes]);
 
   async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -101,7 +102,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const fault: Fault | undefined = isPublic ? parts.faults.pick(method, route.template) : undefined;
     if (fault !== undefined) {
       logger.warn({ reqId: requestId, method, route: route.template, fault: fault.kind }, 'injecting fault');
-      if (fault.kind === 'latency') await sleep(fault.latencyMs ?? 1000);
+      // Abortable: close() must not leave an injected delay (up to 600 s) holding the process.
+      if (fault.kind === 'latency') await sleep(fault.latencyMs ?? 1000, undefined, { signal: stopping.signal });
       if (fault.kind === 'reset') {
         req.socket.destroy();
         return;
@@ -184,6 +186,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     bootstrap,
     close() {
       closing ??= (async () => {
+        stopping.abort();
         engine.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());

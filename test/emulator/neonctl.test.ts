@@ -47,6 +47,10 @@ function neonctl(...args: string[]): Promise<unknown> {
   });
 }
 
+// Each test runs up to three rounds of neonctl processes (each may take its 30 s exec timeout on a
+// loaded machine), beyond jest's default 60 s.
+const ROUNDS_TIMEOUT_MS = 3 * 30_000 + 10_000;
+
 describe('neonctl against the emulator', () => {
   it('api-keys create, list and revoke (personal and organization)', async () => {
     const [personal, org] = (await Promise.all([
@@ -64,7 +68,7 @@ describe('neonctl against the emulator', () => {
     ])) as { revoked: boolean }[];
     expect(revoked?.revoked).toBe(true);
     expect(revokedOrg?.revoked).toBe(true);
-  });
+  }, ROUNDS_TIMEOUT_MS);
 
   it('api-keys create --project-id, projects list and operations list --project-id', async () => {
     const project = projectId(emu, 'demo-api');
@@ -76,5 +80,5 @@ describe('neonctl against the emulator', () => {
     expect(scoped.project_id).toBe(project);
     expect(projects.map((p) => p.id)).toContain(project);
     expect(operations.map((o) => o.action)).toContain('create_timeline');
-  });
+  }, ROUNDS_TIMEOUT_MS);
 });

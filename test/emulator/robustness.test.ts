@@ -39,6 +39,24 @@ describe('rate limit on organization key creation', () => {
     await sleep(1100);
     expect((await call('POST', `/organizations/${ORG}/api_keys`, { key: alice, body: { key_name: 'after-window' } })).status).toBe(200);
   });
+
+  it('counts only authenticated requests: unauthenticated ones do not spend an organization\'s budget', async () => {
+    // A fresh emulator: its limiter has seen nothing of this file's other tests.
+    const own = await start();
+    try {
+      const c = caller(own);
+      const path = `/organizations/${ORG}/api_keys`;
+      const rejected = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+        c('POST', path, { key: i % 2 === 0 ? 'x'.repeat(64) : undefined, body: { key_name: `anon-${i}` } })));
+      expect(rejected.map((r) => r.status)).toEqual(Array.from({ length: 30 }, () => 401));
+      // The whole budget of 10 is still there, right after the 30 refusals.
+      const admitted = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+        c('POST', path, { key: keyOf(own, 'alice'), body: { key_name: `real-${i}` } })));
+      expect(admitted.map((r) => r.status)).toEqual(Array.from({ length: 10 }, () => 200));
+    } finally {
+      await own.close();
+    }
+  });
 });
 
 describe('sliding window limiter', () => {

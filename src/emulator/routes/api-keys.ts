@@ -114,7 +114,9 @@ export const apiKeyRoutes: Route[] = [
     method: 'POST', template: '/api/v2/organizations/:org_id/api_keys', auth: true,
     async handle(ctx) {
       const orgId = pathId(ctx.params.org_id, 'organization');
-      // platform-api.md "Limits": 10 requests per second on this endpoint.
+      // platform-api.md "Limits": 10 requests per second on this endpoint. Counted only for
+      // authenticated callers (dispatch authenticates before any handler runs, so a 401 never
+      // reaches here and cannot spend an organization's budget), before the permission checks.
       const wait = ctx.parts.orgKeyLimiter.take(orgId);
       if (wait !== undefined) {
         throw new ApiError(429, 'TOO_MANY_REQUESTS', 'rate limit exceeded: at most 10 organization API key creations per second; retry later', { 'retry-after': String(wait) });
