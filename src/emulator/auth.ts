@@ -20,6 +20,8 @@ export function clientAddress(req: IncomingMessage): string {
   return addr.startsWith('::ffff:') ? addr.slice(7) : addr;
 }
 
+const LAST_USED_RESOLUTION_MS = 1_000;
+
 export function authenticate(store: Store, req: IncomingMessage): Principal {
   const header = req.headers.authorization;
   if (header === undefined || header === '') throw unauthorized('the Authorization header is missing: send Authorization: Bearer <API_KEY>');
@@ -46,6 +48,13 @@ export function authenticate(store: Store, req: IncomingMessage): Principal {
   } else {
     throw unauthorized('the API key is invalid or has been revoked');
   }
-  store.touchKey(key.id, Date.now(), clientAddress(req));
+  // last_used_at is written at most once a second per key (or when the address changes): a write
+  // on every authenticated read made each GET a SQLite write, and the WAL checkpoints those
+  // trigger stalled every request in flight (docs/benchmarks.md).
+  const now = Date.now();
+  const addr = clientAddress(req);
+  if (key.last_used_ms === null || now - key.last_used_ms >= LAST_USED_RESOLUTION_MS || key.last_used_from_addr !== addr) {
+    store.touchKey(key.id, now, addr);
+  }
   return principal;
 }
