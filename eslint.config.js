@@ -13,7 +13,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**', 'bench/**', 'scripts/**', 'src/**/main.ts', 'src/cli/**'],
+    files: ['test/**', 'bench/**', 'chaos/**', 'scripts/**', 'src/**/main.ts', 'src/cli/**'],
     rules: { 'no-console': 'off' },
   },
 );

@@ -352,6 +352,13 @@ export class KeyLifecycle {
       return this.#platformFailure(ctx, asPlatformFailure(error), `recovering attempt ${pending.attempt}`, error);
     }
     const orphans = keys.filter((k) => k.name === pending.attempt);
+    // The key this attempt was replacing: once status records another key (step 5 ran before the
+    // interruption, then the Secret was lost), only this intent remembers it, and clearing the
+    // intent would leave it live and unrecorded. It was being replaced anyway: revoke it too.
+    const recorded = ctx.observation.status.keyId ?? (ctx.observation.secret?.owned === true ? ctx.observation.secret.keyId : undefined);
+    if (pending.replaces !== undefined && pending.replaces !== recorded && !orphans.some((k) => k.id === pending.replaces)) {
+      orphans.push({ id: pending.replaces, name: `(replaced key ${pending.replaces})` });
+    }
     for (const orphan of orphans) {
       try {
         await adapter.revoke(platform, orphan.id);
@@ -364,7 +371,8 @@ export class KeyLifecycle {
     await this.#updateMetadata(resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
     await this.#o.events.record(resource, 'Warning', 'CreateRecovered', orphans.length === 0
       ? `attempt ${pending.attempt} left no key on the platform; starting again`
-      : `revoked ${orphans.length} key(s) of interrupted attempt ${pending.attempt} (ids ${orphans.map((k) => k.id).join(', ')}), whose secret was lost; starting again`);
+      : `revoked ${orphans.length} key(s) of interrupted attempt ${pending.attempt} (ids ${orphans.map((k) => k.id).join(', ')}), whose secret was lost`
+        + `${orphans.some((k) => k.id === pending.replaces) ? ` (with key ${pending.replaces}, which it was replacing)` : ''}; starting again`);
     return { type: 'Retry' };
   }
 

@@ -29,9 +29,16 @@ export interface ControlPlaneInfo {
   dir: string;
 }
 
+export type ControlPlaneProcess = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
+
 export interface RunningControlPlane {
   info: ControlPlaneInfo;
   stop(): Promise<void>;
+  /**
+   * Stops one process (SIGTERM, or SIGKILL with `kill`) and starts it again with the same flags,
+   * ports and data folder, then waits until the apiserver is ready again (chaos campaigns).
+   */
+  restart(name: ControlPlaneProcess, options?: { kill?: boolean }): Promise<void>;
 }
 
 interface StartOptions {
@@ -69,16 +76,19 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
   const startTimeoutMs = options.startTimeoutMs ?? 90_000;
   const dir = await mkdtemp(join(tmpdir(), 'nko-controlplane-'));
   const children: ChildProcess[] = [];
+  const launched = new Map<string, { args: string[]; child: ChildProcess }>();
+  const restarting = new Set<ChildProcess>();
   let stopped = false;
 
   const launch = (name: string, args: string[]): ChildProcess => {
-    const log = createWriteStream(join(dir, `${name}.log`));
+    const log = createWriteStream(join(dir, `${name}.log`), { flags: 'a' });
     const child = spawn(join(options.binDir, name), args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     children.push(child);
+    launched.set(name, { args, child });
     child.once('exit', (code, signal) => {
-      if (!stopped) console.error(`control plane: ${name} exited (${code ?? signal}); log in ${join(dir, `${name}.log`)}`);
+      if (!stopped && !restarting.has(child)) console.error(`control plane: ${name} exited (${code ?? signal}); log in ${join(dir, `${name}.log`)}`);
     });
     return child;
   };
@@ -111,6 +121,26 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
     await rm(dir, { recursive: true, force: true });
+  };
+
+  let untilReady: ((until: number) => Promise<void>) | undefined;
+  const restart = async (name: ControlPlaneProcess, restartOptions: { kill?: boolean } = {}): Promise<void> => {
+    const entry = launched.get(name);
+    if (entry === undefined || stopped) throw new Error(`control plane: no ${name} to restart`);
+    const old = entry.child;
+    restarting.add(old);
+    if (old.exitCode === null && old.signalCode === null) {
+      const exited = once(old, 'exit');
+      old.kill(restartOptions.kill === true ? 'SIGKILL' : 'SIGTERM');
+      const timer = setTimeout(() => old.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    children.splice(children.indexOf(old), 1);
+    const child = launch(name, entry.args);
+    // The reaper started with the control plane knows the old pid only: one more for the new one.
+    spawn(process.execPath, [join(here, 'reaper.ts'), String(process.pid), dir, String(child.pid)], { detached: true, stdio: 'ignore' }).unref();
+    await untilReady?.(Date.now() + startTimeoutMs);
   };
 
   try {
@@ -159,19 +189,23 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
       ca = await readFile(certFile, 'utf8').catch(() => undefined);
       if (ca === undefined) await waitOrFail(deadline, children, 'kube-apiserver serving certificate');
     }
-    const agent = new Agent({ connect: { ca } });
-    try {
-      for (;;) {
-        const ready = await request(`${server}/readyz`, {
-          dispatcher: agent,
-          headers: { authorization: `Bearer ${adminToken}` },
-        }).then(async (r) => { await r.body.dump(); return r.statusCode === 200; }, () => false);
-        if (ready) break;
-        await waitOrFail(deadline, children, 'kube-apiserver /readyz');
+    const serving = ca;
+    untilReady = async (until: number): Promise<void> => {
+      const agent = new Agent({ connect: { ca: serving } });
+      try {
+        for (;;) {
+          const ready = await request(`${server}/readyz`, {
+            dispatcher: agent,
+            headers: { authorization: `Bearer ${adminToken}` },
+          }).then(async (r) => { await r.body.dump(); return r.statusCode === 200; }, () => false);
+          if (ready) break;
+          await waitOrFail(until, children, 'kube-apiserver /readyz');
+        }
+      } finally {
+        await agent.close();
       }
-    } finally {
-      await agent.close();
-    }
+    };
+    await untilReady(deadline);
 
     const caData = Buffer.from(ca).toString('base64');
     const kubeconfigPath = join(dir, 'admin.kubeconfig');
@@ -198,6 +232,7 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
     return {
       info: { server, caData, adminToken, kubeconfigPath, binDir: options.binDir, dir },
       stop,
+      restart,
     };
   } catch (error) {
     await stop();
