@@ -1,3 +1,5 @@
+// Operator (`--only operator`): [--keys 1000] [--largest-keys 10000] [--organizations 10] [--idle 120] [--soak 180]
+//   [--memory-deadline 240] [--convergence-deadline 240] [--drift-interval 30s] [--workers N] [--heap-snapshot DIR] (bench/operator.ts).
 // `npm run bench [-- --only emulator] [--duration 10] [--rounds 3] [--connections 16] [--largest-store 1000000]
 //   [--profile DIR (servers under test run with --cpu-prof)] [--emulator-main FILE (a patched copy)] [--no-write]`
 // Runs the selected benchmarks, prints each one's figures and writes them to docs/benchmarks.md.
@@ -7,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { emulatorBenchmark } from './emulator.ts';
+import { operatorBenchmark, type OperatorBenchOptions } from './operator.ts';
 import { describeMachine, machineInfo } from './machine.ts';
 
 export interface BenchOptions {
@@ -26,6 +29,8 @@ export interface BenchOptions {
   profileDir?: string;
   /** Another emulator entry point than src/emulator/main.ts (e.g. a patched copy, to measure a candidate fix). */
   emulatorMain?: string;
+  /** The operator benchmark's sizes and durations (bench/operator.ts). */
+  operator: OperatorBenchOptions;
   log(line: string): void;
 }
 
@@ -33,6 +38,7 @@ interface Benchmark { name: string; title: string; run(opts: BenchOptions): Prom
 
 const BENCHMARKS: Benchmark[] = [
   { name: 'emulator', title: 'Platform API emulator', run: emulatorBenchmark },
+  { name: 'operator', title: 'Operator', run: operatorBenchmark },
 ];
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -75,6 +81,17 @@ const { values } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     profile: { type: 'string' },
     'emulator-main': { type: 'string' },
+    // operator benchmark
+    keys: { type: 'string', default: '1000' },
+    'largest-keys': { type: 'string', default: '10000' },
+    organizations: { type: 'string', default: '10' },
+    idle: { type: 'string', default: '120' },
+    soak: { type: 'string', default: '180' },
+    'memory-deadline': { type: 'string', default: '240' },
+    'convergence-deadline': { type: 'string', default: '240' },
+    'drift-interval': { type: 'string', default: '30s' },
+    workers: { type: 'string' },
+    'heap-snapshot': { type: 'string' },
   },
   strict: true,
 });
@@ -93,6 +110,18 @@ const options: BenchOptions = {
   ...(values['largest-store'] !== undefined ? { largestStore: Math.floor(positive('largest-store', values['largest-store'])) } : {}),
   ...(values.profile !== undefined ? { profileDir: resolve(values.profile) } : {}),
   ...(values['emulator-main'] !== undefined ? { emulatorMain: resolve(values['emulator-main']) } : {}),
+  operator: {
+    keys: Math.floor(positive('keys', values.keys)),
+    largestKeys: Math.floor(positive('largest-keys', values['largest-keys'])),
+    organizations: Math.floor(positive('organizations', values.organizations)),
+    idleSeconds: positive('idle', values.idle),
+    soakSeconds: positive('soak', values.soak),
+    memoryDeadlineSeconds: positive('memory-deadline', values['memory-deadline']),
+    convergenceDeadlineSeconds: positive('convergence-deadline', values['convergence-deadline']),
+    driftInterval: values['drift-interval'] ?? '30s',
+    ...(values.workers !== undefined ? { workers: Math.floor(positive('workers', values.workers)) } : {}),
+    ...(values['heap-snapshot'] !== undefined ? { heapSnapshotDir: resolve(values['heap-snapshot']) } : {}),
+  },
   log: (line) => console.error(`[bench] ${line}`),
 };
 

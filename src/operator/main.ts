@@ -16,6 +16,7 @@ import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { startHealthServer, type HealthServer } from './health-server.ts';
 import { LeaderElector } from './leader.ts';
+import { reuseKubeConnections } from './kube-connections.ts';
 import { createLogger } from './logger.ts';
 import { startOperator, type RunningOperator } from './manager.ts';
 import { createMetrics } from './metrics.ts';
@@ -72,6 +73,8 @@ const kubeConfig = new KubeConfig();
 const kubeconfigPath = values.kubeconfig ?? process.env.KUBECONFIG;
 if (kubeconfigPath !== undefined && kubeconfigPath !== '') kubeConfig.loadFromFile(kubeconfigPath);
 else kubeConfig.loadFromDefault();
+// One keep-alive connection pool to the API server instead of a new one per request (kube-connections.ts).
+reuseKubeConnections(kubeConfig);
 
 function bindAddress(text: string): { host: string; port: number } {
   const index = text.lastIndexOf(':');

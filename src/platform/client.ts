@@ -39,8 +39,11 @@ export interface PlatformClientOptions {
   apiKey: string;
   /** Shared keep-alive Agent by default. */
   dispatcher?: Dispatcher;
-  /** Limiter awaited before every POST /organizations/{org}/api_keys; default: one per process (10/s). */
-  orgKeyLimiter?: TokenBucket;
+  /**
+   * Limiter awaited before every POST /organizations/{org}/api_keys; default: one per process (10/s).
+   * A function gets the organization id and returns its bucket: the platform limits per organization.
+   */
+  orgKeyLimiter?: TokenBucket | ((orgId: string) => TokenBucket);
   retry?: { maxAttempts?: number; baseDelayMs?: number; maxDelayMs?: number };
   /** Per attempt: connect, headers and body each, and the whole attempt. Default 30 000. */
   timeoutMs?: number;
@@ -107,6 +110,8 @@ interface CallSpec<S extends z.ZodType> {
   signal?: AbortSignal | undefined;
   /** Awaits the org key limiter first (platform-api.md, Limits). */
   limited?: boolean;
+  /** The organization the limited request counts against. */
+  orgId?: string;
 }
 
 export class PlatformClient {
@@ -114,7 +119,7 @@ export class PlatformClient {
   // Private fields: not shown by util.inspect / console.log of the client, not enumerable.
   readonly #apiKey: string;
   readonly #dispatcher: Dispatcher | undefined;
-  readonly #limiter: TokenBucket;
+  readonly #limiter: TokenBucket | ((orgId: string) => TokenBucket);
   readonly #policy: RetryPolicy;
   readonly #timeoutMs: number;
   readonly #userAgent: string;
@@ -165,6 +170,7 @@ export class PlatformClient {
       schema: CreatedKeySchema,
       signal: opts?.signal,
       limited: true,
+      orgId,
     });
   }
 
@@ -352,7 +358,8 @@ export class PlatformClient {
     if (spec.signal?.aborted) throw abortedError(method, route, false);
     if (spec.limited === true) {
       try {
-        await this.#limiter.take(spec.signal);
+        const limiter = typeof this.#limiter === 'function' ? this.#limiter(spec.orgId ?? '') : this.#limiter;
+        await limiter.take(spec.signal);
       } catch {
         throw abortedError(method, route, false);
       }
