@@ -65,8 +65,12 @@ COPY --from=build /src/dist ./dist
 
 # Stack traces point into src/*.ts through the source maps tsc wrote. HOME and TMPDIR are /tmp:
 # with readOnlyRootFilesystem, /tmp (an emptyDir in the chart) is the only writable place.
+# --max-semi-space-size=8 (MiB): V8 sizes the young generation from the machine's memory, not the
+# container's (64 MiB semi-spaces on a 24 GiB node), and an operator's allocations are short-lived
+# request and watch objects: a small young generation keeps RSS near the live heap
+# (docs/benchmarks.md, operator memory). bench/operator.ts runs the operator with these options.
 ENV NODE_ENV=production \
-    NODE_OPTIONS=--enable-source-maps \
+    NODE_OPTIONS="--enable-source-maps --max-semi-space-size=8" \
     HOME=/tmp \
     TMPDIR=/tmp
 

@@ -1,5 +1,5 @@
 // Operator benchmark (issue 7, parts 1–4). The operator runs as its own process
-// (`node src/operator/main.ts`, the ServiceAccount token of deploy/base, like scripts/demo.ts), so
+// (`node dist/operator/main.js` with the Dockerfile's NODE_OPTIONS, as the image runs it; the ServiceAccount token of deploy/base, like scripts/demo.ts), so
 // its RSS and CPU are its own (/proc/<pid>/status, /proc/<pid>/stat). The local control plane
 // (test/harness/controlplane.ts) and the platform emulator (in this process, `:memory:`, a seed of
 // several organizations with two projects each and one administrator of all of them) are loopback.
@@ -85,6 +85,13 @@ const delta = (a: Metrics, b: Metrics, result: string) => (b.reconcile[result] ?
 
 interface RequestCount { method: string; route: string; status: number; count: number }
 
+/** The NODE_OPTIONS the image sets (Dockerfile ENV), so the figures are those of what ships. */
+export function imageNodeOptions(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')): string {
+  const m = /NODE_OPTIONS=(?:"([^"]*)"|(\S+))/.exec(dockerfile);
+  if (m === null) throw new Error('the Dockerfile sets no NODE_OPTIONS');
+  return (m[1] ?? m[2] ?? '').trim();
+}
+
 export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
   const o = opts.operator;
   const log = opts.log;
@@ -165,13 +172,19 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     writeFileSync(operatorKubeconfig, kubeconfigYaml(info, token, OPERATOR_SA), { mode: 0o600 });
     const [metricsPort, healthPort] = [await freePort(), await freePort()];
     const operatorLog = join(dir, 'operator.log');
+    // As the image runs it: compiled JavaScript (dist/, `npm run build`) with the image's NODE_OPTIONS.
+    log('building dist/ (npm run build)');
+    await new Promise<void>((resolve, reject) => execFile(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')],
+      (err) => (err === null ? resolve() : reject(err))));
+    const nodeOptions = imageNodeOptions();
+    log(`operator NODE_OPTIONS (from the Dockerfile): ${nodeOptions}`);
     operator = spawn(process.execPath, [
       ...(opts.profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : []),
       '--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`,
-      join(ROOT, 'src/operator/main.ts'), `--kubeconfig=${operatorKubeconfig}`, `--platform-url=${emu.baseUrl}`,
+      join(ROOT, 'dist/operator/main.js'), `--kubeconfig=${operatorKubeconfig}`, `--platform-url=${emu.baseUrl}`,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`,
       `--drift-interval=${o.driftInterval}`, ...(o.workers !== undefined ? [`--workers=${o.workers}`] : []),
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: nodeOptions } });
     const logStream = createWriteStream(operatorLog);
     operator.stdout?.pipe(logStream);
     operator.stderr?.pipe(logStream);
@@ -369,7 +382,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const perKey = (rss4 - rss1) / (nReady - convReady);
     const routes = (rs: RequestCount[], perMinute: number) => rs.map((r) => `| ${r.method} ${r.route} | ${r.status} | ${fmt(r.count)} | ${fmt(r.count / perMinute, 1)} |`);
     const lines = [
-      `The operator (\`src/operator/main.ts\`, ${o.workers ?? 4} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (in the bench process, \`:memory:\`, time scale 1, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`). **The machine is shared**: other suites may have been running (see the load average above), which moves latencies and CPU figures.`,
+      `The operator (\`dist/operator/main.js\` with the image's \`NODE_OPTIONS=${nodeOptions}\`, ${o.workers ?? 4} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (in the bench process, \`:memory:\`, time scale 1, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`). **The machine is shared**: other suites may have been running (see the load average above), which moves latencies and CPU figures.`,
       '',
       '| measurement | result | target |',
       '|---|---|---|',

@@ -2,8 +2,9 @@
 // key at a time (the queue guarantees it). Secrets are watched only through the managed-by label
 // (never a cache of every Secret); a Secret event wakes the resource that owns it.
 import { randomUUID } from 'node:crypto';
-import { CoreV1Api, CustomObjectsApi, makeInformer, type Informer, type KubeConfig, type ObjectCache, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type Informer, type KubeConfig, type ObjectCache, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { makeTrimmedInformer, trimObject, trimSecret } from './informer-cache.ts';
 import type { KeyLifecycle, ReconcileResult } from './lifecycle.ts';
 import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
 import { GROUP, KINDS, LABEL_MANAGED_BY, MANAGED_BY, VERSION, type KindName } from './resources/schema.ts';
@@ -77,7 +78,7 @@ export class Controller {
       const list = (): Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }> => namespace === undefined
         ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
         : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural });
-      const informer = makeInformer<KubernetesObject>(kubeConfig, path, list as never);
+      const informer = makeTrimmedInformer<KubernetesObject>(kubeConfig, path, list as never, trimObject);
       const wake = (obj: KubernetesObject): void => {
         const meta = obj.metadata;
         if (meta?.name === undefined || meta.namespace === undefined) return;
@@ -87,7 +88,8 @@ export class Controller {
         const hold = this.#holds.get(key);
         if (hold !== undefined && Date.now() < hold.until && hold.generation === meta.generation && hold.deleting === (meta.deletionTimestamp !== undefined)) return;
         this.#holds.delete(key);
-        this.#queue.add(key);
+        // Before the initial sync these are mostly the initial LIST: low priority, as in controller-runtime's priorityqueue.
+        this.#queue.add(key, { priority: this.#synced ? 'normal' : 'low' });
       };
       this.#caches.set(kind, informer);
       informer.on('add', wake);
@@ -101,7 +103,7 @@ export class Controller {
     const listSecrets = (): Promise<{ items: V1Secret[] }> => namespace === undefined
       ? core.listSecretForAllNamespaces({ labelSelector: selector })
       : core.listNamespacedSecret({ namespace, labelSelector: selector });
-    const secrets = makeInformer<V1Secret>(kubeConfig, secretPath, listSecrets as never, selector);
+    const secrets = makeTrimmedInformer<V1Secret>(kubeConfig, secretPath, listSecrets as never, trimSecret, selector);
     const wakeOwner = (secret: V1Secret): void => {
       const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
       const ns = secret.metadata?.namespace;
@@ -110,7 +112,8 @@ export class Controller {
       if ((kind !== 'ApiKey' && kind !== 'ProjectApiKey') || name === undefined) return;
       const hold = this.#holds.get(`${kind}/${ns}/${name}`);
       if (hold !== undefined && Date.now() < hold.until) return;
-      this.enqueue(kind, ns, name);
+      // The Secret informer's initial LIST is part of the start-up backlog too: low priority until synced.
+      this.#queue.add(`${kind}/${ns}/${name}`, { priority: this.#synced ? 'normal' : 'low' });
     };
     secrets.on('add', wakeOwner);
     secrets.on('update', wakeOwner);
@@ -176,7 +179,8 @@ export class Controller {
     this.#queue.forget(key);
     if (result.requeueAfterMs !== undefined) {
       // Jitter spreads drift checks of many resources over the interval.
-      this.#queue.addAfter(key, Math.round(result.requeueAfterMs * (0.9 + Math.random() * 0.2)));
+      // Low priority, as in controller-runtime's priorityqueue: a wave of drift checks must not delay events.
+      this.#queue.addAfter(key, Math.round(result.requeueAfterMs * (0.9 + Math.random() * 0.2)), { priority: 'low' });
     }
   }
 

@@ -33,8 +33,11 @@ export interface LifecycleOptions {
   /** Operations mirroring for ProjectApiKeys (DESIGN.md section 4). */
   operations?: {
     pollers: Pick<OperationsPollers, 'ensure' | 'release' | 'snapshot'>;
-    /** The client each project's poller lists with (the project's issued key). */
-    clients: Map<string, KeyPlatform>;
+    /**
+     * The project's poller lists with this key (an issued project key): one client per project,
+     * replaced when the key changes, never one per key ever issued.
+     */
+    useKey(projectId: string, apiKey: string): void;
   };
 }
 
@@ -388,7 +391,7 @@ export class KeyLifecycle {
       // ONE poller per project (operations-poller.ts), listing with the project's own key: least
       // privilege, and proof the issued key works. Its updates wake every ProjectApiKey of the project.
       const { projectId } = project;
-      this.#o.operations.clients.set(projectId, this.#o.platformFor(issued).platform);
+      this.#o.operations.useKey(projectId, issued);
       this.#o.operations.pollers.ensure(projectId, ownerOf(ctx.resource));
       const snapshot = this.#o.operations.pollers.snapshot(projectId);
       if (snapshot !== undefined) {

@@ -1,6 +1,6 @@
 // Wires the operator together: kube clients, one platform client per credentials (sharing ONE
-// token bucket per organization for org key creation, DESIGN.md section 5), the drift cache, the lifecycle and the
-// controller. startOperator() runs it in-process (tests, main.ts).
+// limiter per organization for org key creation, DESIGN.md section 5), the drift cache, the
+// lifecycle and the controller. startOperator() runs it in-process (tests, main.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
@@ -45,7 +45,7 @@ export interface RunningOperator {
 }
 
 /**
- * One token bucket per organization for org key creation, shared by every worker and credentials:
+ * One limiter per organization for org key creation, shared by every worker and credentials:
  * the platform limits key creation per organization (10/s each), so one process-wide bucket would
  * cap an operator serving many organizations at 10 keys/s in total.
  */
@@ -65,11 +65,10 @@ async function defaultPlatformFactory(metrics: OperatorMetrics | undefined): Pro
   // src/platform is the only way to the platform (STYLE.md); imported lazily so unit suites of the
   // operator do not load the HTTP stack.
   const platform = await import('../platform/index.ts');
-  // ONE bucket per organization for org key creation, across every worker and credentials (DESIGN.md section 5).
-  // 9.5/s, not the platform's 10/s: it counts arrivals in a window and we can only space departures;
-  // at exactly 10/s, jitter of a few ms put 11 arrivals in one second (29 429s per 1,000 keys in
-  // bench/operator.ts). 9.5/s leaves 50 ms of slack per 11 requests and keeps 95 % of the rate.
-  const orgKeyLimiter = orgKeyLimiters(() => new platform.TokenBucket({ ratePerSecond: 9.5 }));
+  // ONE limiter per organization for org key creation, across every worker and credentials
+  // (DESIGN.md section 5): at most 10 creations in any 1,025 ms, the platform's sliding second plus
+  // a margin for travel-time jitter (src/platform/sliding-window.ts).
+  const orgKeyLimiter = orgKeyLimiters(() => platform.orgKeyCreationLimiter());
   return ({ baseUrl, apiKey }) => new platform.PlatformClient({
     baseUrl,
     apiKey,
@@ -82,10 +81,12 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const logger = options.logger ?? createLogger();
   const identity = options.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
   const factory = options.platformFactory ?? await defaultPlatformFactory(options.metrics);
+  const digest = (apiKey: string): string => createHash('sha256').update(apiKey).digest('hex').slice(0, 16);
+  // Clients are cached by a digest of the key, never by the key itself. One per credentials
+  // Secret's key: few, and each carries the connection pool of its requests.
   const clients = new Map<string, { platform: KeyPlatform; credentialsId: string }>();
   const platformFor = (apiKey: string): { platform: KeyPlatform; credentialsId: string } => {
-    // Clients are cached by a digest of the key, never by the key itself.
-    const credentialsId = createHash('sha256').update(apiKey).digest('hex').slice(0, 16);
+    const credentialsId = digest(apiKey);
     let entry = clients.get(credentialsId);
     if (entry === undefined) {
       entry = { platform: factory({ baseUrl: options.platformBaseUrl, apiKey }), credentialsId };
@@ -96,9 +97,16 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const driftIntervalMs = options.driftIntervalMs ?? 300_000;
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   // Created before the controller it wakes; onUpdate runs only once polls start (after start()).
-  const projectClients = new Map<string, KeyPlatform>();
+  // The operations poller of a project lists with an issued key of that project: ONE client per
+  // project, replaced when that key changes (a client per issued key would grow without bound).
+  const projectClients = new Map<string, { platform: KeyPlatform; keyId: string }>();
+  const useKey = (projectId: string, apiKey: string): void => {
+    const keyId = digest(apiKey);
+    if (projectClients.get(projectId)?.keyId === keyId) return;
+    projectClients.set(projectId, { platform: factory({ baseUrl: options.platformBaseUrl, apiKey }), keyId });
+  };
   const pollers: OperationsPollers = new OperationsPollers({
-    clientFor: (projectId) => projectClients.get(projectId) as OperationsClient | undefined,
+    clientFor: (projectId) => projectClients.get(projectId)?.platform as OperationsClient | undefined,
     onUpdate: (projectId): void => controller.enqueueProject(projectId),
     slowIntervalMs: Math.max(driftIntervalMs, 5_000),
     logger,
@@ -112,7 +120,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     identity,
     pendingGraceMs: options.pendingGraceMs ?? 120_000,
     driftIntervalMs,
-    operations: { pollers, clients: projectClients },
+    operations: { pollers, useKey },
   });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,

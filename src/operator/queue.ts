@@ -8,13 +8,25 @@
 // - addRateLimited() delays by max(per-item exponential backoff 5 ms .. 5 min, global token
 //   bucket 10 qps burst 100), like DefaultControllerRateLimiter; forget() resets the item.
 //
+// Plus two priorities, like controller-runtime's priorityqueue (pkg/controller/priorityqueue):
+// with 1,000+ resources, the periodic drift requeues and the informers' initial LIST would
+// otherwise queue a new resource, a spec change or a deletion behind all of them.
+//
+// - add(key, { priority: 'low' }) and addAfter(key, ms, { priority: 'low' }) use the low lane;
+//   get() hands out a low key only when no normal one waits; each lane is FIFO;
+// - a key waits in one lane at most: a normal add of a key waiting in the low lane promotes it
+//   (its queue latency still counts from the first add); a low add never demotes;
+// - a key re-added while in flight is re-queued by done() with the highest priority it was
+//   re-added with; two delayed adds of one key merge into one, at the earlier time and the higher
+//   priority.
+//
 // One deliberate difference from client-go: once shut down, get() returns undefined at once even if
 // keys are still queued. Reconcile is level-triggered (DESIGN.md section 5), so a dropped key costs
 // nothing: the next leader lists every resource at start-up and reconciles it anyway, while handing
 // out new work during SIGTERM would only delay the exit.
 
 export interface WorkQueueMetrics {
-  /** Current number of keys waiting (not counting delayed or in-flight keys). */
+  /** Current number of keys waiting, in both lanes (not counting delayed or in-flight keys). */
   depth(n: number): void;
   /** A key entered the queue (after deduplication). */
   add(): void;
@@ -106,15 +118,81 @@ export interface WorkQueueOptions {
   timers?: Timers;
 }
 
+export type Priority = 'normal' | 'low';
+
+export interface AddOptions {
+  /** Default 'normal'. */
+  priority?: Priority;
+}
+
 interface Delayed {
   readyAt: number;
+  priority: Priority;
   handle: unknown;
 }
 
+/** A key waiting in a lane; `live` turns false when a promotion moves the key to the other lane. */
+interface Entry<K> {
+  readonly key: K;
+  live: boolean;
+}
+
+/**
+ * A FIFO of entries with amortized O(1) push, shift and retire: a head index instead of
+ * Array.shift() (which copies), and retired entries skipped lazily instead of searched for.
+ */
+class Lane<K> {
+  #entries: Entry<K>[] = [];
+  #head = 0;
+  #retired = 0;
+
+  push(entry: Entry<K>): void {
+    this.#entries.push(entry);
+  }
+
+  /** The oldest live entry, removed; undefined when none is left. */
+  shift(): Entry<K> | undefined {
+    for (;;) {
+      if (this.#head === this.#entries.length) {
+        this.clear();
+        return undefined;
+      }
+      const entry = this.#entries[this.#head++]!;
+      if (!entry.live) this.#retired--;
+      // Drop the consumed prefix once it is at least half the array: each copy is paid for by as many shifts.
+      if (this.#head >= 1024 && this.#head * 2 >= this.#entries.length) this.#compact();
+      if (entry.live) return entry;
+    }
+  }
+
+  /** Marks an entry of this lane as gone; shift() will skip it. */
+  retire(entry: Entry<K>): void {
+    entry.live = false;
+    this.#retired++;
+    // Keys promoted while the normal lane keeps the low one from draining would pile up otherwise.
+    if (this.#retired >= 1024 && this.#retired * 2 >= this.#entries.length - this.#head) this.#compact();
+  }
+
+  clear(): void {
+    this.#entries = [];
+    this.#head = 0;
+    this.#retired = 0;
+  }
+
+  #compact(): void {
+    this.#entries = this.#entries.slice(this.#head).filter((entry) => entry.live);
+    this.#head = 0;
+    this.#retired = 0;
+  }
+}
+
 export class WorkQueue<K extends string> {
-  readonly #queue: K[] = [];
-  /** Keys that need processing: queued, or re-added while in flight. */
-  readonly #dirty = new Set<K>();
+  readonly #normal = new Lane<K>();
+  readonly #low = new Lane<K>();
+  /** The live entry of each waiting key (in one lane or the other). */
+  readonly #waiting = new Map<K, Entry<K>>();
+  /** Keys that need processing (waiting, or re-added while in flight), with their highest priority. */
+  readonly #dirty = new Map<K, Priority>();
   readonly #processing = new Map<K, number>();
   readonly #addedAt = new Map<K, number>();
   readonly #delayed = new Map<K, Delayed>();
@@ -131,31 +209,40 @@ export class WorkQueue<K extends string> {
     this.#limiter = new ControllerRateLimiter<K>(options.rateLimiter, () => this.#timers.now());
   }
 
-  add(key: K): void {
-    if (this.#shuttingDown || this.#dirty.has(key)) return;
-    this.#metrics?.add();
-    this.#dirty.add(key);
-    if (this.#processing.has(key)) return; // done() re-queues it
-    this.#enqueue(key);
-  }
-
-  addAfter(key: K, delayMs: number): void {
+  add(key: K, options: AddOptions = {}): void {
     if (this.#shuttingDown) return;
-    if (delayMs <= 0) {
-      this.add(key);
+    const priority = options.priority ?? 'normal';
+    const dirty = this.#dirty.get(key);
+    if (dirty !== undefined) {
+      if (priority === 'normal' && dirty === 'low') this.#promote(key);
       return;
     }
+    this.#metrics?.add();
+    this.#dirty.set(key, priority);
+    if (this.#processing.has(key)) return; // done() re-queues it
+    this.#enqueue(key, priority);
+  }
+
+  addAfter(key: K, delayMs: number, options: AddOptions = {}): void {
+    if (this.#shuttingDown) return;
+    if (delayMs <= 0) {
+      this.add(key, options);
+      return;
+    }
+    const priority = options.priority ?? 'normal';
     const readyAt = this.#timers.now() + delayMs;
     const existing = this.#delayed.get(key);
     if (existing !== undefined) {
+      if (priority === 'normal') existing.priority = 'normal';
       if (existing.readyAt <= readyAt) return; // the earlier requeue already covers this one
       this.#timers.clearTimeout(existing.handle);
     }
-    const handle = this.#timers.setTimeout(() => {
+    const delayed: Delayed = { readyAt, priority: existing?.priority ?? priority, handle: undefined };
+    delayed.handle = this.#timers.setTimeout(() => {
       this.#delayed.delete(key);
-      this.add(key);
+      this.add(key, { priority: delayed.priority });
     }, delayMs);
-    this.#delayed.set(key, { readyAt, handle });
+    this.#delayed.set(key, delayed);
   }
 
   addRateLimited(key: K): void {
@@ -171,11 +258,14 @@ export class WorkQueue<K extends string> {
     return this.#limiter.numRequeues(key);
   }
 
-  /** The next key to process, or undefined once the queue is shut down. Call done(key) after. */
+  /**
+   * The next key to process (normal priority first, then low), or undefined once the queue is
+   * shut down. Call done(key) after.
+   */
   get(): Promise<K | undefined> {
     if (this.#shuttingDown) return Promise.resolve(undefined);
-    const key = this.#queue.shift();
-    if (key !== undefined) return Promise.resolve(this.#start(key));
+    const entry = this.#normal.shift() ?? this.#low.shift();
+    if (entry !== undefined) return Promise.resolve(this.#start(entry.key));
     return new Promise((resolve) => this.#waiters.push(resolve));
   }
 
@@ -184,13 +274,14 @@ export class WorkQueue<K extends string> {
     if (started === undefined) return;
     this.#processing.delete(key);
     this.#metrics?.workDuration((this.#timers.now() - started) / 1000);
-    if (this.#dirty.has(key) && !this.#shuttingDown) this.#enqueue(key);
+    const priority = this.#dirty.get(key);
+    if (priority !== undefined && !this.#shuttingDown) this.#enqueue(key, priority);
     if (this.#processing.size === 0) this.#drainWaiters.splice(0).forEach((resolve) => resolve());
   }
 
-  /** Keys waiting to be handed out (not delayed, not in flight). */
+  /** Keys waiting to be handed out, in both lanes (not delayed, not in flight). */
   len(): number {
-    return this.#queue.length;
+    return this.#waiting.size;
   }
 
   shuttingDown(): boolean {
@@ -203,7 +294,9 @@ export class WorkQueue<K extends string> {
     this.#shuttingDown = true;
     for (const { handle } of this.#delayed.values()) this.#timers.clearTimeout(handle);
     this.#delayed.clear();
-    this.#queue.length = 0;
+    this.#normal.clear();
+    this.#low.clear();
+    this.#waiting.clear();
     this.#dirty.clear();
     this.#addedAt.clear();
     this.#metrics?.depth(0);
@@ -217,25 +310,41 @@ export class WorkQueue<K extends string> {
     return new Promise((resolve) => this.#drainWaiters.push(resolve));
   }
 
-  #enqueue(key: K): void {
+  #enqueue(key: K, priority: Priority): void {
     this.#addedAt.set(key, this.#timers.now());
     const waiter = this.#waiters.shift();
     if (waiter !== undefined) {
       waiter(this.#start(key));
       return;
     }
-    this.#queue.push(key);
-    this.#metrics?.depth(this.#queue.length);
+    this.#push(key, priority);
+    this.#metrics?.depth(this.#waiting.size);
+  }
+
+  /** A normal add of a key that is dirty at low priority: waiting, it moves to the normal lane. */
+  #promote(key: K): void {
+    this.#dirty.set(key, 'normal');
+    const entry = this.#waiting.get(key);
+    if (entry === undefined) return; // in flight: done() re-queues it at normal priority
+    this.#low.retire(entry);
+    this.#push(key, 'normal'); // #addedAt is kept: latency counts from the first add
+  }
+
+  #push(key: K, priority: Priority): void {
+    const entry: Entry<K> = { key, live: true };
+    this.#waiting.set(key, entry);
+    (priority === 'normal' ? this.#normal : this.#low).push(entry);
   }
 
   #start(key: K): K {
     this.#dirty.delete(key);
+    this.#waiting.delete(key);
     const now = this.#timers.now();
     const addedAt = this.#addedAt.get(key);
     this.#addedAt.delete(key);
     if (addedAt !== undefined) this.#metrics?.queueLatency((now - addedAt) / 1000);
     this.#processing.set(key, now);
-    this.#metrics?.depth(this.#queue.length);
+    this.#metrics?.depth(this.#waiting.size);
     return key;
   }
 }

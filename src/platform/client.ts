@@ -31,7 +31,7 @@ import {
   type Project,
   type RevokedKey,
 } from './schemas.ts';
-import { defaultOrgKeyLimiter, type TokenBucket } from './token-bucket.ts';
+import { defaultOrgKeyLimiter, type RateLimiter } from './sliding-window.ts';
 
 export interface PlatformClientOptions {
   /** Base address including the version segment, e.g. https://console.neon.tech/api/v2 (platform-api.md, Versioning). */
@@ -43,7 +43,7 @@ export interface PlatformClientOptions {
    * Limiter awaited before every POST /organizations/{org}/api_keys; default: one per process (10/s).
    * A function gets the organization id and returns its bucket: the platform limits per organization.
    */
-  orgKeyLimiter?: TokenBucket | ((orgId: string) => TokenBucket);
+  orgKeyLimiter?: RateLimiter | ((orgId: string) => RateLimiter);
   retry?: { maxAttempts?: number; baseDelayMs?: number; maxDelayMs?: number };
   /** Per attempt: connect, headers and body each, and the whole attempt. Default 30 000. */
   timeoutMs?: number;
@@ -119,7 +119,7 @@ export class PlatformClient {
   // Private fields: not shown by util.inspect / console.log of the client, not enumerable.
   readonly #apiKey: string;
   readonly #dispatcher: Dispatcher | undefined;
-  readonly #limiter: TokenBucket | ((orgId: string) => TokenBucket);
+  readonly #limiter: RateLimiter | ((orgId: string) => RateLimiter);
   readonly #policy: RetryPolicy;
   readonly #timeoutMs: number;
   readonly #userAgent: string;

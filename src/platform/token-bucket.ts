@@ -1,7 +1,5 @@
-// Client-side rate limiter. The platform allows 10 requests per second on the organization API key
-// creation endpoint and asks callers creating many keys to throttle (platform-api.md, Limits); the
-// operator shares ONE bucket across all workers (DESIGN.md §5) so a burst of reconciles turns into
-// a steady stream instead of a wave of 429s.
+// A token bucket: requests spaced evenly at a rate, with an optional burst. (The limiter on the
+// platform's organization key creation is sliding-window.ts, which matches how the platform counts.)
 //
 // Waiters are released one by one by a single timer that takes each token at the moment it
 // releases the waiter. Computing every waiter's release time up front would be simpler, but when
@@ -123,23 +121,4 @@ export class TokenBucket {
     this.#cancelTimer?.();
     this.#cancelTimer = undefined;
   }
-}
-
-/**
- * Requests per second of the default limiter: under the platform's 10/s (platform-api.md, Limits)
- * by a margin, because the platform counts arrivals and we can only space departures. At exactly
- * 10/s, an eleventh request that travels a little faster than the first lands inside the same
- * one-second window and is refused.
- */
-export const DEFAULT_ORG_KEY_RATE = 9;
-
-let processWide: TokenBucket | undefined;
-
-/**
- * The limiter every PlatformClient uses unless given one: one per process, so clients built per
- * credentials Secret still share the platform's budget on org key creation.
- */
-export function defaultOrgKeyLimiter(): TokenBucket {
-  processWide ??= new TokenBucket({ ratePerSecond: DEFAULT_ORG_KEY_RATE });
-  return processWide;
 }

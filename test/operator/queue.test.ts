@@ -272,3 +272,198 @@ describe('WorkQueue metrics hooks', () => {
     expect(seen.retries).toBe(1);
   });
 });
+
+describe('WorkQueue priorities', () => {
+  it('hands out normal keys before low ones, FIFO within each lane', async () => {
+    const q = new WorkQueue<string>();
+    q.add('low1', { priority: 'low' });
+    q.add('n1');
+    q.add('low2', { priority: 'low' });
+    q.add('n2');
+    q.add('low3', { priority: 'low' });
+    expect(q.len()).toBe(5);
+    const order: (string | undefined)[] = [];
+    for (let i = 0; i < 5; i++) order.push(await q.get());
+    expect(order).toEqual(['n1', 'n2', 'low1', 'low2', 'low3']);
+  });
+
+  it('a normal key added while low ones wait still goes first', async () => {
+    const q = new WorkQueue<string>();
+    q.add('low1', { priority: 'low' });
+    q.add('low2', { priority: 'low' });
+    expect(await q.get()).toBe('low1');
+    q.add('n');
+    expect(await q.get()).toBe('n');
+    expect(await q.get()).toBe('low2');
+  });
+
+  it('a normal add promotes a key waiting in the low lane, keeping its queue latency from the first add', async () => {
+    const timers = new FakeTimers();
+    const latency: number[] = [];
+    const metrics: WorkQueueMetrics = { depth: () => undefined, add: () => undefined, queueLatency: (s) => latency.push(s), workDuration: () => undefined, retry: () => undefined };
+    const q = new WorkQueue<string>({ timers, metrics });
+    q.add('a', { priority: 'low' });
+    q.add('b', { priority: 'low' });
+    q.add('n');
+    timers.advance(100);
+    q.add('b'); // promoted: behind 'n', which was in the normal lane first
+    expect(q.len()).toBe(3);
+    timers.advance(100);
+    expect(await q.get()).toBe('n');
+    expect(await q.get()).toBe('b');
+    expect(await q.get()).toBe('a');
+    expect(latency).toEqual([0.2, 0.2, 0.2]);
+    expect(q.len()).toBe(0);
+  });
+
+  it('a low add does not demote a key waiting in the normal lane', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    q.add('b', { priority: 'low' });
+    q.add('a', { priority: 'low' });
+    q.add('b', { priority: 'low' });
+    expect(q.len()).toBe(2);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+  });
+
+  it('keeps one entry per key across both lanes', async () => {
+    let adds = 0;
+    const metrics: WorkQueueMetrics = { depth: () => undefined, add: () => adds++, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined };
+    const q = new WorkQueue<string>({ metrics });
+    q.add('a', { priority: 'low' });
+    q.add('a');
+    q.add('a', { priority: 'low' });
+    q.add('a');
+    expect(q.len()).toBe(1);
+    expect(adds).toBe(1);
+    expect(await q.get()).toBe('a');
+    expect(q.len()).toBe(0);
+    // the entry the promotion left behind in the low lane is not handed out again
+    let next: string | undefined;
+    void q.get().then((key) => (next = key));
+    await tick();
+    expect(next).toBeUndefined();
+    q.add('b', { priority: 'low' });
+    await tick();
+    expect(next).toBe('b');
+  });
+
+  it('a key re-added while in flight is re-queued with the highest priority it was re-added with', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    q.add('b');
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+    q.add('a', { priority: 'low' });
+    q.add('a'); // raises the in-flight re-add to normal
+    q.add('a', { priority: 'low' }); // does not lower it again
+    q.add('b', { priority: 'low' });
+    q.add('c', { priority: 'low' });
+    q.done('b'); // b goes to the low lane, behind c
+    q.done('a'); // a goes to the normal lane
+    expect(q.len()).toBe(3);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('c');
+    expect(await q.get()).toBe('b');
+  });
+
+  it('addAfter with low priority adds to the low lane when the timer fires', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.addAfter('drift', 10, { priority: 'low' });
+    q.addAfter('now', 0, { priority: 'low' });
+    expect(q.len()).toBe(1);
+    timers.advance(10);
+    q.add('event');
+    expect(q.len()).toBe(3);
+    expect(await q.get()).toBe('event');
+    expect(await q.get()).toBe('now');
+    expect(await q.get()).toBe('drift');
+  });
+
+  it('two delayed adds of one key merge at the earlier time and the higher priority', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.addAfter('a', 10, { priority: 'low' });
+    q.addAfter('a', 50); // later, but normal: the add at 10 becomes normal
+    q.addAfter('b', 50);
+    q.addAfter('b', 10, { priority: 'low' }); // earlier, but low: keeps normal
+    q.addAfter('c', 10, { priority: 'low' });
+    expect(timers.pendingCount).toBe(3);
+    q.add('first', { priority: 'low' });
+    timers.advance(10);
+    expect(q.len()).toBe(4);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+    expect(await q.get()).toBe('first');
+    expect(await q.get()).toBe('c');
+    timers.advance(100);
+    expect(q.len()).toBe(0);
+  });
+
+  it('a low delayed add does not demote a key waiting at normal priority, and a normal one promotes a low key', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.add('x', { priority: 'low' });
+    q.add('a');
+    q.add('b', { priority: 'low' });
+    q.addAfter('a', 10, { priority: 'low' });
+    q.addAfter('b', 10);
+    timers.advance(10);
+    expect(q.len()).toBe(3);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+    expect(await q.get()).toBe('x');
+  });
+
+  it('reports a depth that counts both lanes', async () => {
+    const depth: number[] = [];
+    const metrics: WorkQueueMetrics = { depth: (n) => depth.push(n), add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined };
+    const q = new WorkQueue<string>({ metrics });
+    q.add('a', { priority: 'low' });
+    q.add('b');
+    q.add('c', { priority: 'low' });
+    expect(depth.at(-1)).toBe(3);
+    q.add('a'); // promotion: still three waiting
+    expect(q.len()).toBe(3);
+    expect(await q.get()).toBe('b');
+    expect(depth.at(-1)).toBe(2);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('c');
+    expect(depth.at(-1)).toBe(0);
+  });
+
+  it('shutDown clears both lanes and delayed low adds', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.add('a');
+    q.add('b', { priority: 'low' });
+    q.addAfter('c', 10, { priority: 'low' });
+    q.shutDown();
+    expect(q.len()).toBe(0);
+    expect(timers.pendingCount).toBe(0);
+    expect(await q.get()).toBeUndefined();
+    q.add('d', { priority: 'low' });
+    q.addAfter('e', 0, { priority: 'low' });
+    expect(q.len()).toBe(0);
+  });
+
+  it('stays FIFO per lane with 10,000 keys and many promotions', async () => {
+    const q = new WorkQueue<string>();
+    const n = 10_000;
+    const keys = Array.from({ length: n }, (_, i) => `k${i}`);
+    for (const key of keys) q.add(key, { priority: 'low' });
+    // promote two keys in three: enough left-behind entries for the low lane to compact itself
+    const promoted = keys.filter((_, i) => i % 3 !== 2);
+    for (const key of promoted) q.add(key);
+    expect(q.len()).toBe(n);
+    const out: string[] = [];
+    while (q.len() > 0) {
+      const key = (await q.get())!;
+      out.push(key);
+      q.done(key);
+    }
+    expect(out).toEqual([...promoted, ...keys.filter((_, i) => i % 3 === 2)]);
+  });
+});

@@ -1,0 +1,33 @@
+// A manual clock for the limiters' tests (BucketClock): time moves only when a test says so.
+import type { BucketClock } from '../../src/platform/token-bucket.ts';
+
+/** A manual clock: time moves only through `advance`, which fires due timers in order. */
+export function manualClock(): BucketClock & { advance(ms: number): Promise<void>; pending(): number } {
+  let t = 0;
+  let timers: { at: number; fn: () => void }[] = [];
+  return {
+    now: () => t,
+    schedule(fn, ms) {
+      const timer = { at: t + ms, fn };
+      timers.push(timer);
+      return () => {
+        timers = timers.filter((x) => x !== timer);
+      };
+    },
+    pending: () => timers.length,
+    async advance(ms) {
+      const end = t + ms;
+      for (;;) {
+        timers.sort((a, b) => a.at - b.at);
+        const next = timers[0];
+        if (next === undefined || next.at > end) break;
+        timers.shift();
+        t = next.at;
+        next.fn();
+        await Promise.resolve();
+      }
+      t = end;
+      await Promise.resolve();
+    },
+  };
+}

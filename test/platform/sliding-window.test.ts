@@ -1,0 +1,110 @@
+import { describe, expect, it } from '@jest/globals';
+import { SlidingWindowLimiter, defaultOrgKeyLimiter, orgKeyCreationLimiter, type RateLimiter } from '../../src/platform/sliding-window.ts';
+import type { BucketClock } from '../../src/platform/token-bucket.ts';
+import { manualClock } from './manual-clock.ts';
+
+/** Starts `n` takes and records the clock time at which each one resolves. */
+function takeAll(limiter: RateLimiter, clock: BucketClock, n: number) {
+  const times: number[] = [];
+  const done = Array.from({ length: n }, () => limiter.take().then(() => void times.push(clock.now())));
+  return { times, done };
+}
+
+/** The most grants in any window of `windowMs` (a window [t, t + windowMs) as the platform counts). */
+function mostInAnyWindow(times: number[], windowMs: number): number {
+  let most = 0;
+  for (const start of times) most = Math.max(most, times.filter((t) => t >= start && t < start + windowMs).length);
+  return most;
+}
+
+describe('SlidingWindowLimiter', () => {
+  it('lets `limit` requests go at once, then each one when the oldest leaves the window plus margin', async () => {
+    const clock = manualClock();
+    const limiter = new SlidingWindowLimiter({ limit: 10, windowMs: 1_000, marginMs: 25, clock });
+    const { times, done } = takeAll(limiter, clock, 25);
+    await clock.advance(0);
+    expect(times).toEqual(Array.from({ length: 10 }, () => 0));
+    await clock.advance(1_024);
+    expect(times).toHaveLength(10);
+    await clock.advance(1);
+    expect(times).toHaveLength(20);
+    await clock.advance(1_025);
+    await Promise.all(done);
+    expect(times.slice(20)).toEqual([2_050, 2_050, 2_050, 2_050, 2_050]);
+  });
+
+  it('never grants more than `limit` in any window, however the requests arrive', async () => {
+    const clock = manualClock();
+    const limiter = new SlidingWindowLimiter({ limit: 10, windowMs: 1_000, marginMs: 25, clock });
+    const times: number[] = [];
+    const pending: Promise<void>[] = [];
+    // Irregular arrivals: bursts and gaps over 6 s.
+    for (let i = 0; i < 120; i++) {
+      pending.push(limiter.take().then(() => void times.push(clock.now())));
+      // A take granted at once records its time in a continuation: let it run before time moves.
+      await new Promise((resolve) => setImmediate(resolve));
+      await clock.advance([0, 3, 40, 170, 0, 9][i % 6] as number);
+    }
+    await clock.advance(20_000);
+    await Promise.all(pending);
+    expect(times).toHaveLength(120);
+    // The margin holds too: any window of 1,025 ms sees at most 10.
+    expect(mostInAnyWindow(times, 1_025)).toBe(10);
+    // And it wastes nothing beyond the margin: with a backlog, each grant comes the moment the
+    // grant ten before it leaves the span.
+    for (let i = 10; i < times.length; i++) expect(times[i]).toBe((times[i - 10] as number) + 1_025);
+  });
+
+  it('serves waiters first come, first served, and a newcomer never jumps the queue', async () => {
+    const clock = manualClock();
+    const limiter = new SlidingWindowLimiter({ limit: 1, windowMs: 100, marginMs: 0, clock });
+    await limiter.take();
+    const order: string[] = [];
+    const a = limiter.take().then(() => void order.push('a'));
+    const b = limiter.take().then(() => void order.push('b'));
+    await clock.advance(100);
+    const c = limiter.take().then(() => void order.push('c'));
+    await clock.advance(200);
+    await Promise.all([a, b, c]);
+    expect(order).toEqual(['a', 'b', 'c']);
+  });
+
+  it('rejects an aborted waiter with the signal reason, gives its turn to the next, and stops its timer', async () => {
+    const clock = manualClock();
+    const limiter = new SlidingWindowLimiter({ limit: 1, windowMs: 100, marginMs: 0, clock });
+    await limiter.take();
+    const ac = new AbortController();
+    const reason = new Error('cancelled');
+    const aborted = limiter.take(ac.signal);
+    const next = limiter.take().then(() => clock.now());
+    ac.abort(reason);
+    await expect(aborted).rejects.toBe(reason);
+    await clock.advance(100);
+    expect(await next).toBe(100);
+    await expect(limiter.take(AbortSignal.abort(reason))).rejects.toBe(reason);
+
+    const lone = new AbortController();
+    const waiting = limiter.take(lone.signal);
+    expect(clock.pending()).toBe(1);
+    lone.abort();
+    await expect(waiting).rejects.toBeDefined();
+    expect(clock.pending()).toBe(0);
+  });
+
+  it('holds on the real clock: 25 requests at 10 per 1,025 ms leave in three windows', async () => {
+    const limiter = orgKeyCreationLimiter();
+    const started = performance.now();
+    await Promise.all(Array.from({ length: 25 }, () => limiter.take()));
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(2 * 1_025 - 1);
+    expect(elapsed).toBeLessThan(4_000);
+  });
+
+  it('validates its options, and the process-wide default is one limiter', () => {
+    expect(() => new SlidingWindowLimiter({ limit: 0 })).toThrow(RangeError);
+    expect(() => new SlidingWindowLimiter({ limit: 1.5 })).toThrow(RangeError);
+    expect(() => new SlidingWindowLimiter({ limit: 1, windowMs: 0 })).toThrow(RangeError);
+    expect(() => new SlidingWindowLimiter({ limit: 1, marginMs: -1 })).toThrow(RangeError);
+    expect(defaultOrgKeyLimiter()).toBe(defaultOrgKeyLimiter());
+  });
+});
