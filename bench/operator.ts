@@ -1,7 +1,7 @@
 // Operator benchmark (issue 7, parts 1–4). The operator runs as its own process
-// (`node dist/operator/main.js` with the Dockerfile's NODE_OPTIONS, as the image runs it; the ServiceAccount token of deploy/base, like scripts/demo.ts), so
+// (`node <the image's flags> dist/operator/main.js`, as the Dockerfile's ENTRYPOINT runs it; the ServiceAccount token of deploy/base, like scripts/demo.ts), so
 // its RSS and CPU are its own (/proc/<pid>/status, /proc/<pid>/stat). The local control plane
-// (test/harness/controlplane.ts) and the platform emulator (in this process, `:memory:`, a seed of
+// (test/harness/controlplane.ts) and the platform emulator (its own process, `:memory:`, a seed of
 // several organizations with two projects each and one administrator of all of them) are loopback.
 // 1. convergence: `keys` ProjectApiKeys of ONE organization created at once (32 parallel creates)
 //    → time until all are Ready; keys/s ÷ the platform's 10/s per organization; failed reconciles
@@ -17,7 +17,7 @@ import { copyFileSync, createWriteStream, mkdtempSync, readdirSync, readFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../src/emulator/server.ts';
+import type { Bootstrap, Seed } from '../src/emulator/bootstrap.ts';
 import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
 import { percentile } from './load.ts';
 import type { BenchOptions } from './run.ts';
@@ -45,7 +45,7 @@ export interface OperatorBenchOptions {
   convergenceDeadlineSeconds: number;
   driftInterval: string;
   workers?: number;
-  /** Keep the operator's heap snapshots (taken at 0 keys and after the soak) in this folder. */
+  /** Keep a heap snapshot of the operator, taken after the soak (after every RSS figure), in this folder. */
   heapSnapshotDir?: string;
 }
 
@@ -85,11 +85,74 @@ const delta = (a: Metrics, b: Metrics, result: string) => (b.reconcile[result] ?
 
 interface RequestCount { method: string; route: string; status: number; count: number }
 
-/** The NODE_OPTIONS the image sets (Dockerfile ENV), so the figures are those of what ships. */
-export function imageNodeOptions(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')): string {
-  const m = /NODE_OPTIONS=(?:"([^"]*)"|(\S+))/.exec(dockerfile);
-  if (m === null) throw new Error('the Dockerfile sets no NODE_OPTIONS');
-  return (m[1] ?? m[2] ?? '').trim();
+interface EmulatorProcess { baseUrl: string; adminUrl: string; bootstrap: Bootstrap; close(): Promise<void> }
+
+/**
+ * The platform in its own process (`npm run emulator`), as the real one is its own service: in the
+ * bench's process its event loop was shared with the bench's watches of every key, and the
+ * arrival times it counts its rate limit by were skewed by their lag.
+ */
+async function startEmulatorProcess(dir: string, seed: Seed): Promise<EmulatorProcess> {
+  const seedFile = join(dir, 'seed.json');
+  writeFileSync(seedFile, JSON.stringify(seed));
+  const child = spawn(process.execPath, [join(ROOT, 'src/emulator/main.ts'), '--port=0', '--db=:memory:', `--seed=${seedFile}`, '--log-level=warn'],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+  const killChild = () => { if (child.exitCode === null) child.kill('SIGKILL'); };
+  process.once('exit', killChild);
+  const line = await new Promise<string>((resolve, reject) => {
+    let buffered = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const end = buffered.indexOf('\n');
+      if (end >= 0) resolve(buffered.slice(0, end));
+    });
+    child.once('exit', (code) => reject(new Error(`the emulator exited (${code}) before printing its bootstrap line`)));
+  });
+  const bootstrap = JSON.parse(line) as Bootstrap;
+  return {
+    baseUrl: bootstrap.baseUrl,
+    adminUrl: bootstrap.adminUrl,
+    bootstrap,
+    close: async () => {
+      process.off('exit', killChild);
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** A Chrome DevTools Protocol session with the operator's inspector (node --inspect), over Node's WebSocket. */
+async function inspectorSession(port: number): Promise<{ call(method: string): Promise<unknown>; close(): void }> {
+  const targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json() as { webSocketDebuggerUrl: string }[];
+  const url = targets[0]?.webSocketDebuggerUrl;
+  if (url === undefined) throw new Error('the operator\'s inspector lists no target');
+  const ws = new WebSocket(url);
+  await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
+  const pending = new Map<number, (result: unknown) => void>();
+  ws.onmessage = (event) => {
+    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
+    if (message.id !== undefined) pending.get(message.id)?.(message.result);
+  };
+  let id = 0;
+  return {
+    call: (method) => new Promise((resolve) => {
+      pending.set(++id, resolve);
+      ws.send(JSON.stringify({ id, method }));
+    }),
+    close: () => ws.close(),
+  };
+}
+
+/** The node flags of the image's ENTRYPOINT (Dockerfile), so the figures are those of what ships. */
+export function imageNodeFlags(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')): string[] {
+  const line = dockerfile.split('\n').find((l) => l.startsWith('ENTRYPOINT '));
+  const argv = JSON.parse(line?.slice('ENTRYPOINT '.length) ?? 'null') as string[] | null;
+  const node = argv?.indexOf('node') ?? -1;
+  const main = argv?.indexOf('dist/operator/main.js') ?? -1;
+  if (argv === null || node < 0 || main < node) throw new Error('the Dockerfile\'s ENTRYPOINT does not run node dist/operator/main.js');
+  return argv.slice(node + 1, main);
 }
 
 export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
@@ -97,7 +160,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
   const log = opts.log;
   const dir = mkdtempSync(join(tmpdir(), 'nko-bench-operator-'));
   let cp: RunningControlPlane | undefined;
-  let emulator: Emulator | undefined;
+  let emulator: EmulatorProcess | undefined;
   let operator: ChildProcess | undefined;
   const watches: AbortController[] = [];
   let stopped = false;
@@ -117,15 +180,12 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     });
 
     const orgs = Array.from({ length: o.organizations }, (_, i) => `org-bench-${String(i + 1).padStart(2, '0')}`);
-    emulator = await startEmulator({
-      db: ':memory:',
-      seed: {
+    emulator = await startEmulatorProcess(dir, {
         organizations: orgs.map((id) => ({ id, name: id })),
         users: [{ name: 'bench', email: 'bench@example.com', orgRoles: Object.fromEntries(orgs.map((id) => [id, 'admin' as const])) }],
         projects: orgs.flatMap((org, i) => Array.from({ length: PROJECTS_PER_ORG }, (_, p) => ({
           id: `bench-${String(i + 1).padStart(2, '0')}-${p + 1}`, name: `bench-${i + 1}-${p + 1}`, organizationId: org, ownerUserId: 'bench',
         }))),
-      },
     });
     const emu = emulator;
     const adminKey = emu.bootstrap.users.find((u) => u.name === 'bench')?.personalKey;
@@ -170,21 +230,21 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const token = (await kubectl(['create', 'token', OPERATOR_SA, '-n', OPERATOR_NS, '--duration=2h'])).trim();
     const operatorKubeconfig = join(dir, 'operator.kubeconfig');
     writeFileSync(operatorKubeconfig, kubeconfigYaml(info, token, OPERATOR_SA), { mode: 0o600 });
-    const [metricsPort, healthPort] = [await freePort(), await freePort()];
+    const [metricsPort, healthPort, inspectPort] = [await freePort(), await freePort(), await freePort()];
     const operatorLog = join(dir, 'operator.log');
-    // As the image runs it: compiled JavaScript (dist/, `npm run build`) with the image's NODE_OPTIONS.
+    // As the image runs it: compiled JavaScript (dist/, `npm run build`) with the image's node flags.
     log('building dist/ (npm run build)');
     await new Promise<void>((resolve, reject) => execFile(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')],
       (err) => (err === null ? resolve() : reject(err))));
-    const nodeOptions = imageNodeOptions();
-    log(`operator NODE_OPTIONS (from the Dockerfile): ${nodeOptions}`);
+    const nodeFlags = imageNodeFlags();
+    log(`operator node flags (from the Dockerfile's ENTRYPOINT): ${nodeFlags.join(' ')}`);
     operator = spawn(process.execPath, [
       ...(opts.profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : []),
-      '--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`,
+      ...nodeFlags, '--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`, `--inspect=127.0.0.1:${inspectPort}`,
       join(ROOT, 'dist/operator/main.js'), `--kubeconfig=${operatorKubeconfig}`, `--platform-url=${emu.baseUrl}`,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`,
       `--drift-interval=${o.driftInterval}`, ...(o.workers !== undefined ? [`--workers=${o.workers}`] : []),
-    ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: nodeOptions } });
+    ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
     const logStream = createWriteStream(operatorLog);
     operator.stdout?.pipe(logStream);
     operator.stderr?.pipe(logStream);
@@ -199,35 +259,36 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     log(`operator pid ${pid} ready (log ${operatorLog})`);
     await sleep(2000);
     const rss0 = procRssBytes(pid);
-    // A heap snapshot starts with a full GC: the heap used right after it is the live heap.
-    const snapshots: string[] = [];
-    const liveHeap = async (label: string): Promise<number> => {
+    // The live heap: a full GC through the inspector, then the heap used. (A heap snapshot would
+    // do the GC too, but writing one leaves tens of MiB of native memory in the process's RSS,
+    // which then inflated every RSS figure after it.) Snapshots only on request, after the last RSS.
+    const inspector = await inspectorSession(inspectPort);
+    const liveHeap = async (): Promise<number> => {
+      await inspector.call('HeapProfiler.collectGarbage');
+      const usage = await inspector.call('Runtime.getHeapUsage') as { usedSize: number };
+      return usage.usedSize;
+    };
+    const snapshot = async (label: string): Promise<void> => {
+      if (o.heapSnapshotDir === undefined) return;
       operator?.kill('SIGUSR2');
       const deadline = performance.now() + 120_000;
       let file: string | undefined;
       while (file === undefined && performance.now() < deadline) {
         await sleep(500);
-        file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !snapshots.includes(f));
+        file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot'));
       }
-      if (file === undefined) return Number.NaN;
+      if (file === undefined) return;
       let size = -1;
-      for (;;) { // written when its size stops changing and the operator answers again
+      for (;;) { // written when its size stops changing
         await sleep(3000);
         const now = statSync(join(dir, file)).size;
         if (now === size) break;
         size = now;
       }
-      snapshots.push(file);
-      let heap = Number.NaN;
-      for (let i = 0; i < 30 && Number.isNaN(heap); i++) {
-        heap = await scrape(metricsUrl).then((m) => m.heapUsed, () => Number.NaN);
-        if (Number.isNaN(heap)) await sleep(2000);
-      }
-      if (o.heapSnapshotDir !== undefined) copyFileSync(join(dir, file), join(o.heapSnapshotDir, `operator-${label}.heapsnapshot`));
+      copyFileSync(join(dir, file), join(o.heapSnapshotDir, `operator-${label}.heapsnapshot`));
       rmSync(join(dir, file));
-      return heap;
     };
-    const live0 = await liveHeap('0-keys');
+    const live0 = await liveHeap();
     log(`   live heap with no keys ${mb(live0)} MiB`);
     const m0 = await scrape(metricsUrl);
 
@@ -363,7 +424,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const soakMinutes = (performance.now() - t5) / 60_000;
     const cpu5 = (procCpuSeconds(pid) - cpu5a) / soakMinutes;
     const mEnd = await scrape(metricsUrl);
-    const liveN = await liveHeap(`${nReady}-keys`);
+    const liveN = await liveHeap();
+    inspector.close();
+    await snapshot(`${nReady}-keys`);
     log(`   live heap with ${nReady} keys ${mb(liveN)} MiB`);
     const slope = (ys: number[]) => {
       const xs = samples.map((x) => x.s / 60);
@@ -382,7 +445,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const perKey = (rss4 - rss1) / (nReady - convReady);
     const routes = (rs: RequestCount[], perMinute: number) => rs.map((r) => `| ${r.method} ${r.route} | ${r.status} | ${fmt(r.count)} | ${fmt(r.count / perMinute, 1)} |`);
     const lines = [
-      `The operator (\`dist/operator/main.js\` with the image's \`NODE_OPTIONS=${nodeOptions}\`, ${o.workers ?? 4} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (in the bench process, \`:memory:\`, time scale 1, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`). **The machine is shared**: other suites may have been running (see the load average above), which moves latencies and CPU figures.`,
+      `The operator (\`dist/operator/main.js\` with the image's node flags \`${nodeFlags.join(' ')}\`, ${o.workers ?? 4} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (its own process, \`:memory:\`, time scale 1, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`), live heap from its inspector (\`--inspect\` on loopback: a full GC, then the heap used). **The machine is shared**: other suites may have been running (see the load average above), which moves latencies and CPU figures.`,
       '',
       '| measurement | result | target |',
       '|---|---|---|',
@@ -395,7 +458,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       `| 4. memory: operator RSS with ${fmt(nObjects)} ProjectApiKeys (${fmt(nReady)} Ready, so as many Secrets) cached | **RSS ${mb(rss4)} MiB**, heap used ${mb(m4.heapUsed)} MiB (of ${mb(m4.heapTotal)}) | < 200 MB at 10,000 |`,
       `| 4. RSS with no keys / ${fmt(convReady)} Ready / ${fmt(nReady)} Ready; per extra resource + Secret | ${mb(rss0)} / ${mb(rss1)} / ${mb(rss4)} MiB; **${fmt(perKey / 1024, 1)} KiB** → extrapolated at 10,000: ${mb(rss1 + perKey * (10_000 - convReady))} MiB | |`,
       `| 4. ${fmt(created4)} more keys over ${o.organizations} organizations: created in ${fmt(createdIn4 / 1000, 1)} s, ${fmt(ready4)} Ready after ${fmt((lastReady4 - t4) / 1000, 1)} s${allReady4 ? '' : ' (deadline reached)'} | ${fmt(ready4 / ((lastReady4 - t4) / 1000), 1)} keys/s (${fmt(ready4 / ((lastReady4 - t4) / 1000) / (ORG_RATE * o.organizations), 2)} of ${o.organizations} × 10/s); 429s ${count429(memRequests)}; failed reconciles ${fmt(delta(m1, m4, 'error'))} | |`,
-      `| 4. live heap (heap used right after the full GC of a heap snapshot): no keys / ${fmt(nReady)} Ready keys | ${mb(live0)} / ${mb(liveN)} MiB → **${fmt((liveN - live0) / nReady / 1024, 1)} KiB live heap per resource + Secret** | |`,
+      `| 4. live heap (heap used after a full GC, through the operator's inspector): no keys / ${fmt(nReady)} Ready keys | ${mb(live0)} / ${mb(liveN)} MiB → **${fmt((liveN - live0) / nReady / 1024, 1)} KiB live heap per resource + Secret** | |`,
       `| 4. soak: ${fmt(soakMinutes, 1)} min, ${allReady4 ? 'no changes' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); CPU ${fmt(cpu5, 2)} s/min; failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | flat |`,
       '',
       `Idle platform requests (${fmt(idleMinutes, 1)} min):`,

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, type Informer, type KubeConfig, type ObjectCache, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { makeTrimmedInformer, trimObject, trimSecret } from './informer-cache.ts';
+import { makeTrimmedInformer, trimKeyResource, trimSecret } from './informer-cache.ts';
 import type { KeyLifecycle, ReconcileResult } from './lifecycle.ts';
 import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
 import { GROUP, KINDS, LABEL_MANAGED_BY, MANAGED_BY, VERSION, type KindName } from './resources/schema.ts';
@@ -78,7 +78,7 @@ export class Controller {
       const list = (): Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }> => namespace === undefined
         ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
         : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural });
-      const informer = makeTrimmedInformer<KubernetesObject>(kubeConfig, path, list as never, trimObject);
+      const informer = makeTrimmedInformer<KubernetesObject>(kubeConfig, path, list as never, trimKeyResource);
       const wake = (obj: KubernetesObject): void => {
         const meta = obj.metadata;
         if (meta?.name === undefined || meta.namespace === undefined) return;

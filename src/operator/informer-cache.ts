@@ -1,42 +1,55 @@
-// Informers whose cache keeps only what the controller reads (controller-runtime's cache
-// transforms, e.g. TransformStripManagedFields). client-node's ListWatch stores every object
-// exactly as the apiserver sent it; at 10,000 resources and as many Secrets, managedFields and
-// last-applied annotations are a large share of the operator's heap, and a cached Secret's data
-// would keep every issued key's secret in memory for no reader at all: the lifecycle reads the
-// Secret it acts on fresh from the apiserver (lifecycle.ts), the Secret informer only wakes owners.
-import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type ListPromise, type V1Secret } from '@kubernetes/client-node';
+// Informers whose cache keeps only what the controller reads: a projection, the way
+// controller-runtime's cache transforms (TransformStripManagedFields) and metadata-only watches do.
+// client-node's ListWatch stores every object exactly as the apiserver sent it; at 10,000
+// resources and as many Secrets, managedFields, status messages and Secret payloads were most of
+// the operator's heap. None of it has a reader: the lifecycle reads the resource and the Secret it
+// acts on fresh from the apiserver (lifecycle.ts), and a cached Secret's data would keep every
+// issued key's secret in memory (one more place to leak from, e.g. a heap snapshot).
+//
+// What the controller reads from the caches (controller.ts, manager.ts): names and
+// resourceVersion (the informer's own bookkeeping), generation and deletionTimestamp (whether an
+// event may wake a key that is backing off), spec.projectId (operations updates wake the
+// ProjectApiKeys of a project), the type and status of each condition (the managed_keys metric),
+// and a managed Secret's owner annotation (a Secret event wakes its owner).
+import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type ListPromise, type V1ObjectMeta, type V1Secret } from '@kubernetes/client-node';
+import { ANNOTATION_OWNER } from './secret-writer.ts';
 
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
-
-/** A resource as the caches keep it: without managedFields and kubectl's last-applied copy. */
-export function trimObject<T extends KubernetesObject>(obj: T): T {
-  const meta = obj.metadata;
-  if (meta === undefined) return obj;
-  delete meta.managedFields;
-  if (meta.annotations?.[LAST_APPLIED] !== undefined) delete meta.annotations[LAST_APPLIED];
-  return obj;
+function identity(meta: V1ObjectMeta | undefined): V1ObjectMeta {
+  return {
+    name: meta?.name,
+    namespace: meta?.namespace,
+    uid: meta?.uid,
+    resourceVersion: meta?.resourceVersion,
+    ...(meta?.generation !== undefined ? { generation: meta.generation } : {}),
+    ...(meta?.deletionTimestamp !== undefined ? { deletionTimestamp: meta.deletionTimestamp } : {}),
+  };
 }
 
-/**
- * A managed Secret as the cache keeps it: identity, labels, annotations and owners; never its data
- * (a secret value in the operator's heap is one more place it could leak from, e.g. a heap snapshot).
- */
+/** An ApiKey or ProjectApiKey as the caches keep it. */
+export interface CachedKeyResource extends KubernetesObject {
+  spec: { projectId?: string };
+  status: { conditions: { type: string; status: string }[] };
+}
+
+export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
+  const { spec, status } = obj as { spec?: { projectId?: unknown }; status?: { conditions?: unknown } };
+  const conditions = Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown }[] : [];
+  return {
+    ...(obj.apiVersion !== undefined ? { apiVersion: obj.apiVersion } : {}),
+    ...(obj.kind !== undefined ? { kind: obj.kind } : {}),
+    metadata: identity(obj.metadata),
+    spec: typeof spec?.projectId === 'string' ? { projectId: spec.projectId } : {},
+    status: { conditions: conditions.map((c) => ({ type: String(c.type), status: String(c.status) })) },
+  };
+}
+
+/** A managed Secret as the cache keeps it: who it is and whose it is; never its data. */
 export function trimSecret(secret: V1Secret): V1Secret {
-  const meta = trimObject(secret).metadata ?? {};
+  const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: {
-      name: meta.name,
-      namespace: meta.namespace,
-      uid: meta.uid,
-      resourceVersion: meta.resourceVersion,
-      ...(meta.labels !== undefined ? { labels: meta.labels } : {}),
-      ...(meta.annotations !== undefined ? { annotations: meta.annotations } : {}),
-      ...(meta.ownerReferences !== undefined ? { ownerReferences: meta.ownerReferences } : {}),
-      ...(meta.deletionTimestamp !== undefined ? { deletionTimestamp: meta.deletionTimestamp } : {}),
-    },
-    ...(secret.type !== undefined ? { type: secret.type } : {}),
+    metadata: { ...identity(secret.metadata), ...(owner !== undefined ? { annotations: { [ANNOTATION_OWNER]: owner } } : {}) },
   };
 }
 

@@ -1,35 +1,43 @@
 // The informers' caches keep what the controller reads and nothing else (src/operator/informer-cache.ts):
-// no managedFields, no kubectl last-applied copy, and never a Secret's data. Against the real apiserver.
+// a projection of each resource, and of a managed Secret its identity and owner, never its data.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
-import { makeTrimmedInformer, trimObject, trimSecret } from '../../src/operator/informer-cache.ts';
+import { makeTrimmedInformer, trimKeyResource, trimSecret } from '../../src/operator/informer-cache.ts';
 import { controlPlane } from '../harness/index.ts';
 
-describe('trimObject and trimSecret', () => {
-  it('drop managedFields and the last-applied annotation, keep everything else', () => {
+describe('trimKeyResource and trimSecret', () => {
+  it('keep of a resource only what the controller reads', () => {
     const obj = {
       apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
       metadata: {
-        name: 'a', namespace: 'n', resourceVersion: '7', generation: 2,
+        name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0),
+        labels: { team: 'x' },
         annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"spec":{}}', 'keys.neon.dev/create-pending': '{}' },
         managedFields: [{ manager: 'kubectl', operation: 'Apply' }],
+        finalizers: ['keys.neon.dev/revoke'],
       },
-      spec: { projectId: 'p' },
-      status: { keyId: 3 },
+      spec: { organizationId: 'o', projectId: 'p', keyName: 'k', credentialsSecretRef: { name: 'c', key: 'apiKey' } },
+      status: {
+        keyId: 3, secretHash: 'h'.repeat(64), operations: [{ id: 'op', status: 'running' }],
+        conditions: [{ type: 'Ready', status: 'True', reason: 'Ready', message: 'key 3 is ready', lastTransitionTime: '2026-11-23T00:00:00Z', observedGeneration: 2 }],
+      },
     };
-    expect(trimObject(obj)).toEqual({
+    expect(trimKeyResource(obj)).toEqual({
       apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
-      metadata: { name: 'a', namespace: 'n', resourceVersion: '7', generation: 2, annotations: { 'keys.neon.dev/create-pending': '{}' } },
+      metadata: { name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0) },
       spec: { projectId: 'p' },
-      status: { keyId: 3 },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
     });
+    expect(trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n' }, spec: { scope: 'Personal' } } as never))
+      .toEqual({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined }, spec: {}, status: { conditions: [] } });
   });
 
-  it('keep a Secret\'s identity, labels, annotations and owners, and none of its data', () => {
+  it('keep of a Secret its identity and owner, and none of its data', () => {
     const secret: V1Secret = {
       metadata: {
-        name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', labels: { l: 'v' }, annotations: { a: 'b' },
+        name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', labels: { l: 'v' },
+        annotations: { 'keys.neon.dev/owner': 'ProjectApiKey/a', 'keys.neon.dev/key-id': '3' },
         ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'ux' }], managedFields: [{ manager: 'm' }],
       },
       type: 'Opaque',
@@ -38,9 +46,10 @@ describe('trimObject and trimSecret', () => {
     };
     const trimmed = trimSecret(secret);
     expect(trimmed).toEqual({
-      apiVersion: 'v1', kind: 'Secret', type: 'Opaque',
-      metadata: { name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', labels: { l: 'v' }, annotations: { a: 'b' }, ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'ux' }] },
+      apiVersion: 'v1', kind: 'Secret',
+      metadata: { name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', annotations: { 'keys.neon.dev/owner': 'ProjectApiKey/a' } },
     });
+    expect(JSON.stringify(trimmed)).not.toContain('s3cr3t');
     expect(JSON.stringify(trimmed)).not.toContain(Buffer.from('s3cr3t').toString('base64'));
   });
 });
@@ -63,7 +72,10 @@ describe('makeTrimmedInformer against the apiserver', () => {
   });
 
   const labelled = (name: string, value: string): V1Secret => ({
-    metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'informer-cache-test' }, annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}' } },
+    metadata: {
+      name, namespace, labels: { 'app.kubernetes.io/managed-by': 'informer-cache-test' },
+      annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}', 'keys.neon.dev/owner': `ProjectApiKey/${name}` },
+    },
     stringData: { apiKey: value },
   });
 
@@ -93,17 +105,16 @@ describe('makeTrimmedInformer against the apiserver', () => {
     const cache = informer;
     await until('the watched Secret', () => cache.get('watched', namespace));
     const current = await core.readNamespacedSecret({ namespace, name: 'watched' });
-    await core.replaceNamespacedSecret({ namespace, name: 'watched', body: { ...current, metadata: { ...current.metadata, annotations: { ...current.metadata?.annotations, touched: 'yes' } } } });
-    await until('the update', () => cache.get('watched', namespace)?.metadata?.annotations?.touched);
+    await core.replaceNamespacedSecret({ namespace, name: 'watched', body: { ...current, metadata: { ...current.metadata, annotations: { ...current.metadata?.annotations, 'keys.neon.dev/owner': 'ProjectApiKey/renamed' } } } });
+    await until('the update', () => (cache.get('watched', namespace)?.metadata?.annotations?.['keys.neon.dev/owner'] === 'ProjectApiKey/renamed' ? true : undefined));
 
     const cached = cache.list(namespace);
     expect(cached.map((s) => s.metadata?.name).sort()).toEqual(['listed', 'watched']);
     for (const s of cached) {
       expect(s.data).toBeUndefined();
       expect(s.metadata?.managedFields).toBeUndefined();
-      expect(s.metadata?.annotations?.['kubectl.kubernetes.io/last-applied-configuration']).toBeUndefined();
+      expect(Object.keys(s.metadata?.annotations ?? {})).toEqual(['keys.neon.dev/owner']);
       expect(s.metadata?.resourceVersion).toMatch(/^\d+$/);
-      expect(s.metadata?.labels?.['app.kubernetes.io/managed-by']).toBe('informer-cache-test');
     }
     expect(JSON.stringify(cached)).not.toMatch(/value-|dmFsdWUt/); // the values, plain or base64
 
