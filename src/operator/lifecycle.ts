@@ -134,10 +134,7 @@ export class KeyLifecycle {
       throw error;
     }
     try {
-      const ctx = await this.#observe(resource, logger);
-      const decision = decide(ctx.observation);
-      logger.debug({ action: decision.action.type, reason: decision.reason }, 'decided');
-      return await this.#act(ctx, decision);
+      return await this.#reconcileResource(resource, logger, true);
     } catch (error) {
       if (error instanceof Conflict || statusCode(error) === 409) {
         logger.debug('conflict; retrying with a fresh read');
@@ -145,6 +142,21 @@ export class KeyLifecycle {
       }
       throw error;
     }
+  }
+
+  /** Observe, decide, act on the resource as read (or as just written by this reconcile). */
+  async #reconcileResource(resource: KeyResource, logger: Logger, mayContinue: boolean): Promise<ReconcileResult> {
+    const ctx = await this.#observe(resource, logger);
+    const decision = decide(ctx.observation);
+    logger.debug({ action: decision.action.type, reason: decision.reason }, 'decided');
+    if (decision.action.type === 'AddFinalizer') {
+      const updated = await this.#updateMetadata(resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; });
+      // Go on with the resource as written, once: a requeue here went through the queue's global
+      // rate limit (10/s, like client-go's), which every new key paid on its way to the create,
+      // and which then paced a wave of new keys below the platform's own 10/s (bench, issue 7).
+      return mayContinue ? this.#reconcileResource(updated, logger, false) : { type: 'Retry' };
+    }
+    return await this.#act(ctx, decision);
   }
 
   async #observe(resource: KeyResource, logger: Logger): Promise<Context> {
@@ -227,8 +239,7 @@ export class KeyLifecycle {
       case 'Nothing':
         return { type: 'Done' };
       case 'AddFinalizer':
-        await this.#updateMetadata(resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; });
-        return { type: 'Retry' };
+        throw new Error('AddFinalizer is handled by #reconcileResource');
       case 'Blocked': {
         await this.#writeStatus(ctx, deleting ? deletingConditions(decision.reason, decision.message) : blockedConditions(ctx, decision.reason, decision.message));
         await this.#o.events.record(resource, 'Warning', decision.reason, decision.message);
