@@ -49,10 +49,6 @@ export class Controller {
     return this.#synced && this.#informers.every((i) => (i as Partial<{ latestResourceVersion(): string }>).latestResourceVersion?.() !== '');
   }
 
-  enqueue(kind: KindName, namespace: string, name: string): void {
-    this.#queue.add(`${kind}/${namespace}/${name}`);
-  }
-
   /** The resources of a kind as the informer last saw them. */
   cached(kind: KindName): readonly KubernetesObject[] {
     return this.#caches.get(kind)?.list() ?? [];

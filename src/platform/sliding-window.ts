@@ -9,9 +9,8 @@
 // slowed down to avoid that (9.5/s) leaves 5 % of the platform's budget unused for good. The
 // sliding window's cost is the margin alone: 10 per 1,025 ms is 97.6 % of 10/s.
 //
-// Waiters are released first come, first served by one timer, and each grant is recorded at the
-// moment the waiter is released (timers that fire late never release a clump).
-import type { BucketClock } from './token-bucket.ts';
+// Waiters are served by waiter-queue.ts.
+import { realClock, WaiterQueue, type BucketClock } from './waiter-queue.ts';
 
 /** What PlatformClient awaits before a rate-limited request. */
 export interface RateLimiter {
@@ -29,30 +28,13 @@ export interface SlidingWindowOptions {
   clock?: BucketClock;
 }
 
-const realClock: BucketClock = {
-  now: () => performance.now(),
-  schedule(fn, ms) {
-    const t = setTimeout(fn, ms);
-    return () => clearTimeout(t);
-  },
-};
-
-interface Waiter {
-  resolve: () => void;
-  reject: (reason: unknown) => void;
-  signal: AbortSignal | undefined;
-  onAbort: () => void;
-}
-
 export class SlidingWindowLimiter implements RateLimiter {
   readonly #limit: number;
   readonly #spanMs: number;
-  readonly #clock: BucketClock;
-  /** Grant times of the last `limit` requests, oldest first (a ring buffer). */
+  /** Grant times of the last `limit` requests, oldest at #next (a ring buffer). */
   readonly #grants: number[];
   #next = 0;
-  readonly #queue: Waiter[] = [];
-  #cancelTimer: (() => void) | undefined;
+  readonly #waiters: WaiterQueue;
 
   constructor(o: SlidingWindowOptions) {
     if (!Number.isInteger(o.limit) || o.limit < 1) throw new RangeError(`limit must be a positive integer, got ${o.limit}`);
@@ -62,68 +44,19 @@ export class SlidingWindowLimiter implements RateLimiter {
     if (!(marginMs >= 0) || !Number.isFinite(marginMs)) throw new RangeError(`marginMs must be >= 0, got ${marginMs}`);
     this.#limit = o.limit;
     this.#spanMs = windowMs + marginMs;
-    this.#clock = o.clock ?? realClock;
     this.#grants = new Array<number>(o.limit).fill(Number.NEGATIVE_INFINITY);
-  }
-
-  /** Milliseconds until the next request may leave (0: now). */
-  #wait(now: number): number {
-    // The oldest of the last `limit` grants must have left the span.
-    return Math.max(0, (this.#grants[this.#next] as number) + this.#spanMs - now);
-  }
-
-  #grant(now: number): void {
-    this.#grants[this.#next] = now;
-    this.#next = (this.#next + 1) % this.#limit;
+    this.#waiters = new WaiterQueue({
+      // The oldest of the last `limit` grants must have left the span.
+      waitMs: (now) => (this.#grants[this.#next] as number) + this.#spanMs - now,
+      grant: (now) => {
+        this.#grants[this.#next] = now;
+        this.#next = (this.#next + 1) % this.#limit;
+      },
+    }, o.clock ?? realClock);
   }
 
   take(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.#queue.length === 0) {
-      const now = this.#clock.now();
-      if (this.#wait(now) === 0) {
-        this.#grant(now);
-        return Promise.resolve();
-      }
-    }
-    return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = {
-        resolve,
-        reject,
-        signal,
-        onAbort: () => {
-          const i = this.#queue.indexOf(waiter);
-          if (i >= 0) this.#queue.splice(i, 1);
-          if (this.#queue.length === 0) this.#stopTimer();
-          reject(signal?.reason);
-        },
-      };
-      signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      this.#queue.push(waiter);
-      this.#pump();
-    });
-  }
-
-  #pump(): void {
-    if (this.#cancelTimer !== undefined) return;
-    let now = this.#clock.now();
-    while (this.#queue.length > 0 && this.#wait(now) === 0) {
-      const waiter = this.#queue.shift() as Waiter;
-      this.#grant(now);
-      waiter.signal?.removeEventListener('abort', waiter.onAbort);
-      waiter.resolve();
-      now = this.#clock.now();
-    }
-    if (this.#queue.length === 0) return;
-    this.#cancelTimer = this.#clock.schedule(() => {
-      this.#cancelTimer = undefined;
-      this.#pump();
-    }, Math.max(1, Math.ceil(this.#wait(now))));
-  }
-
-  #stopTimer(): void {
-    this.#cancelTimer?.();
-    this.#cancelTimer = undefined;
+    return this.#waiters.take(signal);
   }
 }
 
