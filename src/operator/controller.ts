@@ -57,7 +57,7 @@ export class Controller {
   /**
    * Wakes every ProjectApiKey of a project (its operations changed), in the low lane: one poll
    * wakes every key of the project (hundreds, in the bench), and a new or changed resource must
-   * not wait behind that wave (seen: 1.4-5.5 s from apply to Secret while one went through).
+   * not wait behind that wave.
    */
   enqueueProject(projectId: string): void {
     for (const obj of this.#caches.get('ProjectApiKey')?.list() ?? []) {
