@@ -23,9 +23,10 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const OPS_FOR_THROUGHPUT = 100_000;
 const STORE_SIZES = [10_000, 100_000, 1_000_000];
 
-interface Child { proc: ChildProcess; firstLine: Record<string, unknown>; stop(): Promise<void> }
+export interface Child { proc: ChildProcess; firstLine: Record<string, unknown>; stop(): Promise<void> }
 
-async function spawnChild(args: string[]): Promise<Child> {
+/** A node child process (args after node, run in the repository) and the JSON of its first stdout line. */
+export async function spawnChild(args: string[]): Promise<Child> {
   const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   const firstLine = await new Promise<Record<string, unknown>>((resolve, reject) => {
     let buffered = '';

@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Bootstrap, Seed } from '../src/emulator/bootstrap.ts';
 import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
+import { spawnChild } from './emulator.ts';
 import { percentile } from './load.ts';
 import type { BenchOptions } from './run.ts';
 
@@ -95,30 +96,17 @@ interface EmulatorProcess { baseUrl: string; adminUrl: string; bootstrap: Bootst
 async function startEmulatorProcess(dir: string, seed: Seed): Promise<EmulatorProcess> {
   const seedFile = join(dir, 'seed.json');
   writeFileSync(seedFile, JSON.stringify(seed));
-  const child = spawn(process.execPath, [join(ROOT, 'src/emulator/main.ts'), '--port=0', '--db=:memory:', `--seed=${seedFile}`, '--log-level=warn'],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  const killChild = () => { if (child.exitCode === null) child.kill('SIGKILL'); };
+  const child = await spawnChild(['src/emulator/main.ts', '--port=0', '--db=:memory:', `--seed=${seedFile}`, '--log-level=warn']);
+  const killChild = () => { if (child.proc.exitCode === null) child.proc.kill('SIGKILL'); };
   process.once('exit', killChild);
-  const line = await new Promise<string>((resolve, reject) => {
-    let buffered = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      const end = buffered.indexOf('\n');
-      if (end >= 0) resolve(buffered.slice(0, end));
-    });
-    child.once('exit', (code) => reject(new Error(`the emulator exited (${code}) before printing its bootstrap line`)));
-  });
-  const bootstrap = JSON.parse(line) as Bootstrap;
+  const bootstrap = child.firstLine as unknown as Bootstrap;
   return {
     baseUrl: bootstrap.baseUrl,
     adminUrl: bootstrap.adminUrl,
     bootstrap,
     close: async () => {
       process.off('exit', killChild);
-      if (child.exitCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
+      await child.stop();
     },
   };
 }

@@ -149,14 +149,7 @@ export class KeyLifecycle {
     const ctx = await this.#observe(resource, logger);
     const decision = decide(ctx.observation);
     logger.debug({ action: decision.action.type, reason: decision.reason }, 'decided');
-    if (decision.action.type === 'AddFinalizer') {
-      const updated = await this.#updateMetadata(resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; });
-      // Go on with the resource as written, once: a requeue here went through the queue's global
-      // rate limit (10/s, like client-go's), which every new key paid on its way to the create,
-      // and which then paced a wave of new keys below the platform's own 10/s (bench, issue 7).
-      return mayContinue ? this.#reconcileResource(updated, logger, false) : { type: 'Retry' };
-    }
-    return await this.#act(ctx, decision);
+    return await this.#act(ctx, decision, mayContinue);
   }
 
   async #observe(resource: KeyResource, logger: Logger): Promise<Context> {
@@ -231,15 +224,21 @@ export class KeyLifecycle {
     }
   }
 
-  async #act(ctx: Context, decision: Decision): Promise<ReconcileResult> {
+  /** `mayContinue`: after a metadata-only step, go on with the resource as written (once). */
+  async #act(ctx: Context, decision: Decision, mayContinue: boolean): Promise<ReconcileResult> {
     const action: Action = decision.action;
     const { resource } = ctx;
     const deleting = ctx.observation.deleting;
     switch (action.type) {
       case 'Nothing':
         return { type: 'Done' };
-      case 'AddFinalizer':
-        throw new Error('AddFinalizer is handled by #reconcileResource');
+      case 'AddFinalizer': {
+        const updated = await this.#updateMetadata(resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; });
+        // Go on with the resource as written, once: a requeue here went through the queue's global
+        // rate limit (10/s, like client-go's), which every new key paid on its way to the create,
+        // and which then paced a wave of new keys below the platform's own 10/s (bench, issue 7).
+        return mayContinue ? this.#reconcileResource(updated, ctx.logger, false) : { type: 'Retry' };
+      }
       case 'Blocked': {
         await this.#writeStatus(ctx, deleting ? deletingConditions(decision.reason, decision.message) : blockedConditions(ctx, decision.reason, decision.message));
         await this.#o.events.record(resource, 'Warning', decision.reason, decision.message);

@@ -1,4 +1,6 @@
-// A manual clock for the limiters' tests (BucketClock): time moves only when a test says so.
+// Helpers of the limiters' tests: a manual clock (BucketClock: time moves only when a test says so)
+// and a way to start many takes at once.
+import type { RateLimiter } from '../../src/platform/sliding-window.ts';
 import type { BucketClock } from '../../src/platform/token-bucket.ts';
 
 /** A manual clock: time moves only through `advance`, which fires due timers in order. */
@@ -30,4 +32,11 @@ export function manualClock(): BucketClock & { advance(ms: number): Promise<void
       await Promise.resolve();
     },
   };
+}
+
+/** Starts `n` takes and records the clock time at which each one resolves. */
+export function takeAll(limiter: RateLimiter, clock: BucketClock, n: number, signal?: AbortSignal) {
+  const times: number[] = [];
+  const done = Array.from({ length: n }, () => limiter.take(signal).then(() => void times.push(clock.now())));
+  return { times, done };
 }

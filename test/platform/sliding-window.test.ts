@@ -1,14 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { SlidingWindowLimiter, defaultOrgKeyLimiter, orgKeyCreationLimiter, type RateLimiter } from '../../src/platform/sliding-window.ts';
-import type { BucketClock } from '../../src/platform/token-bucket.ts';
-import { manualClock } from './manual-clock.ts';
-
-/** Starts `n` takes and records the clock time at which each one resolves. */
-function takeAll(limiter: RateLimiter, clock: BucketClock, n: number) {
-  const times: number[] = [];
-  const done = Array.from({ length: n }, () => limiter.take().then(() => void times.push(clock.now())));
-  return { times, done };
-}
+import { SlidingWindowLimiter, defaultOrgKeyLimiter, orgKeyCreationLimiter } from '../../src/platform/sliding-window.ts';
+import { manualClock, takeAll } from './manual-clock.ts';
 
 /** The most grants in any window of `windowMs` (a window [t, t + windowMs) as the platform counts). */
 function mostInAnyWindow(times: number[], windowMs: number): number {

@@ -1,13 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { TokenBucket, type BucketClock } from '../../src/platform/token-bucket.ts';
-import { manualClock } from './manual-clock.ts';
-
-/** Starts `n` takes and records the clock time at which each one resolves. */
-function takeAll(bucket: TokenBucket, clock: BucketClock, n: number, signal?: AbortSignal) {
-  const times: number[] = [];
-  const done = Array.from({ length: n }, () => bucket.take(signal).then(() => void times.push(clock.now())));
-  return { times, done };
-}
+import { manualClock, takeAll } from './manual-clock.ts';
 
 describe('TokenBucket', () => {
   it('spaces takes at 1/rate with the default burst of 1', async () => {
