@@ -66,7 +66,12 @@ describe('the operator process', () => {
       return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? true : undefined;
     }, 30_000, 'the ApiKey Ready');
 
-    const exposition = await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text();
+    // Ready is written inside the reconcile that creates the key (which goes on to clear its intent
+    // and record an event): the reconcile is counted when it ends, a moment after Ready shows.
+    const exposition = await eventually(async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text();
+      return /neon_key_operator_reconcile_total\{[^}]*kind="ApiKey"[^}]*\} [1-9]/.test(text) ? text : undefined;
+    }, 15_000, 'reconcile_total');
     expect(exposition).toMatch(/neon_key_operator_reconcile_total\{[^}]*kind="ApiKey"[^}]*\} [1-9]/);
     expect(exposition).toMatch(/neon_key_operator_platform_requests_total\{[^}]*method="POST"/);
     await eventually(async () => /neon_key_operator_managed_keys\{[^}]*condition="Ready"[^}]*status="True"[^}]*\} 1/.test(
