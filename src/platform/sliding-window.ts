@@ -14,8 +14,11 @@ import { realClock, WaiterQueue, type BucketClock } from './waiter-queue.ts';
 
 /** What PlatformClient awaits before a rate-limited request. */
 export interface RateLimiter {
-  /** Resolves when the request may leave; rejects with the signal's reason if it aborts first. */
-  take(signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves when the request may leave, with the limiter clock's instant at which it was let
+   * through; rejects with the signal's reason if it aborts first.
+   */
+  take(signal?: AbortSignal): Promise<number>;
 }
 
 export interface SlidingWindowOptions {
@@ -55,7 +58,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     }, o.clock ?? realClock);
   }
 
-  take(signal?: AbortSignal): Promise<void> {
+  take(signal?: AbortSignal): Promise<number> {
     return this.#waiters.take(signal);
   }
 }

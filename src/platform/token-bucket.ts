@@ -58,7 +58,7 @@ export class TokenBucket {
   }
 
   /** Waits for a token, first come first served. Rejects with the signal's reason if it aborts. */
-  take(signal?: AbortSignal): Promise<void> {
+  take(signal?: AbortSignal): Promise<number> {
     return this.#waiters.take(signal);
   }
 }

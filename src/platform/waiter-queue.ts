@@ -29,7 +29,7 @@ export interface Gate {
 }
 
 interface Waiter {
-  resolve: () => void;
+  resolve: (grantedAt: number) => void;
   reject: (reason: unknown) => void;
   signal: AbortSignal | undefined;
   onAbort: () => void;
@@ -53,18 +53,18 @@ export class WaiterQueue {
 
   /** Goes at once if nobody waits and the gate allows it; never waits. */
   tryTake(): boolean {
-    if (this.#queue.length > 0) return false;
-    const now = this.#clock.now();
-    if (this.#gate.waitMs(now) > 0) return false;
-    this.#gate.grant(now);
-    return true;
+    return this.#takeNow() !== undefined;
   }
 
-  /** Resolves when the caller may go; rejects with the signal's reason if it aborts first. */
-  take(signal?: AbortSignal): Promise<void> {
+  /**
+   * Resolves when the caller may go, with the clock instant at which it was let through; rejects
+   * with the signal's reason if it aborts first.
+   */
+  take(signal?: AbortSignal): Promise<number> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.tryTake()) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
+    const now = this.#takeNow();
+    if (now !== undefined) return Promise.resolve(now);
+    return new Promise<number>((resolve, reject) => {
       const waiter: Waiter = {
         resolve,
         reject,
@@ -82,6 +82,14 @@ export class WaiterQueue {
     });
   }
 
+  #takeNow(): number | undefined {
+    if (this.#queue.length > 0) return undefined;
+    const now = this.#clock.now();
+    if (this.#gate.waitMs(now) > 0) return undefined;
+    this.#gate.grant(now);
+    return now;
+  }
+
   #pump(): void {
     if (this.#cancelTimer !== undefined) return;
     let now = this.#clock.now();
@@ -89,7 +97,7 @@ export class WaiterQueue {
       const waiter = this.#queue.shift() as Waiter;
       this.#gate.grant(now);
       waiter.signal?.removeEventListener('abort', waiter.onAbort);
-      waiter.resolve();
+      waiter.resolve(now);
       now = this.#clock.now();
     }
     if (this.#queue.length === 0) return;
