@@ -6,6 +6,7 @@ import { CoreV1Api, CustomObjectsApi, type Informer, type KubeConfig, type Objec
 import type { Logger } from 'pino';
 import { makeTrimmedInformer, trimKeyResource, trimSecret } from './informer-cache.ts';
 import type { KeyLifecycle, ReconcileResult } from './lifecycle.ts';
+import type { OwnWrites } from './own-writes.ts';
 import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
 import { GROUP, KINDS, LABEL_MANAGED_BY, MANAGED_BY, VERSION, type KindName } from './resources/schema.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
@@ -21,9 +22,21 @@ export interface ControllerOptions {
   /** Ceiling of the per-item backoff after platform refusals. */
   maxBackoffMs?: number;
   queueMetrics?: WorkQueueMetrics;
+  /** The versions the lifecycle wrote: their events do not wake the key again (own-writes.ts). */
+  ownWrites?: OwnWrites;
 }
 
 type Key = `${KindName}/${string}/${string}`;
+
+interface WakeEvent {
+  /** The object the event is about: the key resource itself (`ref` is the key) or its Secret. */
+  ref: string;
+  resourceVersion: string | undefined;
+  deleted: boolean;
+  /** The key resource's, for the backoff hold. */
+  generation?: number | undefined;
+  deleting?: boolean;
+}
 
 export class Controller {
   readonly #o: ControllerOptions;
@@ -31,6 +44,8 @@ export class Controller {
   readonly #informers: Informer<KubernetesObject>[] = [];
   readonly #platformFailures = new Map<Key, number>();
   readonly #holds = new Map<Key, { until: number; generation: number | undefined; deleting: boolean }>();
+  /** Keys being reconciled, with the informer events about them that arrived meanwhile. */
+  readonly #working = new Map<Key, WakeEvent[]>();
   readonly #caches = new Map<KindName, Informer<KubernetesObject> & ObjectCache<KubernetesObject>>();
   #workers: Promise<void>[] = [];
   #stopped = false;
@@ -79,22 +94,17 @@ export class Controller {
         ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
         : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural });
       const informer = makeTrimmedInformer<KubernetesObject>(kubeConfig, path, list as never, trimKeyResource);
-      const wake = (obj: KubernetesObject): void => {
+      const wake = (obj: KubernetesObject, deleted: boolean): void => {
         const meta = obj.metadata;
         if (meta?.name === undefined || meta.namespace === undefined) return;
         const key: Key = `${kind}/${meta.namespace}/${meta.name}`;
-        // Our own writes while backing off from a platform refusal (the intent set and cleared,
-        // status) must not wake the key early: only a change of spec or a deletion does.
-        const hold = this.#holds.get(key);
-        if (hold !== undefined && Date.now() < hold.until && hold.generation === meta.generation && hold.deleting === (meta.deletionTimestamp !== undefined)) return;
-        this.#holds.delete(key);
-        // Before the initial sync these are mostly the initial LIST: low priority, as in controller-runtime's priorityqueue.
-        this.#queue.add(key, { priority: this.#synced ? 'normal' : 'low' });
+        if (deleted) this.#o.ownWrites?.forget(key);
+        this.#wake(key, { ref: key, resourceVersion: meta.resourceVersion, deleted, generation: meta.generation, deleting: meta.deletionTimestamp !== undefined });
       };
       this.#caches.set(kind, informer);
-      informer.on('add', wake);
-      informer.on('update', wake);
-      informer.on('delete', wake);
+      informer.on('add', (obj: KubernetesObject) => wake(obj, false));
+      informer.on('update', (obj: KubernetesObject) => wake(obj, false));
+      informer.on('delete', (obj: KubernetesObject) => wake(obj, true));
       this.#watchErrors(informer, `${kind} informer`);
       this.#informers.push(informer);
     }
@@ -104,26 +114,47 @@ export class Controller {
       ? core.listSecretForAllNamespaces({ labelSelector: selector })
       : core.listNamespacedSecret({ namespace, labelSelector: selector });
     const secrets = makeTrimmedInformer<V1Secret>(kubeConfig, secretPath, listSecrets as never, trimSecret, selector);
-    const wakeOwner = (secret: V1Secret): void => {
+    const wakeOwner = (secret: V1Secret, deleted: boolean): void => {
       const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
       const ns = secret.metadata?.namespace;
       if (owner === undefined || ns === undefined) return;
       const [kind, name] = owner.split('/');
       if ((kind !== 'ApiKey' && kind !== 'ProjectApiKey') || name === undefined) return;
-      const hold = this.#holds.get(`${kind}/${ns}/${name}`);
-      if (hold !== undefined && Date.now() < hold.until) return;
-      // The Secret informer's initial LIST is part of the start-up backlog too: low priority until synced.
-      this.#queue.add(`${kind}/${ns}/${name}`, { priority: this.#synced ? 'normal' : 'low' });
+      const ref = `Secret/${ns}/${secret.metadata?.name}`;
+      if (deleted) this.#o.ownWrites?.forget(ref);
+      this.#wake(`${kind}/${ns}/${name}`, { ref, resourceVersion: secret.metadata?.resourceVersion, deleted });
     };
-    secrets.on('add', wakeOwner);
-    secrets.on('update', wakeOwner);
-    secrets.on('delete', wakeOwner);
+    secrets.on('add', (secret: V1Secret) => wakeOwner(secret, false));
+    secrets.on('update', (secret: V1Secret) => wakeOwner(secret, false));
+    secrets.on('delete', (secret: V1Secret) => wakeOwner(secret, true));
     this.#watchErrors(secrets as unknown as Informer<KubernetesObject>, 'Secret informer');
     this.#informers.push(secrets as unknown as Informer<KubernetesObject>);
 
     await Promise.all(this.#informers.map((i) => i.start()));
     this.#synced = true;
     this.#workers = Array.from({ length: this.#o.workers }, () => this.#work());
+  }
+
+  /**
+   * An informer event about a key resource or its Secret. Events that arrive while the key is
+   * being reconciled are judged when that reconcile ends, once the versions it wrote are recorded:
+   * the watch may deliver a write's event before its response. A version this process wrote does
+   * not wake the key (own-writes.ts); neither does anything but a change of spec or a deletion
+   * while the key backs off from a platform refusal.
+   */
+  #wake(key: Key, event: WakeEvent): void {
+    const working = this.#working.get(key);
+    if (working !== undefined && !event.deleted) {
+      working.push(event);
+      return;
+    }
+    if (!event.deleted && this.#o.ownWrites?.consume(event.ref, event.resourceVersion) === true) return;
+    const hold = this.#holds.get(key);
+    if (hold !== undefined && !event.deleted && Date.now() < hold.until
+      && (event.ref !== key || (hold.generation === event.generation && hold.deleting === event.deleting))) return;
+    this.#holds.delete(key);
+    // Before the initial sync these are mostly the initial LISTs: low priority, as in controller-runtime's priorityqueue.
+    this.#queue.add(key, { priority: this.#synced ? 'normal' : 'low' });
   }
 
   /** client-node's informer stops on a watch error other than 410: start it again after a pause. */
@@ -145,13 +176,17 @@ export class Controller {
       const logger = this.#o.logger.child({ kind, namespace, name, reconcileId: randomUUID() });
       const started = performance.now();
       let result: ReconcileResult | undefined;
+      this.#working.set(key, []);
       try {
         result = await this.#o.lifecycle.reconcile(kind, namespace, name, logger);
       } catch (error) {
         logger.error({ err: error instanceof Error ? { message: error.message, code: (error as { code?: unknown }).code } : String(error) }, 'reconcile failed');
       }
       const seconds = (performance.now() - started) / 1000;
+      const seen = this.#working.get(key) ?? [];
+      this.#working.delete(key);
       this.#schedule(key, result);
+      for (const event of seen) this.#wake(key, event);
       this.#o.onReconciled?.(kind, result === undefined ? 'error' : result.type === 'Done' ? 'success' : 'requeue', seconds);
       this.#queue.done(key);
     }

@@ -13,6 +13,7 @@ import { decide, type Action, type Credentials, type Decision, type Observation,
 import type { DriftCache } from './drift.ts';
 import type { EventRecorder } from './events.ts';
 import type { OperationsPollers } from './operations-poller.ts';
+import type { OwnWrites } from './own-writes.ts';
 import {
   ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, FINALIZER, GROUP, KEY_NAME_MAX, KINDS, VERSION, parseSpec,
   type ApiKeySpec, type KeyResource, type KindName, type ProjectApiKeySpec,
@@ -30,6 +31,8 @@ export interface LifecycleOptions {
   pendingGraceMs: number;
   driftIntervalMs: number;
   now?: () => number;
+  /** Where the versions this process writes are recorded, so their watch events do not wake the key again. */
+  ownWrites?: OwnWrites;
   /** Operations mirroring for ProjectApiKeys (DESIGN.md section 4). */
   operations?: {
     pollers: Pick<OperationsPollers, 'ensure' | 'release' | 'snapshot'>;
@@ -39,6 +42,11 @@ export interface LifecycleOptions {
      */
     useKey(projectId: string, apiKey: string): void;
   };
+}
+
+/** How own-writes.ts and the controller name a key resource. */
+export function resourceRef(resource: { kind: string; metadata: { namespace: string; name: string } }): string {
+  return `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
 }
 
 function ownerOf(resource: KeyResource): string {
@@ -486,19 +494,20 @@ export class KeyLifecycle {
     const namespace = resource.metadata.namespace;
     const existing = ctx.observation.secret?.owned === true ? ctx.secret : undefined;
     const body = buildSecret(resource, secretName, secretKey, key, existing);
-    if (existing !== undefined) {
-      await this.#o.core.replaceNamespacedSecret({ namespace, name: secretName, body });
-      return;
-    }
-    try {
-      await this.#o.core.createNamespacedSecret({ namespace, body });
-    } catch (error) {
-      if (statusCode(error) !== 409) throw error;
-      // Made between our read and now (by us, before a crash): it is ours only if it says so.
-      const found = await this.#readSecret(namespace, secretName);
-      if (found === undefined || observeSecret(resource, found, secretKey)?.owned !== true) throw error;
-      await this.#o.core.replaceNamespacedSecret({ namespace, name: secretName, body: buildSecret(resource, secretName, secretKey, key, found) });
-    }
+    const written = async (): Promise<V1Secret> => {
+      if (existing !== undefined) return await this.#o.core.replaceNamespacedSecret({ namespace, name: secretName, body });
+      try {
+        return await this.#o.core.createNamespacedSecret({ namespace, body });
+      } catch (error) {
+        if (statusCode(error) !== 409) throw error;
+        // Made between our read and now (by us, before a crash): it is ours only if it says so.
+        const found = await this.#readSecret(namespace, secretName);
+        if (found === undefined || observeSecret(resource, found, secretKey)?.owned !== true) throw error;
+        return await this.#o.core.replaceNamespacedSecret({ namespace, name: secretName, body: buildSecret(resource, secretName, secretKey, key, found) });
+      }
+    };
+    const secret = await written();
+    this.#o.ownWrites?.record(`Secret/${namespace}/${secretName}`, secret.metadata?.resourceVersion);
   }
 
   async #deleteStaleSecret(ctx: Context): Promise<void> {
@@ -514,9 +523,11 @@ export class KeyLifecycle {
   async #updateMetadata(resource: KeyResource, change: (metadata: KeyResource['metadata']) => void): Promise<KeyResource> {
     const copy = structuredClone(resource);
     change(copy.metadata);
-    return await this.#o.objects.replaceNamespacedCustomObject({
+    const updated = await this.#o.objects.replaceNamespacedCustomObject({
       group: GROUP, version: VERSION, namespace: copy.metadata.namespace, plural: KINDS[copy.kind].plural, name: copy.metadata.name, body: copy,
     }) as KeyResource;
+    this.#o.ownWrites?.record(resourceRef(updated), updated.metadata.resourceVersion);
+    return updated;
   }
 
   async #removeFinalizer(resource: KeyResource): Promise<void> {
@@ -541,10 +552,13 @@ export class KeyLifecycle {
       conditions: setConditions(status.conditions, conditions, generation, new Date(this.#now())),
     };
     if (JSON.stringify(next) === JSON.stringify({ ...status, observedGeneration: status.observedGeneration, conditions: status.conditions })) return resource;
+    // With the resourceVersion read, as every write here: the status describes that version, and a
+    // write that cannot land on another one leaves exactly the version it reports (own-writes.ts).
     const patched = await this.#o.objects.patchNamespacedCustomObjectStatus({
       group: GROUP, version: VERSION, namespace: resource.metadata.namespace, plural: KINDS[resource.kind].plural, name: resource.metadata.name,
-      body: { status: next },
+      body: { metadata: { resourceVersion: resource.metadata.resourceVersion }, status: next },
     }, merge) as KeyResource;
+    this.#o.ownWrites?.record(resourceRef(patched), patched.metadata.resourceVersion);
     return patched;
   }
 }

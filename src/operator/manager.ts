@@ -11,6 +11,7 @@ import { DriftCache } from './drift.ts';
 import { EventRecorder } from './events.ts';
 import { KeyLifecycle } from './lifecycle.ts';
 import { OperationsPollers, type OperationsClient } from './operations-poller.ts';
+import { OwnWrites } from './own-writes.ts';
 import { createLogger } from './logger.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { KindName } from './resources/schema.ts';
@@ -111,6 +112,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     slowIntervalMs: Math.max(driftIntervalMs, 5_000),
     logger,
   });
+  const ownWrites = new OwnWrites();
   const lifecycle: KeyLifecycle = new KeyLifecycle({
     objects: options.kubeConfig.makeApiClient(CustomObjectsApi),
     core,
@@ -121,12 +123,14 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     pendingGraceMs: options.pendingGraceMs ?? 120_000,
     driftIntervalMs,
     operations: { pollers, useKey },
+    ownWrites,
   });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,
     lifecycle,
     logger,
     workers: options.workers ?? 4,
+    ownWrites,
     ...(options.namespace !== undefined ? { namespace: options.namespace } : {}),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
     onReconciled: (kind, result, seconds) => {

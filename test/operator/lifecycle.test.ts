@@ -92,6 +92,18 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     }
   }, 20_000, `${kind} ${name} deleted`);
   const remove = (kind: string, name: string) => objects.deleteNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name });
+  /** The reconciles of a resource, from the operator's log: when each started, what it decided first, whether it created a key. */
+  const reconcilesOf = (name: string): { id: string; startedAt: number; action: string; created: boolean }[] => {
+    const byId = new Map<string, { id: string; startedAt: number; action: string; created: boolean }>();
+    for (const line of logLines) {
+      const entry = JSON.parse(line) as { time: number; name?: string; reconcileId?: string; msg: string; action?: string };
+      if (entry.name !== name || entry.reconcileId === undefined) continue;
+      const seen = byId.get(entry.reconcileId) ?? { id: entry.reconcileId, startedAt: entry.time, action: entry.action ?? '', created: false };
+      if (entry.msg === 'creating key') seen.created = true;
+      byId.set(entry.reconcileId, seen);
+    }
+    return [...byId.values()].sort((a, b) => a.startedAt - b.startedAt);
+  };
   const platformAs = (apiKey: string) => new PlatformClient({ baseUrl: emulator.baseUrl, apiKey, retry: { maxAttempts: 1 } });
 
   beforeAll(async () => {
@@ -151,6 +163,17 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     expect(secret.metadata?.labels?.['app.kubernetes.io/managed-by']).toBe('neon-key-operator');
     expect(secret.metadata?.annotations?.['keys.neon.dev/key-id']).toBe(String(ready.status?.keyId));
     expect(secret.metadata?.ownerReferences?.[0]).toEqual(expect.objectContaining({ kind: 'ApiKey', name: 'ci-deployer', controller: true }));
+  });
+
+  it('its own writes do not wake it: after the create, the next reconcile is the drift check', async () => {
+    // The create writes the intent, the Secret and the status; each comes back as a watch event
+    // while the reconcile runs. Were they taken as changes, the key would be reconciled again at
+    // once (a few ms later); the drift check comes 1.5 s (+-10%) after the create.
+    const second = await eventually(async () => reconcilesOf('ci-deployer')[1], 10_000, 'a second reconcile of ci-deployer');
+    const first = reconcilesOf('ci-deployer')[0];
+    expect(first?.created).toBe(true);
+    expect(second.created).toBe(false);
+    expect(second.startedAt - (first?.startedAt ?? 0)).toBeGreaterThanOrEqual(1_000);
   });
 
   it('status lost (a backup restored without it) is re-recorded from the Secret, no new key', async () => {
@@ -270,13 +293,18 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     expect(condition(blocked, 'Ready')).toEqual(expect.objectContaining({ status: 'False', reason }));
     expect(condition(blocked, 'KeyIssued')?.message).toMatch(/credentials|administrator/);
     await new Promise((resolve) => setTimeout(resolve, 5_000));
-    // Backoff 1 s, 2 s, 4 s: a handful of attempts in ~6 s, not a hot loop.
+    // Backoff 1 s, 2 s, 4 s: three or four attempts in ~5 s, not a hot loop.
     const calls = (await postCount('/api/v2/organizations/:org_id/api_keys')) - before;
     expect(calls).toBeGreaterThanOrEqual(1);
-    expect(calls).toBeLessThanOrEqual(6);
+    expect(calls).toBeLessThanOrEqual(4);
+    // Never two attempts within the first backoff step: the intent and status each attempt writes
+    // must not wake the key again (they did: a second attempt ~0.1 s after each).
+    const attempts = reconcilesOf(name).filter((r) => r.created).map((r) => r.startedAt);
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < attempts.length; i++) expect(attempts[i]! - attempts[i - 1]!).toBeGreaterThanOrEqual(900);
     expect(await keysNamed(name)).toEqual([]);
-    const r = await get('ApiKey', name);
-    expect(r.metadata.annotations?.['keys.neon.dev/create-pending']).toBeUndefined();
+    // A refused attempt clears its intent (an attempt may be under way right now: wait it out).
+    await untilCondition('ApiKey', name, 'KeyIssued', (c, r) => c.reason === reason && settled(r), 5_000);
     // Deleting a resource that never got a key needs no platform call.
     await remove('ApiKey', name);
     await untilGone('ApiKey', name);

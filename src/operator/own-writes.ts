@@ -1,0 +1,50 @@
+// The resourceVersions this process wrote, so that the informers can tell the operator's own
+// writes from everyone else's. Without it every reconcile woke itself: the intent annotation, the
+// Secret and the status it writes come back as watch events while the key is still being worked
+// on, and the queue runs a key again at once when it was added while in progress (as client-go's
+// does). A refused create was then tried twice per backoff step, and every new key was reconciled
+// a second time right after it became Ready.
+//
+// An event is skipped only when it carries exactly a version one of our writes produced, which is
+// a state the writing reconcile already knew and planned for (its requeue is in the queue). Any
+// other change, by a person, GitOps or the garbage collector, has another version and wakes the
+// key. When an event outruns the response to the write that caused it, the version is not known
+// yet and the key is woken: one reconcile too many, never one too few.
+
+/** How many unconsumed versions are kept per object: a reconcile writes an object a few times. */
+const KEEP = 8;
+
+export class OwnWrites {
+  readonly #versions = new Map<string, string[]>();
+
+  /** A write of ours left `ref` (e.g. `ApiKey/ns/name`, `Secret/ns/name`) at this version. */
+  record(ref: string, resourceVersion: string | undefined): void {
+    if (resourceVersion === undefined || resourceVersion === '') return;
+    const versions = this.#versions.get(ref) ?? [];
+    versions.push(resourceVersion);
+    if (versions.length > KEEP) versions.shift();
+    this.#versions.set(ref, versions);
+  }
+
+  /** Whether the object as seen is one of our writes; each recorded version answers yes once. */
+  consume(ref: string, resourceVersion: string | undefined): boolean {
+    const versions = this.#versions.get(ref);
+    if (versions === undefined || resourceVersion === undefined) return false;
+    const i = versions.indexOf(resourceVersion);
+    if (i < 0) return false;
+    // Versions recorded before this one belong to states the watch has already moved past.
+    versions.splice(0, i + 1);
+    if (versions.length === 0) this.#versions.delete(ref);
+    return true;
+  }
+
+  /** The object is gone. */
+  forget(ref: string): void {
+    this.#versions.delete(ref);
+  }
+
+  /** Objects with versions waiting for their event (for tests and the memory benchmark). */
+  get size(): number {
+    return this.#versions.size;
+  }
+}
