@@ -67,8 +67,8 @@ async function defaultPlatformFactory(metrics: OperatorMetrics | undefined): Pro
   // operator do not load the HTTP stack.
   const platform = await import('../platform/index.ts');
   // ONE limiter per organization for org key creation, across every worker and credentials
-  // (DESIGN.md section 5): at most 10 creations in any 1,025 ms, the platform's sliding second plus
-  // a margin for travel-time jitter (src/platform/sliding-window.ts).
+  // (DESIGN.md section 5): at most 10 creations in any second as the platform counts them, each
+  // counted from its answer (src/platform/sliding-window.ts).
   const orgKeyLimiter = orgKeyLimiters(() => platform.orgKeyCreationLimiter());
   return ({ baseUrl, apiKey }) => new platform.PlatformClient({
     baseUrl,

@@ -31,7 +31,7 @@ import {
   type Project,
   type RevokedKey,
 } from './schemas.ts';
-import { defaultOrgKeyLimiter, type RateLimiter } from './sliding-window.ts';
+import { defaultOrgKeyLimiter, type Permit, type RateLimiter } from './sliding-window.ts';
 
 export interface PlatformClientOptions {
   /** Base address including the version segment, e.g. https://console.neon.tech/api/v2 (platform-api.md, Versioning). */
@@ -356,15 +356,6 @@ export class PlatformClient {
   async #attempt<S extends z.ZodType>(spec: CallSpec<S>, attempt: number): Promise<z.output<S>> {
     const { method, route } = spec;
     if (spec.signal?.aborted) throw abortedError(method, route, false);
-    if (spec.limited === true) {
-      try {
-        const limiter = typeof this.#limiter === 'function' ? this.#limiter(spec.orgId ?? '') : this.#limiter;
-        await limiter.take(spec.signal);
-      } catch {
-        throw abortedError(method, route, false);
-      }
-    }
-
     // A fresh id per attempt: each attempt is its own request in the platform's logs; the
     // platform echoes it as request_id (GeneralError: "You can set this value manually by including
     // an X-Request-ID header").
@@ -381,6 +372,15 @@ export class PlatformClient {
       headers['content-type'] = 'application/json';
     }
 
+    let permit: Permit | undefined;
+    if (spec.limited === true) {
+      try {
+        const limiter = typeof this.#limiter === 'function' ? this.#limiter(spec.orgId ?? '') : this.#limiter;
+        permit = await limiter.take(spec.signal);
+      } catch {
+        throw abortedError(method, route, false);
+      }
+    }
     const deadline = AbortSignal.timeout(this.#timeoutMs);
     const signal = spec.signal === undefined ? deadline : AbortSignal.any([spec.signal, deadline]);
     const started = performance.now();
@@ -405,6 +405,9 @@ export class PlatformClient {
     } catch (e) {
       this.#report(method, route, 'error', started);
       throw this.#transportError(e, context, spec.signal, deadline);
+    } finally {
+      // The limiter counts this request's window from here (sliding-window.ts).
+      permit?.done();
     }
     this.#report(method, route, statusCode, started);
 

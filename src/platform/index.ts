@@ -13,5 +13,5 @@ export type { PlatformErrorCode, Disposition } from './errors.ts';
 export { TokenBucket } from './token-bucket.ts';
 export type { BucketClock, TokenBucketOptions } from './token-bucket.ts';
 export { SlidingWindowLimiter, orgKeyCreationLimiter, ORG_KEY_CREATIONS_PER_SECOND } from './sliding-window.ts';
-export type { RateLimiter, SlidingWindowOptions } from './sliding-window.ts';
+export type { Permit, RateLimiter, SlidingWindowOptions } from './sliding-window.ts';
 export type { ApiKeyListItem, Branch, CreatedKey, Operation, OperationsPage, Project, RevokedKey } from './schemas.ts';

@@ -1,6 +1,7 @@
 // A token bucket: requests spaced evenly at a rate, with an optional burst; waiters are served by
 // waiter-queue.ts. (The limiter on the platform's organization key creation is sliding-window.ts,
 // which matches how the platform counts.)
+import type { Permit, RateLimiter } from './sliding-window.ts';
 import { realClock, WaiterQueue, type BucketClock } from './waiter-queue.ts';
 
 export type { BucketClock } from './waiter-queue.ts';
@@ -17,11 +18,11 @@ export interface TokenBucketOptions {
   clock?: BucketClock;
 }
 
-export class TokenBucket {
+export class TokenBucket implements RateLimiter {
   readonly #perMs: number;
   readonly #burst: number;
   readonly #clock: BucketClock;
-  readonly #waiters: WaiterQueue;
+  readonly #waiters: WaiterQueue<Permit>;
   #tokens: number;
   #last: number;
 
@@ -36,13 +37,15 @@ export class TokenBucket {
     this.#clock = o.clock ?? realClock;
     this.#tokens = burst;
     this.#last = this.#clock.now();
-    this.#waiters = new WaiterQueue({
+    this.#waiters = new WaiterQueue<Permit>({
       waitMs: (now) => {
         this.#refill(now);
         return this.#tokens >= 1 ? 0 : (1 - this.#tokens) / this.#perMs;
       },
-      grant: () => {
+      grant: (now) => {
         this.#tokens -= 1;
+        // A bucket counts departures only: nothing to do when the request is answered.
+        return { grantedAt: now, done: () => undefined };
       },
     }, this.#clock);
   }
@@ -58,7 +61,7 @@ export class TokenBucket {
   }
 
   /** Waits for a token, first come first served. Rejects with the signal's reason if it aborts. */
-  take(signal?: AbortSignal): Promise<number> {
+  take(signal?: AbortSignal): Promise<Permit> {
     return this.#waiters.take(signal);
   }
 }

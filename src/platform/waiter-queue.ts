@@ -21,27 +21,27 @@ export const realClock: BucketClock = {
   },
 };
 
-export interface Gate {
-  /** Milliseconds until one more request may go; 0 or less: now. */
+export interface Gate<T> {
+  /** Milliseconds until one more request may go; 0 or less: now; Infinity: not before a poke(). */
   waitMs(now: number): number;
-  /** One request goes now. */
-  grant(now: number): void;
+  /** One request goes now; what the caller receives. */
+  grant(now: number): T;
 }
 
-interface Waiter {
-  resolve: (grantedAt: number) => void;
+interface Waiter<T> {
+  resolve: (granted: T) => void;
   reject: (reason: unknown) => void;
   signal: AbortSignal | undefined;
   onAbort: () => void;
 }
 
-export class WaiterQueue {
-  readonly #gate: Gate;
+export class WaiterQueue<T> {
+  readonly #gate: Gate<T>;
   readonly #clock: BucketClock;
-  readonly #queue: Waiter[] = [];
+  readonly #queue: Waiter<T>[] = [];
   #cancelTimer: (() => void) | undefined;
 
-  constructor(gate: Gate, clock: BucketClock) {
+  constructor(gate: Gate<T>, clock: BucketClock) {
     this.#gate = gate;
     this.#clock = clock;
   }
@@ -56,16 +56,13 @@ export class WaiterQueue {
     return this.#takeNow() !== undefined;
   }
 
-  /**
-   * Resolves when the caller may go, with the clock instant at which it was let through; rejects
-   * with the signal's reason if it aborts first.
-   */
-  take(signal?: AbortSignal): Promise<number> {
+  /** Resolves when the caller may go, with the gate's grant; rejects with the signal's reason if it aborts first. */
+  take(signal?: AbortSignal): Promise<T> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const now = this.#takeNow();
-    if (now !== undefined) return Promise.resolve(now);
-    return new Promise<number>((resolve, reject) => {
-      const waiter: Waiter = {
+    const granted = this.#takeNow();
+    if (granted !== undefined) return Promise.resolve(granted.value);
+    return new Promise<T>((resolve, reject) => {
+      const waiter: Waiter<T> = {
         resolve,
         reject,
         signal,
@@ -82,29 +79,38 @@ export class WaiterQueue {
     });
   }
 
-  #takeNow(): number | undefined {
+  /** The gate may open sooner than it said (a request it was waiting on has finished): look again. */
+  poke(): void {
+    if (this.#queue.length === 0) return;
+    this.#stopTimer();
+    this.#pump();
+  }
+
+  #takeNow(): { value: T } | undefined {
     if (this.#queue.length > 0) return undefined;
     const now = this.#clock.now();
     if (this.#gate.waitMs(now) > 0) return undefined;
-    this.#gate.grant(now);
-    return now;
+    return { value: this.#gate.grant(now) };
   }
 
   #pump(): void {
     if (this.#cancelTimer !== undefined) return;
     let now = this.#clock.now();
     while (this.#queue.length > 0 && this.#gate.waitMs(now) <= 0) {
-      const waiter = this.#queue.shift() as Waiter;
-      this.#gate.grant(now);
+      const waiter = this.#queue.shift() as Waiter<T>;
+      const granted = this.#gate.grant(now);
       waiter.signal?.removeEventListener('abort', waiter.onAbort);
-      waiter.resolve(now);
+      waiter.resolve(granted);
       now = this.#clock.now();
     }
     if (this.#queue.length === 0) return;
+    const wait = this.#gate.waitMs(now);
+    // Infinity: the gate waits for something other than time (a poke() will come).
+    if (!Number.isFinite(wait)) return;
     this.#cancelTimer = this.#clock.schedule(() => {
       this.#cancelTimer = undefined;
       this.#pump();
-    }, Math.max(1, Math.ceil(this.#gate.waitMs(now))));
+    }, Math.max(1, Math.ceil(wait)));
   }
 
   #stopTimer(): void {

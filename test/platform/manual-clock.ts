@@ -34,9 +34,17 @@ export function manualClock(): BucketClock & { advance(ms: number): Promise<void
   };
 }
 
-/** Starts `n` takes and records the clock time at which each one resolves. */
-export function takeAll(limiter: RateLimiter, clock: BucketClock, n: number, signal?: AbortSignal) {
+/**
+ * Starts `n` takes and records the clock time at which each one resolves. Each request is
+ * answered at once (a limiter that counts answers sees them at their grant) unless `answerAfterMs`
+ * says how long it stays in flight.
+ */
+export function takeAll(limiter: RateLimiter, clock: BucketClock, n: number, signal?: AbortSignal, answerAfterMs = 0) {
   const times: number[] = [];
-  const done = Array.from({ length: n }, () => limiter.take(signal).then(() => void times.push(clock.now())));
+  const done = Array.from({ length: n }, () => limiter.take(signal).then((permit) => {
+    times.push(clock.now());
+    if (answerAfterMs === 0) permit.done();
+    else clock.schedule(() => permit.done(), answerAfterMs);
+  }));
   return { times, done };
 }

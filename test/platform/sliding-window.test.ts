@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { SlidingWindowLimiter, defaultOrgKeyLimiter, orgKeyCreationLimiter } from '../../src/platform/sliding-window.ts';
+import { SlidingWindowLimiter, defaultOrgKeyLimiter, orgKeyCreationLimiter, type Permit } from '../../src/platform/sliding-window.ts';
 import { manualClock, takeAll } from './manual-clock.ts';
 
 /** The most grants in any window of `windowMs` (a window [t, t + windowMs) as the platform counts). */
@@ -32,7 +32,7 @@ describe('SlidingWindowLimiter', () => {
     const pending: Promise<void>[] = [];
     // Irregular arrivals: bursts and gaps over 6 s.
     for (let i = 0; i < 120; i++) {
-      pending.push(limiter.take().then(() => void times.push(clock.now())));
+      pending.push(limiter.take().then((p) => { p.done(); times.push(clock.now()); }));
       // A take granted at once records its time in a continuation: let it run before time moves.
       await new Promise((resolve) => setImmediate(resolve));
       await clock.advance([0, 3, 40, 170, 0, 9][i % 6] as number);
@@ -50,12 +50,13 @@ describe('SlidingWindowLimiter', () => {
   it('serves waiters first come, first served, and a newcomer never jumps the queue', async () => {
     const clock = manualClock();
     const limiter = new SlidingWindowLimiter({ limit: 1, windowMs: 100, marginMs: 0, clock });
-    await limiter.take();
+    (await limiter.take()).done();
     const order: string[] = [];
-    const a = limiter.take().then(() => void order.push('a'));
-    const b = limiter.take().then(() => void order.push('b'));
+    const answer = (name: string) => (p: Permit) => { p.done(); order.push(name); };
+    const a = limiter.take().then(answer('a'));
+    const b = limiter.take().then(answer('b'));
     await clock.advance(100);
-    const c = limiter.take().then(() => void order.push('c'));
+    const c = limiter.take().then(answer('c'));
     await clock.advance(200);
     await Promise.all([a, b, c]);
     expect(order).toEqual(['a', 'b', 'c']);
@@ -64,11 +65,11 @@ describe('SlidingWindowLimiter', () => {
   it('rejects an aborted waiter with the signal reason, gives its turn to the next, and stops its timer', async () => {
     const clock = manualClock();
     const limiter = new SlidingWindowLimiter({ limit: 1, windowMs: 100, marginMs: 0, clock });
-    await limiter.take();
+    (await limiter.take()).done();
     const ac = new AbortController();
     const reason = new Error('cancelled');
     const aborted = limiter.take(ac.signal);
-    const next = limiter.take().then(() => clock.now());
+    const next = limiter.take().then((p) => { p.done(); return clock.now(); });
     ac.abort(reason);
     await expect(aborted).rejects.toBe(reason);
     await clock.advance(100);
@@ -83,12 +84,67 @@ describe('SlidingWindowLimiter', () => {
     expect(clock.pending()).toBe(0);
   });
 
-  it('holds on the real clock: 25 requests at 10 per 1,025 ms leave in three windows', async () => {
+  it('counts each request from its answer: a slot is free a window after the answer came', async () => {
+    const clock = manualClock();
+    const limiter = new SlidingWindowLimiter({ limit: 2, windowMs: 1_000, clock });
+    const { times, done } = takeAll(limiter, clock, 6, undefined, 300);
+    await clock.advance(0);
+    expect(times).toEqual([0, 0]);
+    // Answered at 300: free at 1,300, not at 1,000.
+    await clock.advance(1_299);
+    expect(times).toEqual([0, 0]);
+    await clock.advance(1);
+    expect(times).toEqual([0, 0, 1_300, 1_300]);
+    await clock.advance(1_300);
+    await Promise.all(done);
+    expect(times.slice(4)).toEqual([2_600, 2_600]);
+  });
+
+  it('waits for an answer, without a timer, while every slot is in flight', async () => {
+    const clock = manualClock();
+    const limiter = new SlidingWindowLimiter({ limit: 1, windowMs: 1_000, clock });
+    const first = await limiter.take();
+    let grantedAt: number | undefined;
+    const second = limiter.take().then((p) => { grantedAt = p.grantedAt; p.done(); });
+    expect(clock.pending()).toBe(0);
+    await clock.advance(5_000);
+    expect(grantedAt).toBeUndefined();
+    first.done();
+    first.done(); // a second call changes nothing
+    expect(clock.pending()).toBe(1);
+    await clock.advance(999);
+    expect(grantedAt).toBeUndefined();
+    await clock.advance(1);
+    await second;
+    expect(grantedAt).toBe(6_000);
+  });
+
+  it('keeps arrivals within the limit whatever each request takes to arrive and be answered', async () => {
+    // The platform counts arrivals; an arrival lies anywhere between departure and answer.
+    const clock = manualClock();
+    const limiter = new SlidingWindowLimiter({ limit: 10, windowMs: 1_000, clock });
+    const arrivals: number[] = [];
+    const pending = Array.from({ length: 80 }, (_, i) => limiter.take().then((p) => {
+      const latency = ((i * 37) % 11) * 40;
+      arrivals.push(p.grantedAt + latency * (((i * 13) % 7) / 6));
+      clock.schedule(() => p.done(), latency);
+    }));
+    // In steps, letting each grant's continuation schedule its answer.
+    for (let step = 0; step < 300; step++) {
+      await clock.advance(50);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await Promise.all(pending);
+    expect(arrivals).toHaveLength(80);
+    expect(mostInAnyWindow(arrivals, 1_000)).toBeLessThanOrEqual(10);
+  });
+
+  it('holds on the real clock: 25 requests at 10 per second leave in three windows', async () => {
     const limiter = orgKeyCreationLimiter();
     const started = performance.now();
-    await Promise.all(Array.from({ length: 25 }, () => limiter.take()));
+    await Promise.all(Array.from({ length: 25 }, () => limiter.take().then((p) => p.done())));
     const elapsed = performance.now() - started;
-    expect(elapsed).toBeGreaterThanOrEqual(2 * 1_025 - 1);
+    expect(elapsed).toBeGreaterThanOrEqual(2 * 1_000 - 1);
     expect(elapsed).toBeLessThan(4_000);
   });
 
