@@ -507,7 +507,7 @@ export class KeyLifecycle {
       }
     };
     const secret = await written();
-    this.#o.ownWrites?.record(`Secret/${namespace}/${secretName}`, secret.metadata?.resourceVersion);
+    this.#o.ownWrites?.record(`Secret/${namespace}/${secretName}`, existing?.metadata?.resourceVersion, secret.metadata?.resourceVersion);
   }
 
   async #deleteStaleSecret(ctx: Context): Promise<void> {
@@ -526,7 +526,7 @@ export class KeyLifecycle {
     const updated = await this.#o.objects.replaceNamespacedCustomObject({
       group: GROUP, version: VERSION, namespace: copy.metadata.namespace, plural: KINDS[copy.kind].plural, name: copy.metadata.name, body: copy,
     }) as KeyResource;
-    this.#o.ownWrites?.record(resourceRef(updated), updated.metadata.resourceVersion);
+    this.#o.ownWrites?.record(resourceRef(updated), resource.metadata.resourceVersion, updated.metadata.resourceVersion);
     return updated;
   }
 
@@ -558,7 +558,7 @@ export class KeyLifecycle {
       group: GROUP, version: VERSION, namespace: resource.metadata.namespace, plural: KINDS[resource.kind].plural, name: resource.metadata.name,
       body: { metadata: { resourceVersion: resource.metadata.resourceVersion }, status: next },
     }, merge) as KeyResource;
-    this.#o.ownWrites?.record(resourceRef(patched), patched.metadata.resourceVersion);
+    this.#o.ownWrites?.record(resourceRef(patched), resource.metadata.resourceVersion, patched.metadata.resourceVersion);
     return patched;
   }
 }

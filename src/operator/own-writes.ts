@@ -17,9 +17,13 @@ const KEEP = 8;
 export class OwnWrites {
   readonly #versions = new Map<string, string[]>();
 
-  /** A write of ours left `ref` (e.g. `ApiKey/ns/name`, `Secret/ns/name`) at this version. */
-  record(ref: string, resourceVersion: string | undefined): void {
-    if (resourceVersion === undefined || resourceVersion === '') return;
+  /**
+   * A write of ours took `ref` (e.g. `ApiKey/ns/name`, `Secret/ns/name`) from version `before`
+   * (undefined for a create) to `resourceVersion`. A write that changed nothing keeps the version
+   * and makes no event: nothing to record.
+   */
+  record(ref: string, before: string | undefined, resourceVersion: string | undefined): void {
+    if (resourceVersion === undefined || resourceVersion === '' || resourceVersion === before) return;
     const versions = this.#versions.get(ref) ?? [];
     versions.push(resourceVersion);
     if (versions.length > KEEP) versions.shift();
