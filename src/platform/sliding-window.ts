@@ -7,8 +7,8 @@
 // no window holds more than `limit` arrivals.
 //
 // The first version counted from the departures, with a 25 ms margin for the difference in travel
-// times; on a loaded machine one request left 30 ms after it was let through and the platform
-// answered 429 (3 of 25 in a test, one per 1,000 keys in the benchmark). Counting from the answers
+// times; on a loaded machine travel times differed by more than that and the platform answered
+// 429 (3 of 25 in a test, one per 1,000 keys in the benchmark). Counting from the answers
 // costs one round trip per window instead of a fixed margin: 10 per 1,000 ms + latency.
 //
 // Why not a token bucket: a bucket spaced at exactly 1/rate lets 11 requests land in one second
