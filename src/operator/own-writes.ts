@@ -1,9 +1,9 @@
 // The resourceVersions this process wrote, so that the informers can tell the operator's own
-// writes from everyone else's. Without it every reconcile woke itself: the intent annotation, the
-// Secret and the status it writes come back as watch events while the key is still being worked
-// on, and the queue runs a key again at once when it was added while in progress (as client-go's
-// does). A refused create was then tried twice per backoff step, and every new key was reconciled
-// a second time right after it became Ready.
+// writes from everyone else's. Without it each write woke the key it was made for: the intent
+// annotation, the Secret and the status come back as watch events, during the reconcile (and the
+// queue runs a key added while in progress again at once, as client-go's does) or after it. A
+// refused create was attempted twice per backoff step, and a new key was reconciled again after
+// it became Ready.
 //
 // An event is skipped only when it carries exactly a version one of our writes produced, which is
 // a state the writing reconcile already knew and planned for (its requeue is in the queue). Any
