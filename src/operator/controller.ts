@@ -6,7 +6,7 @@ import { CoreV1Api, CustomObjectsApi, type Informer, type KubeConfig, type Objec
 import type { Logger } from 'pino';
 import { makeTrimmedInformer, trimKeyResource, trimSecret } from './informer-cache.ts';
 import type { KeyLifecycle, ReconcileResult } from './lifecycle.ts';
-import type { OwnWrites } from './own-writes.ts';
+import { objectRef, type OwnWrites } from './own-writes.ts';
 import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
 import { GROUP, KINDS, LABEL_MANAGED_BY, MANAGED_BY, VERSION, type KindName } from './resources/schema.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
@@ -120,7 +120,7 @@ export class Controller {
       if (owner === undefined || ns === undefined) return;
       const [kind, name] = owner.split('/');
       if ((kind !== 'ApiKey' && kind !== 'ProjectApiKey') || name === undefined) return;
-      const ref = `Secret/${ns}/${secret.metadata?.name}`;
+      const ref = objectRef('Secret', ns, secret.metadata?.name ?? '');
       if (deleted) this.#o.ownWrites?.forget(ref);
       this.#wake(`${kind}/${ns}/${name}`, { ref, resourceVersion: secret.metadata?.resourceVersion, deleted });
     };

@@ -13,7 +13,7 @@ import { decide, type Action, type Credentials, type Decision, type Observation,
 import type { DriftCache } from './drift.ts';
 import type { EventRecorder } from './events.ts';
 import type { OperationsPollers } from './operations-poller.ts';
-import type { OwnWrites } from './own-writes.ts';
+import { objectRef, type OwnWrites } from './own-writes.ts';
 import {
   ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, FINALIZER, GROUP, KEY_NAME_MAX, KINDS, VERSION, parseSpec,
   type ApiKeySpec, type KeyResource, type KindName, type ProjectApiKeySpec,
@@ -42,11 +42,6 @@ export interface LifecycleOptions {
      */
     useKey(projectId: string, apiKey: string): void;
   };
-}
-
-/** How own-writes.ts and the controller name a key resource. */
-export function resourceRef(resource: { kind: string; metadata: { namespace: string; name: string } }): string {
-  return `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
 }
 
 function ownerOf(resource: KeyResource): string {
@@ -507,7 +502,7 @@ export class KeyLifecycle {
       }
     };
     const secret = await written();
-    this.#o.ownWrites?.record(`Secret/${namespace}/${secretName}`, existing?.metadata?.resourceVersion, secret.metadata?.resourceVersion);
+    this.#o.ownWrites?.record(objectRef('Secret', namespace, secretName), existing?.metadata?.resourceVersion, secret.metadata?.resourceVersion);
   }
 
   async #deleteStaleSecret(ctx: Context): Promise<void> {
@@ -526,7 +521,7 @@ export class KeyLifecycle {
     const updated = await this.#o.objects.replaceNamespacedCustomObject({
       group: GROUP, version: VERSION, namespace: copy.metadata.namespace, plural: KINDS[copy.kind].plural, name: copy.metadata.name, body: copy,
     }) as KeyResource;
-    this.#o.ownWrites?.record(resourceRef(updated), resource.metadata.resourceVersion, updated.metadata.resourceVersion);
+    this.#o.ownWrites?.record(objectRef(updated.kind, updated.metadata.namespace, updated.metadata.name), resource.metadata.resourceVersion, updated.metadata.resourceVersion);
     return updated;
   }
 
@@ -558,7 +553,7 @@ export class KeyLifecycle {
       group: GROUP, version: VERSION, namespace: resource.metadata.namespace, plural: KINDS[resource.kind].plural, name: resource.metadata.name,
       body: { metadata: { resourceVersion: resource.metadata.resourceVersion }, status: next },
     }, merge) as KeyResource;
-    this.#o.ownWrites?.record(resourceRef(patched), resource.metadata.resourceVersion, patched.metadata.resourceVersion);
+    this.#o.ownWrites?.record(objectRef(patched.kind, patched.metadata.namespace, patched.metadata.name), resource.metadata.resourceVersion, patched.metadata.resourceVersion);
     return patched;
   }
 }

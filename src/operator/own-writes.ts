@@ -11,6 +11,11 @@
 // key. When an event outruns the response to the write that caused it, the version is not known
 // yet and the key is woken: one reconcile too many, never one too few.
 
+/** How an object is named here: `kind/namespace/name`, the controller's queue key for a key resource. */
+export function objectRef(kind: string, namespace: string, name: string): string {
+  return `${kind}/${namespace}/${name}`;
+}
+
 /** How many unconsumed versions are kept per object: a reconcile writes an object a few times. */
 const KEEP = 8;
 
@@ -18,7 +23,7 @@ export class OwnWrites {
   readonly #versions = new Map<string, string[]>();
 
   /**
-   * A write of ours took `ref` (e.g. `ApiKey/ns/name`, `Secret/ns/name`) from version `before`
+   * A write of ours took `ref` (objectRef) from version `before`
    * (undefined for a create) to `resourceVersion`. A write that changed nothing keeps the version
    * and makes no event: nothing to record.
    */
