@@ -13,6 +13,7 @@ export class DriftCache {
   readonly #keys = new Map<string, Snapshot<Map<number, ListedKey>>>();
   readonly #projects = new Map<string, Snapshot<Set<string>>>();
   readonly #inflight = new Map<string, Promise<unknown>>();
+  readonly #failures = new Map<string, { at: number; error: unknown }>();
 
   constructor(intervalMs: number, now: () => number = Date.now) {
     this.#intervalMs = intervalMs;
@@ -22,13 +23,22 @@ export class DriftCache {
   async #fresh<T>(cache: Map<string, Snapshot<T>>, id: string, load: () => Promise<T>, maxAgeMs = this.#intervalMs): Promise<Snapshot<T>> {
     const cached = cache.get(id);
     if (cached !== undefined && this.#now() - cached.at < maxAgeMs) return cached;
+    // A failed list is remembered for the interval too: every resource on broken credentials (or
+    // an unavailable platform) asks once per interval, not once per resource and requeue. Fixed
+    // credentials are other credentials (another id), asked at once.
+    const failed = this.#failures.get(id);
+    if (failed !== undefined && this.#now() - failed.at < maxAgeMs) throw failed.error;
     const running = this.#inflight.get(id) as Promise<Snapshot<T>> | undefined;
     if (running !== undefined) return running;
     const at = this.#now();
     const promise = load().then((value) => {
       const snapshot = { at, value };
       cache.set(id, snapshot);
+      this.#failures.delete(id);
       return snapshot;
+    }, (error: unknown) => {
+      this.#failures.set(id, { at, error });
+      throw error;
     }).finally(() => this.#inflight.delete(id));
     this.#inflight.set(id, promise);
     return promise;

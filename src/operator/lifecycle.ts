@@ -7,18 +7,20 @@ import {
   ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi, type V1Secret,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { adapterFor, asPlatformFailure, failureReason, type KeyAdapter, type KeyPlatform, type PlatformFailure } from './adapter.ts';
+import { adapterFor, asPlatformFailure, failureReason, type KeyAdapter, type KeyPlatform, type ListedKey, type PlatformFailure } from './adapter.ts';
 import { findCondition, setConditions, type ConditionUpdate } from './conditions.ts';
-import { decide, type Action, type Credentials, type Decision, type Observation, type PendingAttempt } from './decision.ts';
+import { decide, recordedKeyId, type Action, type Credentials, type Decision, type Observation, type PendingAttempt, type RefusedIntent } from './decision.ts';
 import type { DriftCache } from './drift.ts';
 import type { EventRecorder } from './events.ts';
 import type { OperationsPollers } from './operations-poller.ts';
 import { objectRef, type OwnWrites } from './own-writes.ts';
 import {
-  ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, FINALIZER, GROUP, KEY_NAME_MAX, KINDS, VERSION, parseSpec,
+  ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, FINALIZER, GROUP, KEY_NAME_MAX, KINDS, VERSION, parseSpec,
   type ApiKeySpec, type KeyResource, type KindName, type ProjectApiKeySpec,
 } from './resources/schema.ts';
-import { ANNOTATION_OWNER, buildSecret, observeSecret, secretHash } from './secret-writer.ts';
+import { ANNOTATION_OWNER, buildSecret, observeSecret, ownedBy, secretHash } from './secret-writer.ts';
+import type { Signer } from './signing.ts';
+import { checkCreatedKey } from './created-key.ts';
 
 export interface LifecycleOptions {
   objects: CustomObjectsApi;
@@ -30,17 +32,21 @@ export interface LifecycleOptions {
   identity: string;
   pendingGraceMs: number;
   driftIntervalMs: number;
+  /** Signs and verifies what the operator writes where tenants can write too (signing.ts). */
+  signer: Signer;
+  /**
+   * How long drift checks of a key may fail (credentials refused, platform unavailable) before
+   * its conditions say it is no longer known to be live. Default: two drift intervals.
+   */
+  unverifiedAfterMs?: number;
+  /** Counts drift checks by outcome (metrics). */
+  onDriftCheck?: (outcome: 'live' | 'absent' | 'failed') => void;
   now?: () => number;
   /** Where the versions this process writes are recorded, so their watch events do not wake the key again. */
   ownWrites?: OwnWrites;
   /** Operations mirroring for ProjectApiKeys (DESIGN.md section 4). */
   operations?: {
     pollers: Pick<OperationsPollers, 'ensure' | 'release' | 'snapshot'>;
-    /**
-     * The project's poller lists with this key (an issued project key): one client per project,
-     * replaced when the key changes, never one per key ever issued.
-     */
-    useKey(projectId: string, apiKey: string): void;
   };
 }
 
@@ -65,26 +71,34 @@ function statusCode(error: unknown): number | undefined {
 }
 
 /**
- * The intent annotation, read. `base` is the key name this resource's attempts start with: an
- * attempt that is not `<base>-<8 chars>` was not written by this operator for this resource (a
- * forged or hand-edited annotation) and is Malformed, because recovery revokes every live key of
- * the attempt's name in the credentials' list: a forged name would revoke an unrelated key (even
- * the credentials' own). Trade-off: should spec.keyName change between an intent and its
- * recovery, the intent is cleared without revoking (its key, if the POST succeeded and the
- * Secret was never written, stays live: docs/reliability.md).
+ * The intent annotation, read. It is on the resource, where whoever may edit the resource can
+ * write it, so it is believed only with the operator's signature over its fields and this
+ * resource's uid (signing.ts): a forged intent, an edited one, or one copied from another resource
+ * is Unsigned and cleared without revoking anything, since recovery revokes what the intent names.
+ * An attempt that is not `<base>-<8 chars>` is refused too (spec.keyName changed since the intent:
+ * cleared without revoking; its key, if the POST succeeded and the Secret was never written, stays
+ * live: docs/reliability.md).
  */
-function parsePending(value: string | undefined, base: string | undefined): PendingAttempt | 'Malformed' | undefined {
+function parsePending(value: string | undefined, base: string | undefined, uid: string, signer: Signer): PendingAttempt | RefusedIntent | undefined {
   if (value === undefined) return undefined;
   try {
-    const parsed = JSON.parse(value) as Partial<PendingAttempt>;
+    const parsed = JSON.parse(value) as Partial<PendingAttempt> & { sig?: unknown };
     if (typeof parsed.attempt !== 'string' || typeof parsed.startedAt !== 'string' || typeof parsed.holder !== 'string') return 'Malformed';
-    if (parsed.replaces !== undefined && typeof parsed.replaces !== 'number') return 'Malformed';
+    if (parsed.replaces !== undefined && (typeof parsed.replaces !== 'number' || !Number.isSafeInteger(parsed.replaces))) return 'Malformed';
+    if (typeof parsed.sig !== 'string' || !signer.verify('intent', intentFields(uid, parsed as PendingAttempt), parsed.sig)) return 'Unsigned';
     if (base !== undefined && !isAttemptOf(parsed.attempt, base)) return 'Malformed';
-    return parsed as PendingAttempt;
+    const { attempt, startedAt, holder, replaces } = parsed as PendingAttempt;
+    return { attempt, startedAt, holder, ...(replaces !== undefined ? { replaces } : {}) };
   } catch {
     return 'Malformed';
   }
 }
+
+function intentFields(uid: string, p: PendingAttempt): (string | number | undefined)[] {
+  return [uid, p.attempt, p.startedAt, p.holder, p.replaces];
+}
+
+const RECOVERY_CLOCK_MARGIN_MS = 5 * 60_000;
 
 const ATTEMPT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const ATTEMPT_SUFFIX = /^-[a-z0-9]{8}$/;
@@ -115,6 +129,10 @@ interface Context {
   secret: V1Secret | undefined;
   apiKey: string | undefined;
   credentials: Credentials;
+  /** signer.fingerprint of the credentials in use (status.credentialsFingerprint). */
+  fingerprint: string | undefined;
+  /** The recorded key as the drift check's list shows it. */
+  listed: ListedKey | undefined;
   observation: Observation;
   logger: Logger;
 }
@@ -122,18 +140,26 @@ interface Context {
 export class KeyLifecycle {
   readonly #o: LifecycleOptions;
   readonly #now: () => number;
+  readonly #unverifiedAfterMs: number;
+  /** Per resource (kind/namespace/name): since when its drift checks fail (cleared by a success, or when it is gone). */
+  readonly #unverifiedSince = new Map<string, number>();
 
   constructor(options: LifecycleOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#unverifiedAfterMs = options.unverifiedAfterMs ?? 2 * options.driftIntervalMs;
   }
+
 
   async reconcile(kind: KindName, namespace: string, name: string, logger: Logger): Promise<ReconcileResult> {
     let resource: KeyResource;
     try {
       resource = await this.#o.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name }) as KeyResource;
     } catch (error) {
-      if (statusCode(error) === 404) return { type: 'Done' };
+      if (statusCode(error) === 404) {
+        this.#unverifiedSince.delete(`${kind}/${namespace}/${name}`);
+        return { type: 'Done' };
+      }
       throw error;
     }
     try {
@@ -174,27 +200,45 @@ export class KeyLifecycle {
       }
     }
     const adapter = spec !== undefined ? adapterFor(resource, spec) : undefined;
-    const pending = parsePending(meta.annotations?.[ANNOTATION_CREATE_PENDING], spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined);
+    const pending = parsePending(meta.annotations?.[ANNOTATION_CREATE_PENDING], spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined, meta.uid, this.#o.signer);
     const status = resource.status ?? {};
-    const secretObservation = observeSecret(resource, secret, secretKey);
+    const secretObservation = observeSecret(resource, secret, secretKey, this.#o.signer);
 
     const platform: Observation['platform'] = { key: 'Unknown', project: 'Unknown' };
-    const recordedKeyId = status.keyId ?? (secretObservation?.owned === true ? secretObservation.keyId : undefined);
-    if (meta.deletionTimestamp === undefined && pending === undefined && adapter !== undefined && apiKey !== undefined && credentials === 'Present' && recordedKeyId !== undefined) {
-      const { platform: client, credentialsId } = this.#o.platformFor(apiKey);
+    const recorded = recordedKeyId({ status: { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}) }, ...(secretObservation !== undefined ? { secret: secretObservation } : {}) });
+    const fingerprint = apiKey !== undefined && credentials === 'Present' ? this.#o.signer.fingerprint(apiKey) : undefined;
+    let listed: ListedKey | undefined;
+    const trackingKey = `${resource.kind}/${meta.namespace}/${meta.name}`;
+    if (meta.deletionTimestamp === undefined && pending === undefined && adapter !== undefined && recorded !== undefined) {
       try {
+        if (apiKey === undefined || credentials !== 'Present') throw Object.assign(new Error('no credentials'), { code: 'CREDENTIALS_MISSING' });
+        const { platform: client, credentialsId } = this.#o.platformFor(apiKey);
         const createdAt = status.createdAt !== undefined ? Date.parse(status.createdAt) : undefined;
-        const state = await this.#o.drift.keyState(credentialsId, adapter, client, recordedKeyId, Number.isFinite(createdAt) ? createdAt : undefined);
+        const state = await this.#o.drift.keyState(credentialsId, adapter, client, recorded, Number.isFinite(createdAt) ? createdAt : undefined);
         platform.key = state.state;
+        listed = state.key;
         if (adapter.project !== undefined) {
           platform.project = await this.#o.drift.projectInOrganization(credentialsId, client, adapter.project.organizationId, adapter.project.projectId)
             ? 'InOrganization' : 'NotInOrganization';
         }
+        this.#unverifiedSince.delete(trackingKey);
+        this.#o.onDriftCheck?.(state.state === 'Live' ? 'live' : 'absent');
       } catch (error) {
-        // Drift is checked again next interval; the key in hand stays usable meanwhile.
-        logger.warn({ code: asPlatformFailure(error)?.code ?? 'unknown' }, 'drift check failed');
+        // A check that cannot ask the platform is an observation too: nothing is minted or revoked
+        // on its strength, and once it has failed for unverifiedAfterMs the conditions say so.
+        const failure = asPlatformFailure(error);
+        const since = this.#unverifiedSince.get(trackingKey) ?? this.#now();
+        this.#unverifiedSince.set(trackingKey, since);
+        this.#o.onDriftCheck?.('failed');
+        const { reason, message } = (error as { code?: unknown }).code === 'CREDENTIALS_MISSING'
+          ? { reason: 'CredentialsMissing', message: 'the credentials Secret (spec.credentialsSecretRef) is missing or empty; put a platform API key there' }
+          : unverifiableReason(failure);
+        platform.key = 'Unverifiable';
+        platform.check = { reason, message, failingForMs: this.#now() - since, reportAfterMs: this.#unverifiedAfterMs };
+        logger.warn({ code: failure?.code ?? 'unknown' }, 'drift check failed');
       }
     }
+    const abandon = meta.annotations?.[ANNOTATION_ABANDON_KEY];
 
     const observation: Observation = {
       now: this.#now(),
@@ -214,8 +258,11 @@ export class KeyLifecycle {
       ...(secretObservation !== undefined ? { secret: secretObservation } : {}),
       credentials,
       platform,
+      credentialsChanged: fingerprint !== undefined && status.credentialsFingerprint !== undefined && status.credentialsFingerprint !== fingerprint,
+      ...(abandon !== undefined && /^\d{1,15}$/.test(abandon) ? { abandonKey: Number(abandon) } : {}),
+      secretIsCredentials: spec !== undefined && secretName === spec.credentialsSecretRef.name,
     };
-    return { resource, spec, adapter, secretName, secretKey, secret, apiKey, credentials, observation, logger };
+    return { resource, spec, adapter, secretName, secretKey, secret, apiKey, credentials, fingerprint, listed, observation, logger };
   }
 
   async #readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
@@ -264,6 +311,13 @@ export class KeyLifecycle {
         return this.#create(ctx, decision, action.replaces);
       case 'InSync':
         return this.#inSync(ctx, action.keyId);
+      case 'Unverifiable':
+        if (!action.report) return { type: 'Done', requeueAfterMs: Math.min(this.#o.driftIntervalMs, action.retryAfterMs) };
+        await this.#writeStatus(ctx, unverifiableConditions(action.keyId, decision.reason, decision.message));
+        if (findCondition(resource.status?.conditions, 'KeyIssued')?.status !== 'Unknown') {
+          await this.#o.events.record(resource, 'Warning', decision.reason, decision.message);
+        }
+        return { type: 'Done', requeueAfterMs: this.#o.driftIntervalMs };
       case 'Revoke':
         return this.#revokeAndRelease(ctx, action.keyId);
       case 'Retain':
@@ -296,9 +350,12 @@ export class KeyLifecycle {
       holder: this.#o.identity,
       ...(replaces !== undefined ? { replaces } : {}),
     };
+    const signed = { ...pending, sig: this.#o.signer.sign('intent', intentFields(resource.metadata.uid, pending)) };
     // The intent, with the resourceVersion we read: a conflict means someone else moved; never create then.
     let current = await this.#updateMetadata(resource, (m) => {
-      m.annotations = { ...m.annotations, [ANNOTATION_CREATE_PENDING]: JSON.stringify(pending) };
+      m.annotations = { ...m.annotations, [ANNOTATION_CREATE_PENDING]: JSON.stringify(signed) };
+      // Given up for the key it named; a later key is not given up by it.
+      delete m.annotations[ANNOTATION_ABANDON_KEY];
     });
     logger.info({ attempt: pending.attempt }, 'creating key');
 
@@ -319,6 +376,24 @@ export class KeyLifecycle {
       return this.#platformFailure({ ...ctx, resource: current }, failure, 'issuing a key');
     }
 
+    // The platform's answer is input too: a key that is not what was asked for (another name, scope
+    // or project, or no key at all) is revoked at once and never written to the Secret.
+    const mismatch = checkCreatedKey(created, { name: pending.attempt, ...(adapter.project !== undefined ? { projectId: adapter.project.projectId } : {}) });
+    if (mismatch !== undefined) {
+      logger.warn({ attempt: pending.attempt, keyId: created.id, mismatch }, 'created key does not match the request; revoking it');
+      try {
+        await adapter.revoke(platform, created.id);
+      } catch (error) {
+        // The intent stays: recovery revokes every key of the attempt's name.
+        if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
+      }
+      current = await this.#updateMetadata(current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+      const message = `the platform answered the create of ${pending.attempt} with a key that does not match the request (${mismatch}); that key (${created.id}) was revoked`;
+      await this.#writeStatus({ ...ctx, resource: current }, blockedConditions(ctx, 'PlatformResponseInvalid', message, 'KeyIssued'));
+      await this.#o.events.record(resource, 'Warning', 'PlatformResponseInvalid', message);
+      return { type: 'Backoff' };
+    }
+
     // Step 4: the Secret at once; it is the durable record of the key (adoption reads it).
     await this.#writeSecret(ctx, { id: created.id, name: pending.attempt, secret: created.key });
     const hash = secretHash(resource, created.key);
@@ -331,6 +406,7 @@ export class KeyLifecycle {
       ...(created.created_by !== undefined ? { createdBy: created.created_by } : {}),
       secretName: ctx.secretName,
       secretHash: hash,
+      ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
     });
     if (replaces !== undefined) await this.#revokeReplaced(ctx, replaces);
     await this.#updateMetadata(current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
@@ -350,6 +426,7 @@ export class KeyLifecycle {
       createdAt: resource.status?.keyId === keyId && resource.status.createdAt !== undefined ? resource.status.createdAt : pending.startedAt,
       secretName: ctx.secretName,
       ...(value !== '' ? { secretHash: secretHash(resource, value) } : {}),
+      ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
     });
     if (pending.replaces !== undefined && pending.replaces !== keyId) await this.#revokeReplaced(ctx, pending.replaces);
     await this.#updateMetadata(current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
@@ -367,11 +444,16 @@ export class KeyLifecycle {
     } catch (error) {
       return this.#platformFailure(ctx, asPlatformFailure(error), `recovering attempt ${pending.attempt}`, error);
     }
-    const orphans = keys.filter((k) => k.name === pending.attempt);
+    // The attempt's name is random and signed for this resource: only its own keys carry it.
+    // The attempt's name is random and signed for this resource, so only its own keys carry it;
+    // and none made well before the intent (clocks differ: a margin of RECOVERY_CLOCK_MARGIN_MS).
+    const notBefore = Date.parse(pending.startedAt) - RECOVERY_CLOCK_MARGIN_MS;
+    const orphans: { id: number; name: string }[] = keys.filter((k) => k.name === pending.attempt
+      && (k.created_at === undefined || !(Date.parse(k.created_at) < notBefore)));
     // The key this attempt was replacing: once status records another key (step 5 ran before the
     // interruption, then the Secret was lost), only this intent remembers it, and clearing the
     // intent would leave it live and unrecorded. It was being replaced anyway: revoke it too.
-    const recorded = ctx.observation.status.keyId ?? (ctx.observation.secret?.owned === true ? ctx.observation.secret.keyId : undefined);
+    const recorded = recordedKeyId(ctx.observation);
     if (pending.replaces !== undefined && pending.replaces !== recorded && !orphans.some((k) => k.id === pending.replaces)) {
       orphans.push({ id: pending.replaces, name: `(replaced key ${pending.replaces})` });
     }
@@ -397,16 +479,20 @@ export class KeyLifecycle {
     const extra: Record<string, unknown> = { keyId, secretName: ctx.secretName };
     if (status.secretHash === undefined && ctx.observation.secret?.hash !== undefined) extra.secretHash = ctx.observation.secret.hash;
     if (status.keyName === undefined && ctx.observation.secret?.keyName !== undefined) extra.keyName = ctx.observation.secret.keyName;
+    // Seen live with these credentials: they can see (and revoke) it, so they are its credentials now.
+    if (ctx.fingerprint !== undefined && ctx.observation.platform.key === 'Live' && status.credentialsFingerprint !== ctx.fingerprint) {
+      extra.credentialsFingerprint = ctx.fingerprint;
+    }
     const conditions = readyConditions(keyId, ctx.secretName);
     const project = ctx.adapter?.project;
     const issued = this.#secretValue(ctx);
     if (project !== undefined && issued !== '' && this.#o.operations !== undefined) {
-      // ONE poller per project (operations-poller.ts), listing with the project's own key: least
-      // privilege, and proof the issued key works. Its updates wake every ProjectApiKey of the project.
+      // ONE poller per project (operations-poller.ts), listing with the issued keys of the project:
+      // least privilege, and proof each key works. A key that fails degrades only its own resource.
       const { projectId } = project;
-      this.#o.operations.useKey(projectId, issued);
-      this.#o.operations.pollers.ensure(projectId, ownerOf(ctx.resource));
-      const snapshot = this.#o.operations.pollers.snapshot(projectId);
+      const owner = ownerOf(ctx.resource);
+      this.#o.operations.pollers.ensure(projectId, owner, issued);
+      const snapshot = this.#o.operations.pollers.snapshot(projectId, owner);
       if (snapshot !== undefined) {
         extra.operations = snapshot.operations;
         conditions.push({ type: 'OperationsSettled', ...snapshot.settled });
@@ -429,6 +515,14 @@ export class KeyLifecycle {
       await adapter.revoke(platform, keyId);
     } catch (error) {
       const failure = asPlatformFailure(error);
+      if (failure?.code === 'NOT_FOUND' && ctx.observation.credentialsChanged === true && ctx.observation.abandonKey !== keyId) {
+        // Not found by other credentials than the ones that issued it: it may well be live.
+        const message = `key ${keyId} was issued with other credentials than the ones now in the credentials Secret, which cannot find it; `
+          + `put the credentials that issued it back, or revoke it yourself and annotate keys.neon.dev/abandon-key="${keyId}"`;
+        await this.#writeStatus(ctx, deletingConditions('CredentialsChanged', message));
+        await this.#o.events.record(resource, 'Warning', 'CredentialsChanged', message);
+        return { type: 'Done', requeueAfterMs: this.#o.driftIntervalMs };
+      }
       if (failure?.code !== 'NOT_FOUND') {
         const { reason, message } = failureReason(failure, `revoking key ${keyId}`);
         await this.#writeStatus(ctx, deletingConditions(reason, `${message}; the resource stays until the key is revoked (or annotate it ${ANNOTATION_RELEASE_WITHOUT_REVOKE}="true")`));
@@ -488,7 +582,7 @@ export class KeyLifecycle {
     const { resource, secretName, secretKey } = ctx;
     const namespace = resource.metadata.namespace;
     const existing = ctx.observation.secret?.owned === true ? ctx.secret : undefined;
-    const body = buildSecret(resource, secretName, secretKey, key, existing);
+    const body = buildSecret(resource, secretName, secretKey, key, this.#o.signer, existing);
     const written = async (): Promise<V1Secret> => {
       if (existing !== undefined) return await this.#o.core.replaceNamespacedSecret({ namespace, name: secretName, body });
       try {
@@ -497,8 +591,8 @@ export class KeyLifecycle {
         if (statusCode(error) !== 409) throw error;
         // Made between our read and now (by us, before a crash): it is ours only if it says so.
         const found = await this.#readSecret(namespace, secretName);
-        if (found === undefined || observeSecret(resource, found, secretKey)?.owned !== true) throw error;
-        return await this.#o.core.replaceNamespacedSecret({ namespace, name: secretName, body: buildSecret(resource, secretName, secretKey, key, found) });
+        if (found === undefined || !ownedBy(resource, found)) throw error;
+        return await this.#o.core.replaceNamespacedSecret({ namespace, name: secretName, body: buildSecret(resource, secretName, secretKey, key, this.#o.signer, found) });
       }
     };
     const secret = await written();
@@ -509,7 +603,7 @@ export class KeyLifecycle {
     const previous = ctx.resource.status?.secretName;
     if (previous === undefined || previous === ctx.secretName) return;
     const old = await this.#readSecret(ctx.resource.metadata.namespace, previous);
-    if (old !== undefined && observeSecret(ctx.resource, old, ctx.secretKey)?.owned === true) {
+    if (old !== undefined && ownedBy(ctx.resource, old)) {
       await this.#o.core.deleteNamespacedSecret({ namespace: ctx.resource.metadata.namespace, name: previous }).catch(() => undefined);
     }
   }
@@ -564,6 +658,29 @@ function readyConditions(keyId: number, secretName: string): ConditionUpdate[] {
     { type: 'SecretSynced', status: 'True', reason: 'SecretInSync', message: `Secret ${secretName} holds key ${keyId}` },
     { type: 'Ready', status: 'True', reason: 'Ready', message: `key ${keyId} is ready in Secret ${secretName}` },
   ];
+}
+
+/** The key cannot be checked: not known to be live any more (nor known to be gone). */
+function unverifiableConditions(keyId: number, reason: string, message: string): ConditionUpdate[] {
+  return [
+    { type: 'KeyIssued', status: 'Unknown', reason, message },
+    { type: 'Ready', status: 'Unknown', reason, message: `key ${keyId} is no longer known to be live: ${message}` },
+  ];
+}
+
+/** Reason and message for a drift check the platform did not answer usefully. */
+function unverifiableReason(failure: PlatformFailure | undefined): { reason: string; message: string } {
+  const id = failure?.requestId !== undefined ? ` (request ${failure.requestId})` : '';
+  if (failure?.code === 'UNAUTHORIZED' || failure?.code === 'FORBIDDEN') {
+    return {
+      reason: 'CredentialsRefused',
+      message: `the platform refused the credentials (${failure.status ?? failure.code})${id}; put a valid, unrevoked API key with access to this key's list in the credentials Secret`,
+    };
+  }
+  return {
+    reason: 'PlatformUnavailable',
+    message: `the platform did not answer the key list usefully (${failure?.code ?? 'error'}${failure?.status !== undefined ? ` ${failure.status}` : ''})${id}; checked again every drift interval`,
+  };
 }
 
 function creatingConditions(message: string): ConditionUpdate[] {

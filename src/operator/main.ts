@@ -36,6 +36,9 @@ const { values } = parseArgs({
     'leader-elect-retry-period': { type: 'string' },
     'drift-interval': { type: 'string' },
     'pending-grace': { type: 'string' },
+    'unverified-after': { type: 'string' },
+    'signing-key-secret': { type: 'string' },
+    'allow-insecure-platform-url': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   },
   strict: true,
@@ -51,6 +54,14 @@ if (values.help === true) {
   --pending-grace <duration>           how long another process's create intent is presumed in flight
                                        before it is recovered (default: $PENDING_GRACE or 2m; keep it
                                        longer than a create request can take)
+  --unverified-after <duration>        how long drift checks of a key may fail (credentials refused,
+                                       platform unavailable) before its conditions say it is no longer
+                                       known to be live (default: $UNVERIFIED_AFTER or 2 drift intervals)
+  --signing-key-secret <name>          Secret in $POD_NAMESPACE holding the key that signs what the
+                                       operator writes on resources and Secrets; made when missing
+                                       (default neon-key-operator-signing-key)
+  --allow-insecure-platform-url        allow a plain http --platform-url to a host that is not loopback
+                                       (the API keys would travel in clear text; e.g. an in-cluster emulator)
   --leader-elect                       elect a leader on a Lease (in $POD_NAMESPACE) before reconciling
   --leader-election-id <name>          name of the Lease (default neon-key-operator)
   --leader-elect-lease-duration <d>    how long standbys wait before taking an unrenewed Lease (default 15s)
@@ -98,6 +109,7 @@ const leaseDurationMs = duration(values['leader-elect-lease-duration'] ?? '15s')
 const renewDeadlineMs = duration(values['leader-elect-renew-deadline'] ?? '10s');
 const retryPeriodMs = duration(values['leader-elect-retry-period'] ?? '2s');
 let leading = false;
+const unverifiedAfter = values['unverified-after'] ?? process.env.UNVERIFIED_AFTER;
 const start = async (): Promise<RunningOperator> => await startOperator({
   kubeConfig,
   platformBaseUrl: values['platform-url'] ?? process.env.NEON_API_URL ?? 'https://console.neon.tech/api/v2',
@@ -105,6 +117,9 @@ const start = async (): Promise<RunningOperator> => await startOperator({
   ...(namespace !== undefined && namespace !== '' ? { namespace } : {}),
   driftIntervalMs: duration(values['drift-interval'] ?? process.env.DRIFT_INTERVAL ?? '5m'),
   pendingGraceMs: duration(values['pending-grace'] ?? process.env.PENDING_GRACE ?? '2m'),
+  ...(unverifiedAfter !== undefined ? { unverifiedAfterMs: duration(unverifiedAfter) } : {}),
+  signingKeySecret: { namespace: leaseNamespace, name: values['signing-key-secret'] ?? 'neon-key-operator-signing-key' },
+  allowInsecurePlatformUrl: values['allow-insecure-platform-url'] === true || process.env.ALLOW_INSECURE_PLATFORM_URL === 'true',
   logger,
   metrics,
 });

@@ -13,11 +13,15 @@ import { KeyLifecycle } from './lifecycle.ts';
 import { OperationsPollers, type OperationsClient } from './operations-poller.ts';
 import { OwnWrites } from './own-writes.ts';
 import { createLogger } from './logger.ts';
+import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './signing.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { KindName } from './resources/schema.ts';
 
 /** Makes a platform client acting with one API key (src/platform's PlatformClient in production). */
 export type PlatformFactory = (options: { baseUrl: string; apiKey: string }) => KeyPlatform;
+
+/** A client per credentials is dropped after this long unused: no credential is held forever. */
+const CLIENT_IDLE_MS = 10 * 60_000;
 
 export interface OperatorOptions {
   kubeConfig: KubeConfig;
@@ -36,6 +40,17 @@ export interface OperatorOptions {
   onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
   /** helper metrics (metrics.ts): queue, reconcile and platform request instruments. */
   metrics?: OperatorMetrics;
+  /**
+   * The Secret holding the key that signs intents and Secret annotations (signing.ts); made when
+   * missing. Default: neon-key-operator-signing-key in neon-key-operator-system.
+   */
+  signingKeySecret?: { namespace: string; name: string };
+  /** Use this signing key instead of the Secret (tests of one process). */
+  signingKey?: Buffer;
+  /** Plain http to a platform that is not on loopback (src/platform refuses it otherwise). */
+  allowInsecurePlatformUrl?: boolean;
+  /** How long drift checks may fail before conditions say so; default two drift intervals. */
+  unverifiedAfterMs?: number;
 }
 
 export interface RunningOperator {
@@ -62,7 +77,7 @@ export function orgKeyLimiters<B>(make: () => B): (orgId: string) => B {
   };
 }
 
-async function defaultPlatformFactory(metrics: OperatorMetrics | undefined): Promise<PlatformFactory> {
+async function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsecureHttp: boolean): Promise<PlatformFactory> {
   // src/platform is the only way to the platform (STYLE.md); imported lazily so unit suites of the
   // operator do not load the HTTP stack.
   const platform = await import('../platform/index.ts');
@@ -74,6 +89,7 @@ async function defaultPlatformFactory(metrics: OperatorMetrics | undefined): Pro
     baseUrl,
     apiKey,
     orgKeyLimiter,
+    allowInsecureHttp,
     ...(metrics !== undefined ? { onResponse: (info) => metrics.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) } : {}),
   }) as unknown as KeyPlatform;
 }
@@ -81,36 +97,40 @@ async function defaultPlatformFactory(metrics: OperatorMetrics | undefined): Pro
 export async function startOperator(options: OperatorOptions): Promise<RunningOperator> {
   const logger = options.logger ?? createLogger();
   const identity = options.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
-  const factory = options.platformFactory ?? await defaultPlatformFactory(options.metrics);
+  const factory = options.platformFactory ?? await defaultPlatformFactory(options.metrics, options.allowInsecurePlatformUrl === true);
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  const signingKeySecret = options.signingKeySecret ?? { namespace: 'neon-key-operator-system', name: DEFAULT_SIGNING_KEY_SECRET };
+  const signer = new Signer(options.signingKey ?? await loadSigningKey(core, signingKeySecret.namespace, signingKeySecret.name, logger));
   const digest = (apiKey: string): string => createHash('sha256').update(apiKey).digest('hex').slice(0, 16);
   // Clients are cached by a digest of the key, never by the key itself. One per credentials
-  // Secret's key: few, and each carries the connection pool of its requests.
-  const clients = new Map<string, { platform: KeyPlatform; credentialsId: string }>();
+  // Secret's key: few, and each carries the connection pool of its requests. A client holds its key
+  // in memory: one unused for CLIENT_IDLE_MS (credentials replaced, resources gone) is dropped.
+  const clients = new Map<string, { platform: KeyPlatform; credentialsId: string; usedAt: number }>();
   const platformFor = (apiKey: string): { platform: KeyPlatform; credentialsId: string } => {
     const credentialsId = digest(apiKey);
     let entry = clients.get(credentialsId);
     if (entry === undefined) {
-      entry = { platform: factory({ baseUrl: options.platformBaseUrl, apiKey }), credentialsId };
+      entry = { platform: factory({ baseUrl: options.platformBaseUrl, apiKey }), credentialsId, usedAt: 0 };
       clients.set(credentialsId, entry);
     }
+    entry.usedAt = performance.now();
     return entry;
   };
+  const evictIdleClients = setInterval(() => {
+    const now = performance.now();
+    for (const [id, entry] of clients) if (now - entry.usedAt > CLIENT_IDLE_MS) clients.delete(id);
+  }, 60_000);
+  evictIdleClients.unref();
   const driftIntervalMs = options.driftIntervalMs ?? 300_000;
-  const core = options.kubeConfig.makeApiClient(CoreV1Api);
   // Created before the controller it wakes; onUpdate runs only once polls start (after start()).
-  // The operations poller of a project lists with an issued key of that project: ONE client per
-  // project, replaced when that key changes (a client per issued key would grow without bound).
-  const projectClients = new Map<string, { platform: KeyPlatform; keyId: string }>();
-  const useKey = (projectId: string, apiKey: string): void => {
-    const keyId = digest(apiKey);
-    if (projectClients.get(projectId)?.keyId === keyId) return;
-    projectClients.set(projectId, { platform: factory({ baseUrl: options.platformBaseUrl, apiKey }), keyId });
-  };
+  // The operations poller of a project lists with the issued keys of its ProjectApiKeys: one client
+  // per owner, replaced when its key changes and dropped with its owner.
   const pollers: OperationsPollers = new OperationsPollers({
-    clientFor: (projectId) => projectClients.get(projectId)?.platform as OperationsClient | undefined,
+    clientForKey: (apiKey) => factory({ baseUrl: options.platformBaseUrl, apiKey }) as unknown as OperationsClient,
     onUpdate: (projectId): void => controller.enqueueProject(projectId),
     slowIntervalMs: Math.max(driftIntervalMs, 5_000),
     logger,
+    ...(options.metrics !== undefined ? { onPoll: (outcome) => options.metrics?.operationsPolls.inc({ outcome }) } : {}),
   });
   const ownWrites = new OwnWrites();
   const lifecycle: KeyLifecycle = new KeyLifecycle({
@@ -122,7 +142,10 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     identity,
     pendingGraceMs: options.pendingGraceMs ?? 120_000,
     driftIntervalMs,
-    operations: { pollers, useKey },
+    signer,
+    ...(options.unverifiedAfterMs !== undefined ? { unverifiedAfterMs: options.unverifiedAfterMs } : {}),
+    ...(options.metrics !== undefined ? { onDriftCheck: (outcome) => options.metrics?.driftChecks.inc({ outcome }) } : {}),
+    operations: { pollers },
     ownWrites,
   });
   const controller: Controller = new Controller({
@@ -162,6 +185,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ready: () => running.synced,
     stop: () => {
       clearInterval(countKeys);
+      clearInterval(evictIdleClients);
       stopping ??= running.stop().then(() => pollers.stop()).then(() => logger.info('operator stopped'));
       return stopping;
     },

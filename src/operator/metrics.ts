@@ -20,6 +20,10 @@ export interface OperatorMetrics {
   workQueueRetries: Counter<'name'>;
   platformRequestsTotal: Counter<'method' | 'route' | 'status'>;
   platformRequestDuration: Histogram<'method' | 'route'>;
+  /** Drift checks by outcome: live, absent (revoked or never seen), failed (credentials refused, platform unavailable). */
+  driftChecks: Counter<'outcome'>;
+  /** Operations polls by outcome: ok, key_refused (one owner's key refused, another tried), failed. */
+  operationsPolls: Counter<'outcome'>;
   managedKeys: Gauge<'kind' | 'condition' | 'status'>;
   leader: Gauge;
   buildInfo: Gauge<'version' | 'node_version'>;
@@ -84,6 +88,18 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
     labelNames: ['name'] as const,
     registers,
   });
+  const driftChecks = new Counter({
+    name: `${METRIC_PREFIX}drift_checks_total`,
+    help: 'Drift checks of recorded keys by outcome (live, absent, failed).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const operationsPolls = new Counter({
+    name: `${METRIC_PREFIX}operations_polls_total`,
+    help: 'Operations polls of projects by outcome (ok, key_refused, failed).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
   const platformRequestsTotal = new Counter({
     name: `${METRIC_PREFIX}platform_requests_total`,
     help: 'Requests to the platform API by method, route template and HTTP status (or error code).',
@@ -129,6 +145,8 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
     workQueueWorkDuration,
     workQueueRetries,
     platformRequestsTotal,
+    driftChecks,
+    operationsPolls,
     platformRequestDuration,
     managedKeys,
     leader,

@@ -9,10 +9,18 @@
 // terminal, the platform retries it). Platform errors back off exponentially from the fast
 // interval up to the slow one (or Retry-After), so a broken credential never makes a hot loop.
 //
-// Ownership: ensure(projectId, owner) / release(projectId, owner) keep a SET of owners per project
-// (the reconciler passes `namespace/name` of each ProjectApiKey). Both are idempotent, which suits
-// a level-triggered reconciler that calls ensure() on every pass; the poller runs while the set is
-// non-empty. Without an owner argument the project id itself is the owner, i.e. plain set semantics.
+// Ownership: ensure(projectId, owner, apiKey) / release(projectId, owner) keep the owners of a
+// project (the reconciler passes `namespace/name` of each ProjectApiKey) with each one's issued key.
+// Both are idempotent, which suits a level-triggered reconciler that calls ensure() on every pass;
+// the poller runs while it has owners.
+//
+// Whose key lists: owners of one project may be different teams. The poller lists with one owner's
+// key (the last that worked); a key the platform refuses (401/403) is dropped and the next owner's
+// key is tried in the same poll, so one tenant's revoked or broken key never degrades another's
+// OperationsSettled. Only the owner whose own key was refused reads a failure (Unknown, with its
+// reason) until its key is replaced. Failures that are not about a key (5xx, timeouts) are the
+// platform's, reported on every owner, with backoff.
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { TERMINAL_OPERATION_STATUSES, isPlatformError, type Operation, type PlatformClient } from '../platform/index.ts';
 
@@ -40,8 +48,10 @@ export interface OperationsSnapshot {
 }
 
 export interface OperationsPollersOptions {
-  /** The client to poll a project with (a project-scoped key of it where one exists); undefined: none yet. */
-  clientFor: (projectId: string) => OperationsClient | undefined;
+  /** A client acting with an owner's issued key (kept while that owner's key stays the same). */
+  clientForKey: (apiKey: string) => OperationsClient;
+  /** Counts polls by outcome: listed, a key refused (another tried), or failed. */
+  onPoll?: (outcome: 'ok' | 'key_refused' | 'failed') => void;
   /** Called when a project's snapshot changes; awaited before the next poll of that project. */
   onUpdate: (projectId: string, snapshot: OperationsSnapshot) => void | Promise<void>;
   fastIntervalMs?: number;
@@ -53,8 +63,21 @@ export interface OperationsPollersOptions {
   now?: () => number;
 }
 
+interface OwnerKey {
+  /** sha256 of the key (never the key): a new key replaces the client and clears a failure. */
+  digest: string;
+  client: OperationsClient;
+  /** The platform refused this key (401/403): not tried again until the owner's key changes. */
+  refused?: SettledCondition;
+}
+
 interface ProjectPoller {
-  owners: Set<string>;
+  /** Owner -> its issued key (undefined: registered before it has one). */
+  owners: Map<string, OwnerKey | undefined>;
+  /** The owner whose key listed last: tried first. */
+  preferred: string | undefined;
+  /** The last refusal of an owner's key, reported while no other key is left to try. */
+  lastRefusal: unknown;
   /** Operations returned by requests that started work, followed until terminal. */
   tracked: Map<string, Operation>;
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -124,7 +147,8 @@ const summary = (op: Operation): OperationSummary => ({
 });
 
 export class OperationsPollers {
-  readonly #clientFor: OperationsPollersOptions['clientFor'];
+  readonly #clientForKey: OperationsPollersOptions['clientForKey'];
+  readonly #onPoll: OperationsPollersOptions['onPoll'];
   readonly #onUpdate: OperationsPollersOptions['onUpdate'];
   readonly #fastMs: number;
   readonly #slowMs: number;
@@ -135,7 +159,8 @@ export class OperationsPollers {
   #stopped = false;
 
   constructor(options: OperationsPollersOptions) {
-    this.#clientFor = options.clientFor;
+    this.#clientForKey = options.clientForKey;
+    this.#onPoll = options.onPoll;
     this.#onUpdate = options.onUpdate;
     this.#fastMs = options.fastIntervalMs ?? 5_000;
     this.#slowMs = Math.max(options.slowIntervalMs ?? 60_000, this.#fastMs);
@@ -144,17 +169,31 @@ export class OperationsPollers {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Starts polling projectId (at once) unless already polled; idempotent per owner. */
-  ensure(projectId: string, owner: string = projectId): void {
+  /**
+   * Starts polling projectId (at once) unless already polled; idempotent per owner. `apiKey`: the
+   * owner's issued key, which the poller may list with; a different key replaces it.
+   */
+  ensure(projectId: string, owner: string, apiKey?: string): void {
     if (this.#stopped) return;
-    this.#poller(projectId).owners.add(owner);
+    const poller = this.#poller(projectId);
+    const current = poller.owners.get(owner);
+    if (apiKey === undefined) {
+      if (!poller.owners.has(owner)) poller.owners.set(owner, undefined);
+      return;
+    }
+    const digest = createHash('sha256').update(apiKey).digest('hex');
+    if (current?.digest === digest) return;
+    poller.owners.set(owner, { digest, client: this.#clientForKey(apiKey) });
+    // A first key, or one replacing a refused key: poll soon, so the owner's condition follows.
+    if (current === undefined || current.refused !== undefined) this.#hurry(projectId, poller);
   }
 
   /** Removes owner; the last owner gone (and nothing tracked) stops the project's poller. */
-  release(projectId: string, owner: string = projectId): void {
+  release(projectId: string, owner: string): void {
     const poller = this.#projects.get(projectId);
     if (poller === undefined) return;
     poller.owners.delete(owner);
+    if (poller.preferred === owner) poller.preferred = undefined;
     this.#retireIfIdle(projectId, poller);
   }
 
@@ -166,13 +205,24 @@ export class OperationsPollers {
     if (this.#stopped) return;
     const poller = this.#poller(projectId);
     for (const op of operations) if (!isTerminal(op.status)) poller.tracked.set(op.id, op);
+    this.#hurry(projectId, poller);
+  }
+
+  #hurry(projectId: string, poller: ProjectPoller): void {
     if (poller.polling !== undefined) poller.hurry = true;
     else this.#schedule(projectId, poller, Math.min(this.#fastMs, Math.max(0, poller.dueAt - performance.now())));
   }
 
-  /** The latest snapshot of a project, if it has been polled. */
-  snapshot(projectId: string): OperationsSnapshot | undefined {
-    return this.#projects.get(projectId)?.last;
+  /**
+   * The latest snapshot of a project as `owner` should see it, if the project has been polled: the
+   * project's, unless the platform refused the owner's own key (then Unknown, with that reason, and
+   * no operations: its key cannot read them).
+   */
+  snapshot(projectId: string, owner?: string): OperationsSnapshot | undefined {
+    const poller = this.#projects.get(projectId);
+    const refused = owner !== undefined ? poller?.owners.get(owner)?.refused : undefined;
+    if (refused !== undefined) return { operations: [], settled: refused };
+    return poller?.last;
   }
 
   /** Projects being polled. */
@@ -197,7 +247,9 @@ export class OperationsPollers {
     let poller = this.#projects.get(projectId);
     if (poller === undefined) {
       poller = {
-        owners: new Set(),
+        owners: new Map(),
+        preferred: undefined,
+        lastRefusal: undefined,
         tracked: new Map(),
         timer: undefined,
         dueAt: 0,
@@ -212,6 +264,47 @@ export class OperationsPollers {
       this.#schedule(projectId, poller, 0);
     }
     return poller;
+  }
+
+  #refusedOwners(poller: ProjectPoller): string {
+    return [...poller.owners].filter(([, key]) => key?.refused !== undefined).map(([owner]) => owner).join('\n');
+  }
+
+  /**
+   * Lists with the preferred owner's key, then the others'; a key refused with 401/403 is marked
+   * refused (its owner alone reads the failure) and the next is tried. Any other failure is the
+   * platform's and ends the poll.
+   */
+  async #listWithSomeKey(projectId: string, poller: ProjectPoller, signal: AbortSignal): Promise<{ client: OperationsClient; page: Awaited<ReturnType<OperationsClient['listOperations']>> }> {
+    const candidates = [...poller.owners].filter((entry): entry is [string, OwnerKey] => entry[1] !== undefined && entry[1].refused === undefined);
+    candidates.sort(([a], [b]) => Number(b === poller.preferred) - Number(a === poller.preferred));
+    let lastRefusal: unknown;
+    for (const [owner, key] of candidates) {
+      try {
+        const page = await key.client.listOperations(projectId, { limit: this.#limit, signal });
+        poller.preferred = owner;
+        return { client: key.client, page };
+      } catch (error) {
+        if (!isPlatformError(error) || (error.code !== 'UNAUTHORIZED' && error.code !== 'FORBIDDEN')) throw error;
+        lastRefusal = error;
+        key.refused = {
+          status: 'Unknown',
+          reason: error.code === 'UNAUTHORIZED' ? 'Unauthorized' : 'Forbidden',
+          message: `this resource's key cannot list the operations of project ${projectId} (${error.status ?? error.code}${error.requestId !== undefined ? `, request ${error.requestId}` : ''}); `
+            + 'it is no longer used to poll them until it is replaced',
+        };
+        if (poller.preferred === owner) poller.preferred = undefined;
+        this.#onPoll?.('key_refused');
+        this.#logger?.warn({ projectId, owner, code: error.code }, 'an owner key was refused listing operations; trying another');
+      }
+    }
+    if (lastRefusal !== undefined) {
+      poller.lastRefusal = lastRefusal;
+      throw lastRefusal;
+    }
+    // Every key refused: still the refusal (not "no credentials"), without asking again.
+    if (poller.lastRefusal !== undefined && [...poller.owners.values()].some((key) => key?.refused !== undefined)) throw poller.lastRefusal;
+    throw Object.assign(new Error(`no credentials to list the operations of project ${projectId} yet`), { code: 'NO_CREDENTIALS' });
   }
 
   #retireIfIdle(projectId: string, poller: ProjectPoller): boolean {
@@ -237,13 +330,10 @@ export class OperationsPollers {
     poller.hurry = false;
     let snapshot: OperationsSnapshot;
     let nextMs: number;
-    const client = this.#clientFor(projectId);
+    const refusedBefore = this.#refusedOwners(poller);
     try {
-      if (client === undefined) {
-        throw Object.assign(new Error(`no credentials to list the operations of project ${projectId} yet`), { code: 'NO_CREDENTIALS' });
-      }
       const signal = poller.abort.signal;
-      const page = await client.listOperations(projectId, { limit: this.#limit, signal });
+      const { client, page } = await this.#listWithSomeKey(projectId, poller, signal);
       const operations = [...page.operations];
       // A tracked operation pushed out of the newest page by newer ones is fetched on its own.
       for (const id of [...poller.tracked.keys()]) {
@@ -258,11 +348,13 @@ export class OperationsPollers {
       }
       snapshot = { operations: operations.map(summary), settled: settledCondition(operations, this.#now()) };
       poller.errors = 0;
+      this.#onPoll?.('ok');
       nextMs = snapshot.settled.status === 'True' ? this.#slowMs : this.#fastMs;
     } catch (error) {
       if (poller.abort.signal.aborted) return;
       const code = isPlatformError(error) ? error.code : typeof (error as { code?: unknown }).code === 'string' ? (error as { code: string }).code : 'ERROR';
       poller.errors += 1;
+      this.#onPoll?.('failed');
       const backoff = Math.min(this.#fastMs * 2 ** (poller.errors - 1), this.#slowMs);
       nextMs = Math.max(backoff, isPlatformError(error) ? (error.retryAfterMs ?? 0) : 0);
       this.#logger?.warn({ projectId, code, retryInMs: nextMs }, 'listing operations failed');
@@ -273,8 +365,9 @@ export class OperationsPollers {
     }
     if (poller.abort.signal.aborted) return;
 
+    // A refused key changes what its owner sees even when the project's snapshot does not.
     const json = JSON.stringify(snapshot);
-    if (json !== poller.lastJson) {
+    if (json !== poller.lastJson || this.#refusedOwners(poller) !== refusedBefore) {
       poller.last = snapshot;
       poller.lastJson = json;
       try {

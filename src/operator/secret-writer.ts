@@ -1,13 +1,19 @@
 // The Secret that receives an issued key (DESIGN.md section 3, step 4): data, the key id and
-// attempt name as annotations, an owner reference to the resource, the managed-by label (the
-// operator's Secret informer selects on it). The secret value leaves this file only inside
-// Secret.data.
+// attempt name as annotations with the operator's signature over them, a controller owner
+// reference to the resource, the managed-by label (the operator's Secret informer selects on it).
+// The secret value leaves this file only inside Secret.data.
+//
+// Ownership is the controller owner reference carrying the resource's uid, nothing else: a label
+// or annotation anyone with write access to Secrets can set. The key id annotation is believed
+// only with a valid signature (signing.ts): a Secret made by hand with another team's key id is
+// never recorded, and that key is never revoked.
 import { createHmac } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { SecretObservation } from './decision.ts';
 import {
-  ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, API_VERSION, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
+  ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_SIGNATURE, API_VERSION, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
 } from './resources/schema.ts';
+import type { Signer } from './signing.ts';
 
 /** On the Secret: which resource it belongs to (kind/name), so Secret events map to the owner. */
 export const ANNOTATION_OWNER = 'keys.neon.dev/owner';
@@ -25,23 +31,35 @@ export function secretHash(resource: Pick<KeyResource, 'metadata'>, value: strin
   return `hmac-sha256:${createHmac('sha256', `neon-key-operator/${resource.metadata.namespace}/${resource.metadata.name}`).update(value).digest('hex')}`;
 }
 
-export function observeSecret(resource: Pick<KeyResource, 'kind' | 'metadata'>, secret: V1Secret | undefined, dataKey: string): SecretObservation | undefined {
+/** Whether the Secret's controller owner reference is this resource (by uid: names are reused). */
+export function ownedBy(resource: Pick<KeyResource, 'metadata'>, secret: V1Secret): boolean {
+  return (secret.metadata?.ownerReferences ?? []).some((ref) => ref.controller === true && ref.uid === resource.metadata.uid);
+}
+
+function signatureFields(resource: Pick<KeyResource, 'metadata'>, keyId: number, keyName: string | undefined): [string, number, string | undefined] {
+  return [resource.metadata.uid, keyId, keyName];
+}
+
+export function observeSecret(resource: Pick<KeyResource, 'kind' | 'metadata'>, secret: V1Secret | undefined, dataKey: string, signer: Signer): SecretObservation | undefined {
   if (secret === undefined) return undefined;
   const annotations = secret.metadata?.annotations ?? {};
-  const owned = secret.metadata?.labels?.[LABEL_MANAGED_BY] === MANAGED_BY && annotations[ANNOTATION_OWNER] === ownerValue(resource);
+  const owned = ownedBy(resource, secret);
   const rawId = annotations[ANNOTATION_KEY_ID];
-  const keyId = rawId !== undefined && /^\d+$/.test(rawId) ? Number(rawId) : undefined;
+  const keyId = rawId !== undefined && /^\d{1,15}$/.test(rawId) ? Number(rawId) : undefined;
+  const keyName = annotations[ANNOTATION_KEY_NAME];
+  const verified = owned && keyId !== undefined && signer.verify('secret', signatureFields(resource, keyId, keyName), annotations[ANNOTATION_SIGNATURE]);
   const encoded = secret.data?.[dataKey];
   const value = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
   return {
     owned,
+    verified,
     ...(keyId !== undefined ? { keyId } : {}),
     ...(annotations[ANNOTATION_KEY_NAME] !== undefined ? { keyName: annotations[ANNOTATION_KEY_NAME] } : {}),
     ...(value !== '' ? { hash: secretHash(resource, value) } : {}),
   };
 }
 
-export function buildSecret(resource: KeyResource, name: string, dataKey: string, key: { id: number; name: string; secret: string }, existing?: V1Secret): V1Secret {
+export function buildSecret(resource: KeyResource, name: string, dataKey: string, key: { id: number; name: string; secret: string }, signer: Signer, existing?: V1Secret): V1Secret {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -56,6 +74,7 @@ export function buildSecret(resource: KeyResource, name: string, dataKey: string
         [ANNOTATION_OWNER]: ownerValue(resource),
         [ANNOTATION_KEY_ID]: String(key.id),
         [ANNOTATION_KEY_NAME]: key.name,
+        [ANNOTATION_SIGNATURE]: signer.sign('secret', signatureFields(resource, key.id, key.name)),
       },
       ownerReferences: [{
         apiVersion: API_VERSION,

@@ -50,6 +50,13 @@ export interface PlatformClientOptions {
   userAgent?: string;
   /** Metrics hook, called once per attempt (so retries are visible). Exceptions in it are ignored. */
   onResponse?: (info: ResponseInfo) => void;
+  /**
+   * Allow plain http to a host that is not loopback. The credentials travel in every request's
+   * Authorization header: http is accepted by default only to 127.0.0.0/8, localhost and [::1].
+   */
+  allowInsecureHttp?: boolean;
+  /** A response body larger than this fails the attempt as INVALID_RESPONSE. Default 16 MiB. */
+  maxResponseBytes?: number;
 }
 
 export interface ResponseInfo {
@@ -73,6 +80,8 @@ const DEFAULT_OPERATIONS_PAGE = 100;
 /** The platform's maximum page size for GET /projects. */
 const PROJECTS_PAGE = 400;
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** A list of 10,000 keys is about 2.5 MB; a platform (or something posing as it) gets no more than this. */
+const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 const DEFAULT_USER_AGENT = 'neon-key-operator/platform-client';
 
 const ROUTES = {
@@ -124,11 +133,16 @@ export class PlatformClient {
   readonly #timeoutMs: number;
   readonly #userAgent: string;
   readonly #onResponse: ((info: ResponseInfo) => void) | undefined;
+  readonly #maxResponseBytes: number;
 
   constructor(options: PlatformClientOptions) {
     const url = new URL(options.baseUrl);
     if (!/\/api\/v2\/?$/.test(url.pathname)) {
       throw new TypeError(`baseUrl must end in /api/v2 (platform-api.md, Versioning), got ${url.origin}${url.pathname}`);
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`baseUrl must be https (or http to loopback), got ${url.protocol}`);
+    if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && options.allowInsecureHttp !== true) {
+      throw new TypeError(`baseUrl ${url.origin} is plain http to a host that is not loopback: the API key would travel in clear text; use https, or allow it explicitly (allowInsecureHttp)`);
     }
     if (typeof options.apiKey !== 'string' || options.apiKey === '') throw new TypeError('apiKey must be a non-empty string');
     this.#baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
@@ -140,6 +154,7 @@ export class PlatformClient {
     if (!(this.#timeoutMs > 0)) throw new RangeError('timeoutMs must be > 0');
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
     this.#onResponse = options.onResponse;
+    this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   }
 
   // ---- API keys (platform-api.md, Endpoints) ----
@@ -401,9 +416,10 @@ export class PlatformClient {
       });
       statusCode = res.statusCode;
       responseHeaders = res.headers;
-      text = await res.body.text();
+      text = await readBounded(res.body, this.#maxResponseBytes, res.statusCode);
     } catch (e) {
       this.#report(method, route, 'error', started);
+      if (e instanceof ResponseTooLarge) throw invalidResponse(context, {}, `body larger than ${this.#maxResponseBytes} bytes`, e.status);
       throw this.#transportError(e, context, spec.signal, deadline);
     } finally {
       // The limiter counts this request's window from here (sliding-window.ts).
@@ -520,8 +536,53 @@ function abortedError(method: string, route: string, sent: boolean): PlatformErr
   return new PlatformError({ ...c, method, route, message: `${method} ${route} aborted by the caller${c.disposition === 'ambiguous' ? ' after the request was sent' : ''}` });
 }
 
+/**
+ * A path parameter: a platform id (letters, digits, '-', '_') or a key id (a non-negative integer),
+ * nothing else. A '.', '/' or '%' could make another request of this one (an organization id ".."
+ * turns POST /organizations/../api_keys into POST /api_keys), so such a value is refused before
+ * anything is sent, whatever validated it upstream.
+ */
 function seg(v: string | number): string {
-  return encodeURIComponent(String(v));
+  const valid = typeof v === 'number' ? Number.isSafeInteger(v) && v >= 0 : /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/.test(v);
+  if (!valid) {
+    throw new PlatformError({
+      code: 'INVALID_REQUEST',
+      disposition: 'terminal',
+      method: '',
+      route: '',
+      message: `not a platform id: ${JSON.stringify(String(v).slice(0, 64))}; ids are letters, digits, '-' and '_' (key ids: integers)`,
+    });
+  }
+  return String(v);
+}
+
+function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+class ResponseTooLarge extends Error {
+  readonly status: number;
+  constructor(status: number) {
+    super('response too large');
+    this.status = status;
+  }
+}
+
+/** The body as text, or ResponseTooLarge past `max` bytes (the rest is not read). */
+async function readBounded(body: Dispatcher.ResponseData['body'], max: number, status = 0): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > max) {
+      body.destroy();
+      throw new ResponseTooLarge(status);
+    }
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {

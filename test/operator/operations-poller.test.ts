@@ -118,7 +118,7 @@ async function settledNow(rec: Recorder): Promise<void> {
 describe('OperationsPollers against the emulator', () => {
   it('a new branch makes the project InProgress, then AllTerminal once its operations finish', async () => {
     const rec = recorder();
-    pollers = new OperationsPollers({ clientFor: () => client, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 200 });
+    pollers = new OperationsPollers({ clientForKey: () => client, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 200 });
     pollers.ensure(projectId, 'ns/key-a');
     await settledNow(rec);
 
@@ -143,8 +143,8 @@ describe('OperationsPollers against the emulator', () => {
 
   it('a failing operation reads Failed with its failures_count, and settles once the platform retries it', async () => {
     const rec = recorder();
-    pollers = new OperationsPollers({ clientFor: () => client, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 200 });
-    pollers.ensure(projectId);
+    pollers = new OperationsPollers({ clientForKey: () => client, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 200 });
+    pollers.ensure(projectId, 'ns/key', 'k');
     await settledNow(rec);
 
     const res = await fetch(`${emulator.adminUrl}/projects/${projectId}/fail-next-operations`, {
@@ -166,8 +166,8 @@ describe('OperationsPollers against the emulator', () => {
 
   it('follows a tracked operation to terminal even when newer operations push it out of the page', async () => {
     const rec = recorder();
-    pollers = new OperationsPollers({ clientFor: () => client, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 200, limit: 1 });
-    pollers.ensure(projectId);
+    pollers = new OperationsPollers({ clientForKey: () => client, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 200, limit: 1 });
+    pollers.ensure(projectId, 'ns/key', 'k');
     await settledNow(rec);
     const created = await client.createBranch(projectId);
     const branchOp = created.operations.find((o) => o.action === 'create_branch')!;
@@ -183,7 +183,7 @@ describe('OperationsPollers against the emulator', () => {
   it('polls one project once however many resources ensure it, and stops when the last releases it', async () => {
     const counted = counting(client);
     const rec = recorder();
-    pollers = new OperationsPollers({ clientFor: () => counted, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 50 });
+    pollers = new OperationsPollers({ clientForKey: () => counted, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 50 });
     pollers.ensure(projectId, 'ns/a');
     pollers.ensure(projectId, 'ns/b');
     pollers.ensure(projectId, 'ns/a'); // a level-triggered reconciler ensures on every pass
@@ -205,21 +205,21 @@ describe('OperationsPollers against the emulator', () => {
   it('reports Unknown with the error code and backs off instead of hot-looping on a bad credential', async () => {
     const bad = counting(new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: 'x'.repeat(64) }));
     const rec = recorder();
-    pollers = new OperationsPollers({ clientFor: () => bad, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 160 });
-    pollers.ensure(projectId);
+    pollers = new OperationsPollers({ clientForKey: () => bad, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 160 });
+    pollers.ensure(projectId, 'ns/key', 'k');
     const unknown = await rec.until('Unknown', (s) => s.settled.status === 'Unknown');
     expect(unknown.settled.reason).toBe('Unauthorized');
     expect(unknown.settled.message).not.toContain('x'.repeat(64));
     await sleep(700);
-    // backoff 20, 40, 80, 160, 160, ...: a handful of calls, never hundreds
-    expect(bad.calls).toBeLessThanOrEqual(9);
+    // the refused key is not tried again until it is replaced: one call, never hundreds
+    expect(bad.calls).toBe(1);
     expect(rec.snapshots.length).toBe(1); // an unchanged snapshot is not reported again
   });
 
   it('reports Unknown NoCredentials while there is no client for the project', async () => {
     const rec = recorder();
-    pollers = new OperationsPollers({ clientFor: () => undefined, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 100 });
-    pollers.ensure(projectId);
+    pollers = new OperationsPollers({ clientForKey: () => { throw new Error('no key is ever given'); }, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 100 });
+    pollers.ensure(projectId, 'ns/key');
     const s = await rec.until('Unknown', (x) => x.settled.status === 'Unknown');
     expect(s.settled.reason).toBe('NoCredentials');
   });
@@ -227,12 +227,12 @@ describe('OperationsPollers against the emulator', () => {
   it('stop() ends every poller', async () => {
     const counted = counting(client);
     const rec = recorder();
-    pollers = new OperationsPollers({ clientFor: () => counted, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 20 });
-    pollers.ensure(projectId);
+    pollers = new OperationsPollers({ clientForKey: () => counted, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 20 });
+    pollers.ensure(projectId, 'ns/key', 'k');
     await rec.until('a snapshot', () => true);
     await pollers.stop();
     const after = counted.calls;
-    pollers.ensure(projectId); // ignored once stopped
+    pollers.ensure(projectId, 'ns/key', 'k'); // ignored once stopped
     await sleep(100);
     expect(counted.calls).toBe(after);
     expect(pollers.projects()).toEqual([]);

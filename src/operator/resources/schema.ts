@@ -17,6 +17,17 @@ export const ANNOTATION_RELEASE_WITHOUT_REVOKE = 'keys.neon.dev/release-without-
 export const ANNOTATION_KEY_ID = 'keys.neon.dev/key-id';
 /** On the Secret: the platform name of that key (the attempt name). */
 export const ANNOTATION_KEY_NAME = 'keys.neon.dev/key-name';
+/**
+ * On the Secret: the operator's signature over (resource uid, key id, key name), so a key id is
+ * believed only where the operator wrote it (signing.ts, docs/security.md).
+ */
+export const ANNOTATION_SIGNATURE = 'keys.neon.dev/signature';
+/**
+ * A person's acknowledgement that the recorded key (its id is the value) was issued with other
+ * credentials and cannot be revoked with the current ones: the operator stops reporting it and
+ * issues a new key (docs/security.md, credentials change).
+ */
+export const ANNOTATION_ABANDON_KEY = 'keys.neon.dev/abandon-key';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'neon-key-operator';
 /** The platform appends "-" and 8 random characters to keyName; key names hold at most 64. */
@@ -52,7 +63,22 @@ const keyName = z.string().min(1).max(KEY_NAME_MAX).regex(/^[A-Za-z0-9][-_.A-Za-
     + `At most ${KEY_NAME_MAX} characters. Defaults to <namespace>-<name>.`,
 });
 
-const organizationId = z.string().min(1).max(128).meta({ description: 'The platform organization id, e.g. org-cool-cherry-12345678.' });
+// The platform's id shapes (lower-case words and digits joined by '-', e.g. org-cool-cherry-12345678
+// and cool-cherry-12345678). Ids become path segments of platform requests: a '.', '/' or '%' in
+// one could rewrite the request's path (organizationId "..": POST /api_keys, a personal key).
+// src/platform's client refuses such segments too, whatever reached it.
+export const ORGANIZATION_ID_PATTERN = /^org-[a-z0-9]+(-[a-z0-9]+)*$/;
+export const PROJECT_ID_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+const ID_MAX = 64;
+
+const organizationId = z.string().min(5).max(ID_MAX).regex(ORGANIZATION_ID_PATTERN).meta({ description: 'The platform organization id, e.g. org-cool-cherry-12345678.' });
+const projectId = z.string().min(1).max(ID_MAX).regex(PROJECT_ID_PATTERN).meta({ description: 'The project the key is scoped to, e.g. cool-cherry-12345678. Immutable.' });
+
+/** Not the credentials Secret: the operator would overwrite the key it acts with. */
+const secretIsNotCredentials = {
+  rule: '!has(self.secret) || !has(self.secret.name) || self.secret.name != self.credentialsSecretRef.name',
+  message: 'secret.name must not name the credentials Secret',
+};
 
 export const ApiKeySpec = z.object({
   scope: z.enum(['Personal', 'Organization']).meta({ description: 'Personal: a personal key of the user whose key is in credentialsSecretRef. Organization: an organization key. Immutable.' }),
@@ -68,12 +94,13 @@ export const ApiKeySpec = z.object({
     { rule: "self.scope != 'Personal' || !has(self.organizationId)", message: 'organizationId is not allowed when scope is Personal' },
     { rule: 'self.scope == oldSelf.scope', message: 'scope is immutable' },
     immutable('organizationId'),
+    secretIsNotCredentials,
   ],
 });
 
 export const ProjectApiKeySpec = z.object({
   organizationId: organizationId.meta({ description: 'The organization that owns the project. Immutable.' }),
-  projectId: z.string().min(1).max(128).meta({ description: 'The project the key is scoped to. Immutable.' }),
+  projectId,
   keyName: keyName.optional(),
   credentialsSecretRef: CredentialsSecretRef,
   secret: SecretTarget.optional(),
@@ -83,6 +110,7 @@ export const ProjectApiKeySpec = z.object({
   'x-kubernetes-validations': [
     { rule: 'self.organizationId == oldSelf.organizationId', message: 'organizationId is immutable' },
     { rule: 'self.projectId == oldSelf.projectId', message: 'projectId is immutable' },
+    secretIsNotCredentials,
   ],
 });
 
@@ -99,19 +127,25 @@ export const Condition = z.object({
 });
 export type Condition = z.infer<typeof Condition>;
 
-const timestamp = (description: string) => z.string().meta({ format: 'date-time', description });
+// Status is bounded like every field the apiserver stores: what a bug or a hostile platform answer
+// could put there cannot grow an object without limit.
+const timestamp = (description: string) => z.string().max(64).meta({ format: 'date-time', description });
 
 const statusFields = {
   observedGeneration: z.int().min(0).optional().meta({ description: 'The metadata.generation last reconciled.' }),
-  keyId: z.int().optional().meta({ description: 'Platform id of the live key.' }),
-  keyName: z.string().optional().meta({ description: 'Platform name of the live key.' }),
+  keyId: z.int().min(0).optional().meta({ description: 'Platform id of the live key.' }),
+  keyName: z.string().max(64).optional().meta({ description: 'Platform name of the live key.' }),
   createdAt: timestamp('When the platform created the key.').optional(),
-  createdBy: z.string().optional().meta({ description: 'The platform user that created the key.' }),
+  createdBy: z.string().max(256).optional().meta({ description: 'The platform user that created the key.' }),
   lastUsedAt: timestamp('Last use of the key, as the platform reports it.').optional(),
-  lastUsedFromAddr: z.string().optional().meta({ description: 'Address the key was last used from.' }),
-  secretName: z.string().optional().meta({ description: 'The Secret holding the key.' }),
-  secretHash: z.string().optional().meta({ description: 'HMAC-SHA256 (keyed by the resource uid) of the secret in the Secret, to detect edits. Never the secret.' }),
-  conditions: z.array(Condition).optional().meta({
+  lastUsedFromAddr: z.string().max(64).optional().meta({ description: 'Address the key was last used from.' }),
+  secretName: z.string().max(253).optional().meta({ description: 'The Secret holding the key.' }),
+  secretHash: z.string().max(128).optional().meta({ description: 'HMAC-SHA256 (keyed by the namespace and name of the resource) of the secret in the Secret, to detect edits. Never the secret.' }),
+  credentialsFingerprint: z.string().max(64).optional().meta({
+    description: 'Which credentials issued the key: an HMAC (keyed by a key only the operator holds) of the API key in the credentials Secret, never the key. '
+      + 'A key issued with other credentials than the current ones is not mistaken for a revoked one.',
+  }),
+  conditions: z.array(Condition).max(16).optional().meta({
     description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey).',
     'x-kubernetes-list-type': 'map',
     'x-kubernetes-list-map-keys': ['type'],
@@ -122,9 +156,9 @@ export const ApiKeyStatus = z.object(statusFields).meta({ description: 'Observed
 export type ApiKeyStatus = z.infer<typeof ApiKeyStatus>;
 
 export const OperationSummary = z.object({
-  id: z.string(),
-  action: z.string(),
-  status: z.string(),
+  id: z.string().max(64),
+  action: z.string().max(64),
+  status: z.string().max(32),
   failuresCount: z.int().min(0).optional(),
   updatedAt: timestamp('Last update of the operation.').optional(),
 });
@@ -132,7 +166,7 @@ export type OperationSummary = z.infer<typeof OperationSummary>;
 
 export const ProjectApiKeyStatus = z.object({
   ...statusFields,
-  operations: z.array(OperationSummary).optional().meta({ description: 'The latest operations of the project, mirrored by polling.' }),
+  operations: z.array(OperationSummary).max(20).optional().meta({ description: 'The latest operations of the project, mirrored by polling.' }),
 }).meta({ description: 'Observed state of the key and of the project operations.' });
 export type ProjectApiKeyStatus = z.infer<typeof ProjectApiKeyStatus>;
 

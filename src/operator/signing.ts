@@ -1,0 +1,87 @@
+// What the operator writes where a tenant can also write (the create intent on the resource, the
+// key id on the Secret) carries an HMAC under a key only the operator holds, bound to the
+// resource's uid. Recovery revokes, and adoption records, only what verifies: a forged or copied
+// intent or Secret annotation is refused, never acted on (docs/security.md, threat model).
+//
+// The key lives in a Secret of the operator's own namespace (neon-key-operator-signing-key),
+// made by the first replica that needs it; tenants have no access to that namespace.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+
+export const DEFAULT_SIGNING_KEY_SECRET = 'neon-key-operator-signing-key';
+const DATA_KEY = 'key';
+const KEY_BYTES = 32;
+
+type Field = string | number | undefined;
+
+export class Signer {
+  readonly #key: Buffer;
+
+  constructor(key: Buffer) {
+    if (key.length < KEY_BYTES) throw new RangeError(`a signing key has at least ${KEY_BYTES} bytes`);
+    this.#key = key;
+  }
+
+  /** base64url HMAC-SHA256 of the purpose and fields (a field never contains the separator). */
+  sign(purpose: 'intent' | 'secret', fields: readonly Field[]): string {
+    return createHmac('sha256', this.#key).update([purpose, ...fields.map((f) => (f === undefined ? '' : String(f)))].join('\n')).digest('base64url');
+  }
+
+  verify(purpose: 'intent' | 'secret', fields: readonly Field[], signature: string | undefined): boolean {
+    if (signature === undefined) return false;
+    const expected = Buffer.from(this.sign(purpose, fields));
+    const given = Buffer.from(signature);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  /**
+   * Which credentials issued a key (status.credentialsFingerprint): keyed by the signing key, so
+   * the value reveals nothing of the API key even to someone who can guess candidates.
+   */
+  fingerprint(apiKey: string): string {
+    return createHmac('sha256', this.#key).update(`credentials\n${apiKey}`).digest('hex').slice(0, 32);
+  }
+}
+
+function statusCode(error: unknown): number | undefined {
+  return error instanceof ApiException ? error.code : undefined;
+}
+
+/**
+ * The signing key from Secret `namespace/name`, created with 32 random bytes when it does not
+ * exist. Two replicas racing to create it: the loser reads the winner's.
+ */
+export async function loadSigningKey(core: CoreV1Api, namespace: string, name: string, logger?: Logger): Promise<Buffer> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const secret = await core.readNamespacedSecret({ namespace, name });
+      const encoded = secret.data?.[DATA_KEY];
+      const key = encoded !== undefined ? Buffer.from(encoded, 'base64') : Buffer.alloc(0);
+      if (key.length < KEY_BYTES) throw new Error(`Secret ${namespace}/${name} has no ${KEY_BYTES}-byte entry "${DATA_KEY}"; delete it and the operator makes a new one`);
+      return key;
+    } catch (error) {
+      if (statusCode(error) !== 404) throw error;
+    }
+    const key = randomBytes(KEY_BYTES);
+    try {
+      await core.createNamespacedSecret({
+        namespace,
+        body: {
+          metadata: {
+            name,
+            labels: { 'app.kubernetes.io/name': 'neon-key-operator', 'app.kubernetes.io/component': 'signing-key' },
+            annotations: { 'keys.neon.dev/purpose': 'signs the create intents and Secret annotations the operator writes; deleting it voids pending intents' },
+          },
+          type: 'Opaque',
+          data: { [DATA_KEY]: key.toString('base64') },
+        },
+      });
+      logger?.info({ secret: `${namespace}/${name}` }, 'created the signing key');
+      return key;
+    } catch (error) {
+      if (statusCode(error) !== 409) throw error;
+    }
+  }
+  throw new Error(`could not read or create the signing key Secret ${namespace}/${name}`);
+}
