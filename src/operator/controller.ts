@@ -1,6 +1,8 @@
 // Informers feed a work queue of `kind/namespace/name`; N workers reconcile keys, one worker per
 // key at a time (the queue guarantees it). Secrets are watched only through the managed-by label
-// (never a cache of every Secret); a Secret event wakes the resource that owns it.
+// (never a cache of every Secret); a Secret event wakes the resource that owns it. Watching a list
+// of namespaces runs one informer per namespace and kind: that needs list/watch in those
+// namespaces only, so the operator can run with Roles there and no cluster-wide rights.
 import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, type Informer, type KubeConfig, type ObjectCache, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -16,8 +18,8 @@ export interface ControllerOptions {
   lifecycle: KeyLifecycle;
   logger: Logger;
   workers: number;
-  /** Watch one namespace, or all when undefined. */
-  namespace?: string;
+  /** Watch these namespaces (one informer each per kind), or all when undefined. */
+  namespaces?: readonly string[];
   onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
   /** Ceiling of the per-item backoff after platform refusals. */
   maxBackoffMs?: number;
@@ -46,7 +48,8 @@ export class Controller {
   readonly #holds = new Map<Key, { until: number; generation: number | undefined; deleting: boolean }>();
   /** Keys being reconciled, with the informer events about them that arrived meanwhile. */
   readonly #working = new Map<Key, WakeEvent[]>();
-  readonly #caches = new Map<KindName, Informer<KubernetesObject> & ObjectCache<KubernetesObject>>();
+  /** Per kind, one cache per watched namespace (or one for every namespace). */
+  readonly #caches = new Map<KindName, (Informer<KubernetesObject> & ObjectCache<KubernetesObject>)[]>();
   #workers: Promise<void>[] = [];
   #stopped = false;
   #synced = false;
@@ -66,7 +69,7 @@ export class Controller {
 
   /** The resources of a kind as the informer last saw them. */
   cached(kind: KindName): readonly KubernetesObject[] {
-    return this.#caches.get(kind)?.list() ?? [];
+    return (this.#caches.get(kind) ?? []).flatMap((cache) => cache.list());
   }
 
   /**
@@ -75,7 +78,7 @@ export class Controller {
    * not wait behind that wave.
    */
   enqueueProject(projectId: string): void {
-    for (const obj of this.#caches.get('ProjectApiKey')?.list() ?? []) {
+    for (const obj of this.cached('ProjectApiKey')) {
       const spec = (obj as { spec?: { projectId?: string } }).spec;
       if (spec?.projectId === projectId && obj.metadata?.namespace !== undefined && obj.metadata.name !== undefined) {
         this.#queue.add(`ProjectApiKey/${obj.metadata.namespace}/${obj.metadata.name}`, { priority: 'low' });
@@ -84,9 +87,20 @@ export class Controller {
   }
 
   async start(): Promise<void> {
-    const { kubeConfig, namespace } = this.#o;
+    const { kubeConfig } = this.#o;
     const objects = kubeConfig.makeApiClient(CustomObjectsApi);
     const core = kubeConfig.makeApiClient(CoreV1Api);
+    // undefined: one informer over every namespace.
+    const scopes: (string | undefined)[] = this.#o.namespaces === undefined || this.#o.namespaces.length === 0 ? [undefined] : [...this.#o.namespaces];
+    for (const namespace of scopes) this.#watchNamespace(namespace, objects, core);
+    await Promise.all(this.#informers.map((i) => i.start()));
+    this.#synced = true;
+    this.#workers = Array.from({ length: this.#o.workers }, () => this.#work());
+  }
+
+  /** The informers of one namespace (or of every namespace): each kind, and the managed Secrets. */
+  #watchNamespace(namespace: string | undefined, objects: CustomObjectsApi, core: CoreV1Api): void {
+    const { kubeConfig } = this.#o;
     for (const kind of Object.keys(KINDS) as KindName[]) {
       const plural = KINDS[kind].plural;
       const path = namespace === undefined ? `/apis/${GROUP}/${VERSION}/${plural}` : `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`;
@@ -101,7 +115,7 @@ export class Controller {
         if (deleted) this.#o.ownWrites?.forget(key);
         this.#wake(key, { ref: key, resourceVersion: meta.resourceVersion, deleted, generation: meta.generation, deleting: meta.deletionTimestamp !== undefined });
       };
-      this.#caches.set(kind, informer);
+      this.#caches.set(kind, [...this.#caches.get(kind) ?? [], informer]);
       informer.on('add', (obj: KubernetesObject) => wake(obj, false));
       informer.on('update', (obj: KubernetesObject) => wake(obj, false));
       informer.on('delete', (obj: KubernetesObject) => wake(obj, true));
@@ -129,10 +143,6 @@ export class Controller {
     secrets.on('delete', (secret: V1Secret) => wakeOwner(secret, true));
     this.#watchErrors(secrets as unknown as Informer<KubernetesObject>, 'Secret informer');
     this.#informers.push(secrets as unknown as Informer<KubernetesObject>);
-
-    await Promise.all(this.#informers.map((i) => i.start()));
-    this.#synced = true;
-    this.#workers = Array.from({ length: this.#o.workers }, () => this.#work());
   }
 
   /**
@@ -204,7 +214,7 @@ export class Controller {
       this.#platformFailures.set(key, failures);
       const delay = Math.max(result.minDelayMs ?? 0, Math.min(this.#o.maxBackoffMs ?? 300_000, 1_000 * 2 ** (failures - 1)));
       const [kind, namespace, name] = key.split('/') as [KindName, string, string];
-      const cached = this.#caches.get(kind)?.get(name, namespace);
+      const cached = this.#caches.get(kind)?.map((cache) => cache.get(name, namespace)).find((obj) => obj !== undefined);
       this.#holds.set(key, { until: Date.now() + delay, generation: cached?.metadata?.generation, deleting: cached?.metadata?.deletionTimestamp !== undefined });
       this.#queue.addAfter(key, delay);
       return;

@@ -20,6 +20,7 @@ import { reuseKubeConnections } from './kube-connections.ts';
 import { createLogger } from './logger.ts';
 import { startOperator, type RunningOperator } from './manager.ts';
 import { createMetrics } from './metrics.ts';
+import { parseWatchNamespaces } from './watch-namespaces.ts';
 
 const { values } = parseArgs({
   options: {
@@ -49,7 +50,7 @@ if (values.help === true) {
   --kubeconfig <file>                  default: $KUBECONFIG, in-cluster, ~/.kube/config
   --platform-url <url>                 platform API base URL ending in /api/v2 (default: $NEON_API_URL or https://console.neon.tech/api/v2)
   --workers <n>                        concurrent reconciles (default: $WORKERS or 4)
-  --watch-namespace <ns>               watch one namespace (default: $WATCH_NAMESPACE or all)
+  --watch-namespace <ns>[,<ns>...]     watch these namespaces only (default: $WATCH_NAMESPACE or all)
   --drift-interval <duration>          e.g. 300s, 5m (default: $DRIFT_INTERVAL or 5m)
   --pending-grace <duration>           how long another process's create intent is presumed in flight
                                        before it is recovered (default: $PENDING_GRACE or 2m; keep it
@@ -95,7 +96,7 @@ function bindAddress(text: string): { host: string; port: number } {
 
 const workers = Number(values.workers ?? process.env.WORKERS ?? 4);
 if (!Number.isInteger(workers) || workers < 1) throw new Error('--workers must be a positive integer');
-const namespace = values['watch-namespace'] ?? process.env.WATCH_NAMESPACE;
+const namespaces = parseWatchNamespaces(values['watch-namespace'] ?? process.env.WATCH_NAMESPACE);
 const identity = process.env.POD_NAME ?? hostname();
 const registry = new Registry();
 const metrics = createMetrics(registry);
@@ -114,7 +115,7 @@ const start = async (): Promise<RunningOperator> => await startOperator({
   kubeConfig,
   platformBaseUrl: values['platform-url'] ?? process.env.NEON_API_URL ?? 'https://console.neon.tech/api/v2',
   workers,
-  ...(namespace !== undefined && namespace !== '' ? { namespace } : {}),
+  ...(namespaces !== undefined ? { namespaces } : {}),
   driftIntervalMs: duration(values['drift-interval'] ?? process.env.DRIFT_INTERVAL ?? '5m'),
   pendingGraceMs: duration(values['pending-grace'] ?? process.env.PENDING_GRACE ?? '2m'),
   ...(unverifiedAfter !== undefined ? { unverifiedAfterMs: duration(unverifiedAfter) } : {}),

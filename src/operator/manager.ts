@@ -28,8 +28,10 @@ export interface OperatorOptions {
   platformBaseUrl: string;
   platformFactory?: PlatformFactory;
   workers?: number;
-  /** Watch one namespace; all when undefined. */
+  /** Watch one namespace (the same as `namespaces: [namespace]`). */
   namespace?: string;
+  /** Watch these namespaces; every namespace when neither this nor `namespace` is given. */
+  namespaces?: readonly string[];
   driftIntervalMs?: number;
   /** How long an intent written by another process is presumed in flight (DESIGN.md section 3). */
   pendingGraceMs?: number;
@@ -122,6 +124,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   }, 60_000);
   evictIdleClients.unref();
   const driftIntervalMs = options.driftIntervalMs ?? 300_000;
+  const watched = [...new Set([...options.namespaces ?? [], ...options.namespace !== undefined ? [options.namespace] : []])].sort();
   // Created before the controller it wakes; onUpdate runs only once polls start (after start()).
   // The operations poller of a project lists with the issued keys of its ProjectApiKeys: one client
   // per owner, replaced when its key changes and dropped with its owner.
@@ -154,7 +157,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     logger,
     workers: options.workers ?? 4,
     ownWrites,
-    ...(options.namespace !== undefined ? { namespace: options.namespace } : {}),
+    ...(watched.length > 0 ? { namespaces: watched } : {}),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
     onReconciled: (kind, result, seconds) => {
       options.metrics?.reconcileTotal.inc({ kind, result });
@@ -178,7 +181,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     }
   }, 5_000);
   countKeys?.unref();
-  logger.info({ identity, namespace: options.namespace ?? '(all)', workers: options.workers ?? 4 }, 'operator started');
+  logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 4 }, 'operator started');
   let stopping: Promise<void> | undefined;
   return {
     identity,
