@@ -2,14 +2,13 @@
 // observe (the resource, fresh from the apiserver; its Secret; the credentials; the platform's
 // list), ask decide() what next, run that one action, write conditions. Level-triggered: the
 // event that woke a reconcile is never trusted, only what is read here.
-import { randomBytes } from 'node:crypto';
 import {
   ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi, type V1Secret,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { adapterFor, asPlatformFailure, failureReason, type KeyAdapter, type KeyPlatform, type ListedKey, type PlatformFailure } from './adapter.ts';
 import { findCondition, setConditions, type ConditionUpdate } from './conditions.ts';
-import { decide, recordedKeyId, type Action, type Credentials, type Decision, type Observation, type PendingAttempt, type RefusedIntent } from './decision.ts';
+import { decide, recordedKeyId, type Action, type Credentials, type Decision, type Observation, type PendingAttempt } from './decision.ts';
 import type { DriftCache } from './drift.ts';
 import type { EventRecorder } from './events.ts';
 import type { OperationsPollers } from './operations-poller.ts';
@@ -21,6 +20,7 @@ import {
 import { ANNOTATION_OWNER, buildSecret, observeSecret, ownedBy, secretHash } from './secret-writer.ts';
 import type { Signer } from './signing.ts';
 import { checkCreatedKey } from './created-key.ts';
+import { attemptName, encodeIntent, parseIntent } from './create-intent.ts';
 
 export interface LifecycleOptions {
   objects: CustomObjectsApi;
@@ -70,50 +70,7 @@ function statusCode(error: unknown): number | undefined {
   return error instanceof ApiException ? error.code : undefined;
 }
 
-/**
- * The intent annotation, read. It is on the resource, where whoever may edit the resource can
- * write it, so it is believed only with the operator's signature over its fields and this
- * resource's uid (signing.ts): a forged intent, an edited one, or one copied from another resource
- * is Unsigned and cleared without revoking anything, since recovery revokes what the intent names.
- * An attempt that is not `<base>-<8 chars>` is refused too (spec.keyName changed since the intent:
- * cleared without revoking; its key, if the POST succeeded and the Secret was never written, stays
- * live: docs/reliability.md).
- */
-function parsePending(value: string | undefined, base: string | undefined, uid: string, signer: Signer): PendingAttempt | RefusedIntent | undefined {
-  if (value === undefined) return undefined;
-  try {
-    const parsed = JSON.parse(value) as Partial<PendingAttempt> & { sig?: unknown };
-    if (typeof parsed.attempt !== 'string' || typeof parsed.startedAt !== 'string' || typeof parsed.holder !== 'string') return 'Malformed';
-    if (parsed.replaces !== undefined && (typeof parsed.replaces !== 'number' || !Number.isSafeInteger(parsed.replaces))) return 'Malformed';
-    if (typeof parsed.sig !== 'string' || !signer.verify('intent', intentFields(uid, parsed as PendingAttempt), parsed.sig)) return 'Unsigned';
-    if (base !== undefined && !isAttemptOf(parsed.attempt, base)) return 'Malformed';
-    const { attempt, startedAt, holder, replaces } = parsed as PendingAttempt;
-    return { attempt, startedAt, holder, ...(replaces !== undefined ? { replaces } : {}) };
-  } catch {
-    return 'Malformed';
-  }
-}
-
-function intentFields(uid: string, p: PendingAttempt): (string | number | undefined)[] {
-  return [uid, p.attempt, p.startedAt, p.holder, p.replaces];
-}
-
 const RECOVERY_CLOCK_MARGIN_MS = 5 * 60_000;
-
-const ATTEMPT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
-const ATTEMPT_SUFFIX = /^-[a-z0-9]{8}$/;
-
-function isAttemptOf(attempt: string, base: string): boolean {
-  const prefix = base.slice(0, KEY_NAME_MAX);
-  return attempt.startsWith(prefix) && ATTEMPT_SUFFIX.test(attempt.slice(prefix.length));
-}
-
-function attemptName(base: string): string {
-  const bytes = randomBytes(8);
-  let suffix = '';
-  for (const b of bytes) suffix += ATTEMPT_ALPHABET[b % ATTEMPT_ALPHABET.length];
-  return `${base.slice(0, KEY_NAME_MAX)}-${suffix}`;
-}
 
 function defaultKeyName(resource: KeyResource): string {
   return `${resource.metadata.namespace}-${resource.metadata.name}`.slice(0, KEY_NAME_MAX).replace(/[^-_.A-Za-z0-9]/g, '-').replace(/[-_.]+$/, '');
@@ -200,7 +157,7 @@ export class KeyLifecycle {
       }
     }
     const adapter = spec !== undefined ? adapterFor(resource, spec) : undefined;
-    const pending = parsePending(meta.annotations?.[ANNOTATION_CREATE_PENDING], spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined, meta.uid, this.#o.signer);
+    const pending = parseIntent(meta.annotations?.[ANNOTATION_CREATE_PENDING], spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined, meta.uid, this.#o.signer);
     const status = resource.status ?? {};
     const secretObservation = observeSecret(resource, secret, secretKey, this.#o.signer);
 
@@ -350,10 +307,9 @@ export class KeyLifecycle {
       holder: this.#o.identity,
       ...(replaces !== undefined ? { replaces } : {}),
     };
-    const signed = { ...pending, sig: this.#o.signer.sign('intent', intentFields(resource.metadata.uid, pending)) };
     // The intent, with the resourceVersion we read: a conflict means someone else moved; never create then.
     let current = await this.#updateMetadata(resource, (m) => {
-      m.annotations = { ...m.annotations, [ANNOTATION_CREATE_PENDING]: JSON.stringify(signed) };
+      m.annotations = { ...m.annotations, [ANNOTATION_CREATE_PENDING]: encodeIntent(this.#o.signer, resource.metadata.uid, pending) };
       // Given up for the key it named; a later key is not given up by it.
       delete m.annotations[ANNOTATION_ABANDON_KEY];
     });
@@ -480,7 +436,8 @@ export class KeyLifecycle {
     if (status.secretHash === undefined && ctx.observation.secret?.hash !== undefined) extra.secretHash = ctx.observation.secret.hash;
     if (status.keyName === undefined && ctx.observation.secret?.keyName !== undefined) extra.keyName = ctx.observation.secret.keyName;
     // Seen live with these credentials: they can see (and revoke) it, so they are its credentials now.
-    if (ctx.fingerprint !== undefined && ctx.observation.platform.key === 'Live' && status.credentialsFingerprint !== ctx.fingerprint) {
+    // (Found in their list, not merely too young to be missed from it.)
+    if (ctx.fingerprint !== undefined && ctx.listed !== undefined && status.credentialsFingerprint !== ctx.fingerprint) {
       extra.credentialsFingerprint = ctx.fingerprint;
     }
     const conditions = readyConditions(keyId, ctx.secretName);

@@ -40,8 +40,8 @@ const REFUSED_ON_CREATE: [string, Kind, string, unknown, RegExp][] = [
   ['scope of the wrong type', 'ApiKey', 'scope-number', personal({ scope: 42 }), /spec\.scope: Invalid value: "integer": spec\.scope in body must be of type string/],
   ['Organization without organizationId', 'ApiKey', 'org-no-id', { scope: 'Organization', credentialsSecretRef: creds }, /organizationId is required when scope is Organization/],
   ['Personal with an organizationId', 'ApiKey', 'personal-org', personal({ organizationId: ORG }), /organizationId is not allowed when scope is Personal/],
-  ['organizationId empty', 'ApiKey', 'org-empty', organization({ organizationId: '' }), /spec\.organizationId in body should be at least 1 chars long/],
-  ['organizationId over-long', 'ApiKey', 'org-long', organization({ organizationId: `org-${'x'.repeat(200)}` }), /spec\.organizationId: Too long: may not be (more|longer) than 128/],
+  ['organizationId empty', 'ApiKey', 'org-empty', organization({ organizationId: '' }), /spec\.organizationId in body should be at least 5 chars long/],
+  ['organizationId over-long', 'ApiKey', 'org-long', organization({ organizationId: `org-${'x'.repeat(200)}` }), /spec\.organizationId: Too long: may not be (more|longer) than 64/],
   ['credentialsSecretRef missing', 'ApiKey', 'no-creds', { scope: 'Personal' }, /spec\.credentialsSecretRef: Required value/],
   ['credentialsSecretRef without a name', 'ApiKey', 'creds-no-name', personal({ credentialsSecretRef: { key: 'apiKey' } }), /spec\.credentialsSecretRef\.name: Required value/],
   ['credentialsSecretRef of another namespace, as namespace/name', 'ApiKey', 'creds-slash', personal({ credentialsSecretRef: { name: 'kube-system/neon-admin' } }),
@@ -66,7 +66,23 @@ const REFUSED_ON_CREATE: [string, Kind, string, unknown, RegExp][] = [
   ['ProjectApiKey without projectId', 'ProjectApiKey', 'no-project', { organizationId: ORG, credentialsSecretRef: creds }, /spec\.projectId: Required value/],
   ['ProjectApiKey without organizationId', 'ProjectApiKey', 'no-org', { projectId: 'quiet-river-00000001', credentialsSecretRef: creds }, /spec\.organizationId: Required value/],
   ['ProjectApiKey projectId of the wrong type', 'ProjectApiKey', 'project-number', project({ projectId: 12345 }), /spec\.projectId: Invalid value: "integer": spec\.projectId in body must be of type string/],
-  ['ProjectApiKey projectId over-long', 'ProjectApiKey', 'project-long', project({ projectId: 'p'.repeat(129) }), /spec\.projectId: Too long: may not be (more|longer) than 128/],
+  ['ProjectApiKey projectId over-long', 'ProjectApiKey', 'project-long', project({ projectId: 'p'.repeat(129) }), /spec\.projectId: Too long: may not be (more|longer) than 64/],
+  ['the credentials Secret itself as the target Secret', 'ApiKey', 'overwrite-creds', personal({ secret: { name: 'neon-admin' } }), /secret\.name must not name the credentials Secret/],
+  ['a ProjectApiKey writing into its credentials Secret', 'ProjectApiKey', 'overwrite-creds-p', project({ secret: { name: 'neon-admin' } }), /secret\.name must not name the credentials Secret/],
+  // Ids become path segments of platform requests: anything but the platform's id shape could
+  // rewrite the request (organizationId ".." made POST /organizations/../api_keys a personal key).
+  ...([
+    '..', '.', '../..', 'org-x/..', 'org-x/../../api_keys', '%2e%2e', 'org-%2e%2e', 'org-x%2F..', 'ORG-UPPER', 'org-x?limit=1',
+    'org-x#frag', 'org-x y', 'org-x\n', 'org-', 'org--x', 'org-x-', 'org-x_y', 'org-x.y', 'org-ünï', 'x-not-org',
+  ].map((organizationId, i): [string, Kind, string, unknown, RegExp] => [
+    `organizationId ${JSON.stringify(organizationId)}`, i % 2 === 0 ? 'ApiKey' : 'ProjectApiKey', `hostile-org-${i}`,
+    i % 2 === 0 ? organization({ organizationId }) : project({ organizationId }), /spec\.organizationId in body should match|spec\.organizationId in body should be at least/,
+  ])),
+  ...([
+    '..', '.', 'quiet-river-00000001/..', '../../api_keys', '%2e%2e', 'Quiet-River', 'p/q', 'p?x=1', 'p#x', 'p q', '-p', 'p-', 'p_q', 'p.q', '',
+  ].map((projectId, i): [string, Kind, string, unknown, RegExp] => [
+    `projectId ${JSON.stringify(projectId)}`, 'ProjectApiKey', `hostile-project-${i}`, project({ projectId }), /spec\.projectId in body should (match|be at least)/,
+  ])),
   ['ProjectApiKey with a scope field', 'ProjectApiKey', 'project-scope', project({ scope: 'Organization' }), /unknown field "spec\.scope"/],
 ];
 
@@ -200,7 +216,8 @@ describe('bad and hostile input', () => {
       ['an organization that does not exist', 'ApiKey', 'unknown-org', organization({ organizationId: 'org-nowhere-00000000' }), 'KeyIssued', 'Forbidden', /403/],
       ['a project that does not exist', 'ProjectApiKey', 'unknown-project', project({ projectId: 'no-such-project-000' }), 'KeyIssued', 'NotFound', /does not exist or is not visible/],
       ["a project outside the organization (someone's personal project)", 'ProjectApiKey', 'foreign-project', project({ projectId: 'calm-forest-00000003' }), 'KeyIssued', 'NotFound', /does not exist or is not visible/],
-      ['the credentials Secret itself as the target Secret', 'ApiKey', 'overwrite-creds', personal({ secret: { name: 'neon-admin' } }), 'SecretSynced', 'SecretConflict', /not managed by this resource/],
+      // The default target is metadata.name, which the CRD's rules cannot see: the operator refuses it.
+      ['a resource named like its credentials Secret (the default target)', 'ApiKey', 'neon-admin', personal(), 'Ready', 'InvalidSpec', /is the credentials Secret/],
     ];
     const FAILING = REPORTED.filter((r) => ['Unauthorized', 'Forbidden', 'NotFound'].includes(r[5])).length;
 

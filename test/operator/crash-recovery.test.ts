@@ -8,7 +8,7 @@ import { createLogger } from '../../src/operator/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { crashedIntent, createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -54,17 +54,19 @@ describe('recovery of an interrupted create', () => {
     const platform = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
     const a = await platform.createOrganizationKey(org, { keyName: 'replacer-aaaaaaaa' });
     const b = await platform.createOrganizationKey(org, { keyName: 'replacer-bbbbbbbb' });
-    await objects.createNamespacedCustomObject({
+    const created = await objects.createNamespacedCustomObject({
       group, version, namespace, plural: 'apikeys',
       body: {
         apiVersion: `${group}/${version}`, kind: 'ApiKey',
-        metadata: {
-          name: 'replacer', namespace, finalizers: ['keys.neon.dev/finalizer'],
-          annotations: { 'keys.neon.dev/create-pending': JSON.stringify({ attempt: 'replacer-bbbbbbbb', startedAt: '2020-01-01T00:00:00Z', holder: 'killed', replaces: a.id }) },
-        },
+        metadata: { name: 'replacer', namespace, finalizers: ['keys.neon.dev/finalizer'] },
         spec: { scope: 'Organization', organizationId: org, keyName: 'replacer', credentialsSecretRef: { name: 'neon-admin' } },
       },
-    });
+    }) as { metadata: { uid: string } };
+    // The intent the killed process wrote (signed for this resource; no operator runs yet).
+    await objects.patchNamespacedCustomObject({
+      group, version, namespace, plural: 'apikeys', name: 'replacer',
+      body: { metadata: { annotations: crashedIntent(await operatorSigner(cp), created.metadata.uid, { attempt: 'replacer-bbbbbbbb', startedAt: '2020-01-01T00:00:00Z', holder: 'killed', replaces: a.id }) } },
+    }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
     await objects.patchNamespacedCustomObjectStatus({
       group, version, namespace, plural: 'apikeys', name: 'replacer',
       body: { status: { keyId: b.id, keyName: 'replacer-bbbbbbbb', createdAt: new Date().toISOString(), secretName: 'replacer' } },

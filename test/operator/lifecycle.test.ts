@@ -8,9 +8,11 @@ import { CoreV1Api, type CustomObjectsApi, type KubeConfig } from '@kubernetes/c
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createLogger } from '../../src/operator/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import type { KeyResource } from '../../src/operator/resources/schema.ts';
+import { buildSecret } from '../../src/operator/secret-writer.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { crashedIntent, createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -238,25 +240,31 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     }
   });
 
+  /**
+   * A resource as a crashed process leaves it: finalizer, a signed intent (signed for the uid, so
+   * the resource is made first, waiting on credentials that do not exist yet), then the real
+   * credentials. `before` runs once the uid is known (e.g. to write the Secret that process wrote).
+   */
+  const crashed = async (name: string, spec: Record<string, unknown>, pending: { attempt: string; startedAt: string; holder: string }, before?: (r: Resource & { metadata: { uid: string } }) => Promise<void>): Promise<void> => {
+    await create('ApiKey', name, { ...spec, credentialsSecretRef: { name: 'neon-not-yet' } }, { finalizers: ['keys.neon.dev/finalizer'] });
+    const current = await untilCondition('ApiKey', name, 'Ready', (c) => c.reason === 'CredentialsMissing') as Resource & { metadata: { uid: string } };
+    await before?.(current);
+    const signer = await operatorSigner(cp);
+    await objects.replaceNamespacedCustomObject({
+      group, version, namespace, plural: 'apikeys', name,
+      body: { ...current, metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, ...crashedIntent(signer, current.metadata.uid, pending) } }, spec },
+    });
+  };
+
   it('an intent whose key already reached the Secret is adopted, nothing revoked', async () => {
     const attempt = 'adoptee-abcd1234';
     const made = await platformAs(aliceKey).createOrganizationKey(org, { keyName: attempt });
     issuedSecrets.add(made.key);
+    const spec = { scope: 'Organization', organizationId: org, keyName: 'adoptee', credentialsSecretRef: { name: 'neon-admin' } };
     // What a process that crashed between writing the Secret and recording the status leaves behind.
-    await core.createNamespacedSecret({
-      namespace,
-      body: {
-        metadata: {
-          name: 'adoptee',
-          labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
-          annotations: { 'keys.neon.dev/owner': 'ApiKey/adoptee', 'keys.neon.dev/key-id': String(made.id), 'keys.neon.dev/key-name': attempt },
-        },
-        stringData: { apiKey: made.key },
-      },
-    });
-    await create('ApiKey', 'adoptee', { scope: 'Organization', organizationId: org, keyName: 'adoptee', credentialsSecretRef: { name: 'neon-admin' } }, {
-      finalizers: ['keys.neon.dev/finalizer'],
-      annotations: { 'keys.neon.dev/create-pending': JSON.stringify({ attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' }) },
+    await crashed('adoptee', spec, { attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' }, async (r) => {
+      const signer = await operatorSigner(cp);
+      await core.createNamespacedSecret({ namespace, body: buildSecret({ apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { ...r.metadata, namespace }, spec } as unknown as KeyResource, 'adoptee', 'apiKey', { id: made.id, name: attempt, secret: made.key }, signer) });
     });
     const ready = await untilReady('ApiKey', 'adoptee');
     expect(ready.status?.keyId).toBe(made.id);
@@ -268,10 +276,8 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     const attempt = 'orphaned-wxyz9876';
     const made = await platformAs(aliceKey).createOrganizationKey(org, { keyName: attempt });
     issuedSecrets.add(made.key);
-    await create('ApiKey', 'orphaned', { scope: 'Organization', organizationId: org, keyName: 'orphaned', credentialsSecretRef: { name: 'neon-admin' } }, {
-      finalizers: ['keys.neon.dev/finalizer'],
-      annotations: { 'keys.neon.dev/create-pending': JSON.stringify({ attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' }) },
-    });
+    await crashed('orphaned', { scope: 'Organization', organizationId: org, keyName: 'orphaned', credentialsSecretRef: { name: 'neon-admin' } },
+      { attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' });
     // Within the grace period the operator waits: the other process may still be working.
     const waiting = await untilCondition('ApiKey', 'orphaned', 'Ready', (c) => c.reason === 'Creating');
     expect(waiting.metadata.annotations?.['keys.neon.dev/create-pending']).toContain(attempt);

@@ -119,7 +119,7 @@ describe('OperationsPollers against the emulator', () => {
   it('a new branch makes the project InProgress, then AllTerminal once its operations finish', async () => {
     const rec = recorder();
     pollers = new OperationsPollers({ clientForKey: () => client, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 200 });
-    pollers.ensure(projectId, 'ns/key-a');
+    pollers.ensure(projectId, 'ns/key-a', 'k');
     await settledNow(rec);
 
     const created = await client.createBranch(projectId);
@@ -184,9 +184,9 @@ describe('OperationsPollers against the emulator', () => {
     const counted = counting(client);
     const rec = recorder();
     pollers = new OperationsPollers({ clientForKey: () => counted, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 50 });
-    pollers.ensure(projectId, 'ns/a');
-    pollers.ensure(projectId, 'ns/b');
-    pollers.ensure(projectId, 'ns/a'); // a level-triggered reconciler ensures on every pass
+    pollers.ensure(projectId, 'ns/a', 'ka');
+    pollers.ensure(projectId, 'ns/b', 'kb');
+    pollers.ensure(projectId, 'ns/a', 'ka'); // a level-triggered reconciler ensures on every pass
     expect(pollers.projects()).toEqual([projectId]);
     await settledNow(rec);
     pollers.release(projectId, 'ns/a');
@@ -222,6 +222,42 @@ describe('OperationsPollers against the emulator', () => {
     pollers.ensure(projectId, 'ns/key');
     const s = await rec.until('Unknown', (x) => x.settled.status === 'Unknown');
     expect(s.settled.reason).toBe('NoCredentials');
+  });
+
+  it("one owner's refused key degrades only that owner: the others' keys list, and a new key clears it", async () => {
+    const bad = counting(new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: 'y'.repeat(64) }));
+    const good = counting(client);
+    const rec = recorder();
+    const outcomes: string[] = [];
+    pollers = new OperationsPollers({
+      clientForKey: (key) => (key === 'broken' ? bad : good),
+      onUpdate: (_p, s) => void rec.snapshots.push(s),
+      onPoll: (outcome) => void outcomes.push(outcome),
+      fastIntervalMs: 20,
+      slowIntervalMs: 100,
+    });
+    // The broken key registers first, so it is the first one tried.
+    pollers.ensure(projectId, 'tenant/broken', 'broken');
+    pollers.ensure(projectId, 'victim/fine', 'fine');
+    await rec.until('a listed snapshot', (s) => s.settled.status === 'True');
+    expect(bad.calls).toBe(1);
+    expect(outcomes).toContain('key_refused');
+    expect(pollers.snapshot(projectId, 'victim/fine')?.settled.status).toBe('True');
+    const tenant = pollers.snapshot(projectId, 'tenant/broken');
+    expect(tenant?.settled).toEqual(expect.objectContaining({ status: 'Unknown', reason: 'Unauthorized' }));
+    expect(tenant?.operations).toEqual([]);
+    // Through a branch creation the victim's view follows the operations and never reads Unknown.
+    const created = await client.createBranch(projectId);
+    pollers.track(projectId, created.operations);
+    await rec.until('InProgress', (s) => s.settled.reason === 'InProgress');
+    await rec.until('settled again', (s) => s.settled.status === 'True');
+    expect(rec.snapshots.some((s) => s.settled.status === 'Unknown')).toBe(false);
+    expect(bad.calls).toBe(1); // never tried again
+    // The tenant's key replaced by a working one: its own view recovers.
+    pollers.ensure(projectId, 'tenant/broken', 'fine-too');
+    await sleep(200);
+    expect(pollers.snapshot(projectId, 'tenant/broken')?.settled.reason).not.toBe('Unauthorized');
+    expect(pollers.snapshot(projectId, 'tenant/broken')).toEqual(pollers.snapshot(projectId));
   });
 
   it('stop() ends every poller', async () => {

@@ -7,6 +7,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { encodeIntent } from '../../src/operator/create-intent.ts';
+import type { PendingAttempt } from '../../src/operator/decision.ts';
+import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from '../../src/operator/signing.ts';
 import type { ControlPlane } from '../harness/index.ts';
 
 const run = promisify(execFile);
@@ -60,4 +63,18 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, timeout
 
 export function customObjects(kc: KubeConfig): CustomObjectsApi {
   return kc.makeApiClient(CustomObjectsApi);
+}
+
+/**
+ * The operator's signing key (the Secret it makes in its namespace; made here if no operator ran
+ * yet), for tests that write what a crashed operator would have left: a signed create intent, a
+ * signed Secret. Only a test with the cluster admin's rights can do this; a tenant cannot.
+ */
+export async function operatorSigner(cp: ControlPlane): Promise<Signer> {
+  return new Signer(await loadSigningKey(cp.kubeConfig.makeApiClient(CoreV1Api), OPERATOR_NAMESPACE, DEFAULT_SIGNING_KEY_SECRET));
+}
+
+/** What a crashed operator leaves on a resource: its create intent, signed for that resource's uid. */
+export function crashedIntent(signer: Signer, uid: string, pending: PendingAttempt): Record<string, string> {
+  return { 'keys.neon.dev/create-pending': encodeIntent(signer, uid, pending) };
 }

@@ -1,0 +1,336 @@
+// A hostile tenant in a shared cluster (issue: no tenant can turn the operator against another
+// team's keys). Two teams share one organization, each with an administrator's key in its own
+// namespace; one operator (the deploy/base ServiceAccount) serves both. The attacker is a real
+// identity with a token and only a Role in its own namespace: it may create and edit ApiKeys,
+// ProjectApiKeys and Secrets there, nothing else (no status, no other namespace). Every attack
+// must leave every victim key live and every victim Secret untouched, and the attacker's resource
+// must say clearly why it was refused. docs/security.md has the threat model.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Writable } from 'node:stream';
+import { ApiException, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { createLogger } from '../../src/operator/logger.ts';
+import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { PlatformClient } from '../../src/platform/index.ts';
+import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+
+const group = 'keys.neon.dev';
+const version = 'v1alpha1';
+const PROJECT = 'quiet-river-00000001';
+type Kind = 'ApiKey' | 'ProjectApiKey';
+interface Condition { type: string; status: string; reason: string; message: string }
+interface Resource {
+  metadata: { name: string; uid: string; resourceVersion: string; annotations?: Record<string, string>; finalizers?: string[] };
+  spec: Record<string, unknown>;
+  status?: { keyId?: number; keyName?: string; conditions?: Condition[] };
+}
+interface AdminKey { id: number; name: string; revoked: boolean; userId: string | null }
+
+const plural = (kind: Kind): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
+
+describe('a hostile tenant cannot turn the operator against another team', () => {
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let operator: RunningOperator;
+  let admin: CustomObjectsApi;
+  let adminCore: CoreV1Api;
+  /** The attacker's own clients: a ServiceAccount token with a Role in its namespace only. */
+  let tenant: CustomObjectsApi;
+  let tenantCore: CoreV1Api;
+  let victimNs: string;
+  let attackerNs: string;
+  let org: string;
+  let aliceKey: string;
+  let malloryKey: string;
+  let carolKey: string;
+  const victims: { kind: Kind; name: string; keyId: number; keyName: string; secretVersion: string }[] = [];
+  const logLines: string[] = [];
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
+  });
+
+  const adminApi = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const response = await fetch(`${emulator.adminUrl}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`admin ${method} ${path}: ${response.status} ${text}`);
+    return JSON.parse(text) as T;
+  };
+  const platformKeys = (): Promise<AdminKey[]> => adminApi<AdminKey[]>('GET', '/keys');
+  const get = async (api: CustomObjectsApi, ns: string, kind: Kind, name: string): Promise<Resource> =>
+    await api.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name }) as Resource;
+  const attackerCreate = (kind: Kind, name: string, spec: Record<string, unknown>, metadata: Record<string, unknown> = {}): Promise<unknown> =>
+    tenant.createNamespacedCustomObject({ group, version, namespace: attackerNs, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name, ...metadata }, spec } });
+  const attackerUpdate = async (kind: Kind, name: string, change: (r: Resource) => void): Promise<void> => {
+    const current = await get(tenant, attackerNs, kind, name);
+    change(current);
+    await tenant.replaceNamespacedCustomObject({ group, version, namespace: attackerNs, plural: plural(kind), name, body: current });
+  };
+  const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
+  const untilAttacker = (kind: Kind, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
+    eventually(async () => {
+      const r = await get(admin, attackerNs, kind, name);
+      return test(r) ? r : undefined;
+    }, timeoutMs, `${kind} ${name}: ${what}`);
+  const ready = (r: Resource): boolean => condition(r, 'Ready')?.status === 'True' && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined;
+  const eventReasons = async (name: string): Promise<string[]> =>
+    (await adminCore.listNamespacedEvent({ namespace: attackerNs, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => e.reason ?? '');
+
+  /** Every victim key live, every victim Secret exactly as it was, every victim resource Ready. */
+  const victimsIntact = async (): Promise<void> => {
+    const keys = await platformKeys();
+    for (const v of victims) {
+      expect({ victim: v.name, revoked: keys.find((k) => k.id === v.keyId)?.revoked }).toEqual({ victim: v.name, revoked: false });
+      const secret = await adminCore.readNamespacedSecret({ namespace: victimNs, name: v.name });
+      expect({ victim: v.name, resourceVersion: secret.metadata?.resourceVersion }).toEqual({ victim: v.name, resourceVersion: v.secretVersion });
+      const r = await get(admin, victimNs, v.kind, v.name);
+      expect({ victim: v.name, keyId: r.status?.keyId, ready: condition(r, 'Ready')?.status }).toEqual({ victim: v.name, keyId: v.keyId, ready: 'True' });
+    }
+  };
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    org = emulator.bootstrap.organizations[0]?.id ?? '';
+    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+    carolKey = emulator.bootstrap.users.find((u) => u.name === 'carol')?.personalKey ?? '';
+    // The attacker's team has its own administrator of the same organization.
+    malloryKey = (await adminApi<{ personalKey: string }>('POST', '/users', { name: 'mallory', orgRoles: { [org]: 'admin' } })).personalKey;
+    admin = customObjects(cp.kubeConfig);
+    adminCore = cp.kubeConfig.makeApiClient(CoreV1Api);
+    victimNs = await createNamespace(cp, 'victim');
+    attackerNs = await createNamespace(cp, 'attacker');
+    await adminCore.createNamespacedSecret({ namespace: victimNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+
+    // The tenant: edit rights on the two kinds and on Secrets, in its own namespace only.
+    const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    await adminCore.createNamespacedServiceAccount({ namespace: attackerNs, body: { metadata: { name: 'tenant' } } });
+    await rbac.createNamespacedRole({ namespace: attackerNs, body: {
+      metadata: { name: 'tenant-edit' },
+      rules: [
+        { apiGroups: [group], resources: ['apikeys', 'projectapikeys'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+        { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+        { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
+      ],
+    } });
+    await rbac.createNamespacedRoleBinding({ namespace: attackerNs, body: {
+      metadata: { name: 'tenant-edit' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant-edit' },
+      subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: attackerNs }],
+    } });
+    const tenantConfig: KubeConfig = cp.kubeConfigForToken(await cp.mintServiceAccountToken(attackerNs, 'tenant'));
+    tenant = tenantConfig.makeApiClient(CustomObjectsApi);
+    tenantCore = tenantConfig.makeApiClient(CoreV1Api);
+    await eventually(async () => (await tenantCore.listNamespacedSecret({ namespace: attackerNs })) !== undefined || undefined, 10_000, 'the tenant Role in force');
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: malloryKey } } });
+
+    operator = await startOperator({
+      kubeConfig: await operatorKubeConfig(cp),
+      platformBaseUrl: emulator.baseUrl,
+      namespaces: [victimNs, attackerNs],
+      workers: 4,
+      driftIntervalMs: 1_500,
+      pendingGraceMs: 2_000,
+      maxBackoffMs: 4_000,
+      logger,
+      identity: 'hostile-tenant-suite',
+    });
+
+    // The victims: an organization key and a project key of team V.
+    const specs: [Kind, string, Record<string, unknown>][] = [
+      ['ApiKey', 'victim-org', { scope: 'Organization', organizationId: org, keyName: 'victim-org', credentialsSecretRef: { name: 'neon-admin' } }],
+      ['ProjectApiKey', 'victim-project', { organizationId: org, projectId: PROJECT, keyName: 'victim-project', credentialsSecretRef: { name: 'neon-admin' } }],
+    ];
+    for (const [kind, name, spec] of specs) {
+      await admin.createNamespacedCustomObject({ group, version, namespace: victimNs, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec } });
+    }
+    for (const [kind, name] of specs) {
+      const r = await eventually(async () => {
+        const current = await get(admin, victimNs, kind, name);
+        return ready(current) ? current : undefined;
+      }, 30_000, `victim ${name} Ready`);
+      const secret = await adminCore.readNamespacedSecret({ namespace: victimNs, name });
+      victims.push({ kind, name, keyId: r.status?.keyId ?? -1, keyName: r.status?.keyName ?? '', secretVersion: secret.metadata?.resourceVersion ?? '' });
+    }
+  });
+
+  afterAll(async () => {
+    await operator?.stop();
+    for (const ns of [victimNs, attackerNs]) if (ns !== undefined) await adminCore?.deleteNamespace({ name: ns }).catch(() => undefined);
+    await emulator?.close();
+  });
+
+  it('the tenant cannot write status, nor anything in the victim namespace (the premise)', async () => {
+    await attackerCreate('ApiKey', 'premise', { scope: 'Personal', keyName: 'premise', credentialsSecretRef: { name: 'neon-admin' } });
+    const forbidden = async (promise: Promise<unknown>): Promise<number | undefined> => promise.then(() => undefined, (e: unknown) => (e instanceof ApiException ? e.code : -1));
+    expect(await forbidden(tenant.patchNamespacedCustomObjectStatus({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'premise', body: [{ op: 'add', path: '/status', value: { keyId: 1 } }] }))).toBe(403);
+    expect(await forbidden(tenantCore.readNamespacedSecret({ namespace: victimNs, name: 'victim-org' }))).toBe(403);
+    expect(await forbidden(tenant.listNamespacedCustomObject({ group, version, namespace: victimNs, plural: 'apikeys' }))).toBe(403);
+  });
+
+  it('1. a forged create intent (old, foreign holder, replaces = a victim key) is cleared and revokes nothing', async () => {
+    const [victimOrg, victimProject] = victims;
+    for (const [i, target] of [victimOrg!, victimProject!].entries()) {
+      const forged = { attempt: `forged-${i}-abcd1234`, startedAt: '2001-01-01T00:00:00Z', holder: 'operator-that-crashed', replaces: target.keyId };
+      // With and without something that looks like a signature.
+      const intent = JSON.stringify(i === 0 ? forged : { ...forged, sig: 'A'.repeat(43) });
+      await attackerCreate('ApiKey', `forged-${i}`, { scope: 'Organization', organizationId: org, keyName: `forged-${i}`, credentialsSecretRef: { name: 'neon-admin' } }, {
+        finalizers: ['keys.neon.dev/finalizer'], annotations: { 'keys.neon.dev/create-pending': intent },
+      });
+    }
+    for (const i of [0, 1]) {
+      await untilAttacker('ApiKey', `forged-${i}`, ready, 'Ready after the forged intent was cleared');
+      expect(await eventReasons(`forged-${i}`)).toContain('InvalidAnnotation');
+    }
+    await victimsIntact();
+  });
+
+  it('1b. a forged intent written onto a Ready resource is cleared; the resource keeps its own key', async () => {
+    await attackerCreate('ApiKey', 'late-forger', { scope: 'Organization', organizationId: org, keyName: 'late-forger', credentialsSecretRef: { name: 'neon-admin' } });
+    const before = await untilAttacker('ApiKey', 'late-forger', ready, 'Ready');
+    await attackerUpdate('ApiKey', 'late-forger', (r) => {
+      r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/create-pending': JSON.stringify({ attempt: 'late-forger-zzzzzzzz', startedAt: '2001-01-01T00:00:00Z', holder: 'x', replaces: victims[0]!.keyId }) };
+    });
+    const after = await untilAttacker('ApiKey', 'late-forger', (r) => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined && ready(r), 'intent cleared');
+    expect(after.status?.keyId).toBe(before.status?.keyId);
+    await victimsIntact();
+  });
+
+  it("2. choosing the victim's key name base, with an intent naming the victim's platform key, revokes nothing", async () => {
+    for (const [i, v] of victims.entries()) {
+      const base = v.keyName.slice(0, -9); // <base>-<8 chars>
+      await attackerCreate(v.kind, `namesake-${i}`, {
+        ...(v.kind === 'ApiKey' ? { scope: 'Organization' } : { projectId: PROJECT }),
+        organizationId: org, keyName: base, credentialsSecretRef: { name: 'neon-admin' },
+      }, {
+        finalizers: ['keys.neon.dev/finalizer'],
+        annotations: { 'keys.neon.dev/create-pending': JSON.stringify({ attempt: v.keyName, startedAt: '2001-01-01T00:00:00Z', holder: 'gone' }) },
+      });
+    }
+    for (const [i, v] of victims.entries()) {
+      await untilAttacker(v.kind, `namesake-${i}`, ready, 'Ready with a key of its own');
+      expect(await eventReasons(`namesake-${i}`)).toContain('InvalidAnnotation');
+    }
+    await victimsIntact();
+  });
+
+  it('2b. a signed intent copied from one resource onto another is refused (bound to the uid)', async () => {
+    // The attacker cannot read the victim's intents, but it can read its own: a slow create keeps
+    // one on its resource long enough to be copied.
+    await adminApi('PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/api_keys', probability: 1, kind: 'latency', latencyMs: 1_500, times: 1 }] });
+    await attackerCreate('ApiKey', 'copy-source', { scope: 'Personal', keyName: 'copy', credentialsSecretRef: { name: 'neon-admin' } });
+    const copied = await eventually(async () => (await get(tenant, attackerNs, 'ApiKey', 'copy-source')).metadata.annotations?.['keys.neon.dev/create-pending'], 10_000, 'a live intent');
+    expect(JSON.parse(copied)).toMatchObject({ attempt: expect.stringMatching(/^copy-[a-z0-9]{8}$/), sig: expect.any(String) });
+    await adminApi('DELETE', '/faults');
+    await attackerCreate('ApiKey', 'copy-target', { scope: 'Personal', keyName: 'copy', credentialsSecretRef: { name: 'neon-admin' } }, {
+      finalizers: ['keys.neon.dev/finalizer'], annotations: { 'keys.neon.dev/create-pending': copied },
+    });
+    const source = await untilAttacker('ApiKey', 'copy-source', ready, 'Ready');
+    await untilAttacker('ApiKey', 'copy-target', ready, 'Ready');
+    expect(await eventReasons('copy-target')).toContain('InvalidAnnotation');
+    // The copy's recovery did not revoke the source's key (same attempt name, same credentials).
+    expect((await platformKeys()).find((k) => k.id === source.status?.keyId)?.revoked).toBe(false);
+    await victimsIntact();
+  });
+
+  it('3. ids that would rewrite request paths are refused by admission', async () => {
+    const refused = async (spec: Record<string, unknown>, kind: Kind = 'ApiKey'): Promise<number | undefined> =>
+      attackerCreate(kind, `bad-id-${Math.random().toString(36).slice(2, 8)}`, spec).then(() => undefined, (e: unknown) => (e instanceof ApiException ? e.code : -1));
+    for (const organizationId of ['..', '.', `${org}/..`, 'org-x/../../api_keys', '%2e%2e', 'org-%2e%2e', 'ORG-X', 'org-x?y=1', 'org-x#y', 'org-x\n']) {
+      expect({ organizationId, code: await refused({ scope: 'Organization', organizationId, credentialsSecretRef: { name: 'neon-admin' } }) }).toEqual({ organizationId, code: 422 });
+      expect({ organizationId, code: await refused({ organizationId, projectId: PROJECT, credentialsSecretRef: { name: 'neon-admin' } }, 'ProjectApiKey') }).toEqual({ organizationId, code: 422 });
+    }
+    for (const projectId of ['..', `${PROJECT}/..`, '../../api_keys', '%2e%2e', 'Quiet-River', 'p/q']) {
+      expect({ projectId, code: await refused({ organizationId: org, projectId, credentialsSecretRef: { name: 'neon-admin' } }, 'ProjectApiKey') }).toEqual({ projectId, code: 422 });
+    }
+    await victimsIntact();
+  });
+
+  it("4. a forged 'owned' Secret naming a victim's key id is never recorded, and deleting the resource revokes only its own key", async () => {
+    const [victim] = victims;
+    // Blocked on missing credentials first, so the forged Secret is in place before any key is issued.
+    await attackerCreate('ApiKey', 'forger', { scope: 'Organization', organizationId: org, keyName: 'forger', credentialsSecretRef: { name: 'forger-creds' } });
+    const blocked = await untilAttacker('ApiKey', 'forger', (r) => condition(r, 'Ready')?.reason === 'CredentialsMissing', 'blocked on credentials');
+    // Everything the operator puts on its Secrets, including a controller owner reference to the
+    // attacker's own resource (its uid is readable), and the victim's key id and name.
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: {
+      metadata: {
+        name: 'forger',
+        labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
+        annotations: {
+          'keys.neon.dev/owner': 'ApiKey/forger', 'keys.neon.dev/key-id': String(victim!.keyId), 'keys.neon.dev/key-name': victim!.keyName,
+          'keys.neon.dev/signature': 'B'.repeat(43),
+        },
+        ownerReferences: [{ apiVersion: `${group}/${version}`, kind: 'ApiKey', name: 'forger', uid: blocked.metadata.uid, controller: true }],
+      },
+      stringData: { apiKey: 'z'.repeat(64) },
+    } });
+    // The same without an owner reference, for a second resource: a Secret conflict.
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: {
+      metadata: {
+        name: 'forger-2',
+        labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
+        annotations: { 'keys.neon.dev/owner': 'ApiKey/forger-2', 'keys.neon.dev/key-id': String(victim!.keyId), 'keys.neon.dev/key-name': victim!.keyName },
+      },
+      stringData: { apiKey: 'z'.repeat(64) },
+    } });
+    await attackerCreate('ApiKey', 'forger-2', { scope: 'Organization', organizationId: org, keyName: 'forger-2', credentialsSecretRef: { name: 'neon-admin' } });
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'forger-creds' }, stringData: { apiKey: malloryKey } } });
+
+    const issued = await untilAttacker('ApiKey', 'forger', ready, 'Ready with a key of its own');
+    expect(issued.status?.keyId).not.toBe(victim!.keyId);
+    const conflict = await untilAttacker('ApiKey', 'forger-2', (r) => condition(r, 'Ready')?.reason === 'SecretConflict', 'SecretConflict');
+    expect(conflict.status?.keyId).toBeUndefined();
+    expect(condition(conflict, 'Ready')?.message).toMatch(/not controlled by this resource/);
+
+    for (const name of ['forger', 'forger-2']) await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name });
+    for (const name of ['forger', 'forger-2']) {
+      await eventually(async () => get(admin, attackerNs, 'ApiKey', name).then(() => undefined, (e: unknown) => (e instanceof ApiException && e.code === 404 ? true : undefined)), 20_000, `${name} gone`);
+    }
+    const keys = await platformKeys();
+    expect(keys.find((k) => k.id === issued.status?.keyId)?.revoked).toBe(true);
+    // forger-2's Secret is not the operator's: it is left as it was.
+    expect((await adminCore.readNamespacedSecret({ namespace: attackerNs, name: 'forger-2' })).metadata?.annotations?.['keys.neon.dev/key-id']).toBe(String(victim!.keyId));
+    await victimsIntact();
+  });
+
+  it('5. changing credentials is a state, not drift: no second key, the first stays recorded, deletion does not drop it', async () => {
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'carol-creds' }, stringData: { apiKey: carolKey } } });
+    await attackerCreate('ApiKey', 'switcher', { scope: 'Personal', keyName: 'switcher', credentialsSecretRef: { name: 'neon-admin' } });
+    const first = await untilAttacker('ApiKey', 'switcher', ready, 'Ready');
+    await attackerUpdate('ApiKey', 'switcher', (r) => { r.spec.credentialsSecretRef = { name: 'carol-creds' }; });
+    const changed = await untilAttacker('ApiKey', 'switcher', (r) => condition(r, 'KeyIssued')?.reason === 'CredentialsChanged', 'CredentialsChanged');
+    expect(condition(changed, 'KeyIssued')?.message).toContain(`key ${first.status?.keyId}`);
+    expect(changed.status?.keyId).toBe(first.status?.keyId);
+    // No key was minted with the new credentials; the first key is live.
+    const keys = await platformKeys();
+    expect(keys.filter((k) => k.name.startsWith('switcher-'))).toHaveLength(1);
+    expect(keys.find((k) => k.id === first.status?.keyId)?.revoked).toBe(false);
+
+    // Deleting it with credentials that cannot revoke the key does not drop the finalizer.
+    await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'switcher' });
+    const stuck = await untilAttacker('ApiKey', 'switcher', (r) => /CredentialsChanged|Forbidden|NotFound/.test(condition(r, 'Ready')?.message ?? ''), 'deletion blocked');
+    expect(stuck.metadata.finalizers).toContain('keys.neon.dev/finalizer');
+    expect((await platformKeys()).find((k) => k.id === first.status?.keyId)?.revoked).toBe(false);
+    // The credentials that issued it, back: revoked and gone.
+    await attackerUpdate('ApiKey', 'switcher', (r) => { r.spec.credentialsSecretRef = { name: 'neon-admin' }; });
+    await eventually(async () => get(admin, attackerNs, 'ApiKey', 'switcher').then(() => undefined, (e: unknown) => (e instanceof ApiException && e.code === 404 ? true : undefined)), 30_000, 'switcher gone');
+    expect((await platformKeys()).find((k) => k.id === first.status?.keyId)?.revoked).toBe(true);
+    await victimsIntact();
+  });
+
+  it('the secret values never reach the log, and nothing failed unexpectedly', async () => {
+    const all = logLines.join('');
+    for (const value of [aliceKey, malloryKey, carolKey]) expect(all.includes(value)).toBe(false);
+    expect(logLines.filter((l) => l.includes('"reconcile failed"'))).toEqual([]);
+    // Sanity of the premise: the victims' keys really work.
+    const value = Buffer.from((await adminCore.readNamespacedSecret({ namespace: victimNs, name: 'victim-org' })).data?.apiKey ?? '', 'base64').toString('utf8');
+    expect((await new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: value, retry: { maxAttempts: 1 } }).listProjects({ orgId: org })).length).toBeGreaterThan(0);
+  });
+});
