@@ -215,7 +215,9 @@ export class KeyLifecycle {
       ...(secretObservation !== undefined ? { secret: secretObservation } : {}),
       credentials,
       platform,
-      credentialsChanged: fingerprint !== undefined && status.credentialsFingerprint !== undefined && status.credentialsFingerprint !== fingerprint,
+      // Only a personal list depends on whose credentials ask: an organization's list shows every
+      // key of the organization to each of its administrators, so absence there is absence.
+      credentialsChanged: adapter?.listScope === 'personal' && fingerprint !== undefined && status.credentialsFingerprint !== undefined && status.credentialsFingerprint !== fingerprint,
       ...(abandon !== undefined && /^\d{1,15}$/.test(abandon) ? { abandonKey: Number(abandon) } : {}),
       secretIsCredentials: spec !== undefined && secretName === spec.credentialsSecretRef.name,
     };
