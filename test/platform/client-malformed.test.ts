@@ -20,6 +20,8 @@ const answers: Record<string, Answer> = {
   'POST /api/v2/api_keys': { status: 200, body: `{"id": 7, "key": "${SECRET}"` },
   'GET /api/v2/api_keys': { status: 200, body: JSON.stringify([{ id: 1, name: 'k', created_at: 'not a time', last_used_from_addr: SECRET }]) },
   'GET /api/v2/projects/p-1': { status: 502, body: '<html><body>Bad gateway</body></html>', type: 'text/html' },
+  // 17 MiB of JSON: more than any answer the platform gives (default limit 16 MiB).
+  'GET /api/v2/organizations/org-huge/api_keys': { status: 200, body: `[${'{"id":1,"name":"k"},'.repeat(900_000)}{"id":2,"name":"k"}]` },
   'GET /api/v2/projects/p-2': { status: 401, body: JSON.stringify({ code: 'UNAUTHORIZED', message: `key ${API_KEY} is not valid`, request_id: 'r-1' }) },
 };
 
@@ -94,6 +96,47 @@ describe('responses that break the contract', () => {
     expect(e).toMatchObject({ code: 'UNAUTHORIZED', requestId: 'r-1', platformCode: 'UNAUTHORIZED' });
     expect(e.message).toContain('[REDACTED]');
     expectNoSecret(e);
+  });
+
+  it('a body larger than the limit is INVALID_RESPONSE, and not read to its end', async () => {
+    const e = await failure(platform().listOrganizationKeys('org-huge'));
+    expect(e).toMatchObject({ code: 'INVALID_RESPONSE', disposition: 'terminal' });
+    expect(e.message).toMatch(/larger than 16777216 bytes/);
+    const small = new PlatformClient({ baseUrl, apiKey: API_KEY, maxResponseBytes: 1024, retry: { maxAttempts: 1 } });
+    expect(await failure(small.listOrganizationKeys('org-huge'))).toMatchObject({ code: 'INVALID_RESPONSE' });
+  });
+
+  it('refuses any path parameter that is not a platform id, before sending anything', async () => {
+    hits = new Map();
+    const p = new PlatformClient({ baseUrl, apiKey: API_KEY, retry: { maxAttempts: 1 }, orgKeyLimiter: new TokenBucket({ ratePerSecond: 100 }) });
+    const hostile = ['..', '.', 'org-x/..', '../api_keys', 'org-x%2F..', 'org x', 'org-x?y=1', 'org-x#y', '', '-x', 'ü'];
+    for (const id of hostile) {
+      const calls: [string, () => Promise<unknown>][] = [
+        ['createOrganizationKey', () => p.createOrganizationKey(id, { keyName: 'n' })],
+        ['listOrganizationKeys', () => p.listOrganizationKeys(id)],
+        ['revokeOrganizationKey', () => p.revokeOrganizationKey(id, 1)],
+        ['listOperations', () => p.listOperations(id)],
+        ['getProject', () => p.getProject(id)],
+      ];
+      for (const [name, call] of calls) {
+        const e = await failure((async () => await call())());
+        expect({ id, name, code: e.code, disposition: e.disposition }).toEqual({ id, name, code: 'INVALID_REQUEST', disposition: 'terminal' });
+      }
+    }
+    for (const keyId of [-1, 1.5, Number.NaN, Number.MAX_SAFE_INTEGER + 2]) {
+      expect((await failure((async () => await p.revokePersonalKey(keyId))())).code).toBe('INVALID_REQUEST');
+    }
+    expect([...hits.keys()]).toEqual([]);
+  });
+
+  it('refuses plain http to a host that is not loopback, unless allowed explicitly', () => {
+    expect(() => new PlatformClient({ baseUrl: 'http://platform.example/api/v2', apiKey: 'x' })).toThrow(/clear text/);
+    expect(() => new PlatformClient({ baseUrl: 'http://10.0.0.1:8080/api/v2', apiKey: 'x' })).toThrow(/clear text/);
+    expect(() => new PlatformClient({ baseUrl: 'ftp://127.0.0.1/api/v2', apiKey: 'x' })).toThrow(/https/);
+    for (const ok of ['https://platform.example/api/v2', 'http://127.0.0.1:1/api/v2', 'http://127.9.9.9:1/api/v2', 'http://localhost:1/api/v2', 'http://[::1]:1/api/v2']) {
+      expect(() => new PlatformClient({ baseUrl: ok, apiKey: 'x' })).not.toThrow();
+    }
+    expect(() => new PlatformClient({ baseUrl: 'http://10.0.0.1:8080/api/v2', apiKey: 'x', allowInsecureHttp: true })).not.toThrow();
   });
 
   it('refuses a base URL without the version segment', () => {

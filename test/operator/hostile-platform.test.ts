@@ -1,0 +1,155 @@
+// Whatever answers at the platform's address is input too. A FAKE, named as such: a loopback proxy
+// in front of the real emulator that rewrites the answers to key creations the way a broken or
+// hostile platform (or a man in the middle) could: another name, another scope or project, a
+// secret that is not a key, an answer too large to read. The emulator cannot be made to answer
+// like that, which is why the proxy exists; every key still really exists in the emulator, so
+// the test sees whether the operator revoked it. Nothing of such an answer may reach a Secret.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { createLogger } from '../../src/operator/logger.ts';
+import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+
+const group = 'keys.neon.dev';
+const version = 'v1alpha1';
+const PROJECT = 'quiet-river-00000001';
+interface Condition { type: string; status: string; reason: string; message: string }
+interface Resource { status?: { keyId?: number; conditions?: Condition[] } }
+interface AdminKey { id: number; name: string; revoked: boolean }
+
+type Rewrite = (created: Record<string, unknown>) => Record<string, unknown> | string;
+/** Per keyName: how the proxy rewrites the answer to that resource's key creation. */
+const REWRITES: Record<string, Rewrite> = {
+  'renamed': (c) => ({ ...c, name: 'someone-elses-key' }),
+  'scoped-org': (c) => ({ ...c, project_id: PROJECT }),
+  'other-project': (c) => ({ ...c, project_id: 'bold-meadow-00000002' }),
+  'unscoped-project': ({ project_id: _drop, ...c }) => c,
+  'short-secret': (c) => ({ ...c, key: 'abc' }),
+  'secret-with-newline': (c) => ({ ...c, key: `${String(c.key)}\nX-Injected: 1` }),
+  'huge-answer': (c) => JSON.stringify({ ...c, padding: 'x'.repeat(17 * 1024 * 1024) }),
+};
+
+describe('hostile platform answers to key creation', () => {
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let proxy: Server;
+  let operator: RunningOperator;
+  let objects: CustomObjectsApi;
+  let core: CoreV1Api;
+  let namespace: string;
+  let org: string;
+  const logLines: string[] = [];
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
+  });
+  const keys = async (prefix: string): Promise<AdminKey[]> =>
+    ((await (await fetch(`${emulator.adminUrl}/keys`)).json()) as AdminKey[]).filter((k) => k.name.startsWith(`${prefix}-`));
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    org = emulator.bootstrap.organizations[0]?.id ?? '';
+    const upstream = new URL(emulator.baseUrl);
+    proxy = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c)).on('end', () => {
+        void (async () => {
+          const body = Buffer.concat(chunks).toString('utf8');
+          const answer = await fetch(`${upstream.origin}${req.url}`, {
+            method: req.method ?? 'GET',
+            headers: { authorization: String(req.headers.authorization), 'content-type': 'application/json', 'x-request-id': String(req.headers['x-request-id']) },
+            ...(body === '' ? {} : { body }),
+          });
+          let text = await answer.text();
+          const name = req.method === 'POST' && /\/api_keys$/.test(req.url ?? '') ? (JSON.parse(body) as { key_name?: string }).key_name ?? '' : '';
+          const rewrite = Object.entries(REWRITES).find(([base]) => name.startsWith(`${base}-`))?.[1];
+          if (answer.ok && rewrite !== undefined) {
+            const rewritten = rewrite(JSON.parse(text) as Record<string, unknown>);
+            text = typeof rewritten === 'string' ? rewritten : JSON.stringify(rewritten);
+          }
+          res.writeHead(answer.status, { 'content-type': 'application/json' });
+          res.end(text);
+        })().catch(() => res.destroy());
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    objects = customObjects(cp.kubeConfig);
+    core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    namespace = await createNamespace(cp, 'hostile-platform');
+    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+    operator = await startOperator({
+      kubeConfig: await operatorKubeConfig(cp),
+      platformBaseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/api/v2`,
+      namespace,
+      workers: 4,
+      driftIntervalMs: 1_500,
+      pendingGraceMs: 2_000,
+      maxBackoffMs: 30_000,
+      logger,
+      identity: 'hostile-platform',
+    });
+  });
+
+  afterAll(async () => {
+    await operator?.stop();
+    proxy?.closeAllConnections();
+    await new Promise((resolve) => proxy?.close(resolve));
+    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+    await emulator?.close();
+  });
+
+  const cases: [string, string, 'ApiKey' | 'ProjectApiKey', RegExp][] = [
+    ['a key with another name than the attempt', 'renamed', 'ApiKey', /its name is not renamed-/],
+    ['a project-scoped key where an organization key was asked for', 'scoped-org', 'ApiKey', /scoped to a project/],
+    ['a key scoped to another project', 'other-project', 'ProjectApiKey', /not scoped to project quiet-river-00000001/],
+    ['an unscoped key where a project key was asked for', 'unscoped-project', 'ProjectApiKey', /not scoped to project quiet-river-00000001/],
+    ['a secret that is not shaped like a key', 'short-secret', 'ApiKey', /not shaped like a key/],
+    ['a secret carrying a header injection', 'secret-with-newline', 'ApiKey', /not shaped like a key/],
+  ];
+
+  it.each(cases)('%s: revoked at once, never written, reported', async (_story, base, kind, why) => {
+    const spec = kind === 'ApiKey'
+      ? { scope: 'Organization', organizationId: org, keyName: base, credentialsSecretRef: { name: 'neon-admin' } }
+      : { organizationId: org, projectId: PROJECT, keyName: base, credentialsSecretRef: { name: 'neon-admin' } };
+    await objects.createNamespacedCustomObject({ group, version, namespace, plural: kind === 'ApiKey' ? 'apikeys' : 'projectapikeys', body: { apiVersion: `${group}/${version}`, kind, metadata: { name: base }, spec } });
+    const reported = await eventually(async () => {
+      const r = await objects.getNamespacedCustomObject({ group, version, namespace, plural: kind === 'ApiKey' ? 'apikeys' : 'projectapikeys', name: base }) as Resource;
+      return r.status?.conditions?.find((c) => c.type === 'KeyIssued')?.reason === 'PlatformResponseInvalid' ? r : undefined;
+    }, 20_000, `${base} PlatformResponseInvalid`);
+    const issued = reported.status?.conditions?.find((c) => c.type === 'KeyIssued');
+    expect(issued?.message).toMatch(why);
+    expect(issued?.message).toMatch(/was revoked/);
+    expect(reported.status?.keyId).toBeUndefined();
+    // Every key the platform made for it is revoked (the next attempt waits out a backoff).
+    const made = await keys(base);
+    expect(made.length).toBeGreaterThanOrEqual(1);
+    expect(made.filter((k) => !k.revoked)).toEqual([]);
+    await expect(core.readNamespacedSecret({ namespace, name: base })).rejects.toMatchObject({ code: 404 });
+  });
+
+  it('an answer too large to read is an ambiguous create: recovery revokes the key it made, nothing is written', async () => {
+    await objects.createNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', body: {
+      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'huge-answer' },
+      spec: { scope: 'Organization', organizationId: org, keyName: 'huge-answer', credentialsSecretRef: { name: 'neon-admin' } },
+    } });
+    await eventually(async () => {
+      const made = await keys('huge-answer');
+      return made.length >= 1 && made.every((k) => k.revoked) ? true : undefined;
+    }, 20_000, 'the key behind the unreadable answer revoked by recovery');
+    const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=huge-answer' });
+    expect(events.items.map((e) => e.reason)).toEqual(expect.arrayContaining(['CreateOutcomeUnknown', 'CreateRecovered']));
+    await expect(core.readNamespacedSecret({ namespace, name: 'huge-answer' })).rejects.toMatchObject({ code: 404 });
+  });
+
+  it('no secret value reaches the log', () => {
+    expect(logLines.join('')).not.toMatch(/\b[a-z0-9]{64}\b/);
+  });
+});
