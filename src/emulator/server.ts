@@ -9,6 +9,7 @@ import { pino, type Logger } from 'pino';
 import { authenticate } from './auth.ts';
 import { applySeed, bootstrapRecord, DEFAULT_SEED, type Bootstrap, type Seed } from './bootstrap.ts';
 import { consoleRoutes } from './console.ts';
+import { refuseCrossSite } from './cross-site-guard.ts';
 import { faultInjector, type Fault } from './faults.ts';
 import { ApiError, readJson, sendError, sendJson } from './http-io.ts';
 import { startOperationsEngine } from './operations-engine.ts';
@@ -98,6 +99,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const { route, params } = matched;
     const isPublic = route.template.startsWith('/api/v2');
     if (!isPublic && !LOOPBACK.test(req.socket.remoteAddress ?? '')) throw new ApiError(403, 'PERMISSION_DENIED', 'the admin API and the console answer loopback clients only');
+    // Loopback is not enough: a web page in the developer's browser connects from loopback too (cross-site-guard.ts).
+    if (!isPublic) refuseCrossSite(req, method);
 
     const fault: Fault | undefined = isPublic ? parts.faults.pick(method, route.template) : undefined;
     if (fault !== undefined) {
