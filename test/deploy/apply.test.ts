@@ -11,7 +11,7 @@ import { baseDir, chartDir, CommandError, parseYaml, root, tools, type Tools } f
 
 const suffix = randomBytes(3).toString('hex');
 const ns = `deploy-${suffix}`;
-const watched = [`deploy-${suffix}-a`];
+const watched = [`deploy-${suffix}-a`, `deploy-${suffix}-b`];
 const unwatched = `deploy-${suffix}-other`;
 
 describe('the manifests applied to a real apiserver', () => {
@@ -43,7 +43,7 @@ describe('the manifests applied to a real apiserver', () => {
   };
 
   /** What the apiserver's authorizer answers for the ServiceAccount. */
-  const can = async (serviceAccount: string, saNamespace: string, verb: string, resource: string, namespace?: string, group = ''): Promise<boolean> => {
+  const can = async (serviceAccount: string, saNamespace: string, verb: string, resource: string, namespace?: string, group = '', name?: string): Promise<boolean> => {
     const [plural, subresource] = resource.split('/');
     const review = await authz.createSubjectAccessReview({
       body: {
@@ -52,7 +52,7 @@ describe('the manifests applied to a real apiserver', () => {
         spec: {
           user: `system:serviceaccount:${saNamespace}:${serviceAccount}`,
           groups: ['system:serviceaccounts', `system:serviceaccounts:${saNamespace}`, 'system:authenticated'],
-          resourceAttributes: { verb, group, resource: plural, subresource, namespace },
+          resourceAttributes: { verb, group, resource: plural, subresource, namespace, name },
         },
       },
     });
@@ -101,11 +101,14 @@ describe('the manifests applied to a real apiserver', () => {
     }
   });
 
-  it('admits the chart output with watchNamespaces, a ServiceMonitor left out (server-side dry run)', async () => {
-    const set = [`watchNamespaces={${watched.join(',')}}`, 'workers=4', 'driftInterval=2m', 'replicaCount=3'];
+  it('admits the chart output with watchNamespaces and a NetworkPolicy, a ServiceMonitor left out (server-side dry run)', async () => {
+    const set = [`watchNamespaces={${watched.join(',')}}`, 'workers=4', 'driftInterval=2m', 'replicaCount=3',
+      'networkPolicy.enabled=true', 'networkPolicy.apiServer.cidrs={127.0.0.1/32}', 'networkPolicy.metricsFrom[0].podSelector.matchLabels.app=prometheus'];
     const manifests = await t.helm(['template', `dryns-${suffix}`, chartDir, '--namespace', ns, '--kube-version', kubeVersion, ...set.flatMap((s) => ['--set', s])]);
     const out = await dryRun(manifests);
-    expect(out.match(/^role\.rbac\.authorization\.k8s\.io\/\S+ serverside-applied/gm)).toHaveLength(2);
+    // A Role per watched namespace, and the one in the release namespace.
+    expect(out.match(/^role\.rbac\.authorization\.k8s\.io\/\S+ serverside-applied/gm)).toHaveLength(watched.length + 1);
+    expect(out).toMatch(/^networkpolicy\.networking\.k8s\.io\/\S+ serverside-applied \(server dry run\)$/m);
     expect(out).not.toContain('clusterrole');
   });
 
@@ -132,23 +135,31 @@ describe('the manifests applied to a real apiserver', () => {
     const sa = `${release}-neon-key-operator`;
     const anywhere = watched[0];
 
-    const allowed: [string, string, string | undefined, string?][] = [
+    const allowed: [string, string, string | undefined, string?, string?][] = [
       ['list', 'apikeys', undefined, 'keys.neon.dev'],
       ['watch', 'projectapikeys', undefined, 'keys.neon.dev'],
-      ['patch', 'projectapikeys', anywhere, 'keys.neon.dev'],
-      ['update', 'apikeys/status', anywhere, 'keys.neon.dev'],
+      ['update', 'projectapikeys', anywhere, 'keys.neon.dev'],
+      ['patch', 'apikeys/status', anywhere, 'keys.neon.dev'],
       ['update', 'projectapikeys/finalizers', anywhere, 'keys.neon.dev'],
       ['list', 'secrets', undefined],
       ['create', 'secrets', anywhere],
       ['delete', 'secrets', anywhere],
       ['create', 'events', anywhere],
-      ['get', 'leases', ns, 'coordination.k8s.io'],
+      ['get', 'leases', ns, 'coordination.k8s.io', 'neon-key-operator'],
       ['create', 'leases', ns, 'coordination.k8s.io'],
-      ['update', 'leases', ns, 'coordination.k8s.io'],
+      ['update', 'leases', ns, 'coordination.k8s.io', 'neon-key-operator'],
     ];
-    const denied: [string, string, string | undefined, string?][] = [
+    const denied: [string, string, string | undefined, string?, string?][] = [
       ['create', 'apikeys', anywhere, 'keys.neon.dev'],
       ['delete', 'projectapikeys', anywhere, 'keys.neon.dev'],
+      // Verbs the code never calls (test/deploy/rbac-contract.ts).
+      ['patch', 'projectapikeys', anywhere, 'keys.neon.dev'],
+      ['update', 'apikeys/status', anywhere, 'keys.neon.dev'],
+      ['patch', 'secrets', anywhere],
+      ['patch', 'events', anywhere],
+      ['create', 'events', anywhere, 'events.k8s.io'],
+      ['update', 'leases', ns, 'coordination.k8s.io', 'another-lease'],
+      ['get', 'leases', ns, 'coordination.k8s.io'],
       ['get', 'configmaps', anywhere],
       ['list', 'pods', undefined],
       ['create', 'namespaces', undefined],
@@ -158,11 +169,11 @@ describe('the manifests applied to a real apiserver', () => {
       ['get', 'leases', anywhere, 'coordination.k8s.io'],
       ['delete', 'leases', ns, 'coordination.k8s.io'],
     ];
-    for (const [verb, resource, namespace, group] of allowed) {
-      expect([verb, resource, namespace, await settles(true, sa, ns, verb, resource, namespace, group)]).toEqual([verb, resource, namespace, true]);
+    for (const [verb, resource, namespace, group, name] of allowed) {
+      expect([verb, resource, namespace, name, await settles(true, sa, ns, verb, resource, namespace, group, name)]).toEqual([verb, resource, namespace, name, true]);
     }
-    for (const [verb, resource, namespace, group] of denied) {
-      expect([verb, resource, namespace, await can(sa, ns, verb, resource, namespace, group)]).toEqual([verb, resource, namespace, false]);
+    for (const [verb, resource, namespace, group, name] of denied) {
+      expect([verb, resource, namespace, name, await can(sa, ns, verb, resource, namespace, group, name)]).toEqual([verb, resource, namespace, name, false]);
     }
 
     const uninstalled = await t.helm(['uninstall', release, '--namespace', ns, '--wait=false']);
@@ -187,7 +198,12 @@ describe('the manifests applied to a real apiserver', () => {
     expect(await can(sa, ns, 'list', 'secrets', unwatched)).toBe(false);
     expect(await can(sa, ns, 'list', 'secrets', undefined)).toBe(false);
     expect(await can(sa, ns, 'list', 'apikeys', undefined, 'keys.neon.dev')).toBe(false);
-    expect(await settles(true, sa, ns, 'update', 'leases', ns, 'coordination.k8s.io')).toBe(true);
+    expect(await settles(true, sa, ns, 'update', 'leases', ns, 'coordination.k8s.io', 'neon-key-operator')).toBe(true);
+    // The intent-signing key in the release namespace: read by name only, created.
+    expect(await settles(true, sa, ns, 'get', 'secrets', ns, '', 'neon-key-operator-signing-key')).toBe(true);
+    expect(await can(sa, ns, 'get', 'secrets', ns, '', 'neon-admin')).toBe(false);
+    expect(await can(sa, ns, 'list', 'secrets', ns)).toBe(false);
+    expect(await settles(true, sa, ns, 'create', 'secrets', ns)).toBe(true);
 
     // An upgrade back to the defaults (every namespace) swaps the Roles for the ClusterRole.
     await t.helm(['upgrade', release, chartDir, '--namespace', ns, '--reset-values']);

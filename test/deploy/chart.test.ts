@@ -10,7 +10,7 @@ import {
   baseDir, byKind, chartDir, CommandError, parseYaml, permissions, root, tools,
   type K8sObject, type PolicyRule, type Tools,
 } from './kube-tools.ts';
-import { leaderElectionCeiling, leaderElectionFloor, reconcileCeiling, reconcileFloor } from './rbac-contract.ts';
+import { ownNamespaceGrants, reconcileGrants } from './rbac-contract.ts';
 
 interface Container {
   name: string;
@@ -67,7 +67,7 @@ const noWildcards = (rules: PolicyRule[]): void => {
     expect(rule.nonResourceURLs).toBeUndefined();
   }
 };
-const outside = (rules: PolicyRule[], ceiling: Set<string>): string[] => permissions(rules).filter((p) => !ceiling.has(p));
+const overlayDir = join(root, 'deploy/overlays/namespaced');
 
 describe('the Helm chart', () => {
   let t: Tools;
@@ -83,8 +83,9 @@ describe('the Helm chart', () => {
     appVersion = /^appVersion: "?([^"\s]+)"?$/m.exec(chart)?.[1] ?? '';
   });
 
-  it('passes helm lint --strict with the default values, with watchNamespaces and with a ServiceMonitor', async () => {
-    for (const set of [[], ['watchNamespaces={team-a}'], ['metrics.serviceMonitor.enabled=true', 'replicaCount=1']]) {
+  it('passes helm lint --strict with the default values, with watchNamespaces, a NetworkPolicy and a ServiceMonitor', async () => {
+    for (const set of [[], ['watchNamespaces={team-a,team-b}'], ['networkPolicy.enabled=true', 'networkPolicy.apiServer.cidrs={10.0.0.1/32}'],
+      ['metrics.serviceMonitor.enabled=true', 'replicaCount=1']]) {
       const out = await t.helm(['lint', '--strict', chartDir, ...set.flatMap((s) => ['--set', s])]);
       expect(out).toContain('0 chart(s) failed');
       expect(out).not.toMatch(/\[(WARNING|ERROR)\]/);
@@ -106,8 +107,9 @@ describe('the Helm chart', () => {
     expect(await refused('logLevel=loud')).toContain('logLevel');
     expect(await refused('platformUrl=console.neon.tech')).toContain('platformUrl');
     expect(await refused('watchNamespaces={Team_A}')).toContain('watchNamespaces');
-    // The operator's --watch-namespace takes one namespace: a list of two would be read as one name.
-    expect(await refused('watchNamespaces={team-a,team-b}')).toContain('watchNamespaces');
+    expect(await refused('watchNamespaces={team-a,team-a}')).toContain('watchNamespaces');
+    expect(await refused('networkPolicy.enable=true')).toContain("'enable' not allowed");
+    expect(await refused('networkPolicy.platform.cidrs={console.neon.tech}')).toContain('cidrs');
     expect(await refused('metrics.serviceMonitor.enable=true')).toContain("'enable' not allowed");
   });
 
@@ -189,38 +191,63 @@ describe('the Helm chart', () => {
     }
   });
 
-  it('grants no more than the RBAC contract and no wildcard, cluster-wide or per namespace', async () => {
-    for (const set of [[], ['watchNamespaces={team-a}']]) {
+  it('grants exactly the RBAC contract, no wildcard, cluster-wide or per namespace, with or without leader election', async () => {
+    for (const set of [[], ['watchNamespaces={team-a,team-b}'], ['leaderElection.enabled=false', 'replicaCount=1']]) {
       const objects = await t.template('neon-key-operator', 'ops', set);
-      const leader = onlyOne(objects, 'Role', (n) => n.endsWith('-leader-election'));
-      expect(leader.metadata.namespace).toBe('ops');
-      noWildcards(rulesOf(leader));
-      expect(outside(rulesOf(leader), leaderElectionCeiling)).toEqual([]);
-      expect(permissions(rulesOf(leader))).toEqual(expect.arrayContaining(leaderElectionFloor));
+      const own = onlyOne(objects, 'Role', (n) => n.endsWith('-leader-election'));
+      expect(own.metadata.namespace).toBe('ops');
+      noWildcards(rulesOf(own));
+      expect([set, permissions(rulesOf(own))]).toEqual([set, ownNamespaceGrants(!set.includes('leaderElection.enabled=false'))]);
 
-      const reconcileRoles = [...byKind(objects, 'ClusterRole'), ...byKind(objects, 'Role').filter((r) => r !== leader)];
-      expect(reconcileRoles.length).toBeGreaterThan(0);
+      const reconcileRoles = [...byKind(objects, 'ClusterRole'), ...byKind(objects, 'Role').filter((r) => r !== own)];
+      expect(reconcileRoles).toHaveLength(set[0]?.startsWith('watchNamespaces') === true ? 2 : 1);
       for (const role of reconcileRoles) {
         noWildcards(rulesOf(role));
-        expect(outside(rulesOf(role), reconcileCeiling)).toEqual([]);
-        expect(permissions(rulesOf(role))).toEqual(expect.arrayContaining(reconcileFloor));
+        expect([set, permissions(rulesOf(role))]).toEqual([set, reconcileGrants]);
       }
     }
   });
 
-  it('with watchNamespaces, grants a Role in the watched namespace and nothing cluster-wide', async () => {
-    const objects = await t.template('keys', 'ops', ['watchNamespaces={team-a}', 'workers=8', 'driftInterval=10m']);
+  it('with watchNamespaces, grants a Role in each watched namespace and nothing cluster-wide', async () => {
+    const objects = await t.template('keys', 'ops', ['watchNamespaces={team-a,team-b}', 'workers=8', 'driftInterval=10m']);
     expect(byKind(objects, 'ClusterRole')).toEqual([]);
     expect(byKind(objects, 'ClusterRoleBinding')).toEqual([]);
     const roles = byKind(objects, 'Role').filter((r) => !r.metadata.name.endsWith('-leader-election'));
-    expect(roles.map((r) => r.metadata.namespace)).toEqual(['team-a']);
+    expect(roles.map((r) => r.metadata.namespace)).toEqual(['team-a', 'team-b']);
     const bindings = byKind(objects, 'RoleBinding').filter((r) => !r.metadata.name.endsWith('-leader-election'));
-    expect(bindings.map((b) => b.metadata.namespace)).toEqual(['team-a']);
+    expect(bindings.map((b) => b.metadata.namespace)).toEqual(['team-a', 'team-b']);
     for (const binding of bindings) {
       expect((binding as K8sObject & { roleRef: object }).roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'keys-neon-key-operator' });
     }
     const container = operatorContainer(onlyOne(objects, 'Deployment') as Deployment);
-    expect(container.args).toEqual(expect.arrayContaining(['--watch-namespace=team-a', '--workers=8', '--drift-interval=10m']));
+    expect(container.args).toEqual(expect.arrayContaining(['--watch-namespace=team-a,team-b', '--workers=8', '--drift-interval=10m']));
+  });
+
+  it('renders a NetworkPolicy only when asked: in to metrics and health, out to the API server, the platform and DNS', async () => {
+    for (const set of [[], ['watchNamespaces={team-a}']]) expect(byKind(await t.template('neon-key-operator', 'ops', set), 'NetworkPolicy')).toEqual([]);
+    const objects = await t.template('neon-key-operator', 'ops', [
+      'networkPolicy.enabled=true', 'networkPolicy.apiServer.cidrs={10.96.0.1/32,172.18.0.2/32}', 'networkPolicy.platform.ports={443}',
+      'networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring',
+    ]);
+    const policy = onlyOne(objects, 'NetworkPolicy') as K8sObject & { spec: object };
+    expect(policy.metadata.namespace).toBe('ops');
+    const selector = { 'app.kubernetes.io/name': 'neon-key-operator', 'app.kubernetes.io/instance': 'neon-key-operator' };
+    expect(policy.spec).toEqual({
+      podSelector: { matchLabels: selector },
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [
+        { ports: [{ port: 'metrics', protocol: 'TCP' }], from: [{ namespaceSelector: { matchLabels: { name: 'monitoring' } } }] },
+        { ports: [{ port: 'health', protocol: 'TCP' }] },
+      ],
+      egress: [
+        { ports: [{ port: 443, protocol: 'TCP' }, { port: 6443, protocol: 'TCP' }], to: [{ ipBlock: { cidr: '10.96.0.1/32' } }, { ipBlock: { cidr: '172.18.0.2/32' } }] },
+        { ports: [{ port: 443, protocol: 'TCP' }] },
+        { ports: [{ port: 53, protocol: 'UDP' }, { port: 53, protocol: 'TCP' }] },
+      ],
+    });
+    // The pod's named ports are the ones the policy opens.
+    const container = operatorContainer(onlyOne(objects, 'Deployment') as Deployment);
+    expect(container.ports.map((p) => p.name)).toEqual(['metrics', 'health']);
   });
 
   it('follows its values: one replica without leader election or PDB, a digest, a ServiceMonitor, extra env and args', async () => {
@@ -231,7 +258,9 @@ describe('the Helm chart', () => {
       'extraEnv[0].name=UV_THREADPOOL_SIZE', 'extraEnv[0].value=eight', 'extraArgs={--some-flag=1}',
     ]);
     expect(byKind(objects, 'PodDisruptionBudget')).toEqual([]);
-    expect(byKind(objects, 'Role')).toEqual([]);
+    // The own-namespace Role stays (the intent-signing key), without a Lease.
+    const own = onlyOne(objects, 'Role');
+    expect(rulesOf(own).flatMap((r) => r.resources ?? [])).not.toContain('leases');
     const deployment = onlyOne(objects, 'Deployment') as Deployment;
     expect(deployment.spec.replicas).toBe(1);
     const container = operatorContainer(deployment);
@@ -251,6 +280,7 @@ describe('the Helm chart', () => {
     expect(args.map((a) => a.replace(/=.*/, '')).sort()).toEqual([
       '--drift-interval', '--health-probe-bind-address', '--leader-elect', '--metrics-bind-address', '--platform-url', '--watch-namespace', '--workers',
     ]);
+    expect(args).toContain('--watch-namespace=team-a');
     // parseArgs (strict) rejects an unknown flag or a value given to a boolean before --help prints.
     const result = spawnSync(process.execPath, [join(root, 'src/operator/main.ts'), ...args, '--help'], { encoding: 'utf8', timeout: 30_000 });
     expect(result.stderr).not.toMatch(/ERR_PARSE_ARGS/);
@@ -277,7 +307,7 @@ describe('the Helm chart', () => {
 
     const baseLeader = onlyOne(base, 'Role', (n) => n.includes('leader'));
     const chartLeader = onlyOne(chart, 'Role', (n) => n.includes('leader'));
-    expect(permissions(rulesOf(baseLeader))).toEqual(expect.arrayContaining(permissions(rulesOf(chartLeader))));
+    expect(permissions(rulesOf(baseLeader))).toEqual(permissions(rulesOf(chartLeader)));
 
     const baseContainer = (onlyOne(base, 'Deployment') as Deployment).spec.template.spec.containers[0] as Container;
     const chartContainer = operatorContainer(onlyOne(chart, 'Deployment') as Deployment);
@@ -285,5 +315,27 @@ describe('the Helm chart', () => {
     expect(baseContainer.readinessProbe.httpGet.path).toBe(chartContainer.readinessProbe.httpGet.path);
     expect(baseContainer.ports.map((p) => [p.name, p.containerPort])).toEqual(chartContainer.ports.map((p) => [p.name, p.containerPort]));
     expect(baseContainer.args).toEqual(expect.arrayContaining(['--leader-elect', '--metrics-bind-address=:8080', '--health-probe-bind-address=:8081']));
+  });
+
+  (existsSync(join(overlayDir, 'kustomization.yaml')) ? it : it.skip)('grants in namespaced mode what the chart grants with watchNamespaces: deploy/overlays/namespaced', async () => {
+    const overlay = parseYaml(await t.kubectl(['kustomize', overlayDir]));
+    const chart = await t.template('neon-key-operator', 'neon-key-operator-system', ['watchNamespaces={team-a,team-b}']);
+    for (const objects of [overlay, chart]) {
+      expect(byKind(objects, 'ClusterRole')).toEqual([]);
+      expect(byKind(objects, 'ClusterRoleBinding')).toEqual([]);
+    }
+    const reconcileRoles = (objects: K8sObject[]): [string | undefined, string[]][] => byKind(objects, 'Role')
+      .filter((r) => !r.metadata.name.includes('leader'))
+      .map((r) => [r.metadata.namespace, permissions(rulesOf(r))]);
+    expect(reconcileRoles(overlay)).toEqual([['team-a', reconcileGrants], ['team-b', reconcileGrants]]);
+    expect(reconcileRoles(overlay)).toEqual(reconcileRoles(chart));
+    const leader = (objects: K8sObject[]): string[] => permissions(rulesOf(onlyOne(objects, 'Role', (n) => n.includes('leader'))));
+    expect(leader(overlay)).toEqual(leader(chart));
+    // Every binding names the operator's ServiceAccount in its own namespace.
+    for (const binding of byKind(overlay, 'RoleBinding')) {
+      expect((binding as K8sObject & { subjects: object[] }).subjects).toEqual([{ kind: 'ServiceAccount', name: 'neon-key-operator', namespace: 'neon-key-operator-system' }]);
+    }
+    const args = (onlyOne(overlay, 'Deployment') as Deployment).spec.template.spec.containers[0]?.args;
+    expect(args).toContain('--watch-namespace=team-a,team-b');
   });
 });

@@ -95,13 +95,15 @@ export function tools(cp: ControlPlane, kubeVersion: string): Tools {
   };
 }
 
-/** Rules as comparable sets: one entry per (apiGroup, resource, verb). */
+/** Rules as comparable sets: one entry per (apiGroup, resource, verb), `@name` per resourceName. */
 export function permissions(rules: PolicyRule[]): string[] {
   const out = new Set<string>();
   for (const rule of rules) {
     for (const group of rule.apiGroups ?? ['']) {
       for (const resource of rule.resources ?? []) {
-        for (const verb of rule.verbs) out.add(`${group}|${resource}|${verb}`);
+        for (const verb of rule.verbs) {
+          for (const name of rule.resourceNames ?? [undefined]) out.add(`${group}|${resource}|${verb}${name !== undefined ? `@${name}` : ''}`);
+        }
       }
     }
   }

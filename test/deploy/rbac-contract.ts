@@ -1,35 +1,42 @@
-// The most the operator may be granted (DESIGN.md section 5, the RBAC contract of deploy/): every
-// (apiGroup, resource, verb) a rendered rule may name. A manifest granting anything else, or a
-// wildcard, fails the deploy suites.
-const crud = (group: string, resources: string[], verbs: string[]): string[] =>
-  resources.flatMap((resource) => verbs.map((verb) => `${group}|${resource}|${verb}`));
+// The RBAC contract of deploy/ (DESIGN.md section 5): exactly the API calls the operator's code
+// makes, each grant next to the call it comes from. Every install mode (deploy/base,
+// deploy/overlays/namespaced, the chart cluster-wide and namespaced) must grant exactly these: a
+// verb the code never calls is a grant too many, and a missing one stops the operator.
+// When the code starts making a new call, add it here with its caller, then to the manifests.
+const grants = (group: string, resources: string[], verbs: string[], resourceName?: string): string[] =>
+  resources.flatMap((resource) => verbs.map((verb) => `${group}|${resource}|${verb}${resourceName !== undefined ? `@${resourceName}` : ''}`));
 
 /** The operator's rights over what it reconciles: a ClusterRole, or a Role per watched namespace. */
-export const reconcileCeiling = new Set([
-  ...crud('keys.neon.dev', ['apikeys', 'projectapikeys'], ['get', 'list', 'watch', 'update', 'patch']),
-  // get on status: a read of what it writes, no wider than get on the resource.
-  ...crud('keys.neon.dev', ['apikeys/status', 'projectapikeys/status'], ['get', 'update', 'patch']),
-  ...crud('keys.neon.dev', ['apikeys/finalizers', 'projectapikeys/finalizers'], ['update']),
-  // The key Secrets it writes and the credentials Secrets it reads; RBAC cannot select by label.
-  ...crud('', ['secrets'], ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']),
-  ...crud('', ['events'], ['create', 'patch']),
-  ...crud('events.k8s.io', ['events'], ['create', 'patch']),
-]);
+export const reconcileGrants: readonly string[] = [
+  // list + watch: the informers (controller.ts, listClusterCustomObject / listNamespacedCustomObject);
+  // get: lifecycle.ts getNamespacedCustomObject; update: lifecycle.ts replaceNamespacedCustomObject
+  // (finalizer and create intent, with the resourceVersion read). Never patched, created or deleted.
+  ...grants('keys.neon.dev', ['apikeys', 'projectapikeys'], ['get', 'list', 'watch', 'update']),
+  // lifecycle.ts patchNamespacedCustomObjectStatus (merge patch); the status is never read apart.
+  ...grants('keys.neon.dev', ['apikeys/status', 'projectapikeys/status'], ['patch']),
+  // The Secrets' owner references set blockOwnerDeletion (secret-writer.ts), which the apiserver
+  // allows only to whoever may update the owner's finalizers.
+  ...grants('keys.neon.dev', ['apikeys/finalizers', 'projectapikeys/finalizers'], ['update']),
+  // list + watch: the managed-Secret informer (controller.ts); get: lifecycle.ts readNamespacedSecret
+  // (credentials and key Secrets); create / update / delete: createNamespacedSecret,
+  // replaceNamespacedSecret, deleteNamespacedSecret. Never patched.
+  ...grants('', ['secrets'], ['get', 'list', 'watch', 'create', 'update', 'delete']),
+  // events.ts createNamespacedEvent (core/v1); never patched, never events.k8s.io.
+  ...grants('', ['events'], ['create']),
+].sort();
 
-/** Leader election: the Lease in the operator's own namespace, and the events of a leader change. */
-export const leaderElectionCeiling = new Set([
-  ...crud('coordination.k8s.io', ['leases'], ['get', 'create', 'update']),
-  ...crud('', ['events'], ['create', 'patch']),
-  ...crud('events.k8s.io', ['events'], ['create', 'patch']),
-]);
+export const LEASE_NAME = 'neon-key-operator';
+export const SIGNING_KEY_SECRET = 'neon-key-operator-signing-key';
 
-/** What the operator needs at the least: any manifest missing one of these cannot run it. */
-export const reconcileFloor = [
-  ...crud('keys.neon.dev', ['apikeys', 'projectapikeys'], ['get', 'list', 'watch', 'update', 'patch']),
-  ...crud('keys.neon.dev', ['apikeys/status', 'projectapikeys/status'], ['update', 'patch']),
-  ...crud('keys.neon.dev', ['apikeys/finalizers', 'projectapikeys/finalizers'], ['update']),
-  ...crud('', ['secrets'], ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']),
-  ...crud('', ['events'], ['create', 'patch']),
-];
-
-export const leaderElectionFloor = crud('coordination.k8s.io', ['leases'], ['get', 'create', 'update']);
+/** The operator's own namespace: its Lease (leader.ts, main.ts's readyz) and its intent-signing key. */
+export function ownNamespaceGrants(leaderElection = true): string[] {
+  return [
+    // leader.ts readNamespacedLease / replaceNamespacedLease, main.ts readyz readNamespacedLease: by name.
+    ...leaderElection ? grants('coordination.k8s.io', ['leases'], ['get', 'update'], LEASE_NAME) : [],
+    // leader.ts createNamespacedLease: create cannot be limited by name (the name is in the body).
+    ...leaderElection ? grants('coordination.k8s.io', ['leases'], ['create']) : [],
+    // The intent-signing key: read by name, created on first start (create cannot be limited by name).
+    ...grants('', ['secrets'], ['get'], SIGNING_KEY_SECRET),
+    ...grants('', ['secrets'], ['create']),
+  ].sort();
+}

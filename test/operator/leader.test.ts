@@ -4,7 +4,7 @@ import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, V1MicroTime, type
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LeaderElector } from '../../src/operator/leader.ts';
-import { leaderElectionFloor } from '../deploy/rbac-contract.ts';
+import { ownNamespaceGrants } from '../deploy/rbac-contract.ts';
 import { controlPlane } from '../harness/index.ts';
 
 const NAMESPACE = 'default';
@@ -178,7 +178,7 @@ describe('LeaderElector', () => {
     expect(a.elector.isLeader()).toBe(false);
   });
 
-  it('works with only the leader-election rights deploy/ grants (get, create, update on leases)', async () => {
+  it('works with only the leader-election rights deploy/ grants (get and update of its Lease by name, create)', async () => {
     const cp = await controlPlane();
     const namespace = `leader-rbac-${randomBytes(3).toString('hex')}`;
     const core = cp.kubeConfig.makeApiClient(CoreV1Api);
@@ -188,9 +188,10 @@ describe('LeaderElector', () => {
       await core.deleteNamespace({ name: namespace }).catch(() => undefined);
     });
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'operator' } } });
-    const rules = leaderElectionFloor.map((entry) => {
-      const [group, resource, verb] = entry.split('|') as [string, string, string];
-      return { apiGroups: [group], resources: [resource], verbs: [verb] };
+    const rules = ownNamespaceGrants().filter((entry) => entry.includes('|leases|')).map((entry) => {
+      const [group, resource, grant] = entry.split('|') as [string, string, string];
+      const [verb, name] = grant.split('@') as [string, string | undefined];
+      return { apiGroups: [group], resources: [resource], verbs: [verb], ...(name !== undefined ? { resourceNames: [name] } : {}) };
     });
     await rbac.createNamespacedRole({ namespace, body: { metadata: { name: 'leader-election' }, rules } });
     await rbac.createNamespacedRoleBinding({

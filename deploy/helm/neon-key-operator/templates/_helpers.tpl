@@ -59,28 +59,28 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/*
 The operator's rights over the resources it reconciles: the same rules as deploy/base/rbac.yaml
 (test/deploy compares them), granted by a ClusterRole, or by a Role in each watched namespace.
-Least privilege: no wildcard; no create/delete of the custom resources (people create them, the
-operator reconciles them); Secrets in full because it writes the key Secrets and reads the
-credentials Secrets (RBAC cannot restrict by label; the operator's informer selects only the
-Secrets labelled app.kubernetes.io/managed-by=neon-key-operator).
+Exactly the verbs the code calls (test/deploy/rbac-contract.ts names each call): no wildcard; no
+create/delete of the custom resources (people create them, the operator reconciles them); the
+resources written by UPDATE with a resourceVersion, never patched; the status merge-patched; the
+finalizers subresource because the Secrets' owner references set blockOwnerDeletion; Secrets
+because it writes the key Secrets and reads the credentials Secrets (RBAC cannot restrict by label;
+the operator's informer selects only the Secrets labelled app.kubernetes.io/managed-by=neon-key-operator);
+core/v1 events, created only.
 */}}
 {{- define "neon-key-operator.rules" -}}
 - apiGroups: [keys.neon.dev]
   resources: [apikeys, projectapikeys]
-  verbs: [get, list, watch, update, patch]
+  verbs: [get, list, watch, update]
 - apiGroups: [keys.neon.dev]
   resources: [apikeys/status, projectapikeys/status]
-  verbs: [get, update, patch]
+  verbs: [patch]
 - apiGroups: [keys.neon.dev]
   resources: [apikeys/finalizers, projectapikeys/finalizers]
   verbs: [update]
 - apiGroups: [""]
   resources: [secrets]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [get, list, watch, create, update, delete]
 - apiGroups: [""]
   resources: [events]
-  verbs: [create, patch]
-- apiGroups: [events.k8s.io]
-  resources: [events]
-  verbs: [create, patch]
+  verbs: [create]
 {{- end }}
