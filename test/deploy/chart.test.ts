@@ -73,11 +73,13 @@ describe('the Helm chart', () => {
   let t: Tools;
   let chartVersion: string;
   let appVersion: string;
+  let kubeVersion: string;
 
   beforeAll(async () => {
     const cp = await controlPlane();
     const version = await cp.kubeConfig.makeApiClient(VersionApi).getCode();
-    t = tools(cp, version.gitVersion);
+    kubeVersion = version.gitVersion;
+    t = tools(cp, kubeVersion);
     const chart = readFileSync(join(chartDir, 'Chart.yaml'), 'utf8');
     chartVersion = /^version: (\S+)$/m.exec(chart)?.[1] ?? '';
     appVersion = /^appVersion: "?([^"\s]+)"?$/m.exec(chart)?.[1] ?? '';
@@ -225,11 +227,15 @@ describe('the Helm chart', () => {
 
   it('renders a NetworkPolicy only when asked: in to metrics and health, out to the API server, the platform and DNS', async () => {
     for (const set of [[], ['watchNamespaces={team-a}']]) expect(byKind(await t.template('neon-key-operator', 'ops', set), 'NetworkPolicy')).toEqual([]);
-    const objects = await t.template('neon-key-operator', 'ops', [
+    const set = [
       'networkPolicy.enabled=true', 'networkPolicy.apiServer.cidrs={10.96.0.1/32,172.18.0.2/32}', 'networkPolicy.platform.ports={443}',
       'networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring',
-    ]);
-    const policy = onlyOne(objects, 'NetworkPolicy') as K8sObject & { spec: object };
+    ];
+    const objects = await t.template('neon-key-operator', 'ops', set);
+    onlyOne(objects, 'NetworkPolicy');
+    // As JSON by kubectl: client-node's YAML loader renames fields (from becomes _from).
+    const rendered = await t.helm(['template', 'neon-key-operator', chartDir, '--namespace', 'ops', '--show-only', 'templates/networkpolicy.yaml', '--kube-version', kubeVersion, ...set.flatMap((s) => ['--set', s])]);
+    const policy = JSON.parse(await t.kubectl(['create', '--dry-run=client', '-o', 'json', '-f', '-'], rendered)) as K8sObject & { spec: object };
     expect(policy.metadata.namespace).toBe('ops');
     const selector = { 'app.kubernetes.io/name': 'neon-key-operator', 'app.kubernetes.io/instance': 'neon-key-operator' };
     expect(policy.spec).toEqual({
