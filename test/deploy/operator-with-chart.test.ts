@@ -17,6 +17,8 @@ import { byKind, chartDir, parseYaml, root, tools, type K8sObject, type Tools } 
 const suffix = randomBytes(3).toString('hex');
 const ns = `chartop-${suffix}`;
 const appNs = `chartop-${suffix}-app`;
+// A second watched namespace: the operator runs an informer per namespace with a Role in each.
+const otherAppNs = `chartop-${suffix}-app2`;
 const release = `op-${suffix}`;
 
 interface EnvVar { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }
@@ -52,6 +54,7 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
     await t.kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev']);
     await t.kubectl(['create', 'namespace', ns]);
     await t.kubectl(['create', 'namespace', appNs]);
+    await t.kubectl(['create', 'namespace', otherAppNs]);
     emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
   });
 
@@ -64,12 +67,12 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
     }
     await emulator?.close();
     await t?.helm(['uninstall', release, '--namespace', ns, '--wait=false']).catch(() => undefined);
-    for (const name of [appNs, ns]) await t?.kubectl(['delete', 'namespace', name, '--wait=false']).catch(() => undefined);
+    for (const name of [appNs, otherAppNs, ns]) await t?.kubectl(['delete', 'namespace', name, '--wait=false']).catch(() => undefined);
   });
 
-  it('issues a ProjectApiKey as the elected leader, serves probes and metrics on the pod IP, and revokes the key on delete', async () => {
-    // The release watches the application namespace only: the narrowest RBAC the chart renders.
-    await t.helm(['install', release, chartDir, '--namespace', ns, '--set', `watchNamespaces={${appNs}}`]);
+  it('issues a ProjectApiKey in each of two watched namespaces as the elected leader, serves probes and metrics on the pod IP, and revokes the key on delete', async () => {
+    // The release watches the two application namespaces only: the narrowest RBAC the chart renders.
+    await t.helm(['install', release, chartDir, '--namespace', ns, '--set', `watchNamespaces={${appNs},${otherAppNs}}`]);
     const rendered = parseYaml(await t.helm(['get', 'manifest', release, '--namespace', ns]));
     const deployment = byKind(rendered, 'Deployment')[0] as K8sObject & {
       spec: { template: { spec: { serviceAccountName: string; containers: { args: string[]; env: EnvVar[] }[] } } };
@@ -88,7 +91,7 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
       return arg;
     });
     expect(args).toEqual(expect.arrayContaining([`--metrics-bind-address=:${metricsPort}`, `--health-probe-bind-address=:${healthPort}`]));
-    expect(args).toContain(`--watch-namespace=${appNs}`);
+    expect(args).toContain(`--watch-namespace=${[appNs, otherAppNs].sort().join(',')}`);
     const fields: Record<string, string> = { 'metadata.namespace': ns, 'metadata.name': `${release}-pod-0` };
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: tmpdir() };
     for (const variable of container.env) {
@@ -106,8 +109,10 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
     const orgId = Object.entries(admin?.orgRoles ?? {}).find(([, role]) => role === 'admin')?.[0];
     const project = emulator.bootstrap.projects.find((p) => p.organizationId === orgId);
     if (admin?.personalKey === undefined || orgId === undefined || project === undefined) throw new Error('the emulator seed has no admin, organization or project');
-    await t.kubectl(['create', 'secret', 'generic', 'neon-admin', '-n', appNs, `--from-literal=apiKey=${admin.personalKey}`]);
-    await t.kubectl(['apply', '-n', appNs, '-f', '-'], JSON.stringify({
+    for (const namespace of [appNs, otherAppNs]) {
+      await t.kubectl(['create', 'secret', 'generic', 'neon-admin', '-n', namespace, `--from-literal=apiKey=${admin.personalKey}`]);
+    }
+    const keyResource = (): string => JSON.stringify({
       apiVersion: 'keys.neon.dev/v1alpha1',
       kind: 'ProjectApiKey',
       metadata: { name: 'chart-key' },
@@ -118,12 +123,17 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
         credentialsSecretRef: { name: 'neon-admin', key: 'apiKey' },
         deletionPolicy: 'Revoke',
       },
-    }));
+    });
+    await t.kubectl(['apply', '-n', appNs, '-f', '-'], keyResource());
+    await t.kubectl(['apply', '-n', otherAppNs, '-f', '-'], keyResource());
 
-    const ready = await poll('ProjectApiKey chart-key Ready', async () => {
-      const resource = JSON.parse(await t.kubectl(['get', 'projectapikey', 'chart-key', '-n', appNs, '-o', 'json'])) as KeyResource;
+    const readyIn = (namespace: string): Promise<KeyResource> => poll(`ProjectApiKey ${namespace}/chart-key Ready`, async () => {
+      const resource = JSON.parse(await t.kubectl(['get', 'projectapikey', 'chart-key', '-n', namespace, '-o', 'json'])) as KeyResource;
       return resource.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? resource : undefined;
     });
+    const ready = await readyIn(appNs);
+    const otherReady = await readyIn(otherAppNs);
+    expect(otherReady.status?.keyId).not.toBe(ready.status?.keyId);
     // It reconciled as the leader, on a Lease in the release namespace that the chart's Role lets it hold.
     expect(args).toContain('--leader-elect');
     const holder = await t.kubectl(['get', 'lease', 'neon-key-operator', '-n', ns, '-o', 'jsonpath={.spec.holderIdentity}']);
@@ -154,13 +164,16 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
       expect(body).not.toContain(issued);
     }
 
-    await t.kubectl(['delete', 'projectapikey', 'chart-key', '-n', appNs, '--wait=false']);
-    await poll('ProjectApiKey chart-key gone', async () => {
-      const left = await t.kubectl(['get', 'projectapikeys', '-n', appNs, '-o', 'name']);
-      return left.trim() === '' ? true : undefined;
-    });
+    for (const namespace of [appNs, otherAppNs]) {
+      await t.kubectl(['delete', 'projectapikey', 'chart-key', '-n', namespace, '--wait=false']);
+      await poll(`ProjectApiKey ${namespace}/chart-key gone`, async () => {
+        const left = await t.kubectl(['get', 'projectapikeys', '-n', namespace, '-o', 'name']);
+        return left.trim() === '' ? true : undefined;
+      });
+    }
     const keys = await (await fetch(`${emulator.adminUrl}/keys`)).json() as { id: number; revoked: boolean }[];
     expect(keys.find((k) => k.id === keyId)?.revoked).toBe(true);
+    expect(keys.find((k) => k.id === otherReady.status?.keyId)?.revoked).toBe(true);
     const revoked = await fetch(`${emulator.baseUrl}/projects/${project.id}`, { headers: { authorization: `Bearer ${issued}` } });
     expect(revoked.status).toBe(401);
   });
