@@ -6,8 +6,10 @@
 // ever has two live keys. Also /readyz: not ready while a leader's caches are not synced, and not
 // ready when a standby's Kubernetes credentials do not work.
 //
-// Short lease timings (--leader-elect-lease-duration and friends) keep it fast; the Lease has a
-// name of its own (--leader-election-id) so that other suites' operators never compete for it.
+// Short lease timings (--leader-elect-lease-duration and friends) keep it fast. The Lease keeps its
+// default name (deploy/'s Role grants that name only) in a namespace of this suite (POD_NAMESPACE),
+// holding a copy of deploy/base's leader-election Role, so that other suites' operators never
+// compete for it.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -40,7 +42,8 @@ interface AdminKey { id: number; name: string; revoked: boolean }
 
 describe('two operator processes with leader election', () => {
   const suffix = randomBytes(3).toString('hex');
-  const leaseName = `ha-${suffix}`;
+  const leaseName = 'neon-key-operator';
+  let leaseNamespace: string;
   let cp: ControlPlane;
   let emulator: Emulator;
   let namespace: string;
@@ -52,23 +55,43 @@ describe('two operator processes with leader election', () => {
 
   const holder = async (): Promise<string> => {
     try {
-      return (await leases().readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: leaseName })).spec?.holderIdentity ?? '';
+      return (await leases().readNamespacedLease({ namespace: leaseNamespace, name: leaseName })).spec?.holderIdentity ?? '';
     } catch {
       return '';
     }
   };
 
-  const start = (name: string, config: string, health: number, metrics: number, extra: string[] = [], lease = leaseName): Replica => {
+  /**
+   * A namespace for a Lease, holding deploy/base's leader-election Role (as installed, rules
+   * copied) bound to the ServiceAccount: the rights the operator has in its own namespace.
+   */
+  const leaseNamespaceFor = async (prefix: string, serviceAccount: { namespace: string; name: string }): Promise<string> => {
+    const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    const installed = await rbac.readNamespacedRole({ namespace: OPERATOR_NAMESPACE, name: 'neon-key-operator-leader-election' });
+    const created = await createNamespace(cp, prefix);
+    await rbac.createNamespacedRole({ namespace: created, body: { metadata: { name: 'leader-election' }, rules: installed.rules ?? [] } });
+    await rbac.createNamespacedRoleBinding({
+      namespace: created,
+      body: {
+        metadata: { name: 'leader-election' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'leader-election' },
+        subjects: [{ kind: 'ServiceAccount', ...serviceAccount }],
+      },
+    });
+    return created;
+  };
+
+  const start = (name: string, config: string, health: number, metrics: number, extra: string[] = [], podNamespace = leaseNamespace): Replica => {
     let log = '';
     const child = spawn(process.execPath, [join(root, 'src/operator/main.ts'),
       '--kubeconfig', config, '--platform-url', emulator.baseUrl, '--watch-namespace', namespace,
-      '--leader-elect', `--leader-election-id=${lease}`,
+      '--leader-elect',
       `--leader-elect-lease-duration=${LEASE_MS}ms`, `--leader-elect-renew-deadline=${RENEW_MS}ms`, `--leader-elect-retry-period=${RETRY_MS}ms`,
       `--health-probe-bind-address=127.0.0.1:${health}`, `--metrics-bind-address=127.0.0.1:${metrics}`, '--drift-interval', '5s',
       // A create the killed leader had in flight is recovered by its successor after this grace
       // (2m by default); the emulator answers a create in milliseconds.
       '--pending-grace=3s', ...extra],
-    { env: { PATH: process.env.PATH, POD_NAME: name, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    { env: { PATH: process.env.PATH, POD_NAME: name, POD_NAMESPACE: podNamespace, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { log += chunk; });
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { log += chunk; });
     const replica = { name, child, health, metrics, log: () => log };
@@ -110,6 +133,7 @@ describe('two operator processes with leader election', () => {
     await installOperatorManifests(cp);
     emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
     namespace = await createNamespace(cp, 'ha');
+    leaseNamespace = await leaseNamespaceFor('ha-lease', { namespace: OPERATOR_NAMESPACE, name: OPERATOR_SERVICE_ACCOUNT });
     const token = await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 1800);
     kubeconfig = join(mkdtempSync(join(tmpdir(), 'nko-ha-')), 'kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
@@ -141,7 +165,7 @@ describe('two operator processes with leader election', () => {
       await once(r.child, 'exit');
       clearTimeout(timer);
     }
-    await leases().deleteNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: leaseName }).catch(() => undefined);
+    if (leaseNamespace !== undefined) await cp.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: leaseNamespace }).catch(() => undefined);
     await emulator?.close();
   }, 60_000);
 
@@ -184,7 +208,7 @@ describe('two operator processes with leader election', () => {
     const old = replicas.find((r) => r.name === current);
     const standby = replicas.find((r) => r.name !== current && r.child.exitCode === null);
     if (old === undefined || standby === undefined) throw new Error(`no leader/standby pair (holder ${current})\n${logs()}`);
-    const renewedBefore = (await leases().readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: leaseName })).spec?.leaseTransitions ?? 0;
+    const renewedBefore = (await leases().readNamespacedLease({ namespace: leaseNamespace, name: leaseName })).spec?.leaseTransitions ?? 0;
 
     // Resources created just before the crash: whatever the leader had in flight, never two live keys.
     for (const name of ['crash-1', 'crash-2']) await createKey(name);
@@ -200,7 +224,7 @@ describe('two operator processes with leader election', () => {
     // The standby sees the last renewal up to one jittered retry after it was written, takes the
     // Lease once that record has not moved for leaseDuration, at its next jittered retry.
     expect(takeoverMs).toBeLessThan(LEASE_MS + 2 * MAX_RETRY_MS + 1_000);
-    const lease = await leases().readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: leaseName });
+    const lease = await leases().readNamespacedLease({ namespace: leaseNamespace, name: leaseName });
     expect(lease.spec?.leaseTransitions).toBe(renewedBefore + 1);
 
     for (const name of ['after-1', 'after-2']) await createKey(name);
@@ -250,18 +274,11 @@ describe('two operator processes with leader election', () => {
 
   it('readyz: a leader whose caches cannot sync is not ready; a standby whose credentials do not work is not ready', async () => {
     // A ServiceAccount that may hold a Lease but not list the custom resources: it becomes leader
-    // of its own Lease and its informers never sync.
+    // of its own Lease (in a namespace of its own) and its informers never sync.
     const core = cp.kubeConfig.makeApiClient(CoreV1Api);
     const saName = `ha-lease-only-${suffix}`;
     await core.createNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, body: { metadata: { name: saName } } });
-    await cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
-      namespace: OPERATOR_NAMESPACE,
-      body: {
-        metadata: { name: saName },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'neon-key-operator-leader-election' },
-        subjects: [{ kind: 'ServiceAccount', name: saName, namespace: OPERATOR_NAMESPACE }],
-      },
-    });
+    const ownLeaseNamespace = await leaseNamespaceFor('ha-nosync', { namespace: OPERATOR_NAMESPACE, name: saName });
     try {
       const dir = mkdtempSync(join(tmpdir(), 'nko-ha-ready-'));
       const leaseOnly = join(dir, 'lease-only');
@@ -269,8 +286,7 @@ describe('two operator processes with leader election', () => {
       const bogus = join(dir, 'bogus');
       writeFileSync(bogus, kubeconfigYaml(cp, 'not-a-valid-token', 'bogus'), { mode: 0o600 });
 
-      const ownLease = `${leaseName}-nosync`;
-      const unsynced = start(`nosync-${suffix}`, leaseOnly, await freePort(), await freePort(), [], ownLease);
+      const unsynced = start(`nosync-${suffix}`, leaseOnly, await freePort(), await freePort(), [], ownLeaseNamespace);
       const broken = start(`bogus-${suffix}`, bogus, await freePort(), await freePort());
       try {
         await eventually(async () => ((await leaderGauge(unsynced)) === 1 ? true : undefined), 20_000, 'the lease-only replica leading');
@@ -293,10 +309,9 @@ describe('two operator processes with leader election', () => {
           r.child.kill('SIGKILL');
           if (r.child.exitCode === null && r.child.signalCode === null) await once(r.child, 'exit');
         }
-        await leases().deleteNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: ownLease }).catch(() => undefined);
       }
     } finally {
-      await cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api).deleteNamespacedRoleBinding({ namespace: OPERATOR_NAMESPACE, name: saName }).catch(() => undefined);
+      await core.deleteNamespace({ name: ownLeaseNamespace }).catch(() => undefined);
       await core.deleteNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, name: saName }).catch(() => undefined);
     }
   }, 60_000);
