@@ -13,7 +13,7 @@ import { createLogger } from '../../src/operator/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -51,16 +51,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
   });
 
-  const adminApi = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const response = await fetch(`${emulator.adminUrl}${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`admin ${method} ${path}: ${response.status} ${text}`);
-    return JSON.parse(text) as T;
-  };
+  const adminApi = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, method, path, body);
   const platformKeys = (): Promise<AdminKey[]> => adminApi<AdminKey[]>('GET', '/keys');
   const get = async (api: CustomObjectsApi, ns: string, kind: Kind, name: string): Promise<Resource> =>
     await api.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name }) as Resource;

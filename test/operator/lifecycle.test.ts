@@ -12,7 +12,7 @@ import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { buildSecret } from '../../src/operator/secret-writer.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { crashedIntent, createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner } from './support.ts';
+import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -44,16 +44,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
   });
 
-  const admin = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const response = await fetch(`${emulator.adminUrl}${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`admin ${method} ${path}: ${response.status} ${text}`);
-    return (text === '' ? undefined : JSON.parse(text)) as T;
-  };
+  const admin = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, method, path, body);
   const keysNamed = async (prefix: string): Promise<AdminKey[]> => (await admin<AdminKey[]>('GET', '/keys')).filter((k) => k.name.startsWith(`${prefix}-`));
   const postCount = async (route: string): Promise<number> =>
     (await admin<{ method: string; route: string; count: number }[]>('GET', '/requests')).filter((r) => r.method === 'POST' && r.route === route).reduce((n, r) => n + r.count, 0);

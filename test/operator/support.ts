@@ -78,3 +78,15 @@ export async function operatorSigner(cp: ControlPlane): Promise<Signer> {
 export function crashedIntent(signer: Signer, uid: string, pending: PendingAttempt): Record<string, string> {
   return { 'keys.neon.dev/create-pending': encodeIntent(signer, uid, pending) };
 }
+
+/** A call to the emulator's admin API (JSON in and out), failing on any non-2xx answer. */
+export async function emulatorAdmin<T>(adminUrl: string, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${adminUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`admin ${method} ${path}: ${response.status} ${text}`);
+  return (text === '' ? undefined : JSON.parse(text)) as T;
+}
