@@ -23,9 +23,9 @@ export class Signer {
     this.#key = key;
   }
 
-  /** base64url HMAC-SHA256 of the purpose and fields (a field never contains the separator). */
+  /** base64url HMAC-SHA256 of the purpose and fields, encoded as a JSON array (no two tuples share an encoding). */
   sign(purpose: 'intent' | 'secret', fields: readonly Field[]): string {
-    return createHmac('sha256', this.#key).update([purpose, ...fields.map((f) => (f === undefined ? '' : String(f)))].join('\n')).digest('base64url');
+    return createHmac('sha256', this.#key).update(JSON.stringify([purpose, ...fields.map((f) => (f === undefined ? null : f))])).digest('base64url');
   }
 
   verify(purpose: 'intent' | 'secret', fields: readonly Field[], signature: string | undefined): boolean {
@@ -48,17 +48,34 @@ function statusCode(error: unknown): number | undefined {
   return error instanceof ApiException ? error.code : undefined;
 }
 
+class MalformedSigningKey extends Error {}
+
 /**
  * The signing key from Secret `namespace/name`, created with 32 random bytes when it does not
- * exist. Two replicas racing to create it: the loser reads the winner's.
+ * exist. Two replicas racing to create it: the loser reads the winner's. The apiserver being away
+ * (a restart, a network blip) is waited out with backoff, as the informers wait it out: a
+ * controller that exits on it would crash-loop; a malformed Secret is an error at once.
  */
 export async function loadSigningKey(core: CoreV1Api, namespace: string, name: string, logger?: Logger): Promise<Buffer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await readOrCreate(core, namespace, name, logger);
+    } catch (error) {
+      if (error instanceof MalformedSigningKey) throw error;
+      const delayMs = Math.min(5_000, 250 * 2 ** Math.min(attempt - 1, 5));
+      logger?.warn({ secret: `${namespace}/${name}`, status: statusCode(error), err: error instanceof Error ? error.message : String(error), retryInMs: delayMs }, 'cannot read the signing key yet');
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+}
+
+async function readOrCreate(core: CoreV1Api, namespace: string, name: string, logger?: Logger): Promise<Buffer> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const secret = await core.readNamespacedSecret({ namespace, name });
       const encoded = secret.data?.[DATA_KEY];
       const key = encoded !== undefined ? Buffer.from(encoded, 'base64') : Buffer.alloc(0);
-      if (key.length < KEY_BYTES) throw new Error(`Secret ${namespace}/${name} has no ${KEY_BYTES}-byte entry "${DATA_KEY}"; delete it and the operator makes a new one`);
+      if (key.length < KEY_BYTES) throw new MalformedSigningKey(`Secret ${namespace}/${name} has no ${KEY_BYTES}-byte entry "${DATA_KEY}"; delete it and the operator makes a new one`);
       return key;
     } catch (error) {
       if (statusCode(error) !== 404) throw error;
@@ -83,5 +100,5 @@ export async function loadSigningKey(core: CoreV1Api, namespace: string, name: s
       if (statusCode(error) !== 409) throw error;
     }
   }
-  throw new Error(`could not read or create the signing key Secret ${namespace}/${name}`);
+  throw new Error(`the signing key Secret ${namespace}/${name} keeps appearing and vanishing`);
 }
