@@ -152,7 +152,7 @@ log "Installing the operator with Helm (platform URL $platform_url)"
 helm install neon-key-operator "$root/deploy/helm/neon-key-operator" \
   --namespace "$operator_ns" --create-namespace \
   --set image.repository="${image%:*}" --set image.tag="${image##*:}" --set image.pullPolicy=Never \
-  --set platformUrl="$platform_url" --set logLevel=debug \
+  --set platformUrl="$platform_url" --set platformAllowInsecureHttp=true --set logLevel=debug \
   --wait --timeout "$timeout"
 kubectl -n "$operator_ns" get pods -o wide
 holder=$(kubectl -n "$operator_ns" get lease -o jsonpath='{.items[0].spec.holderIdentity}')
