@@ -8,7 +8,7 @@ import type { Route } from './router.ts';
 import type { OperationStatus } from './store.ts';
 
 const LABELS: Record<OperationStatus, string> = {
-  scheduling: 'Scheduling', running: 'In progress', cancelling: 'In progress', failed: 'Error', finished: 'OK', skipped: 'OK', cancelled: 'OK',
+  scheduling: 'Scheduling', running: 'In progress', cancelling: 'In progress', failed: 'Error', error: 'Error', finished: 'OK', skipped: 'OK', cancelled: 'OK',
 };
 
 /** "create_branch" -> "Create branch" (the console spelling of an action). */

@@ -4,6 +4,12 @@
 // inactivity and check_availability periodically. Each operation walks scheduling -> running ->
 // finished on timers scaled by timeScale; an operation may fail (status failed, failures_count + 1)
 // and is then retried to finished, which is how `failed` is "not terminal".
+//
+// `error`: the OpenAPI document's OperationStatus enumerates it beside `failed`; platform-api.md's
+// status table does not list it. The emulator gives it the one meaning that sets it apart from
+// `failed`: the control plane gave up. An operation made to end in error (admin
+// fail-next-operations with outcome "error") goes running -> error, with failures_count + 1 and
+// its `error` message, and never changes again: no retry follows (README.md, "Statuses produced").
 import type { Logger } from 'pino';
 import { isoMicros, nowMicros } from './clock.ts';
 import { newUuid } from './identifiers.ts';
@@ -21,13 +27,19 @@ const CONTROL_PLANE_TICK_MS = 5_000;
 
 const TERMINAL: ReadonlySet<OperationStatus> = new Set(['finished', 'skipped', 'cancelled']);
 
+/** platform-api.md "Operation status": no further change occurs from these. */
 export function isTerminal(status: OperationStatus): boolean {
   return TERMINAL.has(status);
 }
 
+/** Statuses the emulator never moves an operation out of: the terminal ones, and `error` (see above). */
+export function isFinal(status: OperationStatus): boolean {
+  return isTerminal(status) || status === 'error';
+}
+
 /** The Operation object of the OpenAPI (total_duration_ms included; endpoint_id only when set). */
 export function operationJson(op: OperationRow): Record<string, unknown> {
-  const end = op.finished_us ?? (isTerminal(op.status) ? op.updated_us : nowMicros());
+  const end = op.finished_us ?? (isFinal(op.status) ? op.updated_us : nowMicros());
   return {
     id: op.id,
     project_id: op.project_id,
@@ -75,11 +87,16 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
   function advance(opId: string): void {
     if (closed) return;
     const op = store.operationById(opId);
-    if (op === undefined || isTerminal(op.status)) return;
+    if (op === undefined || isFinal(op.status)) return;
     const now = nowMicros();
     const next = { status: op.status, failures_count: op.failures_count, error: op.error, updated_us: now, finished_us: op.finished_us, fail_times: op.fail_times };
     if (op.status === 'scheduling' || op.status === 'failed') {
       next.status = 'running';
+    } else if (op.gives_up === 1) {
+      next.status = 'error';
+      next.failures_count += 1;
+      next.finished_us = now;
+      next.error = `${op.action} failed on the control plane (injected) and will not be retried`;
     } else if (op.fail_times > 0) {
       next.status = 'failed';
       next.failures_count += 1;
@@ -92,7 +109,7 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
     }
     store.updateOperation(op.id, next);
     if (next.status === 'finished') onFinished(op, now);
-    else schedule(op.id, delayFor({ ...op, ...next }));
+    else if (next.status !== 'error') schedule(op.id, delayFor({ ...op, ...next }));
   }
 
   function onFinished(op: OperationRow, nowUs: number): void {
@@ -109,8 +126,11 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
       const row: Omit<OperationRow, 'seq'> = {
         id: newUuid(), project_id: projectId, branch_id: spec.branchId, endpoint_id: spec.endpointId ?? null, action: spec.action,
         status: spec.status, failures_count: 0, error: null, created_us: created, updated_us: created, finished_us: null,
-        fail_times: store.takeFailNext(projectId) ? 1 : 0,
+        // One budget per operation: an operation set to end in error does not also fail once first.
+        gives_up: 0, fail_times: 0,
       };
+      if (store.takeErrorNext(projectId)) row.gives_up = 1;
+      else if (store.takeFailNext(projectId)) row.fail_times = 1;
       store.insertOperation(row);
       rows.push({ ...row, seq: 0 });
     }

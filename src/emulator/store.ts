@@ -4,16 +4,21 @@ import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 
 export type OrgRole = 'admin' | 'member';
 export type KeyKind = 'personal' | 'organization' | 'project';
-export type OperationStatus = 'scheduling' | 'running' | 'finished' | 'failed' | 'cancelling' | 'cancelled' | 'skipped';
+export type OperationStatus = 'scheduling' | 'running' | 'finished' | 'failed' | 'error' | 'cancelling' | 'cancelled' | 'skipped';
+export type EndpointType = 'read_write' | 'read_only';
 
 export interface OrganizationRow { id: string; name: string; created_ms: number }
 export interface UserRow { id: string; name: string; email: string; created_ms: number }
 export interface ProjectRow {
   id: string; name: string; org_id: string | null; owner_user_id: string; region_id: string; pg_version: number;
   created_ms: number; updated_ms: number; deleted_ms: number | null; fail_next: number;
+  /** How many of the next operations end in `error` (admin fail-next-operations, outcome error). */
+  error_next: number;
 }
 export interface BranchRow { id: string; project_id: string; name: string; parent_id: string | null; is_default: number; created_ms: number }
-export interface EndpointRow { id: string; project_id: string; branch_id: string; state: 'active' | 'idle'; last_active_ms: number; last_check_ms: number; created_ms: number }
+export interface EndpointRow {
+  id: string; project_id: string; branch_id: string; type: EndpointType; state: 'active' | 'idle'; last_active_ms: number; last_check_ms: number; created_ms: number;
+}
 export interface KeyRow {
   id: number; hash: Uint8Array; name: string; kind: KeyKind; user_id: string; org_id: string | null; project_id: string | null;
   created_ms: number; revoked_ms: number | null; last_used_ms: number | null; last_used_from_addr: string | null;
@@ -21,6 +26,8 @@ export interface KeyRow {
 export interface OperationRow {
   seq: number; id: string; project_id: string; branch_id: string; endpoint_id: string | null; action: string; status: OperationStatus;
   failures_count: number; error: string | null; created_us: number; updated_us: number; finished_us: number | null; fail_times: number;
+  /** 1: this operation ends in `error` instead of finishing (it is not retried). */
+  gives_up: number;
 }
 
 const SCHEMA = `
@@ -32,11 +39,11 @@ CREATE TABLE IF NOT EXISTS memberships (
 CREATE TABLE IF NOT EXISTS projects (
   id TEXT PRIMARY KEY, name TEXT NOT NULL, org_id TEXT REFERENCES organizations(id), owner_user_id TEXT NOT NULL,
   region_id TEXT NOT NULL, pg_version INTEGER NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
-  deleted_ms INTEGER, fail_next INTEGER NOT NULL DEFAULT 0);
+  deleted_ms INTEGER, fail_next INTEGER NOT NULL DEFAULT 0, error_next INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS branches (
   id TEXT PRIMARY KEY, project_id TEXT NOT NULL, name TEXT NOT NULL, parent_id TEXT, is_default INTEGER NOT NULL, created_ms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS endpoints (
-  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, branch_id TEXT NOT NULL, state TEXT NOT NULL,
+  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, branch_id TEXT NOT NULL, type TEXT NOT NULL DEFAULT 'read_write', state TEXT NOT NULL,
   last_active_ms INTEGER NOT NULL, last_check_ms INTEGER NOT NULL, created_ms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS api_keys (
   id INTEGER PRIMARY KEY AUTOINCREMENT, hash BLOB NOT NULL UNIQUE, name TEXT NOT NULL,
@@ -47,12 +54,20 @@ CREATE INDEX IF NOT EXISTS api_keys_by_user ON api_keys (user_id, kind);
 CREATE TABLE IF NOT EXISTS operations (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, project_id TEXT NOT NULL, branch_id TEXT NOT NULL,
   endpoint_id TEXT, action TEXT NOT NULL, status TEXT NOT NULL, failures_count INTEGER NOT NULL DEFAULT 0, error TEXT,
-  created_us INTEGER NOT NULL, updated_us INTEGER NOT NULL, finished_us INTEGER, fail_times INTEGER NOT NULL DEFAULT 0);
+  created_us INTEGER NOT NULL, updated_us INTEGER NOT NULL, finished_us INTEGER, fail_times INTEGER NOT NULL DEFAULT 0,
+  gives_up INTEGER NOT NULL DEFAULT 0);
 -- Keyset paging (platform-api.md "List operations of a project"): newest first by creation time;
 -- created_us is unique per project (see Store.nextCreatedMicros), so the index is the page order.
 CREATE UNIQUE INDEX IF NOT EXISTS operations_page ON operations (project_id, created_us DESC);
 CREATE INDEX IF NOT EXISTS operations_open ON operations (status) WHERE status NOT IN ('finished','skipped','cancelled');
 `;
+
+/** Columns added after the first release: a store file written by an older emulator gets them on open. */
+const ADDED_COLUMNS: { table: string; column: string; ddl: string }[] = [
+  { table: 'projects', column: 'error_next', ddl: 'error_next INTEGER NOT NULL DEFAULT 0' },
+  { table: 'endpoints', column: 'type', ddl: "type TEXT NOT NULL DEFAULT 'read_write'" },
+  { table: 'operations', column: 'gives_up', ddl: 'gives_up INTEGER NOT NULL DEFAULT 0' },
+];
 
 export type Store = ReturnType<typeof openStore>;
 
@@ -65,6 +80,10 @@ export function openStore(path: string) {
   }
   db.exec('PRAGMA foreign_keys = ON');
   db.exec(SCHEMA);
+  for (const { table, column, ddl } of ADDED_COLUMNS) {
+    const columns = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+    if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${ddl}`);
+  }
 
   const cache = new Map<string, ReturnType<DatabaseSync['prepare']>>();
   const stmt = (sql: string) => {
@@ -126,8 +145,8 @@ export function openStore(path: string) {
 
     // Projects, branches, endpoints.
     insertProject(p: ProjectRow): void {
-      run('INSERT INTO projects (id, name, org_id, owner_user_id, region_id, pg_version, created_ms, updated_ms, deleted_ms, fail_next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        p.id, p.name, p.org_id, p.owner_user_id, p.region_id, p.pg_version, p.created_ms, p.updated_ms, p.deleted_ms, p.fail_next);
+      run('INSERT INTO projects (id, name, org_id, owner_user_id, region_id, pg_version, created_ms, updated_ms, deleted_ms, fail_next, error_next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        p.id, p.name, p.org_id, p.owner_user_id, p.region_id, p.pg_version, p.created_ms, p.updated_ms, p.deleted_ms, p.fail_next, p.error_next);
     },
     /** A live (not deleted) project. */
     project: (id: string) => get<ProjectRow>('SELECT * FROM projects WHERE id = ? AND deleted_ms IS NULL', id),
@@ -141,19 +160,22 @@ export function openStore(path: string) {
     transferProject(id: string, orgId: string | null, nowMs: number): void {
       run('UPDATE projects SET org_id = ?, updated_ms = ? WHERE id = ?', orgId, nowMs, id);
     },
-    addFailNext(id: string, count: number): void {
-      run('UPDATE projects SET fail_next = fail_next + ? WHERE id = ?', count, id);
+    addFailNext(id: string, count: number, outcome: 'failed' | 'error' = 'failed'): void {
+      if (outcome === 'error') run('UPDATE projects SET error_next = error_next + ? WHERE id = ?', count, id);
+      else run('UPDATE projects SET fail_next = fail_next + ? WHERE id = ?', count, id);
     },
     /** Takes one from the project's fail-next budget; true when this operation must fail once. */
     takeFailNext: (id: string) => Number(run('UPDATE projects SET fail_next = fail_next - 1 WHERE id = ? AND fail_next > 0', id).changes) > 0,
+    /** Takes one from the project's error-next budget; true when this operation must end in `error`. */
+    takeErrorNext: (id: string) => Number(run('UPDATE projects SET error_next = error_next - 1 WHERE id = ? AND error_next > 0', id).changes) > 0,
     insertBranch(b: BranchRow): void {
       run('INSERT INTO branches (id, project_id, name, parent_id, is_default, created_ms) VALUES (?, ?, ?, ?, ?, ?)', b.id, b.project_id, b.name, b.parent_id, b.is_default, b.created_ms);
     },
     branch: (projectId: string, id: string) => get<BranchRow>('SELECT * FROM branches WHERE project_id = ? AND id = ?', projectId, id),
     defaultBranch: (projectId: string) => get<BranchRow>('SELECT * FROM branches WHERE project_id = ? AND is_default = 1', projectId),
     insertEndpoint(e: EndpointRow): void {
-      run('INSERT INTO endpoints (id, project_id, branch_id, state, last_active_ms, last_check_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        e.id, e.project_id, e.branch_id, e.state, e.last_active_ms, e.last_check_ms, e.created_ms);
+      run('INSERT INTO endpoints (id, project_id, branch_id, type, state, last_active_ms, last_check_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        e.id, e.project_id, e.branch_id, e.type, e.state, e.last_active_ms, e.last_check_ms, e.created_ms);
     },
     /** Endpoints of live projects: what the control plane suspends and checks. */
     liveEndpoints: () => all<EndpointRow>('SELECT e.* FROM endpoints e JOIN projects p ON p.id = e.project_id WHERE p.deleted_ms IS NULL'),
@@ -191,8 +213,8 @@ export function openStore(path: string) {
       return next;
     },
     insertOperation(o: Omit<OperationRow, 'seq'>): void {
-      run('INSERT INTO operations (id, project_id, branch_id, endpoint_id, action, status, failures_count, error, created_us, updated_us, finished_us, fail_times) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        o.id, o.project_id, o.branch_id, o.endpoint_id, o.action, o.status, o.failures_count, o.error, o.created_us, o.updated_us, o.finished_us, o.fail_times);
+      run('INSERT INTO operations (id, project_id, branch_id, endpoint_id, action, status, failures_count, error, created_us, updated_us, finished_us, fail_times, gives_up) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        o.id, o.project_id, o.branch_id, o.endpoint_id, o.action, o.status, o.failures_count, o.error, o.created_us, o.updated_us, o.finished_us, o.fail_times, o.gives_up);
     },
     operation: (projectId: string, id: string) => get<OperationRow>('SELECT * FROM operations WHERE project_id = ? AND id = ?', projectId, id),
     operationById: (id: string) => get<OperationRow>('SELECT * FROM operations WHERE id = ?', id),
@@ -206,7 +228,9 @@ export function openStore(path: string) {
         ? all<OperationRow>('SELECT * FROM operations WHERE project_id = ? ORDER BY created_us DESC LIMIT ?', projectId, limit)
         : all<OperationRow>('SELECT * FROM operations WHERE project_id = ? AND created_us < ? ORDER BY created_us DESC LIMIT ?', projectId, beforeUs, limit);
     },
-    openOperations: () => all<OperationRow>("SELECT * FROM operations WHERE status NOT IN ('finished','skipped','cancelled') ORDER BY created_us"),
+    // `error` is final in the emulator (operations-engine.ts): not resumed. The first condition is
+    // the partial index's own, so operations_open still serves the query.
+    openOperations: () => all<OperationRow>("SELECT * FROM operations WHERE status NOT IN ('finished','skipped','cancelled') AND status <> 'error' ORDER BY created_us"),
   };
   return store;
 }

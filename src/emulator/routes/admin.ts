@@ -13,7 +13,9 @@ import type { Route } from '../router.ts';
 const Role = z.enum(['admin', 'member']);
 const NewUser = z.object({ name: z.string().min(1).max(200), email: z.string().max(256).optional(), orgRoles: z.record(z.string(), Role).optional() }).strict();
 const Transfer = z.object({ organizationId: z.string().nullable() }).strict();
-const FailNext = z.object({ count: z.number().int().min(0).max(1_000_000) }).strict();
+// outcome "failed" (default): each operation fails once, then is retried to finished; "error": each
+// ends in the status `error` and stays there (operations-engine.ts).
+const FailNext = z.object({ count: z.number().int().min(0).max(1_000_000), outcome: z.enum(['failed', 'error']).default('failed') }).strict();
 
 const iso = (ms: number | null) => (ms === null ? null : isoSeconds(ms));
 
@@ -31,7 +33,9 @@ export const adminRoutes: Route[] = [
             id: u.id, name: u.name, email: u.email,
             orgRoles: Object.fromEntries(memberships.filter((m) => m.user_id === u.id).map((m) => [m.org_id, m.role])),
           })),
-          projects: store.projects().map((p) => ({ id: p.id, name: p.name, organizationId: p.org_id, ownerUserId: p.owner_user_id, failNextOperations: p.fail_next })),
+          projects: store.projects().map((p) => ({
+            id: p.id, name: p.name, organizationId: p.org_id, ownerUserId: p.owner_user_id, failNextOperations: p.fail_next, errorNextOperations: p.error_next,
+          })),
         },
       };
     },
@@ -103,12 +107,19 @@ export const adminRoutes: Route[] = [
   {
     method: 'POST', template: '/admin/projects/:project_id/fail-next-operations', auth: false,
     async handle(ctx) {
-      const { count } = parseInput(FailNext, await ctx.body());
+      const { count, outcome } = parseInput(FailNext, await ctx.body());
       const { store } = ctx.parts;
       const project = store.project(ctx.params.project_id ?? '');
       if (project === undefined) throw notFound(`project ${ctx.params.project_id ?? ''} not found`);
-      store.addFailNext(project.id, count);
-      return { status: 200, body: { projectId: project.id, failNextOperations: project.fail_next + count } };
+      store.addFailNext(project.id, count, outcome);
+      return {
+        status: 200,
+        body: {
+          projectId: project.id,
+          failNextOperations: project.fail_next + (outcome === 'failed' ? count : 0),
+          errorNextOperations: project.error_next + (outcome === 'error' ? count : 0),
+        },
+      };
     },
   },
   {

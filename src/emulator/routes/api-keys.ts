@@ -33,7 +33,17 @@ function listItem(store: Store, k: KeyRow, withProject: boolean) {
   };
 }
 
-function revokeResponse(k: KeyRow) {
+/**
+ * Which endpoint revokes which key, and what it answers. platform-api.md ("Revoke key") puts every
+ * kind under DELETE /api_keys/{key_id} (personal keys by their owner, organization and project-scoped
+ * keys by the organization's administrators); the document answers that endpoint with
+ * ApiKeyRevokeResponse, which has no project_id. The document's DELETE
+ * /organizations/{org_id}/api_keys/{key_id} revokes the organization's keys (organization and
+ * project-scoped, never personal ones) and answers OrgApiKeyRevokeResponse, which adds project_id.
+ * So both endpoints revoke an organization's keys, each answering its own schema: project_id only
+ * from the organization endpoint.
+ */
+function revokeResponse(k: KeyRow, endpoint: 'personal' | 'organization') {
   return {
     id: k.id,
     name: k.name,
@@ -41,7 +51,7 @@ function revokeResponse(k: KeyRow) {
     created_by: k.user_id,
     last_used_at: k.last_used_ms === null ? null : isoSeconds(k.last_used_ms),
     last_used_from_addr: k.last_used_from_addr ?? '',
-    ...(k.project_id !== null ? { project_id: k.project_id } : {}),
+    ...(endpoint === 'organization' && k.project_id !== null ? { project_id: k.project_id } : {}),
     revoked: true,
   };
 }
@@ -67,12 +77,12 @@ function createKey(ctx: RequestContext, fields: { name: string; kind: KeyRow['ki
   };
 }
 
-function revoke(ctx: RequestContext, key: KeyRow) {
+function revoke(ctx: RequestContext, key: KeyRow, endpoint: 'personal' | 'organization') {
   assertMayRevoke(ctx.parts.store, ctx.principal, key);
   // Revocation is permanent and immediate; revoking a revoked key again reports the same outcome.
   ctx.parts.store.revokeKey(key.id, Date.now());
   ctx.parts.logger.info({ keyId: key.id, kind: key.kind }, 'API key revoked');
-  return { status: 200, body: revokeResponse(ctx.parts.store.key(key.id) ?? key) };
+  return { status: 200, body: revokeResponse(ctx.parts.store.key(key.id) ?? key, endpoint) };
 }
 
 export const apiKeyRoutes: Route[] = [
@@ -99,7 +109,7 @@ export const apiKeyRoutes: Route[] = [
       const id = keyIdParam(ctx.params.key_id);
       const key = ctx.parts.store.key(id);
       if (key === undefined) throw notFound(`API key ${id} not found`);
-      return revoke(ctx, key);
+      return revoke(ctx, key, 'personal');
     },
   },
   {
@@ -150,7 +160,7 @@ export const apiKeyRoutes: Route[] = [
       if (standing === 'project-key') throw forbidden('project-scoped API keys cannot perform organization actions');
       if (standing === undefined) throw forbidden(`not a member of organization ${orgId}`);
       if (key === undefined || key.org_id !== orgId || key.kind === 'personal') throw notFound(`API key ${id} not found in organization ${orgId}`);
-      return revoke(ctx, key);
+      return revoke(ctx, key, 'organization');
     },
   },
 ];

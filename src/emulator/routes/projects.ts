@@ -1,6 +1,10 @@
 // Projects and branches: what the key rules act on (platform-api.md "List projects", "Key kinds")
 // and the requests that start operations ("Operations returned by other requests": creating a
 // branch initiates create_branch and start_compute).
+//
+// Shapes follow the official OpenAPI document (@neondatabase/api-client), each response its own
+// schema and no field beyond it (test/emulator/openapi-conformance.test.ts): a list item is
+// ProjectListItem, GET/DELETE /projects/{id} answer ProjectResponse (the full Project schema).
 import { z } from 'zod';
 import type { Principal } from '../auth.ts';
 import { isoSeconds } from '../clock.ts';
@@ -14,8 +18,8 @@ import type { BranchRow, EndpointRow, ProjectRow, Store } from '../store.ts';
 const REGION = 'aws-us-east-2';
 const PROXY_HOST = 'us-east-2.aws.neon.tech';
 
-export function projectListItem(store: Store, p: ProjectRow): Record<string, unknown> {
-  const org = p.org_id === null ? undefined : store.organization(p.org_id);
+/** The fields ProjectListItem and Project share. */
+function projectCommon(p: ProjectRow): Record<string, unknown> {
   return {
     id: p.id,
     platform_id: 'aws',
@@ -27,25 +31,38 @@ export function projectListItem(store: Store, p: ProjectRow): Record<string, unk
     branch_logical_size_limit: 0,
     branch_logical_size_limit_bytes: 0,
     store_passwords: true,
-    active_time: 0,
     cpu_used_sec: 0,
-    locked: false,
     creation_source: 'console',
     history_retention_seconds: 86400,
     created_at: isoSeconds(p.created_ms),
     updated_at: isoSeconds(p.updated_ms),
     owner_id: p.owner_user_id,
-    ...(p.org_id !== null ? { org_id: p.org_id, org_name: org?.name ?? '' } : {}),
+    ...(p.org_id !== null ? { org_id: p.org_id } : {}),
   };
 }
 
+/**
+ * An item of GET /projects: the document's ProjectListItem (active_time, org_name). platform-api.md
+ * also lists `locked` among the fields "seen" in a list item; the document declares no such field
+ * for ProjectListItem, so the emulator, held to the document, leaves it out.
+ */
+export function projectListItem(store: Store, p: ProjectRow): Record<string, unknown> {
+  const org = p.org_id === null ? undefined : store.organization(p.org_id);
+  return {
+    ...projectCommon(p),
+    active_time: 0,
+    ...(p.org_id !== null ? { org_name: org?.name ?? '' } : {}),
+  };
+}
+
+/** GET and DELETE /projects/{id}, POST /projects: the document's Project (consumption fields, owner; org_id, no org_name). */
 function projectJson(store: Store, p: ProjectRow): Record<string, unknown> {
   const owner = store.user(p.owner_user_id);
   const period = new Date();
   const start = Date.UTC(period.getUTCFullYear(), period.getUTCMonth(), 1);
   const end = Date.UTC(period.getUTCFullYear(), period.getUTCMonth() + 1, 1);
   return {
-    ...projectListItem(store, p),
+    ...projectCommon(p),
     data_storage_bytes_hour: 0,
     data_transfer_bytes: 0,
     written_data_bytes: 0,
@@ -71,7 +88,7 @@ function endpointJson(e: EndpointRow): Record<string, unknown> {
   const at = isoSeconds(e.created_ms);
   return {
     host: `${e.id}.${PROXY_HOST}`, id: e.id, project_id: e.project_id, branch_id: e.branch_id, region_id: REGION,
-    autoscaling_limit_min_cu: 0.25, autoscaling_limit_max_cu: 0.25, type: 'read_write', current_state: 'init', pending_state: 'active',
+    autoscaling_limit_min_cu: 0.25, autoscaling_limit_max_cu: 0.25, type: e.type, current_state: 'init', pending_state: 'active',
     pooler_enabled: false, pooler_mode: 'transaction', disabled: false, passwordless_access: true, creation_source: 'console',
     created_at: at, updated_at: at, settings: {}, proxy_host: PROXY_HOST, suspend_timeout_seconds: 0, provisioner: 'k8s-neonvm',
   };
@@ -84,12 +101,12 @@ export function createProject(ctx: Pick<RequestContext['parts'], 'store' | 'engi
   const id = fields.id ?? newProjectId();
   const project: ProjectRow = {
     id, name: fields.name ?? id, org_id: fields.orgId, owner_user_id: fields.ownerUserId, region_id: REGION, pg_version: fields.pgVersion ?? 17,
-    created_ms: now, updated_ms: now, deleted_ms: null, fail_next: 0,
+    created_ms: now, updated_ms: now, deleted_ms: null, fail_next: 0, error_next: 0,
   };
   store.insertProject(project);
   const branch: BranchRow = { id: newBranchId(), project_id: id, name: 'main', parent_id: null, is_default: 1, created_ms: now };
   store.insertBranch(branch);
-  const endpoint: EndpointRow = { id: newEndpointId(), project_id: id, branch_id: branch.id, state: 'idle', last_active_ms: now, last_check_ms: now, created_ms: now };
+  const endpoint: EndpointRow = { id: newEndpointId(), project_id: id, branch_id: branch.id, type: 'read_write', state: 'idle', last_active_ms: now, last_check_ms: now, created_ms: now };
   store.insertEndpoint(endpoint);
   const operations = engine.start(id, [
     { action: 'create_timeline', branchId: branch.id, status: 'running' },
@@ -230,6 +247,8 @@ export const projectRoutes: Route[] = [
     async handle(ctx) {
       const { store, engine } = ctx.parts;
       const input = parseInput(BranchCreate, (await ctx.body()) ?? {});
+      // A branch has at most one read-write compute (the platform's rule; read-only ones are replicas).
+      if ((input.endpoints ?? []).filter((e) => e.type === 'read_write').length > 1) throw badRequest('endpoints: a branch can have only one read_write endpoint');
       const project = visibleProject(store, ctx.principal, pathId(ctx.params.project_id, 'project'));
       const result = store.transaction(() => {
         const parent = input.branch?.parent_id !== undefined ? store.branch(project.id, input.branch.parent_id) : store.defaultBranch(project.id);
@@ -238,21 +257,26 @@ export const projectRoutes: Route[] = [
         const id = newBranchId();
         const branch: BranchRow = { id, project_id: project.id, name: input.branch?.name ?? id, parent_id: parent.id, is_default: 0, created_ms: now };
         store.insertBranch(branch);
-        // Every emulated branch gets a read-write compute, so branch creation always yields the
-        // create_branch + start_compute pair that platform-api.md describes.
-        const endpoint: EndpointRow = { id: newEndpointId(), project_id: project.id, branch_id: id, state: 'idle', last_active_ms: now, last_check_ms: now, created_ms: now };
-        store.insertEndpoint(endpoint);
+        // The request body decides, as the document does ("An endpoint is only created if it was
+        // specified in the request", CreatedBranch): each entry of `endpoints` gets a compute and a
+        // start_compute operation. So a branch created with a compute yields the create_branch
+        // running + start_compute scheduling pair of platform-api.md ("Operation status"), and a
+        // branch created without one yields create_branch alone.
+        const endpoints: EndpointRow[] = (input.endpoints ?? []).map((e) => ({
+          id: newEndpointId(), project_id: project.id, branch_id: id, type: e.type, state: 'idle', last_active_ms: now, last_check_ms: now, created_ms: now,
+        }));
+        for (const endpoint of endpoints) store.insertEndpoint(endpoint);
         const operations = engine.start(project.id, [
           { action: 'create_branch', branchId: id, status: 'running' },
-          { action: 'start_compute', branchId: id, endpointId: endpoint.id, status: 'scheduling' },
+          ...endpoints.map((e) => ({ action: 'start_compute', branchId: id, endpointId: e.id, status: 'scheduling' as const })),
         ]);
-        return { branch, endpoint, operations };
+        return { branch, endpoints, operations };
       });
       return {
         status: 201,
         body: {
           branch: branchJson(result.branch),
-          endpoints: [endpointJson(result.endpoint)],
+          endpoints: result.endpoints.map(endpointJson),
           operations: result.operations.map(operationJson),
           roles: [],
           databases: [],
