@@ -15,6 +15,7 @@ import { classify, isPlatformError, PlatformError, type Failure } from './errors
 import { nextRetryDelay, parseRetryAfter, resolveRetryPolicy, sleep, type RetryPolicy } from './retry.ts';
 import {
   ApiKeyListSchema,
+  AuthDetailsSchema,
   CreatedBranchSchema,
   CreatedKeySchema,
   GeneralErrorSchema,
@@ -24,6 +25,7 @@ import {
   ProjectsPageSchema,
   RevokedKeySchema,
   type ApiKeyListItem,
+  type AuthDetails,
   type Branch,
   type CreatedKey,
   type Operation,
@@ -71,8 +73,15 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** platform-api.md, States and transitions › Operation status: no further change occurs from these. */
-export const TERMINAL_OPERATION_STATUSES: ReadonlySet<string> = new Set(['finished', 'skipped', 'cancelled']);
+/**
+ * platform-api.md, States and transitions › Operation status: no further change occurs from
+ * finished, skipped, cancelled. Also `error`: the official OpenAPI document's OperationStatus
+ * enumerates it beside `failed`, and platform-api.md shows no transition out of it. Read as
+ * terminal, a wait ends and pollers slow down; read as pending, an operation that never moves again
+ * would keep waitForOperation and every poller busy forever. (`failed` stays pending: "the
+ * operation can still be retried".)
+ */
+export const TERMINAL_OPERATION_STATUSES: ReadonlySet<string> = new Set(['finished', 'skipped', 'cancelled', 'error']);
 
 /** platform-api.md, Endpoints › Polling: "an interval of 5 seconds is the suggested one". */
 const DEFAULT_POLL_INTERVAL_MS = 5_000;
@@ -94,6 +103,7 @@ const ROUTES = {
   branches: '/projects/:project_id/branches',
   operations: '/projects/:project_id/operations',
   operation: '/projects/:project_id/operations/:operation_id',
+  auth: '/auth',
 } as const;
 
 let sharedAgent: Agent | undefined;
@@ -155,6 +165,19 @@ export class PlatformClient {
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
     this.#onResponse = options.onResponse;
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  }
+
+  // ---- Credentials ----
+
+  /**
+   * GET /auth: who the key in use belongs to and what kind it is (the official OpenAPI document,
+   * getAuthDetails). `auth_method` is 'api_key_user' for a personal key and 'api_key_org' for an
+   * organization key AND for a project-scoped key (the document has no method of its own for
+   * those); `account_id` is the user id, or the organization id. Lets a caller refuse a key of the
+   * wrong kind before it sends a request that the platform would answer 403.
+   */
+  getAuth(opts?: CallOptions): Promise<AuthDetails> {
+    return this.#call({ method: 'GET', route: ROUTES.auth, path: '/auth', schema: AuthDetailsSchema, signal: opts?.signal });
   }
 
   // ---- API keys (platform-api.md, Endpoints) ----
@@ -253,14 +276,23 @@ export class PlatformClient {
   }
 
   /**
-   * POST /projects/{id}/branches. Returns the branch and the operations it started (create_branch,
-   * start_compute: platform-api.md, Endpoints › Operations returned by other requests).
+   * POST /projects/{id}/branches, with a read-write compute. Returns the branch and the operations it
+   * started (create_branch, start_compute: platform-api.md, Endpoints › Operations returned by other
+   * requests). The compute is asked for explicitly: the OpenAPI document creates one "only if it was
+   * specified in the request", and without it the branch starts no start_compute.
    */
   async createBranch(projectId: string, body?: { name?: string; parent_id?: string }, opts?: CallOptions): Promise<{ branch: Branch; operations: Operation[] }> {
     const branch: { name?: string; parent_id?: string } = {};
     if (body?.name !== undefined) branch.name = body.name;
     if (body?.parent_id !== undefined) branch.parent_id = body.parent_id;
-    return this.#call({ method: 'POST', route: ROUTES.branches, path: `/projects/${seg(projectId)}/branches`, body: { branch }, schema: CreatedBranchSchema, signal: opts?.signal });
+    return this.#call({
+      method: 'POST',
+      route: ROUTES.branches,
+      path: `/projects/${seg(projectId)}/branches`,
+      body: { branch, endpoints: [{ type: 'read_write' }] },
+      schema: CreatedBranchSchema,
+      signal: opts?.signal,
+    });
   }
 
   // ---- Operations (platform-api.md, Endpoints › List operations / Get one operation / Polling) ----

@@ -136,6 +136,21 @@ export const CreatedBranchSchema = z.object({
 });
 
 /**
+ * GET /auth (the official OpenAPI document's AuthDetailsResponse; platform-api.md does not show it).
+ * `auth_method` is a plain string like the other enumerations here: 'api_key_user' (a personal key),
+ * 'api_key_org' (an organization or project-scoped key), or a method of a session (keycloak,
+ * session_cookie, oauth). `account_id`: the user's id for a personal key, the organization's id for
+ * an organization or project-scoped key. `auth_data`: for a project-scoped key, the emulator puts
+ * the project's id there; the document only types it as a string, so callers must not rely on it.
+ */
+export const AuthDetailsSchema = z.object({
+  account_id: z.string().min(1),
+  auth_method: z.string().min(1),
+  auth_data: z.string().optional(),
+});
+export type AuthDetails = z.output<typeof AuthDetailsSchema>;
+
+/**
  * Error body {"code","message","request_id"} (DESIGN.md §6; the platform's GeneralError). Read
  * leniently: a proxy in between may answer with HTML, and the status code alone still classifies.
  */

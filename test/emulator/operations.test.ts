@@ -26,6 +26,9 @@ afterAll(async () => {
   await emu.close();
 });
 
+/** A branch with a read-write compute: create_branch + start_compute (platform-api.md "Operation status"). */
+const WITH_COMPUTE = { endpoints: [{ type: 'read_write' }] };
+
 async function newProject(name: string): Promise<string> {
   const res = await call('POST', '/projects', { key: alice, body: { project: { org_id: ORG, name } } });
   expect(res.status).toBe(201);
@@ -69,6 +72,46 @@ describe('operations started by requests', () => {
     expect(finished.total_duration_ms).toBeGreaterThan(0);
   });
 
+  it('a branch created without endpoints gets no compute: create_branch alone, no start_compute (the document\'s CreatedBranch)', async () => {
+    const project = projectId(emu, 'demo-api');
+    for (const body of [undefined, { branch: { name: 'no-compute' } }, { branch: { name: 'empty-endpoints' }, endpoints: [] }]) {
+      const res = await call('POST', `/projects/${project}/branches`, { key: alice, body });
+      expect(res.status).toBe(201);
+      expect(res.body.endpoints).toEqual([]);
+      expect((res.body.operations as Op[]).map((o) => [o.action, o.status])).toEqual([['create_branch', 'running']]);
+      await waitForStatus(project, (res.body.operations as Op[])[0]?.id ?? '', 'finished');
+    }
+  });
+
+  it('endpoints in the body decide the computes: one start_compute each, at most one read_write', async () => {
+    const project = projectId(emu, 'demo-api');
+    const res = await call('POST', `/projects/${project}/branches`, { key: alice, body: { endpoints: [{ type: 'read_write' }, { type: 'read_only' }] } });
+    expect(res.status).toBe(201);
+    expect(res.body.endpoints.map((e: { type: string }) => e.type)).toEqual(['read_write', 'read_only']);
+    const ops = res.body.operations as Op[];
+    expect(ops.map((o) => [o.action, o.endpoint_id])).toEqual([['create_branch', undefined], ...res.body.endpoints.map((e: { id: string }) => ['start_compute', e.id])]);
+    const two = await call('POST', `/projects/${project}/branches`, { key: alice, body: { endpoints: [{ type: 'read_write' }, { type: 'read_write' }] } });
+    expect(two.status).toBe(400);
+  });
+
+  it('an operation made to end in error reads error with its message and failures_count 1, and never changes again', async () => {
+    const project = projectId(emu, 'demo-web');
+    expect((await call('POST', `/admin/projects/${project}/fail-next-operations`, { body: { count: 1, outcome: 'error' } })).body).toMatchObject({ errorNextOperations: 1 });
+    const res = await call('POST', `/projects/${project}/branches`, { key: alice, body: WITH_COMPUTE });
+    const [create, startOp] = res.body.operations as Op[];
+    const errored = await waitForStatus(project, create?.id ?? '', 'error');
+    expect(errored).toMatchObject({ failures_count: 1, error: expect.stringContaining('will not be retried') });
+    // The budget was one operation: the compute beside it starts normally.
+    await waitForStatus(project, startOp?.id ?? '', 'finished');
+    // Well past a retry (5 s at timeScale 1 = 50 ms here), it still reads error, with the same times.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const later = (await call('GET', `/projects/${project}/operations/${create?.id ?? ''}`, { key: alice })).body.operation as Op;
+    expect(later).toEqual(errored);
+    // The console shows it with the label Error.
+    const page = await call('GET', '/console');
+    expect(String(page.body)).toMatch(/<td>Create branch<\/td><td>[^<]*<\/td><td><\/td><td>Error<\/td>/);
+  });
+
   it('an operation made to fail reads failed with failures_count 1, then is retried to finished', async () => {
     // A slower clock here: the failed state lasts 500 ms, long enough to be seen on a busy machine.
     const slow = await start({ timeScale: 0.1 });
@@ -77,8 +120,9 @@ describe('operations started by requests', () => {
       const key = keyOf(slow, 'alice');
       const project = projectId(slow, 'demo-web');
       expect((await c('POST', `/admin/projects/${project}/fail-next-operations`, { body: { count: 2 } })).status).toBe(200);
-      const res = await c('POST', `/projects/${project}/branches`, { key });
+      const res = await c('POST', `/projects/${project}/branches`, { key, body: WITH_COMPUTE });
       const ops = res.body.operations as Op[];
+      expect(ops).toHaveLength(2);
       const poll = (id: string, status: string) => eventually(async () => {
         const r = await c('GET', `/projects/${project}/operations/${id}`, { key });
         return r.body.operation.status === status ? (r.body.operation as Op) : undefined;
@@ -91,7 +135,7 @@ describe('operations started by requests', () => {
         expect(done.failures_count).toBe(1);
       }));
       // The budget is spent: the next operations succeed without failing.
-      const next = await c('POST', `/projects/${project}/branches`, { key });
+      const next = await c('POST', `/projects/${project}/branches`, { key, body: WITH_COMPUTE });
       const done = await poll((next.body.operations as Op[])[0]?.id ?? '', 'finished');
       expect(done.failures_count).toBe(0);
     } finally {
@@ -127,14 +171,14 @@ describe('control plane activity', () => {
 describe('paging', () => {
   it('pages newest first; the cursor is the created_at of the last operation; pages neither skip nor repeat while operations keep coming', async () => {
     const project = await newProject('paging');
-    for (let i = 0; i < 10; i++) await call('POST', `/projects/${project}/branches`, { key: alice });
+    for (let i = 0; i < 10; i++) await call('POST', `/projects/${project}/branches`, { key: alice, body: WITH_COMPUTE });
     const before = new Set(((await call('GET', `/projects/${project}/operations?limit=1000`, { key: alice })).body.operations as Op[]).map((o) => o.id));
     expect(before.size).toBe(22);
 
     // A writer keeps adding operations (concurrent branch creations) while the reader pages.
     let writing = true;
     const writer = (async () => {
-      while (writing) await Promise.all([1, 2].map(() => call('POST', `/projects/${project}/branches`, { key: alice })));
+      while (writing) await Promise.all([1, 2].map(() => call('POST', `/projects/${project}/branches`, { key: alice, body: WITH_COMPUTE })));
     })();
     const seen: Op[] = [];
     let cursor: string | undefined;

@@ -79,6 +79,19 @@ describe('happy paths', () => {
     expect(await alice.listOrganizationKeys(ORG)).toEqual(listed.filter((k) => k.id !== orgKey.id && k.id !== projectKey.id));
   });
 
+  it('tells what kind of key it holds and whose it is (GET /auth), for each kind of key', async () => {
+    const alice = client(emu, user(emu, 'alice').personalKey);
+    const project = orgProjects(emu)[0]!;
+    const orgKey = await alice.createOrganizationKey(ORG, { keyName: 'auth-org' });
+    const projectKey = await alice.createOrganizationKey(ORG, { keyName: 'auth-project', projectId: project });
+    secrets.add(orgKey.key).add(projectKey.key);
+    expect(await alice.getAuth()).toEqual({ account_id: user(emu, 'alice').id, auth_method: 'api_key_user' });
+    expect(await client(emu, orgKey.key).getAuth()).toEqual({ account_id: ORG, auth_method: 'api_key_org' });
+    expect(await client(emu, projectKey.key).getAuth()).toEqual({ account_id: ORG, auth_method: 'api_key_org', auth_data: project });
+    await alice.revokeOrganizationKey(ORG, orgKey.id);
+    expect(await failure(client(emu, orgKey.key).getAuth())).toMatchObject({ code: 'UNAUTHORIZED', method: 'GET', route: '/auth' });
+  });
+
   it('lists projects of an organization and of a personal account, and gets one', async () => {
     const alice = client(emu, user(emu, 'alice').personalKey);
     const projects = await alice.listProjects({ orgId: ORG });
@@ -428,6 +441,20 @@ describe('operations', () => {
     const done = await alice.waitForOperation(project, operations[0]!.id, { intervalMs: 2 });
     expect(done.status).toBe('finished');
     expect(done.failures_count).toBe(1);
+  });
+
+  it('waitForOperation ends on error (an operation the platform gave up on); until finished, it is a CONFLICT', async () => {
+    const alice = client(emu, user(emu, 'alice').personalKey);
+    const project = orgProjects(emu)[0]!;
+    await failNextOperations(emu, project, 1, 'error');
+    const { operations } = await alice.createBranch(project, { name: 'broken' });
+    const create = operations.find((o) => o.action === 'create_branch')!;
+    const ended = await alice.waitForOperation(project, create.id, { intervalMs: 2 });
+    expect(ended).toMatchObject({ status: 'error', failures_count: 1, error: expect.any(String) });
+    expect(await failure(alice.waitForOperation(project, create.id, { intervalMs: 2, until: 'finished' }))).toMatchObject({ code: 'CONFLICT', disposition: 'terminal' });
+    // Only that one: the start_compute beside it finishes.
+    const start = operations.find((o) => o.action === 'start_compute')!;
+    expect(await alice.waitForOperation(project, start.id, { intervalMs: 2, until: 'finished' })).toMatchObject({ status: 'finished' });
   });
 
   it('waitForOperation stops with ABORTED when the signal fires between polls', async () => {

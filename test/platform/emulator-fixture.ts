@@ -76,8 +76,9 @@ export const setFaults = (emu: Emulator, rules: FaultRule[]): Promise<unknown> =
 export const requests = (emu: Emulator): Promise<RequestCount[]> => admin(emu, 'GET', '/requests');
 export const resetRequests = (emu: Emulator): Promise<unknown> => admin(emu, 'DELETE', '/requests');
 export const adminKeys = (emu: Emulator): Promise<AdminKey[]> => admin(emu, 'GET', '/keys');
-export const failNextOperations = (emu: Emulator, projectId: string, count: number): Promise<unknown> =>
-  admin(emu, 'POST', `/projects/${projectId}/fail-next-operations`, { count });
+/** The next `count` operations fail once and are retried ('failed'), or end in `error` for good ('error'). */
+export const failNextOperations = (emu: Emulator, projectId: string, count: number, outcome: 'failed' | 'error' = 'failed'): Promise<unknown> =>
+  admin(emu, 'POST', `/projects/${projectId}/fail-next-operations`, { count, outcome });
 
 /** Requests the emulator counted for one method and route template (any status, or one status). */
 export async function countOf(emu: Emulator, method: string, route: string, status?: number): Promise<number> {
