@@ -31,7 +31,23 @@ describe('@neondatabase/api-client against the emulator', () => {
     const revoked = await api.revokeApiKey(personal.data.id);
     expect(revoked.data).toMatchObject({ id: personal.data.id, revoked: true });
     expect((await api.revokeOrgApiKey(ORG, org.data.id)).data.revoked).toBe(true);
+    // Each revoke endpoint answers its own schema: project_id only from the organization's.
+    const scoped2 = await api.createOrgApiKey(ORG, { key_name: 'client-scoped-2', project_id: projectId(emu, 'demo-api') });
+    expect((await api.revokeOrgApiKey(ORG, scoped.data.id)).data).toMatchObject({ revoked: true, project_id: projectId(emu, 'demo-api') });
+    const viaPersonal = (await api.revokeApiKey(scoped2.data.id)).data;
+    expect(viaPersonal.revoked).toBe(true);
+    expect(viaPersonal).not.toHaveProperty('project_id');
     expect((await api.listApiKeys()).data.map((k) => k.name)).not.toContain('client-personal');
+  });
+
+  it('tells each kind of key apart with getAuthDetails (GET /auth)', async () => {
+    const project = projectId(emu, 'demo-api');
+    const org = await api.createOrgApiKey(ORG, { key_name: 'auth-org' });
+    const scoped = await api.createOrgApiKey(ORG, { key_name: 'auth-scoped', project_id: project });
+    const as = (key: string) => createApiClient({ baseURL: emu.baseUrl, apiKey: key });
+    expect((await api.getAuthDetails()).data).toEqual({ account_id: emu.bootstrap.users.find((u) => u.name === 'alice')?.id, auth_method: 'api_key_user' });
+    expect((await as(org.data.key).getAuthDetails()).data).toEqual({ account_id: ORG, auth_method: 'api_key_org' });
+    expect((await as(scoped.data.key).getAuthDetails()).data).toEqual({ account_id: ORG, auth_method: 'api_key_org', auth_data: project });
   });
 
   it('reports errors as GeneralError with the status', async () => {

@@ -4,6 +4,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { caller, keyOf, ORG, projectId, start } from './harness.ts';
 
@@ -52,6 +53,30 @@ describe('persistence across a restart', () => {
       // Ids keep increasing: a new key never reuses an old id.
       const next = await call2('POST', '/api_keys', { key: alice, body: { key_name: 'after-restart' } });
       expect(next.body.id).toBeGreaterThan(org.body.id);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('opens a store written before the columns for error outcomes and endpoint types existed', async () => {
+    const db = join(dir, 'older.db');
+    const first = await start({ db });
+    const alice = keyOf(first, 'alice');
+    await first.close();
+    // The store as an older emulator left it: without the columns added since.
+    const raw = new DatabaseSync(db);
+    raw.exec('ALTER TABLE projects DROP COLUMN error_next; ALTER TABLE endpoints DROP COLUMN type; ALTER TABLE operations DROP COLUMN gives_up;');
+    raw.close();
+
+    const second = await start({ db });
+    try {
+      const call = caller(second);
+      const project = projectId(second, 'demo-api');
+      expect((await call('POST', `/admin/projects/${project}/fail-next-operations`, { body: { count: 1, outcome: 'error' } })).status).toBe(200);
+      const branch = await call('POST', `/projects/${project}/branches`, { key: alice, body: { endpoints: [{ type: 'read_only' }] } });
+      expect(branch.status).toBe(201);
+      expect(branch.body.endpoints[0].type).toBe('read_only');
+      expect(branch.body.operations.map((o: { action: string }) => o.action)).toEqual(['create_branch', 'start_compute']);
     } finally {
       await second.close();
     }
