@@ -22,6 +22,8 @@ const answers: Record<string, Answer> = {
   'GET /api/v2/projects/p-1': { status: 502, body: '<html><body>Bad gateway</body></html>', type: 'text/html' },
   // 17 MiB of JSON: more than any answer the platform gives (default limit 16 MiB).
   'GET /api/v2/organizations/org-huge/api_keys': { status: 200, body: `[${'{"id":1,"name":"k"},'.repeat(900_000)}{"id":2,"name":"k"}]` },
+  // An auth answer without its method: the caller could not tell which kind of key it holds.
+  'GET /api/v2/auth': { status: 200, body: JSON.stringify({ account_id: 'org-x' }) },
   'GET /api/v2/projects/p-2': { status: 401, body: JSON.stringify({ code: 'UNAUTHORIZED', message: `key ${API_KEY} is not valid`, request_id: 'r-1' }) },
 };
 
@@ -81,6 +83,12 @@ describe('responses that break the contract', () => {
     expect(e.message).toContain('created_at');
     expectNoSecret(e);
     expect(hits.get('GET /api/v2/api_keys')).toBe(1);
+  });
+
+  it('an auth answer without auth_method is INVALID_RESPONSE, never read as some kind of key', async () => {
+    const e = await failure(platform().getAuth());
+    expect(e).toMatchObject({ code: 'INVALID_RESPONSE', disposition: 'terminal', route: '/auth' });
+    expect(e.message).toContain('auth_method');
   });
 
   it('an HTML 502 from a proxy is still classified by its status, and retried', async () => {
