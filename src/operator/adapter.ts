@@ -16,6 +16,8 @@ export interface KeyPlatform {
   revokePersonalKey(keyId: number): Promise<unknown>;
   revokeOrganizationKey(orgId: string, keyId: number): Promise<unknown>;
   listProjects(options?: { orgId?: string }): Promise<{ id: string }[] | { projects: { id: string }[] }>;
+  /** GET /auth: whose key the credentials are, and of which kind (credentials-kind.ts). */
+  getAuth(): Promise<{ account_id: string; auth_method: string; auth_data?: string | undefined }>;
 }
 
 export interface KeyAdapter {

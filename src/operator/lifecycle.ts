@@ -20,6 +20,7 @@ import {
 import { ANNOTATION_OWNER, buildSecret, observeSecret, ownedBy, secretHash } from './secret-writer.ts';
 import type { Signer } from './signing.ts';
 import { checkCreatedKey } from './created-key.ts';
+import { CredentialsKinds, wrongCredentialsKind, type KeyKind } from './credentials-kind.ts';
 import { attemptName, encodeIntent, parseIntent } from './create-intent.ts';
 
 export interface LifecycleOptions {
@@ -98,6 +99,7 @@ export class KeyLifecycle {
   readonly #o: LifecycleOptions;
   readonly #now: () => number;
   readonly #unverifiedAfterMs: number;
+  readonly #credentialsKinds: CredentialsKinds;
   /** Per resource (kind/namespace/name): since when its drift checks fail (cleared by a success, or when it is gone). */
   readonly #unverifiedSince = new Map<string, number>();
 
@@ -105,6 +107,7 @@ export class KeyLifecycle {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#unverifiedAfterMs = options.unverifiedAfterMs ?? 2 * options.driftIntervalMs;
+    this.#credentialsKinds = new CredentialsKinds(options.driftIntervalMs);
   }
 
 
@@ -297,7 +300,10 @@ export class KeyLifecycle {
   async #create(ctx: Context, decision: Decision, replaces: number | undefined): Promise<ReconcileResult> {
     const { resource, adapter, logger } = ctx;
     if (adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
-    const { platform } = this.#platform(ctx);
+    const { platform, credentialsId } = this.#platform(ctx);
+    // The wrong kind of credentials is said before anything is created (credentials-kind.ts).
+    const wrongKind = await this.#wrongCredentialsKind(ctx, platform, credentialsId);
+    if (wrongKind !== undefined) return wrongKind;
     if (decision.reason !== 'Creating') {
       // Drift: say what was found before repairing it.
       await this.#o.events.record(resource, 'Warning', decision.reason, decision.message);
@@ -372,6 +378,27 @@ export class KeyLifecycle {
     await this.#o.events.record(resource, 'Normal', 'KeyIssued', `issued key ${created.id} (${pending.attempt}) into Secret ${ctx.secretName}`
       + (replaces !== undefined ? `; revoked key ${replaces}` : ''));
     return { type: 'Done', requeueAfterMs: this.#o.driftIntervalMs };
+  }
+
+  async #wrongCredentialsKind(ctx: Context, platform: KeyPlatform, credentialsId: string): Promise<ReconcileResult | undefined> {
+    const { resource, adapter } = ctx;
+    let auth;
+    try {
+      auth = await this.#credentialsKinds.of(credentialsId, () => platform.getAuth());
+    } catch (error) {
+      const failure = asPlatformFailure(error);
+      if (failure?.code === 'UNAUTHORIZED' || failure?.code === 'FORBIDDEN') return this.#platformFailure(ctx, failure, 'checking the credentials');
+      // Not known: the create itself says what is wrong, if anything.
+      ctx.logger.debug({ code: failure?.code }, 'GET /auth failed; creating without the credentials check');
+      return undefined;
+    }
+    const kind: KeyKind = adapter?.project !== undefined ? 'Project' : adapter?.listScope === 'personal' ? 'Personal' : 'Organization';
+    const message = wrongCredentialsKind(kind, auth);
+    if (message === undefined) return undefined;
+    await this.#writeStatus(ctx, blockedConditions(ctx, 'CredentialsWrongKind', message, 'KeyIssued'));
+    await this.#o.events.record(resource, 'Warning', 'CredentialsWrongKind', message);
+    // The credentials Secret is not watched: looked at again with backoff, as other refusals are.
+    return { type: 'Backoff' };
   }
 
   async #adopt(ctx: Context, keyId: number, pending: PendingAttempt): Promise<ReconcileResult> {

@@ -16,6 +16,7 @@ function recorder(): { calls: string[]; platform: KeyPlatform } {
     revokePersonalKey: async (id) => { calls.push(`revokePersonal ${id}`); },
     revokeOrganizationKey: async (org, id) => { calls.push(`revokeOrg ${org} ${id}`); },
     listProjects: async () => [],
+    getAuth: async () => { calls.push('getAuth'); return { account_id: 'u', auth_method: 'api_key_user' }; },
   };
   return { calls, platform };
 }
