@@ -14,13 +14,13 @@ import { parseArgs } from 'node:util';
 import { hostname } from 'node:os';
 import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { startHealthServer, type HealthServer } from './health-server.ts';
-import { LeaderElector } from './leader.ts';
-import { reuseKubeConnections } from './kube-connections.ts';
-import { createLogger } from './logger.ts';
+import { startHealthServer, type HealthServer } from './runtime/health-server.ts';
+import { LeaderElector } from './runtime/leader.ts';
+import { reuseKubeConnections } from './runtime/kube-connections.ts';
+import { createLogger } from './runtime/logger.ts';
 import { startOperator, type RunningOperator } from './manager.ts';
-import { createMetrics } from './metrics.ts';
-import { parseWatchNamespaces } from './watch-namespaces.ts';
+import { createMetrics } from './keys/metrics.ts';
+import { parseWatchNamespaces } from './runtime/watch-namespaces.ts';
 
 const { values } = parseArgs({
   options: {

@@ -5,16 +5,17 @@ import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { KeyPlatform } from './adapter.ts';
-import { Controller } from './controller.ts';
-import { DriftCache } from './drift.ts';
-import { EventRecorder } from './events.ts';
-import { KeyLifecycle } from './lifecycle.ts';
-import { OperationsPollers, type OperationsClient } from './operations-poller.ts';
-import { OwnWrites } from './own-writes.ts';
-import { createLogger } from './logger.ts';
-import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './signing.ts';
-import type { OperatorMetrics } from './metrics.ts';
+import type { KeyPlatform } from './keys/adapter.ts';
+import { Controller } from './runtime/controller.ts';
+import { keyWatches, wakeProject } from './keys/watches.ts';
+import { DriftCache } from './keys/drift.ts';
+import { EventRecorder } from './keys/events.ts';
+import { KeyLifecycle } from './keys/lifecycle.ts';
+import { OperationsPollers, type OperationsClient } from './keys/operations-poller.ts';
+import { OwnWrites } from './runtime/own-writes.ts';
+import { createLogger } from './runtime/logger.ts';
+import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/signing.ts';
+import type { OperatorMetrics } from './keys/metrics.ts';
 import type { KindName } from './resources/schema.ts';
 
 /** Makes a platform client acting with one API key (src/platform's PlatformClient in production). */
@@ -130,7 +131,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // per owner, replaced when its key changes and dropped with its owner.
   const pollers: OperationsPollers = new OperationsPollers({
     clientForKey: (apiKey) => factory({ baseUrl: options.platformBaseUrl, apiKey }) as unknown as OperationsClient,
-    onUpdate: (projectId): void => controller.enqueueProject(projectId),
+    onUpdate: (projectId): void => wakeProject(controller, projectId),
     slowIntervalMs: Math.max(driftIntervalMs, 5_000),
     logger,
     ...(options.metrics !== undefined ? { onPoll: (outcome) => options.metrics?.operationsPolls.inc({ outcome }) } : {}),
@@ -151,9 +152,11 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     operations: { pollers },
     ownWrites,
   });
+  const objects = options.kubeConfig.makeApiClient(CustomObjectsApi);
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,
-    lifecycle,
+    reconciler: lifecycle,
+    watches: (namespace) => keyWatches(objects, core, namespace),
     logger,
     workers: options.workers ?? 4,
     ownWrites,
@@ -162,7 +165,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     onReconciled: (kind, result, seconds) => {
       options.metrics?.reconcileTotal.inc({ kind, result });
       options.metrics?.reconcileDuration.observe({ kind }, seconds);
-      options.onReconciled?.(kind, result, seconds);
+      options.onReconciled?.(kind as KindName, result, seconds);
     },
     ...(options.metrics !== undefined ? { queueMetrics: options.metrics.workQueue('keys') } : {}),
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { OwnWrites } from '../../src/operator/own-writes.ts';
+import { OwnWrites } from '../../../src/operator/runtime/own-writes.ts';
 
 describe('OwnWrites', () => {
   it('recognises each version it recorded once, and nothing else', () => {

@@ -2,7 +2,7 @@
 // reuseKubeConnections() makes one KubeConfig reuse one dispatcher (bench/operator.ts, issue 7).
 import { describe, expect, it } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
-import { reuseKubeConnections } from '../../src/operator/kube-connections.ts';
+import { reuseKubeConnections } from '../../../src/operator/runtime/kube-connections.ts';
 
 function kubeConfig(user = 'sa', token = 't0'): KubeConfig {
   const kc = new KubeConfig();

@@ -2,7 +2,7 @@
 // which list shows the key, which endpoint revokes it. Everything else is shared (lifecycle.ts).
 // The platform is reached only through src/platform's client; KeyPlatform is the slice of
 // PlatformClient this file uses, so the lifecycle can be driven by any implementation of it.
-import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from './resources/schema.ts';
+import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
 
 export interface CreatedKey { id: number; key: string; name?: string; created_at?: string; created_by?: string; project_id?: string }
 export interface ListedKey { id: number; name: string; created_at?: string; created_by?: { id: string; name: string } | string; last_used_at?: string | null; last_used_from_addr?: string | null; project_id?: string | null }

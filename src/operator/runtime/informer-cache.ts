@@ -6,15 +6,14 @@
 // acts on fresh from the apiserver (lifecycle.ts), and a cached Secret's data would keep every
 // issued key's secret in memory (one more place to leak from, e.g. a heap snapshot).
 //
-// What the controller reads from the caches (controller.ts, manager.ts): names and
-// resourceVersion (the informer's own bookkeeping), generation and deletionTimestamp (whether an
-// event may wake a key that is backing off), spec.projectId (operations updates wake the
-// ProjectApiKeys of a project), the type and status of each condition (the managed_keys metric),
-// and a managed Secret's owner annotation (a Secret event wakes its owner).
-import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type ListPromise, type V1ObjectMeta, type V1Secret } from '@kubernetes/client-node';
-import { ANNOTATION_OWNER } from './secret-writer.ts';
+// What the runtime reads from the caches (controller.ts): names and resourceVersion (the
+// informer's own bookkeeping), generation and deletionTimestamp (whether an event may wake a key
+// that is backing off): identityMeta() below. Each watch adds what its domain reads
+// (keys/cache-projection.ts).
+import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type ListPromise, type V1ObjectMeta } from '@kubernetes/client-node';
 
-function identity(meta: V1ObjectMeta | undefined): V1ObjectMeta {
+/** The identity of an object as every cache keeps it: the informer's bookkeeping, and what a wake is judged on. */
+export function identityMeta(meta: V1ObjectMeta | undefined): V1ObjectMeta {
   return {
     name: meta?.name,
     namespace: meta?.namespace,
@@ -22,34 +21,6 @@ function identity(meta: V1ObjectMeta | undefined): V1ObjectMeta {
     resourceVersion: meta?.resourceVersion,
     ...(meta?.generation !== undefined ? { generation: meta.generation } : {}),
     ...(meta?.deletionTimestamp !== undefined ? { deletionTimestamp: meta.deletionTimestamp } : {}),
-  };
-}
-
-/** An ApiKey or ProjectApiKey as the caches keep it. */
-export interface CachedKeyResource extends KubernetesObject {
-  spec: { projectId?: string };
-  status: { conditions: { type: string; status: string }[] };
-}
-
-export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown }; status?: { conditions?: unknown } };
-  const conditions = Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown }[] : [];
-  return {
-    ...(obj.apiVersion !== undefined ? { apiVersion: obj.apiVersion } : {}),
-    ...(obj.kind !== undefined ? { kind: obj.kind } : {}),
-    metadata: identity(obj.metadata),
-    spec: typeof spec?.projectId === 'string' ? { projectId: spec.projectId } : {},
-    status: { conditions: conditions.map((c) => ({ type: String(c.type), status: String(c.status) })) },
-  };
-}
-
-/** A managed Secret as the cache keeps it: who it is and whose it is; never its data. */
-export function trimSecret(secret: V1Secret): V1Secret {
-  const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { ...identity(secret.metadata), ...(owner !== undefined ? { annotations: { [ANNOTATION_OWNER]: owner } } : {}) },
   };
 }
 

@@ -1,6 +1,6 @@
 // --watch-namespace / WATCH_NAMESPACE as the operator reads them (src/operator/watch-namespaces.ts).
 import { describe, expect, it } from '@jest/globals';
-import { parseWatchNamespaces } from '../../src/operator/watch-namespaces.ts';
+import { parseWatchNamespaces } from '../../../src/operator/runtime/watch-namespaces.ts';
 
 describe('parseWatchNamespaces', () => {
   it.each([

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { setConditions } from '../../src/operator/conditions.ts';
+import { setConditions } from '../../../src/operator/keys/conditions.ts';
 
 const t0 = new Date('2026-11-22T20:00:00.123Z');
 const t1 = new Date('2026-11-22T21:00:00Z');

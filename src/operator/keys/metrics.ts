@@ -1,23 +1,14 @@
-// Prometheus metrics of the operator (DESIGN.md section 5). Every name carries the prefix
-// `neon_key_operator_`. Label values are bounded and never carry a secret or an identifier:
+// Prometheus metrics of the operator (DESIGN.md section 5): the runtime's (runtime/metrics.ts) and
+// the key domain's (drift checks, operations polls, platform requests, managed keys). Every name
+// carries the prefix `neon_key_operator_`. Label values are bounded and never carry a secret or an identifier:
 // platform routes are TEMPLATES (`/projects/{project_id}/operations`), never concrete paths, and
 // routeTemplate() below is the one place that turns a path into one.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { WorkQueueMetrics } from './queue.ts';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DURATION_BUCKETS, createRuntimeMetrics, type RuntimeMetrics } from '../runtime/metrics.ts';
 
 export const METRIC_PREFIX = 'neon_key_operator_';
 
-export type ReconcileResult = 'success' | 'error' | 'requeue';
-
-export interface OperatorMetrics {
-  registry: Registry;
-  reconcileTotal: Counter<'kind' | 'result'>;
-  reconcileDuration: Histogram<'kind'>;
-  workQueueDepth: Gauge<'name'>;
-  workQueueAdds: Counter<'name'>;
-  workQueueLatency: Histogram<'name'>;
-  workQueueWorkDuration: Histogram<'name'>;
-  workQueueRetries: Counter<'name'>;
+export interface OperatorMetrics extends RuntimeMetrics {
   platformRequestsTotal: Counter<'method' | 'route' | 'status'>;
   platformRequestDuration: Histogram<'method' | 'route'>;
   /** Drift checks by outcome: live, absent (revoked or never seen), failed (credentials refused, platform unavailable). */
@@ -25,15 +16,9 @@ export interface OperatorMetrics {
   /** Operations polls by outcome: ok, key_refused (one owner's key refused, another tried), failed. */
   operationsPolls: Counter<'outcome'>;
   managedKeys: Gauge<'kind' | 'condition' | 'status'>;
-  leader: Gauge;
-  buildInfo: Gauge<'version' | 'node_version'>;
-  /** Hooks for a WorkQueue named `name` (e.g. `apikey`). */
-  workQueue(name: string): WorkQueueMetrics;
   /** Records one platform request; `path` is turned into a template with routeTemplate(). */
   observePlatformRequest(method: string, path: string, status: number | string, seconds: number): void;
 }
-
-const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 export interface CreateMetricsOptions {
   version?: string;
@@ -42,52 +27,8 @@ export interface CreateMetricsOptions {
 }
 
 export function createMetrics(registry: Registry = new Registry(), options: CreateMetricsOptions = {}): OperatorMetrics {
+  const runtime = createRuntimeMetrics(registry, { prefix: METRIC_PREFIX, ...options });
   const registers = [registry];
-  const reconcileTotal = new Counter({
-    name: `${METRIC_PREFIX}reconcile_total`,
-    help: 'Reconciles by kind and result.',
-    labelNames: ['kind', 'result'] as const,
-    registers,
-  });
-  const reconcileDuration = new Histogram({
-    name: `${METRIC_PREFIX}reconcile_duration_seconds`,
-    help: 'Duration of one reconcile.',
-    labelNames: ['kind'] as const,
-    buckets: DURATION_BUCKETS,
-    registers,
-  });
-  const workQueueDepth = new Gauge({
-    name: `${METRIC_PREFIX}workqueue_depth`,
-    help: 'Keys waiting in the work queue.',
-    labelNames: ['name'] as const,
-    registers,
-  });
-  const workQueueAdds = new Counter({
-    name: `${METRIC_PREFIX}workqueue_adds_total`,
-    help: 'Keys added to the work queue (after deduplication).',
-    labelNames: ['name'] as const,
-    registers,
-  });
-  const workQueueLatency = new Histogram({
-    name: `${METRIC_PREFIX}workqueue_queue_duration_seconds`,
-    help: 'How long a key waits in the work queue before a worker takes it.',
-    labelNames: ['name'] as const,
-    buckets: DURATION_BUCKETS,
-    registers,
-  });
-  const workQueueWorkDuration = new Histogram({
-    name: `${METRIC_PREFIX}workqueue_work_duration_seconds`,
-    help: 'How long a worker holds a key.',
-    labelNames: ['name'] as const,
-    buckets: DURATION_BUCKETS,
-    registers,
-  });
-  const workQueueRetries = new Counter({
-    name: `${METRIC_PREFIX}workqueue_retries_total`,
-    help: 'Rate-limited requeues.',
-    labelNames: ['name'] as const,
-    registers,
-  });
   const driftChecks = new Counter({
     name: `${METRIC_PREFIX}drift_checks_total`,
     help: 'Drift checks of recorded keys by outcome (live, absent, failed).',
@@ -119,47 +60,13 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
     labelNames: ['kind', 'condition', 'status'] as const,
     registers,
   });
-  const leader = new Gauge({
-    name: `${METRIC_PREFIX}leader`,
-    help: '1 while this replica holds the leader lease.',
-    registers,
-  });
-  const buildInfo = new Gauge({
-    name: `${METRIC_PREFIX}build_info`,
-    help: 'Always 1; labels carry the build.',
-    labelNames: ['version', 'node_version'] as const,
-    registers,
-  });
-  buildInfo.set({ version: options.version ?? 'unknown', node_version: process.version }, 1);
-  leader.set(0);
-
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
-
   return {
-    registry,
-    reconcileTotal,
-    reconcileDuration,
-    workQueueDepth,
-    workQueueAdds,
-    workQueueLatency,
-    workQueueWorkDuration,
-    workQueueRetries,
+    ...runtime,
     platformRequestsTotal,
     driftChecks,
     operationsPolls,
     platformRequestDuration,
     managedKeys,
-    leader,
-    buildInfo,
-    workQueue(name) {
-      return {
-        depth: (n) => workQueueDepth.set({ name }, n),
-        add: () => workQueueAdds.inc({ name }),
-        queueLatency: (s) => workQueueLatency.observe({ name }, s),
-        workDuration: (s) => workQueueWorkDuration.observe({ name }, s),
-        retry: () => workQueueRetries.inc({ name }),
-      };
-    },
     observePlatformRequest(method, path, status, seconds) {
       const route = routeTemplate(path);
       platformRequestsTotal.inc({ method: method.toUpperCase(), route, status: String(status) });

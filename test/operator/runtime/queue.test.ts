@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ControllerRateLimiter, WorkQueue, type Timers, type WorkQueueMetrics } from '../../src/operator/queue.ts';
+import { ControllerRateLimiter, WorkQueue, type Timers, type WorkQueueMetrics } from '../../../src/operator/runtime/queue.ts';
 
 /** A manual clock: timers fire only when the test advances time. */
 class FakeTimers implements Timers {

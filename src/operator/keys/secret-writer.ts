@@ -12,7 +12,7 @@ import type { V1Secret } from '@kubernetes/client-node';
 import type { SecretObservation } from './decision.ts';
 import {
   ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_SIGNATURE, API_VERSION, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
-} from './resources/schema.ts';
+} from '../resources/schema.ts';
 import type { Signer } from './signing.ts';
 
 /** On the Secret: which resource it belongs to (kind/name), so Secret events map to the owner. */

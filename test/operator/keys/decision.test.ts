@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { decide, type Observation, type PendingAttempt } from '../../src/operator/decision.ts';
+import { decide, type Observation, type PendingAttempt } from '../../../src/operator/keys/decision.ts';
 
 const NOW = Date.parse('2026-11-22T21:00:00Z');
 const ME = 'operator-a';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { createMetrics, routeTemplate } from '../../src/operator/metrics.ts';
-import { WorkQueue } from '../../src/operator/queue.ts';
+import { createMetrics, routeTemplate } from '../../../src/operator/keys/metrics.ts';
+import { WorkQueue } from '../../../src/operator/runtime/queue.ts';
 
 const SECRET = 'abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz01';
 

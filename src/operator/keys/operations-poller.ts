@@ -22,7 +22,7 @@
 // platform's, reported on every owner, with backoff.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { TERMINAL_OPERATION_STATUSES, isPlatformError, type Operation, type PlatformClient } from '../platform/index.ts';
+import { TERMINAL_OPERATION_STATUSES, isPlatformError, type Operation, type PlatformClient } from '../../platform/index.ts';
 
 /** The part of PlatformClient the poller uses. */
 export type OperationsClient = Pick<PlatformClient, 'listOperations' | 'getOperation'>;

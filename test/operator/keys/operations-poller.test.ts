@@ -1,9 +1,9 @@
 // Operations mirroring against the real emulator over HTTP (DESIGN.md section 4).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { OperationsPollers, settledCondition, type OperationsClient, type OperationsSnapshot } from '../../src/operator/operations-poller.ts';
-import { PlatformClient, type Operation } from '../../src/platform/index.ts';
+import { startEmulator, type Emulator } from '../../../src/emulator/server.ts';
+import { OperationsPollers, settledCondition, type OperationsClient, type OperationsSnapshot } from '../../../src/operator/keys/operations-poller.ts';
+import { PlatformClient, type Operation } from '../../../src/platform/index.ts';
 
 const NOW = Date.parse('2026-11-22T21:00:00Z');
 const op = (over: Partial<Operation>): Operation => ({

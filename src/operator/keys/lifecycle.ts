@@ -10,13 +10,14 @@ import { adapterFor, asPlatformFailure, failureReason, type KeyAdapter, type Key
 import { findCondition, setConditions, type ConditionUpdate } from './conditions.ts';
 import { decide, recordedKeyId, type Action, type Credentials, type Decision, type Observation, type PendingAttempt } from './decision.ts';
 import type { DriftCache } from './drift.ts';
+import type { Reconciler, ReconcileResult, Request } from '../runtime/controller.ts';
 import type { EventRecorder } from './events.ts';
 import type { OperationsPollers } from './operations-poller.ts';
-import { objectRef, type OwnWrites } from './own-writes.ts';
+import { objectRef, type OwnWrites } from '../runtime/own-writes.ts';
 import {
   ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, FINALIZER, GROUP, KEY_NAME_MAX, KINDS, VERSION, parseSpec,
   type ApiKeySpec, type KeyResource, type KindName, type ProjectApiKeySpec,
-} from './resources/schema.ts';
+} from '../resources/schema.ts';
 import { ANNOTATION_OWNER, buildSecret, observeSecret, ownedBy, secretHash } from './secret-writer.ts';
 import type { Signer } from './signing.ts';
 import { checkCreatedKey } from './created-key.ts';
@@ -54,16 +55,6 @@ function ownerOf(resource: KeyResource): string {
   return `${resource.metadata.namespace}/${resource.metadata.name}`;
 }
 
-/** What the worker does with the key afterwards. */
-export type ReconcileResult =
-  | { type: 'Done'; requeueAfterMs?: number }
-  /** Retry soon with the queue's per-item backoff (conflicts, apiserver hiccups). */
-  | { type: 'Retry' }
-  /** A platform refusal: retry after at least this long (the worker grows it per failure). */
-  | { type: 'Backoff'; minDelayMs?: number };
-
-class Conflict extends Error {}
-
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 function statusCode(error: unknown): number | undefined {
@@ -94,7 +85,7 @@ interface Context {
   logger: Logger;
 }
 
-export class KeyLifecycle {
+export class KeyLifecycle implements Reconciler {
   readonly #o: LifecycleOptions;
   readonly #now: () => number;
   readonly #unverifiedAfterMs: number;
@@ -108,7 +99,9 @@ export class KeyLifecycle {
   }
 
 
-  async reconcile(kind: KindName, namespace: string, name: string, logger: Logger): Promise<ReconcileResult> {
+  async reconcile(request: Request, logger: Logger): Promise<ReconcileResult> {
+    const { namespace, name } = request;
+    const kind = request.kind as KindName;
     let resource: KeyResource;
     try {
       resource = await this.#o.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name }) as KeyResource;
@@ -122,7 +115,7 @@ export class KeyLifecycle {
     try {
       return await this.#reconcileResource(resource, logger, true);
     } catch (error) {
-      if (error instanceof Conflict || statusCode(error) === 409) {
+      if (statusCode(error) === 409) {
         logger.debug('conflict; retrying with a fresh read');
         return { type: 'Retry' };
       }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { buildSecret, observeSecret, secretHash } from '../../src/operator/secret-writer.ts';
-import type { ApiKey } from '../../src/operator/resources/schema.ts';
-import { Signer } from '../../src/operator/signing.ts';
+import { buildSecret, observeSecret, secretHash } from '../../../src/operator/keys/secret-writer.ts';
+import type { ApiKey } from '../../../src/operator/resources/schema.ts';
+import { Signer } from '../../../src/operator/keys/signing.ts';
 
 const signer = new Signer(Buffer.alloc(32, 7));
 

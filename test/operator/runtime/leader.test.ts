@@ -3,9 +3,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, V1MicroTime, type KubeConfig } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LeaderElector } from '../../src/operator/leader.ts';
-import { ownNamespaceGrants } from '../deploy/rbac-contract.ts';
-import { controlPlane } from '../harness/index.ts';
+import { LeaderElector } from '../../../src/operator/runtime/leader.ts';
+import { ownNamespaceGrants } from '../../deploy/rbac-contract.ts';
+import { controlPlane } from '../../harness/index.ts';
 
 const NAMESPACE = 'default';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { adapterFor, asPlatformFailure, failureReason, type KeyPlatform } from '../../src/operator/adapter.ts';
-import type { ApiKey, ProjectApiKey } from '../../src/operator/resources/schema.ts';
+import { adapterFor, asPlatformFailure, failureReason, type KeyPlatform } from '../../../src/operator/keys/adapter.ts';
+import type { ApiKey, ProjectApiKey } from '../../../src/operator/resources/schema.ts';
 
 const meta = { name: 'n', namespace: 'ns', uid: 'u' };
 const creds = { name: 'c', key: 'apiKey' };

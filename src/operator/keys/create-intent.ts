@@ -4,7 +4,7 @@
 // signed for the resource's uid (signing.ts), and an intent that does not verify is never acted on.
 import { randomBytes } from 'node:crypto';
 import type { PendingAttempt, RefusedIntent } from './decision.ts';
-import { KEY_NAME_MAX } from './resources/schema.ts';
+import { KEY_NAME_MAX } from '../resources/schema.ts';
 import type { Signer } from './signing.ts';
 
 /** The annotation's value: the attempt and the operator's signature over it and the uid. */
