@@ -4,7 +4,7 @@
 // signed for the resource's uid (signing.ts), and an intent that does not verify is never acted on.
 import { randomBytes } from 'node:crypto';
 import type { PendingAttempt, RefusedIntent } from './decision.ts';
-import { KEY_NAME_MAX } from '../resources/schema.ts';
+import { KEY_NAME_MAX, type KeyResource } from '../resources/schema.ts';
 import type { Signer } from './signing.ts';
 
 /** The annotation's value: the attempt and the operator's signature over it and the uid. */
@@ -55,3 +55,8 @@ export function attemptName(base: string): string {
   return `${base.slice(0, KEY_NAME_MAX)}-${suffix}`;
 }
 
+
+/** The key name of a resource without spec.keyName: `<namespace>-<name>`, cut to the platform's limit. */
+export function defaultKeyName(resource: Pick<KeyResource, 'metadata'>): string {
+  return `${resource.metadata.namespace}-${resource.metadata.name}`.slice(0, KEY_NAME_MAX).replace(/[^-_.A-Za-z0-9]/g, '-').replace(/[-_.]+$/, '');
+}

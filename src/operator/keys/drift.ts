@@ -1,7 +1,12 @@
 // Drift detection (DESIGN.md section 3, Drift): ONE list call per (credentials, scope) per interval
 // shows every managed key of that scope, instead of one call per key. Reconciles of many resources
-// share the snapshot; concurrent refreshes share one request.
+// share the snapshot; concurrent refreshes share one request. checkRecordedKey() is the check one
+// reconcile makes of its recorded key.
+import type { Logger } from 'pino';
 import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
+import type { Observation } from './decision.ts';
+import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
+import type { KeyDeps } from './reconcile-context.ts';
 
 const CREATED_AT_MARGIN_MS = 5_000;
 
@@ -60,10 +65,60 @@ export class DriftCache {
 
   async projectInOrganization(credentialsId: string, platform: KeyPlatform, organizationId: string, projectId: string): Promise<boolean> {
     const snapshot = await this.#fresh(this.#projects, `projects|${credentialsId}|${organizationId}`, async () => {
-      const answer = await platform.listProjects({ orgId: organizationId });
-      const projects = Array.isArray(answer) ? answer : answer.projects;
+      const projects = await platform.listProjects({ orgId: organizationId });
       return new Set(projects.map((p) => p.id));
     });
     return snapshot.value.has(projectId);
   }
+}
+
+/** Per resource (kind/namespace/name): since when its drift checks fail (cleared by a success, or when it is gone). */
+export type FailingSince = Map<string, number>;
+
+/**
+ * The drift check of a recorded key: is it in the platform's list (one list per credentials and
+ * scope, through the cache), and for a ProjectApiKey, is its project still the organization's.
+ * A check that cannot ask the platform is an observation too (Unverifiable, with why and since
+ * when): nothing is minted or revoked on its strength.
+ */
+export async function checkRecordedKey(deps: KeyDeps, failingSince: FailingSince, check: {
+  trackingKey: string;
+  adapter: KeyAdapter;
+  /** The credentials, when present. */
+  apiKey: string | undefined;
+  keyId: number;
+  /** status.createdAt of the key. */
+  createdAt: string | undefined;
+  logger: Logger;
+}): Promise<{ platform: Observation['platform']; listed: ListedKey | undefined }> {
+  const { trackingKey, adapter, apiKey, keyId, logger } = check;
+  const platform: Observation['platform'] = { key: 'Unknown', project: 'Unknown' };
+  let listed: ListedKey | undefined;
+  try {
+    if (apiKey === undefined) throw Object.assign(new Error('no credentials'), { code: 'CREDENTIALS_MISSING' });
+    const { platform: client, credentialsId } = deps.platformFor(apiKey);
+    const createdAt = check.createdAt !== undefined ? Date.parse(check.createdAt) : undefined;
+    const state = await deps.drift.keyState(credentialsId, adapter, client, keyId, Number.isFinite(createdAt) ? createdAt : undefined);
+    platform.key = state.state;
+    listed = state.key;
+    if (adapter.project !== undefined) {
+      platform.project = await deps.drift.projectInOrganization(credentialsId, client, adapter.project.organizationId, adapter.project.projectId)
+        ? 'InOrganization' : 'NotInOrganization';
+    }
+    failingSince.delete(trackingKey);
+    deps.onDriftCheck?.(state.state === 'Live' ? 'live' : 'absent');
+  } catch (error) {
+    // Once it has failed for unverifiedAfterMs the conditions say so (decision.ts, Unverifiable).
+    const failure = asPlatformFailure(error);
+    const since = failingSince.get(trackingKey) ?? deps.now();
+    failingSince.set(trackingKey, since);
+    deps.onDriftCheck?.('failed');
+    const { reason, message } = (error as { code?: unknown }).code === 'CREDENTIALS_MISSING'
+      ? { reason: 'CredentialsMissing', message: 'the credentials Secret (spec.credentialsSecretRef) is missing or empty; put a platform API key there' }
+      : unverifiableReason(failure);
+    platform.key = 'Unverifiable';
+    platform.check = { reason, message, failingForMs: deps.now() - since, reportAfterMs: deps.unverifiedAfterMs };
+    logger.warn({ code: failure?.code ?? 'unknown' }, 'drift check failed');
+  }
+  return { platform, listed };
 }

@@ -1,7 +1,8 @@
 // The Secret that receives an issued key (DESIGN.md section 3, step 4): data, the key id and
 // attempt name as annotations with the operator's signature over them, a controller owner
 // reference to the resource, the managed-by label (the operator's Secret informer selects on it).
-// The secret value leaves this file only inside Secret.data.
+// The secret value leaves this file only inside Secret.data. The writes (writeSecret,
+// deleteStaleSecret) go through the Kubernetes port (kube-writes.ts).
 //
 // Ownership is the controller owner reference carrying the resource's uid, nothing else: a label
 // or annotation anyone with write access to Secrets can set. The key id annotation is believed
@@ -13,6 +14,9 @@ import type { SecretObservation } from './decision.ts';
 import {
   ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_SIGNATURE, API_VERSION, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
 } from '../resources/schema.ts';
+import { objectRef } from '../runtime/own-writes.ts';
+import { statusCode } from './kube-writes.ts';
+import type { Context, KeyDeps } from './reconcile-context.ts';
 import type { Signer } from './signing.ts';
 
 /** On the Secret: which resource it belongs to (kind/name), so Secret events map to the owner. */
@@ -87,4 +91,42 @@ export function buildSecret(resource: KeyResource, name: string, dataKey: string
     },
     data: { [dataKey]: Buffer.from(key.secret, 'utf8').toString('base64') },
   };
+}
+
+/** Step 4 of DESIGN.md section 3: the Secret, created or replaced (only when this resource controls it). */
+export async function writeSecret(deps: KeyDeps, ctx: Context, key: { id: number; name: string; secret: string }): Promise<void> {
+  const { resource, secretName, secretKey } = ctx;
+  const namespace = resource.metadata.namespace;
+  const existing = ctx.observation.secret?.owned === true ? ctx.secret : undefined;
+  const body = buildSecret(resource, secretName, secretKey, key, deps.signer, existing);
+  const written = async (): Promise<V1Secret> => {
+    if (existing !== undefined) return await deps.kube.replaceSecret(namespace, secretName, body);
+    try {
+      return await deps.kube.createSecret(namespace, body);
+    } catch (error) {
+      if (statusCode(error) !== 409) throw error;
+      // Made between our read and now (by us, before a crash): it is ours only if it says so.
+      const found = await deps.kube.readSecret(namespace, secretName);
+      if (found === undefined || !ownedBy(resource, found)) throw error;
+      return await deps.kube.replaceSecret(namespace, secretName, buildSecret(resource, secretName, secretKey, key, deps.signer, found));
+    }
+  };
+  const secret = await written();
+  deps.ownWrites?.record(objectRef('Secret', namespace, secretName), existing?.metadata?.resourceVersion, secret.metadata?.resourceVersion);
+}
+
+/** spec.secret.name changed: the Secret under the old name goes, if this resource controls it. */
+export async function deleteStaleSecret(deps: KeyDeps, ctx: Context): Promise<void> {
+  const previous = ctx.resource.status?.secretName;
+  if (previous === undefined || previous === ctx.secretName) return;
+  const old = await deps.kube.readSecret(ctx.resource.metadata.namespace, previous);
+  if (old !== undefined && ownedBy(ctx.resource, old)) {
+    await deps.kube.deleteSecret(ctx.resource.metadata.namespace, previous).catch(() => undefined);
+  }
+}
+
+/** The secret value the Secret holds ('' when none): the issued key, for the operations poller. */
+export function secretValue(ctx: Pick<Context, 'secret' | 'secretKey'>): string {
+  const encoded = ctx.secret?.data?.[ctx.secretKey];
+  return encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8').trim() : '';
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { adapterFor, asPlatformFailure, failureReason, type KeyPlatform } from '../../../src/operator/keys/adapter.ts';
+import { adapterFor, type KeyPlatform } from '../../../src/operator/keys/adapter.ts';
 import type { ApiKey, ProjectApiKey } from '../../../src/operator/resources/schema.ts';
 
 const meta = { name: 'n', namespace: 'ns', uid: 'u' };
@@ -7,14 +7,15 @@ const creds = { name: 'c', key: 'apiKey' };
 
 function recorder(): { calls: string[]; platform: KeyPlatform } {
   const calls: string[] = [];
-  const created = { id: 1, key: 'k' };
+  const created = { id: 1, key: 'k', name: 'name-12345678' };
+  const revoked = (id: number): { id: number; name: string; revoked: boolean; last_used_at: null; last_used_from_addr: string } => ({ id, name: 'n', revoked: true, last_used_at: null, last_used_from_addr: '' });
   const platform: KeyPlatform = {
     createPersonalKey: async (name) => { calls.push(`createPersonal ${name}`); return created; },
     createOrganizationKey: async (org, o) => { calls.push(`createOrg ${org} ${o.keyName} ${o.projectId ?? '-'}`); return created; },
     listPersonalKeys: async () => { calls.push('listPersonal'); return []; },
     listOrganizationKeys: async (org) => { calls.push(`listOrg ${org}`); return []; },
-    revokePersonalKey: async (id) => { calls.push(`revokePersonal ${id}`); },
-    revokeOrganizationKey: async (org, id) => { calls.push(`revokeOrg ${org} ${id}`); },
+    revokePersonalKey: async (id) => { calls.push(`revokePersonal ${id}`); return revoked(id); },
+    revokeOrganizationKey: async (org, id) => { calls.push(`revokeOrg ${org} ${id}`); return revoked(id); },
     listProjects: async () => [],
   };
   return { calls, platform };
@@ -43,30 +44,5 @@ describe('the per-kind adapters', () => {
   it('project keys add project_id and share the organization list', async () => {
     expect(await exercise({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey', metadata: meta, spec: { organizationId: 'org-1', projectId: 'p-1', credentialsSecretRef: creds, deletionPolicy: 'Revoke' } }))
       .toEqual({ scope: 'org:org-1', calls: ['createOrg org-1 name-12345678 p-1', 'listOrg org-1', 'revokeOrg org-1 7'] });
-  });
-});
-
-describe('platform failures', () => {
-  it.each([
-    ['UNAUTHORIZED', 401, 'Unauthorized'],
-    ['FORBIDDEN', 403, 'Forbidden'],
-    ['NOT_FOUND', 404, 'NotFound'],
-    ['INVALID_REQUEST', 400, 'InvalidSpec'],
-    ['RATE_LIMITED', 429, 'RateLimited'],
-    ['UNAVAILABLE', 503, 'PlatformUnavailable'],
-    ['TIMEOUT', undefined, 'PlatformUnavailable'],
-  ])('%s maps to reason %s', (code, status, reason) => {
-    const failure = asPlatformFailure({ code, status, disposition: 'terminal', requestId: 'req-1' });
-    expect(failure).toBeDefined();
-    const answer = failureReason(failure, 'issuing a key');
-    expect(answer.reason).toBe(reason);
-    expect(answer.message).toContain('issuing a key');
-    expect(answer.message).toContain('req-1');
-  });
-
-  it('recognises only error shaped values', () => {
-    expect(asPlatformFailure(new Error('x'))).toBeUndefined();
-    expect(asPlatformFailure({ code: 'X', disposition: 'maybe' })).toBeUndefined();
-    expect(failureReason(undefined, 'doing').reason).toBe('Error');
   });
 });
