@@ -5,12 +5,24 @@ import type { Condition } from '../resources/schema.ts';
 export type ConditionType = 'Ready' | 'KeyIssued' | 'SecretSynced' | 'OperationsSettled';
 export type ConditionStatus = Condition['status'];
 
-export interface ConditionUpdate {
-  type: ConditionType;
-  status: ConditionStatus;
-  reason: string;
-  message: string;
-}
+/**
+ * Every reason the key lifecycle puts in a condition or an event: a closed set (README.md lists
+ * them for users). OperationsSettled carries the operations mirror's own (operations-poller.ts).
+ */
+export type Reason =
+  // progress
+  | 'Creating' | 'Adopting' | 'Recovering' | 'Deleting' | 'Deleted' | 'Ready' | 'KeyLive' | 'SecretInSync'
+  // what was done
+  | 'KeyIssued' | 'KeyAdopted' | 'KeyRevoked' | 'KeyRetained' | 'Retained' | 'NoKey' | 'ReleasedWithoutRevoke' | 'CreateRecovered' | 'CreateOutcomeUnknown'
+  // drift found
+  | 'RevokedExternally' | 'SecretMissing' | 'SecretTampered' | 'KeyAbandoned' | 'ProjectNotInOrganization'
+  // what blocks progress
+  | 'InvalidSpec' | 'InvalidAnnotation' | 'SecretConflict' | 'CredentialsMissing' | 'CredentialsChanged' | 'CredentialsRefused'
+  | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'RateLimited' | 'PlatformUnavailable' | 'PlatformResponseInvalid' | 'Error';
+
+export type ConditionUpdate =
+  | { type: Exclude<ConditionType, 'OperationsSettled'>; status: ConditionStatus; reason: Reason; message: string }
+  | { type: 'OperationsSettled'; status: ConditionStatus; reason: string; message: string };
 
 export function setConditions(existing: readonly Condition[] | undefined, updates: readonly ConditionUpdate[], generation: number, now: Date): Condition[] {
   const out = [...(existing ?? [])];
@@ -48,7 +60,7 @@ export function readyConditions(keyId: number, secretName: string): ConditionUpd
 }
 
 /** The key cannot be checked: not known to be live any more (nor known to be gone). */
-export function unverifiableConditions(keyId: number, reason: string, message: string): ConditionUpdate[] {
+export function unverifiableConditions(keyId: number, reason: Reason, message: string): ConditionUpdate[] {
   return [
     { type: 'KeyIssued', status: 'Unknown', reason, message },
     { type: 'Ready', status: 'Unknown', reason, message: `key ${keyId} is no longer known to be live: ${message}` },
@@ -64,12 +76,12 @@ export function creatingConditions(message: string): ConditionUpdate[] {
 }
 
 /** The resource is being deleted; what stops it, if anything, is in the message. */
-export function deletingConditions(reason: string, message: string): ConditionUpdate[] {
+export function deletingConditions(reason: Reason, message: string): ConditionUpdate[] {
   return [{ type: 'Ready', status: 'False', reason: 'Deleting', message: reason === 'Deleting' ? message : `${reason}: ${message}` }];
 }
 
 /** Reasons about the Secret rather than the key: they set SecretSynced, the others KeyIssued. */
-const SECRET_REASONS = new Set(['SecretMissing', 'SecretTampered', 'SecretConflict']);
+const SECRET_REASONS = new Set<Reason>(['SecretMissing', 'SecretTampered', 'SecretConflict']);
 
 /** What a blocked reconcile saw: whether the Secret exists, whether status records a key, the conditions now. */
 export interface BlockedInputs {
@@ -82,7 +94,7 @@ export interface BlockedInputs {
  * Progress is blocked (a refusal, a conflict, an invalid spec). `hint` 'KeyIssued': the reason is
  * about issuing the key whatever its name (a platform refusal while repairing a Secret).
  */
-export function blockedConditions(inputs: BlockedInputs, reason: string, message: string, hint?: 'KeyIssued'): ConditionUpdate[] {
+export function blockedConditions(inputs: BlockedInputs, reason: Reason, message: string, hint?: 'KeyIssued'): ConditionUpdate[] {
   const out: ConditionUpdate[] = [{ type: 'Ready', status: 'False', reason, message }];
   if (SECRET_REASONS.has(reason) && hint === undefined) out.push({ type: 'SecretSynced', status: 'False', reason, message });
   else out.push({ type: 'KeyIssued', status: 'False', reason, message });

@@ -114,7 +114,7 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
   if (pending.replaces !== undefined && pending.replaces !== keyId) await revokeReplaced(deps, ctx, pending.replaces);
   await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   await deps.events.record(resource, 'Normal', 'KeyAdopted', `recorded key ${keyId} (${pending.attempt}) found in Secret ${ctx.secretName} after an interrupted create`);
-  return { type: 'Retry' };
+  return { type: 'Continue' };
 }
 
 /** The outcome of the attempt is unknown: revoke every live key of that name, clear the intent. */
@@ -155,7 +155,7 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
     ? `attempt ${pending.attempt} left no key on the platform; starting again`
     : `revoked ${orphans.length} key(s) of interrupted attempt ${pending.attempt} (ids ${orphans.map((k) => k.id).join(', ')}), whose secret was lost`
       + `${orphans.some((k) => k.id === pending.replaces) ? ` (with key ${pending.replaces}, which it was replacing)` : ''}; starting again`);
-  return { type: 'Retry' };
+  return { type: 'Continue' };
 }
 
 /** Revokes the key an attempt replaced; one already gone is fine. */
@@ -174,5 +174,5 @@ async function revokeReplaced(deps: KeyDeps, ctx: Context, keyId: number): Promi
 export async function clearPending(deps: KeyDeps, ctx: Context, decision: Decision): Promise<ReconcileResult> {
   await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
   await updateMetadata(deps, ctx.resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
-  return { type: 'Retry' };
+  return { type: 'Continue' };
 }

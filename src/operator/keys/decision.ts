@@ -6,6 +6,8 @@
 // The crash-safe create protocol is DESIGN.md section 3: intent (the create-pending annotation)
 // before the POST, the Secret before the status, recovery when an intent has no recorded outcome.
 
+import type { Reason } from './conditions.ts';
+
 export interface PendingAttempt {
   /** The key name sent to the platform: <keyName>-<8 random chars>. */
   attempt: string;
@@ -71,7 +73,7 @@ export interface Observation {
      */
     key: 'Live' | 'Absent' | 'Unknown' | 'Unverifiable';
     /** Set with Unverifiable: why, since when the checks fail, and after how long that is reported. */
-    check?: { reason: string; message: string; failingForMs: number; reportAfterMs: number };
+    check?: { reason: Reason; message: string; failingForMs: number; reportAfterMs: number };
     /** ProjectApiKey: whether the project is still owned by the organization. */
     project: 'InOrganization' | 'NotInOrganization' | 'Unknown';
   };
@@ -122,7 +124,7 @@ const REFUSED_INTENT: Record<RefusedIntent, string> = {
 export interface Decision {
   action: Action;
   /** CamelCase reason for conditions and events. */
-  reason: string;
+  reason: Reason;
   message: string;
 }
 
@@ -189,7 +191,7 @@ export function decide(o: Observation): Decision {
 
   const secret = o.secret;
   const keyId = recordedKeyId(o);
-  const create = (replaces: number | undefined, reason: string, message: string): Decision =>
+  const create = (replaces: number | undefined, reason: Reason, message: string): Decision =>
     o.credentials !== 'Present'
       ? { ...blockedOnCredentials(o.credentials, 'issue a key'), message: `${message}; cannot issue a key: ${credentialsMessage[o.credentials]}` }
       : { action: replaces === undefined ? { type: 'Create' } : { type: 'Create', replaces }, reason, message };

@@ -4,6 +4,7 @@
 // reconcile makes of its recorded key.
 import type { Logger } from 'pino';
 import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
+import type { Reason } from './conditions.ts';
 import type { Observation } from './decision.ts';
 import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
 import type { KeyDeps } from './reconcile-context.ts';
@@ -113,7 +114,7 @@ export async function checkRecordedKey(deps: KeyDeps, failingSince: FailingSince
     const since = failingSince.get(trackingKey) ?? deps.now();
     failingSince.set(trackingKey, since);
     deps.onDriftCheck?.('failed');
-    const { reason, message } = (error as { code?: unknown }).code === 'CREDENTIALS_MISSING'
+    const { reason, message }: { reason: Reason; message: string } = (error as { code?: unknown }).code === 'CREDENTIALS_MISSING'
       ? { reason: 'CredentialsMissing', message: 'the credentials Secret (spec.credentialsSecretRef) is missing or empty; put a platform API key there' }
       : unverifiableReason(failure);
     platform.key = 'Unverifiable';

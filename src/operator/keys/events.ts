@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_VERSION, type KeyResource } from '../resources/schema.ts';
+import type { Reason } from './conditions.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -22,7 +23,7 @@ export class EventRecorder {
     this.#windowMs = windowMs;
   }
 
-  async record(resource: Pick<KeyResource, 'kind' | 'metadata'>, type: EventType, reason: string, message: string): Promise<void> {
+  async record(resource: Pick<KeyResource, 'kind' | 'metadata'>, type: EventType, reason: Reason, message: string): Promise<void> {
     const dedupKey = `${resource.metadata.uid}|${type}|${reason}|${message}`;
     const now = Date.now();
     const last = this.#recent.get(dedupKey);

@@ -23,18 +23,16 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { TERMINAL_OPERATION_STATUSES, isPlatformError, type Operation, type PlatformClient } from '../../platform/index.ts';
+import type { OperationSummary as StatusOperationSummary } from '../resources/schema.ts';
 
 /** The part of PlatformClient the poller uses. */
 export type OperationsClient = Pick<PlatformClient, 'listOperations' | 'getOperation'>;
 
-/** What status.operations of a ProjectApiKey holds (camelCase, as Kubernetes status fields are). */
-export interface OperationSummary {
-  id: string;
-  action: string;
-  status: string;
-  failuresCount: number;
-  updatedAt: string;
-}
+/**
+ * An entry of status.operations of a ProjectApiKey (camelCase, as Kubernetes status fields are):
+ * the schema's (resources/schema.ts), every field filled by the poller.
+ */
+export type OperationSummary = Required<StatusOperationSummary>;
 
 export interface SettledCondition {
   status: 'True' | 'False' | 'Unknown';

@@ -3,7 +3,7 @@
 // for an action, the conditions, the event and the backoff of the resource.
 import { isPlatformError, type PlatformError } from '../../platform/index.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { blockedConditions, deletingConditions } from './conditions.ts';
+import { blockedConditions, deletingConditions, type Reason } from './conditions.ts';
 import { blockedInputs, type Context, type KeyDeps } from './reconcile-context.ts';
 import { writeStatus } from './resource-writes.ts';
 
@@ -13,7 +13,7 @@ export function asPlatformFailure(error: unknown): PlatformError | undefined {
 }
 
 /** Condition reason and an actionable message for a failed platform call. */
-export function failureReason(failure: PlatformError | undefined, doing: string): { reason: string; message: string } {
+export function failureReason(failure: PlatformError | undefined, doing: string): { reason: Reason; message: string } {
   const id = failure?.requestId !== undefined ? ` (request ${failure.requestId})` : '';
   switch (failure?.code) {
     case 'UNAUTHORIZED':
@@ -34,7 +34,7 @@ export function failureReason(failure: PlatformError | undefined, doing: string)
 }
 
 /** Reason and message for a drift check the platform did not answer usefully. */
-export function unverifiableReason(failure: PlatformError | undefined): { reason: string; message: string } {
+export function unverifiableReason(failure: PlatformError | undefined): { reason: Reason; message: string } {
   const id = failure?.requestId !== undefined ? ` (request ${failure.requestId})` : '';
   if (failure?.code === 'UNAUTHORIZED' || failure?.code === 'FORBIDDEN') {
     return {

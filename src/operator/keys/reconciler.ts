@@ -74,7 +74,7 @@ export class KeyReconciler implements Reconciler {
         // Go on with the resource as written, once: a requeue here went through the queue's global
         // rate limit (10/s, like client-go's), which every new key paid on its way to the create,
         // and which then paced a wave of new keys below the platform's own 10/s (bench, issue 7).
-        return mayContinue ? this.#reconcileResource(updated, ctx.logger, false) : { type: 'Retry' };
+        return mayContinue ? this.#reconcileResource(updated, ctx.logger, false) : { type: 'Continue' };
       }
       case 'Blocked':
         return blocked(deps, ctx, decision, action.retry);

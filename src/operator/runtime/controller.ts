@@ -9,13 +9,16 @@ import type { Informer, KubeConfig, KubernetesObject, ListPromise, ObjectCache }
 import type { Logger } from 'pino';
 import { makeTrimmedInformer } from './informer-cache.ts';
 import { objectRef, type OwnWrites } from './own-writes.ts';
+import { RefusalLimiter } from './refusal-limiter.ts';
 import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
 
 /** What the worker does with the key after a reconcile. */
 export type ReconcileResult =
   | { type: 'Done'; requeueAfterMs?: number }
-  /** Retry soon with the queue's per-item backoff (conflicts, apiserver hiccups). */
+  /** Retry soon with the queue's per-item backoff (conflicts, apiserver hiccups): a failure. */
   | { type: 'Retry' }
+  /** The next step of a protocol, at once (under the queue's global rate limit): not a failure. */
+  | { type: 'Continue' }
   /** A refusal by a remote system: retry after at least this long (the controller grows it per failure). */
   | { type: 'Backoff'; minDelayMs?: number };
 
@@ -83,7 +86,7 @@ export class Controller {
   readonly #o: ControllerOptions;
   readonly #queue: WorkQueue<string>;
   readonly #informers: CachingInformer[] = [];
-  readonly #refusals = new Map<string, number>();
+  readonly #refusals: RefusalLimiter<string>;
   readonly #holds = new Map<string, { until: number; generation: number | undefined; deleting: boolean }>();
   /** Keys being reconciled, with the informer events about them that arrived meanwhile. */
   readonly #working = new Map<string, WakeEvent[]>();
@@ -96,6 +99,7 @@ export class Controller {
   constructor(options: ControllerOptions) {
     this.#o = options;
     this.#queue = new WorkQueue<string>(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {});
+    this.#refusals = new RefusalLimiter(options.maxBackoffMs !== undefined ? { maxDelayMs: options.maxBackoffMs } : {});
   }
 
   /**
@@ -216,21 +220,24 @@ export class Controller {
 
   #schedule(key: string, kind: string, namespace: string, name: string, result: ReconcileResult | undefined): void {
     if (this.#stopped) return;
+    // controller-runtime's reconcileHandler: a failure is rate-limited by the queue's limiter, which
+    // owns the failure counts; a refusal by the refusal limiter; a success forgets both.
     if (result === undefined || result.type === 'Retry') {
       this.#queue.addRateLimited(key);
       return;
     }
+    if (result.type === 'Continue') {
+      this.#queue.addPaced(key);
+      return;
+    }
     if (result.type === 'Backoff') {
-      // Refusals (401, 403, 429, outage): seconds to minutes, never a hot loop.
-      const failures = (this.#refusals.get(key) ?? 0) + 1;
-      this.#refusals.set(key, failures);
-      const delay = Math.max(result.minDelayMs ?? 0, Math.min(this.#o.maxBackoffMs ?? 300_000, 1_000 * 2 ** (failures - 1)));
+      const delay = this.#refusals.when(key, result.minDelayMs);
       const cached = this.#caches.get(kind)?.map((cache) => cache.get(name, namespace)).find((obj) => obj !== undefined);
       this.#holds.set(key, { until: Date.now() + delay, generation: cached?.metadata?.generation, deleting: cached?.metadata?.deletionTimestamp !== undefined });
       this.#queue.addAfter(key, delay);
       return;
     }
-    this.#refusals.delete(key);
+    this.#refusals.forget(key);
     this.#holds.delete(key);
     this.#queue.forget(key);
     if (result.requeueAfterMs !== undefined) {

@@ -6,7 +6,8 @@
 //   dirty, and done() puts it back in the queue;
 // - addAfter() delays an add (requeue-after); of two delays for one key the earlier wins;
 // - addRateLimited() delays by max(per-item exponential backoff 5 ms .. 5 min, global token
-//   bucket 10 qps burst 100), like DefaultControllerRateLimiter; forget() resets the item.
+//   bucket 10 qps burst 100), like DefaultControllerRateLimiter; forget() resets the item;
+//   addPaced() delays by the token bucket only (a next step, not a failure).
 //
 // Plus two priorities, like controller-runtime's priorityqueue (pkg/controller/priorityqueue):
 // with 1,000+ resources, the periodic drift requeues and the informers' initial LIST would
@@ -100,6 +101,11 @@ export class ControllerRateLimiter<K extends string> {
 
   forget(key: K): void {
     this.#failures.delete(key);
+  }
+
+  /** The global token bucket's wait alone (no failure recorded). */
+  pace(): number {
+    return this.#reserve();
   }
 
   /** Takes one token (possibly going into debt, like rate.Limiter.Reserve) and returns the wait. */
@@ -248,6 +254,14 @@ export class WorkQueue<K extends string> {
   addRateLimited(key: K): void {
     this.#metrics?.retry();
     this.addAfter(key, this.#limiter.when(key));
+  }
+
+  /**
+   * Adds key under the global token bucket only: the next step of a protocol, which is no
+   * failure, so neither counts as one nor waits for the key's failures (forget() is the caller's).
+   */
+  addPaced(key: K): void {
+    this.addAfter(key, this.#limiter.pace());
   }
 
   forget(key: K): void {

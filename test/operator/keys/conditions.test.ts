@@ -58,7 +58,7 @@ describe('the condition sets', () => {
 
   it('messages name the key and the Secret, and a deletion says what blocks it', () => {
     expect(readyConditions(7, 's').map((c) => c.message)).toEqual(['key 7 is live on the platform', 'Secret s holds key 7', 'key 7 is ready in Secret s']);
-    expect(unverifiableConditions(7, 'R', 'no list')[1]!.message).toBe('key 7 is no longer known to be live: no list');
+    expect(unverifiableConditions(7, 'CredentialsRefused', 'no list')[1]!.message).toBe('key 7 is no longer known to be live: no list');
     expect(deletingConditions('Unauthorized', 'm')[0]!.message).toBe('Unauthorized: m');
     expect(deletingConditions('Deleting', 'm')[0]!.message).toBe('m');
   });

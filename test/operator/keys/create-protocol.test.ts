@@ -61,8 +61,8 @@ describe('the create protocol', () => {
     expect(r.events.reasons()).toEqual(['Warning CreateOutcomeUnknown']);
 
     r.platform.answerCreate = undefined;
-    // Recovery: list, revoke the attempt's key, clear the intent; a Retry, which creates afresh.
-    expect(await r.reconcile()).toEqual({ type: 'Retry' });
+    // Recovery: list, revoke the attempt's key, clear the intent; then the next step, which creates afresh.
+    expect(await r.reconcile()).toEqual({ type: 'Continue' });
     expect(r.platform.calls.slice(1)).toEqual(['listOrg org-1', `revokeOrg org-1 ${lost.id}`]);
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
     expect(r.events.reasons()).toEqual(['Warning CreateOutcomeUnknown', 'Warning CreateRecovered']);
@@ -105,7 +105,7 @@ describe('the create protocol', () => {
     r.kube.putResource(base);
     r.platform.keys.push({ id: 77, name: pending.attempt, key: 'k'.repeat(40), created_at: new Date().toISOString() });
     r.kube.putSecret(buildSecret(base, 'ci', 'apiKey', { id: 77, name: pending.attempt, secret: 'k'.repeat(40) }, r.signer));
-    expect(await r.reconcile()).toEqual({ type: 'Retry' });
+    expect(await r.reconcile()).toEqual({ type: 'Continue' });
     const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
     expect(resource.status).toMatchObject({ keyId: 77, keyName: pending.attempt, createdAt: pending.startedAt });
     expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
@@ -124,7 +124,7 @@ describe('the create protocol', () => {
     r.platform.keys.push(victim);
     base.metadata.annotations = { [ANNOTATION_CREATE_PENDING]: encodeIntent(r.signer, other.metadata.uid, { attempt: victim.name, startedAt: new Date(0).toISOString(), holder: 'x' }) };
     r.kube.putResource(base);
-    expect(await r.reconcile()).toEqual({ type: 'Retry' });
+    expect(await r.reconcile()).toEqual({ type: 'Continue' });
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
     expect(r.events.reasons()).toEqual(['Warning InvalidAnnotation']);
     expect(r.platform.calls).toEqual([]);

@@ -58,7 +58,7 @@ afterEach(async () => {
   running = undefined;
 });
 
-async function start(options: { maxBackoffMs?: number; namespaces?: string[]; watched?: (string | undefined)[] } = {}): Promise<Harness> {
+async function start(options: { maxBackoffMs?: number; namespaces?: string[]; watched?: (string | undefined)[]; retries?: string[] } = {}): Promise<Harness> {
   const reconciler = new ScriptedReconciler();
   const informers: FakeInformer[] = [];
   const ownWrites = new OwnWrites();
@@ -88,6 +88,7 @@ async function start(options: { maxBackoffMs?: number; namespaces?: string[]; wa
     onReconciled: (kind, result) => results.push(`${kind} ${result}`),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
     ...(options.namespaces !== undefined ? { namespaces: options.namespaces } : {}),
+    queueMetrics: { depth: () => undefined, add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => options.retries?.push('retry') },
   });
   running = controller;
   await controller.start();
@@ -170,6 +171,17 @@ describe('Controller', () => {
     h.widgets.emit('add', widget('a', '1'));
     await until('three reconciles', () => h.reconciler.calls.length === 3);
     expect(h.results).toEqual(['Widget error', 'Widget requeue', 'Widget success']);
+  });
+
+  it('runs the next step of a protocol (Continue) at once, and not as a failure', async () => {
+    const retries: string[] = [];
+    const h = await start({ retries });
+    h.reconciler.results = [{ type: 'Continue' }, { type: 'Continue' }, { type: 'Retry' }];
+    h.widgets.emit('add', widget('a', '1'));
+    await until('four reconciles', () => h.reconciler.calls.length === 4);
+    expect(h.results).toEqual(['Widget requeue', 'Widget requeue', 'Widget requeue', 'Widget success']);
+    // Only the Retry went through the failure limiter.
+    expect(retries).toEqual(['retry']);
   });
 
   it('requeues a Done with requeueAfterMs after about that long', async () => {

@@ -172,6 +172,24 @@ describe('WorkQueue', () => {
   });
 });
 
+describe('addPaced', () => {
+  it('adds at once under the token bucket, without counting a failure or waiting for past ones', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers, rateLimiter: { qps: 10, burst: 1 } });
+    q.addRateLimited('a'); // a failure: 5 ms, and the only token
+    timers.advance(5);
+    expect(await q.get()).toBe('a');
+    q.done('a');
+    q.addPaced('a'); // the bucket is empty: 100 ms for the next token; no failure counted
+    expect(q.numRequeues('a')).toBe(1);
+    expect(q.len()).toBe(0);
+    timers.advance(94);
+    expect(q.len()).toBe(0);
+    timers.advance(1);
+    expect(q.len()).toBe(1);
+  });
+});
+
 describe('ControllerRateLimiter', () => {
   it('caps the per-item backoff at 5 minutes and tracks items separately', () => {
     const limiter = new ControllerRateLimiter<string>({ burst: 1_000_000 }, () => 0);
