@@ -7,7 +7,7 @@ import { identityMeta } from '../runtime/informer-cache.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
 
 /** An ApiKey or ProjectApiKey as the caches keep it. */
-export interface CachedKeyResource extends KubernetesObject {
+interface CachedKeyResource extends KubernetesObject {
   spec: { projectId?: string };
   status: { conditions: { type: string; status: string }[] };
 }

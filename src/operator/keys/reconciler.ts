@@ -104,7 +104,7 @@ export class KeyReconciler implements Reconciler {
 }
 
 /** No platform action can help: report, and look again with backoff (retry) or each drift interval. */
-export async function blocked(deps: KeyDeps, ctx: Context, decision: Decision, retry: boolean): Promise<ReconcileResult> {
+async function blocked(deps: KeyDeps, ctx: Context, decision: Decision, retry: boolean): Promise<ReconcileResult> {
   await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions(decision.reason, decision.message) : blockedConditions(blockedInputs(ctx), decision.reason, decision.message));
   await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
   // Not retried against the platform; looked at again each drift interval (a foreign Secret
@@ -113,7 +113,7 @@ export async function blocked(deps: KeyDeps, ctx: Context, decision: Decision, r
 }
 
 /** The recorded key cannot be checked: once that has lasted long enough, conditions say so. */
-export async function unverifiable(deps: KeyDeps, ctx: Context, decision: Decision, action: { keyId: number; report: boolean; retryAfterMs: number }): Promise<ReconcileResult> {
+async function unverifiable(deps: KeyDeps, ctx: Context, decision: Decision, action: { keyId: number; report: boolean; retryAfterMs: number }): Promise<ReconcileResult> {
   if (!action.report) return { type: 'Done', requeueAfterMs: Math.min(deps.driftIntervalMs, action.retryAfterMs) };
   await writeStatus(deps, ctx, unverifiableConditions(action.keyId, decision.reason, decision.message));
   if (findCondition(ctx.resource.status?.conditions, 'KeyIssued')?.status !== 'Unknown') {

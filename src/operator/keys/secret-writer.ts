@@ -22,7 +22,7 @@ import type { Signer } from './signing.ts';
 /** On the Secret: which resource it belongs to (kind/name), so Secret events map to the owner. */
 export const ANNOTATION_OWNER = 'keys.neon.dev/owner';
 
-export function ownerValue(resource: Pick<KeyResource, 'kind' | 'metadata'>): string {
+function ownerValue(resource: Pick<KeyResource, 'kind' | 'metadata'>): string {
   return `${resource.kind}/${resource.metadata.name}`;
 }
 
@@ -36,7 +36,7 @@ export function secretHash(resource: Pick<KeyResource, 'metadata'>, value: strin
 }
 
 /** Whether the Secret's controller owner reference is this resource (by uid: names are reused). */
-export function ownedBy(resource: Pick<KeyResource, 'metadata'>, secret: V1Secret): boolean {
+function ownedBy(resource: Pick<KeyResource, 'metadata'>, secret: V1Secret): boolean {
   return (secret.metadata?.ownerReferences ?? []).some((ref) => ref.controller === true && ref.uid === resource.metadata.uid);
 }
 

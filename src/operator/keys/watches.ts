@@ -37,7 +37,7 @@ export function keyWatches(objects: CustomObjectsApi, core: CoreV1Api, namespace
 }
 
 /** The key (kind/namespace/name) of the resource a managed Secret belongs to, by its owner annotation. */
-export function secretOwner(secret: KubernetesObject): string | undefined {
+function secretOwner(secret: KubernetesObject): string | undefined {
   const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
   const ns = secret.metadata?.namespace;
   if (owner === undefined || ns === undefined) return undefined;

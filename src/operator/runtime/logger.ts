@@ -2,7 +2,7 @@
 // The lifecycle never passes a key to the logger; redaction is the second line of defence.
 import { pino, type DestinationStream, type Logger } from 'pino';
 
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'apiKey', '*.apiKey', 'key', '*.key', 'secret', '*.secret', 'data', '*.data', 'stringData', '*.stringData',
   'authorization', '*.authorization', 'headers.authorization', '*.headers.authorization', 'token', '*.token',
 ];

@@ -45,7 +45,7 @@ export interface Timers {
   clearTimeout(handle: unknown): void;
 }
 
-export const realTimers: Timers = {
+const realTimers: Timers = {
   now: () => performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
