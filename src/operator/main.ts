@@ -1,26 +1,21 @@
 // The operator CLI: `npm run operator -- --kubeconfig ~/.kube/config --platform-url http://127.0.0.1:8080/api/v2`.
 // Flags win over the environment (NEON_API_URL, KUBECONFIG, WATCH_NAMESPACE, WORKERS, DRIFT_INTERVAL).
-// SIGTERM / SIGINT drain in-flight reconciles before exiting.
+// SIGTERM / SIGINT drain in-flight reconciles before exiting. Start, readiness, leader election and
+// shutdown are the runtime's manager (runtime/manager.ts); this file reads flags and wires.
 //
-// Readiness (/readyz): ready means "this replica can do its job". The leader is ready once its
-// informers have listed every watched kind with the operator's Kubernetes credentials (caches
-// synced). A standby (--leader-elect, not holding the Lease) runs no informers, like a
-// controller-runtime standby it is ready, as long as its Kubernetes credentials work: it can read
-// the Lease it campaigns for. The operator has no platform credentials of its own (every resource
-// names a Secret in its namespace), so a wrong or revoked platform key shows on that resource's
-// conditions (KeyIssued, reason Unauthorized/Forbidden), never in readiness: one tenant's bad
-// Secret or a platform outage must not take every replica out of its Service.
+// The operator has no platform credentials of its own (every resource names a Secret in its
+// namespace), so a wrong or revoked platform key shows on that resource's conditions (KeyIssued,
+// reason Unauthorized/Forbidden), never in readiness (runtime/manager.ts says what ready means).
 import { parseArgs } from 'node:util';
 import { hostname } from 'node:os';
-import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { startHealthServer, type HealthServer } from './health-server.ts';
-import { LeaderElector } from './leader.ts';
-import { reuseKubeConnections } from './kube-connections.ts';
-import { createLogger } from './logger.ts';
+import { Manager } from './runtime/manager.ts';
+import { reuseKubeConnections } from './runtime/kube-connections.ts';
+import { createLogger } from './runtime/logger.ts';
 import { startOperator, type RunningOperator } from './manager.ts';
-import { createMetrics } from './metrics.ts';
-import { parseWatchNamespaces } from './watch-namespaces.ts';
+import { createMetrics } from './keys/metrics.ts';
+import { parseWatchNamespaces } from './runtime/watch-namespaces.ts';
 
 const { values } = parseArgs({
   options: {
@@ -101,15 +96,8 @@ const identity = process.env.POD_NAME ?? hostname();
 const registry = new Registry();
 const metrics = createMetrics(registry);
 
-let operator: RunningOperator | undefined;
 const leaderElect = values['leader-elect'] === true;
 const leaseNamespace = process.env.POD_NAMESPACE ?? 'neon-key-operator-system';
-const leaseName = values['leader-election-id'] ?? 'neon-key-operator';
-// client-go / controller-runtime defaults; LeaderElector rejects lease <= renew <= retry.
-const leaseDurationMs = duration(values['leader-elect-lease-duration'] ?? '15s');
-const renewDeadlineMs = duration(values['leader-elect-renew-deadline'] ?? '10s');
-const retryPeriodMs = duration(values['leader-elect-retry-period'] ?? '2s');
-let leading = false;
 const unverifiedAfter = values['unverified-after'] ?? process.env.UNVERIFIED_AFTER;
 const start = async (): Promise<RunningOperator> => await startOperator({
   kubeConfig,
@@ -125,81 +113,25 @@ const start = async (): Promise<RunningOperator> => await startOperator({
   metrics,
 });
 
-// See the top of this file for what ready means.
-const leases = kubeConfig.makeApiClient(CoordinationV1Api);
-const readyz = async (): Promise<{ ok: boolean; reasons?: string[] }> => {
-  if (!leaderElect || leading) {
-    return operator?.ready() === true ? { ok: true } : { ok: false, reasons: ['caches not synced'] };
-  }
-  // Standby (DESIGN.md section 5): ready, provided its Kubernetes credentials work.
-  try {
-    await leases.readNamespacedLease({ name: leaseName, namespace: leaseNamespace });
-    return { ok: true };
-  } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (code === 404) return { ok: true }; // authorized; the first candidate creates it
-    return { ok: false, reasons: [`standby cannot read Lease ${leaseNamespace}/${leaseName}: ${typeof code === 'number' ? `HTTP ${code}` : error instanceof Error ? error.message : String(error)}`] };
-  }
-};
-
-const servers: HealthServer[] = [];
-const health = bindAddress(values['health-probe-bind-address'] ?? ':8081');
-const metricsAddress = bindAddress(values['metrics-bind-address'] ?? ':8080');
-for (const address of [health, metricsAddress]) {
-  if (address.port === 0 && servers.length > 0) continue;
-  servers.push(await startHealthServer({
-    ...address,
-    registry,
-    healthz: () => true,
-    readyz,
-  }));
-}
-
-const stopAll = new AbortController();
-let stopping = false;
-const shutdown = (signal: string, code = 0): void => {
-  if (stopping) return;
-  stopping = true;
-  logger.info({ signal }, 'draining in-flight reconciles');
-  const force = setTimeout(() => process.exit(1), 25_000);
-  force.unref();
-  stopAll.abort();
-  (async () => {
-    await operator?.stop();
-    await elector?.release().catch(() => undefined);
-    await Promise.all(servers.map((s) => s.close()));
-  })().then(() => process.exit(code), (error: unknown) => {
-    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'shutdown failed');
-    process.exit(1);
-  });
-};
-process.on('SIGTERM', () => shutdown('SIGTERM'));
-process.on('SIGINT', () => shutdown('SIGINT'));
-
-let elector: LeaderElector | undefined;
-if (leaderElect) {
-  elector = new LeaderElector({
-    kubeConfig,
-    namespace: leaseNamespace,
-    name: leaseName,
-    identity,
-    leaseDurationMs,
-    renewDeadlineMs,
-    retryPeriodMs,
-    logger,
-    onStartedLeading: async () => {
-      leading = true;
-      metrics.leader.set(1);
-      operator = await start();
+const manager = new Manager({
+  kubeConfig,
+  logger,
+  registry,
+  addresses: [bindAddress(values['health-probe-bind-address'] ?? ':8081'), bindAddress(values['metrics-bind-address'] ?? ':8080')],
+  start,
+  ...(leaderElect ? {
+    leaderElection: {
+      namespace: leaseNamespace,
+      name: values['leader-election-id'] ?? 'neon-key-operator',
+      identity,
+      // client-go / controller-runtime defaults; LeaderElector rejects lease <= renew <= retry.
+      leaseDurationMs: duration(values['leader-elect-lease-duration'] ?? '15s'),
+      renewDeadlineMs: duration(values['leader-elect-renew-deadline'] ?? '10s'),
+      retryPeriodMs: duration(values['leader-elect-retry-period'] ?? '2s'),
     },
-    // Like client-go: a replica that lost the lease exits, and comes back as a standby.
-    onStoppedLeading: () => {
-      leading = false;
-      metrics.leader.set(0);
-      shutdown('lost leadership', 1);
-    },
-  });
-  void elector.run(stopAll.signal);
-} else {
-  operator = await start();
-}
+  } : {}),
+  onLeading: (leading) => metrics.leader.set(leading ? 1 : 0),
+});
+process.on('SIGTERM', () => manager.shutdown('SIGTERM'));
+process.on('SIGINT', () => manager.shutdown('SIGINT'));
+await manager.run();

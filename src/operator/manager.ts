@@ -5,20 +5,23 @@ import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { KeyPlatform } from './adapter.ts';
-import { Controller } from './controller.ts';
-import { DriftCache } from './drift.ts';
-import { EventRecorder } from './events.ts';
-import { KeyLifecycle } from './lifecycle.ts';
-import { OperationsPollers, type OperationsClient } from './operations-poller.ts';
-import { OwnWrites } from './own-writes.ts';
-import { createLogger } from './logger.ts';
-import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './signing.ts';
-import type { OperatorMetrics } from './metrics.ts';
+import { PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
+import type { KeyPlatform } from './keys/adapter.ts';
+import { Controller } from './runtime/controller.ts';
+import { keyWatches, wakeProject } from './keys/watches.ts';
+import { DriftCache } from './keys/drift.ts';
+import { EventRecorder } from './keys/events.ts';
+import { ApiServerWrites } from './keys/kube-writes.ts';
+import { KeyReconciler } from './keys/reconciler.ts';
+import { OperationsPollers, type OperationsClient } from './keys/operations-poller.ts';
+import { OwnWrites } from './runtime/own-writes.ts';
+import { createLogger } from './runtime/logger.ts';
+import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/signing.ts';
+import type { OperatorMetrics } from './keys/metrics.ts';
 import type { KindName } from './resources/schema.ts';
 
 /** Makes a platform client acting with one API key (src/platform's PlatformClient in production). */
-export type PlatformFactory = (options: { baseUrl: string; apiKey: string }) => KeyPlatform;
+export type PlatformFactory = (options: { baseUrl: string; apiKey: string }) => KeyPlatform & OperationsClient;
 
 /** A client per credentials is dropped after this long unused: no credential is held forever. */
 const CLIENT_IDLE_MS = 10 * 60_000;
@@ -79,27 +82,24 @@ export function orgKeyLimiters<B>(make: () => B): (orgId: string) => B {
   };
 }
 
-async function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsecureHttp: boolean): Promise<PlatformFactory> {
-  // src/platform is the only way to the platform (STYLE.md); imported lazily so unit suites of the
-  // operator do not load the HTTP stack.
-  const platform = await import('../platform/index.ts');
+function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsecureHttp: boolean): PlatformFactory {
   // ONE limiter per organization for org key creation, across every worker and credentials
   // (DESIGN.md section 5): at most 10 creations in any second as the platform counts them, each
   // counted from its answer (src/platform/sliding-window.ts).
-  const orgKeyLimiter = orgKeyLimiters(() => platform.orgKeyCreationLimiter());
-  return ({ baseUrl, apiKey }) => new platform.PlatformClient({
+  const orgKeyLimiter = orgKeyLimiters(() => orgKeyCreationLimiter());
+  return ({ baseUrl, apiKey }) => new PlatformClient({
     baseUrl,
     apiKey,
     orgKeyLimiter,
     allowInsecureHttp,
     ...(metrics !== undefined ? { onResponse: (info) => metrics.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) } : {}),
-  }) as unknown as KeyPlatform;
+  });
 }
 
 export async function startOperator(options: OperatorOptions): Promise<RunningOperator> {
   const logger = options.logger ?? createLogger();
   const identity = options.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
-  const factory = options.platformFactory ?? await defaultPlatformFactory(options.metrics, options.allowInsecurePlatformUrl === true);
+  const factory = options.platformFactory ?? defaultPlatformFactory(options.metrics, options.allowInsecurePlatformUrl === true);
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   const signingKeySecret = options.signingKeySecret ?? { namespace: 'neon-key-operator-system', name: DEFAULT_SIGNING_KEY_SECRET };
   const signer = new Signer(options.signingKey ?? await loadSigningKey(core, signingKeySecret.namespace, signingKeySecret.name, logger));
@@ -129,16 +129,16 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // The operations poller of a project lists with the issued keys of its ProjectApiKeys: one client
   // per owner, replaced when its key changes and dropped with its owner.
   const pollers: OperationsPollers = new OperationsPollers({
-    clientForKey: (apiKey) => factory({ baseUrl: options.platformBaseUrl, apiKey }) as unknown as OperationsClient,
-    onUpdate: (projectId): void => controller.enqueueProject(projectId),
+    clientForKey: (apiKey) => factory({ baseUrl: options.platformBaseUrl, apiKey }),
+    onUpdate: (projectId): void => wakeProject(controller, projectId),
     slowIntervalMs: Math.max(driftIntervalMs, 5_000),
     logger,
     ...(options.metrics !== undefined ? { onPoll: (outcome) => options.metrics?.operationsPolls.inc({ outcome }) } : {}),
   });
   const ownWrites = new OwnWrites();
-  const lifecycle: KeyLifecycle = new KeyLifecycle({
-    objects: options.kubeConfig.makeApiClient(CustomObjectsApi),
-    core,
+  const objects = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const reconciler = new KeyReconciler({
+    kube: new ApiServerWrites(objects, core),
     platformFor,
     drift: new DriftCache(driftIntervalMs),
     events: new EventRecorder(core, 'neon-key-operator', logger),
@@ -153,7 +153,8 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,
-    lifecycle,
+    reconciler,
+    watches: (namespace) => keyWatches(objects, core, namespace),
     logger,
     workers: options.workers ?? 4,
     ownWrites,
@@ -162,7 +163,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     onReconciled: (kind, result, seconds) => {
       options.metrics?.reconcileTotal.inc({ kind, result });
       options.metrics?.reconcileDuration.observe({ kind }, seconds);
-      options.onReconciled?.(kind, result, seconds);
+      options.onReconciled?.(kind as KindName, result, seconds);
     },
     ...(options.metrics !== undefined ? { queueMetrics: options.metrics.workQueue('keys') } : {}),
   });

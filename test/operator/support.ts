@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { encodeIntent } from '../../src/operator/create-intent.ts';
-import type { PendingAttempt } from '../../src/operator/decision.ts';
-import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from '../../src/operator/signing.ts';
+import { encodeIntent } from '../../src/operator/keys/create-intent.ts';
+import type { PendingAttempt } from '../../src/operator/keys/decision.ts';
+import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from '../../src/operator/keys/signing.ts';
 import type { ControlPlane } from '../harness/index.ts';
 
 const run = promisify(execFile);

@@ -1,0 +1,55 @@
+// The per-kind part of the key lifecycle (crossplane's ExternalClient): which endpoint creates,
+// which list shows the key, which endpoint revokes it. Everything else is shared (lifecycle.ts).
+// The platform is reached only through src/platform's client; KeyPlatform is the slice of
+// PlatformClient the key domain calls (platform-api.md, Endpoints), typed from it.
+import type { ApiKeyListItem, CreatedKey, PlatformClient } from '../../platform/index.ts';
+import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
+
+export type { CreatedKey };
+/** A key as the platform's key lists show it. */
+export type ListedKey = ApiKeyListItem;
+
+/** The methods of src/platform's PlatformClient the key domain calls. */
+export type KeyPlatform = Pick<PlatformClient,
+  'createPersonalKey' | 'createOrganizationKey' | 'listPersonalKeys' | 'listOrganizationKeys' | 'revokePersonalKey' | 'revokeOrganizationKey' | 'listProjects' | 'getAuth'>;
+
+export interface KeyAdapter {
+  /** Groups resources whose keys one list call shows (drift: one list per credentials and scope). */
+  listScope: string;
+  create(platform: KeyPlatform, keyName: string): Promise<CreatedKey>;
+  list(platform: KeyPlatform): Promise<ListedKey[]>;
+  revoke(platform: KeyPlatform, keyId: number): Promise<void>;
+  /** ProjectApiKey: the organization and project whose ownership drift checks. */
+  project?: { organizationId: string; projectId: string };
+}
+
+export function adapterFor(resource: KeyResource, spec: ApiKeySpec | ProjectApiKeySpec): KeyAdapter {
+  if (resource.kind === 'ProjectApiKey') {
+    const { organizationId, projectId } = spec as ProjectApiKeySpec;
+    return {
+      listScope: `org:${organizationId}`,
+      // Same path as an organization key; project_id makes it project-scoped (platform-api.md, Create project-scoped key).
+      create: (p, keyName) => p.createOrganizationKey(organizationId, { keyName, projectId }),
+      list: (p) => p.listOrganizationKeys(organizationId),
+      // Project-scoped keys are revoked by organization administrators (platform-api.md, Revoke key).
+      revoke: async (p, keyId) => { await p.revokeOrganizationKey(organizationId, keyId); },
+      project: { organizationId, projectId },
+    };
+  }
+  const apiKeySpec = spec as ApiKeySpec;
+  if (apiKeySpec.scope === 'Organization' && apiKeySpec.organizationId !== undefined) {
+    const organizationId = apiKeySpec.organizationId;
+    return {
+      listScope: `org:${organizationId}`,
+      create: (p, keyName) => p.createOrganizationKey(organizationId, { keyName }),
+      list: (p) => p.listOrganizationKeys(organizationId),
+      revoke: async (p, keyId) => { await p.revokeOrganizationKey(organizationId, keyId); },
+    };
+  }
+  return {
+    listScope: 'personal',
+    create: (p, keyName) => p.createPersonalKey(keyName),
+    list: (p) => p.listPersonalKeys(),
+    revoke: async (p, keyId) => { await p.revokePersonalKey(keyId); },
+  };
+}

@@ -1,0 +1,107 @@
+// metav1.Condition bookkeeping (Kubernetes API conventions): one entry per type, each with the
+// observedGeneration it was computed from; lastTransitionTime moves only when status changes.
+import type { Condition } from '../resources/schema.ts';
+
+export type ConditionType = 'Ready' | 'KeyIssued' | 'SecretSynced' | 'OperationsSettled';
+export type ConditionStatus = Condition['status'];
+
+/**
+ * Every reason the key lifecycle puts in a condition or an event: a closed set (README.md lists
+ * them for users). OperationsSettled carries the operations mirror's own (operations-poller.ts).
+ */
+export type Reason =
+  // progress
+  | 'Creating' | 'Adopting' | 'Recovering' | 'Deleting' | 'Deleted' | 'Ready' | 'KeyLive' | 'SecretInSync'
+  // what was done
+  | 'KeyIssued' | 'KeyAdopted' | 'KeyRevoked' | 'KeyRetained' | 'Retained' | 'NoKey' | 'ReleasedWithoutRevoke' | 'CreateRecovered' | 'CreateOutcomeUnknown'
+  // drift found
+  | 'RevokedExternally' | 'SecretMissing' | 'SecretTampered' | 'KeyAbandoned' | 'ProjectNotInOrganization'
+  // what blocks progress
+  | 'InvalidSpec' | 'InvalidAnnotation' | 'SecretConflict' | 'CredentialsMissing' | 'CredentialsChanged' | 'CredentialsRefused' | 'CredentialsWrongKind'
+  | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'RateLimited' | 'PlatformUnavailable' | 'PlatformResponseInvalid' | 'Error';
+
+export type ConditionUpdate =
+  | { type: Exclude<ConditionType, 'OperationsSettled'>; status: ConditionStatus; reason: Reason; message: string }
+  | { type: 'OperationsSettled'; status: ConditionStatus; reason: string; message: string };
+
+export function setConditions(existing: readonly Condition[] | undefined, updates: readonly ConditionUpdate[], generation: number, now: Date): Condition[] {
+  const out = [...(existing ?? [])];
+  for (const update of updates) {
+    const index = out.findIndex((c) => c.type === update.type);
+    const previous = index >= 0 ? out[index] : undefined;
+    const next: Condition = {
+      type: update.type,
+      status: update.status,
+      observedGeneration: generation,
+      lastTransitionTime: previous !== undefined && previous.status === update.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, 'Z'),
+      reason: update.reason,
+      message: update.message,
+    };
+    if (index >= 0) out[index] = next;
+    else out.push(next);
+  }
+  return out;
+}
+
+export function findCondition(conditions: readonly Condition[] | undefined, type: ConditionType): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+// The condition sets of each outcome. Pure: what was observed and what was done in, conditions out
+// (test/operator/keys/conditions.test.ts has a row for each).
+
+/** The key is live and its Secret holds it. */
+export function readyConditions(keyId: number, secretName: string): ConditionUpdate[] {
+  return [
+    { type: 'KeyIssued', status: 'True', reason: 'KeyLive', message: `key ${keyId} is live on the platform` },
+    { type: 'SecretSynced', status: 'True', reason: 'SecretInSync', message: `Secret ${secretName} holds key ${keyId}` },
+    { type: 'Ready', status: 'True', reason: 'Ready', message: `key ${keyId} is ready in Secret ${secretName}` },
+  ];
+}
+
+/** The key cannot be checked: not known to be live any more (nor known to be gone). */
+export function unverifiableConditions(keyId: number, reason: Reason, message: string): ConditionUpdate[] {
+  return [
+    { type: 'KeyIssued', status: 'Unknown', reason, message },
+    { type: 'Ready', status: 'Unknown', reason, message: `key ${keyId} is no longer known to be live: ${message}` },
+  ];
+}
+
+/** Another process's create is in flight. */
+export function creatingConditions(message: string): ConditionUpdate[] {
+  return [
+    { type: 'Ready', status: 'False', reason: 'Creating', message },
+    { type: 'KeyIssued', status: 'Unknown', reason: 'Creating', message },
+  ];
+}
+
+/** The resource is being deleted; what stops it, if anything, is in the message. */
+export function deletingConditions(reason: Reason, message: string): ConditionUpdate[] {
+  return [{ type: 'Ready', status: 'False', reason: 'Deleting', message: reason === 'Deleting' ? message : `${reason}: ${message}` }];
+}
+
+/** Reasons about the Secret rather than the key: they set SecretSynced, the others KeyIssued. */
+const SECRET_REASONS = new Set<Reason>(['SecretMissing', 'SecretTampered', 'SecretConflict']);
+
+/** What a blocked reconcile saw: whether the Secret exists, whether status records a key, the conditions now. */
+export interface BlockedInputs {
+  secretExists: boolean;
+  keyRecorded: boolean;
+  current: readonly Condition[] | undefined;
+}
+
+/**
+ * Progress is blocked (a refusal, a conflict, an invalid spec). `hint` 'KeyIssued': the reason is
+ * about issuing the key whatever its name (a platform refusal while repairing a Secret).
+ */
+export function blockedConditions(inputs: BlockedInputs, reason: Reason, message: string, hint?: 'KeyIssued'): ConditionUpdate[] {
+  const out: ConditionUpdate[] = [{ type: 'Ready', status: 'False', reason, message }];
+  if (SECRET_REASONS.has(reason) && hint === undefined) out.push({ type: 'SecretSynced', status: 'False', reason, message });
+  else out.push({ type: 'KeyIssued', status: 'False', reason, message });
+  // What drift found stays visible while its repair is refused (e.g. SecretMissing, then Unauthorized).
+  const previous = findCondition(inputs.current, 'SecretSynced');
+  if (!inputs.secretExists && inputs.keyRecorded && previous?.reason !== 'SecretMissing') {
+    out.push({ type: 'SecretSynced', status: 'False', reason: 'SecretMissing', message: 'the Secret holding the key is gone' });
+  }
+  return out;
+}

@@ -1,0 +1,62 @@
+// The create intent (DESIGN.md section 3, step 2): the annotation keys.neon.dev/create-pending
+// that names an attempt before its POST, so a crash between the platform's answer and the Secret
+// never loses track of the key. It lives on the resource, where tenants can write too: it is
+// signed for the resource's uid (signing.ts), and an intent that does not verify is never acted on.
+import { randomBytes } from 'node:crypto';
+import type { PendingAttempt, RefusedIntent } from './decision.ts';
+import { KEY_NAME_MAX, type KeyResource } from '../resources/schema.ts';
+import type { Signer } from './signing.ts';
+
+/** The annotation's value: the attempt and the operator's signature over it and the uid. */
+export function encodeIntent(signer: Signer, uid: string, pending: PendingAttempt): string {
+  return JSON.stringify({ ...pending, sig: signer.sign('intent', intentFields(uid, pending)) });
+}
+
+/**
+ * The intent annotation, read. It is on the resource, where whoever may edit the resource can
+ * write it, so it is believed only with the operator's signature over its fields and this
+ * resource's uid (signing.ts): a forged intent, an edited one, or one copied from another resource
+ * is Unsigned and cleared without revoking anything, since recovery revokes what the intent names.
+ * An attempt that is not `<base>-<8 chars>` is refused too (spec.keyName changed since the intent:
+ * cleared without revoking; its key, if the POST succeeded and the Secret was never written, stays
+ * live: docs/reliability.md).
+ */
+export function parseIntent(value: string | undefined, base: string | undefined, uid: string, signer: Signer): PendingAttempt | RefusedIntent | undefined {
+  if (value === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(value) as Partial<PendingAttempt> & { sig?: unknown };
+    if (typeof parsed.attempt !== 'string' || typeof parsed.startedAt !== 'string' || typeof parsed.holder !== 'string') return 'Malformed';
+    if (parsed.replaces !== undefined && (typeof parsed.replaces !== 'number' || !Number.isSafeInteger(parsed.replaces))) return 'Malformed';
+    if (typeof parsed.sig !== 'string' || !signer.verify('intent', intentFields(uid, parsed as PendingAttempt), parsed.sig)) return 'Unsigned';
+    if (base !== undefined && !isAttemptOf(parsed.attempt, base)) return 'Malformed';
+    const { attempt, startedAt, holder, replaces } = parsed as PendingAttempt;
+    return { attempt, startedAt, holder, ...(replaces !== undefined ? { replaces } : {}) };
+  } catch {
+    return 'Malformed';
+  }
+}
+
+function intentFields(uid: string, p: PendingAttempt): (string | number | undefined)[] {
+  return [uid, p.attempt, p.startedAt, p.holder, p.replaces];
+}
+
+const ATTEMPT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+const ATTEMPT_SUFFIX = /^-[a-z0-9]{8}$/;
+
+function isAttemptOf(attempt: string, base: string): boolean {
+  const prefix = base.slice(0, KEY_NAME_MAX);
+  return attempt.startsWith(prefix) && ATTEMPT_SUFFIX.test(attempt.slice(prefix.length));
+}
+
+export function attemptName(base: string): string {
+  const bytes = randomBytes(8);
+  let suffix = '';
+  for (const b of bytes) suffix += ATTEMPT_ALPHABET[b % ATTEMPT_ALPHABET.length];
+  return `${base.slice(0, KEY_NAME_MAX)}-${suffix}`;
+}
+
+
+/** The key name of a resource without spec.keyName: `<namespace>-<name>`, cut to the platform's limit. */
+export function defaultKeyName(resource: Pick<KeyResource, 'metadata'>): string {
+  return `${resource.metadata.namespace}-${resource.metadata.name}`.slice(0, KEY_NAME_MAX).replace(/[^-_.A-Za-z0-9]/g, '-').replace(/[-_.]+$/, '');
+}

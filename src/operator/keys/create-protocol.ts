@@ -1,0 +1,204 @@
+// The crash-safe create protocol (DESIGN.md section 3): the intent before the POST, the Secret
+// before the status, and for an intent whose outcome is unknown, adoption (the Secret already
+// holds the attempt's key) or recovery (revoke every key of the attempt's name, start again).
+// Intents are signed for the resource's uid (create-intent.ts); the platform's answer is checked
+// (created-key.ts); a POST is never retried blindly (docs/security.md).
+import type { ReconcileResult } from '../runtime/controller.ts';
+import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING } from '../resources/schema.ts';
+import { blockedConditions, deletingConditions, readyConditions } from './conditions.ts';
+import { attemptName, defaultKeyName, encodeIntent } from './create-intent.ts';
+import type { KeyPlatform } from './adapter.ts';
+import { checkCreatedKey } from './created-key.ts';
+import { wrongCredentialsKind, type KeyKind } from './credentials-kind.ts';
+import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
+import { asPlatformFailure, reportPlatformFailure } from './platform-failure.ts';
+import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import { updateMetadata, writeStatus } from './resource-writes.ts';
+import { deleteStaleSecret, secretHash, writeSecret } from './secret-writer.ts';
+
+/** Keys made this long before their intent are not the intent's (clocks differ). */
+const RECOVERY_CLOCK_MARGIN_MS = 5 * 60_000;
+
+async function checkCredentialsKind(deps: KeyDeps, ctx: Context, platform: KeyPlatform, credentialsId: string): Promise<ReconcileResult | undefined> {
+  const { resource, adapter } = ctx;
+  let auth;
+  try {
+    auth = await deps.credentialsKinds.of(credentialsId, () => platform.getAuth());
+  } catch (error) {
+    const failure = asPlatformFailure(error);
+    if (failure?.code === 'UNAUTHORIZED' || failure?.code === 'FORBIDDEN') return reportPlatformFailure(deps, ctx, failure, 'checking the credentials');
+    // Not known: the create itself says what is wrong, if anything.
+    ctx.logger.debug({ code: failure?.code }, 'GET /auth failed; creating without the credentials check');
+    return undefined;
+  }
+  const kind: KeyKind = adapter?.project !== undefined ? 'Project' : adapter?.listScope === 'personal' ? 'Personal' : 'Organization';
+  const message = wrongCredentialsKind(kind, auth);
+  if (message === undefined) return undefined;
+  await writeStatus(deps, ctx, blockedConditions(blockedInputs(ctx), 'CredentialsWrongKind', message, 'KeyIssued'));
+  await deps.events.record(resource, 'Warning', 'CredentialsWrongKind', message);
+  // The credentials Secret is not watched: looked at again with backoff, as other refusals are.
+  return { type: 'Backoff' };
+}
+
+/** Step 2 to 5 of DESIGN.md section 3. */
+export async function create(deps: KeyDeps, ctx: Context, decision: Decision, replaces: number | undefined): Promise<ReconcileResult> {
+  const { resource, adapter, logger } = ctx;
+  if (adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
+  const { platform, credentialsId } = platformOf(deps, ctx);
+  // The wrong kind of credentials is said before anything is created (credentials-kind.ts).
+  const wrongKind = await checkCredentialsKind(deps, ctx, platform, credentialsId);
+  if (wrongKind !== undefined) return wrongKind;
+  if (decision.reason !== 'Creating') {
+    // Drift: say what was found before repairing it.
+    await deps.events.record(resource, 'Warning', decision.reason, decision.message);
+    logger.info({ reason: decision.reason, replaces }, 'repairing drift');
+  }
+  const pending: PendingAttempt = {
+    attempt: attemptName(ctx.spec.keyName ?? defaultKeyName(resource)),
+    startedAt: new Date(deps.now()).toISOString(),
+    holder: deps.identity,
+    ...(replaces !== undefined ? { replaces } : {}),
+  };
+  // The intent, with the resourceVersion we read: a conflict means someone else moved; never create then.
+  let current = await updateMetadata(deps, resource, (m) => {
+    m.annotations = { ...m.annotations, [ANNOTATION_CREATE_PENDING]: encodeIntent(deps.signer, resource.metadata.uid, pending) };
+    // Given up for the key it named; a later key is not given up by it.
+    delete m.annotations[ANNOTATION_ABANDON_KEY];
+  });
+  logger.info({ attempt: pending.attempt }, 'creating key');
+
+  let created;
+  try {
+    created = await adapter.create(platform, pending.attempt);
+  } catch (error) {
+    const failure = asPlatformFailure(error);
+    if (failure === undefined || failure.disposition === 'ambiguous') {
+      // The key may exist: leave the intent for recovery (never a blind retry of the POST).
+      logger.warn({ attempt: pending.attempt, code: failure?.code }, 'create outcome unknown; recovering');
+      await deps.events.record(resource, 'Warning', 'CreateOutcomeUnknown',
+        `creating key ${pending.attempt} failed ambiguously (${failure?.code ?? 'error'}); the operator will revoke any key of that name and try again`);
+      return { type: 'Retry' };
+    }
+    // A definite refusal: no key was made. Clear the intent and report.
+    current = await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+    return reportPlatformFailure(deps, { ...ctx, resource: current }, failure, 'issuing a key');
+  }
+
+  // The platform's answer is input too: a key that is not what was asked for (another name, scope
+  // or project, or no key at all) is revoked at once and never written to the Secret.
+  const mismatch = checkCreatedKey(created, { name: pending.attempt, ...(adapter.project !== undefined ? { projectId: adapter.project.projectId } : {}) });
+  if (mismatch !== undefined) {
+    logger.warn({ attempt: pending.attempt, keyId: created.id, mismatch }, 'created key does not match the request; revoking it');
+    try {
+      await adapter.revoke(platform, created.id);
+    } catch (error) {
+      // The intent stays: recovery revokes every key of the attempt's name.
+      if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
+    }
+    current = await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+    const message = `the platform answered the create of ${pending.attempt} with a key that does not match the request (${mismatch}); that key (${created.id}) was revoked`;
+    await writeStatus(deps, { ...ctx, resource: current }, blockedConditions(blockedInputs(ctx), 'PlatformResponseInvalid', message, 'KeyIssued'));
+    await deps.events.record(resource, 'Warning', 'PlatformResponseInvalid', message);
+    return { type: 'Backoff' };
+  }
+
+  // Step 4: the Secret at once; it is the durable record of the key (adoption reads it).
+  await writeSecret(deps, ctx, { id: created.id, name: pending.attempt, secret: created.key });
+  const hash = secretHash(resource, created.key);
+  const createdAt = created.created_at ?? new Date(deps.now()).toISOString();
+  // Step 5: status, then what it replaces, then clear the intent.
+  current = await writeStatus(deps, { ...ctx, resource: current }, readyConditions(created.id, ctx.secretName), {
+    keyId: created.id,
+    keyName: pending.attempt,
+    createdAt,
+    ...(created.created_by !== undefined ? { createdBy: created.created_by } : {}),
+    secretName: ctx.secretName,
+    secretHash: hash,
+    ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
+  });
+  if (replaces !== undefined) await revokeReplaced(deps, ctx, replaces);
+  await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  await deleteStaleSecret(deps, ctx);
+  await deps.events.record(resource, 'Normal', 'KeyIssued', `issued key ${created.id} (${pending.attempt}) into Secret ${ctx.secretName}`
+    + (replaces !== undefined ? `; revoked key ${replaces}` : ''));
+  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
+}
+
+/** The Secret holds the key of the pending attempt: record it (and revoke what it replaces). */
+export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending: PendingAttempt): Promise<ReconcileResult> {
+  const { resource, secret, secretKey } = ctx;
+  const encoded = secret?.data?.[secretKey];
+  const value = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
+  const current = await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions('Deleting', 'adopted the pending key before deleting') : readyConditions(keyId, ctx.secretName), {
+    keyId,
+    keyName: pending.attempt,
+    createdAt: resource.status?.keyId === keyId && resource.status.createdAt !== undefined ? resource.status.createdAt : pending.startedAt,
+    secretName: ctx.secretName,
+    ...(value !== '' ? { secretHash: secretHash(resource, value) } : {}),
+    ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
+  });
+  if (pending.replaces !== undefined && pending.replaces !== keyId) await revokeReplaced(deps, ctx, pending.replaces);
+  await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  await deps.events.record(resource, 'Normal', 'KeyAdopted', `recorded key ${keyId} (${pending.attempt}) found in Secret ${ctx.secretName} after an interrupted create`);
+  return { type: 'Continue' };
+}
+
+/** The outcome of the attempt is unknown: revoke every live key of that name, clear the intent. */
+export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttempt): Promise<ReconcileResult> {
+  const { resource, adapter, logger } = ctx;
+  if (adapter === undefined) throw new Error('recover without a spec');
+  const { platform } = platformOf(deps, ctx);
+  let keys;
+  try {
+    keys = await adapter.list(platform);
+  } catch (error) {
+    return reportPlatformFailure(deps, ctx, asPlatformFailure(error), `recovering attempt ${pending.attempt}`, error);
+  }
+  // The attempt's name is random and signed for this resource: only its own keys carry it.
+  // The attempt's name is random and signed for this resource, so only its own keys carry it;
+  // and none made well before the intent (clocks differ: a margin of RECOVERY_CLOCK_MARGIN_MS).
+  const notBefore = Date.parse(pending.startedAt) - RECOVERY_CLOCK_MARGIN_MS;
+  const orphans: { id: number; name: string }[] = keys.filter((k) => k.name === pending.attempt
+    && (k.created_at === undefined || !(Date.parse(k.created_at) < notBefore)));
+  // The key this attempt was replacing: once status records another key (step 5 ran before the
+  // interruption, then the Secret was lost), only this intent remembers it, and clearing the
+  // intent would leave it live and unrecorded. It was being replaced anyway: revoke it too.
+  const recorded = recordedKeyId(ctx.observation);
+  if (pending.replaces !== undefined && pending.replaces !== recorded && !orphans.some((k) => k.id === pending.replaces)) {
+    orphans.push({ id: pending.replaces, name: `(replaced key ${pending.replaces})` });
+  }
+  for (const orphan of orphans) {
+    try {
+      await adapter.revoke(platform, orphan.id);
+    } catch (error) {
+      const failure = asPlatformFailure(error);
+      if (failure?.code !== 'NOT_FOUND') return reportPlatformFailure(deps, ctx, failure, `revoking orphaned key ${orphan.id}`, error);
+    }
+  }
+  logger.info({ attempt: pending.attempt, revoked: orphans.map((k) => k.id) }, 'recovered interrupted create');
+  await updateMetadata(deps, resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  await deps.events.record(resource, 'Warning', 'CreateRecovered', orphans.length === 0
+    ? `attempt ${pending.attempt} left no key on the platform; starting again`
+    : `revoked ${orphans.length} key(s) of interrupted attempt ${pending.attempt} (ids ${orphans.map((k) => k.id).join(', ')}), whose secret was lost`
+      + `${orphans.some((k) => k.id === pending.replaces) ? ` (with key ${pending.replaces}, which it was replacing)` : ''}; starting again`);
+  return { type: 'Continue' };
+}
+
+/** Revokes the key an attempt replaced; one already gone is fine. */
+async function revokeReplaced(deps: KeyDeps, ctx: Context, keyId: number): Promise<void> {
+  const { adapter } = ctx;
+  if (adapter === undefined) return;
+  try {
+    await adapter.revoke(platformOf(deps, ctx).platform, keyId);
+  } catch (error) {
+    // Leave the intent in place: adoption will revoke it again on the next reconcile.
+    if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
+  }
+}
+
+/** The intent annotation is unreadable or not signed for this resource: cleared, nothing revoked. */
+export async function clearPending(deps: KeyDeps, ctx: Context, decision: Decision): Promise<ReconcileResult> {
+  await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
+  await updateMetadata(deps, ctx.resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  return { type: 'Continue' };
+}

@@ -1,0 +1,69 @@
+// Deletion of a key resource (DESIGN.md section 3; docs/security.md): revoke its key and delete
+// the Secret it controls, or with deletionPolicy Retain keep both and hand the Secret over to no
+// one, or release without revoking when there is no key (or a person said so). The finalizer goes
+// last: until the key is revoked, the resource stays.
+import type { ReconcileResult } from '../runtime/controller.ts';
+import { ANNOTATION_RELEASE_WITHOUT_REVOKE } from '../resources/schema.ts';
+import { deletingConditions } from './conditions.ts';
+import type { Decision } from './decision.ts';
+import { statusCode } from './kube-writes.ts';
+import { asPlatformFailure, failureReason } from './platform-failure.ts';
+import { platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import { removeFinalizer, writeStatus } from './resource-writes.ts';
+import { ANNOTATION_OWNER } from './secret-writer.ts';
+
+/** Deletion with deletionPolicy Revoke: revoke the key, delete the Secret this resource controls, drop the finalizer. */
+export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: number): Promise<ReconcileResult> {
+  const { resource, adapter } = ctx;
+  if (adapter === undefined) throw new Error('revoke without a spec');
+  const { platform } = platformOf(deps, ctx);
+  try {
+    await adapter.revoke(platform, keyId);
+  } catch (error) {
+    const failure = asPlatformFailure(error);
+    if (failure?.code === 'NOT_FOUND' && ctx.observation.credentialsChanged === true && ctx.observation.abandonKey !== keyId) {
+      // Not found by other credentials than the ones that issued it: it may well be live.
+      const message = `key ${keyId} was issued with other credentials than the ones now in the credentials Secret, which cannot find it; `
+        + `put the credentials that issued it back, or revoke it yourself and annotate keys.neon.dev/abandon-key="${keyId}"`;
+      await writeStatus(deps, ctx, deletingConditions('CredentialsChanged', message));
+      await deps.events.record(resource, 'Warning', 'CredentialsChanged', message);
+      return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
+    }
+    if (failure?.code !== 'NOT_FOUND') {
+      const { reason, message } = failureReason(failure, `revoking key ${keyId}`);
+      await writeStatus(deps, ctx, deletingConditions(reason, `${message}; the resource stays until the key is revoked (or annotate it ${ANNOTATION_RELEASE_WITHOUT_REVOKE}="true")`));
+      await deps.events.record(resource, 'Warning', reason, message);
+      if (failure === undefined) throw error;
+      return { type: 'Backoff', ...(failure.retryAfterMs !== undefined ? { minDelayMs: failure.retryAfterMs } : {}) };
+    }
+  }
+  if (ctx.secret !== undefined && ctx.observation.secret?.owned === true) {
+    await deps.kube.deleteSecret(resource.metadata.namespace, ctx.secretName).catch((error: unknown) => {
+      if (statusCode(error) !== 404) throw error;
+    });
+  }
+  await deps.events.record(resource, 'Normal', 'KeyRevoked', `revoked key ${keyId} and deleted Secret ${ctx.secretName}`);
+  await removeFinalizer(deps, resource);
+  return { type: 'Done' };
+}
+
+/** Deletion with deletionPolicy Retain: the key and its Secret stay, the Secret loses its owner. */
+export async function retain(deps: KeyDeps, ctx: Context, decision: Decision): Promise<ReconcileResult> {
+  const { resource, secret } = ctx;
+  if (secret !== undefined && ctx.observation.secret?.owned === true) {
+    // The Secret must outlive the resource: no owner reference for the garbage collector to follow.
+    const annotations: Record<string, string> = { ...secret.metadata?.annotations, 'keys.neon.dev/retained-from': `${resource.kind}/${resource.metadata.name}` };
+    delete annotations[ANNOTATION_OWNER];
+    await deps.kube.replaceSecret(resource.metadata.namespace, ctx.secretName, { ...secret, metadata: { ...secret.metadata, annotations, ownerReferences: [] } });
+  }
+  await deps.events.record(resource, 'Normal', 'KeyRetained', decision.message);
+  await removeFinalizer(deps, resource);
+  return { type: 'Done' };
+}
+
+/** Deletion without a live key to revoke (or a person said so): drop the finalizer. */
+export async function release(deps: KeyDeps, ctx: Context, decision: Decision): Promise<ReconcileResult> {
+  if (decision.reason === 'ReleasedWithoutRevoke') await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
+  await removeFinalizer(deps, ctx.resource);
+  return { type: 'Done' };
+}

@@ -1,0 +1,125 @@
+// Drift detection (DESIGN.md section 3, Drift): ONE list call per (credentials, scope) per interval
+// shows every managed key of that scope, instead of one call per key. Reconciles of many resources
+// share the snapshot; concurrent refreshes share one request. checkRecordedKey() is the check one
+// reconcile makes of its recorded key.
+import type { Logger } from 'pino';
+import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
+import type { Reason } from './conditions.ts';
+import type { Observation } from './decision.ts';
+import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
+import type { KeyDeps } from './reconcile-context.ts';
+
+const CREATED_AT_MARGIN_MS = 5_000;
+
+interface Snapshot<T> { at: number; value: T }
+
+export class DriftCache {
+  readonly #intervalMs: number;
+  readonly #now: () => number;
+  readonly #keys = new Map<string, Snapshot<Map<number, ListedKey>>>();
+  readonly #projects = new Map<string, Snapshot<Set<string>>>();
+  readonly #inflight = new Map<string, Promise<unknown>>();
+  readonly #failures = new Map<string, { at: number; error: unknown }>();
+
+  constructor(intervalMs: number, now: () => number = Date.now) {
+    this.#intervalMs = intervalMs;
+    this.#now = now;
+  }
+
+  async #fresh<T>(cache: Map<string, Snapshot<T>>, id: string, load: () => Promise<T>, maxAgeMs = this.#intervalMs): Promise<Snapshot<T>> {
+    const cached = cache.get(id);
+    if (cached !== undefined && this.#now() - cached.at < maxAgeMs) return cached;
+    // A failed list is remembered for the interval too: every resource on broken credentials (or
+    // an unavailable platform) asks once per interval, not once per resource and requeue. Fixed
+    // credentials are other credentials (another id), asked at once.
+    const failed = this.#failures.get(id);
+    if (failed !== undefined && this.#now() - failed.at < maxAgeMs) throw failed.error;
+    const running = this.#inflight.get(id) as Promise<Snapshot<T>> | undefined;
+    if (running !== undefined) return running;
+    const at = this.#now();
+    const promise = load().then((value) => {
+      const snapshot = { at, value };
+      cache.set(id, snapshot);
+      this.#failures.delete(id);
+      return snapshot;
+    }, (error: unknown) => {
+      this.#failures.set(id, { at, error });
+      throw error;
+    }).finally(() => this.#inflight.delete(id));
+    this.#inflight.set(id, promise);
+    return promise;
+  }
+
+  /**
+   * Live / Absent for a recorded key. A key created after the list was taken is not in it, so
+   * absence counts only for keys older than the snapshot.
+   */
+  async keyState(credentialsId: string, adapter: KeyAdapter, platform: KeyPlatform, keyId: number, createdAt: number | undefined): Promise<{ state: 'Live' | 'Absent'; key?: ListedKey }> {
+    const snapshot = await this.#fresh(this.#keys, `keys|${credentialsId}|${adapter.listScope}`, async () =>
+      new Map((await adapter.list(platform)).map((k) => [k.id, k] as const)));
+    const key = snapshot.value.get(keyId);
+    if (key !== undefined) return { state: 'Live', key };
+    // created_at has second precision and clocks differ: only keys clearly older than the list count.
+    if (createdAt === undefined || createdAt >= snapshot.at - CREATED_AT_MARGIN_MS) return { state: 'Live' };
+    return { state: 'Absent' };
+  }
+
+  async projectInOrganization(credentialsId: string, platform: KeyPlatform, organizationId: string, projectId: string): Promise<boolean> {
+    const snapshot = await this.#fresh(this.#projects, `projects|${credentialsId}|${organizationId}`, async () => {
+      const projects = await platform.listProjects({ orgId: organizationId });
+      return new Set(projects.map((p) => p.id));
+    });
+    return snapshot.value.has(projectId);
+  }
+}
+
+/** Per resource (kind/namespace/name): since when its drift checks fail (cleared by a success, or when it is gone). */
+export type FailingSince = Map<string, number>;
+
+/**
+ * The drift check of a recorded key: is it in the platform's list (one list per credentials and
+ * scope, through the cache), and for a ProjectApiKey, is its project still the organization's.
+ * A check that cannot ask the platform is an observation too (Unverifiable, with why and since
+ * when): nothing is minted or revoked on its strength.
+ */
+export async function checkRecordedKey(deps: KeyDeps, failingSince: FailingSince, check: {
+  trackingKey: string;
+  adapter: KeyAdapter;
+  /** The credentials, when present. */
+  apiKey: string | undefined;
+  keyId: number;
+  /** status.createdAt of the key. */
+  createdAt: string | undefined;
+  logger: Logger;
+}): Promise<{ platform: Observation['platform']; listed: ListedKey | undefined }> {
+  const { trackingKey, adapter, apiKey, keyId, logger } = check;
+  const platform: Observation['platform'] = { key: 'Unknown', project: 'Unknown' };
+  let listed: ListedKey | undefined;
+  try {
+    if (apiKey === undefined) throw Object.assign(new Error('no credentials'), { code: 'CREDENTIALS_MISSING' });
+    const { platform: client, credentialsId } = deps.platformFor(apiKey);
+    const createdAt = check.createdAt !== undefined ? Date.parse(check.createdAt) : undefined;
+    const state = await deps.drift.keyState(credentialsId, adapter, client, keyId, Number.isFinite(createdAt) ? createdAt : undefined);
+    platform.key = state.state;
+    listed = state.key;
+    if (adapter.project !== undefined) {
+      platform.project = await deps.drift.projectInOrganization(credentialsId, client, adapter.project.organizationId, adapter.project.projectId)
+        ? 'InOrganization' : 'NotInOrganization';
+    }
+    failingSince.delete(trackingKey);
+    deps.onDriftCheck?.(state.state === 'Live' ? 'live' : 'absent');
+  } catch (error) {
+    // Once it has failed for unverifiedAfterMs the conditions say so (decision.ts, Unverifiable).
+    const failure = asPlatformFailure(error);
+    const since = failingSince.get(trackingKey) ?? deps.now();
+    failingSince.set(trackingKey, since);
+    deps.onDriftCheck?.('failed');
+    const { reason, message }: { reason: Reason; message: string } = (error as { code?: unknown }).code === 'CREDENTIALS_MISSING'
+      ? { reason: 'CredentialsMissing', message: 'the credentials Secret (spec.credentialsSecretRef) is missing or empty; put a platform API key there' }
+      : unverifiableReason(failure);
+    platform.key = 'Unverifiable';
+    platform.check = { reason, message, failingForMs: deps.now() - since, reportAfterMs: deps.unverifiedAfterMs };
+    logger.warn({ code: failure?.code ?? 'unknown' }, 'drift check failed');
+  }
+  return { platform, listed };
+}

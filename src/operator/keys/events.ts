@@ -1,0 +1,63 @@
+// Kubernetes events (core v1) about key resources. Messages are built by the lifecycle from ids,
+// names and reasons only: a secret value never reaches an event. Repeats of the same event within
+// a window are dropped, so a resource stuck in backoff does not flood the namespace.
+import { randomBytes } from 'node:crypto';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { API_VERSION, type KeyResource } from '../resources/schema.ts';
+import type { Reason } from './conditions.ts';
+
+export type EventType = 'Normal' | 'Warning';
+
+export class EventRecorder {
+  readonly #core: CoreV1Api;
+  readonly #component: string;
+  readonly #logger: Logger;
+  readonly #recent = new Map<string, number>();
+  readonly #windowMs: number;
+
+  constructor(core: CoreV1Api, component: string, logger: Logger, windowMs = 300_000) {
+    this.#core = core;
+    this.#component = component;
+    this.#logger = logger;
+    this.#windowMs = windowMs;
+  }
+
+  async record(resource: Pick<KeyResource, 'kind' | 'metadata'>, type: EventType, reason: Reason, message: string): Promise<void> {
+    const dedupKey = `${resource.metadata.uid}|${type}|${reason}|${message}`;
+    const now = Date.now();
+    const last = this.#recent.get(dedupKey);
+    if (last !== undefined && now - last < this.#windowMs) return;
+    this.#recent.set(dedupKey, now);
+    if (this.#recent.size > 10_000) this.#recent.clear();
+    const timestamp = new Date(now);
+    try {
+      await this.#core.createNamespacedEvent({
+        namespace: resource.metadata.namespace,
+        body: {
+          metadata: { name: `${resource.metadata.name}.${now.toString(16)}${randomBytes(3).toString('hex')}`, namespace: resource.metadata.namespace },
+          involvedObject: {
+            apiVersion: API_VERSION,
+            kind: resource.kind,
+            name: resource.metadata.name,
+            namespace: resource.metadata.namespace,
+            uid: resource.metadata.uid,
+            ...(resource.metadata.resourceVersion !== undefined ? { resourceVersion: resource.metadata.resourceVersion } : {}),
+          },
+          type,
+          reason,
+          message: message.slice(0, 1024),
+          source: { component: this.#component },
+          reportingComponent: this.#component,
+          reportingInstance: this.#component,
+          firstTimestamp: timestamp,
+          lastTimestamp: timestamp,
+          count: 1,
+        },
+      });
+    } catch (error) {
+      // Events are best effort: never fail a reconcile over one.
+      this.#logger.warn({ err: error, reason }, 'could not record event');
+    }
+  }
+}

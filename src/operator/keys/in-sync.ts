@@ -1,0 +1,38 @@
+// A live key whose Secret holds it: Ready, with what drift found recorded (the credentials that
+// can see it), and for a ProjectApiKey, the operations of its project mirrored into its status
+// (DESIGN.md section 4; operations-poller.ts polls them).
+import type { ReconcileResult } from '../runtime/controller.ts';
+import { readyConditions } from './conditions.ts';
+import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import { writeStatus } from './resource-writes.ts';
+import { secretValue } from './secret-writer.ts';
+
+/** Records the key as ready and mirrors its project's operations. */
+export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promise<ReconcileResult> {
+  const status = ctx.resource.status ?? {};
+  const extra: Record<string, unknown> = { keyId, secretName: ctx.secretName };
+  if (status.secretHash === undefined && ctx.observation.secret?.hash !== undefined) extra.secretHash = ctx.observation.secret.hash;
+  if (status.keyName === undefined && ctx.observation.secret?.keyName !== undefined) extra.keyName = ctx.observation.secret.keyName;
+  // Seen live with these credentials: they can see (and revoke) it, so they are its credentials now.
+  // (Found in their list, not merely too young to be missed from it.)
+  if (ctx.fingerprint !== undefined && ctx.listed !== undefined && status.credentialsFingerprint !== ctx.fingerprint) {
+    extra.credentialsFingerprint = ctx.fingerprint;
+  }
+  const conditions = readyConditions(keyId, ctx.secretName);
+  const project = ctx.adapter?.project;
+  const issued = secretValue(ctx);
+  if (project !== undefined && issued !== '' && deps.operations !== undefined) {
+    // ONE poller per project (operations-poller.ts), listing with the issued keys of the project:
+    // least privilege, and proof each key works. A key that fails degrades only its own resource.
+    const { projectId } = project;
+    const owner = ownerOf(ctx.resource);
+    deps.operations.pollers.ensure(projectId, owner, issued);
+    const snapshot = deps.operations.pollers.snapshot(projectId, owner);
+    if (snapshot !== undefined) {
+      extra.operations = snapshot.operations;
+      conditions.push({ type: 'OperationsSettled', ...snapshot.settled });
+    }
+  }
+  await writeStatus(deps, ctx, conditions, extra);
+  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
+}

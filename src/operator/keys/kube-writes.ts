@@ -1,0 +1,82 @@
+// The Kubernetes calls of the key lifecycle, as a narrow port: each one is a grant in
+// test/deploy/rbac-contract.ts, so a new call here is a new RBAC need. ApiServerWrites is the real
+// one (client-node); the fast tests of each action use an in-memory one (test/operator/keys/fake-kube.ts).
+// Errors are the apiserver's (ApiException with the HTTP code): callers branch on 404 and 409.
+import {
+  ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi, type V1Secret,
+} from '@kubernetes/client-node';
+import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
+
+export interface KubeWrites {
+  /** GET of a key resource, fresh from the apiserver; undefined when it is gone. */
+  readResource(kind: KindName, namespace: string, name: string): Promise<KeyResource | undefined>;
+  /** UPDATE carrying the resource's resourceVersion (409 on any concurrent change). */
+  replaceResource(resource: KeyResource): Promise<KeyResource>;
+  /** Merge patch of the status subresource; `resourceVersion` makes it land on that version only. */
+  patchStatus(resource: KeyResource, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KeyResource>;
+  /** GET of a Secret; undefined when it does not exist. */
+  readSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
+  createSecret(namespace: string, body: V1Secret): Promise<V1Secret>;
+  replaceSecret(namespace: string, name: string, body: V1Secret): Promise<V1Secret>;
+  deleteSecret(namespace: string, name: string): Promise<void>;
+}
+
+/** The HTTP status of an apiserver error, or undefined for anything else. */
+export function statusCode(error: unknown): number | undefined {
+  return error instanceof ApiException ? error.code : undefined;
+}
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export class ApiServerWrites implements KubeWrites {
+  readonly #objects: CustomObjectsApi;
+  readonly #core: CoreV1Api;
+
+  constructor(objects: CustomObjectsApi, core: CoreV1Api) {
+    this.#objects = objects;
+    this.#core = core;
+  }
+
+  async readResource(kind: KindName, namespace: string, name: string): Promise<KeyResource | undefined> {
+    try {
+      return await this.#objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name }) as KeyResource;
+    } catch (error) {
+      if (statusCode(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async replaceResource(resource: KeyResource): Promise<KeyResource> {
+    return await this.#objects.replaceNamespacedCustomObject({
+      group: GROUP, version: VERSION, namespace: resource.metadata.namespace, plural: KINDS[resource.kind].plural, name: resource.metadata.name, body: resource,
+    }) as KeyResource;
+  }
+
+  async patchStatus(resource: KeyResource, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KeyResource> {
+    return await this.#objects.patchNamespacedCustomObjectStatus({
+      group: GROUP, version: VERSION, namespace: resource.metadata.namespace, plural: KINDS[resource.kind].plural, name: resource.metadata.name,
+      body: { metadata: { resourceVersion }, status },
+    }, merge) as KeyResource;
+  }
+
+  async readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    try {
+      return await this.#core.readNamespacedSecret({ namespace, name });
+    } catch (error) {
+      if (statusCode(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async createSecret(namespace: string, body: V1Secret): Promise<V1Secret> {
+    return await this.#core.createNamespacedSecret({ namespace, body });
+  }
+
+  async replaceSecret(namespace: string, name: string, body: V1Secret): Promise<V1Secret> {
+    return await this.#core.replaceNamespacedSecret({ namespace, name, body });
+  }
+
+  async deleteSecret(namespace: string, name: string): Promise<void> {
+    await this.#core.deleteNamespacedSecret({ namespace, name });
+  }
+}

@@ -1,0 +1,109 @@
+// Prometheus metrics of the operator (DESIGN.md section 5): the runtime's (runtime/metrics.ts) and
+// the key domain's (drift checks, operations polls, platform requests, managed keys). Every name
+// carries the prefix `neon_key_operator_`. Label values are bounded and never carry a secret or an identifier:
+// platform routes are TEMPLATES (`/projects/{project_id}/operations`), never concrete paths, and
+// routeTemplate() below is the one place that turns a path into one.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DURATION_BUCKETS, createRuntimeMetrics, type RuntimeMetrics } from '../runtime/metrics.ts';
+
+export const METRIC_PREFIX = 'neon_key_operator_';
+
+export interface OperatorMetrics extends RuntimeMetrics {
+  platformRequestsTotal: Counter<'method' | 'route' | 'status'>;
+  platformRequestDuration: Histogram<'method' | 'route'>;
+  /** Drift checks by outcome: live, absent (revoked or never seen), failed (credentials refused, platform unavailable). */
+  driftChecks: Counter<'outcome'>;
+  /** Operations polls by outcome: ok, key_refused (one owner's key refused, another tried), failed. */
+  operationsPolls: Counter<'outcome'>;
+  managedKeys: Gauge<'kind' | 'condition' | 'status'>;
+  /** Records one platform request; `path` is turned into a template with routeTemplate(). */
+  observePlatformRequest(method: string, path: string, status: number | string, seconds: number): void;
+}
+
+export interface CreateMetricsOptions {
+  version?: string;
+  /** Also register prom-client's process and Node.js metrics (with the same prefix). Default true. */
+  defaultMetrics?: boolean;
+}
+
+export function createMetrics(registry: Registry = new Registry(), options: CreateMetricsOptions = {}): OperatorMetrics {
+  const runtime = createRuntimeMetrics(registry, { prefix: METRIC_PREFIX, ...options });
+  const registers = [registry];
+  const driftChecks = new Counter({
+    name: `${METRIC_PREFIX}drift_checks_total`,
+    help: 'Drift checks of recorded keys by outcome (live, absent, failed).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const operationsPolls = new Counter({
+    name: `${METRIC_PREFIX}operations_polls_total`,
+    help: 'Operations polls of projects by outcome (ok, key_refused, failed).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const platformRequestsTotal = new Counter({
+    name: `${METRIC_PREFIX}platform_requests_total`,
+    help: 'Requests to the platform API by method, route template and HTTP status (or error code).',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers,
+  });
+  const platformRequestDuration = new Histogram({
+    name: `${METRIC_PREFIX}platform_request_duration_seconds`,
+    help: 'Duration of requests to the platform API.',
+    labelNames: ['method', 'route'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const managedKeys = new Gauge({
+    name: `${METRIC_PREFIX}managed_keys`,
+    help: 'Managed resources by kind and condition status.',
+    labelNames: ['kind', 'condition', 'status'] as const,
+    registers,
+  });
+  return {
+    ...runtime,
+    platformRequestsTotal,
+    driftChecks,
+    operationsPolls,
+    platformRequestDuration,
+    managedKeys,
+    observePlatformRequest(method, path, status, seconds) {
+      const route = routeTemplate(path);
+      platformRequestsTotal.inc({ method: method.toUpperCase(), route, status: String(status) });
+      platformRequestDuration.observe({ method: method.toUpperCase(), route }, seconds);
+    },
+  };
+}
+
+// Path segments that are fixed words of the API (platform-api.md "Endpoints"); every other
+// segment is an identifier and becomes a placeholder named after the collection before it.
+const FIXED_SEGMENTS = new Set(['api_keys', 'organizations', 'projects', 'operations', 'branches', 'users', 'me', 'auth']);
+const PLACEHOLDERS: Record<string, string> = {
+  api_keys: '{key_id}',
+  organizations: '{org_id}',
+  projects: '{project_id}',
+  operations: '{operation_id}',
+  branches: '{branch_id}',
+};
+
+/**
+ * The route template of a platform path: `/projects/p-1/operations?limit=5` →
+ * `/projects/{project_id}/operations`. The query string is dropped; any segment that is not a
+ * known word of the API becomes a placeholder, so no id, name or secret can reach a label.
+ */
+export function routeTemplate(path: string): string {
+  const withoutQuery = path.split(/[?#]/, 1)[0] ?? '';
+  const segments = withoutQuery.split('/').filter((s) => s !== '');
+  const start = segments[0] === 'api' && segments[1] === 'v2' ? 2 : 0;
+  const out: string[] = [];
+  for (let i = start; i < segments.length; i++) {
+    const segment = segments[i]!;
+    if (FIXED_SEGMENTS.has(segment)) {
+      out.push(segment);
+      continue;
+    }
+    const previous = segments[i - 1];
+    out.push((previous !== undefined ? PLACEHOLDERS[previous] : undefined) ?? '{id}');
+  }
+  return `/${out.join('/')}`;
+}

@@ -1,0 +1,381 @@
+// Operations mirroring (DESIGN.md section 4): ONE poller per project, however many ProjectApiKeys
+// point at it. Each poller lists the newest `limit` operations of its project and reports a
+// snapshot (the operations, and the OperationsSettled condition) to onUpdate, which writes the
+// status of every ProjectApiKey of that project.
+//
+// Cadence: every fastIntervalMs (5 s, the suggested polling interval of platform-api.md
+// "Polling") while any recent operation is non-terminal, every slowIntervalMs once all are
+// terminal (platform-api.md "Operation status": finished, skipped, cancelled; `failed` is NOT
+// terminal, the platform retries it). Platform errors back off exponentially from the fast
+// interval up to the slow one (or Retry-After), so a broken credential never makes a hot loop.
+//
+// Ownership: ensure(projectId, owner, apiKey) / release(projectId, owner) keep the owners of a
+// project (the reconciler passes `namespace/name` of each ProjectApiKey) with each one's issued key.
+// Both are idempotent, which suits a level-triggered reconciler that calls ensure() on every pass;
+// the poller runs while it has owners.
+//
+// Whose key lists: owners of one project may be different teams. The poller lists with one owner's
+// key (the last that worked); a key the platform refuses (401/403) is dropped and the next owner's
+// key is tried in the same poll, so one tenant's revoked or broken key never degrades another's
+// OperationsSettled. Only the owner whose own key was refused reads a failure (Unknown, with its
+// reason) until its key is replaced. Failures that are not about a key (5xx, timeouts) are the
+// platform's, reported on every owner, with backoff.
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { TERMINAL_OPERATION_STATUSES, isPlatformError, type Operation, type PlatformClient } from '../../platform/index.ts';
+import type { OperationSummary as StatusOperationSummary } from '../resources/schema.ts';
+
+/** The part of PlatformClient the poller uses. */
+export type OperationsClient = Pick<PlatformClient, 'listOperations' | 'getOperation'>;
+
+/**
+ * An entry of status.operations of a ProjectApiKey (camelCase, as Kubernetes status fields are):
+ * the schema's (resources/schema.ts), every field filled by the poller.
+ */
+export type OperationSummary = Required<StatusOperationSummary>;
+
+export interface SettledCondition {
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+}
+
+export interface OperationsSnapshot {
+  operations: OperationSummary[];
+  settled: SettledCondition;
+}
+
+export interface OperationsPollersOptions {
+  /** A client acting with an owner's issued key (kept while that owner's key stays the same). */
+  clientForKey: (apiKey: string) => OperationsClient;
+  /** Counts polls by outcome: listed, a key refused (another tried), or failed. */
+  onPoll?: (outcome: 'ok' | 'key_refused' | 'failed') => void;
+  /** Called when a project's snapshot changes; awaited before the next poll of that project. */
+  onUpdate: (projectId: string, snapshot: OperationsSnapshot) => void | Promise<void>;
+  fastIntervalMs?: number;
+  slowIntervalMs?: number;
+  /** How many of the newest operations count as "recent". Default 10. */
+  limit?: number;
+  logger?: Logger;
+  /** Wall clock in ms, for the ages in messages. */
+  now?: () => number;
+}
+
+interface OwnerKey {
+  /** sha256 of the key (never the key): a new key replaces the client and clears a failure. */
+  digest: string;
+  client: OperationsClient;
+  /** The platform refused this key (401/403): not tried again until the owner's key changes. */
+  refused?: SettledCondition;
+}
+
+interface ProjectPoller {
+  /** Owner -> its issued key (undefined: registered before it has one). */
+  owners: Map<string, OwnerKey | undefined>;
+  /** The owner whose key listed last: tried first. */
+  preferred: string | undefined;
+  /** The last refusal of an owner's key, reported while no other key is left to try. */
+  lastRefusal: unknown;
+  /** Operations returned by requests that started work, followed until terminal. */
+  tracked: Map<string, Operation>;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Monotonic time the pending timer fires at. */
+  dueAt: number;
+  polling: Promise<void> | undefined;
+  /** Set by track() during a poll: poll again at the fast interval. */
+  hurry: boolean;
+  errors: number;
+  last: OperationsSnapshot | undefined;
+  lastJson: string;
+  abort: AbortController;
+}
+
+const isTerminal = (status: string): boolean => TERMINAL_OPERATION_STATUSES.has(status);
+
+/** `RATE_LIMITED` → `RateLimited`: condition reasons are CamelCase (Kubernetes API conventions). */
+function reasonOf(code: string): string {
+  return code
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w !== '')
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('');
+}
+
+function age(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.floor(s / 60)}m`;
+  return `${Math.floor(s / 3600)}h`;
+}
+
+/** OperationsSettled of a list of operations (pure; exported for its table tests). */
+export function settledCondition(operations: readonly Operation[], now: number): SettledCondition {
+  const pending = operations.filter((op) => !isTerminal(op.status));
+  if (pending.length === 0) {
+    return {
+      status: 'True',
+      reason: 'AllTerminal',
+      message: operations.length === 0 ? 'no recent operations' : `all ${operations.length} recent operations are terminal`,
+    };
+  }
+  // Name the failed operation first (it needs attention), else the one waiting longest.
+  const failed = pending.filter((op) => op.status === 'failed');
+  const pick = (ops: Operation[]): Operation => ops.reduce((a, b) => (Date.parse(b.created_at) < Date.parse(a.created_at) ? b : a));
+  const op = pick(failed.length > 0 ? failed : pending);
+  const others = pending.length - 1;
+  const more = others > 0 ? ` (and ${others} more not terminal)` : '';
+  const since = age(now - Date.parse(op.created_at));
+  if (failed.length > 0) {
+    return {
+      status: 'False',
+      reason: 'Failed',
+      message: `${op.action} failed (failures_count ${op.failures_count}) for ${since}, the platform retries it${more}`,
+    };
+  }
+  return { status: 'False', reason: 'InProgress', message: `${op.action} ${op.status} for ${since}${more}` };
+}
+
+const summary = (op: Operation): OperationSummary => ({
+  id: op.id,
+  action: op.action,
+  status: op.status,
+  failuresCount: op.failures_count,
+  updatedAt: op.updated_at,
+});
+
+export class OperationsPollers {
+  readonly #clientForKey: OperationsPollersOptions['clientForKey'];
+  readonly #onPoll: OperationsPollersOptions['onPoll'];
+  readonly #onUpdate: OperationsPollersOptions['onUpdate'];
+  readonly #fastMs: number;
+  readonly #slowMs: number;
+  readonly #limit: number;
+  readonly #logger: Logger | undefined;
+  readonly #now: () => number;
+  readonly #projects = new Map<string, ProjectPoller>();
+  #stopped = false;
+
+  constructor(options: OperationsPollersOptions) {
+    this.#clientForKey = options.clientForKey;
+    this.#onPoll = options.onPoll;
+    this.#onUpdate = options.onUpdate;
+    this.#fastMs = options.fastIntervalMs ?? 5_000;
+    this.#slowMs = Math.max(options.slowIntervalMs ?? 60_000, this.#fastMs);
+    this.#limit = options.limit ?? 10;
+    this.#logger = options.logger;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * Starts polling projectId (at once) unless already polled; idempotent per owner. `apiKey`: the
+   * owner's issued key, which the poller may list with; a different key replaces it.
+   */
+  ensure(projectId: string, owner: string, apiKey?: string): void {
+    if (this.#stopped) return;
+    const poller = this.#poller(projectId);
+    const current = poller.owners.get(owner);
+    if (apiKey === undefined) {
+      if (!poller.owners.has(owner)) poller.owners.set(owner, undefined);
+      return;
+    }
+    const digest = createHash('sha256').update(apiKey).digest('hex');
+    if (current?.digest === digest) return;
+    poller.owners.set(owner, { digest, client: this.#clientForKey(apiKey) });
+    // A first key, or one replacing a refused key: poll soon, so the owner's condition follows.
+    if (current === undefined || current.refused !== undefined) this.#hurry(projectId, poller);
+  }
+
+  /** Removes owner; the last owner gone (and nothing tracked) stops the project's poller. */
+  release(projectId: string, owner: string): void {
+    const poller = this.#projects.get(projectId);
+    if (poller === undefined) return;
+    poller.owners.delete(owner);
+    if (poller.preferred === owner) poller.preferred = undefined;
+    this.#retireIfIdle(projectId, poller);
+  }
+
+  /**
+   * Follows operations returned by a request that started work (e.g. createBranch) to a terminal
+   * status; the project is polled at the fast interval until they are, even without an owner.
+   */
+  track(projectId: string, operations: readonly Operation[]): void {
+    if (this.#stopped) return;
+    const poller = this.#poller(projectId);
+    for (const op of operations) if (!isTerminal(op.status)) poller.tracked.set(op.id, op);
+    this.#hurry(projectId, poller);
+  }
+
+  #hurry(projectId: string, poller: ProjectPoller): void {
+    if (poller.polling !== undefined) poller.hurry = true;
+    else this.#schedule(projectId, poller, Math.min(this.#fastMs, Math.max(0, poller.dueAt - performance.now())));
+  }
+
+  /**
+   * The latest snapshot of a project as `owner` should see it, if the project has been polled: the
+   * project's, unless the platform refused the owner's own key (then Unknown, with that reason, and
+   * no operations: its key cannot read them).
+   */
+  snapshot(projectId: string, owner?: string): OperationsSnapshot | undefined {
+    const poller = this.#projects.get(projectId);
+    const refused = owner !== undefined ? poller?.owners.get(owner)?.refused : undefined;
+    if (refused !== undefined) return { operations: [], settled: refused };
+    return poller?.last;
+  }
+
+  /** Projects being polled. */
+  projects(): string[] {
+    return [...this.#projects.keys()];
+  }
+
+  /** Stops every poller and waits for polls in flight (their onUpdate included). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const inFlight: Promise<void>[] = [];
+    for (const poller of this.#projects.values()) {
+      clearTimeout(poller.timer);
+      poller.abort.abort();
+      if (poller.polling !== undefined) inFlight.push(poller.polling);
+    }
+    this.#projects.clear();
+    await Promise.allSettled(inFlight);
+  }
+
+  #poller(projectId: string): ProjectPoller {
+    let poller = this.#projects.get(projectId);
+    if (poller === undefined) {
+      poller = {
+        owners: new Map(),
+        preferred: undefined,
+        lastRefusal: undefined,
+        tracked: new Map(),
+        timer: undefined,
+        dueAt: 0,
+        polling: undefined,
+        hurry: false,
+        errors: 0,
+        last: undefined,
+        lastJson: '',
+        abort: new AbortController(),
+      };
+      this.#projects.set(projectId, poller);
+      this.#schedule(projectId, poller, 0);
+    }
+    return poller;
+  }
+
+  #refusedOwners(poller: ProjectPoller): string {
+    return [...poller.owners].filter(([, key]) => key?.refused !== undefined).map(([owner]) => owner).join('\n');
+  }
+
+  /**
+   * Lists with the preferred owner's key, then the others'; a key refused with 401/403 is marked
+   * refused (its owner alone reads the failure) and the next is tried. Any other failure is the
+   * platform's and ends the poll.
+   */
+  async #listWithSomeKey(projectId: string, poller: ProjectPoller, signal: AbortSignal): Promise<{ client: OperationsClient; page: Awaited<ReturnType<OperationsClient['listOperations']>> }> {
+    const candidates = [...poller.owners].filter((entry): entry is [string, OwnerKey] => entry[1] !== undefined && entry[1].refused === undefined);
+    candidates.sort(([a], [b]) => Number(b === poller.preferred) - Number(a === poller.preferred));
+    let lastRefusal: unknown;
+    for (const [owner, key] of candidates) {
+      try {
+        const page = await key.client.listOperations(projectId, { limit: this.#limit, signal });
+        poller.preferred = owner;
+        return { client: key.client, page };
+      } catch (error) {
+        if (!isPlatformError(error) || (error.code !== 'UNAUTHORIZED' && error.code !== 'FORBIDDEN')) throw error;
+        lastRefusal = error;
+        key.refused = {
+          status: 'Unknown',
+          reason: error.code === 'UNAUTHORIZED' ? 'Unauthorized' : 'Forbidden',
+          message: `this resource's key cannot list the operations of project ${projectId} (${error.status ?? error.code}${error.requestId !== undefined ? `, request ${error.requestId}` : ''}); `
+            + 'it is no longer used to poll them until it is replaced',
+        };
+        if (poller.preferred === owner) poller.preferred = undefined;
+        this.#onPoll?.('key_refused');
+        this.#logger?.warn({ projectId, owner, code: error.code }, 'an owner key was refused listing operations; trying another');
+      }
+    }
+    if (lastRefusal !== undefined) {
+      poller.lastRefusal = lastRefusal;
+      throw lastRefusal;
+    }
+    // Every key refused: still the refusal (not "no credentials"), without asking again.
+    if (poller.lastRefusal !== undefined && [...poller.owners.values()].some((key) => key?.refused !== undefined)) throw poller.lastRefusal;
+    throw Object.assign(new Error(`no credentials to list the operations of project ${projectId} yet`), { code: 'NO_CREDENTIALS' });
+  }
+
+  #retireIfIdle(projectId: string, poller: ProjectPoller): boolean {
+    if (poller.owners.size > 0 || poller.tracked.size > 0) return false;
+    clearTimeout(poller.timer);
+    poller.abort.abort();
+    if (this.#projects.get(projectId) === poller) this.#projects.delete(projectId);
+    return true;
+  }
+
+  #schedule(projectId: string, poller: ProjectPoller, delayMs: number): void {
+    clearTimeout(poller.timer);
+    poller.dueAt = performance.now() + delayMs;
+    poller.timer = setTimeout(() => {
+      poller.timer = undefined;
+      poller.polling = this.#poll(projectId, poller).finally(() => {
+        poller.polling = undefined;
+      });
+    }, delayMs);
+  }
+
+  async #poll(projectId: string, poller: ProjectPoller): Promise<void> {
+    poller.hurry = false;
+    let snapshot: OperationsSnapshot;
+    let nextMs: number;
+    const refusedBefore = this.#refusedOwners(poller);
+    try {
+      const signal = poller.abort.signal;
+      const { client, page } = await this.#listWithSomeKey(projectId, poller, signal);
+      const operations = [...page.operations];
+      // A tracked operation pushed out of the newest page by newer ones is fetched on its own.
+      for (const id of [...poller.tracked.keys()]) {
+        const listed = operations.find((op) => op.id === id);
+        const current = listed ?? (await client.getOperation(projectId, id, { signal }).catch((error: unknown) => {
+          if (isPlatformError(error) && error.code === 'NOT_FOUND') return undefined;
+          throw error;
+        }));
+        if (current === undefined || isTerminal(current.status)) poller.tracked.delete(id);
+        else poller.tracked.set(id, current);
+        if (listed === undefined && current !== undefined) operations.push(current);
+      }
+      snapshot = { operations: operations.map(summary), settled: settledCondition(operations, this.#now()) };
+      poller.errors = 0;
+      this.#onPoll?.('ok');
+      nextMs = snapshot.settled.status === 'True' ? this.#slowMs : this.#fastMs;
+    } catch (error) {
+      if (poller.abort.signal.aborted) return;
+      const code = isPlatformError(error) ? error.code : typeof (error as { code?: unknown }).code === 'string' ? (error as { code: string }).code : 'ERROR';
+      poller.errors += 1;
+      this.#onPoll?.('failed');
+      const backoff = Math.min(this.#fastMs * 2 ** (poller.errors - 1), this.#slowMs);
+      nextMs = Math.max(backoff, isPlatformError(error) ? (error.retryAfterMs ?? 0) : 0);
+      this.#logger?.warn({ projectId, code, retryInMs: nextMs }, 'listing operations failed');
+      snapshot = {
+        operations: poller.last?.operations ?? [],
+        settled: { status: 'Unknown', reason: reasonOf(code), message: `cannot list the operations of project ${projectId}: ${error instanceof Error ? error.message : String(error)}` },
+      };
+    }
+    if (poller.abort.signal.aborted) return;
+
+    // A refused key changes what its owner sees even when the project's snapshot does not.
+    const json = JSON.stringify(snapshot);
+    if (json !== poller.lastJson || this.#refusedOwners(poller) !== refusedBefore) {
+      poller.last = snapshot;
+      poller.lastJson = json;
+      try {
+        await this.#onUpdate(projectId, snapshot);
+      } catch (error) {
+        this.#logger?.error({ err: error, projectId }, 'onUpdate of operations snapshot failed');
+      }
+    }
+    if (poller.abort.signal.aborted || this.#retireIfIdle(projectId, poller)) return;
+    if (poller.hurry) nextMs = Math.min(nextMs, this.#fastMs);
+    this.#schedule(projectId, poller, nextMs);
+  }
+}

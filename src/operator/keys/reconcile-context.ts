@@ -1,0 +1,75 @@
+// What every step of a key reconcile shares: the dependencies (KeyDeps: the Kubernetes port, the
+// platform, the drift cache, events, signing, clocks) and what this reconcile read (Context).
+import type { V1Secret } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { OwnWrites } from '../runtime/own-writes.ts';
+import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
+import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
+import type { BlockedInputs } from './conditions.ts';
+import type { Credentials, Observation } from './decision.ts';
+import type { DriftCache } from './drift.ts';
+import type { EventRecorder } from './events.ts';
+import type { KubeWrites } from './kube-writes.ts';
+import type { OperationsPollers } from './operations-poller.ts';
+import type { CredentialsKinds } from './credentials-kind.ts';
+import type { Signer } from './signing.ts';
+
+export interface KeyDeps {
+  kube: KubeWrites;
+  /** A platform client acting with the given API key (cached per key by the caller). */
+  platformFor(apiKey: string): { platform: KeyPlatform; credentialsId: string };
+  drift: DriftCache;
+  events: Pick<EventRecorder, 'record'>;
+  identity: string;
+  pendingGraceMs: number;
+  driftIntervalMs: number;
+  /** Signs and verifies what the operator writes where tenants can write too (signing.ts). */
+  signer: Signer;
+  /** GET /auth answers per credentials (credentials-kind.ts). */
+  credentialsKinds: CredentialsKinds;
+  /** How long drift checks of a key may fail before its conditions say it is no longer known to be live. */
+  unverifiedAfterMs: number;
+  /** Counts drift checks by outcome (metrics). */
+  onDriftCheck?: (outcome: 'live' | 'absent' | 'failed') => void;
+  now: () => number;
+  /** Where the versions this process writes are recorded, so their watch events do not wake the key again. */
+  ownWrites?: OwnWrites;
+  /** Operations mirroring for ProjectApiKeys (DESIGN.md section 4). */
+  operations?: {
+    pollers: Pick<OperationsPollers, 'ensure' | 'release' | 'snapshot'>;
+  };
+}
+
+/** Everything the reconcile read, kept for the action it runs. */
+export interface Context {
+  resource: KeyResource;
+  spec: ApiKeySpec | ProjectApiKeySpec | undefined;
+  adapter: KeyAdapter | undefined;
+  secretName: string;
+  secretKey: string;
+  secret: V1Secret | undefined;
+  apiKey: string | undefined;
+  credentials: Credentials;
+  /** signer.fingerprint of the credentials in use (status.credentialsFingerprint). */
+  fingerprint: string | undefined;
+  /** The recorded key as the drift check's list shows it. */
+  listed: ListedKey | undefined;
+  observation: Observation;
+  logger: Logger;
+}
+
+/** The platform client acting with the resource's credentials. */
+export function platformOf(deps: KeyDeps, ctx: Context): { platform: KeyPlatform; credentialsId: string } {
+  if (ctx.apiKey === undefined) throw new Error('no credentials');
+  return deps.platformFor(ctx.apiKey);
+}
+
+/** `namespace/name`: how the operations pollers name the owners of a project. */
+export function ownerOf(resource: KeyResource): string {
+  return `${resource.metadata.namespace}/${resource.metadata.name}`;
+}
+
+/** What blockedConditions() needs of what the reconcile read. */
+export function blockedInputs(ctx: Pick<Context, 'observation' | 'resource'>): BlockedInputs {
+  return { secretExists: ctx.observation.secret !== undefined, keyRecorded: ctx.observation.status.keyId !== undefined, current: ctx.resource.status?.conditions };
+}

@@ -1,0 +1,129 @@
+// The key reconciler, written once for ApiKey and ProjectApiKey (crossplane's managed reconciler):
+// read the resource fresh from the apiserver, observe (observe.ts), ask decide() what next
+// (decision.ts, pure), run that one action, each in the file that says what it does:
+// create-protocol.ts, deletion.ts, in-sync.ts; conditions come from conditions.ts. Level-triggered:
+// the event that woke a reconcile is never trusted, only what is read here.
+import type { Logger } from 'pino';
+import type { Reconciler, ReconcileResult, Request } from '../runtime/controller.ts';
+import { FINALIZER, type KeyResource, type KindName } from '../resources/schema.ts';
+import { blockedConditions, creatingConditions, deletingConditions, findCondition, unverifiableConditions } from './conditions.ts';
+import { adopt, clearPending, create, recover } from './create-protocol.ts';
+import { decide, type Decision } from './decision.ts';
+import { release, retain, revokeAndRelease } from './deletion.ts';
+import type { FailingSince } from './drift.ts';
+import { inSync } from './in-sync.ts';
+import { statusCode } from './kube-writes.ts';
+import { observe } from './observe.ts';
+import { CredentialsKinds } from './credentials-kind.ts';
+import { blockedInputs, type Context, type KeyDeps } from './reconcile-context.ts';
+import { updateMetadata, writeStatus } from './resource-writes.ts';
+
+export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | 'credentialsKinds'> & {
+  now?: () => number;
+  /**
+   * How long drift checks of a key may fail (credentials refused, platform unavailable) before
+   * its conditions say it is no longer known to be live. Default: two drift intervals.
+   */
+  unverifiedAfterMs?: number;
+};
+
+export class KeyReconciler implements Reconciler {
+  readonly #deps: KeyDeps;
+  readonly #failingSince: FailingSince = new Map();
+
+  constructor(options: KeyReconcilerOptions) {
+    this.#deps = {
+      ...options,
+      now: options.now ?? Date.now,
+      unverifiedAfterMs: options.unverifiedAfterMs ?? 2 * options.driftIntervalMs,
+      credentialsKinds: new CredentialsKinds(options.driftIntervalMs),
+    };
+  }
+
+  async reconcile(request: Request, logger: Logger): Promise<ReconcileResult> {
+    const { namespace, name } = request;
+    const kind = request.kind as KindName;
+    const resource = await this.#deps.kube.readResource(kind, namespace, name);
+    if (resource === undefined) {
+      this.#failingSince.delete(`${kind}/${namespace}/${name}`);
+      return { type: 'Done' };
+    }
+    try {
+      return await this.#reconcileResource(resource, logger, true);
+    } catch (error) {
+      if (statusCode(error) === 409) {
+        logger.debug('conflict; retrying with a fresh read');
+        return { type: 'Retry' };
+      }
+      throw error;
+    }
+  }
+
+  /** Observe, decide, act on the resource as read (or as just written by this reconcile). */
+  async #reconcileResource(resource: KeyResource, logger: Logger, mayContinue: boolean): Promise<ReconcileResult> {
+    const ctx = await observe(this.#deps, this.#failingSince, resource, logger);
+    const decision = decide(ctx.observation);
+    logger.debug({ action: decision.action.type, reason: decision.reason }, 'decided');
+    return await this.#act(ctx, decision, mayContinue);
+  }
+
+  /** `mayContinue`: after a metadata-only step, go on with the resource as written (once). */
+  async #act(ctx: Context, decision: Decision, mayContinue: boolean): Promise<ReconcileResult> {
+    const deps = this.#deps;
+    const { action } = decision;
+    const { resource } = ctx;
+    switch (action.type) {
+      case 'Nothing':
+        return { type: 'Done' };
+      case 'AddFinalizer': {
+        const updated = await updateMetadata(deps, resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; });
+        // Go on with the resource as written, once: a requeue here went through the queue's global
+        // rate limit (10/s, like client-go's), which every new key paid on its way to the create,
+        // and which then paced a wave of new keys below the platform's own 10/s (bench, issue 7).
+        return mayContinue ? this.#reconcileResource(updated, ctx.logger, false) : { type: 'Continue' };
+      }
+      case 'Blocked':
+        return blocked(deps, ctx, decision, action.retry);
+      case 'Wait':
+        await writeStatus(deps, ctx, creatingConditions(decision.message));
+        return { type: 'Done', requeueAfterMs: action.afterMs };
+      case 'ClearPending':
+        return clearPending(deps, ctx, decision);
+      case 'Adopt':
+        return adopt(deps, ctx, action.keyId, action.attempt);
+      case 'Recover':
+        return recover(deps, ctx, action.attempt);
+      case 'Create':
+        return create(deps, ctx, decision, action.replaces);
+      case 'InSync':
+        return inSync(deps, ctx, action.keyId);
+      case 'Unverifiable':
+        return unverifiable(deps, ctx, decision, action);
+      case 'Revoke':
+        return revokeAndRelease(deps, ctx, action.keyId);
+      case 'Retain':
+        return retain(deps, ctx, decision);
+      case 'Release':
+        return release(deps, ctx, decision);
+    }
+  }
+}
+
+/** No platform action can help: report, and look again with backoff (retry) or each drift interval. */
+async function blocked(deps: KeyDeps, ctx: Context, decision: Decision, retry: boolean): Promise<ReconcileResult> {
+  await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions(decision.reason, decision.message) : blockedConditions(blockedInputs(ctx), decision.reason, decision.message));
+  await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
+  // Not retried against the platform; looked at again each drift interval (a foreign Secret
+  // may go away without an event reaching this operator, which watches only its own Secrets).
+  return retry ? { type: 'Backoff' } : { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
+}
+
+/** The recorded key cannot be checked: once that has lasted long enough, conditions say so. */
+async function unverifiable(deps: KeyDeps, ctx: Context, decision: Decision, action: { keyId: number; report: boolean; retryAfterMs: number }): Promise<ReconcileResult> {
+  if (!action.report) return { type: 'Done', requeueAfterMs: Math.min(deps.driftIntervalMs, action.retryAfterMs) };
+  await writeStatus(deps, ctx, unverifiableConditions(action.keyId, decision.reason, decision.message));
+  if (findCondition(ctx.resource.status?.conditions, 'KeyIssued')?.status !== 'Unknown') {
+    await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
+  }
+  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
+}

@@ -1,0 +1,47 @@
+// The writes to a key resource itself: metadata (finalizer, intent annotation) by an UPDATE that
+// carries the resourceVersion read, and status by a merge patch that lands on that version only.
+// Each version written is recorded (runtime/own-writes.ts) so its watch event does not wake the key.
+import { objectRef } from '../runtime/own-writes.ts';
+import { FINALIZER, type KeyResource } from '../resources/schema.ts';
+import { setConditions, type ConditionUpdate } from './conditions.ts';
+import { statusCode } from './kube-writes.ts';
+import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
+
+/** An UPDATE carrying the resourceVersion that was read (409 on any concurrent change). */
+export async function updateMetadata(deps: KeyDeps, resource: KeyResource, change: (metadata: KeyResource['metadata']) => void): Promise<KeyResource> {
+  const copy = structuredClone(resource);
+  change(copy.metadata);
+  const updated = await deps.kube.replaceResource(copy);
+  deps.ownWrites?.record(objectRef(updated.kind, updated.metadata.namespace, updated.metadata.name), resource.metadata.resourceVersion, updated.metadata.resourceVersion);
+  return updated;
+}
+
+/** Drops the finalizer (and the resource's claim on its project's operations poller). */
+export async function removeFinalizer(deps: KeyDeps, resource: KeyResource): Promise<void> {
+  const projectId = resource.kind === 'ProjectApiKey' ? resource.spec.projectId : undefined;
+  if (projectId !== undefined) deps.operations?.pollers.release(projectId, ownerOf(resource));
+  try {
+    await updateMetadata(deps, resource, (m) => { m.finalizers = (m.finalizers ?? []).filter((f) => f !== FINALIZER); });
+  } catch (error) {
+    if (statusCode(error) !== 404) throw error;
+  }
+}
+
+/** Merge-patches status when it changed; returns the resource as it now is. */
+export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource'>, conditions: ConditionUpdate[], fields: Record<string, unknown> = {}): Promise<KeyResource> {
+  const { resource } = ctx;
+  const generation = resource.metadata.generation ?? 0;
+  const status = resource.status ?? {};
+  const next = {
+    ...status,
+    ...fields,
+    observedGeneration: generation,
+    conditions: setConditions(status.conditions, conditions, generation, new Date(deps.now())),
+  };
+  if (JSON.stringify(next) === JSON.stringify({ ...status, observedGeneration: status.observedGeneration, conditions: status.conditions })) return resource;
+  // With the resourceVersion read, as every write here: the status describes that version, and a
+  // write that cannot land on another one leaves exactly the version it reports (own-writes.ts).
+  const patched = await deps.kube.patchStatus(resource, resource.metadata.resourceVersion, next);
+  deps.ownWrites?.record(objectRef(patched.kind, patched.metadata.namespace, patched.metadata.name), resource.metadata.resourceVersion, patched.metadata.resourceVersion);
+  return patched;
+}

@@ -1,0 +1,132 @@
+// The Secret that receives an issued key (DESIGN.md section 3, step 4): data, the key id and
+// attempt name as annotations with the operator's signature over them, a controller owner
+// reference to the resource, the managed-by label (the operator's Secret informer selects on it).
+// The secret value leaves this file only inside Secret.data. The writes (writeSecret,
+// deleteStaleSecret) go through the Kubernetes port (kube-writes.ts).
+//
+// Ownership is the controller owner reference carrying the resource's uid, nothing else: a label
+// or annotation anyone with write access to Secrets can set. The key id annotation is believed
+// only with a valid signature (signing.ts): a Secret made by hand with another team's key id is
+// never recorded, and that key is never revoked.
+import { createHmac } from 'node:crypto';
+import type { V1Secret } from '@kubernetes/client-node';
+import type { SecretObservation } from './decision.ts';
+import {
+  ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_SIGNATURE, API_VERSION, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
+} from '../resources/schema.ts';
+import { objectRef } from '../runtime/own-writes.ts';
+import { statusCode } from './kube-writes.ts';
+import type { Context, KeyDeps } from './reconcile-context.ts';
+import type { Signer } from './signing.ts';
+
+/** On the Secret: which resource it belongs to (kind/name), so Secret events map to the owner. */
+export const ANNOTATION_OWNER = 'keys.neon.dev/owner';
+
+function ownerValue(resource: Pick<KeyResource, 'kind' | 'metadata'>): string {
+  return `${resource.kind}/${resource.metadata.name}`;
+}
+
+/**
+ * HMAC-SHA256 of a secret value, keyed by the resource's namespace and name: status may carry it to
+ * detect edits of the Secret, and it reveals nothing (status.secretHash). Keyed by names rather
+ * than the uid so a backup restored into a new uid still matches.
+ */
+export function secretHash(resource: Pick<KeyResource, 'metadata'>, value: string): string {
+  return `hmac-sha256:${createHmac('sha256', `neon-key-operator/${resource.metadata.namespace}/${resource.metadata.name}`).update(value).digest('hex')}`;
+}
+
+/** Whether the Secret's controller owner reference is this resource (by uid: names are reused). */
+function ownedBy(resource: Pick<KeyResource, 'metadata'>, secret: V1Secret): boolean {
+  return (secret.metadata?.ownerReferences ?? []).some((ref) => ref.controller === true && ref.uid === resource.metadata.uid);
+}
+
+function signatureFields(resource: Pick<KeyResource, 'metadata'>, keyId: number, keyName: string | undefined): [string, number, string | undefined] {
+  return [resource.metadata.uid, keyId, keyName];
+}
+
+export function observeSecret(resource: Pick<KeyResource, 'kind' | 'metadata'>, secret: V1Secret | undefined, dataKey: string, signer: Signer): SecretObservation | undefined {
+  if (secret === undefined) return undefined;
+  const annotations = secret.metadata?.annotations ?? {};
+  const owned = ownedBy(resource, secret);
+  const rawId = annotations[ANNOTATION_KEY_ID];
+  const keyId = rawId !== undefined && /^\d{1,15}$/.test(rawId) ? Number(rawId) : undefined;
+  const keyName = annotations[ANNOTATION_KEY_NAME];
+  const verified = owned && keyId !== undefined && signer.verify('secret', signatureFields(resource, keyId, keyName), annotations[ANNOTATION_SIGNATURE]);
+  const encoded = secret.data?.[dataKey];
+  const value = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
+  return {
+    owned,
+    verified,
+    ...(keyId !== undefined ? { keyId } : {}),
+    ...(annotations[ANNOTATION_KEY_NAME] !== undefined ? { keyName: annotations[ANNOTATION_KEY_NAME] } : {}),
+    ...(value !== '' ? { hash: secretHash(resource, value) } : {}),
+  };
+}
+
+export function buildSecret(resource: KeyResource, name: string, dataKey: string, key: { id: number; name: string; secret: string }, signer: Signer, existing?: V1Secret): V1Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name,
+      namespace: resource.metadata.namespace,
+      ...(existing?.metadata?.resourceVersion !== undefined ? { resourceVersion: existing.metadata.resourceVersion } : {}),
+      labels: { ...existing?.metadata?.labels, [LABEL_MANAGED_BY]: MANAGED_BY },
+      annotations: {
+        ...existing?.metadata?.annotations,
+        [ANNOTATION_OWNER]: ownerValue(resource),
+        [ANNOTATION_KEY_ID]: String(key.id),
+        [ANNOTATION_KEY_NAME]: key.name,
+        [ANNOTATION_SIGNATURE]: signer.sign('secret', signatureFields(resource, key.id, key.name)),
+      },
+      ownerReferences: [{
+        apiVersion: API_VERSION,
+        kind: resource.kind,
+        name: resource.metadata.name,
+        uid: resource.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: false,
+      }],
+    },
+    data: { [dataKey]: Buffer.from(key.secret, 'utf8').toString('base64') },
+  };
+}
+
+/** Step 4 of DESIGN.md section 3: the Secret, created or replaced (only when this resource controls it). */
+export async function writeSecret(deps: KeyDeps, ctx: Context, key: { id: number; name: string; secret: string }): Promise<void> {
+  const { resource, secretName, secretKey } = ctx;
+  const namespace = resource.metadata.namespace;
+  const existing = ctx.observation.secret?.owned === true ? ctx.secret : undefined;
+  const body = buildSecret(resource, secretName, secretKey, key, deps.signer, existing);
+  const written = async (): Promise<V1Secret> => {
+    if (existing !== undefined) return await deps.kube.replaceSecret(namespace, secretName, body);
+    try {
+      return await deps.kube.createSecret(namespace, body);
+    } catch (error) {
+      if (statusCode(error) !== 409) throw error;
+      // Made between our read and now (by us, before a crash): it is ours only if it says so.
+      const found = await deps.kube.readSecret(namespace, secretName);
+      if (found === undefined || !ownedBy(resource, found)) throw error;
+      return await deps.kube.replaceSecret(namespace, secretName, buildSecret(resource, secretName, secretKey, key, deps.signer, found));
+    }
+  };
+  const secret = await written();
+  deps.ownWrites?.record(objectRef('Secret', namespace, secretName), existing?.metadata?.resourceVersion, secret.metadata?.resourceVersion);
+}
+
+/** spec.secret.name changed: the Secret under the old name goes, if this resource controls it. */
+export async function deleteStaleSecret(deps: KeyDeps, ctx: Context): Promise<void> {
+  const previous = ctx.resource.status?.secretName;
+  if (previous === undefined || previous === ctx.secretName) return;
+  const old = await deps.kube.readSecret(ctx.resource.metadata.namespace, previous);
+  if (old !== undefined && ownedBy(ctx.resource, old)) {
+    await deps.kube.deleteSecret(ctx.resource.metadata.namespace, previous).catch(() => undefined);
+  }
+}
+
+/** The secret value the Secret holds ('' when none): the issued key, for the operations poller. */
+export function secretValue(ctx: Pick<Context, 'secret' | 'secretKey'>): string {
+  const encoded = ctx.secret?.data?.[ctx.secretKey];
+  return encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8').trim() : '';
+}

@@ -1,0 +1,61 @@
+// What the key controller watches, as data for runtime/controller.ts: each key kind (its events
+// wake the resource itself), and the Secrets the operator manages, selected by the managed-by label
+// (never a cache of every Secret), each waking the resource named by its owner annotation.
+import type { CoreV1Api, CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
+import type { Controller, Watch } from '../runtime/controller.ts';
+import { GROUP, KINDS, LABEL_MANAGED_BY, MANAGED_BY, VERSION, type KindName } from '../resources/schema.ts';
+import { trimKeyResource, trimSecret } from './cache-projection.ts';
+import { ANNOTATION_OWNER } from './secret-writer.ts';
+
+/** The watches of one namespace (or of every namespace when undefined). */
+export function keyWatches(objects: CustomObjectsApi, core: CoreV1Api, namespace: string | undefined): Watch[] {
+  const watches: Watch[] = (Object.keys(KINDS) as KindName[]).map((kind) => {
+    const plural = KINDS[kind].plural;
+    return {
+      type: 'for',
+      kind,
+      path: namespace === undefined ? `/apis/${GROUP}/${VERSION}/${plural}` : `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
+      list: (() => namespace === undefined
+        ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
+        : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })) as ListPromise<KubernetesObject>,
+      project: trimKeyResource,
+    };
+  });
+  const selector = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
+  watches.push({
+    type: 'owns',
+    kind: 'Secret',
+    path: namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`,
+    list: (() => namespace === undefined
+      ? core.listSecretForAllNamespaces({ labelSelector: selector })
+      : core.listNamespacedSecret({ namespace, labelSelector: selector })) as ListPromise<KubernetesObject>,
+    project: trimSecret,
+    labelSelector: selector,
+    ownerOf: secretOwner,
+  });
+  return watches;
+}
+
+/** The key (kind/namespace/name) of the resource a managed Secret belongs to, by its owner annotation. */
+function secretOwner(secret: KubernetesObject): string | undefined {
+  const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
+  const ns = secret.metadata?.namespace;
+  if (owner === undefined || ns === undefined) return undefined;
+  const [kind, name] = owner.split('/');
+  if ((kind !== 'ApiKey' && kind !== 'ProjectApiKey') || name === undefined) return undefined;
+  return `${kind}/${ns}/${name}`;
+}
+
+/**
+ * Wakes every ProjectApiKey of a project (its operations changed), in the low lane: one poll
+ * wakes every key of the project (hundreds, in the bench), and a new or changed resource must
+ * not wait behind that wave.
+ */
+export function wakeProject(controller: Pick<Controller, 'cached' | 'enqueueLow'>, projectId: string): void {
+  for (const obj of controller.cached('ProjectApiKey')) {
+    const spec = (obj as { spec?: { projectId?: string } }).spec;
+    if (spec?.projectId === projectId && obj.metadata?.namespace !== undefined && obj.metadata.name !== undefined) {
+      controller.enqueueLow(`ProjectApiKey/${obj.metadata.namespace}/${obj.metadata.name}`);
+    }
+  }
+}

@@ -1,0 +1,256 @@
+// A controller over any kind (controller-runtime's builder + reconcileHandler): informers declared
+// as data (what to list and watch, the projection the cache keeps, which key an event wakes) feed a
+// work queue of `kind/namespace/name`; N workers reconcile keys, one worker per key at a time (the
+// queue guarantees it). Watching a list of namespaces runs one informer per namespace and watch:
+// that needs list/watch in those namespaces only, so the operator can run with Roles there and no
+// cluster-wide rights. Nothing here knows what a key resource is: the domain declares its watches.
+import { randomUUID } from 'node:crypto';
+import type { Informer, KubeConfig, KubernetesObject, ListPromise, ObjectCache } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { makeTrimmedInformer } from './informer-cache.ts';
+import { objectRef, type OwnWrites } from './own-writes.ts';
+import { RefusalLimiter } from './refusal-limiter.ts';
+import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
+
+/** What the worker does with the key after a reconcile. */
+export type ReconcileResult =
+  | { type: 'Done'; requeueAfterMs?: number }
+  /** Retry soon with the queue's per-item backoff (conflicts, apiserver hiccups): a failure. */
+  | { type: 'Retry' }
+  /** The next step of a protocol, at once (under the queue's global rate limit): not a failure. */
+  | { type: 'Continue' }
+  /** A refusal by a remote system: retry after at least this long (the controller grows it per failure). */
+  | { type: 'Backoff'; minDelayMs?: number };
+
+/** Which object a reconcile is about. */
+export interface Request {
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+export interface Reconciler {
+  reconcile(request: Request, logger: Logger): Promise<ReconcileResult>;
+}
+
+/** An informer with its cache: client-node's ListWatch, or a fake in tests. */
+export type CachingInformer = Informer<KubernetesObject> & ObjectCache<KubernetesObject>;
+
+interface WatchBase {
+  path: string;
+  list: ListPromise<KubernetesObject>;
+  /** What the cache keeps of each object (informer-cache.ts): never more than the controller reads. */
+  project(obj: KubernetesObject): KubernetesObject;
+  labelSelector?: string;
+}
+
+/**
+ * A watch declared as data. `for`: objects of the reconciled kind, each waking its own key.
+ * `owns`: objects that belong to a reconciled object (e.g. a Secret it writes), each waking its
+ * owner's key as `ownerOf` says (undefined: nobody's).
+ */
+export type Watch =
+  | WatchBase & { type: 'for'; kind: string }
+  | WatchBase & { type: 'owns'; kind: string; ownerOf(obj: KubernetesObject): string | undefined };
+
+export interface ControllerOptions {
+  kubeConfig: KubeConfig;
+  reconciler: Reconciler;
+  /** The watches of one namespace, or of every namespace when `namespace` is undefined. */
+  watches(namespace: string | undefined): Watch[];
+  logger: Logger;
+  workers: number;
+  /** Watch these namespaces (one informer each per watch), or all when undefined. */
+  namespaces?: readonly string[];
+  onReconciled?(kind: string, result: 'success' | 'error' | 'requeue', seconds: number): void;
+  /** Ceiling of the per-item backoff after refusals (Backoff results). */
+  maxBackoffMs?: number;
+  queueMetrics?: WorkQueueMetrics;
+  /** The versions the reconciler wrote: their events do not wake the key again (own-writes.ts). */
+  ownWrites?: OwnWrites;
+  /** Makes the informer of a watch (default: a trimmed ListWatch; tests pass fakes). */
+  informerFor?(watch: Watch): CachingInformer;
+}
+
+interface WakeEvent {
+  /** The object the event is about: the reconciled object itself (`ref` is the key) or one it owns. */
+  ref: string;
+  resourceVersion: string | undefined;
+  deleted: boolean;
+  /** The reconciled object's, for the backoff hold. */
+  generation?: number | undefined;
+  deleting?: boolean;
+}
+
+export class Controller {
+  readonly #o: ControllerOptions;
+  readonly #queue: WorkQueue<string>;
+  readonly #informers: CachingInformer[] = [];
+  readonly #refusals: RefusalLimiter<string>;
+  readonly #holds = new Map<string, { until: number; generation: number | undefined; deleting: boolean }>();
+  /** Keys being reconciled, with the informer events about them that arrived meanwhile. */
+  readonly #working = new Map<string, WakeEvent[]>();
+  /** Per reconciled kind, one cache per watched namespace (or one for every namespace). */
+  readonly #caches = new Map<string, CachingInformer[]>();
+  #workers: Promise<void>[] = [];
+  #stopped = false;
+  #synced = false;
+
+  constructor(options: ControllerOptions) {
+    this.#o = options;
+    this.#queue = new WorkQueue<string>(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {});
+    this.#refusals = new RefusalLimiter(options.maxBackoffMs !== undefined ? { maxDelayMs: options.maxBackoffMs } : {});
+  }
+
+  /**
+   * Every informer has LISTed successfully. client-node's start() resolves even when the LIST fails
+   * (it only emits 'error'), so a resource version is the proof that the cache holds a list.
+   */
+  get synced(): boolean {
+    return this.#synced && this.#informers.every((i) => (i as Partial<{ latestResourceVersion(): string }>).latestResourceVersion?.() !== '');
+  }
+
+  /** The objects of a reconciled kind as the informers last saw them. */
+  cached(kind: string): readonly KubernetesObject[] {
+    return (this.#caches.get(kind) ?? []).flatMap((cache) => cache.list());
+  }
+
+  /**
+   * Queues a key in the low lane: a wave of keys woken by something other than their own change
+   * (e.g. every resource of a project) must not delay a new or changed resource.
+   */
+  enqueueLow(key: string): void {
+    this.#queue.add(key, { priority: 'low' });
+  }
+
+  async start(): Promise<void> {
+    // undefined: one informer per watch over every namespace.
+    const scopes: (string | undefined)[] = this.#o.namespaces === undefined || this.#o.namespaces.length === 0 ? [undefined] : [...this.#o.namespaces];
+    for (const namespace of scopes) {
+      for (const watch of this.#o.watches(namespace)) this.#watch(watch);
+    }
+    await Promise.all(this.#informers.map((i) => i.start()));
+    this.#synced = true;
+    this.#workers = Array.from({ length: this.#o.workers }, () => this.#work());
+  }
+
+  #watch(watch: Watch): void {
+    const informer = this.#o.informerFor?.(watch)
+      ?? makeTrimmedInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.list, watch.project, watch.labelSelector);
+    const wake = watch.type === 'for'
+      ? (obj: KubernetesObject, deleted: boolean): void => {
+        const meta = obj.metadata;
+        if (meta?.name === undefined || meta.namespace === undefined) return;
+        const key = objectRef(watch.kind, meta.namespace, meta.name);
+        if (deleted) this.#o.ownWrites?.forget(key);
+        this.#wake(key, { ref: key, resourceVersion: meta.resourceVersion, deleted, generation: meta.generation, deleting: meta.deletionTimestamp !== undefined });
+      }
+      : (obj: KubernetesObject, deleted: boolean): void => {
+        const key = watch.ownerOf(obj);
+        const ns = obj.metadata?.namespace;
+        if (key === undefined || ns === undefined) return;
+        const ref = objectRef(watch.kind, ns, obj.metadata?.name ?? '');
+        if (deleted) this.#o.ownWrites?.forget(ref);
+        this.#wake(key, { ref, resourceVersion: obj.metadata?.resourceVersion, deleted });
+      };
+    if (watch.type === 'for') this.#caches.set(watch.kind, [...this.#caches.get(watch.kind) ?? [], informer]);
+    informer.on('add', (obj: KubernetesObject) => wake(obj, false));
+    informer.on('update', (obj: KubernetesObject) => wake(obj, false));
+    informer.on('delete', (obj: KubernetesObject) => wake(obj, true));
+    this.#watchErrors(informer, `${watch.kind} informer`);
+    this.#informers.push(informer);
+  }
+
+  /**
+   * An informer event about a reconciled object or one it owns. Events that arrive while the key
+   * is being reconciled are judged when that reconcile ends, once the versions it wrote are
+   * recorded: the watch may deliver a write's event before its response. A version this process
+   * wrote does not wake the key (own-writes.ts); neither does anything but a change of spec or a
+   * deletion while the key backs off from a refusal.
+   */
+  #wake(key: string, event: WakeEvent): void {
+    const working = this.#working.get(key);
+    if (working !== undefined && !event.deleted) {
+      working.push(event);
+      return;
+    }
+    if (!event.deleted && this.#o.ownWrites?.consume(event.ref, event.resourceVersion) === true) return;
+    const hold = this.#holds.get(key);
+    if (hold !== undefined && !event.deleted && Date.now() < hold.until
+      && (event.ref !== key || (hold.generation === event.generation && hold.deleting === event.deleting))) return;
+    this.#holds.delete(key);
+    // Before the initial sync these are mostly the initial LISTs: low priority, as in controller-runtime's priorityqueue.
+    this.#queue.add(key, { priority: this.#synced ? 'normal' : 'low' });
+  }
+
+  /** client-node's informer stops on a watch error other than 410: start it again after a pause. */
+  #watchErrors(informer: CachingInformer, what: string): void {
+    informer.on('error', (error: unknown) => {
+      if (this.#stopped) return;
+      this.#o.logger.warn({ err: error instanceof Error ? error.message : String(error) }, `${what} failed; restarting`);
+      setTimeout(() => {
+        if (!this.#stopped) informer.start().catch(() => undefined);
+      }, 1_000).unref();
+    });
+  }
+
+  async #work(): Promise<void> {
+    for (;;) {
+      const key = await this.#queue.get();
+      if (key === undefined) return;
+      const [kind, namespace, name] = key.split('/') as [string, string, string];
+      const logger = this.#o.logger.child({ kind, namespace, name, reconcileId: randomUUID() });
+      const started = performance.now();
+      let result: ReconcileResult | undefined;
+      this.#working.set(key, []);
+      try {
+        result = await this.#o.reconciler.reconcile({ kind, namespace, name }, logger);
+      } catch (error) {
+        logger.error({ err: error instanceof Error ? { message: error.message, code: (error as { code?: unknown }).code } : String(error) }, 'reconcile failed');
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const seen = this.#working.get(key) ?? [];
+      this.#working.delete(key);
+      this.#schedule(key, kind, namespace, name, result);
+      for (const event of seen) this.#wake(key, event);
+      this.#o.onReconciled?.(kind, result === undefined ? 'error' : result.type === 'Done' ? 'success' : 'requeue', seconds);
+      this.#queue.done(key);
+    }
+  }
+
+  #schedule(key: string, kind: string, namespace: string, name: string, result: ReconcileResult | undefined): void {
+    if (this.#stopped) return;
+    // controller-runtime's reconcileHandler: a failure is rate-limited by the queue's limiter, which
+    // owns the failure counts; a refusal by the refusal limiter; a success forgets both.
+    if (result === undefined || result.type === 'Retry') {
+      this.#queue.addRateLimited(key);
+      return;
+    }
+    if (result.type === 'Continue') {
+      this.#queue.addPaced(key);
+      return;
+    }
+    if (result.type === 'Backoff') {
+      const delay = this.#refusals.when(key, result.minDelayMs);
+      const cached = this.#caches.get(kind)?.map((cache) => cache.get(name, namespace)).find((obj) => obj !== undefined);
+      this.#holds.set(key, { until: Date.now() + delay, generation: cached?.metadata?.generation, deleting: cached?.metadata?.deletionTimestamp !== undefined });
+      this.#queue.addAfter(key, delay);
+      return;
+    }
+    this.#refusals.forget(key);
+    this.#holds.delete(key);
+    this.#queue.forget(key);
+    if (result.requeueAfterMs !== undefined) {
+      // Jitter spreads periodic checks of many objects over the interval.
+      // Low priority, as in controller-runtime's priorityqueue: a wave of periodic checks must not delay events.
+      this.#queue.addAfter(key, Math.round(result.requeueAfterMs * (0.9 + Math.random() * 0.2)), { priority: 'low' });
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await Promise.all(this.#informers.map((i) => i.stop()));
+    await this.#queue.shutDownWithDrain();
+    await Promise.all(this.#workers);
+  }
+}

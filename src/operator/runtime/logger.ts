@@ -1,0 +1,16 @@
+// pino JSON logs with the paths that could hold a secret redacted, configured once (STYLE.md).
+// The lifecycle never passes a key to the logger; redaction is the second line of defence.
+import { pino, type DestinationStream, type Logger } from 'pino';
+
+const REDACT_PATHS = [
+  'apiKey', '*.apiKey', 'key', '*.key', 'secret', '*.secret', 'data', '*.data', 'stringData', '*.stringData',
+  'authorization', '*.authorization', 'headers.authorization', '*.headers.authorization', 'token', '*.token',
+];
+
+export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {
+  return pino({
+    level: options.level ?? process.env.LOG_LEVEL ?? 'info',
+    base: { component: 'neon-key-operator' },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+  }, options.destination);
+}

@@ -1,0 +1,142 @@
+// The manager (controller-runtime's manager): owns a process's start, readiness, leader election
+// and graceful shutdown, around whatever the domain runs once this replica may reconcile.
+//
+// Readiness (/readyz): ready means "this replica can do its job". The leader (or the only replica)
+// is ready once what it runs says so (its informers have listed every watched kind: caches synced).
+// A standby (leader election on, not holding the Lease) runs nothing; like a controller-runtime
+// standby it is ready, as long as its Kubernetes credentials work: it can read the Lease it
+// campaigns for. Nothing else belongs in readiness: one tenant's bad input or an outage of a system
+// the domain talks to must not take every replica out of its Service.
+//
+// Shutdown (SIGTERM, SIGINT, or leadership lost): stop what runs (draining in-flight reconciles),
+// give up the Lease so a standby takes over at once, close the servers, exit; forced after a timeout.
+import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { startHealthServer, type HealthServer, type Readiness } from './health-server.ts';
+import { LeaderElector } from './leader.ts';
+
+/** What the domain runs while this replica may reconcile. */
+export interface Runnable {
+  /** Informers listed and workers running. */
+  ready(): boolean;
+  stop(): Promise<void>;
+}
+
+export interface LeaderElectionOptions {
+  namespace: string;
+  /** Name of the Lease. */
+  name: string;
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+export interface ManagerOptions {
+  kubeConfig: KubeConfig;
+  logger: Logger;
+  registry: Registry;
+  /** Where /healthz, /readyz and /metrics are served; a second address with port 0 is skipped. */
+  addresses: { host: string; port: number }[];
+  /** Starts the domain's work; called once, when this replica leads (or at once without election). */
+  start(): Promise<Runnable>;
+  /** Elect a leader on a Lease before starting; undefined: start at once. */
+  leaderElection?: LeaderElectionOptions;
+  /** Told when this replica starts or stops leading (e.g. the leader metric). */
+  onLeading?(leading: boolean): void;
+  /** How long shutdown may take before the process exits anyway. Default 25 s. */
+  shutdownTimeoutMs?: number;
+  /** Ends the process (tests replace it). */
+  exit?(code: number): void;
+}
+
+export class Manager {
+  readonly #o: ManagerOptions;
+  readonly #exit: (code: number) => void;
+  readonly #stopAll = new AbortController();
+  readonly #servers: HealthServer[] = [];
+  readonly #leases: CoordinationV1Api | undefined;
+  #running: Runnable | undefined;
+  #elector: LeaderElector | undefined;
+  #leading = false;
+  #stopping = false;
+
+  constructor(options: ManagerOptions) {
+    this.#o = options;
+    this.#exit = options.exit ?? ((code) => process.exit(code));
+    this.#leases = options.leaderElection !== undefined ? options.kubeConfig.makeApiClient(CoordinationV1Api) : undefined;
+  }
+
+  /** Serves the probes, then starts the domain's work (after winning the Lease, with election). */
+  async run(): Promise<void> {
+    for (const address of this.#o.addresses) {
+      if (address.port === 0 && this.#servers.length > 0) continue;
+      this.#servers.push(await startHealthServer({
+        ...address,
+        registry: this.#o.registry,
+        healthz: () => true,
+        readyz: () => this.readyz(),
+      }));
+    }
+    const election = this.#o.leaderElection;
+    if (election === undefined) {
+      this.#running = await this.#o.start();
+      return;
+    }
+    this.#elector = new LeaderElector({
+      kubeConfig: this.#o.kubeConfig,
+      ...election,
+      logger: this.#o.logger,
+      onStartedLeading: async () => {
+        this.#leading = true;
+        this.#o.onLeading?.(true);
+        this.#running = await this.#o.start();
+      },
+      // Like client-go: a replica that lost the lease exits, and comes back as a standby.
+      onStoppedLeading: () => {
+        this.#leading = false;
+        this.#o.onLeading?.(false);
+        this.shutdown('lost leadership', 1);
+      },
+    });
+    void this.#elector.run(this.#stopAll.signal);
+  }
+
+  /** See the top of this file for what ready means. */
+  async readyz(): Promise<Readiness> {
+    const election = this.#o.leaderElection;
+    if (election === undefined || this.#leases === undefined || this.#leading) {
+      return this.#running?.ready() === true ? { ok: true } : { ok: false, reasons: ['caches not synced'] };
+    }
+    // Standby (DESIGN.md section 5): ready, provided its Kubernetes credentials work.
+    try {
+      await this.#leases.readNamespacedLease({ name: election.name, namespace: election.namespace });
+      return { ok: true };
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (code === 404) return { ok: true }; // authorized; the first candidate creates it
+      return { ok: false, reasons: [`standby cannot read Lease ${election.namespace}/${election.name}: ${typeof code === 'number' ? `HTTP ${code}` : error instanceof Error ? error.message : String(error)}`] };
+    }
+  }
+
+  /** Drains and exits with `code`; idempotent (the first signal wins). */
+  shutdown(signal: string, code = 0): void {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    const { logger } = this.#o;
+    logger.info({ signal }, 'draining in-flight reconciles');
+    const force = setTimeout(() => this.#exit(1), this.#o.shutdownTimeoutMs ?? 25_000);
+    force.unref();
+    this.#stopAll.abort();
+    (async () => {
+      await this.#running?.stop();
+      await this.#elector?.release().catch(() => undefined);
+      await Promise.all(this.#servers.map((s) => s.close()));
+    })().then(() => this.#exit(code), async (error: unknown) => {
+      logger.error({ err: error instanceof Error ? error.message : String(error) }, 'shutdown failed');
+      await Promise.all(this.#servers.map((s) => s.close())).catch(() => undefined);
+      this.#exit(1);
+    });
+  }
+}

@@ -1,0 +1,117 @@
+// Prometheus metrics of the runtime (controller-runtime's and client-go's names): reconciles, the
+// work queue, leadership, the build. The prefix is the product's; the domain adds its own metrics
+// to the same registry (keys/metrics.ts). Label values are bounded: kinds and queue names.
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import type { WorkQueueMetrics } from './queue.ts';
+
+export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export interface RuntimeMetrics {
+  registry: Registry;
+  reconcileTotal: Counter<'kind' | 'result'>;
+  reconcileDuration: Histogram<'kind'>;
+  workQueueDepth: Gauge<'name'>;
+  workQueueAdds: Counter<'name'>;
+  workQueueLatency: Histogram<'name'>;
+  workQueueWorkDuration: Histogram<'name'>;
+  workQueueRetries: Counter<'name'>;
+  leader: Gauge;
+  buildInfo: Gauge<'version' | 'node_version'>;
+  /** Hooks for a WorkQueue named `name` (e.g. `keys`). */
+  workQueue(name: string): WorkQueueMetrics;
+}
+
+export interface RuntimeMetricsOptions {
+  /** Every metric's name starts with it (e.g. `neon_key_operator_`). */
+  prefix: string;
+  version?: string;
+  /** Also register prom-client's process and Node.js metrics (with the same prefix). Default true. */
+  defaultMetrics?: boolean;
+}
+
+export function createRuntimeMetrics(registry: Registry, options: RuntimeMetricsOptions): RuntimeMetrics {
+  const { prefix } = options;
+  const registers = [registry];
+  const reconcileTotal = new Counter({
+    name: `${prefix}reconcile_total`,
+    help: 'Reconciles by kind and result.',
+    labelNames: ['kind', 'result'] as const,
+    registers,
+  });
+  const reconcileDuration = new Histogram({
+    name: `${prefix}reconcile_duration_seconds`,
+    help: 'Duration of one reconcile.',
+    labelNames: ['kind'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const workQueueDepth = new Gauge({
+    name: `${prefix}workqueue_depth`,
+    help: 'Keys waiting in the work queue.',
+    labelNames: ['name'] as const,
+    registers,
+  });
+  const workQueueAdds = new Counter({
+    name: `${prefix}workqueue_adds_total`,
+    help: 'Keys added to the work queue (after deduplication).',
+    labelNames: ['name'] as const,
+    registers,
+  });
+  const workQueueLatency = new Histogram({
+    name: `${prefix}workqueue_queue_duration_seconds`,
+    help: 'How long a key waits in the work queue before a worker takes it.',
+    labelNames: ['name'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const workQueueWorkDuration = new Histogram({
+    name: `${prefix}workqueue_work_duration_seconds`,
+    help: 'How long a worker holds a key.',
+    labelNames: ['name'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const workQueueRetries = new Counter({
+    name: `${prefix}workqueue_retries_total`,
+    help: 'Rate-limited requeues.',
+    labelNames: ['name'] as const,
+    registers,
+  });
+  const leader = new Gauge({
+    name: `${prefix}leader`,
+    help: '1 while this replica holds the leader lease.',
+    registers,
+  });
+  const buildInfo = new Gauge({
+    name: `${prefix}build_info`,
+    help: 'Always 1; labels carry the build.',
+    labelNames: ['version', 'node_version'] as const,
+    registers,
+  });
+  buildInfo.set({ version: options.version ?? 'unknown', node_version: process.version }, 1);
+  leader.set(0);
+
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix });
+
+  return {
+    registry,
+    reconcileTotal,
+    reconcileDuration,
+    workQueueDepth,
+    workQueueAdds,
+    workQueueLatency,
+    workQueueWorkDuration,
+    workQueueRetries,
+    leader,
+    buildInfo,
+    workQueue(name) {
+      return {
+        depth: (n) => workQueueDepth.set({ name }, n),
+        add: () => workQueueAdds.inc({ name }),
+        queueLatency: (s) => workQueueLatency.observe({ name }, s),
+        workDuration: (s) => workQueueWorkDuration.observe({ name }, s),
+        retry: () => workQueueRetries.inc({ name }),
+      };
+    },
+  };
+}

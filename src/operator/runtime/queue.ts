@@ -1,0 +1,364 @@
+// The work queue of the controller, with the semantics of client-go's workqueue
+// (k8s.io/client-go/util/workqueue), which controller-runtime builds on (DESIGN.md section 5):
+//
+// - a key is deduplicated while it waits ("dirty" set);
+// - a key is never handed to two workers at once: an add() while it is being processed marks it
+//   dirty, and done() puts it back in the queue;
+// - addAfter() delays an add (requeue-after); of two delays for one key the earlier wins;
+// - addRateLimited() delays by max(per-item exponential backoff 5 ms .. 5 min, global token
+//   bucket 10 qps burst 100), like DefaultControllerRateLimiter; forget() resets the item;
+//   addPaced() delays by the token bucket only (a next step, not a failure).
+//
+// Plus two priorities, like controller-runtime's priorityqueue (pkg/controller/priorityqueue):
+// with 1,000+ resources, the periodic drift requeues and the informers' initial LIST would
+// otherwise queue a new resource, a spec change or a deletion behind all of them.
+//
+// - add(key, { priority: 'low' }) and addAfter(key, ms, { priority: 'low' }) use the low lane;
+//   get() hands out a low key only when no normal one waits; each lane is FIFO;
+// - a key waits in one lane at most: a normal add of a key waiting in the low lane promotes it
+//   (its queue latency still counts from the first add); a low add never demotes;
+// - a key re-added while in flight is re-queued by done() with the highest priority it was
+//   re-added with; two delayed adds of one key merge into one, at the earlier time and the higher
+//   priority.
+//
+// One deliberate difference from client-go: once shut down, get() returns undefined at once even if
+// keys are still queued. Reconcile is level-triggered (DESIGN.md section 5), so a dropped key costs
+// nothing: the next leader lists every resource at start-up and reconciles it anyway, while handing
+// out new work during SIGTERM would only delay the exit.
+
+export interface WorkQueueMetrics {
+  /** Current number of keys waiting, in both lanes (not counting delayed or in-flight keys). */
+  depth(n: number): void;
+  /** A key entered the queue (after deduplication). */
+  add(): void;
+  /** Seconds a key waited between entering the queue and get(). */
+  queueLatency(seconds: number): void;
+  /** Seconds between get() and done(). */
+  workDuration(seconds: number): void;
+  /** addRateLimited() was called. */
+  retry(): void;
+}
+
+export interface Timers {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const realTimers: Timers = {
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+export interface RateLimiterOptions {
+  /** First per-item delay; doubles with each failure. Default 5 ms. */
+  baseDelayMs?: number;
+  /** Cap of the per-item delay. Default 5 min. */
+  maxDelayMs?: number;
+  /** Global token bucket refill rate. Default 10 per second. */
+  qps?: number;
+  /** Global token bucket size. Default 100. */
+  burst?: number;
+}
+
+/**
+ * client-go's DefaultControllerRateLimiter: the max of an ItemExponentialFailureRateLimiter and a
+ * BucketRateLimiter. Exported for its tests and for callers that need a delay without a queue.
+ */
+export class ControllerRateLimiter<K extends string> {
+  readonly #baseDelayMs: number;
+  readonly #maxDelayMs: number;
+  readonly #qps: number;
+  readonly #burst: number;
+  readonly #now: () => number;
+  readonly #failures = new Map<K, number>();
+  #tokens: number;
+  #last: number;
+
+  constructor(options: RateLimiterOptions = {}, now: () => number = realTimers.now) {
+    this.#baseDelayMs = options.baseDelayMs ?? 5;
+    this.#maxDelayMs = options.maxDelayMs ?? 5 * 60_000;
+    this.#qps = options.qps ?? 10;
+    this.#burst = options.burst ?? 100;
+    this.#now = now;
+    this.#tokens = this.#burst;
+    this.#last = now();
+  }
+
+  /** The delay before the next attempt at key; records one more failure of key. */
+  when(key: K): number {
+    const failures = this.#failures.get(key) ?? 0;
+    this.#failures.set(key, failures + 1);
+    // 2^failures overflows to Infinity long after it passes the cap; min() handles both.
+    const itemDelay = Math.min(this.#baseDelayMs * 2 ** failures, this.#maxDelayMs);
+    return Math.max(itemDelay, this.#reserve());
+  }
+
+  numRequeues(key: K): number {
+    return this.#failures.get(key) ?? 0;
+  }
+
+  forget(key: K): void {
+    this.#failures.delete(key);
+  }
+
+  /** The global token bucket's wait alone (no failure recorded). */
+  pace(): number {
+    return this.#reserve();
+  }
+
+  /** Takes one token (possibly going into debt, like rate.Limiter.Reserve) and returns the wait. */
+  #reserve(): number {
+    const now = this.#now();
+    this.#tokens = Math.min(this.#burst, this.#tokens + ((now - this.#last) * this.#qps) / 1000);
+    this.#last = now;
+    this.#tokens -= 1;
+    return this.#tokens >= 0 ? 0 : (-this.#tokens / this.#qps) * 1000;
+  }
+}
+
+export interface WorkQueueOptions {
+  rateLimiter?: RateLimiterOptions;
+  metrics?: WorkQueueMetrics;
+  timers?: Timers;
+}
+
+export type Priority = 'normal' | 'low';
+
+export interface AddOptions {
+  /** Default 'normal'. */
+  priority?: Priority;
+}
+
+interface Delayed {
+  readyAt: number;
+  priority: Priority;
+  handle: unknown;
+}
+
+/** A key waiting in a lane; `live` turns false when a promotion moves the key to the other lane. */
+interface Entry<K> {
+  readonly key: K;
+  live: boolean;
+}
+
+/**
+ * A FIFO of entries with amortized O(1) push, shift and retire: a head index instead of
+ * Array.shift() (which copies), and retired entries skipped lazily instead of searched for.
+ */
+class Lane<K> {
+  #entries: Entry<K>[] = [];
+  #head = 0;
+  #retired = 0;
+
+  push(entry: Entry<K>): void {
+    this.#entries.push(entry);
+  }
+
+  /** The oldest live entry, removed; undefined when none is left. */
+  shift(): Entry<K> | undefined {
+    for (;;) {
+      if (this.#head === this.#entries.length) {
+        this.clear();
+        return undefined;
+      }
+      const entry = this.#entries[this.#head++]!;
+      if (!entry.live) this.#retired--;
+      // Drop the consumed prefix once it is at least half the array: each copy is paid for by as many shifts.
+      if (this.#head >= 1024 && this.#head * 2 >= this.#entries.length) this.#compact();
+      if (entry.live) return entry;
+    }
+  }
+
+  /** Marks an entry of this lane as gone; shift() will skip it. */
+  retire(entry: Entry<K>): void {
+    entry.live = false;
+    this.#retired++;
+    // Keys promoted while the normal lane keeps the low one from draining would pile up otherwise.
+    if (this.#retired >= 1024 && this.#retired * 2 >= this.#entries.length - this.#head) this.#compact();
+  }
+
+  clear(): void {
+    this.#entries = [];
+    this.#head = 0;
+    this.#retired = 0;
+  }
+
+  #compact(): void {
+    this.#entries = this.#entries.slice(this.#head).filter((entry) => entry.live);
+    this.#head = 0;
+    this.#retired = 0;
+  }
+}
+
+export class WorkQueue<K extends string> {
+  readonly #normal = new Lane<K>();
+  readonly #low = new Lane<K>();
+  /** The live entry of each waiting key (in one lane or the other). */
+  readonly #waiting = new Map<K, Entry<K>>();
+  /** Keys that need processing (waiting, or re-added while in flight), with their highest priority. */
+  readonly #dirty = new Map<K, Priority>();
+  readonly #processing = new Map<K, number>();
+  readonly #addedAt = new Map<K, number>();
+  readonly #delayed = new Map<K, Delayed>();
+  readonly #waiters: ((key: K | undefined) => void)[] = [];
+  readonly #drainWaiters: (() => void)[] = [];
+  readonly #limiter: ControllerRateLimiter<K>;
+  readonly #metrics: WorkQueueMetrics | undefined;
+  readonly #timers: Timers;
+  #shuttingDown = false;
+
+  constructor(options: WorkQueueOptions = {}) {
+    this.#timers = options.timers ?? realTimers;
+    this.#metrics = options.metrics;
+    this.#limiter = new ControllerRateLimiter<K>(options.rateLimiter, () => this.#timers.now());
+  }
+
+  add(key: K, options: AddOptions = {}): void {
+    if (this.#shuttingDown) return;
+    const priority = options.priority ?? 'normal';
+    const dirty = this.#dirty.get(key);
+    if (dirty !== undefined) {
+      if (priority === 'normal' && dirty === 'low') this.#promote(key);
+      return;
+    }
+    this.#metrics?.add();
+    this.#dirty.set(key, priority);
+    if (this.#processing.has(key)) return; // done() re-queues it
+    this.#enqueue(key, priority);
+  }
+
+  addAfter(key: K, delayMs: number, options: AddOptions = {}): void {
+    if (this.#shuttingDown) return;
+    if (delayMs <= 0) {
+      this.add(key, options);
+      return;
+    }
+    const priority = options.priority ?? 'normal';
+    const readyAt = this.#timers.now() + delayMs;
+    const existing = this.#delayed.get(key);
+    if (existing !== undefined) {
+      if (priority === 'normal') existing.priority = 'normal';
+      if (existing.readyAt <= readyAt) return; // the earlier requeue already covers this one
+      this.#timers.clearTimeout(existing.handle);
+    }
+    const delayed: Delayed = { readyAt, priority: existing?.priority ?? priority, handle: undefined };
+    delayed.handle = this.#timers.setTimeout(() => {
+      this.#delayed.delete(key);
+      this.add(key, { priority: delayed.priority });
+    }, delayMs);
+    this.#delayed.set(key, delayed);
+  }
+
+  addRateLimited(key: K): void {
+    this.#metrics?.retry();
+    this.addAfter(key, this.#limiter.when(key));
+  }
+
+  /**
+   * Adds key under the global token bucket only: the next step of a protocol, which is no
+   * failure, so neither counts as one nor waits for the key's failures (forget() is the caller's).
+   */
+  addPaced(key: K): void {
+    this.addAfter(key, this.#limiter.pace());
+  }
+
+  forget(key: K): void {
+    this.#limiter.forget(key);
+  }
+
+  numRequeues(key: K): number {
+    return this.#limiter.numRequeues(key);
+  }
+
+  /**
+   * The next key to process (normal priority first, then low), or undefined once the queue is
+   * shut down. Call done(key) after.
+   */
+  get(): Promise<K | undefined> {
+    if (this.#shuttingDown) return Promise.resolve(undefined);
+    const entry = this.#normal.shift() ?? this.#low.shift();
+    if (entry !== undefined) return Promise.resolve(this.#start(entry.key));
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  done(key: K): void {
+    const started = this.#processing.get(key);
+    if (started === undefined) return;
+    this.#processing.delete(key);
+    this.#metrics?.workDuration((this.#timers.now() - started) / 1000);
+    const priority = this.#dirty.get(key);
+    if (priority !== undefined && !this.#shuttingDown) this.#enqueue(key, priority);
+    if (this.#processing.size === 0) this.#drainWaiters.splice(0).forEach((resolve) => resolve());
+  }
+
+  /** Keys waiting to be handed out, in both lanes (not delayed, not in flight). */
+  len(): number {
+    return this.#waiting.size;
+  }
+
+  shuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  /** Stops handing out keys; ignores further adds; idle get() calls resolve to undefined. */
+  shutDown(): void {
+    if (this.#shuttingDown) return;
+    this.#shuttingDown = true;
+    for (const { handle } of this.#delayed.values()) this.#timers.clearTimeout(handle);
+    this.#delayed.clear();
+    this.#normal.clear();
+    this.#low.clear();
+    this.#waiting.clear();
+    this.#dirty.clear();
+    this.#addedAt.clear();
+    this.#metrics?.depth(0);
+    this.#waiters.splice(0).forEach((resolve) => resolve(undefined));
+  }
+
+  /** shutDown(), then resolves once every key handed out has been marked done. */
+  shutDownWithDrain(): Promise<void> {
+    this.shutDown();
+    if (this.#processing.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+
+  #enqueue(key: K, priority: Priority): void {
+    this.#addedAt.set(key, this.#timers.now());
+    const waiter = this.#waiters.shift();
+    if (waiter !== undefined) {
+      waiter(this.#start(key));
+      return;
+    }
+    this.#push(key, priority);
+    this.#metrics?.depth(this.#waiting.size);
+  }
+
+  /** A normal add of a key that is dirty at low priority: waiting, it moves to the normal lane. */
+  #promote(key: K): void {
+    this.#dirty.set(key, 'normal');
+    const entry = this.#waiting.get(key);
+    if (entry === undefined) return; // in flight: done() re-queues it at normal priority
+    this.#low.retire(entry);
+    this.#push(key, 'normal'); // #addedAt is kept: latency counts from the first add
+  }
+
+  #push(key: K, priority: Priority): void {
+    const entry: Entry<K> = { key, live: true };
+    this.#waiting.set(key, entry);
+    (priority === 'normal' ? this.#normal : this.#low).push(entry);
+  }
+
+  #start(key: K): K {
+    this.#dirty.delete(key);
+    this.#waiting.delete(key);
+    const now = this.#timers.now();
+    const addedAt = this.#addedAt.get(key);
+    this.#addedAt.delete(key);
+    if (addedAt !== undefined) this.#metrics?.queueLatency((now - addedAt) / 1000);
+    this.#processing.set(key, now);
+    this.#metrics?.depth(this.#waiting.size);
+    return key;
+  }
+}

@@ -1,0 +1,127 @@
+// The informers' caches keep what the controller reads and nothing else (src/operator/keys/cache-projection.ts
+// through src/operator/runtime/informer-cache.ts):
+// a projection of each resource, and of a managed Secret its identity and owner, never its data.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
+import { makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
+import { trimKeyResource, trimSecret } from '../../../src/operator/keys/cache-projection.ts';
+import { controlPlane } from '../../harness/index.ts';
+
+describe('trimKeyResource and trimSecret', () => {
+  it('keep of a resource only what the controller reads', () => {
+    const obj = {
+      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
+      metadata: {
+        name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0),
+        labels: { team: 'x' },
+        annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"spec":{}}', 'keys.neon.dev/create-pending': '{}' },
+        managedFields: [{ manager: 'kubectl', operation: 'Apply' }],
+        finalizers: ['keys.neon.dev/revoke'],
+      },
+      spec: { organizationId: 'o', projectId: 'p', keyName: 'k', credentialsSecretRef: { name: 'c', key: 'apiKey' } },
+      status: {
+        keyId: 3, secretHash: 'h'.repeat(64), operations: [{ id: 'op', status: 'running' }],
+        conditions: [{ type: 'Ready', status: 'True', reason: 'Ready', message: 'key 3 is ready', lastTransitionTime: '2026-11-23T00:00:00Z', observedGeneration: 2 }],
+      },
+    };
+    expect(trimKeyResource(obj)).toEqual({
+      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
+      metadata: { name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0) },
+      spec: { projectId: 'p' },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
+    expect(trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n' }, spec: { scope: 'Personal' } } as never))
+      .toEqual({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined }, spec: {}, status: { conditions: [] } });
+  });
+
+  it('keep of a Secret its identity and owner, and none of its data', () => {
+    const secret: V1Secret = {
+      metadata: {
+        name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', labels: { l: 'v' },
+        annotations: { 'keys.neon.dev/owner': 'ProjectApiKey/a', 'keys.neon.dev/key-id': '3' },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'ux' }], managedFields: [{ manager: 'm' }],
+      },
+      type: 'Opaque',
+      data: { apiKey: Buffer.from('s3cr3t').toString('base64') },
+      stringData: { other: 's3cr3t' },
+    };
+    const trimmed = trimSecret(secret);
+    expect(trimmed).toEqual({
+      apiVersion: 'v1', kind: 'Secret',
+      metadata: { name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', annotations: { 'keys.neon.dev/owner': 'ProjectApiKey/a' } },
+    });
+    expect(JSON.stringify(trimmed)).not.toContain('s3cr3t');
+    expect(JSON.stringify(trimmed)).not.toContain(Buffer.from('s3cr3t').toString('base64'));
+  });
+});
+
+describe('makeTrimmedInformer against the apiserver', () => {
+  const namespace = 'informer-cache';
+  const selector = 'app.kubernetes.io/managed-by=informer-cache-test';
+  let core: CoreV1Api;
+  let informer: ReturnType<typeof makeTrimmedInformer<V1Secret>> | undefined;
+
+  beforeAll(async () => {
+    const cp = await controlPlane();
+    core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+  });
+
+  afterAll(async () => {
+    await informer?.stop();
+    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  });
+
+  const labelled = (name: string, value: string): V1Secret => ({
+    metadata: {
+      name, namespace, labels: { 'app.kubernetes.io/managed-by': 'informer-cache-test' },
+      annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}', 'keys.neon.dev/owner': `ProjectApiKey/${name}` },
+    },
+    stringData: { apiKey: value },
+  });
+
+  async function until<T>(what: string, f: () => T | undefined): Promise<T> {
+    const deadline = performance.now() + 20_000;
+    for (;;) {
+      const v = f();
+      if (v !== undefined) return v;
+      if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await sleep(20);
+    }
+  }
+
+  it('caches listed and watched Secrets without data or managedFields, and sees updates and deletes', async () => {
+    const cp = await controlPlane();
+    // One Secret before the LIST, one after (seen through the watch); one unlabelled, never cached.
+    await core.createNamespacedSecret({ namespace, body: labelled('listed', 'value-listed-0001') });
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'foreign', namespace }, stringData: { apiKey: 'value-foreign-0001' } } });
+    informer = makeTrimmedInformer<V1Secret>(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`,
+      () => core.listNamespacedSecret({ namespace, labelSelector: selector }) as never, trimSecret, selector);
+    const events: string[] = [];
+    informer.on('add', (s) => events.push(`add ${s.metadata?.name}`));
+    informer.on('update', (s) => events.push(`update ${s.metadata?.name}`));
+    informer.on('delete', (s) => events.push(`delete ${s.metadata?.name}`));
+    await informer.start();
+    await core.createNamespacedSecret({ namespace, body: labelled('watched', 'value-watched-0001') });
+    const cache = informer;
+    await until('the watched Secret', () => cache.get('watched', namespace));
+    const current = await core.readNamespacedSecret({ namespace, name: 'watched' });
+    await core.replaceNamespacedSecret({ namespace, name: 'watched', body: { ...current, metadata: { ...current.metadata, annotations: { ...current.metadata?.annotations, 'keys.neon.dev/owner': 'ProjectApiKey/renamed' } } } });
+    await until('the update', () => (cache.get('watched', namespace)?.metadata?.annotations?.['keys.neon.dev/owner'] === 'ProjectApiKey/renamed' ? true : undefined));
+
+    const cached = cache.list(namespace);
+    expect(cached.map((s) => s.metadata?.name).sort()).toEqual(['listed', 'watched']);
+    for (const s of cached) {
+      expect(s.data).toBeUndefined();
+      expect(s.metadata?.managedFields).toBeUndefined();
+      expect(Object.keys(s.metadata?.annotations ?? {})).toEqual(['keys.neon.dev/owner']);
+      expect(s.metadata?.resourceVersion).toMatch(/^\d+$/);
+    }
+    expect(JSON.stringify(cached)).not.toMatch(/value-|dmFsdWUt/); // the values, plain or base64
+
+    await core.deleteNamespacedSecret({ namespace, name: 'listed' });
+    await until('the delete', () => (cache.get('listed', namespace) === undefined ? true : undefined));
+    expect(events).toEqual(expect.arrayContaining(['add listed', 'add watched', 'update watched', 'delete listed']));
+  });
+});

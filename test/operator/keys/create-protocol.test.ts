@@ -1,0 +1,165 @@
+// The create protocol (src/operator/keys/create-protocol.ts, DESIGN.md section 3) against the
+// in-memory Kubernetes and platform of fakes.ts: the calls each step makes, in order, and what a
+// crash, an ambiguous answer, a refusal or a wrong answer leaves behind.
+import { describe, expect, it } from '@jest/globals';
+import { encodeIntent } from '../../../src/operator/keys/create-intent.ts';
+import { buildSecret } from '../../../src/operator/keys/secret-writer.ts';
+import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
+import { NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
+
+const condition = (resource: KeyResource | undefined, type: string): string | undefined => {
+  const c = resource?.status?.conditions?.find((x) => x.type === type);
+  return c === undefined ? undefined : `${c.status} ${c.reason}`;
+};
+
+describe('the create protocol', () => {
+  it('adds the finalizer, writes the intent, creates the key, writes the Secret, records status, clears the intent: in that order, in one reconcile', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    const result = await r.reconcile();
+    expect(result).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    const key = r.platform.keys[0]!;
+    expect(r.platform.calls).toEqual([`createOrg org-1 ${key.name}`]);
+    expect(key.name).toMatch(/^ci-deployer-[a-z0-9]{8}$/);
+    expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([
+      `update ApiKey/${NAMESPACE}/ci`, // finalizer
+      `update ApiKey/${NAMESPACE}/ci`, // intent
+      `create Secret ${NAMESPACE}/ci`,
+      `patch status ApiKey/${NAMESPACE}/ci`,
+      `update ApiKey/${NAMESPACE}/ci`, // intent cleared
+    ]);
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(resource.metadata.finalizers).toEqual([FINALIZER]);
+    expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(resource.status).toMatchObject({ keyId: key.id, keyName: key.name, secretName: 'ci', secretHash: expect.stringMatching(/^hmac-sha256:/) });
+    expect(condition(resource, 'Ready')).toBe('True Ready');
+    const secret = r.kube.secret(NAMESPACE, 'ci')!;
+    expect(Buffer.from(secret.data!.apiKey!, 'base64').toString()).toBe(key.key);
+    expect(secret.metadata?.ownerReferences).toEqual([expect.objectContaining({ uid: resource.metadata.uid, controller: true })]);
+    expect(secret.metadata?.annotations?.['keys.neon.dev/key-id']).toBe(String(key.id));
+    expect(r.events.reasons()).toEqual(['Normal KeyIssued']);
+    // Every write's version is known, so none of their watch events wakes the key again.
+    expect(r.ownWrites.consume(`ApiKey/${NAMESPACE}/ci`, resource.metadata.resourceVersion)).toBe(true);
+    expect(r.ownWrites.consume(`Secret/${NAMESPACE}/ci`, secret.metadata?.resourceVersion)).toBe(true);
+  });
+
+  it('a ProjectApiKey is created with its project and scoped to it', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource('ProjectApiKey', 'pk'));
+    expect(await r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.platform.calls).toEqual([`createOrg org-1 ${r.platform.keys[0]!.name} p-1`]);
+  });
+
+  it('an ambiguous create leaves the intent, and the next reconcile revokes the key of that attempt and starts again', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    r.platform.answerCreate = (): never => { throw platformError('TIMEOUT', undefined, 'ambiguous'); };
+    expect(await r.reconcile()).toEqual({ type: 'Retry' });
+    const lost = r.platform.keys[0]!;
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toContain(lost.name);
+    expect(r.kube.secret(NAMESPACE, 'ci')).toBeUndefined();
+    expect(r.events.reasons()).toEqual(['Warning CreateOutcomeUnknown']);
+
+    r.platform.answerCreate = undefined;
+    // Recovery: list, revoke the attempt's key, clear the intent; then the next step, which creates afresh.
+    expect(await r.reconcile()).toEqual({ type: 'Continue' });
+    expect(r.platform.calls.slice(1)).toEqual(['listOrg org-1', `revokeOrg org-1 ${lost.id}`]);
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(r.events.reasons()).toEqual(['Warning CreateOutcomeUnknown', 'Warning CreateRecovered']);
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.platform.keys.map((k) => k.id)).toEqual([r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyId]);
+  });
+
+  it('a definite refusal clears the intent, reports it and backs off after what the platform asked', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    r.platform.failNext = { method: 'create', error: platformError('RATE_LIMITED', 429, 'retryable', 1_500) };
+    expect(await r.reconcile()).toEqual({ type: 'Backoff', minDelayMs: 1_500 });
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(condition(resource, 'Ready')).toBe('False RateLimited');
+    expect(condition(resource, 'KeyIssued')).toBe('False RateLimited');
+    expect(r.events.reasons()).toEqual(['Warning RateLimited']);
+    expect(r.platform.keys).toEqual([]);
+  });
+
+  it('a created key that is not the one asked for is revoked at once and never written to the Secret', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    r.platform.answerCreate = (key) => ({ ...key, name: 'someone-else' });
+    expect(await r.reconcile()).toEqual({ type: 'Backoff' });
+    expect(r.platform.keys).toEqual([]);
+    expect(r.platform.calls[1]).toMatch(/^revokeOrg org-1 \d+$/);
+    expect(r.kube.secret(NAMESPACE, 'ci')).toBeUndefined();
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(condition(resource, 'KeyIssued')).toBe('False PlatformResponseInvalid');
+    expect(r.events.reasons()).toEqual(['Warning PlatformResponseInvalid']);
+  });
+
+  it('adopts the key of an interrupted attempt that the Secret already holds, revoking nothing', async () => {
+    const r = rig();
+    const base = keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] });
+    const pending = { attempt: 'ci-deployer-abcd1234', startedAt: new Date().toISOString(), holder: 'operator-a' };
+    base.metadata.annotations = { [ANNOTATION_CREATE_PENDING]: encodeIntent(r.signer, base.metadata.uid, pending) };
+    r.kube.putResource(base);
+    r.platform.keys.push({ id: 77, name: pending.attempt, key: 'k'.repeat(40), created_at: new Date().toISOString() });
+    r.kube.putSecret(buildSecret(base, 'ci', 'apiKey', { id: 77, name: pending.attempt, secret: 'k'.repeat(40) }, r.signer));
+    expect(await r.reconcile()).toEqual({ type: 'Continue' });
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(resource.status).toMatchObject({ keyId: 77, keyName: pending.attempt, createdAt: pending.startedAt });
+    expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(r.platform.calls).toEqual([]);
+    expect(r.events.reasons()).toEqual(['Normal KeyAdopted']);
+    // Then it is simply in sync.
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.platform.keys.map((k) => k.id)).toEqual([77]);
+  });
+
+  it('clears an intent it did not sign (forged, or copied from another resource) without revoking anything', async () => {
+    const r = rig();
+    const base = keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] });
+    const other = keyResource('ApiKey', 'other');
+    const victim = { id: 5, name: 'team-b-key-abcd1234', key: 'v'.repeat(40), created_at: new Date().toISOString() };
+    r.platform.keys.push(victim);
+    base.metadata.annotations = { [ANNOTATION_CREATE_PENDING]: encodeIntent(r.signer, other.metadata.uid, { attempt: victim.name, startedAt: new Date(0).toISOString(), holder: 'x' }) };
+    r.kube.putResource(base);
+    expect(await r.reconcile()).toEqual({ type: 'Continue' });
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(r.events.reasons()).toEqual(['Warning InvalidAnnotation']);
+    expect(r.platform.calls).toEqual([]);
+    expect(r.platform.keys).toEqual([victim]);
+  });
+
+  it('waits for an attempt another process has in flight, saying so in its conditions', async () => {
+    const r = rig();
+    const base = keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] });
+    const pending = { attempt: 'ci-deployer-abcd1234', startedAt: new Date().toISOString(), holder: 'operator-b' };
+    base.metadata.annotations = { [ANNOTATION_CREATE_PENDING]: encodeIntent(r.signer, base.metadata.uid, pending) };
+    r.kube.putResource(base);
+    const result = await r.reconcile();
+    expect(result.type).toBe('Done');
+    expect(result.type === 'Done' ? result.requeueAfterMs : 0).toBeGreaterThan(100_000);
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(condition(resource, 'Ready')).toBe('False Creating');
+    expect(condition(resource, 'KeyIssued')).toBe('Unknown Creating');
+    expect(r.platform.calls).toEqual([]);
+  });
+
+  it('retries with a fresh read when a write meets a concurrent change (409), creating nothing', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] }));
+    const { ApiException } = await import('@kubernetes/client-node');
+    r.kube.failNext = { call: 'update', error: new ApiException(409, 'conflict', {}, {}) };
+    expect(await r.reconcile()).toEqual({ type: 'Retry' });
+    expect(r.platform.calls).toEqual([]);
+  });
+
+  it('blocks without credentials, with backoff, and without calling the platform', async () => {
+    const r = rig({ credentials: false });
+    r.kube.putResource(keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] }));
+    expect(await r.reconcile()).toEqual({ type: 'Backoff' });
+    expect(condition(r.kube.resource('ApiKey', NAMESPACE, 'ci'), 'Ready')).toBe('False CredentialsMissing');
+    expect(r.platform.calls).toEqual([]);
+  });
+});

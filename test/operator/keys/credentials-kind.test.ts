@@ -1,0 +1,36 @@
+import { describe, expect, it } from '@jest/globals';
+import { CredentialsKinds, wrongCredentialsKind } from '../../../src/operator/keys/credentials-kind.ts';
+
+describe('which kind of key the credentials hold', () => {
+  const user = { account_id: 'u-1', auth_method: 'api_key_user' };
+  const org = { account_id: 'org-a-1', auth_method: 'api_key_org' };
+  const project = { account_id: 'org-a-1', auth_method: 'api_key_org', auth_data: 'quiet-river-1' };
+
+  it.each([
+    ['Personal', user, undefined],
+    ['Organization', user, undefined],
+    ['Project', user, undefined],
+    ['Personal', org, /organization or project-scoped API key \(of organization org-a-1\).*Personal ApiKey needs a personal API key of the user/],
+    ['Organization', org, /Organization ApiKey needs a personal API key of an administrator/],
+    ['Project', project, /ProjectApiKey needs a personal API key of a member/],
+    ['Organization', { account_id: 'x', auth_method: 'oauth' }, /auth method is oauth/],
+  ] as const)('%s with %j', (kind, auth, message) => {
+    const problem = wrongCredentialsKind(kind, auth);
+    if (message === undefined) expect(problem).toBeUndefined();
+    else expect(problem).toMatch(message);
+  });
+
+  it('asks once per credentials while the answer is fresh, and again after', async () => {
+    let now = 0;
+    let asked = 0;
+    const kinds = new CredentialsKinds(1_000, () => now);
+    const ask = async () => { asked += 1; return user; };
+    await kinds.of('a', ask);
+    await kinds.of('a', ask);
+    await kinds.of('b', ask);
+    expect(asked).toBe(2);
+    now = 1_000;
+    await kinds.of('a', ask);
+    expect(asked).toBe(3);
+  });
+});

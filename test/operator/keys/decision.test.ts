@@ -1,0 +1,141 @@
+import { describe, expect, it } from '@jest/globals';
+import { decide, type Observation, type PendingAttempt } from '../../../src/operator/keys/decision.ts';
+
+const NOW = Date.parse('2026-11-22T21:00:00Z');
+const ME = 'operator-a';
+
+const base: Observation = {
+  now: NOW,
+  identity: ME,
+  pendingGraceMs: 60_000,
+  deleting: false,
+  hasFinalizer: true,
+  releaseWithoutRevoke: false,
+  deletionPolicy: 'Revoke',
+  status: {},
+  credentials: 'Present',
+  platform: { key: 'Unknown', project: 'Unknown' },
+};
+
+const attempt = (over: Partial<PendingAttempt> = {}): PendingAttempt => ({
+  attempt: 'ci-deployer-abcd1234',
+  startedAt: new Date(NOW - 1_000).toISOString(),
+  holder: ME,
+  ...over,
+});
+
+const synced = { owned: true, verified: true, keyId: 7, keyName: 'ci-deployer-zzzz0000', hash: 'h7' };
+const recorded = { keyId: 7, secretHash: 'h7' };
+
+type Row = [name: string, over: Partial<Observation>, action: string, reason: string, extra?: Record<string, unknown>];
+
+const rows: Row[] = [
+  // creation
+  ['a new resource gets the finalizer first', { hasFinalizer: false }, 'AddFinalizer', 'Creating'],
+  ['the finalizer comes before credentials are checked', { hasFinalizer: false, credentials: 'SecretNotFound' }, 'AddFinalizer', 'Creating'],
+  ['an invalid spec blocks without retry', { specError: 'spec.scope: bad' }, 'Blocked', 'InvalidSpec', { retry: false }],
+  ['an invalid spec blocks even before the finalizer', { specError: 'x', hasFinalizer: false }, 'Blocked', 'InvalidSpec'],
+  ['with the finalizer and nothing recorded, a key is created', {}, 'Create', 'Creating'],
+  ['no credentials Secret blocks creation with backoff', { credentials: 'SecretNotFound' }, 'Blocked', 'CredentialsMissing', { retry: true }],
+  ['an empty credentials entry blocks creation', { credentials: 'KeyNotFound' }, 'Blocked', 'CredentialsMissing'],
+  ['a foreign Secret of the target name blocks creation', { secret: { owned: false, verified: false } }, 'Blocked', 'SecretConflict', { retry: false }],
+  ['a foreign Secret blocks even with a recorded key', { status: recorded, secret: { owned: false, verified: false, keyId: 7 } }, 'Blocked', 'SecretConflict'],
+
+  // steady state and drift
+  ['a recorded key with its Secret in sync is InSync', { status: recorded, secret: synced }, 'InSync', 'Ready', { keyId: 7 }],
+  ['a live key in the platform list with the Secret in sync is InSync', { status: recorded, secret: synced, platform: { key: 'Live', project: 'Unknown' } }, 'InSync', 'Ready'],
+  ['InSync does not need credentials', { status: recorded, secret: synced, credentials: 'SecretNotFound' }, 'InSync', 'Ready'],
+  ['status lost: the Secret the operator signed for this resource names the key, InSync', { status: {}, secret: synced }, 'InSync', 'Ready', { keyId: 7 }],
+  ['a key revoked outside is replaced (and revoked again, in case the list was wrong)', { status: recorded, secret: synced, platform: { key: 'Absent', project: 'Unknown' } }, 'Create', 'RevokedExternally', { replaces: 7 }],
+  ['a key revoked outside without credentials blocks', { status: recorded, secret: synced, platform: { key: 'Absent', project: 'Unknown' }, credentials: 'KeyNotFound' }, 'Blocked', 'CredentialsMissing'],
+  ['a deleted Secret is repaired by rotation, revoking the old key', { status: recorded }, 'Create', 'SecretMissing', { replaces: 7 }],
+  ['a deleted Secret without credentials blocks', { status: recorded, credentials: 'SecretNotFound' }, 'Blocked', 'CredentialsMissing'],
+  ['an edited secret value is repaired by rotation', { status: recorded, secret: { ...synced, hash: 'other' } }, 'Create', 'SecretTampered', { replaces: 7 }],
+  ['a Secret emptied of its data is repaired by rotation', { status: recorded, secret: { ...synced, hash: undefined } }, 'Create', 'SecretTampered', { replaces: 7 }],
+  ['a Secret naming another key id is repaired by rotation', { status: recorded, secret: { ...synced, keyId: 8 } }, 'Create', 'SecretTampered', { replaces: 7 }],
+  ['without a recorded hash, a Secret holding the key id is trusted', { status: { keyId: 7 }, secret: { ...synced, hash: 'anything' } }, 'InSync', 'Ready'],
+  ['a project that left the organization blocks with a clear reason', { status: recorded, secret: synced, platform: { key: 'Live', project: 'NotInOrganization' } }, 'Blocked', 'ProjectNotInOrganization', { retry: true }],
+  ['a project still in the organization is fine', { status: recorded, secret: synced, platform: { key: 'Live', project: 'InOrganization' } }, 'InSync', 'Ready'],
+
+  // the pending intent (DESIGN.md section 3)
+  ['my own unfinished attempt is recovered at once', { pending: attempt() }, 'Recover', 'Recovering'],
+  ['an attempt whose key is in the Secret is adopted, nothing revoked', { pending: attempt(), secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Adopt', 'Adopting', { keyId: 9 }],
+  ['adoption works for another holder without waiting', { pending: attempt({ holder: 'other' }), secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Adopt', 'Adopting'],
+  ['a Secret holding an older attempt is not adopted', { pending: attempt(), secret: { ...synced } }, 'Recover', 'Recovering'],
+  ['a foreign Secret with the attempt name is not adopted', { pending: attempt(), secret: { owned: false, verified: false, keyId: 9, keyName: 'ci-deployer-abcd1234' } }, 'Recover', 'Recovering'],
+  ['a Secret with the attempt name but no key id is not adopted', { pending: attempt(), secret: { owned: true, verified: true, keyName: 'ci-deployer-abcd1234' } }, 'Recover', 'Recovering'],
+  ["another holder's fresh attempt is waited for", { pending: attempt({ holder: 'other' }) }, 'Wait', 'Creating', { afterMs: 59_000 }],
+  ["another holder's stale attempt is recovered", { pending: attempt({ holder: 'other', startedAt: new Date(NOW - 61_000).toISOString() }) }, 'Recover', 'Recovering'],
+  ["another holder's attempt with an unreadable timestamp is recovered", { pending: attempt({ holder: 'other', startedAt: 'yesterday' }) }, 'Recover', 'Recovering'],
+  ['recovery needs credentials', { pending: attempt(), credentials: 'SecretNotFound' }, 'Blocked', 'CredentialsMissing'],
+  ['a rotation attempt in the Secret is adopted with what it replaces', { pending: attempt({ replaces: 7 }), status: recorded, secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Adopt', 'Adopting'],
+  ['a rotation attempt not in the Secret is recovered', { pending: attempt({ replaces: 7 }), status: recorded, secret: synced }, 'Recover', 'Recovering'],
+  ['the pending intent comes before drift', { pending: attempt(), status: recorded, secret: synced, platform: { key: 'Absent', project: 'Unknown' } }, 'Recover', 'Recovering'],
+  ['an unreadable intent is cleared', { pending: 'Malformed' }, 'ClearPending', 'InvalidAnnotation'],
+  ['the finalizer comes before the intent', { pending: attempt(), hasFinalizer: false }, 'AddFinalizer', 'Creating'],
+
+  // deletion
+  ['deleted without our finalizer: nothing', { deleting: true, hasFinalizer: false }, 'Nothing', 'Deleted'],
+  ['deletion revokes the recorded key', { deleting: true, status: recorded, secret: synced }, 'Revoke', 'Deleting', { keyId: 7 }],
+  ['deletion revokes the key named by the Secret when status was lost', { deleting: true, secret: synced }, 'Revoke', 'Deleting', { keyId: 7 }],
+  ['deletion revokes even when the Secret is gone', { deleting: true, status: recorded }, 'Revoke', 'Deleting'],
+  ['deletion without any key releases', { deleting: true }, 'Release', 'NoKey'],
+  ['deletion ignores a foreign Secret key id', { deleting: true, secret: { owned: false, verified: false, keyId: 3 } }, 'Release', 'NoKey'],
+  ['Retain keeps the key', { deleting: true, deletionPolicy: 'Retain', status: recorded, secret: synced }, 'Retain', 'Retained'],
+  ['Retain does not need credentials', { deleting: true, deletionPolicy: 'Retain', status: recorded, credentials: 'SecretNotFound' }, 'Retain', 'Retained'],
+  ['revoking without credentials blocks with backoff', { deleting: true, status: recorded, credentials: 'SecretNotFound' }, 'Blocked', 'CredentialsMissing', { retry: true }],
+  ['a person can release without revoking', { deleting: true, status: recorded, credentials: 'SecretNotFound', releaseWithoutRevoke: true }, 'Release', 'ReleasedWithoutRevoke'],
+  ['release-without-revoke wins over a pending intent', { deleting: true, pending: attempt(), releaseWithoutRevoke: true }, 'Release', 'ReleasedWithoutRevoke'],
+  ['deletion with a pending intent recovers first', { deleting: true, pending: attempt(), status: recorded }, 'Recover', 'Recovering'],
+  ['deletion with a pending intent in the Secret adopts first', { deleting: true, pending: attempt(), secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Adopt', 'Adopting'],
+  ["deletion waits for another holder's fresh attempt", { deleting: true, pending: attempt({ holder: 'other' }) }, 'Wait', 'Creating'],
+  ['deletion with Retain still recovers a pending intent', { deleting: true, deletionPolicy: 'Retain', pending: attempt() }, 'Recover', 'Recovering'],
+  ['deletion with an unreadable intent clears it', { deleting: true, pending: 'Malformed' }, 'ClearPending', 'InvalidAnnotation'],
+  ['deletion ignores an invalid spec', { deleting: true, specError: 'bad', status: recorded }, 'Revoke', 'Deleting'],
+
+  // authority comes only from what the operator wrote (docs/security.md)
+  ['an intent without a valid signature is cleared, nothing revoked', { pending: 'Unsigned', status: recorded, secret: synced }, 'ClearPending', 'InvalidAnnotation'],
+  ['deleting with an unsigned intent clears it, nothing revoked', { deleting: true, pending: 'Unsigned' }, 'ClearPending', 'InvalidAnnotation'],
+  ['an owned Secret whose key id is not signed is not adopted for a pending attempt', { pending: attempt(), secret: { owned: true, verified: false, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Recover', 'Recovering'],
+  ['status lost: an owned Secret whose key id is not signed names no key, a new one is issued', { status: {}, secret: { ...synced, verified: false } }, 'Create', 'Creating'],
+  ['deletion never revokes the key id of an unsigned Secret', { deleting: true, secret: { ...synced, verified: false } }, 'Release', 'NoKey'],
+  ['status wins over the Secret: a signed Secret naming another key is tampering', { status: recorded, secret: { ...synced, keyId: 8 } }, 'Create', 'SecretTampered', { replaces: 7 }],
+  ['the credentials Secret as the target Secret is refused', { secretIsCredentials: true }, 'Blocked', 'InvalidSpec', { retry: false }],
+
+  // credentials change is a state, not drift
+  ['a key the new credentials cannot see is not taken for revoked', { status: recorded, secret: synced, credentialsChanged: true, platform: { key: 'Absent', project: 'Unknown' } }, 'Blocked', 'CredentialsChanged', { retry: false }],
+  ['a key the new credentials see is fine', { status: recorded, secret: synced, credentialsChanged: true, platform: { key: 'Live', project: 'Unknown' } }, 'InSync', 'Ready'],
+  ['a person can give up the key: a new one, nothing revoked', { status: recorded, secret: synced, credentialsChanged: true, abandonKey: 7, platform: { key: 'Absent', project: 'Unknown' } }, 'Create', 'KeyAbandoned', { replaces: undefined }],
+  ['giving up another key id does nothing', { status: recorded, secret: synced, credentialsChanged: true, abandonKey: 8, platform: { key: 'Absent', project: 'Unknown' } }, 'Blocked', 'CredentialsChanged'],
+
+  // a check that cannot ask the platform
+  ['a failed check is not reported before the bound', { status: recorded, secret: synced, platform: { key: 'Unverifiable', project: 'Unknown', check: { reason: 'CredentialsRefused', message: 'm', failingForMs: 1_000, reportAfterMs: 10_000 } } }, 'Unverifiable', 'CredentialsRefused', { report: false, retryAfterMs: 9_000 }],
+  ['a check failing past the bound is reported', { status: recorded, secret: synced, platform: { key: 'Unverifiable', project: 'Unknown', check: { reason: 'PlatformUnavailable', message: 'm', failingForMs: 10_000, reportAfterMs: 10_000 } } }, 'Unverifiable', 'PlatformUnavailable', { report: true, keyId: 7 }],
+  ['a failed check never mints: a deleted Secret is still repaired', { status: recorded, platform: { key: 'Unverifiable', project: 'Unknown', check: { reason: 'CredentialsRefused', message: 'm', failingForMs: 99_000, reportAfterMs: 10_000 } } }, 'Create', 'SecretMissing'],
+];
+
+describe('decide: what next for a key resource', () => {
+  // A rest parameter: jest passes a `done` callback to an each-callback declaring more parameters
+  // than a row has values, and the test would wait for it until it times out.
+  it.each(rows)('%s', (...[_name, over, action, reason, extra]: Row) => {
+    const decision = decide({ ...base, ...over });
+    expect(decision.action.type).toBe(action);
+    expect(decision.reason).toBe(reason);
+    expect(decision.message.length).toBeGreaterThan(0);
+    for (const [key, value] of Object.entries(extra ?? {})) {
+      expect((decision.action as Record<string, unknown>)[key]).toEqual(value);
+    }
+  });
+
+  it('never creates while an intent is pending, whatever else is observed', () => {
+    const secrets = [undefined, synced, { owned: false, verified: false }, { owned: true, verified: true, keyName: 'x' }];
+    for (const secret of secrets) {
+      for (const key of ['Live', 'Absent', 'Unknown', 'Unverifiable'] as const) {
+        for (const holder of [ME, 'other']) {
+          const d = decide({ ...base, pending: attempt({ holder }), secret, status: recorded, platform: { key, project: 'Unknown' } });
+          expect(d.action.type).not.toBe('Create');
+        }
+      }
+    }
+  });
+});

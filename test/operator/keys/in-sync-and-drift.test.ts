@@ -1,0 +1,137 @@
+// A key that is live and in its Secret (src/operator/keys/in-sync.ts), the drift check of it
+// (drift.ts checkRecordedKey) and what a reconcile does with each finding: repair by rotation,
+// report an unverifiable key, refuse to touch a foreign Secret, mirror a project's operations.
+import { describe, expect, it } from '@jest/globals';
+import { DriftCache } from '../../../src/operator/keys/drift.ts';
+import type { OperationsSnapshot } from '../../../src/operator/keys/operations-poller.ts';
+import type { KeyResource } from '../../../src/operator/resources/schema.ts';
+import { NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
+
+const condition = (resource: KeyResource | undefined, type: string): string | undefined => {
+  const c = resource?.status?.conditions?.find((x) => x.type === type);
+  return c === undefined ? undefined : `${c.status} ${c.reason}`;
+};
+
+/** A clock the reconciler and the drift cache share, set well after the key was made. */
+function later(): { now: () => number; advance(ms: number): void } {
+  let t = Date.now();
+  return { now: () => t, advance: (ms) => { t += ms; } };
+}
+
+describe('a key in sync', () => {
+  it('is checked with one list call and left alone: Ready, no write', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    r.platform.calls.length = 0;
+    r.kube.calls.length = 0;
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.platform.calls).toEqual(['listOrg org-1']);
+    expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([]);
+    expect(condition(r.kube.resource('ApiKey', NAMESPACE, 'ci'), 'Ready')).toBe('True Ready');
+  });
+
+  it('a ProjectApiKey mirrors its project\'s operations into status, polled with its own issued key', async () => {
+    const ensured: string[] = [];
+    const snapshot: OperationsSnapshot = {
+      operations: [{ id: 'op-1', action: 'create_branch', status: 'running', failuresCount: 0, updatedAt: '2026-11-23T00:00:00Z' }],
+      settled: { status: 'False', reason: 'InProgress', message: 'create_branch running for 3s' },
+    };
+    const r = rig({
+      operations: {
+        pollers: {
+          ensure: (projectId, owner, apiKey) => { ensured.push(`${projectId} ${owner} ${apiKey === undefined ? '-' : apiKey.length}`); },
+          release: () => undefined,
+          snapshot: () => snapshot,
+        },
+      },
+    });
+    r.kube.putResource(keyResource('ProjectApiKey', 'pk'));
+    await r.reconcile('ProjectApiKey', 'pk');
+    expect(await r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(ensured).toEqual([`p-1 ${NAMESPACE}/pk 64`]);
+    const resource = r.kube.resource('ProjectApiKey', NAMESPACE, 'pk')!;
+    expect((resource.status as { operations?: unknown }).operations).toEqual(snapshot.operations);
+    expect(condition(resource, 'OperationsSettled')).toBe('False InProgress');
+  });
+});
+
+describe('drift', () => {
+  it('a key revoked outside the operator is replaced: a new key, written, then the old one revoked', async () => {
+    const clock = later();
+    const r = rig({ now: clock.now, drift: new DriftCache(60_000, clock.now) });
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const old = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    r.platform.keys.length = 0; // revoked by a person
+    clock.advance(10 * 60_000);
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    const now = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(now.status?.keyId).not.toBe(old);
+    expect(r.platform.calls.slice(-1)).toEqual([`revokeOrg org-1 ${old}`]);
+    expect(r.events.reasons()).toEqual(['Normal KeyIssued', 'Warning RevokedExternally', 'Normal KeyIssued']);
+  });
+
+  it('a deleted Secret is repaired by rotation, and the key it held is revoked', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const old = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    r.kube.secrets.delete(`${NAMESPACE}/ci`);
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.platform.keys.map((k) => k.id)).toEqual([r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId]);
+    expect(r.platform.keys[0]!.id).not.toBe(old);
+    expect(r.kube.secret(NAMESPACE, 'ci')).toBeDefined();
+    expect(r.events.reasons()).toEqual(['Normal KeyIssued', 'Warning SecretMissing', 'Normal KeyIssued']);
+  });
+
+  it('a key whose list the credentials may not read is reported unverifiable once that lasts, never revoked or replaced', async () => {
+    const r = rig({ unverifiedAfterMs: 0 });
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const keyId = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    r.platform.failNext = { method: 'list', error: platformError('UNAUTHORIZED', 401) };
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(condition(resource, 'KeyIssued')).toBe('Unknown CredentialsRefused');
+    expect(condition(resource, 'Ready')).toBe('Unknown CredentialsRefused');
+    expect(r.platform.keys.map((k) => k.id)).toEqual([keyId]);
+    expect(r.events.reasons()).toEqual(['Normal KeyIssued', 'Warning CredentialsRefused']);
+  });
+
+  it('before unverifiedAfterMs, a failed check changes nothing and is looked at again sooner', async () => {
+    const clock = later();
+    const r = rig({ unverifiedAfterMs: 30_000, now: clock.now, drift: new DriftCache(60_000, clock.now) });
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    r.kube.calls.length = 0;
+    r.platform.failNext = { method: 'list', error: platformError('UNAVAILABLE', 503, 'retryable') };
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 30_000 });
+    expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([]);
+  });
+
+  it('a Secret of the target name that this resource does not control is never touched', async () => {
+    const r = rig();
+    r.kube.putSecret({ metadata: { name: 'ci', namespace: NAMESPACE }, data: { apiKey: Buffer.from('theirs').toString('base64') } });
+    r.kube.putResource(keyResource());
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.platform.calls).toEqual([]);
+    expect(Buffer.from(r.kube.secret(NAMESPACE, 'ci')!.data!.apiKey!, 'base64').toString()).toBe('theirs');
+    expect(condition(r.kube.resource('ApiKey', NAMESPACE, 'ci'), 'SecretSynced')).toBe('False SecretConflict');
+    expect(r.events.reasons()).toEqual(['Warning SecretConflict']);
+  });
+
+  it('an invalid spec is reported and looked at again each drift interval, without a platform call', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource('ApiKey', 'ci', { spec: { scope: 'Team' } }));
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.platform.calls).toEqual([]);
+    expect(condition(r.kube.resource('ApiKey', NAMESPACE, 'ci'), 'Ready')).toBe('False InvalidSpec');
+  });
+
+  it('a resource that is gone is done', async () => {
+    const r = rig();
+    expect(await r.reconcile()).toEqual({ type: 'Done' });
+    expect(r.kube.calls).toEqual([`get ApiKey ${NAMESPACE}/ci`]);
+  });
+});

@@ -1,0 +1,276 @@
+// Operations mirroring against the real emulator over HTTP (DESIGN.md section 4).
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startEmulator, type Emulator } from '../../../src/emulator/server.ts';
+import { OperationsPollers, settledCondition, type OperationsClient, type OperationsSnapshot } from '../../../src/operator/keys/operations-poller.ts';
+import { PlatformClient, type Operation } from '../../../src/platform/index.ts';
+
+const NOW = Date.parse('2026-11-22T21:00:00Z');
+const op = (over: Partial<Operation>): Operation => ({
+  id: 'op-1',
+  project_id: 'p-1',
+  branch_id: 'br-1',
+  action: 'create_branch',
+  status: 'finished',
+  failures_count: 0,
+  created_at: new Date(NOW - 12_000).toISOString(),
+  updated_at: new Date(NOW - 1_000).toISOString(),
+  ...over,
+});
+
+describe('settledCondition', () => {
+  it.each<[string, Operation[], string, string, RegExp]>([
+    ['no operations', [], 'True', 'AllTerminal', /^no recent operations$/],
+    ['all terminal', [op({}), op({ id: 'b', status: 'skipped' }), op({ id: 'c', status: 'cancelled' })], 'True', 'AllTerminal', /^all 3 recent operations are terminal$/],
+    ['one running', [op({ status: 'running' })], 'False', 'InProgress', /^create_branch running for 12s$/],
+    ['scheduling', [op({ action: 'start_compute', status: 'scheduling', created_at: new Date(NOW - 3_000).toISOString() })], 'False', 'InProgress', /^start_compute scheduling for 3s$/],
+    ['cancelling is not terminal', [op({ status: 'cancelling' })], 'False', 'InProgress', /^create_branch cancelling for 12s$/],
+    [
+      'the oldest pending operation is named, with the count of others',
+      [op({ id: 'new', action: 'start_compute', status: 'scheduling', created_at: new Date(NOW - 2_000).toISOString() }), op({ id: 'old', status: 'running' })],
+      'False',
+      'InProgress',
+      /^create_branch running for 12s \(and 1 more not terminal\)$/,
+    ],
+    [
+      'failed wins over running and names failures_count',
+      [op({ id: 'r', action: 'start_compute', status: 'running', created_at: new Date(NOW - 300_000).toISOString() }), op({ id: 'f', status: 'failed', failures_count: 2 })],
+      'False',
+      'Failed',
+      /^create_branch failed \(failures_count 2\) for 12s, the platform retries it \(and 1 more not terminal\)$/,
+    ],
+    ['ages in minutes', [op({ status: 'running', created_at: new Date(NOW - 300_000).toISOString() })], 'False', 'InProgress', /^create_branch running for 5m$/],
+  ])('%s', (_name, operations, status, reason, message) => {
+    const c = settledCondition(operations, NOW);
+    expect(c.status).toBe(status);
+    expect(c.reason).toBe(reason);
+    expect(c.message).toMatch(message);
+  });
+});
+
+let emulator: Emulator;
+let client: PlatformClient;
+let projectId: string;
+let pollers: OperationsPollers | undefined;
+
+beforeAll(async () => {
+  emulator = await startEmulator({
+    // create_branch runs 360 ms and a failed operation is retried after 1.5 s at this scale: wide
+    // enough windows for 20 ms polls to see them on a busy machine. No control-plane activity, so
+    // only the operations a test starts come and go.
+    timeScale: 0.3,
+    controlPlaneActivity: false,
+  });
+  const user = emulator.bootstrap.users.find((u) => u.personalKey !== undefined);
+  if (user?.personalKey === undefined) throw new Error('the emulator bootstrap printed no personal key');
+  const project = emulator.bootstrap.projects.find((p) => p.organizationId !== null && user.orgRoles[p.organizationId] !== undefined);
+  if (project === undefined) throw new Error('no project of the bootstrap user');
+  projectId = project.id;
+  client = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: user.personalKey });
+});
+afterAll(async () => {
+  await emulator.close();
+});
+afterEach(async () => {
+  await pollers?.stop();
+  pollers = undefined;
+});
+
+interface Recorder {
+  snapshots: OperationsSnapshot[];
+  until(what: string, check: (s: OperationsSnapshot) => boolean, timeoutMs?: number): Promise<OperationsSnapshot>;
+}
+
+function recorder(): Recorder {
+  const snapshots: OperationsSnapshot[] = [];
+  return {
+    snapshots,
+    async until(what, check, timeoutMs = 20_000) {
+      const deadline = performance.now() + timeoutMs;
+      let seen = 0;
+      for (;;) {
+        for (; seen < snapshots.length; seen++) if (check(snapshots[seen]!)) return snapshots[seen]!;
+        if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(snapshots.at(-1)?.settled)}`);
+        await sleep(5);
+      }
+    },
+  };
+}
+
+function counting(inner: OperationsClient): OperationsClient & { calls: number } {
+  const c = {
+    calls: 0,
+    listOperations: (id: string, opts?: Parameters<OperationsClient['listOperations']>[1]) => {
+      c.calls++;
+      return inner.listOperations(id, opts);
+    },
+    getOperation: (id: string, opId: string, opts?: Parameters<OperationsClient['getOperation']>[2]) => inner.getOperation(id, opId, opts),
+  };
+  return c;
+}
+
+/** Waits until the project is settled, then forgets what was recorded so far. */
+async function settledNow(rec: Recorder): Promise<void> {
+  await rec.until('all operations terminal', (s) => s.settled.status === 'True');
+  rec.snapshots.length = 0;
+}
+
+describe('OperationsPollers against the emulator', () => {
+  it('a new branch makes the project InProgress, then AllTerminal once its operations finish', async () => {
+    const rec = recorder();
+    pollers = new OperationsPollers({ clientForKey: () => client, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 200 });
+    pollers.ensure(projectId, 'ns/key-a', 'k');
+    await settledNow(rec);
+
+    const created = await client.createBranch(projectId);
+    expect(created.operations.map((o) => o.action).sort()).toEqual(['create_branch', 'start_compute']);
+    pollers.track(projectId, created.operations);
+    const ids = new Set(created.operations.map((o) => o.id));
+
+    const inProgress = await rec.until('InProgress', (s) => s.settled.reason === 'InProgress');
+    expect(inProgress.settled.status).toBe('False');
+    expect(inProgress.settled.message).toMatch(/^(create_branch running|start_compute (scheduling|running)) for \d+s/);
+    expect(inProgress.operations.some((o) => ids.has(o.id))).toBe(true);
+
+    const done = await rec.until('AllTerminal with the branch operations', (s) => s.settled.status === 'True' && [...ids].every((id) => s.operations.some((o) => o.id === id)));
+    expect(done.settled.reason).toBe('AllTerminal');
+    for (const o of done.operations.filter((x) => ids.has(x.id))) {
+      expect(o).toEqual({ id: o.id, action: expect.any(String), status: 'finished', failuresCount: 0, updatedAt: expect.any(String) });
+    }
+    expect(pollers.snapshot(projectId)?.settled.status).toBe('True');
+    expect(done.operations.length).toBeLessThanOrEqual(10);
+  });
+
+  it('a failing operation reads Failed with its failures_count, and settles once the platform retries it', async () => {
+    const rec = recorder();
+    pollers = new OperationsPollers({ clientForKey: () => client, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 200 });
+    pollers.ensure(projectId, 'ns/key', 'k');
+    await settledNow(rec);
+
+    const res = await fetch(`${emulator.adminUrl}/projects/${projectId}/fail-next-operations`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ count: 1 }),
+    });
+    expect(res.status).toBe(200);
+    const created = await client.createBranch(projectId);
+    pollers.track(projectId, created.operations);
+
+    const failed = await rec.until('Failed', (s) => s.settled.reason === 'Failed');
+    expect(failed.settled.status).toBe('False');
+    expect(failed.settled.message).toMatch(/^\w+ failed \(failures_count 1\) for \d+s/);
+    expect(failed.operations.some((o) => o.status === 'failed' && o.failuresCount === 1)).toBe(true);
+    const settled = await rec.until('settled after the retry', (s) => s.settled.status === 'True');
+    expect(settled.operations.some((o) => o.failuresCount === 1 && o.status === 'finished')).toBe(true);
+  });
+
+  it('follows a tracked operation to terminal even when newer operations push it out of the page', async () => {
+    const rec = recorder();
+    pollers = new OperationsPollers({ clientForKey: () => client, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 200, limit: 1 });
+    pollers.ensure(projectId, 'ns/key', 'k');
+    await settledNow(rec);
+    const created = await client.createBranch(projectId);
+    const branchOp = created.operations.find((o) => o.action === 'create_branch')!;
+    pollers.track(projectId, created.operations);
+    // the page of one holds the newer start_compute; create_branch comes from GET one operation
+    const seen = await rec.until('create_branch beside the page', (s) => s.operations.some((o) => o.id === branchOp.id));
+    expect(seen.operations.length).toBe(2);
+    const finished = await rec.until('create_branch finished', (s) => s.operations.some((o) => o.id === branchOp.id && o.status === 'finished'));
+    expect(finished.operations.find((o) => o.id === branchOp.id)?.action).toBe('create_branch');
+    await rec.until('settled', (s) => s.settled.status === 'True');
+  });
+
+  it('polls one project once however many resources ensure it, and stops when the last releases it', async () => {
+    const counted = counting(client);
+    const rec = recorder();
+    pollers = new OperationsPollers({ clientForKey: () => counted, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 50 });
+    pollers.ensure(projectId, 'ns/a', 'ka');
+    pollers.ensure(projectId, 'ns/b', 'kb');
+    pollers.ensure(projectId, 'ns/a', 'ka'); // a level-triggered reconciler ensures on every pass
+    expect(pollers.projects()).toEqual([projectId]);
+    await settledNow(rec);
+    pollers.release(projectId, 'ns/a');
+    expect(pollers.projects()).toEqual([projectId]);
+    const before = counted.calls;
+    await sleep(150);
+    expect(counted.calls).toBeGreaterThan(before);
+    pollers.release(projectId, 'ns/b');
+    expect(pollers.projects()).toEqual([]);
+    await sleep(20); // a request already in flight may still land
+    const after = counted.calls;
+    await sleep(150);
+    expect(counted.calls).toBe(after);
+  });
+
+  it('reports Unknown with the error code and backs off instead of hot-looping on a bad credential', async () => {
+    const bad = counting(new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: 'x'.repeat(64) }));
+    const rec = recorder();
+    pollers = new OperationsPollers({ clientForKey: () => bad, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 160 });
+    pollers.ensure(projectId, 'ns/key', 'k');
+    const unknown = await rec.until('Unknown', (s) => s.settled.status === 'Unknown');
+    expect(unknown.settled.reason).toBe('Unauthorized');
+    expect(unknown.settled.message).not.toContain('x'.repeat(64));
+    await sleep(700);
+    // the refused key is not tried again until it is replaced: one call, never hundreds
+    expect(bad.calls).toBe(1);
+    expect(rec.snapshots.length).toBe(1); // an unchanged snapshot is not reported again
+  });
+
+  it('reports Unknown NoCredentials while there is no client for the project', async () => {
+    const rec = recorder();
+    pollers = new OperationsPollers({ clientForKey: () => { throw new Error('no key is ever given'); }, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 100 });
+    pollers.ensure(projectId, 'ns/key');
+    const s = await rec.until('Unknown', (x) => x.settled.status === 'Unknown');
+    expect(s.settled.reason).toBe('NoCredentials');
+  });
+
+  it("one owner's refused key degrades only that owner: the others' keys list, and a new key clears it", async () => {
+    const bad = counting(new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: 'y'.repeat(64) }));
+    const good = counting(client);
+    const rec = recorder();
+    const outcomes: string[] = [];
+    pollers = new OperationsPollers({
+      clientForKey: (key) => (key === 'broken' ? bad : good),
+      onUpdate: (_p, s) => void rec.snapshots.push(s),
+      onPoll: (outcome) => void outcomes.push(outcome),
+      fastIntervalMs: 20,
+      slowIntervalMs: 100,
+    });
+    // The broken key registers first, so it is the first one tried.
+    pollers.ensure(projectId, 'tenant/broken', 'broken');
+    pollers.ensure(projectId, 'victim/fine', 'fine');
+    await rec.until('a listed snapshot', (s) => s.settled.status === 'True');
+    expect(bad.calls).toBe(1);
+    expect(outcomes).toContain('key_refused');
+    expect(pollers.snapshot(projectId, 'victim/fine')?.settled.status).toBe('True');
+    const tenant = pollers.snapshot(projectId, 'tenant/broken');
+    expect(tenant?.settled).toEqual(expect.objectContaining({ status: 'Unknown', reason: 'Unauthorized' }));
+    expect(tenant?.operations).toEqual([]);
+    // Through a branch creation the victim's view follows the operations and never reads Unknown.
+    const created = await client.createBranch(projectId);
+    pollers.track(projectId, created.operations);
+    await rec.until('InProgress', (s) => s.settled.reason === 'InProgress');
+    await rec.until('settled again', (s) => s.settled.status === 'True');
+    expect(rec.snapshots.some((s) => s.settled.status === 'Unknown')).toBe(false);
+    expect(bad.calls).toBe(1); // never tried again
+    // The tenant's key replaced by a working one: its own view recovers.
+    pollers.ensure(projectId, 'tenant/broken', 'fine-too');
+    await sleep(200);
+    expect(pollers.snapshot(projectId, 'tenant/broken')?.settled.reason).not.toBe('Unauthorized');
+    expect(pollers.snapshot(projectId, 'tenant/broken')).toEqual(pollers.snapshot(projectId));
+  });
+
+  it('stop() ends every poller', async () => {
+    const counted = counting(client);
+    const rec = recorder();
+    pollers = new OperationsPollers({ clientForKey: () => counted, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 20 });
+    pollers.ensure(projectId, 'ns/key', 'k');
+    await rec.until('a snapshot', () => true);
+    await pollers.stop();
+    const after = counted.calls;
+    pollers.ensure(projectId, 'ns/key', 'k'); // ignored once stopped
+    await sleep(100);
+    expect(counted.calls).toBe(after);
+    expect(pollers.projects()).toEqual([]);
+  });
+});

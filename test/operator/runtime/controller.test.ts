@@ -1,0 +1,252 @@
+// The generic controller (src/operator/runtime/controller.ts) with in-memory informers and a
+// scripted reconciler: which events wake a key, what a reconcile's result does to it, and what
+// happens to events that arrive while the key is being reconciled.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { Controller, type ReconcileResult, type Request, type Watch } from '../../../src/operator/runtime/controller.ts';
+import { OwnWrites } from '../../../src/operator/runtime/own-writes.ts';
+import { FakeInformer } from './fake-informer.ts';
+
+const silent = pino({ level: 'silent' });
+const list = async (): Promise<{ items: KubernetesObject[] }> => ({ items: [] });
+
+function widget(name: string, resourceVersion: string, extra: { generation?: number; deleting?: boolean } = {}): KubernetesObject {
+  return {
+    kind: 'Widget',
+    metadata: {
+      name, namespace: 'ns', resourceVersion, generation: extra.generation ?? 1,
+      ...(extra.deleting === true ? { deletionTimestamp: new Date(0) } : {}),
+    },
+  };
+}
+
+function part(name: string, owner: string | undefined, resourceVersion: string): KubernetesObject {
+  return { kind: 'Part', metadata: { name, namespace: 'ns', resourceVersion, ...(owner !== undefined ? { annotations: { owner } } : {}) } };
+}
+
+/** A reconciler whose results the test scripts; a reconcile can be held open with `gate`. */
+class ScriptedReconciler {
+  readonly calls: string[] = [];
+  results: ReconcileResult[] = [];
+  gate: Promise<void> | undefined;
+  onReconcile: ((request: Request) => void) | undefined;
+
+  async reconcile(request: Request): Promise<ReconcileResult> {
+    this.calls.push(`${request.kind}/${request.namespace}/${request.name}`);
+    this.onReconcile?.(request);
+    if (this.gate !== undefined) await this.gate;
+    return this.results.shift() ?? { type: 'Done' };
+  }
+}
+
+interface Harness {
+  controller: Controller;
+  reconciler: ScriptedReconciler;
+  widgets: FakeInformer;
+  parts: FakeInformer;
+  ownWrites: OwnWrites;
+  results: string[];
+  informers: FakeInformer[];
+}
+
+let running: Controller | undefined;
+
+afterEach(async () => {
+  await running?.stop();
+  running = undefined;
+});
+
+async function start(options: { maxBackoffMs?: number; namespaces?: string[]; watched?: (string | undefined)[]; retries?: string[] } = {}): Promise<Harness> {
+  const reconciler = new ScriptedReconciler();
+  const informers: FakeInformer[] = [];
+  const ownWrites = new OwnWrites();
+  const results: string[] = [];
+  const watches = (namespace: string | undefined): Watch[] => {
+    options.watched?.push(namespace);
+    return [
+    { type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o },
+    {
+      type: 'owns', kind: 'Part', path: '/parts', list, project: (o) => o,
+      ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/${o.metadata.namespace}/${o.metadata.annotations.owner}` : undefined),
+    },
+    ];
+  };
+  const controller = new Controller({
+    kubeConfig: new KubeConfig(),
+    reconciler,
+    watches,
+    logger: silent,
+    workers: 2,
+    ownWrites,
+    informerFor: (watch) => {
+      const informer = new FakeInformer(watch);
+      informers.push(informer);
+      return informer;
+    },
+    onReconciled: (kind, result) => results.push(`${kind} ${result}`),
+    ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
+    ...(options.namespaces !== undefined ? { namespaces: options.namespaces } : {}),
+    queueMetrics: { depth: () => undefined, add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => options.retries?.push('retry') },
+  });
+  running = controller;
+  await controller.start();
+  return { controller, reconciler, widgets: informers[0]!, parts: informers[1]!, ownWrites, results, informers };
+}
+
+async function until(what: string, f: () => boolean, ms = 2_000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!f()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(2);
+  }
+}
+
+describe('Controller', () => {
+  it('reconciles the key of a watched object, and the owner of an owned one', async () => {
+    const h = await start();
+    expect(h.controller.synced).toBe(true);
+    h.widgets.emit('add', widget('a', '1'));
+    await until('a reconciled', () => h.reconciler.calls.length === 1);
+    h.parts.emit('add', part('p', 'b', '2'));
+    h.parts.emit('add', part('orphan', undefined, '3'));
+    await until('b reconciled', () => h.reconciler.calls.length === 2);
+    await sleep(30);
+    expect(h.reconciler.calls).toEqual(['Widget/ns/a', 'Widget/ns/b']);
+    expect(h.results).toEqual(['Widget success', 'Widget success']);
+    expect(h.controller.cached('Widget').map((o) => o.metadata?.name)).toEqual(['a']);
+  });
+
+  it('runs one informer per watch and namespace when given namespaces', async () => {
+    const watched: (string | undefined)[] = [];
+    const h = await start({ namespaces: ['x', 'y'], watched });
+    expect(watched).toEqual(['x', 'y']);
+    expect(h.controller.synced).toBe(true);
+    expect(h.informers.map((i) => `${i.watch.kind} started ${i.started}`)).toEqual(['Widget started 1', 'Part started 1', 'Widget started 1', 'Part started 1']);
+  });
+
+  it('is not woken by a version its own reconcile wrote, and is by any other', async () => {
+    const h = await start();
+    h.ownWrites.record('Widget/ns/a', '1', '2');
+    h.ownWrites.record('Part/ns/p', undefined, '7');
+    h.widgets.emit('update', widget('a', '2'));
+    h.parts.emit('add', part('p', 'a', '7'));
+    await sleep(50);
+    expect(h.reconciler.calls).toEqual([]);
+    h.widgets.emit('update', widget('a', '3'));
+    await until('a reconciled', () => h.reconciler.calls.length === 1);
+  });
+
+  it('judges events that arrive during a reconcile once it ends (its own writes recorded by then)', async () => {
+    const h = await start();
+    let release!: () => void;
+    h.reconciler.gate = new Promise((resolve) => { release = resolve; });
+    h.widgets.emit('add', widget('a', '1'));
+    await until('a in progress', () => h.reconciler.calls.length === 1);
+    // The watch delivers the reconcile's write before its response recorded the version.
+    h.widgets.emit('update', widget('a', '2'));
+    h.ownWrites.record('Widget/ns/a', '1', '2');
+    h.reconciler.gate = undefined;
+    release();
+    await sleep(50);
+    expect(h.reconciler.calls).toEqual(['Widget/ns/a']);
+
+    // Someone else's change during a reconcile runs the key again after it.
+    h.reconciler.gate = new Promise((resolve) => { release = resolve; });
+    h.widgets.emit('update', widget('a', '5'));
+    await until('a in progress again', () => h.reconciler.calls.length === 2);
+    h.widgets.emit('update', widget('a', '6'));
+    h.reconciler.gate = undefined;
+    release();
+    await until('a run after the change', () => h.reconciler.calls.length === 3);
+  });
+
+  it('retries a failed reconcile (an exception or Retry) at once with the per-item backoff', async () => {
+    const h = await start();
+    h.reconciler.onReconcile = (): void => {
+      if (h.reconciler.calls.length === 1) throw new Error('apiserver hiccup');
+    };
+    h.reconciler.results = [{ type: 'Retry' }];
+    h.widgets.emit('add', widget('a', '1'));
+    await until('three reconciles', () => h.reconciler.calls.length === 3);
+    expect(h.results).toEqual(['Widget error', 'Widget requeue', 'Widget success']);
+  });
+
+  it('runs the next step of a protocol (Continue) at once, and not as a failure', async () => {
+    const retries: string[] = [];
+    const h = await start({ retries });
+    h.reconciler.results = [{ type: 'Continue' }, { type: 'Continue' }, { type: 'Retry' }];
+    h.widgets.emit('add', widget('a', '1'));
+    await until('four reconciles', () => h.reconciler.calls.length === 4);
+    expect(h.results).toEqual(['Widget requeue', 'Widget requeue', 'Widget requeue', 'Widget success']);
+    // Only the Retry went through the failure limiter.
+    expect(retries).toEqual(['retry']);
+  });
+
+  it('requeues a Done with requeueAfterMs after about that long', async () => {
+    const h = await start();
+    h.reconciler.results = [{ type: 'Done', requeueAfterMs: 100 }];
+    const started = performance.now();
+    h.widgets.emit('add', widget('a', '1'));
+    await until('requeued', () => h.reconciler.calls.length === 2);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(85);
+  });
+
+  it('holds a key that backs off: only a spec change or a deletion wakes it before its delay', async () => {
+    const h = await start({ maxBackoffMs: 60_000 });
+    h.reconciler.results = [{ type: 'Backoff' }];
+    h.widgets.emit('add', widget('a', '1', { generation: 1 }));
+    await until('a refused', () => h.results.length === 1);
+    expect(h.results).toEqual(['Widget requeue']);
+    // Status writes by others, its owned objects: held (the delay is at least 1 s).
+    h.widgets.emit('update', widget('a', '2', { generation: 1 }));
+    h.parts.emit('update', part('p', 'a', '3'));
+    await sleep(100);
+    expect(h.reconciler.calls).toEqual(['Widget/ns/a']);
+    // A new generation (spec change) wakes it at once.
+    h.reconciler.results = [{ type: 'Backoff' }];
+    h.widgets.emit('update', widget('a', '4', { generation: 2 }));
+    await until('woken by the spec change', () => h.reconciler.calls.length === 2);
+    await until('refused again', () => h.results.length === 2);
+    // And a deletion (deletionTimestamp set) too.
+    h.widgets.emit('update', widget('a', '5', { generation: 2, deleting: true }));
+    await until('woken by the deletion', () => h.reconciler.calls.length === 3);
+  });
+
+  it('waits after a refusal at least what it asked for, and at most maxBackoffMs otherwise', async () => {
+    const h = await start({ maxBackoffMs: 50 });
+    h.reconciler.results = [{ type: 'Backoff' }, { type: 'Backoff', minDelayMs: 120 }, { type: 'Done' }];
+    const times: number[] = [];
+    h.reconciler.onReconcile = (): void => { times.push(performance.now()); };
+    h.widgets.emit('add', widget('a', '1'));
+    await until('three reconciles', () => h.reconciler.calls.length === 3, 3_000);
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(40);
+    expect(times[2]! - times[1]!).toBeGreaterThanOrEqual(110);
+  });
+
+  it('restarts an informer whose watch failed', async () => {
+    const h = await start();
+    h.widgets.fail(new Error('watch closed'));
+    await until('restarted', () => h.widgets.started === 2, 3_000);
+  });
+
+  it('is not synced before start(), and hands out no work after stop()', async () => {
+    const reconciler = new ScriptedReconciler();
+    let informer: FakeInformer | undefined;
+    const controller = new Controller({
+      kubeConfig: new KubeConfig(),
+      reconciler,
+      watches: () => [{ type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o }],
+      logger: silent,
+      workers: 1,
+      informerFor: (watch) => (informer = new FakeInformer(watch)),
+    });
+    expect(controller.synced).toBe(false);
+    await controller.start();
+    await controller.stop();
+    informer?.emit('add', widget('a', '1'));
+    await sleep(30);
+    expect(reconciler.calls).toEqual([]);
+  });
+});

@@ -1,0 +1,487 @@
+import { describe, expect, it } from '@jest/globals';
+import { ControllerRateLimiter, WorkQueue, type Timers, type WorkQueueMetrics } from '../../../src/operator/runtime/queue.ts';
+
+/** A manual clock: timers fire only when the test advances time. */
+class FakeTimers implements Timers {
+  #now = 0;
+  #next = 0;
+  readonly #pending = new Map<number, { at: number; fn: () => void }>();
+  now(): number {
+    return this.#now;
+  }
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = this.#next++;
+    this.#pending.set(id, { at: this.#now + ms, fn });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.#pending.delete(handle as number);
+  }
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+  advance(ms: number): void {
+    const target = this.#now + ms;
+    for (;;) {
+      let due: [number, { at: number; fn: () => void }] | undefined;
+      for (const entry of this.#pending) if (entry[1].at <= target && (due === undefined || entry[1].at < due[1].at)) due = entry;
+      if (due === undefined) break;
+      this.#pending.delete(due[0]);
+      this.#now = due[1].at;
+      due[1].fn();
+    }
+    this.#now = target;
+  }
+}
+
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('WorkQueue', () => {
+  it('hands keys out in FIFO order and deduplicates a key while it waits', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    q.add('b');
+    q.add('a');
+    expect(q.len()).toBe(2);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+    expect(q.len()).toBe(0);
+  });
+
+  it('re-queues a key added while it is processed only after done(), never handing it out twice at once', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    expect(await q.get()).toBe('a');
+    q.add('a');
+    q.add('a');
+    expect(q.len()).toBe(0);
+    let second: string | undefined;
+    void q.get().then((key) => (second = key));
+    await tick();
+    expect(second).toBeUndefined();
+    q.done('a');
+    await tick();
+    expect(second).toBe('a');
+    q.done('a');
+    expect(q.len()).toBe(0);
+  });
+
+  it('does not re-queue a processed key that was not added again', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    q.done((await q.get())!);
+    expect(q.len()).toBe(0);
+  });
+
+  it('wakes a waiting get() on add', async () => {
+    const q = new WorkQueue<string>();
+    const pending = q.get();
+    q.add('x');
+    expect(await pending).toBe('x');
+  });
+
+  it('never processes a key in two workers at once under concurrent workers', async () => {
+    const q = new WorkQueue<string>();
+    const keys = ['a', 'b', 'c', 'd'];
+    const active = new Set<string>();
+    const processed = new Map<string, number>();
+    let violations = 0;
+    const worker = async (): Promise<void> => {
+      for (;;) {
+        const key = await q.get();
+        if (key === undefined) return;
+        if (active.has(key)) violations++;
+        active.add(key);
+        processed.set(key, (processed.get(key) ?? 0) + 1);
+        // while in flight, the key is added again (a watch event arriving mid-reconcile)
+        q.add(key);
+        await tick();
+        active.delete(key);
+        q.done(key);
+      }
+    };
+    const workers = Array.from({ length: 4 }, worker);
+    for (let round = 0; round < 20; round++) {
+      for (const key of keys) q.add(key);
+      await tick();
+    }
+    await tick();
+    await q.shutDownWithDrain();
+    await Promise.all(workers);
+    expect(violations).toBe(0);
+    for (const key of keys) expect(processed.get(key)).toBeGreaterThan(1);
+  });
+
+  it('addAfter delays the add, orders by ready time and keeps the earlier of two delays', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.addAfter('late', 30);
+    q.addAfter('early', 10);
+    q.addAfter('late', 50); // later than the one already waiting: ignored
+    q.addAfter('now', 0);
+    expect(q.len()).toBe(1);
+    expect(await q.get()).toBe('now');
+    timers.advance(9);
+    expect(q.len()).toBe(0);
+    timers.advance(1);
+    expect(q.len()).toBe(1);
+    timers.advance(20);
+    expect(q.len()).toBe(2);
+    expect(await q.get()).toBe('early');
+    expect(await q.get()).toBe('late');
+    timers.advance(100);
+    expect(q.len()).toBe(0);
+  });
+
+  it('addAfter with an earlier time replaces the waiting delay', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.addAfter('a', 100);
+    q.addAfter('a', 10);
+    expect(timers.pendingCount).toBe(1);
+    timers.advance(10);
+    expect(await q.get()).toBe('a');
+    timers.advance(200);
+    expect(q.len()).toBe(0);
+  });
+
+  it('addRateLimited backs off exponentially from 5 ms, counts requeues and resets on forget', () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    const readyAfter = (key: string): number => {
+      q.addRateLimited(key);
+      let waited = 0;
+      while (q.len() === 0) {
+        if (waited > 1_000) throw new Error('never became ready');
+        timers.advance(1);
+        waited++;
+      }
+      // the key is ready: take it and finish it (get() resolves with it synchronously)
+      void q.get();
+      q.done(key);
+      return waited;
+    };
+    expect(readyAfter('a')).toBe(5);
+    expect(readyAfter('a')).toBe(10);
+    expect(readyAfter('a')).toBe(20);
+    expect(readyAfter('a')).toBe(40);
+    expect(q.numRequeues('a')).toBe(4);
+    expect(q.numRequeues('b')).toBe(0);
+    q.forget('a');
+    expect(q.numRequeues('a')).toBe(0);
+  });
+});
+
+describe('addPaced', () => {
+  it('adds at once under the token bucket, without counting a failure or waiting for past ones', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers, rateLimiter: { qps: 10, burst: 1 } });
+    q.addRateLimited('a'); // a failure: 5 ms, and the only token
+    timers.advance(5);
+    expect(await q.get()).toBe('a');
+    q.done('a');
+    q.addPaced('a'); // the bucket is empty: 100 ms for the next token; no failure counted
+    expect(q.numRequeues('a')).toBe(1);
+    expect(q.len()).toBe(0);
+    timers.advance(94);
+    expect(q.len()).toBe(0);
+    timers.advance(1);
+    expect(q.len()).toBe(1);
+  });
+});
+
+describe('ControllerRateLimiter', () => {
+  it('caps the per-item backoff at 5 minutes and tracks items separately', () => {
+    const limiter = new ControllerRateLimiter<string>({ burst: 1_000_000 }, () => 0);
+    const delays = Array.from({ length: 40 }, () => limiter.when('a'));
+    expect(delays.slice(0, 4)).toEqual([5, 10, 20, 40]);
+    expect(Math.max(...delays)).toBe(300_000);
+    expect(delays.at(-1)).toBe(300_000);
+    expect(limiter.when('b')).toBe(5);
+    limiter.forget('a');
+    expect(limiter.when('a')).toBe(5);
+  });
+
+  it('applies the global token bucket (10 qps, burst 100) once the burst is spent', () => {
+    let now = 0;
+    const limiter = new ControllerRateLimiter<string>({}, () => now);
+    for (let i = 0; i < 100; i++) expect(limiter.when(`k${i}`)).toBe(5);
+    // 101st distinct key: the bucket is empty, one token comes every 100 ms
+    expect(limiter.when('k100')).toBeCloseTo(100);
+    expect(limiter.when('k101')).toBeCloseTo(200);
+    now = 1_000; // ten tokens refilled: the debt of two is paid, eight remain
+    expect(limiter.when('k102')).toBe(5);
+  });
+});
+
+describe('WorkQueue shutdown', () => {
+  it('get() returns undefined after shutDown, for waiting and new callers, and adds are ignored', async () => {
+    const q = new WorkQueue<string>();
+    const waiting = q.get();
+    q.shutDown();
+    expect(await waiting).toBeUndefined();
+    q.add('a');
+    expect(q.len()).toBe(0);
+    expect(await q.get()).toBeUndefined();
+    expect(q.shuttingDown()).toBe(true);
+  });
+
+  it('shutDown cancels delayed adds', () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.addAfter('a', 10);
+    q.shutDown();
+    expect(timers.pendingCount).toBe(0);
+  });
+
+  it('shutDownWithDrain waits for every in-flight key and does not re-queue dirty ones', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    q.add('b');
+    const a = (await q.get())!;
+    const b = (await q.get())!;
+    q.add('a'); // dirty while in flight
+    let drained = false;
+    const drain = q.shutDownWithDrain().then(() => (drained = true));
+    await tick();
+    expect(drained).toBe(false);
+    q.done(a);
+    await tick();
+    expect(drained).toBe(false);
+    q.done(b);
+    await drain;
+    expect(drained).toBe(true);
+    expect(q.len()).toBe(0);
+  });
+
+  it('shutDownWithDrain resolves at once when nothing is in flight', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    await q.shutDownWithDrain();
+    expect(q.len()).toBe(0);
+  });
+});
+
+describe('WorkQueue metrics hooks', () => {
+  it('reports depth, adds, latency, work duration and retries', async () => {
+    const timers = new FakeTimers();
+    const seen = { depth: [] as number[], adds: 0, latency: [] as number[], work: [] as number[], retries: 0 };
+    const metrics: WorkQueueMetrics = {
+      depth: (n) => seen.depth.push(n),
+      add: () => seen.adds++,
+      queueLatency: (s) => seen.latency.push(s),
+      workDuration: (s) => seen.work.push(s),
+      retry: () => seen.retries++,
+    };
+    const q = new WorkQueue<string>({ timers, metrics });
+    q.add('a');
+    q.add('a');
+    q.add('b');
+    expect(seen.adds).toBe(2);
+    expect(seen.depth.at(-1)).toBe(2);
+    timers.advance(250);
+    const key = (await q.get())!;
+    expect(seen.latency).toEqual([0.25]);
+    expect(seen.depth.at(-1)).toBe(1);
+    timers.advance(1_500);
+    q.done(key);
+    expect(seen.work).toEqual([1.5]);
+    q.addRateLimited('c');
+    expect(seen.retries).toBe(1);
+  });
+});
+
+describe('WorkQueue priorities', () => {
+  it('hands out normal keys before low ones, FIFO within each lane', async () => {
+    const q = new WorkQueue<string>();
+    q.add('low1', { priority: 'low' });
+    q.add('n1');
+    q.add('low2', { priority: 'low' });
+    q.add('n2');
+    q.add('low3', { priority: 'low' });
+    expect(q.len()).toBe(5);
+    const order: (string | undefined)[] = [];
+    for (let i = 0; i < 5; i++) order.push(await q.get());
+    expect(order).toEqual(['n1', 'n2', 'low1', 'low2', 'low3']);
+  });
+
+  it('a normal key added while low ones wait still goes first', async () => {
+    const q = new WorkQueue<string>();
+    q.add('low1', { priority: 'low' });
+    q.add('low2', { priority: 'low' });
+    expect(await q.get()).toBe('low1');
+    q.add('n');
+    expect(await q.get()).toBe('n');
+    expect(await q.get()).toBe('low2');
+  });
+
+  it('a normal add promotes a key waiting in the low lane, keeping its queue latency from the first add', async () => {
+    const timers = new FakeTimers();
+    const latency: number[] = [];
+    const metrics: WorkQueueMetrics = { depth: () => undefined, add: () => undefined, queueLatency: (s) => latency.push(s), workDuration: () => undefined, retry: () => undefined };
+    const q = new WorkQueue<string>({ timers, metrics });
+    q.add('a', { priority: 'low' });
+    q.add('b', { priority: 'low' });
+    q.add('n');
+    timers.advance(100);
+    q.add('b'); // promoted: behind 'n', which was in the normal lane first
+    expect(q.len()).toBe(3);
+    timers.advance(100);
+    expect(await q.get()).toBe('n');
+    expect(await q.get()).toBe('b');
+    expect(await q.get()).toBe('a');
+    expect(latency).toEqual([0.2, 0.2, 0.2]);
+    expect(q.len()).toBe(0);
+  });
+
+  it('a low add does not demote a key waiting in the normal lane', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    q.add('b', { priority: 'low' });
+    q.add('a', { priority: 'low' });
+    q.add('b', { priority: 'low' });
+    expect(q.len()).toBe(2);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+  });
+
+  it('keeps one entry per key across both lanes', async () => {
+    let adds = 0;
+    const metrics: WorkQueueMetrics = { depth: () => undefined, add: () => adds++, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined };
+    const q = new WorkQueue<string>({ metrics });
+    q.add('a', { priority: 'low' });
+    q.add('a');
+    q.add('a', { priority: 'low' });
+    q.add('a');
+    expect(q.len()).toBe(1);
+    expect(adds).toBe(1);
+    expect(await q.get()).toBe('a');
+    expect(q.len()).toBe(0);
+    // the entry the promotion left behind in the low lane is not handed out again
+    let next: string | undefined;
+    void q.get().then((key) => (next = key));
+    await tick();
+    expect(next).toBeUndefined();
+    q.add('b', { priority: 'low' });
+    await tick();
+    expect(next).toBe('b');
+  });
+
+  it('a key re-added while in flight is re-queued with the highest priority it was re-added with', async () => {
+    const q = new WorkQueue<string>();
+    q.add('a');
+    q.add('b');
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+    q.add('a', { priority: 'low' });
+    q.add('a'); // raises the in-flight re-add to normal
+    q.add('a', { priority: 'low' }); // does not lower it again
+    q.add('b', { priority: 'low' });
+    q.add('c', { priority: 'low' });
+    q.done('b'); // b goes to the low lane, behind c
+    q.done('a'); // a goes to the normal lane
+    expect(q.len()).toBe(3);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('c');
+    expect(await q.get()).toBe('b');
+  });
+
+  it('addAfter with low priority adds to the low lane when the timer fires', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.addAfter('drift', 10, { priority: 'low' });
+    q.addAfter('now', 0, { priority: 'low' });
+    expect(q.len()).toBe(1);
+    timers.advance(10);
+    q.add('event');
+    expect(q.len()).toBe(3);
+    expect(await q.get()).toBe('event');
+    expect(await q.get()).toBe('now');
+    expect(await q.get()).toBe('drift');
+  });
+
+  it('two delayed adds of one key merge at the earlier time and the higher priority', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.addAfter('a', 10, { priority: 'low' });
+    q.addAfter('a', 50); // later, but normal: the add at 10 becomes normal
+    q.addAfter('b', 50);
+    q.addAfter('b', 10, { priority: 'low' }); // earlier, but low: keeps normal
+    q.addAfter('c', 10, { priority: 'low' });
+    expect(timers.pendingCount).toBe(3);
+    q.add('first', { priority: 'low' });
+    timers.advance(10);
+    expect(q.len()).toBe(4);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+    expect(await q.get()).toBe('first');
+    expect(await q.get()).toBe('c');
+    timers.advance(100);
+    expect(q.len()).toBe(0);
+  });
+
+  it('a low delayed add does not demote a key waiting at normal priority, and a normal one promotes a low key', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.add('x', { priority: 'low' });
+    q.add('a');
+    q.add('b', { priority: 'low' });
+    q.addAfter('a', 10, { priority: 'low' });
+    q.addAfter('b', 10);
+    timers.advance(10);
+    expect(q.len()).toBe(3);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('b');
+    expect(await q.get()).toBe('x');
+  });
+
+  it('reports a depth that counts both lanes', async () => {
+    const depth: number[] = [];
+    const metrics: WorkQueueMetrics = { depth: (n) => depth.push(n), add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined };
+    const q = new WorkQueue<string>({ metrics });
+    q.add('a', { priority: 'low' });
+    q.add('b');
+    q.add('c', { priority: 'low' });
+    expect(depth.at(-1)).toBe(3);
+    q.add('a'); // promotion: still three waiting
+    expect(q.len()).toBe(3);
+    expect(await q.get()).toBe('b');
+    expect(depth.at(-1)).toBe(2);
+    expect(await q.get()).toBe('a');
+    expect(await q.get()).toBe('c');
+    expect(depth.at(-1)).toBe(0);
+  });
+
+  it('shutDown clears both lanes and delayed low adds', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.add('a');
+    q.add('b', { priority: 'low' });
+    q.addAfter('c', 10, { priority: 'low' });
+    q.shutDown();
+    expect(q.len()).toBe(0);
+    expect(timers.pendingCount).toBe(0);
+    expect(await q.get()).toBeUndefined();
+    q.add('d', { priority: 'low' });
+    q.addAfter('e', 0, { priority: 'low' });
+    expect(q.len()).toBe(0);
+  });
+
+  it('stays FIFO per lane with 10,000 keys and many promotions', async () => {
+    const q = new WorkQueue<string>();
+    const n = 10_000;
+    const keys = Array.from({ length: n }, (_, i) => `k${i}`);
+    for (const key of keys) q.add(key, { priority: 'low' });
+    // promote two keys in three: enough left-behind entries for the low lane to compact itself
+    const promoted = keys.filter((_, i) => i % 3 !== 2);
+    for (const key of promoted) q.add(key);
+    expect(q.len()).toBe(n);
+    const out: string[] = [];
+    while (q.len() > 0) {
+      const key = (await q.get())!;
+      out.push(key);
+      q.done(key);
+    }
+    expect(out).toEqual([...promoted, ...keys.filter((_, i) => i % 3 === 2)]);
+  });
+});
