@@ -19,7 +19,7 @@ describe('the create protocol', () => {
     const result = await r.reconcile();
     expect(result).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
     const key = r.platform.keys[0]!;
-    expect(r.platform.calls).toEqual([`createOrg org-1 ${key.name}`]);
+    expect(r.platform.calls).toEqual(['getAuth', `createOrg org-1 ${key.name}`]);
     expect(key.name).toMatch(/^ci-deployer-[a-z0-9]{8}$/);
     expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([
       `update ApiKey/${NAMESPACE}/ci`, // finalizer
@@ -47,7 +47,7 @@ describe('the create protocol', () => {
     const r = rig();
     r.kube.putResource(keyResource('ProjectApiKey', 'pk'));
     expect(await r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
-    expect(r.platform.calls).toEqual([`createOrg org-1 ${r.platform.keys[0]!.name} p-1`]);
+    expect(r.platform.calls).toEqual(['getAuth', `createOrg org-1 ${r.platform.keys[0]!.name} p-1`]);
   });
 
   it('an ambiguous create leaves the intent, and the next reconcile revokes the key of that attempt and starts again', async () => {
@@ -63,7 +63,7 @@ describe('the create protocol', () => {
     r.platform.answerCreate = undefined;
     // Recovery: list, revoke the attempt's key, clear the intent; then the next step, which creates afresh.
     expect(await r.reconcile()).toEqual({ type: 'Continue' });
-    expect(r.platform.calls.slice(1)).toEqual(['listOrg org-1', `revokeOrg org-1 ${lost.id}`]);
+    expect(r.platform.calls.slice(2)).toEqual(['listOrg org-1', `revokeOrg org-1 ${lost.id}`]);
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
     expect(r.events.reasons()).toEqual(['Warning CreateOutcomeUnknown', 'Warning CreateRecovered']);
     expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
@@ -89,7 +89,7 @@ describe('the create protocol', () => {
     r.platform.answerCreate = (key) => ({ ...key, name: 'someone-else' });
     expect(await r.reconcile()).toEqual({ type: 'Backoff' });
     expect(r.platform.keys).toEqual([]);
-    expect(r.platform.calls[1]).toMatch(/^revokeOrg org-1 \d+$/);
+    expect(r.platform.calls[2]).toMatch(/^revokeOrg org-1 \d+$/);
     expect(r.kube.secret(NAMESPACE, 'ci')).toBeUndefined();
     const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
     expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
@@ -152,7 +152,22 @@ describe('the create protocol', () => {
     const { ApiException } = await import('@kubernetes/client-node');
     r.kube.failNext = { call: 'update', error: new ApiException(409, 'conflict', {}, {}) };
     expect(await r.reconcile()).toEqual({ type: 'Retry' });
-    expect(r.platform.calls).toEqual([]);
+    // The credentials check may have asked who the credentials are; nothing was created.
+    expect(r.platform.calls.filter((c) => c !== 'getAuth')).toEqual([]);
+    expect(r.platform.keys).toEqual([]);
+  });
+
+  it('refuses credentials that are not a person\'s key before creating anything, and asks once while the answer is fresh', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] }));
+    r.platform.auth = { account_id: 'org-1', auth_method: 'api_key_org' };
+    expect(await r.reconcile()).toEqual({ type: 'Backoff' });
+    expect(await r.reconcile()).toEqual({ type: 'Backoff' });
+    expect(r.platform.calls).toEqual(['getAuth']);
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(condition(resource, 'KeyIssued')).toBe('False CredentialsWrongKind');
+    expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(r.platform.keys).toEqual([]);
   });
 
   it('blocks without credentials, with backoff, and without calling the platform', async () => {
