@@ -43,7 +43,7 @@ export interface OperatorOptions {
   identity?: string;
   maxBackoffMs?: number;
   onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
-  /** helper metrics (metrics.ts): queue, reconcile and platform request instruments. */
+  /** The operator's metrics (keys/metrics.ts): queue, reconcile and platform request instruments. */
   metrics?: OperatorMetrics;
   /**
    * The Secret holding the key that signs intents and Secret annotations (signing.ts); made when

@@ -8,32 +8,32 @@ const grants = (group: string, resources: string[], verbs: string[], resourceNam
 
 /** The operator's rights over what it reconciles: a ClusterRole, or a Role per watched namespace. */
 export const reconcileGrants: readonly string[] = [
-  // list + watch: the informers (controller.ts, listClusterCustomObject / listNamespacedCustomObject);
-  // get: lifecycle.ts getNamespacedCustomObject; update: lifecycle.ts replaceNamespacedCustomObject
+  // list + watch: the informers (keys/watches.ts, listClusterCustomObject / listNamespacedCustomObject);
+  // get: keys/kube-writes.ts getNamespacedCustomObject; update: keys/kube-writes.ts replaceNamespacedCustomObject
   // (finalizer and create intent, with the resourceVersion read). Never patched, created or deleted.
   ...grants('keys.neon.dev', ['apikeys', 'projectapikeys'], ['get', 'list', 'watch', 'update']),
-  // lifecycle.ts patchNamespacedCustomObjectStatus (merge patch); the status is never read apart.
+  // keys/kube-writes.ts patchNamespacedCustomObjectStatus (merge patch); the status is never read apart.
   ...grants('keys.neon.dev', ['apikeys/status', 'projectapikeys/status'], ['patch']),
-  // The Secrets' owner references set blockOwnerDeletion (secret-writer.ts), which the apiserver
+  // The Secrets' owner references set blockOwnerDeletion (keys/secret-writer.ts), which the apiserver
   // allows only to whoever may update the owner's finalizers.
   ...grants('keys.neon.dev', ['apikeys/finalizers', 'projectapikeys/finalizers'], ['update']),
-  // list + watch: the managed-Secret informer (controller.ts); get: lifecycle.ts readNamespacedSecret
+  // list + watch: the managed-Secret informer (keys/watches.ts); get: keys/kube-writes.ts readNamespacedSecret
   // (credentials and key Secrets); create / update / delete: createNamespacedSecret,
   // replaceNamespacedSecret, deleteNamespacedSecret. Never patched.
   ...grants('', ['secrets'], ['get', 'list', 'watch', 'create', 'update', 'delete']),
-  // events.ts createNamespacedEvent (core/v1); never patched, never events.k8s.io.
+  // keys/events.ts createNamespacedEvent (core/v1); never patched, never events.k8s.io.
   ...grants('', ['events'], ['create']),
 ].sort();
 
 export const LEASE_NAME = 'neon-key-operator';
 export const SIGNING_KEY_SECRET = 'neon-key-operator-signing-key';
 
-/** The operator's own namespace: its Lease (leader.ts, main.ts's readyz) and its intent-signing key. */
+/** The operator's own namespace: its Lease (runtime/leader.ts, runtime/manager.ts's readyz) and its intent-signing key. */
 export function ownNamespaceGrants(leaderElection = true): string[] {
   return [
-    // leader.ts readNamespacedLease / replaceNamespacedLease, main.ts readyz readNamespacedLease: by name.
+    // runtime/leader.ts readNamespacedLease / replaceNamespacedLease, runtime/manager.ts readyz readNamespacedLease: by name.
     ...leaderElection ? grants('coordination.k8s.io', ['leases'], ['get', 'update'], LEASE_NAME) : [],
-    // leader.ts createNamespacedLease: create cannot be limited by name (the name is in the body).
+    // runtime/leader.ts createNamespacedLease: create cannot be limited by name (the name is in the body).
     ...leaderElection ? grants('coordination.k8s.io', ['leases'], ['create']) : [],
     // The intent-signing key: read by name, created on first start (create cannot be limited by name).
     ...grants('', ['secrets'], ['get'], SIGNING_KEY_SECRET),

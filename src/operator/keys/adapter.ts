@@ -1,5 +1,5 @@
 // The per-kind part of the key lifecycle (crossplane's ExternalClient): which endpoint creates,
-// which list shows the key, which endpoint revokes it. Everything else is shared (lifecycle.ts).
+// which list shows the key, which endpoint revokes it. Everything else is shared (reconciler.ts and the actions).
 // The platform is reached only through src/platform's client; KeyPlatform is the slice of
 // PlatformClient the key domain calls (platform-api.md, Endpoints), typed from it.
 import type { ApiKeyListItem, CreatedKey, PlatformClient } from '../../platform/index.ts';

@@ -1,7 +1,7 @@
 // The answer to a key creation is checked like any input: a platform (or whatever answers at the
 // platform's address) that returns a key other than the one asked for, another name, a project
 // key for an organization key or the reverse, another project, or no usable secret, must not have
-// that key written into a tenant's Secret (lifecycle.ts revokes it and reports
+// that key written into a tenant's Secret (create-protocol.ts revokes it and reports
 // PlatformResponseInvalid).
 import type { CreatedKey } from './adapter.ts';
 

@@ -1,7 +1,7 @@
 // "What next?" for one key resource: a pure function of what the reconciler observed (the resource,
 // its Secret, the credentials, the platform) returning ONE action and the reason for it
-// (cert-manager's policy checks, crossplane's single lifecycle). The effects live in lifecycle.ts;
-// this file does no I/O, so every branch is a row in test/operator/decision.test.ts.
+// (cert-manager's policy checks, crossplane's single lifecycle). The effects live in reconciler.ts and the actions it runs;
+// this file does no I/O, so every branch is a row in test/operator/keys/decision.test.ts.
 //
 // The crash-safe create protocol is DESIGN.md section 3: intent (the create-pending annotation)
 // before the POST, the Secret before the status, recovery when an intent has no recorded outcome.

@@ -26,7 +26,7 @@ import { TERMINAL_OPERATION_STATUSES, isPlatformError, type Operation, type Plat
 import type { OperationSummary as StatusOperationSummary } from '../resources/schema.ts';
 
 /** The part of PlatformClient the poller uses. */
-export type OperationsClient = Pick<PlatformClient, 'listOperations' | 'getOperation'>;
+export type OperationsClient = Pick<PlatformClient, 'listOperations'>;
 
 /**
  * An entry of status.operations of a ProjectApiKey (camelCase, as Kubernetes status fields are):
@@ -76,13 +76,11 @@ interface ProjectPoller {
   preferred: string | undefined;
   /** The last refusal of an owner's key, reported while no other key is left to try. */
   lastRefusal: unknown;
-  /** Operations returned by requests that started work, followed until terminal. */
-  tracked: Map<string, Operation>;
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Monotonic time the pending timer fires at. */
   dueAt: number;
   polling: Promise<void> | undefined;
-  /** Set by track() during a poll: poll again at the fast interval. */
+  /** Set by ensure() during a poll (a new or changed key): poll again at the fast interval. */
   hurry: boolean;
   errors: number;
   last: OperationsSnapshot | undefined;
@@ -186,24 +184,13 @@ export class OperationsPollers {
     if (current === undefined || current.refused !== undefined) this.#hurry(projectId, poller);
   }
 
-  /** Removes owner; the last owner gone (and nothing tracked) stops the project's poller. */
+  /** Removes owner; the last owner gone stops the project's poller. */
   release(projectId: string, owner: string): void {
     const poller = this.#projects.get(projectId);
     if (poller === undefined) return;
     poller.owners.delete(owner);
     if (poller.preferred === owner) poller.preferred = undefined;
     this.#retireIfIdle(projectId, poller);
-  }
-
-  /**
-   * Follows operations returned by a request that started work (e.g. createBranch) to a terminal
-   * status; the project is polled at the fast interval until they are, even without an owner.
-   */
-  track(projectId: string, operations: readonly Operation[]): void {
-    if (this.#stopped) return;
-    const poller = this.#poller(projectId);
-    for (const op of operations) if (!isTerminal(op.status)) poller.tracked.set(op.id, op);
-    this.#hurry(projectId, poller);
   }
 
   #hurry(projectId: string, poller: ProjectPoller): void {
@@ -248,7 +235,6 @@ export class OperationsPollers {
         owners: new Map(),
         preferred: undefined,
         lastRefusal: undefined,
-        tracked: new Map(),
         timer: undefined,
         dueAt: 0,
         polling: undefined,
@@ -273,7 +259,7 @@ export class OperationsPollers {
    * refused (its owner alone reads the failure) and the next is tried. Any other failure is the
    * platform's and ends the poll.
    */
-  async #listWithSomeKey(projectId: string, poller: ProjectPoller, signal: AbortSignal): Promise<{ client: OperationsClient; page: Awaited<ReturnType<OperationsClient['listOperations']>> }> {
+  async #listWithSomeKey(projectId: string, poller: ProjectPoller, signal: AbortSignal): Promise<{ page: Awaited<ReturnType<OperationsClient['listOperations']>> }> {
     const candidates = [...poller.owners].filter((entry): entry is [string, OwnerKey] => entry[1] !== undefined && entry[1].refused === undefined);
     candidates.sort(([a], [b]) => Number(b === poller.preferred) - Number(a === poller.preferred));
     let lastRefusal: unknown;
@@ -281,7 +267,7 @@ export class OperationsPollers {
       try {
         const page = await key.client.listOperations(projectId, { limit: this.#limit, signal });
         poller.preferred = owner;
-        return { client: key.client, page };
+        return { page };
       } catch (error) {
         if (!isPlatformError(error) || (error.code !== 'UNAUTHORIZED' && error.code !== 'FORBIDDEN')) throw error;
         lastRefusal = error;
@@ -306,7 +292,7 @@ export class OperationsPollers {
   }
 
   #retireIfIdle(projectId: string, poller: ProjectPoller): boolean {
-    if (poller.owners.size > 0 || poller.tracked.size > 0) return false;
+    if (poller.owners.size > 0) return false;
     clearTimeout(poller.timer);
     poller.abort.abort();
     if (this.#projects.get(projectId) === poller) this.#projects.delete(projectId);
@@ -331,19 +317,8 @@ export class OperationsPollers {
     const refusedBefore = this.#refusedOwners(poller);
     try {
       const signal = poller.abort.signal;
-      const { client, page } = await this.#listWithSomeKey(projectId, poller, signal);
+      const { page } = await this.#listWithSomeKey(projectId, poller, signal);
       const operations = [...page.operations];
-      // A tracked operation pushed out of the newest page by newer ones is fetched on its own.
-      for (const id of [...poller.tracked.keys()]) {
-        const listed = operations.find((op) => op.id === id);
-        const current = listed ?? (await client.getOperation(projectId, id, { signal }).catch((error: unknown) => {
-          if (isPlatformError(error) && error.code === 'NOT_FOUND') return undefined;
-          throw error;
-        }));
-        if (current === undefined || isTerminal(current.status)) poller.tracked.delete(id);
-        else poller.tracked.set(id, current);
-        if (listed === undefined && current !== undefined) operations.push(current);
-      }
       snapshot = { operations: operations.map(summary), settled: settledCondition(operations, this.#now()) };
       poller.errors = 0;
       this.#onPoll?.('ok');

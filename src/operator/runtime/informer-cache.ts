@@ -3,7 +3,7 @@
 // client-node's ListWatch stores every object exactly as the apiserver sent it; at 10,000
 // resources and as many Secrets, managedFields, status messages and Secret payloads were most of
 // the operator's heap. None of it has a reader: the lifecycle reads the resource and the Secret it
-// acts on fresh from the apiserver (lifecycle.ts), and a cached Secret's data would keep every
+// acts on fresh from the apiserver (the domain's reconciler), and a cached Secret's data would keep every
 // issued key's secret in memory (one more place to leak from, e.g. a heap snapshot).
 //
 // What the runtime reads from the caches (controller.ts): names and resourceVersion (the
