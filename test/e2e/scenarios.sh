@@ -347,7 +347,6 @@ wait_all_ready() { # <keyName prefix> <count> <seconds>
 # container is killed outright through the runtime and the kubelet restarts it.
 scenario_failover() {
   say "4. failover: $e2e_failover_keys keys converging, the leader's pod deleted, then its container killed"
-  start_sampling "$e2e_work/failover.jsonl"
   apply_keys e2e-fo "$e2e_failover_keys"
   local first second t0 container restarts
   first=$(holder "$helm_ns")
@@ -374,17 +373,23 @@ scenario_failover() {
   third=$(holder "$helm_ns")
   echo "container of $second killed: the kubelet restarted it; the Lease is held by $third $( [ "$third" = "$second" ] && echo '(its restarted container)' || echo '(the standby)'), $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kill"
   kubectl -n "$helm_ns" rollout status deployment/neon-key-operator --timeout="${e2e_timeout}s" >/dev/null
+  failover_done=$(date +%s)
+  # The killed process may have died between an intent and its Secret: that resource waits out
+  # --pending-grace (2 minutes by default) before it is recovered. The other scenarios run
+  # meanwhile; failover_converged checks these keys at the end.
+  echo "$(ready_count e2e-fo-) of $e2e_failover_keys Ready so far"
+}
 
-  wait_all_ready e2e-fo- "$e2e_failover_keys" "$e2e_timeout"
-  stop_sampling
-  node "$e2e_root/test/e2e/check-keys.mjs" samples e2e-fo- "$e2e_work/failover.jsonl" || e2e_fail "a resource had two live keys during failover"
+failover_converged() {
+  say "4. (end) the failover's keys converged"
+  wait_all_ready e2e-fo- "$e2e_failover_keys" $(( e2e_timeout + 120 ))
+  echo "all $e2e_failover_keys Ready $(( $(date +%s) - failover_done ))s after the failover"
   check_final e2e-fo-
 }
 
 # Scenario 5: helm upgrade to a second image tag while $e2e_keys keys converge.
 scenario_upgrade() {
   say "5. helm upgrade to $E2E_IMAGE2 while $e2e_keys keys converge"
-  start_sampling "$e2e_work/upgrade.jsonl"
   local t0 n
   t0=$(date +%s)
   apply_keys e2e-up "$e2e_keys"
@@ -394,14 +399,11 @@ scenario_upgrade() {
   echo "upgrading with $n of $e2e_keys Ready"
   helm upgrade neon-key-operator "$e2e_root/deploy/helm/neon-key-operator" --namespace "$helm_ns" --reuse-values \
     --set image.tag="${E2E_IMAGE2##*:}" --wait --timeout "${e2e_timeout}s" >/dev/null
-  local images
-  images=$(kubectl -n "$helm_ns" get pods -l app.kubernetes.io/name=neon-key-operator -o jsonpath='{range .items[*]}{.spec.containers[0].image}{"\n"}{end}' | sort -u)
-  [ "$images" = "$E2E_IMAGE2" ] || e2e_fail "after the upgrade the pods run: $images"
+  # helm --wait returns once the new replicas are Ready; the old ones may still be draining.
+  until_true 60 "every operator pod to run $E2E_IMAGE2" sh -c "[ \"\$(kubectl -n $helm_ns get pods -l app.kubernetes.io/name=neon-key-operator -o jsonpath='{range .items[*]}{.spec.containers[0].image}{\"\\n\"}{end}' | sort -u)\" = '$E2E_IMAGE2' ]"
   echo "upgraded with $(ready_count e2e-up-) of $e2e_keys Ready; now every replica runs $E2E_IMAGE2"
   wait_all_ready e2e-up- "$e2e_keys" 300
   echo "all $e2e_keys Ready $(( $(date +%s) - t0 ))s after they were applied"
-  stop_sampling
-  node "$e2e_root/test/e2e/check-keys.mjs" samples e2e-up- "$e2e_work/upgrade.jsonl" || e2e_fail "a resource had two live keys during the upgrade"
   check_final e2e-up-
   helm uninstall neon-key-operator --namespace "$helm_ns" --wait --timeout "${e2e_timeout}s" >/dev/null
 }
@@ -463,8 +465,14 @@ run_scenarios() {
   scenario_helm_install
   scenario_pod_security
   scenario_consumer
+  # From here to the end, twice a second: no resource ever has two live keys.
+  start_sampling "$e2e_work/keys.jsonl"
   scenario_failover
   scenario_upgrade
   scenario_kustomize
+  failover_converged
+  stop_sampling
+  say "no resource ever had two live keys"
+  node "$e2e_root/test/e2e/check-keys.mjs" samples e2e- "$e2e_work/keys.jsonl" || e2e_fail "a resource had two live keys at once"
   say "all scenarios passed"
 }

@@ -14,7 +14,6 @@ log() { echo "build-image.sh: $*" >&2; }
 
 node_image=$("$here/base-image.sh" "$@")
 version=$(node -p 'require(process.argv[1]).version' "$root/package.json")
-revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
 
 # Where outbound TLS is intercepted by a proxy whose CA only the host trusts (a CA added under
 # /usr/local/share/ca-certificates), `npm ci` inside the build must trust the host's bundle: mount it
@@ -34,12 +33,19 @@ if [ "$want_ca" = 1 ]; then
 fi
 
 start=$(date +%s)
+# No REVISION build argument: its value (the commit) would change the cache key of every step of the
+# runtime stage after it, apt-get included, at every commit; this image is tested, never published.
 # runc, not crun (Debian's crun refuses this host's hybrid cgroup layout); --pull=false: the base
 # is in the store (base-image.sh); --network host: npm ci and apt-get reach their repositories.
 buildah "$@" bud --quiet --runtime /usr/sbin/runc --pull=false --network host --layers --force-rm \
   "${ca_args[@]}" \
-  --build-arg NODE_IMAGE="$node_image" --build-arg VERSION="$version" --build-arg REVISION="$revision" \
+  --build-arg NODE_IMAGE="$node_image" --build-arg VERSION="$version" \
   -f "$root/Dockerfile" -t "$image" "$root" >/dev/null
 log "built $image from $node_image in $(( $(date +%s) - start ))s"
-rm -f "$archive"
-buildah "$@" push --quiet "$image" "oci-archive:$archive:$image"
+# The archive is written again only when the image changed (a warm build gives the same image).
+id=$(buildah "$@" inspect --type image --format '{{.FromImageID}}' "$image")
+if [ ! -f "$archive" ] || [ "$(cat "$archive.id" 2>/dev/null)" != "$id" ]; then
+  rm -f "$archive" "$archive.id"
+  buildah "$@" push --quiet "$image" "oci-archive:$archive:$image"
+  echo "$id" >"$archive.id"
+fi

@@ -5,9 +5,11 @@
 # addresses, routes and iptables rules of the host's network namespace, the paths a node's
 # components and buildah write to by default, and processes of a node's kind.
 set -euo pipefail
+# One byte order for sort and comm, whatever the caller's locale.
+export LC_ALL=C
 
 echo "## sysctls"
-sysctl -a 2>/dev/null | grep -vE '^(fs\.(dentry-state|file-nr|inode-nr|inode-state|aio-nr)|kernel\.(ns_last_pid|random\.|pty\.nr)|net\.netfilter\.nf_conntrack_count)' || true
+sysctl -a 2>/dev/null | grep -vE '^(fs\.(dentry-state|file-nr|inode-nr|inode-state|aio-nr|quota\.)|kernel\.(ns_last_pid|random\.|pty\.nr)|net\.netfilter\.nf_conntrack_count)' || true
 echo "## mounts"
 awk '{ print $5, $9 }' /proc/self/mountinfo | sort
 echo "## cgroups"

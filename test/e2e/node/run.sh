@@ -58,8 +58,8 @@ cleanup() {
   # The session's PID namespace is gone, and every process of it. What outlives a namespace:
   # cgroup directories the kubelet and runc made (child first), files buildah and runc write to
   # fixed host paths, the sysctls.
-  comm -13 <(sed -n '/^## cgroups$/,/^## /p' "$state_before") \
-           <(bash "$here/machine-state.sh" | sed -n '/^## cgroups$/,/^## /p') \
+  sed -n '/^## cgroups$/,/^## /p' "$state_before" >"$scratch.cgroups"
+  bash "$here/machine-state.sh" | sed -n '/^## cgroups$/,/^## /p' | grep -vxF -f "$scratch.cgroups" \
     | awk -F/ '{ print NF, $0 }' | sort -rn | cut -d' ' -f2- | while read -r dir; do rmdir "$dir" 2>/dev/null; done
   for path in /var/lib/containers /etc/cni /run/runc; do
     grep -qx "$path" "$state_before" || rm -rf "$path"
@@ -74,7 +74,7 @@ cleanup() {
   else
     echo "clean machine: sysctls, mounts, cgroups, network, paths and processes as before the e2e"
   fi
-  rm -f "$state_before" "$scratch.diff"
+  rm -f "$state_before" "$scratch.diff" "$scratch.cgroups"
   echo "e2e total $(( $(date +%s) - started ))s, exit $status"
   exit "$status"
 }

@@ -59,7 +59,7 @@ teardown() {
   if [ "$status" -ne 0 ]; then
     echo "--- node diagnostics (exit $status) ---" >&2
     for name in kubelet containerd kube-apiserver kube-proxy kube-controller-manager kube-scheduler; do
-      [ -f "$logs/$name.log" ] && { echo "--- last lines of $name.log" >&2; grep -E '^[EF][0-9]{4}|level=(error|fatal)' "$logs/$name.log" | tail -15 >&2; }
+      [ -f "$logs/$name.log" ] && { echo "--- last lines of $name.log" >&2; grep -E '^[EF][0-9]{4}|level=(error|fatal)' "$logs/$name.log" | tail -8 >&2; }
     done
   fi
   # The kubelet first, so that it restarts nothing; then every container through the runtime
