@@ -24,7 +24,8 @@ emulator_ns=neon-emulator
 app_ns=e2e
 lease=neon-key-operator
 
-say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+e2e_started=$(date +%s)
+say() { printf '\n\033[1m==> %s\033[0m (at %ss)\n' "$*" "$(( $(date +%s) - e2e_started ))"; }
 e2e_fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
 # Waits until "$@" succeeds, at most $1 seconds (a condition, never a fixed sleep).

@@ -25,7 +25,7 @@ sock="$scratch/containerd/containerd.sock"
 logs="$scratch/logs"
 timeout_s=${E2E_NODE_TIMEOUT:-120}
 
-log() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+log() { printf '\n\033[1m==> %s\033[0m (at %ss)\n' "$*" "$(( $(date +%s) - started ))"; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 elapsed() { echo "$(( $(date +%s) - started ))s"; }
 started=$(date +%s)
@@ -62,30 +62,11 @@ teardown() {
       [ -f "$logs/$name.log" ] && { echo "--- last lines of $name.log" >&2; grep -E '^[EF][0-9]{4}|level=(error|fatal)' "$logs/$name.log" | tail -8 >&2; }
     done
   fi
-  # The kubelet first, so that it restarts nothing; then every container through the runtime
-  # (their processes, and the sandboxes' pause); then the rest in reverse order of start.
-  for name in kubelet kube-proxy kube-scheduler kube-controller-manager; do
-    [ -n "${pids[$name]:-}" ] && kill "${pids[$name]}" 2>/dev/null
-  done
-  if [ -n "${pids[containerd]:-}" ] && kill -0 "${pids[containerd]}" 2>/dev/null; then
-    for task in $(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null); do
-      ctr --address "$sock" -n k8s.io tasks kill -s SIGKILL "$task" >/dev/null 2>&1
-    done
-    sleep 1
-    for task in $(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null); do
-      ctr --address "$sock" -n k8s.io tasks delete -f "$task" >/dev/null 2>&1
-    done
-    kill "${pids[containerd]}" 2>/dev/null
-  fi
-  for name in kube-apiserver etcd; do
-    [ -n "${pids[$name]:-}" ] && kill "${pids[$name]}" 2>/dev/null
-  done
-  local deadline=$(( $(date +%s) + 10 ))
-  for pid in "${pids[@]}"; do
-    while kill -0 "$pid" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.2; done
-  done
-  # Whatever is left (container shims, a stuck component) in this PID namespace: SIGKILL. The
-  # kernel would do the same when this script, the namespace's PID 1, exits.
+  # Every process of this PID namespace (components, shims, containers), SIGKILLed at once: the
+  # node is thrown away, so nothing needs a graceful stop, and containers cannot be restarted by a
+  # kubelet that is already gone. When this script, the namespace's PID 1, exits, the kernel kills
+  # any process left and waits for all of them before unshare returns to run.sh, which then finds
+  # every cgroup empty. Mounts go with the mount namespace.
   kill -KILL -1 2>/dev/null
   exit "$status"
 }
@@ -128,6 +109,48 @@ node_token=$(openssl rand -hex 24)
 } >"$pki/tokens.csv"
 chmod 600 "$pki/tokens.csv"
 
+log "containerd (starts while the apiserver does)"
+mkdir -p "$scratch/cni/net.d" "$scratch/containerd"
+cat >"$scratch/cni/net.d/10-e2e.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "e2e",
+  "plugins": [
+    { "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "ipam": { "type": "host-local", "ranges": [[{ "subnet": "$pod_cidr" }]], "routes": [{ "dst": "0.0.0.0/0" }],
+                "dataDir": "$scratch/cni/ipam" } },
+    { "type": "portmap", "capabilities": { "portMappings": true } }
+  ]
+}
+EOF
+# restrict_oom_score_adj: root here lacks CAP_SYS_RESOURCE, and runc fails to lower a container's
+# oom_score_adj below its own; runc, not crun (crun refuses this host's hybrid cgroup layout).
+cat >"$scratch/containerd/config.toml" <<EOF
+version = 2
+root = "$scratch/containerd/root"
+state = "$scratch/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = "$sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$pause_image"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = "/usr/sbin/runc"
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$scratch/cni/net.d"
+EOF
+start_component containerd containerd --config "$scratch/containerd/config.toml"
 log "etcd, kube-apiserver"
 start_component etcd etcd --data-dir="$scratch/etcd" \
   --listen-client-urls=http://127.0.0.1:2379 --advertise-client-urls=http://127.0.0.1:2379 \
@@ -170,56 +193,16 @@ start_component kube-controller-manager kube-controller-manager --kubeconfig="$K
 start_component kube-scheduler kube-scheduler --kubeconfig="$KUBECONFIG" --leader-elect=false \
   --bind-address=127.0.0.1 --cert-dir="$scratch/scheduler-certs"
 
-log "containerd, images"
-mkdir -p "$scratch/cni/net.d" "$scratch/containerd"
-cat >"$scratch/cni/net.d/10-e2e.conflist" <<EOF
-{
-  "cniVersion": "0.4.0",
-  "name": "e2e",
-  "plugins": [
-    { "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-      "ipam": { "type": "host-local", "ranges": [[{ "subnet": "$pod_cidr" }]], "routes": [{ "dst": "0.0.0.0/0" }],
-                "dataDir": "$scratch/cni/ipam" } },
-    { "type": "portmap", "capabilities": { "portMappings": true } }
-  ]
-}
-EOF
-# restrict_oom_score_adj: root here lacks CAP_SYS_RESOURCE, and runc fails to lower a container's
-# oom_score_adj below its own; runc, not crun (crun refuses this host's hybrid cgroup layout).
-cat >"$scratch/containerd/config.toml" <<EOF
-version = 2
-root = "$scratch/containerd/root"
-state = "$scratch/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
-[grpc]
-  address = "$sock"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$pause_image"
-  restrict_oom_score_adj = true
-  disable_apparmor = true
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        BinaryName = "/usr/sbin/runc"
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$scratch/cni/net.d"
-EOF
-start_component containerd containerd --config "$scratch/containerd/config.toml"
+log "containerd: images (imported while the kubelet starts)"
 wait_for 30 "containerd" ctr --address "$sock" version
-for archive in "$pause_archive" "$operator_archive"; do
-  ctr --address "$sock" -n k8s.io images import "$archive" >/dev/null
-done
-# The second tag of scenario 5 (helm upgrade): the same image under another name.
-ctr --address "$sock" -n k8s.io images tag "$image" "$image2" >/dev/null
-ctr --address "$sock" -n k8s.io images ls -q | grep -E 'neon-key-operator|pause' | sed 's/^/  /'
-
+(
+  for archive in "$pause_archive" "$operator_archive"; do
+    ctr --address "$sock" -n k8s.io images import "$archive" >/dev/null
+  done
+  # The second tag of scenario 5 (helm upgrade): the same image under another name.
+  ctr --address "$sock" -n k8s.io images tag "$image" "$image2" >/dev/null
+) >"$logs/import.log" 2>&1 &
+import_pid=$!
 log "kubelet, kube-proxy"
 cat >"$scratch/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -242,6 +225,8 @@ resolvConf: /etc/resolv.conf
 evictionHard: { memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%" }
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+# Report the node's status every 2 s, not 10: Ready is seen as soon as the runtime's network is up.
+nodeStatusUpdateFrequency: 2s
 EOF
 start_component kubelet kubelet --config="$scratch/kubelet.yaml" --kubeconfig="$pki/kubelet.kubeconfig" \
   --hostname-override=$node_name --node-ip=$node_ip --root-dir=/var/lib/kubelet --cert-dir="$scratch/kubelet-certs"
@@ -262,6 +247,9 @@ start_component kube-proxy kube-proxy --config="$scratch/kube-proxy.yaml"
 wait_for "$timeout_s" "Node $node_name Ready" \
   sh -c "kubectl get node $node_name -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 echo "node Ready after $(elapsed)"
+wait "$import_pid" || { cat "$logs/import.log" >&2; fail "importing the images into containerd failed"; }
+ctr --address "$sock" -n k8s.io images ls -q | grep -E 'neon-key-operator|pause' | sed 's/^/  /'
+echo "images imported after $(elapsed)"
 # The kubelet rewrote host-wide sysctls at start (vm.overcommit_memory, kernel.panic,
 # kernel.panic_on_oops): back to the values run.sh saved, now that it is past that point.
 [ -f "$scratch/sysctls.saved" ] && sysctl -q -p "$scratch/sysctls.saved" >/dev/null
