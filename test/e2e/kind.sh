@@ -6,7 +6,7 @@
 #
 #   test/e2e/kind.sh                     # KEEP_CLUSTER=1 keeps the cluster for a look afterwards
 #
-# Needs: docker, kind, kubectl, helm (v3), curl, node (any; used only to read JSON).
+# Needs: docker, kind, kubectl, helm (v3), curl, node >= 22.18 (reads JSON, runs test/e2e/check-keys.ts).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

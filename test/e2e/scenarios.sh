@@ -331,7 +331,7 @@ check_final() { # <keyName prefix>
   kubectl -n "$app_ns" get projectapikeys -o json >"$e2e_work/resources.json"
   kubectl -n "$app_ns" get secrets -o json >"$e2e_work/secrets.json"
   admin_keys >"$e2e_work/keys.json"
-  node "$e2e_root/test/e2e/check-keys.mjs" final "$1" "$e2e_work/keys.json" "$e2e_work/resources.json" "$e2e_work/secrets.json" "$api" \
+  node "$e2e_root/test/e2e/check-keys.ts" final "$1" "$e2e_work/keys.json" "$e2e_work/resources.json" "$e2e_work/secrets.json" "$api" \
     || e2e_fail "keys of $1*: see above"
   rm -f "$e2e_work/secrets.json"
 }
@@ -482,6 +482,6 @@ run_scenarios() {
   scenario_kustomize
   stop_sampling
   say "no resource ever had two live keys"
-  node "$e2e_root/test/e2e/check-keys.mjs" samples e2e- "$e2e_work/keys.jsonl" || e2e_fail "a resource had two live keys at once"
+  node "$e2e_root/test/e2e/check-keys.ts" samples e2e- "$e2e_work/keys.jsonl" || e2e_fail "a resource had two live keys at once"
   say "all scenarios passed"
 }
