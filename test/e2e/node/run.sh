@@ -66,15 +66,23 @@ cleanup() {
   done
   sysctl -q -p "$scratch.sysctls" >/dev/null
   rm -rf "$scratch" "$scratch.sysctls"
-  # The clean-machine check: everything machine-state.sh sees is as it was before.
+  # The clean-machine check: everything machine-state.sh sees is as it was before, and no file or
+  # folder of the system's trees was created, changed or had an entry removed since the e2e began
+  # (the checkout, /tmp, /root and /home are not searched: caches and other work live there).
+  find /etc /usr /opt /var /run /srv /boot -xdev -newer "$state_before" 2>/dev/null | head -20 >"$scratch.files"
+  if [ -s "$scratch.files" ]; then
+    echo "FAIL: files written outside the e2e's folders:" >&2
+    cat "$scratch.files" >&2
+    [ "$status" -eq 0 ] && status=1
+  fi
   if ! diff -u "$state_before" <(bash "$here/machine-state.sh") >"$scratch.diff"; then
     echo "FAIL: the e2e left the machine changed (- before, + after):" >&2
     grep -E '^[-+][^-+]' "$scratch.diff" >&2
     [ "$status" -eq 0 ] && status=1
   else
-    echo "clean machine: sysctls, mounts, cgroups, network, paths and processes as before the e2e"
+    [ -s "$scratch.files" ] || echo "clean machine: sysctls, mounts, cgroups, network, paths and processes as before the e2e; no file written in /etc /usr /opt /var /run /srv /boot"
   fi
-  rm -f "$state_before" "$scratch.diff" "$scratch.cgroups"
+  rm -f "$state_before" "$scratch.diff" "$scratch.cgroups" "$scratch.files"
   echo "e2e total $(( $(date +%s) - started ))s, exit $status"
   exit "$status"
 }
@@ -94,11 +102,20 @@ pause_image=localhost/e2e-pause:1
 operator_archive="$root/.cache/e2e/operator.oci.tar"
 pause_archive="$root/.cache/e2e/pause.oci.tar"
 # buildah's store (layers, the base image) under .cache/e2e: reused by the next run, never in
-# /var/lib/containers. Inside a private mount namespace: its overlay mounts cannot outlive it.
+# /var/lib/containers. Inside a private mount namespace: its overlay mounts cannot outlive it, and
+# the fixed host paths buildah and runc write to are folders of .cache/e2e or of the scratch folder
+# there: /var/tmp (buildah-cache: the npm cache of the Dockerfile's RUN --mount=type=cache, kept
+# for the next run), /var/lib (containers/cache), /run (runc's state), and the CNI configuration
+# folder, which containers.conf moves (by default /etc/cni/net.d, where buildah takes a lock).
 storage=(--root "$root/.cache/e2e/storage" --runroot "$scratch/buildah-run" --storage-driver overlay)
-unshare --mount --propagation private bash -euo pipefail -c '
-  here=$1 image=$2 operator_archive=$3 pause_bin=$4 pause_image=$5 pause_archive=$6
-  shift 6
+mkdir -p "$root/.cache/e2e/var-tmp" "$root/.cache/e2e/var-lib" "$scratch/build-run" "$scratch/build-cni"
+printf '[network]\nnetwork_config_dir = "%s"\n' "$scratch/build-cni" >"$scratch/containers.conf"
+CONTAINERS_CONF="$scratch/containers.conf" unshare --mount --propagation private bash -euo pipefail -c '
+  here=$1 image=$2 operator_archive=$3 pause_bin=$4 pause_image=$5 pause_archive=$6 cache=$7 run=$8
+  shift 8
+  mount --bind "$cache/var-tmp" /var/tmp
+  mount --bind "$cache/var-lib" /var/lib
+  mount --bind "$run" /run
   "$here/build-image.sh" "$image" "$operator_archive" "$@"
   if [ ! "$pause_archive" -nt "$pause_bin" ]; then
     container=$(buildah "$@" from scratch)
@@ -107,7 +124,8 @@ unshare --mount --propagation private bash -euo pipefail -c '
     buildah "$@" commit -q --rm "$container" "$pause_image" >/dev/null
     buildah "$@" push --quiet "$pause_image" "oci-archive:$pause_archive:$pause_image"
   fi
-' build "$here" "$image" "$operator_archive" "$node_bin/pause" "$pause_image" "$pause_archive" "${storage[@]}"
+' build "$here" "$image" "$operator_archive" "$node_bin/pause" "$pause_image" "$pause_archive" \
+  "$root/.cache/e2e" "$scratch/build-run" "${storage[@]}"
 phase images
 
 log "Real node (private PID, mount and network namespaces)"
