@@ -4,7 +4,7 @@ import { describe, expect, it } from '@jest/globals';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { root } from './kube-tools.ts';
 
 const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
@@ -118,29 +118,47 @@ describe('the container image', () => {
   });
 });
 
-describe('the kind e2e script', () => {
-  const script = join(root, 'test/e2e/kind.sh');
+describe('the e2e scripts', () => {
+  // kind.sh (kind, where Docker is) and node/run.sh (`npm run e2e`, a real node) run the scenarios
+  // of scenarios.sh, a library they source.
+  const e2e = join(root, 'test/e2e');
+  const kind = join(e2e, 'kind.sh');
+  const scenarios = join(e2e, 'scenarios.sh');
+  const entryPoints = [kind, ...['run.sh', 'session.sh', 'build-image.sh', 'base-image.sh', 'machine-state.sh'].map((f) => join(e2e, 'node', f))];
 
-  it('is valid bash, strict, and shellcheck-clean where shellcheck is installed', () => {
-    execFileSync('bash', ['-n', script]);
-    const text = readFileSync(script, 'utf8');
-    expect(text.startsWith('#!/usr/bin/env bash\n')).toBe(true);
-    expect(text).toContain('set -euo pipefail');
-    expect(text).toMatch(/^trap cleanup EXIT$/m);
+  it('are valid bash, strict, and shellcheck-clean where shellcheck is installed', () => {
+    execFileSync('bash', ['-n', scenarios]);
+    for (const script of entryPoints) {
+      execFileSync('bash', ['-n', script]);
+      const text = readFileSync(script, 'utf8');
+      expect(text.startsWith('#!/usr/bin/env bash\n')).toBe(true);
+      expect(text).toContain('set -euo pipefail');
+    }
+    expect(readFileSync(kind, 'utf8')).toMatch(/^trap cleanup EXIT$/m);
+    expect(readFileSync(join(e2e, 'node/run.sh'), 'utf8')).toMatch(/^trap cleanup EXIT$/m);
+    expect(readFileSync(join(e2e, 'node/session.sh'), 'utf8')).toMatch(/^trap teardown EXIT$/m);
     const shellcheck = spawnSync('shellcheck', ['--version']);
     if (shellcheck.error === undefined && shellcheck.status === 0) {
-      const result = spawnSync('shellcheck', ['-x', script], { encoding: 'utf8' });
-      expect(result.stdout + result.stderr).toBe('');
-      expect(result.status).toBe(0);
+      for (const script of [...entryPoints, scenarios]) {
+        const result = spawnSync('shellcheck', ['-x', script], { encoding: 'utf8', cwd: dirname(script) });
+        expect(result.stdout + result.stderr).toBe('');
+        expect(result.status).toBe(0);
+      }
     }
   });
 
-  it('runs the image the Dockerfile builds: the operator through the chart, the emulator from dist/', () => {
-    const text = readFileSync(script, 'utf8');
+  it('run the image the Dockerfile builds: the operator through the chart and the base, the emulator from dist/', () => {
+    const text = readFileSync(scenarios, 'utf8');
     expect(text).toContain('command: [/usr/bin/tini, --, node, dist/emulator/main.js]');
-    expect(text).toContain('"$root/deploy/helm/neon-key-operator"');
-    expect(text).toContain('kind load docker-image');
+    expect(text).toContain('"$e2e_root/deploy/helm/neon-key-operator"');
+    expect(text).toContain('"$e2e_root/deploy/base"');
     expect(text).toContain('--for=condition=Ready');
+    expect(readFileSync(kind, 'utf8')).toContain('kind load docker-image');
+    expect(readFileSync(kind, 'utf8')).toContain('source "$root/test/e2e/scenarios.sh"');
+    expect(readFileSync(join(e2e, 'node/session.sh'), 'utf8')).toContain('source "$root/test/e2e/scenarios.sh"');
+    // The unchanged Dockerfile: build-image.sh passes build arguments only, never another file.
+    const build = readFileSync(join(e2e, 'node/build-image.sh'), 'utf8');
+    expect(build).toContain('-f "$root/Dockerfile"');
     // The emulator's command line: the flags the script passes are those main.ts declares.
     const emulatorMain = readFileSync(join(root, 'src/emulator/main.ts'), 'utf8');
     const passed = /args: \[([^\]]*)\]/.exec(text.slice(text.indexOf('dist/emulator/main.js')))?.[1] ?? '';

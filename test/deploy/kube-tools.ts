@@ -58,6 +58,9 @@ function run(file: string, args: string[], env: NodeJS.ProcessEnv, input?: strin
       if (code === 0) resolve({ stdout, stderr });
       else reject(new CommandError(`${file.split('/').pop()} ${args.join(' ')}`, code, stderr + stdout));
     });
+    // A command that exits without reading its stdin (helm template) closes the pipe first: the
+    // write then fails with EPIPE, which would otherwise be thrown. Its exit status tells.
+    child.stdin.on('error', () => {});
     child.stdin.end(input ?? '');
   });
 }

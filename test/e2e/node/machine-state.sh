@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Prints what the e2e could leave behind on this machine, one fact a line, in a stable order:
+# run.sh diffs the output from before the e2e with the output from after it. Host-wide sysctls
+# (minus counters that move by themselves), mount points, cgroup directories, network links,
+# addresses, routes and iptables rules of the host's network namespace, the paths a node's
+# components and buildah write to by default, and processes of a node's kind.
+set -euo pipefail
+# One byte order for sort and comm, whatever the caller's locale.
+export LC_ALL=C
+
+echo "## sysctls"
+sysctl -a 2>/dev/null | grep -vE '^(fs\.(dentry-state|file-nr|inode-nr|inode-state|aio-nr|quota\.)|kernel\.(ns_last_pid|random\.|pty\.nr)|net\.netfilter\.nf_conntrack_count)' || true
+echo "## mounts"
+awk '{ print $5, $9 }' /proc/self/mountinfo | sort
+echo "## cgroups"
+# Other work on this machine makes cgroups under process_api: not ours to compare.
+find /sys/fs/cgroup -mindepth 1 -type d -not -path '*/process_api*' 2>/dev/null | sort
+echo "## network"
+ip -o link | sed -E 's/^[0-9]+: //' | awk '{ print $1 }' | sort
+ip -o addr | awk '{ print $2, $3, $4 }' | sort
+ip route | sort
+iptables-save 2>/dev/null | grep -vE '^#|^:' | sort || true
+echo "## paths"
+for path in /usr/libexec/kubernetes /var/lib/kubelet /var/lib/cni /var/lib/containerd /var/log/pods \
+            /var/log/containers /run/containerd /run/runc /etc/cni /opt/cni /etc/kubernetes /var/lib/containers; do
+  [ -e "$path" ] && echo "$path"
+done
+echo "## processes"
+for proc in /proc/[0-9]*; do
+  comm=$(cat "$proc/comm" 2>/dev/null) || continue
+  case "$comm" in
+    containerd*|kubelet|kube-proxy|kube-scheduler|runc|buildah|pause|tini|conmon|unshare) echo "${proc#/proc/} $comm" ;;
+  esac
+done | sort -n
