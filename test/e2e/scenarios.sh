@@ -176,7 +176,7 @@ EOF
 }
 
 # Scenario 1: helm install with the chart's defaults; only the image, its pull policy and the
-# platform URL set.
+# platform URL set (plain http to the in-cluster emulator, which the operator needs allowed explicitly).
 scenario_helm_install() {
   say "1. helm install (chart defaults; image, pull policy, platform URL)"
   restricted_namespace "$helm_ns"
