@@ -93,6 +93,17 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# This run's cgroup subtree: the image build's containers (build/) and the node's pods (the
+# kubelet's cgroupRoot) go there, apart from anything else on the machine.
+for hierarchy in /sys/fs/cgroup/*/; do
+  mkdir "$hierarchy$E2E_CGROUP"
+  # cgroup v1 cpuset: a new cgroup starts with no CPUs and no memory nodes; its children copy them.
+  if [ -f "$hierarchy$E2E_CGROUP/cpuset.cpus" ]; then
+    cat "${hierarchy}cpuset.cpus" >"$hierarchy$E2E_CGROUP/cpuset.cpus"
+    cat "${hierarchy}cpuset.mems" >"$hierarchy$E2E_CGROUP/cpuset.mems"
+  fi
+done
+
 log "Binaries: control plane (test/controlplane), node (test/node)"
 cp_bin=$(bash "$root/test/controlplane/build.sh")
 node_bin=$(bash "$root/test/node/build.sh")
@@ -132,14 +143,6 @@ CONTAINERS_CONF="$scratch/containers.conf" unshare --mount --propagation private
 phase images
 
 log "Real node (private PID, mount and network namespaces)"
-for hierarchy in /sys/fs/cgroup/*/; do
-  mkdir "$hierarchy$E2E_CGROUP"
-  # cgroup v1 cpuset: a new cgroup starts with no CPUs and no memory nodes; its children copy them.
-  if [ -f "$hierarchy$E2E_CGROUP/cpuset.cpus" ]; then
-    cat "${hierarchy}cpuset.cpus" >"$hierarchy$E2E_CGROUP/cpuset.cpus"
-    cat "${hierarchy}cpuset.mems" >"$hierarchy$E2E_CGROUP/cpuset.mems"
-  fi
-done
 unshare --pid --fork --mount-proc --mount --net --propagation private \
   bash "$here/session.sh" "$scratch" "$cp_bin" "$node_bin" "$operator_archive" "$image" "$image2" "$pause_archive" "$pause_image"
 phase node+scenarios
