@@ -37,7 +37,10 @@ start=$(date +%s)
 # runtime stage after it, apt-get included, at every commit; this image is tested, never published.
 # runc, not crun (Debian's crun refuses this host's hybrid cgroup layout); --pull=false: the base
 # is in the store (base-image.sh); --network host: npm ci and apt-get reach their repositories.
+# --cgroup-parent: the build's containers in this run's cgroup subtree (run.sh), not in a
+# top-level buildah-* cgroup that cannot be told from another build's on this machine.
 buildah "$@" bud --quiet --runtime /usr/sbin/runc --pull=false --network host --layers --force-rm \
+  ${E2E_CGROUP:+--cgroup-parent "/$E2E_CGROUP/build"} \
   "${ca_args[@]}" \
   --build-arg NODE_IMAGE="$node_image" --build-arg VERSION="$version" \
   -f "$root/Dockerfile" -t "$image" "$root" >/dev/null

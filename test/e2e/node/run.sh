@@ -47,6 +47,9 @@ phase tools
 mkdir -p "$root/.cache/e2e"
 scratch=$(mktemp -d "$root/.cache/e2e/scratch.XXXXXX")
 state_before="$scratch.before"
+# This run's cgroup subtree in every hierarchy, the kubelet's cgroupRoot; machine-state.sh leaves
+# out other runs' subtrees (nko-e2e-*, and a plain /kubepods of other nodes), not this one's.
+export E2E_CGROUP="nko-e2e-${scratch##*.}"
 bash "$here/machine-state.sh" >"$state_before"
 # Host-wide sysctls the kubelet rewrites at start (session.sh restores them once the node is Ready).
 sysctl vm.overcommit_memory kernel.panic kernel.panic_on_oops >"$scratch.sysctls"
@@ -58,9 +61,9 @@ cleanup() {
   # The session's PID namespace is gone, and every process of it. What outlives a namespace:
   # cgroup directories the kubelet and runc made (child first), files buildah and runc write to
   # fixed host paths, the sysctls.
-  sed -n '/^## cgroups$/,/^## /p' "$state_before" >"$scratch.cgroups"
-  bash "$here/machine-state.sh" | sed -n '/^## cgroups$/,/^## /p' | grep -vxF -f "$scratch.cgroups" \
-    | awk -F/ '{ print NF, $0 }' | sort -rn | cut -d' ' -f2- | while read -r dir; do rmdir "$dir" 2>/dev/null; done
+  # This run's cgroup subtrees, child first (every process in them died with the PID namespace).
+  find /sys/fs/cgroup -mindepth 2 -maxdepth 2 -type d -name "$E2E_CGROUP" 2>/dev/null \
+    | while read -r tree; do find "$tree" -depth -type d -exec rmdir {} + 2>/dev/null; done
   for path in /var/lib/containers /etc/cni /run/runc; do
     grep -qx "$path" "$state_before" || rm -rf "$path"
   done
@@ -82,13 +85,24 @@ cleanup() {
   else
     [ -s "$scratch.files" ] || echo "clean machine: sysctls, mounts, cgroups, network, paths and processes as before the e2e; no file written in /etc /usr /opt /var /run /srv /boot"
   fi
-  rm -f "$state_before" "$scratch.diff" "$scratch.cgroups" "$scratch.files"
+  rm -f "$state_before" "$scratch.diff" "$scratch.files"
   echo "e2e total $(( $(date +%s) - started ))s, exit $status"
   exit "$status"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# This run's cgroup subtree: the image build's containers (build/) and the node's pods (the
+# kubelet's cgroupRoot) go there, apart from anything else on the machine.
+for hierarchy in /sys/fs/cgroup/*/; do
+  mkdir "$hierarchy$E2E_CGROUP"
+  # cgroup v1 cpuset: a new cgroup starts with no CPUs and no memory nodes; its children copy them.
+  if [ -f "$hierarchy$E2E_CGROUP/cpuset.cpus" ]; then
+    cat "${hierarchy}cpuset.cpus" >"$hierarchy$E2E_CGROUP/cpuset.cpus"
+    cat "${hierarchy}cpuset.mems" >"$hierarchy$E2E_CGROUP/cpuset.mems"
+  fi
+done
 
 log "Binaries: control plane (test/controlplane), node (test/node)"
 cp_bin=$(bash "$root/test/controlplane/build.sh")

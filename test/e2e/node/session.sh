@@ -9,6 +9,7 @@
 #   session.sh <scratch> <controlplane-bin> <node-bin> <operator-archive> <image> <image2> <pause-archive> <pause-image>
 set -euo pipefail
 
+: "${E2E_CGROUP:?run.sh sets E2E_CGROUP}"
 scratch=$1 cp_bin=$2 node_bin=$3 operator_archive=$4 image=$5 image2=$6 pause_archive=$7 pause_image=$8
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -209,6 +210,9 @@ apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://$sock
 cgroupDriver: cgroupfs
+# This run's own cgroup subtree (run.sh made it and removes it): pods never land in a /kubepods
+# that another node on this machine (another e2e run) uses too.
+cgroupRoot: /$E2E_CGROUP
 # This host: swap may be on, and its cgroups are v1 (1.35 refuses v1 unless told).
 failSwapOn: false
 failCgroupV1: false
