@@ -50,7 +50,8 @@ const kubectl = (...args: string[]): Promise<string> => kubectlIn(undefined, ...
 console.log(`apiserver ${controlPlane.info.server}`);
 
 step('Starting the platform emulator');
-const emulator = await startEmulator({ db: ':memory:' });
+// Operations run 4 times slower than the platform's usual timings, so the tour can show one in progress.
+const emulator = await startEmulator({ db: ':memory:', timeScale: 4 });
 const admin = emulator.bootstrap.users.find((u) =>
   Object.values(u.orgRoles ?? {}).includes('admin') && u.personalKey !== undefined);
 if (admin === undefined || admin.personalKey === undefined) throw new Error('the emulator seed has no organization administrator');
@@ -94,6 +95,8 @@ try {
     `--platform-url=${emulator.baseUrl}`,
     '--metrics-bind-address=127.0.0.1:0',
     '--health-probe-bind-address=127.0.0.1:0',
+    // Drift checked every 10 s (default 5m), so the tour's project operations are polled at that pace too.
+    '--drift-interval=10s',
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(operatorLog);
   operator.stdout?.pipe(log);
@@ -148,12 +151,133 @@ try {
     }
   }
 
+  await tourOperations();
+  await tourSecretRepair();
+  await tourDelete();
+
+  if (flags.once) await shutdown(0);
   console.log(`\nTry it:  export KUBECONFIG=${kubeconfig}`);
   console.log(`         ${join(binDir, 'kubectl')} get neon -A`);
   console.log(`         ${join(binDir, 'kubectl')} describe projectapikeys -n ${demoNamespace}`);
-  if (flags.once) await shutdown(0);
+  console.log(`         the platform's console: ${emulator.baseUrl.replace(/\/api\/v2$/, '')}/console`);
   console.log('\nRunning; Ctrl-C stops the operator, the emulator and the control plane.');
 } catch (error) {
   console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
   await shutdown(1);
+}
+
+// The tour: what the operator does over a key's life, each step shown with what a user would look
+// at (conditions, events, the platform's own record of the key).
+
+interface Condition { type: string; status: string; reason: string; message: string }
+interface KeyObject {
+  kind: string;
+  metadata: { name: string };
+  spec: { projectId?: string };
+  status?: { keyId?: number; secretName?: string; conditions?: Condition[]; operations?: { id: string; action: string; status: string }[] };
+}
+
+function getKey(kind: 'apikeys' | 'projectapikeys', name: string): Promise<KeyObject> {
+  return kubectl('get', kind, name, '-n', demoNamespace, '-o', 'json').then((out) => JSON.parse(out) as KeyObject);
+}
+
+function conditionOf(o: KeyObject, type: string): Condition | undefined {
+  return o.status?.conditions?.find((c) => c.type === type);
+}
+
+/** Samples `probe` until it returns a value (or the demo's --timeout passes). */
+async function until<T>(what: string, probe: () => Promise<T | undefined>, everyMs = 500): Promise<T> {
+  const deadline = Date.now() + Number(flags.timeout) * 1000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${flags.timeout}s waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+/** The platform's own record of every key (the emulator's admin API; the real console shows the same). */
+async function platformKeys(): Promise<Map<number, { name: string; revoked: boolean }>> {
+  const response = await fetch(`${emulator.baseUrl.replace(/\/api\/v2$/, '')}/admin/keys`);
+  const keys = await response.json() as { id: number; name: string; revoked: boolean }[];
+  return new Map(keys.map((k) => [k.id, k]));
+}
+
+async function secretValue(name: string, field = 'apiKey'): Promise<string | undefined> {
+  const out = await kubectl('get', 'secret', name, '-n', demoNamespace, '-o', 'json').catch(() => undefined);
+  if (out === undefined) return undefined;
+  const encoded = (JSON.parse(out) as { data?: Record<string, string> }).data?.[field];
+  return encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString('utf8');
+}
+
+async function eventsOf(name: string): Promise<string> {
+  return (await kubectl('get', 'events', '-n', demoNamespace, '--field-selector', `involvedObject.name=${name}`,
+    '--sort-by=.lastTimestamp', '-o', 'custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message')).trimEnd();
+}
+
+async function tourOperations(): Promise<void> {
+  step('An operation of the project, mirrored into the ProjectApiKey (OperationsSettled)');
+  const before = await getKey('projectapikeys', 'app-neon');
+  const projectId = before.spec.projectId ?? '';
+  const key = await secretValue(before.status?.secretName ?? 'app-neon');
+  if (key === undefined) throw new Error('Secret app-neon has no key');
+  // A team's workload creating a branch with its project key (the key never leaves this process).
+  const response = await fetch(`${emulator.baseUrl}/projects/${projectId}/branches`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ branch: { name: 'demo-feature' }, endpoints: [{ type: 'read_write' }] }),
+  });
+  const created = await response.json() as { operations?: { id: string; action: string; status: string }[] };
+  const ids = (created.operations ?? []).map((o) => o.id);
+  console.log(`POST /projects/${projectId}/branches with the Secret's key -> ${response.status}; operations: `
+    + (created.operations ?? []).map((o) => `${o.action} (${o.status})`).join(', '));
+  console.log('OperationsSettled of projectapikey/app-neon as it changes (the operator polls the project\'s operations):');
+  const started = Date.now();
+  let last = '';
+  const done = await until('the branch\'s operations mirrored as finished', async () => {
+    const o = await getKey('projectapikeys', 'app-neon');
+    const c = conditionOf(o, 'OperationsSettled');
+    const line = c === undefined ? '(not reported yet)' : `${c.status.padEnd(7)} ${c.reason.padEnd(20)} ${c.message}`;
+    if (line !== last) {
+      console.log(`  +${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s  ${line}`);
+      last = line;
+    }
+    const finished = ids.every((id) => o.status?.operations?.some((op) => op.id === id && op.status === 'finished'));
+    return finished && c?.status === 'True' ? o : undefined;
+  });
+  for (const op of done.status?.operations?.filter((x) => ids.includes(x.id)) ?? []) console.log(`  status.operations: ${op.action} ${op.status}`);
+}
+
+async function tourSecretRepair(): Promise<void> {
+  step('Drift: a deleted Secret is repaired (a new key; the old one, whose secret is lost, is revoked)');
+  const before = await getKey('apikeys', 'ci-deployer');
+  const oldId = before.status?.keyId;
+  const secretName = before.status?.secretName ?? 'ci-deployer-neon';
+  console.log((await kubectl('delete', 'secret', secretName, '-n', demoNamespace)).trim());
+  const after = await until('a new key in a new Secret', async () => {
+    const o = await getKey('apikeys', 'ci-deployer');
+    return o.status?.keyId !== undefined && o.status.keyId !== oldId && conditionOf(o, 'Ready')?.status === 'True' ? o : undefined;
+  });
+  await until(`key ${oldId} revoked`, async () => ((await platformKeys()).get(oldId ?? -1)?.revoked === true ? true : undefined));
+  const key = await secretValue(secretName);
+  const check = await fetch(`${emulator.baseUrl}/projects`, { headers: { authorization: `Bearer ${key ?? ''}` } });
+  console.log(`Secret ${secretName} is back with key ${after.status?.keyId} (GET /projects with it -> ${check.status}); `
+    + `the platform says key ${oldId} is revoked`);
+  console.log(await eventsOf('ci-deployer'));
+}
+
+async function tourDelete(): Promise<void> {
+  step('Deleting a resource revokes its key (the finalizer holds the delete until the platform confirmed)');
+  const before = await getKey('projectapikeys', 'app-neon');
+  const keyId = before.status?.keyId;
+  console.log((await kubectl('delete', 'projectapikey', 'app-neon', '-n', demoNamespace, '--wait=true', `--timeout=${flags.timeout}s`)).trim());
+  const record = (await platformKeys()).get(keyId ?? -1);
+  if (record?.revoked !== true) throw new Error(`key ${keyId} is still live on the platform after its resource was deleted`);
+  console.log(`the platform says key ${keyId} (${record.name}) is revoked`);
+  await until('Secret app-neon collected', async () => ((await secretValue('app-neon')) === undefined ? true : undefined));
+  console.log('Secret app-neon is gone with it (owner reference)');
+  if (!flags.once) {
+    // Left running for a person to explore: the example again.
+    console.log((await kubectlIn(readFileSync(join(root, 'examples', 'projectapikey.yaml'), 'utf8'), 'apply', '-n', demoNamespace, '-f', '-')).trim());
+  }
 }
