@@ -91,14 +91,21 @@ export function templatedData(dataKey: string, template: SecretTemplate | undefi
   return data;
 }
 
-function previouslyTemplated(annotations: Record<string, string> | undefined): { labels: string[]; annotations: string[] } {
+interface Templated { labels: string[]; annotations: string[]; data: string[] }
+
+function previouslyTemplated(annotations: Record<string, string> | undefined): Templated {
   const names = (value: unknown): string[] => (Array.isArray(value) ? value.filter((n): n is string => typeof n === 'string').slice(0, TEMPLATED_MAX_NAMES) : []);
   try {
-    const parsed = JSON.parse(annotations?.[ANNOTATION_TEMPLATED] ?? '{}') as { labels?: unknown; annotations?: unknown };
-    return { labels: names(parsed?.labels), annotations: names(parsed?.annotations) };
+    const parsed = JSON.parse(annotations?.[ANNOTATION_TEMPLATED] ?? '{}') as { labels?: unknown; annotations?: unknown; data?: unknown };
+    return { labels: names(parsed?.labels), annotations: names(parsed?.annotations), data: names(parsed?.data) };
   } catch {
-    return { labels: [], annotations: [] };
+    return { labels: [], annotations: [], data: [] };
   }
+}
+
+/** The data entries a template derives (never the key's own entry). */
+function derivedNames(template: SecretTemplate | undefined, dataKey: string): string[] {
+  return Object.keys(template?.data ?? {}).filter((name) => name !== dataKey).sort();
 }
 
 function merged(existing: Record<string, string> | undefined, previous: readonly string[], wanted: Record<string, string> | undefined): { out: Record<string, string>; applied: string[] } {
@@ -114,29 +121,37 @@ function merged(existing: Record<string, string> | undefined, previous: readonly
  * set before and no longer does is removed, what it sets is set, what others set stays. The
  * operator's own names are left to the caller, who sets them after.
  */
-export function templatedMetadata(existing: Pick<NonNullable<V1Secret['metadata']>, 'labels' | 'annotations'> | undefined, template: SecretTemplate | undefined): { labels: Record<string, string>; annotations: Record<string, string> } {
+export function templatedMetadata(existing: Pick<NonNullable<V1Secret['metadata']>, 'labels' | 'annotations'> | undefined, template: SecretTemplate | undefined, dataKey: string): { labels: Record<string, string>; annotations: Record<string, string> } {
   const previous = previouslyTemplated(existing?.annotations);
   const labels = merged(existing?.labels, previous.labels, template?.labels);
   const annotations = merged(existing?.annotations, previous.annotations, template?.annotations);
+  const data = derivedNames(template, dataKey);
   delete annotations.out[ANNOTATION_TEMPLATED];
-  if (labels.applied.length > 0 || annotations.applied.length > 0) {
-    annotations.out[ANNOTATION_TEMPLATED] = JSON.stringify({ labels: labels.applied, annotations: annotations.applied });
+  if (labels.applied.length > 0 || annotations.applied.length > 0 || data.length > 0) {
+    annotations.out[ANNOTATION_TEMPLATED] = JSON.stringify({ labels: labels.applied, annotations: annotations.applied, data });
   }
   return { labels: { ...labels.out, [LABEL_MANAGED_BY]: MANAGED_BY }, annotations: annotations.out };
 }
 
 /**
- * The Secret rewritten to the template: its data rebuilt from its primary entry (`values.key`,
- * which must be what it holds), labels and annotations merged; the operator's signed annotations,
- * owner reference and everything else kept as they are.
+ * The Secret rewritten to the template: its derived entries rebuilt from its primary entry
+ * (`values.key`, which must be what it holds), those a template set before and no longer does
+ * removed, labels and annotations merged; the primary entry's bytes, entries others put there, the
+ * operator's signed annotations and owner reference kept as they are.
  */
 export function rewrittenSecret(existing: V1Secret, dataKey: string, template: SecretTemplate | undefined, values: TemplateValues): V1Secret {
-  const metadata = templatedMetadata(existing.metadata, template);
+  const metadata = templatedMetadata(existing.metadata, template, dataKey);
+  const wanted = derivedNames(template, dataKey);
+  const data = { ...existing.data };
+  for (const name of previouslyTemplated(existing.metadata?.annotations).data) if (name !== dataKey && !wanted.includes(name)) delete data[name];
+  // A derived value the operator does not know now is not left stale.
+  for (const name of wanted) delete data[name];
+  const { [dataKey]: fresh, ...derived } = templatedData(dataKey, template, values);
   return {
     ...existing,
     metadata: { ...existing.metadata, labels: metadata.labels, annotations: metadata.annotations },
-    // The primary entry's bytes as they are: decide() checked them against status.secretHash.
-    data: { ...templatedData(dataKey, template, values), ...(existing.data?.[dataKey] !== undefined ? { [dataKey]: existing.data[dataKey] } : {}) },
+    // The primary entry as it is: decide() checked it against status.secretHash.
+    data: { ...data, ...derived, [dataKey]: existing.data?.[dataKey] ?? fresh ?? '' },
   };
 }
 

@@ -73,7 +73,7 @@ export interface SecretShape {
 }
 
 export function buildSecret(resource: KeyResource, name: string, dataKey: string, key: { id: number; name: string; secret: string }, signer: Signer, existing?: V1Secret, shape?: SecretShape): V1Secret {
-  const templated = templatedMetadata(existing?.metadata, shape?.template);
+  const templated = templatedMetadata(existing?.metadata, shape?.template, dataKey);
   return {
     apiVersion: 'v1',
     kind: 'Secret',

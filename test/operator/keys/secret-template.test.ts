@@ -27,25 +27,25 @@ describe('the template, pure', () => {
     const out = templatedMetadata({ labels: { [`app.kubernetes.io/managed-by`]: 'neon-key-operator' }, annotations: { 'keys.neon.dev/key-id': '42' } }, {
       labels: { 'app.kubernetes.io/managed-by': 'someone-else', 'keys.neon.dev/owner': 'x', team: 'payments' },
       annotations: { 'keys.neon.dev/key-id': '7', 'keys.neon.dev/templated': '{}', 'reloader.stakater.com/match': 'true' },
-    });
+    }, 'apiKey');
     expect(out.labels).toEqual({ 'app.kubernetes.io/managed-by': 'neon-key-operator', team: 'payments' });
     expect(out.annotations).toEqual({
-      'keys.neon.dev/key-id': '42', 'reloader.stakater.com/match': 'true', [ANNOTATION_TEMPLATED]: JSON.stringify({ labels: ['team'], annotations: ['reloader.stakater.com/match'] }),
+      'keys.neon.dev/key-id': '42', 'reloader.stakater.com/match': 'true', [ANNOTATION_TEMPLATED]: JSON.stringify({ labels: ['team'], annotations: ['reloader.stakater.com/match'], data: [] }),
     });
   });
 
   it('removes what a template set before and no longer does, and keeps what others set', () => {
-    const before = templatedMetadata({ labels: { mine: 'x' } }, { labels: { team: 'payments', tier: 'gold' } });
-    const after = templatedMetadata(before, { labels: { team: 'billing' } });
+    const before = templatedMetadata({ labels: { mine: 'x' } }, { labels: { team: 'payments', tier: 'gold' } }, 'apiKey');
+    const after = templatedMetadata(before, { labels: { team: 'billing' } }, 'apiKey');
     expect(after.labels).toEqual({ mine: 'x', team: 'billing', 'app.kubernetes.io/managed-by': 'neon-key-operator' });
-    const none = templatedMetadata(after, undefined);
+    const none = templatedMetadata(after, undefined, 'apiKey');
     expect(none.labels).toEqual({ mine: 'x', 'app.kubernetes.io/managed-by': 'neon-key-operator' });
     expect(none.annotations[ANNOTATION_TEMPLATED]).toBeUndefined();
   });
 
   it('reads a tampered record of templated names without failing, and never removes the operator\'s names on its strength', () => {
     for (const record of ['{not json', '[]', '{"labels":"x"}', JSON.stringify({ labels: ['app.kubernetes.io/managed-by'], annotations: ['keys.neon.dev/key-id'] })]) {
-      const out = templatedMetadata({ labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' }, annotations: { [ANNOTATION_TEMPLATED]: record, 'keys.neon.dev/key-id': '42' } }, undefined);
+      const out = templatedMetadata({ labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' }, annotations: { [ANNOTATION_TEMPLATED]: record, 'keys.neon.dev/key-id': '42' } }, undefined, 'apiKey');
       expect(out.labels['app.kubernetes.io/managed-by']).toBe('neon-key-operator');
       expect(out.annotations['keys.neon.dev/key-id']).toBe('42');
     }
@@ -61,7 +61,7 @@ describe('the template, pure', () => {
       ['templated label edited', (s) => { s.metadata!.labels!.team = 'other'; }],
       ['templated label removed', (s) => { delete s.metadata!.labels!.team; }],
       ['managed-by label removed', (s) => { delete s.metadata!.labels!['app.kubernetes.io/managed-by']; }],
-      ['an entry the spec does not ask for', (s) => { s.data!.EXTRA = b64('x'); }],
+      ['the record of templated names edited', (s) => { s.metadata!.annotations![ANNOTATION_TEMPLATED] = '{}'; }],
     ];
     for (const [story, edit] of edits) {
       const copy = structuredClone(written);
@@ -69,6 +69,22 @@ describe('the template, pure', () => {
       expect([story, secretInLine(copy, 'apiKey', template, values)]).toEqual([story, false]);
     }
     expect(secretInLine(written, 'apiKey', { ...template, data: { OTHER: 'KeyId' } }, values)).toBe(false);
+    // What others put on it stays: an entry, a label, an annotation of their own.
+    const theirs = structuredClone(written);
+    theirs.data!.EXTRA = b64('x');
+    theirs.metadata!.labels!.mine = 'y';
+    theirs.metadata!.annotations!.note = 'z';
+    expect(secretInLine(theirs, 'apiKey', template, values)).toBe(true);
+  });
+
+  it('a rewrite removes the entries a template no longer derives, keeps the others\' and the key entry\'s bytes', () => {
+    const first = rewrittenSecret({ metadata: { name: 's' }, data: { apiKey: b64(values.key), EXTRA: b64('x') } }, 'apiKey', { data: { A: 'KeyId', B: 'Key' } }, values);
+    expect(Object.keys(first.data ?? {}).sort()).toEqual(['A', 'B', 'EXTRA', 'apiKey']);
+    const second = rewrittenSecret(first, 'apiKey', { data: { C: 'KeyName' } }, values);
+    expect(Object.keys(second.data ?? {}).sort()).toEqual(['C', 'EXTRA', 'apiKey']);
+    expect(second.data?.apiKey).toBe(first.data?.apiKey);
+    const third = rewrittenSecret(second, 'apiKey', { data: { C: 'KeyName' } }, { ...values, keyName: undefined });
+    expect(Object.keys(third.data ?? {}).sort()).toEqual(['EXTRA', 'apiKey']);
   });
 });
 
