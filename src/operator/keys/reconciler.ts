@@ -103,7 +103,8 @@ export class KeyReconciler implements Reconciler {
         await deps.events.record(resource, 'Normal', 'SecretRewritten', `rewrote Secret ${ctx.secretName} to match spec.secret; it still holds key ${action.keyId} (no new key)`);
         // Go on with the Secret as written, taken as in line: one that does not stay so (a webhook
         // rewriting it) is looked at again on the next drift pass, never in a loop here.
-        const observation = { ...ctx.observation, secret: { ...ctx.observation.secret, owned: true, verified: ctx.observation.secret?.verified === true, inLine: true } };
+        const { secret } = ctx.observation;
+        const observation = secret !== undefined ? { ...ctx.observation, secret: { ...secret, inLine: true } } : ctx.observation;
         const next = { ...ctx, secret: written, observation };
         return this.#act(next, decide(observation), mayContinue);
       }
