@@ -6,7 +6,7 @@ import { readyConditions } from './conditions.ts';
 import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { writeStatus } from './resource-writes.ts';
 import { secretValue } from './secret-writer.ts';
-import { usageConditions, usageFields } from './usage.ts';
+import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
 
 /** Records the key as ready and mirrors its project's operations. */
 export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promise<ReconcileResult> {
@@ -19,11 +19,12 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promis
   if (ctx.fingerprint !== undefined && ctx.listed !== undefined && status.credentialsFingerprint !== ctx.fingerprint) {
     extra.credentialsFingerprint = ctx.fingerprint;
   }
-  // The key's use, from the list the drift check made (usage.ts): written only when it changed.
+  // The key's use, from the list the drift check made (usage.ts): written only when it moved by the
+  // granularity; InUse from the fresh value.
   Object.assign(extra, usageFields(ctx.listed, status));
   const conditions = [
     ...readyConditions(keyId, ctx.secretName),
-    ...usageConditions(ctx.spec, (extra.lastUsedAt as string | undefined) ?? status.lastUsedAt, status.createdAt, deps.now()),
+    ...usageConditions(ctx.spec, statusTimestamp(ctx.listed?.last_used_at) ?? status.lastUsedAt, status.createdAt, deps.now()),
   ];
   const project = ctx.adapter?.project;
   const issued = secretValue(ctx);

@@ -7,6 +7,14 @@ import { isIP } from 'node:net';
 import type { ListedKey } from './adapter.ts';
 import type { ConditionUpdate } from './conditions.ts';
 
+/**
+ * status.lastUsedAt moves only when the last use moved by this much (or was never recorded), as
+ * Kubernetes records a legacy token's last use by the day: a key in constant use (the key a
+ * project's operations poller lists with is used on every poll) would otherwise cost one status
+ * write per drift check. InUse is evaluated on the fresh value, so it is exact whatever this is.
+ */
+export const LAST_USED_GRANULARITY_MS = 3_600_000;
+
 const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
 /** A Go duration (720h, 1h30m, 1.5s) in milliseconds; undefined when it is not one. */
@@ -26,15 +34,19 @@ export function statusTimestamp(value: string | null | undefined): string | unde
   return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
-/** The usage fields of status from the listed key: only those that are valid and differ from status. */
-export function usageFields(listed: ListedKey | undefined, status: { lastUsedAt?: string; lastUsedFromAddr?: string }): { lastUsedAt?: string; lastUsedFromAddr?: string } {
-  if (listed === undefined) return {};
-  const out: { lastUsedAt?: string; lastUsedFromAddr?: string } = {};
-  const at = statusTimestamp(listed.last_used_at);
-  if (at !== undefined && at !== status.lastUsedAt) out.lastUsedAt = at;
+/**
+ * The usage fields of status from the listed key: only valid values, and only when the last use
+ * moved by LAST_USED_GRANULARITY_MS or more since the recorded one (the address goes with it).
+ */
+export function usageFields(listed: ListedKey | undefined, status: { lastUsedAt?: string; lastUsedFromAddr?: string }, granularityMs = LAST_USED_GRANULARITY_MS): { lastUsedAt?: string; lastUsedFromAddr?: string } {
+  const at = statusTimestamp(listed?.last_used_at);
+  if (listed === undefined || at === undefined) return {};
+  const recorded = status.lastUsedAt !== undefined ? Date.parse(status.lastUsedAt) : Number.NaN;
+  if (Number.isFinite(recorded) && Date.parse(at) - recorded < granularityMs) return {};
+  const out: { lastUsedAt?: string; lastUsedFromAddr?: string } = { lastUsedAt: at };
   // '' is the platform's "never used"; anything that is not an address is dropped.
   const addr = listed.last_used_from_addr;
-  if (at !== undefined && typeof addr === 'string' && addr.length <= 64 && isIP(addr) !== 0 && addr !== status.lastUsedFromAddr) out.lastUsedFromAddr = addr;
+  if (typeof addr === 'string' && addr.length <= 64 && isIP(addr) !== 0 && addr !== status.lastUsedFromAddr) out.lastUsedFromAddr = addr;
   return out;
 }
 
@@ -48,7 +60,8 @@ export function inUseCondition(unusedAfter: string, lastUsedAt: string | undefin
   const sinceMs = since !== undefined ? Date.parse(since) : Number.NaN;
   if (windowMs === undefined || !Number.isFinite(sinceMs)) return undefined;
   if (now - sinceMs <= windowMs) {
-    return { type: 'InUse', status: 'True', reason: 'UsedRecently', message: lastUsedAt !== undefined ? `last used at ${lastUsedAt}` : `not used yet; issued at ${since} (less than ${unusedAfter} ago)` };
+    // Without the time of the use: a key in use would rewrite the message (and status) on every check.
+    return { type: 'InUse', status: 'True', reason: 'UsedRecently', message: lastUsedAt !== undefined ? `used within the last ${unusedAfter}` : `not used yet; issued at ${since}, less than ${unusedAfter} ago` };
   }
   return {
     type: 'InUse',

@@ -207,7 +207,7 @@ const statusFields = {
   keyName: z.string().max(64).optional().meta({ description: 'Platform name of the live key.' }),
   createdAt: timestamp('When the platform created the key.').optional(),
   createdBy: z.string().max(256).optional().meta({ description: 'The platform user that created the key.' }),
-  lastUsedAt: timestamp('Last use of the key, as the platform reports it.').optional(),
+  lastUsedAt: timestamp('Last use of the key, as the platform reports it; updated when it moves by an hour or more.').optional(),
   lastUsedFromAddr: z.string().max(64).optional().meta({ description: 'Address the key was last used from.' }),
   secretName: z.string().max(253).optional().meta({ description: 'The Secret holding the key.' }),
   secretHash: z.string().max(128).optional().meta({ description: 'HMAC-SHA256 (keyed by the namespace and name of the resource) of the secret in the Secret, to detect edits. Never the secret.' }),

@@ -46,6 +46,15 @@ describe('usage fields', () => {
     expect(usageFields(undefined, {})).toEqual({});
   });
 
+  it('moves lastUsedAt (and the address with it) only by the granularity: a key in constant use is not a write per check', () => {
+    const recorded = { lastUsedAt: '2026-11-23T10:00:00Z', lastUsedFromAddr: '10.1.2.3' };
+    expect(usageFields(listed('2026-11-23T10:59:59Z', '10.9.9.9'), recorded)).toEqual({});
+    expect(usageFields(listed('2026-11-23T11:00:00Z', '10.9.9.9'), recorded)).toEqual({ lastUsedAt: '2026-11-23T11:00:00Z', lastUsedFromAddr: '10.9.9.9' });
+    expect(usageFields(listed('2026-11-23T10:00:05Z', '10.1.2.3'), recorded, 1_000)).toEqual({ lastUsedAt: '2026-11-23T10:00:05Z' });
+    // A platform answer going back in time is not recorded.
+    expect(usageFields(listed('2026-11-22T10:00:00Z', '10.1.2.3'), recorded)).toEqual({});
+  });
+
   it('a key never used has no usage fields', () => {
     expect(usageFields(listed(null, ''), {})).toEqual({});
   });
@@ -60,7 +69,9 @@ describe('usage fields', () => {
 describe('the InUse condition', () => {
   const now = Date.parse('2026-11-23T12:00:00Z');
   it('is True while the key was used within the window', () => {
-    expect(inUseCondition('1h', '2026-11-23T11:30:00Z', '2026-01-01T00:00:00Z', now)).toEqual({ type: 'InUse', status: 'True', reason: 'UsedRecently', message: 'last used at 2026-11-23T11:30:00Z' });
+    // The message does not carry the time of the use: a key in use would change it on every check.
+    expect(inUseCondition('1h', '2026-11-23T11:30:00Z', '2026-01-01T00:00:00Z', now)).toEqual({ type: 'InUse', status: 'True', reason: 'UsedRecently', message: 'used within the last 1h' });
+    expect(inUseCondition('1h', '2026-11-23T11:59:00Z', '2026-01-01T00:00:00Z', now)).toEqual(inUseCondition('1h', '2026-11-23T11:30:00Z', '2026-01-01T00:00:00Z', now));
   });
 
   it('is False once it was not', () => {
@@ -138,7 +149,7 @@ describe('a reconcile of a key in sync', () => {
     expect(condition(resource, 'InUse')).toBe('False NotUsedRecently');
     expect(resource.status?.conditions?.find((c) => c.type === 'InUse')?.message).toMatch(/^never used since issued at /);
     expect(condition(resource, 'Ready')).toBe('True Ready');
-    // Used now: True again on the next drift pass.
+    // Used now: True again on the next drift pass (from the list, whatever status records).
     r.platform.keys[0]!.last_used_at = new Date(Date.now() + 2 * 3_600_000).toISOString();
     advance(61_000);
     await r.reconcile();
