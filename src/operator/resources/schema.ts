@@ -216,7 +216,7 @@ const statusFields = {
       + 'A key issued with other credentials than the current ones is not mistaken for a revoked one.',
   }),
   conditions: z.array(Condition).max(16).optional().meta({
-    description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey).',
+    description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey; InUse with spec.usage.unusedAfter).',
     'x-kubernetes-list-type': 'map',
     'x-kubernetes-list-map-keys': ['type'],
   }),
