@@ -150,6 +150,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ...(options.metrics !== undefined ? { onDriftCheck: (outcome) => options.metrics?.driftChecks.inc({ outcome }) } : {}),
     operations: { pollers },
     ownWrites,
+    platformUrl: options.platformBaseUrl,
   });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,

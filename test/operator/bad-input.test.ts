@@ -84,6 +84,40 @@ const REFUSED_ON_CREATE: [string, Kind, string, unknown, RegExp][] = [
     `projectId ${JSON.stringify(projectId)}`, 'ProjectApiKey', `hostile-project-${i}`, project({ projectId }), /spec\.projectId in body should (match|be at least)/,
   ])),
   ['ProjectApiKey with a scope field', 'ProjectApiKey', 'project-scope', project({ scope: 'Organization' }), /unknown field "spec\.scope"/],
+  // spec.secret.template: the operator's own names, unknown fields, and what a data entry may hold.
+  ...([
+    ['template label keys.neon.dev/key-id', { labels: { 'keys.neon.dev/key-id': '1' } }, /labels may not set the operator's own/],
+    ['template label app.kubernetes.io/managed-by', { labels: { 'app.kubernetes.io/managed-by': 'helm' } }, /labels may not set the operator's own/],
+    ['template annotation keys.neon.dev/signature', { annotations: { 'keys.neon.dev/signature': 'forged' } }, /annotations may not set the operator's own/],
+    ['template annotation app.kubernetes.io/managed-by', { annotations: { 'app.kubernetes.io/managed-by': 'x' } }, /annotations may not set the operator's own/],
+    ['template label name with a space', { labels: { 'bad name': 'x' } }, /label names must be \[prefix\/\]name/],
+    ['template label name over 63 characters', { labels: { [`l${'x'.repeat(63)}`]: 'x' } }, /label names must be \[prefix\/\]name/],
+    ['template annotation name with two slashes', { annotations: { 'a/b/c': 'x' } }, /annotation names must be \[prefix\/\]name/],
+    ['template label value with a space', { labels: { team: 'pay ments' } }, /spec\.secret\.template\.labels\.team in body should match/],
+    ['template label value over 63 characters', { labels: { team: 'x'.repeat(64) } }, /spec\.secret\.template\.labels\.team: Too long: may not be (more|longer) than 63/],
+    ['template annotation value over 4096 characters', { annotations: { note: 'x'.repeat(4097) } }, /spec\.secret\.template\.annotations\.note: Too long: may not be (more|longer) than 4096/],
+    ['33 template labels', { labels: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`l${i}`, 'x'])) }, /spec\.secret\.template\.labels: Too many: 33: must have at most 32 items/],
+    ['template data field not in the set', { data: { TOKEN: 'Password' } }, /spec\.secret\.template\.data\.TOKEN: Unsupported value: "Password"/],
+    ['template data key with a slash', { data: { 'a/b': 'Key' } }, /data keys must be valid Secret keys/],
+    ['template data naming the default secret.key', { data: { apiKey: 'KeyId' } }, /template\.data may not name secret\.key/],
+    ['template data ProjectId on an ApiKey', { data: { PROJECT: 'ProjectId' } }, /spec\.secret\.template\.data\.PROJECT: Unsupported value: "ProjectId"/],
+    ['template data OrganizationId on a Personal key', { data: { ORG: 'OrganizationId' } }, /a Personal key has no OrganizationId/],
+    ['a template with an unknown field', { stringData: { a: 'b' } }, /unknown field "spec\.secret\.template\.stringData"/],
+  ] as [string, Record<string, unknown>, RegExp][]).map(([story, template, message], i): [string, Kind, string, unknown, RegExp] => [
+    story, 'ApiKey', `bad-template-${i}`, personal({ secret: { template } }), message,
+  ]),
+  ['template data naming secret.key', 'ProjectApiKey', 'bad-template-key', project({ secret: { key: 'token', template: { data: { token: 'Key' } } } }), /template\.data may not name secret\.key/],
+  // spec.usage.unusedAfter: a Go duration of at least 1s.
+  ...([
+    ['30d', /spec\.usage\.unusedAfter in body should match/], ['720', /spec\.usage\.unusedAfter in body should match/], ['-1h', /spec\.usage\.unusedAfter in body should match/],
+    ['1 h', /spec\.usage\.unusedAfter in body should match/], ['P30D', /spec\.usage\.unusedAfter in body should match/], ['0s', /unusedAfter must be a duration of at least 1s/],
+    ['500ms', /unusedAfter must be a duration of at least 1s/], ['', /spec\.usage\.unusedAfter in body should be at least 2 chars long/],
+    [`${'1'.repeat(70)}h`, /spec\.usage\.unusedAfter: Too long: may not be (more|longer) than 64/], [720, /spec\.usage\.unusedAfter in body must be of type string/],
+  ] as [unknown, RegExp][]).map(([unusedAfter, message], i): [string, Kind, string, unknown, RegExp] => [
+    `usage.unusedAfter ${JSON.stringify(unusedAfter)}`, i % 2 === 0 ? 'ApiKey' : 'ProjectApiKey', `bad-unused-after-${i}`,
+    i % 2 === 0 ? personal({ usage: { unusedAfter } }) : project({ usage: { unusedAfter } }), message,
+  ]),
+  ['usage with an unknown field', 'ApiKey', 'usage-unknown', personal({ usage: { notifyAfter: '1h' } }), /unknown field "spec\.usage\.notifyAfter"/],
 ];
 
 // [story, kind, spec accepted at create, change applied by an update, the apiserver's message]
@@ -93,6 +127,8 @@ const REFUSED_ON_UPDATE: [string, Kind, Record<string, unknown>, (spec: Record<s
   ['organizationId removed from an Organization key', 'ApiKey', organization(), ({ organizationId: _drop, ...rest }) => rest, /organizationId is required when scope is Organization/],
   ['ProjectApiKey projectId changed', 'ProjectApiKey', project(), (s) => ({ ...s, projectId: 'bold-meadow-00000002' }), /projectId is immutable/],
   ['ProjectApiKey organizationId changed', 'ProjectApiKey', project(), (s) => ({ ...s, organizationId: 'org-other-00000002' }), /organizationId is immutable/],
+  ['a template given the operator\'s key-id annotation by an update', 'ProjectApiKey', project({ secret: { template: { labels: { team: 'a' } } } }),
+    (s) => ({ ...s, secret: { template: { annotations: { 'keys.neon.dev/key-id': '1' } } } }), /annotations may not set the operator's own/],
 ];
 
 describe('bad and hostile input', () => {

@@ -2,7 +2,7 @@
 // observedGeneration it was computed from; lastTransitionTime moves only when status changes.
 import type { Condition } from '../resources/schema.ts';
 
-export type ConditionType = 'Ready' | 'KeyIssued' | 'SecretSynced' | 'OperationsSettled';
+export type ConditionType = 'Ready' | 'KeyIssued' | 'SecretSynced' | 'OperationsSettled' | 'InUse';
 export type ConditionStatus = Condition['status'];
 
 /**
@@ -18,7 +18,9 @@ export type Reason =
   | 'RevokedExternally' | 'SecretMissing' | 'SecretTampered' | 'KeyAbandoned' | 'ProjectNotInOrganization'
   // what blocks progress
   | 'InvalidSpec' | 'InvalidAnnotation' | 'SecretConflict' | 'CredentialsMissing' | 'CredentialsChanged' | 'CredentialsRefused' | 'CredentialsWrongKind'
-  | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'RateLimited' | 'PlatformUnavailable' | 'PlatformResponseInvalid' | 'Error';
+  | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'RateLimited' | 'PlatformUnavailable' | 'PlatformResponseInvalid' | 'Error'
+  // the key's use (usage.ts, spec.usage.unusedAfter); the Secret kept in line with spec.secret.template
+  | 'UsedRecently' | 'NotUsedRecently' | 'SecretRewritten';
 
 export type ConditionUpdate =
   | { type: Exclude<ConditionType, 'OperationsSettled'>; status: ConditionStatus; reason: Reason; message: string }

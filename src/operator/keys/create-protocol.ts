@@ -15,6 +15,7 @@ import { asPlatformFailure, reportPlatformFailure } from './platform-failure.ts'
 import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './resource-writes.ts';
 import { deleteStaleSecret, secretHash, writeSecret } from './secret-writer.ts';
+import { usageConditions } from './usage.ts';
 
 /** Keys made this long before their intent are not the intent's (clocks differ). */
 const RECOVERY_CLOCK_MARGIN_MS = 5 * 60_000;
@@ -107,7 +108,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   const hash = secretHash(resource, created.key);
   const createdAt = created.created_at ?? new Date(deps.now()).toISOString();
   // Step 5: status, then what it replaces, then clear the intent.
-  current = await writeStatus(deps, { ...ctx, resource: current }, readyConditions(created.id, ctx.secretName), {
+  current = await writeStatus(deps, { ...ctx, resource: current }, [...readyConditions(created.id, ctx.secretName), ...usageConditions(ctx.spec, undefined, createdAt, deps.now())], {
     keyId: created.id,
     keyName: pending.attempt,
     createdAt,

@@ -38,6 +38,11 @@ export interface SecretObservation {
   keyName?: string;
   /** HMAC of the secret in its data (secret-writer.ts); absent when the data key is missing or empty. */
   hash?: string;
+  /**
+   * false: its labels, annotations or derived entries differ from spec.secret.template (or it has
+   * data entries the spec does not ask for); rewritten from its primary entry (secret-template.ts).
+   */
+  inLine?: boolean;
 }
 
 export interface Observation {
@@ -95,6 +100,8 @@ export type Action =
   /** Mint a key (write intent, POST, Secret, status); replaces: the key revoked once it is recorded. */
   | { type: 'Create'; replaces?: number }
   | { type: 'InSync'; keyId: number }
+  /** The Secret holds the recorded key but not as spec.secret.template shapes it: rewrite it, no new key. */
+  | { type: 'RewriteSecret'; keyId: number }
   /**
    * The recorded key could not be checked. Nothing is minted or revoked on the strength of a failed
    * check; once the checks have failed for long enough, conditions say the key is no longer known
@@ -233,6 +240,14 @@ export function decide(o: Observation): Decision {
   if (secret === undefined) return create(keyId, 'SecretMissing', `the Secret holding key ${keyId} is gone; issuing a new key and revoking ${keyId}`);
   if (secret.keyId !== keyId || secret.hash === undefined || (o.status.secretHash !== undefined && o.status.secretHash !== secret.hash)) {
     return create(keyId, 'SecretTampered', `the Secret no longer holds key ${keyId} as issued; issuing a new key and revoking ${keyId}`);
+  }
+  // The key in it is the recorded one, as issued (checked just above): the rest is rebuilt from it.
+  if (secret.inLine === false) {
+    return {
+      action: { type: 'RewriteSecret', keyId },
+      reason: 'SecretRewritten',
+      message: `the Secret differs from spec.secret (template labels, annotations or data entries); rewriting it with key ${keyId}, no new key`,
+    };
   }
   const check = o.platform.check;
   if (o.platform.key === 'Unverifiable' && check !== undefined) {

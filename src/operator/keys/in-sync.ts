@@ -6,6 +6,7 @@ import { readyConditions } from './conditions.ts';
 import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { writeStatus } from './resource-writes.ts';
 import { secretValue } from './secret-writer.ts';
+import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
 
 /** Records the key as ready and mirrors its project's operations. */
 export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promise<ReconcileResult> {
@@ -18,7 +19,13 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promis
   if (ctx.fingerprint !== undefined && ctx.listed !== undefined && status.credentialsFingerprint !== ctx.fingerprint) {
     extra.credentialsFingerprint = ctx.fingerprint;
   }
-  const conditions = readyConditions(keyId, ctx.secretName);
+  // The key's use, from the list the drift check made (usage.ts): written only when it moved by the
+  // granularity; InUse from the fresh value.
+  Object.assign(extra, usageFields(ctx.listed, status));
+  const conditions = [
+    ...readyConditions(keyId, ctx.secretName),
+    ...usageConditions(ctx.spec, statusTimestamp(ctx.listed?.last_used_at) ?? status.lastUsedAt, status.createdAt, deps.now()),
+  ];
   const project = ctx.adapter?.project;
   const issued = secretValue(ctx);
   if (project !== undefined && issued !== '' && deps.operations !== undefined) {
@@ -33,6 +40,7 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promis
       conditions.push({ type: 'OperationsSettled', ...snapshot.settled });
     }
   }
-  await writeStatus(deps, ctx, conditions, extra);
+  // Without spec.usage.unusedAfter there is no InUse condition (one left from before goes).
+  await writeStatus(deps, ctx, conditions, extra, ctx.spec?.usage?.unusedAfter === undefined ? ['InUse'] : []);
   return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
 }

@@ -12,6 +12,7 @@ import { recordedKeyId, type Credentials, type Observation } from './decision.ts
 import { checkRecordedKey, type FailingSince } from './drift.ts';
 import type { Context, KeyDeps } from './reconcile-context.ts';
 import { observeSecret } from './secret-writer.ts';
+import { recordedValues, secretInLine, templateOf } from './secret-template.ts';
 
 export async function observe(deps: KeyDeps, failingSince: FailingSince, resource: KeyResource, logger: Logger): Promise<Context> {
   const meta = resource.metadata;
@@ -35,6 +36,14 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   const pending = parseIntent(meta.annotations?.[ANNOTATION_CREATE_PENDING], spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined, meta.uid, deps.signer);
   const status = resource.status ?? {};
   const secretObservation = observeSecret(resource, secret, secretKey, deps.signer);
+  if (secretObservation?.owned === true && secret !== undefined && spec !== undefined) {
+    const encoded = secret.data?.[secretKey];
+    const key = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
+    // Without the key there is nothing to rebuild from (decide() sees that as tampering).
+    if (key !== '') {
+      secretObservation.inLine = secretInLine(secret, secretKey, templateOf(spec), recordedValues(key, status, secretObservation, spec, deps.platformUrl));
+    }
+  }
 
   let platform: Observation['platform'] = { key: 'Unknown', project: 'Unknown' };
   const recorded = recordedKeyId({ status: { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}) }, ...(secretObservation !== undefined ? { secret: secretObservation } : {}) });

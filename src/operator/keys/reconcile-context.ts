@@ -34,6 +34,8 @@ export interface KeyDeps {
   now: () => number;
   /** Where the versions this process writes are recorded, so their watch events do not wake the key again. */
   ownWrites?: OwnWrites;
+  /** The platform API URL the operator uses (the PlatformUrl entry of spec.secret.template). */
+  platformUrl?: string;
   /** Operations mirroring for ProjectApiKeys (DESIGN.md section 4). */
   operations?: {
     pollers: Pick<OperationsPollers, 'ensure' | 'release' | 'snapshot'>;

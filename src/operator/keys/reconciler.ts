@@ -12,6 +12,7 @@ import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import type { FailingSince } from './drift.ts';
 import { inSync } from './in-sync.ts';
+import { rewriteSecret } from './secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
 import { CredentialsKinds } from './credentials-kind.ts';
@@ -97,6 +98,16 @@ export class KeyReconciler implements Reconciler {
         return create(deps, ctx, decision, action.replaces);
       case 'InSync':
         return inSync(deps, ctx, action.keyId);
+      case 'RewriteSecret': {
+        const written = await rewriteSecret(deps, ctx);
+        await deps.events.record(resource, 'Normal', 'SecretRewritten', `rewrote Secret ${ctx.secretName} to match spec.secret; it still holds key ${action.keyId} (no new key)`);
+        // Go on with the Secret as written, taken as in line: one that does not stay so (a webhook
+        // rewriting it) is looked at again on the next drift pass, never in a loop here.
+        const { secret } = ctx.observation;
+        const observation = secret !== undefined ? { ...ctx.observation, secret: { ...secret, inLine: true } } : ctx.observation;
+        const next = { ...ctx, secret: written, observation };
+        return this.#act(next, decide(observation), mayContinue);
+      }
       case 'Unverifiable':
         return unverifiable(deps, ctx, decision, action);
       case 'Revoke':

@@ -3,7 +3,7 @@
 // Each version written is recorded (runtime/own-writes.ts) so its watch event does not wake the key.
 import { objectRef } from '../runtime/own-writes.ts';
 import { FINALIZER, type KeyResource } from '../resources/schema.ts';
-import { setConditions, type ConditionUpdate } from './conditions.ts';
+import { setConditions, type ConditionType, type ConditionUpdate } from './conditions.ts';
 import { statusCode } from './kube-writes.ts';
 import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
 
@@ -27,8 +27,8 @@ export async function removeFinalizer(deps: KeyDeps, resource: KeyResource): Pro
   }
 }
 
-/** Merge-patches status when it changed; returns the resource as it now is. */
-export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource'>, conditions: ConditionUpdate[], fields: Record<string, unknown> = {}): Promise<KeyResource> {
+/** Merge-patches status when it changed (`drop`: condition types to remove); returns the resource as it now is. */
+export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource'>, conditions: ConditionUpdate[], fields: Record<string, unknown> = {}, drop: readonly ConditionType[] = []): Promise<KeyResource> {
   const { resource } = ctx;
   const generation = resource.metadata.generation ?? 0;
   const status = resource.status ?? {};
@@ -36,7 +36,7 @@ export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource'>,
     ...status,
     ...fields,
     observedGeneration: generation,
-    conditions: setConditions(status.conditions, conditions, generation, new Date(deps.now())),
+    conditions: setConditions(status.conditions, conditions, generation, new Date(deps.now())).filter((c) => !drop.includes(c.type as ConditionType)),
   };
   if (JSON.stringify(next) === JSON.stringify({ ...status, observedGeneration: status.observedGeneration, conditions: status.conditions })) return resource;
   // With the resourceVersion read, as every write here: the status describes that version, and a

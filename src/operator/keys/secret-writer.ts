@@ -17,6 +17,7 @@ import {
 import { objectRef } from '../runtime/own-writes.ts';
 import { statusCode } from './kube-writes.ts';
 import type { Context, KeyDeps } from './reconcile-context.ts';
+import { recordedValues, rewrittenSecret, specIds, templateOf, templatedData, templatedMetadata, type SecretTemplate } from './secret-template.ts';
 import type { Signer } from './signing.ts';
 
 /** On the Secret: which resource it belongs to (kind/name), so Secret events map to the owner. */
@@ -63,7 +64,16 @@ export function observeSecret(resource: Pick<KeyResource, 'kind' | 'metadata'>, 
   };
 }
 
-export function buildSecret(resource: KeyResource, name: string, dataKey: string, key: { id: number; name: string; secret: string }, signer: Signer, existing?: V1Secret): V1Secret {
+/** spec.secret.template and what its derived entries need that the key does not carry (secret-template.ts). */
+export interface SecretShape {
+  template: SecretTemplate | undefined;
+  organizationId: string | undefined;
+  projectId: string | undefined;
+  platformUrl: string | undefined;
+}
+
+export function buildSecret(resource: KeyResource, name: string, dataKey: string, key: { id: number; name: string; secret: string }, signer: Signer, existing?: V1Secret, shape?: SecretShape): V1Secret {
+  const templated = templatedMetadata(existing?.metadata, shape?.template, dataKey);
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -72,9 +82,9 @@ export function buildSecret(resource: KeyResource, name: string, dataKey: string
       name,
       namespace: resource.metadata.namespace,
       ...(existing?.metadata?.resourceVersion !== undefined ? { resourceVersion: existing.metadata.resourceVersion } : {}),
-      labels: { ...existing?.metadata?.labels, [LABEL_MANAGED_BY]: MANAGED_BY },
+      labels: { ...templated.labels, [LABEL_MANAGED_BY]: MANAGED_BY },
       annotations: {
-        ...existing?.metadata?.annotations,
+        ...templated.annotations,
         [ANNOTATION_OWNER]: ownerValue(resource),
         [ANNOTATION_KEY_ID]: String(key.id),
         [ANNOTATION_KEY_NAME]: key.name,
@@ -89,8 +99,15 @@ export function buildSecret(resource: KeyResource, name: string, dataKey: string
         blockOwnerDeletion: false,
       }],
     },
-    data: { [dataKey]: Buffer.from(key.secret, 'utf8').toString('base64') },
+    data: templatedData(dataKey, shape?.template, {
+      key: key.secret, keyId: key.id, keyName: key.name, organizationId: shape?.organizationId, projectId: shape?.projectId, platformUrl: shape?.platformUrl,
+    }),
   };
+}
+
+/** The shape of the Secret as this reconcile's spec asks for it. */
+export function secretShape(deps: Pick<KeyDeps, 'platformUrl'>, ctx: Pick<Context, 'spec'>): SecretShape {
+  return { template: templateOf(ctx.spec), ...specIds(ctx.spec), platformUrl: deps.platformUrl };
 }
 
 /** Step 4 of DESIGN.md section 3: the Secret, created or replaced (only when this resource controls it). */
@@ -98,7 +115,8 @@ export async function writeSecret(deps: KeyDeps, ctx: Context, key: { id: number
   const { resource, secretName, secretKey } = ctx;
   const namespace = resource.metadata.namespace;
   const existing = ctx.observation.secret?.owned === true ? ctx.secret : undefined;
-  const body = buildSecret(resource, secretName, secretKey, key, deps.signer, existing);
+  const shape = secretShape(deps, ctx);
+  const body = buildSecret(resource, secretName, secretKey, key, deps.signer, existing, shape);
   const written = async (): Promise<V1Secret> => {
     if (existing !== undefined) return await deps.kube.replaceSecret(namespace, secretName, body);
     try {
@@ -108,7 +126,7 @@ export async function writeSecret(deps: KeyDeps, ctx: Context, key: { id: number
       // Made between our read and now (by us, before a crash): it is ours only if it says so.
       const found = await deps.kube.readSecret(namespace, secretName);
       if (found === undefined || !ownedBy(resource, found)) throw error;
-      return await deps.kube.replaceSecret(namespace, secretName, buildSecret(resource, secretName, secretKey, key, deps.signer, found));
+      return await deps.kube.replaceSecret(namespace, secretName, buildSecret(resource, secretName, secretKey, key, deps.signer, found, shape));
     }
   };
   const secret = await written();
@@ -129,4 +147,20 @@ export async function deleteStaleSecret(deps: KeyDeps, ctx: Context): Promise<vo
 export function secretValue(ctx: Pick<Context, 'secret' | 'secretKey'>): string {
   const encoded = ctx.secret?.data?.[ctx.secretKey];
   return encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8').trim() : '';
+}
+
+/**
+ * The Secret brought in line with spec.secret.template (decide(): RewriteSecret): rebuilt from the
+ * key it holds, with the resourceVersion read (a concurrent edit is a 409 and a fresh look).
+ */
+export async function rewriteSecret(deps: KeyDeps, ctx: Context): Promise<V1Secret> {
+  const { resource, secret, secretName, secretKey } = ctx;
+  if (secret === undefined) throw new Error('rewrite without a Secret');
+  const namespace = resource.metadata.namespace;
+  const encoded = secret.data?.[secretKey];
+  const key = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
+  const body = rewrittenSecret(secret, secretKey, templateOf(ctx.spec), recordedValues(key, resource.status, ctx.observation.secret, ctx.spec, deps.platformUrl));
+  const written = await deps.kube.replaceSecret(namespace, secretName, body);
+  deps.ownWrites?.record(objectRef('Secret', namespace, secretName), secret.metadata?.resourceVersion, written.metadata?.resourceVersion);
+  return written;
 }

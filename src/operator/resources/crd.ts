@@ -36,6 +36,8 @@ const printerColumns = (kind: KindName) => [
   ...(kind === 'ProjectApiKey' ? [{ name: 'Project', type: 'string', jsonPath: '.spec.projectId', priority: 1 }] : [{ name: 'Scope', type: 'string', jsonPath: '.spec.scope', priority: 1 }]),
   { name: 'Key ID', type: 'integer', jsonPath: '.status.keyId' },
   { name: 'Secret', type: 'string', jsonPath: '.status.secretName' },
+  // The key's last use as the platform reports it (status.lastUsedAt; drift checks record it).
+  { name: 'Last Used', type: 'date', jsonPath: '.status.lastUsedAt' },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
 

@@ -49,10 +49,74 @@ export const CredentialsSecretRef = z.object({
     + '(a personal key; for scope Organization, one of an organization administrator). Secrets of other namespaces are never read.',
 });
 
-export const SecretTarget = z.object({
-  name: dnsSubdomain.optional().meta({ description: 'Name of the Secret; defaults to the name of this resource.' }),
-  key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that receives the key.' }),
-}).meta({ description: 'The Secret the issued key is written to. It is created and owned by the operator.' });
+/** What a data entry of spec.secret.template may hold (secret-template.ts computes each). */
+export const TEMPLATE_FIELDS = ['Key', 'KeyId', 'KeyName', 'OrganizationId', 'ProjectId', 'PlatformUrl'] as const;
+export type TemplateField = typeof TEMPLATE_FIELDS[number];
+/** Label and annotation names the operator writes itself: a template never sets them. */
+export const OPERATOR_METADATA_PREFIX = 'keys.neon.dev/';
+const TEMPLATE_MAX_ENTRIES = 32;
+// Label and annotation names: an optional DNS-subdomain prefix and '/', then a name of at most 63
+// characters. A map's keys cannot be bounded by the structural schema (no propertyNames), so CEL
+// checks them; zod checks them again for an object the CRD did not validate.
+const QUALIFIED_NAME = '^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$';
+const qualifiedName = z.string().max(316).regex(new RegExp(QUALIFIED_NAME));
+const notOperatorOwn = (what: string) => ({
+  rule: `self.all(k, !k.startsWith('${OPERATOR_METADATA_PREFIX}') && k != 'app.kubernetes.io/managed-by')`,
+  message: `${what} may not set the operator's own (keys.neon.dev/*, app.kubernetes.io/managed-by)`,
+});
+const qualifiedNames = (what: string) => ({
+  rule: `self.all(k, size(k) <= 316 && k.matches('${QUALIFIED_NAME}'))`,
+  message: `${what} names must be [prefix/]name: a DNS subdomain prefix, a name of at most 63 characters`,
+});
+
+function secretTemplate(fields: readonly TemplateField[]) {
+  return z.object({
+    labels: z.record(qualifiedName, z.string().max(63).regex(/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/)).optional().meta({
+      description: 'Labels added to the Secret. Not the operator\'s own (keys.neon.dev/*, app.kubernetes.io/managed-by).',
+      maxProperties: TEMPLATE_MAX_ENTRIES,
+      'x-kubernetes-validations': [qualifiedNames('label'), notOperatorOwn('labels')],
+    }),
+    annotations: z.record(qualifiedName, z.string().max(4096)).optional().meta({
+      description: 'Annotations added to the Secret (e.g. for a reloader). Not the operator\'s own (keys.neon.dev/*, app.kubernetes.io/managed-by).',
+      maxProperties: TEMPLATE_MAX_ENTRIES,
+      'x-kubernetes-validations': [qualifiedNames('annotation'), notOperatorOwn('annotations')],
+    }),
+    data: z.record(secretDataKey, z.enum(fields)).optional().meta({
+      description: `More data entries of the Secret, each named by its key and holding one of: ${fields.join(', ')} `
+        + '(PlatformUrl: the platform API URL the operator uses). Never spec.secret.key.',
+      maxProperties: TEMPLATE_MAX_ENTRIES,
+      'x-kubernetes-validations': [{ rule: "self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$'))", message: 'data keys must be valid Secret keys ([-._a-zA-Z0-9]+)' }],
+    }),
+  }).meta({ description: 'How the Secret looks to its consumers: labels, annotations and more data entries derived from the key. Kept in line by the operator; changing it rewrites the Secret without issuing a new key.' });
+}
+
+function secretTarget(fields: readonly TemplateField[]) {
+  return z.object({
+    name: dnsSubdomain.optional().meta({ description: 'Name of the Secret; defaults to the name of this resource.' }),
+    key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that receives the key.' }),
+    template: secretTemplate(fields).optional(),
+  }).meta({
+    description: 'The Secret the issued key is written to. It is created and owned by the operator.',
+    'x-kubernetes-validations': [{
+      rule: '!has(self.template) || !has(self.template.data) || !(self.key in self.template.data)',
+      message: 'template.data may not name secret.key (it holds the key itself)',
+    }],
+  });
+}
+
+export const SecretTarget = secretTarget(TEMPLATE_FIELDS);
+const ApiKeySecretTarget = secretTarget(TEMPLATE_FIELDS.filter((f) => f !== 'ProjectId'));
+
+/** Go-style durations (720h, 1h30m, 90s), as metav1.Duration reads them. */
+export const GO_DURATION_PATTERN = /^([0-9]{1,12}(\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$/;
+
+export const Usage = z.object({
+  unusedAfter: z.string().min(2).max(64).regex(GO_DURATION_PATTERN).optional().meta({
+    description: 'Set the InUse condition: False (NotUsedRecently) once the key has not been used for this long (a Go duration, e.g. 720h; at least 1s). '
+      + 'A key never used counts from its creation. Never affects Ready.',
+    'x-kubernetes-validations': [{ rule: "duration(self) >= duration('1s')", message: 'unusedAfter must be a duration of at least 1s' }],
+  }),
+}).meta({ description: 'What the operator reports about the use of the key (status.lastUsedAt, the InUse condition).' });
 
 export const DeletionPolicy = z.enum(['Revoke', 'Retain']).default('Revoke').meta({
   description: 'What happens to the platform key when this resource is deleted: Revoke it, or Retain it and keep its Secret.',
@@ -85,8 +149,9 @@ export const ApiKeySpec = z.object({
   organizationId: organizationId.optional().meta({ description: 'The organization of an Organization key; required for scope Organization, not allowed for Personal. Immutable.' }),
   keyName: keyName.optional(),
   credentialsSecretRef: CredentialsSecretRef,
-  secret: SecretTarget.optional(),
+  secret: ApiKeySecretTarget.optional(),
   deletionPolicy: DeletionPolicy,
+  usage: Usage.optional(),
 }).meta({
   description: 'ApiKeySpec is the desired personal or organization API key.',
   'x-kubernetes-validations': [
@@ -95,6 +160,10 @@ export const ApiKeySpec = z.object({
     { rule: 'self.scope == oldSelf.scope', message: 'scope is immutable' },
     immutable('organizationId'),
     secretIsNotCredentials,
+    {
+      rule: "self.scope != 'Personal' || !has(self.secret) || !has(self.secret.template) || !has(self.secret.template.data) || self.secret.template.data.all(k, self.secret.template.data[k] != 'OrganizationId')",
+      message: 'secret.template.data: a Personal key has no OrganizationId',
+    },
   ],
 });
 
@@ -105,6 +174,7 @@ export const ProjectApiKeySpec = z.object({
   credentialsSecretRef: CredentialsSecretRef,
   secret: SecretTarget.optional(),
   deletionPolicy: DeletionPolicy,
+  usage: Usage.optional(),
 }).meta({
   description: 'ProjectApiKeySpec is the desired project-scoped API key.',
   'x-kubernetes-validations': [
@@ -137,7 +207,7 @@ const statusFields = {
   keyName: z.string().max(64).optional().meta({ description: 'Platform name of the live key.' }),
   createdAt: timestamp('When the platform created the key.').optional(),
   createdBy: z.string().max(256).optional().meta({ description: 'The platform user that created the key.' }),
-  lastUsedAt: timestamp('Last use of the key, as the platform reports it.').optional(),
+  lastUsedAt: timestamp('Last use of the key, as the platform reports it; updated when it moves by an hour or more.').optional(),
   lastUsedFromAddr: z.string().max(64).optional().meta({ description: 'Address the key was last used from.' }),
   secretName: z.string().max(253).optional().meta({ description: 'The Secret holding the key.' }),
   secretHash: z.string().max(128).optional().meta({ description: 'HMAC-SHA256 (keyed by the namespace and name of the resource) of the secret in the Secret, to detect edits. Never the secret.' }),
@@ -146,7 +216,7 @@ const statusFields = {
       + 'A key issued with other credentials than the current ones is not mistaken for a revoked one.',
   }),
   conditions: z.array(Condition).max(16).optional().meta({
-    description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey).',
+    description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey; InUse with spec.usage.unusedAfter).',
     'x-kubernetes-list-type': 'map',
     'x-kubernetes-list-map-keys': ['type'],
   }),

@@ -56,6 +56,12 @@ const rows: Row[] = [
   ['without a recorded hash, a Secret holding the key id is trusted', { status: { keyId: 7 }, secret: { ...synced, hash: 'anything' } }, 'InSync', 'Ready'],
   ['a project that left the organization blocks with a clear reason', { status: recorded, secret: synced, platform: { key: 'Live', project: 'NotInOrganization' } }, 'Blocked', 'ProjectNotInOrganization', { retry: true }],
   ['a project still in the organization is fine', { status: recorded, secret: synced, platform: { key: 'Live', project: 'InOrganization' } }, 'InSync', 'Ready'],
+  // spec.secret.template (secret-template.ts): the key entry intact, the rest out of line
+  ['a Secret out of line with its template is rewritten with the same key', { status: recorded, secret: { ...synced, inLine: false } }, 'RewriteSecret', 'SecretRewritten', { keyId: 7 }],
+  ['a rewrite needs no credentials (no platform call)', { status: recorded, secret: { ...synced, inLine: false }, credentials: 'SecretNotFound' }, 'RewriteSecret', 'SecretRewritten'],
+  ['a rewrite does not wait for the platform to answer', { status: recorded, secret: { ...synced, inLine: false }, platform: { key: 'Unverifiable', project: 'Unknown', check: { reason: 'PlatformUnavailable', message: 'm', failingForMs: 1, reportAfterMs: 2 } } }, 'RewriteSecret', 'SecretRewritten'],
+  ['an edited key entry is tampering, not a rewrite', { status: recorded, secret: { ...synced, hash: 'other', inLine: false } }, 'Create', 'SecretTampered', { replaces: 7 }],
+  ['a key revoked outside is replaced, not rewritten', { status: recorded, secret: { ...synced, inLine: false }, platform: { key: 'Absent', project: 'Unknown' } }, 'Create', 'RevokedExternally', { replaces: 7 }],
 
   // the pending intent (DESIGN.md section 3)
   ['my own unfinished attempt is recovered at once', { pending: attempt() }, 'Recover', 'Recovering'],

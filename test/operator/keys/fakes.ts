@@ -141,7 +141,7 @@ export class FakeKube implements KubeWrites {
   }
 }
 
-export interface FakeKey { id: number; name: string; key: string; created_at: string; project_id?: string }
+export interface FakeKey { id: number; name: string; key: string; created_at: string; project_id?: string; last_used_at?: string; last_used_from_addr?: string }
 
 /** A platform holding one list of keys (personal and organization alike). */
 export class FakePlatform implements KeyPlatform {
@@ -169,7 +169,7 @@ export class FakePlatform implements KeyPlatform {
   }
 
   #list(): ApiKeyListItem[] {
-    return this.keys.map((k) => ({ id: k.id, name: k.name, created_at: k.created_at, last_used_at: null, last_used_from_addr: '', ...(k.project_id !== undefined ? { project_id: k.project_id } : {}) }));
+    return this.keys.map((k) => ({ id: k.id, name: k.name, created_at: k.created_at, last_used_at: k.last_used_at ?? null, last_used_from_addr: k.last_used_from_addr ?? '', ...(k.project_id !== undefined ? { project_id: k.project_id } : {}) }));
   }
 
   #revoke(keyId: number): { id: number; name: string; revoked: boolean; last_used_at: null; last_used_from_addr: string } {

@@ -97,7 +97,7 @@ describe('the CRDs on a real apiserver', () => {
 
   it('answers kubectl by short name and category with the printer columns', async () => {
     const byShortName = await kubectl(cp, ['get', 'nak', '-n', namespace]);
-    expect(byShortName.split('\n')[0]).toMatch(/^NAME\s+READY\s+KEY ID\s+SECRET\s+AGE$/);
+    expect(byShortName.split('\n')[0]).toMatch(/^NAME\s+READY\s+KEY ID\s+SECRET\s+LAST USED\s+AGE$/);
     expect(byShortName).toContain('status');
     expect(await kubectl(cp, ['get', 'neon', '-n', namespace, '-o', 'name'])).toContain('projectapikey.keys.neon.dev/project');
     expect(await kubectl(cp, ['get', 'npak', '-n', namespace, '-o', 'name'])).toContain('project');

@@ -45,7 +45,8 @@ describe('the generated CRDs', () => {
     expect(spec.names.shortNames).toEqual([kind === 'ApiKey' ? 'nak' : 'npak']);
     expect(spec.versions[0].subresources).toEqual({ status: {} });
     const columns = spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => c.priority === undefined).map((c: { name: string }) => c.name);
-    expect(columns).toEqual(['Ready', 'Key ID', 'Secret', 'Age']);
+    expect(columns).toEqual(['Ready', 'Key ID', 'Secret', 'Last Used', 'Age']);
+    expect(spec.versions[0].additionalPrinterColumns.find((c: { name: string }) => c.name === 'Last Used')).toEqual({ name: 'Last Used', type: 'date', jsonPath: '.status.lastUsedAt' });
   });
 });
 
