@@ -2,15 +2,19 @@
 // can see it), and for a ProjectApiKey, the operations of its project mirrored into its status
 // (DESIGN.md section 4; operations-poller.ts polls them).
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { readyConditions } from './conditions.ts';
+import { readyConditions, rotatingCondition, type ConditionUpdate } from './conditions.ts';
+import { rotationFields } from './rotation.ts';
 import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { writeStatus } from './resource-writes.ts';
 import { secretValue } from './secret-writer.ts';
 
-/** Records the key as ready and mirrors its project's operations. */
-export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promise<ReconcileResult> {
+/**
+ * Records the key as ready and mirrors its project's operations; `also`: what a step of a rotation
+ * adds (rotation.ts), with when to look again.
+ */
+export async function inSync(deps: KeyDeps, ctx: Context, keyId: number, also?: { conditions: ConditionUpdate[]; fields: Record<string, unknown>; requeueAfterMs: number }): Promise<ReconcileResult> {
   const status = ctx.resource.status ?? {};
-  const extra: Record<string, unknown> = { keyId, secretName: ctx.secretName };
+  const extra: Record<string, unknown> = { keyId, secretName: ctx.secretName, ...rotationFields(ctx, {}), ...also?.fields };
   if (status.secretHash === undefined && ctx.observation.secret?.hash !== undefined) extra.secretHash = ctx.observation.secret.hash;
   if (status.keyName === undefined && ctx.observation.secret?.keyName !== undefined) extra.keyName = ctx.observation.secret.keyName;
   // Seen live with these credentials: they can see (and revoke) it, so they are its credentials now.
@@ -18,7 +22,12 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promis
   if (ctx.fingerprint !== undefined && ctx.listed !== undefined && status.credentialsFingerprint !== ctx.fingerprint) {
     extra.credentialsFingerprint = ctx.fingerprint;
   }
-  const conditions = readyConditions(keyId, ctx.secretName);
+  const conditions = [...readyConditions(keyId, ctx.secretName), ...also?.conditions ?? []];
+  const scheduleError = ctx.rotation.schedule.error;
+  if (scheduleError !== undefined && also === undefined) {
+    conditions.push(rotatingCondition(false, 'InvalidSpec', scheduleError));
+    await deps.events.record(ctx.resource, 'Warning', 'InvalidSpec', scheduleError);
+  }
   const project = ctx.adapter?.project;
   const issued = secretValue(ctx);
   if (project !== undefined && issued !== '' && deps.operations !== undefined) {
@@ -34,5 +43,8 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promis
     }
   }
   await writeStatus(deps, ctx, conditions, extra);
-  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
+  // A scheduled rotation due before the next drift check is looked at when it is due.
+  const nextAt = ctx.rotation.schedule.nextAt;
+  const untilRotation = nextAt !== undefined ? Math.max(1_000, nextAt - deps.now()) : Number.POSITIVE_INFINITY;
+  return { type: 'Done', requeueAfterMs: Math.min(also?.requeueAfterMs ?? deps.driftIntervalMs, deps.driftIntervalMs, untilRotation) };
 }
