@@ -14,7 +14,7 @@ import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts
 import { asPlatformFailure, reportPlatformFailure } from './platform-failure.ts';
 import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './resource-writes.ts';
-import { rotationFields, switchFields } from './rotation.ts';
+import { nextLook, rotationFields, switchFields } from './rotation.ts';
 import { deleteStaleSecret, secretHash, writeSecret } from './secret-writer.ts';
 
 /** Keys made this long before their intent are not the intent's (clocks differ). */
@@ -111,14 +111,17 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   // Step 4: the Secret at once; it is the durable record of the key (adoption reads it).
   await writeSecret(deps, ctx, { id: created.id, name: pending.attempt, secret: created.key });
   const hash = secretHash(resource, created.key);
-  const createdAt = created.created_at ?? new Date(deps.now()).toISOString();
   // Step 5: status, then what it replaces, then clear the intent. A rotation's replaced key joins
   // status.retiringKeys in this same patch (rotation.ts): it is in status before and after.
   const switched = switchFields(ctx, pending, created.id, deps.now());
-  // A request made before the first key existed is handled by issuing it.
-  const firstRequest = replaces === undefined && ctx.rotation.request !== undefined ? rotationFields(ctx, { lastRequest: ctx.rotation.request }) : {};
+  const createdAt = created.created_at ?? new Date(deps.now()).toISOString();
+  // Not a rotation: the schedule counts from this key (or the last rotation); a request made
+  // before the first key existed is handled by issuing it.
+  const schedule = pending.rotation === undefined
+    ? rotationFields(ctx, replaces === undefined && ctx.rotation.request !== undefined ? { lastRequest: ctx.rotation.request } : {}, createdAt)
+    : {};
   current = await writeStatus(deps, { ...ctx, resource: current }, [...readyConditions(created.id, ctx.secretName), ...switched.conditions], {
-    ...firstRequest,
+    ...schedule,
     ...switched.fields,
     keyId: created.id,
     keyName: pending.attempt,
@@ -134,7 +137,8 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   await deps.events.record(resource, 'Normal', 'KeyIssued', `issued key ${created.id} (${pending.attempt}) into Secret ${ctx.secretName}`
     + (replaces === undefined ? '' : pending.rotation !== undefined ? `; key ${replaces} retires once its consumers moved` : `; revoked key ${replaces}`));
   if (pending.rotation !== undefined) return { type: 'Continue' };
-  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
+  const next = (current.status?.rotation?.nextRotationAt ?? undefined) !== undefined ? Date.parse(current.status!.rotation!.nextRotationAt!) : undefined;
+  return { type: 'Done', requeueAfterMs: nextLook(deps, next) };
 }
 
 /** The Secret holds the key of the pending attempt: record it (and revoke what it replaces). */

@@ -3,7 +3,7 @@
 // (DESIGN.md section 4; operations-poller.ts polls them).
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { readyConditions, rotatingCondition, type ConditionUpdate } from './conditions.ts';
-import { rotationFields } from './rotation.ts';
+import { nextLook, rotationFields } from './rotation.ts';
 import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { writeStatus } from './resource-writes.ts';
 import { secretValue } from './secret-writer.ts';
@@ -44,7 +44,5 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number, also?: 
   }
   await writeStatus(deps, ctx, conditions, extra);
   // A scheduled rotation due before the next drift check is looked at when it is due.
-  const nextAt = ctx.rotation.schedule.nextAt;
-  const untilRotation = nextAt !== undefined ? Math.max(1_000, nextAt - deps.now()) : Number.POSITIVE_INFINITY;
-  return { type: 'Done', requeueAfterMs: Math.min(also?.requeueAfterMs ?? deps.driftIntervalMs, deps.driftIntervalMs, untilRotation) };
+  return { type: 'Done', requeueAfterMs: nextLook(deps, ctx.rotation.schedule.nextAt, also?.requeueAfterMs) };
 }

@@ -22,10 +22,12 @@ const iso = (ms: number): string => new Date(ms).toISOString();
  * status.rotation as it should read: nextRotationAt from the spec (and the key's birth, or the
  * rotation just made), with what a step changes. Empty when rotation was never used.
  */
-export function rotationFields(ctx: Pick<Context, 'resource' | 'rotation'>, change: { lastRotatedAt?: string; lastRequest?: string }): Record<string, unknown> {
+export function rotationFields(ctx: Pick<Context, 'resource' | 'rotation'>, change: { lastRotatedAt?: string; lastRequest?: string }, keyCreatedAt?: string): Record<string, unknown> {
   const current = ctx.resource.status?.rotation;
-  const bornAt = change.lastRotatedAt !== undefined ? Date.parse(change.lastRotatedAt) : undefined;
-  const nextAt = bornAt !== undefined ? schedule(ctx.rotation.spec, bornAt, bornAt).nextAt : ctx.rotation.schedule.nextAt;
+  // The schedule counts from the last rotation, else from the creation of the key (a new one, when given).
+  const born = change.lastRotatedAt ?? current?.lastRotatedAt ?? keyCreatedAt;
+  const bornAt = born !== undefined && (change.lastRotatedAt !== undefined || keyCreatedAt !== undefined) ? Date.parse(born) : undefined;
+  const nextAt = bornAt !== undefined && Number.isFinite(bornAt) ? schedule(ctx.rotation.spec, bornAt, bornAt).nextAt : ctx.rotation.schedule.nextAt;
   const next: Record<string, unknown> = { ...current, ...change };
   if (nextAt !== undefined) next.nextRotationAt = iso(nextAt);
   else if (current?.nextRotationAt !== undefined) next.nextRotationAt = null; // merge patch: removes it
@@ -158,6 +160,12 @@ async function dropped(deps: KeyDeps, ctx: Context, keyId: number, list: Retirin
     fields: { retiringKeys: list },
     requeueAfterMs: done ? deps.driftIntervalMs : 1_000,
   });
+}
+
+/** When to look again at an in-sync key: the next drift check, or a scheduled rotation due before it. */
+export function nextLook(deps: Pick<KeyDeps, 'driftIntervalMs' | 'now'>, nextRotationAt: number | undefined, atMostMs = deps.driftIntervalMs): number {
+  const untilRotation = nextRotationAt !== undefined ? Math.max(1_000, nextRotationAt - deps.now()) : Number.POSITIVE_INFINITY;
+  return Math.min(atMostMs, deps.driftIntervalMs, untilRotation);
 }
 
 /** Deletion: revokes the keys still retiring (in no Secret any more); one already gone is fine. */
