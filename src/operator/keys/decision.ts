@@ -35,8 +35,11 @@ export interface RetiringObservation {
   restart: 'NotConfigured' | 'Due' | 'Done';
   /** The restarted rollouts: complete (since when, if recorded), or which are not, and which of them are stalled. */
   rollouts: { complete: true; completedAt?: number } | { complete: false; waitingFor: string[]; stalled: string[] };
-  /** The key in a fresh snapshot of the platform's list: live (with its last use), absent, or unknown (the list failed). */
-  platform: { state: 'Live'; lastUsedAt?: number; lastUsedFromAddr?: string } | { state: 'Absent' } | { state: 'Unknown'; message: string };
+  /**
+   * The key in a fresh snapshot of the platform's list (taken at seenAt): live (with its last use),
+   * absent, or unknown (the list failed).
+   */
+  platform: { state: 'Live'; seenAt: number; lastUsedAt?: number; lastUsedFromAddr?: string } | { state: 'Absent' } | { state: 'Unknown'; message: string };
 }
 
 /** One step of the retirement of a replaced key (retirementStep). */
@@ -342,8 +345,14 @@ export function retirementStep(r: RetiringObservation, now: number): { step: Ret
     if (now >= deadline) return { step: { step: 'Revoke', stillInUse: false }, reason: 'KeyRetired', message: `maxGracePeriod is over; revoking key ${id} (its last use could not be read: ${r.platform.message})` };
     return { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' }, reason: 'RetiringKey', message: `the last use of key ${id} cannot be read (${r.platform.message}); it stays live` };
   }
+  // What a snapshot shows is what it showed when taken: unused for the grace period as of seenAt,
+  // and seenAt after the grace period began, or it says nothing about the uses since.
+  const { seenAt } = r.platform;
+  if (seenAt < quietFrom + r.graceMs && now < deadline) {
+    return { step: { step: 'Wait', afterMs: 1_000, waitingFor: 'Platform' }, reason: 'RetiringKey', message: `waiting for a list of the platform's keys taken after the grace period of key ${id}` };
+  }
   const lastUsed = r.platform.lastUsedAt;
-  if (lastUsed !== undefined && now - lastUsed < r.graceMs) {
+  if (lastUsed !== undefined && seenAt - lastUsed < r.graceMs) {
     const from = r.platform.lastUsedFromAddr !== undefined && r.platform.lastUsedFromAddr !== '' ? ` from ${r.platform.lastUsedFromAddr}` : '';
     const used = `key ${id} was used${from} at ${new Date(lastUsed).toISOString()}, after the Secret switched`;
     if (now >= deadline) return { step: { step: 'Revoke', stillInUse: true }, reason: 'OldKeyStillInUse', message: `${used}; maxGracePeriod is over: revoking it` };

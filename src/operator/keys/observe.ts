@@ -142,6 +142,7 @@ async function observeRetiring(deps: KeyDeps, input: {
     const addr = state.key?.last_used_from_addr;
     platform = state.state === 'Absent' ? { state: 'Absent' } : {
       state: 'Live',
+      seenAt: state.at,
       ...(lastUsedAt !== undefined ? { lastUsedAt } : {}),
       ...(addr !== undefined && addr !== '' ? { lastUsedFromAddr: addr.slice(0, 64) } : {}),
     };

@@ -29,7 +29,7 @@ const recorded = { keyId: 7, secretHash: 'h7' };
 
 const live = { key: 'Live', project: 'Unknown' } as const;
 const retiringKey = (over: Partial<RetiringObservation> = {}): RetiringObservation => ({
-  keyId: 5, since: NOW - 60_000, graceMs: 10_000, maxGraceMs: 600_000, restart: 'NotConfigured', rollouts: { complete: true }, platform: { state: 'Live' }, ...over,
+  keyId: 5, since: NOW - 60_000, graceMs: 10_000, maxGraceMs: 600_000, restart: 'NotConfigured', rollouts: { complete: true }, platform: { state: 'Live', seenAt: NOW }, ...over,
 });
 
 type Row = [name: string, over: Partial<Observation>, action: string, reason: string, extra?: Record<string, unknown>];
@@ -144,10 +144,12 @@ const retireRows: RetireRow[] = [
   ['maxGracePeriod does not cut a rollout short: stalled', { restart: 'Done', rollouts: { complete: false, waitingFor: ['Deployment/api'], stalled: [] } }, SINCE + 600_001, 'Wait', 'RolloutStalled', { waitingFor: 'Rollouts' }],
   ['the grace period counts from the switch', { since: NOW - 5_000 }, NOW, 'Wait', 'RetiringKey', { waitingFor: 'Grace', afterMs: 5_000 }],
   ['the grace period counts from the rollouts completed', { restart: 'Done', rollouts: { complete: true, completedAt: NOW - 2_000 } }, NOW, 'Wait', 'RetiringKey', { waitingFor: 'Grace', afterMs: 8_000 }],
-  ['never used: revoked after the grace', { platform: { state: 'Live' } }, NOW, 'Revoke', 'KeyRetired', { stillInUse: false }],
-  ['last used before the grace window: revoked', { platform: { state: 'Live', lastUsedAt: NOW - 30_000 } }, NOW, 'Revoke', 'KeyRetired'],
-  ['still used: held, the address named', { platform: { state: 'Live', lastUsedAt: NOW - 1_000, lastUsedFromAddr: '10.0.0.9' } }, NOW, 'Wait', 'OldKeyStillInUse', { waitingFor: 'Usage' }],
-  ['still used past maxGracePeriod: revoked, said so', { platform: { state: 'Live', lastUsedAt: NOW - 1_000, lastUsedFromAddr: '10.0.0.9' }, maxGraceMs: 50_000 }, NOW, 'Revoke', 'OldKeyStillInUse', { stillInUse: true }],
+  ['never used: revoked after the grace', { platform: { state: 'Live', seenAt: NOW } }, NOW, 'Revoke', 'KeyRetired', { stillInUse: false }],
+  ['last used before the grace window: revoked', { platform: { state: 'Live', seenAt: NOW, lastUsedAt: NOW - 30_000 } }, NOW, 'Revoke', 'KeyRetired'],
+  ['still used: held, the address named', { platform: { state: 'Live', seenAt: NOW, lastUsedAt: NOW - 1_000, lastUsedFromAddr: '10.0.0.9' } }, NOW, 'Wait', 'OldKeyStillInUse', { waitingFor: 'Usage' }],
+  ['still used past maxGracePeriod: revoked, said so', { platform: { state: 'Live', seenAt: NOW, lastUsedAt: NOW - 1_000, lastUsedFromAddr: '10.0.0.9' }, maxGraceMs: 50_000 }, NOW, 'Revoke', 'OldKeyStillInUse', { stillInUse: true }],
+  ['a snapshot older than the grace period says nothing of later uses: held', { platform: { state: 'Live', seenAt: NOW - 55_000 } }, NOW, 'Wait', 'RetiringKey', { waitingFor: 'Platform' }],
+  ['used 1s before the snapshot, seen now: held', { platform: { state: 'Live', seenAt: NOW - 3_000, lastUsedAt: NOW - 4_000 } }, NOW, 'Wait', 'OldKeyStillInUse'],
   ['last use unreadable: held', { platform: { state: 'Unknown', message: 'm' } }, NOW, 'Wait', 'RetiringKey', { waitingFor: 'Platform' }],
   ['last use unreadable past maxGracePeriod: revoked', { platform: { state: 'Unknown', message: 'm' }, maxGraceMs: 50_000 }, NOW, 'Revoke', 'KeyRetired'],
 ];
@@ -161,14 +163,14 @@ describe('retirementStep: the next step of a replaced key', () => {
   });
 
   it('names the address and time of the last use while it holds the key', () => {
-    const decided = retirementStep(retiringKey({ platform: { state: 'Live', lastUsedAt: NOW - 1_000, lastUsedFromAddr: '10.0.0.9' } }), NOW);
+    const decided = retirementStep(retiringKey({ platform: { state: 'Live', seenAt: NOW, lastUsedAt: NOW - 1_000, lastUsedFromAddr: '10.0.0.9' } }), NOW);
     expect(decided.message).toContain('10.0.0.9');
     expect(decided.message).toContain(new Date(NOW - 1_000).toISOString());
   });
 
   it('never revokes before every rollout completed, at any time', () => {
     for (const now of [NOW, SINCE + 600_000, SINCE + 10 * 600_000]) {
-      for (const platform of [{ state: 'Live' } as const, { state: 'Unknown', message: 'm' } as const, { state: 'Live', lastUsedAt: NOW } as const]) {
+      for (const platform of [{ state: 'Live', seenAt: NOW } as const, { state: 'Unknown', message: 'm' } as const, { state: 'Live', seenAt: NOW, lastUsedAt: NOW } as const]) {
         const decided = retirementStep(retiringKey({ restart: 'Done', platform, rollouts: { complete: false, waitingFor: ['Deployment/api'], stalled: [] } }), now);
         expect(decided.step.step).toBe('Wait');
       }
