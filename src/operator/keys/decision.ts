@@ -317,6 +317,12 @@ export function decide(o: Observation): Decision {
   return { action: { type: 'InSync', keyId }, reason: 'Ready', message: `key ${keyId} is live and its secret is in the Secret` };
 }
 
+/**
+ * last_used_at comes in whole seconds, and the emulator (like any platform that does not write on
+ * every request) updates it at most once a second: a key in steady use can look this much older.
+ */
+const LAST_USED_PRECISION_MS = 2_000;
+
 const seconds = (ms: number): string => `${Math.max(0, Math.ceil(ms / 1000))}s`;
 
 /**
@@ -352,7 +358,7 @@ export function retirementStep(r: RetiringObservation, now: number): { step: Ret
     return { step: { step: 'Wait', afterMs: 1_000, waitingFor: 'Platform' }, reason: 'RetiringKey', message: `waiting for a list of the platform's keys taken after the grace period of key ${id}` };
   }
   const lastUsed = r.platform.lastUsedAt;
-  if (lastUsed !== undefined && seenAt - lastUsed < r.graceMs) {
+  if (lastUsed !== undefined && seenAt - lastUsed < r.graceMs + LAST_USED_PRECISION_MS) {
     const from = r.platform.lastUsedFromAddr !== undefined && r.platform.lastUsedFromAddr !== '' ? ` from ${r.platform.lastUsedFromAddr}` : '';
     const used = `key ${id} was used${from} at ${new Date(lastUsed).toISOString()}, after the Secret switched`;
     if (now >= deadline) return { step: { step: 'Revoke', stillInUse: true }, reason: 'OldKeyStillInUse', message: `${used}; maxGracePeriod is over: revoking it` };
