@@ -36,6 +36,8 @@ const printerColumns = (kind: KindName) => [
   ...(kind === 'ProjectApiKey' ? [{ name: 'Project', type: 'string', jsonPath: '.spec.projectId', priority: 1 }] : [{ name: 'Scope', type: 'string', jsonPath: '.spec.scope', priority: 1 }]),
   { name: 'Key ID', type: 'integer', jsonPath: '.status.keyId' },
   { name: 'Secret', type: 'string', jsonPath: '.status.secretName' },
+  // -o wide: a string, not a date (kubectl prints a future date as <invalid>).
+  { name: 'Next Rotation', type: 'string', jsonPath: '.status.rotation.nextRotationAt', priority: 1 },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
 
