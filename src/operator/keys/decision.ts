@@ -299,7 +299,10 @@ export function decide(o: Observation): Decision {
   const rotation = o.rotation;
   const due = rotation !== undefined && (rotation.request !== undefined || (rotation.scheduledAt !== undefined && o.now >= rotation.scheduledAt));
   if (o.retiring !== undefined) {
-    const step = retirementStep(o.retiring, o.now);
+    let step = retirementStep(o.retiring, o.now);
+    if (step.step.step === 'Revoke' && o.credentials !== 'Present') {
+      step = { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' }, reason: 'CredentialsMissing', message: `cannot revoke retiring key ${o.retiring.keyId}: ${credentialsMessage[o.credentials]}` };
+    }
     const waiting = due ? `; the requested rotation waits until key ${o.retiring.keyId} is retired` : '';
     return { action: { type: 'Retire', keyId, retiring: o.retiring.keyId, step: step.step }, reason: step.reason, message: step.message + waiting };
   }

@@ -46,7 +46,8 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     spec: rotationSpec,
     ...gracePeriods(rotationSpec),
     request: requestToken(meta.annotations?.[ANNOTATION_ROTATE]),
-    schedule: schedule(rotationSpec, parseTime(status.rotation?.lastRotatedAt ?? status.createdAt), deps.now()),
+    // The key's age: since the last rotation, else its creation (else the resource's, for a status without it).
+    schedule: schedule(rotationSpec, parseTime(status.rotation?.lastRotatedAt ?? status.createdAt ?? meta.creationTimestamp), deps.now()),
   };
   const retiringKeys = status.retiringKeys ?? [];
   const first = retiringKeys[0];
