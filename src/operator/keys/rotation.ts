@@ -113,8 +113,9 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
       }
       update(changed);
       if (step.stalled === true) await deps.events.record(resource, 'Warning', 'RolloutStalled', decision.message);
-      // Once per address (status keeps the last one seen), not once per use.
-      if (step.waitingFor === 'Usage' && (entry.lastUsedFromAddr !== changed.lastUsedFromAddr || entry.lastUsedAt === undefined)) {
+      // Once when the wait on usage begins and once per new address (status keeps the last one seen), not once per use.
+      const warned = resource.status?.conditions?.find((c) => c.type === 'Rotating')?.reason === 'OldKeyStillInUse';
+      if (step.waitingFor === 'Usage' && (!warned || entry.lastUsedFromAddr !== changed.lastUsedFromAddr)) {
         await deps.events.record(resource, 'Warning', 'OldKeyStillInUse', decision.message);
       }
       const afterMs = step.stalled === true ? Math.max(pollMs, step.afterMs) : step.waitingFor === 'Grace' ? Math.max(1_000, step.afterMs) : Math.min(pollMs, Math.max(1_000, step.afterMs));
