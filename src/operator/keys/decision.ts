@@ -300,6 +300,11 @@ export function decide(o: Observation): Decision {
   const due = rotation !== undefined && (rotation.request !== undefined || (rotation.scheduledAt !== undefined && o.now >= rotation.scheduledAt));
   if (o.retiring !== undefined) {
     let step = retirementStep(o.retiring, o.now);
+    if ((step.step.step === 'Drop' || step.step.step === 'Revoke') && o.credentialsChanged === true) {
+      // Other credentials than the ones that issued it: their list not showing it proves nothing,
+      // and their revoke's NOT_FOUND neither.
+      step = { step: { step: 'Wait', afterMs: 30_000, waitingFor: 'Platform' }, reason: 'CredentialsChanged', message: `retiring key ${o.retiring.keyId} was issued with other credentials than the current ones, which cannot see or revoke it; it stays recorded until the credentials that issued it are back` };
+    }
     if (step.step.step === 'Revoke' && o.credentials !== 'Present') {
       step = { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' }, reason: 'CredentialsMissing', message: `cannot revoke retiring key ${o.retiring.keyId}: ${credentialsMessage[o.credentials]}` };
     }
