@@ -16,6 +16,8 @@ import { platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { schedule } from './rotation-schedule.ts';
 
 const DEFAULT_POLL_MS = 5_000;
+/** The rollouts one retiring key waits for at most (the bound of status.retiringKeys[].restarts). */
+const MAX_TRACKED = 50;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /**
@@ -91,10 +93,12 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
         await inSync(deps, ctx, action.keyId, { conditions: [rotatingCondition(true, 'ConsumerRestartFailed', message)], fields: {}, requeueAfterMs: pollMs });
         return { type: 'Backoff' };
       }
-      update({ ...entry, restartedAt: iso(now), restarts: result.restarts });
+      // status.retiringKeys[].restarts is bounded (MAX_TRACKED): beyond it, restarted but not waited for, and said so.
+      update({ ...entry, restartedAt: iso(now), restarts: result.restarts.slice(0, MAX_TRACKED) });
       const names = result.restarts.map((r) => `${r.kind}/${r.name}`);
-      const message = (names.length > 0 ? `restarted ${names.join(', ')} for key ${action.keyId}` : `no workload to restart references Secret ${ctx.secretName}`)
-        + (result.missing.length > 0 ? `; not found: ${result.missing.join(', ')}` : '');
+      const message = (names.length > 0 ? `restarted ${names.slice(0, 20).join(', ')}${names.length > 20 ? ` and ${names.length - 20} more` : ''} for key ${action.keyId}` : `no workload to restart references Secret ${ctx.secretName}`)
+        + (result.missing.length > 0 ? `; not found: ${result.missing.join(', ')}` : '')
+        + (names.length > MAX_TRACKED ? `; only the first ${MAX_TRACKED} rollouts are waited for` : '');
       await deps.events.record(resource, 'Normal', 'ConsumersRestarted', message);
       return await inSync(deps, ctx, action.keyId, {
         conditions: [rotatingCondition(true, 'RetiringKey', `${message}; key ${entry.keyId} stays live until their rollouts complete`)],
