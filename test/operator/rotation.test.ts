@@ -247,6 +247,37 @@ describe('rotation without downtime', () => {
     expect((await events('clinging')).filter((e) => e.reason === 'OldKeyStillInUse').length).toBeLessThanOrEqual(3);
   });
 
+  it('a ProjectApiKey rotates the same way, and its operations mirror moves to the new key before the old one goes', async () => {
+    const project = emulator.bootstrap.projects.find((p) => p.organizationId === org);
+    if (project === undefined) throw new Error('no org project in the seed');
+    await objects.createNamespacedCustomObject({
+      group, version, namespace, plural: 'projectapikeys',
+      body: {
+        apiVersion: `${group}/${version}`, kind: 'ProjectApiKey', metadata: { name: 'project-key' },
+        spec: { organizationId: org, projectId: project.id, keyName: 'project-key', credentialsSecretRef: { name: 'neon-admin' }, rotation: { gracePeriod: '1s' } },
+      },
+    });
+    const getProjectKey = async (): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'project-key' }) as Resource;
+    const first = await eventually(async () => {
+      const r = await getProjectKey();
+      return condition(r, 'Ready') === 'True Ready' && condition(r, 'OperationsSettled') !== undefined ? r : undefined;
+    }, 30_000, 'project key Ready with operations');
+    const old = first.status!.keyId!;
+    await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'project-key', body: { metadata: { annotations: { 'keys.neon.dev/rotate': 'p1' } } } }, merge);
+    const done = await eventually(async () => {
+      const r = await getProjectKey();
+      return r.status?.rotation?.lastRequest === 'p1' && condition(r, 'Rotating') === 'False RotationComplete' ? r : undefined;
+    }, 30_000, 'project key rotated');
+    expect(done.status?.keyId).not.toBe(old);
+    expect(await liveIds('project-key')).toEqual([done.status!.keyId]);
+    // After a poll of the project's operations (every 5 s here) past the old key's revocation: the
+    // mirror lists with the new key, so it does not read Unknown (Unauthorized).
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    const later = await getProjectKey();
+    expect(condition(later, 'Ready')).toBe('True Ready');
+    expect(later.status?.conditions?.find((c) => c.type === 'OperationsSettled')?.status).not.toBe('Unknown');
+  });
+
   it('a restart list cannot reach another namespace, and a forged rotation intent revokes nothing', async () => {
     const victim: V1Deployment = {
       metadata: { name: 'victim' },
