@@ -3,7 +3,7 @@
 // lifecycle and the controller. startOperator() runs it in-process (tests, main.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
@@ -56,6 +56,8 @@ export interface OperatorOptions {
   allowInsecurePlatformUrl?: boolean;
   /** How long drift checks may fail before conditions say so; default two drift intervals. */
   unverifiedAfterMs?: number;
+  /** How often a resource whose replaced key retires is looked at again (rollouts, last use); default 5 s. */
+  rotationPollMs?: number;
 }
 
 export interface RunningOperator {
@@ -138,7 +140,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const ownWrites = new OwnWrites();
   const objects = options.kubeConfig.makeApiClient(CustomObjectsApi);
   const reconciler = new KeyReconciler({
-    kube: new ApiServerWrites(objects, core),
+    kube: new ApiServerWrites(objects, core, options.kubeConfig.makeApiClient(AppsV1Api)),
     platformFor,
     drift: new DriftCache(driftIntervalMs),
     events: new EventRecorder(core, 'neon-key-operator', logger),
@@ -147,6 +149,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     driftIntervalMs,
     signer,
     ...(options.unverifiedAfterMs !== undefined ? { unverifiedAfterMs: options.unverifiedAfterMs } : {}),
+    ...(options.rotationPollMs !== undefined ? { rotationPollMs: options.rotationPollMs } : {}),
     ...(options.metrics !== undefined ? { onDriftCheck: (outcome) => options.metrics?.driftChecks.inc({ outcome }) } : {}),
     operations: { pollers },
     ownWrites,

@@ -23,6 +23,10 @@ export const reconcileGrants: readonly string[] = [
   ...grants('', ['secrets'], ['get', 'list', 'watch', 'create', 'update', 'delete']),
   // keys/events.ts createNamespacedEvent (core/v1); never patched, never events.k8s.io.
   ...grants('', ['events'], ['create']),
+  // Rotation (spec.rotation.restart), keys/kube-writes.ts: readNamespaced{Deployment,StatefulSet,DaemonSet}
+  // (rollout status), listNamespaced* (discover), patchNamespaced* (merge patch of one pod template
+  // annotation: the restart). Always in the resource's own namespace; never watched, created or deleted.
+  ...grants('apps', ['deployments', 'statefulsets', 'daemonsets'], ['get', 'list', 'patch']),
 ].sort();
 
 export const LEASE_NAME = 'neon-key-operator';

@@ -43,7 +43,7 @@ export interface RunningControlPlane {
 
 interface StartOptions {
   binDir: string;
-  /** kube-controller-manager runs only its garbage collector and namespace controllers */
+  /** kube-controller-manager runs only its garbage collector, namespace, deployment and replicaset controllers (no scheduler, no kubelet) */
   controllerManager?: boolean;
   startTimeoutMs?: number;
 }
@@ -214,7 +214,8 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
     if (options.controllerManager !== false) {
       launch('kube-controller-manager', [
         `--kubeconfig=${kubeconfigPath}`,
-        '--controllers=garbagecollector,namespace',
+        // deployment, replicaset: the rollouts a key rotation restarts (test/operator/rotation.test.ts).
+        '--controllers=garbagecollector,namespace,deployment,replicaset',
         '--leader-elect=false',
         '--bind-address=127.0.0.1',
         `--secure-port=${await freePort()}`,

@@ -2,7 +2,7 @@
 // observedGeneration it was computed from; lastTransitionTime moves only when status changes.
 import type { Condition } from '../resources/schema.ts';
 
-export type ConditionType = 'Ready' | 'KeyIssued' | 'SecretSynced' | 'OperationsSettled' | 'InUse';
+export type ConditionType = 'Ready' | 'KeyIssued' | 'SecretSynced' | 'OperationsSettled' | 'InUse' | 'Rotating';
 export type ConditionStatus = Condition['status'];
 
 /**
@@ -20,7 +20,9 @@ export type Reason =
   | 'InvalidSpec' | 'InvalidAnnotation' | 'SecretConflict' | 'CredentialsMissing' | 'CredentialsChanged' | 'CredentialsRefused' | 'CredentialsWrongKind'
   | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'RateLimited' | 'PlatformUnavailable' | 'PlatformResponseInvalid' | 'Error'
   // the key's use (usage.ts, spec.usage.unusedAfter); the Secret kept in line with spec.secret.template
-  | 'UsedRecently' | 'NotUsedRecently' | 'SecretRewritten';
+  | 'UsedRecently' | 'NotUsedRecently' | 'SecretRewritten'
+  // rotation (rotation.ts): the Rotating condition and its events
+  | 'RotationStarted' | 'RetiringKey' | 'ConsumersRestarted' | 'ConsumerRestartFailed' | 'RolloutStalled' | 'OldKeyStillInUse' | 'KeyRetired' | 'RotationComplete';
 
 export type ConditionUpdate =
   | { type: Exclude<ConditionType, 'OperationsSettled'>; status: ConditionStatus; reason: Reason; message: string }
@@ -59,6 +61,11 @@ export function readyConditions(keyId: number, secretName: string): ConditionUpd
     { type: 'SecretSynced', status: 'True', reason: 'SecretInSync', message: `Secret ${secretName} holds key ${keyId}` },
     { type: 'Ready', status: 'True', reason: 'Ready', message: `key ${keyId} is ready in Secret ${secretName}` },
   ];
+}
+
+/** A key retires (Rotating True, with what it waits for), or none does any more (False). */
+export function rotatingCondition(retiring: boolean, reason: Reason, message: string): ConditionUpdate {
+  return { type: 'Rotating', status: retiring ? 'True' : 'False', reason, message };
 }
 
 /** The key cannot be checked: not known to be live any more (nor known to be gone). */

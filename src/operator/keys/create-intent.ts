@@ -27,17 +27,31 @@ export function parseIntent(value: string | undefined, base: string | undefined,
     const parsed = JSON.parse(value) as Partial<PendingAttempt> & { sig?: unknown };
     if (typeof parsed.attempt !== 'string' || typeof parsed.startedAt !== 'string' || typeof parsed.holder !== 'string') return 'Malformed';
     if (parsed.replaces !== undefined && (typeof parsed.replaces !== 'number' || !Number.isSafeInteger(parsed.replaces))) return 'Malformed';
+    const rotation = parsed.rotation as unknown;
+    if (rotation !== undefined && (typeof rotation !== 'object' || rotation === null
+      || ((rotation as { request?: unknown }).request !== undefined && typeof (rotation as { request?: unknown }).request !== 'string'))) return 'Malformed';
     if (typeof parsed.sig !== 'string' || !signer.verify('intent', intentFields(uid, parsed as PendingAttempt), parsed.sig)) return 'Unsigned';
     if (base !== undefined && !isAttemptOf(parsed.attempt, base)) return 'Malformed';
     const { attempt, startedAt, holder, replaces } = parsed as PendingAttempt;
-    return { attempt, startedAt, holder, ...(replaces !== undefined ? { replaces } : {}) };
+    const request = (rotation as { request?: string } | undefined)?.request;
+    return {
+      attempt, startedAt, holder,
+      ...(replaces !== undefined ? { replaces } : {}),
+      ...(rotation !== undefined ? { rotation: request !== undefined ? { request } : {} } : {}),
+    };
   } catch {
     return 'Malformed';
   }
 }
 
+/**
+ * What the signature covers. The rotation marker is signed too: it decides whether the replaced key
+ * is revoked at once or kept retiring. Appended only when present, so intents written before
+ * rotation existed still verify.
+ */
 function intentFields(uid: string, p: PendingAttempt): (string | number | undefined)[] {
-  return [uid, p.attempt, p.startedAt, p.holder, p.replaces];
+  const fields = [uid, p.attempt, p.startedAt, p.holder, p.replaces];
+  return p.rotation === undefined ? fields : [...fields, 'rotation', p.rotation.request ?? ''];
 }
 
 const ATTEMPT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';

@@ -14,6 +14,7 @@ import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts
 import { asPlatformFailure, reportPlatformFailure } from './platform-failure.ts';
 import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './resource-writes.ts';
+import { nextLook, rotationFields, switchFields } from './rotation.ts';
 import { deleteStaleSecret, secretHash, writeSecret } from './secret-writer.ts';
 import { usageConditions } from './usage.ts';
 
@@ -42,14 +43,17 @@ async function checkCredentialsKind(deps: KeyDeps, ctx: Context, platform: KeyPl
 }
 
 /** Step 2 to 5 of DESIGN.md section 3. */
-export async function create(deps: KeyDeps, ctx: Context, decision: Decision, replaces: number | undefined): Promise<ReconcileResult> {
+export async function create(deps: KeyDeps, ctx: Context, decision: Decision, replaces: number | undefined, rotation?: { request?: string }): Promise<ReconcileResult> {
   const { resource, adapter, logger } = ctx;
   if (adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
   const { platform, credentialsId } = platformOf(deps, ctx);
   // The wrong kind of credentials is said before anything is created (credentials-kind.ts).
   const wrongKind = await checkCredentialsKind(deps, ctx, platform, credentialsId);
   if (wrongKind !== undefined) return wrongKind;
-  if (decision.reason !== 'Creating') {
+  if (rotation !== undefined) {
+    await deps.events.record(resource, 'Normal', 'RotationStarted', decision.message);
+    logger.info({ replaces }, 'rotating key');
+  } else if (decision.reason !== 'Creating') {
     // Drift: say what was found before repairing it.
     await deps.events.record(resource, 'Warning', decision.reason, decision.message);
     logger.info({ reason: decision.reason, replaces }, 'repairing drift');
@@ -59,6 +63,8 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     startedAt: new Date(deps.now()).toISOString(),
     holder: deps.identity,
     ...(replaces !== undefined ? { replaces } : {}),
+    // Signed with the intent: only the operator's own rotation keeps a replaced key live.
+    ...(rotation !== undefined && replaces !== undefined ? { rotation } : {}),
   };
   // The intent, with the resourceVersion we read: a conflict means someone else moved; never create then.
   let current = await updateMetadata(deps, resource, (m) => {
@@ -106,9 +112,18 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   // Step 4: the Secret at once; it is the durable record of the key (adoption reads it).
   await writeSecret(deps, ctx, { id: created.id, name: pending.attempt, secret: created.key });
   const hash = secretHash(resource, created.key);
+  // Step 5: status, then what it replaces, then clear the intent. A rotation's replaced key joins
+  // status.retiringKeys in this same patch (rotation.ts): it is in status before and after.
+  const switched = switchFields(ctx, pending, created.id, deps.now());
   const createdAt = created.created_at ?? new Date(deps.now()).toISOString();
-  // Step 5: status, then what it replaces, then clear the intent.
-  current = await writeStatus(deps, { ...ctx, resource: current }, [...readyConditions(created.id, ctx.secretName), ...usageConditions(ctx.spec, undefined, createdAt, deps.now())], {
+  // Not a rotation: the schedule counts from this key (or the last rotation); a request made
+  // before the first key existed is handled by issuing it.
+  const schedule = pending.rotation === undefined
+    ? rotationFields(ctx, replaces === undefined && ctx.rotation.request !== undefined ? { lastRequest: ctx.rotation.request } : {}, createdAt)
+    : {};
+  current = await writeStatus(deps, { ...ctx, resource: current }, [...readyConditions(created.id, ctx.secretName), ...usageConditions(ctx.spec, undefined, createdAt, deps.now()), ...switched.conditions], {
+    ...schedule,
+    ...switched.fields,
     keyId: created.id,
     keyName: pending.attempt,
     createdAt,
@@ -117,12 +132,14 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     secretHash: hash,
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
   });
-  if (replaces !== undefined) await revokeReplaced(deps, ctx, replaces);
+  if (replaces !== undefined && pending.rotation === undefined) await revokeReplaced(deps, ctx, replaces);
   await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   await deleteStaleSecret(deps, ctx);
   await deps.events.record(resource, 'Normal', 'KeyIssued', `issued key ${created.id} (${pending.attempt}) into Secret ${ctx.secretName}`
-    + (replaces !== undefined ? `; revoked key ${replaces}` : ''));
-  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
+    + (replaces === undefined ? '' : pending.rotation !== undefined ? `; key ${replaces} retires once its consumers moved` : `; revoked key ${replaces}`));
+  if (pending.rotation !== undefined) return { type: 'Continue' };
+  const next = (current.status?.rotation?.nextRotationAt ?? undefined) !== undefined ? Date.parse(current.status!.rotation!.nextRotationAt!) : undefined;
+  return { type: 'Done', requeueAfterMs: nextLook(deps, next) };
 }
 
 /** The Secret holds the key of the pending attempt: record it (and revoke what it replaces). */
@@ -130,7 +147,10 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
   const { resource, secret, secretKey } = ctx;
   const encoded = secret?.data?.[secretKey];
   const value = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
-  const current = await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions('Deleting', 'adopted the pending key before deleting') : readyConditions(keyId, ctx.secretName), {
+  // A rotation's replaced key moves to status.retiringKeys, idempotently (rotation.ts).
+  const switched = switchFields(ctx, pending, keyId, deps.now());
+  const current = await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions('Deleting', 'adopted the pending key before deleting') : [...readyConditions(keyId, ctx.secretName), ...switched.conditions], {
+    ...switched.fields,
     keyId,
     keyName: pending.attempt,
     createdAt: resource.status?.keyId === keyId && resource.status.createdAt !== undefined ? resource.status.createdAt : pending.startedAt,
@@ -138,7 +158,7 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
     ...(value !== '' ? { secretHash: secretHash(resource, value) } : {}),
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
   });
-  if (pending.replaces !== undefined && pending.replaces !== keyId) await revokeReplaced(deps, ctx, pending.replaces);
+  if (pending.replaces !== undefined && pending.replaces !== keyId && pending.rotation === undefined) await revokeReplaced(deps, ctx, pending.replaces);
   await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   await deps.events.record(resource, 'Normal', 'KeyAdopted', `recorded key ${keyId} (${pending.attempt}) found in Secret ${ctx.secretName} after an interrupted create`);
   return { type: 'Continue' };
@@ -165,7 +185,9 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
   // interruption, then the Secret was lost), only this intent remembers it, and clearing the
   // intent would leave it live and unrecorded. It was being replaced anyway: revoke it too.
   const recorded = recordedKeyId(ctx.observation);
-  if (pending.replaces !== undefined && pending.replaces !== recorded && !orphans.some((k) => k.id === pending.replaces)) {
+  // A key retiring after a rotation is still recorded (status.retiringKeys): its retirement revokes it.
+  const retiring = ctx.observation.retiringKeyIds ?? [];
+  if (pending.replaces !== undefined && pending.replaces !== recorded && !retiring.includes(pending.replaces) && !orphans.some((k) => k.id === pending.replaces)) {
     orphans.push({ id: pending.replaces, name: `(replaced key ${pending.replaces})` });
   }
   for (const orphan of orphans) {

@@ -15,9 +15,42 @@ export interface PendingAttempt {
   startedAt: string;
   /** The operator process that wrote the intent (see Observation.identity). */
   holder: string;
-  /** The key this attempt replaces (rotation after drift): revoked once the new key is recorded. */
+  /**
+   * The key this attempt replaces: after drift, revoked once the new key is recorded; by a
+   * rotation (below), kept live in status.retiringKeys until its consumers moved.
+   */
   replaces?: number;
+  /** A rotation (spec.rotation, keys.neon.dev/rotate): `request`, the request token it handles. */
+  rotation?: { request?: string };
 }
+
+/** A key a rotation replaced (status.retiringKeys), as observed for its retirement. */
+export interface RetiringObservation {
+  keyId: number;
+  /** When the Secret switched away from it. */
+  since: number;
+  graceMs: number;
+  maxGraceMs: number;
+  /** spec.rotation.restart: none configured, due (not done for this key), or done (status.retiringKeys[].restartedAt). */
+  restart: 'NotConfigured' | 'Due' | 'Done';
+  /** The restarted rollouts: complete (since when, if recorded), or which are not, and which of them are stalled. */
+  rollouts: { complete: true; completedAt?: number } | { complete: false; waitingFor: string[]; stalled: string[] };
+  /**
+   * The key in a fresh snapshot of the platform's list (taken at seenAt): live (with its last use),
+   * absent, or unknown (the list failed).
+   */
+  platform: { state: 'Live'; seenAt: number; lastUsedAt?: number; lastUsedFromAddr?: string } | { state: 'Absent' } | { state: 'Unknown'; message: string };
+}
+
+/** One step of the retirement of a replaced key (retirementStep). */
+export type RetireStep =
+  /** It is gone from the platform (revoked outside, or by us before a crash): drop it from status. */
+  | { step: 'Drop' }
+  | { step: 'RestartConsumers' }
+  /** Not yet: look again after afterMs. */
+  | { step: 'Wait'; afterMs: number; waitingFor: 'Rollouts' | 'Grace' | 'Usage' | 'Platform'; stalled?: boolean }
+  /** Revoke it now; stillInUse: maxGracePeriod ran out while it was still used. */
+  | { step: 'Revoke'; stillInUse: boolean };
 
 /**
  * Why an intent annotation is not acted on: unreadable, or not signed by this operator for this
@@ -47,6 +80,11 @@ export interface SecretObservation {
 
 export interface Observation {
   now: number;
+  /** Rotation wanted: a request token not handled yet, and when the scheduled one is due. */
+  rotation?: { request?: string; scheduledAt?: number };
+  /** The first key in status.retiringKeys, observed; every retiring key id in retiringKeyIds. */
+  retiring?: RetiringObservation;
+  retiringKeyIds?: number[];
   /** This operator process: a restarted process is a different holder. */
   identity: string;
   /** How long another holder's intent is presumed in flight (longer than a create request can take). */
@@ -97,8 +135,13 @@ export type Action =
   | { type: 'Recover'; attempt: PendingAttempt }
   /** A person wrote something unreadable into the intent annotation. */
   | { type: 'ClearPending' }
-  /** Mint a key (write intent, POST, Secret, status); replaces: the key revoked once it is recorded. */
-  | { type: 'Create'; replaces?: number }
+  /**
+   * Mint a key (write intent, POST, Secret, status); replaces: the key revoked once it is recorded,
+   * or with rotation, the key moved to status.retiringKeys.
+   */
+  | { type: 'Create'; replaces?: number; rotation?: { request?: string } }
+  /** The current key is in sync and a replaced key retires: one step of its retirement. */
+  | { type: 'Retire'; keyId: number; retiring: number; step: RetireStep }
   | { type: 'InSync'; keyId: number }
   /** The Secret holds the recorded key but not as spec.secret.template shapes it: rewrite it, no new key. */
   | { type: 'RewriteSecret'; keyId: number }
@@ -108,9 +151,10 @@ export type Action =
    * to be live (report), and it is looked at again after retryAfterMs.
    */
   | { type: 'Unverifiable'; keyId: number; report: boolean; retryAfterMs: number }
-  | { type: 'Revoke'; keyId: number }
-  /** Deletion with deletionPolicy Retain: the key and its Secret stay, the Secret loses its owner. */
-  | { type: 'Retain' }
+  /** Deletion: revoke the key, and the keys still retiring (they are in no Secret any more). */
+  | { type: 'Revoke'; keyId: number; retiring?: number[] }
+  /** Deletion with deletionPolicy Retain: the key and its Secret stay, the Secret loses its owner; retiring keys are revoked. */
+  | { type: 'Retain'; retiring?: number[] }
   /** Deletion without a live key to revoke (or a person said so): drop the finalizer. */
   | { type: 'Release' };
 
@@ -181,14 +225,23 @@ export function decide(o: Observation): Decision {
     if (pending === 'Malformed' || pending === 'Unsigned') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: REFUSED_INTENT[pending] };
     if (pending !== undefined) return pendingDecision(o, pending, 'deleting');
     const keyId = recordedKeyId(o);
+    const retiring = o.retiringKeyIds ?? [];
+    const andRetiring = retiring.length > 0 ? ` and retiring key(s) ${retiring.join(', ')}` : '';
+    if (retiring.length > 0 && o.credentials !== 'Present') {
+      return { ...blockedOnCredentials(o.credentials, `revoke retiring key(s) ${retiring.join(', ')}`), reason: 'CredentialsMissing' };
+    }
     if (o.deletionPolicy === 'Retain') {
-      return { action: { type: 'Retain' }, reason: 'Retained', message: keyId === undefined ? 'no key was issued' : `deletionPolicy Retain: key ${keyId} and its Secret are kept` };
+      return {
+        action: retiring.length > 0 ? { type: 'Retain', retiring } : { type: 'Retain' },
+        reason: 'Retained',
+        message: (keyId === undefined ? 'no key was issued' : `deletionPolicy Retain: key ${keyId} and its Secret are kept`) + (retiring.length > 0 ? `; retiring key(s) ${retiring.join(', ')} revoked` : ''),
+      };
     }
     if (keyId === undefined) return { action: { type: 'Release' }, reason: 'NoKey', message: 'no key was issued; nothing to revoke' };
     if (o.credentials !== 'Present') {
       return { ...blockedOnCredentials(o.credentials, `revoke key ${keyId}`), reason: 'CredentialsMissing' };
     }
-    return { action: { type: 'Revoke', keyId }, reason: 'Deleting', message: `revoking key ${keyId}` };
+    return { action: retiring.length > 0 ? { type: 'Revoke', keyId, retiring } : { type: 'Revoke', keyId }, reason: 'Deleting', message: `revoking key ${keyId}${andRetiring}` };
   }
 
   if (o.specError !== undefined) return { action: { type: 'Blocked', retry: false }, reason: 'InvalidSpec', message: o.specError };
@@ -258,5 +311,85 @@ export function decide(o: Observation): Decision {
       message: `key ${keyId} cannot be checked on the platform for ${Math.round(check.failingForMs / 1000)}s: ${check.message}`,
     };
   }
+  const rotation = o.rotation;
+  const due = rotation !== undefined && (rotation.request !== undefined || (rotation.scheduledAt !== undefined && o.now >= rotation.scheduledAt));
+  if (o.retiring !== undefined) {
+    let step = retirementStep(o.retiring, o.now);
+    if ((step.step.step === 'Drop' || step.step.step === 'Revoke') && o.credentialsChanged === true) {
+      // Other credentials than the ones that issued it: their list not showing it proves nothing,
+      // and their revoke's NOT_FOUND neither.
+      step = { step: { step: 'Wait', afterMs: 30_000, waitingFor: 'Platform' }, reason: 'CredentialsChanged', message: `retiring key ${o.retiring.keyId} was issued with other credentials than the current ones, which cannot see or revoke it; it stays recorded until the credentials that issued it are back` };
+    }
+    if (step.step.step === 'Revoke' && o.credentials !== 'Present') {
+      step = { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' }, reason: 'CredentialsMissing', message: `cannot revoke retiring key ${o.retiring.keyId}: ${credentialsMessage[o.credentials]}` };
+    }
+    const waiting = due ? `; the requested rotation waits until key ${o.retiring.keyId} is retired` : '';
+    return { action: { type: 'Retire', keyId, retiring: o.retiring.keyId, step: step.step }, reason: step.reason, message: step.message + waiting };
+  }
+  // Without credentials nothing can be issued: the live key stays, and the rotation waits for them.
+  if (due && o.credentials === 'Present') {
+    const request = rotation.request;
+    return {
+      action: { type: 'Create', replaces: keyId, rotation: request !== undefined ? { request } : {} },
+      reason: 'RotationStarted',
+      message: request !== undefined
+        ? `rotation requested (keys.neon.dev/rotate="${request}"): issuing a new key; key ${keyId} stays live until its consumers moved`
+        : `key ${keyId} is due for rotation (spec.rotation.interval): issuing a new key; key ${keyId} stays live until its consumers moved`,
+    };
+  }
   return { action: { type: 'InSync', keyId }, reason: 'Ready', message: `key ${keyId} is live and its secret is in the Secret` };
+}
+
+/**
+ * last_used_at comes in whole seconds, and the emulator (like any platform that does not write on
+ * every request) updates it at most once a second: a key in steady use can look this much older.
+ */
+const LAST_USED_PRECISION_MS = 2_000;
+
+const seconds = (ms: number): string => `${Math.max(0, Math.ceil(ms / 1000))}s`;
+
+/**
+ * The next step of a replaced key's retirement (README "Rotation"). Never revoked
+ * before every restarted rollout completed (maxGracePeriod does not override that); then not
+ * before gracePeriod after the switch (and after the rollouts completed); then only once the key
+ * went unused for gracePeriod, which maxGracePeriod after the switch cuts short.
+ */
+export function retirementStep(r: RetiringObservation, now: number): { step: RetireStep; reason: Reason; message: string } {
+  const id = r.keyId;
+  if (r.platform.state === 'Absent') return { step: { step: 'Drop' }, reason: 'KeyRetired', message: `replaced key ${id} is no longer on the platform; dropped from status.retiringKeys` };
+  if (r.restart === 'Due') return { step: { step: 'RestartConsumers' }, reason: 'RetiringKey', message: `restarting the consumers of the Secret; key ${id} stays live until they moved` };
+  const deadline = r.since + r.maxGraceMs;
+  if (!r.rollouts.complete) {
+    const stalled = r.rollouts.stalled.length > 0 || now >= deadline;
+    const names = (stalled && r.rollouts.stalled.length > 0 ? r.rollouts.stalled : r.rollouts.waitingFor).join(', ');
+    return stalled
+      ? { step: { step: 'Wait', afterMs: 30_000, waitingFor: 'Rollouts', stalled: true }, reason: 'RolloutStalled', message: `the rollout of ${names} is stalled; key ${id} stays live until it completes (maxGracePeriod does not cut a restart short)` }
+      : { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Rollouts' }, reason: 'RetiringKey', message: `waiting for the rollout of ${names} to complete before retiring key ${id}` };
+  }
+  const quietFrom = Math.max(r.since, r.rollouts.completedAt ?? r.since);
+  if (now < quietFrom + r.graceMs && now < deadline) {
+    return { step: { step: 'Wait', afterMs: Math.min(quietFrom + r.graceMs, deadline) - now, waitingFor: 'Grace' }, reason: 'RetiringKey', message: `key ${id} stays live for its grace period (${seconds(quietFrom + r.graceMs - now)} left)` };
+  }
+  if (r.platform.state === 'Unknown') {
+    if (now >= deadline) return { step: { step: 'Revoke', stillInUse: false }, reason: 'KeyRetired', message: `maxGracePeriod is over; revoking key ${id} (its last use could not be read: ${r.platform.message})` };
+    return { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' }, reason: 'RetiringKey', message: `the last use of key ${id} cannot be read (${r.platform.message}); it stays live` };
+  }
+  // What a snapshot shows is what it showed when taken: unused for the grace period as of seenAt,
+  // and seenAt after the grace period began, or it says nothing about the uses since.
+  const { seenAt } = r.platform;
+  if (seenAt < quietFrom + r.graceMs && now < deadline) {
+    return { step: { step: 'Wait', afterMs: 1_000, waitingFor: 'Platform' }, reason: 'RetiringKey', message: `waiting for a list of the platform's keys taken after the grace period of key ${id}` };
+  }
+  const lastUsed = r.platform.lastUsedAt;
+  if (lastUsed !== undefined && seenAt - lastUsed < r.graceMs + LAST_USED_PRECISION_MS) {
+    const from = r.platform.lastUsedFromAddr !== undefined && r.platform.lastUsedFromAddr !== '' ? ` from ${r.platform.lastUsedFromAddr}` : '';
+    const used = `key ${id} was used${from} at ${new Date(lastUsed).toISOString()}, after the Secret switched`;
+    if (now >= deadline) return { step: { step: 'Revoke', stillInUse: true }, reason: 'OldKeyStillInUse', message: `${used}; maxGracePeriod is over: revoking it` };
+    return {
+      step: { step: 'Wait', afterMs: Math.min(5_000, deadline - now), waitingFor: 'Usage' },
+      reason: 'OldKeyStillInUse',
+      message: `${used}; it stays live until unused for the grace period, at most until ${new Date(deadline).toISOString()} (maxGracePeriod)`,
+    };
+  }
+  return { step: { step: 'Revoke', stillInUse: false }, reason: 'KeyRetired', message: `key ${id} is no longer used; revoking it` };
 }

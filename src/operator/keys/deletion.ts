@@ -10,14 +10,17 @@ import { statusCode } from './kube-writes.ts';
 import { asPlatformFailure, failureReason } from './platform-failure.ts';
 import { platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { removeFinalizer, writeStatus } from './resource-writes.ts';
+import { revokeRetiring } from './rotation.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
 
 /** Deletion with deletionPolicy Revoke: revoke the key, delete the Secret this resource controls, drop the finalizer. */
-export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: number): Promise<ReconcileResult> {
+export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: number, retiring: readonly number[] = []): Promise<ReconcileResult> {
   const { resource, adapter } = ctx;
   if (adapter === undefined) throw new Error('revoke without a spec');
   const { platform } = platformOf(deps, ctx);
   try {
+    // The keys a rotation replaced first: they are in no Secret, and status is their only record.
+    await revokeRetiring(deps, ctx, retiring);
     await adapter.revoke(platform, keyId);
   } catch (error) {
     const failure = asPlatformFailure(error);
@@ -30,7 +33,7 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
       return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
     }
     if (failure?.code !== 'NOT_FOUND') {
-      const { reason, message } = failureReason(failure, `revoking key ${keyId}`);
+      const { reason, message } = failureReason(failure, `revoking key ${keyId}${retiring.length > 0 ? ` and retiring key(s) ${retiring.join(', ')}` : ''}`);
       await writeStatus(deps, ctx, deletingConditions(reason, `${message}; the resource stays until the key is revoked (or annotate it ${ANNOTATION_RELEASE_WITHOUT_REVOKE}="true")`));
       await deps.events.record(resource, 'Warning', reason, message);
       if (failure === undefined) throw error;
@@ -42,14 +45,27 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
       if (statusCode(error) !== 404) throw error;
     });
   }
-  await deps.events.record(resource, 'Normal', 'KeyRevoked', `revoked key ${keyId} and deleted Secret ${ctx.secretName}`);
+  await deps.events.record(resource, 'Normal', 'KeyRevoked', `revoked key ${keyId}${retiring.length > 0 ? ` (and retiring key(s) ${retiring.join(', ')})` : ''} and deleted Secret ${ctx.secretName}`);
   await removeFinalizer(deps, resource);
   return { type: 'Done' };
 }
 
 /** Deletion with deletionPolicy Retain: the key and its Secret stay, the Secret loses its owner. */
-export async function retain(deps: KeyDeps, ctx: Context, decision: Decision): Promise<ReconcileResult> {
+export async function retain(deps: KeyDeps, ctx: Context, decision: Decision, retiring: readonly number[] = []): Promise<ReconcileResult> {
   const { resource, secret } = ctx;
+  if (retiring.length > 0) {
+    // What a rotation replaced is retained by no one: it is in no Secret.
+    try {
+      await revokeRetiring(deps, ctx, retiring);
+    } catch (error) {
+      const failure = asPlatformFailure(error);
+      const { reason, message } = failureReason(failure, `revoking retiring key(s) ${retiring.join(', ')}`);
+      await writeStatus(deps, ctx, deletingConditions(reason, message));
+      await deps.events.record(resource, 'Warning', reason, message);
+      if (failure === undefined) throw error;
+      return { type: 'Backoff', ...(failure.retryAfterMs !== undefined ? { minDelayMs: failure.retryAfterMs } : {}) };
+    }
+  }
   if (secret !== undefined && ctx.observation.secret?.owned === true) {
     // The Secret must outlive the resource: no owner reference for the garbage collector to follow.
     const annotations: Record<string, string> = { ...secret.metadata?.annotations, 'keys.neon.dev/retained-from': `${resource.kind}/${resource.metadata.name}` };

@@ -54,14 +54,17 @@ export class DriftCache {
    * Live / Absent for a recorded key. A key created after the list was taken is not in it, so
    * absence counts only for keys older than the snapshot.
    */
-  async keyState(credentialsId: string, adapter: KeyAdapter, platform: KeyPlatform, keyId: number, createdAt: number | undefined): Promise<{ state: 'Live' | 'Absent'; key?: ListedKey }> {
+  async keyState(credentialsId: string, adapter: KeyAdapter, platform: KeyPlatform, keyId: number, createdAt: number | undefined, maxAgeMs?: number): Promise<{ state: 'Live' | 'Absent'; key?: ListedKey; at: number }> {
+    // maxAgeMs: a retiring key's last use is read from a fresher snapshot (still one list per
+    // credentials and scope, shared by every resource that asks within that age).
     const snapshot = await this.#fresh(this.#keys, `keys|${credentialsId}|${adapter.listScope}`, async () =>
-      new Map((await adapter.list(platform)).map((k) => [k.id, k] as const)));
+      new Map((await adapter.list(platform)).map((k) => [k.id, k] as const)), maxAgeMs ?? this.#intervalMs);
     const key = snapshot.value.get(keyId);
-    if (key !== undefined) return { state: 'Live', key };
+    const at = snapshot.at;
+    if (key !== undefined) return { state: 'Live', key, at };
     // created_at has second precision and clocks differ: only keys clearly older than the list count.
-    if (createdAt === undefined || createdAt >= snapshot.at - CREATED_AT_MARGIN_MS) return { state: 'Live' };
-    return { state: 'Absent' };
+    if (createdAt === undefined || createdAt >= snapshot.at - CREATED_AT_MARGIN_MS) return { state: 'Live', at };
+    return { state: 'Absent', at };
   }
 
   async projectInOrganization(credentialsId: string, platform: KeyPlatform, organizationId: string, projectId: string): Promise<boolean> {

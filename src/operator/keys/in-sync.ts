@@ -2,16 +2,20 @@
 // can see it), and for a ProjectApiKey, the operations of its project mirrored into its status
 // (DESIGN.md section 4; operations-poller.ts polls them).
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { readyConditions } from './conditions.ts';
+import { readyConditions, rotatingCondition, type ConditionUpdate } from './conditions.ts';
+import { nextLook, rotationFields } from './rotation.ts';
 import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { writeStatus } from './resource-writes.ts';
 import { secretValue } from './secret-writer.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
 
-/** Records the key as ready and mirrors its project's operations. */
-export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promise<ReconcileResult> {
+/**
+ * Records the key as ready and mirrors its project's operations; `also`: what a step of a rotation
+ * adds (rotation.ts), with when to look again.
+ */
+export async function inSync(deps: KeyDeps, ctx: Context, keyId: number, also?: { conditions: ConditionUpdate[]; fields: Record<string, unknown>; requeueAfterMs: number }): Promise<ReconcileResult> {
   const status = ctx.resource.status ?? {};
-  const extra: Record<string, unknown> = { keyId, secretName: ctx.secretName };
+  const extra: Record<string, unknown> = { keyId, secretName: ctx.secretName, ...rotationFields(ctx, {}), ...also?.fields };
   if (status.secretHash === undefined && ctx.observation.secret?.hash !== undefined) extra.secretHash = ctx.observation.secret.hash;
   if (status.keyName === undefined && ctx.observation.secret?.keyName !== undefined) extra.keyName = ctx.observation.secret.keyName;
   // Seen live with these credentials: they can see (and revoke) it, so they are its credentials now.
@@ -25,7 +29,13 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promis
   const conditions = [
     ...readyConditions(keyId, ctx.secretName),
     ...usageConditions(ctx.spec, statusTimestamp(ctx.listed?.last_used_at) ?? status.lastUsedAt, status.createdAt, deps.now()),
+    ...also?.conditions ?? [],
   ];
+  const scheduleError = ctx.rotation.schedule.error;
+  if (scheduleError !== undefined && also === undefined) {
+    conditions.push(rotatingCondition(false, 'InvalidSpec', scheduleError));
+    await deps.events.record(ctx.resource, 'Warning', 'InvalidSpec', scheduleError);
+  }
   const project = ctx.adapter?.project;
   const issued = secretValue(ctx);
   if (project !== undefined && issued !== '' && deps.operations !== undefined) {
@@ -42,5 +52,6 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number): Promis
   }
   // Without spec.usage.unusedAfter there is no InUse condition (one left from before goes).
   await writeStatus(deps, ctx, conditions, extra, ctx.spec?.usage?.unusedAfter === undefined ? ['InUse'] : []);
-  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
+  // A scheduled rotation due before the next drift check is looked at when it is due.
+  return { type: 'Done', requeueAfterMs: nextLook(deps, ctx.rotation.schedule.nextAt, also?.requeueAfterMs) };
 }

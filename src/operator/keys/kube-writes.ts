@@ -3,9 +3,14 @@
 // one (client-node); the fast tests of each action use an in-memory one (test/operator/keys/fake-kube.ts).
 // Errors are the apiserver's (ApiException with the HTTP code): callers branch on 404 and 409.
 import {
-  ApiException, PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi, type V1Secret,
+  ApiException, PatchStrategy, setHeaderOptions, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type V1DaemonSet, type V1Deployment,
+  type V1Secret, type V1StatefulSet,
 } from '@kubernetes/client-node';
 import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
+
+/** The workloads a rotation may restart (spec.rotation.restart), always in the resource's own namespace. */
+export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
+export type Workload = V1Deployment | V1StatefulSet | V1DaemonSet;
 
 export interface KubeWrites {
   /** GET of a key resource, fresh from the apiserver; undefined when it is gone. */
@@ -19,6 +24,12 @@ export interface KubeWrites {
   createSecret(namespace: string, body: V1Secret): Promise<V1Secret>;
   replaceSecret(namespace: string, name: string, body: V1Secret): Promise<V1Secret>;
   deleteSecret(namespace: string, name: string): Promise<void>;
+  /** GET of a Deployment, StatefulSet or DaemonSet (rollout status); undefined when it does not exist. */
+  readWorkload(namespace: string, kind: WorkloadKind, name: string): Promise<Workload | undefined>;
+  /** LIST of one kind of workload in a namespace (spec.rotation.restart.discover). */
+  listWorkloads(namespace: string, kind: WorkloadKind): Promise<Workload[]>;
+  /** Merge patch of a workload's pod template annotations (a restart, like kubectl rollout restart); the workload as patched. */
+  patchTemplateAnnotations(namespace: string, kind: WorkloadKind, name: string, annotations: Record<string, string>): Promise<Workload>;
 }
 
 /** The HTTP status of an apiserver error, or undefined for anything else. */
@@ -31,10 +42,12 @@ const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 export class ApiServerWrites implements KubeWrites {
   readonly #objects: CustomObjectsApi;
   readonly #core: CoreV1Api;
+  readonly #apps: AppsV1Api;
 
-  constructor(objects: CustomObjectsApi, core: CoreV1Api) {
+  constructor(objects: CustomObjectsApi, core: CoreV1Api, apps: AppsV1Api) {
     this.#objects = objects;
     this.#core = core;
+    this.#apps = apps;
   }
 
   async readResource(kind: KindName, namespace: string, name: string): Promise<KeyResource | undefined> {
@@ -78,5 +91,29 @@ export class ApiServerWrites implements KubeWrites {
 
   async deleteSecret(namespace: string, name: string): Promise<void> {
     await this.#core.deleteNamespacedSecret({ namespace, name });
+  }
+
+  async readWorkload(namespace: string, kind: WorkloadKind, name: string): Promise<Workload | undefined> {
+    try {
+      if (kind === 'Deployment') return await this.#apps.readNamespacedDeployment({ namespace, name });
+      if (kind === 'StatefulSet') return await this.#apps.readNamespacedStatefulSet({ namespace, name });
+      return await this.#apps.readNamespacedDaemonSet({ namespace, name });
+    } catch (error) {
+      if (statusCode(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async listWorkloads(namespace: string, kind: WorkloadKind): Promise<Workload[]> {
+    if (kind === 'Deployment') return (await this.#apps.listNamespacedDeployment({ namespace })).items;
+    if (kind === 'StatefulSet') return (await this.#apps.listNamespacedStatefulSet({ namespace })).items;
+    return (await this.#apps.listNamespacedDaemonSet({ namespace })).items;
+  }
+
+  async patchTemplateAnnotations(namespace: string, kind: WorkloadKind, name: string, annotations: Record<string, string>): Promise<Workload> {
+    const body = { spec: { template: { metadata: { annotations } } } };
+    if (kind === 'Deployment') return await this.#apps.patchNamespacedDeployment({ namespace, name, body }, merge);
+    if (kind === 'StatefulSet') return await this.#apps.patchNamespacedStatefulSet({ namespace, name, body }, merge);
+    return await this.#apps.patchNamespacedDaemonSet({ namespace, name, body }, merge);
   }
 }

@@ -4,13 +4,16 @@
 // found on the platform (drift.ts). Nothing is written here.
 import type { Logger } from 'pino';
 import {
-  ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, FINALIZER, parseSpec, type KeyResource,
+  ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_ROTATE, FINALIZER, parseSpec, type KeyResource,
 } from '../resources/schema.ts';
-import { adapterFor, type ListedKey } from './adapter.ts';
+import { adapterFor, type KeyAdapter, type ListedKey } from './adapter.ts';
+import { observeRollouts, type Restart } from './consumers.ts';
+import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
+import { gracePeriods, requestToken, schedule } from './rotation-schedule.ts';
 import { defaultKeyName, parseIntent } from './create-intent.ts';
-import { recordedKeyId, type Credentials, type Observation } from './decision.ts';
+import { recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
 import { checkRecordedKey, type FailingSince } from './drift.ts';
-import type { Context, KeyDeps } from './reconcile-context.ts';
+import type { Context, KeyDeps, RotationContext } from './reconcile-context.ts';
 import { observeSecret } from './secret-writer.ts';
 import { recordedValues, secretInLine, templateOf } from './secret-template.ts';
 
@@ -45,6 +48,25 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     }
   }
 
+  // Rotation: the request and schedule (pure), and the first retiring key, observed before the
+  // recorded key so that its fresher snapshot of the list serves the drift check too.
+  const rotationSpec = spec?.rotation;
+  const rotation: RotationContext = {
+    spec: rotationSpec,
+    ...gracePeriods(rotationSpec),
+    request: requestToken(meta.annotations?.[ANNOTATION_ROTATE]),
+    // The key's age: since the last rotation, else its creation (else the resource's, for a status without it).
+    schedule: schedule(rotationSpec, parseTime(status.rotation?.lastRotatedAt ?? status.createdAt ?? meta.creationTimestamp), deps.now()),
+  };
+  const retiringKeys = status.retiringKeys ?? [];
+  const first = retiringKeys[0];
+  let retiring: RetiringObservation | undefined;
+  if (meta.deletionTimestamp === undefined && pending === undefined && adapter !== undefined && first !== undefined) {
+    retiring = await observeRetiring(deps, {
+      adapter, apiKey: credentials === 'Present' ? apiKey : undefined, namespace: meta.namespace, rotation, key: first,
+    });
+  }
+
   let platform: Observation['platform'] = { key: 'Unknown', project: 'Unknown' };
   const recorded = recordedKeyId({ status: { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}) }, ...(secretObservation !== undefined ? { secret: secretObservation } : {}) });
   const fingerprint = apiKey !== undefined && credentials === 'Present' ? deps.signer.fingerprint(apiKey) : undefined;
@@ -61,8 +83,14 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   }
   const abandon = meta.annotations?.[ANNOTATION_ABANDON_KEY];
 
+  const unhandledRequest = rotation.request !== undefined && rotation.request !== status.rotation?.lastRequest ? rotation.request : undefined;
   const observation: Observation = {
     now: deps.now(),
+    ...(unhandledRequest !== undefined || rotation.schedule.nextAt !== undefined
+      ? { rotation: { ...(unhandledRequest !== undefined ? { request: unhandledRequest } : {}), ...(rotation.schedule.nextAt !== undefined ? { scheduledAt: rotation.schedule.nextAt } : {}) } }
+      : {}),
+    ...(retiring !== undefined ? { retiring } : {}),
+    ...(retiringKeys.length > 0 ? { retiringKeyIds: retiringKeys.map((k) => k.keyId) } : {}),
     identity: deps.identity,
     pendingGraceMs: deps.pendingGraceMs,
     deleting: meta.deletionTimestamp !== undefined,
@@ -85,5 +113,51 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     ...(abandon !== undefined && /^\d{1,15}$/.test(abandon) ? { abandonKey: Number(abandon) } : {}),
     secretIsCredentials: spec !== undefined && secretName === spec.credentialsSecretRef.name,
   };
-  return { resource, spec, adapter, secretName, secretKey, secret, apiKey, credentials, fingerprint, listed, observation, logger };
+  return { resource, spec, adapter, secretName, secretKey, secret, apiKey, credentials, fingerprint, listed, observation, rotation, logger };
+}
+
+function parseTime(value: string | undefined): number | undefined {
+  const t = value !== undefined ? Date.parse(value) : Number.NaN;
+  return Number.isFinite(t) ? t : undefined;
+}
+
+/** How fresh the platform's list must be to read a retiring key's last use. */
+const RETIRING_LIST_MAX_AGE_MS = 5_000;
+
+/**
+ * A retiring key (status.retiringKeys[0]): is it still on the platform and when was it last used
+ * (a snapshot at most RETIRING_LIST_MAX_AGE_MS old), and have the restarted rollouts completed.
+ */
+async function observeRetiring(deps: KeyDeps, input: {
+  adapter: KeyAdapter; apiKey: string | undefined; namespace: string; rotation: RotationContext;
+  key: NonNullable<NonNullable<KeyResource['status']>['retiringKeys']>[number];
+}): Promise<RetiringObservation> {
+  const { adapter, apiKey, namespace, rotation, key } = input;
+  const since = parseTime(key.since) ?? deps.now();
+  const restartWanted = rotation.spec?.restart !== undefined && (rotation.spec.restart.discover === true || (rotation.spec.restart.workloads?.length ?? 0) > 0);
+  const restart = key.restartedAt !== undefined ? 'Done' : restartWanted ? 'Due' : 'NotConfigured';
+  let rollouts: RetiringObservation['rollouts'] = { complete: true, ...(parseTime(key.rolloutsCompletedAt) !== undefined ? { completedAt: parseTime(key.rolloutsCompletedAt) } : {}) };
+  if (restart === 'Done' && key.rolloutsCompletedAt === undefined && (key.restarts?.length ?? 0) > 0) {
+    const seen = await observeRollouts(deps.kube, namespace, (key.restarts ?? []) as Restart[]);
+    // Complete just now (recorded by this step): the grace period counts from here.
+    rollouts = seen.waitingFor.length > 0 ? { complete: false, ...seen } : { complete: true, completedAt: deps.now() };
+  }
+  let platform: RetiringObservation['platform'];
+  try {
+    if (apiKey === undefined) throw Object.assign(new Error('no credentials'), { code: 'CREDENTIALS_MISSING' });
+    const { platform: client, credentialsId } = deps.platformFor(apiKey);
+    // Made before it was replaced: its absence from a list taken after `since` is absence.
+    const state = await deps.drift.keyState(credentialsId, adapter, client, key.keyId, since, RETIRING_LIST_MAX_AGE_MS);
+    const lastUsedAt = parseTime(state.key?.last_used_at ?? undefined);
+    const addr = state.key?.last_used_from_addr;
+    platform = state.state === 'Absent' ? { state: 'Absent' } : {
+      state: 'Live',
+      seenAt: state.at,
+      ...(lastUsedAt !== undefined ? { lastUsedAt } : {}),
+      ...(addr !== undefined && addr !== '' ? { lastUsedFromAddr: addr.slice(0, 64) } : {}),
+    };
+  } catch (error) {
+    platform = { state: 'Unknown', message: (error as { code?: unknown }).code === 'CREDENTIALS_MISSING' ? 'the credentials Secret is missing or empty' : unverifiableReason(asPlatformFailure(error)).message };
+  }
+  return { keyId: key.keyId, since, graceMs: rotation.graceMs, maxGraceMs: rotation.maxGraceMs, restart, rollouts, platform };
 }

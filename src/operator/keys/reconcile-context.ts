@@ -3,7 +3,7 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
-import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
+import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
 import type { BlockedInputs } from './conditions.ts';
 import type { Credentials, Observation } from './decision.ts';
@@ -13,6 +13,7 @@ import type { KubeWrites } from './kube-writes.ts';
 import type { OperationsPollers } from './operations-poller.ts';
 import type { CredentialsKinds } from './credentials-kind.ts';
 import type { Signer } from './signing.ts';
+import type { Schedule } from './rotation-schedule.ts';
 
 export interface KeyDeps {
   kube: KubeWrites;
@@ -36,6 +37,8 @@ export interface KeyDeps {
   ownWrites?: OwnWrites;
   /** The platform API URL the operator uses (the PlatformUrl entry of spec.secret.template). */
   platformUrl?: string;
+  /** How often a reconcile looks again while a replaced key retires (rollouts, last use); default 5 s. */
+  rotationPollMs?: number;
   /** Operations mirroring for ProjectApiKeys (DESIGN.md section 4). */
   operations?: {
     pollers: Pick<OperationsPollers, 'ensure' | 'release' | 'snapshot'>;
@@ -57,7 +60,19 @@ export interface Context {
   /** The recorded key as the drift check's list shows it. */
   listed: ListedKey | undefined;
   observation: Observation;
+  /** Rotation: the spec (or the defaults), the request token, the schedule (rotation-schedule.ts). */
+  rotation: RotationContext;
   logger: Logger;
+}
+
+export interface RotationContext {
+  spec: RotationSpec | undefined;
+  graceMs: number;
+  maxGraceMs: number;
+  /** The keys.neon.dev/rotate token, as status records it (handled or not). */
+  request: string | undefined;
+  /** The next scheduled rotation, or why scheduled rotations are off. */
+  schedule: Schedule;
 }
 
 /** The platform client acting with the resource's credentials. */

@@ -10,6 +10,7 @@ import { blockedConditions, creatingConditions, deletingConditions, findConditio
 import { adopt, clearPending, create, recover } from './create-protocol.ts';
 import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
+import { retire } from './rotation.ts';
 import type { FailingSince } from './drift.ts';
 import { inSync } from './in-sync.ts';
 import { rewriteSecret } from './secret-writer.ts';
@@ -95,7 +96,9 @@ export class KeyReconciler implements Reconciler {
       case 'Recover':
         return recover(deps, ctx, action.attempt);
       case 'Create':
-        return create(deps, ctx, decision, action.replaces);
+        return create(deps, ctx, decision, action.replaces, action.rotation);
+      case 'Retire':
+        return retire(deps, ctx, decision, action);
       case 'InSync':
         return inSync(deps, ctx, action.keyId);
       case 'RewriteSecret': {
@@ -111,9 +114,9 @@ export class KeyReconciler implements Reconciler {
       case 'Unverifiable':
         return unverifiable(deps, ctx, decision, action);
       case 'Revoke':
-        return revokeAndRelease(deps, ctx, action.keyId);
+        return revokeAndRelease(deps, ctx, action.keyId, action.retiring);
       case 'Retain':
-        return retain(deps, ctx, decision);
+        return retain(deps, ctx, decision, action.retiring);
       case 'Release':
         return release(deps, ctx, decision);
     }

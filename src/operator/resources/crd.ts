@@ -38,6 +38,8 @@ const printerColumns = (kind: KindName) => [
   { name: 'Secret', type: 'string', jsonPath: '.status.secretName' },
   // The key's last use as the platform reports it (status.lastUsedAt; drift checks record it).
   { name: 'Last Used', type: 'date', jsonPath: '.status.lastUsedAt' },
+  // -o wide: a string, not a date (kubectl prints a future date as <invalid>).
+  { name: 'Next Rotation', type: 'string', jsonPath: '.status.rotation.nextRotationAt', priority: 1 },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
 

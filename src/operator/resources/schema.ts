@@ -28,6 +28,11 @@ export const ANNOTATION_SIGNATURE = 'keys.neon.dev/signature';
  * issues a new key (docs/security.md, credentials change).
  */
 export const ANNOTATION_ABANDON_KEY = 'keys.neon.dev/abandon-key';
+/**
+ * A person's request to rotate the key now: any token; a rotation starts when it differs from
+ * status.rotation.lastRequest (which records the token handled, so each request is done once).
+ */
+export const ANNOTATION_ROTATE = 'keys.neon.dev/rotate';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'neon-key-operator';
 /** The platform appends "-" and 8 random characters to keyName; key names hold at most 64. */
@@ -144,6 +149,44 @@ const secretIsNotCredentials = {
   message: 'secret.name must not name the credentials Secret',
 };
 
+// Go-style durations ("90s", "10m", "720h", "1h30m"), as CEL's duration() reads them.
+const goDuration = (description: string) => z.string().min(2).max(32).regex(/^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$/).meta({ description });
+const clock = (description: string) => z.string().regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/).meta({ description });
+export const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'] as const;
+
+export const RotationWindow = z.object({
+  daysOfWeek: z.array(z.enum(WEEKDAYS)).min(1).max(7).optional().meta({ description: 'Days a window may start on (in timeZone); default every day.' }),
+  start: clock('Start of the window, HH:MM in timeZone.'),
+  end: clock('End of the window, HH:MM in timeZone; before start, the window ends the next day.'),
+  timeZone: z.string().min(1).max(64).optional().meta({ description: 'IANA time zone name, e.g. Europe/Berlin; default UTC. An unknown zone stops scheduled rotations and is reported in the Rotating condition.' }),
+}).meta({ description: 'Scheduled rotations start only inside this window; requested ones (keys.neon.dev/rotate) at once.' });
+
+export const RestartWorkload = z.object({
+  kind: z.enum(['Deployment', 'StatefulSet', 'DaemonSet']).meta({ description: 'Kind of the workload (apps/v1).' }),
+  name: dnsSubdomain.meta({ description: 'Name of the workload, in the namespace of this resource.' }),
+});
+
+export const RotationSpec = z.object({
+  interval: goDuration('Rotate when the current key is this old (Go duration, at least 1m, e.g. 720h). Without it, keys rotate only on request (keys.neon.dev/rotate).').optional(),
+  window: RotationWindow.optional(),
+  gracePeriod: goDuration('The replaced key stays live at least this long after the Secret switched, and until it was unused this long (default 10m).').optional(),
+  maxGracePeriod: goDuration('The longest the replaced key is kept while it is still used (default 24h; at least gracePeriod). Never cuts short a restart that has not completed.').optional(),
+  restart: z.object({
+    discover: z.boolean().optional().meta({ description: 'Restart the Deployments, StatefulSets and DaemonSets of this namespace whose pod templates reference the Secret.' }),
+    workloads: z.array(RestartWorkload).max(20).optional().meta({ description: 'Workloads of this namespace to restart, by kind and name.' }),
+  }).optional().meta({ description: 'Consumers restarted (like kubectl rollout restart) after the Secret switched; the replaced key is revoked only once their rollouts completed.' }),
+}).meta({
+  description: 'Key rotation without downtime: a new key in the Secret, the replaced one kept live until its consumers moved, then revoked.',
+  'x-kubernetes-validations': [
+    { rule: "!has(self.interval) || duration(self.interval) >= duration('1m')", message: 'interval must be at least 1m' },
+    {
+      rule: "!has(self.maxGracePeriod) || duration(self.maxGracePeriod) >= duration(has(self.gracePeriod) ? self.gracePeriod : '10m')",
+      message: 'maxGracePeriod must be at least gracePeriod (default 10m)',
+    },
+  ],
+});
+export type RotationSpec = z.infer<typeof RotationSpec>;
+
 export const ApiKeySpec = z.object({
   scope: z.enum(['Personal', 'Organization']).meta({ description: 'Personal: a personal key of the user whose key is in credentialsSecretRef. Organization: an organization key. Immutable.' }),
   organizationId: organizationId.optional().meta({ description: 'The organization of an Organization key; required for scope Organization, not allowed for Personal. Immutable.' }),
@@ -152,6 +195,7 @@ export const ApiKeySpec = z.object({
   secret: ApiKeySecretTarget.optional(),
   deletionPolicy: DeletionPolicy,
   usage: Usage.optional(),
+  rotation: RotationSpec.optional(),
 }).meta({
   description: 'ApiKeySpec is the desired personal or organization API key.',
   'x-kubernetes-validations': [
@@ -175,6 +219,7 @@ export const ProjectApiKeySpec = z.object({
   secret: SecretTarget.optional(),
   deletionPolicy: DeletionPolicy,
   usage: Usage.optional(),
+  rotation: RotationSpec.optional(),
 }).meta({
   description: 'ProjectApiKeySpec is the desired project-scoped API key.',
   'x-kubernetes-validations': [
@@ -201,6 +246,29 @@ export type Condition = z.infer<typeof Condition>;
 // could put there cannot grow an object without limit.
 const timestamp = (description: string) => z.string().max(64).meta({ format: 'date-time', description });
 
+export const RetiringKey = z.object({
+  keyId: z.int().min(0).meta({ description: 'Platform id of the replaced key, live until it is revoked.' }),
+  keyName: z.string().max(64).optional().meta({ description: 'Its platform name.' }),
+  since: timestamp('When the Secret switched to the new key.'),
+  restartedAt: timestamp('When its consumers were restarted (absent: not yet, or no restart configured).').optional(),
+  restarts: z.array(z.object({
+    kind: z.enum(['Deployment', 'StatefulSet', 'DaemonSet']),
+    name: z.string().max(253),
+    generation: z.int().min(0).meta({ description: 'The generation whose rollout is waited for.' }),
+  })).max(50).optional().meta({ description: 'The workloads restarted, each with the generation whose rollout must complete.' }),
+  rolloutsCompletedAt: timestamp('When every restarted rollout had completed.').optional(),
+  lastUsedAt: timestamp('Last use of the replaced key, as last seen on the platform.').optional(),
+  lastUsedFromAddr: z.string().max(64).optional().meta({ description: 'Address the replaced key was last used from.' }),
+});
+export type RetiringKey = z.infer<typeof RetiringKey>;
+
+export const RotationStatus = z.object({
+  lastRotatedAt: timestamp('When the Secret last switched to a new key by rotation.').optional(),
+  nextRotationAt: timestamp('When the next scheduled rotation is due (from spec.rotation.interval and window).').optional(),
+  lastRequest: z.string().max(128).optional().meta({ description: 'The last keys.neon.dev/rotate token handled (sha256: of it when longer than 64 characters).' }),
+});
+export type RotationStatus = z.infer<typeof RotationStatus>;
+
 const statusFields = {
   observedGeneration: z.int().min(0).optional().meta({ description: 'The metadata.generation last reconciled.' }),
   keyId: z.int().min(0).optional().meta({ description: 'Platform id of the live key.' }),
@@ -215,8 +283,10 @@ const statusFields = {
     description: 'Which credentials issued the key: an HMAC (keyed by a key only the operator holds) of the API key in the credentials Secret, never the key. '
       + 'A key issued with other credentials than the current ones is not mistaken for a revoked one.',
   }),
+  rotation: RotationStatus.optional().meta({ description: 'Rotation bookkeeping (spec.rotation, keys.neon.dev/rotate).' }),
+  retiringKeys: z.array(RetiringKey).max(4).optional().meta({ description: 'Keys replaced by a rotation, still live until their consumers moved; normally none or one.' }),
   conditions: z.array(Condition).max(16).optional().meta({
-    description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey; InUse with spec.usage.unusedAfter).',
+    description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey; InUse with spec.usage.unusedAfter; Rotating once a rotation started).',
     'x-kubernetes-list-type': 'map',
     'x-kubernetes-list-map-keys': ['type'],
   }),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { decide, type Observation, type PendingAttempt } from '../../../src/operator/keys/decision.ts';
+import { decide, retirementStep, type Observation, type PendingAttempt, type RetiringObservation } from '../../../src/operator/keys/decision.ts';
 
 const NOW = Date.parse('2026-11-22T21:00:00Z');
 const ME = 'operator-a';
@@ -26,6 +26,11 @@ const attempt = (over: Partial<PendingAttempt> = {}): PendingAttempt => ({
 
 const synced = { owned: true, verified: true, keyId: 7, keyName: 'ci-deployer-zzzz0000', hash: 'h7' };
 const recorded = { keyId: 7, secretHash: 'h7' };
+
+const live = { key: 'Live', project: 'Unknown' } as const;
+const retiringKey = (over: Partial<RetiringObservation> = {}): RetiringObservation => ({
+  keyId: 5, since: NOW - 60_000, graceMs: 10_000, maxGraceMs: 600_000, restart: 'NotConfigured', rollouts: { complete: true }, platform: { state: 'Live', seenAt: NOW }, ...over,
+});
 
 type Row = [name: string, over: Partial<Observation>, action: string, reason: string, extra?: Record<string, unknown>];
 
@@ -118,7 +123,68 @@ const rows: Row[] = [
   ['a failed check is not reported before the bound', { status: recorded, secret: synced, platform: { key: 'Unverifiable', project: 'Unknown', check: { reason: 'CredentialsRefused', message: 'm', failingForMs: 1_000, reportAfterMs: 10_000 } } }, 'Unverifiable', 'CredentialsRefused', { report: false, retryAfterMs: 9_000 }],
   ['a check failing past the bound is reported', { status: recorded, secret: synced, platform: { key: 'Unverifiable', project: 'Unknown', check: { reason: 'PlatformUnavailable', message: 'm', failingForMs: 10_000, reportAfterMs: 10_000 } } }, 'Unverifiable', 'PlatformUnavailable', { report: true, keyId: 7 }],
   ['a failed check never mints: a deleted Secret is still repaired', { status: recorded, platform: { key: 'Unverifiable', project: 'Unknown', check: { reason: 'CredentialsRefused', message: 'm', failingForMs: 99_000, reportAfterMs: 10_000 } } }, 'Create', 'SecretMissing'],
+
+  // rotation (spec.rotation, keys.neon.dev/rotate)
+  ['a request not handled yet rotates an in-sync key, keeping the old one', { status: recorded, secret: synced, platform: live, rotation: { request: 't1' } }, 'Create', 'RotationStarted', { replaces: 7, rotation: { request: 't1' } }],
+  ['a scheduled rotation that is due rotates', { status: recorded, secret: synced, platform: live, rotation: { scheduledAt: NOW - 1 } }, 'Create', 'RotationStarted', { replaces: 7, rotation: {} }],
+  ['a scheduled rotation not yet due does nothing', { status: recorded, secret: synced, platform: live, rotation: { scheduledAt: NOW + 60_000 } }, 'InSync', 'Ready'],
+  ['a retiring key due for revocation waits for credentials', { status: recorded, secret: synced, platform: live, credentials: 'KeyNotFound', retiring: retiringKey(), retiringKeyIds: [5] }, 'Retire', 'CredentialsMissing', { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' } }],
+  ['a retiring key missing from the list of other credentials stays recorded', { status: recorded, secret: synced, platform: live, credentialsChanged: true, retiring: retiringKey({ platform: { state: 'Absent' } }), retiringKeyIds: [5] }, 'Retire', 'CredentialsChanged', { step: { step: 'Wait', afterMs: 30_000, waitingFor: 'Platform' } }],
+  ['a rotation waits while a replaced key retires', { status: recorded, secret: synced, platform: live, rotation: { request: 't2' }, retiring: retiringKey({ since: NOW - 1_000 }), retiringKeyIds: [5] }, 'Retire', 'RetiringKey', { keyId: 7, retiring: 5 }],
+  ['without credentials, a due rotation waits and the live key stays', { status: recorded, secret: synced, rotation: { request: 't1' }, credentials: 'SecretNotFound' }, 'InSync', 'Ready'],
+  ['drift comes before rotation: a tampered Secret is repaired, revoking at once', { status: recorded, secret: { ...synced, hash: 'x' }, rotation: { request: 't1' } }, 'Create', 'SecretTampered', { replaces: 7, rotation: undefined }],
+  ['drift comes before retirement', { status: recorded, platform: { key: 'Absent', project: 'Unknown' }, secret: synced, retiring: retiringKey(), retiringKeyIds: [5] }, 'Create', 'RevokedExternally', { replaces: 7 }],
+  ['an intent comes before rotation', { status: recorded, secret: synced, rotation: { request: 't1' }, pending: attempt({ replaces: 7, rotation: { request: 't1' } }) }, 'Recover', 'Recovering'],
+  ['a key that cannot be checked is not rotated', { status: recorded, secret: synced, rotation: { request: 't1' }, platform: { key: 'Unverifiable', project: 'Unknown', check: { reason: 'PlatformUnavailable', message: 'm', failingForMs: 1, reportAfterMs: 10 } } }, 'Unverifiable', 'PlatformUnavailable'],
+  ['deletion revokes the retiring keys with the current one', { deleting: true, status: recorded, secret: synced, retiringKeyIds: [5] }, 'Revoke', 'Deleting', { keyId: 7, retiring: [5] }],
+  ['Retain revokes the retiring keys (in no Secret)', { deleting: true, deletionPolicy: 'Retain', status: recorded, retiringKeyIds: [5] }, 'Retain', 'Retained', { retiring: [5] }],
+  ['deletion with retiring keys and no credentials blocks', { deleting: true, deletionPolicy: 'Retain', status: recorded, retiringKeyIds: [5], credentials: 'SecretNotFound' }, 'Blocked', 'CredentialsMissing'],
 ];
+
+type RetireRow = [name: string, over: Partial<RetiringObservation>, now: number, step: string, reason: string, extra?: Record<string, unknown>];
+const SINCE = NOW - 60_000;
+const retireRows: RetireRow[] = [
+  ['a key gone from the platform is dropped', { platform: { state: 'Absent' } }, NOW, 'Drop', 'KeyRetired'],
+  ['gone wins over a restart not yet made', { platform: { state: 'Absent' }, restart: 'Due' }, NOW, 'Drop', 'KeyRetired'],
+  ['consumers are restarted first', { restart: 'Due' }, NOW, 'RestartConsumers', 'RetiringKey'],
+  ['a rollout not complete holds the key', { restart: 'Done', rollouts: { complete: false, waitingFor: ['Deployment/api'], stalled: [] } }, NOW, 'Wait', 'RetiringKey', { waitingFor: 'Rollouts' }],
+  ['a stalled rollout holds the key, and says so', { restart: 'Done', rollouts: { complete: false, waitingFor: ['Deployment/api'], stalled: ['Deployment/api'] } }, NOW, 'Wait', 'RolloutStalled', { stalled: true }],
+  ['maxGracePeriod does not cut a rollout short: stalled', { restart: 'Done', rollouts: { complete: false, waitingFor: ['Deployment/api'], stalled: [] } }, SINCE + 600_001, 'Wait', 'RolloutStalled', { waitingFor: 'Rollouts' }],
+  ['the grace period counts from the switch', { since: NOW - 5_000 }, NOW, 'Wait', 'RetiringKey', { waitingFor: 'Grace', afterMs: 5_000 }],
+  ['the grace period counts from the rollouts completed', { restart: 'Done', rollouts: { complete: true, completedAt: NOW - 2_000 } }, NOW, 'Wait', 'RetiringKey', { waitingFor: 'Grace', afterMs: 8_000 }],
+  ['never used: revoked after the grace', { platform: { state: 'Live', seenAt: NOW } }, NOW, 'Revoke', 'KeyRetired', { stillInUse: false }],
+  ['last used before the grace window: revoked', { platform: { state: 'Live', seenAt: NOW, lastUsedAt: NOW - 30_000 } }, NOW, 'Revoke', 'KeyRetired'],
+  ['still used: held, the address named', { platform: { state: 'Live', seenAt: NOW, lastUsedAt: NOW - 1_000, lastUsedFromAddr: '10.0.0.9' } }, NOW, 'Wait', 'OldKeyStillInUse', { waitingFor: 'Usage' }],
+  ['still used past maxGracePeriod: revoked, said so', { platform: { state: 'Live', seenAt: NOW, lastUsedAt: NOW - 1_000, lastUsedFromAddr: '10.0.0.9' }, maxGraceMs: 50_000 }, NOW, 'Revoke', 'OldKeyStillInUse', { stillInUse: true }],
+  ['a snapshot older than the grace period says nothing of later uses: held', { platform: { state: 'Live', seenAt: NOW - 55_000 } }, NOW, 'Wait', 'RetiringKey', { waitingFor: 'Platform' }],
+  ['used 1s before the snapshot, seen now: held', { platform: { state: 'Live', seenAt: NOW - 3_000, lastUsedAt: NOW - 4_000 } }, NOW, 'Wait', 'OldKeyStillInUse'],
+  ['last use unreadable: held', { platform: { state: 'Unknown', message: 'm' } }, NOW, 'Wait', 'RetiringKey', { waitingFor: 'Platform' }],
+  ['last use unreadable past maxGracePeriod: revoked', { platform: { state: 'Unknown', message: 'm' }, maxGraceMs: 50_000 }, NOW, 'Revoke', 'KeyRetired'],
+];
+
+describe('retirementStep: the next step of a replaced key', () => {
+  it.each(retireRows)('%s', (...[_name, over, now, step, reason, extra]: RetireRow) => {
+    const decided = retirementStep(retiringKey(over), now);
+    expect(decided.step.step).toBe(step);
+    expect(decided.reason).toBe(reason);
+    for (const [key, value] of Object.entries(extra ?? {})) expect((decided.step as Record<string, unknown>)[key]).toEqual(value);
+  });
+
+  it('names the address and time of the last use while it holds the key', () => {
+    const decided = retirementStep(retiringKey({ platform: { state: 'Live', seenAt: NOW, lastUsedAt: NOW - 1_000, lastUsedFromAddr: '10.0.0.9' } }), NOW);
+    expect(decided.message).toContain('10.0.0.9');
+    expect(decided.message).toContain(new Date(NOW - 1_000).toISOString());
+  });
+
+  it('never revokes before every rollout completed, at any time', () => {
+    for (const now of [NOW, SINCE + 600_000, SINCE + 10 * 600_000]) {
+      for (const platform of [{ state: 'Live', seenAt: NOW } as const, { state: 'Unknown', message: 'm' } as const, { state: 'Live', seenAt: NOW, lastUsedAt: NOW } as const]) {
+        const decided = retirementStep(retiringKey({ restart: 'Done', platform, rollouts: { complete: false, waitingFor: ['Deployment/api'], stalled: [] } }), now);
+        expect(decided.step.step).toBe('Wait');
+      }
+    }
+  });
+});
 
 describe('decide: what next for a key resource', () => {
   // A rest parameter: jest passes a `done` callback to an each-callback declaring more parameters

@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { PlatformError, type ApiKeyListItem, type Disposition, type PlatformErrorCode } from '../../../src/platform/index.ts';
 import type { KeyPlatform } from '../../../src/operator/keys/adapter.ts';
 import { DriftCache } from '../../../src/operator/keys/drift.ts';
-import type { KubeWrites } from '../../../src/operator/keys/kube-writes.ts';
+import type { KubeWrites, Workload, WorkloadKind } from '../../../src/operator/keys/kube-writes.ts';
 import { KeyReconciler, type KeyReconcilerOptions } from '../../../src/operator/keys/reconciler.ts';
 import { Signer } from '../../../src/operator/keys/signing.ts';
 import type { KeyResource, KindName } from '../../../src/operator/resources/schema.ts';
@@ -138,6 +138,43 @@ export class FakeKube implements KubeWrites {
     const id = `${namespace}/${name}`;
     this.calls.push(`delete Secret ${id}`);
     if (!this.secrets.delete(id)) throw notFound(id);
+  }
+
+  /** Deployments, StatefulSets and DaemonSets by `kind/namespace/name`. */
+  readonly workloads = new Map<string, Workload>();
+
+  putWorkload(kind: WorkloadKind, workload: Workload): void {
+    const stored = clone(workload);
+    stored.metadata = { ...stored.metadata, generation: stored.metadata?.generation ?? 1, resourceVersion: this.#next() };
+    this.workloads.set(`${kind}/${stored.metadata.namespace}/${stored.metadata.name}`, stored);
+  }
+
+  async readWorkload(namespace: string, kind: WorkloadKind, name: string): Promise<Workload | undefined> {
+    this.calls.push(`get ${kind} ${namespace}/${name}`);
+    const found = this.workloads.get(`${kind}/${namespace}/${name}`);
+    return found === undefined ? undefined : clone(found);
+  }
+
+  async listWorkloads(namespace: string, kind: WorkloadKind): Promise<Workload[]> {
+    this.calls.push(`list ${kind} ${namespace}`);
+    return [...this.workloads.entries()].filter(([id]) => id.startsWith(`${kind}/${namespace}/`)).map(([, w]) => clone(w));
+  }
+
+  /** As the apiserver: the generation moves only when the template changed. */
+  async patchTemplateAnnotations(namespace: string, kind: WorkloadKind, name: string, annotations: Record<string, string>): Promise<Workload> {
+    const id = `${kind}/${namespace}/${name}`;
+    this.calls.push(`patch ${id} ${JSON.stringify(annotations)}`);
+    this.#maybeFail(`patch ${kind}`);
+    const current = this.workloads.get(id);
+    if (current === undefined) throw notFound(id);
+    const stored = clone(current);
+    const template = stored.spec?.template ?? { metadata: {} };
+    const before = JSON.stringify(template.metadata?.annotations ?? {});
+    template.metadata = { ...template.metadata, annotations: { ...template.metadata?.annotations, ...annotations } };
+    if (stored.spec !== undefined) stored.spec.template = template as never;
+    if (JSON.stringify(template.metadata.annotations) !== before) stored.metadata = { ...stored.metadata, generation: (stored.metadata?.generation ?? 1) + 1, resourceVersion: this.#next() };
+    this.workloads.set(id, stored);
+    return clone(stored);
   }
 }
 

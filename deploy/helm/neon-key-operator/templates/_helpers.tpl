@@ -65,7 +65,8 @@ resources written by UPDATE with a resourceVersion, never patched; the status me
 finalizers subresource because the Secrets' owner references set blockOwnerDeletion; Secrets
 because it writes the key Secrets and reads the credentials Secrets (RBAC cannot restrict by label;
 the operator's informer selects only the Secrets labelled app.kubernetes.io/managed-by=neon-key-operator);
-core/v1 events, created only.
+core/v1 events, created only; apps workloads read, listed and patched (a pod template annotation)
+to restart the consumers of a rotated key (spec.rotation.restart).
 */}}
 {{- define "neon-key-operator.rules" -}}
 - apiGroups: [keys.neon.dev]
@@ -83,4 +84,7 @@ core/v1 events, created only.
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
+- apiGroups: [apps]
+  resources: [deployments, statefulsets, daemonsets]
+  verbs: [get, list, patch]
 {{- end }}

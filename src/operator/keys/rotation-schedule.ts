@@ -1,0 +1,107 @@
+// When a key rotates (spec.rotation): its age against the interval, the window a scheduled rotation
+// may start in, and the rotation request annotation. Pure: clock and spec in, instants out
+// (test/operator/keys/rotation-schedule.test.ts). Time zones come from Intl, so an unknown zone is a
+// value here (reported in the Rotating condition), never an exception out of a reconcile.
+import { createHash } from 'node:crypto';
+import { WEEKDAYS, type RotationSpec } from '../resources/schema.ts';
+
+export const DEFAULT_GRACE_MS = 10 * 60_000;
+export const DEFAULT_MAX_GRACE_MS = 24 * 3_600_000;
+
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** A Go duration ("720h", "1h30m", "90s") in milliseconds; undefined when it is not one. */
+export function parseDuration(value: string): number | undefined {
+  const parts = [...value.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== value) return undefined;
+  return parts.reduce((sum, p) => sum + Number(p[1]) * (UNIT_MS[p[2] ?? ''] ?? Number.NaN), 0);
+}
+
+/** The grace periods of a spec (or the defaults, for a requested rotation without spec.rotation). */
+export function gracePeriods(rotation: RotationSpec | undefined): { graceMs: number; maxGraceMs: number } {
+  const graceMs = rotation?.gracePeriod !== undefined ? parseDuration(rotation.gracePeriod) ?? DEFAULT_GRACE_MS : DEFAULT_GRACE_MS;
+  const maxGraceMs = rotation?.maxGracePeriod !== undefined ? parseDuration(rotation.maxGracePeriod) ?? DEFAULT_MAX_GRACE_MS : DEFAULT_MAX_GRACE_MS;
+  return { graceMs, maxGraceMs: Math.max(graceMs, maxGraceMs) };
+}
+
+/**
+ * The token of a rotation request as status records it: itself when short, else a digest (status
+ * fields are bounded; the annotation is not).
+ */
+export function requestToken(annotation: string | undefined): string | undefined {
+  if (annotation === undefined || annotation === '') return undefined;
+  return annotation.length <= 64 ? annotation : `sha256:${createHash('sha256').update(annotation).digest('hex')}`;
+}
+
+type Window = NonNullable<RotationSpec['window']>;
+
+interface LocalTime { weekday: number; minute: number; second: number }
+
+/** The wall clock in a zone (weekday 0 = Mon); throws RangeError for an unknown zone. */
+function localClock(zone: string): (at: number) => LocalTime {
+  const format = new Intl.DateTimeFormat('en-GB', { timeZone: zone, weekday: 'short', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+  return (at) => {
+    const parts = Object.fromEntries(format.formatToParts(new Date(at)).map((p) => [p.type, p.value]));
+    return {
+      weekday: WEEKDAYS.indexOf(parts.weekday as (typeof WEEKDAYS)[number]),
+      minute: Number(parts.hour) * 60 + Number(parts.minute),
+      second: Number(parts.second),
+    };
+  };
+}
+
+const toMinute = (hhmm: string): number => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
+
+/** Whether `t` is inside the window; a window that wraps midnight belongs to the day it starts. */
+function inside(window: Window, t: LocalTime): boolean {
+  const start = toMinute(window.start);
+  const end = toMinute(window.end);
+  const days = window.daysOfWeek?.map((d) => WEEKDAYS.indexOf(d));
+  const dayOk = (weekday: number): boolean => days === undefined || days.includes(weekday);
+  if (start === end) return dayOk(t.weekday); // the whole day
+  if (start < end) return t.minute >= start && t.minute < end && dayOk(t.weekday);
+  if (t.minute >= start) return dayOk(t.weekday);
+  return t.minute < end && dayOk((t.weekday + 6) % 7);
+}
+
+/** The first instant at or after `from` inside the window (minute precision, DST-safe by re-checking). */
+export function nextInWindow(window: Window, from: number): number | { error: string } {
+  let clock: (at: number) => LocalTime;
+  try {
+    clock = localClock(window.timeZone ?? 'UTC');
+  } catch {
+    return { error: `spec.rotation.window.timeZone: unknown time zone "${window.timeZone ?? ''}"; scheduled rotations are off until it names an IANA zone` };
+  }
+  const start = toMinute(window.start);
+  let t = from;
+  // Each step lands on the window's start of the next day at most; 8 days cover every weekday
+  // (and a step more for the hours a DST change moves).
+  for (let i = 0; i < 20; i += 1) {
+    const local = clock(t);
+    if (inside(window, local)) return t;
+    const minutesToStart = (start - local.minute + 1440) % 1440 || 1440;
+    t = t - local.second * 1_000 - (t % 1_000) + minutesToStart * 60_000;
+  }
+  return { error: 'spec.rotation.window: no instant found inside the window' };
+}
+
+export interface Schedule {
+  /** When the next scheduled rotation is due; undefined without spec.rotation.interval. */
+  nextAt?: number;
+  /** Why scheduled rotations are off (an unknown time zone). */
+  error?: string;
+}
+
+/**
+ * The next scheduled rotation: the key's age reaches the interval (counted from the last rotation,
+ * else from when the key was created), then the first instant inside the window.
+ */
+export function schedule(rotation: RotationSpec | undefined, keyBornAt: number | undefined, now: number): Schedule {
+  if (rotation?.interval === undefined) return {};
+  const interval = parseDuration(rotation.interval);
+  if (interval === undefined) return { error: `spec.rotation.interval: "${rotation.interval}" is not a duration` };
+  const due = (keyBornAt !== undefined && Number.isFinite(keyBornAt) ? keyBornAt : now) + interval;
+  if (rotation.window === undefined) return { nextAt: due };
+  const next = nextInWindow(rotation.window, due);
+  return typeof next === 'number' ? { nextAt: next } : { error: next.error };
+}

@@ -1,0 +1,186 @@
+// Rotation without downtime (README "Rotation"; the create protocol of DESIGN.md section 3): the switch and the
+// retirement of the replaced key. The switch is the create protocol's (create-protocol.ts) with a
+// rotation marker in the signed intent: its ONE status patch sets the new keyId and appends the old
+// key to status.retiringKeys, so the old key is always in status, never live and forgotten. The
+// retirement runs one step per reconcile (decision.ts, retirementStep): restart the consumers, wait
+// for their rollouts, the grace period and the end of the key's use, then revoke it.
+import type { ReconcileResult } from '../runtime/controller.ts';
+import type { RetiringKey } from '../resources/schema.ts';
+import { rotatingCondition, type ConditionUpdate } from './conditions.ts';
+import { consumersOf, restartConsumers } from './consumers.ts';
+import type { Decision, PendingAttempt, RetireStep } from './decision.ts';
+import { inSync } from './in-sync.ts';
+import { statusCode } from './kube-writes.ts';
+import { asPlatformFailure, failureReason } from './platform-failure.ts';
+import { platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import { schedule } from './rotation-schedule.ts';
+
+const DEFAULT_POLL_MS = 5_000;
+/** The rollouts one retiring key waits for at most (the bound of status.retiringKeys[].restarts). */
+const MAX_TRACKED = 50;
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * status.rotation as it should read: nextRotationAt from the spec (and the key's birth, or the
+ * rotation just made), with what a step changes. Empty when rotation was never used.
+ */
+export function rotationFields(ctx: Pick<Context, 'resource' | 'rotation'>, change: { lastRotatedAt?: string; lastRequest?: string }, keyCreatedAt?: string): Record<string, unknown> {
+  const current = ctx.resource.status?.rotation;
+  // The schedule counts from the last rotation, else from the creation of the key (a new one, when given).
+  const born = change.lastRotatedAt ?? current?.lastRotatedAt ?? keyCreatedAt;
+  const bornAt = born !== undefined && (change.lastRotatedAt !== undefined || keyCreatedAt !== undefined) ? Date.parse(born) : undefined;
+  const nextAt = bornAt !== undefined && Number.isFinite(bornAt) ? schedule(ctx.rotation.spec, bornAt, bornAt).nextAt : ctx.rotation.schedule.nextAt;
+  const next: Record<string, unknown> = { ...current, ...change };
+  if (nextAt !== undefined) next.nextRotationAt = iso(nextAt);
+  else if (current?.nextRotationAt !== undefined) next.nextRotationAt = null; // merge patch: removes it
+  else delete next.nextRotationAt;
+  if (Object.keys(next).length === 0) return {};
+  return { rotation: next };
+}
+
+/**
+ * The status a rotation's switch writes (create or adoption of a rotation intent): the new key's
+ * fields come from the caller; here the replaced key joins status.retiringKeys (once: an adoption
+ * repeated after a crash appends nothing) and the rotation is recorded.
+ */
+export function switchFields(ctx: Pick<Context, 'resource' | 'rotation'>, pending: PendingAttempt, newKeyId: number, now: number): { fields: Record<string, unknown>; conditions: ConditionUpdate[] } {
+  const status = ctx.resource.status ?? {};
+  const old = pending.replaces;
+  if (pending.rotation === undefined || old === undefined || old === newKeyId) return { fields: {}, conditions: [] };
+  const retiring = [...status.retiringKeys ?? []];
+  if (!retiring.some((k) => k.keyId === old)) {
+    retiring.push({
+      keyId: old,
+      ...(status.keyId === old && status.keyName !== undefined ? { keyName: status.keyName } : {}),
+      since: iso(now),
+    });
+  }
+  const request = pending.rotation.request;
+  return {
+    fields: {
+      retiringKeys: retiring,
+      ...rotationFields(ctx, { lastRotatedAt: iso(now), ...(request !== undefined ? { lastRequest: request } : {}) }),
+    },
+    conditions: [rotatingCondition(true, 'RetiringKey', `the Secret holds key ${newKeyId}; key ${old} stays live until its consumers moved`)],
+  };
+}
+
+/** One step of a replaced key's retirement, with the current key kept in sync meanwhile. */
+export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, action: { keyId: number; retiring: number; step: RetireStep }): Promise<ReconcileResult> {
+  const { resource } = ctx;
+  const pollMs = deps.rotationPollMs ?? DEFAULT_POLL_MS;
+  const now = deps.now();
+  const list = [...resource.status?.retiringKeys ?? []];
+  const index = list.findIndex((k) => k.keyId === action.retiring);
+  const entry = list[index];
+  if (entry === undefined) return inSync(deps, ctx, action.keyId);
+  const { step } = action;
+  const update = (changed: RetiringKey): void => { list[index] = changed; };
+
+  switch (step.step) {
+    case 'RestartConsumers': {
+      const restart = ctx.rotation.spec?.restart;
+      let result;
+      try {
+        // Each restart is an idempotent patch (consumers.ts): one repeated after a crash before the
+        // status below changes nothing, so recording right after patching loses no rollout to wait for.
+        const consumers = restart !== undefined ? await consumersOf(deps.kube, resource.metadata.namespace, ctx.secretName, restart) : [];
+        result = await restartConsumers(deps.kube, resource.metadata.namespace, ctx.secretName, action.keyId, consumers);
+      } catch (error) {
+        const message = `restarting the consumers of Secret ${ctx.secretName} failed (${statusCode(error) ?? 'error'}); key ${entry.keyId} stays live and the restart is tried again`;
+        ctx.logger.warn({ status: statusCode(error), err: error instanceof Error ? error.message : String(error) }, 'consumer restart failed');
+        await deps.events.record(resource, 'Warning', 'ConsumerRestartFailed', message);
+        await inSync(deps, ctx, action.keyId, { conditions: [rotatingCondition(true, 'ConsumerRestartFailed', message)], fields: {}, requeueAfterMs: pollMs });
+        return { type: 'Backoff' };
+      }
+      // status.retiringKeys[].restarts is bounded (MAX_TRACKED): beyond it, restarted but not waited for, and said so.
+      update({ ...entry, restartedAt: iso(now), restarts: result.restarts.slice(0, MAX_TRACKED) });
+      const names = result.restarts.map((r) => `${r.kind}/${r.name}`);
+      const message = (names.length > 0 ? `restarted ${names.slice(0, 20).join(', ')}${names.length > 20 ? ` and ${names.length - 20} more` : ''} for key ${action.keyId}` : `no workload to restart references Secret ${ctx.secretName}`)
+        + (result.missing.length > 0 ? `; not found: ${result.missing.join(', ')}` : '')
+        + (names.length > MAX_TRACKED ? `; only the first ${MAX_TRACKED} rollouts are waited for` : '');
+      await deps.events.record(resource, 'Normal', 'ConsumersRestarted', message);
+      return await inSync(deps, ctx, action.keyId, {
+        conditions: [rotatingCondition(true, 'RetiringKey', `${message}; key ${entry.keyId} stays live until their rollouts complete`)],
+        fields: { retiringKeys: list },
+        requeueAfterMs: 1_000,
+      });
+    }
+    case 'Wait': {
+      const seen = ctx.observation.retiring;
+      const changed: RetiringKey = { ...entry };
+      // Rollouts complete: recorded once, the grace period counts from then.
+      if (step.waitingFor !== 'Rollouts' && entry.restartedAt !== undefined && entry.rolloutsCompletedAt === undefined) changed.rolloutsCompletedAt = iso(now);
+      if (seen?.platform.state === 'Live') {
+        if (seen.platform.lastUsedAt !== undefined) changed.lastUsedAt = iso(seen.platform.lastUsedAt);
+        if (seen.platform.lastUsedFromAddr !== undefined) changed.lastUsedFromAddr = seen.platform.lastUsedFromAddr;
+      }
+      update(changed);
+      if (step.stalled === true) await deps.events.record(resource, 'Warning', 'RolloutStalled', decision.message);
+      // Once when the wait on usage begins and once per new address (status keeps the last one seen), not once per use.
+      const warned = resource.status?.conditions?.find((c) => c.type === 'Rotating')?.reason === 'OldKeyStillInUse';
+      if (step.waitingFor === 'Usage' && (!warned || entry.lastUsedFromAddr !== changed.lastUsedFromAddr)) {
+        await deps.events.record(resource, 'Warning', 'OldKeyStillInUse', decision.message);
+      }
+      const afterMs = step.stalled === true ? Math.max(pollMs, step.afterMs) : step.waitingFor === 'Grace' ? Math.max(1_000, step.afterMs) : Math.min(pollMs, Math.max(1_000, step.afterMs));
+      return await inSync(deps, ctx, action.keyId, {
+        conditions: [rotatingCondition(true, decision.reason, decision.message)],
+        fields: { retiringKeys: list },
+        requeueAfterMs: afterMs,
+      });
+    }
+    case 'Revoke': {
+      try {
+        await ctx.adapter?.revoke(platformOf(deps, ctx).platform, entry.keyId);
+      } catch (error) {
+        const failure = asPlatformFailure(error);
+        if (failure?.code !== 'NOT_FOUND') {
+          const { reason, message } = failureReason(failure, `revoking retiring key ${entry.keyId}`);
+          await deps.events.record(resource, 'Warning', reason, message);
+          await inSync(deps, ctx, action.keyId, { conditions: [rotatingCondition(true, 'RetiringKey', message)], fields: {}, requeueAfterMs: pollMs });
+          if (failure === undefined) throw error;
+          return { type: 'Backoff', ...(failure.retryAfterMs !== undefined ? { minDelayMs: failure.retryAfterMs } : {}) };
+        }
+      }
+      list.splice(index, 1);
+      await deps.events.record(resource, step.stillInUse ? 'Warning' : 'Normal', step.stillInUse ? 'OldKeyStillInUse' : 'KeyRetired',
+        step.stillInUse ? decision.message : `revoked replaced key ${entry.keyId}; Secret ${ctx.secretName} holds key ${action.keyId}`);
+      return await dropped(deps, ctx, action.keyId, list, `replaced key ${entry.keyId} was revoked`);
+    }
+    case 'Drop': {
+      list.splice(index, 1);
+      await deps.events.record(resource, 'Normal', 'KeyRetired', decision.message);
+      return await dropped(deps, ctx, action.keyId, list, `replaced key ${entry.keyId} is gone from the platform`);
+    }
+  }
+}
+
+/** A retiring key left status: Rotating False when it was the last one. */
+async function dropped(deps: KeyDeps, ctx: Context, keyId: number, list: RetiringKey[], what: string): Promise<ReconcileResult> {
+  const done = list.length === 0;
+  return await inSync(deps, ctx, keyId, {
+    conditions: [done
+      ? rotatingCondition(false, 'RotationComplete', `${what}; key ${keyId} in Secret ${ctx.secretName} is the only live key`)
+      : rotatingCondition(true, 'RetiringKey', `${what}; ${list.length} more retiring`)],
+    fields: { retiringKeys: list },
+    requeueAfterMs: done ? deps.driftIntervalMs : 1_000,
+  });
+}
+
+/** When to look again at an in-sync key: the next drift check, or a scheduled rotation due before it. */
+export function nextLook(deps: Pick<KeyDeps, 'driftIntervalMs' | 'now'>, nextRotationAt: number | undefined, atMostMs = deps.driftIntervalMs): number {
+  const untilRotation = nextRotationAt !== undefined ? Math.max(1_000, nextRotationAt - deps.now()) : Number.POSITIVE_INFINITY;
+  return Math.min(atMostMs, deps.driftIntervalMs, untilRotation);
+}
+
+/** Deletion: revokes the keys still retiring (in no Secret any more); one already gone is fine. */
+export async function revokeRetiring(deps: KeyDeps, ctx: Context, keyIds: readonly number[]): Promise<void> {
+  if (ctx.adapter === undefined) return;
+  for (const keyId of keyIds) {
+    try {
+      await ctx.adapter.revoke(platformOf(deps, ctx).platform, keyId);
+    } catch (error) {
+      if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
+    }
+  }
+}
