@@ -153,6 +153,7 @@ try {
 
   await tourOperations();
   await tourSecretRepair();
+  await tourRotation();
   await tourDelete();
 
   if (flags.once) await shutdown(0);
@@ -280,4 +281,69 @@ async function tourDelete(): Promise<void> {
     // Left running for a person to explore: the example again.
     console.log((await kubectlIn(readFileSync(join(root, 'examples', 'projectapikey.yaml'), 'utf8'), 'apply', '-n', demoNamespace, '-f', '-')).trim());
   }
+}
+
+async function tourRotation(): Promise<void> {
+  step('Rotation without downtime: a new key, its consumer restarted, the old key revoked after the grace');
+  // A consumer of Secret app-neon. This control plane has no node, so it runs no pods: 0 replicas,
+  // whose rollout completes once the deployment controller saw the new template (npm run e2e shows
+  // the same with running pods). The calls are made here instead, each with the key the Secret
+  // holds at that moment, as a pod that re-reads its mounted Secret would.
+  await kubectlIn(JSON.stringify({
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'demo-consumer', namespace: demoNamespace },
+    spec: {
+      replicas: 0, selector: { matchLabels: { app: 'demo-consumer' } },
+      template: {
+        metadata: { labels: { app: 'demo-consumer' } },
+        spec: { containers: [{ name: 'app', image: 'demo-consumer:none', env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: 'app-neon', key: 'apiKey' } } }] }] },
+      },
+    },
+  }), 'apply', '-f', '-');
+  const rotation = { gracePeriod: '5s', maxGracePeriod: '2m', restart: { discover: true } };
+  await kubectl('patch', 'projectapikey', 'app-neon', '-n', demoNamespace, '--type=merge', '-p', JSON.stringify({ spec: { rotation } }));
+  console.log(`deployment/demo-consumer takes NEON_API_KEY from Secret app-neon; projectapikey/app-neon spec.rotation: ${JSON.stringify(rotation)}`);
+  const before = await getKey('projectapikeys', 'app-neon');
+  const oldId = before.status?.keyId;
+
+  const calls = { total: 0, byStatus: new Map<number, number>() };
+  let consuming = true;
+  const consumer = (async () => {
+    while (consuming) {
+      const key = await secretValue('app-neon');
+      if (key !== undefined) {
+        const response = await fetch(`${emulator.baseUrl}/projects/${before.spec.projectId ?? ''}`, { headers: { authorization: `Bearer ${key}` } });
+        await response.arrayBuffer();
+        calls.total += 1;
+        calls.byStatus.set(response.status, (calls.byStatus.get(response.status) ?? 0) + 1);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+
+  const token = String(Date.now());
+  console.log(`$ kubectl annotate projectapikey app-neon keys.neon.dev/rotate=${token}`);
+  await kubectl('annotate', 'projectapikey', 'app-neon', '-n', demoNamespace, `keys.neon.dev/rotate=${token}`, '--overwrite');
+  const started = Date.now();
+  let last = '';
+  const settled = await until('the rotation to complete (Rotating False)', async () => {
+    const o = await getKey('projectapikeys', 'app-neon') as KeyObject & { status?: { retiringKeys?: { keyId: number }[] } };
+    const c = conditionOf(o, 'Rotating');
+    const line = `key ${o.status?.keyId}${(o.status?.retiringKeys ?? []).map((k) => `, retiring ${k.keyId}`).join('')}; `
+      + (c === undefined ? 'Rotating (not reported yet)' : `Rotating ${c.status} ${c.reason}: ${c.message}`);
+    if (line !== last) {
+      console.log(`  +${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s  ${line}`);
+      last = line;
+    }
+    return c?.status === 'False' && c.reason === 'RotationComplete' && o.status?.keyId !== oldId ? o : undefined;
+  });
+  consuming = false;
+  await consumer;
+  const record = (await platformKeys()).get(oldId ?? -1);
+  if (record?.revoked !== true) throw new Error(`the rotation completed but key ${oldId} is still live on the platform`);
+  const failed = [...calls.byStatus].filter(([status]) => status !== 200).reduce((n, [, count]) => n + count, 0);
+  const template = JSON.parse(await kubectl('get', 'deployment', 'demo-consumer', '-n', demoNamespace, '-o', 'jsonpath={.spec.template.metadata.annotations}') || '{}') as Record<string, string>;
+  console.log(`key ${settled.status?.keyId} is in the Secret; key ${oldId} is revoked; deployment/demo-consumer's pod template: ${JSON.stringify(template)}`);
+  console.log(`the consumer made ${calls.total} calls through the rotation, ${failed} failed (${[...calls.byStatus].map(([status, count]) => `${count} x ${status}`).join(', ')})`);
+  if (failed > 0) throw new Error(`${failed} of the consumer's calls failed during the rotation`);
+  console.log(await eventsOf('app-neon'));
 }
