@@ -12,7 +12,12 @@ import { sleep } from './options.ts';
 
 interface Resource {
   metadata: { name: string; generation?: number; annotations?: Record<string, string>; deletionTimestamp?: string };
-  status?: { keyId?: number; observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[] };
+  status?: {
+    keyId?: number;
+    /** Keys replaced by a rotation, live until their grace ends (at most one at a time). */
+    retiringKeys?: { keyId: number; since?: string }[];
+    observedGeneration?: number;
+    conditions?: { type: string; status: string; reason: string; message: string }[] };
 }
 export interface AdminKey { id: number; name: string; kind: string; revoked: boolean }
 
@@ -64,6 +69,10 @@ export async function unsettled(env: Environment, live: Incarnation[], deleted: 
     if (ready?.status !== 'True') { problems.push({ resource: id, problem: `Ready ${ready?.status ?? 'absent'} ${ready?.reason ?? ''}: ${ready?.message ?? ''}` }); continue; }
     if (r.status?.observedGeneration !== r.metadata.generation) { problems.push({ resource: id, problem: 'observedGeneration behind' }); continue; }
     if (r.metadata.annotations?.['keys.neon.dev/create-pending'] !== undefined) { problems.push({ resource: id, problem: 'create intent still pending' }); continue; }
+    // A retiring key is revoked within maxGracePeriod (8 s in the workload) of the switch: one
+    // still recorded long after that was forgotten by the rotation.
+    const overdue = r.status?.retiringKeys?.find((k) => k.since === undefined || Date.now() - Date.parse(k.since) > 60_000);
+    if (overdue !== undefined) { problems.push({ resource: id, problem: `key ${overdue.keyId} still retiring since ${overdue.since ?? '(unknown)'}` }); continue; }
     const secret = await secretValue(env, inc.name);
     if (secret === undefined) { problems.push({ resource: id, problem: 'Ready but its Secret is missing' }); continue; }
     if (secret.keyId !== String(r.status?.keyId)) { problems.push({ resource: id, problem: `Secret holds key ${secret.keyId}, status says ${r.status?.keyId}` }); continue; }
@@ -114,6 +123,8 @@ export interface KeyAudit {
   unrevokedAfterDelete: string[];
   /** Resources whose recorded key is not live on the platform. */
   lostSecrets: string[];
+  /** Live keys a resource records as retiring (replaced by a rotation, in their grace): allowed, one per resource. */
+  inGrace: number;
   attemptKeys: number;
   revokedAttemptKeys: number;
 }
@@ -123,8 +134,13 @@ export async function auditKeys(env: Environment, live: Incarnation[], deleted: 
   const byKeyName = new Map<string, Incarnation>(live.map((i) => [i.keyName, i]));
   const deletedNames = new Set(deleted.map((i) => i.keyName));
   const recorded = new Map<string, number | undefined>();
-  for (const inc of live) recorded.set(inc.keyName, (await getResource(env, inc))?.status?.keyId);
-  const audit: KeyAudit = { orphans: [], unrevokedAfterDelete: [], lostSecrets: [], attemptKeys: 0, revokedAttemptKeys: 0 };
+  const retiring = new Map<string, number[]>();
+  for (const inc of live) {
+    const status = (await getResource(env, inc))?.status;
+    recorded.set(inc.keyName, status?.keyId);
+    retiring.set(inc.keyName, (status?.retiringKeys ?? []).map((k) => k.keyId));
+  }
+  const audit: KeyAudit = { orphans: [], unrevokedAfterDelete: [], lostSecrets: [], inGrace: 0, attemptKeys: 0, revokedAttemptKeys: 0 };
   for (const key of keys) {
     const match = ATTEMPT.exec(key.name);
     if (match === null) continue;
@@ -133,6 +149,8 @@ export async function auditKeys(env: Environment, live: Incarnation[], deleted: 
     const keyName = match[1] ?? '';
     if (deletedNames.has(keyName)) { audit.unrevokedAfterDelete.push(`key ${key.id} (${key.name})`); continue; }
     const owner = byKeyName.get(keyName);
+    const graced = retiring.get(keyName) ?? [];
+    if (owner !== undefined && recorded.get(keyName) !== key.id && graced.length === 1 && graced[0] === key.id) { audit.inGrace += 1; continue; }
     if (owner === undefined || recorded.get(keyName) !== key.id) audit.orphans.push(`key ${key.id} (${key.name}), resource records ${owner === undefined ? 'nothing' : String(recorded.get(keyName))}`);
   }
   const liveIds = new Set(keys.filter((k) => !k.revoked).map((k) => k.id));

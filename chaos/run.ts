@@ -141,7 +141,9 @@ async function campaign(e: Environment): Promise<boolean> {
 
   const operatorRequests = requests.total - workload.counts.platformRequests - checkRequests.count;
   const c = workload.counts;
-  const actions = c.creates + c.deletes + c.secretDeletes + c.secretEdits + c.externalRevokes;
+  // Rotations: those requested, and the scheduled ones (every other slot rotates each minute).
+  const scheduledRotations = Math.ceil(options.resources / 2) * Math.ceil((Date.now() - started) / 60_000);
+  const actions = c.creates + c.deletes + c.secretDeletes + c.secretEdits + c.externalRevokes + c.rotations + scheduledRotations;
   // The stated bound: each workload action or kill may cost a handful of calls (create, recovery
   // list and revokes, drift lists after a restart, client retries under faults: 6 each), plus 2
   // per second for the periodic drift lists and operations polls. One resource in a hot loop at
@@ -169,7 +171,7 @@ async function campaign(e: Environment): Promise<boolean> {
     workload: { ...c, resourcesAtEnd: workload.live.length, createIntentsSeen: intents.intents },
     platformFaults: { injected, total: faultsTotal, shareOfRequests: Number((faultsTotal / Math.max(1, requests.total)).toFixed(3)) },
     platformRequests: { total: requests.total, byOperator: operatorRequests, bound: requestBound, byStatus: requests.byStatus, byRoute: requests.byRoute },
-    keys: { attemptKeys: keys.attemptKeys, revoked: keys.revokedAttemptKeys, orphans: keys.orphans, unrevokedAfterDelete: keys.unrevokedAfterDelete, lostSecrets: keys.lostSecrets },
+    keys: { attemptKeys: keys.attemptKeys, revoked: keys.revokedAttemptKeys, inGrace: keys.inGrace, orphans: keys.orphans, unrevokedAfterDelete: keys.unrevokedAfterDelete, lostSecrets: keys.lostSecrets },
     leaks: { secretsTracked: leaks.secretsKnown, leaked: leaks.leaked, logLinesSearched: leaks.logLines, eventsSearched: leaks.events, metricsExpositions: leaks.expositions },
     unsettled: convergence.problems,
     invariants,
@@ -183,10 +185,10 @@ async function campaign(e: Environment): Promise<boolean> {
     ['operator SIGKILLs survived', `${op.kills} (${killsInCreateWindow} timed on a create intent, ${killsAfterCreate} right after a create, ${report.kills.random} random)`],
     ['operator crashes (unplanned exits)', op.crashes.length],
     ['control plane restarts', kubeRestarts.length === 0 ? 'none' : kubeRestarts.join('; ')],
-    ['workload', `${c.creates} creates, ${c.deletes} deletes, ${c.secretDeletes} Secrets deleted, ${c.secretEdits} Secrets edited, ${c.externalRevokes} keys revoked outside`],
+    ['workload', `${c.creates} creates, ${c.deletes} deletes, ${c.secretDeletes} Secrets deleted, ${c.secretEdits} Secrets edited, ${c.externalRevokes} keys revoked outside, ${c.rotations} rotations requested`],
     ['platform faults injected', `${faultsTotal} (${Object.entries(injected).map(([k, v]) => `${k} ${v}`).join(', ')})`],
     ['platform requests', `${requests.total} (operator ${operatorRequests}, bound ${requestBound}); faulted share ${report.platformFaults.shareOfRequests}`],
-    ['attempt keys created / revoked', `${keys.attemptKeys} / ${keys.revokedAttemptKeys}`],
+    ['attempt keys created / revoked / live in a rotation\'s grace at the end', `${keys.attemptKeys} / ${keys.revokedAttemptKeys} / ${keys.inGrace}`],
     ['convergence after faults stopped (s)', report.convergenceSeconds],
     ['orphaned live keys', keys.orphans.length],
     ['deleted resources with a live key', keys.unrevokedAfterDelete.length],

@@ -1,6 +1,7 @@
 // What users and the outside world do to the operator's resources during a campaign: create
 // ApiKeys (personal and organization) and ProjectApiKeys, delete them, and force drift repairs
-// (rotations) by deleting or editing their Secrets and by revoking their keys on the platform.
+// by deleting or editing their Secrets and by revoking their keys on the platform, and rotate keys
+// (on request, and on a one-minute schedule) with a short grace.
 // Every slot's incarnation has its own resource name and keyName, so after the run each platform
 // key can be traced to the one resource that asked for it.
 import { ApiException, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
@@ -29,6 +30,8 @@ export interface WorkloadCounts {
   secretDeletes: number;
   secretEdits: number;
   externalRevokes: number;
+  /** Rotations requested (keys.neon.dev/rotate). */
+  rotations: number;
   /** Calls that failed because the apiserver was restarting, etc. */
   errors: number;
   /** Platform requests made by the campaign itself (external revokes), not by the operator. */
@@ -42,7 +45,7 @@ export class Workload {
   readonly #random: () => number;
   readonly #slots: Slot[];
   readonly deleted: Incarnation[] = [];
-  readonly counts: WorkloadCounts = { creates: 0, deletes: 0, secretDeletes: 0, secretEdits: 0, externalRevokes: 0, errors: 0, platformRequests: 0 };
+  readonly counts: WorkloadCounts = { creates: 0, deletes: 0, secretDeletes: 0, secretEdits: 0, externalRevokes: 0, rotations: 0, errors: 0, platformRequests: 0 };
 
   constructor(env: Environment, resources: number, random: () => number) {
     this.#env = env;
@@ -78,8 +81,9 @@ export class Workload {
     // deleted mid-create on purpose.
     if (Date.now() - live.createdAt < 8_000 && roll >= 0.38) return undefined;
     if (roll < 0.5) await this.#delete(slot, live);
-    else if (roll < 0.7) await this.#deleteSecret(live);
-    else if (roll < 0.8) await this.#editSecret(live);
+    else if (roll < 0.62) await this.#deleteSecret(live);
+    else if (roll < 0.7) await this.#editSecret(live);
+    else if (roll < 0.85) await this.#rotate(live);
     else await this.#revokeExternally(live);
     return undefined;
   }
@@ -91,7 +95,10 @@ export class Workload {
     const name = `c${slot.index}-g${slot.incarnation}`;
     const keyName = `chaos-${slot.index}-g${slot.incarnation}`;
     const { organizationId, projectIds } = this.#env;
-    const base = { keyName, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' };
+    // Every key rotates: on request (#rotate) and, for every other slot, each minute on its own;
+    // the old key is kept for a short grace, so kills land in every step of a rotation.
+    const rotation = { gracePeriod: '2s', maxGracePeriod: '8s', ...(slot.index % 2 === 0 ? { interval: '1m' } : {}) };
+    const base = { keyName, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke', rotation };
     const spec = flavour === 0 ? { ...base, scope: 'Personal' }
       : flavour === 1 ? { ...base, scope: 'Organization', organizationId }
         : { ...base, organizationId, projectId: projectIds[slot.index % projectIds.length] };
@@ -126,6 +133,18 @@ export class Workload {
     this.counts.deletes += 1;
     this.deleted.push(live);
     delete slot.live;
+  }
+
+  async #rotate(live: Incarnation): Promise<void> {
+    try {
+      await this.#env.objects.patchNamespacedCustomObject({
+        group: GROUP, version: VERSION, namespace: NAMESPACE, plural: plural(live.kind), name: live.name,
+        body: { metadata: { annotations: { 'keys.neon.dev/rotate': `chaos-${Date.now()}` } } },
+      }, merge);
+      this.counts.rotations += 1;
+    } catch (error) {
+      if (!(error instanceof ApiException && error.code === 404)) this.counts.errors += 1;
+    }
   }
 
   async #deleteSecret(live: Incarnation): Promise<void> {

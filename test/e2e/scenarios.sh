@@ -301,6 +301,116 @@ EOF
   kubectl -n "$app_ns" delete deployment consumer --wait=false >/dev/null
 }
 
+# Scenario 7: a rotation without downtime, with running consumers. Two consumer pods take the key
+# from the Secret (env, so only a restart moves them) and list projects with it every 250 ms; a
+# rotation requested by annotation restarts them (restart.discover), keeps the old key live until
+# their rollout completed and the grace passed, then revokes it. The platform counts every call by
+# route and status: the consumers' route (GET /projects, which nothing else calls with a key that
+# could be revoked) sees zero 401s, and the old key is never revoked while the rollout is not done.
+rollout_done() { # <deployment>: kubectl rollout status's rule, yes or no
+  kubectl -n "$app_ns" get deployment "$1" -o json | json "(d.status.observedGeneration ?? 0) >= d.metadata.generation \
+    && (d.status.updatedReplicas ?? 0) === d.spec.replicas && (d.status.replicas ?? 0) === d.spec.replicas \
+    && (d.status.availableReplicas ?? 0) === d.spec.replicas ? 'yes' : 'no'"
+}
+list_calls() { # <status>: calls of GET /api/v2/projects answered with that status so far
+  curl -fsS --max-time 5 "http://127.0.0.1:$e2e_local_port/admin/requests" \
+    | json "d.filter((r) => r.method === 'GET' && r.route === '/api/v2/projects' && r.status === $1).reduce((n, r) => n + r.count, 0)"
+}
+key_revoked() { # <id>: true, false or absent
+  admin_keys | json "String(d.find((k) => String(k.id) === '$1')?.revoked ?? 'absent')"
+}
+calls_above() { # <status> <count>: more calls with that status than count
+  [ "$(list_calls "$1")" -gt "$2" ]
+}
+
+scenario_rotation() {
+  say "7. a rotation restarts the consumers and revokes the old key after their rollout: zero failed calls"
+  kubectl -n "$app_ns" apply -f - >/dev/null <<EOF
+apiVersion: keys.neon.dev/v1alpha1
+kind: ProjectApiKey
+metadata: { name: rotating }
+spec:
+  organizationId: $org_id
+  projectId: $project_id
+  keyName: rot-e2e
+  credentialsSecretRef: { name: neon-admin, key: apiKey }
+  secret: { name: rotating-neon, key: apiKey }
+  rotation: { gracePeriod: 5s, maxGracePeriod: 2m, restart: { discover: true } }
+EOF
+  kubectl -n "$app_ns" wait --for=condition=Ready projectapikey/rotating --timeout="${e2e_timeout}s" >/dev/null
+  local old_id new_id token
+  old_id=$(kubectl -n "$app_ns" get projectapikey rotating -o jsonpath='{.status.keyId}')
+  kubectl -n "$app_ns" apply -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: { name: rotating-consumer }
+spec:
+  replicas: 2
+  strategy: { type: RollingUpdate, rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } }
+  selector: { matchLabels: { app: rotating-consumer } }
+  template:
+    metadata: { labels: { app: rotating-consumer } }
+    spec:
+      securityContext: { runAsNonRoot: true, seccompProfile: { type: RuntimeDefault } }
+      terminationGracePeriodSeconds: 5
+      containers:
+        - name: consumer
+          image: $E2E_IMAGE
+          imagePullPolicy: Never
+          command: [/usr/bin/tini, --, node, -e]
+          args:
+            - |
+              const call = async () => {
+                try {
+                  const res = await fetch(process.env.PLATFORM_URL + '/projects', { headers: { authorization: 'Bearer ' + process.env.NEON_API_KEY } });
+                  await res.arrayBuffer();
+                  if (res.status !== 200) console.log('call status=' + res.status);
+                } catch (error) { console.log('call error=' + error.message); }
+              };
+              setInterval(call, 250); call();
+          env:
+            - { name: PLATFORM_URL, value: "$platform_url" }
+            - name: NEON_API_KEY
+              valueFrom: { secretKeyRef: { name: rotating-neon, key: apiKey } }
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities: { drop: [ALL] }
+EOF
+  kubectl -n "$app_ns" rollout status deployment/rotating-consumer --timeout="${e2e_timeout}s" >/dev/null
+  until_true 60 "the consumers' calls" calls_above 200 10
+  local failed_before ok_before
+  failed_before=$(list_calls 401)
+  ok_before=$(list_calls 200)
+  token=e2e-$(date +%s)
+  kubectl -n "$app_ns" annotate projectapikey rotating keys.neon.dev/rotate="$token" --overwrite >/dev/null
+  # Until the rotation completed: the old key is never revoked while the restarted rollout is not done.
+  local deadline=$(( $(date +%s) + e2e_timeout )) reason=none
+  while :; do
+    reason=$(kubectl -n "$app_ns" get projectapikey rotating -o json \
+      | json "d.status.conditions?.find((c) => c.type === 'Rotating')?.reason ?? 'none'") || reason=none
+    if [ "$reason" != RotationComplete ] && [ "$(key_revoked "$old_id")" = true ] && [ "$(rollout_done rotating-consumer)" != yes ]; then
+      e2e_fail "key $old_id was revoked while the consumers' rollout was not complete"
+    fi
+    [ "$reason" = RotationComplete ] && break
+    [ "$(date +%s)" -lt "$deadline" ] || e2e_fail "the rotation did not complete in ${e2e_timeout}s (Rotating reason $reason)"
+    sleep 0.5
+  done
+  new_id=$(kubectl -n "$app_ns" get projectapikey rotating -o jsonpath='{.status.keyId}')
+  [ "$new_id" != "$old_id" ] || e2e_fail "status.keyId did not change"
+  [ "$(key_revoked "$old_id")" = true ] || e2e_fail "the rotation completed but key $old_id is live"
+  [ "$(key_revoked "$new_id")" = false ] || e2e_fail "the new key $new_id is not live"
+  [ "$(kubectl -n "$app_ns" get deployment rotating-consumer -o jsonpath='{.spec.template.metadata.annotations.keys\.neon\.dev/rotated\.rotating-neon}')" = "$new_id" ] \
+    || e2e_fail "the consumers' pod template was not annotated with key $new_id"
+  # The restarted pods go on calling, with the new key, after the old one died.
+  until_true 30 "calls after the rotation" calls_above 200 "$(( $(list_calls 200) + 8 ))"
+  local failed=$(( $(list_calls 401) - failed_before )) ok=$(( $(list_calls 200) - ok_before ))
+  [ "$failed" -eq 0 ] || e2e_fail "$failed of the consumers' calls got 401 during the rotation"
+  echo "rotated key $old_id -> $new_id: consumers restarted, old key revoked after their rollout; $ok calls succeeded, 0 got 401"
+  kubectl -n "$app_ns" delete deployment rotating-consumer --wait=false >/dev/null
+  kubectl -n "$app_ns" delete projectapikey rotating --timeout="${e2e_timeout}s" >/dev/null
+}
+
 # Snapshots of every key on the platform, twice a second, in the background: the invariant "no
 # resource ever has two live keys" holds at every one of them, not only at the end.
 start_sampling() { # <file>
@@ -475,6 +585,7 @@ run_scenarios() {
   scenario_helm_install
   scenario_pod_security
   scenario_consumer
+  scenario_rotation
   # From here to the end, twice a second: no resource ever has two live keys.
   start_sampling "$e2e_work/keys.jsonl"
   scenario_failover
