@@ -3,7 +3,7 @@
 // lifecycle and the controller. startOperator() runs it in-process (tests, main.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
@@ -62,6 +62,8 @@ export interface RunningOperator {
   identity: string;
   /** Informers listed and workers running. */
   ready(): boolean;
+  /** Every object the informers' caches hold (tests and heap audits: what the process keeps of the cluster). */
+  cacheContents(): readonly KubernetesObject[];
   stop(): Promise<void>;
 }
 
@@ -154,7 +156,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,
     reconciler,
-    watches: (namespace) => keyWatches(objects, core, namespace),
+    watches: (namespace) => keyWatches(objects, namespace),
     logger,
     workers: options.workers ?? 4,
     ownWrites,
@@ -187,6 +189,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   return {
     identity,
     ready: () => running.synced,
+    cacheContents: () => running.cacheContents(),
     stop: () => {
       clearInterval(countKeys);
       clearInterval(evictIdleClients);

@@ -1,25 +1,31 @@
 // What the caches keep of a key resource and of a managed Secret (runtime/informer-cache.ts says
 // why the caches hold a projection): its identity, plus spec.projectId (operations updates wake the
-// ProjectApiKeys of a project), the type and status of each condition (the managed_keys metric),
-// and a managed Secret's owner annotation (a Secret event wakes its owner). Never Secret data.
+// ProjectApiKeys of a project), spec.credentialsSecretRef.name (a change of the credentials Secret
+// wakes the resources that name it), the type and status of each condition (the managed_keys
+// metric), and a managed Secret's owner annotation (a Secret event wakes its owner). Never Secret
+// data; of any other Secret, only its identity (trimCredentialsSecret).
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import { identityMeta } from '../runtime/informer-cache.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
 
 /** An ApiKey or ProjectApiKey as the caches keep it. */
 interface CachedKeyResource extends KubernetesObject {
-  spec: { projectId?: string };
+  spec: { projectId?: string; credentialsSecretRef?: { name: string } };
   status: { conditions: { type: string; status: string }[] };
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown }; status?: { conditions?: unknown } };
+  const { spec, status } = obj as { spec?: { projectId?: unknown; credentialsSecretRef?: { name?: unknown } }; status?: { conditions?: unknown } };
+  const credentials = spec?.credentialsSecretRef?.name;
   const conditions = Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown }[] : [];
   return {
     ...(obj.apiVersion !== undefined ? { apiVersion: obj.apiVersion } : {}),
     ...(obj.kind !== undefined ? { kind: obj.kind } : {}),
     metadata: identityMeta(obj.metadata),
-    spec: typeof spec?.projectId === 'string' ? { projectId: spec.projectId } : {},
+    spec: {
+      ...(typeof spec?.projectId === 'string' ? { projectId: spec.projectId } : {}),
+      ...(typeof credentials === 'string' ? { credentialsSecretRef: { name: credentials } } : {}),
+    },
     status: { conditions: conditions.map((c) => ({ type: String(c.type), status: String(c.status) })) },
   };
 }
@@ -32,4 +38,19 @@ export function trimSecret(secret: V1Secret): V1Secret {
     kind: 'Secret',
     metadata: { ...identityMeta(secret.metadata), ...(owner !== undefined ? { annotations: { [ANNOTATION_OWNER]: owner } } : {}) },
   };
+}
+
+/**
+ * Any Secret, as the credentials watch keeps it (metadata only, keys/watches.ts): its identity, the
+ * informer's bookkeeping; not even its labels or annotations.
+ */
+export function trimCredentialsSecret(secret: KubernetesObject): KubernetesObject {
+  return { apiVersion: 'v1', kind: 'Secret', metadata: identityMeta(secret.metadata) };
+}
+
+/** The credentials Secret a cached key resource names, as `namespace/name` (the credentials index). */
+export function credentialsSecretOf(obj: KubernetesObject): readonly string[] {
+  const name = (obj as CachedKeyResource).spec?.credentialsSecretRef?.name;
+  const ns = obj.metadata?.namespace;
+  return name === undefined || ns === undefined ? [] : [`${ns}/${name}`];
 }
