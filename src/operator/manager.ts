@@ -18,6 +18,7 @@ import { OwnWrites } from './runtime/own-writes.ts';
 import { createLogger } from './runtime/logger.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/signing.ts';
 import type { OperatorMetrics } from './keys/metrics.ts';
+import type { ReconcileRecord } from './keys/reconcile-context.ts';
 import type { KindName } from './resources/schema.ts';
 
 /** Makes a platform client acting with one API key (src/platform's PlatformClient in production). */
@@ -43,6 +44,8 @@ export interface OperatorOptions {
   identity?: string;
   maxBackoffMs?: number;
   onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
+  /** Every reconcile once it ended, per resource and in order (keys/reconcile-context.ts ReconcileRecord). */
+  onReconcile?(record: ReconcileRecord): void;
   /** The operator's metrics (keys/metrics.ts): queue, reconcile and platform request instruments. */
   metrics?: OperatorMetrics;
   /**
@@ -152,6 +155,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ...(options.metrics !== undefined ? { onDriftCheck: (outcome) => options.metrics?.driftChecks.inc({ outcome }) } : {}),
     operations: { pollers },
     ownWrites,
+    ...(options.onReconcile !== undefined ? { onReconcile: options.onReconcile } : {}),
   });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,
