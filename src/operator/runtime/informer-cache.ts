@@ -106,9 +106,10 @@ export function listMetadata(kubeConfig: KubeConfig, path: string, labelSelector
         await response.body?.cancel();
         throw Object.assign(new Error(`metadata list of ${path}: HTTP ${response.status}`), { statusCode: response.status });
       }
-      // Raw JSON (not client-node's model): the list's continue token is `continue`.
-      const page = await response.json() as { items: KubernetesObject[]; metadata?: { resourceVersion?: string; continue?: string } };
-      items.push(...page.items);
+      // Raw JSON (not client-node's model): the list's continue token is `continue`, and an empty
+      // PartialObjectMetadataList carries `items: null`.
+      const page = await response.json() as { items?: KubernetesObject[] | null; metadata?: { resourceVersion?: string; continue?: string } };
+      items.push(...page.items ?? []);
       resourceVersion = page.metadata?.resourceVersion;
       next = page.metadata?.continue !== undefined && page.metadata.continue !== '' ? page.metadata.continue : undefined;
     } while (next !== undefined);

@@ -198,4 +198,11 @@ describe('makeMetadataInformer against the apiserver', () => {
     expect(listed.metadata?.resourceVersion).toMatch(/^\d+$/);
     expect(JSON.stringify(listed)).not.toMatch(/value-|dmFsdWUt/);
   });
+
+  it('lists an empty result (the apiserver answers items: null) as no items', async () => {
+    const cp = await controlPlane();
+    const listed = await listMetadata(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, 'no-such-label=here')();
+    expect(listed.items).toEqual([]);
+    expect(listed.metadata?.resourceVersion).toMatch(/^\d+$/);
+  });
 });
