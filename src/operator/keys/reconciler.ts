@@ -135,7 +135,8 @@ async function blocked(deps: KeyDeps, ctx: Context, decision: Decision, retry: b
   await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions(decision.reason, decision.message) : blockedConditions(blockedInputs(ctx), decision.reason, decision.message));
   await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
   // Not retried against the platform; looked at again each drift interval (a foreign Secret
-  // may go away without an event reaching this operator, which watches only its own Secrets).
+  // may go away without waking the resource: the operator's Secret watches map its own Secrets
+  // and the credentials Secrets to resources, not the target name of a Secret it does not own).
   return retry ? { type: 'Backoff' } : { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
 }
 
