@@ -3,9 +3,10 @@
 // ProjectApiKeys of a project), spec.credentialsSecretRef.name (a change of the credentials Secret
 // wakes the resources that name it), the type and status of each condition (the managed_keys
 // metric), and a managed Secret's owner annotation (a Secret event wakes its owner). Never Secret
-// data; of any other Secret, only its identity (trimCredentialsSecret).
+// data; of any other Secret, only its identity (every Secret's metadata is watched: keys/watches.ts).
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import { identityMeta } from '../runtime/informer-cache.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../resources/schema.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
 
 /** An ApiKey or ProjectApiKey as the caches keep it. */
@@ -30,22 +31,18 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   };
 }
 
-/** A managed Secret as the cache keeps it: who it is and whose it is; never its data. */
+/**
+ * A Secret as the cache keeps it: who it is, and for a Secret of ours (the managed-by label) whose
+ * it is; never its data, labels or other annotations.
+ */
 export function trimSecret(secret: V1Secret): V1Secret {
-  const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
+  const managed = secret.metadata?.labels?.[LABEL_MANAGED_BY] === MANAGED_BY;
+  const owner = managed ? secret.metadata?.annotations?.[ANNOTATION_OWNER] : undefined;
   return {
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { ...identityMeta(secret.metadata), ...(owner !== undefined ? { annotations: { [ANNOTATION_OWNER]: owner } } : {}) },
   };
-}
-
-/**
- * Any Secret, as the credentials watch keeps it (metadata only, keys/watches.ts): its identity, the
- * informer's bookkeeping; not even its labels or annotations.
- */
-export function trimCredentialsSecret(secret: KubernetesObject): KubernetesObject {
-  return { apiVersion: 'v1', kind: 'Secret', metadata: identityMeta(secret.metadata) };
 }
 
 /** The credentials Secret a cached key resource names, as `namespace/name` (the credentials index). */

@@ -1,14 +1,15 @@
 // What the key controller watches, as data for runtime/controller.ts: each key kind (its events
-// wake the resource itself), the Secrets the operator manages, selected by the managed-by label,
-// each waking the resource named by its owner annotation, and the credentials Secrets: every
-// Secret's metadata (a credentials Secret carries no label of ours), each waking the resources
-// whose credentialsSecretRef names it, at once, even out of a refusal backoff (issue 13). Both
-// Secret watches are metadata-only (PartialObjectMetadata): no Secret's data ever reaches the
-// operator through a watch; the reconcile reads the one credentials Secret it needs by name.
+// wake the resource itself), and every Secret's metadata, in one informer per namespace: a Secret
+// the operator manages (the managed-by label) wakes the resource named by its owner annotation,
+// and any Secret wakes the resources whose credentialsSecretRef names it (a credentials Secret
+// carries no label of ours), at once, even out of a refusal backoff (issue 13). Metadata-only
+// (PartialObjectMetadata): no Secret's data ever reaches the operator through the watch; the
+// reconcile reads the Secrets it needs by name. One informer for both: a managed Secret is cached
+// once, and one watch per namespace reaches the apiserver.
 import type { CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
 import type { Controller, Watch } from '../runtime/controller.ts';
-import { GROUP, KINDS, LABEL_MANAGED_BY, MANAGED_BY, VERSION, type KindName } from '../resources/schema.ts';
-import { credentialsSecretOf, trimCredentialsSecret, trimKeyResource, trimSecret } from './cache-projection.ts';
+import { GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
+import { credentialsSecretOf, trimKeyResource, trimSecret } from './cache-projection.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
 
 /** The index of the key resources by the credentials Secret they name (`namespace/name`). */
@@ -30,23 +31,17 @@ export function keyWatches(objects: CustomObjectsApi, namespace: string | undefi
     };
   });
   const secrets = namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`;
-  const selector = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
   watches.push({
     type: 'owns',
     kind: 'Secret',
     path: secrets,
     metadataOnly: true,
     project: trimSecret,
-    labelSelector: selector,
     ownerOf: secretOwner,
-  }, {
-    type: 'referenced',
-    kind: 'Secret',
-    path: secrets,
-    metadataOnly: true,
-    project: trimCredentialsSecret,
-    index: CREDENTIALS_INDEX,
-    valueOf: (secret) => (secret.metadata?.namespace !== undefined && secret.metadata.name !== undefined ? `${secret.metadata.namespace}/${secret.metadata.name}` : undefined),
+    referencedBy: {
+      index: CREDENTIALS_INDEX,
+      valueOf: (secret) => (secret.metadata?.namespace !== undefined && secret.metadata.name !== undefined ? `${secret.metadata.namespace}/${secret.metadata.name}` : undefined),
+    },
   });
   return watches;
 }

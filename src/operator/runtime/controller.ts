@@ -50,18 +50,25 @@ interface WatchBase {
   metadataOnly?: boolean;
 }
 
+/** Objects the reconciled ones name (an input): each wakes every key whose `index` holds `valueOf(obj)`. */
+export interface Reference {
+  index: string;
+  valueOf(obj: KubernetesObject): string | undefined;
+}
+
 /**
  * A watch declared as data. `for`: objects of the reconciled kind, each waking its own key;
- * `indexes` name what each refers to, for `referenced` watches. `owns`: objects that belong to a
- * reconciled object (e.g. a Secret it writes), each waking its owner's key as `ownerOf` says
- * (undefined: nobody's). `referenced`: objects the reconciled ones refer to (an input, e.g. the
- * credentials Secret they name), each waking every key whose `index` holds `valueOf(obj)`; their
- * change may end a refusal, so it also ends a refusal backoff.
+ * `indexes` name what each refers to, for references. `owns`: objects that belong to a reconciled
+ * object (e.g. a Secret it writes), each waking its owner's key as `ownerOf` says (undefined:
+ * nobody's); with `referencedBy`, the same objects are also inputs (one informer and one cache for
+ * both: e.g. every Secret, some written by the controller, some named as credentials).
+ * `referenced`: objects that are only inputs. An input's change may end a refusal, so it also ends
+ * a refusal backoff.
  */
 export type Watch =
   | WatchBase & { type: 'for'; kind: string; indexes?: Readonly<Record<string, (obj: KubernetesObject) => readonly string[]>> }
-  | WatchBase & { type: 'owns'; kind: string; ownerOf(obj: KubernetesObject): string | undefined }
-  | WatchBase & { type: 'referenced'; kind: string; index: string; valueOf(obj: KubernetesObject): string | undefined };
+  | WatchBase & { type: 'owns'; kind: string; ownerOf(obj: KubernetesObject): string | undefined; referencedBy?: Reference }
+  | WatchBase & Reference & { type: 'referenced'; kind: string };
 
 export interface ControllerOptions {
   kubeConfig: KubeConfig;
@@ -186,23 +193,23 @@ export class Controller {
         if (deleted) this.#o.ownWrites?.forget(key);
         this.#wake(key, { ref: key, resourceVersion: meta.resourceVersion, deleted, generation: meta.generation, deleting: meta.deletionTimestamp !== undefined });
       };
-    } else if (watch.type === 'owns') {
-      wake = (obj, deleted) => {
-        const key = watch.ownerOf(obj);
-        const ns = obj.metadata?.namespace;
-        if (key === undefined || ns === undefined) return;
-        const ref = objectRef(watch.kind, ns, obj.metadata?.name ?? '');
-        if (deleted) this.#o.ownWrites?.forget(ref);
-        this.#wake(key, { ref, resourceVersion: obj.metadata?.resourceVersion, deleted });
-      };
     } else {
-      const index = this.#index(watch.index);
+      const ownerOf = watch.type === 'owns' ? watch.ownerOf : undefined;
+      const reference = watch.type === 'owns' ? watch.referencedBy : watch;
+      const index = reference !== undefined ? this.#index(reference.index) : undefined;
       wake = (obj, deleted) => {
-        const value = watch.valueOf(obj);
         const ns = obj.metadata?.namespace;
-        if (value === undefined || ns === undefined) return;
+        if (ns === undefined) return;
         const ref = objectRef(watch.kind, ns, obj.metadata?.name ?? '');
-        for (const key of index.keysOf(value)) this.#wake(key, { ref, resourceVersion: obj.metadata?.resourceVersion, deleted, input: true });
+        const resourceVersion = obj.metadata?.resourceVersion;
+        const owner = ownerOf?.(obj);
+        if (owner !== undefined) {
+          if (deleted) this.#o.ownWrites?.forget(ref);
+          this.#wake(owner, { ref, resourceVersion, deleted });
+        }
+        const value = reference?.valueOf(obj);
+        if (index === undefined || value === undefined) return;
+        for (const key of index.keysOf(value)) this.#wake(key, { ref, resourceVersion, deleted, input: true });
       };
     }
     if (watch.type === 'for') this.#caches.set(watch.kind, [...this.#caches.get(watch.kind) ?? [], informer]);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import { listMetadata, makeMetadataInformer, makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
-import { credentialsSecretOf, trimCredentialsSecret, trimKeyResource, trimSecret } from '../../../src/operator/keys/cache-projection.ts';
+import { credentialsSecretOf, trimKeyResource, trimSecret } from '../../../src/operator/keys/cache-projection.ts';
 import { controlPlane } from '../../harness/index.ts';
 
 describe('trimKeyResource and trimSecret', () => {
@@ -38,7 +38,7 @@ describe('trimKeyResource and trimSecret', () => {
   it('keep of a Secret its identity and owner, and none of its data', () => {
     const secret: V1Secret = {
       metadata: {
-        name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', labels: { l: 'v' },
+        name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', labels: { l: 'v', 'app.kubernetes.io/managed-by': 'neon-key-operator' },
         annotations: { 'keys.neon.dev/owner': 'ProjectApiKey/a', 'keys.neon.dev/key-id': '3' },
         ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'ux' }], managedFields: [{ manager: 'm' }],
       },
@@ -53,6 +53,9 @@ describe('trimKeyResource and trimSecret', () => {
     });
     expect(JSON.stringify(trimmed)).not.toContain('s3cr3t');
     expect(JSON.stringify(trimmed)).not.toContain(Buffer.from('s3cr3t').toString('base64'));
+    // A Secret that is not ours (no managed-by label): its identity only, even with an owner annotation.
+    const foreign = trimSecret({ ...secret, metadata: { ...secret.metadata, labels: { l: 'v' } } });
+    expect(foreign).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'n', uid: 'u', resourceVersion: '9' } });
   });
 });
 
@@ -66,13 +69,13 @@ describe('the credentials index and the credentials Secret projection', () => {
       metadata: { name: 'creds', namespace: 'n', uid: 'u', resourceVersion: '4', labels: { l: 'v' }, annotations: { a: 'b' }, managedFields: [{ manager: 'm' }] },
       data: { apiKey: 'czNjcjN0' },
     };
-    expect(trimCredentialsSecret(secret as never)).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'n', uid: 'u', resourceVersion: '4' } });
+    expect(trimSecret(secret as never)).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'n', uid: 'u', resourceVersion: '4' } });
   });
 });
 
 describe('makeTrimmedInformer against the apiserver', () => {
   const namespace = 'informer-cache';
-  const selector = 'app.kubernetes.io/managed-by=informer-cache-test';
+  const selector = 'informer-cache-test=yes';
   let core: CoreV1Api;
   let informer: ReturnType<typeof makeTrimmedInformer<V1Secret>> | undefined;
 
@@ -89,7 +92,7 @@ describe('makeTrimmedInformer against the apiserver', () => {
 
   const labelled = (name: string, value: string): V1Secret => ({
     metadata: {
-      name, namespace, labels: { 'app.kubernetes.io/managed-by': 'informer-cache-test' },
+      name, namespace, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator', 'informer-cache-test': 'yes' },
       annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}', 'keys.neon.dev/owner': `ProjectApiKey/${name}` },
     },
     stringData: { apiKey: value },
@@ -163,7 +166,7 @@ describe('makeMetadataInformer against the apiserver', () => {
     const raw: string[] = [];
     informer = makeMetadataInformer(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, (obj) => {
       raw.push(JSON.stringify(obj));
-      return trimCredentialsSecret(obj);
+      return trimSecret(obj);
     });
     const seen: string[] = [];
     informer.on('add', (s) => seen.push(`add ${s.metadata?.name}`));

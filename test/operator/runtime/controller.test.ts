@@ -260,6 +260,56 @@ describe('Controller', () => {
     expect(h.reconciler.calls.slice(8).sort()).toEqual(['Widget/ns/b', 'Widget/ns/c']);
   });
 
+  it('one watch for owned objects that are also inputs: an event wakes the owner and every key naming the object', async () => {
+    const reconciler = new ScriptedReconciler();
+    const informers: FakeInformer[] = [];
+    const ownWrites = new OwnWrites();
+    const controller = new Controller({
+      kubeConfig: new KubeConfig(),
+      reconciler,
+      watches: () => [
+        {
+          type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o,
+          indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`${o.metadata.namespace}/${o.metadata.annotations.input}`] : []) },
+        },
+        {
+          type: 'owns', kind: 'Part', path: '/parts', metadataOnly: true, project: (o) => o,
+          ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/${o.metadata.namespace}/${o.metadata.annotations.owner}` : undefined),
+          referencedBy: { index: 'input', valueOf: (o) => `${o.metadata?.namespace}/${o.metadata?.name}` },
+        },
+      ],
+      logger: silent,
+      workers: 2,
+      ownWrites,
+      informerFor: (watch) => {
+        const informer = new FakeInformer(watch);
+        informers.push(informer);
+        return informer;
+      },
+    });
+    running = controller;
+    await controller.start();
+    const [widgets, parts] = informers as [FakeInformer, FakeInformer];
+    widgets.emit('add', widget('a', '1', { input: 'p' }));
+    widgets.emit('add', widget('b', '1'));
+    await until('a and b reconciled', () => reconciler.calls.length === 2);
+    // p belongs to b and is a's input: both wake.
+    parts.emit('update', part('p', 'b', '5'));
+    await until('a and b woken', () => reconciler.calls.length === 4);
+    expect(reconciler.calls.slice(2).sort()).toEqual(['Widget/ns/a', 'Widget/ns/b']);
+    // b's own write of p wakes only a (for which it is an input, never an own write).
+    ownWrites.record('Part/ns/p', '5', '6');
+    parts.emit('update', part('p', 'b', '6'));
+    await until('a woken', () => reconciler.calls.length === 5);
+    await sleep(50);
+    expect(reconciler.calls[4]).toBe('Widget/ns/a');
+    expect(reconciler.calls).toHaveLength(5);
+    // An object nobody owns nor names: nothing.
+    parts.emit('add', part('q', undefined, '7'));
+    await sleep(50);
+    expect(reconciler.calls).toHaveLength(5);
+  });
+
   it('never takes an input for an own write of the key', async () => {
     const h = await start();
     h.widgets.emit('add', widget('a', '1', { input: 'creds' }));
