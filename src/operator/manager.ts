@@ -3,7 +3,7 @@
 // lifecycle and the controller. startOperator() runs it in-process (tests, main.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
@@ -18,6 +18,7 @@ import { OwnWrites } from './runtime/own-writes.ts';
 import { createLogger } from './runtime/logger.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/signing.ts';
 import type { OperatorMetrics } from './keys/metrics.ts';
+import type { ReconcileRecord } from './keys/reconcile-context.ts';
 import type { KindName } from './resources/schema.ts';
 
 /** Makes a platform client acting with one API key (src/platform's PlatformClient in production). */
@@ -43,6 +44,8 @@ export interface OperatorOptions {
   identity?: string;
   maxBackoffMs?: number;
   onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
+  /** Every reconcile once it ended, per resource and in order (keys/reconcile-context.ts ReconcileRecord). */
+  onReconcile?(record: ReconcileRecord): void;
   /** The operator's metrics (keys/metrics.ts): queue, reconcile and platform request instruments. */
   metrics?: OperatorMetrics;
   /**
@@ -64,6 +67,8 @@ export interface RunningOperator {
   identity: string;
   /** Informers listed and workers running. */
   ready(): boolean;
+  /** Every object the informers' caches hold (tests and heap audits: what the process keeps of the cluster). */
+  cacheContents(): readonly KubernetesObject[];
   stop(): Promise<void>;
 }
 
@@ -154,11 +159,12 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     operations: { pollers },
     ownWrites,
     platformUrl: options.platformBaseUrl,
+    ...(options.onReconcile !== undefined ? { onReconcile: options.onReconcile } : {}),
   });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,
     reconciler,
-    watches: (namespace) => keyWatches(objects, core, namespace),
+    watches: (namespace) => keyWatches(objects, namespace),
     logger,
     workers: options.workers ?? 4,
     ownWrites,
@@ -191,6 +197,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   return {
     identity,
     ready: () => running.synced,
+    cacheContents: () => running.cacheContents(),
     stop: () => {
       clearInterval(countKeys);
       clearInterval(evictIdleClients);

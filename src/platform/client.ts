@@ -34,6 +34,7 @@ import {
   type RevokedKey,
 } from './schemas.ts';
 import { defaultOrgKeyLimiter, type Permit, type RateLimiter } from './sliding-window.ts';
+import { OPERATION_STATUS_CLASSES, isTerminalOperationStatus } from './operation-status.ts';
 
 export interface PlatformClientOptions {
   /** Base address including the version segment, e.g. https://console.neon.tech/api/v2 (platform-api.md, Versioning). */
@@ -79,9 +80,9 @@ export interface CallOptions {
  * enumerates it beside `failed`, and platform-api.md shows no transition out of it. Read as
  * terminal, a wait ends and pollers slow down; read as pending, an operation that never moves again
  * would keep waitForOperation and every poller busy forever. (`failed` stays pending: "the
- * operation can still be retried".)
+ * operation can still be retried".) From the one table of operation-status.ts.
  */
-export const TERMINAL_OPERATION_STATUSES: ReadonlySet<string> = new Set(['finished', 'skipped', 'cancelled', 'error']);
+export const TERMINAL_OPERATION_STATUSES: ReadonlySet<string> = new Set(Object.keys(OPERATION_STATUS_CLASSES).filter(isTerminalOperationStatus));
 
 /** platform-api.md, Endpoints › Polling: "an interval of 5 seconds is the suggested one". */
 const DEFAULT_POLL_INTERVAL_MS = 5_000;

@@ -8,6 +8,8 @@
 // - disposition 'terminal': fix credentials, permissions or input first; branch on `code`.
 export { PlatformClient, TERMINAL_OPERATION_STATUSES } from './client.ts';
 export type { PlatformClientOptions, CallOptions, ResponseInfo } from './client.ts';
+export { OPERATION_STATUS_CLASSES, isTerminalOperationStatus, operationStatusClass } from './operation-status.ts';
+export type { KnownOperationStatus, OperationStatusClass } from './operation-status.ts';
 export { PlatformError, isPlatformError } from './errors.ts';
 export type { PlatformErrorCode, Disposition } from './errors.ts';
 export { TokenBucket } from './token-bucket.ts';

@@ -17,7 +17,8 @@ export const reconcileGrants: readonly string[] = [
   // The Secrets' owner references set blockOwnerDeletion (keys/secret-writer.ts), which the apiserver
   // allows only to whoever may update the owner's finalizers.
   ...grants('keys.neon.dev', ['apikeys/finalizers', 'projectapikeys/finalizers'], ['update']),
-  // list + watch: the managed-Secret informer (keys/watches.ts); get: keys/kube-writes.ts readNamespacedSecret
+  // list + watch: the Secret informer (keys/watches.ts: every Secret's metadata, for the managed
+  // Secrets and the credentials); get: keys/kube-writes.ts readNamespacedSecret
   // (credentials and key Secrets); create / update / delete: createNamespacedSecret,
   // replaceNamespacedSecret, deleteNamespacedSecret. Never patched.
   ...grants('', ['secrets'], ['get', 'list', 'watch', 'create', 'update', 'delete']),

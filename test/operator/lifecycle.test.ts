@@ -9,6 +9,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
+import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { buildSecret } from '../../src/operator/keys/secret-writer.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
@@ -37,6 +38,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   let aliceKey: string;
   let bobKey: string;
   const logLines: string[] = [];
+  const records: ReconcileRecord[] = [];
   const issuedSecrets = new Set<string>();
 
   const logger = createLogger({
@@ -85,18 +87,14 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     }
   }, 20_000, `${kind} ${name} deleted`);
   const remove = (kind: string, name: string) => objects.deleteNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name });
-  /** The reconciles of a resource, from the operator's log: when each started, what it decided first, whether it created a key. */
-  const reconcilesOf = (name: string): { id: string; startedAt: number; action: string; created: boolean }[] => {
-    const byId = new Map<string, { id: string; startedAt: number; action: string; created: boolean }>();
-    for (const line of logLines) {
-      const entry = JSON.parse(line) as { time: number; name?: string; reconcileId?: string; msg: string; action?: string };
-      if (entry.name !== name || entry.reconcileId === undefined) continue;
-      const seen = byId.get(entry.reconcileId) ?? { id: entry.reconcileId, startedAt: entry.time, action: entry.action ?? '', created: false };
-      if (entry.msg === 'creating key') seen.created = true;
-      byId.set(entry.reconcileId, seen);
-    }
-    return [...byId.values()].sort((a, b) => a.startedAt - b.startedAt);
-  };
+  /**
+   * The reconciles of a resource, as the operator reports each one (onReconcile, typed; never its
+   * log text): when each started, what it decided first, whether it sent a create.
+   */
+  const reconcilesOf = (name: string): { startedAt: number; action: string; created: boolean }[] => records
+    .filter((r) => r.namespace === namespace && r.name === name)
+    .map((r) => ({ startedAt: r.startedAt, action: r.actions[0] ?? '', created: r.createSent }))
+    .sort((a, b) => a.startedAt - b.startedAt);
   const platformAs = (apiKey: string) => new PlatformClient({ baseUrl: emulator.baseUrl, apiKey, retry: { maxAttempts: 1 } });
 
   beforeAll(async () => {
@@ -125,6 +123,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
       maxBackoffMs: 4_000,
       logger,
       identity: 'operator-a',
+      onReconcile: (record) => records.push(record),
     });
   });
 
@@ -471,7 +470,10 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
       ...((await objects.listNamespacedCustomObject({ group, version, namespace, plural: 'apikeys' })) as { items: unknown[] }).items,
       ...((await objects.listNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys' })) as { items: unknown[] }).items,
     ]);
+    const reported = JSON.stringify(records);
+    expect(records.length).toBeGreaterThan(10);
     for (const secret of secrets) {
+      expect(reported.includes(secret)).toBe(false);
       expect(logs.includes(secret)).toBe(false);
       expect(events.includes(secret)).toBe(false);
       expect(statuses.includes(secret)).toBe(false);

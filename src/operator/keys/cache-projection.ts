@@ -1,35 +1,53 @@
 // What the caches keep of a key resource and of a managed Secret (runtime/informer-cache.ts says
 // why the caches hold a projection): its identity, plus spec.projectId (operations updates wake the
-// ProjectApiKeys of a project), the type and status of each condition (the managed_keys metric),
-// and a managed Secret's owner annotation (a Secret event wakes its owner). Never Secret data.
+// ProjectApiKeys of a project), spec.credentialsSecretRef.name (a change of the credentials Secret
+// wakes the resources that name it), the type and status of each condition (the managed_keys
+// metric), and a managed Secret's owner annotation (a Secret event wakes its owner). Never Secret
+// data; of any other Secret, only its identity (every Secret's metadata is watched: keys/watches.ts).
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import { identityMeta } from '../runtime/informer-cache.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../resources/schema.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
 
 /** An ApiKey or ProjectApiKey as the caches keep it. */
 interface CachedKeyResource extends KubernetesObject {
-  spec: { projectId?: string };
+  spec: { projectId?: string; credentialsSecretRef?: { name: string } };
   status: { conditions: { type: string; status: string }[] };
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown }; status?: { conditions?: unknown } };
+  const { spec, status } = obj as { spec?: { projectId?: unknown; credentialsSecretRef?: { name?: unknown } }; status?: { conditions?: unknown } };
+  const credentials = spec?.credentialsSecretRef?.name;
   const conditions = Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown }[] : [];
   return {
     ...(obj.apiVersion !== undefined ? { apiVersion: obj.apiVersion } : {}),
     ...(obj.kind !== undefined ? { kind: obj.kind } : {}),
     metadata: identityMeta(obj.metadata),
-    spec: typeof spec?.projectId === 'string' ? { projectId: spec.projectId } : {},
+    spec: {
+      ...(typeof spec?.projectId === 'string' ? { projectId: spec.projectId } : {}),
+      ...(typeof credentials === 'string' ? { credentialsSecretRef: { name: credentials } } : {}),
+    },
     status: { conditions: conditions.map((c) => ({ type: String(c.type), status: String(c.status) })) },
   };
 }
 
-/** A managed Secret as the cache keeps it: who it is and whose it is; never its data. */
+/**
+ * A Secret as the cache keeps it: who it is, and for a Secret of ours (the managed-by label) whose
+ * it is; never its data, labels or other annotations.
+ */
 export function trimSecret(secret: V1Secret): V1Secret {
-  const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
+  const managed = secret.metadata?.labels?.[LABEL_MANAGED_BY] === MANAGED_BY;
+  const owner = managed ? secret.metadata?.annotations?.[ANNOTATION_OWNER] : undefined;
   return {
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { ...identityMeta(secret.metadata), ...(owner !== undefined ? { annotations: { [ANNOTATION_OWNER]: owner } } : {}) },
   };
+}
+
+/** The credentials Secret a cached key resource names, as `namespace/name` (the credentials index). */
+export function credentialsSecretOf(obj: KubernetesObject): readonly string[] {
+  const name = (obj as CachedKeyResource).spec?.credentialsSecretRef?.name;
+  const ns = obj.metadata?.namespace;
+  return name === undefined || ns === undefined ? [] : [`${ns}/${name}`];
 }

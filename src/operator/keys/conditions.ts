@@ -6,8 +6,9 @@ export type ConditionType = 'Ready' | 'KeyIssued' | 'SecretSynced' | 'Operations
 export type ConditionStatus = Condition['status'];
 
 /**
- * Every reason the key lifecycle puts in a condition or an event: a closed set (README.md lists
- * them for users). OperationsSettled carries the operations mirror's own (operations-poller.ts).
+ * Every reason the key lifecycle and the operations mirror put in a condition or an event: a
+ * closed set (README.md lists them for users). A failed platform call reads the same reason
+ * everywhere (platform-failure.ts PLATFORM_FAILURE_REASONS).
  */
 export type Reason =
   // progress
@@ -22,11 +23,19 @@ export type Reason =
   // the key's use (usage.ts, spec.usage.unusedAfter); the Secret kept in line with spec.secret.template
   | 'UsedRecently' | 'NotUsedRecently' | 'SecretRewritten'
   // rotation (rotation.ts): the Rotating condition and its events
-  | 'RotationStarted' | 'RetiringKey' | 'ConsumersRestarted' | 'ConsumerRestartFailed' | 'RolloutStalled' | 'OldKeyStillInUse' | 'KeyRetired' | 'RotationComplete';
+  | 'RotationStarted' | 'RetiringKey' | 'ConsumersRestarted' | 'ConsumerRestartFailed' | 'RolloutStalled' | 'OldKeyStillInUse' | 'KeyRetired' | 'RotationComplete'
+  // the operations mirror (OperationsSettled, operations-poller.ts)
+  | OperationsReason;
 
-export type ConditionUpdate =
-  | { type: Exclude<ConditionType, 'OperationsSettled'>; status: ConditionStatus; reason: Reason; message: string }
-  | { type: 'OperationsSettled'; status: ConditionStatus; reason: string; message: string };
+/** OperationsSettled's own reasons (beside the platform failures'): the operations' state. */
+export type OperationsReason = 'AllTerminal' | 'InProgress' | 'Failed' | 'OperationError' | 'UnknownOperationStatus' | 'NoCredentials';
+
+export interface ConditionUpdate {
+  type: ConditionType;
+  status: ConditionStatus;
+  reason: Reason;
+  message: string;
+}
 
 export function setConditions(existing: readonly Condition[] | undefined, updates: readonly ConditionUpdate[], generation: number, now: Date): Condition[] {
   const out = [...(existing ?? [])];

@@ -73,6 +73,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     delete m.annotations[ANNOTATION_ABANDON_KEY];
   });
   logger.info({ attempt: pending.attempt }, 'creating key');
+  if (ctx.record !== undefined) ctx.record.createSent = true;
 
   let created;
   try {

@@ -3,11 +3,15 @@
 // snapshot (the operations, and the OperationsSettled condition) to onUpdate, which writes the
 // status of every ProjectApiKey of that project.
 //
+// What a status means comes from one table (src/platform/operation-status.ts): running,
+// settled, retrying (`failed`), given up (`error`), or unknown (a status this operator does not know).
 // Cadence: every fastIntervalMs (5 s, the suggested polling interval of platform-api.md
-// "Polling") while any recent operation is non-terminal, every slowIntervalMs once all are
-// terminal (platform-api.md "Operation status": finished, skipped, cancelled; `failed` is NOT
-// terminal, the platform retries it). Platform errors back off exponentially from the fast
-// interval up to the slow one (or Retry-After), so a broken credential never makes a hot loop.
+// "Polling") while any recent operation is expected to change (running, or failed and retried),
+// every slowIntervalMs otherwise: all settled, given up, or of an unknown status (which may never
+// change: it must not keep the fast cadence forever). Platform errors back off exponentially from
+// the fast interval up to the slow one (or Retry-After), so a broken credential never makes a hot
+// loop. The reason of a failed list comes from the table shared with the key lifecycle
+// (platform-reasons.ts).
 //
 // Ownership: ensure(projectId, owner, apiKey) / release(projectId, owner) keep the owners of a
 // project (the reconciler passes `namespace/name` of each ProjectApiKey) with each one's issued key.
@@ -22,8 +26,10 @@
 // platform's, reported on every owner, with backoff.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { TERMINAL_OPERATION_STATUSES, isPlatformError, type Operation, type PlatformClient } from '../../platform/index.ts';
+import { isPlatformError, operationStatusClass, type Operation, type OperationStatusClass, type PlatformClient } from '../../platform/index.ts';
 import type { OperationSummary as StatusOperationSummary } from '../resources/schema.ts';
+import type { Reason } from './conditions.ts';
+import { platformFailureReason } from './platform-reasons.ts';
 
 /** The part of PlatformClient the poller uses. */
 export type OperationsClient = Pick<PlatformClient, 'listOperations'>;
@@ -36,7 +42,7 @@ export type OperationSummary = Required<StatusOperationSummary>;
 
 export interface SettledCondition {
   status: 'True' | 'False' | 'Unknown';
-  reason: string;
+  reason: Reason;
   message: string;
 }
 
@@ -88,16 +94,18 @@ interface ProjectPoller {
   abort: AbortController;
 }
 
-const isTerminal = (status: string): boolean => TERMINAL_OPERATION_STATUSES.has(status);
+/** Operations in these classes will change soon: poll at the fast interval while one is recent. */
+const CHANGING: ReadonlySet<OperationStatusClass> = new Set(['running', 'retrying']);
 
-/** `RATE_LIMITED` → `RateLimited`: condition reasons are CamelCase (Kubernetes API conventions). */
-function reasonOf(code: string): string {
-  return code
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter((w) => w !== '')
-    .map((w) => w[0]!.toUpperCase() + w.slice(1))
-    .join('');
+/** Whether any of the operations is expected to change soon (running, or failed and being retried). */
+export function anyChanging(operations: readonly Pick<Operation, 'status'>[]): boolean {
+  return operations.some((op) => CHANGING.has(operationStatusClass(op.status)));
+}
+
+/** A status as the platform wrote it, safe in a message: bounded, printable. */
+function shown(status: string): string {
+  const printable = status.replace(/[^\x20-\x7e]/g, '?');
+  return JSON.stringify(printable.length > 40 ? `${printable.slice(0, 40)}...` : printable);
 }
 
 function age(ms: number): string {
@@ -107,31 +115,59 @@ function age(ms: number): string {
   return `${Math.floor(s / 3600)}h`;
 }
 
-/** OperationsSettled of a list of operations (pure; exported for its table tests). */
+/**
+ * OperationsSettled of a list of operations (pure; exported for its table tests). True only when
+ * every recent operation settled fine. Otherwise, what needs attention first: an operation the
+ * platform gave up on (False OperationError: it will not change again, and what depended on it
+ * did not happen), one that failed and is retried (False Failed), one under way (False
+ * InProgress), and last one whose status this operator does not know (Unknown
+ * UnknownOperationStatus: neither settled nor known to be under way).
+ */
 export function settledCondition(operations: readonly Operation[], now: number): SettledCondition {
-  const pending = operations.filter((op) => !isTerminal(op.status));
-  if (pending.length === 0) {
+  const byClass = (c: OperationStatusClass): Operation[] => operations.filter((op) => operationStatusClass(op.status) === c);
+  const gaveUp = byClass('gaveUp');
+  const retrying = byClass('retrying');
+  const running = byClass('running');
+  const unknown = byClass('unknown');
+  const notSettled = operations.length - byClass('settled').length;
+  if (notSettled === 0) {
     return {
       status: 'True',
       reason: 'AllTerminal',
       message: operations.length === 0 ? 'no recent operations' : `all ${operations.length} recent operations are terminal`,
     };
   }
-  // Name the failed operation first (it needs attention), else the one waiting longest.
-  const failed = pending.filter((op) => op.status === 'failed');
+  // Of a class, the operation waiting longest is named.
   const pick = (ops: Operation[]): Operation => ops.reduce((a, b) => (Date.parse(b.created_at) < Date.parse(a.created_at) ? b : a));
-  const op = pick(failed.length > 0 ? failed : pending);
-  const others = pending.length - 1;
-  const more = others > 0 ? ` (and ${others} more not terminal)` : '';
-  const since = age(now - Date.parse(op.created_at));
-  if (failed.length > 0) {
+  const more = notSettled > 1 ? ` (and ${notSettled - 1} more not settled)` : '';
+  if (gaveUp.length > 0) {
+    const op = pick(gaveUp);
+    return {
+      status: 'False',
+      reason: 'OperationError',
+      // No age: the state is final, and a message that changes with every poll would rewrite every resource's status.
+      message: `${op.action} ${op.id} ended in error (failures_count ${op.failures_count}): `
+        + `the platform gave up on it and it will not change again; what depended on it did not happen${more}`,
+    };
+  }
+  if (retrying.length > 0) {
+    const op = pick(retrying);
     return {
       status: 'False',
       reason: 'Failed',
-      message: `${op.action} failed (failures_count ${op.failures_count}) for ${since}, the platform retries it${more}`,
+      message: `${op.action} failed (failures_count ${op.failures_count}) for ${age(now - Date.parse(op.created_at))}, the platform retries it${more}`,
     };
   }
-  return { status: 'False', reason: 'InProgress', message: `${op.action} ${op.status} for ${since}${more}` };
+  if (running.length > 0) {
+    const op = pick(running);
+    return { status: 'False', reason: 'InProgress', message: `${op.action} ${op.status} for ${age(now - Date.parse(op.created_at))}${more}` };
+  }
+  const op = pick(unknown);
+  return {
+    status: 'Unknown',
+    reason: 'UnknownOperationStatus',
+    message: `${op.action} ${op.id} has status ${shown(op.status)}, which this operator does not know: it cannot tell whether the operation settled${more}`,
+  };
 }
 
 const summary = (op: Operation): OperationSummary => ({
@@ -273,7 +309,7 @@ export class OperationsPollers {
         lastRefusal = error;
         key.refused = {
           status: 'Unknown',
-          reason: error.code === 'UNAUTHORIZED' ? 'Unauthorized' : 'Forbidden',
+          reason: platformFailureReason(error),
           message: `this resource's key cannot list the operations of project ${projectId} (${error.status ?? error.code}${error.requestId !== undefined ? `, request ${error.requestId}` : ''}); `
             + 'it is no longer used to poll them until it is replaced',
         };
@@ -322,10 +358,12 @@ export class OperationsPollers {
       snapshot = { operations: operations.map(summary), settled: settledCondition(operations, this.#now()) };
       poller.errors = 0;
       this.#onPoll?.('ok');
-      nextMs = snapshot.settled.status === 'True' ? this.#slowMs : this.#fastMs;
+      nextMs = anyChanging(operations) ? this.#fastMs : this.#slowMs;
     } catch (error) {
       if (poller.abort.signal.aborted) return;
       const code = isPlatformError(error) ? error.code : typeof (error as { code?: unknown }).code === 'string' ? (error as { code: string }).code : 'ERROR';
+      // The reason of a platform failure reads as on every other condition (platform-reasons.ts).
+      const reason: Reason = isPlatformError(error) ? platformFailureReason(error) : code === 'NO_CREDENTIALS' ? 'NoCredentials' : 'Error';
       poller.errors += 1;
       this.#onPoll?.('failed');
       const backoff = Math.min(this.#fastMs * 2 ** (poller.errors - 1), this.#slowMs);
@@ -333,7 +371,7 @@ export class OperationsPollers {
       this.#logger?.warn({ projectId, code, retryInMs: nextMs }, 'listing operations failed');
       snapshot = {
         operations: poller.last?.operations ?? [],
-        settled: { status: 'Unknown', reason: reasonOf(code), message: `cannot list the operations of project ${projectId}: ${error instanceof Error ? error.message : String(error)}` },
+        settled: { status: 'Unknown', reason, message: `cannot list the operations of project ${projectId}: ${error instanceof Error ? error.message : String(error)}` },
       };
     }
     if (poller.abort.signal.aborted) return;

@@ -4,6 +4,7 @@
 import { isPlatformError, type PlatformError } from '../../platform/index.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { blockedConditions, deletingConditions, type Reason } from './conditions.ts';
+import { platformFailureReason } from './platform-reasons.ts';
 import { blockedInputs, type Context, type KeyDeps } from './reconcile-context.ts';
 import { writeStatus } from './resource-writes.ts';
 
@@ -12,24 +13,24 @@ export function asPlatformFailure(error: unknown): PlatformError | undefined {
   return isPlatformError(error) ? error : undefined;
 }
 
-/** Condition reason and an actionable message for a failed platform call. */
+/** Condition reason (platform-reasons.ts, the one table) and an actionable message for a failed platform call. */
 export function failureReason(failure: PlatformError | undefined, doing: string): { reason: Reason; message: string } {
+  const reason = platformFailureReason(failure);
   const id = failure?.requestId !== undefined ? ` (request ${failure.requestId})` : '';
-  switch (failure?.code) {
-    case 'UNAUTHORIZED':
-      return { reason: 'Unauthorized', message: `${doing}: the platform rejected the credentials (401)${id}; put a valid, unrevoked API key in the credentials Secret` };
-    case 'FORBIDDEN':
-      return { reason: 'Forbidden', message: `${doing}: the credentials may not do this (403)${id}; organization keys need an administrator's personal key, project keys a member's` };
-    case 'NOT_FOUND':
-      return { reason: 'NotFound', message: `${doing}: the organization or project does not exist or is not visible to the credentials (404)${id}` };
-    case 'INVALID_REQUEST':
-    case 'CONFLICT':
-      return { reason: 'InvalidSpec', message: `${doing}: the platform refused the request (${failure.status ?? failure.code})${id}; check organizationId, projectId and keyName` };
-    case 'RATE_LIMITED':
-      return { reason: 'RateLimited', message: `${doing}: rate limited by the platform (429)${id}; retrying after the delay it asked for` };
+  switch (reason) {
+    case 'Unauthorized':
+      return { reason, message: `${doing}: the platform rejected the credentials (401)${id}; put a valid, unrevoked API key in the credentials Secret` };
+    case 'Forbidden':
+      return { reason, message: `${doing}: the credentials may not do this (403)${id}; organization keys need an administrator's personal key, project keys a member's` };
+    case 'NotFound':
+      return { reason, message: `${doing}: the organization or project does not exist or is not visible to the credentials (404)${id}` };
+    case 'InvalidSpec':
+      return { reason, message: `${doing}: the platform refused the request (${failure?.status ?? failure?.code})${id}; check organizationId, projectId and keyName` };
+    case 'RateLimited':
+      return { reason, message: `${doing}: rate limited by the platform (429)${id}; retrying after the delay it asked for` };
     default:
-      if (failure === undefined) return { reason: 'Error', message: `${doing}: unexpected error` };
-      return { reason: 'PlatformUnavailable', message: `${doing}: the platform did not answer usefully (${failure.code}${failure.status !== undefined ? ` ${failure.status}` : ''})${id}; retrying with backoff` };
+      if (failure === undefined) return { reason, message: `${doing}: unexpected error` };
+      return { reason, message: `${doing}: the platform did not answer usefully (${failure.code}${failure.status !== undefined ? ` ${failure.status}` : ''})${id}; retrying with backoff` };
   }
 }
 
@@ -42,8 +43,10 @@ export function unverifiableReason(failure: PlatformError | undefined): { reason
       message: `the platform refused the credentials (${failure.status ?? failure.code})${id}; put a valid, unrevoked API key with access to this key's list in the credentials Secret`,
     };
   }
+  // Any other failure reads as everywhere (platform-reasons.ts); only a platform error is expected here.
+  const reason = failure === undefined ? 'PlatformUnavailable' : platformFailureReason(failure);
   return {
-    reason: 'PlatformUnavailable',
+    reason,
     message: `the platform did not answer the key list usefully (${failure?.code ?? 'error'}${failure?.status !== undefined ? ` ${failure.status}` : ''})${id}; checked again every drift interval`,
   };
 }

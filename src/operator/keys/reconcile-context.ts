@@ -5,8 +5,9 @@ import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
-import type { BlockedInputs } from './conditions.ts';
-import type { Credentials, Observation } from './decision.ts';
+import type { ReconcileResult } from '../runtime/controller.ts';
+import type { BlockedInputs, Reason } from './conditions.ts';
+import type { Credentials, Decision, Observation } from './decision.ts';
 import type { DriftCache } from './drift.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeWrites } from './kube-writes.ts';
@@ -43,6 +44,29 @@ export interface KeyDeps {
   operations?: {
     pollers: Pick<OperationsPollers, 'ensure' | 'release' | 'snapshot'>;
   };
+  /** Told of every reconcile once it ended (ReconcileRecord). */
+  onReconcile?: (record: ReconcileRecord) => void;
+}
+
+/**
+ * What one reconcile did, per resource and in order: for tests and tools that need that (the
+ * metrics count reconciles without naming resources, and logs are for people, not for parsing).
+ * Never a secret: names, times, actions, reasons.
+ */
+export interface ReconcileRecord {
+  kind: string;
+  namespace: string;
+  name: string;
+  /** Wall clock (ms) when the reconcile started and ended. */
+  startedAt: number;
+  endedAt: number;
+  /** What decide() chose, in order (two when a finalizer was added first and the reconcile went on). */
+  actions: Decision['action']['type'][];
+  reasons: Reason[];
+  /** A create request was sent to the platform (the intent written first). */
+  createSent: boolean;
+  /** The result, or `error` for a reconcile that threw. */
+  result: ReconcileResult['type'] | 'error';
 }
 
 /** Everything the reconcile read, kept for the action it runs. */
@@ -63,6 +87,8 @@ export interface Context {
   /** Rotation: the spec (or the defaults), the request token, the schedule (rotation-schedule.ts). */
   rotation: RotationContext;
   logger: Logger;
+  /** The record of this reconcile (KeyDeps.onReconcile), filled as it goes. */
+  record?: ReconcileRecord;
 }
 
 export interface RotationContext {

@@ -17,7 +17,7 @@ import { rewriteSecret } from './secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
 import { CredentialsKinds } from './credentials-kind.ts';
-import { blockedInputs, type Context, type KeyDeps } from './reconcile-context.ts';
+import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './resource-writes.ts';
 
 export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | 'credentialsKinds'> & {
@@ -43,6 +43,22 @@ export class KeyReconciler implements Reconciler {
   }
 
   async reconcile(request: Request, logger: Logger): Promise<ReconcileResult> {
+    const onReconcile = this.#deps.onReconcile;
+    if (onReconcile === undefined) return this.#reconcile(request, logger, undefined);
+    const record: ReconcileRecord = {
+      ...request, startedAt: this.#deps.now(), endedAt: 0, actions: [], reasons: [], createSent: false, result: 'error',
+    };
+    try {
+      const result = await this.#reconcile(request, logger, record);
+      record.result = result.type;
+      return result;
+    } finally {
+      record.endedAt = this.#deps.now();
+      onReconcile(record);
+    }
+  }
+
+  async #reconcile(request: Request, logger: Logger, record: ReconcileRecord | undefined): Promise<ReconcileResult> {
     const { namespace, name } = request;
     const kind = request.kind as KindName;
     const resource = await this.#deps.kube.readResource(kind, namespace, name);
@@ -51,7 +67,7 @@ export class KeyReconciler implements Reconciler {
       return { type: 'Done' };
     }
     try {
-      return await this.#reconcileResource(resource, logger, true);
+      return await this.#reconcileResource(resource, logger, true, record);
     } catch (error) {
       if (statusCode(error) === 409) {
         logger.debug('conflict; retrying with a fresh read');
@@ -62,10 +78,15 @@ export class KeyReconciler implements Reconciler {
   }
 
   /** Observe, decide, act on the resource as read (or as just written by this reconcile). */
-  async #reconcileResource(resource: KeyResource, logger: Logger, mayContinue: boolean): Promise<ReconcileResult> {
+  async #reconcileResource(resource: KeyResource, logger: Logger, mayContinue: boolean, record: ReconcileRecord | undefined): Promise<ReconcileResult> {
     const ctx = await observe(this.#deps, this.#failingSince, resource, logger);
     const decision = decide(ctx.observation);
     logger.debug({ action: decision.action.type, reason: decision.reason }, 'decided');
+    if (record !== undefined) {
+      ctx.record = record;
+      record.actions.push(decision.action.type);
+      record.reasons.push(decision.reason);
+    }
     return await this.#act(ctx, decision, mayContinue);
   }
 
@@ -82,7 +103,7 @@ export class KeyReconciler implements Reconciler {
         // Go on with the resource as written, once: a requeue here went through the queue's global
         // rate limit (10/s, like client-go's), which every new key paid on its way to the create,
         // and which then paced a wave of new keys below the platform's own 10/s (bench, issue 7).
-        return mayContinue ? this.#reconcileResource(updated, ctx.logger, false) : { type: 'Continue' };
+        return mayContinue ? this.#reconcileResource(updated, ctx.logger, false, ctx.record) : { type: 'Continue' };
       }
       case 'Blocked':
         return blocked(deps, ctx, decision, action.retry);
@@ -128,7 +149,8 @@ async function blocked(deps: KeyDeps, ctx: Context, decision: Decision, retry: b
   await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions(decision.reason, decision.message) : blockedConditions(blockedInputs(ctx), decision.reason, decision.message));
   await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
   // Not retried against the platform; looked at again each drift interval (a foreign Secret
-  // may go away without an event reaching this operator, which watches only its own Secrets).
+  // may go away without waking the resource: the operator's Secret watches map its own Secrets
+  // and the credentials Secrets to resources, not the target name of a Secret it does not own).
   return retry ? { type: 'Backoff' } : { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
 }
 

@@ -1,14 +1,22 @@
 // What the key controller watches, as data for runtime/controller.ts: each key kind (its events
-// wake the resource itself), and the Secrets the operator manages, selected by the managed-by label
-// (never a cache of every Secret), each waking the resource named by its owner annotation.
-import type { CoreV1Api, CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
+// wake the resource itself), and every Secret's metadata, in one informer per namespace: a Secret
+// the operator manages (the managed-by label) wakes the resource named by its owner annotation,
+// and any Secret wakes the resources whose credentialsSecretRef names it (a credentials Secret
+// carries no label of ours), at once, even out of a refusal backoff (issue 13). Metadata-only
+// (PartialObjectMetadata): no Secret's data ever reaches the operator through the watch; the
+// reconcile reads the Secrets it needs by name. One informer for both: a managed Secret is cached
+// once, and one watch per namespace reaches the apiserver.
+import type { CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
 import type { Controller, Watch } from '../runtime/controller.ts';
-import { GROUP, KINDS, LABEL_MANAGED_BY, MANAGED_BY, VERSION, type KindName } from '../resources/schema.ts';
-import { trimKeyResource, trimSecret } from './cache-projection.ts';
+import { GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
+import { credentialsSecretOf, trimKeyResource, trimSecret } from './cache-projection.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
 
+/** The index of the key resources by the credentials Secret they name (`namespace/name`). */
+export const CREDENTIALS_INDEX = 'credentialsSecret';
+
 /** The watches of one namespace (or of every namespace when undefined). */
-export function keyWatches(objects: CustomObjectsApi, core: CoreV1Api, namespace: string | undefined): Watch[] {
+export function keyWatches(objects: CustomObjectsApi, namespace: string | undefined): Watch[] {
   const watches: Watch[] = (Object.keys(KINDS) as KindName[]).map((kind) => {
     const plural = KINDS[kind].plural;
     return {
@@ -19,19 +27,21 @@ export function keyWatches(objects: CustomObjectsApi, core: CoreV1Api, namespace
         ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
         : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })) as ListPromise<KubernetesObject>,
       project: trimKeyResource,
+      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf },
     };
   });
-  const selector = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
+  const secrets = namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`;
   watches.push({
     type: 'owns',
     kind: 'Secret',
-    path: namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`,
-    list: (() => namespace === undefined
-      ? core.listSecretForAllNamespaces({ labelSelector: selector })
-      : core.listNamespacedSecret({ namespace, labelSelector: selector })) as ListPromise<KubernetesObject>,
+    path: secrets,
+    metadataOnly: true,
     project: trimSecret,
-    labelSelector: selector,
     ownerOf: secretOwner,
+    referencedBy: {
+      index: CREDENTIALS_INDEX,
+      valueOf: (secret) => (secret.metadata?.namespace !== undefined && secret.metadata.name !== undefined ? `${secret.metadata.namespace}/${secret.metadata.name}` : undefined),
+    },
   });
   return watches;
 }

@@ -4,11 +4,14 @@
 // queue guarantees it). Watching a list of namespaces runs one informer per namespace and watch:
 // that needs list/watch in those namespaces only, so the operator can run with Roles there and no
 // cluster-wide rights. Nothing here knows what a key resource is: the domain declares its watches.
+// Objects the reconciled ones refer to (an input such as a credentials Secret) are watched too,
+// metadata only, and wake exactly the keys that refer to them (reference-index.ts).
 import { randomUUID } from 'node:crypto';
 import type { Informer, KubeConfig, KubernetesObject, ListPromise, ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { makeTrimmedInformer } from './informer-cache.ts';
+import { makeMetadataInformer, makeTrimmedInformer } from './informer-cache.ts';
 import { objectRef, type OwnWrites } from './own-writes.ts';
+import { ReferenceIndex } from './reference-index.ts';
 import { RefusalLimiter } from './refusal-limiter.ts';
 import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
 
@@ -38,20 +41,34 @@ export type CachingInformer = Informer<KubernetesObject> & ObjectCache<Kubernete
 
 interface WatchBase {
   path: string;
-  list: ListPromise<KubernetesObject>;
+  /** The LIST of the informer; unused with `metadataOnly` (the runtime lists metadata itself). */
+  list?: ListPromise<KubernetesObject>;
   /** What the cache keeps of each object (informer-cache.ts): never more than the controller reads. */
   project(obj: KubernetesObject): KubernetesObject;
   labelSelector?: string;
+  /** LIST and watch metadata only (PartialObjectMetadata): the objects' content never reaches the process. */
+  metadataOnly?: boolean;
+}
+
+/** Objects the reconciled ones name (an input): each wakes every key whose `index` holds `valueOf(obj)`. */
+export interface Reference {
+  index: string;
+  valueOf(obj: KubernetesObject): string | undefined;
 }
 
 /**
- * A watch declared as data. `for`: objects of the reconciled kind, each waking its own key.
- * `owns`: objects that belong to a reconciled object (e.g. a Secret it writes), each waking its
- * owner's key as `ownerOf` says (undefined: nobody's).
+ * A watch declared as data. `for`: objects of the reconciled kind, each waking its own key;
+ * `indexes` name what each refers to, for references. `owns`: objects that belong to a reconciled
+ * object (e.g. a Secret it writes), each waking its owner's key as `ownerOf` says (undefined:
+ * nobody's); with `referencedBy`, the same objects are also inputs (one informer and one cache for
+ * both: e.g. every Secret, some written by the controller, some named as credentials).
+ * `referenced`: objects that are only inputs. An input's change may end a refusal, so it also ends
+ * a refusal backoff.
  */
 export type Watch =
-  | WatchBase & { type: 'for'; kind: string }
-  | WatchBase & { type: 'owns'; kind: string; ownerOf(obj: KubernetesObject): string | undefined };
+  | WatchBase & { type: 'for'; kind: string; indexes?: Readonly<Record<string, (obj: KubernetesObject) => readonly string[]>> }
+  | WatchBase & { type: 'owns'; kind: string; ownerOf(obj: KubernetesObject): string | undefined; referencedBy?: Reference }
+  | WatchBase & Reference & { type: 'referenced'; kind: string };
 
 export interface ControllerOptions {
   kubeConfig: KubeConfig;
@@ -80,6 +97,8 @@ interface WakeEvent {
   /** The reconciled object's, for the backoff hold. */
   generation?: number | undefined;
   deleting?: boolean;
+  /** About an object the key refers to (an input): never one of our writes, and it ends a backoff hold. */
+  input?: boolean;
 }
 
 export class Controller {
@@ -92,6 +111,8 @@ export class Controller {
   readonly #working = new Map<string, WakeEvent[]>();
   /** Per reconciled kind, one cache per watched namespace (or one for every namespace). */
   readonly #caches = new Map<string, CachingInformer[]>();
+  /** The indexes of the reconciled objects' references, by index name (`referenced` watches). */
+  readonly #indexes = new Map<string, ReferenceIndex>();
   #workers: Promise<void>[] = [];
   #stopped = false;
   #synced = false;
@@ -115,6 +136,11 @@ export class Controller {
     return (this.#caches.get(kind) ?? []).flatMap((cache) => cache.list());
   }
 
+  /** Every object every cache holds: what this process keeps of the cluster (tests, heap audits). */
+  cacheContents(): readonly KubernetesObject[] {
+    return this.#informers.flatMap((informer) => informer.list());
+  }
+
   /**
    * Queues a key in the low lane: a wave of keys woken by something other than their own change
    * (e.g. every resource of a project) must not delay a new or changed resource.
@@ -134,25 +160,58 @@ export class Controller {
     this.#workers = Array.from({ length: this.#o.workers }, () => this.#work());
   }
 
+  #index(name: string): ReferenceIndex {
+    let index = this.#indexes.get(name);
+    if (index === undefined) {
+      index = new ReferenceIndex();
+      this.#indexes.set(name, index);
+    }
+    return index;
+  }
+
+  #informer(watch: Watch): CachingInformer {
+    const made = this.#o.informerFor?.(watch);
+    if (made !== undefined) return made;
+    if (watch.metadataOnly === true) return makeMetadataInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.project, watch.labelSelector);
+    if (watch.list === undefined) throw new Error(`the watch of ${watch.kind} at ${watch.path} has no list`);
+    return makeTrimmedInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.list, watch.project, watch.labelSelector);
+  }
+
   #watch(watch: Watch): void {
-    const informer = this.#o.informerFor?.(watch)
-      ?? makeTrimmedInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.list, watch.project, watch.labelSelector);
-    const wake = watch.type === 'for'
-      ? (obj: KubernetesObject, deleted: boolean): void => {
+    const informer = this.#informer(watch);
+    let wake: (obj: KubernetesObject, deleted: boolean) => void;
+    if (watch.type === 'for') {
+      const indexes = Object.entries(watch.indexes ?? {}).map(([name, valuesOf]) => ({ index: this.#index(name), valuesOf }));
+      wake = (obj, deleted) => {
         const meta = obj.metadata;
         if (meta?.name === undefined || meta.namespace === undefined) return;
         const key = objectRef(watch.kind, meta.namespace, meta.name);
+        for (const { index, valuesOf } of indexes) {
+          if (deleted) index.delete(key);
+          else index.set(key, valuesOf(obj));
+        }
         if (deleted) this.#o.ownWrites?.forget(key);
         this.#wake(key, { ref: key, resourceVersion: meta.resourceVersion, deleted, generation: meta.generation, deleting: meta.deletionTimestamp !== undefined });
-      }
-      : (obj: KubernetesObject, deleted: boolean): void => {
-        const key = watch.ownerOf(obj);
-        const ns = obj.metadata?.namespace;
-        if (key === undefined || ns === undefined) return;
-        const ref = objectRef(watch.kind, ns, obj.metadata?.name ?? '');
-        if (deleted) this.#o.ownWrites?.forget(ref);
-        this.#wake(key, { ref, resourceVersion: obj.metadata?.resourceVersion, deleted });
       };
+    } else {
+      const ownerOf = watch.type === 'owns' ? watch.ownerOf : undefined;
+      const reference = watch.type === 'owns' ? watch.referencedBy : watch;
+      const index = reference !== undefined ? this.#index(reference.index) : undefined;
+      wake = (obj, deleted) => {
+        const ns = obj.metadata?.namespace;
+        if (ns === undefined) return;
+        const ref = objectRef(watch.kind, ns, obj.metadata?.name ?? '');
+        const resourceVersion = obj.metadata?.resourceVersion;
+        const owner = ownerOf?.(obj);
+        if (owner !== undefined) {
+          if (deleted) this.#o.ownWrites?.forget(ref);
+          this.#wake(owner, { ref, resourceVersion, deleted });
+        }
+        const value = reference?.valueOf(obj);
+        if (index === undefined || value === undefined) return;
+        for (const key of index.keysOf(value)) this.#wake(key, { ref, resourceVersion, deleted, input: true });
+      };
+    }
     if (watch.type === 'for') this.#caches.set(watch.kind, [...this.#caches.get(watch.kind) ?? [], informer]);
     informer.on('add', (obj: KubernetesObject) => wake(obj, false));
     informer.on('update', (obj: KubernetesObject) => wake(obj, false));
@@ -165,8 +224,9 @@ export class Controller {
    * An informer event about a reconciled object or one it owns. Events that arrive while the key
    * is being reconciled are judged when that reconcile ends, once the versions it wrote are
    * recorded: the watch may deliver a write's event before its response. A version this process
-   * wrote does not wake the key (own-writes.ts); neither does anything but a change of spec or a
-   * deletion while the key backs off from a refusal.
+   * wrote does not wake the key (own-writes.ts); neither does anything but a change of spec, of an
+   * input (a `referenced` object: what was refused may be fixed) or a deletion while the key backs
+   * off from a refusal.
    */
   #wake(key: string, event: WakeEvent): void {
     const working = this.#working.get(key);
@@ -174,9 +234,11 @@ export class Controller {
       working.push(event);
       return;
     }
-    if (!event.deleted && this.#o.ownWrites?.consume(event.ref, event.resourceVersion) === true) return;
+    // An input is never this key's own write (even one this process wrote for another key: that
+    // record is the owner's to consume).
+    if (!event.deleted && event.input !== true && this.#o.ownWrites?.consume(event.ref, event.resourceVersion) === true) return;
     const hold = this.#holds.get(key);
-    if (hold !== undefined && !event.deleted && Date.now() < hold.until
+    if (hold !== undefined && !event.deleted && event.input !== true && Date.now() < hold.until
       && (event.ref !== key || (hold.generation === event.generation && hold.deleting === event.deleting))) return;
     this.#holds.delete(key);
     // Before the initial sync these are mostly the initial LISTs: low priority, as in controller-runtime's priorityqueue.

@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
-import { makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
-import { trimKeyResource, trimSecret } from '../../../src/operator/keys/cache-projection.ts';
+import { listMetadata, makeMetadataInformer, makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
+import { credentialsSecretOf, trimKeyResource, trimSecret } from '../../../src/operator/keys/cache-projection.ts';
 import { controlPlane } from '../../harness/index.ts';
 
 describe('trimKeyResource and trimSecret', () => {
@@ -28,7 +28,7 @@ describe('trimKeyResource and trimSecret', () => {
     expect(trimKeyResource(obj)).toEqual({
       apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
       metadata: { name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0) },
-      spec: { projectId: 'p' },
+      spec: { projectId: 'p', credentialsSecretRef: { name: 'c' } },
       status: { conditions: [{ type: 'Ready', status: 'True' }] },
     });
     expect(trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n' }, spec: { scope: 'Personal' } } as never))
@@ -38,7 +38,7 @@ describe('trimKeyResource and trimSecret', () => {
   it('keep of a Secret its identity and owner, and none of its data', () => {
     const secret: V1Secret = {
       metadata: {
-        name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', labels: { l: 'v' },
+        name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', labels: { l: 'v', 'app.kubernetes.io/managed-by': 'neon-key-operator' },
         annotations: { 'keys.neon.dev/owner': 'ProjectApiKey/a', 'keys.neon.dev/key-id': '3' },
         ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'ux' }], managedFields: [{ manager: 'm' }],
       },
@@ -53,12 +53,29 @@ describe('trimKeyResource and trimSecret', () => {
     });
     expect(JSON.stringify(trimmed)).not.toContain('s3cr3t');
     expect(JSON.stringify(trimmed)).not.toContain(Buffer.from('s3cr3t').toString('base64'));
+    // A Secret that is not ours (no managed-by label): its identity only, even with an owner annotation.
+    const foreign = trimSecret({ ...secret, metadata: { ...secret.metadata, labels: { l: 'v' } } });
+    expect(foreign).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'n', uid: 'u', resourceVersion: '9' } });
+  });
+});
+
+describe('the credentials index and the credentials Secret projection', () => {
+  it('index a resource by the namespace and name of the Secret it names, and keep of any Secret its identity only', () => {
+    const resource = trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'a', namespace: 'n' }, spec: { credentialsSecretRef: { name: 'creds', key: 'apiKey' } } } as never);
+    expect(credentialsSecretOf(resource)).toEqual(['n/creds']);
+    expect(credentialsSecretOf(trimKeyResource({ metadata: { name: 'b', namespace: 'n' }, spec: {} } as never))).toEqual([]);
+    const secret = {
+      apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata',
+      metadata: { name: 'creds', namespace: 'n', uid: 'u', resourceVersion: '4', labels: { l: 'v' }, annotations: { a: 'b' }, managedFields: [{ manager: 'm' }] },
+      data: { apiKey: 'czNjcjN0' },
+    };
+    expect(trimSecret(secret as never)).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'n', uid: 'u', resourceVersion: '4' } });
   });
 });
 
 describe('makeTrimmedInformer against the apiserver', () => {
   const namespace = 'informer-cache';
-  const selector = 'app.kubernetes.io/managed-by=informer-cache-test';
+  const selector = 'informer-cache-test=yes';
   let core: CoreV1Api;
   let informer: ReturnType<typeof makeTrimmedInformer<V1Secret>> | undefined;
 
@@ -75,7 +92,7 @@ describe('makeTrimmedInformer against the apiserver', () => {
 
   const labelled = (name: string, value: string): V1Secret => ({
     metadata: {
-      name, namespace, labels: { 'app.kubernetes.io/managed-by': 'informer-cache-test' },
+      name, namespace, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator', 'informer-cache-test': 'yes' },
       annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}', 'keys.neon.dev/owner': `ProjectApiKey/${name}` },
     },
     stringData: { apiKey: value },
@@ -123,5 +140,72 @@ describe('makeTrimmedInformer against the apiserver', () => {
     await core.deleteNamespacedSecret({ namespace, name: 'listed' });
     await until('the delete', () => (cache.get('listed', namespace) === undefined ? true : undefined));
     expect(events).toEqual(expect.arrayContaining(['add listed', 'add watched', 'update watched', 'delete listed']));
+  });
+});
+
+describe('makeMetadataInformer against the apiserver', () => {
+  const namespace = 'metadata-informer';
+  let core: CoreV1Api;
+  let informer: ReturnType<typeof makeMetadataInformer> | undefined;
+
+  beforeAll(async () => {
+    const cp = await controlPlane();
+    core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+  });
+
+  afterAll(async () => {
+    await informer?.stop();
+    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  });
+
+  it('receives only metadata from its LIST (paged) and its watch: no Secret value ever reaches the process', async () => {
+    const cp = await controlPlane();
+    for (let i = 0; i < 3; i++) await core.createNamespacedSecret({ namespace, body: { metadata: { name: `listed-${i}` }, stringData: { apiKey: `value-listed-${i}-xyz` } } });
+    // What the apiserver sent, as parsed, before any projection: the transform sees it first.
+    const raw: string[] = [];
+    informer = makeMetadataInformer(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, (obj) => {
+      raw.push(JSON.stringify(obj));
+      return trimSecret(obj);
+    });
+    const seen: string[] = [];
+    informer.on('add', (s) => seen.push(`add ${s.metadata?.name}`));
+    informer.on('update', (s) => seen.push(`update ${s.metadata?.name}`));
+    informer.on('delete', (s) => seen.push(`delete ${s.metadata?.name}`));
+    await informer.start();
+    expect(informer.list().map((s) => s.metadata?.name).sort()).toEqual(['listed-0', 'listed-1', 'listed-2']);
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'watched' }, stringData: { apiKey: 'value-watched-xyz' } } });
+    const current = await core.readNamespacedSecret({ namespace, name: 'watched' });
+    await core.replaceNamespacedSecret({ namespace, name: 'watched', body: { ...current, data: undefined, stringData: { apiKey: 'value-changed-xyz' } } });
+    await core.deleteNamespacedSecret({ namespace, name: 'listed-0' });
+    const deadline = performance.now() + 20_000;
+    while (!seen.includes('delete listed-0') || !seen.includes('update watched')) {
+      if (performance.now() > deadline) throw new Error(`timed out; seen ${seen.join(', ')}`);
+      await sleep(20);
+    }
+    expect(seen).toEqual(expect.arrayContaining(['add listed-1', 'add watched', 'update watched', 'delete listed-0']));
+    // Every object off the wire was PartialObjectMetadata: no data field, no value in any form.
+    expect(raw.length).toBeGreaterThanOrEqual(6);
+    for (const line of raw) {
+      expect(JSON.parse(line)).toEqual(expect.objectContaining({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1' }));
+      expect(JSON.parse(line)).not.toHaveProperty('data');
+    }
+    expect(raw.join('\n')).not.toMatch(/value-|dmFsdWUt/); // the values, plain or base64
+  });
+
+  it('lists page by page (continue tokens) into one list with the snapshot\'s resourceVersion', async () => {
+    const cp = await controlPlane();
+    const listed = await listMetadata(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, undefined, 1)();
+    const names = listed.items.map((s) => s.metadata?.name).sort();
+    expect(names).toEqual(['listed-1', 'listed-2', 'watched']);
+    expect(listed.metadata?.resourceVersion).toMatch(/^\d+$/);
+    expect(JSON.stringify(listed)).not.toMatch(/value-|dmFsdWUt/);
+  });
+
+  it('lists an empty result (the apiserver answers items: null) as no items', async () => {
+    const cp = await controlPlane();
+    const listed = await listMetadata(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, 'no-such-label=here')();
+    expect(listed.items).toEqual([]);
+    expect(listed.metadata?.resourceVersion).toMatch(/^\d+$/);
   });
 });

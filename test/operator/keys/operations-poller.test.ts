@@ -2,8 +2,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startEmulator, type Emulator } from '../../../src/emulator/server.ts';
-import { OperationsPollers, settledCondition, type OperationsClient, type OperationsSnapshot } from '../../../src/operator/keys/operations-poller.ts';
-import { PlatformClient, type Operation } from '../../../src/platform/index.ts';
+import { OperationsPollers, anyChanging, settledCondition, type OperationsClient, type OperationsSnapshot } from '../../../src/operator/keys/operations-poller.ts';
+import {
+  OPERATION_STATUS_CLASSES, PlatformClient, PlatformError, TERMINAL_OPERATION_STATUSES, isTerminalOperationStatus, operationStatusClass,
+  type Operation, type OperationStatusClass,
+} from '../../../src/platform/index.ts';
+import { loadOfficialDocument } from '../../emulator/openapi-validator.ts';
 
 const NOW = Date.parse('2026-11-22T21:00:00Z');
 const op = (over: Partial<Operation>): Operation => ({
@@ -30,21 +34,68 @@ describe('settledCondition', () => {
       [op({ id: 'new', action: 'start_compute', status: 'scheduling', created_at: new Date(NOW - 2_000).toISOString() }), op({ id: 'old', status: 'running' })],
       'False',
       'InProgress',
-      /^create_branch running for 12s \(and 1 more not terminal\)$/,
+      /^create_branch running for 12s \(and 1 more not settled\)$/,
     ],
     [
       'failed wins over running and names failures_count',
       [op({ id: 'r', action: 'start_compute', status: 'running', created_at: new Date(NOW - 300_000).toISOString() }), op({ id: 'f', status: 'failed', failures_count: 2 })],
       'False',
       'Failed',
-      /^create_branch failed \(failures_count 2\) for 12s, the platform retries it \(and 1 more not terminal\)$/,
+      /^create_branch failed \(failures_count 2\) for 12s, the platform retries it \(and 1 more not settled\)$/,
     ],
     ['ages in minutes', [op({ status: 'running', created_at: new Date(NOW - 300_000).toISOString() })], 'False', 'InProgress', /^create_branch running for 5m$/],
+    [
+      'an operation that ended in error is not settled: False OperationError, whatever else is running or failed',
+      [op({ id: 'r', status: 'running' }), op({ id: 'f', status: 'failed', failures_count: 1 }), op({ id: 'e', action: 'start_compute', status: 'error', failures_count: 1 }), op({ id: 'ok' })],
+      'False',
+      'OperationError',
+      /^start_compute e ended in error \(failures_count 1\): the platform gave up on it and it will not change again; what depended on it did not happen \(and 2 more not settled\)$/,
+    ],
+    ['error alone', [op({ id: 'e', status: 'error', failures_count: 1 }), op({ id: 'ok' })], 'False', 'OperationError', /^create_branch e ended in error/],
+    [
+      'a status this operator does not know: Unknown UnknownOperationStatus, naming it',
+      [op({ id: 'n', status: 'paused' }), op({ id: 'ok' })],
+      'Unknown',
+      'UnknownOperationStatus',
+      /^create_branch n has status "paused", which this operator does not know: it cannot tell whether the operation settled$/,
+    ],
+    ['an unknown status beside a running one: still in progress', [op({ id: 'n', status: 'paused' }), op({ id: 'r', status: 'running' })], 'False', 'InProgress', /^create_branch running for 12s \(and 1 more not settled\)$/],
+    [
+      'an unknown status is shown bounded and printable',
+      [op({ id: 'n', status: `x\u0000${'y'.repeat(100)}` })],
+      'Unknown',
+      'UnknownOperationStatus',
+      /has status "x\?y{38}\.\.\."/,
+    ],
   ])('%s', (_name, operations, status, reason, message) => {
     const c = settledCondition(operations, NOW);
     expect(c.status).toBe(status);
     expect(c.reason).toBe(reason);
     expect(c.message).toMatch(message);
+  });
+});
+
+describe('operation status classes', () => {
+  it.each<[string, OperationStatusClass]>([
+    ['scheduling', 'running'], ['running', 'running'], ['cancelling', 'running'],
+    ['finished', 'settled'], ['skipped', 'settled'], ['cancelled', 'settled'],
+    ['failed', 'retrying'], ['error', 'gaveUp'],
+    ['paused', 'unknown'], ['', 'unknown'], ['constructor', 'unknown'], ['toString', 'unknown'], ['FINISHED', 'unknown'],
+  ])('%s is %s', (status, cls) => {
+    expect(operationStatusClass(status)).toBe(cls);
+  });
+
+  it('has a row for every status of the official OpenAPI document, and no other', () => {
+    const schema = (loadOfficialDocument() as unknown as { components: { schemas: { OperationStatus: { enum: string[] } } } }).components.schemas.OperationStatus;
+    expect(Object.keys(OPERATION_STATUS_CLASSES).sort()).toEqual([...schema.enum].sort());
+  });
+
+  it('terminal (a wait ends) is settled or given up; the fast cadence is for what will change soon', () => {
+    expect([...TERMINAL_OPERATION_STATUSES].sort()).toEqual(['cancelled', 'error', 'finished', 'skipped']);
+    expect(isTerminalOperationStatus('paused')).toBe(false);
+    expect(anyChanging([{ status: 'error' }, { status: 'finished' }, { status: 'paused' }])).toBe(false);
+    expect(anyChanging([{ status: 'error' }, { status: 'failed' }])).toBe(true);
+    expect(anyChanging([{ status: 'scheduling' }])).toBe(true);
   });
 });
 
@@ -159,6 +210,73 @@ describe('OperationsPollers against the emulator', () => {
     expect(failed.operations.some((o) => o.status === 'failed' && o.failuresCount === 1)).toBe(true);
     const settled = await rec.until('settled after the retry', (s) => s.settled.status === 'True');
     expect(settled.operations.some((o) => o.failuresCount === 1 && o.status === 'finished')).toBe(true);
+  });
+
+  it('an operation the platform gave up on (status error) reads False OperationError, stays so, and is polled at the slow cadence', async () => {
+    // Another project of the same user: an operation in error never changes again, so this
+    // project never reads AllTerminal while it is among the recent ones (the other tests need that).
+    const other = emulator.bootstrap.projects.find((p) => p.id !== projectId && p.organizationId !== null);
+    if (other === undefined) throw new Error('no second project');
+    const counted = counting(client);
+    const rec = recorder();
+    pollers = new OperationsPollers({ clientForKey: () => counted, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 400 });
+    pollers.ensure(other.id, 'ns/key', 'k');
+    await settledNow(rec);
+    const res = await fetch(`${emulator.adminUrl}/projects/${other.id}/fail-next-operations`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ count: 2, outcome: 'error' }),
+    });
+    expect(res.status).toBe(200);
+    await client.createBranch(other.id);
+    const errored = await rec.until('OperationError', (s) => s.settled.reason === 'OperationError' && !s.operations.some((o) => ['running', 'scheduling'].includes(o.status)));
+    expect(errored.settled.status).toBe('False');
+    expect(errored.settled.message).toMatch(/^\w+ [0-9a-f-]+ ended in error \(failures_count 1\): the platform gave up on it/);
+    expect(errored.operations.filter((o) => o.status === 'error').length).toBeGreaterThanOrEqual(1);
+    // Final: nothing changes, so the poller goes slow (400 ms) and reports nothing new.
+    const reported = rec.snapshots.length;
+    const before = counted.calls;
+    await sleep(1_000);
+    expect(counted.calls - before).toBeLessThanOrEqual(4);
+    expect(rec.snapshots.length).toBe(reported);
+    expect(pollers.snapshot(other.id)?.settled.reason).toBe('OperationError');
+  });
+
+  it('an operation status the operator does not know reads Unknown UnknownOperationStatus, at the slow cadence, never InProgress forever', async () => {
+    // A FAKE client: no emulated flow produces a status outside the document's enum, and this is
+    // the case of a platform that added one after this operator was written.
+    const listed: Operation[] = [op({ id: 'new-status', status: 'hibernating' }), op({ id: 'done' })];
+    const fake = counting({ listOperations: async () => ({ operations: listed, pagination: { cursor: '' } }) } as unknown as OperationsClient);
+    const rec = recorder();
+    pollers = new OperationsPollers({ clientForKey: () => fake, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 400, now: () => NOW });
+    pollers.ensure('p-fake', 'ns/key', 'k');
+    const unknown = await rec.until('Unknown', (s) => s.settled.status === 'Unknown');
+    expect(unknown.settled).toEqual({ status: 'Unknown', reason: 'UnknownOperationStatus', message: expect.stringContaining('"hibernating"') });
+    await sleep(1_000);
+    // Fast would be ~50 polls in a second; slow is at most 3 or 4.
+    expect(fake.calls).toBeLessThanOrEqual(4);
+    expect(rec.snapshots).toHaveLength(1);
+  });
+
+  it('a failed list reads the reason of the shared table (platform-reasons.ts): a 5xx and a timeout PlatformUnavailable, a 429 RateLimited', async () => {
+    for (const [error, reason] of [
+      [new PlatformError({ code: 'SERVER_ERROR', disposition: 'retryable', status: 502, method: 'GET', route: '/projects/{project_id}/operations', message: 'm' }), 'PlatformUnavailable'],
+      [new PlatformError({ code: 'TIMEOUT', disposition: 'retryable', method: 'GET', route: '/projects/{project_id}/operations', message: 'm' }), 'PlatformUnavailable'],
+      [new PlatformError({ code: 'RATE_LIMITED', disposition: 'retryable', status: 429, method: 'GET', route: '/projects/{project_id}/operations', message: 'm' }), 'RateLimited'],
+    ] as const) {
+      // A FAKE client: the error objects are what src/platform throws; the emulator-produced 401
+      // is covered above.
+      const rec = recorder();
+      const failing = { listOperations: async () => { throw error; } } as unknown as OperationsClient;
+      const poller = new OperationsPollers({ clientForKey: () => failing, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 400 });
+      try {
+        poller.ensure('p-fake', 'ns/key', 'k');
+        const s = await rec.until(reason, (x) => x.settled.status === 'Unknown');
+        expect(s.settled.reason).toBe(reason);
+      } finally {
+        await poller.stop();
+      }
+    }
   });
 
   it('polls one project once however many resources ensure it, and stops when the last releases it', async () => {

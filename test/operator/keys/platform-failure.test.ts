@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { PlatformError, type PlatformErrorCode } from '../../../src/platform/index.ts';
 import { asPlatformFailure, failureReason, unverifiableReason } from '../../../src/operator/keys/platform-failure.ts';
+import { PLATFORM_FAILURE_REASONS, platformFailureReason } from '../../../src/operator/keys/platform-reasons.ts';
 
 function platformError(code: PlatformErrorCode, status: number | undefined): PlatformError {
   return new PlatformError({ code, disposition: 'terminal', message: 'm', method: 'POST', route: '/api_keys', requestId: 'req-1', ...(status !== undefined ? { status } : {}) });
@@ -37,9 +38,44 @@ describe('platform failures', () => {
     ['FORBIDDEN', 403, 'CredentialsRefused'],
     ['SERVER_ERROR', 502, 'PlatformUnavailable'],
     ['TIMEOUT', undefined, 'PlatformUnavailable'],
+    ['RATE_LIMITED', 429, 'RateLimited'],
   ] as [PlatformErrorCode, number | undefined, string][])('a drift check failing with %s is %s', (code, status, reason) => {
     const answer = unverifiableReason(platformError(code, status));
     expect(answer.reason).toBe(reason);
     expect(answer.message).toContain('req-1');
+  });
+});
+
+describe('the one platform failure -> reason table (platform-reasons.ts)', () => {
+  // Every code of src/platform, the reason it reads on KeyIssued/Ready and on OperationsSettled alike.
+  const table: [PlatformErrorCode, string][] = [
+    ['UNAUTHORIZED', 'Unauthorized'],
+    ['FORBIDDEN', 'Forbidden'],
+    ['NOT_FOUND', 'NotFound'],
+    ['INVALID_REQUEST', 'InvalidSpec'],
+    ['CONFLICT', 'InvalidSpec'],
+    ['RATE_LIMITED', 'RateLimited'],
+    ['LOCKED', 'PlatformUnavailable'],
+    ['SERVER_ERROR', 'PlatformUnavailable'],
+    ['UNAVAILABLE', 'PlatformUnavailable'],
+    ['NETWORK', 'PlatformUnavailable'],
+    ['TIMEOUT', 'PlatformUnavailable'],
+    ['INVALID_RESPONSE', 'PlatformUnavailable'],
+    ['ABORTED', 'PlatformUnavailable'],
+  ];
+
+  it('has exactly one row per platform error code', () => {
+    expect(Object.entries(PLATFORM_FAILURE_REASONS).sort()).toEqual([...table].sort());
+  });
+
+  it.each(table)('%s reads %s in the key lifecycle and in the operations mirror', (code, reason) => {
+    const error = platformError(code, undefined);
+    expect(platformFailureReason(error)).toBe(reason);
+    // The key lifecycle's reason (failureReason) is the table's.
+    expect(failureReason(error, 'issuing a key').reason).toBe(reason);
+  });
+
+  it('reads Error for anything that is not a platform error', () => {
+    expect(platformFailureReason(undefined)).toBe('Error');
   });
 });

@@ -12,14 +12,20 @@ import { FakeInformer } from './fake-informer.ts';
 const silent = pino({ level: 'silent' });
 const list = async (): Promise<{ items: KubernetesObject[] }> => ({ items: [] });
 
-function widget(name: string, resourceVersion: string, extra: { generation?: number; deleting?: boolean } = {}): KubernetesObject {
+function widget(name: string, resourceVersion: string, extra: { generation?: number; deleting?: boolean; input?: string } = {}): KubernetesObject {
   return {
     kind: 'Widget',
     metadata: {
       name, namespace: 'ns', resourceVersion, generation: extra.generation ?? 1,
       ...(extra.deleting === true ? { deletionTimestamp: new Date(0) } : {}),
+      ...(extra.input !== undefined ? { annotations: { input: extra.input } } : {}),
     },
   };
+}
+
+/** An object widgets refer to (by their `input` annotation), e.g. a credentials Secret. */
+function input(name: string, resourceVersion: string): KubernetesObject {
+  return { kind: 'Input', metadata: { name, namespace: 'ns', resourceVersion } };
 }
 
 function part(name: string, owner: string | undefined, resourceVersion: string): KubernetesObject {
@@ -46,6 +52,7 @@ interface Harness {
   reconciler: ScriptedReconciler;
   widgets: FakeInformer;
   parts: FakeInformer;
+  inputs: FakeInformer;
   ownWrites: OwnWrites;
   results: string[];
   informers: FakeInformer[];
@@ -66,11 +73,15 @@ async function start(options: { maxBackoffMs?: number; namespaces?: string[]; wa
   const watches = (namespace: string | undefined): Watch[] => {
     options.watched?.push(namespace);
     return [
-    { type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o },
+    {
+      type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o,
+      indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`${o.metadata.namespace}/${o.metadata.annotations.input}`] : []) },
+    },
     {
       type: 'owns', kind: 'Part', path: '/parts', list, project: (o) => o,
       ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/${o.metadata.namespace}/${o.metadata.annotations.owner}` : undefined),
     },
+    { type: 'referenced', kind: 'Input', path: '/inputs', metadataOnly: true, project: (o) => o, index: 'input', valueOf: (o) => `${o.metadata?.namespace}/${o.metadata?.name}` },
     ];
   };
   const controller = new Controller({
@@ -92,7 +103,7 @@ async function start(options: { maxBackoffMs?: number; namespaces?: string[]; wa
   });
   running = controller;
   await controller.start();
-  return { controller, reconciler, widgets: informers[0]!, parts: informers[1]!, ownWrites, results, informers };
+  return { controller, reconciler, widgets: informers[0]!, parts: informers[1]!, inputs: informers[2]!, ownWrites, results, informers };
 }
 
 async function until(what: string, f: () => boolean, ms = 2_000): Promise<void> {
@@ -123,7 +134,7 @@ describe('Controller', () => {
     const h = await start({ namespaces: ['x', 'y'], watched });
     expect(watched).toEqual(['x', 'y']);
     expect(h.controller.synced).toBe(true);
-    expect(h.informers.map((i) => `${i.watch.kind} started ${i.started}`)).toEqual(['Widget started 1', 'Part started 1', 'Widget started 1', 'Part started 1']);
+    expect(h.informers.map((i) => `${i.watch.kind} started ${i.started}`)).toEqual(['Widget started 1', 'Part started 1', 'Input started 1', 'Widget started 1', 'Part started 1', 'Input started 1']);
   });
 
   it('is not woken by a version its own reconcile wrote, and is by any other', async () => {
@@ -212,6 +223,101 @@ describe('Controller', () => {
     // And a deletion (deletionTimestamp set) too.
     h.widgets.emit('update', widget('a', '5', { generation: 2, deleting: true }));
     await until('woken by the deletion', () => h.reconciler.calls.length === 3);
+  });
+
+  it('wakes exactly the keys that refer to a changed input, even out of a refusal backoff', async () => {
+    const h = await start({ maxBackoffMs: 60_000 });
+    h.reconciler.results = [{ type: 'Backoff' }, { type: 'Backoff' }, { type: 'Backoff' }];
+    h.widgets.emit('add', widget('a', '1', { input: 'creds' }));
+    h.widgets.emit('add', widget('b', '1', { input: 'creds' }));
+    h.widgets.emit('add', widget('c', '1', { input: 'other' }));
+    await until('all three refused', () => h.results.length === 3);
+    // An input nobody names, and an owned object: nothing wakes (held, the delay is at least 1 s).
+    h.inputs.emit('update', input('unrelated', '5'));
+    h.parts.emit('update', part('p', 'a', '6'));
+    await sleep(100);
+    expect(h.reconciler.calls).toHaveLength(3);
+    // The input a and b name changes: both wake at once, c does not.
+    h.inputs.emit('update', input('creds', '7'));
+    await until('a and b woken', () => h.reconciler.calls.length === 5);
+    await sleep(50);
+    expect(h.reconciler.calls.slice(3).sort()).toEqual(['Widget/ns/a', 'Widget/ns/b']);
+    // b now names another input: the index follows (the old one no longer wakes it).
+    h.widgets.emit('update', widget('b', '8', { input: 'other', generation: 2 }));
+    await until('b reconciled for its spec change', () => h.reconciler.calls.length === 6);
+    await until('settled', () => h.results.length === 6);
+    h.inputs.emit('add', input('creds', '9'));
+    await until('a woken', () => h.reconciler.calls.length === 7);
+    await sleep(50);
+    expect(h.reconciler.calls[6]).toBe('Widget/ns/a');
+    // A deleted input wakes too (the credentials are gone); a deleted widget leaves the index.
+    h.widgets.emit('delete', widget('a', '10', { input: 'creds' }));
+    await until('a reconciled for its deletion', () => h.reconciler.calls.length === 8);
+    await until('settled again', () => h.results.length === 8);
+    h.inputs.emit('delete', input('creds', '11'));
+    h.inputs.emit('delete', input('other', '12'));
+    await until('b and c woken by the deleted input', () => h.reconciler.calls.length === 10);
+    expect(h.reconciler.calls.slice(8).sort()).toEqual(['Widget/ns/b', 'Widget/ns/c']);
+  });
+
+  it('one watch for owned objects that are also inputs: an event wakes the owner and every key naming the object', async () => {
+    const reconciler = new ScriptedReconciler();
+    const informers: FakeInformer[] = [];
+    const ownWrites = new OwnWrites();
+    const controller = new Controller({
+      kubeConfig: new KubeConfig(),
+      reconciler,
+      watches: () => [
+        {
+          type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o,
+          indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`${o.metadata.namespace}/${o.metadata.annotations.input}`] : []) },
+        },
+        {
+          type: 'owns', kind: 'Part', path: '/parts', metadataOnly: true, project: (o) => o,
+          ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/${o.metadata.namespace}/${o.metadata.annotations.owner}` : undefined),
+          referencedBy: { index: 'input', valueOf: (o) => `${o.metadata?.namespace}/${o.metadata?.name}` },
+        },
+      ],
+      logger: silent,
+      workers: 2,
+      ownWrites,
+      informerFor: (watch) => {
+        const informer = new FakeInformer(watch);
+        informers.push(informer);
+        return informer;
+      },
+    });
+    running = controller;
+    await controller.start();
+    const [widgets, parts] = informers as [FakeInformer, FakeInformer];
+    widgets.emit('add', widget('a', '1', { input: 'p' }));
+    widgets.emit('add', widget('b', '1'));
+    await until('a and b reconciled', () => reconciler.calls.length === 2);
+    // p belongs to b and is a's input: both wake.
+    parts.emit('update', part('p', 'b', '5'));
+    await until('a and b woken', () => reconciler.calls.length === 4);
+    expect(reconciler.calls.slice(2).sort()).toEqual(['Widget/ns/a', 'Widget/ns/b']);
+    // b's own write of p wakes only a (for which it is an input, never an own write).
+    ownWrites.record('Part/ns/p', '5', '6');
+    parts.emit('update', part('p', 'b', '6'));
+    await until('a woken', () => reconciler.calls.length === 5);
+    await sleep(50);
+    expect(reconciler.calls[4]).toBe('Widget/ns/a');
+    expect(reconciler.calls).toHaveLength(5);
+    // An object nobody owns nor names: nothing.
+    parts.emit('add', part('q', undefined, '7'));
+    await sleep(50);
+    expect(reconciler.calls).toHaveLength(5);
+  });
+
+  it('never takes an input for an own write of the key', async () => {
+    const h = await start();
+    h.widgets.emit('add', widget('a', '1', { input: 'creds' }));
+    await until('a reconciled', () => h.reconciler.calls.length === 1);
+    // This process wrote version 2 of the input (e.g. another key's Secret used as a's credentials).
+    h.ownWrites.record('Input/ns/creds', '1', '2');
+    h.inputs.emit('update', input('creds', '2'));
+    await until('a woken by its input', () => h.reconciler.calls.length === 2);
   });
 
   it('waits after a refusal at least what it asked for, and at most maxBackoffMs otherwise', async () => {

@@ -1,0 +1,48 @@
+// An index of the objects a controller reconciles by what they refer to (client-go's Indexer,
+// controller-runtime's field indexes): value -> keys, kept from the informer events of the
+// reconciled kind. A watch of the referenced objects looks its object up here and wakes exactly
+// the keys that refer to it, in O(keys woken) per event, never a scan of every cached object.
+
+export class ReferenceIndex {
+  /** value -> the keys whose objects name it. */
+  readonly #byValue = new Map<string, Set<string>>();
+  /** key -> the values its object names now (so an update or delete removes the old ones). */
+  readonly #byKey = new Map<string, readonly string[]>();
+
+  /** The object of `key` now names `values` (an add or an update). */
+  set(key: string, values: readonly string[]): void {
+    this.delete(key);
+    if (values.length === 0) return;
+    this.#byKey.set(key, values);
+    for (const value of values) {
+      let keys = this.#byValue.get(value);
+      if (keys === undefined) {
+        keys = new Set();
+        this.#byValue.set(value, keys);
+      }
+      keys.add(key);
+    }
+  }
+
+  /** The object of `key` is gone. */
+  delete(key: string): void {
+    const old = this.#byKey.get(key);
+    if (old === undefined) return;
+    this.#byKey.delete(key);
+    for (const value of old) {
+      const keys = this.#byValue.get(value);
+      keys?.delete(key);
+      if (keys?.size === 0) this.#byValue.delete(value);
+    }
+  }
+
+  /** The keys whose objects name `value`. */
+  keysOf(value: string): readonly string[] {
+    return [...this.#byValue.get(value) ?? []];
+  }
+
+  /** How many values are indexed (tests: nothing is left behind). */
+  get size(): number {
+    return this.#byValue.size;
+  }
+}

@@ -1,0 +1,181 @@
+// Credentials take effect at once (issue 13): the operator watches every Secret's metadata
+// (PartialObjectMetadata, keys/watches.ts) and wakes exactly the resources whose
+// credentialsSecretRef names a Secret that was created, changed or deleted, even while they hold
+// in a refusal backoff (runtime/controller.ts). A real kube-apiserver, the emulator over HTTP, the
+// operator in-process with deploy/base's ServiceAccount (its RBAC is enough). Reconciles are
+// counted from the operator's metrics (reconcile_total) and its typed per-reconcile report.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/metrics.ts';
+import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
+import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+
+const group = 'keys.neon.dev';
+const version = 'v1alpha1';
+const BOGUS = 'b'.repeat(64);
+
+interface Condition { type: string; status: string; reason: string }
+interface Resource { status?: { conditions?: Condition[] } }
+
+describe('a fixed or changed credentials Secret takes effect at once', () => {
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let operator: RunningOperator;
+  let objects: CustomObjectsApi;
+  let core: CoreV1Api;
+  let namespace: string;
+  let org: string;
+  let aliceKey: string;
+  let metrics: OperatorMetrics;
+  const records: ReconcileRecord[] = [];
+
+  const create = async (name: string, credentials: string): Promise<void> => {
+    await objects.createNamespacedCustomObject({
+      group, version, namespace, plural: 'apikeys',
+      body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name }, spec: { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: credentials } } },
+    });
+  };
+  const condition = async (name: string, type: string): Promise<Condition | undefined> =>
+    ((await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource).status?.conditions?.find((c) => c.type === type);
+  const until = (name: string, type: string, test: (c: Condition) => boolean, timeoutMs = 30_000): Promise<Condition> =>
+    eventually(async () => {
+      const c = await condition(name, type);
+      return c !== undefined && test(c) ? c : undefined;
+    }, timeoutMs, `${name} ${type}`);
+  const putSecret = async (name: string, apiKey: string): Promise<void> => {
+    try {
+      const current = await core.readNamespacedSecret({ namespace, name });
+      await core.replaceNamespacedSecret({ namespace, name, body: { metadata: { name, resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } } });
+    } catch (error) {
+      if ((error as { code?: number }).code !== 404) throw error;
+      await core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData: { apiKey } } });
+    }
+  };
+  /** Reconciles counted by the operator's metrics (every kind and result). */
+  const reconciles = async (): Promise<number> => (await metrics.reconcileTotal.get()).values.reduce((n, v) => n + v.value, 0);
+  const refusalsOf = (name: string): ReconcileRecord[] => records.filter((r) => r.name === name && r.result === 'Backoff');
+
+  /**
+   * Waits until `name` was refused `n` times in a row (Backoff results), and returns the backoff it
+   * now holds in, measured: the refusal limiter doubles the delay per refusal, so the hold after
+   * the n-th is twice the measured gap between the (n-1)-th and the n-th.
+   */
+  const holdingAfter = async (name: string, n: number): Promise<{ lastRefusalAt: number; holdMs: number }> => {
+    await eventually(async () => (refusalsOf(name).length >= n ? true : undefined), 30_000, `${name} refused ${n} times`);
+    const refusals = refusalsOf(name);
+    const last = refusals[refusals.length - 1]!;
+    const previous = refusals[refusals.length - 2]!;
+    return { lastRefusalAt: last.endedAt, holdMs: 2 * (last.endedAt - previous.endedAt) };
+  };
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    org = emulator.bootstrap.organizations[0]?.id ?? '';
+    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+    objects = customObjects(cp.kubeConfig);
+    core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    namespace = await createNamespace(cp, 'credentials-watch');
+    metrics = createMetrics(new Registry(), { defaultMetrics: false });
+    operator = await startOperator({
+      kubeConfig: await operatorKubeConfig(cp),
+      platformBaseUrl: emulator.baseUrl,
+      namespace,
+      // Long: only a watch event can explain a reconcile within seconds.
+      driftIntervalMs: 120_000,
+      unverifiedAfterMs: 1,
+      maxBackoffMs: 120_000,
+      logger: pino({ level: 'silent' }),
+      metrics,
+      onReconcile: (record) => records.push(record),
+    });
+  });
+
+  afterAll(async () => {
+    await operator?.stop();
+    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+    await emulator?.close();
+  });
+
+  it('CredentialsMissing and Unauthorized, holding in a refusal backoff, become Ready within 2 s of the Secret being created or fixed', async () => {
+    await putSecret('creds-bogus', BOGUS);
+    await create('missing', 'creds-missing');
+    await create('unauthorized', 'creds-bogus');
+    await until('missing', 'Ready', (c) => c.reason === 'CredentialsMissing');
+    await until('unauthorized', 'Ready', (c) => c.reason === 'Unauthorized');
+    // Refused four times: 1 s, 2 s, 4 s, now holding 8 s.
+    const [missing, unauthorized] = await Promise.all([holdingAfter('missing', 4), holdingAfter('unauthorized', 4)]);
+    for (const hold of [missing, unauthorized]) expect(hold.holdMs).toBeGreaterThanOrEqual(6_000);
+
+    const fixedAt = Date.now();
+    await Promise.all([putSecret('creds-missing', aliceKey), putSecret('creds-bogus', aliceKey)]);
+    await Promise.all([
+      until('missing', 'Ready', (c) => c.status === 'True', 10_000),
+      until('unauthorized', 'Ready', (c) => c.status === 'True', 10_000),
+    ]);
+    const readyAfterMs = Date.now() - fixedAt;
+    const heldFor = Math.min(missing.lastRefusalAt + missing.holdMs, unauthorized.lastRefusalAt + unauthorized.holdMs) - fixedAt;
+    console.log(`credentials fixed: Ready after ${readyAfterMs} ms; the backoff would have held ${heldFor} ms more (holds ${missing.holdMs} / ${unauthorized.holdMs} ms)`);
+    expect(readyAfterMs).toBeLessThan(2_000);
+    expect(readyAfterMs).toBeLessThan(heldFor);
+    // The reconcile that made each Ready started after the fix: woken by it, not by its timer.
+    for (const name of ['missing', 'unauthorized']) {
+      // (Reported once it ended: the status it wrote may be read first.)
+      const woken = await eventually(async () => records.find((r) => r.name === name && r.startedAt >= fixedAt && r.createSent), 5_000, `${name}'s create reported`);
+      expect(woken.actions).toContain('Create');
+      expect(woken.startedAt).toBeLessThan(fixedAt + 2_000);
+    }
+  }, 60_000);
+
+  it('CredentialsRefused (a recorded key that cannot be checked) is cleared within 2 s of the Secret being fixed, far below the drift interval', async () => {
+    // Both Ready keys share creds-bogus (now alice's): break it, then fix it.
+    await putSecret('creds-bogus', BOGUS);
+    await until('unauthorized', 'KeyIssued', (c) => c.reason === 'CredentialsRefused', 10_000);
+    const fixedAt = Date.now();
+    await putSecret('creds-bogus', aliceKey);
+    await until('unauthorized', 'Ready', (c) => c.status === 'True', 10_000);
+    const readyAfterMs = Date.now() - fixedAt;
+    console.log(`credentials refused then fixed: Ready after ${readyAfterMs} ms (drift interval 120 s)`);
+    expect(readyAfterMs).toBeLessThan(2_000);
+  }, 30_000);
+
+  it('a change of a Secret no resource names wakes nothing; a change of a credentials Secret wakes exactly the resources naming it', async () => {
+    await create('other', 'creds-other');
+    await putSecret('creds-other', aliceKey);
+    await until('other', 'Ready', (c) => c.status === 'True');
+    // Quiet: every resource Ready, the next drift check two minutes away.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const before = await reconciles();
+    await putSecret('unrelated', 'nothing-to-do-with-keys');
+    await putSecret('unrelated', 'still-nothing');
+    await core.deleteNamespacedSecret({ namespace, name: 'unrelated' });
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await reconciles()).toBe(before);
+
+    // creds-missing is named by "missing" only: one reconcile, of it.
+    const since = Date.now();
+    await core.patchNamespacedSecret({ namespace, name: 'creds-missing', body: [{ op: 'add', path: '/metadata/annotations', value: { touched: 'yes' } }] });
+    await eventually(async () => ((await reconciles()) > before ? true : undefined), 5_000, 'a reconcile');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await reconciles()).toBe(before + 1);
+    expect(records.filter((r) => r.startedAt >= since).map((r) => r.name)).toEqual(['missing']);
+  }, 30_000);
+
+  it('the operator\'s caches hold the credentials Secrets\' identity, never their value', async () => {
+    const cached = operator.cacheContents();
+    const secrets = cached.filter((o) => o.kind === 'Secret');
+    expect(secrets.map((s) => s.metadata?.name)).toEqual(expect.arrayContaining(['creds-missing', 'creds-bogus', 'creds-other']));
+    for (const s of secrets) expect(s).not.toHaveProperty('data');
+    const text = JSON.stringify(cached);
+    for (const value of [aliceKey, BOGUS]) {
+      expect(text).not.toContain(value);
+      expect(text).not.toContain(Buffer.from(value).toString('base64'));
+    }
+  });
+});
