@@ -46,6 +46,9 @@ phase tools
 
 mkdir -p "$root/.cache/e2e"
 scratch=$(mktemp -d "$root/.cache/e2e/scratch.XXXXXX")
+# libmount records some mounts in /run/mount/utab (made on first use): this run's mounts are
+# recorded in its scratch folder instead, so /run is left as it was.
+export LIBMOUNT_UTAB="$scratch/utab"
 state_before="$scratch.before"
 # This run's cgroup subtree in every hierarchy, the kubelet's cgroupRoot; machine-state.sh leaves
 # out other runs' subtrees (nko-e2e-*, and a plain /kubepods of other nodes), not this one's.

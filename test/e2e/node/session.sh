@@ -134,6 +134,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
 [grpc]
   address = "$sock"
+# Its "opt" folder (containerd makes /opt/containerd/{bin,lib} at start) under the scratch folder.
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$scratch/containerd/opt"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$pause_image"
   restrict_oom_score_adj = true
