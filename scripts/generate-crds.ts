@@ -1,13 +1,17 @@
-// Writes crds/*.yaml from the zod schemas (src/operator/resources/schema.ts). `npm run generate`;
-// test/operator/resources/crd.test.ts fails when the checked-in files are stale.
+// Writes crds/*.yaml from the zod schemas (src/operator/resources/schema.ts), and the same files
+// into the Helm chart's crds/ (Helm installs them from there). `npm run generate`;
+// test/operator/resources/crd.test.ts and the chart test fail when a checked-in copy is stale.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { CRD_FILES, renderCrdYaml } from '../src/operator/resources/crd.ts';
 import type { KindName } from '../src/operator/resources/schema.ts';
 
-const crdsDir = fileURLToPath(new URL('../crds/', import.meta.url));
+const dirs = ['../crds/', '../deploy/helm/neon-key-operator/crds/'].map((d) => fileURLToPath(new URL(d, import.meta.url)));
 for (const kind of Object.keys(CRD_FILES) as KindName[]) {
-  const file = `${crdsDir}${CRD_FILES[kind]}`;
-  writeFileSync(file, renderCrdYaml(kind));
-  console.log(`wrote ${file}`);
+  const yaml = renderCrdYaml(kind);
+  for (const dir of dirs) {
+    const file = `${dir}${CRD_FILES[kind]}`;
+    writeFileSync(file, yaml);
+    console.log(`wrote ${file}`);
+  }
 }
