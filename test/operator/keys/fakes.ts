@@ -229,6 +229,8 @@ export class FakePlatform implements KeyPlatform {
   readonly keys: FakeKey[] = [];
   projects = ['p-1'];
   #id = 1000;
+  /** The id the next key gets (ids are sequential, as the emulator's). */
+  get nextId(): number { return this.#id + 1; }
   /** The next call of this method fails with this error (once). */
   failNext: { method: string; error: Error } | undefined;
   /** Rewrites the create answer (a hostile or broken platform). */
