@@ -5,7 +5,7 @@
 // (created-key.ts); a POST is never retried blindly (docs/security.md).
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING } from '../resources/schema.ts';
-import { blockedConditions, deletingConditions, readyConditions } from './conditions.ts';
+import { blockedConditions, deletingConditions, readyConditions, rotatingCondition } from './conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { checkCreatedKey } from './created-key.ts';
@@ -118,7 +118,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     await writeSecret(deps, ctx, { id: created.id, name: pending.attempt, secret: created.key });
   } catch (error) {
     if (!(error instanceof SecretConflictError)) throw error;
-    return await refuseForeignSecret(deps, { ...ctx, resource: current }, platform, created.id, error.secretName);
+    return await refuseForeignSecret(deps, { ...ctx, resource: current }, platform, created.id, error.secretName, pending.rotation !== undefined);
   }
   const hash = secretHash(resource, created.key);
   // Step 5: status, then what it replaces, then clear the intent. A rotation's replaced key joins
@@ -223,7 +223,7 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
  * It is never adopted nor overwritten; the key just made is in no Secret, so it is revoked at once
  * (the intent stays until then: recovery revokes it should this fail), and SecretConflict is reported.
  */
-async function refuseForeignSecret(deps: KeyDeps, ctx: Context, platform: KeyPlatform, keyId: number, secretName: string): Promise<ReconcileResult> {
+async function refuseForeignSecret(deps: KeyDeps, ctx: Context, platform: KeyPlatform, keyId: number, secretName: string, rotating: boolean): Promise<ReconcileResult> {
   try {
     await ctx.adapter?.revoke(platform, keyId);
   } catch (error) {
@@ -233,7 +233,10 @@ async function refuseForeignSecret(deps: KeyDeps, ctx: Context, platform: KeyPla
   const message = `Secret ${secretName}, where key ${keyId} was to go, exists and is not controlled by this resource (no controller owner reference with its uid); `
     + `key ${keyId} was revoked. Delete that Secret; a new key is issued then`;
   ctx.logger.warn({ secretName, keyId }, 'the Secret name of a new key is taken; revoked the key');
-  await writeStatus(deps, { ...ctx, resource: current }, blockedConditions(blockedInputs(ctx), 'SecretConflict', message, 'KeyIssued'));
+  // A rotation's: the recorded key stays live and Ready, the rotation says what stopped it.
+  await writeStatus(deps, { ...ctx, resource: current }, rotating
+    ? [rotatingCondition(false, 'SecretConflict', message)]
+    : blockedConditions(blockedInputs(ctx), 'SecretConflict', message, 'KeyIssued'));
   await deps.events.record(ctx.resource, 'Warning', 'SecretConflict', message);
   return { type: 'Backoff' };
 }

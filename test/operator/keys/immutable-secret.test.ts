@@ -219,6 +219,9 @@ describe('spec.secret.immutable', () => {
     expect(r.kube.secret(NAMESPACE, `ci-key-${next}`)!.data!.apiKey).toBe(Buffer.from(LEAKED).toString('base64'));
     expect(r.platform.keys.map((k) => k.id)).toEqual([old]);
     expect(r.resource().status).toMatchObject({ keyId: old, secretName: `ci-key-${old}` });
+    // The current key stays Ready; the rotation says what stopped it.
+    const conditions = Object.fromEntries((r.resource().status?.conditions ?? []).map((c) => [c.type, `${c.status} ${c.reason}`]));
+    expect(conditions).toMatchObject({ Ready: 'True Ready', Rotating: 'False SecretConflict' });
     expect(r.resource().metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
     expect(JSON.stringify(r.resource().status)).not.toContain(LEAKED);
     expect(r.events.events.join('\n')).not.toContain(LEAKED);
