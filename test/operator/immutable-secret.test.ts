@@ -200,9 +200,11 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     await core.createNamespacedSecret({
       namespace,
       body: {
+        // Dressed as the operator's (its label, its owner annotation), but with no controller owner
+        // reference. (No owner reference at all: the garbage collector would delete a Secret naming
+        // the resource as its owner once the resource is gone, which is Kubernetes', not the operator's, doing.)
         metadata: {
-          name: foreign, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
-          ownerReferences: [{ apiVersion: `${group}/${version}`, kind: 'ApiKey', name: 'guarded', uid: first.metadata.uid }],
+          name: foreign, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' }, annotations: { 'keys.neon.dev/owner': 'ApiKey/guarded' },
         },
         stringData: { apiKey: LEAKED },
       },
