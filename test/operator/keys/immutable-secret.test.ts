@@ -232,4 +232,29 @@ describe('spec.secret.immutable', () => {
     await r.settle();
     expect(r.kube.secret(NAMESPACE, `ci-key-${next}`)).toBeDefined();
   });
+
+  it('deletion: Revoke deletes the current and the retiring Secrets; Retain keeps the current one, released, and deletes the retiring ones', async () => {
+    for (const policy of ['Revoke', 'Retain'] as const) {
+      const r = clocked({ deletionPolicy: policy, rotation: { gracePeriod: '1h' } });
+      await r.settle();
+      const old = r.resource().status!.keyId!;
+      annotate(r, { [ANNOTATION_ROTATE]: 'go' });
+      await r.settle();
+      const fresh = r.resource().status!.keyId!;
+      expect(secretNames(r)).toEqual([`ci-key-${old}`, `ci-key-${fresh}`].sort());
+      const current = r.resource();
+      current.metadata.deletionTimestamp = new Date(T0).toISOString();
+      r.kube.resources.set(`ApiKey/${NAMESPACE}/ci`, current);
+      await r.settle();
+      expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')).toBeUndefined();
+      if (policy === 'Revoke') {
+        expect(secretNames(r)).toEqual([]);
+        expect(r.platform.keys).toEqual([]);
+      } else {
+        expect(secretNames(r)).toEqual([`ci-key-${fresh}`]);
+        expect(r.kube.secret(NAMESPACE, `ci-key-${fresh}`)?.metadata?.ownerReferences).toEqual([]);
+        expect(r.platform.keys.map((k) => k.id)).toEqual([fresh]);
+      }
+    }
+  });
 });
