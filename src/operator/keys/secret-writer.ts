@@ -12,7 +12,7 @@ import { createHmac } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { SecretObservation } from './decision.ts';
 import {
-  ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_SIGNATURE, API_VERSION, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
+  ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_SIGNATURE, API_VERSION, FINALIZER, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
 } from '../resources/schema.ts';
 import { objectRef } from '../runtime/own-writes.ts';
 import { baseSecretName, immutableMode, immutableSecretName } from './immutable-secret.ts';
@@ -204,7 +204,19 @@ export async function locateSecret(deps: Pick<KeyDeps, 'kube' | 'signer'>, resou
     if (found?.metadata?.name !== undefined) return { secretName: found.metadata.name, secret: found };
   }
   const status = resource.status;
-  if (status?.keyId === undefined) return { secretName: base, secret: undefined };
+  if (status?.keyId === undefined) {
+    // No key in status, yet the finalizer: a status lost (a restore without it), or a first create
+    // (one list per new resource). The Secrets are the record then, as the one Secret is in the
+    // mutable mode: the newest key among those this resource owns under the signature.
+    if (!resource.metadata.finalizers?.includes(FINALIZER)) return { secretName: base, secret: undefined };
+    let newest: { secret: V1Secret; keyId: number } | undefined;
+    for (const s of await deps.kube.listSecrets(namespace, `${LABEL_MANAGED_BY}=${MANAGED_BY}`)) {
+      const seen = observeSecret(resource, s, secretKey, deps.signer);
+      if (seen?.verified === true && seen.keyId !== undefined && (newest === undefined || seen.keyId > newest.keyId)) newest = { secret: s, keyId: seen.keyId };
+    }
+    const name = newest?.secret.metadata?.name;
+    return name !== undefined ? { secretName: name, secret: newest!.secret } : { secretName: base, secret: undefined };
+  }
   const name = status.secretName ?? immutableSecretName(base, status.keyId);
   return { secretName: name, secret: await deps.kube.readSecret(namespace, name) };
 }

@@ -257,4 +257,16 @@ describe('spec.secret.immutable', () => {
       }
     }
   });
+
+  it('a lost status is rebuilt from the newest Secret this resource owns under the signature: no second key', async () => {
+    const r = clocked();
+    await r.settle();
+    const keyId = r.resource().status!.keyId!;
+    r.kube.resources.set(`ApiKey/${NAMESPACE}/ci`, { ...r.resource(), status: {} });
+    r.clock.now += 1_000;
+    await r.settle();
+    expect(r.resource().status).toMatchObject({ keyId, secretName: `ci-key-${keyId}` });
+    expect(r.platform.keys.map((k) => k.id)).toEqual([keyId]);
+    expect(secretNames(r)).toEqual([`ci-key-${keyId}`]);
+  });
 });
