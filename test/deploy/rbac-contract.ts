@@ -19,14 +19,15 @@ export const reconcileGrants: readonly string[] = [
   ...grants('keys.neon.dev', ['apikeys/finalizers', 'projectapikeys/finalizers'], ['update']),
   // list + watch: the Secret informer (keys/watches.ts: every Secret's metadata, for the managed
   // Secrets and the credentials); get: keys/kube-writes.ts readNamespacedSecret
-  // (credentials and key Secrets); create / update / delete: createNamespacedSecret,
+  // (credentials and key Secrets), listNamespacedSecret (spec.secret.immutable: the managed Secrets,
+  // for an interrupted create's); create / update / delete: createNamespacedSecret,
   // replaceNamespacedSecret, deleteNamespacedSecret. Never patched.
   ...grants('', ['secrets'], ['get', 'list', 'watch', 'create', 'update', 'delete']),
   // keys/events.ts createNamespacedEvent (core/v1); never patched, never events.k8s.io.
   ...grants('', ['events'], ['create']),
   // Rotation (spec.rotation.restart), keys/kube-writes.ts: readNamespaced{Deployment,StatefulSet,DaemonSet}
   // (rollout status), listNamespaced* (discover), patchNamespaced* (merge patch of one pod template
-  // annotation: the restart). Always in the resource's own namespace; never watched, created or deleted.
+  // annotation: the restart; with spec.secret.immutable, a JSON patch repointing its Secret references too). Always in the resource's own namespace; never watched, created or deleted.
   ...grants('apps', ['deployments', 'statefulsets', 'daemonsets'], ['get', 'list', 'patch']),
 ].sort();
 

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { V1DaemonSet, V1Deployment, V1PodTemplateSpec, V1StatefulSet } from '@kubernetes/client-node';
 import type { RotationSpec } from '../resources/schema.ts';
+import { annotationOp, repointOps } from './immutable-secret.ts';
 import { statusCode, type KubeWrites, type Workload, type WorkloadKind } from './kube-writes.ts';
 
 export const WORKLOAD_KINDS: readonly WorkloadKind[] = ['Deployment', 'StatefulSet', 'DaemonSet'];
@@ -36,14 +37,15 @@ export function referencesSecret(template: V1PodTemplateSpec | undefined, secret
   return inContainers || inVolumes;
 }
 
-/** The workloads to restart: discovered in the namespace and/or listed (same namespace), deduplicated. */
-export async function consumersOf(kube: KubeWrites, namespace: string, secretName: string, restart: NonNullable<RotationSpec['restart']>): Promise<{ kind: WorkloadKind; name: string }[]> {
+/** The workloads to restart: discovered in the namespace (referencing any of `secretNames`) and/or listed (same namespace), deduplicated. */
+export async function consumersOf(kube: KubeWrites, namespace: string, secretNames: string | readonly string[], restart: NonNullable<RotationSpec['restart']>): Promise<{ kind: WorkloadKind; name: string }[]> {
   const found = new Map<string, { kind: WorkloadKind; name: string }>();
+  const names = typeof secretNames === 'string' ? [secretNames] : secretNames;
   if (restart.discover === true) {
     for (const kind of WORKLOAD_KINDS) {
       for (const w of await kube.listWorkloads(namespace, kind)) {
         const name = w.metadata?.name;
-        if (name !== undefined && referencesSecret(w.spec?.template, secretName)) found.set(`${kind}/${name}`, { kind, name });
+        if (name !== undefined && names.some((n) => referencesSecret(w.spec?.template, n))) found.set(`${kind}/${name}`, { kind, name });
       }
     }
   }
@@ -120,4 +122,37 @@ export async function observeRollouts(kube: KubeWrites, namespace: string, resta
     if (state === 'Stalled') stalled.push(`${r.kind}/${r.name}`);
   }
   return { waitingFor, stalled };
+}
+
+/**
+ * spec.secret.immutable: each consumer's pod template repointed from the retired Secrets (`from`)
+ * to the current one (`to`) and restarted, in one JSON patch (immutable-secret.ts): every
+ * reference moved is tested for its old name, the whole for the resourceVersion read, so a
+ * concurrent edit fails the patch (tried again) rather than being overwritten. A repeat after a
+ * crash finds nothing to move and the annotation set: no patch, the generation it made is waited for.
+ */
+export async function repointConsumers(kube: KubeWrites, namespace: string, move: { from: ReadonlySet<string>; to: string; annotation: string }, newKeyId: number, consumers: readonly { kind: WorkloadKind; name: string }[]): Promise<{ restarts: Restart[]; missing: string[] }> {
+  const restarts: Restart[] = [];
+  const missing: string[] = [];
+  for (const { kind, name } of consumers) {
+    const workload = await kube.readWorkload(namespace, kind, name);
+    if (workload === undefined) {
+      missing.push(`${kind}/${name}`);
+      continue;
+    }
+    const template = workload.spec?.template;
+    const ops = [...repointOps(template, move.from, move.to), ...annotationOp(template, move.annotation, String(newKeyId))];
+    if (ops.length === 0) {
+      restarts.push({ kind, name, generation: workload.metadata?.generation ?? 0 });
+      continue;
+    }
+    try {
+      const patched = await kube.patchWorkload(namespace, kind, name, [{ op: 'test', path: '/metadata/resourceVersion', value: workload.metadata?.resourceVersion }, ...ops]);
+      restarts.push({ kind, name, generation: patched.metadata?.generation ?? 0 });
+    } catch (error) {
+      if (statusCode(error) !== 404) throw error;
+      missing.push(`${kind}/${name}`);
+    }
+  }
+  return { restarts, missing };
 }

@@ -5,7 +5,7 @@
 // (created-key.ts); a POST is never retried blindly (docs/security.md).
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING } from '../resources/schema.ts';
-import { blockedConditions, deletingConditions, readyConditions } from './conditions.ts';
+import { blockedConditions, deletingConditions, readyConditions, rotatingCondition } from './conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { checkCreatedKey } from './created-key.ts';
@@ -15,7 +15,8 @@ import { asPlatformFailure, reportPlatformFailure } from './platform-failure.ts'
 import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './resource-writes.ts';
 import { nextLook, rotationFields, switchFields } from './rotation.ts';
-import { deleteStaleSecret, secretHash, writeSecret } from './secret-writer.ts';
+import { immutableMode } from './immutable-secret.ts';
+import { deleteStaleSecret, SecretConflictError, secretHash, targetSecretName, writeSecret } from './secret-writer.ts';
 import { usageConditions } from './usage.ts';
 
 /** Keys made this long before their intent are not the intent's (clocks differ). */
@@ -111,7 +112,14 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   }
 
   // Step 4: the Secret at once; it is the durable record of the key (adoption reads it).
-  await writeSecret(deps, ctx, { id: created.id, name: pending.attempt, secret: created.key });
+  // spec.secret.immutable: the key's own Secret, <name>-<key id>.
+  const target = targetSecretName(ctx, created.id);
+  try {
+    await writeSecret(deps, ctx, { id: created.id, name: pending.attempt, secret: created.key });
+  } catch (error) {
+    if (!(error instanceof SecretConflictError)) throw error;
+    return await refuseForeignSecret(deps, { ...ctx, resource: current }, platform, created.id, error.secretName, pending.rotation !== undefined);
+  }
   const hash = secretHash(resource, created.key);
   // Step 5: status, then what it replaces, then clear the intent. A rotation's replaced key joins
   // status.retiringKeys in this same patch (rotation.ts): it is in status before and after.
@@ -122,21 +130,22 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   const schedule = pending.rotation === undefined
     ? rotationFields(ctx, replaces === undefined && ctx.rotation.request !== undefined ? { lastRequest: ctx.rotation.request } : {}, createdAt)
     : {};
-  current = await writeStatus(deps, { ...ctx, resource: current }, [...readyConditions(created.id, ctx.secretName), ...usageConditions(ctx.spec, undefined, createdAt, deps.now()), ...switched.conditions], {
+  current = await writeStatus(deps, { ...ctx, resource: current }, [...readyConditions(created.id, target), ...usageConditions(ctx.spec, undefined, createdAt, deps.now()), ...switched.conditions], {
     ...schedule,
     ...switched.fields,
     keyId: created.id,
     keyName: pending.attempt,
     createdAt,
     ...(created.created_by !== undefined ? { createdBy: created.created_by } : {}),
-    secretName: ctx.secretName,
+    secretName: target,
     secretHash: hash,
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
   });
   if (replaces !== undefined && pending.rotation === undefined) await revokeReplaced(deps, ctx, replaces);
   await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
-  await deleteStaleSecret(deps, ctx);
-  await deps.events.record(resource, 'Normal', 'KeyIssued', `issued key ${created.id} (${pending.attempt}) into Secret ${ctx.secretName}`
+  // spec.secret.immutable: a rotation's replaced Secret stays until its key is revoked (rotation.ts).
+  if (pending.rotation === undefined || !immutableMode(ctx.spec)) await deleteStaleSecret(deps, ctx, target);
+  await deps.events.record(resource, 'Normal', 'KeyIssued', `issued key ${created.id} (${pending.attempt}) into Secret ${target}`
     + (replaces === undefined ? '' : pending.rotation !== undefined ? `; key ${replaces} retires once its consumers moved` : `; revoked key ${replaces}`));
   if (pending.rotation !== undefined) return { type: 'Continue' };
   const next = (current.status?.rotation?.nextRotationAt ?? undefined) !== undefined ? Date.parse(current.status!.rotation!.nextRotationAt!) : undefined;
@@ -160,6 +169,7 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
   });
   if (pending.replaces !== undefined && pending.replaces !== keyId && pending.rotation === undefined) await revokeReplaced(deps, ctx, pending.replaces);
+  if (pending.rotation === undefined && immutableMode(ctx.spec)) await deleteStaleSecret(deps, ctx);
   await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   await deps.events.record(resource, 'Normal', 'KeyAdopted', `recorded key ${keyId} (${pending.attempt}) found in Secret ${ctx.secretName} after an interrupted create`);
   return { type: 'Continue' };
@@ -206,6 +216,29 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
     : `revoked ${orphans.length} key(s) of interrupted attempt ${pending.attempt} (ids ${orphans.map((k) => k.id).join(', ')}), whose secret was lost`
       + `${orphans.some((k) => k.id === pending.replaces) ? ` (with key ${pending.replaces}, which it was replacing)` : ''}; starting again`);
   return { type: 'Continue' };
+}
+
+/**
+ * spec.secret.immutable: the new key's Secret name is taken by a Secret this resource does not own.
+ * It is never adopted nor overwritten; the key just made is in no Secret, so it is revoked at once
+ * (the intent stays until then: recovery revokes it should this fail), and SecretConflict is reported.
+ */
+async function refuseForeignSecret(deps: KeyDeps, ctx: Context, platform: KeyPlatform, keyId: number, secretName: string, rotating: boolean): Promise<ReconcileResult> {
+  try {
+    await ctx.adapter?.revoke(platform, keyId);
+  } catch (error) {
+    if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
+  }
+  const current = await updateMetadata(deps, ctx.resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  const message = `Secret ${secretName}, where key ${keyId} was to go, exists and is not controlled by this resource (no controller owner reference with its uid); `
+    + `key ${keyId} was revoked. Delete that Secret; a new key is issued then`;
+  ctx.logger.warn({ secretName, keyId }, 'the Secret name of a new key is taken; revoked the key');
+  // A rotation's: the recorded key stays live and Ready, the rotation says what stopped it.
+  await writeStatus(deps, { ...ctx, resource: current }, rotating
+    ? [rotatingCondition(false, 'SecretConflict', message)]
+    : blockedConditions(blockedInputs(ctx), 'SecretConflict', message, 'KeyIssued'));
+  await deps.events.record(ctx.resource, 'Warning', 'SecretConflict', message);
+  return { type: 'Backoff' };
 }
 
 /** Revokes the key an attempt replaced; one already gone is fine. */

@@ -11,7 +11,7 @@ import { asPlatformFailure, failureReason } from './platform-failure.ts';
 import { platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { removeFinalizer, writeStatus } from './resource-writes.ts';
 import { revokeRetiring } from './rotation.ts';
-import { ANNOTATION_OWNER } from './secret-writer.ts';
+import { ANNOTATION_OWNER, deleteRetiredSecret } from './secret-writer.ts';
 
 /** Deletion with deletionPolicy Revoke: revoke the key, delete the Secret this resource controls, drop the finalizer. */
 export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: number, retiring: readonly number[] = []): Promise<ReconcileResult> {
@@ -40,6 +40,7 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
       return { type: 'Backoff', ...(failure.retryAfterMs !== undefined ? { minDelayMs: failure.retryAfterMs } : {}) };
     }
   }
+  await deleteRetiredSecrets(deps, ctx);
   if (ctx.secret !== undefined && ctx.observation.secret?.owned === true) {
     await deps.kube.deleteSecret(resource.metadata.namespace, ctx.secretName).catch((error: unknown) => {
       if (statusCode(error) !== 404) throw error;
@@ -48,6 +49,14 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
   await deps.events.record(resource, 'Normal', 'KeyRevoked', `revoked key ${keyId}${retiring.length > 0 ? ` (and retiring key(s) ${retiring.join(', ')})` : ''} and deleted Secret ${ctx.secretName}`);
   await removeFinalizer(deps, resource);
   return { type: 'Done' };
+}
+
+/**
+ * spec.secret.immutable: the Secrets of the retiring keys (revoked just before) go now rather than
+ * by the garbage collector; only those this resource owns by uid (deleteRetiredSecret).
+ */
+async function deleteRetiredSecrets(deps: KeyDeps, ctx: Context): Promise<void> {
+  for (const entry of ctx.resource.status?.retiringKeys ?? []) await deleteRetiredSecret(deps, ctx, entry.secretName);
 }
 
 /** Deletion with deletionPolicy Retain: the key and its Secret stay, the Secret loses its owner. */
@@ -66,6 +75,7 @@ export async function retain(deps: KeyDeps, ctx: Context, decision: Decision, re
       return { type: 'Backoff', ...(failure.retryAfterMs !== undefined ? { minDelayMs: failure.retryAfterMs } : {}) };
     }
   }
+  await deleteRetiredSecrets(deps, ctx);
   if (secret !== undefined && ctx.observation.secret?.owned === true) {
     // The Secret must outlive the resource: no owner reference for the garbage collector to follow.
     const annotations: Record<string, string> = { ...secret.metadata?.annotations, 'keys.neon.dev/retained-from': `${resource.kind}/${resource.metadata.name}` };

@@ -6,6 +6,7 @@ import {
   ApiException, PatchStrategy, setHeaderOptions, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type V1DaemonSet, type V1Deployment,
   type V1Secret, type V1StatefulSet,
 } from '@kubernetes/client-node';
+import type { JsonPatchOp } from './immutable-secret.ts';
 import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
 
 /** The workloads a rotation may restart (spec.rotation.restart), always in the resource's own namespace. */
@@ -24,12 +25,16 @@ export interface KubeWrites {
   createSecret(namespace: string, body: V1Secret): Promise<V1Secret>;
   replaceSecret(namespace: string, name: string, body: V1Secret): Promise<V1Secret>;
   deleteSecret(namespace: string, name: string): Promise<void>;
+  /** LIST of the Secrets of a namespace matching a label selector (spec.secret.immutable: an interrupted create's Secret). */
+  listSecrets(namespace: string, labelSelector: string): Promise<V1Secret[]>;
   /** GET of a Deployment, StatefulSet or DaemonSet (rollout status); undefined when it does not exist. */
   readWorkload(namespace: string, kind: WorkloadKind, name: string): Promise<Workload | undefined>;
   /** LIST of one kind of workload in a namespace (spec.rotation.restart.discover). */
   listWorkloads(namespace: string, kind: WorkloadKind): Promise<Workload[]>;
   /** Merge patch of a workload's pod template annotations (a restart, like kubectl rollout restart); the workload as patched. */
   patchTemplateAnnotations(namespace: string, kind: WorkloadKind, name: string, annotations: Record<string, string>): Promise<Workload>;
+  /** JSON patch of a workload (spec.secret.immutable: its Secret references repointed, with the restart annotation); the workload as patched. */
+  patchWorkload(namespace: string, kind: WorkloadKind, name: string, ops: readonly JsonPatchOp[]): Promise<Workload>;
 }
 
 /** The HTTP status of an apiserver error, or undefined for anything else. */
@@ -38,6 +43,7 @@ export function statusCode(error: unknown): number | undefined {
 }
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
 export class ApiServerWrites implements KubeWrites {
   readonly #objects: CustomObjectsApi;
@@ -115,5 +121,16 @@ export class ApiServerWrites implements KubeWrites {
     if (kind === 'Deployment') return await this.#apps.patchNamespacedDeployment({ namespace, name, body }, merge);
     if (kind === 'StatefulSet') return await this.#apps.patchNamespacedStatefulSet({ namespace, name, body }, merge);
     return await this.#apps.patchNamespacedDaemonSet({ namespace, name, body }, merge);
+  }
+
+  async listSecrets(namespace: string, labelSelector: string): Promise<V1Secret[]> {
+    return (await this.#core.listNamespacedSecret({ namespace, labelSelector })).items;
+  }
+
+  async patchWorkload(namespace: string, kind: WorkloadKind, name: string, ops: readonly JsonPatchOp[]): Promise<Workload> {
+    const body = [...ops];
+    if (kind === 'Deployment') return await this.#apps.patchNamespacedDeployment({ namespace, name, body }, jsonPatch);
+    if (kind === 'StatefulSet') return await this.#apps.patchNamespacedStatefulSet({ namespace, name, body }, jsonPatch);
+    return await this.#apps.patchNamespacedDaemonSet({ namespace, name, body }, jsonPatch);
   }
 }

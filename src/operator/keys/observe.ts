@@ -14,16 +14,17 @@ import { defaultKeyName, parseIntent } from './create-intent.ts';
 import { recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
 import { checkRecordedKey, type FailingSince } from './drift.ts';
 import type { Context, KeyDeps, RotationContext } from './reconcile-context.ts';
-import { observeSecret } from './secret-writer.ts';
+import { locateSecret, observeSecret } from './secret-writer.ts';
 import { recordedValues, secretInLine, templateOf } from './secret-template.ts';
 
 export async function observe(deps: KeyDeps, failingSince: FailingSince, resource: KeyResource, logger: Logger): Promise<Context> {
   const meta = resource.metadata;
   const parsed = parseSpec(resource.kind, resource.spec);
   const spec = parsed.ok ? parsed.spec : undefined;
-  const secretName = spec?.secret?.name ?? meta.name;
   const secretKey = spec?.secret?.key ?? 'apiKey';
-  const secret = await deps.kube.readSecret(meta.namespace, secretName);
+  const pending = parseIntent(meta.annotations?.[ANNOTATION_CREATE_PENDING], spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined, meta.uid, deps.signer);
+  // spec.secret.immutable: the pending attempt's Secret, else status.secretName (secret-writer.ts).
+  const { secretName, secret } = await locateSecret(deps, resource, spec, secretKey, typeof pending === 'object' ? pending.attempt : undefined);
 
   let apiKey: string | undefined;
   let credentials: Credentials = 'SecretNotFound';
@@ -36,7 +37,6 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     }
   }
   const adapter = spec !== undefined ? adapterFor(resource, spec) : undefined;
-  const pending = parseIntent(meta.annotations?.[ANNOTATION_CREATE_PENDING], spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined, meta.uid, deps.signer);
   const status = resource.status ?? {};
   const secretObservation = observeSecret(resource, secret, secretKey, deps.signer);
   if (secretObservation?.owned === true && secret !== undefined && spec !== undefined) {
@@ -44,7 +44,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     const key = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
     // Without the key there is nothing to rebuild from (decide() sees that as tampering).
     if (key !== '') {
-      secretObservation.inLine = secretInLine(secret, secretKey, templateOf(spec), recordedValues(key, status, secretObservation, spec, deps.platformUrl));
+      secretObservation.inLine = secretInLine(secret, secretKey, templateOf(spec), recordedValues(key, status, secretObservation, spec, deps.platformUrl), secret.immutable === true);
     }
   }
 

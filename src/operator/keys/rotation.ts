@@ -7,7 +7,9 @@
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { RetiringKey } from '../resources/schema.ts';
 import { rotatingCondition, type ConditionUpdate } from './conditions.ts';
-import { consumersOf, restartConsumers } from './consumers.ts';
+import { consumersOf, repointConsumers, restartAnnotation, restartConsumers } from './consumers.ts';
+import { baseSecretName, immutableMode } from './immutable-secret.ts';
+import { deleteRetiredSecret } from './secret-writer.ts';
 import type { Decision, PendingAttempt, RetireStep } from './decision.ts';
 import { inSync } from './in-sync.ts';
 import { statusCode } from './kube-writes.ts';
@@ -43,7 +45,7 @@ export function rotationFields(ctx: Pick<Context, 'resource' | 'rotation'>, chan
  * fields come from the caller; here the replaced key joins status.retiringKeys (once: an adoption
  * repeated after a crash appends nothing) and the rotation is recorded.
  */
-export function switchFields(ctx: Pick<Context, 'resource' | 'rotation'>, pending: PendingAttempt, newKeyId: number, now: number): { fields: Record<string, unknown>; conditions: ConditionUpdate[] } {
+export function switchFields(ctx: Pick<Context, 'resource' | 'rotation' | 'spec'>, pending: PendingAttempt, newKeyId: number, now: number): { fields: Record<string, unknown>; conditions: ConditionUpdate[] } {
   const status = ctx.resource.status ?? {};
   const old = pending.replaces;
   if (pending.rotation === undefined || old === undefined || old === newKeyId) return { fields: {}, conditions: [] };
@@ -52,6 +54,8 @@ export function switchFields(ctx: Pick<Context, 'resource' | 'rotation'>, pendin
     retiring.push({
       keyId: old,
       ...(status.keyId === old && status.keyName !== undefined ? { keyName: status.keyName } : {}),
+      // spec.secret.immutable: its own Secret, which its consumers are repointed from and which goes once it is revoked.
+      ...(immutableMode(ctx.spec) && status.keyId === old && status.secretName !== undefined ? { secretName: status.secretName } : {}),
       since: iso(now),
     });
   }
@@ -84,8 +88,12 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
       try {
         // Each restart is an idempotent patch (consumers.ts): one repeated after a crash before the
         // status below changes nothing, so recording right after patching loses no rollout to wait for.
-        const consumers = restart !== undefined ? await consumersOf(deps.kube, resource.metadata.namespace, ctx.secretName, restart) : [];
-        result = await restartConsumers(deps.kube, resource.metadata.namespace, ctx.secretName, action.keyId, consumers);
+        // spec.secret.immutable: the consumers of any of this resource's Secrets, repointed to the current one.
+        const retiredNames = immutableMode(ctx.spec) ? list.flatMap((k) => (k.secretName !== undefined && k.secretName !== ctx.secretName ? [k.secretName] : [])) : [];
+        const consumers = restart !== undefined ? await consumersOf(deps.kube, resource.metadata.namespace, [ctx.secretName, ...retiredNames], restart) : [];
+        result = immutableMode(ctx.spec)
+          ? await repointConsumers(deps.kube, resource.metadata.namespace, { from: new Set(retiredNames), to: ctx.secretName, annotation: restartAnnotation(baseSecretName(resource, ctx.spec)) }, action.keyId, consumers)
+          : await restartConsumers(deps.kube, resource.metadata.namespace, ctx.secretName, action.keyId, consumers);
       } catch (error) {
         const message = `restarting the consumers of Secret ${ctx.secretName} failed (${statusCode(error) ?? 'error'}); key ${entry.keyId} stays live and the restart is tried again`;
         ctx.logger.warn({ status: statusCode(error), err: error instanceof Error ? error.message : String(error) }, 'consumer restart failed');
@@ -143,12 +151,14 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
         }
       }
       list.splice(index, 1);
+      await deleteRetiredSecret(deps, ctx, entry.secretName);
       await deps.events.record(resource, step.stillInUse ? 'Warning' : 'Normal', step.stillInUse ? 'OldKeyStillInUse' : 'KeyRetired',
         step.stillInUse ? decision.message : `revoked replaced key ${entry.keyId}; Secret ${ctx.secretName} holds key ${action.keyId}`);
       return await dropped(deps, ctx, action.keyId, list, `replaced key ${entry.keyId} was revoked`);
     }
     case 'Drop': {
       list.splice(index, 1);
+      await deleteRetiredSecret(deps, ctx, entry.secretName);
       await deps.events.record(resource, 'Normal', 'KeyRetired', decision.message);
       return await dropped(deps, ctx, action.keyId, list, `replaced key ${entry.keyId} is gone from the platform`);
     }

@@ -161,10 +161,13 @@ function sameEntries(a: Record<string, string> | undefined, b: Record<string, st
   return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && b[k] === left[k]);
 }
 
-/** Whether the Secret already is what rewrittenSecret() would make of it. */
-export function secretInLine(existing: V1Secret, dataKey: string, template: SecretTemplate | undefined, values: TemplateValues): boolean {
+/**
+ * Whether the Secret already is what rewrittenSecret() would make of it. `metadataOnly`: an
+ * immutable Secret, whose data is what it was written with (a template's data applies from the next key).
+ */
+export function secretInLine(existing: V1Secret, dataKey: string, template: SecretTemplate | undefined, values: TemplateValues, metadataOnly = false): boolean {
   const wanted = rewrittenSecret(existing, dataKey, template, values);
   return sameEntries(existing.metadata?.labels, wanted.metadata?.labels ?? {})
     && sameEntries(existing.metadata?.annotations, wanted.metadata?.annotations ?? {})
-    && sameEntries(existing.data, wanted.data ?? {});
+    && (metadataOnly || sameEntries(existing.data, wanted.data ?? {}));
 }

@@ -12,9 +12,10 @@ import { createHmac } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { SecretObservation } from './decision.ts';
 import {
-  ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_SIGNATURE, API_VERSION, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
+  ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_SIGNATURE, API_VERSION, FINALIZER, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
 } from '../resources/schema.ts';
 import { objectRef } from '../runtime/own-writes.ts';
+import { baseSecretName, immutableMode, immutableSecretName } from './immutable-secret.ts';
 import { statusCode } from './kube-writes.ts';
 import type { Context, KeyDeps } from './reconcile-context.ts';
 import { recordedValues, rewrittenSecret, specIds, templateOf, templatedData, templatedMetadata, type SecretTemplate } from './secret-template.ts';
@@ -37,7 +38,7 @@ export function secretHash(resource: Pick<KeyResource, 'metadata'>, value: strin
 }
 
 /** Whether the Secret's controller owner reference is this resource (by uid: names are reused). */
-function ownedBy(resource: Pick<KeyResource, 'metadata'>, secret: V1Secret): boolean {
+export function ownedBy(resource: Pick<KeyResource, 'metadata'>, secret: V1Secret): boolean {
   return (secret.metadata?.ownerReferences ?? []).some((ref) => ref.controller === true && ref.uid === resource.metadata.uid);
 }
 
@@ -70,6 +71,8 @@ export interface SecretShape {
   organizationId: string | undefined;
   projectId: string | undefined;
   platformUrl: string | undefined;
+  /** spec.secret.immutable: the Secret is written once, marked immutable. */
+  immutable?: boolean;
 }
 
 export function buildSecret(resource: KeyResource, name: string, dataKey: string, key: { id: number; name: string; secret: string }, signer: Signer, existing?: V1Secret, shape?: SecretShape): V1Secret {
@@ -78,6 +81,7 @@ export function buildSecret(resource: KeyResource, name: string, dataKey: string
     apiVersion: 'v1',
     kind: 'Secret',
     type: 'Opaque',
+    ...(shape?.immutable === true ? { immutable: true } : {}),
     metadata: {
       name,
       namespace: resource.metadata.namespace,
@@ -107,11 +111,46 @@ export function buildSecret(resource: KeyResource, name: string, dataKey: string
 
 /** The shape of the Secret as this reconcile's spec asks for it. */
 export function secretShape(deps: Pick<KeyDeps, 'platformUrl'>, ctx: Pick<Context, 'spec'>): SecretShape {
-  return { template: templateOf(ctx.spec), ...specIds(ctx.spec), platformUrl: deps.platformUrl };
+  return { template: templateOf(ctx.spec), ...specIds(ctx.spec), platformUrl: deps.platformUrl, immutable: immutableMode(ctx.spec) };
+}
+
+/** A Secret of the name a key is to be written to exists and this resource does not own it: never adopted, never overwritten. */
+export class SecretConflictError extends Error {
+  readonly secretName: string;
+  constructor(secretName: string) {
+    super(`Secret ${secretName} exists and is not controlled by this resource`);
+    this.secretName = secretName;
+  }
+}
+
+/** The name of the Secret a key goes to: spec.secret.immutable, one per key; else the one Secret. */
+export function targetSecretName(ctx: Pick<Context, 'resource' | 'spec' | 'secretName'>, keyId: number): string {
+  return immutableMode(ctx.spec) ? immutableSecretName(baseSecretName(ctx.resource, ctx.spec), keyId) : ctx.secretName;
+}
+
+/**
+ * spec.secret.immutable: the key's own Secret, created once. One found there already is ours only
+ * when this resource owns it and it holds this very key under the signature (a create repeated
+ * after a crash); anything else is a SecretConflictError.
+ */
+async function writeImmutableSecret(deps: KeyDeps, ctx: Context, key: { id: number; name: string; secret: string }, name: string): Promise<void> {
+  const { resource, secretKey } = ctx;
+  const namespace = resource.metadata.namespace;
+  const body = buildSecret(resource, name, secretKey, key, deps.signer, undefined, secretShape(deps, ctx));
+  try {
+    const created = await deps.kube.createSecret(namespace, body);
+    deps.ownWrites?.record(objectRef('Secret', namespace, name), undefined, created.metadata?.resourceVersion);
+  } catch (error) {
+    if (statusCode(error) !== 409) throw error;
+    const found = await deps.kube.readSecret(namespace, name);
+    const seen = observeSecret(resource, found, secretKey, deps.signer);
+    if (seen?.verified !== true || seen.keyId !== key.id || seen.hash !== secretHash(resource, key.secret)) throw new SecretConflictError(name);
+  }
 }
 
 /** Step 4 of DESIGN.md section 3: the Secret, created or replaced (only when this resource controls it). */
 export async function writeSecret(deps: KeyDeps, ctx: Context, key: { id: number; name: string; secret: string }): Promise<void> {
+  if (immutableMode(ctx.spec)) return await writeImmutableSecret(deps, ctx, key, targetSecretName(ctx, key.id));
   const { resource, secretName, secretKey } = ctx;
   const namespace = resource.metadata.namespace;
   const existing = ctx.observation.secret?.owned === true ? ctx.secret : undefined;
@@ -133,14 +172,64 @@ export async function writeSecret(deps: KeyDeps, ctx: Context, key: { id: number
   deps.ownWrites?.record(objectRef('Secret', namespace, secretName), existing?.metadata?.resourceVersion, secret.metadata?.resourceVersion);
 }
 
-/** spec.secret.name changed: the Secret under the old name goes, if this resource controls it. */
-export async function deleteStaleSecret(deps: KeyDeps, ctx: Context): Promise<void> {
+/**
+ * spec.secret.name changed, or (spec.secret.immutable) a key replaced outside a rotation: the
+ * Secret status named before goes, if this resource controls it.
+ */
+export async function deleteStaleSecret(deps: KeyDeps, ctx: Context, current = ctx.secretName): Promise<void> {
   const previous = ctx.resource.status?.secretName;
-  if (previous === undefined || previous === ctx.secretName) return;
+  if (previous === undefined || previous === current) return;
   const old = await deps.kube.readSecret(ctx.resource.metadata.namespace, previous);
   if (old !== undefined && ownedBy(ctx.resource, old)) {
     await deps.kube.deleteSecret(ctx.resource.metadata.namespace, previous).catch(() => undefined);
   }
+}
+
+/**
+ * Which Secret "the Secret" is, and as read. One Secret per resource: spec.secret.name (default
+ * metadata.name). spec.secret.immutable: the Secret of a pending attempt (found by its signed key
+ * name among the managed Secrets this resource owns, so a crash between the Secret and the status
+ * write is adopted), else the one status.secretName names (only the operator writes status).
+ */
+export async function locateSecret(deps: Pick<KeyDeps, 'kube' | 'signer'>, resource: KeyResource, spec: Context['spec'], secretKey: string, attempt: string | undefined): Promise<{ secretName: string; secret: V1Secret | undefined }> {
+  const namespace = resource.metadata.namespace;
+  const base = baseSecretName(resource, spec);
+  if (!immutableMode(spec)) return { secretName: base, secret: await deps.kube.readSecret(namespace, base) };
+  if (attempt !== undefined) {
+    const managed = await deps.kube.listSecrets(namespace, `${LABEL_MANAGED_BY}=${MANAGED_BY}`);
+    const found = managed.find((s) => {
+      const seen = observeSecret(resource, s, secretKey, deps.signer);
+      return seen?.verified === true && seen.keyName === attempt;
+    });
+    if (found?.metadata?.name !== undefined) return { secretName: found.metadata.name, secret: found };
+  }
+  const status = resource.status;
+  if (status?.keyId === undefined) {
+    // No key in status, yet the finalizer: a status lost (a restore without it), or a first create
+    // (one list per new resource). The Secrets are the record then, as the one Secret is in the
+    // mutable mode: the newest key among those this resource owns under the signature.
+    if (!resource.metadata.finalizers?.includes(FINALIZER)) return { secretName: base, secret: undefined };
+    let newest: { secret: V1Secret; keyId: number } | undefined;
+    for (const s of await deps.kube.listSecrets(namespace, `${LABEL_MANAGED_BY}=${MANAGED_BY}`)) {
+      const seen = observeSecret(resource, s, secretKey, deps.signer);
+      if (seen?.verified === true && seen.keyId !== undefined && (newest === undefined || seen.keyId > newest.keyId)) newest = { secret: s, keyId: seen.keyId };
+    }
+    const name = newest?.secret.metadata?.name;
+    return name !== undefined ? { secretName: name, secret: newest!.secret } : { secretName: base, secret: undefined };
+  }
+  const name = status.secretName ?? immutableSecretName(base, status.keyId);
+  return { secretName: name, secret: await deps.kube.readSecret(namespace, name) };
+}
+
+/** spec.secret.immutable: a revoked key's Secret goes, only when this resource owns it by uid (never the current one). */
+export async function deleteRetiredSecret(deps: KeyDeps, ctx: Context, name: string | undefined): Promise<void> {
+  if (name === undefined || name === ctx.secretName) return;
+  const namespace = ctx.resource.metadata.namespace;
+  const found = await deps.kube.readSecret(namespace, name);
+  if (found === undefined || !ownedBy(ctx.resource, found)) return;
+  await deps.kube.deleteSecret(namespace, name).catch((error: unknown) => {
+    if (statusCode(error) !== 404) throw error;
+  });
 }
 
 /** The secret value the Secret holds ('' when none): the issued key, for the operations poller. */
@@ -159,7 +248,10 @@ export async function rewriteSecret(deps: KeyDeps, ctx: Context): Promise<V1Secr
   const namespace = resource.metadata.namespace;
   const encoded = secret.data?.[secretKey];
   const key = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
-  const body = rewrittenSecret(secret, secretKey, templateOf(ctx.spec), recordedValues(key, resource.status, ctx.observation.secret, ctx.spec, deps.platformUrl));
+  const rewritten = rewrittenSecret(secret, secretKey, templateOf(ctx.spec), recordedValues(key, resource.status, ctx.observation.secret, ctx.spec, deps.platformUrl));
+  // An immutable Secret's data never changes: its labels and annotations follow the template, its
+  // derived entries are those of the template when the key was issued (the next key's Secret has the new ones).
+  const body = secret.immutable === true ? { ...rewritten, data: secret.data } : rewritten;
   const written = await deps.kube.replaceSecret(namespace, secretName, body);
   deps.ownWrites?.record(objectRef('Secret', namespace, secretName), secret.metadata?.resourceVersion, written.metadata?.resourceVersion);
   return written;

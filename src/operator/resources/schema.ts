@@ -100,6 +100,10 @@ function secretTarget(fields: readonly TemplateField[]) {
     name: dnsSubdomain.optional().meta({ description: 'Name of the Secret; defaults to the name of this resource.' }),
     key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that receives the key.' }),
     template: secretTemplate(fields).optional(),
+    immutable: z.boolean().optional().meta({
+      description: 'Write each issued key to its own immutable Secret, named <name>-<key id>; status.secretName names the current one, a rotation repoints '
+        + 'the consumers (spec.rotation.restart) to it and the replaced key\'s Secret is deleted once that key is revoked. Set at creation; cannot be changed.',
+    }),
   }).meta({
     description: 'The Secret the issued key is written to. It is created and owned by the operator.',
     'x-kubernetes-validations': [{
@@ -142,6 +146,12 @@ const ID_MAX = 64;
 
 const organizationId = z.string().min(5).max(ID_MAX).regex(ORGANIZATION_ID_PATTERN).meta({ description: 'The platform organization id, e.g. org-cool-cherry-12345678.' });
 const projectId = z.string().min(1).max(ID_MAX).regex(PROJECT_ID_PATTERN).meta({ description: 'The project the key is scoped to, e.g. cool-cherry-12345678. Immutable.' });
+
+/** spec.secret.immutable is chosen at creation: the Secrets of one mode are not the other's. */
+const immutableModeFixed = {
+  rule: '(has(self.secret) && has(self.secret.immutable) && self.secret.immutable) == (has(oldSelf.secret) && has(oldSelf.secret.immutable) && oldSelf.secret.immutable)',
+  message: 'secret.immutable cannot be changed after creation',
+};
 
 /** Not the credentials Secret: the operator would overwrite the key it acts with. */
 const secretIsNotCredentials = {
@@ -204,6 +214,7 @@ export const ApiKeySpec = z.object({
     { rule: 'self.scope == oldSelf.scope', message: 'scope is immutable' },
     immutable('organizationId'),
     secretIsNotCredentials,
+    immutableModeFixed,
     {
       rule: "self.scope != 'Personal' || !has(self.secret) || !has(self.secret.template) || !has(self.secret.template.data) || self.secret.template.data.all(k, self.secret.template.data[k] != 'OrganizationId')",
       message: 'secret.template.data: a Personal key has no OrganizationId',
@@ -226,6 +237,7 @@ export const ProjectApiKeySpec = z.object({
     { rule: 'self.organizationId == oldSelf.organizationId', message: 'organizationId is immutable' },
     { rule: 'self.projectId == oldSelf.projectId', message: 'projectId is immutable' },
     secretIsNotCredentials,
+    immutableModeFixed,
   ],
 });
 
@@ -249,6 +261,7 @@ const timestamp = (description: string) => z.string().max(64).meta({ format: 'da
 export const RetiringKey = z.object({
   keyId: z.int().min(0).meta({ description: 'Platform id of the replaced key, live until it is revoked.' }),
   keyName: z.string().max(64).optional().meta({ description: 'Its platform name.' }),
+  secretName: z.string().max(253).optional().meta({ description: 'spec.secret.immutable: the Secret holding it, deleted once it is revoked.' }),
   since: timestamp('When the Secret switched to the new key.'),
   restartedAt: timestamp('When its consumers were restarted (absent: not yet, or no restart configured).').optional(),
   restarts: z.array(z.object({

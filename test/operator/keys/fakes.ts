@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { PlatformError, type ApiKeyListItem, type Disposition, type PlatformErrorCode } from '../../../src/platform/index.ts';
 import type { KeyPlatform } from '../../../src/operator/keys/adapter.ts';
 import { DriftCache } from '../../../src/operator/keys/drift.ts';
+import type { JsonPatchOp } from '../../../src/operator/keys/immutable-secret.ts';
 import type { KubeWrites, Workload, WorkloadKind } from '../../../src/operator/keys/kube-writes.ts';
 import { KeyReconciler, type KeyReconcilerOptions } from '../../../src/operator/keys/reconciler.ts';
 import { Signer } from '../../../src/operator/keys/signing.ts';
@@ -128,6 +129,10 @@ export class FakeKube implements KubeWrites {
     const current = this.secrets.get(id);
     if (current === undefined) throw notFound(id);
     if (body.metadata?.resourceVersion !== undefined && body.metadata.resourceVersion !== current.metadata?.resourceVersion) throw conflict(id);
+    // As the apiserver: an immutable Secret's data (and the flag itself) never change.
+    if (current.immutable === true && (body.immutable !== true || JSON.stringify(body.data ?? {}) !== JSON.stringify(current.data ?? {}))) {
+      throw new ApiException(422, `${id} is immutable`, {}, {});
+    }
     const stored = clone(body);
     stored.metadata = { ...stored.metadata, resourceVersion: this.#next() };
     this.secrets.set(id, stored);
@@ -138,6 +143,14 @@ export class FakeKube implements KubeWrites {
     const id = `${namespace}/${name}`;
     this.calls.push(`delete Secret ${id}`);
     if (!this.secrets.delete(id)) throw notFound(id);
+  }
+
+  async listSecrets(namespace: string, labelSelector: string): Promise<V1Secret[]> {
+    this.calls.push(`list Secret ${namespace} ${labelSelector}`);
+    const [label, value] = labelSelector.split('=');
+    return [...this.secrets.entries()]
+      .filter(([id, secret]) => id.startsWith(`${namespace}/`) && label !== undefined && secret.metadata?.labels?.[label] === value)
+      .map(([, secret]) => clone(secret));
   }
 
   /** Deployments, StatefulSets and DaemonSets by `kind/namespace/name`. */
@@ -176,6 +189,36 @@ export class FakeKube implements KubeWrites {
     this.workloads.set(id, stored);
     return clone(stored);
   }
+
+  /** RFC 6902 as far as the operator uses it (test, replace, add); the generation moves when the template changed. */
+  async patchWorkload(namespace: string, kind: WorkloadKind, name: string, ops: readonly JsonPatchOp[]): Promise<Workload> {
+    const id = `${kind}/${namespace}/${name}`;
+    this.calls.push(`json-patch ${id} ${JSON.stringify(ops)}`);
+    this.#maybeFail(`patch ${kind}`);
+    const current = this.workloads.get(id);
+    if (current === undefined) throw notFound(id);
+    const stored = clone(current) as unknown as Record<string, unknown>;
+    for (const op of ops) {
+      const segments = op.path.split('/').slice(1).map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+      const last = segments.pop() as string;
+      let parent: unknown = stored;
+      for (const segment of segments) parent = (parent as Record<string, unknown> | undefined)?.[segment];
+      if (parent === undefined || parent === null) throw new ApiException(422, `${op.path}: no such path`, {}, {});
+      const holder = parent as Record<string, unknown>;
+      if (op.op === 'test') {
+        if (JSON.stringify(holder[last]) !== JSON.stringify(op.value)) throw new ApiException(422, `${op.path}: test failed`, {}, {});
+      } else {
+        if (op.op === 'replace' && !(last in holder)) throw new ApiException(422, `${op.path}: nothing to replace`, {}, {});
+        holder[last] = clone(op.value);
+      }
+    }
+    const patched = stored as unknown as Workload;
+    if (JSON.stringify(patched.spec?.template) !== JSON.stringify(current.spec?.template)) {
+      patched.metadata = { ...patched.metadata, generation: (patched.metadata?.generation ?? 1) + 1, resourceVersion: this.#next() };
+    }
+    this.workloads.set(id, patched);
+    return clone(patched);
+  }
 }
 
 export interface FakeKey { id: number; name: string; key: string; created_at: string; project_id?: string; last_used_at?: string; last_used_from_addr?: string }
@@ -186,6 +229,8 @@ export class FakePlatform implements KeyPlatform {
   readonly keys: FakeKey[] = [];
   projects = ['p-1'];
   #id = 1000;
+  /** The id the next key gets (ids are sequential, as the emulator's). */
+  get nextId(): number { return this.#id + 1; }
   /** The next call of this method fails with this error (once). */
   failNext: { method: string; error: Error } | undefined;
   /** Rewrites the create answer (a hostile or broken platform). */

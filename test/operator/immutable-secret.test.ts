@@ -1,0 +1,229 @@
+// spec.secret.immutable as users meet it: a real kube-apiserver + etcd + kube-controller-manager
+// (the harness: deployment and replicaset controllers, no kubelet), the platform emulator over
+// HTTP, the operator in-process with the ServiceAccount token of deploy/base (its RBAC proven
+// sufficient). One immutable Secret per key; a rotation repoints a Deployment and deletes the
+// replaced Secret after revoking its key; a lost Secret, an interrupted create, a foreign Secret.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { restartAnnotation } from '../../src/operator/keys/consumers.ts';
+import { buildSecret } from '../../src/operator/keys/secret-writer.ts';
+import type { Signer } from '../../src/operator/keys/signing.ts';
+import { createLogger } from '../../src/operator/runtime/logger.ts';
+import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import type { KeyResource } from '../../src/operator/resources/schema.ts';
+import { PlatformClient } from '../../src/platform/index.ts';
+import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner } from './support.ts';
+
+const group = 'keys.neon.dev';
+const version = 'v1alpha1';
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const LEAKED = 'tenant-value-must-not-leak';
+interface AdminKey { id: number; name: string; revoked: boolean }
+type Resource = KeyResource & { metadata: { annotations?: Record<string, string> } };
+
+describe('immutable Secrets (spec.secret.immutable)', () => {
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let operator: RunningOperator | undefined;
+  let objects: CustomObjectsApi;
+  let core: CoreV1Api;
+  let apps: AppsV1Api;
+  let namespace: string;
+  let org: string;
+  let signer: Signer;
+  let platform: PlatformClient;
+  let adoptedKeyId = 0;
+
+  const keysNamed = async (base: string): Promise<AdminKey[]> => (await emulatorAdmin<AdminKey[]>(emulator.adminUrl, 'GET', '/keys')).filter((k) => k.name.startsWith(`${base}-`));
+  const liveIds = async (base: string): Promise<number[]> => (await keysNamed(base)).filter((k) => !k.revoked).map((k) => k.id).sort((a, b) => a - b);
+  const get = async (name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }) as Resource;
+  const spec = (name: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+    scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' }, secret: { name: `${name}-key`, immutable: true }, ...extra,
+  });
+  const create = async (name: string, extra: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): Promise<Resource> =>
+    await objects.createNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, ...metadata }, spec: spec(name, extra) } }) as Resource;
+  const annotate = async (name: string, annotations: Record<string, string>): Promise<void> => {
+    await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name, body: { metadata: { annotations } } }, merge);
+  };
+  const condition = (r: Resource, type: string): string | undefined => {
+    const c = r.status?.conditions?.find((x) => x.type === type);
+    return c === undefined ? undefined : `${c.status} ${c.reason}`;
+  };
+  const untilReady = (name: string, other?: number): Promise<Resource> => eventually(async () => {
+    const r = await get(name);
+    return condition(r, 'Ready') === 'True Ready' && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined && r.status?.keyId !== other ? r : undefined;
+  }, 30_000, `${name} Ready`);
+  const secretsOf = async (name: string): Promise<string[]> => (await core.listNamespacedSecret({ namespace })).items
+    .map((s) => s.metadata?.name ?? '').filter((n) => n.startsWith(`${name}-key-`)).sort();
+  const events = async (name: string): Promise<{ reason: string; message: string }[]> =>
+    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => ({ reason: e.reason ?? '', message: e.message ?? '' }));
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+    org = emulator.bootstrap.organizations[0]?.id ?? '';
+    objects = customObjects(cp.kubeConfig);
+    core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    apps = cp.kubeConfig.makeApiClient(AppsV1Api);
+    signer = await operatorSigner(cp);
+    platform = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
+    namespace = await createNamespace(cp, 'immutable');
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+
+    // Before the operator starts, what a crash between the Secret write and the status write
+    // leaves: the signed intent, the key on the platform, its immutable Secret, no status.
+    const created = await create('adopted', {}, { finalizers: ['keys.neon.dev/finalizer'] });
+    const attempt = 'adopted-cr4sh000';
+    const key = await platform.createOrganizationKey(org, { keyName: attempt });
+    adoptedKeyId = key.id;
+    const resource = { ...created, kind: 'ApiKey' } as KeyResource;
+    const shape = { template: undefined, organizationId: org, projectId: undefined, platformUrl: undefined, immutable: true };
+    await core.createNamespacedSecret({ namespace, body: buildSecret(resource, `adopted-key-${key.id}`, 'apiKey', { id: key.id, name: attempt, secret: key.key }, signer, undefined, shape) });
+    await objects.patchNamespacedCustomObject({
+      group, version, namespace, plural: 'apikeys', name: 'adopted',
+      body: { metadata: { annotations: crashedIntent(signer, created.metadata.uid, { attempt, startedAt: new Date().toISOString(), holder: 'killed' }) } },
+    }, merge);
+
+    operator = await startOperator({
+      kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespaces: [namespace], workers: 4,
+      driftIntervalMs: 3_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, logger: createLogger({ level: 'silent' }),
+    });
+  });
+
+  afterAll(async () => {
+    await operator?.stop();
+    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+    await emulator?.close();
+  });
+
+  it('adopts the key of a create interrupted between its Secret and its status: no second key', async () => {
+    const r = await untilReady('adopted');
+    expect(r.status).toMatchObject({ keyId: adoptedKeyId, secretName: `adopted-key-${adoptedKeyId}` });
+    expect(await liveIds('adopted')).toEqual([adoptedKeyId]);
+    expect(await secretsOf('adopted')).toEqual([`adopted-key-${adoptedKeyId}`]);
+    expect((await events('adopted')).map((e) => e.reason)).toContain('KeyAdopted');
+  });
+
+  it('writes each key to its own immutable Secret, whose data the apiserver refuses to change; the mode is fixed at creation', async () => {
+    await create('fixed', { secret: { name: 'fixed-key', immutable: true, template: { labels: { team: 'a' }, data: { id: 'KeyId' } } } });
+    const r = await untilReady('fixed');
+    const name = `fixed-key-${r.status!.keyId}`;
+    expect(r.status?.secretName).toBe(name);
+    const secret = await core.readNamespacedSecret({ namespace, name });
+    expect(secret.immutable).toBe(true);
+    expect(secret.metadata?.labels).toMatchObject({ team: 'a', 'app.kubernetes.io/managed-by': 'neon-key-operator' });
+    expect(secret.metadata?.ownerReferences?.[0]).toMatchObject({ uid: r.metadata.uid, controller: true });
+    expect(Buffer.from(secret.data?.id ?? '', 'base64').toString()).toBe(String(r.status!.keyId));
+    await expect(core.replaceNamespacedSecret({ namespace, name, body: { ...secret, data: { ...secret.data, apiKey: Buffer.from('x').toString('base64') } } })).rejects.toThrow(/immutable/);
+    await expect(objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'fixed', body: { spec: { secret: { immutable: false } } } }, merge))
+      .rejects.toThrow(/secret.immutable cannot be changed/);
+    await objects.createNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'mutable' }, spec: { ...spec('mutable'), secret: { name: 'mutable' } } } });
+    await expect(objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'mutable', body: { spec: { secret: { immutable: true } } } }, merge))
+      .rejects.toThrow(/secret.immutable cannot be changed/);
+  });
+
+  it('a rotation creates a second Secret, repoints the Deployment, revokes the old key after the rollout and deletes the old Secret', async () => {
+    await create('rotated', { rotation: { gracePeriod: '1s', maxGracePeriod: '30s', restart: { discover: true } } });
+    const first = await untilReady('rotated');
+    const old = first.status!.keyId!;
+    const oldName = `rotated-key-${old}`;
+    // replicas 0: with no kubelet, the rollout completes once the deployment controller saw the new generation.
+    const deployment = (name: string, secret: string): V1Deployment => ({
+      metadata: { name },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: name } },
+        template: {
+          metadata: { labels: { app: name } },
+          spec: {
+            containers: [{ name: 'api', image: 'example.invalid/api:1', env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }], volumeMounts: [{ name: 'key', mountPath: '/key' }] }],
+            volumes: [{ name: 'key', secret: { secretName: secret } }],
+          },
+        },
+      },
+    });
+    await apps.createNamespacedDeployment({ namespace, body: deployment('api', oldName) });
+    await apps.createNamespacedDeployment({ namespace, body: deployment('bystander', 'something-else') });
+    await annotate('rotated', { 'keys.neon.dev/rotate': 'r1' });
+    const switched = await eventually(async () => {
+      const r = await get('rotated');
+      return r.status?.retiringKeys?.[0]?.restartedAt !== undefined ? r : undefined;
+    }, 20_000, 'consumers repointed');
+    const fresh = switched.status!.keyId!;
+    const newName = `rotated-key-${fresh}`;
+    expect(switched.status?.secretName).toBe(newName);
+    expect(switched.status?.retiringKeys?.[0]).toMatchObject({ keyId: old, secretName: oldName });
+    const api = await apps.readNamespacedDeployment({ namespace, name: 'api' });
+    const pod = api.spec!.template.spec!;
+    expect(pod.containers[0]!.env![0]!.valueFrom!.secretKeyRef!.name).toBe(newName);
+    expect(pod.volumes![0]!.secret!.secretName).toBe(newName);
+    expect(api.spec!.template.metadata?.annotations?.[restartAnnotation('rotated-key')]).toBe(String(fresh));
+    expect((await apps.readNamespacedDeployment({ namespace, name: 'bystander' })).metadata?.generation).toBe(1);
+
+    const done = await eventually(async () => {
+      const r = await get('rotated');
+      return condition(r, 'Rotating') === 'False RotationComplete' ? r : undefined;
+    }, 40_000, 'old key retired');
+    expect(done.status?.keyId).toBe(fresh);
+    expect(await liveIds('rotated')).toEqual([fresh]);
+    expect(await secretsOf('rotated')).toEqual([newName]);
+    // The patch was made once: no second rollout after the record.
+    expect((await apps.readNamespacedDeployment({ namespace, name: 'api' })).metadata?.generation).toBe(api.metadata?.generation);
+  });
+
+  it('a deleted current Secret yields a new key in a new Secret, the old key revoked', async () => {
+    await create('lost');
+    const first = await untilReady('lost');
+    const old = first.status!.keyId!;
+    await core.deleteNamespacedSecret({ namespace, name: `lost-key-${old}` });
+    const repaired = await untilReady('lost', old);
+    const fresh = repaired.status!.keyId!;
+    expect(repaired.status?.secretName).toBe(`lost-key-${fresh}`);
+    expect(await secretsOf('lost')).toEqual([`lost-key-${fresh}`]);
+    await eventually(async () => ((await liveIds('lost')).join() === String(fresh) ? true : undefined), 20_000, 'old key revoked');
+    expect((await events('lost')).map((e) => e.reason)).toContain('SecretMissing');
+  });
+
+  it('a foreign Secret at the next key\'s name is SecretConflict: never adopted, overwritten or deleted, the key made for it revoked', async () => {
+    await create('guarded', { rotation: { gracePeriod: '1s' } });
+    const first = await untilReady('guarded');
+    const old = first.status!.keyId!;
+    // The emulator's ids are sequential: a key made and revoked here tells the next one.
+    const probe = await platform.createOrganizationKey(org, { keyName: 'probe-00000000' });
+    await platform.revokeOrganizationKey(org, probe.id);
+    const next = probe.id + 1;
+    const foreign = `guarded-key-${next}`;
+    await core.createNamespacedSecret({
+      namespace,
+      body: {
+        // Dressed as the operator's (its label, its owner annotation), but with no controller owner
+        // reference. (No owner reference at all: the garbage collector would delete a Secret naming
+        // the resource as its owner once the resource is gone, which is Kubernetes', not the operator's, doing.)
+        metadata: {
+          name: foreign, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' }, annotations: { 'keys.neon.dev/owner': 'ApiKey/guarded' },
+        },
+        stringData: { apiKey: LEAKED },
+      },
+    });
+    await annotate('guarded', { 'keys.neon.dev/rotate': 'go' });
+    const conflict = await eventually(async () => (await events('guarded')).find((e) => e.reason === 'SecretConflict'), 20_000, 'SecretConflict');
+    expect(conflict.message).toContain(foreign);
+    expect(conflict.message).not.toContain(LEAKED);
+    // The key made for that name was revoked; the rotation goes on with the next key and another name.
+    const rotated = await untilReady('guarded', old);
+    expect(rotated.status?.secretName).not.toBe(foreign);
+    expect((await keysNamed('guarded')).find((k) => k.id === next)?.revoked).toBe(true);
+    const kept = await core.readNamespacedSecret({ namespace, name: foreign });
+    expect(Buffer.from(kept.data?.apiKey ?? '', 'base64').toString()).toBe(LEAKED);
+    expect(JSON.stringify(rotated.status)).not.toContain(LEAKED);
+
+    // Deleted: every Secret of the resource goes, the foreign one stays.
+    await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'guarded' });
+    await eventually(async () => ((await secretsOf('guarded')).join() === foreign ? true : undefined), 30_000, 'Secrets of guarded deleted');
+    expect(await liveIds('guarded')).toEqual([]);
+  });
+});
