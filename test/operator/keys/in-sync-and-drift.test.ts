@@ -35,7 +35,7 @@ describe('a key in sync', () => {
     const ensured: string[] = [];
     const snapshot: OperationsSnapshot = {
       operations: [{ id: 'op-1', action: 'create_branch', status: 'running', failuresCount: 0, updatedAt: '2026-11-23T00:00:00Z' }],
-      settled: { status: 'False', reason: 'InProgress', message: 'create_branch running for 3s' },
+      settled: { status: 'False', reason: 'InProgress', message: 'create_branch running (created at 2026-11-22T20:59:57Z)' },
     };
     const r = rig({
       operations: {
