@@ -99,6 +99,11 @@ export interface Context {
   logger: Logger;
   /** The record of this reconcile (KeyDeps.onReconcile), filled as it goes. */
   record?: ReconcileRecord;
+  /**
+   * The resourceVersion of this reconcile's last status write (resource-writes.ts): the read version
+   * with that status only, since the patch lands on the read version or not at all.
+   */
+  statusWritten?: string | undefined;
 }
 
 export interface RotationContext {

@@ -142,7 +142,9 @@ export class KeyReconciler implements Reconciler {
         // What this pass relies on, taken before it runs; kept once it succeeded (at-rest.ts).
         const verified = deps.rest !== undefined ? verifiedBefore(deps, ctx, action.keyId, decision.reason, ctx.credentialsVersion) : undefined;
         const result = await inSync(deps, ctx, action.keyId);
-        if (verified !== undefined) this.#verified.set(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, verified);
+        // A status written here is the read version with that status (the patch carries the read
+        // resourceVersion): the next pass may rest on the written version.
+        if (verified !== undefined) this.#verified.set(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, ctx.statusWritten !== undefined ? { ...verified, resourceVersion: ctx.statusWritten } : verified);
         return result;
       }
       case 'RewriteSecret': {

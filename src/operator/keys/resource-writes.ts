@@ -27,8 +27,11 @@ export async function removeFinalizer(deps: KeyDeps, resource: KeyResource): Pro
   }
 }
 
-/** Merge-patches status when it changed (`drop`: condition types to remove); returns the resource as it now is. */
-export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource'>, conditions: ConditionUpdate[], fields: Record<string, unknown> = {}, drop: readonly ConditionType[] = []): Promise<KeyResource> {
+/**
+ * Merge-patches status when it changed (`drop`: condition types to remove); returns the resource as it
+ * now is, and notes the version written in `ctx.statusWritten`.
+ */
+export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' | 'statusWritten'>, conditions: ConditionUpdate[], fields: Record<string, unknown> = {}, drop: readonly ConditionType[] = []): Promise<KeyResource> {
   const { resource } = ctx;
   const generation = resource.metadata.generation ?? 0;
   const status = resource.status ?? {};
@@ -46,6 +49,7 @@ export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource'>,
   // write that cannot land on another one leaves exactly the version it reports (own-writes.ts).
   const patched = await deps.kube.patchStatus(resource, resource.metadata.resourceVersion, next);
   deps.ownWrites?.record(objectRef(patched.kind, patched.metadata.namespace, patched.metadata.name), resource.metadata.resourceVersion, patched.metadata.resourceVersion);
+  ctx.statusWritten = patched.metadata.resourceVersion;
   return patched;
 }
 
