@@ -54,6 +54,9 @@ export interface Verified {
   reason: Reason;
 }
 
+/** What ended a rest: which input changed since the last full pass (ReconcileRecord.restBroken). */
+export type RestBroken = 'rotation due' | 'resource' | 'secret' | 'credentials' | 'operations' | 'client dropped' | 'key absent' | 'project gone' | 'check failed' | 'usage';
+
 /** What the at-rest check reads of the process: its caches, and its platform clients by id. */
 export interface RestInputs {
   /** The identity of an object as the informers' caches hold it; undefined when not cached. */
@@ -112,37 +115,37 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
 }
 
 /**
- * The at-rest check of a resource this process verified: true when nothing that pass relied on
- * changed (nothing read from the apiserver), false when a full reconcile must look.
+ * The at-rest check of a resource this process verified: undefined when nothing that pass relied on
+ * changed (nothing read from the apiserver), else what changed (a full reconcile must look).
  */
-export async function stillAtRest(deps: KeyDeps, inputs: RestInputs, failingSince: FailingSince, request: { kind: string; namespace: string; name: string }, verified: Verified): Promise<boolean> {
+export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSince: FailingSince, request: { kind: string; namespace: string; name: string }, verified: Verified): Promise<RestBroken | undefined> {
   const { kind, namespace, name } = request;
   const now = deps.now();
-  if (verified.nextRotationAt !== undefined && now >= verified.nextRotationAt) return false;
+  if (verified.nextRotationAt !== undefined && now >= verified.nextRotationAt) return 'rotation due';
   const resource = inputs.cachedVersion(kind, namespace, name);
-  if (resource?.resourceVersion !== verified.resourceVersion) return false;
-  if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.secretName), verified.secret)) return false;
-  if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.credentialsName), verified.credentials)) return false;
+  if (resource?.resourceVersion !== verified.resourceVersion) return 'resource';
+  if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.secretName), verified.secret)) return 'secret';
+  if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.credentialsName), verified.credentials)) return 'credentials';
   const owner = `${namespace}/${name}`;
-  if (operationsOf(deps, verified.adapter, owner) !== verified.operations) return false;
+  if (operationsOf(deps, verified.adapter, owner) !== verified.operations) return 'operations';
   const client = inputs.platformById(verified.credentialsId);
-  if (client === undefined) return false;
+  if (client === undefined) return 'client dropped';
   let listed: ListedKey | undefined;
   try {
     const createdAt = verified.createdAt !== undefined ? Date.parse(verified.createdAt) : undefined;
     const state = await deps.drift.keyState(client.credentialsId, verified.adapter, client.platform, verified.keyId, Number.isFinite(createdAt) ? createdAt : undefined);
-    if (state.state !== 'Live') return false;
+    if (state.state !== 'Live') return 'key absent';
     listed = state.key;
     const project = verified.adapter.project;
-    if (project !== undefined && !await deps.drift.projectInOrganization(client.credentialsId, client.platform, project.organizationId, project.projectId)) return false;
+    if (project !== undefined && !await deps.drift.projectInOrganization(client.credentialsId, client.platform, project.organizationId, project.projectId)) return 'project gone';
   } catch {
     // The full pass asks the same cache (a failed list is remembered for the interval) and reports.
-    return false;
+    return 'check failed';
   }
   // The key's use as status shows it: the same, or the full pass writes it.
-  if (Object.keys(usageFields(listed, verified.usage)).length > 0) return false;
-  if (inUseOf(verified.unusedAfter, listed, verified.usage, verified.createdAt, now) !== verified.inUse) return false;
+  if (Object.keys(usageFields(listed, verified.usage)).length > 0) return 'usage';
+  if (inUseOf(verified.unusedAfter, listed, verified.usage, verified.createdAt, now) !== verified.inUse) return 'usage';
   failingSince.delete(`${kind}/${namespace}/${name}`);
   deps.onDriftCheck?.('live');
-  return true;
+  return undefined;
 }

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
-import type { RestInputs } from './at-rest.ts';
+import type { RestBroken, RestInputs } from './at-rest.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { BlockedInputs, Reason } from './conditions.ts';
 import type { Credentials, Decision, Observation } from './decision.ts';
@@ -73,6 +73,8 @@ export interface ReconcileRecord {
    * last full pass verified had changed (at-rest.ts).
    */
   atRest?: true;
+  /** A resource that was at rest, read fresh again: what changed since its last full pass (at-rest.ts). */
+  restBroken?: RestBroken;
   /** The result, or `error` for a reconcile that threw. */
   result: ReconcileResult['type'] | 'error';
 }

@@ -11,7 +11,7 @@ import { adopt, clearPending, create, recover } from './create-protocol.ts';
 import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import { nextLook, retire } from './rotation.ts';
-import { stillAtRest, verifiedBefore, type Verified } from './at-rest.ts';
+import { changedSince, verifiedBefore, type Verified } from './at-rest.ts';
 import type { FailingSince } from './drift.ts';
 import { inSync } from './in-sync.ts';
 import { rewriteSecret } from './secret-writer.ts';
@@ -69,7 +69,8 @@ export class KeyReconciler implements Reconciler {
     // Taken out before anything else: only a full pass that ends in InSync puts it back.
     this.#verified.delete(tracking);
     const rest = this.#deps.rest;
-    if (verified !== undefined && rest !== undefined && await stillAtRest(this.#deps, rest, this.#failingSince, request, verified)) {
+    const broken = verified !== undefined && rest !== undefined ? await changedSince(this.#deps, rest, this.#failingSince, request, verified) : 'none';
+    if (verified !== undefined && broken === undefined) {
       this.#verified.set(tracking, verified);
       logger.debug('at rest');
       if (record !== undefined) {
@@ -78,6 +79,10 @@ export class KeyReconciler implements Reconciler {
         record.reasons.push(verified.reason);
       }
       return { type: 'Done', requeueAfterMs: nextLook(this.#deps, verified.nextRotationAt) };
+    }
+    if (verified !== undefined && broken !== undefined && broken !== 'none') {
+      logger.debug({ changed: broken }, 'no longer at rest');
+      if (record !== undefined) record.restBroken = broken;
     }
     const resource = await this.#deps.kube.readResource(kind, namespace, name);
     if (resource === undefined) {
