@@ -413,8 +413,24 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const m4 = await scrape(metricsUrl);
     log(`   ${fmt(ready4)} / ${fmt(created4)} Ready in ${fmt(seconds4, 1)} s; RSS ${mb(rss4)} MiB`);
 
+    // The apiserver's own count (apiserver_request_total) of the requests on what the operator reads
+    // and writes per key: at rest they should be O(changes), not O(keys) per drift interval. Watches
+    // are long-lived (one per informer) and left out; the bench itself only watches.
+    const apiserverRequests = async (): Promise<Map<string, number>> => {
+      const counts = new Map<string, number>();
+      for (const line of (await kubectl(['get', '--raw', '/metrics'])).split('\n')) {
+        if (!line.startsWith('apiserver_request_total{')) continue;
+        const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+        if (!['secrets', 'apikeys', 'projectapikeys', 'events'].includes(labels.resource ?? '') || labels.verb === 'WATCH') continue;
+        const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+        counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+      }
+      return counts;
+    };
+
     // Soak: no changes, sample RSS and heap.
     log(`   soak ${o.soakSeconds} s`);
+    const api5a = await apiserverRequests();
     const samples: { s: number; rss: number; heap: number }[] = [];
     const t5 = performance.now();
     const cpu5a = procCpuSeconds(pid);
@@ -425,6 +441,10 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     }
     const soakMinutes = (performance.now() - t5) / 60_000;
     const cpu5 = (procCpuSeconds(pid) - cpu5a) / soakMinutes;
+    const api5b = await apiserverRequests();
+    const api5 = [...api5b].map(([k, n]) => [k, (n - (api5a.get(k) ?? 0)) / soakMinutes] as const).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+    const api5Total = api5.reduce((sum, [, n]) => sum + n, 0);
+    log(`   soak: ${fmt(cpu5, 2)} CPU s/min; apiserver requests on keys, Secrets, events: ${fmt(api5Total, 1)}/min (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'})`);
     const mEnd = await scrape(metricsUrl);
     const liveN = await liveHeap();
     inspector.close();
@@ -461,7 +481,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       `| 4. RSS with no keys / ${fmt(convReady)} Ready / ${fmt(nReady)} Ready; per extra resource + Secret | ${mb(rss0)} / ${mb(rss1)} / ${mb(rss4)} MiB; **${fmt(perKey / 1024, 1)} KiB** → extrapolated at 10,000: ${mb(rss1 + perKey * (10_000 - convReady))} MiB | |`,
       `| 4. ${fmt(created4)} more keys over ${o.organizations} organizations: created in ${fmt(createdIn4 / 1000, 1)} s, ${fmt(ready4)} Ready after ${fmt((lastReady4 - t4) / 1000, 1)} s${allReady4 ? '' : ' (deadline reached)'} | ${fmt(ready4 / ((lastReady4 - t4) / 1000), 1)} keys/s (${fmt(ready4 / ((lastReady4 - t4) / 1000) / (ORG_RATE * o.organizations), 2)} of ${o.organizations} × 10/s); 429s ${count429(memRequests)}; failed reconciles ${fmt(delta(m1, m4, 'error'))} | |`,
       `| 4. live heap (heap used after a full GC, through the operator's inspector): no keys / ${fmt(nReady)} Ready keys | ${mb(live0)} / ${mb(liveN)} MiB → **${fmt((liveN - live0) / nReady / 1024, 1)} KiB live heap per resource + Secret** | |`,
-      `| 4. soak: ${fmt(soakMinutes, 1)} min, ${allReady4 ? 'no changes' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); CPU ${fmt(cpu5, 2)} s/min; failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | flat |`,
+      `| 4. soak: ${fmt(soakMinutes, 1)} min, ${allReady4 ? 'no changes' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); CPU ${fmt(cpu5, 2)} s/min; apiserver requests on keys, Secrets, events ${fmt(api5Total, 1)}/min${api5.length > 0 ? ` (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ')})` : ''}; failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | flat |`,
       '',
       `Idle platform requests (${fmt(idleMinutes, 1)} min):`,
       '',

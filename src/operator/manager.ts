@@ -159,6 +159,19 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     operations: { pollers },
     ownWrites,
     platformUrl: options.platformBaseUrl,
+    // The at-rest check (keys/at-rest.ts): versions from the informers' caches, and the client of
+    // credentials already read (by the id of their key: the key itself is held by that client only).
+    rest: {
+      cachedVersion: (kind, namespace, name) => {
+        const meta = controller.cachedMeta(kind, namespace, name);
+        return meta === undefined ? undefined : { uid: meta.uid, resourceVersion: meta.resourceVersion };
+      },
+      platformById: (credentialsId) => {
+        const entry = clients.get(credentialsId);
+        if (entry !== undefined) entry.usedAt = performance.now();
+        return entry;
+      },
+    },
     ...(options.onReconcile !== undefined ? { onReconcile: options.onReconcile } : {}),
   });
   const controller: Controller = new Controller({

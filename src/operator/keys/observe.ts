@@ -28,9 +28,11 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
 
   let apiKey: string | undefined;
   let credentials: Credentials = 'SecretNotFound';
+  let credentialsVersion: Context['credentialsVersion'];
   if (spec !== undefined) {
     const creds = await deps.kube.readSecret(meta.namespace, spec.credentialsSecretRef.name);
     if (creds !== undefined) {
+      credentialsVersion = { uid: creds.metadata?.uid, resourceVersion: creds.metadata?.resourceVersion };
       const encoded = creds.data?.[spec.credentialsSecretRef.key];
       apiKey = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8').trim() : undefined;
       credentials = apiKey !== undefined && apiKey !== '' ? 'Present' : 'KeyNotFound';
@@ -113,7 +115,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     ...(abandon !== undefined && /^\d{1,15}$/.test(abandon) ? { abandonKey: Number(abandon) } : {}),
     secretIsCredentials: spec !== undefined && secretName === spec.credentialsSecretRef.name,
   };
-  return { resource, spec, adapter, secretName, secretKey, secret, apiKey, credentials, fingerprint, listed, observation, rotation, logger };
+  return { resource, spec, adapter, secretName, secretKey, secret, apiKey, credentials, ...(credentialsVersion !== undefined ? { credentialsVersion } : {}), fingerprint, listed, observation, rotation, logger };
 }
 
 function parseTime(value: string | undefined): number | undefined {

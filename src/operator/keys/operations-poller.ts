@@ -63,8 +63,6 @@ export interface OperationsPollersOptions {
   /** How many of the newest operations count as "recent". Default 10. */
   limit?: number;
   logger?: Logger;
-  /** Wall clock in ms, for the ages in messages. */
-  now?: () => number;
 }
 
 interface OwnerKey {
@@ -108,11 +106,14 @@ function shown(status: string): string {
   return JSON.stringify(printable.length > 40 ? `${printable.slice(0, 40)}...` : printable);
 }
 
-function age(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  if (s < 120) return `${s}s`;
-  if (s < 7200) return `${Math.floor(s / 60)}m`;
-  return `${Math.floor(s / 3600)}h`;
+/**
+ * When an operation was created, as a second-precision RFC 3339 time (or "an unknown time"). Not
+ * an age: a message that changed with every poll would make every poll a new snapshot, and each
+ * snapshot rewrites the status of every ProjectApiKey of the project (issue 14).
+ */
+function createdAt(op: Operation): string {
+  const ms = Date.parse(op.created_at);
+  return Number.isFinite(ms) && ms >= 0 && ms < Date.UTC(10000, 0, 1) ? new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z') : 'an unknown time';
 }
 
 /**
@@ -123,7 +124,7 @@ function age(ms: number): string {
  * InProgress), and last one whose status this operator does not know (Unknown
  * UnknownOperationStatus: neither settled nor known to be under way).
  */
-export function settledCondition(operations: readonly Operation[], now: number): SettledCondition {
+export function settledCondition(operations: readonly Operation[]): SettledCondition {
   const byClass = (c: OperationStatusClass): Operation[] => operations.filter((op) => operationStatusClass(op.status) === c);
   const gaveUp = byClass('gaveUp');
   const retrying = byClass('retrying');
@@ -155,12 +156,12 @@ export function settledCondition(operations: readonly Operation[], now: number):
     return {
       status: 'False',
       reason: 'Failed',
-      message: `${op.action} failed (failures_count ${op.failures_count}) for ${age(now - Date.parse(op.created_at))}, the platform retries it${more}`,
+      message: `${op.action} failed (failures_count ${op.failures_count}; created at ${createdAt(op)}), the platform retries it${more}`,
     };
   }
   if (running.length > 0) {
     const op = pick(running);
-    return { status: 'False', reason: 'InProgress', message: `${op.action} ${op.status} for ${age(now - Date.parse(op.created_at))}${more}` };
+    return { status: 'False', reason: 'InProgress', message: `${op.action} ${op.status} (created at ${createdAt(op)})${more}` };
   }
   const op = pick(unknown);
   return {
@@ -186,7 +187,6 @@ export class OperationsPollers {
   readonly #slowMs: number;
   readonly #limit: number;
   readonly #logger: Logger | undefined;
-  readonly #now: () => number;
   readonly #projects = new Map<string, ProjectPoller>();
   #stopped = false;
 
@@ -198,7 +198,6 @@ export class OperationsPollers {
     this.#slowMs = Math.max(options.slowIntervalMs ?? 60_000, this.#fastMs);
     this.#limit = options.limit ?? 10;
     this.#logger = options.logger;
-    this.#now = options.now ?? Date.now;
   }
 
   /**
@@ -355,7 +354,7 @@ export class OperationsPollers {
       const signal = poller.abort.signal;
       const { page } = await this.#listWithSomeKey(projectId, poller, signal);
       const operations = [...page.operations];
-      snapshot = { operations: operations.map(summary), settled: settledCondition(operations, this.#now()) };
+      snapshot = { operations: operations.map(summary), settled: settledCondition(operations) };
       poller.errors = 0;
       this.#onPoll?.('ok');
       nextMs = anyChanging(operations) ? this.#fastMs : this.#slowMs;

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
+import type { RestBroken, RestInputs } from './at-rest.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { BlockedInputs, Reason } from './conditions.ts';
 import type { Credentials, Decision, Observation } from './decision.ts';
@@ -44,6 +45,8 @@ export interface KeyDeps {
   operations?: {
     pollers: Pick<OperationsPollers, 'ensure' | 'release' | 'snapshot'>;
   };
+  /** The informers' caches and the platform clients by id, for the at-rest check (at-rest.ts); without them every pass is a full one. */
+  rest?: RestInputs;
   /** Told of every reconcile once it ended (ReconcileRecord). */
   onReconcile?: (record: ReconcileRecord) => void;
 }
@@ -65,6 +68,13 @@ export interface ReconcileRecord {
   reasons: Reason[];
   /** A create request was sent to the platform (the intent written first). */
   createSent: boolean;
+  /**
+   * Decided from the informers' caches and the drift list, with no apiserver request: nothing the
+   * last full pass verified had changed (at-rest.ts).
+   */
+  atRest?: true;
+  /** A resource that was at rest, read fresh again: what changed since its last full pass (at-rest.ts). */
+  restBroken?: RestBroken;
   /** The result, or `error` for a reconcile that threw. */
   result: ReconcileResult['type'] | 'error';
 }
@@ -79,6 +89,8 @@ export interface Context {
   secret: V1Secret | undefined;
   apiKey: string | undefined;
   credentials: Credentials;
+  /** The credentials Secret's uid and resourceVersion as read (the at-rest check: at-rest.ts). */
+  credentialsVersion?: { uid: string | undefined; resourceVersion: string | undefined };
   /** signer.fingerprint of the credentials in use (status.credentialsFingerprint). */
   fingerprint: string | undefined;
   /** The recorded key as the drift check's list shows it. */
@@ -89,6 +101,11 @@ export interface Context {
   logger: Logger;
   /** The record of this reconcile (KeyDeps.onReconcile), filled as it goes. */
   record?: ReconcileRecord;
+  /**
+   * The resourceVersion of this reconcile's last status write (resource-writes.ts): the read version
+   * with that status only, since the patch lands on the read version or not at all.
+   */
+  statusWritten?: string | undefined;
 }
 
 export interface RotationContext {

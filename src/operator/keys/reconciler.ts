@@ -10,7 +10,8 @@ import { blockedConditions, creatingConditions, deletingConditions, findConditio
 import { adopt, clearPending, create, recover } from './create-protocol.ts';
 import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
-import { retire } from './rotation.ts';
+import { nextLook, retire } from './rotation.ts';
+import { changedSince, verifiedBefore, type Verified } from './at-rest.ts';
 import type { FailingSince } from './drift.ts';
 import { inSync } from './in-sync.ts';
 import { rewriteSecret } from './secret-writer.ts';
@@ -32,6 +33,8 @@ export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | '
 export class KeyReconciler implements Reconciler {
   readonly #deps: KeyDeps;
   readonly #failingSince: FailingSince = new Map();
+  /** Per resource (kind/namespace/name): what its last full pass verified, when it ended at rest (at-rest.ts). */
+  readonly #verified = new Map<string, Verified>();
 
   constructor(options: KeyReconcilerOptions) {
     this.#deps = {
@@ -61,9 +64,29 @@ export class KeyReconciler implements Reconciler {
   async #reconcile(request: Request, logger: Logger, record: ReconcileRecord | undefined): Promise<ReconcileResult> {
     const { namespace, name } = request;
     const kind = request.kind as KindName;
+    const tracking = `${kind}/${namespace}/${name}`;
+    const verified = this.#verified.get(tracking);
+    // Taken out before anything else: only a full pass that ends in InSync puts it back.
+    this.#verified.delete(tracking);
+    const rest = this.#deps.rest;
+    const broken = verified !== undefined && rest !== undefined ? await changedSince(this.#deps, rest, this.#failingSince, request, verified) : 'none';
+    if (verified !== undefined && broken === undefined) {
+      this.#verified.set(tracking, verified);
+      logger.debug('at rest');
+      if (record !== undefined) {
+        record.atRest = true;
+        record.actions.push('InSync');
+        record.reasons.push(verified.reason);
+      }
+      return { type: 'Done', requeueAfterMs: nextLook(this.#deps, verified.nextRotationAt) };
+    }
+    if (verified !== undefined && broken !== undefined && broken !== 'none') {
+      logger.debug({ changed: broken }, 'no longer at rest');
+      if (record !== undefined) record.restBroken = broken;
+    }
     const resource = await this.#deps.kube.readResource(kind, namespace, name);
     if (resource === undefined) {
-      this.#failingSince.delete(`${kind}/${namespace}/${name}`);
+      this.#failingSince.delete(tracking);
       return { type: 'Done' };
     }
     try {
@@ -120,8 +143,15 @@ export class KeyReconciler implements Reconciler {
         return create(deps, ctx, decision, action.replaces, action.rotation);
       case 'Retire':
         return retire(deps, ctx, decision, action);
-      case 'InSync':
-        return inSync(deps, ctx, action.keyId);
+      case 'InSync': {
+        // What this pass relies on, taken before it runs; kept once it succeeded (at-rest.ts).
+        const verified = deps.rest !== undefined ? verifiedBefore(deps, ctx, action.keyId, decision.reason, ctx.credentialsVersion) : undefined;
+        const result = await inSync(deps, ctx, action.keyId);
+        // A status written here is the read version with that status (the patch carries the read
+        // resourceVersion): the next pass may rest on the written version.
+        if (verified !== undefined) this.#verified.set(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, ctx.statusWritten !== undefined ? { ...verified, resourceVersion: ctx.statusWritten } : verified);
+        return result;
+      }
       case 'RewriteSecret': {
         const written = await rewriteSecret(deps, ctx);
         await deps.events.record(resource, 'Normal', 'SecretRewritten', `rewrote Secret ${ctx.secretName} to match spec.secret; it still holds key ${action.keyId} (no new key)`);

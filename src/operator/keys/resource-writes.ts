@@ -27,8 +27,11 @@ export async function removeFinalizer(deps: KeyDeps, resource: KeyResource): Pro
   }
 }
 
-/** Merge-patches status when it changed (`drop`: condition types to remove); returns the resource as it now is. */
-export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource'>, conditions: ConditionUpdate[], fields: Record<string, unknown> = {}, drop: readonly ConditionType[] = []): Promise<KeyResource> {
+/**
+ * Merge-patches status when it changed (`drop`: condition types to remove); returns the resource as it
+ * now is, and notes the version written in `ctx.statusWritten`.
+ */
+export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' | 'statusWritten'>, conditions: ConditionUpdate[], fields: Record<string, unknown> = {}, drop: readonly ConditionType[] = []): Promise<KeyResource> {
   const { resource } = ctx;
   const generation = resource.metadata.generation ?? 0;
   const status = resource.status ?? {};
@@ -38,10 +41,21 @@ export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource'>,
     observedGeneration: generation,
     conditions: setConditions(status.conditions, conditions, generation, new Date(deps.now())).filter((c) => !drop.includes(c.type as ConditionType)),
   };
-  if (JSON.stringify(next) === JSON.stringify({ ...status, observedGeneration: status.observedGeneration, conditions: status.conditions })) return resource;
+  // Compared as values, not as text: the apiserver keeps a custom resource as JSON re-encoded from Go
+  // maps (every object's keys sorted), so the status read back never has the key order of the one
+  // built here; a textual comparison sent a (no-op) patch on every pass of every key.
+  if (canonicalJson(next) === canonicalJson({ ...status, observedGeneration: status.observedGeneration, conditions: status.conditions })) return resource;
   // With the resourceVersion read, as every write here: the status describes that version, and a
   // write that cannot land on another one leaves exactly the version it reports (own-writes.ts).
   const patched = await deps.kube.patchStatus(resource, resource.metadata.resourceVersion, next);
   deps.ownWrites?.record(objectRef(patched.kind, patched.metadata.namespace, patched.metadata.name), resource.metadata.resourceVersion, patched.metadata.resourceVersion);
+  ctx.statusWritten = patched.metadata.resourceVersion;
   return patched;
+}
+
+/** JSON with every object's keys sorted (undefined members dropped, as JSON.stringify does). */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (v !== null && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]]))
+    : v));
 }

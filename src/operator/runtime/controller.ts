@@ -111,6 +111,8 @@ export class Controller {
   readonly #working = new Map<string, WakeEvent[]>();
   /** Per reconciled kind, one cache per watched namespace (or one for every namespace). */
   readonly #caches = new Map<string, CachingInformer[]>();
+  /** Per kind of any watch, its caches (what `cachedMeta` looks in). */
+  readonly #allCaches = new Map<string, CachingInformer[]>();
   /** The indexes of the reconciled objects' references, by index name (`referenced` watches). */
   readonly #indexes = new Map<string, ReferenceIndex>();
   #workers: Promise<void>[] = [];
@@ -134,6 +136,18 @@ export class Controller {
   /** The objects of a reconciled kind as the informers last saw them. */
   cached(kind: string): readonly KubernetesObject[] {
     return (this.#caches.get(kind) ?? []).flatMap((cache) => cache.list());
+  }
+
+  /**
+   * The metadata of one object (of any watched kind) as the caches hold it (their projection:
+   * never more than identity and what the domain declared), or undefined when no cache holds it.
+   */
+  cachedMeta(kind: string, namespace: string, name: string): KubernetesObject['metadata'] | undefined {
+    for (const cache of this.#allCaches.get(kind) ?? []) {
+      const obj = cache.get(name, namespace);
+      if (obj !== undefined) return obj.metadata;
+    }
+    return undefined;
   }
 
   /** Every object every cache holds: what this process keeps of the cluster (tests, heap audits). */
@@ -213,6 +227,7 @@ export class Controller {
       };
     }
     if (watch.type === 'for') this.#caches.set(watch.kind, [...this.#caches.get(watch.kind) ?? [], informer]);
+    this.#allCaches.set(watch.kind, [...this.#allCaches.get(watch.kind) ?? [], informer]);
     informer.on('add', (obj: KubernetesObject) => wake(obj, false));
     informer.on('update', (obj: KubernetesObject) => wake(obj, false));
     informer.on('delete', (obj: KubernetesObject) => wake(obj, true));

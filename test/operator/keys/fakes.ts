@@ -100,7 +100,9 @@ export class FakeKube implements KubeWrites {
     if (current === undefined) throw notFound(id);
     if (resourceVersion !== undefined && current.metadata.resourceVersion !== resourceVersion) throw conflict(id);
     const stored = clone(current);
-    stored.status = clone(status) as KeyResource['status'];
+    // As the apiserver stores a custom resource (unstructured JSON re-encoded from Go maps): every
+    // object's keys sorted. A status compared by its text would differ from what was written.
+    stored.status = sortedKeys(clone(status)) as KeyResource['status'];
     stored.metadata.resourceVersion = this.#next();
     this.resources.set(id, stored);
     return clone(stored);
@@ -399,4 +401,11 @@ export function keyResource(kind: KindName = 'ApiKey', name = 'ci', over: { spec
     metadata: { name, namespace: NAMESPACE, uid: `uid-${++uid}`, generation: 1, ...(over.finalizers !== undefined ? { finalizers: over.finalizers } : {}) },
     spec,
   } as KeyResource;
+}
+
+/** A JSON value with every object's keys in sorted order, as Go's encoding/json writes a map. */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortedKeys((value as Record<string, unknown>)[k])]));
 }

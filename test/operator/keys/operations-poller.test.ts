@@ -26,24 +26,26 @@ describe('settledCondition', () => {
   it.each<[string, Operation[], string, string, RegExp]>([
     ['no operations', [], 'True', 'AllTerminal', /^no recent operations$/],
     ['all terminal', [op({}), op({ id: 'b', status: 'skipped' }), op({ id: 'c', status: 'cancelled' })], 'True', 'AllTerminal', /^all 3 recent operations are terminal$/],
-    ['one running', [op({ status: 'running' })], 'False', 'InProgress', /^create_branch running for 12s$/],
-    ['scheduling', [op({ action: 'start_compute', status: 'scheduling', created_at: new Date(NOW - 3_000).toISOString() })], 'False', 'InProgress', /^start_compute scheduling for 3s$/],
-    ['cancelling is not terminal', [op({ status: 'cancelling' })], 'False', 'InProgress', /^create_branch cancelling for 12s$/],
+    ['one running', [op({ status: 'running' })], 'False', 'InProgress', /^create_branch running \(created at 2026-11-22T20:59:48Z\)$/],
+    ['scheduling', [op({ action: 'start_compute', status: 'scheduling', created_at: new Date(NOW - 3_000).toISOString() })], 'False', 'InProgress', /^start_compute scheduling \(created at 2026-11-22T20:59:57Z\)$/],
+    ['cancelling is not terminal', [op({ status: 'cancelling' })], 'False', 'InProgress', /^create_branch cancelling \(created at 2026-11-22T20:59:48Z\)$/],
     [
       'the oldest pending operation is named, with the count of others',
       [op({ id: 'new', action: 'start_compute', status: 'scheduling', created_at: new Date(NOW - 2_000).toISOString() }), op({ id: 'old', status: 'running' })],
       'False',
       'InProgress',
-      /^create_branch running for 12s \(and 1 more not settled\)$/,
+      /^create_branch running \(created at 2026-11-22T20:59:48Z\) \(and 1 more not settled\)$/,
     ],
     [
       'failed wins over running and names failures_count',
       [op({ id: 'r', action: 'start_compute', status: 'running', created_at: new Date(NOW - 300_000).toISOString() }), op({ id: 'f', status: 'failed', failures_count: 2 })],
       'False',
       'Failed',
-      /^create_branch failed \(failures_count 2\) for 12s, the platform retries it \(and 1 more not settled\)$/,
+      /^create_branch failed \(failures_count 2; created at 2026-11-22T20:59:48Z\), the platform retries it \(and 1 more not settled\)$/,
     ],
-    ['ages in minutes', [op({ status: 'running', created_at: new Date(NOW - 300_000).toISOString() })], 'False', 'InProgress', /^create_branch running for 5m$/],
+    // No age: the message must not change from one poll to the next (every change rewrites every key's status).
+    ['no age, the time of creation', [op({ status: 'running', created_at: new Date(NOW - 300_000).toISOString() })], 'False', 'InProgress', /^create_branch running \(created at 2026-11-22T20:55:00Z\)$/],
+    ['a creation time that is not one', [op({ status: 'running', created_at: 'yesterday' })], 'False', 'InProgress', /^create_branch running \(created at an unknown time\)$/],
     [
       'an operation that ended in error is not settled: False OperationError, whatever else is running or failed',
       [op({ id: 'r', status: 'running' }), op({ id: 'f', status: 'failed', failures_count: 1 }), op({ id: 'e', action: 'start_compute', status: 'error', failures_count: 1 }), op({ id: 'ok' })],
@@ -59,7 +61,7 @@ describe('settledCondition', () => {
       'UnknownOperationStatus',
       /^create_branch n has status "paused", which this operator does not know: it cannot tell whether the operation settled$/,
     ],
-    ['an unknown status beside a running one: still in progress', [op({ id: 'n', status: 'paused' }), op({ id: 'r', status: 'running' })], 'False', 'InProgress', /^create_branch running for 12s \(and 1 more not settled\)$/],
+    ['an unknown status beside a running one: still in progress', [op({ id: 'n', status: 'paused' }), op({ id: 'r', status: 'running' })], 'False', 'InProgress', /^create_branch running \(created at 2026-11-22T20:59:48Z\) \(and 1 more not settled\)$/],
     [
       'an unknown status is shown bounded and printable',
       [op({ id: 'n', status: `x\u0000${'y'.repeat(100)}` })],
@@ -68,7 +70,7 @@ describe('settledCondition', () => {
       /has status "x\?y{38}\.\.\."/,
     ],
   ])('%s', (_name, operations, status, reason, message) => {
-    const c = settledCondition(operations, NOW);
+    const c = settledCondition(operations);
     expect(c.status).toBe(status);
     expect(c.reason).toBe(reason);
     expect(c.message).toMatch(message);
@@ -178,7 +180,7 @@ describe('OperationsPollers against the emulator', () => {
 
     const inProgress = await rec.until('InProgress', (s) => s.settled.reason === 'InProgress');
     expect(inProgress.settled.status).toBe('False');
-    expect(inProgress.settled.message).toMatch(/^(create_branch running|start_compute (scheduling|running)) for \d+s/);
+    expect(inProgress.settled.message).toMatch(/^(create_branch running|start_compute (scheduling|running)) \(created at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)/);
     expect(inProgress.operations.some((o) => ids.has(o.id))).toBe(true);
 
     const done = await rec.until('AllTerminal with the branch operations', (s) => s.settled.status === 'True' && [...ids].every((id) => s.operations.some((o) => o.id === id)));
@@ -206,7 +208,7 @@ describe('OperationsPollers against the emulator', () => {
 
     const failed = await rec.until('Failed', (s) => s.settled.reason === 'Failed');
     expect(failed.settled.status).toBe('False');
-    expect(failed.settled.message).toMatch(/^\w+ failed \(failures_count 1\) for \d+s/);
+    expect(failed.settled.message).toMatch(/^\w+ failed \(failures_count 1; created at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\), the platform retries it/);
     expect(failed.operations.some((o) => o.status === 'failed' && o.failuresCount === 1)).toBe(true);
     const settled = await rec.until('settled after the retry', (s) => s.settled.status === 'True');
     expect(settled.operations.some((o) => o.failuresCount === 1 && o.status === 'finished')).toBe(true);
@@ -248,13 +250,28 @@ describe('OperationsPollers against the emulator', () => {
     const listed: Operation[] = [op({ id: 'new-status', status: 'hibernating' }), op({ id: 'done' })];
     const fake = counting({ listOperations: async () => ({ operations: listed, pagination: { cursor: '' } }) } as unknown as OperationsClient);
     const rec = recorder();
-    pollers = new OperationsPollers({ clientForKey: () => fake, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 400, now: () => NOW });
+    pollers = new OperationsPollers({ clientForKey: () => fake, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 400 });
     pollers.ensure('p-fake', 'ns/key', 'k');
     const unknown = await rec.until('Unknown', (s) => s.settled.status === 'Unknown');
     expect(unknown.settled).toEqual({ status: 'Unknown', reason: 'UnknownOperationStatus', message: expect.stringContaining('"hibernating"') });
     await sleep(1_000);
     // Fast would be ~50 polls in a second; slow is at most 3 or 4.
     expect(fake.calls).toBeLessThanOrEqual(4);
+    expect(rec.snapshots).toHaveLength(1);
+  });
+
+  it('an operation running over many polls is one snapshot: nothing in it changes from poll to poll (issue 14)', async () => {
+    // A FAKE client: an operation that stays running (the emulator's finish within a second);
+    // each snapshot rewrites the status of every ProjectApiKey of the project.
+    const listed: Operation[] = [op({ id: 'slow', status: 'running', created_at: new Date(Date.now() - 5_000).toISOString() })];
+    const fake = counting({ listOperations: async () => ({ operations: listed, pagination: { cursor: '' } }) } as unknown as OperationsClient);
+    const rec = recorder();
+    pollers = new OperationsPollers({ clientForKey: () => fake, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 400 });
+    pollers.ensure('p-running', 'ns/key', 'k');
+    await rec.until('InProgress', (s) => s.settled.reason === 'InProgress');
+    // Over more than a second (a new age in seconds would have been a new snapshot), at the fast cadence.
+    await sleep(1_300);
+    expect(fake.calls).toBeGreaterThanOrEqual(10);
     expect(rec.snapshots).toHaveLength(1);
   });
 

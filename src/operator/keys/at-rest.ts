@@ -1,0 +1,151 @@
+// At rest (issue 14): a drift pass that finds nothing changed makes no apiserver request. A full
+// reconcile reads the resource and two Secrets fresh from the apiserver; at 10,000 Ready keys that
+// was 30,000 GETs per drift interval, and most of the operator's CPU at rest, to learn nothing.
+//
+// After a full reconcile that ended in InSync with nothing pending, the reconciler remembers what it
+// verified (`Verified`): the resourceVersion of the resource and the uid + resourceVersion of its
+// Secret and of its credentials Secret as it read them, which credentials those were (the id of
+// their platform client, never the key), and what the status was computed from. The next pass of
+// that resource compares those versions with the informers' caches (identity metadata only, no
+// Secret data: runtime/informer-cache.ts) and asks the platform, through the drift cache (one list
+// per credentials and scope per interval, as before), whether the key is still listed and its
+// project still the organization's. Only when all of it holds does the pass end there, with what a
+// full pass would have concluded (the same status, so no write). Anything else runs the full
+// reconcile with fresh reads, as before: a version that moved, an object missing from a cache, a
+// key absent from the list, a project gone, a check that failed, a scheduled rotation due, a change
+// of the key's use that status shows, new operations of the project, a client dropped for idleness.
+//
+// What a stale cache can do: send a pass the full way (harmless), or hold a change back until the
+// watch event that carries it arrives; that event wakes the resource (keys/watches.ts: the
+// resource itself, its managed Secret by owner, its credentials Secret by the credentials index),
+// and the pass it wakes sees the new version. Writes keep optimistic concurrency either way.
+import type { KeyAdapter, ListedKey } from './adapter.ts';
+import type { Reason } from './conditions.ts';
+import type { FailingSince } from './drift.ts';
+import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
+
+/** An object as the caches identify it. */
+export interface ObjectVersion {
+  uid: string | undefined;
+  resourceVersion: string | undefined;
+}
+
+/** What a full reconcile ending in InSync verified, kept per resource (no secret in it). */
+export interface Verified {
+  resourceVersion: string;
+  secretName: string;
+  secret: ObjectVersion;
+  credentialsName: string;
+  credentials: ObjectVersion;
+  /** The id of the platform client of those credentials (a digest of the key: manager.ts). */
+  credentialsId: string;
+  adapter: KeyAdapter;
+  keyId: number;
+  createdAt: string | undefined;
+  /** status.lastUsedAt / lastUsedFromAddr once that pass's status was written. */
+  usage: { lastUsedAt?: string; lastUsedFromAddr?: string };
+  unusedAfter: string | undefined;
+  /** The InUse condition that pass wrote (JSON). */
+  inUse: string;
+  /** The operations snapshot that pass mirrored (JSON), taken before it read it: never newer than what was written. */
+  operations: string | undefined;
+  nextRotationAt: number | undefined;
+  reason: Reason;
+}
+
+/** What ended a rest: which input changed since the last full pass (ReconcileRecord.restBroken). */
+export type RestBroken = 'rotation due' | 'resource' | 'secret' | 'credentials' | 'operations' | 'client dropped' | 'key absent' | 'project gone' | 'check failed' | 'usage';
+
+/** What the at-rest check reads of the process: its caches, and its platform clients by id. */
+export interface RestInputs {
+  /** The identity of an object as the informers' caches hold it; undefined when not cached. */
+  cachedVersion(kind: string, namespace: string, name: string): ObjectVersion | undefined;
+  /** The platform client of credentials in use, by id; undefined once dropped. */
+  platformById(credentialsId: string): ReturnType<KeyDeps['platformFor']> | undefined;
+}
+
+function sameVersion(a: ObjectVersion | undefined, b: ObjectVersion): boolean {
+  return a !== undefined && a.uid === b.uid && a.resourceVersion !== undefined && a.resourceVersion === b.resourceVersion;
+}
+
+function operationsOf(deps: KeyDeps, adapter: KeyAdapter, owner: string): string | undefined {
+  const project = adapter.project;
+  if (project === undefined || deps.operations === undefined) return undefined;
+  const snapshot = deps.operations.pollers.snapshot(project.projectId, owner);
+  return snapshot === undefined ? undefined : JSON.stringify(snapshot);
+}
+
+function inUseOf(unusedAfter: string | undefined, listed: ListedKey | undefined, usage: Verified['usage'], createdAt: string | undefined, now: number): string {
+  return JSON.stringify(usageConditions(unusedAfter !== undefined ? { usage: { unusedAfter } } : undefined, statusTimestamp(listed?.last_used_at) ?? usage.lastUsedAt, createdAt, now));
+}
+
+/**
+ * What a full InSync pass verified, taken BEFORE it runs (the operations snapshot must not be newer
+ * than the one it writes); undefined when the next pass must be a full one anyway.
+ */
+export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reason: Reason, credentials: ObjectVersion | undefined): Verified | undefined {
+  const { resource, spec, adapter, secret } = ctx;
+  const status = resource.status ?? {};
+  const resourceVersion = resource.metadata.resourceVersion;
+  if (resourceVersion === undefined || spec === undefined || adapter === undefined || ctx.apiKey === undefined || credentials === undefined || secret === undefined) return undefined;
+  // A retirement in progress, a schedule error (reported on each pass), credentials not yet
+  // recorded as the key's: the next pass has something to do.
+  if ((status.retiringKeys ?? []).length > 0 || ctx.rotation.schedule.error !== undefined) return undefined;
+  if (ctx.listed === undefined && status.credentialsFingerprint !== ctx.fingerprint) return undefined;
+  const usage = { ...status.lastUsedAt !== undefined ? { lastUsedAt: status.lastUsedAt } : {}, ...status.lastUsedFromAddr !== undefined ? { lastUsedFromAddr: status.lastUsedFromAddr } : {}, ...usageFields(ctx.listed, status) };
+  const unusedAfter = spec.usage?.unusedAfter;
+  return {
+    resourceVersion,
+    secretName: ctx.secretName,
+    secret: { uid: secret.metadata?.uid, resourceVersion: secret.metadata?.resourceVersion },
+    credentialsName: spec.credentialsSecretRef.name,
+    credentials,
+    credentialsId: deps.platformFor(ctx.apiKey).credentialsId,
+    adapter,
+    keyId,
+    createdAt: status.createdAt,
+    usage,
+    unusedAfter,
+    inUse: inUseOf(unusedAfter, ctx.listed, usage, status.createdAt, deps.now()),
+    operations: operationsOf(deps, adapter, ownerOf(resource)),
+    nextRotationAt: ctx.rotation.schedule.nextAt,
+    reason,
+  };
+}
+
+/**
+ * The at-rest check of a resource this process verified: undefined when nothing that pass relied on
+ * changed (nothing read from the apiserver), else what changed (a full reconcile must look).
+ */
+export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSince: FailingSince, request: { kind: string; namespace: string; name: string }, verified: Verified): Promise<RestBroken | undefined> {
+  const { kind, namespace, name } = request;
+  const now = deps.now();
+  if (verified.nextRotationAt !== undefined && now >= verified.nextRotationAt) return 'rotation due';
+  const resource = inputs.cachedVersion(kind, namespace, name);
+  if (resource?.resourceVersion !== verified.resourceVersion) return 'resource';
+  if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.secretName), verified.secret)) return 'secret';
+  if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.credentialsName), verified.credentials)) return 'credentials';
+  const owner = `${namespace}/${name}`;
+  if (operationsOf(deps, verified.adapter, owner) !== verified.operations) return 'operations';
+  const client = inputs.platformById(verified.credentialsId);
+  if (client === undefined) return 'client dropped';
+  let listed: ListedKey | undefined;
+  try {
+    const createdAt = verified.createdAt !== undefined ? Date.parse(verified.createdAt) : undefined;
+    const state = await deps.drift.keyState(client.credentialsId, verified.adapter, client.platform, verified.keyId, Number.isFinite(createdAt) ? createdAt : undefined);
+    if (state.state !== 'Live') return 'key absent';
+    listed = state.key;
+    const project = verified.adapter.project;
+    if (project !== undefined && !await deps.drift.projectInOrganization(client.credentialsId, client.platform, project.organizationId, project.projectId)) return 'project gone';
+  } catch {
+    // The full pass asks the same cache (a failed list is remembered for the interval) and reports.
+    return 'check failed';
+  }
+  // The key's use as status shows it: the same, or the full pass writes it.
+  if (Object.keys(usageFields(listed, verified.usage)).length > 0) return 'usage';
+  if (inUseOf(verified.unusedAfter, listed, verified.usage, verified.createdAt, now) !== verified.inUse) return 'usage';
+  failingSince.delete(`${kind}/${namespace}/${name}`);
+  deps.onDriftCheck?.('live');
+  return undefined;
+}
