@@ -21,7 +21,7 @@
 // and the pass it wakes sees the new version. Writes keep optimistic concurrency either way.
 import type { KeyAdapter, ListedKey } from './adapter.ts';
 import type { Reason } from './conditions.ts';
-import type { FailingSince } from './drift.ts';
+import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift.ts';
 import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
 
@@ -130,22 +130,18 @@ export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSin
   if (operationsOf(deps, verified.adapter, owner) !== verified.operations) return 'operations';
   const client = inputs.platformById(verified.credentialsId);
   if (client === undefined) return 'client dropped';
-  let listed: ListedKey | undefined;
+  let found;
   try {
-    const createdAt = verified.createdAt !== undefined ? Date.parse(verified.createdAt) : undefined;
-    const state = await deps.drift.keyState(client.credentialsId, verified.adapter, client.platform, verified.keyId, Number.isFinite(createdAt) ? createdAt : undefined);
-    if (state.state !== 'Live') return 'key absent';
-    listed = state.key;
-    const project = verified.adapter.project;
-    if (project !== undefined && !await deps.drift.projectInOrganization(client.credentialsId, client.platform, project.organizationId, project.projectId)) return 'project gone';
+    found = await lookUpRecordedKey(deps, client, verified.adapter, verified.keyId, verified.createdAt);
   } catch {
     // The full pass asks the same cache (a failed list is remembered for the interval) and reports.
     return 'check failed';
   }
+  if (found.key !== 'Live') return 'key absent';
+  if (found.project === 'NotInOrganization') return 'project gone';
   // The key's use as status shows it: the same, or the full pass writes it.
-  if (Object.keys(usageFields(listed, verified.usage)).length > 0) return 'usage';
-  if (inUseOf(verified.unusedAfter, listed, verified.usage, verified.createdAt, now) !== verified.inUse) return 'usage';
-  failingSince.delete(`${kind}/${namespace}/${name}`);
-  deps.onDriftCheck?.('live');
+  if (Object.keys(usageFields(found.listed, verified.usage)).length > 0) return 'usage';
+  if (inUseOf(verified.unusedAfter, found.listed, verified.usage, verified.createdAt, now) !== verified.inUse) return 'usage';
+  checkSucceeded(deps, failingSince, `${kind}/${namespace}/${name}`, 'Live');
   return undefined;
 }

@@ -76,6 +76,29 @@ export class DriftCache {
   }
 }
 
+/**
+ * The drift lookups of one recorded key with one credentials' client, through the cache: is it in
+ * the platform's list, and for a ProjectApiKey, is its project still the organization's.
+ */
+export async function lookUpRecordedKey(deps: KeyDeps, client: { credentialsId: string; platform: KeyPlatform }, adapter: KeyAdapter, keyId: number, createdAt: string | undefined): Promise<{
+  key: 'Live' | 'Absent';
+  listed: ListedKey | undefined;
+  project: Observation['platform']['project'];
+}> {
+  const created = createdAt !== undefined ? Date.parse(createdAt) : undefined;
+  const state = await deps.drift.keyState(client.credentialsId, adapter, client.platform, keyId, Number.isFinite(created) ? created : undefined);
+  const { project } = adapter;
+  const inOrganization = project === undefined ? undefined
+    : await deps.drift.projectInOrganization(client.credentialsId, client.platform, project.organizationId, project.projectId);
+  return { key: state.state, listed: state.key, project: inOrganization === undefined ? 'Unknown' : inOrganization ? 'InOrganization' : 'NotInOrganization' };
+}
+
+/** A drift check of a resource succeeded: it is no longer failing, and it is counted. */
+export function checkSucceeded(deps: KeyDeps, failingSince: FailingSince, trackingKey: string, key: 'Live' | 'Absent'): void {
+  failingSince.delete(trackingKey);
+  deps.onDriftCheck?.(key === 'Live' ? 'live' : 'absent');
+}
+
 /** Per resource (kind/namespace/name): since when its drift checks fail (cleared by a success, or when it is gone). */
 export type FailingSince = Map<string, number>;
 
@@ -100,17 +123,11 @@ export async function checkRecordedKey(deps: KeyDeps, failingSince: FailingSince
   let listed: ListedKey | undefined;
   try {
     if (apiKey === undefined) throw Object.assign(new Error('no credentials'), { code: 'CREDENTIALS_MISSING' });
-    const { platform: client, credentialsId } = deps.platformFor(apiKey);
-    const createdAt = check.createdAt !== undefined ? Date.parse(check.createdAt) : undefined;
-    const state = await deps.drift.keyState(credentialsId, adapter, client, keyId, Number.isFinite(createdAt) ? createdAt : undefined);
-    platform.key = state.state;
-    listed = state.key;
-    if (adapter.project !== undefined) {
-      platform.project = await deps.drift.projectInOrganization(credentialsId, client, adapter.project.organizationId, adapter.project.projectId)
-        ? 'InOrganization' : 'NotInOrganization';
-    }
-    failingSince.delete(trackingKey);
-    deps.onDriftCheck?.(state.state === 'Live' ? 'live' : 'absent');
+    const found = await lookUpRecordedKey(deps, deps.platformFor(apiKey), adapter, keyId, check.createdAt);
+    platform.key = found.key;
+    platform.project = found.project;
+    listed = found.listed;
+    checkSucceeded(deps, failingSince, trackingKey, found.key);
   } catch (error) {
     // Once it has failed for unverifiedAfterMs the conditions say so (decision.ts, Unverifiable).
     const failure = asPlatformFailure(error);
