@@ -240,6 +240,51 @@ spec:
 EOF
 }
 
+# A consumer of an issued key: <name> <Secret> <replicas> <path> <interval ms>. Its pods take the
+# key from the Secret into their environment (so only a restart moves them to a new key), call
+# the platform's <path> with it every <interval> ms and log each answer's status only.
+consumer_deployment() {
+  kubectl -n "$app_ns" apply -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: { name: $1 }
+spec:
+  replicas: $3
+  strategy: { type: RollingUpdate, rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } }
+  selector: { matchLabels: { app: $1 } }
+  template:
+    metadata: { labels: { app: $1 } }
+    spec:
+      securityContext: { runAsNonRoot: true, seccompProfile: { type: RuntimeDefault } }
+      terminationGracePeriodSeconds: 5
+      containers:
+        - name: consumer
+          image: $E2E_IMAGE
+          imagePullPolicy: Never
+          command: [/usr/bin/tini, --, node, -e]
+          args:
+            - |
+              const call = async () => {
+                try {
+                  const res = await fetch(process.env.PLATFORM_URL + process.env.CALL_PATH,
+                    { headers: { authorization: 'Bearer ' + process.env.NEON_API_KEY } });
+                  await res.arrayBuffer();
+                  console.log('call status=' + res.status);
+                } catch (error) { console.log('call error=' + error.message); }
+              };
+              setInterval(call, $5); call();
+          env:
+            - { name: PLATFORM_URL, value: "$platform_url" }
+            - { name: CALL_PATH, value: "$4" }
+            - name: NEON_API_KEY
+              valueFrom: { secretKeyRef: { name: $2, key: apiKey } }
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities: { drop: [ALL] }
+EOF
+}
+
 # Scenario 3: a Deployment's pod takes the key from the Secret (secretKeyRef) and calls the
 # platform with it; deleting the resource revokes the key and the consumer's next call gets 401.
 scenario_consumer() {
@@ -250,44 +295,7 @@ scenario_consumer() {
   key_id=$(kubectl -n "$app_ns" get projectapikey consumer -o jsonpath='{.status.keyId}')
   [ "$(kubectl -n "$app_ns" get secret consumer-neon -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by}')" = neon-key-operator ] \
     || e2e_fail "the Secret is not labelled managed-by=neon-key-operator"
-  kubectl -n "$app_ns" apply -f - >/dev/null <<EOF
-apiVersion: apps/v1
-kind: Deployment
-metadata: { name: consumer }
-spec:
-  replicas: 1
-  selector: { matchLabels: { app: consumer } }
-  template:
-    metadata: { labels: { app: consumer } }
-    spec:
-      securityContext: { runAsNonRoot: true, seccompProfile: { type: RuntimeDefault } }
-      containers:
-        - name: consumer
-          image: $E2E_IMAGE
-          imagePullPolicy: Never
-          # Once a second: read the project with the key from the environment; log the status only.
-          command: [/usr/bin/tini, --, node, -e]
-          args:
-            - |
-              const call = async () => {
-                try {
-                  const res = await fetch(process.env.PLATFORM_URL + '/projects/' + process.env.PROJECT_ID,
-                    { headers: { authorization: 'Bearer ' + process.env.NEON_API_KEY } });
-                  await res.arrayBuffer();
-                  console.log('call status=' + res.status);
-                } catch (error) { console.log('call error=' + error.message); }
-              };
-              setInterval(call, 1000); call();
-          env:
-            - { name: PLATFORM_URL, value: "$platform_url" }
-            - { name: PROJECT_ID, value: "$project_id" }
-            - name: NEON_API_KEY
-              valueFrom: { secretKeyRef: { name: consumer-neon, key: apiKey } }
-          securityContext:
-            allowPrivilegeEscalation: false
-            readOnlyRootFilesystem: true
-            capabilities: { drop: [ALL] }
-EOF
+  consumer_deployment consumer consumer-neon 1 "/projects/$project_id" 1000
   kubectl -n "$app_ns" rollout status deployment/consumer --timeout="${e2e_timeout}s" >/dev/null
   until_true 60 "the consumer's call to succeed" sh -c "kubectl -n $app_ns logs deployment/consumer --tail=1 | grep -qx 'call status=200'"
   echo "the consumer's calls with key $key_id succeed"
@@ -340,43 +348,7 @@ EOF
   kubectl -n "$app_ns" wait --for=condition=Ready projectapikey/rotating --timeout="${e2e_timeout}s" >/dev/null
   local old_id new_id token
   old_id=$(kubectl -n "$app_ns" get projectapikey rotating -o jsonpath='{.status.keyId}')
-  kubectl -n "$app_ns" apply -f - >/dev/null <<EOF
-apiVersion: apps/v1
-kind: Deployment
-metadata: { name: rotating-consumer }
-spec:
-  replicas: 2
-  strategy: { type: RollingUpdate, rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } }
-  selector: { matchLabels: { app: rotating-consumer } }
-  template:
-    metadata: { labels: { app: rotating-consumer } }
-    spec:
-      securityContext: { runAsNonRoot: true, seccompProfile: { type: RuntimeDefault } }
-      terminationGracePeriodSeconds: 5
-      containers:
-        - name: consumer
-          image: $E2E_IMAGE
-          imagePullPolicy: Never
-          command: [/usr/bin/tini, --, node, -e]
-          args:
-            - |
-              const call = async () => {
-                try {
-                  const res = await fetch(process.env.PLATFORM_URL + '/projects', { headers: { authorization: 'Bearer ' + process.env.NEON_API_KEY } });
-                  await res.arrayBuffer();
-                  if (res.status !== 200) console.log('call status=' + res.status);
-                } catch (error) { console.log('call error=' + error.message); }
-              };
-              setInterval(call, 250); call();
-          env:
-            - { name: PLATFORM_URL, value: "$platform_url" }
-            - name: NEON_API_KEY
-              valueFrom: { secretKeyRef: { name: rotating-neon, key: apiKey } }
-          securityContext:
-            allowPrivilegeEscalation: false
-            readOnlyRootFilesystem: true
-            capabilities: { drop: [ALL] }
-EOF
+  consumer_deployment rotating-consumer rotating-neon 2 /projects 250
   kubectl -n "$app_ns" rollout status deployment/rotating-consumer --timeout="${e2e_timeout}s" >/dev/null
   until_true 60 "the consumers' calls" calls_above 200 10
   local failed_before ok_before
