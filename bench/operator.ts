@@ -6,12 +6,20 @@
 // 1. convergence: `keys` ProjectApiKeys of ONE organization created at once (32 parallel creates)
 //    → time until all are Ready; keys/s ÷ the platform's 10/s per organization; failed reconciles
 //    (operator /metrics reconcile_total{result="error"}); 429s counted by the emulator (/admin/requests);
+//    the apiserver's writes per issued key (apiserver_request_total); and, while that wave
+//    converges, keys of ANOTHER organization applied one at a time: apply → working Secret;
 // 2. latency: 100 keys applied one after another (≥ 110 ms apart, platform idle), create call →
 //    Secret (watch on the managed-by label) holding a key that works (checked after the timing);
 // 3. idle cost: all keys Ready, no changes, for `idle` seconds with a short drift interval:
 //    platform requests per minute by route, operator CPU seconds per minute;
-// 4. memory: keys of every organization up to `largestKeys` (or as many as get Ready before the
-//    deadline), operator RSS and heap; then a soak of `soak` seconds sampling RSS / heap.
+// 4. many organizations: `wavePerOrg` new keys in each organization at once → keys/s ÷ (10/s ×
+//    organizations), writes per issued key; then operator RSS and heap with everything cached, and a
+//    soak of `soak` seconds (nothing changes but the emulator's own operations): RSS, heap, CPU,
+//    apiserver and platform requests;
+// 5. after the soak, at the same time: (a) drift from rest: a key revoked outside, a Secret deleted,
+//    a Secret edited, a project moved out of its organization → time until each is repaired or
+//    reported; (b) `keys` keys of one organization with `latencyMs` of latency injected by the
+//    emulator into every platform request → keys/s ÷ 10, 429s.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +27,7 @@ import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Bootstrap, Seed } from '../src/emulator/bootstrap.ts';
 import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
+import { parseDuration } from '../src/operator/keys/rotation-schedule.ts';
 import { spawnChild } from './emulator.ts';
 import { percentile } from './load.ts';
 import type { BenchOptions } from './run.ts';
@@ -32,11 +41,15 @@ const OPERATOR_NS = 'neon-key-operator-system';
 const OPERATOR_SA = 'neon-key-operator';
 const ORG_RATE = 10; // platform limit: org key creations per second per organization
 const PROJECTS_PER_ORG = 2;
+const DRIFT_PROJECT = 'bench-drift';
 const CLK_TCK = 100;
 
 export interface OperatorBenchOptions {
   keys: number;
-  largestKeys: number;
+  /** Phase 4: new keys in each organization, all applied at once. */
+  wavePerOrg: number;
+  /** Phase 5b: latency the emulator adds to every platform request. */
+  latencyMs: number;
   organizations: number;
   idleSeconds: number;
   soakSeconds: number;
@@ -171,9 +184,13 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     emulator = await startEmulatorProcess(dir, {
         organizations: orgs.map((id) => ({ id, name: id })),
         users: [{ name: 'bench', email: 'bench@example.com', orgRoles: Object.fromEntries(orgs.map((id) => [id, 'admin' as const])) }],
-        projects: orgs.flatMap((org, i) => Array.from({ length: PROJECTS_PER_ORG }, (_, p) => ({
-          id: `bench-${String(i + 1).padStart(2, '0')}-${p + 1}`, name: `bench-${i + 1}-${p + 1}`, organizationId: org, ownerUserId: 'bench',
-        }))),
+        projects: [
+          ...orgs.flatMap((org, i) => Array.from({ length: PROJECTS_PER_ORG }, (_, p) => ({
+            id: `bench-${String(i + 1).padStart(2, '0')}-${p + 1}`, name: `bench-${i + 1}-${p + 1}`, organizationId: org, ownerUserId: 'bench',
+          }))),
+          // Phase 5a moves this one out of its organization.
+          { id: DRIFT_PROJECT, name: DRIFT_PROJECT, organizationId: orgs[0] as string, ownerUserId: 'bench' },
+        ],
     });
     const emu = emulator;
     const adminKey = emu.bootstrap.users.find((u) => u.name === 'bench')?.personalKey;
@@ -198,6 +215,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     // Watches: Ready time of every key, Secret time of every key (by resource name = Secret name).
     const readyAt = new Map<string, number>();
     const secretAt = new Map<string, { t: number; data: Record<string, string> }>();
+    // Phase 5a: the key each resource records and the reason of its KeyIssued condition, as watched.
+    const keyIdOf = new Map<string, number>();
+    const issuedReasonOf = new Map<string, string>();
     const watch = new Watch(kc);
     const startWatch = async (path: string, query: Record<string, string>, onEvent: (obj: Record<string, unknown>) => void) => {
       const again = () => { if (!stopped) void startWatch(path, query, onEvent).catch(() => undefined); };
@@ -205,8 +225,12 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     };
     await startWatch(`/apis/${GROUP}/${VERSION}/namespaces/${NS}/${PLURAL}`, {}, (obj) => {
       const name = (obj.metadata as { name: string }).name;
-      const ready = (obj.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+      const status = obj.status as { keyId?: number; conditions?: { type: string; status: string; reason?: string }[] } | undefined;
+      const ready = status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
       if (ready === true && !readyAt.has(name)) readyAt.set(name, performance.now());
+      if (status?.keyId !== undefined) keyIdOf.set(name, status.keyId);
+      const issued = status?.conditions?.find((c) => c.type === 'KeyIssued')?.reason;
+      if (issued !== undefined) issuedReasonOf.set(name, issued);
     });
     await startWatch(`/api/v1/namespaces/${NS}/secrets`, { labelSelector: 'app.kubernetes.io/managed-by=neon-key-operator' }, (obj) => {
       const name = (obj.metadata as { name: string }).name;
@@ -280,14 +304,14 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     log(`   live heap with no keys ${mb(live0)} MiB`);
     const m0 = await scrape(metricsUrl);
 
-    const keyBody = (name: string, org: number, i: number) => ({
+    const keyBody = (name: string, org: number, i: number, project = projectOf(org, i)) => ({
       apiVersion: `${GROUP}/${VERSION}`, kind: 'ProjectApiKey', metadata: { name, namespace: NS },
-      spec: { organizationId: orgs[org], projectId: projectOf(org, i), keyName: name, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' },
+      spec: { organizationId: orgs[org], projectId: project, keyName: name, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' },
     });
     const createAt = new Map<string, number>();
-    const create = async (name: string, org: number, i: number) => {
+    const create = async (name: string, org: number, i: number, project?: string) => {
       createAt.set(name, performance.now());
-      await objects.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, body: keyBody(name, org, i) });
+      await objects.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, body: keyBody(name, org, i, project) });
     };
     const waitReady = async (names: string[], deadlineMs: number): Promise<boolean> => {
       const end = performance.now() + deadlineMs;
@@ -301,34 +325,104 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
         await sleep(200);
       }
     };
+    /** A wave: `names` created at once (32 parallel creates); seconds until the last is Ready. */
+    const wave = async (keys: { name: string; org: number; i: number }[], deadlineSeconds: number) => {
+      const t = performance.now();
+      await limited(keys, 32, async (k) => await create(k.name, k.org, k.i));
+      const createdIn = (performance.now() - t) / 1000;
+      const allReady = await waitReady(keys.map((k) => k.name), deadlineSeconds * 1000);
+      const ready = keys.filter((k) => readyAt.has(k.name)).length;
+      const seconds = ((allReady ? Math.max(...keys.map((k) => readyAt.get(k.name) as number)) : performance.now()) - t) / 1000;
+      return { createdIn, allReady, ready, seconds, keysPerSecond: ready / seconds };
+    };
+    /**
+     * Keys applied one after another, ≥ 110 ms apart, each waited for until its Secret and its Ready
+     * condition are seen; apply → Secret and apply → Ready in ms; then each Secret's key reads its project.
+     */
+    const oneAtATime = async (prefix: string, org: number, until: () => boolean, max: number) => {
+      const secret: number[] = [];
+      const ready: number[] = [];
+      const names: string[] = [];
+      let lastApply = 0;
+      for (let i = 0; i < max && until(); i++) {
+        const wait = lastApply + 110 - performance.now();
+        if (wait > 0) await sleep(wait);
+        const name = `${prefix}-${String(i).padStart(3, '0')}`;
+        lastApply = performance.now();
+        await create(name, org, i);
+        names.push(name);
+        const deadline = performance.now() + 60_000;
+        while (!secretAt.has(name) || !readyAt.has(name)) {
+          if (performance.now() > deadline) throw new Error(`${name} not Ready in 60 s`);
+          await sleep(1);
+        }
+        secret.push((secretAt.get(name)?.t as number) - (createAt.get(name) as number));
+        ready.push((readyAt.get(name) as number) - (createAt.get(name) as number));
+      }
+      let working = 0;
+      for (const [i, name] of names.entries()) {
+        const data = secretAt.get(name)?.data ?? {};
+        const key = Buffer.from(Object.values(data)[0] ?? '', 'base64').toString('utf8');
+        const res = await fetch(`${emu.baseUrl}/projects/${projectOf(org, i)}`, { headers: { authorization: `Bearer ${key}` } });
+        await res.arrayBuffer();
+        if (res.status === 200) working += 1;
+      }
+      secret.sort((a, b) => a - b);
+      ready.sort((a, b) => a - b);
+      return { secret, ready, working, count: names.length };
+    };
+    // The apiserver's own count (apiserver_request_total) of the requests on what the operator reads
+    // and writes per key. Watches are long-lived (one per informer) and left out; the bench itself
+    // only watches, and creates the resources (POST projectapikeys, subtracted where it matters).
+    const apiserverRequests = async (): Promise<Map<string, number>> => {
+      const counts = new Map<string, number>();
+      for (const line of (await kubectl(['get', '--raw', '/metrics'])).split('\n')) {
+        if (!line.startsWith('apiserver_request_total{')) continue;
+        const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+        if (!['secrets', 'apikeys', 'projectapikeys', 'events'].includes(labels.resource ?? '') || labels.verb === 'WATCH') continue;
+        const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+        counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+      }
+      return counts;
+    };
+    const since = (a: Map<string, number>, b: Map<string, number>) => [...b].map(([k, n]) => [k, n - (a.get(k) ?? 0)] as const).filter(([, n]) => n > 0).sort((x, y) => y[1] - x[1]);
+    const WRITE_VERBS = ['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY'];
+    /** The operator's writes per issued key: every write on keys, Secrets and events but the bench's own creates. */
+    const writesPerKey = (counts: (readonly [string, number])[], issued: number) => {
+      const writes = counts.filter(([k]) => WRITE_VERBS.includes(k.split(' ')[0] as string));
+      const total = writes.reduce((s, [k, n]) => s + (k === `POST ${PLURAL}` ? n - issued : n), 0);
+      const list = writes.map(([k, n]) => `${k} ${fmt((k === `POST ${PLURAL}` ? n - issued : n) / issued, 2)}`).filter((x) => !x.endsWith(' 0.00'));
+      return { perKey: total / issued, list: list.join(', ') };
+    };
 
-    // ---- 1. convergence throughput: `keys` keys of organization 1 at once.
-    log(`1. convergence: ${o.keys} ProjectApiKeys of one organization`);
+    // ---- 1. convergence throughput: `keys` keys of organization 1 at once; meanwhile keys of
+    // organization 2 applied one at a time (apply → working Secret while another organization's wave converges).
+    log(`1. convergence: ${o.keys} ProjectApiKeys of one organization; keys of another organization one at a time meanwhile`);
     await resetRequests();
-    const conv = Array.from({ length: o.keys }, (_, i) => ({ name: `conv-${String(i).padStart(5, '0')}`, i }));
-    const t1 = performance.now();
+    const api1a = await apiserverRequests();
+    const conv = Array.from({ length: o.keys }, (_, i) => ({ name: `conv-${String(i).padStart(5, '0')}`, org: 0, i }));
     const cpu1a = procCpuSeconds(pid);
-    await limited(conv, 32, async (k) => await create(k.name, 0, k.i));
-    const createdIn = performance.now() - t1;
-    const allReady = await waitReady(conv.map((k) => k.name), Math.max(o.keys / ORG_RATE + 60, o.convergenceDeadlineSeconds) * 1000);
-    const convReady = conv.filter((k) => readyAt.has(k.name)).length;
-    const convSeconds = ((allReady ? Math.max(...conv.map((k) => readyAt.get(k.name) as number)) : performance.now()) - t1) / 1000;
+    let converging = true;
+    const waveDone = wave(conv, Math.max(o.keys / ORG_RATE + 60, o.convergenceDeadlineSeconds)).finally(() => { converging = false; });
+    const beside = await (async () => {
+      await sleep(2_000); // the wave's creates are under way
+      return await oneAtATime('beside', Math.min(1, o.organizations - 1), () => converging, 1_000);
+    })();
+    const c1 = await waveDone;
     const convRequests = await requests();
+    const api1 = since(api1a, await apiserverRequests());
     const m1 = await scrape(metricsUrl);
     const rss1 = procRssBytes(pid);
-    const keysPerSecond = convReady / convSeconds;
     const cpu1 = procCpuSeconds(pid) - cpu1a;
-    if (!allReady) log(`   deadline: ${convReady} of ${o.keys} Ready; going on`);
-    log(`   ${fmt(convSeconds, 1)} s, ${fmt(keysPerSecond, 2)} keys/s, 429s ${count429(convRequests)}, failed reconciles ${delta(m0, m1, 'error')}`);
+    const writes1 = writesPerKey(api1, o.keys + beside.count);
+    if (!c1.allReady) log(`   deadline: ${c1.ready} of ${o.keys} Ready; going on`);
+    log(`   ${fmt(c1.seconds, 1)} s, ${fmt(c1.keysPerSecond, 2)} keys/s, 429s ${count429(convRequests)}, failed reconciles ${delta(m0, m1, 'error')}; writes per issued key ${fmt(writes1.perKey, 2)} (${writes1.list})`);
+    log(`   beside the wave: ${beside.count} keys, Secret p50 ${fmt(percentile(beside.secret, 50), 1)} ms p99 ${fmt(percentile(beside.secret, 99), 1)} ms; ${beside.working}/${beside.count} keys work`);
 
     // ---- 2. latency: 100 keys one after another (organization 2 if there is one), ≥ 110 ms apart.
-    const latOrg = Math.min(1, o.organizations - 1);
     const LAT_KEYS = 100;
     log(`2. latency: ${LAT_KEYS} keys one after another`);
-    // "With the platform idle": the 1,000 keys of phase 1 leave the cluster a wave of watch events
-    // to deliver and of wake-up reconciles (seen: 5-6 s of lag in the apiserver's watch delivery
-    // to the operator and to this bench, while the operator wrote each Secret within 100 ms of
-    // seeing its resource). Wait until the operator has reconciled nothing for 5 s (at most 3 min).
+    // "With the platform idle": wait until the operator has reconciled nothing for 5 s (at most 3 min).
     const quietStarted = performance.now();
     let quietSince = performance.now();
     let lastCount = -1;
@@ -341,39 +435,13 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const settleSeconds = (performance.now() - quietStarted) / 1000;
     log(`   the operator was quiet after ${fmt(settleSeconds, 1)} s`);
     await resetRequests();
-    const lat: number[] = [];
-    const latReady: number[] = [];
-    let lastApply = 0;
-    for (let i = 0; i < LAT_KEYS; i++) {
-      const wait = lastApply + 110 - performance.now();
-      if (wait > 0) await sleep(wait);
-      const name = `lat-${String(i).padStart(3, '0')}`;
-      lastApply = performance.now();
-      await create(name, latOrg, i);
-      const deadline = performance.now() + 30_000;
-      while (!secretAt.has(name) || !readyAt.has(name)) {
-        if (performance.now() > deadline) throw new Error(`latency: ${name} not Ready in 30 s`);
-        await sleep(1);
-      }
-      lat.push((secretAt.get(name)?.t as number) - (createAt.get(name) as number));
-      latReady.push((readyAt.get(name) as number) - (createAt.get(name) as number));
-    }
+    const lat = await oneAtATime('lat', Math.min(1, o.organizations - 1), () => true, LAT_KEYS);
     const latRequests = await requests();
-    // The keys work: each Secret's key reads its project.
-    let working = 0;
-    for (let i = 0; i < LAT_KEYS; i++) {
-      const data = secretAt.get(`lat-${String(i).padStart(3, '0')}`)?.data ?? {};
-      const key = Buffer.from(Object.values(data)[0] ?? '', 'base64').toString('utf8');
-      const res = await fetch(`${emu.baseUrl}/projects/${projectOf(latOrg, i)}`, { headers: { authorization: `Bearer ${key}` } });
-      await res.arrayBuffer();
-      if (res.status === 200) working += 1;
-    }
-    lat.sort((a, b) => a - b);
-    latReady.sort((a, b) => a - b);
-    log(`   Secret p50 ${fmt(percentile(lat, 50), 1)} ms p99 ${fmt(percentile(lat, 99), 1)} ms; ${working}/${LAT_KEYS} keys work`);
+    log(`   Secret p50 ${fmt(percentile(lat.secret, 50), 1)} ms p99 ${fmt(percentile(lat.secret, 99), 1)} ms; ${lat.working}/${LAT_KEYS} keys work`);
 
     // ---- 3. idle cost.
-    log(`3. idle: ${o.idleSeconds} s with ${o.keys + LAT_KEYS} Ready keys, drift interval ${o.driftInterval}`);
+    const existing = o.keys + beside.count + LAT_KEYS;
+    log(`3. idle: ${o.idleSeconds} s with ${existing} Ready keys, drift interval ${o.driftInterval}`);
     await sleep(5000);
     await resetRequests();
     const cpu3a = procCpuSeconds(pid);
@@ -385,51 +453,31 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const idleTotal = idleRequests.reduce((s, r) => s + r.count, 0) / idleMinutes;
     log(`   ${fmt(idleTotal, 1)} platform requests/min, ${fmt(cpu3, 2)} CPU s/min`);
 
-    // ---- 4. memory: up to `largestKeys` keys over every organization.
-    const existing = o.keys + LAT_KEYS; // created (phase 1 may have left some not Ready)
-    const more = Math.max(0, o.largestKeys - existing);
-    log(`4. memory: ${fmt(more)} more keys over ${o.organizations} organizations (deadline ${o.memoryDeadlineSeconds} s)`);
+    // ---- 4. many organizations at once: `wavePerOrg` new keys in each organization.
+    const more = o.wavePerOrg * o.organizations;
+    log(`4. ${fmt(more)} more keys: ${fmt(o.wavePerOrg)} in each of ${o.organizations} organizations at once (deadline ${o.memoryDeadlineSeconds} s)`);
     await resetRequests();
+    const api4a = await apiserverRequests();
     const mem = Array.from({ length: more }, (_, i) => ({ name: `mem-${String(i).padStart(5, '0')}`, org: i % o.organizations, i: Math.floor(i / o.organizations) }));
-    const t4 = performance.now();
-    const deadline4 = t4 + o.memoryDeadlineSeconds * 1000;
-    let created4 = 0;
-    const creating = limited(mem, 32, async (k) => {
-      if (performance.now() > deadline4) return;
-      await create(k.name, k.org, k.i);
-      created4 += 1;
-    });
-    await creating;
-    const createdIn4 = performance.now() - t4;
-    const allReady4 = await waitReady(mem.slice(0, created4).map((k) => k.name), Math.max(0, deadline4 - performance.now()));
-    const ready4 = mem.filter((k) => readyAt.has(k.name)).length;
-    const seconds4 = (performance.now() - t4) / 1000;
-    const lastReady4 = Math.max(t4, ...mem.map((k) => readyAt.get(k.name) ?? 0));
+    const cpu4a = procCpuSeconds(pid);
+    const c4 = await wave(mem, o.memoryDeadlineSeconds);
+    const cpu4 = procCpuSeconds(pid) - cpu4a;
     const memRequests = await requests();
-    const nObjects = existing + created4;
-    const nReady = [...conv.map((k) => k.name), ...mem.map((k) => k.name)].filter((n) => readyAt.has(n)).length + LAT_KEYS;
+    const api4 = since(api4a, await apiserverRequests());
+    const writes4 = writesPerKey(api4, c4.ready);
+    // Phase 5a's key in the project that will leave its organization.
+    await create('drift-project', 0, 0, DRIFT_PROJECT);
+    if (!await waitReady(['drift-project'], 60_000)) throw new Error('drift-project not Ready in 60 s');
+    const nObjects = existing + more + 1;
+    const nReady = [...conv.map((k) => k.name), ...mem.map((k) => k.name)].filter((n) => readyAt.has(n)).length + beside.count + LAT_KEYS + 1;
     await sleep(10_000); // let status patches and informer events settle
     const rss4 = procRssBytes(pid);
     const m4 = await scrape(metricsUrl);
-    log(`   ${fmt(ready4)} / ${fmt(created4)} Ready in ${fmt(seconds4, 1)} s; RSS ${mb(rss4)} MiB`);
+    log(`   ${fmt(c4.ready)} / ${fmt(more)} Ready in ${fmt(c4.seconds, 1)} s (${fmt(c4.keysPerSecond, 1)} keys/s); writes per issued key ${fmt(writes4.perKey, 2)}; RSS ${mb(rss4)} MiB`);
 
-    // The apiserver's own count (apiserver_request_total) of the requests on what the operator reads
-    // and writes per key: at rest they should be O(changes), not O(keys) per drift interval. Watches
-    // are long-lived (one per informer) and left out; the bench itself only watches.
-    const apiserverRequests = async (): Promise<Map<string, number>> => {
-      const counts = new Map<string, number>();
-      for (const line of (await kubectl(['get', '--raw', '/metrics'])).split('\n')) {
-        if (!line.startsWith('apiserver_request_total{')) continue;
-        const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-        if (!['secrets', 'apikeys', 'projectapikeys', 'events'].includes(labels.resource ?? '') || labels.verb === 'WATCH') continue;
-        const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
-        counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-      }
-      return counts;
-    };
-
-    // Soak: no changes, sample RSS and heap.
+    // Soak: no changes but the emulator's own operations; sample RSS and heap.
     log(`   soak ${o.soakSeconds} s`);
+    await resetRequests();
     const api5a = await apiserverRequests();
     const samples: { s: number; rss: number; heap: number }[] = [];
     const t5 = performance.now();
@@ -441,14 +489,13 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     }
     const soakMinutes = (performance.now() - t5) / 60_000;
     const cpu5 = (procCpuSeconds(pid) - cpu5a) / soakMinutes;
-    const api5b = await apiserverRequests();
-    const api5 = [...api5b].map(([k, n]) => [k, (n - (api5a.get(k) ?? 0)) / soakMinutes] as const).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+    const api5 = since(api5a, await apiserverRequests()).map(([k, n]) => [k, n / soakMinutes] as const);
     const api5Total = api5.reduce((sum, [, n]) => sum + n, 0);
-    log(`   soak: ${fmt(cpu5, 2)} CPU s/min; apiserver requests on keys, Secrets, events: ${fmt(api5Total, 1)}/min (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'})`);
+    const soakRequests = (await requests()).sort((a, b) => b.count - a.count);
+    const soakPlatform = soakRequests.reduce((s, r) => s + r.count, 0) / soakMinutes;
+    log(`   soak: ${fmt(cpu5, 2)} CPU s/min; apiserver requests on keys, Secrets, events: ${fmt(api5Total, 1)}/min (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'}); platform ${fmt(soakPlatform, 1)}/min`);
     const mEnd = await scrape(metricsUrl);
     const liveN = await liveHeap();
-    inspector.close();
-    await snapshot(`${nReady}-keys`);
     log(`   live heap with ${nReady} keys ${mb(liveN)} MiB`);
     const slope = (ys: number[]) => {
       const xs = samples.map((x) => x.s / 60);
@@ -463,31 +510,92 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const heapFirstHalfMin = minOf(samples.slice(0, half).map((x) => x.heap));
     const heapSecondHalfMin = minOf(samples.slice(half).map((x) => x.heap));
 
+    // ---- 5a. drift from rest, and 5b. one organization behind a slow platform, at the same time.
+    log(`5. drift from rest (a key revoked, a Secret deleted, a Secret edited, a project moved) and ${o.keys} keys with ${o.latencyMs} ms platform latency`);
+    const driftMs = parseDuration(o.driftInterval) ?? 300_000;
+    const drift = (async () => {
+      const [revoked, deleted, edited] = ['mem-00003', 'mem-00004', 'mem-00005'];
+      const keyOf = (name: string) => keyIdOf.get(name) ?? -1;
+      const t = performance.now();
+      const platformAdmin = { authorization: `Bearer ${adminKey}` };
+      const revokedKey = keyOf(revoked as string);
+      const revokedOrg = orgs[3 % o.organizations] as string;
+      const res = await fetch(`${emu.baseUrl}/organizations/${revokedOrg}/api_keys/${revokedKey}`, { method: 'DELETE', headers: platformAdmin });
+      await res.arrayBuffer();
+      if (!res.ok) throw new Error(`revoking ${revoked}'s key ${revokedKey} in ${revokedOrg}: HTTP ${res.status}`);
+      const deletedKey = keyOf(deleted as string);
+      await core.deleteNamespacedSecret({ namespace: NS, name: deleted as string });
+      const editedKey = keyOf(edited as string);
+      await core.patchNamespacedSecret({ namespace: NS, name: edited as string, body: [{ op: 'replace', path: '/data/apiKey', value: Buffer.from('edited by hand').toString('base64') }] });
+      const moved = await fetch(`${emu.adminUrl}/projects/${DRIFT_PROJECT}/transfer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ organizationId: null }) });
+      await moved.arrayBuffer();
+      if (!moved.ok) throw new Error(`moving ${DRIFT_PROJECT} out of its organization: HTTP ${moved.status}`);
+      const caught: Record<string, number | undefined> = {};
+      const checks: [string, () => boolean][] = [
+        ['key revoked outside', () => keyOf(revoked as string) !== revokedKey],
+        ['Secret deleted', () => keyOf(deleted as string) !== deletedKey],
+        ['Secret edited', () => keyOf(edited as string) !== editedKey],
+        ['project moved out of the organization', () => issuedReasonOf.get('drift-project') === 'ProjectNotInOrganization'],
+      ];
+      const end = t + 2 * driftMs + 60_000;
+      while (performance.now() < end && checks.some(([label]) => caught[label] === undefined)) {
+        for (const [label, check] of checks) if (caught[label] === undefined && check()) caught[label] = (performance.now() - t) / 1000;
+        await sleep(200);
+      }
+      return checks.map(([label]) => ({ label, seconds: caught[label] }));
+    })();
+    const slow = (async () => {
+      await fetch(`${emu.adminUrl}/faults`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rules: [{ probability: 1, kind: 'latency', latencyMs: o.latencyMs }] }) });
+      await resetRequests();
+      const slowOrg = Math.min(2, o.organizations - 1);
+      const keys = Array.from({ length: o.keys }, (_, i) => ({ name: `slow-${String(i).padStart(5, '0')}`, org: slowOrg, i }));
+      const result = await wave(keys, Math.max(o.keys / ORG_RATE + 120, o.convergenceDeadlineSeconds));
+      const rs = await requests();
+      await fetch(`${emu.adminUrl}/faults`, { method: 'DELETE' });
+      return { ...result, count429: count429(rs), creates: countCreates(rs) };
+    })();
+    const [driftResults, s5] = await Promise.all([drift, slow]);
+    log(`   drift: ${driftResults.map((d) => `${d.label} ${d.seconds === undefined ? 'NOT caught' : `${fmt(d.seconds, 1)} s`}`).join('; ')}`);
+    log(`   ${o.latencyMs} ms latency: ${fmt(s5.seconds, 1)} s, ${fmt(s5.keysPerSecond / ORG_RATE, 3)} of 10/s, 429s ${s5.count429}`);
+    inspector.close();
+    await snapshot(`${nReady}-keys`);
+
     // ---- the section.
-    const perKey = (rss4 - rss1) / (nReady - convReady);
+    const perKey = (rss4 - rss1) / (nReady - c1.ready);
     const routes = (rs: RequestCount[], perMinute: number) => rs.map((r) => `| ${r.method} ${r.route} | ${r.status} | ${fmt(r.count)} | ${fmt(r.count / perMinute, 1)} |`);
     const lines = [
-      `The operator (\`dist/operator/main.js\` with the image's node flags \`${nodeFlags.join(' ')}\`, ${o.workers ?? 4} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (its own process, \`:memory:\`, time scale 1, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`), live heap from its inspector (\`--inspect\` on loopback: a full GC, then the heap used). **The machine is shared**: other suites may have been running (see the load average above), which moves latencies and CPU figures.`,
+      `The operator (\`dist/operator/main.js\` with the image's node flags \`${nodeFlags.join(' ')}\`, ${o.workers ?? 'the default number of'} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (its own process, \`:memory:\`, time scale 1 with its own background operations, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`), live heap from its inspector (\`--inspect\` on loopback: a full GC, then the heap used); apiserver requests from the apiserver's \`apiserver_request_total\` (keys, Secrets, events; watches left out; the bench's own creates subtracted). Writes per issued key count every write on those (events included) during the wave, divided by the keys it issued.`,
       '',
       '| measurement | result | target |',
       '|---|---|---|',
-      `| 1. convergence: ${fmt(o.keys)} ProjectApiKeys of one organization created at once (32 parallel creates, all created in ${fmt(createdIn / 1000, 1)} s) → all Ready | **${allReady ? '' : `only ${fmt(convReady)} Ready at the deadline, `}${fmt(convSeconds, 1)} s**, ${fmt(keysPerSecond, 2)} keys/s, **${fmt(keysPerSecond / ORG_RATE, 3)} of the 10/s floor** (${fmt(o.keys / ORG_RATE)} s) | ≥ 0.95 |`,
-      `| 1. failed reconciles (reconcile_total{result="error"}) / requeues | **${fmt(delta(m0, m1, 'error'))}** / ${fmt(delta(m0, m1, 'requeue'))} (successes ${fmt(delta(m0, m1, 'success'))}); operator CPU ${fmt(cpu1, 1)} s (${fmt((cpu1 / convSeconds) * 100)} % of a core) | 0 |`,
+      `| 1. convergence: ${fmt(o.keys)} ProjectApiKeys of one organization created at once (32 parallel creates, all created in ${fmt(c1.createdIn, 1)} s) → all Ready | **${c1.allReady ? '' : `only ${fmt(c1.ready)} Ready at the deadline, `}${fmt(c1.seconds, 1)} s**, ${fmt(c1.keysPerSecond, 2)} keys/s, **${fmt(c1.keysPerSecond / ORG_RATE, 3)} of the 10/s floor** (${fmt(o.keys / ORG_RATE)} s) | ≥ 0.95 |`,
+      `| 1. failed reconciles (reconcile_total{result="error"}) / requeues | **${fmt(delta(m0, m1, 'error'))}** / ${fmt(delta(m0, m1, 'requeue'))} (successes ${fmt(delta(m0, m1, 'success'))}); operator CPU ${fmt(cpu1, 1)} s (${fmt((cpu1 / c1.seconds) * 100)} % of a core) | 0 |`,
       `| 1. 429s seen by the emulator / keys created | **${fmt(count429(convRequests))}** / ${fmt(countCreates(convRequests))} | 0 |`,
-      `| 2. create → Secret with a working key, one at a time, ≥ 110 ms apart, once the operator was quiet for 5 s (${fmt(settleSeconds, 1)} s after phase 1) (${LAT_KEYS} keys; ${working}/${LAT_KEYS} keys read their project) | **p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms** (max ${fmt(percentile(lat, 100), 1)}; 429s ${count429(latRequests)}) | p50 < 100, p99 < 300 |`,
-      `| 2. create → Ready condition | p50 ${fmt(percentile(latReady, 50), 1)} ms, p99 ${fmt(percentile(latReady, 99), 1)} ms | |`,
+      `| 1. apiserver writes per issued key, events included (${fmt(o.keys + beside.count)} keys) | **${fmt(writes1.perKey, 2)}** (${writes1.list}) | ≤ 4 |`,
+      `| 1. apply → Secret with a working key, for keys of another organization applied one at a time (≥ 110 ms apart) while the wave converged (${beside.count} keys; ${beside.working}/${beside.count} keys read their project) | **p50 ${fmt(percentile(beside.secret, 50), 1)} ms, p99 ${fmt(percentile(beside.secret, 99), 1)} ms** (max ${fmt(percentile(beside.secret, 100), 1)}); → Ready p50 ${fmt(percentile(beside.ready, 50), 1)} ms, p99 ${fmt(percentile(beside.ready, 99), 1)} ms | p99 ≤ 1 s |`,
+      `| 2. create → Secret with a working key, one at a time, ≥ 110 ms apart, once the operator was quiet for 5 s (${fmt(settleSeconds, 1)} s after phase 1) (${LAT_KEYS} keys; ${lat.working}/${LAT_KEYS} keys read their project) | **p50 ${fmt(percentile(lat.secret, 50), 1)} ms, p99 ${fmt(percentile(lat.secret, 99), 1)} ms** (max ${fmt(percentile(lat.secret, 100), 1)}; 429s ${count429(latRequests)}) | p50 < 100, p99 < 300 |`,
+      `| 2. create → Ready condition | p50 ${fmt(percentile(lat.ready, 50), 1)} ms, p99 ${fmt(percentile(lat.ready, 99), 1)} ms | |`,
       `| 3. idle, ${fmt(existing)} Ready keys in ${Math.min(2, o.organizations)} organizations / ${Math.min(2, o.organizations) * PROJECTS_PER_ORG} projects, ${fmt(idleMinutes, 1)} min, drift interval ${o.driftInterval} | **${fmt(idleTotal, 1)} platform requests/min**, operator **${fmt(cpu3, 2)} CPU s/min** | O(orgs + projects with pending operations) |`,
-      `| 4. memory: operator RSS with ${fmt(nObjects)} ProjectApiKeys (${fmt(nReady)} Ready, so as many Secrets) cached | **RSS ${mb(rss4)} MiB**, heap used ${mb(m4.heapUsed)} MiB (of ${mb(m4.heapTotal)}) | < 200 MB at 10,000 |`,
-      `| 4. RSS with no keys / ${fmt(convReady)} Ready / ${fmt(nReady)} Ready; per extra resource + Secret | ${mb(rss0)} / ${mb(rss1)} / ${mb(rss4)} MiB; **${fmt(perKey / 1024, 1)} KiB** → extrapolated at 10,000: ${mb(rss1 + perKey * (10_000 - convReady))} MiB | |`,
-      `| 4. ${fmt(created4)} more keys over ${o.organizations} organizations: created in ${fmt(createdIn4 / 1000, 1)} s, ${fmt(ready4)} Ready after ${fmt((lastReady4 - t4) / 1000, 1)} s${allReady4 ? '' : ' (deadline reached)'} | ${fmt(ready4 / ((lastReady4 - t4) / 1000), 1)} keys/s (${fmt(ready4 / ((lastReady4 - t4) / 1000) / (ORG_RATE * o.organizations), 2)} of ${o.organizations} × 10/s); 429s ${count429(memRequests)}; failed reconciles ${fmt(delta(m1, m4, 'error'))} | |`,
+      `| 4. convergence: ${fmt(more)} keys, ${fmt(o.wavePerOrg)} in each of ${o.organizations} organizations, created at once (in ${fmt(c4.createdIn, 1)} s) → ${c4.allReady ? 'all' : `only ${fmt(c4.ready)}`} Ready after ${fmt(c4.seconds, 1)} s | **${fmt(c4.keysPerSecond, 1)} keys/s, ${fmt(c4.keysPerSecond / (ORG_RATE * o.organizations), 3)} of ${o.organizations} × 10/s**; 429s ${count429(memRequests)}; failed reconciles ${fmt(delta(m1, m4, 'error'))}; operator CPU ${fmt(cpu4, 1)} s (${fmt((cpu4 / c4.seconds) * 100)} % of a core) | ≥ 0.7 |`,
+      `| 4. apiserver writes per issued key, events included (${fmt(c4.ready)} keys) | **${fmt(writes4.perKey, 2)}** (${writes4.list}) | ≤ 4 |`,
+      `| 4. memory: operator RSS with ${fmt(nObjects)} ProjectApiKeys (${fmt(nReady)} Ready, so as many Secrets) cached | **RSS ${mb(rss4)} MiB**, heap used ${mb(m4.heapUsed)} MiB (of ${mb(m4.heapTotal)}) | ≤ 160 MiB at 10,000 |`,
+      `| 4. RSS with no keys / ${fmt(c1.ready)} Ready / ${fmt(nReady)} Ready; per extra resource + Secret | ${mb(rss0)} / ${mb(rss1)} / ${mb(rss4)} MiB; **${fmt(perKey / 1024, 1)} KiB** → at 10,000: ${mb(rss1 + perKey * (10_000 - c1.ready))} MiB | |`,
       `| 4. live heap (heap used after a full GC, through the operator's inspector): no keys / ${fmt(nReady)} Ready keys | ${mb(live0)} / ${mb(liveN)} MiB → **${fmt((liveN - live0) / nReady / 1024, 1)} KiB live heap per resource + Secret** | |`,
-      `| 4. soak: ${fmt(soakMinutes, 1)} min, ${allReady4 ? 'no changes' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); CPU ${fmt(cpu5, 2)} s/min; apiserver requests on keys, Secrets, events ${fmt(api5Total, 1)}/min${api5.length > 0 ? ` (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ')})` : ''}; failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | flat |`,
+      `| 4. soak (at rest): ${fmt(soakMinutes, 1)} min, ${c4.allReady ? 'no changes but the emulator\'s own operations' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | **CPU ${fmt(cpu5, 2)} s/min**; **apiserver requests on keys, Secrets, events ${fmt(api5Total, 1)}/min**${api5.length > 0 ? ` (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ')})` : ''}; platform requests ${fmt(soakPlatform, 1)}/min; RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | ≤ 1 CPU s/min; O(changes); flat |`,
+      `| 5a. drift from rest, after the soak, drift interval ${o.driftInterval}: time from the change to the repair or report | ${driftResults.map((d) => `${d.label}: **${d.seconds === undefined ? `not caught in ${fmt((2 * driftMs + 60_000) / 1000)} s` : `${fmt(d.seconds, 1)} s`}**`).join('; ')} | within a drift interval |`,
+      `| 5b. convergence: ${fmt(o.keys)} keys of one organization with ${o.latencyMs} ms added by the emulator to every platform request (created in ${fmt(s5.createdIn, 1)} s) | **${s5.allReady ? '' : `only ${fmt(s5.ready)} Ready at the deadline, `}${fmt(s5.seconds, 1)} s, ${fmt(s5.keysPerSecond / ORG_RATE, 3)} of 10/s**; 429s **${fmt(s5.count429)}** / ${fmt(s5.creates)} keys created | ≥ 0.95, ≤ 1 429 per 1,000 |`,
       '',
-      `Idle platform requests (${fmt(idleMinutes, 1)} min):`,
+      `Idle platform requests (phase 3, ${fmt(idleMinutes, 1)} min):`,
       '',
       '| request | status | count | per minute |',
       '|---|---|---|---|',
       ...routes(idleRequests, idleMinutes),
+      '',
+      `Platform requests during the soak (${fmt(soakMinutes, 1)} min):`,
+      '',
+      '| request | status | count | per minute |',
+      '|---|---|---|---|',
+      ...routes(soakRequests, soakMinutes),
       '',
       `Soak samples (s: RSS MiB / heap used MiB): ${samples.map((x) => `${fmt(x.s)}: ${mb(x.rss)}/${mb(x.heap)}`).join(' · ')}`,
     ];

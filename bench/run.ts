@@ -1,4 +1,4 @@
-// Operator (`--only operator`): [--keys 1000] [--largest-keys 10000] [--organizations 10] [--idle 300] [--soak 600]
+// Operator (`--only operator`): [--keys 1000] [--wave-per-org 1000] [--organizations 10] [--latency 100] [--idle 300] [--soak 600]
 //   [--memory-deadline 900] [--convergence-deadline 240] [--drift-interval 5m] [--workers N] [--heap-snapshot DIR] (bench/operator.ts).
 // `npm run bench [-- --only emulator] [--duration 10] [--rounds 3] [--connections 16] [--largest-store 1000000]
 //   [--profile DIR (servers under test run with --cpu-prof)] [--emulator-main FILE (a patched copy)] [--no-write]`
@@ -83,9 +83,10 @@ const { values } = parseArgs({
     'emulator-main': { type: 'string' },
     // operator benchmark
     keys: { type: 'string', default: '1000' },
-    'largest-keys': { type: 'string', default: '10000' },
+    'wave-per-org': { type: 'string', default: '1000' },
+    latency: { type: 'string', default: '100' },
     organizations: { type: 'string', default: '10' },
-    // The issue's sizes: 1,000 keys at once, 10,000 cached, a 10-minute soak; the operator's default
+    // The issue's sizes: 1,000 keys at once, 10 organizations × 1,000 keys, 100 ms of platform latency, a 10-minute soak; the operator's default
     // drift interval, and an idle phase long enough to hold one drift pass.
     idle: { type: 'string', default: '300' },
     soak: { type: 'string', default: '600' },
@@ -114,7 +115,8 @@ const options: BenchOptions = {
   ...(values['emulator-main'] !== undefined ? { emulatorMain: resolve(values['emulator-main']) } : {}),
   operator: {
     keys: Math.floor(positive('keys', values.keys)),
-    largestKeys: Math.floor(positive('largest-keys', values['largest-keys'])),
+    wavePerOrg: Math.floor(positive('wave-per-org', values['wave-per-org'])),
+    latencyMs: Math.floor(positive('latency', values.latency)),
     organizations: Math.floor(positive('organizations', values.organizations)),
     idleSeconds: positive('idle', values.idle),
     soakSeconds: positive('soak', values.soak),
