@@ -147,7 +147,13 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const reconciler = new KeyReconciler({
     kube: new ApiServerWrites(objects, core, options.kubeConfig.makeApiClient(AppsV1Api)),
     platformFor,
-    drift: new DriftCache(driftIntervalMs),
+    // A refreshed list that no longer shows a key (or a project) wakes the resources resting on it:
+    // drift is caught when the list is taken, within one interval (drift.ts, DriftGone).
+    drift: new DriftCache(driftIntervalMs, Date.now, (gone) => {
+      const woken = reconciler.restingOn(gone);
+      if (woken.length > 0) logger.info({ what: gone.what, ids: gone.ids.slice(0, 20), resources: woken.length }, 'gone from the platform\'s list; waking the resources that rest on it');
+      for (const key of woken) controller.enqueueLow(key);
+    }),
     events: new EventRecorder(core, 'neon-key-operator', logger),
     identity,
     pendingGraceMs: options.pendingGraceMs ?? 120_000,

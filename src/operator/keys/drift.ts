@@ -13,20 +13,32 @@ const CREATED_AT_MARGIN_MS = 5_000;
 
 interface Snapshot<T> { at: number; value: T }
 
+/**
+ * What a refreshed list no longer shows that the list before it did: keys revoked (by anyone) and
+ * projects that left an organization since. The resources resting on them are woken at once
+ * (manager.ts), so drift is caught when the list is taken, not one more interval later when each
+ * resource's own pass comes round to the new list.
+ */
+export type DriftGone =
+  | { what: 'keys'; credentialsId: string; listScope: string; ids: number[] }
+  | { what: 'projects'; credentialsId: string; organizationId: string; ids: string[] };
+
 export class DriftCache {
   readonly #intervalMs: number;
   readonly #now: () => number;
+  readonly #onGone: ((gone: DriftGone) => void) | undefined;
   readonly #keys = new Map<string, Snapshot<Map<number, ListedKey>>>();
   readonly #projects = new Map<string, Snapshot<Set<string>>>();
   readonly #inflight = new Map<string, Promise<unknown>>();
   readonly #failures = new Map<string, { at: number; error: unknown }>();
 
-  constructor(intervalMs: number, now: () => number = Date.now) {
+  constructor(intervalMs: number, now: () => number = Date.now, onGone?: (gone: DriftGone) => void) {
     this.#intervalMs = intervalMs;
     this.#now = now;
+    this.#onGone = onGone;
   }
 
-  async #fresh<T>(cache: Map<string, Snapshot<T>>, id: string, load: () => Promise<T>, maxAgeMs = this.#intervalMs): Promise<Snapshot<T>> {
+  async #fresh<T>(cache: Map<string, Snapshot<T>>, id: string, load: () => Promise<T>, maxAgeMs = this.#intervalMs, gone?: (before: T, after: T) => void): Promise<Snapshot<T>> {
     const cached = cache.get(id);
     if (cached !== undefined && this.#now() - cached.at < maxAgeMs) return cached;
     // A failed list is remembered for the interval too: every resource on broken credentials (or
@@ -39,7 +51,9 @@ export class DriftCache {
     const at = this.#now();
     const promise = load().then((value) => {
       const snapshot = { at, value };
+      const before = cache.get(id);
       cache.set(id, snapshot);
+      if (before !== undefined && gone !== undefined) gone(before.value, value);
       this.#failures.delete(id);
       return snapshot;
     }, (error: unknown) => {
@@ -58,7 +72,10 @@ export class DriftCache {
     // maxAgeMs: a retiring key's last use is read from a fresher snapshot (still one list per
     // credentials and scope, shared by every resource that asks within that age).
     const snapshot = await this.#fresh(this.#keys, `keys|${credentialsId}|${adapter.listScope}`, async () =>
-      new Map((await adapter.list(platform)).map((k) => [k.id, k] as const)), maxAgeMs ?? this.#intervalMs);
+      new Map((await adapter.list(platform)).map((k) => [k.id, k] as const)), maxAgeMs ?? this.#intervalMs, (before, after) => {
+      const ids = [...before.keys()].filter((k) => !after.has(k));
+      if (ids.length > 0) this.#onGone?.({ what: 'keys', credentialsId, listScope: adapter.listScope, ids });
+    });
     const key = snapshot.value.get(keyId);
     const at = snapshot.at;
     if (key !== undefined) return { state: 'Live', key, at };
@@ -71,6 +88,9 @@ export class DriftCache {
     const snapshot = await this.#fresh(this.#projects, `projects|${credentialsId}|${organizationId}`, async () => {
       const projects = await platform.listProjects({ orgId: organizationId });
       return new Set(projects.map((p) => p.id));
+    }, this.#intervalMs, (before, after) => {
+      const ids = [...before].filter((p) => !after.has(p));
+      if (ids.length > 0) this.#onGone?.({ what: 'projects', credentialsId, organizationId, ids });
     });
     return snapshot.value.has(projectId);
   }

@@ -12,7 +12,7 @@ import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import { nextLook, retire } from './rotation.ts';
 import { changedSince, verifiedBefore, type Verified } from './at-rest.ts';
-import type { FailingSince } from './drift.ts';
+import type { DriftGone, FailingSince } from './drift.ts';
 import { inSync } from './in-sync.ts';
 import { rewriteSecret } from './secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
@@ -43,6 +43,22 @@ export class KeyReconciler implements Reconciler {
       unverifiedAfterMs: options.unverifiedAfterMs ?? 2 * options.driftIntervalMs,
       credentialsKinds: new CredentialsKinds(options.driftIntervalMs),
     };
+  }
+
+  /**
+   * The resources at rest on what a refreshed drift list no longer shows (drift.ts, DriftGone): their
+   * work-queue keys, for the manager to wake them now rather than at their next pass.
+   */
+  restingOn(gone: DriftGone): string[] {
+    const woken: string[] = [];
+    for (const [tracking, v] of this.#verified) {
+      if (v.credentialsId !== gone.credentialsId) continue;
+      const hit = gone.what === 'keys'
+        ? v.adapter.listScope === gone.listScope && gone.ids.includes(v.keyId)
+        : v.adapter.project?.organizationId === gone.organizationId && gone.ids.includes(v.adapter.project.projectId);
+      if (hit) woken.push(tracking);
+    }
+    return woken;
   }
 
   async reconcile(request: Request, logger: Logger): Promise<ReconcileResult> {
