@@ -22,7 +22,7 @@
 //    emulator into every platform request → keys/s ÷ 10, 429s.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Bootstrap, Seed } from '../src/emulator/bootstrap.ts';
@@ -77,6 +77,52 @@ function procRssBytes(pid: number): number {
   return m === null ? Number.NaN : Number(m[1]) * 1024;
 }
 
+/**
+ * Where the machine's CPU goes: CPU seconds of this process and of every process below it (the
+ * control plane's kube-apiserver, etcd and kube-controller-manager, the emulator, the operator),
+ * by name, and the machine's busy time (/proc/stat). Read before and after a phase, the difference
+ * says which process held the cores.
+ */
+interface CpuTally { byProcess: Map<string, number>; busy: number; wall: number }
+function cpuTally(names: Map<number, string>): CpuTally {
+  const procs = new Map<number, { ppid: number; comm: string; cpu: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(entry), { ppid: Number(fields[1]), comm, cpu: (Number(fields[11]) + Number(fields[12])) / CLK_TCK });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const below = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 20; hops++) {
+      if (p === process.pid) return true;
+      p = procs.get(p)?.ppid ?? 0;
+    }
+    return false;
+  };
+  const byProcess = new Map<string, number>();
+  for (const [pid, p] of procs) {
+    if (!below(pid)) continue;
+    const name = names.get(pid) ?? (pid === process.pid ? 'bench' : p.comm);
+    byProcess.set(name, (byProcess.get(name) ?? 0) + p.cpu);
+  }
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+  const idle = (cpu[3] ?? 0) + (cpu[4] ?? 0);
+  const total = cpu.reduce((a, b) => a + b, 0);
+  return { byProcess, busy: (total - idle) / CLK_TCK, wall: performance.now() / 1000 };
+}
+/** "operator 45 %, kube-apiserver 60 %, ...; machine 190 % of 200 %": percent of one core over the phase. */
+function cpuShare(a: CpuTally, b: CpuTally): string {
+  const wall = b.wall - a.wall;
+  const rows = [...b.byProcess].map(([name, cpu]) => [name, (cpu - (a.byProcess.get(name) ?? 0)) / wall * 100] as const)
+    .filter(([, pct]) => pct >= 0.5).sort((x, y) => y[1] - x[1]);
+  return `${rows.map(([name, pct]) => `${name} ${fmt(pct)} %`).join(', ')}; whole machine ${fmt((b.busy - a.busy) / wall * 100)} % of ${availableParallelism() * 100} %`;
+}
+
 async function limited<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(Array.from({ length: concurrency }, async () => {
@@ -99,7 +145,7 @@ const delta = (a: Metrics, b: Metrics, result: string) => (b.reconcile[result] ?
 
 interface RequestCount { method: string; route: string; status: number; count: number }
 
-interface EmulatorProcess { baseUrl: string; adminUrl: string; bootstrap: Bootstrap; close(): Promise<void> }
+interface EmulatorProcess { pid: number; baseUrl: string; adminUrl: string; bootstrap: Bootstrap; close(): Promise<void> }
 
 /**
  * The platform in its own process (`npm run emulator`), as the real one is its own service: in the
@@ -114,6 +160,7 @@ async function startEmulatorProcess(dir: string, seed: Seed): Promise<EmulatorPr
   process.once('exit', killChild);
   const bootstrap = child.firstLine as unknown as Bootstrap;
   return {
+    pid: child.proc.pid as number,
     baseUrl: bootstrap.baseUrl,
     adminUrl: bootstrap.adminUrl,
     bootstrap,
@@ -261,6 +308,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     operator.stdout?.pipe(logStream);
     operator.stderr?.pipe(logStream);
     const pid = operator.pid as number;
+    const processNames = new Map([[pid, 'operator'], [emu.pid, 'emulator']]);
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     for (let i = 0; ; i++) {
       if (operator.exitCode !== null) throw new Error(`operator exited (${operator.exitCode}); log ${operatorLog}`);
@@ -402,6 +450,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const api1a = await apiserverRequests();
     const conv = Array.from({ length: o.keys }, (_, i) => ({ name: `conv-${String(i).padStart(5, '0')}`, org: 0, i }));
     const cpu1a = procCpuSeconds(pid);
+    const tally1a = cpuTally(processNames);
     let converging = true;
     const waveDone = wave(conv, Math.max(o.keys / ORG_RATE + 60, o.convergenceDeadlineSeconds)).finally(() => { converging = false; });
     const beside = await (async () => {
@@ -409,6 +458,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       return await oneAtATime('beside', Math.min(1, o.organizations - 1), () => converging, 1_000);
     })();
     const c1 = await waveDone;
+    const share1 = cpuShare(tally1a, cpuTally(processNames));
     const convRequests = await requests();
     const api1 = since(api1a, await apiserverRequests());
     const m1 = await scrape(metricsUrl);
@@ -417,6 +467,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const writes1 = writesPerKey(api1, o.keys + beside.count);
     if (!c1.allReady) log(`   deadline: ${c1.ready} of ${o.keys} Ready; going on`);
     log(`   ${fmt(c1.seconds, 1)} s, ${fmt(c1.keysPerSecond, 2)} keys/s, 429s ${count429(convRequests)}, failed reconciles ${delta(m0, m1, 'error')}; writes per issued key ${fmt(writes1.perKey, 2)} (${writes1.list})`);
+    log(`   CPU during the wave: ${share1}`);
     log(`   beside the wave: ${beside.count} keys, Secret p50 ${fmt(percentile(beside.secret, 50), 1)} ms p99 ${fmt(percentile(beside.secret, 99), 1)} ms; ${beside.working}/${beside.count} keys work`);
 
     // ---- 2. latency: 100 keys one after another (organization 2 if there is one), ≥ 110 ms apart.
@@ -460,7 +511,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const api4a = await apiserverRequests();
     const mem = Array.from({ length: more }, (_, i) => ({ name: `mem-${String(i).padStart(5, '0')}`, org: i % o.organizations, i: Math.floor(i / o.organizations) }));
     const cpu4a = procCpuSeconds(pid);
+    const tally4a = cpuTally(processNames);
     const c4 = await wave(mem, o.memoryDeadlineSeconds);
+    const share4 = cpuShare(tally4a, cpuTally(processNames));
     const cpu4 = procCpuSeconds(pid) - cpu4a;
     const memRequests = await requests();
     const api4 = since(api4a, await apiserverRequests());
@@ -473,6 +526,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     await sleep(10_000); // let status patches and informer events settle
     const rss4 = procRssBytes(pid);
     const m4 = await scrape(metricsUrl);
+    log(`   CPU during the wave: ${share4}`);
     log(`   ${fmt(c4.ready)} / ${fmt(more)} Ready in ${fmt(c4.seconds, 1)} s (${fmt(c4.keysPerSecond, 1)} keys/s); writes per issued key ${fmt(writes4.perKey, 2)}; RSS ${mb(rss4)} MiB`);
 
     // Soak: no changes but the emulator's own operations; sample RSS and heap.
@@ -549,10 +603,12 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       await resetRequests();
       const slowOrg = Math.min(2, o.organizations - 1);
       const keys = Array.from({ length: o.keys }, (_, i) => ({ name: `slow-${String(i).padStart(5, '0')}`, org: slowOrg, i }));
+      const tally = cpuTally(processNames);
       const result = await wave(keys, Math.max(o.keys / ORG_RATE + 120, o.convergenceDeadlineSeconds));
+      const share = cpuShare(tally, cpuTally(processNames));
       const rs = await requests();
       await fetch(`${emu.adminUrl}/faults`, { method: 'DELETE' });
-      return { ...result, count429: count429(rs), creates: countCreates(rs) };
+      return { ...result, share, count429: count429(rs), creates: countCreates(rs) };
     })();
     const [driftResults, s5] = await Promise.all([drift, slow]);
     log(`   drift: ${driftResults.map((d) => `${d.label} ${d.seconds === undefined ? 'NOT caught' : `${fmt(d.seconds, 1)} s`}`).join('; ')}`);
@@ -570,6 +626,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       '|---|---|---|',
       `| 1. convergence: ${fmt(o.keys)} ProjectApiKeys of one organization created at once (32 parallel creates, all created in ${fmt(c1.createdIn, 1)} s) → all Ready | **${c1.allReady ? '' : `only ${fmt(c1.ready)} Ready at the deadline, `}${fmt(c1.seconds, 1)} s**, ${fmt(c1.keysPerSecond, 2)} keys/s, **${fmt(c1.keysPerSecond / ORG_RATE, 3)} of the 10/s floor** (${fmt(o.keys / ORG_RATE)} s) | ≥ 0.95 |`,
       `| 1. failed reconciles (reconcile_total{result="error"}) / requeues | **${fmt(delta(m0, m1, 'error'))}** / ${fmt(delta(m0, m1, 'requeue'))} (successes ${fmt(delta(m0, m1, 'success'))}); operator CPU ${fmt(cpu1, 1)} s (${fmt((cpu1 / c1.seconds) * 100)} % of a core) | 0 |`,
+      `| 1. CPU during the wave (percent of one core; this machine has ${availableParallelism()}) | ${share1} | |`,
       `| 1. 429s seen by the emulator / keys created | **${fmt(count429(convRequests))}** / ${fmt(countCreates(convRequests))} | 0 |`,
       `| 1. apiserver writes per issued key, events included (${fmt(o.keys + beside.count)} keys) | **${fmt(writes1.perKey, 2)}** (${writes1.list}) | ≤ 4 |`,
       `| 1. apply → Secret with a working key, for keys of another organization applied one at a time (≥ 110 ms apart) while the wave converged (${beside.count} keys; ${beside.working}/${beside.count} keys read their project) | **p50 ${fmt(percentile(beside.secret, 50), 1)} ms, p99 ${fmt(percentile(beside.secret, 99), 1)} ms** (max ${fmt(percentile(beside.secret, 100), 1)}); → Ready p50 ${fmt(percentile(beside.ready, 50), 1)} ms, p99 ${fmt(percentile(beside.ready, 99), 1)} ms | p99 ≤ 1 s |`,
@@ -577,6 +634,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       `| 2. create → Ready condition | p50 ${fmt(percentile(lat.ready, 50), 1)} ms, p99 ${fmt(percentile(lat.ready, 99), 1)} ms | |`,
       `| 3. idle, ${fmt(existing)} Ready keys in ${Math.min(2, o.organizations)} organizations / ${Math.min(2, o.organizations) * PROJECTS_PER_ORG} projects, ${fmt(idleMinutes, 1)} min, drift interval ${o.driftInterval} | **${fmt(idleTotal, 1)} platform requests/min**, operator **${fmt(cpu3, 2)} CPU s/min** | O(orgs + projects with pending operations) |`,
       `| 4. convergence: ${fmt(more)} keys, ${fmt(o.wavePerOrg)} in each of ${o.organizations} organizations, created at once (in ${fmt(c4.createdIn, 1)} s) → ${c4.allReady ? 'all' : `only ${fmt(c4.ready)}`} Ready after ${fmt(c4.seconds, 1)} s | **${fmt(c4.keysPerSecond, 1)} keys/s, ${fmt(c4.keysPerSecond / (ORG_RATE * o.organizations), 3)} of ${o.organizations} × 10/s**; 429s ${count429(memRequests)}; failed reconciles ${fmt(delta(m1, m4, 'error'))}; operator CPU ${fmt(cpu4, 1)} s (${fmt((cpu4 / c4.seconds) * 100)} % of a core) | ≥ 0.7 |`,
+      `| 4. CPU during the wave (percent of one core) | ${share4} | |`,
       `| 4. apiserver writes per issued key, events included (${fmt(c4.ready)} keys) | **${fmt(writes4.perKey, 2)}** (${writes4.list}) | ≤ 4 |`,
       `| 4. memory: operator RSS with ${fmt(nObjects)} ProjectApiKeys (${fmt(nReady)} Ready, so as many Secrets) cached | **RSS ${mb(rss4)} MiB**, heap used ${mb(m4.heapUsed)} MiB (of ${mb(m4.heapTotal)}) | ≤ 160 MiB at 10,000 |`,
       `| 4. RSS with no keys / ${fmt(c1.ready)} Ready / ${fmt(nReady)} Ready; per extra resource + Secret | ${mb(rss0)} / ${mb(rss1)} / ${mb(rss4)} MiB; **${fmt(perKey / 1024, 1)} KiB** → at 10,000: ${mb(rss1 + perKey * (10_000 - c1.ready))} MiB | |`,
@@ -584,6 +642,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       `| 4. soak (at rest): ${fmt(soakMinutes, 1)} min, ${c4.allReady ? 'no changes but the emulator\'s own operations' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | **CPU ${fmt(cpu5, 2)} s/min**; **apiserver requests on keys, Secrets, events ${fmt(api5Total, 1)}/min**${api5.length > 0 ? ` (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ')})` : ''}; platform requests ${fmt(soakPlatform, 1)}/min; RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | ≤ 1 CPU s/min; O(changes); flat |`,
       `| 5a. drift from rest, after the soak, drift interval ${o.driftInterval}: time from the change to the repair or report | ${driftResults.map((d) => `${d.label}: **${d.seconds === undefined ? `not caught in ${fmt((2 * driftMs + 60_000) / 1000)} s` : `${fmt(d.seconds, 1)} s`}**`).join('; ')} | within a drift interval |`,
       `| 5b. convergence: ${fmt(o.keys)} keys of one organization with ${o.latencyMs} ms added by the emulator to every platform request (created in ${fmt(s5.createdIn, 1)} s) | **${s5.allReady ? '' : `only ${fmt(s5.ready)} Ready at the deadline, `}${fmt(s5.seconds, 1)} s, ${fmt(s5.keysPerSecond / ORG_RATE, 3)} of 10/s**; 429s **${fmt(s5.count429)}** / ${fmt(s5.creates)} keys created | ≥ 0.95, ≤ 1 429 per 1,000 |`,
+      `| 5b. CPU during that wave (drift checks of 5a ran meanwhile) | ${s5.share} | |`,
       '',
       `Idle platform requests (phase 3, ${fmt(idleMinutes, 1)} min):`,
       '',
