@@ -58,6 +58,10 @@ export function operationJson(op: OperationRow): Record<string, unknown> {
 export interface OperationsEngine {
   /** Inserts the operations (call inside the request's transaction) and schedules their progress. */
   start(projectId: string, specs: OperationSpec[]): OperationRow[];
+  /** Whether the control plane starts its own operations (suspend compute, check availability). */
+  readonly controlPlaneActivity: boolean;
+  /** Turns the control plane's own operations on or off; operations already started run to their end. */
+  setControlPlaneActivity(on: boolean): void;
   close(): void;
 }
 
@@ -145,7 +149,13 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
   // The control plane's own load (platform-api.md "Kinds of operation": Suspend compute after a
   // period of inactivity; Check availability, periodic, only for branches with a compute).
   let tick: NodeJS.Timeout | undefined;
-  if (opts.controlPlaneActivity) {
+  const setActivity = (on: boolean) => {
+    if (on === (tick !== undefined) || closed) return;
+    if (!on) {
+      clearInterval(tick);
+      tick = undefined;
+      return;
+    }
     tick = setInterval(() => {
       try {
         controlPlaneTick();
@@ -153,7 +163,8 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
         opts.logger.error({ err }, 'control plane tick failed');
       }
     }, Math.max(10, scale(CONTROL_PLANE_TICK_MS)));
-  }
+  };
+  setActivity(opts.controlPlaneActivity);
 
   function controlPlaneTick(): void {
     const nowMs = Date.now();
@@ -176,6 +187,10 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
 
   return {
     start,
+    get controlPlaneActivity() {
+      return tick !== undefined;
+    },
+    setControlPlaneActivity: setActivity,
     close() {
       closed = true;
       if (tick !== undefined) clearInterval(tick);

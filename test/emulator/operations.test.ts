@@ -166,6 +166,32 @@ describe('control plane activity', () => {
       await fast.close();
     }
   });
+
+  it('is turned off and on at run time through the admin API (PUT /admin/control-plane)', async () => {
+    const fast = await start({ timeScale: 0.002, controlPlaneActivity: true });
+    try {
+      const c = caller(fast);
+      const project = projectId(fast, 'demo-api');
+      const admin = async (method: string, body?: unknown) => {
+        const res = await fetch(`${fast.adminUrl}/control-plane`, { method, ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}) });
+        return { status: res.status, body: await res.json() as { activity?: boolean; code?: string } };
+      };
+      expect(await admin('GET')).toEqual({ status: 200, body: { activity: true } });
+      expect(await admin('PUT', { activity: false })).toEqual({ status: 200, body: { activity: false } });
+      expect((await admin('PUT', { activity: 'no' })).status).toBe(400);
+      const count = async () => ((await c('GET', `/projects/${project}/operations?limit=100`, { key: keyOf(fast, 'alice') })).body.operations as Op[])
+        .filter((o) => o.action === 'check_availability' || o.action === 'suspend_compute').length;
+      // Operations already started finish; then none is added (a check every 1.2 s at this time scale).
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const before = await count();
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(await count()).toBe(before);
+      expect(await admin('PUT', { activity: true })).toEqual({ status: 200, body: { activity: true } });
+      await eventually(async () => (await count() > before ? true : undefined), 15_000, 100);
+    } finally {
+      await fast.close();
+    }
+  });
 });
 
 describe('paging', () => {

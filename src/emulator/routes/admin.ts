@@ -16,6 +16,7 @@ const Transfer = z.object({ organizationId: z.string().nullable() }).strict();
 // outcome "failed" (default): each operation fails once, then is retried to finished; "error": each
 // ends in the status `error` and stays there (operations-engine.ts).
 const FailNext = z.object({ count: z.number().int().min(0).max(1_000_000), outcome: z.enum(['failed', 'error']).default('failed') }).strict();
+const ControlPlane = z.object({ activity: z.boolean() }).strict();
 
 const iso = (ms: number | null) => (ms === null ? null : isoSeconds(ms));
 
@@ -102,6 +103,20 @@ export const adminRoutes: Route[] = [
       // Project-scoped keys of the old organization stop working ("API key lifecycle").
       store.transferProject(project.id, organizationId, Date.now());
       return { status: 200, body: { projectId: project.id, organizationId } };
+    },
+  },
+  {
+    method: 'GET', template: '/admin/control-plane', auth: false,
+    handle: (ctx) => ({ status: 200, body: { activity: ctx.parts.engine.controlPlaneActivity } }),
+  },
+  {
+    // The control plane's own operations (suspend compute, check availability) on or off at run
+    // time, as --no-control-plane at start: a benchmark measures "nothing changes" without them.
+    method: 'PUT', template: '/admin/control-plane', auth: false,
+    async handle(ctx) {
+      const { activity } = parseInput(ControlPlane, await ctx.body());
+      ctx.parts.engine.setControlPlaneActivity(activity);
+      return { status: 200, body: { activity: ctx.parts.engine.controlPlaneActivity } };
     },
   },
   {
