@@ -43,6 +43,8 @@ const ORG_RATE = 10; // platform limit: org key creations per second per organiz
 const PROJECTS_PER_ORG = 2;
 const DRIFT_PROJECT = 'bench-drift';
 const CLK_TCK = 100;
+/** Operations of the emulator at time scale 1 end within seconds; this leaves them time to. */
+const OPERATIONS_END_MS = 30_000;
 
 export interface OperatorBenchOptions {
   keys: number;
@@ -50,6 +52,8 @@ export interface OperatorBenchOptions {
   wavePerOrg: number;
   /** Phase 5b: latency the emulator adds to every platform request. */
   latencyMs: number;
+  /** Phase 4b: seconds with the emulator's own operations on, after the soak. */
+  operationsSeconds: number;
   organizations: number;
   idleSeconds: number;
   soakSeconds: number;
@@ -140,6 +144,12 @@ async function scrape(url: string): Promise<Metrics> {
   }
   const gauge = (name: string) => Number(new RegExp(`^neon_key_operator_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
   return { reconcile, heapUsed: gauge('nodejs_heap_size_used_bytes'), heapTotal: gauge('nodejs_heap_size_total_bytes') };
+}
+async function scrapeCounter(url: string, name: string): Promise<number> {
+  const text = await (await fetch(url)).text();
+  let sum = 0;
+  for (const m of text.matchAll(new RegExp(`^neon_key_operator_${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))) sum += Number(m[1]);
+  return sum;
 }
 const delta = (a: Metrics, b: Metrics, result: string) => (b.reconcile[result] ?? 0) - (a.reconcile[result] ?? 0);
 
@@ -529,8 +539,16 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     log(`   CPU during the wave: ${share4}`);
     log(`   ${fmt(c4.ready)} / ${fmt(more)} Ready in ${fmt(c4.seconds, 1)} s (${fmt(c4.keysPerSecond, 1)} keys/s); writes per issued key ${fmt(writes4.perKey, 2)}; RSS ${mb(rss4)} MiB`);
 
-    // Soak: no changes but the emulator's own operations; sample RSS and heap.
-    log(`   soak ${o.soakSeconds} s`);
+    // Soak, at rest: nothing changes. The emulator's control plane stops starting its own operations
+    // (suspend compute, check availability) and those under way end first; 4b measures what they cost.
+    const controlPlane = async (activity: boolean) => {
+      const res = await fetch(`${emu.adminUrl}/control-plane`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ activity }) });
+      await res.arrayBuffer();
+      if (!res.ok) throw new Error(`PUT /admin/control-plane: HTTP ${res.status}`);
+    };
+    await controlPlane(false);
+    await sleep(OPERATIONS_END_MS);
+    log(`   soak ${o.soakSeconds} s, the emulator's own operations off`);
     await resetRequests();
     const api5a = await apiserverRequests();
     const samples: { s: number; rss: number; heap: number }[] = [];
@@ -563,6 +581,25 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const minOf = (xs: number[]) => Math.min(...xs);
     const heapFirstHalfMin = minOf(samples.slice(0, half).map((x) => x.heap));
     const heapSecondHalfMin = minOf(samples.slice(half).map((x) => x.heap));
+
+    // ---- 4b. the emulator's own operations on again: what a change of a project's operations costs
+    // (every ProjectApiKey of that project mirrors them in its OperationsSettled condition).
+    log(`4b. ${o.operationsSeconds} s with the emulator's own operations on`);
+    await controlPlane(true);
+    await resetRequests();
+    const api4ba = await apiserverRequests();
+    const cpu4ba = procCpuSeconds(pid);
+    const t4b = performance.now();
+    const polls4ba = await scrapeCounter(metricsUrl, 'operations_polls_total');
+    await sleep(o.operationsSeconds * 1000);
+    const minutes4b = (performance.now() - t4b) / 60_000;
+    const cpu4b = (procCpuSeconds(pid) - cpu4ba) / minutes4b;
+    const api4b = since(api4ba, await apiserverRequests()).map(([k, n]) => [k, n / minutes4b] as const);
+    const api4bTotal = api4b.reduce((sum, [, n]) => sum + n, 0);
+    const platform4b = (await requests()).reduce((sum, r) => sum + r.count, 0) / minutes4b;
+    const polls4b = await scrapeCounter(metricsUrl, 'operations_polls_total');
+    const statusWrites4b = api4b.filter(([k]) => k.startsWith('PATCH') && k.endsWith('/status')).reduce((sum, [, n]) => sum + n, 0);
+    log(`   operator ${fmt(cpu4b, 2)} CPU s/min; apiserver ${fmt(api4bTotal, 1)}/min (${api4b.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'}); platform ${fmt(platform4b, 1)}/min`);
 
     // ---- 5a. drift from rest, and 5b. one organization behind a slow platform, at the same time.
     log(`5. drift from rest (a key revoked, a Secret deleted, a Secret edited, a project moved) and ${o.keys} keys with ${o.latencyMs} ms platform latency`);
@@ -639,7 +676,8 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       `| 4. memory: operator RSS with ${fmt(nObjects)} ProjectApiKeys (${fmt(nReady)} Ready, so as many Secrets) cached | **RSS ${mb(rss4)} MiB**, heap used ${mb(m4.heapUsed)} MiB (of ${mb(m4.heapTotal)}) | ≤ 160 MiB at 10,000 |`,
       `| 4. RSS with no keys / ${fmt(c1.ready)} Ready / ${fmt(nReady)} Ready; per extra resource + Secret | ${mb(rss0)} / ${mb(rss1)} / ${mb(rss4)} MiB; **${fmt(perKey / 1024, 1)} KiB** → at 10,000: ${mb(rss1 + perKey * (10_000 - c1.ready))} MiB | |`,
       `| 4. live heap (heap used after a full GC, through the operator's inspector): no keys / ${fmt(nReady)} Ready keys | ${mb(live0)} / ${mb(liveN)} MiB → **${fmt((liveN - live0) / nReady / 1024, 1)} KiB live heap per resource + Secret** | |`,
-      `| 4. soak (at rest): ${fmt(soakMinutes, 1)} min, ${c4.allReady ? 'no changes but the emulator\'s own operations' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | **CPU ${fmt(cpu5, 2)} s/min**; **apiserver requests on keys, Secrets, events ${fmt(api5Total, 1)}/min**${api5.length > 0 ? ` (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ')})` : ''}; platform requests ${fmt(soakPlatform, 1)}/min; RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | ≤ 1 CPU s/min; O(changes); flat |`,
+      `| 4. soak (at rest): ${fmt(soakMinutes, 1)} min, ${c4.allReady ? 'nothing changes (the emulator\'s own operations off)' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | **CPU ${fmt(cpu5, 2)} s/min**; **apiserver requests on keys, Secrets, events ${fmt(api5Total, 1)}/min**${api5.length > 0 ? ` (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ')})` : ''}; platform requests ${fmt(soakPlatform, 1)}/min; RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | ≤ 1 CPU s/min; O(changes); flat |`,
+      `| 4b. the emulator's own operations on (${fmt(minutes4b, 1)} min): each change of a project's operations is mirrored into the OperationsSettled condition of every ProjectApiKey of the project (${fmt(nReady / (o.organizations * PROJECTS_PER_ORG), 0)} per project here) | operator **${fmt(cpu4b, 2)} CPU s/min**; apiserver requests ${fmt(api4bTotal, 1)}/min (${api4b.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'})${statusWrites4b > 0 ? `: **${fmt((cpu4b / statusWrites4b) * 1000, 2)} ms of operator CPU per status write**` : ''}; platform requests ${fmt(platform4b, 1)}/min; operations polls ${fmt(polls4b - polls4ba)} | O(changes × keys of the project) |`,
       `| 5a. drift from rest, after the soak, drift interval ${o.driftInterval}: time from the change to the repair or report | ${driftResults.map((d) => `${d.label}: **${d.seconds === undefined ? `not caught in ${fmt((2 * driftMs + 60_000) / 1000)} s` : `${fmt(d.seconds, 1)} s`}**`).join('; ')} | within a drift interval |`,
       `| 5b. convergence: ${fmt(o.keys)} keys of one organization with ${o.latencyMs} ms added by the emulator to every platform request (created in ${fmt(s5.createdIn, 1)} s) | **${s5.allReady ? '' : `only ${fmt(s5.ready)} Ready at the deadline, `}${fmt(s5.seconds, 1)} s, ${fmt(s5.keysPerSecond / ORG_RATE, 3)} of 10/s**; 429s **${fmt(s5.count429)}** / ${fmt(s5.creates)} keys created | ≥ 0.95, ≤ 1 429 per 1,000 |`,
       `| 5b. CPU during that wave (drift checks of 5a ran meanwhile) | ${s5.share} | |`,

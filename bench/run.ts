@@ -1,4 +1,4 @@
-// Operator (`--only operator`): [--keys 1000] [--wave-per-org 1000] [--organizations 10] [--latency 100] [--idle 300] [--soak 600]
+// Operator (`--only operator`): [--keys 1000] [--wave-per-org 1000] [--organizations 10] [--latency 100] [--idle 300] [--soak 600] [--operations 180]
 //   [--memory-deadline 900] [--convergence-deadline 240] [--drift-interval 5m] [--workers N] [--heap-snapshot DIR] (bench/operator.ts).
 // `npm run bench [-- --only emulator] [--duration 10] [--rounds 3] [--connections 16] [--largest-store 1000000]
 //   [--profile DIR (servers under test run with --cpu-prof)] [--emulator-main FILE (a patched copy)] [--no-write]`
@@ -85,6 +85,7 @@ const { values } = parseArgs({
     keys: { type: 'string', default: '1000' },
     'wave-per-org': { type: 'string', default: '1000' },
     latency: { type: 'string', default: '100' },
+    operations: { type: 'string', default: '180' },
     organizations: { type: 'string', default: '10' },
     // The issue's sizes: 1,000 keys at once, 10 organizations × 1,000 keys, 100 ms of platform latency, a 10-minute soak; the operator's default
     // drift interval, and an idle phase long enough to hold one drift pass.
@@ -117,6 +118,7 @@ const options: BenchOptions = {
     keys: Math.floor(positive('keys', values.keys)),
     wavePerOrg: Math.floor(positive('wave-per-org', values['wave-per-org'])),
     latencyMs: Math.floor(positive('latency', values.latency)),
+    operationsSeconds: positive('operations', values.operations),
     organizations: Math.floor(positive('organizations', values.organizations)),
     idleSeconds: positive('idle', values.idle),
     soakSeconds: positive('soak', values.soak),
