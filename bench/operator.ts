@@ -450,7 +450,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       const writes = counts.filter(([k]) => WRITE_VERBS.includes(k.split(' ')[0] as string));
       const total = writes.reduce((s, [k, n]) => s + (k === `POST ${PLURAL}` ? n - issued : n), 0);
       const list = writes.map(([k, n]) => `${k} ${fmt((k === `POST ${PLURAL}` ? n - issued : n) / issued, 2)}`).filter((x) => !x.endsWith(' 0.00'));
-      return { perKey: total / issued, list: list.join(', ') };
+      const reads = counts.filter(([k]) => !WRITE_VERBS.includes(k.split(' ')[0] as string));
+      const readList = reads.map(([k, n]) => `${k} ${fmt(n / issued, 2)}`);
+      return { perKey: total / issued, list: list.join(', '), readsPerKey: reads.reduce((sum, [, n]) => sum + n, 0) / issued, reads: readList.join(', ') };
     };
 
     // ---- 1. convergence throughput: `keys` keys of organization 1 at once; meanwhile keys of
@@ -476,7 +478,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const cpu1 = procCpuSeconds(pid) - cpu1a;
     const writes1 = writesPerKey(api1, o.keys + beside.count);
     if (!c1.allReady) log(`   deadline: ${c1.ready} of ${o.keys} Ready; going on`);
-    log(`   ${fmt(c1.seconds, 1)} s, ${fmt(c1.keysPerSecond, 2)} keys/s, 429s ${count429(convRequests)}, failed reconciles ${delta(m0, m1, 'error')}; writes per issued key ${fmt(writes1.perKey, 2)} (${writes1.list})`);
+    log(`   ${fmt(c1.seconds, 1)} s, ${fmt(c1.keysPerSecond, 2)} keys/s, 429s ${count429(convRequests)}, failed reconciles ${delta(m0, m1, 'error')}; writes per issued key ${fmt(writes1.perKey, 2)} (${writes1.list}); reads ${fmt(writes1.readsPerKey, 2)} (${writes1.reads})`);
     log(`   CPU during the wave: ${share1}`);
     log(`   beside the wave: ${beside.count} keys, Secret p50 ${fmt(percentile(beside.secret, 50), 1)} ms p99 ${fmt(percentile(beside.secret, 99), 1)} ms; ${beside.working}/${beside.count} keys work`);
 
@@ -665,14 +667,14 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       `| 1. failed reconciles (reconcile_total{result="error"}) / requeues | **${fmt(delta(m0, m1, 'error'))}** / ${fmt(delta(m0, m1, 'requeue'))} (successes ${fmt(delta(m0, m1, 'success'))}); operator CPU ${fmt(cpu1, 1)} s (${fmt((cpu1 / c1.seconds) * 100)} % of a core) | 0 |`,
       `| 1. CPU during the wave (percent of one core; this machine has ${availableParallelism()}) | ${share1} | |`,
       `| 1. 429s seen by the emulator / keys created | **${fmt(count429(convRequests))}** / ${fmt(countCreates(convRequests))} | 0 |`,
-      `| 1. apiserver writes per issued key, events included (${fmt(o.keys + beside.count)} keys) | **${fmt(writes1.perKey, 2)}** (${writes1.list}) | ≤ 4 |`,
+      `| 1. apiserver writes per issued key, events included (${fmt(o.keys + beside.count)} keys) | **${fmt(writes1.perKey, 2)}** (${writes1.list}); reads ${fmt(writes1.readsPerKey, 2)} (${writes1.reads || 'none'}) | ≤ 4 |`,
       `| 1. apply → Secret with a working key, for keys of another organization applied one at a time (≥ 110 ms apart) while the wave converged (${beside.count} keys; ${beside.working}/${beside.count} keys read their project) | **p50 ${fmt(percentile(beside.secret, 50), 1)} ms, p99 ${fmt(percentile(beside.secret, 99), 1)} ms** (max ${fmt(percentile(beside.secret, 100), 1)}); → Ready p50 ${fmt(percentile(beside.ready, 50), 1)} ms, p99 ${fmt(percentile(beside.ready, 99), 1)} ms | p99 ≤ 1 s |`,
       `| 2. create → Secret with a working key, one at a time, ≥ 110 ms apart, once the operator was quiet for 5 s (${fmt(settleSeconds, 1)} s after phase 1) (${LAT_KEYS} keys; ${lat.working}/${LAT_KEYS} keys read their project) | **p50 ${fmt(percentile(lat.secret, 50), 1)} ms, p99 ${fmt(percentile(lat.secret, 99), 1)} ms** (max ${fmt(percentile(lat.secret, 100), 1)}; 429s ${count429(latRequests)}) | p50 < 100, p99 < 300 |`,
       `| 2. create → Ready condition | p50 ${fmt(percentile(lat.ready, 50), 1)} ms, p99 ${fmt(percentile(lat.ready, 99), 1)} ms | |`,
       `| 3. idle, ${fmt(existing)} Ready keys in ${Math.min(2, o.organizations)} organizations / ${Math.min(2, o.organizations) * PROJECTS_PER_ORG} projects, ${fmt(idleMinutes, 1)} min, drift interval ${o.driftInterval} | **${fmt(idleTotal, 1)} platform requests/min**, operator **${fmt(cpu3, 2)} CPU s/min** | O(orgs + projects with pending operations) |`,
       `| 4. convergence: ${fmt(more)} keys, ${fmt(o.wavePerOrg)} in each of ${o.organizations} organizations, created at once (in ${fmt(c4.createdIn, 1)} s) → ${c4.allReady ? 'all' : `only ${fmt(c4.ready)}`} Ready after ${fmt(c4.seconds, 1)} s | **${fmt(c4.keysPerSecond, 1)} keys/s, ${fmt(c4.keysPerSecond / (ORG_RATE * o.organizations), 3)} of ${o.organizations} × 10/s**; 429s ${count429(memRequests)}; failed reconciles ${fmt(delta(m1, m4, 'error'))}; operator CPU ${fmt(cpu4, 1)} s (${fmt((cpu4 / c4.seconds) * 100)} % of a core) | ≥ 0.7 |`,
       `| 4. CPU during the wave (percent of one core) | ${share4} | |`,
-      `| 4. apiserver writes per issued key, events included (${fmt(c4.ready)} keys) | **${fmt(writes4.perKey, 2)}** (${writes4.list}) | ≤ 4 |`,
+      `| 4. apiserver writes per issued key, events included (${fmt(c4.ready)} keys) | **${fmt(writes4.perKey, 2)}** (${writes4.list}); reads ${fmt(writes4.readsPerKey, 2)} (${writes4.reads || 'none'}) | ≤ 4 |`,
       `| 4. memory: operator RSS with ${fmt(nObjects)} ProjectApiKeys (${fmt(nReady)} Ready, so as many Secrets) cached | **RSS ${mb(rss4)} MiB**, heap used ${mb(m4.heapUsed)} MiB (of ${mb(m4.heapTotal)}) | ≤ 160 MiB at 10,000 |`,
       `| 4. RSS with no keys / ${fmt(c1.ready)} Ready / ${fmt(nReady)} Ready; per extra resource + Secret | ${mb(rss0)} / ${mb(rss1)} / ${mb(rss4)} MiB; **${fmt(perKey / 1024, 1)} KiB** → at 10,000: ${mb(rss1 + perKey * (10_000 - c1.ready))} MiB | |`,
       `| 4. live heap (heap used after a full GC, through the operator's inspector): no keys / ${fmt(nReady)} Ready keys | ${mb(live0)} / ${mb(liveN)} MiB → **${fmt((liveN - live0) / nReady / 1024, 1)} KiB live heap per resource + Secret** | |`,
