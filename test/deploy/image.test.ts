@@ -2,8 +2,9 @@
 // its build context and the kind e2e script to what the chart and deploy/base expect of them.
 import { describe, expect, it } from '@jest/globals';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { root } from './kube-tools.ts';
 
@@ -74,6 +75,48 @@ describe('the container image', () => {
     const labels = runtime.filter((l) => l.startsWith('LABEL')).join(' ');
     for (const label of ['title', 'description', 'source', 'licenses', 'version', 'revision', 'created']) {
       expect(labels).toContain(`org.opencontainers.image.${label}=`);
+    }
+  });
+
+  it('runs the operator from one esbuild bundle that loads without node_modules, with readable names', () => {
+    const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    // tsc first (type-checked; dist/ for the emulator), then the bundle over tsc's main.js.
+    expect(scripts.build).toBe('tsc -p tsconfig.build.json && npm run --silent bundle');
+    const bundle = scripts.bundle ?? '';
+    expect(bundle.startsWith('esbuild src/operator/main.ts --bundle --platform=node --format=esm ')).toBe(true);
+    expect(bundle).toContain(' --outfile=dist/operator/main.js ');
+    expect(bundle).toContain(' --sourcemap ');
+    // Identifiers stay: stack traces in the logs name the functions.
+    expect(bundle).not.toMatch(/--minify(?!-whitespace|-syntax)/);
+    // esbuild is a pinned devDependency of ours, not something another package happens to bring.
+    const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; dev?: boolean; devDependencies?: Record<string, string> }> };
+    expect(packageJson.devDependencies.esbuild).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(lock.packages['']?.devDependencies?.esbuild).toBe(packageJson.devDependencies.esbuild);
+    expect(lock.packages['node_modules/esbuild']).toMatchObject({ version: packageJson.devDependencies.esbuild, dev: true });
+    // The same command, into a folder with no node_modules above it: the bundle must load every
+    // module the operator imports (a require or import left unbundled would throw here), then
+    // print its usage and exit, on the image's node flags.
+    const out = mkdtempSync(join(tmpdir(), 'operator-bundle-'));
+    try {
+      writeFileSync(join(out, 'package.json'), '{"type": "module"}\n');
+      const outfile = join(out, 'main.js');
+      execFileSync('sh', ['-c', bundle.replace(' --outfile=dist/operator/main.js ', ` --outfile=${outfile} `)], {
+        cwd: root, env: { ...process.env, PATH: `${join(root, 'node_modules/.bin')}:${process.env.PATH ?? ''}` }, stdio: 'pipe',
+      });
+      expect(existsSync(`${outfile}.map`)).toBe(true);
+      const entrypoint = JSON.parse(runtime.find((l) => l.startsWith('ENTRYPOINT '))?.slice('ENTRYPOINT '.length) ?? 'null') as string[];
+      const nodeFlags = entrypoint.slice(entrypoint.indexOf('node') + 1, -1);
+      expect(nodeFlags.length).toBeGreaterThan(0);
+      const help = spawnSync(process.execPath, [...nodeFlags, outfile, '--help'], { encoding: 'utf8', cwd: out, env: { ...process.env, NODE_OPTIONS: '' } });
+      expect(help.stderr).toBe('');
+      expect(help.status).toBe(0);
+      expect(help.stdout).toMatch(/^neon-key-operator\n/);
+      // The operator's own code runs too: a bad flag stops it at start-up, saying which.
+      const bad = spawnSync(process.execPath, [...nodeFlags, outfile, '--workers=x'], { encoding: 'utf8', cwd: out, env: { ...process.env, NODE_OPTIONS: '' } });
+      expect(bad.status).not.toBe(0);
+      expect(bad.stderr).toContain('--workers');
+    } finally {
+      rmSync(out, { recursive: true, force: true });
     }
   });
 
