@@ -18,6 +18,7 @@ import { nextLook, rotationFields, switchFields } from './rotation.ts';
 import { immutableMode } from './immutable-secret.ts';
 import { deleteStaleSecret, SecretConflictError, secretHash, targetSecretName, writeSecret } from './secret-writer.ts';
 import { usageConditions } from './usage.ts';
+import { mirrorOperationsOfNewKey } from './in-sync.ts';
 
 /** Keys made this long before their intent are not the intent's (clocks differ). */
 const RECOVERY_CLOCK_MARGIN_MS = 5 * 60_000;
@@ -147,7 +148,12 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   const schedule = pending.rotation === undefined
     ? rotationFields(ctx, replaces === undefined && ctx.rotation.request !== undefined ? { lastRequest: ctx.rotation.request } : {}, createdAt)
     : {};
-  current = await writeStatus(deps, { ...ctx, resource: current }, [...readyConditions(created.id, target), ...usageConditions(ctx.spec, undefined, createdAt, deps.now()), ...switched.conditions], {
+  // A ProjectApiKey's operations in this same patch: its status is written once (in-sync.ts).
+  const mirrored = await mirrorOperationsOfNewKey(deps, ctx, created.key);
+  current = await writeStatus(deps, { ...ctx, resource: current }, [
+    ...readyConditions(created.id, target), ...usageConditions(ctx.spec, undefined, createdAt, deps.now()), ...switched.conditions, ...mirrored !== undefined ? [mirrored.condition] : [],
+  ], {
+    ...mirrored !== undefined ? { operations: mirrored.operations } : {},
     ...schedule,
     ...switched.fields,
     keyId: created.id,

@@ -11,7 +11,7 @@ import { observeRollouts, type Restart } from './consumers.ts';
 import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
 import { gracePeriods, requestToken, schedule } from './rotation-schedule.ts';
 import { defaultKeyName, parseIntent } from './create-intent.ts';
-import { activeIntent, recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
+import { activeIntent, fulfilledIntent, recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
 import { checkRecordedKey, type FailingSince } from './drift.ts';
 import type { Context, KeyDeps, RotationContext } from './reconcile-context.ts';
 import { locateSecret, observeSecret } from './secret-writer.ts';
@@ -23,10 +23,19 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   const spec = parsed.ok ? parsed.spec : undefined;
   const secretKey = spec?.secret?.key ?? 'apiKey';
   const status = resource.status ?? {};
-  const intent = parseIntent(meta.annotations?.[ANNOTATION_CREATE_PENDING], spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined, meta.uid, deps.signer);
+  const recordedStatus = { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}), ...(status.keyName !== undefined ? { keyName: status.keyName } : {}) };
+  const rawIntent = meta.annotations?.[ANNOTATION_CREATE_PENDING];
+  const base = spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined;
+  let intent = parseIntent(rawIntent, base, meta.uid, deps.signer);
+  if (intent === 'Malformed' && base !== undefined) {
+    // spec.keyName changed since the key was issued: its fulfilled intent names the old base, and
+    // is the recorded key's intent, not one to refuse (no InvalidAnnotation, no clearing write).
+    const unbased = parseIntent(rawIntent, undefined, meta.uid, deps.signer);
+    if (fulfilledIntent(unbased, recordedStatus)) intent = unbased;
+  }
   // A fulfilled intent (its attempt is the recorded key) is no pending attempt: the resource is
   // observed as without one (decision.ts fulfilledIntent).
-  const pending = activeIntent({ pending: intent, status: { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}), ...(status.keyName !== undefined ? { keyName: status.keyName } : {}) } });
+  const pending = activeIntent({ pending: intent, status: recordedStatus });
   // spec.secret.immutable: the pending attempt's Secret, else status.secretName (secret-writer.ts).
   const { secretName, secret } = await locateSecret(deps, resource, spec, secretKey, typeof pending === 'object' ? pending.attempt : undefined);
 

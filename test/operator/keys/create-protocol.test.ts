@@ -50,6 +50,27 @@ describe('the create protocol', () => {
     expect(r.platform.calls).toEqual(['getAuth', `createOrg org-1 ${r.platform.keys[0]!.name} p-1`]);
   });
 
+  it("a ProjectApiKey's status is written once, with its project's operations (polled already, or by the first poll its key starts)", async () => {
+    for (const firstPollMs of [undefined, 30]) {
+      const snapshot = { operations: [{ id: 'op-1', action: 'create_branch', status: 'finished', failuresCount: 0, updatedAt: '2026-11-23T00:00:00Z' }], settled: { status: 'True' as const, reason: 'AllTerminal' as const, message: 'all 1 recent operations are terminal' } };
+      let ensuredAt: number | undefined;
+      const pollers = {
+        ensure: (): void => { ensuredAt ??= performance.now(); },
+        release: (): void => undefined,
+        // undefined: the project was polled before this key; a number: its first poll ends that long after ensure().
+        snapshot: () => (firstPollMs === undefined || (ensuredAt !== undefined && performance.now() - ensuredAt >= firstPollMs) ? snapshot : undefined),
+      };
+      const r = rig({ operations: { pollers } });
+      r.kube.putResource(keyResource('ProjectApiKey', 'pk'));
+      expect(await r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+      expect(r.kube.calls.filter((c) => c.startsWith('patch status'))).toEqual([`patch status ProjectApiKey/${NAMESPACE}/pk`]);
+      const resource = r.kube.resource('ProjectApiKey', NAMESPACE, 'pk')!;
+      expect(condition(resource, 'OperationsSettled')).toBe('True AllTerminal');
+      expect(condition(resource, 'Ready')).toBe('True Ready');
+      expect((resource.status as { operations?: unknown[] }).operations).toEqual(snapshot.operations);
+    }
+  });
+
   it('an ambiguous create leaves the intent, and the next reconcile revokes the key of that attempt and starts again', async () => {
     const r = rig();
     r.kube.putResource(keyResource());
@@ -218,6 +239,23 @@ describe('the create protocol', () => {
     expect(r.platform.calls.filter((c) => !c.startsWith('listOrg'))).toEqual([]);
     expect(r.platform.keys.map((k) => k.id)).toEqual([first.id]);
     expect(r.events.reasons()).toEqual(['Normal KeyIssued']);
+  });
+
+  it('a fulfilled intent of an earlier spec.keyName is not refused when keyName changes (no InvalidAnnotation, no new key)', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const issued = r.platform.keys[0]!;
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    resource.spec = { ...resource.spec, keyName: 'renamed' };
+    resource.metadata.generation = 2;
+    r.kube.putResource(resource);
+    r.kube.calls.length = 0;
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.events.reasons()).toEqual(['Normal KeyIssued']);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([issued.id]);
+    // The new generation observed in status; the intent left as it was.
+    expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([`patch status ApiKey/${NAMESPACE}/ci`]);
   });
 
   it('blocks without credentials, with backoff, and without calling the platform', async () => {
