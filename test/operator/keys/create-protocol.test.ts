@@ -258,6 +258,31 @@ describe('the create protocol', () => {
     expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([`patch status ApiKey/${NAMESPACE}/ci`]);
   });
 
+  it('an intent saved by a tenant and re-applied after a repair revokes only the key of its own attempt (revoked already), never the recorded one', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const first = r.platform.keys[0]!;
+    const saved = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations![ANNOTATION_CREATE_PENDING]!;
+    // Drift: the Secret deleted; the repair issues a second key, revokes the first, clears its own intent.
+    r.kube.secrets.delete(`${NAMESPACE}/ci`);
+    await r.settle();
+    const second = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    expect(second).not.toBe(first.id);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([second]);
+    // The tenant re-applies the first key's intent (signed for this resource): not fulfilled (status
+    // records the second attempt), so recovered as any such intent was before: nothing of its name is live.
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    resource.metadata.annotations = { ...resource.metadata.annotations, [ANNOTATION_CREATE_PENDING]: saved };
+    r.kube.putResource(resource);
+    await r.settle();
+    expect(r.platform.keys.map((k) => k.id)).toEqual([second]);
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyId).toBe(second);
+    expect(r.platform.calls.filter((c) => c.startsWith('revoke'))).toEqual([`revokeOrg org-1 ${first.id}`]);
+    expect(r.events.reasons().at(-1)).toBe('Warning CreateRecovered');
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+  });
+
   it('blocks without credentials, with backoff, and without calling the platform', async () => {
     const r = rig({ credentials: false });
     r.kube.putResource(keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] }));
