@@ -76,8 +76,18 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     throw new Error('the apiserver accepted it');
   };
   const setTemplate = async (kind: string, name: string, template: Record<string, unknown>): Promise<void> => {
-    const current = await get(kind, name);
-    await objects.replaceNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name, body: { ...current, spec: { ...current.spec, secret: { ...current.spec.secret, template } } } });
+    // Read, modify, replace, again on a conflict (as kubectl edit does): the operator may write the
+    // resource's status meanwhile (the first use of a ProjectApiKey's key, recorded by a drift pass).
+    await eventually(async () => {
+      const current = await get(kind, name);
+      try {
+        await objects.replaceNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name, body: { ...current, spec: { ...current.spec, secret: { ...current.spec.secret, template } } } });
+        return true;
+      } catch (error) {
+        if ((error as { code?: number }).code === 409) return undefined;
+        throw error;
+      }
+    }, 10_000, `the template of ${kind} ${name} set`);
   };
 
   beforeAll(async () => {
