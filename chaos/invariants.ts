@@ -58,6 +58,21 @@ export async function authenticates(env: Environment, key: string): Promise<bool
 
 export interface ResourceProblem { resource: string; problem: string }
 
+/**
+ * No intent, or a fulfilled one: a new key's intent stays once status records its attempt
+ * (src/operator/keys/decision.ts fulfilledIntent, issue 14). Anything else is still pending.
+ */
+function intentSettled(r: { metadata: { annotations?: Record<string, string> }; status?: { keyId?: number; keyName?: string } }): boolean {
+  const intent = r.metadata.annotations?.['keys.neon.dev/create-pending'];
+  if (intent === undefined) return true;
+  try {
+    const { attempt, replaces, rotation } = JSON.parse(intent) as { attempt?: unknown; replaces?: unknown; rotation?: unknown };
+    return replaces === undefined && rotation === undefined && r.status?.keyId !== undefined && typeof attempt === 'string' && attempt === r.status.keyName;
+  } catch {
+    return false;
+  }
+}
+
 /** One look at every resource: what keeps it from being settled, with a working key. */
 export async function unsettled(env: Environment, live: Incarnation[], deleted: Incarnation[], checked: Map<string, boolean>): Promise<ResourceProblem[]> {
   const problems: ResourceProblem[] = [];
@@ -68,7 +83,7 @@ export async function unsettled(env: Environment, live: Incarnation[], deleted: 
     const ready = r.status?.conditions?.find((c) => c.type === 'Ready');
     if (ready?.status !== 'True') { problems.push({ resource: id, problem: `Ready ${ready?.status ?? 'absent'} ${ready?.reason ?? ''}: ${ready?.message ?? ''}` }); continue; }
     if (r.status?.observedGeneration !== r.metadata.generation) { problems.push({ resource: id, problem: 'observedGeneration behind' }); continue; }
-    if (r.metadata.annotations?.['keys.neon.dev/create-pending'] !== undefined) { problems.push({ resource: id, problem: 'create intent still pending' }); continue; }
+    if (!intentSettled(r)) { problems.push({ resource: id, problem: 'create intent still pending' }); continue; }
     // A retiring key is revoked within maxGracePeriod (8 s in the workload) of the switch: one
     // still recorded long after that was forgotten by the rotation.
     const overdue = r.status?.retiringKeys?.find((k) => k.since === undefined || Date.now() - Date.parse(k.since) > 60_000);

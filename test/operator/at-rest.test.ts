@@ -12,7 +12,7 @@ import { startOperator, type RunningOperator } from '../../src/operator/manager.
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -50,7 +50,7 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const readyOther = (kind: string, name: string, notKeyId: number, timeoutMs: number): Promise<Resource> => eventually(async () => {
     const r = await get(kind, name);
-    return condition(r, 'Ready')?.status === 'True' && r.status?.keyId !== notKeyId && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined ? r : undefined;
+    return condition(r, 'Ready')?.status === 'True' && r.status?.keyId !== notKeyId && intentSettled(r) ? r : undefined;
   }, timeoutMs, `${kind} ${name} Ready with a key other than ${notKeyId}`);
   const atRest = (name: string): boolean => records.some((r) => r.namespace === namespace && r.name === name && r.atRest === true);
   /** Requests other than watches (a watch is one long request per informer, O(1), not per key). */

@@ -11,7 +11,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -181,7 +181,7 @@ describe('bad and hostile input', () => {
   }, timeoutMs, `${kind} ${name} ${type} reason ${reason}`);
   const untilReady = (kind: Kind, name: string): Promise<Resource> => eventually(async () => {
     const r = await get(kind, name);
-    return condition(r, 'Ready')?.status === 'True' && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined ? r : undefined;
+    return condition(r, 'Ready')?.status === 'True' && intentSettled(r) ? r : undefined;
   }, 20_000, `${kind} ${name} Ready`);
   const secret = (name: string, data: Record<string, string>, ns = namespace) =>
     core.createNamespacedSecret({ namespace: ns, body: { metadata: { name }, stringData: data } });

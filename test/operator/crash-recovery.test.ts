@@ -8,7 +8,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { crashedIntent, createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner } from './support.ts';
+import { crashedIntent, createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -79,7 +79,7 @@ describe('recovery of an interrupted create', () => {
     const ready = await eventually(async () => {
       const r = await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'replacer' }) as Resource;
       const isReady = r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-      return isReady && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined && r.status?.keyId !== b.id ? r : undefined;
+      return isReady && intentSettled(r) && r.status?.keyId !== b.id ? r : undefined;
     }, 30_000, 'replacer Ready with a new key');
 
     const keys = (await (await fetch(`${emulator.adminUrl}/keys`)).json() as AdminKey[]).filter((k) => k.name.startsWith('replacer-'));

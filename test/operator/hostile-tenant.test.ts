@@ -13,7 +13,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -68,7 +68,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       const r = await get(admin, attackerNs, kind, name);
       return test(r) ? r : undefined;
     }, timeoutMs, `${kind} ${name}: ${what}`);
-  const ready = (r: Resource): boolean => condition(r, 'Ready')?.status === 'True' && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined;
+  const ready = (r: Resource): boolean => condition(r, 'Ready')?.status === 'True' && intentSettled(r);
   const eventReasons = async (name: string): Promise<string[]> =>
     (await adminCore.listNamespacedEvent({ namespace: attackerNs, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => e.reason ?? '');
 

@@ -14,7 +14,7 @@ import { startOperator, type RunningOperator } from '../../src/operator/manager.
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner } from './support.ts';
+import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -53,7 +53,7 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
   };
   const untilReady = (name: string, other?: number): Promise<Resource> => eventually(async () => {
     const r = await get(name);
-    return condition(r, 'Ready') === 'True Ready' && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined && r.status?.keyId !== other ? r : undefined;
+    return condition(r, 'Ready') === 'True Ready' && intentSettled(r) && r.status?.keyId !== other ? r : undefined;
   }, 30_000, `${name} Ready`);
   const secretsOf = async (name: string): Promise<string[]> => (await core.listNamespacedSecret({ namespace })).items
     .map((s) => s.metadata?.name ?? '').filter((n) => n.startsWith(`${name}-key-`)).sort();

@@ -13,7 +13,7 @@ import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.
 import { buildSecret } from '../../src/operator/keys/secret-writer.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner } from './support.ts';
+import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -59,7 +59,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     await objects.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace, ...metadata }, spec } });
   };
   const get = async (kind: string, name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name }) as Resource;
-  const settled = (r: Resource): boolean => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined;
+  const settled = (r: Resource): boolean => intentSettled(r);
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const untilCondition = (kind: string, name: string, type: string, test: (c: Condition, r: Resource) => boolean, timeoutMs = 20_000): Promise<Resource> =>
     eventually(async () => {
@@ -70,7 +70,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   const untilReady = (kind: string, name: string, timeoutMs?: number): Promise<Resource> =>
     // Settled: Ready for this generation, and the intent cleared (the last step of the protocol).
     untilCondition(kind, name, 'Ready', (c, r) => c.status === 'True' && r.status?.observedGeneration === r.metadata.generation
-      && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined, timeoutMs);
+      && intentSettled(r), timeoutMs);
   const secretValue = async (name: string, key = 'apiKey'): Promise<string> => {
     const secret = await core.readNamespacedSecret({ namespace, name });
     const value = Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
@@ -139,7 +139,9 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     await create('ApiKey', 'ci-deployer', { scope: 'Organization', organizationId: org, keyName: 'ci-deployer', credentialsSecretRef: { name: 'neon-admin' } });
     const ready = await untilReady('ApiKey', 'ci-deployer');
     expect(ready.metadata.finalizers).toContain('keys.neon.dev/finalizer');
-    expect(ready.metadata.annotations?.['keys.neon.dev/create-pending']).toBeUndefined();
+    // The intent stays, fulfilled: its attempt is the key status records (issue 14).
+    expect(ready.status?.keyName).toMatch(/^ci-deployer-[a-z0-9]{8}$/);
+    expect(JSON.parse(ready.metadata.annotations?.['keys.neon.dev/create-pending'] ?? '{}')).toMatchObject({ attempt: ready.status?.keyName });
     expect(condition(ready, 'KeyIssued')?.status).toBe('True');
     expect(condition(ready, 'SecretSynced')?.status).toBe('True');
     expect(ready.status?.secretName).toBe('ci-deployer');

@@ -12,7 +12,7 @@ import { startOperator, type RunningOperator } from '../../src/operator/manager.
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner } from './support.ts';
+import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -52,7 +52,7 @@ describe('rotation without downtime', () => {
   };
   const untilReady = (name: string): Promise<Resource> => eventually(async () => {
     const r = await get(name);
-    return condition(r, 'Ready') === 'True Ready' && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined ? r : undefined;
+    return condition(r, 'Ready') === 'True Ready' && intentSettled(r) ? r : undefined;
   }, 30_000, `${name} Ready`);
   const secretValue = async (name: string): Promise<string> => {
     const secret = await core.readNamespacedSecret({ namespace, name });
@@ -478,7 +478,7 @@ describe('a rotation interrupted at each step', () => {
         expect(live.length).toBeLessThanOrEqual(2);
         expect((r.status?.retiringKeys ?? []).length).toBeLessThanOrEqual(1);
         const done = live.length === 1 && live[0] === r.status?.keyId && (r.status?.retiringKeys ?? []).length === 0
-          && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined && r.status?.rotation?.lastRequest === 'crash';
+          && intentSettled(r) && r.status?.rotation?.lastRequest === 'crash';
         if (done) converged.add(name);
       }
       await new Promise((resolve) => setTimeout(resolve, 200));

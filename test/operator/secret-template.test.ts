@@ -10,7 +10,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -47,7 +47,7 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
   const untilReady = (kind: string, name: string): Promise<Resource> => eventually(async () => {
     const r = await get(kind, name);
     const ready = r.status?.conditions?.find((c) => c.type === 'Ready');
-    return ready?.status === 'True' && r.status?.observedGeneration === r.metadata.generation && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined ? r : undefined;
+    return ready?.status === 'True' && r.status?.observedGeneration === r.metadata.generation && intentSettled(r) ? r : undefined;
   }, 20_000, `${kind} ${name} Ready`);
   const readSecret = async (name: string): Promise<V1Secret> => {
     const secret = await core.readNamespacedSecret({ namespace, name });
@@ -76,8 +76,18 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     throw new Error('the apiserver accepted it');
   };
   const setTemplate = async (kind: string, name: string, template: Record<string, unknown>): Promise<void> => {
-    const current = await get(kind, name);
-    await objects.replaceNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name, body: { ...current, spec: { ...current.spec, secret: { ...current.spec.secret, template } } } });
+    // Read, modify, replace, again on a conflict (as kubectl edit does): the operator may write the
+    // resource's status meanwhile (the first use of a ProjectApiKey's key, recorded by a drift pass).
+    await eventually(async () => {
+      const current = await get(kind, name);
+      try {
+        await objects.replaceNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name, body: { ...current, spec: { ...current.spec, secret: { ...current.spec.secret, template } } } });
+        return true;
+      } catch (error) {
+        if ((error as { code?: number }).code === 409) return undefined;
+        throw error;
+      }
+    }, 10_000, `the template of ${kind} ${name} set`);
   };
 
   beforeAll(async () => {

@@ -90,3 +90,19 @@ export async function emulatorAdmin<T>(adminUrl: string, method: string, path: s
   if (!response.ok) throw new Error(`admin ${method} ${path}: ${response.status} ${text}`);
   return (text === '' ? undefined : JSON.parse(text)) as T;
 }
+
+/**
+ * The create protocol has ended for this resource: no intent, or the intent is fulfilled (its
+ * attempt is the key status records: a new key's intent stays in place then, decision.ts
+ * fulfilledIntent). What "settled" means since issue 14; before, only an absent intent.
+ */
+export function intentSettled(r: { metadata: { annotations?: Record<string, string> }; status?: { keyId?: number; keyName?: string } }): boolean {
+  const intent = r.metadata.annotations?.['keys.neon.dev/create-pending'];
+  if (intent === undefined) return true;
+  try {
+    const { attempt, replaces, rotation } = JSON.parse(intent) as { attempt?: unknown; replaces?: unknown; rotation?: unknown };
+    return replaces === undefined && rotation === undefined && r.status?.keyId !== undefined && typeof attempt === 'string' && attempt === r.status.keyName;
+  } catch {
+    return false;
+  }
+}

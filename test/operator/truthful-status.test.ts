@@ -11,7 +11,7 @@ import { startOperator, type RunningOperator } from '../../src/operator/manager.
 import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/metrics.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -56,7 +56,7 @@ describe('status tells the truth', () => {
       const r = await get(ns, kind, name);
       return test(r) ? r : undefined;
     }, timeoutMs, `${ns}/${name}: ${what}`);
-  const ready = (r: Resource): boolean => condition(r, 'Ready')?.status === 'True' && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined;
+  const ready = (r: Resource): boolean => condition(r, 'Ready')?.status === 'True' && intentSettled(r);
   /** A credentials Secret holding a fresh personal key of alice (an administrator), and that key's id. */
   const freshCredentials = async (ns: string, name: string): Promise<number> => {
     const key = await alice.createPersonalKey(`creds-${ns}-${name}`);

@@ -4,7 +4,7 @@
 // Intents are signed for the resource's uid (create-intent.ts); the platform's answer is checked
 // (created-key.ts); a POST is never retried blindly (docs/security.md).
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING } from '../resources/schema.ts';
+import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER } from '../resources/schema.ts';
 import { blockedConditions, deletingConditions, readyConditions, rotatingCondition } from './conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
@@ -18,18 +18,28 @@ import { nextLook, rotationFields, switchFields } from './rotation.ts';
 import { immutableMode } from './immutable-secret.ts';
 import { deleteStaleSecret, SecretConflictError, secretHash, targetSecretName, writeSecret } from './secret-writer.ts';
 import { usageConditions } from './usage.ts';
+import { mirrorOperationsOfNewKey } from './in-sync.ts';
 
 /** Keys made this long before their intent are not the intent's (clocks differ). */
 const RECOVERY_CLOCK_MARGIN_MS = 5 * 60_000;
 
-async function checkCredentialsKind(deps: KeyDeps, ctx: Context, platform: KeyPlatform, credentialsId: string): Promise<ReconcileResult | undefined> {
-  const { resource, adapter } = ctx;
+/**
+ * A resource whose finalizer was to come with the intent (`addFinalizer`) gets it before a refusal
+ * is reported instead: it is then as it was when the finalizer came first, on its own.
+ */
+async function withFinalizer(deps: KeyDeps, ctx: Context, addFinalizer: boolean): Promise<Context> {
+  if (!addFinalizer) return ctx;
+  return { ...ctx, resource: await updateMetadata(deps, ctx.resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; }) };
+}
+
+async function checkCredentialsKind(deps: KeyDeps, ctx: Context, platform: KeyPlatform, credentialsId: string, addFinalizer: boolean): Promise<ReconcileResult | undefined> {
+  const { adapter } = ctx;
   let auth;
   try {
     auth = await deps.credentialsKinds.of(credentialsId, () => platform.getAuth());
   } catch (error) {
     const failure = asPlatformFailure(error);
-    if (failure?.code === 'UNAUTHORIZED' || failure?.code === 'FORBIDDEN') return reportPlatformFailure(deps, ctx, failure, 'checking the credentials');
+    if (failure?.code === 'UNAUTHORIZED' || failure?.code === 'FORBIDDEN') return reportPlatformFailure(deps, await withFinalizer(deps, ctx, addFinalizer), failure, 'checking the credentials');
     // Not known: the create itself says what is wrong, if anything.
     ctx.logger.debug({ code: failure?.code }, 'GET /auth failed; creating without the credentials check');
     return undefined;
@@ -37,19 +47,24 @@ async function checkCredentialsKind(deps: KeyDeps, ctx: Context, platform: KeyPl
   const kind: KeyKind = adapter?.project !== undefined ? 'Project' : adapter?.listScope === 'personal' ? 'Personal' : 'Organization';
   const message = wrongCredentialsKind(kind, auth);
   if (message === undefined) return undefined;
-  await writeStatus(deps, ctx, blockedConditions(blockedInputs(ctx), 'CredentialsWrongKind', message, 'KeyIssued'));
-  await deps.events.record(resource, 'Warning', 'CredentialsWrongKind', message);
+  const reported = await withFinalizer(deps, ctx, addFinalizer);
+  await writeStatus(deps, reported, blockedConditions(blockedInputs(ctx), 'CredentialsWrongKind', message, 'KeyIssued'));
+  await deps.events.record(reported.resource, 'Warning', 'CredentialsWrongKind', message);
   // The credentials Secret is not watched: looked at again with backoff, as other refusals are.
   return { type: 'Backoff' };
 }
 
-/** Step 2 to 5 of DESIGN.md section 3. */
-export async function create(deps: KeyDeps, ctx: Context, decision: Decision, replaces: number | undefined, rotation?: { request?: string }): Promise<ReconcileResult> {
+/**
+ * Step 2 to 5 of DESIGN.md section 3. `addFinalizer`: a new resource's finalizer (step 1) goes in
+ * the same metadata update as the intent (reconciler.ts): one write, and the finalizer is still on
+ * the resource before the POST, so step 1 precedes step 3 as before.
+ */
+export async function create(deps: KeyDeps, ctx: Context, decision: Decision, replaces: number | undefined, rotation?: { request?: string }, addFinalizer = false): Promise<ReconcileResult> {
   const { resource, adapter, logger } = ctx;
   if (adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
   const { platform, credentialsId } = platformOf(deps, ctx);
   // The wrong kind of credentials is said before anything is created (credentials-kind.ts).
-  const wrongKind = await checkCredentialsKind(deps, ctx, platform, credentialsId);
+  const wrongKind = await checkCredentialsKind(deps, ctx, platform, credentialsId, addFinalizer);
   if (wrongKind !== undefined) return wrongKind;
   if (rotation !== undefined) {
     await deps.events.record(resource, 'Normal', 'RotationStarted', decision.message);
@@ -69,6 +84,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   };
   // The intent, with the resourceVersion we read: a conflict means someone else moved; never create then.
   let current = await updateMetadata(deps, resource, (m) => {
+    if (addFinalizer && !(m.finalizers ?? []).includes(FINALIZER)) m.finalizers = [...(m.finalizers ?? []), FINALIZER];
     m.annotations = { ...m.annotations, [ANNOTATION_CREATE_PENDING]: encodeIntent(deps.signer, resource.metadata.uid, pending) };
     // Given up for the key it named; a later key is not given up by it.
     delete m.annotations[ANNOTATION_ABANDON_KEY];
@@ -123,6 +139,8 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   const hash = secretHash(resource, created.key);
   // Step 5: status, then what it replaces, then clear the intent. A rotation's replaced key joins
   // status.retiringKeys in this same patch (rotation.ts): it is in status before and after.
+  // A new key (nothing replaced): status.keyName = the attempt fulfils the intent (decision.ts
+  // fulfilledIntent), which stays on the resource instead of costing a write to clear it.
   const switched = switchFields(ctx, pending, created.id, deps.now());
   const createdAt = created.created_at ?? new Date(deps.now()).toISOString();
   // Not a rotation: the schedule counts from this key (or the last rotation); a request made
@@ -130,7 +148,12 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   const schedule = pending.rotation === undefined
     ? rotationFields(ctx, replaces === undefined && ctx.rotation.request !== undefined ? { lastRequest: ctx.rotation.request } : {}, createdAt)
     : {};
-  current = await writeStatus(deps, { ...ctx, resource: current }, [...readyConditions(created.id, target), ...usageConditions(ctx.spec, undefined, createdAt, deps.now()), ...switched.conditions], {
+  // A ProjectApiKey's operations in this same patch: its status is written once (in-sync.ts).
+  const mirrored = await mirrorOperationsOfNewKey(deps, ctx, created.key);
+  current = await writeStatus(deps, { ...ctx, resource: current }, [
+    ...readyConditions(created.id, target), ...usageConditions(ctx.spec, undefined, createdAt, deps.now()), ...switched.conditions, ...mirrored !== undefined ? [mirrored.condition] : [],
+  ], {
+    ...mirrored !== undefined ? { operations: mirrored.operations } : {},
     ...schedule,
     ...switched.fields,
     keyId: created.id,
@@ -142,7 +165,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
   });
   if (replaces !== undefined && pending.rotation === undefined) await revokeReplaced(deps, ctx, replaces);
-  await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  if (replaces !== undefined) await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   // spec.secret.immutable: a rotation's replaced Secret stays until its key is revoked (rotation.ts).
   if (pending.rotation === undefined || !immutableMode(ctx.spec)) await deleteStaleSecret(deps, ctx, target);
   await deps.events.record(resource, 'Normal', 'KeyIssued', `issued key ${created.id} (${pending.attempt}) into Secret ${target}`

@@ -96,7 +96,8 @@ export interface Observation {
   specError?: string;
   deletionPolicy: 'Revoke' | 'Retain';
   pending?: PendingAttempt | RefusedIntent;
-  status: { keyId?: number; secretHash?: string };
+  /** keyName: the attempt that issued the recorded key (status.keyName): a fulfilled intent names it (fulfilledIntent). */
+  status: { keyId?: number; keyName?: string; secretHash?: string };
   /**
    * The recorded key was issued with other credentials than the ones now in the credentials
    * Secret (status.credentialsFingerprint): a key these cannot see is not thereby revoked.
@@ -167,6 +168,28 @@ export function recordedKeyId(o: Pick<Observation, 'status' | 'secret'>): number
   return o.status.keyId ?? (o.secret?.verified === true ? o.secret.keyId : undefined);
 }
 
+/**
+ * An intent whose attempt is the recorded key (status.keyName, with status.keyId): the create it
+ * announced completed, since status is written only after the Secret holds the key (step 5). A new
+ * key's create leaves its intent in place rather than paying one more write to clear it (issue 14);
+ * it is no pending attempt (no adoption, no recovery, no write) and is replaced by the next create's
+ * intent. Only an intent with nothing left to do: one that replaces a key (drift repair, rotation)
+ * still has that key to revoke or retire after the status write, so it is cleared as before, and an
+ * intent of that kind left by a crash stays pending (adoption finishes it). Status is written by the
+ * operator only (tenants have no rights on the status subresource), so a tenant cannot make an intent fulfilled; a
+ * replayed old intent of this resource is either fulfilled (nothing happens) or handled exactly as
+ * before (docs/security.md "Create intents").
+ */
+export function fulfilledIntent(pending: Observation['pending'], status: Observation['status']): boolean {
+  return typeof pending === 'object' && pending.replaces === undefined && pending.rotation === undefined
+    && status.keyId !== undefined && status.keyName === pending.attempt;
+}
+
+/** The intent decide() acts on: none when the one present is fulfilled. */
+export function activeIntent(o: Pick<Observation, 'pending' | 'status'>): Observation['pending'] {
+  return fulfilledIntent(o.pending, o.status) ? undefined : o.pending;
+}
+
 const REFUSED_INTENT: Record<RefusedIntent, string> = {
   Malformed: 'the keys.neon.dev/create-pending annotation is not readable; clearing it without revoking anything',
   Unsigned: 'the keys.neon.dev/create-pending annotation was not written by this operator for this resource (no valid signature); clearing it without revoking anything',
@@ -215,7 +238,7 @@ function pendingDecision(o: Observation, pending: PendingAttempt, doing: string)
 }
 
 export function decide(o: Observation): Decision {
-  const pending = o.pending;
+  const pending = activeIntent(o);
 
   if (o.deleting) {
     if (!o.hasFinalizer) return { action: { type: 'Nothing' }, reason: 'Deleted', message: 'nothing left to do' };

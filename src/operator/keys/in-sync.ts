@@ -36,22 +36,55 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number, also?: 
     conditions.push(rotatingCondition(false, 'InvalidSpec', scheduleError));
     await deps.events.record(ctx.resource, 'Warning', 'InvalidSpec', scheduleError);
   }
-  const project = ctx.adapter?.project;
-  const issued = secretValue(ctx);
-  if (project !== undefined && issued !== '' && deps.operations !== undefined) {
-    // ONE poller per project (operations-poller.ts), listing with the issued keys of the project:
-    // least privilege, and proof each key works. A key that fails degrades only its own resource.
-    const { projectId } = project;
-    const owner = ownerOf(ctx.resource);
-    deps.operations.pollers.ensure(projectId, owner, issued);
-    const snapshot = deps.operations.pollers.snapshot(projectId, owner);
-    if (snapshot !== undefined) {
-      extra.operations = snapshot.operations;
-      conditions.push({ type: 'OperationsSettled', ...snapshot.settled });
-    }
+  const mirrored = mirrorOperations(deps, ctx, secretValue(ctx));
+  if (mirrored !== undefined) {
+    extra.operations = mirrored.operations;
+    conditions.push(mirrored.condition);
   }
   // Without spec.usage.unusedAfter there is no InUse condition (one left from before goes).
   await writeStatus(deps, ctx, conditions, extra, ctx.spec?.usage?.unusedAfter === undefined ? ['InUse'] : []);
   // A scheduled rotation due before the next drift check is looked at when it is due.
   return { type: 'Done', requeueAfterMs: nextLook(deps, ctx.rotation.schedule.nextAt, also?.requeueAfterMs) };
+}
+
+/**
+ * A ProjectApiKey's operations as its status mirrors them: its project's poller ensured with the
+ * issued key, and the poller's snapshot as this resource sees it (undefined: not polled yet, or not
+ * a ProjectApiKey). ONE poller per project (operations-poller.ts), listing with the issued keys of
+ * the project: least privilege, and proof each key works. A key that fails degrades only its own
+ * resource.
+ */
+export function mirrorOperations(deps: KeyDeps, ctx: Pick<Context, 'adapter' | 'resource'>, issued: string): { operations: unknown[]; condition: ConditionUpdate } | undefined {
+  const project = ctx.adapter?.project;
+  if (project === undefined || issued === '' || deps.operations === undefined) return undefined;
+  const owner = ownerOf(ctx.resource);
+  deps.operations.pollers.ensure(project.projectId, owner, issued);
+  const snapshot = deps.operations.pollers.snapshot(project.projectId, owner);
+  return snapshot === undefined ? undefined : { operations: snapshot.operations, condition: { type: 'OperationsSettled', ...snapshot.settled } };
+}
+
+/** How long a new ProjectApiKey's status write waits for the first poll of a project not polled yet. */
+export const FIRST_POLL_WAIT_MS = 2_000;
+const FIRST_POLL_LOOK_MS = 5;
+
+/**
+ * mirrorOperations for a key just issued, whose status is about to be written: a project polled
+ * already has its snapshot at once (the new key is one more owner); the first key of a project
+ * waits for the poll that ensure() starts at once, at most FIRST_POLL_WAIT_MS. Otherwise the
+ * snapshot would come moments after the create's status write and cost a second status write of
+ * every new key (issue 14); should the poll take longer, that second write is what happens.
+ */
+export async function mirrorOperationsOfNewKey(deps: KeyDeps, ctx: Pick<Context, 'adapter' | 'resource'>, issued: string): Promise<ReturnType<typeof mirrorOperations>> {
+  const first = mirrorOperations(deps, ctx, issued);
+  const projectId = ctx.adapter?.project?.projectId;
+  if (first !== undefined || projectId === undefined || deps.operations === undefined) return first;
+  const owner = ownerOf(ctx.resource);
+  const deadline = performance.now() + FIRST_POLL_WAIT_MS;
+  while (performance.now() < deadline) {
+    // The poller's own promise is not part of its interface (operations-poller.ts): its snapshot is looked at.
+    await new Promise((resolve) => setTimeout(resolve, FIRST_POLL_LOOK_MS));
+    const snapshot = deps.operations.pollers.snapshot(projectId, owner);
+    if (snapshot !== undefined) return { operations: snapshot.operations, condition: { type: 'OperationsSettled', ...snapshot.settled } };
+  }
+  return undefined;
 }

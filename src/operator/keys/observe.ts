@@ -11,7 +11,7 @@ import { observeRollouts, type Restart } from './consumers.ts';
 import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
 import { gracePeriods, requestToken, schedule } from './rotation-schedule.ts';
 import { defaultKeyName, parseIntent } from './create-intent.ts';
-import { recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
+import { activeIntent, fulfilledIntent, recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
 import { checkRecordedKey, type FailingSince } from './drift.ts';
 import type { Context, KeyDeps, RotationContext } from './reconcile-context.ts';
 import { locateSecret, observeSecret } from './secret-writer.ts';
@@ -22,7 +22,20 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   const parsed = parseSpec(resource.kind, resource.spec);
   const spec = parsed.ok ? parsed.spec : undefined;
   const secretKey = spec?.secret?.key ?? 'apiKey';
-  const pending = parseIntent(meta.annotations?.[ANNOTATION_CREATE_PENDING], spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined, meta.uid, deps.signer);
+  const status = resource.status ?? {};
+  const recordedStatus = { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}), ...(status.keyName !== undefined ? { keyName: status.keyName } : {}) };
+  const rawIntent = meta.annotations?.[ANNOTATION_CREATE_PENDING];
+  const base = spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined;
+  let intent = parseIntent(rawIntent, base, meta.uid, deps.signer);
+  if (intent === 'Malformed' && base !== undefined) {
+    // spec.keyName changed since the key was issued: its fulfilled intent names the old base, and
+    // is the recorded key's intent, not one to refuse (no InvalidAnnotation, no clearing write).
+    const unbased = parseIntent(rawIntent, undefined, meta.uid, deps.signer);
+    if (fulfilledIntent(unbased, recordedStatus)) intent = unbased;
+  }
+  // A fulfilled intent (its attempt is the recorded key) is no pending attempt: the resource is
+  // observed as without one (decision.ts fulfilledIntent).
+  const pending = activeIntent({ pending: intent, status: recordedStatus });
   // spec.secret.immutable: the pending attempt's Secret, else status.secretName (secret-writer.ts).
   const { secretName, secret } = await locateSecret(deps, resource, spec, secretKey, typeof pending === 'object' ? pending.attempt : undefined);
 
@@ -39,7 +52,6 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     }
   }
   const adapter = spec !== undefined ? adapterFor(resource, spec) : undefined;
-  const status = resource.status ?? {};
   const secretObservation = observeSecret(resource, secret, secretKey, deps.signer);
   if (secretObservation?.owned === true && secret !== undefined && spec !== undefined) {
     const encoded = secret.data?.[secretKey];
@@ -101,9 +113,10 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     ...(parsed.ok ? {} : { specError: parsed.message }),
     // An invalid spec still honours an explicit Retain: a deletion must never revoke what a person asked to keep.
     deletionPolicy: spec?.deletionPolicy ?? ((resource.spec as { deletionPolicy?: string } | undefined)?.deletionPolicy === 'Retain' ? 'Retain' : 'Revoke'),
-    ...(pending !== undefined ? { pending } : {}),
+    ...(intent !== undefined ? { pending: intent } : {}),
     status: {
       ...(status.keyId !== undefined ? { keyId: status.keyId } : {}),
+      ...(status.keyName !== undefined ? { keyName: status.keyName } : {}),
       ...(status.secretHash !== undefined ? { secretHash: status.secretHash } : {}),
     },
     ...(secretObservation !== undefined ? { secret: secretObservation } : {}),

@@ -14,6 +14,7 @@ import { nextLook, retire } from './rotation.ts';
 import { changedSince, verifiedBefore, type Verified } from './at-rest.ts';
 import type { DriftGone, FailingSince } from './drift.ts';
 import { inSync } from './in-sync.ts';
+import { immutableMode } from './immutable-secret.ts';
 import { rewriteSecret } from './secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
@@ -138,6 +139,19 @@ export class KeyReconciler implements Reconciler {
       case 'Nothing':
         return { type: 'Done' };
       case 'AddFinalizer': {
+        // A new key: the finalizer goes in the intent's metadata update (one write instead of two,
+        // issue 14), with the resourceVersion read, as each did alone. What comes next is decided on
+        // this same observation as it would be with the finalizer on: only a Create of a first key
+        // joins them (not spec.secret.immutable, whose Secrets are looked up only once the finalizer
+        // is on: secret-writer.ts locateSecret); anything else adds the finalizer alone, as before.
+        const next = decide({ ...ctx.observation, hasFinalizer: true });
+        if (mayContinue && next.action.type === 'Create' && next.action.replaces === undefined && next.action.rotation === undefined && !immutableMode(ctx.spec)) {
+          if (ctx.record !== undefined) {
+            ctx.record.actions.push(next.action.type);
+            ctx.record.reasons.push(next.reason);
+          }
+          return create(deps, ctx, next, undefined, undefined, true);
+        }
         const updated = await updateMetadata(deps, resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; });
         // Go on with the resource as written, once: a requeue here went through the queue's global
         // rate limit (10/s, like client-go's), which every new key paid on its way to the create,

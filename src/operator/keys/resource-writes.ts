@@ -2,7 +2,7 @@
 // carries the resourceVersion read, and status by a merge patch that lands on that version only.
 // Each version written is recorded (runtime/own-writes.ts) so its watch event does not wake the key.
 import { objectRef } from '../runtime/own-writes.ts';
-import { FINALIZER, type KeyResource } from '../resources/schema.ts';
+import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../resources/schema.ts';
 import { setConditions, type ConditionType, type ConditionUpdate } from './conditions.ts';
 import { statusCode } from './kube-writes.ts';
 import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
@@ -21,7 +21,12 @@ export async function removeFinalizer(deps: KeyDeps, resource: KeyResource): Pro
   const projectId = resource.kind === 'ProjectApiKey' ? resource.spec.projectId : undefined;
   if (projectId !== undefined) deps.operations?.pollers.release(projectId, ownerOf(resource));
   try {
-    await updateMetadata(deps, resource, (m) => { m.finalizers = (m.finalizers ?? []).filter((f) => f !== FINALIZER); });
+    // The operator lets go of the resource: its intent (a new key's, left fulfilled: decision.ts
+    // fulfilledIntent) goes in the same write, should another finalizer keep the resource a while.
+    await updateMetadata(deps, resource, (m) => {
+      m.finalizers = (m.finalizers ?? []).filter((f) => f !== FINALIZER);
+      if (m.annotations !== undefined) delete m.annotations[ANNOTATION_CREATE_PENDING];
+    });
   } catch (error) {
     if (statusCode(error) !== 404) throw error;
   }

@@ -13,7 +13,7 @@ const condition = (resource: KeyResource | undefined, type: string): string | un
 };
 
 describe('the create protocol', () => {
-  it('adds the finalizer, writes the intent, creates the key, writes the Secret, records status, clears the intent: in that order, in one reconcile', async () => {
+  it('writes the finalizer with the intent, creates the key, writes the Secret, records status (which fulfils the intent): in that order, in one reconcile', async () => {
     const r = rig();
     r.kube.putResource(keyResource());
     const result = await r.reconcile();
@@ -21,16 +21,16 @@ describe('the create protocol', () => {
     const key = r.platform.keys[0]!;
     expect(r.platform.calls).toEqual(['getAuth', `createOrg org-1 ${key.name}`]);
     expect(key.name).toMatch(/^ci-deployer-[a-z0-9]{8}$/);
+    // Three apiserver writes and the event (issue 14): the finalizer with the intent, the Secret,
+    // the status that records the key and so fulfils the intent (no write to clear it).
     expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([
-      `update ApiKey/${NAMESPACE}/ci`, // finalizer
-      `update ApiKey/${NAMESPACE}/ci`, // intent
+      `update ApiKey/${NAMESPACE}/ci`, // finalizer + intent
       `create Secret ${NAMESPACE}/ci`,
       `patch status ApiKey/${NAMESPACE}/ci`,
-      `update ApiKey/${NAMESPACE}/ci`, // intent cleared
     ]);
     const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
     expect(resource.metadata.finalizers).toEqual([FINALIZER]);
-    expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(JSON.parse(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING] ?? '{}')).toMatchObject({ attempt: key.name });
     expect(resource.status).toMatchObject({ keyId: key.id, keyName: key.name, secretName: 'ci', secretHash: expect.stringMatching(/^hmac-sha256:/) });
     expect(condition(resource, 'Ready')).toBe('True Ready');
     const secret = r.kube.secret(NAMESPACE, 'ci')!;
@@ -48,6 +48,27 @@ describe('the create protocol', () => {
     r.kube.putResource(keyResource('ProjectApiKey', 'pk'));
     expect(await r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
     expect(r.platform.calls).toEqual(['getAuth', `createOrg org-1 ${r.platform.keys[0]!.name} p-1`]);
+  });
+
+  it("a ProjectApiKey's status is written once, with its project's operations (polled already, or by the first poll its key starts)", async () => {
+    for (const firstPollMs of [undefined, 30]) {
+      const snapshot = { operations: [{ id: 'op-1', action: 'create_branch', status: 'finished', failuresCount: 0, updatedAt: '2026-11-23T00:00:00Z' }], settled: { status: 'True' as const, reason: 'AllTerminal' as const, message: 'all 1 recent operations are terminal' } };
+      let ensuredAt: number | undefined;
+      const pollers = {
+        ensure: (): void => { ensuredAt ??= performance.now(); },
+        release: (): void => undefined,
+        // undefined: the project was polled before this key; a number: its first poll ends that long after ensure().
+        snapshot: () => (firstPollMs === undefined || (ensuredAt !== undefined && performance.now() - ensuredAt >= firstPollMs) ? snapshot : undefined),
+      };
+      const r = rig({ operations: { pollers } });
+      r.kube.putResource(keyResource('ProjectApiKey', 'pk'));
+      expect(await r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+      expect(r.kube.calls.filter((c) => c.startsWith('patch status'))).toEqual([`patch status ProjectApiKey/${NAMESPACE}/pk`]);
+      const resource = r.kube.resource('ProjectApiKey', NAMESPACE, 'pk')!;
+      expect(condition(resource, 'OperationsSettled')).toBe('True AllTerminal');
+      expect(condition(resource, 'Ready')).toBe('True Ready');
+      expect((resource.status as { operations?: unknown[] }).operations).toEqual(snapshot.operations);
+    }
   });
 
   it('an ambiguous create leaves the intent, and the next reconcile revokes the key of that attempt and starts again', async () => {
@@ -168,6 +189,98 @@ describe('the create protocol', () => {
     expect(condition(resource, 'KeyIssued')).toBe('False CredentialsWrongKind');
     expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
     expect(r.platform.keys).toEqual([]);
+  });
+
+  it('a crash after the status write (a fulfilled intent left) converges with no other key, no revocation and no write', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const issued = r.platform.keys[0]!;
+    // What a process that crashed right after its status write leaves: the intent, fulfilled.
+    expect(JSON.parse(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING] ?? '{}')).toMatchObject({ attempt: issued.name });
+    r.kube.calls.length = 0;
+    r.platform.calls.length = 0;
+    // Another process (another identity), long after: the intent's grace is over.
+    const later = rig({ kube: r.kube, platformFor: (apiKey) => ({ platform: r.platform, credentialsId: apiKey.slice(0, 8) }), identity: 'operator-b', now: () => Date.now() + 3_600_000 });
+    expect(await later.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.platform.calls.filter((c) => !c.startsWith('listOrg'))).toEqual([]);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([issued.id]);
+    expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([]);
+    expect(later.events.reasons()).toEqual([]);
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyId).toBe(issued.id);
+  });
+
+  it('a key whose intent was cleared after success (by the previous version) stays in sync as before', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const issued = r.platform.keys[0]!;
+    // The previous version's end state: no intent at all.
+    const cleared = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    delete cleared.metadata.annotations?.[ANNOTATION_CREATE_PENDING];
+    r.kube.putResource(cleared);
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.platform.keys.map((k) => k.id)).toEqual([issued.id]);
+    expect(r.platform.calls.filter((c) => c.startsWith('revoke') || c.startsWith('create'))).toEqual([`createOrg org-1 ${issued.name}`]);
+  });
+
+  it('a re-applied fulfilled intent of an earlier key does not touch the key recorded now', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const first = r.platform.keys[0]!;
+    const firstIntent = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations![ANNOTATION_CREATE_PENDING]!;
+    // A tenant saves the intent, then re-applies it while it is still the recorded key's: nothing happens.
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    resource.metadata.annotations = { ...resource.metadata.annotations, [ANNOTATION_CREATE_PENDING]: firstIntent };
+    r.kube.putResource(resource);
+    r.platform.calls.length = 0;
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.platform.calls.filter((c) => !c.startsWith('listOrg'))).toEqual([]);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([first.id]);
+    expect(r.events.reasons()).toEqual(['Normal KeyIssued']);
+  });
+
+  it('a fulfilled intent of an earlier spec.keyName is not refused when keyName changes (no InvalidAnnotation, no new key)', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const issued = r.platform.keys[0]!;
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    resource.spec = { ...resource.spec, keyName: 'renamed' };
+    resource.metadata.generation = 2;
+    r.kube.putResource(resource);
+    r.kube.calls.length = 0;
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    expect(r.events.reasons()).toEqual(['Normal KeyIssued']);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([issued.id]);
+    // The new generation observed in status; the intent left as it was.
+    expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([`patch status ApiKey/${NAMESPACE}/ci`]);
+  });
+
+  it('an intent saved by a tenant and re-applied after a repair revokes only the key of its own attempt (revoked already), never the recorded one', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const first = r.platform.keys[0]!;
+    const saved = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations![ANNOTATION_CREATE_PENDING]!;
+    // Drift: the Secret deleted; the repair issues a second key, revokes the first, clears its own intent.
+    r.kube.secrets.delete(`${NAMESPACE}/ci`);
+    await r.settle();
+    const second = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    expect(second).not.toBe(first.id);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([second]);
+    // The tenant re-applies the first key's intent (signed for this resource): not fulfilled (status
+    // records the second attempt), so recovered as any such intent was before: nothing of its name is live.
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    resource.metadata.annotations = { ...resource.metadata.annotations, [ANNOTATION_CREATE_PENDING]: saved };
+    r.kube.putResource(resource);
+    await r.settle();
+    expect(r.platform.keys.map((k) => k.id)).toEqual([second]);
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyId).toBe(second);
+    expect(r.platform.calls.filter((c) => c.startsWith('revoke'))).toEqual([`revokeOrg org-1 ${first.id}`]);
+    expect(r.events.reasons().at(-1)).toBe('Warning CreateRecovered');
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
   });
 
   it('blocks without credentials, with backoff, and without calling the platform', async () => {

@@ -85,6 +85,17 @@ const rows: Row[] = [
   ['an unreadable intent is cleared', { pending: 'Malformed' }, 'ClearPending', 'InvalidAnnotation'],
   ['the finalizer comes before the intent', { pending: attempt(), hasFinalizer: false }, 'AddFinalizer', 'Creating'],
 
+  // a fulfilled intent (issue 14): a new key's intent stays once status records its attempt
+  ['a fulfilled intent is no pending attempt: in sync, nothing adopted or recovered', { pending: attempt(), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' }, platform: live }, 'InSync', 'Ready', { keyId: 7 }],
+  ['a fulfilled intent does not stop a drift check from repairing', { pending: attempt(), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' }, platform: { key: 'Absent', project: 'Unknown' } }, 'Create', 'RevokedExternally', { replaces: 7 }],
+  ['a fulfilled intent with its Secret gone: a new key replaces the recorded one (no recovery)', { pending: attempt(), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, platform: live }, 'Create', 'SecretMissing', { replaces: 7 }],
+  ['a fulfilled intent on deletion: the recorded key is revoked, nothing adopted', { deleting: true, pending: attempt(), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' } }, 'Revoke', 'Deleting', { keyId: 7 }],
+  ['an intent of another attempt than the recorded key is pending (an old intent re-applied): recovered as before', { pending: attempt(), status: { ...recorded, keyName: 'ci-deployer-zzzz0000' }, secret: synced }, 'Recover', 'Recovering'],
+  ['an intent whose attempt is in the Secret but not in status is adopted as before (status lost, or a crash before it)', { pending: attempt(), secret: { ...synced, keyName: 'ci-deployer-abcd1234' } }, 'Adopt', 'Adopting', { keyId: 7 }],
+  ["the recorded attempt's name without a key id in status is not fulfilled", { pending: attempt(), status: { keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' } }, 'Adopt', 'Adopting'],
+  ['an intent that replaces a key is never fulfilled by status: the replaced key is still to be revoked (adopted as before)', { pending: attempt({ replaces: 5 }), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' } }, 'Adopt', 'Adopting', { keyId: 7 }],
+  ["a rotation's intent is never fulfilled by status: adopted as before", { pending: attempt({ replaces: 5, rotation: {} }), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' } }, 'Adopt', 'Adopting', { keyId: 7 }],
+
   // deletion
   ['deleted without our finalizer: nothing', { deleting: true, hasFinalizer: false }, 'Nothing', 'Deleted'],
   ['deletion revokes the recorded key', { deleting: true, status: recorded, secret: synced }, 'Revoke', 'Deleting', { keyId: 7 }],
