@@ -63,6 +63,19 @@ export interface RestInputs {
   cachedVersion(kind: string, namespace: string, name: string): ObjectVersion | undefined;
   /** The platform client of credentials in use, by id; undefined once dropped. */
   platformById(credentialsId: string): ReturnType<KeyDeps['platformFor']> | undefined;
+  /**
+   * A key resource's version, generation and conditions (type and status, in order) as the cache
+   * holds them (keys/cache-projection.ts); undefined when not cached. The operations patch at rest
+   * (operations-patch.ts) needs no more.
+   */
+  cachedConditions(kind: string, namespace: string, name: string): CachedConditions | undefined;
+}
+
+/** What the cache keeps of a key resource's conditions, at the version it names. */
+export interface CachedConditions {
+  resourceVersion: string | undefined;
+  generation: number | undefined;
+  conditions: readonly { type: string; status: string }[];
 }
 
 function sameVersion(a: ObjectVersion | undefined, b: ObjectVersion): boolean {
@@ -126,8 +139,9 @@ export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSin
   if (resource?.resourceVersion !== verified.resourceVersion) return 'resource';
   if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.secretName), verified.secret)) return 'secret';
   if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.credentialsName), verified.credentials)) return 'credentials';
-  const owner = `${namespace}/${name}`;
-  if (operationsOf(deps, verified.adapter, owner) !== verified.operations) return 'operations';
+  // Operations are told last: a change of them alone may be written without a full pass
+  // (operations-patch.ts), so everything else must have been checked first.
+  const operationsChanged = operationsOf(deps, verified.adapter, `${namespace}/${name}`) !== verified.operations;
   const client = inputs.platformById(verified.credentialsId);
   if (client === undefined) return 'client dropped';
   let found;
@@ -142,6 +156,8 @@ export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSin
   // The key's use as status shows it: the same, or the full pass writes it.
   if (Object.keys(usageFields(found.listed, verified.usage)).length > 0) return 'usage';
   if (inUseOf(verified.unusedAfter, found.listed, verified.usage, verified.createdAt, now) !== verified.inUse) return 'usage';
+  // The check succeeded; the pass that writes the operations counts it (as a full pass would).
+  if (operationsChanged) return 'operations';
   checkSucceeded(deps, failingSince, `${kind}/${namespace}/${name}`, 'Live');
   return undefined;
 }

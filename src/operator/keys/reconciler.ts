@@ -12,11 +12,12 @@ import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import { nextLook, retire } from './rotation.ts';
 import { changedSince, verifiedBefore, type Verified } from './at-rest.ts';
-import type { FailingSince } from './drift.ts';
+import { checkSucceeded, type FailingSince } from './drift.ts';
 import { inSync } from './in-sync.ts';
 import { rewriteSecret } from './secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
+import { patchOperations } from './operations-patch.ts';
 import { CredentialsKinds } from './credentials-kind.ts';
 import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './resource-writes.ts';
@@ -83,6 +84,18 @@ export class KeyReconciler implements Reconciler {
     if (verified !== undefined && broken !== undefined && broken !== 'none') {
       logger.debug({ changed: broken }, 'no longer at rest');
       if (record !== undefined) record.restBroken = broken;
+    }
+    // Only the project's operations changed: one JSON patch writes them (operations-patch.ts), or the full pass runs.
+    const patched = broken === 'operations' && verified !== undefined && rest !== undefined ? await patchOperations(this.#deps, rest, request, verified, logger) : undefined;
+    if (patched !== undefined) {
+      this.#verified.set(tracking, patched);
+      checkSucceeded(this.#deps, this.#failingSince, tracking, 'Live');
+      if (record !== undefined) {
+        record.operationsPatched = true;
+        record.actions.push('InSync');
+        record.reasons.push(patched.reason);
+      }
+      return { type: 'Done', requeueAfterMs: nextLook(this.#deps, patched.nextRotationAt) };
     }
     const resource = await this.#deps.kube.readResource(kind, namespace, name);
     if (resource === undefined) {
