@@ -4,7 +4,7 @@
 // failed test). What it writes is compared with what a full pass writes for a twin resource of the
 // same project that is never at rest.
 import { describe, expect, it } from '@jest/globals';
-import { ApiException } from '@kubernetes/client-node';
+import { ApiException, type KubernetesObject } from '@kubernetes/client-node';
 import { cachedConditionsOf, trimKeyResource } from '../../../src/operator/keys/cache-projection.ts';
 import { DriftCache } from '../../../src/operator/keys/drift.ts';
 import { operationsPatch } from '../../../src/operator/keys/operations-patch.ts';
@@ -79,7 +79,7 @@ describe('an operations change of a ProjectApiKey at rest', () => {
         },
         cachedConditions: (_kind, namespace, name) => {
           const obj = r.kube.resource('ProjectApiKey', namespace, name);
-          return obj === undefined || uncached.has(name) ? undefined : cachedConditionsOf(trimKeyResource(obj));
+          return obj === undefined || uncached.has(name) ? undefined : cachedConditionsOf(trimKeyResource(obj as unknown as KubernetesObject));
         },
         platformById: (credentialsId) => ({ platform: r.platform, credentialsId }),
       },
