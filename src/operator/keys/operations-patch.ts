@@ -65,7 +65,8 @@ export async function patchOperations(deps: KeyDeps, inputs: RestInputs, request
   const owner = `${namespace}/${name}`;
   const snapshot = deps.operations.pollers.snapshot(project.projectId, owner);
   const cached = inputs.cachedConditions(kind, namespace, name);
-  // The cache must show the very version the resource rests on (it may have moved during the check).
+  // The cache must show the very version the resource rests on: not one that moved during the
+  // check, nor the one our last write replaced (its event not delivered yet: writtenOver).
   if (snapshot === undefined || cached === undefined || cached.resourceVersion !== verified.resourceVersion) return undefined;
   const ops = operationsPatch(verified.resourceVersion, cached, snapshot, new Date(deps.now()));
   let patched;
@@ -81,5 +82,5 @@ export async function patchOperations(deps: KeyDeps, inputs: RestInputs, request
   if (written === undefined) return undefined;
   deps.ownWrites?.record(objectRef(kind, namespace, name), verified.resourceVersion, written);
   // The snapshot written, as the at-rest check compares it (operationsOf: JSON of the poller's object).
-  return { ...verified, resourceVersion: written, operations: JSON.stringify(snapshot) };
+  return { ...verified, resourceVersion: written, writtenOver: verified.resourceVersion, operations: JSON.stringify(snapshot) };
 }

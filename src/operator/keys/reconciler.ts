@@ -162,7 +162,7 @@ export class KeyReconciler implements Reconciler {
         const result = await inSync(deps, ctx, action.keyId);
         // A status written here is the read version with that status (the patch carries the read
         // resourceVersion): the next pass may rest on the written version.
-        if (verified !== undefined) this.#verified.set(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, ctx.statusWritten !== undefined ? { ...verified, resourceVersion: ctx.statusWritten } : verified);
+        if (verified !== undefined) this.#verified.set(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, ctx.statusWritten !== undefined ? { ...verified, resourceVersion: ctx.statusWritten, writtenOver: verified.resourceVersion } : verified);
         return result;
       }
       case 'RewriteSecret': {

@@ -10,6 +10,7 @@ import { DriftCache } from '../../../src/operator/keys/drift.ts';
 import { operationsPatch } from '../../../src/operator/keys/operations-patch.ts';
 import type { OperationsSnapshot } from '../../../src/operator/keys/operations-poller.ts';
 import type { ReconcileRecord } from '../../../src/operator/keys/reconcile-context.ts';
+import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig } from './fakes.ts';
 
 const T0 = Date.parse('2026-11-23T10:00:00Z');
@@ -61,11 +62,14 @@ describe('operationsPatch (pure)', () => {
 
 describe('an operations change of a ProjectApiKey at rest', () => {
   /** A rig whose "caches" are the fake apiserver's current objects (up to date), except for `uncached` names. */
-  function setUp(): { r: ReturnType<typeof rig>; clock: { t: number }; snapshot: { current: OperationsSnapshot }; records: ReconcileRecord[] } {
+  function setUp(): { r: ReturnType<typeof rig>; clock: { t: number }; snapshot: { current: OperationsSnapshot }; records: ReconcileRecord[]; lagging: Map<string, KeyResource> } {
     const clock = { t: T0 };
     const snapshot = { current: settled };
     const records: ReconcileRecord[] = [];
     const uncached = new Set(['twin']);
+    /** Resources whose cache still shows an older object (its watch event not delivered yet). */
+    const lagging = new Map<string, KeyResource>();
+    const cachedResource = (namespace: string, name: string): KeyResource | undefined => lagging.get(name) ?? r.kube.resource('ProjectApiKey', namespace, name);
     const r: ReturnType<typeof rig> = rig({
       now: () => clock.t,
       drift: new DriftCache(60_000, () => clock.t),
@@ -74,17 +78,17 @@ describe('an operations change of a ProjectApiKey at rest', () => {
       rest: {
         cachedVersion: (kind, namespace, name) => {
           if (uncached.has(name)) return undefined;
-          const obj = kind === 'Secret' ? r.kube.secret(namespace, name) : r.kube.resource('ProjectApiKey', namespace, name);
+          const obj = kind === 'Secret' ? r.kube.secret(namespace, name) : cachedResource(namespace, name);
           return obj === undefined ? undefined : { uid: obj.metadata?.uid, resourceVersion: obj.metadata?.resourceVersion };
         },
         cachedConditions: (_kind, namespace, name) => {
-          const obj = r.kube.resource('ProjectApiKey', namespace, name);
+          const obj = cachedResource(namespace, name);
           return obj === undefined || uncached.has(name) ? undefined : cachedConditionsOf(trimKeyResource(obj as unknown as KubernetesObject));
         },
         platformById: (credentialsId) => ({ platform: r.platform, credentialsId }),
       },
     });
-    return { r, clock, snapshot, records };
+    return { r, clock, snapshot, records, lagging };
   }
 
   async function atRest(s: ReturnType<typeof setUp>): Promise<void> {
@@ -149,6 +153,33 @@ describe('an operations change of a ProjectApiKey at rest', () => {
     expect(s.records.at(-1)?.operationsPatched).toBeUndefined();
     await s.r.reconcile('ProjectApiKey', 'twin');
     expect(mirrored(s, 'pk')).toEqual(mirrored(s, 'twin'));
+  });
+
+  it('right after its write, while the cache still shows the version it replaced: at rest; a change then goes the full way', async () => {
+    const s = setUp();
+    await atRest(s);
+    const before = s.r.kube.resource('ProjectApiKey', NAMESPACE, 'pk')!;
+    s.snapshot.current = running;
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.records.at(-1)?.operationsPatched).toBe(true);
+    // The watch has not delivered the patch: a drift pass due meanwhile reads nothing.
+    s.lagging.set('pk', before);
+    s.r.kube.calls.length = 0;
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.records.at(-1)?.atRest).toBe(true);
+    expect(s.r.kube.calls).toEqual([]);
+    // But the cache's conditions are not the written ones: a change now is not patched from them.
+    s.snapshot.current = settled;
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.r.kube.calls).toEqual([
+      `get ProjectApiKey ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/neon-admin`, `patch status ProjectApiKey/${NAMESPACE}/pk`,
+    ]);
+    // Anyone else's version (neither the one written nor the one it replaced): the full way.
+    s.lagging.set('pk', { ...before, metadata: { ...before.metadata, resourceVersion: '999' } });
+    s.r.kube.calls.length = 0;
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.records.at(-1)?.restBroken).toBe('resource');
+    expect(s.r.kube.calls[0]).toBe(`get ProjectApiKey ${NAMESPACE}/pk`);
   });
 
   it('anything else that changed too sends it the full way (a Secret edited)', async () => {
