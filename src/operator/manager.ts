@@ -9,6 +9,7 @@ import { PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller } from './runtime/controller.ts';
 import { keyWatches, wakeProject } from './keys/watches.ts';
+import { cachedConditionsOf } from './keys/cache-projection.ts';
 import { DriftCache } from './keys/drift.ts';
 import { EventRecorder } from './keys/events.ts';
 import { ApiServerWrites } from './keys/kube-writes.ts';
@@ -171,6 +172,10 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       cachedVersion: (kind, namespace, name) => {
         const meta = controller.cachedMeta(kind, namespace, name);
         return meta === undefined ? undefined : { uid: meta.uid, resourceVersion: meta.resourceVersion };
+      },
+      cachedConditions: (kind, namespace, name) => {
+        const obj = controller.cachedObject(kind, namespace, name);
+        return obj === undefined ? undefined : cachedConditionsOf(obj);
       },
       platformById: (credentialsId) => {
         const entry = clients.get(credentialsId);

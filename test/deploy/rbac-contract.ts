@@ -12,7 +12,8 @@ export const reconcileGrants: readonly string[] = [
   // get: keys/kube-writes.ts getNamespacedCustomObject; update: keys/kube-writes.ts replaceNamespacedCustomObject
   // (finalizer and create intent, with the resourceVersion read). Never patched, created or deleted.
   ...grants('keys.neon.dev', ['apikeys', 'projectapikeys'], ['get', 'list', 'watch', 'update']),
-  // keys/kube-writes.ts patchNamespacedCustomObjectStatus (merge patch); the status is never read apart.
+  // keys/kube-writes.ts patchNamespacedCustomObjectStatus (merge patch; a JSON patch of the operations
+  // mirror at rest: keys/operations-patch.ts); the status is never read apart.
   ...grants('keys.neon.dev', ['apikeys/status', 'projectapikeys/status'], ['patch']),
   // The Secrets' owner references set blockOwnerDeletion (keys/secret-writer.ts), which the apiserver
   // allows only to whoever may update the owner's finalizers.

@@ -1,15 +1,18 @@
 // At rest it costs nothing (issue 14): with every key Ready and nothing changing, a drift pass makes
 // no apiserver request (it decides from the informers' caches and the platform's list: at-rest.ts),
 // and drift is still caught, from that state, within a drift interval: a key revoked outside, a
-// Secret deleted, a Secret edited, a project moved out of the organization. A real kube-apiserver,
+// Secret deleted, a Secret edited, a project moved out of the organization. A change of a project's
+// operations costs each of its keys one request (a JSON patch of status: operations-patch.ts), and
+// the keys of other projects none. A real kube-apiserver,
 // the emulator over HTTP, the operator in-process; the requests are counted where the operator's
 // kube client signs them (every request it sends, informers' included), not timed.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, type CustomObjectsApi, type RequestContext } from '@kubernetes/client-node';
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi, type RequestContext } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
+import { settledCondition } from '../../src/operator/keys/operations-poller.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
@@ -24,8 +27,11 @@ const DRIFT_MS = 2_000;
  */
 const CAUGHT_WITHIN_MS = 2 * 1.1 * DRIFT_MS + 6_000;
 
-interface Condition { type: string; status: string; reason: string; message: string }
-interface Resource { metadata: { annotations?: Record<string, string> }; status?: { keyId?: number; conditions?: Condition[] } }
+interface Condition { type: string; status: string; reason: string; message: string; observedGeneration?: number; lastTransitionTime?: string }
+interface Resource {
+  metadata: { annotations?: Record<string, string>; generation?: number };
+  status?: { keyId?: number; conditions?: Condition[]; operations?: { id: string; action: string; status: string; failuresCount: number; updatedAt: string }[] };
+}
 
 describe('at rest: no apiserver request per drift pass, and drift still caught', () => {
   let cp: ControlPlane;
@@ -39,6 +45,8 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
   const records: ReconcileRecord[] = [];
   /** Every request the operator's kube client sent: method and URL. */
   const sent: { method: string; url: string }[] = [];
+  /** Runs before a request of the operator's kube client is sent (a concurrent edit made at that moment). */
+  let beforeSend: ((context: RequestContext) => Promise<void>) | undefined;
   const ORG_KEYS = 8;
   const PROJECT_KEYS = 4;
 
@@ -61,7 +69,8 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
   beforeAll(async () => {
     cp = await controlPlane();
     await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    // Time scale 1: an operation's states last seconds, longer than a poll (5 s) for a failed one.
+    emulator = await startEmulator({ db: ':memory:', timeScale: 1, controlPlaneActivity: false });
     org = emulator.bootstrap.organizations[0]?.id ?? '';
     adminKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
     objects = customObjects(cp.kubeConfig);
@@ -73,6 +82,7 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     const sign = config.applySecurityAuthentication.bind(config);
     config.applySecurityAuthentication = async (context: RequestContext): Promise<void> => {
       sent.push({ method: context.getHttpMethod(), url: context.getUrl() });
+      await beforeSend?.(context);
       await sign(context);
     };
     operator = await startOperator({
@@ -123,6 +133,132 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     expect(passes.every((r) => r.actions.join() === 'InSync' && r.result === 'Done')).toBe(true);
     // Not one request: no GET of a resource or a Secret, no status patch, no event.
     expect(requestsSince(from)).toEqual([]);
+  });
+
+  describe('an operations change of a project', () => {
+    const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+    /** project-0 and project-2 are of the first project; project-1 and project-3 of the second. */
+    const mine = ['project-0', 'project-2'];
+    const firstProject = (): { id: string } => {
+      const project = emulator.bootstrap.projects.filter((p) => p.organizationId === org)[0];
+      if (project === undefined) throw new Error('no org project in the seed');
+      return project;
+    };
+    const platform = (): PlatformClient => new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: adminKey });
+    const path = (r: { method: string; url: string }): string => `${r.method} ${new URL(r.url).pathname}`;
+    const ofKey = (name: string) => (r: { url: string }): boolean => new URL(r.url).pathname.endsWith(`/projectapikeys/${name}`) || new URL(r.url).pathname.endsWith(`/projectapikeys/${name}/status`);
+    const since = (from: number, name: string): ReconcileRecord[] => records.slice(from).filter((r) => r.namespace === namespace && r.name === name);
+
+    /** What a full pass writes from the project's operations as the platform lists them now (operations-poller.ts). */
+    const expected = async (): Promise<{ settled: ReturnType<typeof settledCondition>; operations: unknown }> => {
+      const { operations } = await platform().listOperations(firstProject().id, { limit: 10 });
+      return {
+        settled: settledCondition(operations),
+        operations: operations.map((op) => ({ id: op.id, action: op.action, status: op.status, failuresCount: op.failures_count, updatedAt: op.updated_at })),
+      };
+    };
+
+    /** Waits until every key of the project mirrors `ids` finished and rests again; the OperationsSettled reasons seen on the way. */
+    const settledWith = async (ids: string[], recordsFrom: number): Promise<Set<string>> => {
+      const seen = new Set<string>();
+      await eventually(async () => {
+        for (const name of mine) {
+          const r = await get('ProjectApiKey', name);
+          const c = condition(r, 'OperationsSettled');
+          if (c !== undefined) seen.add(`${c.status} ${c.reason}`);
+          const finished = ids.every((id) => r.status?.operations?.some((o) => o.id === id && o.status === 'finished'));
+          if (!finished || c?.status !== 'True') return undefined;
+          // At rest again after the last change: its latest pass decided from the caches.
+          if (since(recordsFrom, name).at(-1)?.atRest !== true) return undefined;
+        }
+        return true;
+      }, 60_000, `${mine.join(', ')} mirroring ${ids.join(', ')} finished, at rest again`);
+      return seen;
+    };
+
+    /** Per key of the project: the passes an operations change woke, and the requests it sent for that key. */
+    const costs = (from: number, recordsFrom: number, name: string): { changes: ReconcileRecord[]; requests: string[] } => ({
+      changes: since(recordsFrom, name).filter((r) => r.restBroken === 'operations'),
+      requests: requestsSince(from).filter(ofKey(name)).map(path),
+    });
+
+    it('costs each key of the project ONE request per change (a JSON patch of status), no read, keys of other projects none', async () => {
+      const from = sent.length;
+      const recordsFrom = records.length;
+      const startedAt = new Date(Date.now() - 1_000).toISOString();
+      // An operation that fails once, is retried 5 s later and finishes (emulator time scale 1):
+      // seen running or failed (False), then settled (True).
+      await emulatorAdmin(emulator.adminUrl, 'POST', `/projects/${firstProject().id}/fail-next-operations`, { count: 1, outcome: 'failed' });
+      const { operations } = await platform().createBranch(firstProject().id);
+      const seen = await settledWith(operations.map((o) => o.id), recordsFrom);
+      expect([...seen].some((s) => s.startsWith('False'))).toBe(true);
+      for (const name of mine) {
+        const { changes, requests } = costs(from, recordsFrom, name);
+        // The operation started and finished: at least two changes, each one PATCH of status.
+        expect(changes.length).toBeGreaterThanOrEqual(2);
+        expect({ name, requests }).toEqual({ name, requests: changes.map(() => `PATCH /apis/${group}/${version}/namespaces/${namespace}/projectapikeys/${name}/status`) });
+        expect(changes.filter((r) => r.operationsPatched !== true)).toEqual([]);
+        // Nothing else sent this key the full way.
+        expect(since(recordsFrom, name).filter((r) => r.restBroken !== undefined && r.restBroken !== 'operations')).toEqual([]);
+      }
+      // Not one other request: no GET of a resource or Secret, no event, nothing for the keys of other projects.
+      expect(requestsSince(from).filter((r) => !mine.some((name) => ofKey(name)(r))).map(path)).toEqual([]);
+      // What it wrote is what a full pass writes: the condition of the operations listed, the key's generation.
+      const want = await expected();
+      for (const name of mine) {
+        const r = await get('ProjectApiKey', name);
+        expect(condition(r, 'OperationsSettled')).toEqual({ type: 'OperationsSettled', ...want.settled, observedGeneration: r.metadata.generation, lastTransitionTime: expect.any(String) });
+        // False, then True: lastTransitionTime moved with the status.
+        expect(condition(r, 'OperationsSettled')?.lastTransitionTime?.localeCompare(startedAt.replace(/\.\d+Z$/, 'Z'))).toBeGreaterThanOrEqual(0);
+        expect(r.status?.operations).toEqual(want.operations);
+      }
+      // And a full pass of the same key finds nothing to write: its status is exactly what it would write.
+      const fullFrom = sent.length;
+      const fullRecordsFrom = records.length;
+      await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'project-0', body: { metadata: { annotations: { 'test/touched': 'yes' } } } }, merge);
+      await eventually(async () => (since(fullRecordsFrom, 'project-0').some((r) => r.restBroken === 'resource' && r.result === 'Done') ? true : undefined), 20_000, 'project-0 read fresh');
+      const full = requestsSince(fullFrom).filter(ofKey('project-0')).map(path);
+      expect(full).toContain(`GET /apis/${group}/${version}/namespaces/${namespace}/projectapikeys/project-0`);
+      expect(full.filter((r) => r.startsWith('PATCH'))).toEqual([]);
+    }, 90_000);
+
+    it('falls back to the full pass when the resource changed under the patch: no lost write, the same status', async () => {
+      // Rest again first (project-0 was touched by the previous test).
+      await eventually(async () => (mine.every((name) => records.filter((r) => r.namespace === namespace && r.name === name).at(-1)?.atRest === true) ? true : undefined), 20_000, 'the project keys at rest');
+      const from = sent.length;
+      const recordsFrom = records.length;
+      let edited = false;
+      // Right before the operator's JSON patch of project-2 leaves, someone else edits project-2: the
+      // version the patch tests is no longer the resource's.
+      beforeSend = async (context): Promise<void> => {
+        if (context.getHttpMethod() !== 'PATCH' || !new URL(context.getUrl()).pathname.endsWith('/projectapikeys/project-2/status') || !String(context.getBody()).startsWith('[')) return;
+        beforeSend = undefined;
+        await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'project-2', body: { metadata: { annotations: { 'test/concurrent': 'kept' } } } }, merge);
+        edited = true;
+      };
+      try {
+        const { operations } = await platform().createBranch(firstProject().id);
+        await settledWith(operations.map((o) => o.id), recordsFrom);
+      } finally {
+        beforeSend = undefined;
+      }
+      expect(edited).toBe(true);
+      // The patch did not land (its test failed): the same pass read project-2 fresh and wrote the status.
+      const fellBack = since(recordsFrom, 'project-2').filter((r) => r.restBroken === 'operations' && r.operationsPatched !== true);
+      expect(fellBack.length).toBeGreaterThanOrEqual(1);
+      const requests = requestsSince(from).filter(ofKey('project-2')).map(path);
+      const base = `/apis/${group}/${version}/namespaces/${namespace}/projectapikeys/project-2`;
+      expect(requests.slice(0, 3)).toEqual([`PATCH ${base}/status`, `GET ${base}`, `PATCH ${base}/status`]);
+      const r = await get('ProjectApiKey', 'project-2');
+      expect(r.metadata.annotations?.['test/concurrent']).toBe('kept');
+      const want = await expected();
+      expect(condition(r, 'OperationsSettled')).toEqual({ type: 'OperationsSettled', ...want.settled, observedGeneration: r.metadata.generation, lastTransitionTime: expect.any(String) });
+      expect(r.status?.operations).toEqual(want.operations);
+      // project-0 was not edited: one request per change, as before.
+      const { changes, requests: other } = costs(from, recordsFrom, 'project-0');
+      expect(changes.length).toBeGreaterThanOrEqual(1);
+      expect(other).toEqual(changes.map(() => `PATCH /apis/${group}/${version}/namespaces/${namespace}/projectapikeys/project-0/status`));
+    }, 90_000);
   });
 
   it('a key revoked outside is caught within a drift interval, from rest', async () => {

@@ -13,7 +13,9 @@
 // full pass would have concluded (the same status, so no write). Anything else runs the full
 // reconcile with fresh reads, as before: a version that moved, an object missing from a cache, a
 // key absent from the list, a project gone, a check that failed, a scheduled rotation due, a change
-// of the key's use that status shows, new operations of the project, a client dropped for idleness.
+// of the key's use that status shows, a client dropped for idleness. New operations of the project
+// alone (every other check held) are written with one JSON patch and no read (operations-patch.ts);
+// the full pass runs only when that patch does not apply.
 //
 // What a stale cache can do: send a pass the full way (harmless), or hold a change back until the
 // watch event that carries it arrives; that event wakes the resource (keys/watches.ts: the
@@ -34,6 +36,11 @@ export interface ObjectVersion {
 /** What a full reconcile ending in InSync verified, kept per resource (no secret in it). */
 export interface Verified {
   resourceVersion: string;
+  /**
+   * The version a write of this process replaced with `resourceVersion` (a status written), which
+   * the cache shows until that write's watch event arrives: nobody else's change either way.
+   */
+  writtenOver?: string;
   secretName: string;
   secret: ObjectVersion;
   credentialsName: string;
@@ -63,6 +70,19 @@ export interface RestInputs {
   cachedVersion(kind: string, namespace: string, name: string): ObjectVersion | undefined;
   /** The platform client of credentials in use, by id; undefined once dropped. */
   platformById(credentialsId: string): ReturnType<KeyDeps['platformFor']> | undefined;
+  /**
+   * A key resource's version, generation and conditions (type and status, in order) as the cache
+   * holds them (keys/cache-projection.ts); undefined when not cached. The operations patch at rest
+   * (operations-patch.ts) needs no more.
+   */
+  cachedConditions(kind: string, namespace: string, name: string): CachedConditions | undefined;
+}
+
+/** What the cache keeps of a key resource's conditions, at the version it names. */
+export interface CachedConditions {
+  resourceVersion: string | undefined;
+  generation: number | undefined;
+  conditions: readonly { type: string; status: string }[];
 }
 
 function sameVersion(a: ObjectVersion | undefined, b: ObjectVersion): boolean {
@@ -123,11 +143,16 @@ export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSin
   const now = deps.now();
   if (verified.nextRotationAt !== undefined && now >= verified.nextRotationAt) return 'rotation due';
   const resource = inputs.cachedVersion(kind, namespace, name);
-  if (resource?.resourceVersion !== verified.resourceVersion) return 'resource';
+  // A pass right after our own write (a drift requeue that came due while the write was made) would
+  // otherwise read everything fresh again only because the watch had not delivered it yet. A change
+  // by anyone else after our write has another version, and its event wakes the resource again.
+  const cached = resource?.resourceVersion;
+  if (cached === undefined || (cached !== verified.resourceVersion && cached !== verified.writtenOver)) return 'resource';
   if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.secretName), verified.secret)) return 'secret';
   if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.credentialsName), verified.credentials)) return 'credentials';
-  const owner = `${namespace}/${name}`;
-  if (operationsOf(deps, verified.adapter, owner) !== verified.operations) return 'operations';
+  // Operations are told last: a change of them alone may be written without a full pass
+  // (operations-patch.ts), so everything else must have been checked first.
+  const operationsChanged = operationsOf(deps, verified.adapter, `${namespace}/${name}`) !== verified.operations;
   const client = inputs.platformById(verified.credentialsId);
   if (client === undefined) return 'client dropped';
   let found;
@@ -142,6 +167,8 @@ export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSin
   // The key's use as status shows it: the same, or the full pass writes it.
   if (Object.keys(usageFields(found.listed, verified.usage)).length > 0) return 'usage';
   if (inUseOf(verified.unusedAfter, found.listed, verified.usage, verified.createdAt, now) !== verified.inUse) return 'usage';
+  // The check succeeded; the pass that writes the operations counts it (as a full pass would).
+  if (operationsChanged) return 'operations';
   checkSucceeded(deps, failingSince, `${kind}/${namespace}/${name}`, 'Live');
   return undefined;
 }

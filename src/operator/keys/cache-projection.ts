@@ -1,10 +1,12 @@
 // What the caches keep of a key resource and of a managed Secret (runtime/informer-cache.ts says
 // why the caches hold a projection): its identity, plus spec.projectId (operations updates wake the
 // ProjectApiKeys of a project), spec.credentialsSecretRef.name (a change of the credentials Secret
-// wakes the resources that name it), the type and status of each condition (the managed_keys
-// metric), and a managed Secret's owner annotation (a Secret event wakes its owner). Never Secret
-// data; of any other Secret, only its identity (every Secret's metadata is watched: keys/watches.ts).
+// wakes the resources that name it), the type and status of each condition, in order (the
+// managed_keys metric; where OperationsSettled is and its status: keys/operations-patch.ts), and a
+// managed Secret's owner annotation (a Secret event wakes its owner). Never Secret data; of any
+// other Secret, only its identity (every Secret's metadata is watched: keys/watches.ts).
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
+import type { CachedConditions } from './at-rest.ts';
 import { identityMeta } from '../runtime/informer-cache.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../resources/schema.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
@@ -29,6 +31,12 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
     },
     status: { conditions: conditions.map((c) => ({ type: String(c.type), status: String(c.status) })) },
   };
+}
+
+/** What the at-rest operations patch reads of a cached key resource (operations-patch.ts). */
+export function cachedConditionsOf(obj: KubernetesObject): CachedConditions {
+  const cached = obj as Partial<CachedKeyResource>;
+  return { resourceVersion: obj.metadata?.resourceVersion, generation: obj.metadata?.generation, conditions: cached.status?.conditions ?? [] };
 }
 
 /**

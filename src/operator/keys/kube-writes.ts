@@ -20,6 +20,8 @@ export interface KubeWrites {
   replaceResource(resource: KeyResource): Promise<KeyResource>;
   /** Merge patch of the status subresource; `resourceVersion` makes it land on that version only. */
   patchStatus(resource: KeyResource, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KeyResource>;
+  /** JSON patch of the status subresource (its `test` ops make it land on what they test only: 422 otherwise). */
+  patchStatusOps(kind: KindName, namespace: string, name: string, ops: readonly JsonPatchOp[]): Promise<KeyResource>;
   /** GET of a Secret; undefined when it does not exist. */
   readSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
   createSecret(namespace: string, body: V1Secret): Promise<V1Secret>;
@@ -76,6 +78,12 @@ export class ApiServerWrites implements KubeWrites {
       group: GROUP, version: VERSION, namespace: resource.metadata.namespace, plural: KINDS[resource.kind].plural, name: resource.metadata.name,
       body: { metadata: { resourceVersion }, status },
     }, merge) as KeyResource;
+  }
+
+  async patchStatusOps(kind: KindName, namespace: string, name: string, ops: readonly JsonPatchOp[]): Promise<KeyResource> {
+    return await this.#objects.patchNamespacedCustomObjectStatus({
+      group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name, body: [...ops],
+    }, jsonPatch) as KeyResource;
   }
 
   async readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {

@@ -73,8 +73,10 @@ export interface ReconcileRecord {
    * last full pass verified had changed (at-rest.ts).
    */
   atRest?: true;
-  /** A resource that was at rest, read fresh again: what changed since its last full pass (at-rest.ts). */
+  /** A resource that was at rest, no longer: what changed since its last full pass (at-rest.ts); read fresh again unless `operationsPatched`. */
   restBroken?: RestBroken;
+  /** Only its project's operations had changed: written with one JSON patch, no read (operations-patch.ts). */
+  operationsPatched?: true;
   /** The result, or `error` for a reconcile that threw. */
   result: ReconcileResult['type'] | 'error';
 }

@@ -12,12 +12,13 @@ import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import { nextLook, retire } from './rotation.ts';
 import { changedSince, verifiedBefore, type Verified } from './at-rest.ts';
-import type { DriftGone, FailingSince } from './drift.ts';
+import { checkSucceeded, type DriftGone, type FailingSince } from './drift.ts';
 import { inSync } from './in-sync.ts';
 import { immutableMode } from './immutable-secret.ts';
 import { rewriteSecret } from './secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
+import { patchOperations } from './operations-patch.ts';
 import { CredentialsKinds } from './credentials-kind.ts';
 import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './resource-writes.ts';
@@ -101,6 +102,18 @@ export class KeyReconciler implements Reconciler {
       logger.debug({ changed: broken }, 'no longer at rest');
       if (record !== undefined) record.restBroken = broken;
     }
+    // Only the project's operations changed: one JSON patch writes them (operations-patch.ts), or the full pass runs.
+    const patched = broken === 'operations' && verified !== undefined && rest !== undefined ? await patchOperations(this.#deps, rest, request, verified, logger) : undefined;
+    if (patched !== undefined) {
+      this.#verified.set(tracking, patched);
+      checkSucceeded(this.#deps, this.#failingSince, tracking, 'Live');
+      if (record !== undefined) {
+        record.operationsPatched = true;
+        record.actions.push('InSync');
+        record.reasons.push(patched.reason);
+      }
+      return { type: 'Done', requeueAfterMs: nextLook(this.#deps, patched.nextRotationAt) };
+    }
     const resource = await this.#deps.kube.readResource(kind, namespace, name);
     if (resource === undefined) {
       this.#failingSince.delete(tracking);
@@ -179,7 +192,7 @@ export class KeyReconciler implements Reconciler {
         const result = await inSync(deps, ctx, action.keyId);
         // A status written here is the read version with that status (the patch carries the read
         // resourceVersion): the next pass may rest on the written version.
-        if (verified !== undefined) this.#verified.set(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, ctx.statusWritten !== undefined ? { ...verified, resourceVersion: ctx.statusWritten } : verified);
+        if (verified !== undefined) this.#verified.set(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, ctx.statusWritten !== undefined ? { ...verified, resourceVersion: ctx.statusWritten, writtenOver: verified.resourceVersion } : verified);
         return result;
       }
       case 'RewriteSecret': {

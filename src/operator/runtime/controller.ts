@@ -143,9 +143,14 @@ export class Controller {
    * never more than identity and what the domain declared), or undefined when no cache holds it.
    */
   cachedMeta(kind: string, namespace: string, name: string): KubernetesObject['metadata'] | undefined {
+    return this.cachedObject(kind, namespace, name)?.metadata;
+  }
+
+  /** One object (of any watched kind) as the caches hold it: their projection; undefined when no cache holds it. */
+  cachedObject(kind: string, namespace: string, name: string): KubernetesObject | undefined {
     for (const cache of this.#allCaches.get(kind) ?? []) {
       const obj = cache.get(name, namespace);
-      if (obj !== undefined) return obj.metadata;
+      if (obj !== undefined) return obj;
     }
     return undefined;
   }

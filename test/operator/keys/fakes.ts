@@ -108,6 +108,39 @@ export class FakeKube implements KubeWrites {
     return clone(stored);
   }
 
+  /** A JSON patch of status as the apiserver applies one: in order, all or nothing, 422 when a `test` fails. */
+  async patchStatusOps(kind: KindName, namespace: string, name: string, ops: readonly JsonPatchOp[]): Promise<KeyResource> {
+    const id = `${kind}/${namespace}/${name}`;
+    this.calls.push(`json-patch status ${id}`);
+    this.#maybeFail('json-patch status');
+    const current = this.resources.get(id);
+    if (current === undefined) throw notFound(id);
+    const doc = clone(current) as unknown as Record<string, unknown>;
+    for (const op of ops) {
+      const segments = op.path.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+      const last = segments.pop() ?? '';
+      let parent: unknown = doc;
+      for (const segment of segments) parent = (parent as Record<string, unknown> | undefined)?.[segment];
+      if (parent === null || typeof parent !== 'object') throw new ApiException(422, `${op.path}: no such path`, {}, {});
+      const target = parent as Record<string, unknown> & unknown[];
+      if (op.op === 'test') {
+        if (JSON.stringify(target[last]) !== JSON.stringify(op.value)) throw new ApiException(422, `testing value ${op.path} failed`, {}, {});
+      } else if (op.op === 'replace') {
+        if (!(last in target)) throw new ApiException(422, `${op.path}: no such path`, {}, {});
+        target[last] = clone(op.value);
+      } else if (Array.isArray(target) && last === '-') {
+        target.push(clone(op.value));
+      } else {
+        target[last] = clone(op.value);
+      }
+    }
+    const stored = clone(current);
+    stored.status = sortedKeys((doc as unknown as KeyResource).status) as KeyResource['status'];
+    stored.metadata.resourceVersion = this.#next();
+    this.resources.set(id, stored);
+    return clone(stored);
+  }
+
   async readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
     this.calls.push(`get Secret ${namespace}/${name}`);
     return this.secret(namespace, name);

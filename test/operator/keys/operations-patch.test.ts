@@ -1,0 +1,196 @@
+// An operations change at rest (src/operator/keys/operations-patch.ts): the JSON patch built from
+// the cache's projection (pure), and the reconciler that sends it instead of a full pass, against
+// the fake apiserver of fakes.ts (which applies a JSON patch in order, all or nothing, 422 on a
+// failed test). What it writes is compared with what a full pass writes for a twin resource of the
+// same project that is never at rest.
+import { describe, expect, it } from '@jest/globals';
+import { ApiException, type KubernetesObject } from '@kubernetes/client-node';
+import { cachedConditionsOf, trimKeyResource } from '../../../src/operator/keys/cache-projection.ts';
+import { DriftCache } from '../../../src/operator/keys/drift.ts';
+import { operationsPatch } from '../../../src/operator/keys/operations-patch.ts';
+import type { OperationsSnapshot } from '../../../src/operator/keys/operations-poller.ts';
+import type { ReconcileRecord } from '../../../src/operator/keys/reconcile-context.ts';
+import type { KeyResource } from '../../../src/operator/resources/schema.ts';
+import { NAMESPACE, keyResource, rig } from './fakes.ts';
+
+const T0 = Date.parse('2026-11-23T10:00:00Z');
+const running: OperationsSnapshot = {
+  operations: [{ id: 'op-2', action: 'create_branch', status: 'running', failuresCount: 0, updatedAt: '2026-11-23T10:00:00Z' }],
+  settled: { status: 'False', reason: 'InProgress', message: 'create_branch running (created at 2026-11-23T10:00:00Z)' },
+};
+const settled: OperationsSnapshot = {
+  operations: [{ id: 'op-2', action: 'create_branch', status: 'finished', failuresCount: 0, updatedAt: '2026-11-23T10:00:03Z' }],
+  settled: { status: 'True', reason: 'AllTerminal', message: 'all 1 recent operations are terminal' },
+};
+
+describe('operationsPatch (pure)', () => {
+  const cached = { generation: 3, conditions: [{ type: 'KeyIssued', status: 'True' }, { type: 'Ready', status: 'True' }, { type: 'OperationsSettled', status: 'True' }] };
+
+  it('tests the version rested on, then replaces the condition in place; a new status moves lastTransitionTime', () => {
+    expect(operationsPatch('41', cached, running, new Date(T0 + 1_500))).toEqual([
+      { op: 'test', path: '/metadata/resourceVersion', value: '41' },
+      { op: 'test', path: '/status/conditions/2/type', value: 'OperationsSettled' },
+      { op: 'test', path: '/status/conditions/2/status', value: 'True' },
+      { op: 'replace', path: '/status/conditions/2/status', value: 'False' },
+      { op: 'replace', path: '/status/conditions/2/reason', value: 'InProgress' },
+      { op: 'replace', path: '/status/conditions/2/message', value: running.settled.message },
+      { op: 'replace', path: '/status/conditions/2/observedGeneration', value: 3 },
+      // Second precision, as every condition the operator writes (conditions.ts setConditions).
+      { op: 'replace', path: '/status/conditions/2/lastTransitionTime', value: '2026-11-23T10:00:01Z' },
+      { op: 'add', path: '/status/operations', value: running.operations },
+    ]);
+  });
+
+  it('the same status keeps lastTransitionTime (no op touches it)', () => {
+    const ops = operationsPatch('41', cached, settled, new Date(T0));
+    expect(ops.map((o) => o.path)).not.toContain('/status/conditions/2/lastTransitionTime');
+    expect(ops).toContainEqual({ op: 'replace', path: '/status/conditions/2/reason', value: 'AllTerminal' });
+  });
+
+  it('a resource without the condition yet gets it appended, whole', () => {
+    const ops = operationsPatch('7', { generation: undefined, conditions: [{ type: 'Ready', status: 'True' }] }, running, new Date(T0));
+    expect(ops).toEqual([
+      { op: 'test', path: '/metadata/resourceVersion', value: '7' },
+      {
+        op: 'add', path: '/status/conditions/-',
+        value: { type: 'OperationsSettled', status: 'False', reason: 'InProgress', message: running.settled.message, observedGeneration: 0, lastTransitionTime: '2026-11-23T10:00:00Z' },
+      },
+      { op: 'add', path: '/status/operations', value: running.operations },
+    ]);
+  });
+});
+
+describe('an operations change of a ProjectApiKey at rest', () => {
+  /** A rig whose "caches" are the fake apiserver's current objects (up to date), except for `uncached` names. */
+  function setUp(): { r: ReturnType<typeof rig>; clock: { t: number }; snapshot: { current: OperationsSnapshot }; records: ReconcileRecord[]; lagging: Map<string, KeyResource> } {
+    const clock = { t: T0 };
+    const snapshot = { current: settled };
+    const records: ReconcileRecord[] = [];
+    const uncached = new Set(['twin']);
+    /** Resources whose cache still shows an older object (its watch event not delivered yet). */
+    const lagging = new Map<string, KeyResource>();
+    const cachedResource = (namespace: string, name: string): KeyResource | undefined => lagging.get(name) ?? r.kube.resource('ProjectApiKey', namespace, name);
+    const r: ReturnType<typeof rig> = rig({
+      now: () => clock.t,
+      drift: new DriftCache(60_000, () => clock.t),
+      operations: { pollers: { ensure: () => undefined, release: () => undefined, snapshot: () => snapshot.current } },
+      onReconcile: (record) => records.push(record),
+      rest: {
+        cachedVersion: (kind, namespace, name) => {
+          if (uncached.has(name)) return undefined;
+          const obj = kind === 'Secret' ? r.kube.secret(namespace, name) : cachedResource(namespace, name);
+          return obj === undefined ? undefined : { uid: obj.metadata?.uid, resourceVersion: obj.metadata?.resourceVersion };
+        },
+        cachedConditions: (_kind, namespace, name) => {
+          const obj = cachedResource(namespace, name);
+          return obj === undefined || uncached.has(name) ? undefined : cachedConditionsOf(trimKeyResource(obj as unknown as KubernetesObject));
+        },
+        platformById: (credentialsId) => ({ platform: r.platform, credentialsId }),
+      },
+    });
+    return { r, clock, snapshot, records, lagging };
+  }
+
+  async function atRest(s: ReturnType<typeof setUp>): Promise<void> {
+    for (const name of ['pk', 'twin']) {
+      s.r.kube.putResource(keyResource('ProjectApiKey', name));
+      await s.r.settle('ProjectApiKey', name);
+      // The pass after the create finds it InSync: what it verified is kept from then on.
+      await s.r.reconcile('ProjectApiKey', name);
+    }
+    s.r.kube.calls.length = 0;
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.records.at(-1)?.atRest).toBe(true);
+    expect(s.r.kube.calls).toEqual([]);
+  }
+
+  /** What the status mirrors of the operations, and its generation: the same for pk and its twin. */
+  const mirrored = (s: ReturnType<typeof setUp>, name: string): unknown => {
+    const status = s.r.kube.resource('ProjectApiKey', NAMESPACE, name)?.status as { operations?: unknown; conditions?: { type: string }[]; observedGeneration?: number };
+    return { operations: status.operations, settled: status.conditions?.find((c) => c.type === 'OperationsSettled'), observedGeneration: status.observedGeneration };
+  };
+
+  it('is one JSON patch and no read, and writes what a full pass writes, change after change', async () => {
+    const s = setUp();
+    await atRest(s);
+    for (const [i, next] of [running, { ...running, settled: { ...running.settled, message: 'create_branch running (and 1 more not settled)' } }, settled].entries()) {
+      s.clock.t += 1_000 * (i + 1);
+      s.snapshot.current = next;
+      s.r.kube.calls.length = 0;
+      expect(await s.r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+      expect(s.r.kube.calls).toEqual([`json-patch status ProjectApiKey/${NAMESPACE}/pk`]);
+      expect(s.records.at(-1)).toMatchObject({ restBroken: 'operations', operationsPatched: true, actions: ['InSync'], result: 'Done' });
+      // The twin is never at rest: a full pass each time.
+      await s.r.reconcile('ProjectApiKey', 'twin');
+      expect(mirrored(s, 'pk')).toEqual(mirrored(s, 'twin'));
+      // And it rests on the version it wrote: the next pass makes no request.
+      s.r.kube.calls.length = 0;
+      await s.r.reconcile('ProjectApiKey', 'pk');
+      expect(s.records.at(-1)?.atRest).toBe(true);
+      expect(s.r.kube.calls).toEqual([]);
+    }
+    // Its other conditions are those of the full pass too (their messages name the resource and its key).
+    const others = (name: string): unknown => {
+      const { status } = s.r.kube.resource('ProjectApiKey', NAMESPACE, name)!;
+      return status?.conditions?.map((c) => ({ ...c, message: c.message.replaceAll(name, '<name>').replaceAll(String(status.keyId), '<id>') }));
+    };
+    expect(others('pk')).toEqual(others('twin'));
+  });
+
+  it('a patch refused (a failed test: 422) falls back to the full pass, which writes the change', async () => {
+    const s = setUp();
+    await atRest(s);
+    s.clock.t += 5_000;
+    s.snapshot.current = running;
+    s.r.kube.calls.length = 0;
+    s.r.kube.failNext = { call: 'json-patch status', error: new ApiException(422, 'testing value /metadata/resourceVersion failed', {}, {}) };
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.r.kube.calls).toEqual([
+      `json-patch status ProjectApiKey/${NAMESPACE}/pk`,
+      `get ProjectApiKey ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/neon-admin`,
+      `patch status ProjectApiKey/${NAMESPACE}/pk`,
+    ]);
+    expect(s.records.at(-1)?.operationsPatched).toBeUndefined();
+    await s.r.reconcile('ProjectApiKey', 'twin');
+    expect(mirrored(s, 'pk')).toEqual(mirrored(s, 'twin'));
+  });
+
+  it('right after its write, while the cache still shows the version it replaced: at rest; a change then goes the full way', async () => {
+    const s = setUp();
+    await atRest(s);
+    const before = s.r.kube.resource('ProjectApiKey', NAMESPACE, 'pk')!;
+    s.snapshot.current = running;
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.records.at(-1)?.operationsPatched).toBe(true);
+    // The watch has not delivered the patch: a drift pass due meanwhile reads nothing.
+    s.lagging.set('pk', before);
+    s.r.kube.calls.length = 0;
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.records.at(-1)?.atRest).toBe(true);
+    expect(s.r.kube.calls).toEqual([]);
+    // But the cache's conditions are not the written ones: a change now is not patched from them.
+    s.snapshot.current = settled;
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.r.kube.calls).toEqual([
+      `get ProjectApiKey ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/neon-admin`, `patch status ProjectApiKey/${NAMESPACE}/pk`,
+    ]);
+    // Anyone else's version (neither the one written nor the one it replaced): the full way.
+    s.lagging.set('pk', { ...before, metadata: { ...before.metadata, resourceVersion: '999' } });
+    s.r.kube.calls.length = 0;
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.records.at(-1)?.restBroken).toBe('resource');
+    expect(s.r.kube.calls[0]).toBe(`get ProjectApiKey ${NAMESPACE}/pk`);
+  });
+
+  it('anything else that changed too sends it the full way (a Secret edited)', async () => {
+    const s = setUp();
+    await atRest(s);
+    const secret = s.r.kube.secret(NAMESPACE, 'pk')!;
+    s.r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, labels: { touched: 'yes' } } });
+    s.snapshot.current = running;
+    s.r.kube.calls.length = 0;
+    await s.r.reconcile('ProjectApiKey', 'pk');
+    expect(s.records.at(-1)?.restBroken).toBe('secret');
+    expect(s.r.kube.calls.filter((c) => c.startsWith('json-patch'))).toEqual([]);
+  });
+});
