@@ -1,0 +1,67 @@
+// The part of a round trip the org key limiter (sliding-window.ts, where the reasoning is) may give
+// back: a share of the smallest round trip recently observed, never more than half a window, and
+// nothing at all until enough round trips have been seen or for a while after the platform
+// answered 429.
+
+/** Share of the smallest recent round trip given back: 10 % of it stays as a margin... */
+const CREDIT_SHARE = 0.9;
+/** ...and so do these milliseconds (timer and clock granularity, the platform counting in whole ms). */
+const CREDIT_MARGIN_MS = 10;
+/** Round trips older than this many windows are forgotten: round trips change. */
+const SAMPLE_WINDOWS = 10;
+/** No credit before this many round trips per slot within SAMPLE_WINDOWS (see minimumSamples). */
+const SAMPLES_PER_SLOT = 2;
+/** No credit for this many windows after a 429; doubled on each further 429, up to MAX_CAUTION_WINDOWS. */
+const FIRST_CAUTION_WINDOWS = 10;
+const MAX_CAUTION_WINDOWS = 300;
+
+interface Sample {
+  at: number;
+  rttMs: number;
+}
+
+export class RoundTripCredit {
+  readonly #windowMs: number;
+  /**
+   * The first requests of a burst open connections (TCP, TLS) on their way out, so their round
+   * trips are longer than those that follow on the same connections; the minimum counts only once
+   * a second round of `limit` requests, sent on connections already open, has been answered.
+   */
+  readonly #minimumSamples: number;
+  readonly #maxSamples: number;
+  /** Oldest first. */
+  #samples: Sample[] = [];
+  #cautionUntil = Number.NEGATIVE_INFINITY;
+  #cautionMs: number;
+
+  constructor(limit: number, windowMs: number) {
+    this.#windowMs = windowMs;
+    this.#minimumSamples = SAMPLES_PER_SLOT * limit;
+    // At the full rate, SAMPLE_WINDOWS windows hold this many answers; the bound keeps memory flat.
+    this.#maxSamples = SAMPLE_WINDOWS * limit;
+    this.#cautionMs = FIRST_CAUTION_WINDOWS * windowMs;
+  }
+
+  /** A request let through at `grantedAt` was answered by the platform at `now`. */
+  answered(grantedAt: number, now: number): void {
+    this.#samples.push({ at: now, rttMs: Math.max(0, now - grantedAt) });
+    if (this.#samples.length > this.#maxSamples) this.#samples.shift();
+  }
+
+  /** The platform answered 429: it counted more than the limiter meant to send. */
+  refused(now: number): void {
+    this.#cautionUntil = now + this.#cautionMs;
+    this.#cautionMs = Math.min(this.#cautionMs * 2, MAX_CAUTION_WINDOWS * this.#windowMs);
+  }
+
+  /** Milliseconds a slot answered before `now` may be reused ahead of a full window after its answer. */
+  creditMs(now: number): number {
+    if (now < this.#cautionUntil) return 0;
+    const since = now - SAMPLE_WINDOWS * this.#windowMs;
+    while (this.#samples.length > 0 && (this.#samples[0] as Sample).at < since) this.#samples.shift();
+    if (this.#samples.length < this.#minimumSamples) return 0;
+    let smallest = Number.POSITIVE_INFINITY;
+    for (const s of this.#samples) smallest = Math.min(smallest, s.rttMs);
+    return Math.min(this.#windowMs / 2, Math.max(0, CREDIT_SHARE * smallest - CREDIT_MARGIN_MS));
+  }
+}
