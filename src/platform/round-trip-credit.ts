@@ -1,16 +1,22 @@
 // The part of a round trip the org key limiter (sliding-window.ts, where the reasoning is) may give
-// back: a share of the smallest round trip recently observed, never more than half a window, and
+// back: the smallest round trip recently observed less a margin, never more than half a window, and
 // nothing at all until enough round trips have been seen or for a while after the platform
 // answered 429.
 
-/** Share of the smallest recent round trip given back: 10 % of it stays as a margin... */
-const CREDIT_SHARE = 0.9;
-/** ...and so do these milliseconds (timer and clock granularity, the platform counting in whole ms). */
-const CREDIT_MARGIN_MS = 10;
+/**
+ * Kept back from the smallest recent round trip: 10 % of it plus 10 ms (jitter of the network
+ * grows with its length; timer and clock granularity, the platform counting in whole ms), and
+ * never less than 30 ms: a stalled event loop (GC, a starved CPU) lengthens every round trip in
+ * flight by its length whatever the network (on a loaded 2-core machine, the smallest of a
+ * limiter's first 20 round trips was seen up to 33 ms above the smallest of the next ones).
+ */
+const MARGIN_SHARE = 0.1;
+const MARGIN_MS = 10;
+const MIN_MARGIN_MS = 30;
 /** Round trips older than this many windows are forgotten: round trips change. */
 const SAMPLE_WINDOWS = 10;
 /** No credit before this many round trips per slot within SAMPLE_WINDOWS (see minimumSamples). */
-const SAMPLES_PER_SLOT = 2;
+const SAMPLES_PER_SLOT = 3;
 /** No credit for this many windows after a 429; doubled on each further 429, up to MAX_CAUTION_WINDOWS. */
 const FIRST_CAUTION_WINDOWS = 10;
 const MAX_CAUTION_WINDOWS = 300;
@@ -25,7 +31,8 @@ export class RoundTripCredit {
   /**
    * The first requests of a burst open connections (TCP, TLS) on their way out, so their round
    * trips are longer than those that follow on the same connections; the minimum counts only once
-   * a second round of `limit` requests, sent on connections already open, has been answered.
+   * two more rounds of `limit` requests, sent on connections already open, have been answered (two:
+   * one round can be lengthened as a whole by a stall, see MIN_MARGIN_MS).
    */
   readonly #minimumSamples: number;
   readonly #maxSamples: number;
@@ -62,6 +69,7 @@ export class RoundTripCredit {
     if (this.#samples.length < this.#minimumSamples) return 0;
     let smallest = Number.POSITIVE_INFINITY;
     for (const s of this.#samples) smallest = Math.min(smallest, s.rttMs);
-    return Math.min(this.#windowMs / 2, Math.max(0, CREDIT_SHARE * smallest - CREDIT_MARGIN_MS));
+    const margin = Math.max(MIN_MARGIN_MS, MARGIN_SHARE * smallest + MARGIN_MS);
+    return Math.min(this.#windowMs / 2, Math.max(0, smallest - margin));
   }
 }

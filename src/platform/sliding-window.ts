@@ -20,17 +20,19 @@
 // window apart exactly when R1 + L2 >= credit. Legs are measured on the client's clock from the
 // grant to the moment done() runs, so a send delayed by a busy event loop lengthens L2 and a late
 // done() lengthens R1: both only widen the gap. R1 + L2 is one return leg and one outbound leg,
-// about one round trip on a steady network; credit is 0.9 x (the smallest round trip answered in
-// the last 10 windows) - 10 ms, at most half a window (round-trip-credit.ts). It is unsafe only
-// when a return leg and the next outbound leg together are more than 10 % + 10 ms faster than the
-// fastest complete round trip of the last 10 s: the network or the platform suddenly sped up, or
-// the two legs jitter independently by more than that margin. The credit is taken when a request
-// leaves, not when its predecessor was answered: the first fast answer shrinks it at once for
-// every slot, so a sudden speed-up costs at most the requests already sent before that answer.
-// Throughput with backlog: windowMs + rtt - credit per slot, 1,020 ms with 100 ms round trips
-// (0.98 of the rate), 1,040 ms with 300 ms (0.96), 1,000 ms + jitter above the minimum otherwise.
+// about one round trip on a steady network. The credit is the smallest round trip answered in the
+// last 10 windows less a margin of 10 % + 10 ms, at least 30 ms, and at most half a window
+// (round-trip-credit.ts). It is unsafe only when a return leg and the next outbound leg together
+// are faster than the fastest complete round trip of the last 10 s by more than that margin: the
+// network or the platform suddenly sped up, every recent round trip was slowed (a stalled event
+// loop), or the two legs jitter independently by more than the margin. The credit is taken when
+// a request leaves, not when its predecessor was answered: the first fast answer shrinks it at
+// once for every slot, so a sudden speed-up costs at most the requests already sent before that
+// answer. Throughput with backlog: windowMs + rtt - credit per slot, 1,030 ms with 100 ms round
+// trips (0.97 of the rate), 1,040 ms with 300 ms (0.96); with jitter, the round trips above the
+// smallest one are not given back (the split between the legs is unknown).
 //
-// No credit (as before) while fewer than 2 x `limit` round trips were answered in the last 10
+// No credit (as before) while fewer than 3 x `limit` round trips were answered in the last 10
 // windows (the first round of a burst also opens connections: longer round trips than later),
 // for a request without an answer from the platform (failed, aborted: done() without an answer;
 // a 5xx may come from a gateway while the request still travels on), for one answered 429, and

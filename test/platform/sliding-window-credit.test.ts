@@ -79,31 +79,33 @@ function seeded(seed: number): () => number {
 
 describe('latency credit of the org key limiter', () => {
   it.each([
-    // [round trip, its outbound share, slot period once credited: 1,000 + rtt - (0.9 x rtt - 10)]
+    // [round trip, its outbound share, slot period once credited: 1,000 + rtt - (rtt - max(30, 0.1 x rtt + 10))]
     [0, 1, 1_000],
-    [100, 1, 1_020],
-    [100, 0.5, 1_020],
-    [100, 0, 1_020],
+    [100, 1, 1_030],
+    [100, 0.5, 1_030],
+    [100, 0, 1_030],
     [300, 1, 1_040],
     [300, 0.5, 1_040],
   ])('with a fixed %i ms round trip (%f of it outbound) reaches 0.95 of the rate, and the platform refuses none', async (rttMs, outShare, periodMs) => {
     const trips = await simulate(200, () => ({ outMs: rttMs * outShare, backMs: rttMs * (1 - outShare) }));
     expect(trips.filter((t) => t.status === 429)).toEqual([]);
     expect(mostInAnyWindow(trips)).toBeLessThanOrEqual(10);
-    // Once 20 round trips are known, each grant comes exactly one period after the grant ten before.
+    // Once 30 round trips are known, each grant comes exactly one period after the grant ten before.
     const grants = trips.map((t) => t.grantedAt);
-    for (let i = 30; i < grants.length; i++) expect((grants[i] as number) - (grants[i - 10] as number)).toBeCloseTo(periodMs, 6);
-    expect(steadyRate(trips, 30)).toBeGreaterThanOrEqual(0.95 * 10);
+    for (let i = 40; i < grants.length; i++) expect((grants[i] as number) - (grants[i - 10] as number)).toBeCloseTo(periodMs, 6);
+    expect(steadyRate(trips, 40)).toBeGreaterThanOrEqual(0.95 * 10);
   });
 
-  it('gives no credit before two rounds of round trips have been answered (the first round also opens connections)', async () => {
-    const trips = await simulate(30, () => ({ outMs: 100, backMs: 0 }));
+  it('gives no credit before three rounds of round trips have been answered (the first round also opens connections)', async () => {
+    const trips = await simulate(40, () => ({ outMs: 100, backMs: 0 }));
     const grants = trips.map((t) => t.grantedAt);
-    expect(grants.slice(0, 10)).toEqual(Array.from({ length: 10 }, () => 0));
-    // As without credit: a full window after each answer (100 ms, then 1,200 ms).
-    expect(grants.slice(10, 20)).toEqual(Array.from({ length: 10 }, () => 1_100));
-    // Twenty known: 80 ms of the 100 ms round trip given back.
-    expect(grants.slice(20, 30)).toEqual(Array.from({ length: 10 }, () => 1_200 + 1_000 - 80));
+    const round = (r: number) => grants.slice(10 * r, 10 * r + 10);
+    expect(round(0)).toEqual(Array.from({ length: 10 }, () => 0));
+    // As without credit: a full window after each answer (100 ms, 1,200 ms, 2,300 ms).
+    expect(round(1)).toEqual(Array.from({ length: 10 }, () => 1_100));
+    expect(round(2)).toEqual(Array.from({ length: 10 }, () => 2_200));
+    // Thirty known: 70 ms of the 100 ms round trip given back.
+    expect(round(3)).toEqual(Array.from({ length: 10 }, () => 2_300 + 1_000 - 70));
   });
 
   it('stays within the limit when a round trip is faster than every one before by less than the margin', async () => {
@@ -142,43 +144,44 @@ describe('latency credit of the org key limiter', () => {
   it('gives no credit to a request without an answer, answered 5xx or 429, and none at all for a while after a 429', async () => {
     const clock = manualClock();
     const limiter = orgKeyCreationLimiter(clock);
-    // Twenty answered round trips of 100 ms: credit 80 ms from now on.
-    for (let round = 0; round < 2; round++) {
+    // Thirty answered round trips of 100 ms (at 100, 1,200 and 2,300): credit 70 ms from now on.
+    for (let round = 0; round < 3; round++) {
       const permits = await Promise.all(Array.from({ length: 10 }, () => limiter.take()));
       await clock.advance(100);
       for (const p of permits) p.done({ status: 201 });
-      await clock.advance(round === 0 ? 1_000 : 0);
+      await clock.advance(round < 2 ? 1_000 : 0);
     }
-    // Answered at 1,200: free at 2,120 with the credit.
+    expect(clock.now()).toBe(2_300);
     const outcomes = [undefined, { status: 503 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }];
     const at = async () => {
       const p = await limiter.take();
       return { p, at: clock.now() };
     };
+    // Answered at 2,300: free at 3,230 with the credit.
     const next = Array.from({ length: 10 }, at);
-    await clock.advance(2_120 - clock.now());
-    const third = await Promise.all(next);
-    expect(third.map((x) => x.at)).toEqual(Array.from({ length: 10 }, () => 2_120));
+    await clock.advance(3_230 - clock.now());
+    const credited = await Promise.all(next);
+    expect(credited.map((x) => x.at)).toEqual(Array.from({ length: 10 }, () => 3_230));
     await clock.advance(100);
-    third.forEach((x, i) => x.p.done(outcomes[i]));
-    // Answered at 2,220: the failed and the 503 slots wait a full window (3,220), the others 920 ms.
-    const fourth = Array.from({ length: 10 }, at);
-    await clock.advance(3_140 - clock.now());
-    const early = await Promise.all(fourth.slice(0, 8));
-    expect(early.map((x) => x.at)).toEqual(Array.from({ length: 8 }, () => 3_140));
-    await clock.advance(3_220 - clock.now());
-    const late = await Promise.all(fourth.slice(8));
-    expect(late.map((x) => x.at)).toEqual([3_220, 3_220]);
-    // A 429 among the answers (at 3,320): every slot now waits a full window after its answer, for 10 s.
+    credited.forEach((x, i) => x.p.done(outcomes[i]));
+    // Answered at 3,330: the failed and the 503 slots wait a full window (4,330), the others 930 ms.
+    const after = Array.from({ length: 10 }, at);
+    await clock.advance(4_260 - clock.now());
+    const early = await Promise.all(after.slice(0, 8));
+    expect(early.map((x) => x.at)).toEqual(Array.from({ length: 8 }, () => 4_260));
+    await clock.advance(4_330 - clock.now());
+    const late = await Promise.all(after.slice(8));
+    expect(late.map((x) => x.at)).toEqual([4_330, 4_330]);
+    // A 429 among the answers (at 4,430): every slot now waits a full window after its answer, for 10 s.
     await clock.advance(100);
     for (const [i, x] of [...early, ...late].entries()) x.p.done({ status: i === 0 ? 429 : 201 });
     const granted: number[] = [];
-    const fifth = Array.from({ length: 10 }, () => at().then((x) => { granted.push(x.at); return x; }));
-    await clock.advance(4_319 - clock.now());
+    const cautious = Array.from({ length: 10 }, () => at().then((x) => { granted.push(x.at); return x; }));
+    await clock.advance(5_429 - clock.now());
     await new Promise((resolve) => setImmediate(resolve));
-    expect(granted).toEqual([]); // with the credit: 4,240
+    expect(granted).toEqual([]); // with the credit: 5,360
     await clock.advance(1);
-    for (const x of await Promise.all(fifth)) x.p.done({ status: 201 });
-    expect(granted).toEqual(Array.from({ length: 10 }, () => 4_320));
+    for (const x of await Promise.all(cautious)) x.p.done({ status: 201 });
+    expect(granted).toEqual(Array.from({ length: 10 }, () => 5_430));
   });
 });
