@@ -33,7 +33,8 @@
 // smallest one are not given back (the split between the legs is unknown).
 //
 // No credit (as before) while fewer than 3 x `limit` round trips were answered in the last 10
-// windows (the first round of a burst also opens connections: longer round trips than later),
+// windows or the oldest of them is less than 5 windows old (the first round of a burst also opens
+// connections; a stall lengthens every round trip for seconds: the smallest round trip needs time),
 // for a request without an answer from the platform (failed, aborted: done() without an answer;
 // a 5xx may come from a gateway while the request still travels on), for one answered 429, and
 // for 10 windows after any 429 (doubling on each further 429, up to 300): the platform counted

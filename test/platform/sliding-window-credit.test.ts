@@ -90,22 +90,22 @@ describe('latency credit of the org key limiter', () => {
     const trips = await simulate(200, () => ({ outMs: rttMs * outShare, backMs: rttMs * (1 - outShare) }));
     expect(trips.filter((t) => t.status === 429)).toEqual([]);
     expect(mostInAnyWindow(trips)).toBeLessThanOrEqual(10);
-    // Once 30 round trips are known, each grant comes exactly one period after the grant ten before.
+    // Once the round trips known go back 5 s, each grant comes exactly one period after the grant ten before.
     const grants = trips.map((t) => t.grantedAt);
-    for (let i = 40; i < grants.length; i++) expect((grants[i] as number) - (grants[i - 10] as number)).toBeCloseTo(periodMs, 6);
-    expect(steadyRate(trips, 40)).toBeGreaterThanOrEqual(0.95 * 10);
+    for (let i = 70; i < grants.length; i++) expect((grants[i] as number) - (grants[i - 10] as number)).toBeCloseTo(periodMs, 6);
+    expect(steadyRate(trips, 70)).toBeGreaterThanOrEqual(0.95 * 10);
   });
 
-  it('gives no credit before three rounds of round trips have been answered (the first round also opens connections)', async () => {
-    const trips = await simulate(40, () => ({ outMs: 100, backMs: 0 }));
+  it('gives no credit before three rounds of round trips have been answered over 5 s (the first round also opens connections)', async () => {
+    const trips = await simulate(80, () => ({ outMs: 100, backMs: 0 }));
     const grants = trips.map((t) => t.grantedAt);
     const round = (r: number) => grants.slice(10 * r, 10 * r + 10);
     expect(round(0)).toEqual(Array.from({ length: 10 }, () => 0));
-    // As without credit: a full window after each answer (100 ms, 1,200 ms, 2,300 ms).
-    expect(round(1)).toEqual(Array.from({ length: 10 }, () => 1_100));
-    expect(round(2)).toEqual(Array.from({ length: 10 }, () => 2_200));
-    // Thirty known: 70 ms of the 100 ms round trip given back.
-    expect(round(3)).toEqual(Array.from({ length: 10 }, () => 2_300 + 1_000 - 70));
+    // As without credit: a full window after each answer (at 100, 1,200, ... 5,600 ms).
+    for (let r = 1; r <= 5; r++) expect(round(r)).toEqual(Array.from({ length: 10 }, () => r * 1_100));
+    // The first answers are 5 s old: 70 ms of the 100 ms round trip given back.
+    expect(round(6)).toEqual(Array.from({ length: 10 }, () => 5_600 + 1_000 - 70));
+    expect(round(7)).toEqual(Array.from({ length: 10 }, () => 6_530 + 100 + 1_000 - 70));
   });
 
   it('stays within the limit when a round trip is faster than every one before by less than the margin', async () => {
@@ -144,44 +144,44 @@ describe('latency credit of the org key limiter', () => {
   it('gives no credit to a request without an answer, answered 5xx or 429, and none at all for a while after a 429', async () => {
     const clock = manualClock();
     const limiter = orgKeyCreationLimiter(clock);
-    // Thirty answered round trips of 100 ms (at 100, 1,200 and 2,300): credit 70 ms from now on.
-    for (let round = 0; round < 3; round++) {
+    // Round trips of 100 ms answered at 100, 1,200, ... 5,600: credit 70 ms from then on.
+    for (let round = 0; round < 6; round++) {
       const permits = await Promise.all(Array.from({ length: 10 }, () => limiter.take()));
       await clock.advance(100);
       for (const p of permits) p.done({ status: 201 });
-      await clock.advance(round < 2 ? 1_000 : 0);
+      await clock.advance(round < 5 ? 1_000 : 0);
     }
-    expect(clock.now()).toBe(2_300);
+    expect(clock.now()).toBe(5_600);
     const outcomes = [undefined, { status: 503 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }];
     const at = async () => {
       const p = await limiter.take();
       return { p, at: clock.now() };
     };
-    // Answered at 2,300: free at 3,230 with the credit.
+    // Answered at 5,600: free at 6,530 with the credit.
     const next = Array.from({ length: 10 }, at);
-    await clock.advance(3_230 - clock.now());
+    await clock.advance(6_530 - clock.now());
     const credited = await Promise.all(next);
-    expect(credited.map((x) => x.at)).toEqual(Array.from({ length: 10 }, () => 3_230));
+    expect(credited.map((x) => x.at)).toEqual(Array.from({ length: 10 }, () => 6_530));
     await clock.advance(100);
     credited.forEach((x, i) => x.p.done(outcomes[i]));
-    // Answered at 3,330: the failed and the 503 slots wait a full window (4,330), the others 930 ms.
+    // Answered at 6,630: the failed and the 503 slots wait a full window (7,630), the others 930 ms.
     const after = Array.from({ length: 10 }, at);
-    await clock.advance(4_260 - clock.now());
+    await clock.advance(7_560 - clock.now());
     const early = await Promise.all(after.slice(0, 8));
-    expect(early.map((x) => x.at)).toEqual(Array.from({ length: 8 }, () => 4_260));
-    await clock.advance(4_330 - clock.now());
+    expect(early.map((x) => x.at)).toEqual(Array.from({ length: 8 }, () => 7_560));
+    await clock.advance(7_630 - clock.now());
     const late = await Promise.all(after.slice(8));
-    expect(late.map((x) => x.at)).toEqual([4_330, 4_330]);
-    // A 429 among the answers (at 4,430): every slot now waits a full window after its answer, for 10 s.
+    expect(late.map((x) => x.at)).toEqual([7_630, 7_630]);
+    // A 429 among the answers (at 7,730): every slot now waits a full window after its answer, for 10 s.
     await clock.advance(100);
     for (const [i, x] of [...early, ...late].entries()) x.p.done({ status: i === 0 ? 429 : 201 });
     const granted: number[] = [];
     const cautious = Array.from({ length: 10 }, () => at().then((x) => { granted.push(x.at); return x; }));
-    await clock.advance(5_429 - clock.now());
+    await clock.advance(8_729 - clock.now());
     await new Promise((resolve) => setImmediate(resolve));
-    expect(granted).toEqual([]); // with the credit: 5,360
+    expect(granted).toEqual([]); // with the credit: 8,660
     await clock.advance(1);
     for (const x of await Promise.all(cautious)) x.p.done({ status: 201 });
-    expect(granted).toEqual(Array.from({ length: 10 }, () => 5_430));
+    expect(granted).toEqual(Array.from({ length: 10 }, () => 8_730));
   });
 });
