@@ -459,7 +459,8 @@ export class PlatformClient {
       if (e instanceof ResponseTooLarge) throw invalidResponse(context, {}, `body larger than ${this.#maxResponseBytes} bytes`, e.status);
       throw this.#transportError(e, context, spec.signal, deadline);
     } finally {
-      // The limiter counts this request's window from here (sliding-window.ts).
+      // The limiter counts this request's window from here, less the latency credit it may earn
+      // from the answer's round trip, none for a failure or a 429 (sliding-window.ts).
       permit?.done(answer);
     }
     this.#report(method, route, statusCode, started);
