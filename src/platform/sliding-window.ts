@@ -17,7 +17,8 @@
 // platform's work after counting included); the second leaves at d2 and arrives at A2 = d2 + L2.
 // So A2 - A1 = (d2 + L2) - (a1 - R1) = (d2 - a1) + R1 + L2. Letting the second leave at
 // d2 = a1 + windowMs - credit gives A2 - A1 = windowMs - credit + R1 + L2: the arrivals are a
-// window apart exactly when R1 + L2 >= credit. Legs are measured on the client's clock from the
+// window apart exactly when R1 + L2 >= credit (the platform's clock and ours tick at the same rate:
+// their offset cancels). Legs are measured on the client's clock from the
 // grant to the moment done() runs, so a send delayed by a busy event loop lengthens L2 and a late
 // done() lengthens R1: both only widen the gap. R1 + L2 is one return leg and one outbound leg,
 // about one round trip on a steady network. The credit is the smallest round trip answered in the
@@ -106,7 +107,7 @@ export class SlidingWindowLimiter implements RateLimiter {
     this.#credit = new RoundTripCredit(o.limit, windowMs);
     this.#waiters = new WaiterQueue<Permit>({
       // The slot free soonest must be free now (Infinity while every slot is in flight).
-      waitMs: (now) => this.#freeAt(this.#soonest(now), now) - now,
+      waitMs: (now) => this.#soonest(now).freeAt - now,
       grant: (now) => this.#occupy(now),
     }, this.#clock);
   }
@@ -115,19 +116,19 @@ export class SlidingWindowLimiter implements RateLimiter {
     return this.#waiters.take(signal);
   }
 
-  /** When `slot` may be used again, with the credit as it stands `now` (the moment a request would leave). */
-  #freeAt(slot: Slot, now: number): number {
-    return slot.answeredAt + this.#spanMs - (slot.credited ? this.#credit.creditMs(now) : 0);
-  }
-
-  #soonest(now: number): Slot {
-    let best = this.#slots[0] as Slot;
-    for (const slot of this.#slots) if (this.#freeAt(slot, now) < this.#freeAt(best, now)) best = slot;
+  /** The slot free soonest, and when, with the credit as it stands `now` (the moment a request would leave). */
+  #soonest(now: number): { slot: Slot; freeAt: number } {
+    const credit = this.#credit.creditMs(now);
+    let best = { slot: this.#slots[0] as Slot, freeAt: Number.POSITIVE_INFINITY };
+    for (const slot of this.#slots) {
+      const freeAt = slot.answeredAt + this.#spanMs - (slot.credited ? credit : 0);
+      if (freeAt < best.freeAt) best = { slot, freeAt };
+    }
     return best;
   }
 
   #occupy(now: number): Permit {
-    const slot = this.#soonest(now);
+    const { slot } = this.#soonest(now);
     slot.answeredAt = Number.POSITIVE_INFINITY;
     slot.credited = false;
     let open = true;
