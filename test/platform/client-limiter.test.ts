@@ -5,8 +5,8 @@
 // leaves the credit the least room. Throughput is printed, not asserted (timed tests on a shared
 // machine measure the machine); what must hold is that the platform refuses nothing.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { orgKeyCreationLimiter } from '../../src/platform/sliding-window.ts';
-import { adminKeys, client, countOf, emulator, ORG, secrets, setFaults, user, type Emulator, type FaultRule } from './emulator-fixture.ts';
+import { orgKeyCreationLimiter, type Answer, type RateLimiter } from '../../src/platform/sliding-window.ts';
+import { adminKeys, client, countOf, emulator, failure, ORG, secrets, setFaults, user, type Emulator, type FaultRule } from './emulator-fixture.ts';
 
 const ORG_KEYS = '/organizations/:org_id/api_keys';
 
@@ -41,4 +41,27 @@ describe('org key creation through the limiter with platform latency', () => {
     // The first 10 leave at once; the other 90 are paced (with credit after about 5 s): their rate is the limiter's.
     console.log(`org key limiter, ${label} of latency: 100 creations in ${seconds.toFixed(2)} s`);
   }, 30_000);
+});
+
+describe('what the client tells the limiter', () => {
+  it('each attempt reports its answer: the status when the platform answered, nothing when the connection failed', async () => {
+    const told: (Answer | undefined)[] = [];
+    const recording: RateLimiter = {
+      take: () => Promise.resolve({ grantedAt: performance.now(), done: (answer?: Answer) => void told.push(answer) }),
+    };
+    const alice = client(emu, user(emu, 'alice').personalKey, { orgKeyLimiter: recording });
+    // A 429 (nothing was created: retried), then the key.
+    await setFaults(emu, [{ method: 'POST', route: `/api/v2${ORG_KEYS}`, probability: 1, kind: 'status', status: 429, times: 1 }]);
+    const key = await alice.createOrganizationKey(ORG, { keyName: 'told' });
+    secrets.add(key.key);
+    // A connection reset after the request was sent: no answer (an ambiguous failure, not retried).
+    await setFaults(emu, [{ method: 'POST', route: `/api/v2${ORG_KEYS}`, probability: 1, kind: 'reset', times: 1 }]);
+    expect((await failure(alice.createOrganizationKey(ORG, { keyName: 'reset' }))).disposition).toBe('ambiguous');
+    // A refusal for good: 403 from the platform is an answer too.
+    const bob = client(emu, user(emu, 'bob').personalKey, { orgKeyLimiter: recording });
+    await failure(bob.createOrganizationKey('org-nobody-00000000', { keyName: 'not-mine' }));
+    expect(told).toEqual([{ status: 429 }, { status: 200 }, undefined, expect.objectContaining({ status: expect.any(Number) })]);
+    expect((told[3] as Answer).status).toBeGreaterThanOrEqual(400);
+    expect((told[3] as Answer).status).toBeLessThan(500);
+  });
 });
