@@ -33,7 +33,7 @@ import {
   type Project,
   type RevokedKey,
 } from './schemas.ts';
-import { defaultOrgKeyLimiter, type Permit, type RateLimiter } from './sliding-window.ts';
+import { defaultOrgKeyLimiter, type Answer, type Permit, type RateLimiter } from './sliding-window.ts';
 import { OPERATION_STATUS_CLASSES, isTerminalOperationStatus } from './operation-status.ts';
 
 export interface PlatformClientOptions {
@@ -437,6 +437,9 @@ export class PlatformClient {
     let statusCode: number;
     let responseHeaders: Record<string, string | string[] | undefined>;
     let text: string;
+    // Set once the platform has answered, even if reading the body then fails: the limiter learns
+    // the round trip and a 429 from it.
+    let answer: Answer | undefined;
     try {
       const res = await request(this.#url(spec), {
         method,
@@ -448,6 +451,7 @@ export class PlatformClient {
         bodyTimeout: this.#timeoutMs,
       });
       statusCode = res.statusCode;
+      answer = { status: statusCode };
       responseHeaders = res.headers;
       text = await readBounded(res.body, this.#maxResponseBytes, res.statusCode);
     } catch (e) {
@@ -455,8 +459,9 @@ export class PlatformClient {
       if (e instanceof ResponseTooLarge) throw invalidResponse(context, {}, `body larger than ${this.#maxResponseBytes} bytes`, e.status);
       throw this.#transportError(e, context, spec.signal, deadline);
     } finally {
-      // The limiter counts this request's window from here (sliding-window.ts).
-      permit?.done();
+      // The limiter counts this request's window from here, less the latency credit it may earn
+      // from the answer's round trip, none for a failure or a 429 (sliding-window.ts).
+      permit?.done(answer);
     }
     this.#report(method, route, statusCode, started);
 
