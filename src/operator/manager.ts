@@ -5,9 +5,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
+import { ORG_KEY_CREATIONS_PER_SECOND, PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller } from './runtime/controller.ts';
+import { CreateAdmission } from './keys/create-admission.ts';
 import { keyWatches, wakeProject } from './keys/watches.ts';
 import { DriftCache } from './keys/drift.ts';
 import { EventRecorder } from './keys/events.ts';
@@ -173,6 +174,10 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       },
     },
     ...(options.onReconcile !== undefined ? { onReconcile: options.onReconcile } : {}),
+    // Twice the platform's creations per second per organization under way at once: the limiter
+    // always has the next create waiting while an admitted key is read and its intent written;
+    // the rest of a wave waits in its organization's line, holding no worker (create-admission.ts).
+    admission: new CreateAdmission({ perOrganization: 2 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => controller.enqueueHigh(key) }),
   });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,

@@ -6,7 +6,8 @@ import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
 import type { RestBroken, RestInputs } from './at-rest.ts';
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult, Worker } from '../runtime/controller.ts';
+import type { CreateAdmission } from './create-admission.ts';
 import type { BlockedInputs, Reason } from './conditions.ts';
 import type { Credentials, Decision, Observation } from './decision.ts';
 import type { DriftCache } from './drift.ts';
@@ -49,6 +50,8 @@ export interface KeyDeps {
   rest?: RestInputs;
   /** Told of every reconcile once it ended (ReconcileRecord). */
   onReconcile?: (record: ReconcileRecord) => void;
+  /** Which creates of an organization go now and which wait for their turn (create-admission.ts); without it every create goes at once. */
+  admission?: Pick<CreateAdmission, 'admit' | 'ended'>;
 }
 
 /**
@@ -75,6 +78,11 @@ export interface ReconcileRecord {
   atRest?: true;
   /** A resource that was at rest, read fresh again: what changed since its last full pass (at-rest.ts). */
   restBroken?: RestBroken;
+  /**
+   * The create it decided waits for its organization's turn (create-admission.ts): nothing was
+   * written, and the key is queued again when its turn comes.
+   */
+  deferred?: true;
   /** The result, or `error` for a reconcile that threw. */
   result: ReconcileResult['type'] | 'error';
 }
@@ -101,6 +109,8 @@ export interface Context {
   logger: Logger;
   /** The record of this reconcile (KeyDeps.onReconcile), filled as it goes. */
   record?: ReconcileRecord;
+  /** The worker running this reconcile: a create gives it back while it waits for the platform's rate limit. */
+  worker?: Worker;
   /**
    * The resourceVersion of this reconcile's last status write (resource-writes.ts): the read version
    * with that status only, since the patch lands on the read version or not at all.
