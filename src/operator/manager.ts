@@ -177,7 +177,8 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     // Twice the platform's creations per second per organization under way at once: the limiter
     // always has the next create waiting while an admitted key is read and its intent written;
     // the rest of a wave waits in its organization's line, holding no worker (create-admission.ts).
-    admission: new CreateAdmission({ perOrganization: 2 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => controller.enqueueHigh(key) }),
+    admission: new CreateAdmission({ perOrganization: 2 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => controller.enqueue(key) }),
+    cachedKey: (kind, namespace, name) => controller.cachedObject(kind, namespace, name),
   });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,

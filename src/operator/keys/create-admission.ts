@@ -11,8 +11,13 @@
 // worker given back (runtime Worker.release). A create that is not admitted writes nothing (no
 // intent) and its reconcile ends; the key joins its organization's line, first come first served,
 // and is woken (queued again) when a create of the organization ends and its turn has come: a slot
-// is kept for it until its reconcile comes back. So each key of a wave is read twice (once when it
-// is seen, once at its turn), never once per retry, and the queue holds no waiting wave.
+// is kept for it until its reconcile comes back. So each key of a wave is read at most twice (once
+// when it is seen, once at its turn), never once per retry, and the queue holds no waiting wave.
+//
+// A new key of an organization whose slots are all taken joins the line before it is read at all
+// (waitsForTurn, from the informers' cache): the first look at a wave of 1,000 keys costs no
+// request, and a key of another organization queued behind them is reached at once; each key of
+// the wave is then read once, at its turn.
 //
 // A slot kept for a key that does not come back for a create (deleted meanwhile, or created by an
 // earlier pass) is given to the next in line when that key's reconcile ends, or after `keepMs`.
@@ -66,6 +71,19 @@ export class CreateAdmission {
     if (org.line.size === 0 && org.running + org.kept.size < this.#o.perOrganization) return this.#slot(organization, org);
     org.line.add(key);
     return undefined;
+  }
+
+  /**
+   * A new key (never issued, as the informers' cache shows it) whose organization has no slot for
+   * it joins the line at once, before anything is read: true. False when it may go on (a slot is
+   * kept for it or free); admit() decides once the reconcile comes to its create.
+   */
+  waitsForTurn(organization: string, key: string): boolean {
+    const org = this.#orgs.get(organization);
+    if (org === undefined || org.kept.has(key)) return false;
+    if (org.line.size === 0 && org.running + org.kept.size < this.#o.perOrganization) return false;
+    org.line.add(key);
+    return true;
   }
 
   /**

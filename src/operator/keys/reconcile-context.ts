@@ -1,6 +1,6 @@
 // What every step of a key reconcile shares: the dependencies (KeyDeps: the Kubernetes port, the
 // platform, the drift cache, events, signing, clocks) and what this reconcile read (Context).
-import type { V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
@@ -51,7 +51,9 @@ export interface KeyDeps {
   /** Told of every reconcile once it ended (ReconcileRecord). */
   onReconcile?: (record: ReconcileRecord) => void;
   /** Which creates of an organization go now and which wait for their turn (create-admission.ts); without it every create goes at once. */
-  admission?: Pick<CreateAdmission, 'admit' | 'ended'>;
+  admission?: Pick<CreateAdmission, 'admit' | 'ended' | 'waitsForTurn'>;
+  /** A key resource as the informers' cache holds it (cache-projection.ts), for a new key's turn without a read. */
+  cachedKey?: (kind: string, namespace: string, name: string) => KubernetesObject | undefined;
 }
 
 /**

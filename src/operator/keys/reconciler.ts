@@ -17,6 +17,7 @@ import { inSync } from './in-sync.ts';
 import { rewriteSecret } from './secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
+import { newKeyOrganization } from './cache-projection.ts';
 import { CredentialsKinds } from './credentials-kind.ts';
 import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './resource-writes.ts';
@@ -87,6 +88,14 @@ export class KeyReconciler implements Reconciler {
     if (verified !== undefined && broken !== undefined && broken !== 'none') {
       logger.debug({ changed: broken }, 'no longer at rest');
       if (record !== undefined) record.restBroken = broken;
+    }
+    // A new key of an organization whose creates are all under way: in line for its turn, unread.
+    const admission = this.#deps.admission;
+    const organization = verified === undefined && admission !== undefined ? newKeyOrganization(this.#deps.cachedKey?.(kind, namespace, name)) : undefined;
+    if (organization !== undefined && admission?.waitsForTurn(organization, tracking) === true) {
+      logger.debug({ organization }, 'new key waits for its turn in the organization');
+      if (record !== undefined) record.deferred = true;
+      return { type: 'Done' };
     }
     const resource = await this.#deps.kube.readResource(kind, namespace, name);
     if (resource === undefined) {

@@ -166,6 +166,15 @@ export class Controller {
     return undefined;
   }
 
+  /** One object of a reconciled kind as the informers last saw it (their projection), or undefined. */
+  cachedObject(kind: string, namespace: string, name: string): KubernetesObject | undefined {
+    for (const cache of this.#caches.get(kind) ?? []) {
+      const obj = cache.get(name, namespace);
+      if (obj !== undefined) return obj;
+    }
+    return undefined;
+  }
+
   /** Every object every cache holds: what this process keeps of the cluster (tests, heap audits). */
   cacheContents(): readonly KubernetesObject[] {
     return this.#informers.flatMap((informer) => informer.list());
@@ -180,12 +189,12 @@ export class Controller {
   }
 
   /**
-   * Queues a key in the high lane: one the domain held back until its turn came (a create paced to
-   * a remote system's rate limit), which must not wait behind a wave of new keys. The domain keeps
-   * such keys few at a time.
+   * Queues a key in the normal lane: one the domain held back until its turn came (a create paced
+   * to a remote system's rate limit). Not ahead of the others: a key of another organization, a
+   * repair or a deletion must not wait behind a wave's turns either.
    */
-  enqueueHigh(key: string): void {
-    this.#queue.add(key, { priority: 'high' });
+  enqueue(key: string): void {
+    this.#queue.add(key);
   }
 
   async start(): Promise<void> {

@@ -9,16 +9,14 @@
 //   bucket 10 qps burst 100), like DefaultControllerRateLimiter; forget() resets the item;
 //   addPaced() delays by the token bucket only (a next step, not a failure).
 //
-// Plus priorities, like controller-runtime's priorityqueue (pkg/controller/priorityqueue):
+// Plus two priorities, like controller-runtime's priorityqueue (pkg/controller/priorityqueue):
 // with 1,000+ resources, the periodic drift requeues and the informers' initial LIST would
 // otherwise queue a new resource, a spec change or a deletion behind all of them.
 //
 // - add(key, { priority: 'low' }) and addAfter(key, ms, { priority: 'low' }) use the low lane;
-//   'high' is for the few keys whose turn the domain held back and has now come (a paced create:
-//   they keep a remote system's budget busy, and are few at a time by construction);
-//   get() hands out a key of a lane only when no key of a higher lane waits; each lane is FIFO;
-// - a key waits in one lane at most: an add of a key waiting in a lower lane promotes it
-//   (its queue latency still counts from the first add); an add never demotes;
+//   get() hands out a low key only when no normal one waits; each lane is FIFO;
+// - a key waits in one lane at most: a normal add of a key waiting in the low lane promotes it
+//   (its queue latency still counts from the first add); a low add never demotes;
 // - a key re-added while in flight is re-queued by done() with the highest priority it was
 //   re-added with; two delayed adds of one key merge into one, at the earlier time and the higher
 //   priority.
@@ -126,10 +124,7 @@ export interface WorkQueueOptions {
   timers?: Timers;
 }
 
-export type Priority = 'high' | 'normal' | 'low';
-
-const RANK: Readonly<Record<Priority, number>> = { high: 2, normal: 1, low: 0 };
-const higher = (a: Priority, b: Priority): Priority => (RANK[a] >= RANK[b] ? a : b);
+export type Priority = 'normal' | 'low';
 
 export interface AddOptions {
   /** Default 'normal'. */
@@ -142,10 +137,9 @@ interface Delayed {
   handle: unknown;
 }
 
-/** A key waiting in a lane; `live` turns false when a promotion moves the key to another lane. */
+/** A key waiting in a lane; `live` turns false when a promotion moves the key to the other lane. */
 interface Entry<K> {
   readonly key: K;
-  readonly priority: Priority;
   live: boolean;
 }
 
@@ -199,7 +193,8 @@ class Lane<K> {
 }
 
 export class WorkQueue<K extends string> {
-  readonly #lanes: Readonly<Record<Priority, Lane<K>>> = { high: new Lane<K>(), normal: new Lane<K>(), low: new Lane<K>() };
+  readonly #normal = new Lane<K>();
+  readonly #low = new Lane<K>();
   /** The live entry of each waiting key (in one lane or the other). */
   readonly #waiting = new Map<K, Entry<K>>();
   /** Keys that need processing (waiting, or re-added while in flight), with their highest priority. */
@@ -225,7 +220,7 @@ export class WorkQueue<K extends string> {
     const priority = options.priority ?? 'normal';
     const dirty = this.#dirty.get(key);
     if (dirty !== undefined) {
-      if (RANK[priority] > RANK[dirty]) this.#promote(key, priority);
+      if (priority === 'normal' && dirty === 'low') this.#promote(key);
       return;
     }
     this.#metrics?.add();
@@ -244,7 +239,7 @@ export class WorkQueue<K extends string> {
     const readyAt = this.#timers.now() + delayMs;
     const existing = this.#delayed.get(key);
     if (existing !== undefined) {
-      existing.priority = higher(existing.priority, priority);
+      if (priority === 'normal') existing.priority = 'normal';
       if (existing.readyAt <= readyAt) return; // the earlier requeue already covers this one
       this.#timers.clearTimeout(existing.handle);
     }
@@ -278,12 +273,12 @@ export class WorkQueue<K extends string> {
   }
 
   /**
-   * The next key to process (high priority first, then normal, then low), or undefined once the queue is
+   * The next key to process (normal priority first, then low), or undefined once the queue is
    * shut down. Call done(key) after.
    */
   get(): Promise<K | undefined> {
     if (this.#shuttingDown) return Promise.resolve(undefined);
-    const entry = this.#lanes.high.shift() ?? this.#lanes.normal.shift() ?? this.#lanes.low.shift();
+    const entry = this.#normal.shift() ?? this.#low.shift();
     if (entry !== undefined) return Promise.resolve(this.#start(entry.key));
     return new Promise((resolve) => this.#waiters.push(resolve));
   }
@@ -313,7 +308,8 @@ export class WorkQueue<K extends string> {
     this.#shuttingDown = true;
     for (const { handle } of this.#delayed.values()) this.#timers.clearTimeout(handle);
     this.#delayed.clear();
-    for (const lane of Object.values(this.#lanes)) lane.clear();
+    this.#normal.clear();
+    this.#low.clear();
     this.#waiting.clear();
     this.#dirty.clear();
     this.#addedAt.clear();
@@ -339,19 +335,19 @@ export class WorkQueue<K extends string> {
     this.#metrics?.depth(this.#waiting.size);
   }
 
-  /** An add of a key that is dirty at a lower priority: waiting, it moves to the higher lane. */
-  #promote(key: K, priority: Priority): void {
-    this.#dirty.set(key, priority);
+  /** A normal add of a key that is dirty at low priority: waiting, it moves to the normal lane. */
+  #promote(key: K): void {
+    this.#dirty.set(key, 'normal');
     const entry = this.#waiting.get(key);
-    if (entry === undefined) return; // in flight: done() re-queues it at the higher priority
-    this.#lanes[entry.priority].retire(entry);
-    this.#push(key, priority); // #addedAt is kept: latency counts from the first add
+    if (entry === undefined) return; // in flight: done() re-queues it at normal priority
+    this.#low.retire(entry);
+    this.#push(key, 'normal'); // #addedAt is kept: latency counts from the first add
   }
 
   #push(key: K, priority: Priority): void {
-    const entry: Entry<K> = { key, priority, live: true };
+    const entry: Entry<K> = { key, live: true };
     this.#waiting.set(key, entry);
-    this.#lanes[priority].push(entry);
+    (priority === 'normal' ? this.#normal : this.#low).push(entry);
   }
 
   #start(key: K): K {
