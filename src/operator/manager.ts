@@ -62,6 +62,8 @@ export interface OperatorOptions {
   unverifiedAfterMs?: number;
   /** How often a resource whose replaced key retires is looked at again (rollouts, last use); default 5 s. */
   rotationPollMs?: number;
+  /** Creates of one organization under way at once, the rest waiting for their turn (keys/create-admission.ts); default 30. */
+  createsPerOrganization?: number;
 }
 
 export interface RunningOperator {
@@ -174,10 +176,12 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       },
     },
     ...(options.onReconcile !== undefined ? { onReconcile: options.onReconcile } : {}),
-    // Twice the platform's creations per second per organization under way at once: the limiter
-    // always has the next create waiting while an admitted key is read and its intent written;
-    // the rest of a wave waits in its organization's line, holding no worker (create-admission.ts).
-    admission: new CreateAdmission({ perOrganization: 2 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => controller.enqueue(key) }),
+    // Three times the platform's creations per second per organization under way at once (from a
+    // key's turn to the platform's answer to its create): the limiter's 10 slots each have the next
+    // create waiting, and 10 more keys are read and their intents written meanwhile, which on a
+    // loaded machine takes about a second. The rest of a wave waits in its organization's line,
+    // holding no worker (create-admission.ts).
+    admission: new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => controller.enqueue(key) }),
     cachedKey: (kind, namespace, name) => controller.cachedObject(kind, namespace, name),
   });
   const controller: Controller = new Controller({

@@ -6,8 +6,8 @@
 // key of another organization, a Secret repair or a deletion would queue behind the wave.
 //
 // So a create is admitted only while fewer than `perOrganization` creates of its organization are
-// under way (about twice the limiter's capacity: enough to keep the limiter busy while the next
-// admitted key is read and its intent written). An admitted create waits for the limiter with its
+// under way, from the key's turn to the platform's answer (a few times the limiter's capacity:
+// enough to keep the limiter busy while the next admitted keys are read and their intents written). An admitted create waits for the limiter with its
 // worker given back (runtime Worker.release). A create that is not admitted writes nothing (no
 // intent) and its reconcile ends; the key joins its organization's line, first come first served,
 // and is woken (queued again) when a create of the organization ends and its turn has come: a slot

@@ -17,6 +17,7 @@ import { inSync } from './in-sync.ts';
 import { rewriteSecret } from './secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
+import type { KeyPlatform } from './adapter.ts';
 import { newKeyOrganization } from './cache-projection.ts';
 import { CredentialsKinds } from './credentials-kind.ts';
 import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord } from './reconcile-context.ts';
@@ -154,7 +155,7 @@ export class KeyReconciler implements Reconciler {
       case 'Recover':
         return recover(deps, ctx, action.attempt);
       case 'Create':
-        return admitted(deps, ctx, () => create(deps, ctx, decision, action.replaces, action.rotation));
+        return admitted(deps, ctx, (paced) => create(paced, ctx, decision, action.replaces, action.rotation));
       case 'Retire':
         return retire(deps, ctx, decision, action);
       case 'InSync': {
@@ -191,24 +192,45 @@ export class KeyReconciler implements Reconciler {
 /**
  * A create of an organization's key runs when its organization's turn allows (create-admission.ts),
  * with the worker given back while it waits for the platform's rate limit; otherwise nothing is
- * written and the key is woken at its turn. Personal keys are not limited per organization.
+ * written and the key is woken at its turn. The turn ends with the platform's answer to the create
+ * (the Secret and status writes after it do not hold the organization's next key back). Personal
+ * keys are not limited per organization.
  */
-async function admitted(deps: KeyDeps, ctx: Context, run: () => Promise<ReconcileResult>): Promise<ReconcileResult> {
+async function admitted(deps: KeyDeps, ctx: Context, run: (paced: KeyDeps) => Promise<ReconcileResult>): Promise<ReconcileResult> {
   const { admission } = deps;
   const { adapter, worker, resource } = ctx;
   const organization = adapter?.listScope.startsWith('org:') === true ? adapter.listScope.slice('org:'.length) : undefined;
-  if (admission === undefined || worker === undefined || organization === undefined) return run();
+  if (admission === undefined || worker === undefined || organization === undefined) return run(deps);
   const slot = admission.admit(organization, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
   if (slot === undefined) {
     ctx.logger.debug({ organization }, 'create waits for its turn in the organization');
     if (ctx.record !== undefined) ctx.record.deferred = true;
     return { type: 'Done' };
   }
+  const paced: KeyDeps = {
+    ...deps,
+    platformFor: (apiKey) => {
+      const client = deps.platformFor(apiKey);
+      return { ...client, platform: endsTurnOnAnswer(client.platform, () => slot.done()) };
+    },
+  };
   try {
-    return await worker.release(run());
+    return await worker.release(run(paced));
   } finally {
     slot.done();
   }
+}
+
+/** The platform client, with `answered` called once the answer to an organization key's create has come (or the call failed). */
+function endsTurnOnAnswer(platform: KeyPlatform, answered: () => void): KeyPlatform {
+  return new Proxy(platform, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      if (property !== 'createOrganizationKey') return value.bind(target);
+      return (...args: unknown[]) => (value.apply(target, args) as Promise<unknown>).finally(answered);
+    },
+  });
 }
 
 /** No platform action can help: report, and look again with backoff (retry) or each drift interval. */
