@@ -189,7 +189,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     reconciler,
     watches: (namespace) => keyWatches(objects, namespace),
     logger,
-    workers: options.workers ?? 4,
+    workers: options.workers ?? 16,
     ownWrites,
     ...(watched.length > 0 ? { namespaces: watched } : {}),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
@@ -215,7 +215,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     }
   }, 5_000);
   countKeys?.unref();
-  logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 4 }, 'operator started');
+  logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 16 }, 'operator started');
   let stopping: Promise<void> | undefined;
   return {
     identity,
