@@ -44,7 +44,7 @@ if (values.help === true) {
   console.log(`neon-key-operator
   --kubeconfig <file>                  default: $KUBECONFIG, in-cluster, ~/.kube/config
   --platform-url <url>                 platform API base URL ending in /api/v2 (default: $NEON_API_URL or https://console.neon.tech/api/v2)
-  --workers <n>                        concurrent reconciles (default: $WORKERS or 4)
+  --workers <n>                        concurrent reconciles (default: $WORKERS or 16)
   --watch-namespace <ns>[,<ns>...]     watch these namespaces only (default: $WATCH_NAMESPACE or all)
   --drift-interval <duration>          e.g. 300s, 5m (default: $DRIFT_INTERVAL or 5m)
   --pending-grace <duration>           how long another process's create intent is presumed in flight
@@ -89,7 +89,7 @@ function bindAddress(text: string): { host: string; port: number } {
   return { host: host === '' ? '0.0.0.0' : host, port: Number(text.slice(index + 1)) };
 }
 
-const workers = Number(values.workers ?? process.env.WORKERS ?? 4);
+const workers = Number(values.workers ?? process.env.WORKERS ?? 16);
 if (!Number.isInteger(workers) || workers < 1) throw new Error('--workers must be a positive integer');
 const namespaces = parseWatchNamespaces(values['watch-namespace'] ?? process.env.WATCH_NAMESPACE);
 const identity = process.env.POD_NAME ?? hostname();

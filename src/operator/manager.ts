@@ -5,9 +5,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
+import { ORG_KEY_CREATIONS_PER_SECOND, PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller } from './runtime/controller.ts';
+import { CreateAdmission } from './keys/create-admission.ts';
 import { keyWatches, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf } from './keys/cache-projection.ts';
 import { DriftCache } from './keys/drift.ts';
@@ -62,6 +63,8 @@ export interface OperatorOptions {
   unverifiedAfterMs?: number;
   /** How often a resource whose replaced key retires is looked at again (rollouts, last use); default 5 s. */
   rotationPollMs?: number;
+  /** Creates of one organization under way at once, the rest waiting for their turn (keys/create-admission.ts); default 30. */
+  createsPerOrganization?: number;
 }
 
 export interface RunningOperator {
@@ -184,13 +187,20 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       },
     },
     ...(options.onReconcile !== undefined ? { onReconcile: options.onReconcile } : {}),
+    // Three times the platform's creations per second per organization under way at once (from a
+    // key's turn to the platform's answer to its create): the limiter's 10 slots each have the next
+    // create waiting, and 10 more keys are read and their intents written meanwhile, which on a
+    // loaded machine takes about a second. The rest of a wave waits in its organization's line,
+    // holding no worker (create-admission.ts).
+    admission: new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => controller.enqueue(key) }),
+    cachedKey: (kind, namespace, name) => controller.cachedObject(kind, namespace, name),
   });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,
     reconciler,
     watches: (namespace) => keyWatches(objects, namespace),
     logger,
-    workers: options.workers ?? 4,
+    workers: options.workers ?? 16,
     ownWrites,
     ...(watched.length > 0 ? { namespaces: watched } : {}),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
@@ -216,7 +226,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     }
   }, 5_000);
   countKeys?.unref();
-  logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 4 }, 'operator started');
+  logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 16 }, 'operator started');
   let stopping: Promise<void> | undefined;
   return {
     identity,

@@ -1,10 +1,12 @@
 // What the caches keep of a key resource and of a managed Secret (runtime/informer-cache.ts says
 // why the caches hold a projection): its identity, plus spec.projectId (operations updates wake the
 // ProjectApiKeys of a project), spec.credentialsSecretRef.name (a change of the credentials Secret
-// wakes the resources that name it), the type and status of each condition, in order (the
-// managed_keys metric; where OperationsSettled is and its status: keys/operations-patch.ts), and a
-// managed Secret's owner annotation (a Secret event wakes its owner). Never Secret data; of any
-// other Secret, only its identity (every Secret's metadata is watched: keys/watches.ts).
+// wakes the resources that name it), spec.organizationId (a new key of an organization whose creates
+// are all under way waits for its turn without a read: create-admission.ts), the type and status of
+// each condition, in order (the managed_keys metric; where OperationsSettled is and its status:
+// keys/operations-patch.ts), and a managed Secret's owner annotation (a Secret event wakes its
+// owner). Never Secret data; of any other Secret, only its identity (every Secret's metadata is
+// watched: keys/watches.ts).
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { CachedConditions } from './at-rest.ts';
 import { identityMeta } from '../runtime/informer-cache.ts';
@@ -13,12 +15,12 @@ import { ANNOTATION_OWNER } from './secret-writer.ts';
 
 /** An ApiKey or ProjectApiKey as the caches keep it. */
 interface CachedKeyResource extends KubernetesObject {
-  spec: { projectId?: string; credentialsSecretRef?: { name: string } };
+  spec: { projectId?: string; organizationId?: string; credentialsSecretRef?: { name: string } };
   status: { conditions: { type: string; status: string }[] };
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown; credentialsSecretRef?: { name?: unknown } }; status?: { conditions?: unknown } };
+  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown } }; status?: { conditions?: unknown } };
   const credentials = spec?.credentialsSecretRef?.name;
   const conditions = Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown }[] : [];
   return {
@@ -27,6 +29,7 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
     metadata: identityMeta(obj.metadata),
     spec: {
       ...(typeof spec?.projectId === 'string' ? { projectId: spec.projectId } : {}),
+      ...(typeof spec?.organizationId === 'string' ? { organizationId: spec.organizationId } : {}),
       ...(typeof credentials === 'string' ? { credentialsSecretRef: { name: credentials } } : {}),
     },
     status: { conditions: conditions.map((c) => ({ type: String(c.type), status: String(c.status) })) },
@@ -51,6 +54,17 @@ export function trimSecret(secret: V1Secret): V1Secret {
     kind: 'Secret',
     metadata: { ...identityMeta(secret.metadata), ...(owner !== undefined ? { annotations: { [ANNOTATION_OWNER]: owner } } : {}) },
   };
+}
+
+/**
+ * The organization of a cached key resource that was never reconciled to any condition and is not
+ * being deleted (a new key), or undefined: such a key may wait for its organization's turn to
+ * create without being read (create-admission.ts).
+ */
+export function newKeyOrganization(obj: KubernetesObject | undefined): string | undefined {
+  const cached = obj as CachedKeyResource | undefined;
+  if (cached === undefined || cached.metadata?.deletionTimestamp !== undefined || (cached.status?.conditions.length ?? 0) > 0) return undefined;
+  return cached.spec?.organizationId;
 }
 
 /** The credentials Secret a cached key resource names, as `namespace/name` (the credentials index). */

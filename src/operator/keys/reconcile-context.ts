@@ -1,12 +1,13 @@
 // What every step of a key reconcile shares: the dependencies (KeyDeps: the Kubernetes port, the
 // platform, the drift cache, events, signing, clocks) and what this reconcile read (Context).
-import type { V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
 import type { RestBroken, RestInputs } from './at-rest.ts';
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult, Worker } from '../runtime/controller.ts';
+import type { CreateAdmission } from './create-admission.ts';
 import type { BlockedInputs, Reason } from './conditions.ts';
 import type { Credentials, Decision, Observation } from './decision.ts';
 import type { DriftCache } from './drift.ts';
@@ -49,6 +50,10 @@ export interface KeyDeps {
   rest?: RestInputs;
   /** Told of every reconcile once it ended (ReconcileRecord). */
   onReconcile?: (record: ReconcileRecord) => void;
+  /** Which creates of an organization go now and which wait for their turn (create-admission.ts); without it every create goes at once. */
+  admission?: Pick<CreateAdmission, 'admit' | 'ended' | 'waitsForTurn'>;
+  /** A key resource as the informers' cache holds it (cache-projection.ts), for a new key's turn without a read. */
+  cachedKey?: (kind: string, namespace: string, name: string) => KubernetesObject | undefined;
 }
 
 /**
@@ -77,6 +82,11 @@ export interface ReconcileRecord {
   restBroken?: RestBroken;
   /** Only its project's operations had changed: written with one JSON patch, no read (operations-patch.ts). */
   operationsPatched?: true;
+  /**
+   * The create it decided waits for its organization's turn (create-admission.ts): nothing was
+   * written, and the key is queued again when its turn comes.
+   */
+  deferred?: true;
   /** The result, or `error` for a reconcile that threw. */
   result: ReconcileResult['type'] | 'error';
 }
@@ -103,6 +113,8 @@ export interface Context {
   logger: Logger;
   /** The record of this reconcile (KeyDeps.onReconcile), filled as it goes. */
   record?: ReconcileRecord;
+  /** The worker running this reconcile: a create gives it back while it waits for the platform's rate limit. */
+  worker?: Worker;
   /**
    * The resourceVersion of this reconcile's last status write (resource-writes.ts): the read version
    * with that status only, since the patch lands on the read version or not at all.

@@ -4,7 +4,7 @@
 // create-protocol.ts, deletion.ts, in-sync.ts; conditions come from conditions.ts. Level-triggered:
 // the event that woke a reconcile is never trusted, only what is read here.
 import type { Logger } from 'pino';
-import type { Reconciler, ReconcileResult, Request } from '../runtime/controller.ts';
+import type { Reconciler, ReconcileResult, Request, Worker } from '../runtime/controller.ts';
 import { FINALIZER, type KeyResource, type KindName } from '../resources/schema.ts';
 import { blockedConditions, creatingConditions, deletingConditions, findCondition, unverifiableConditions } from './conditions.ts';
 import { adopt, clearPending, create, recover } from './create-protocol.ts';
@@ -19,6 +19,8 @@ import { rewriteSecret } from './secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
 import { patchOperations } from './operations-patch.ts';
+import type { KeyPlatform } from './adapter.ts';
+import { newKeyOrganization } from './cache-projection.ts';
 import { CredentialsKinds } from './credentials-kind.ts';
 import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './resource-writes.ts';
@@ -63,23 +65,27 @@ export class KeyReconciler implements Reconciler {
     return woken;
   }
 
-  async reconcile(request: Request, logger: Logger): Promise<ReconcileResult> {
+  async reconcile(request: Request, logger: Logger, worker?: Worker): Promise<ReconcileResult> {
+    const startedAt = this.#deps.now();
     const onReconcile = this.#deps.onReconcile;
-    if (onReconcile === undefined) return this.#reconcile(request, logger, undefined);
-    const record: ReconcileRecord = {
-      ...request, startedAt: this.#deps.now(), endedAt: 0, actions: [], reasons: [], createSent: false, result: 'error',
+    const record: ReconcileRecord | undefined = onReconcile === undefined ? undefined : {
+      ...request, startedAt, endedAt: 0, actions: [], reasons: [], createSent: false, result: 'error',
     };
     try {
-      const result = await this.#reconcile(request, logger, record);
-      record.result = result.type;
+      const result = await this.#reconcile(request, logger, record, worker);
+      if (record !== undefined) record.result = result.type;
       return result;
     } finally {
-      record.endedAt = this.#deps.now();
-      onReconcile(record);
+      // A create turn kept for this key and not taken goes to the next in line (create-admission.ts).
+      this.#deps.admission?.ended(`${request.kind}/${request.namespace}/${request.name}`, startedAt);
+      if (record !== undefined) {
+        record.endedAt = this.#deps.now();
+        onReconcile?.(record);
+      }
     }
   }
 
-  async #reconcile(request: Request, logger: Logger, record: ReconcileRecord | undefined): Promise<ReconcileResult> {
+  async #reconcile(request: Request, logger: Logger, record: ReconcileRecord | undefined, worker: Worker | undefined): Promise<ReconcileResult> {
     const { namespace, name } = request;
     const kind = request.kind as KindName;
     const tracking = `${kind}/${namespace}/${name}`;
@@ -114,13 +120,21 @@ export class KeyReconciler implements Reconciler {
       }
       return { type: 'Done', requeueAfterMs: nextLook(this.#deps, patched.nextRotationAt) };
     }
+    // A new key of an organization whose creates are all under way: in line for its turn, unread.
+    const admission = this.#deps.admission;
+    const organization = verified === undefined && admission !== undefined ? newKeyOrganization(this.#deps.cachedKey?.(kind, namespace, name)) : undefined;
+    if (organization !== undefined && admission?.waitsForTurn(organization, tracking) === true) {
+      logger.debug({ organization }, 'new key waits for its turn in the organization');
+      if (record !== undefined) record.deferred = true;
+      return { type: 'Done' };
+    }
     const resource = await this.#deps.kube.readResource(kind, namespace, name);
     if (resource === undefined) {
       this.#failingSince.delete(tracking);
       return { type: 'Done' };
     }
     try {
-      return await this.#reconcileResource(resource, logger, true, record);
+      return await this.#reconcileResource(resource, logger, true, record, worker);
     } catch (error) {
       if (statusCode(error) === 409) {
         logger.debug('conflict; retrying with a fresh read');
@@ -131,8 +145,9 @@ export class KeyReconciler implements Reconciler {
   }
 
   /** Observe, decide, act on the resource as read (or as just written by this reconcile). */
-  async #reconcileResource(resource: KeyResource, logger: Logger, mayContinue: boolean, record: ReconcileRecord | undefined): Promise<ReconcileResult> {
+  async #reconcileResource(resource: KeyResource, logger: Logger, mayContinue: boolean, record: ReconcileRecord | undefined, worker: Worker | undefined): Promise<ReconcileResult> {
     const ctx = await observe(this.#deps, this.#failingSince, resource, logger);
+    if (worker !== undefined) ctx.worker = worker;
     const decision = decide(ctx.observation);
     logger.debug({ action: decision.action.type, reason: decision.reason }, 'decided');
     if (record !== undefined) {
@@ -169,7 +184,7 @@ export class KeyReconciler implements Reconciler {
         // Go on with the resource as written, once: a requeue here went through the queue's global
         // rate limit (10/s, like client-go's), which every new key paid on its way to the create,
         // and which then paced a wave of new keys below the platform's own 10/s (bench, issue 7).
-        return mayContinue ? this.#reconcileResource(updated, ctx.logger, false, ctx.record) : { type: 'Continue' };
+        return mayContinue ? this.#reconcileResource(updated, ctx.logger, false, ctx.record, ctx.worker) : { type: 'Continue' };
       }
       case 'Blocked':
         return blocked(deps, ctx, decision, action.retry);
@@ -183,7 +198,7 @@ export class KeyReconciler implements Reconciler {
       case 'Recover':
         return recover(deps, ctx, action.attempt);
       case 'Create':
-        return create(deps, ctx, decision, action.replaces, action.rotation);
+        return admitted(deps, ctx, (paced) => create(paced, ctx, decision, action.replaces, action.rotation));
       case 'Retire':
         return retire(deps, ctx, decision, action);
       case 'InSync': {
@@ -215,6 +230,50 @@ export class KeyReconciler implements Reconciler {
         return release(deps, ctx, decision);
     }
   }
+}
+
+/**
+ * A create of an organization's key runs when its organization's turn allows (create-admission.ts),
+ * with the worker given back while it waits for the platform's rate limit; otherwise nothing is
+ * written and the key is woken at its turn. The turn ends with the platform's answer to the create
+ * (the Secret and status writes after it do not hold the organization's next key back). Personal
+ * keys are not limited per organization.
+ */
+async function admitted(deps: KeyDeps, ctx: Context, run: (paced: KeyDeps) => Promise<ReconcileResult>): Promise<ReconcileResult> {
+  const { admission } = deps;
+  const { adapter, worker, resource } = ctx;
+  const organization = adapter?.listScope.startsWith('org:') === true ? adapter.listScope.slice('org:'.length) : undefined;
+  if (admission === undefined || worker === undefined || organization === undefined) return run(deps);
+  const slot = admission.admit(organization, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
+  if (slot === undefined) {
+    ctx.logger.debug({ organization }, 'create waits for its turn in the organization');
+    if (ctx.record !== undefined) ctx.record.deferred = true;
+    return { type: 'Done' };
+  }
+  const paced: KeyDeps = {
+    ...deps,
+    platformFor: (apiKey) => {
+      const client = deps.platformFor(apiKey);
+      return { ...client, platform: endsTurnOnAnswer(client.platform, () => slot.done()) };
+    },
+  };
+  try {
+    return await worker.release(run(paced));
+  } finally {
+    slot.done();
+  }
+}
+
+/** The platform client, with `answered` called once the answer to an organization key's create has come (or the call failed). */
+function endsTurnOnAnswer(platform: KeyPlatform, answered: () => void): KeyPlatform {
+  return new Proxy(platform, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      if (property !== 'createOrganizationKey') return value.bind(target);
+      return (...args: unknown[]) => (value.apply(target, args) as Promise<unknown>).finally(answered);
+    },
+  });
 }
 
 /** No platform action can help: report, and look again with backoff (retry) or each drift interval. */

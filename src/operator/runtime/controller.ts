@@ -1,7 +1,8 @@
 // A controller over any kind (controller-runtime's builder + reconcileHandler): informers declared
 // as data (what to list and watch, the projection the cache keeps, which key an event wakes) feed a
 // work queue of `kind/namespace/name`; N workers reconcile keys, one worker per key at a time (the
-// queue guarantees it). Watching a list of namespaces runs one informer per namespace and watch:
+// queue guarantees it). A reconcile may give its worker back while it waits on a remote system
+// (Worker.release): the key stays in flight, and the worker takes the next key. Watching a list of namespaces runs one informer per namespace and watch:
 // that needs list/watch in those namespaces only, so the operator can run with Roles there and no
 // cluster-wide rights. Nothing here knows what a key resource is: the domain declares its watches.
 // Objects the reconciled ones refer to (an input such as a credentials Secret) are watched too,
@@ -32,8 +33,23 @@ export interface Request {
   name: string;
 }
 
+/**
+ * The worker running a reconcile. A reconcile that must wait on something slow and outside the
+ * apiserver (a remote system's rate limit) gives the worker back for that wait, so the other keys
+ * do not queue behind it.
+ */
+export interface Worker {
+  /**
+   * Awaits `wait` without holding the worker: the worker takes the next key at once, and this
+   * reconcile goes on, once `wait` settles, outside the pool of N workers. The key stays in flight
+   * (no other worker reconciles it until this reconcile ends). Nothing here bounds how many
+   * reconciles wait so: the caller does (keys/create-admission.ts bounds them per organization).
+   */
+  release<T>(wait: Promise<T>): Promise<T>;
+}
+
 export interface Reconciler {
-  reconcile(request: Request, logger: Logger): Promise<ReconcileResult>;
+  reconcile(request: Request, logger: Logger, worker?: Worker): Promise<ReconcileResult>;
 }
 
 /** An informer with its cache: client-node's ListWatch, or a fake in tests. */
@@ -168,6 +184,15 @@ export class Controller {
     this.#queue.add(key, { priority: 'low' });
   }
 
+  /**
+   * Queues a key in the normal lane: one the domain held back until its turn came (a create paced
+   * to a remote system's rate limit). Not ahead of the others: a key of another organization, a
+   * repair or a deletion must not wait behind a wave's turns either.
+   */
+  enqueue(key: string): void {
+    this.#queue.add(key);
+  }
+
   async start(): Promise<void> {
     // undefined: one informer per watch over every namespace.
     const scopes: (string | undefined)[] = this.#o.namespaces === undefined || this.#o.namespaces.length === 0 ? [undefined] : [...this.#o.namespaces];
@@ -280,24 +305,38 @@ export class Controller {
     for (;;) {
       const key = await this.#queue.get();
       if (key === undefined) return;
-      const [kind, namespace, name] = key.split('/') as [string, string, string];
-      const logger = this.#o.logger.child({ kind, namespace, name, reconcileId: randomUUID() });
-      const started = performance.now();
-      let result: ReconcileResult | undefined;
-      this.#working.set(key, []);
-      try {
-        result = await this.#o.reconciler.reconcile({ kind, namespace, name }, logger);
-      } catch (error) {
-        logger.error({ err: error instanceof Error ? { message: error.message, code: (error as { code?: unknown }).code } : String(error) }, 'reconcile failed');
-      }
-      const seconds = (performance.now() - started) / 1000;
-      const seen = this.#working.get(key) ?? [];
-      this.#working.delete(key);
-      this.#schedule(key, kind, namespace, name, result);
-      for (const event of seen) this.#wake(key, event);
-      this.#o.onReconciled?.(kind, result === undefined ? 'error' : result.type === 'Done' ? 'success' : 'requeue', seconds);
-      this.#queue.done(key);
+      // The worker is free once the reconcile ends or releases it (Worker.release), whichever comes first.
+      let freeWorker!: () => void;
+      const released = new Promise<void>((resolve) => { freeWorker = resolve; });
+      const worker: Worker = {
+        release: (wait) => {
+          freeWorker();
+          return wait;
+        },
+      };
+      await Promise.race([this.#reconcileOne(key, worker), released]);
     }
+  }
+
+  /** One reconcile of key, then what its result says; never throws. */
+  async #reconcileOne(key: string, worker: Worker): Promise<void> {
+    const [kind, namespace, name] = key.split('/') as [string, string, string];
+    const logger = this.#o.logger.child({ kind, namespace, name, reconcileId: randomUUID() });
+    const started = performance.now();
+    let result: ReconcileResult | undefined;
+    this.#working.set(key, []);
+    try {
+      result = await this.#o.reconciler.reconcile({ kind, namespace, name }, logger, worker);
+    } catch (error) {
+      logger.error({ err: error instanceof Error ? { message: error.message, code: (error as { code?: unknown }).code } : String(error) }, 'reconcile failed');
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const seen = this.#working.get(key) ?? [];
+    this.#working.delete(key);
+    this.#schedule(key, kind, namespace, name, result);
+    for (const event of seen) this.#wake(key, event);
+    this.#o.onReconciled?.(kind, result === undefined ? 'error' : result.type === 'Done' ? 'success' : 'requeue', seconds);
+    this.#queue.done(key);
   }
 
   #schedule(key: string, kind: string, namespace: string, name: string, result: ReconcileResult | undefined): void {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import { listMetadata, makeMetadataInformer, makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
-import { credentialsSecretOf, trimKeyResource, trimSecret } from '../../../src/operator/keys/cache-projection.ts';
+import { credentialsSecretOf, newKeyOrganization, trimKeyResource, trimSecret } from '../../../src/operator/keys/cache-projection.ts';
 import { controlPlane } from '../../harness/index.ts';
 
 describe('trimKeyResource and trimSecret', () => {
@@ -28,11 +28,25 @@ describe('trimKeyResource and trimSecret', () => {
     expect(trimKeyResource(obj)).toEqual({
       apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
       metadata: { name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0) },
-      spec: { projectId: 'p', credentialsSecretRef: { name: 'c' } },
+      spec: { projectId: 'p', organizationId: 'o', credentialsSecretRef: { name: 'c' } },
       status: { conditions: [{ type: 'Ready', status: 'True' }] },
     });
     expect(trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n' }, spec: { scope: 'Personal' } } as never))
       .toEqual({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined }, spec: {}, status: { conditions: [] } });
+  });
+
+  it('name the organization of a new key only (no condition yet, not being deleted), for its create turn', () => {
+    const key = (extra: { conditions?: { type: string; status: string }[]; deleting?: boolean; organizationId?: string }): ReturnType<typeof trimKeyResource> => trimKeyResource({
+      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
+      metadata: { name: 'a', namespace: 'n', ...(extra.deleting === true ? { deletionTimestamp: new Date(0) } : {}) },
+      spec: { ...(extra.organizationId !== undefined ? { organizationId: extra.organizationId } : {}), projectId: 'p' },
+      status: { conditions: extra.conditions ?? [] },
+    } as never);
+    expect(newKeyOrganization(key({ organizationId: 'org-1' }))).toBe('org-1');
+    expect(newKeyOrganization(key({ organizationId: 'org-1', conditions: [{ type: 'Ready', status: 'False' }] }))).toBeUndefined();
+    expect(newKeyOrganization(key({ organizationId: 'org-1', deleting: true }))).toBeUndefined();
+    expect(newKeyOrganization(key({}))).toBeUndefined();
+    expect(newKeyOrganization(undefined)).toBeUndefined();
   });
 
   it('keep of a Secret its identity and owner, and none of its data', () => {

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { Controller, type ReconcileResult, type Request, type Watch } from '../../../src/operator/runtime/controller.ts';
+import { Controller, type ReconcileResult, type Request, type Watch, type Worker } from '../../../src/operator/runtime/controller.ts';
 import { OwnWrites } from '../../../src/operator/runtime/own-writes.ts';
 import { FakeInformer } from './fake-informer.ts';
 
@@ -354,5 +354,73 @@ describe('Controller', () => {
     informer?.emit('add', widget('a', '1'));
     await sleep(30);
     expect(reconciler.calls).toEqual([]);
+  });
+
+  it('gives the worker back for a released wait: the next key runs meanwhile, the released key stays in flight until its reconcile ends, stop() waits for it', async () => {
+    let open!: () => void;
+    const slow = new Promise<void>((resolve) => { open = resolve; });
+    const calls: string[] = [];
+    const ended: string[] = [];
+    let informer: FakeInformer | undefined;
+    const controller = new Controller({
+      kubeConfig: new KubeConfig(),
+      reconciler: {
+        async reconcile(request: Request, _logger: unknown, worker?: Worker): Promise<ReconcileResult> {
+          calls.push(request.name);
+          if (request.name === 'a' && calls.filter((c) => c === 'a').length === 1) await worker?.release(slow);
+          ended.push(request.name);
+          return { type: 'Done' };
+        },
+      },
+      watches: () => [{ type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o }],
+      logger: silent,
+      workers: 1,
+      informerFor: (watch) => (informer = new FakeInformer(watch)),
+    });
+    running = controller;
+    await controller.start();
+    informer?.emit('add', widget('a', '1'));
+    await until('a waiting, its worker given back', () => calls.length === 1);
+    informer?.emit('add', widget('b', '1'));
+    await until('b reconciled by the only worker while a waits', () => ended.includes('b'));
+    // An event about a while it waits is judged once its reconcile ends: never two reconciles of a at once.
+    informer?.emit('update', widget('a', '2'));
+    await sleep(30);
+    expect(calls).toEqual(['a', 'b']);
+    open();
+    await until('a ended, then reconciled again for the event', () => ended.length === 3);
+    expect(calls).toEqual(['a', 'b', 'a']);
+    expect(ended).toEqual(['b', 'a', 'a']);
+  });
+
+  it('stop() waits for a reconcile that gave its worker back', async () => {
+    let open!: () => void;
+    const slow = new Promise<void>((resolve) => { open = resolve; });
+    let released = false;
+    let informer: FakeInformer | undefined;
+    const controller = new Controller({
+      kubeConfig: new KubeConfig(),
+      reconciler: {
+        async reconcile(_request: Request, _logger: unknown, worker?: Worker): Promise<ReconcileResult> {
+          released = true;
+          await worker?.release(slow);
+          return { type: 'Done' };
+        },
+      },
+      watches: () => [{ type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o }],
+      logger: silent,
+      workers: 1,
+      informerFor: (watch) => (informer = new FakeInformer(watch)),
+    });
+    await controller.start();
+    informer?.emit('add', widget('a', '1'));
+    await until('a waiting', () => released);
+    let stopped = false;
+    const stopping = controller.stop().then(() => { stopped = true; });
+    await sleep(30);
+    expect(stopped).toBe(false);
+    open();
+    await stopping;
+    expect(stopped).toBe(true);
   });
 });

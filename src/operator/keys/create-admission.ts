@@ -1,0 +1,148 @@
+// Which creates of an organization go now, and which wait for their turn (issue 14).
+//
+// The platform lets an organization create 10 keys per second (src/platform/sliding-window.ts is
+// the client's limiter). A wave of 1,000 new keys of one organization is 100 s of creates; if each
+// of them waited for the limiter inside its reconcile, it would hold a worker for that long, and a
+// key of another organization, a Secret repair or a deletion would queue behind the wave.
+//
+// So a create is admitted only while fewer than `perOrganization` creates of its organization are
+// under way, from the key's turn to the platform's answer (a few times the limiter's capacity:
+// enough to keep the limiter busy while the next admitted keys are read and their intents written). An admitted create waits for the limiter with its
+// worker given back (runtime Worker.release). A create that is not admitted writes nothing (no
+// intent) and its reconcile ends; the key joins its organization's line, first come first served,
+// and is woken (queued again) when a create of the organization ends and its turn has come: a slot
+// is kept for it until its reconcile comes back. So each key of a wave is read at most twice (once
+// when it is seen, once at its turn), never once per retry, and the queue holds no waiting wave.
+//
+// A new key of an organization whose slots are all taken joins the line before it is read at all
+// (waitsForTurn, from the informers' cache): the first look at a wave of 1,000 keys costs no
+// request, and a key of another organization queued behind them is reached at once; each key of
+// the wave is then read once, at its turn.
+//
+// A slot kept for a key that does not come back for a create (deleted meanwhile, or created by an
+// earlier pass) is given to the next in line when that key's reconcile ends, or after `keepMs`.
+
+export interface Admitted {
+  /** The create's platform call has ended (answered, failed or abandoned); once, later calls do nothing. */
+  done(): void;
+}
+
+export interface CreateAdmissionOptions {
+  /** Creates of one organization under way at once. */
+  perOrganization: number;
+  /** Queue a key again (its turn has come): `kind/namespace/name`. */
+  wake(key: string): void;
+  /** How long a slot is kept for a woken key before the next in line gets it. Default 10 s. */
+  keepMs?: number;
+}
+
+interface Organization {
+  /** Creates under way. */
+  running: number;
+  /** Keys woken for their turn, with the slot kept for each (its expiry timer). */
+  kept: Map<string, { at: number; timer: ReturnType<typeof setTimeout> }>;
+  /** Keys waiting for their turn, in order of arrival. */
+  line: Set<string>;
+}
+
+export class CreateAdmission {
+  readonly #o: CreateAdmissionOptions;
+  readonly #keepMs: number;
+  readonly #orgs = new Map<string, Organization>();
+
+  constructor(options: CreateAdmissionOptions) {
+    if (!Number.isInteger(options.perOrganization) || options.perOrganization < 1) throw new RangeError(`perOrganization must be a positive integer, got ${options.perOrganization}`);
+    this.#o = options;
+    this.#keepMs = options.keepMs ?? 10_000;
+  }
+
+  /**
+   * A create of `key` for `organization` may go now (the Admitted is its slot until done()), or
+   * undefined: the key is in the organization's line and will be woken at its turn.
+   */
+  admit(organization: string, key: string): Admitted | undefined {
+    const org = this.#org(organization);
+    const kept = org.kept.get(key);
+    if (kept !== undefined) {
+      clearTimeout(kept.timer);
+      org.kept.delete(key);
+      return this.#slot(organization, org);
+    }
+    if (org.line.size === 0 && org.running + org.kept.size < this.#o.perOrganization) return this.#slot(organization, org);
+    org.line.add(key);
+    return undefined;
+  }
+
+  /**
+   * A new key (never issued, as the informers' cache shows it) whose organization has no slot for
+   * it joins the line at once, before anything is read: true. False when it may go on (a slot is
+   * kept for it or free); admit() decides once the reconcile comes to its create.
+   */
+  waitsForTurn(organization: string, key: string): boolean {
+    const org = this.#orgs.get(organization);
+    if (org === undefined || org.kept.has(key)) return false;
+    if (org.line.size === 0 && org.running + org.kept.size < this.#o.perOrganization) return false;
+    org.line.add(key);
+    return true;
+  }
+
+  /**
+   * A reconcile of `key` that started at `startedAt` (Date.now()) has ended: a slot kept for the key
+   * before it started and not taken goes to the next in line (the key did not need it).
+   */
+  ended(key: string, startedAt: number): void {
+    for (const [name, org] of this.#orgs) {
+      const kept = org.kept.get(key);
+      if (kept === undefined || kept.at > startedAt) continue;
+      clearTimeout(kept.timer);
+      org.kept.delete(key);
+      this.#next(name, org);
+    }
+  }
+
+  /** Keys waiting in line, over every organization (metrics, tests). */
+  waiting(): number {
+    let n = 0;
+    for (const org of this.#orgs.values()) n += org.line.size;
+    return n;
+  }
+
+  #org(name: string): Organization {
+    let org = this.#orgs.get(name);
+    if (org === undefined) {
+      org = { running: 0, kept: new Map(), line: new Set() };
+      this.#orgs.set(name, org);
+    }
+    return org;
+  }
+
+  #slot(name: string, org: Organization): Admitted {
+    org.running++;
+    let open = true;
+    return {
+      done: () => {
+        if (!open) return;
+        open = false;
+        org.running--;
+        this.#next(name, org);
+      },
+    };
+  }
+
+  /** Slots free: the next keys in line are woken, a slot kept for each. */
+  #next(name: string, org: Organization): void {
+    while (org.line.size > 0 && org.running + org.kept.size < this.#o.perOrganization) {
+      const key = org.line.values().next().value as string;
+      org.line.delete(key);
+      const timer = setTimeout(() => {
+        if (org.kept.get(key)?.timer !== timer) return;
+        org.kept.delete(key);
+        this.#next(name, org);
+      }, this.#keepMs);
+      timer.unref();
+      org.kept.set(key, { at: Date.now(), timer });
+      this.#o.wake(key);
+    }
+    if (org.running === 0 && org.kept.size === 0 && org.line.size === 0) this.#orgs.delete(name);
+  }
+}

@@ -1,0 +1,96 @@
+// keys/create-admission.ts: how many creates of an organization are under way, who waits in its
+// line, in which order turns come, and what happens to a turn its key does not take.
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { CreateAdmission } from '../../../src/operator/keys/create-admission.ts';
+
+describe('CreateAdmission', () => {
+  let woken: string[];
+  let admission: CreateAdmission;
+
+  beforeEach(() => {
+    jest.useFakeTimers({ now: 1_000_000 });
+    woken = [];
+    admission = new CreateAdmission({ perOrganization: 2, wake: (key) => woken.push(key), keepMs: 5_000 });
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('admits up to perOrganization creates of one organization; the rest wait in line and are woken in order, one per create that ends', () => {
+    const a = admission.admit('org-a', 'k/ns/a');
+    const b = admission.admit('org-a', 'k/ns/b');
+    expect(a).toBeDefined();
+    expect(b).toBeDefined();
+    expect(admission.admit('org-a', 'k/ns/c')).toBeUndefined();
+    expect(admission.admit('org-a', 'k/ns/d')).toBeUndefined();
+    // A key already in line keeps its place when it is seen again.
+    expect(admission.admit('org-a', 'k/ns/c')).toBeUndefined();
+    expect(admission.waiting()).toBe(2);
+    expect(woken).toEqual([]);
+    a?.done();
+    a?.done(); // once only
+    expect(woken).toEqual(['k/ns/c']);
+    // The turn is kept for c: a newcomer does not take it, and neither does d (behind c).
+    expect(admission.admit('org-a', 'k/ns/e')).toBeUndefined();
+    expect(admission.admit('org-a', 'k/ns/c')).toBeDefined();
+    b?.done();
+    expect(woken).toEqual(['k/ns/c', 'k/ns/d']);
+  });
+
+  it('keeps organizations apart: a full organization never delays another', () => {
+    admission.admit('org-a', 'k/ns/a1');
+    admission.admit('org-a', 'k/ns/a2');
+    expect(admission.admit('org-a', 'k/ns/a3')).toBeUndefined();
+    expect(admission.waitsForTurn('org-b', 'k/ns/b1')).toBe(false);
+    expect(admission.admit('org-b', 'k/ns/b1')).toBeDefined();
+  });
+
+  it('sends a new key to the line unread only when its organization has no slot for it, and never a key whose turn has come', () => {
+    expect(admission.waitsForTurn('org-a', 'k/ns/a')).toBe(false);
+    const a = admission.admit('org-a', 'k/ns/a');
+    expect(admission.waitsForTurn('org-a', 'k/ns/b')).toBe(false);
+    admission.admit('org-a', 'k/ns/b');
+    expect(admission.waitsForTurn('org-a', 'k/ns/c')).toBe(true);
+    expect(admission.waiting()).toBe(1);
+    a?.done();
+    expect(woken).toEqual(['k/ns/c']);
+    expect(admission.waitsForTurn('org-a', 'k/ns/c')).toBe(false);
+    expect(admission.admit('org-a', 'k/ns/c')).toBeDefined();
+  });
+
+  it('passes a turn on when its key\'s reconcile ends without taking it, but not a turn kept after that reconcile started', () => {
+    const a = admission.admit('org-a', 'k/ns/a');
+    admission.admit('org-a', 'k/ns/b');
+    admission.admit('org-a', 'k/ns/c');
+    admission.admit('org-a', 'k/ns/d');
+    const startedBefore = Date.now();
+    jest.advanceTimersByTime(10);
+    a?.done();
+    expect(woken).toEqual(['k/ns/c']);
+    // A reconcile of c that was already running when c's turn came does not give the turn away.
+    admission.ended('k/ns/c', startedBefore - 1);
+    expect(woken).toEqual(['k/ns/c']);
+    // The reconcile woken for the turn ends without a create (c was deleted meanwhile): d's turn.
+    admission.ended('k/ns/c', Date.now());
+    expect(woken).toEqual(['k/ns/c', 'k/ns/d']);
+  });
+
+  it('passes a turn on after keepMs when its key never comes back', () => {
+    const a = admission.admit('org-a', 'k/ns/a');
+    admission.admit('org-a', 'k/ns/b');
+    admission.admit('org-a', 'k/ns/c');
+    admission.admit('org-a', 'k/ns/d');
+    a?.done();
+    expect(woken).toEqual(['k/ns/c']);
+    jest.advanceTimersByTime(4_999);
+    expect(woken).toEqual(['k/ns/c']);
+    jest.advanceTimersByTime(1);
+    expect(woken).toEqual(['k/ns/c', 'k/ns/d']);
+    // c, late, goes to the back of the line.
+    expect(admission.admit('org-a', 'k/ns/c')).toBeUndefined();
+  });
+
+  it('refuses a bound that is not a positive integer', () => {
+    expect(() => new CreateAdmission({ perOrganization: 0, wake: () => undefined })).toThrow(RangeError);
+  });
+});
