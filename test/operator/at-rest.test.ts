@@ -102,11 +102,12 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
       if (project === undefined) throw new Error('the seed has fewer than two org projects');
       await create('ProjectApiKey', name, { organizationId: org, projectId: project.id, keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
     }
-    // The operations of each project polled and mirrored (a first snapshot is a change, not a rest).
+    // The operations of each project polled, mirrored and settled (a first snapshot is a change, not
+    // a rest; so is the end of an operation the seed started: at time scale 1 it runs for seconds).
     await eventually(async () => {
-      for (const name of projectKeys) if (condition(await get('ProjectApiKey', name), 'OperationsSettled') === undefined) return undefined;
+      for (const name of projectKeys) if (condition(await get('ProjectApiKey', name), 'OperationsSettled')?.status !== 'True') return undefined;
       return true;
-    }, 60_000, 'OperationsSettled on every ProjectApiKey');
+    }, 60_000, 'OperationsSettled True on every ProjectApiKey');
     // Every key at rest: over the last drift interval, every pass of every key decided from the
     // caches (the first uses of the project keys by the operations pollers are recorded by then).
     await eventually(async () => {

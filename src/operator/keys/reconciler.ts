@@ -178,7 +178,8 @@ export class KeyReconciler implements Reconciler {
             ctx.record.actions.push(next.action.type);
             ctx.record.reasons.push(next.reason);
           }
-          return create(deps, ctx, next, undefined, undefined, true);
+          // Through the organization's create turns like any create (create-admission.ts).
+          return admitted(deps, ctx, (paced) => create(paced, ctx, next, undefined, undefined, true));
         }
         const updated = await updateMetadata(deps, resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; });
         // Go on with the resource as written, once: a requeue here went through the queue's global
