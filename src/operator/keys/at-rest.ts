@@ -89,11 +89,27 @@ function sameVersion(a: ObjectVersion | undefined, b: ObjectVersion): boolean {
   return a !== undefined && a.uid === b.uid && a.resourceVersion !== undefined && a.resourceVersion === b.resourceVersion;
 }
 
+/**
+ * A project's operations snapshot as JSON, one string per snapshot object: every key of the project
+ * rests on the same instance (a snapshot holds up to ten operations, about 2 KB; a copy per key was
+ * 20 MB of heap at 10,000 keys in 20 projects). The poller keeps a snapshot object until it changes.
+ */
+const snapshotJson = new WeakMap<object, string>();
+
+export function operationsJson(snapshot: object): string {
+  let json = snapshotJson.get(snapshot);
+  if (json === undefined) {
+    json = JSON.stringify(snapshot);
+    snapshotJson.set(snapshot, json);
+  }
+  return json;
+}
+
 function operationsOf(deps: KeyDeps, adapter: KeyAdapter, owner: string): string | undefined {
   const project = adapter.project;
   if (project === undefined || deps.operations === undefined) return undefined;
   const snapshot = deps.operations.pollers.snapshot(project.projectId, owner);
-  return snapshot === undefined ? undefined : JSON.stringify(snapshot);
+  return snapshot === undefined ? undefined : operationsJson(snapshot);
 }
 
 function inUseOf(unusedAfter: string | undefined, listed: ListedKey | undefined, usage: Verified['usage'], createdAt: string | undefined, now: number): string {

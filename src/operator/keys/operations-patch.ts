@@ -17,7 +17,7 @@
 import type { Logger } from 'pino';
 import { objectRef } from '../runtime/own-writes.ts';
 import type { KindName } from '../resources/schema.ts';
-import type { CachedConditions, RestInputs, Verified } from './at-rest.ts';
+import { operationsJson, type CachedConditions, type RestInputs, type Verified } from './at-rest.ts';
 import { setConditions } from './conditions.ts';
 import type { JsonPatchOp } from './immutable-secret.ts';
 import type { OperationsSnapshot } from './operations-poller.ts';
@@ -82,5 +82,5 @@ export async function patchOperations(deps: KeyDeps, inputs: RestInputs, request
   if (written === undefined) return undefined;
   deps.ownWrites?.record(objectRef(kind, namespace, name), verified.resourceVersion, written);
   // The snapshot written, as the at-rest check compares it (operationsOf: JSON of the poller's object).
-  return { ...verified, resourceVersion: written, writtenOver: verified.resourceVersion, operations: JSON.stringify(snapshot) };
+  return { ...verified, resourceVersion: written, writtenOver: verified.resourceVersion, operations: operationsJson(snapshot) };
 }
