@@ -320,6 +320,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     operator.stderr?.pipe(logStream);
     const pid = operator.pid as number;
     const processNames = new Map([[pid, 'operator'], [emu.pid, 'emulator']]);
+    const driftMs = parseDuration(o.driftInterval) ?? 300_000;
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     for (let i = 0; ; i++) {
       if (operator.exitCode !== null) throw new Error(`operator exited (${operator.exitCode}); log ${operatorLog}`);
@@ -447,10 +448,10 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const since = (a: Map<string, number>, b: Map<string, number>) => [...b].map(([k, n]) => [k, n - (a.get(k) ?? 0)] as const).filter(([, n]) => n > 0).sort((x, y) => y[1] - x[1]);
     const WRITE_VERBS = ['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY'];
     /** The operator's writes per issued key: every write on keys, Secrets and events but the bench's own creates. */
-    const writesPerKey = (counts: (readonly [string, number])[], issued: number) => {
+    const writesPerKey = (counts: (readonly [string, number])[], issued: number, created = issued) => {
       const writes = counts.filter(([k]) => WRITE_VERBS.includes(k.split(' ')[0] as string));
-      const total = writes.reduce((s, [k, n]) => s + (k === `POST ${PLURAL}` ? n - issued : n), 0);
-      const list = writes.map(([k, n]) => `${k} ${fmt((k === `POST ${PLURAL}` ? n - issued : n) / issued, 2)}`).filter((x) => !x.endsWith(' 0.00'));
+      const total = writes.reduce((s, [k, n]) => s + (k === `POST ${PLURAL}` ? n - created : n), 0);
+      const list = writes.map(([k, n]) => `${k} ${fmt((k === `POST ${PLURAL}` ? n - created : n) / issued, 2)}`).filter((x) => !x.endsWith(' 0.00'));
       const reads = counts.filter(([k]) => !WRITE_VERBS.includes(k.split(' ')[0] as string));
       const readList = reads.map(([k, n]) => `${k} ${fmt(n / issued, 2)}`);
       return { perKey: total / issued, list: list.join(', '), readsPerKey: reads.reduce((sum, [, n]) => sum + n, 0) / issued, reads: readList.join(', ') };
@@ -551,6 +552,18 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     };
     await controlPlane(false);
     await sleep(OPERATIONS_END_MS);
+    // A key's first drift pass after its create is a full one (the create records no rest), one drift
+    // interval after it: the soak starts once every key of phase 4 has had it, so that it measures
+    // rest, not the tail of the wave (the 2026-11-23 18:00 run's soak held those first passes).
+    const firstPasses = Math.max(...mem.map((k) => readyAt.get(k.name) ?? 0)) + driftMs + 15_000 - performance.now();
+    const apiFirstA = await apiserverRequests();
+    if (firstPasses > 0) {
+      log(`   waiting ${fmt(firstPasses / 1000)} s for the first drift pass of every key of phase 4`);
+      await sleep(firstPasses);
+    }
+    const apiFirst = since(apiFirstA, await apiserverRequests());
+    const firstPassWrites = writesPerKey(apiFirst, more, 0);
+    log(`   first drift passes: per key of phase 4, writes ${fmt(firstPassWrites.perKey, 2)} (${firstPassWrites.list || 'none'}), reads ${fmt(firstPassWrites.readsPerKey, 2)}`);
     log(`   soak ${o.soakSeconds} s, the emulator's own operations off`);
     await resetRequests();
     const api5a = await apiserverRequests();
@@ -606,7 +619,6 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
 
     // ---- 5a. drift from rest, and 5b. one organization behind a slow platform, at the same time.
     log(`5. drift from rest (a key revoked, a Secret deleted, a Secret edited, a project moved) and ${o.keys} keys with ${o.latencyMs} ms platform latency`);
-    const driftMs = parseDuration(o.driftInterval) ?? 300_000;
     const drift = (async () => {
       const [revoked, deleted, edited] = ['mem-00003', 'mem-00004', 'mem-00005'];
       const keyOf = (name: string) => keyIdOf.get(name) ?? -1;
@@ -676,6 +688,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       `| 4. convergence: ${fmt(more)} keys, ${fmt(o.wavePerOrg)} in each of ${o.organizations} organizations, created at once (in ${fmt(c4.createdIn, 1)} s) → ${c4.allReady ? 'all' : `only ${fmt(c4.ready)}`} Ready after ${fmt(c4.seconds, 1)} s | **${fmt(c4.keysPerSecond, 1)} keys/s, ${fmt(c4.keysPerSecond / (ORG_RATE * o.organizations), 3)} of ${o.organizations} × 10/s**; 429s ${count429(memRequests)}; failed reconciles ${fmt(delta(m1, m4, 'error'))}; operator CPU ${fmt(cpu4, 1)} s (${fmt((cpu4 / c4.seconds) * 100)} % of a core) | ≥ 0.7 |`,
       `| 4. CPU during the wave (percent of one core) | ${share4} | |`,
       `| 4. apiserver writes per issued key, events included (${fmt(c4.ready)} keys) | **${fmt(writes4.perKey, 2)}** (${writes4.list}); reads ${fmt(writes4.readsPerKey, 2)} (${writes4.reads || 'none'}) | ≤ 4 |`,
+      `| 4. the first drift pass of each key of phase 4 (a full one: a create records no rest), before the soak: apiserver requests per key | writes ${fmt(firstPassWrites.perKey, 2)} (${firstPassWrites.list || 'none'}); reads ${fmt(firstPassWrites.readsPerKey, 2)} (${firstPassWrites.reads || 'none'}) | |`,
       `| 4. memory: operator RSS with ${fmt(nObjects)} ProjectApiKeys (${fmt(nReady)} Ready, so as many Secrets) cached | **RSS ${mb(rss4)} MiB**, heap used ${mb(m4.heapUsed)} MiB (of ${mb(m4.heapTotal)}) | ≤ 160 MiB at 10,000 |`,
       `| 4. RSS with no keys / ${fmt(c1.ready)} Ready / ${fmt(nReady)} Ready; per extra resource + Secret | ${mb(rss0)} / ${mb(rss1)} / ${mb(rss4)} MiB; **${fmt(perKey / 1024, 1)} KiB** → at 10,000: ${mb(rss1 + perKey * (10_000 - c1.ready))} MiB | |`,
       `| 4. live heap (heap used after a full GC, through the operator's inspector): no keys / ${fmt(nReady)} Ready keys | ${mb(live0)} / ${mb(liveN)} MiB → **${fmt((liveN - live0) / nReady / 1024, 1)} KiB live heap per resource + Secret** | |`,
