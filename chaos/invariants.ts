@@ -9,6 +9,7 @@ import { NAMESPACE, type Environment } from './environment.ts';
 import { admin } from './platform-faults.ts';
 import { GROUP, VERSION, plural, type Incarnation } from './workload.ts';
 import { sleep } from './options.ts';
+import { intentSettled } from '../test/operator/support.ts';
 
 interface Resource {
   metadata: { name: string; generation?: number; annotations?: Record<string, string>; deletionTimestamp?: string };
@@ -57,21 +58,6 @@ export async function authenticates(env: Environment, key: string): Promise<bool
 }
 
 export interface ResourceProblem { resource: string; problem: string }
-
-/**
- * No intent, or a fulfilled one: a new key's intent stays once status records its attempt
- * (src/operator/keys/decision.ts fulfilledIntent, issue 14). Anything else is still pending.
- */
-function intentSettled(r: { metadata: { annotations?: Record<string, string> }; status?: { keyId?: number; keyName?: string } }): boolean {
-  const intent = r.metadata.annotations?.['keys.neon.dev/create-pending'];
-  if (intent === undefined) return true;
-  try {
-    const { attempt, replaces, rotation } = JSON.parse(intent) as { attempt?: unknown; replaces?: unknown; rotation?: unknown };
-    return replaces === undefined && rotation === undefined && r.status?.keyId !== undefined && typeof attempt === 'string' && attempt === r.status.keyName;
-  } catch {
-    return false;
-  }
-}
 
 /** One look at every resource: what keeps it from being settled, with a working key. */
 export async function unsettled(env: Environment, live: Incarnation[], deleted: Incarnation[], checked: Map<string, boolean>): Promise<ResourceProblem[]> {

@@ -15,7 +15,7 @@ import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.
 import { settledCondition } from '../../src/operator/keys/operations-poller.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled, onEveryRequest, untilAtRest } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -78,13 +78,10 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     namespace = await createNamespace(cp, 'at-rest');
     await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
     const config = await operatorKubeConfig(cp);
-    // Every request of the operator's kube clients (API clients and informers) is signed here.
-    const sign = config.applySecurityAuthentication.bind(config);
-    config.applySecurityAuthentication = async (context: RequestContext): Promise<void> => {
+    onEveryRequest(config, async (context) => {
       sent.push({ method: context.getHttpMethod(), url: context.getUrl() });
       await beforeSend?.(context);
-      await sign(context);
-    };
+    });
     operator = await startOperator({
       kubeConfig: config,
       platformBaseUrl: emulator.baseUrl,
@@ -110,11 +107,7 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     }, 60_000, 'OperationsSettled True on every ProjectApiKey');
     // Every key at rest: over the last drift interval, every pass of every key decided from the
     // caches (the first uses of the project keys by the operations pollers are recorded by then).
-    await eventually(async () => {
-      const recent = records.filter((r) => r.namespace === namespace && r.startedAt >= Date.now() - 1.2 * DRIFT_MS);
-      const names = new Set(recent.map((r) => r.name));
-      return recent.every((r) => r.atRest === true) && [...orgKeys, ...projectKeys].every((n) => names.has(n)) ? true : undefined;
-    }, 90_000, 'every key at rest');
+    await untilAtRest(records, namespace, [...orgKeys, ...projectKeys], DRIFT_MS, 90_000);
   }, 120_000);
 
   afterAll(async () => {

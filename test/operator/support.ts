@@ -6,9 +6,10 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type RequestContext } from '@kubernetes/client-node';
+import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { encodeIntent } from '../../src/operator/keys/create-intent.ts';
-import type { PendingAttempt } from '../../src/operator/keys/decision.ts';
+import { fulfilledIntent, type PendingAttempt } from '../../src/operator/keys/decision.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from '../../src/operator/keys/signing.ts';
 import type { ControlPlane } from '../harness/index.ts';
 
@@ -100,9 +101,35 @@ export function intentSettled(r: { metadata: { annotations?: Record<string, stri
   const intent = r.metadata.annotations?.['keys.neon.dev/create-pending'];
   if (intent === undefined) return true;
   try {
-    const { attempt, replaces, rotation } = JSON.parse(intent) as { attempt?: unknown; replaces?: unknown; rotation?: unknown };
-    return replaces === undefined && rotation === undefined && r.status?.keyId !== undefined && typeof attempt === 'string' && attempt === r.status.keyName;
+    // The signature is the operator's business; whether the create ended is the product's own rule.
+    const pending = JSON.parse(intent) as PendingAttempt;
+    const { keyId, keyName } = r.status ?? {};
+    return typeof pending.attempt === 'string' && fulfilledIntent(pending, { ...(keyId !== undefined ? { keyId } : {}), ...(keyName !== undefined ? { keyName } : {}) });
   } catch {
     return false;
   }
+}
+
+/**
+ * Every request the operator's kube clients send (API clients and informers alike), seen where
+ * the kube config signs it: `onSend` runs before each is signed and sent. Counts requests, not time.
+ */
+export function onEveryRequest(config: KubeConfig, onSend: (context: RequestContext) => void | Promise<void>): void {
+  const sign = config.applySecurityAuthentication.bind(config);
+  config.applySecurityAuthentication = async (context: RequestContext): Promise<void> => {
+    await onSend(context);
+    await sign(context);
+  };
+}
+
+/**
+ * Every named key at rest: over the last drift interval, each had a pass and every pass was decided
+ * from the caches (keys/at-rest.ts), as the reconcile records say.
+ */
+export async function untilAtRest(records: readonly ReconcileRecord[], namespace: string, names: readonly string[], driftMs: number, timeoutMs: number): Promise<void> {
+  await eventually(async () => {
+    const recent = records.filter((r) => r.namespace === namespace && r.startedAt >= Date.now() - 1.2 * driftMs);
+    const seen = new Set(recent.map((r) => r.name));
+    return recent.every((r) => r.atRest === true) && names.every((n) => seen.has(n)) ? true : undefined;
+  }, timeoutMs, 'every key at rest');
 }

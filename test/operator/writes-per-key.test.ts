@@ -5,13 +5,13 @@
 // the emulator over HTTP, the operator in-process; the requests are counted where the operator's
 // kube client signs them (every request it sends), from the creates until every key is at rest.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, type CustomObjectsApi, type RequestContext } from '@kubernetes/client-node';
+import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, onEveryRequest, operatorKubeConfig, untilAtRest } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -85,12 +85,10 @@ describe('writes per issued key', () => {
     namespace = await createNamespace(cp, 'writes');
     await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
     const config = await operatorKubeConfig(cp);
-    const sign = config.applySecurityAuthentication.bind(config);
-    config.applySecurityAuthentication = async (context: RequestContext): Promise<void> => {
+    onEveryRequest(config, (context) => {
       const body = context.getBody();
       sent.push({ method: context.getHttpMethod(), url: context.getUrl(), body: typeof body === 'string' ? body : '' });
-      await sign(context);
-    };
+    });
     operator = await startOperator({
       kubeConfig: config,
       platformBaseUrl: emulator.baseUrl,
@@ -125,11 +123,7 @@ describe('writes per issued key', () => {
       }
       return true;
     }, 60_000, 'every key Ready, every ProjectApiKey with OperationsSettled');
-    await eventually(async () => {
-      const recent = records.filter((r) => r.namespace === namespace && r.startedAt >= Date.now() - 1.2 * DRIFT_MS);
-      const names = new Set(recent.map((r) => r.name));
-      return recent.every((r) => r.atRest === true) && [...orgKeys, ...projectKeys].every((n) => names.has(n)) ? true : undefined;
-    }, 60_000, 'every key at rest');
+    await untilAtRest(records, namespace, [...orgKeys, ...projectKeys], DRIFT_MS, 60_000);
   }, 150_000);
 
   afterAll(async () => {
