@@ -16,12 +16,12 @@
 //    organizations), writes per issued key; then operator RSS and heap with everything cached, and a
 //    soak of `soak` seconds (nothing changes but the emulator's own operations): RSS, heap, CPU,
 //    apiserver and platform requests;
-// 5. after the soak, at the same time: (a) drift from rest: a key revoked outside, a Secret deleted,
-//    a Secret edited, a project moved out of its organization → time until each is repaired or
-//    reported; (b) `keys` keys of one organization with `latencyMs` of latency injected by the
-//    emulator into every platform request → keys/s ÷ 10, 429s.
+// 5. after the soak, one after the other: (b) `keys` keys of one organization with `latencyMs` of
+//    latency injected by the emulator into every platform request → keys/s ÷ 10, 429s; (a) drift
+//    from rest: a key revoked outside, a Secret deleted, a Secret edited, a project moved out of its
+//    organization → time until each is repaired or reported.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
@@ -75,6 +75,27 @@ function procCpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime (fields 14, 15)
+}
+/** CPU seconds of each thread of a process, summed by thread name (/proc/PID/task/TID/stat). */
+function threadCpuSeconds(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const name = tid === String(pid) ? 'main' : comm;
+      byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / CLK_TCK);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return byName;
+}
+/** "main 0.41, V8 DefaultWorke 1.2, ...": CPU s/min of each thread name between two readings. */
+function threadShare(a: Map<string, number>, b: Map<string, number>, minutes: number): string {
+  return [...b].map(([name, s]) => [name, (s - (a.get(name) ?? 0)) / minutes] as const).filter(([, x]) => x >= 0.005)
+    .sort((x, y) => y[1] - x[1]).map(([name, x]) => `${name} ${fmt(x, 2)}`).join(', ');
 }
 function procRssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -182,7 +203,7 @@ async function startEmulatorProcess(dir: string, seed: Seed): Promise<EmulatorPr
 }
 
 /** A Chrome DevTools Protocol session with the operator's inspector (node --inspect), over Node's WebSocket. */
-async function inspectorSession(port: number): Promise<{ call(method: string): Promise<unknown>; close(): void }> {
+async function inspectorSession(port: number): Promise<{ call(method: string, params?: Record<string, unknown>): Promise<unknown>; close(): void }> {
   const targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json() as { webSocketDebuggerUrl: string }[];
   const url = targets[0]?.webSocketDebuggerUrl;
   if (url === undefined) throw new Error('the operator\'s inspector lists no target');
@@ -195,9 +216,9 @@ async function inspectorSession(port: number): Promise<{ call(method: string): P
   };
   let id = 0;
   return {
-    call: (method) => new Promise((resolve) => {
+    call: (method, params) => new Promise((resolve) => {
       pending.set(++id, resolve);
-      ws.send(JSON.stringify({ id, method }));
+      ws.send(JSON.stringify({ id, method, ...params !== undefined ? { params } : {} }));
     }),
     close: () => ws.close(),
   };
@@ -309,7 +330,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const nodeFlags = imageNodeFlags();
     log(`operator node flags (from the Dockerfile's ENTRYPOINT): ${nodeFlags.join(' ')}`);
     operator = spawn(process.execPath, [
-      ...(opts.profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : []),
+      // With --profile the operator's soak is profiled through its inspector (below): the window at rest alone.
       ...nodeFlags, '--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`, `--inspect=127.0.0.1:${inspectPort}`,
       join(ROOT, 'dist/operator/main.js'), `--kubeconfig=${operatorKubeconfig}`, `--platform-url=${emu.baseUrl}`,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`,
@@ -570,6 +591,11 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const samples: { s: number; rss: number; heap: number }[] = [];
     const t5 = performance.now();
     const cpu5a = procCpuSeconds(pid);
+    const threads5a = threadCpuSeconds(pid);
+    if (opts.profileDir !== undefined) {
+      await inspector.call('Profiler.enable');
+      await inspector.call('Profiler.start');
+    }
     while (performance.now() - t5 < o.soakSeconds * 1000) {
       const m = await scrape(metricsUrl).catch(() => ({ heapUsed: Number.NaN }));
       samples.push({ s: (performance.now() - t5) / 1000, rss: procRssBytes(pid), heap: m.heapUsed });
@@ -577,6 +603,14 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     }
     const soakMinutes = (performance.now() - t5) / 60_000;
     const cpu5 = (procCpuSeconds(pid) - cpu5a) / soakMinutes;
+    const threads5 = threadShare(threads5a, threadCpuSeconds(pid), soakMinutes);
+    if (opts.profileDir !== undefined) {
+      const { profile } = await inspector.call('Profiler.stop') as { profile: unknown };
+      mkdirSync(opts.profileDir, { recursive: true });
+      writeFileSync(join(opts.profileDir, 'operator-soak.cpuprofile'), JSON.stringify(profile));
+      log(`   the soak's CPU profile of the operator: ${join(opts.profileDir, 'operator-soak.cpuprofile')}`);
+    }
+    log(`   soak CPU s/min by thread: ${threads5}`);
     const api5 = since(api5a, await apiserverRequests()).map(([k, n]) => [k, n / soakMinutes] as const);
     const api5Total = api5.reduce((sum, [, n]) => sum + n, 0);
     const soakRequests = (await requests()).sort((a, b) => b.count - a.count);
@@ -617,9 +651,10 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const statusWrites4b = api4b.filter(([k]) => k.startsWith('PATCH') && k.endsWith('/status')).reduce((sum, [, n]) => sum + n, 0);
     log(`   operator ${fmt(cpu4b, 2)} CPU s/min; apiserver ${fmt(api4bTotal, 1)}/min (${api4b.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'}); platform ${fmt(platform4b, 1)}/min`);
 
-    // ---- 5a. drift from rest, and 5b. one organization behind a slow platform, at the same time.
-    log(`5. drift from rest (a key revoked, a Secret deleted, a Secret edited, a project moved) and ${o.keys} keys with ${o.latencyMs} ms platform latency`);
-    const drift = (async () => {
+    // ---- 5b. one organization behind a slow platform, alone (drift repairs running beside it took
+    // the CPU the wave needed: the 2026-11-23 run); then 5a. drift from rest.
+    log(`5. ${o.keys} keys with ${o.latencyMs} ms platform latency; then drift from rest (a key revoked, a Secret deleted, a Secret edited, a project moved)`);
+    const drift = async () => {
       const [revoked, deleted, edited] = ['mem-00003', 'mem-00004', 'mem-00005'];
       const keyOf = (name: string) => keyIdOf.get(name) ?? -1;
       const t = performance.now();
@@ -649,8 +684,8 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
         await sleep(200);
       }
       return checks.map(([label]) => ({ label, seconds: caught[label] }));
-    })();
-    const slow = (async () => {
+    };
+    const slow = async () => {
       await fetch(`${emu.adminUrl}/faults`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rules: [{ probability: 1, kind: 'latency', latencyMs: o.latencyMs }] }) });
       await resetRequests();
       const slowOrg = Math.min(2, o.organizations - 1);
@@ -661,10 +696,12 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       const rs = await requests();
       await fetch(`${emu.adminUrl}/faults`, { method: 'DELETE' });
       return { ...result, share, count429: count429(rs), creates: countCreates(rs) };
-    })();
-    const [driftResults, s5] = await Promise.all([drift, slow]);
-    log(`   drift: ${driftResults.map((d) => `${d.label} ${d.seconds === undefined ? 'NOT caught' : `${fmt(d.seconds, 1)} s`}`).join('; ')}`);
+    };
+    const s5 = await slow();
     log(`   ${o.latencyMs} ms latency: ${fmt(s5.seconds, 1)} s, ${fmt(s5.keysPerSecond / ORG_RATE, 3)} of 10/s, 429s ${s5.count429}`);
+    // The slow wave's keys take their first drift pass meanwhile; the keys drifted here rest since phase 4.
+    const driftResults = await drift();
+    log(`   drift: ${driftResults.map((d) => `${d.label} ${d.seconds === undefined ? 'NOT caught' : `${fmt(d.seconds, 1)} s`}`).join('; ')}`);
     inspector.close();
     await snapshot(`${nReady}-keys`);
 
@@ -692,11 +729,11 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       `| 4. memory: operator RSS with ${fmt(nObjects)} ProjectApiKeys (${fmt(nReady)} Ready, so as many Secrets) cached | **RSS ${mb(rss4)} MiB**, heap used ${mb(m4.heapUsed)} MiB (of ${mb(m4.heapTotal)}) | ≤ 160 MiB at 10,000 |`,
       `| 4. RSS with no keys / ${fmt(c1.ready)} Ready / ${fmt(nReady)} Ready; per extra resource + Secret | ${mb(rss0)} / ${mb(rss1)} / ${mb(rss4)} MiB; **${fmt(perKey / 1024, 1)} KiB** → at 10,000: ${mb(rss1 + perKey * (10_000 - c1.ready))} MiB | |`,
       `| 4. live heap (heap used after a full GC, through the operator's inspector): no keys / ${fmt(nReady)} Ready keys | ${mb(live0)} / ${mb(liveN)} MiB → **${fmt((liveN - live0) / nReady / 1024, 1)} KiB live heap per resource + Secret** | |`,
-      `| 4. soak (at rest): ${fmt(soakMinutes, 1)} min, ${c4.allReady ? 'nothing changes (the emulator\'s own operations off)' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | **CPU ${fmt(cpu5, 2)} s/min**; **apiserver requests on keys, Secrets, events ${fmt(api5Total, 1)}/min**${api5.length > 0 ? ` (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ')})` : ''}; platform requests ${fmt(soakPlatform, 1)}/min; RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | ≤ 1 CPU s/min; O(changes); flat |`,
+      `| 4. soak (at rest): ${fmt(soakMinutes, 1)} min, ${c4.allReady ? 'nothing changes (the emulator\'s own operations off)' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | **CPU ${fmt(cpu5, 2)} s/min** (by thread: ${threads5}); **apiserver requests on keys, Secrets, events ${fmt(api5Total, 1)}/min**${api5.length > 0 ? ` (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ')})` : ''}; platform requests ${fmt(soakPlatform, 1)}/min; RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | ≤ 1 CPU s/min; O(changes); flat |`,
       `| 4b. the emulator's own operations on (${fmt(minutes4b, 1)} min): each change of a project's operations is mirrored into the OperationsSettled condition of every ProjectApiKey of the project (${fmt(nReady / (o.organizations * PROJECTS_PER_ORG), 0)} per project here) | operator **${fmt(cpu4b, 2)} CPU s/min**; apiserver requests ${fmt(api4bTotal, 1)}/min (${api4b.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'})${statusWrites4b > 0 ? `: **${fmt((cpu4b / statusWrites4b) * 1000, 2)} ms of operator CPU per status write**` : ''}; platform requests ${fmt(platform4b, 1)}/min; operations polls ${fmt(polls4b - polls4ba)} | O(changes × keys of the project) |`,
-      `| 5a. drift from rest, after the soak, drift interval ${o.driftInterval}: time from the change to the repair or report | ${driftResults.map((d) => `${d.label}: **${d.seconds === undefined ? `not caught in ${fmt((2 * driftMs + 60_000) / 1000)} s` : `${fmt(d.seconds, 1)} s`}**`).join('; ')} | within a drift interval |`,
+      `| 5a. drift from rest, after 5b, drift interval ${o.driftInterval}: time from the change to the repair or report | ${driftResults.map((d) => `${d.label}: **${d.seconds === undefined ? `not caught in ${fmt((2 * driftMs + 60_000) / 1000)} s` : `${fmt(d.seconds, 1)} s`}**`).join('; ')} | within a drift interval |`,
       `| 5b. convergence: ${fmt(o.keys)} keys of one organization with ${o.latencyMs} ms added by the emulator to every platform request (created in ${fmt(s5.createdIn, 1)} s) | **${s5.allReady ? '' : `only ${fmt(s5.ready)} Ready at the deadline, `}${fmt(s5.seconds, 1)} s, ${fmt(s5.keysPerSecond / ORG_RATE, 3)} of 10/s**; 429s **${fmt(s5.count429)}** / ${fmt(s5.creates)} keys created | ≥ 0.95, ≤ 1 429 per 1,000 |`,
-      `| 5b. CPU during that wave (drift checks of 5a ran meanwhile) | ${s5.share} | |`,
+      `| 5b. CPU during that wave (alone; 5a came after it) | ${s5.share} | |`,
       '',
       `Idle platform requests (phase 3, ${fmt(idleMinutes, 1)} min):`,
       '',

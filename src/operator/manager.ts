@@ -19,7 +19,7 @@ import { OperationsPollers, type OperationsClient } from './keys/operations-poll
 import { OwnWrites } from './runtime/own-writes.ts';
 import { createLogger } from './runtime/logger.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/signing.ts';
-import type { OperatorMetrics } from './keys/metrics.ts';
+import type { ManagedKeysCount, OperatorMetrics } from './keys/metrics.ts';
 import type { ReconcileRecord } from './keys/reconcile-context.ts';
 import type { KindName } from './resources/schema.ts';
 
@@ -214,18 +214,21 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const running = controller;
   await running.start();
   const metrics = options.metrics;
-  // managed_keys{kind,condition,status}: counted from the informer caches, never from the platform.
-  const countKeys = metrics === undefined ? undefined : setInterval(() => {
-    metrics.managedKeys.reset();
+  // managed_keys{kind,condition,status}: counted from the informer caches when scraped, never from the platform.
+  metrics?.countManagedKeysWith(() => {
+    const counts = new Map<string, ManagedKeysCount>();
     for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
       for (const obj of running.cached(kind)) {
         for (const c of (obj as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []) {
-          metrics.managedKeys.inc({ kind, condition: c.type, status: c.status });
+          const series = `${kind}\0${c.type}\0${c.status}`;
+          const count = counts.get(series);
+          if (count !== undefined) count.value++;
+          else counts.set(series, { labels: { kind, condition: c.type, status: c.status }, value: 1 });
         }
       }
     }
-  }, 5_000);
-  countKeys?.unref();
+    return counts.values();
+  });
   logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 16 }, 'operator started');
   let stopping: Promise<void> | undefined;
   return {
@@ -233,7 +236,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ready: () => running.synced,
     cacheContents: () => running.cacheContents(),
     stop: () => {
-      clearInterval(countKeys);
+      metrics?.countManagedKeysWith(undefined);
       clearInterval(evictIdleClients);
       stopping ??= running.stop().then(() => pollers.stop()).then(() => logger.info('operator stopped'));
       return stopping;

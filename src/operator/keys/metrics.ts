@@ -16,8 +16,19 @@ export interface OperatorMetrics extends RuntimeMetrics {
   /** Operations polls by outcome: ok, key_refused (one owner's key refused, another tried), failed. */
   operationsPolls: Counter<'outcome'>;
   managedKeys: Gauge<'kind' | 'condition' | 'status'>;
+  /**
+   * managed_keys is counted when it is scraped, with this (undefined: left as set). A count on a
+   * timer cost CPU at rest whether anyone read it or not (issue 14).
+   */
+  countManagedKeysWith(count: (() => Iterable<ManagedKeysCount>) | undefined): void;
   /** Records one platform request; `path` is turned into a template with routeTemplate(). */
   observePlatformRequest(method: string, path: string, status: number | string, seconds: number): void;
+}
+
+/** One series of managed_keys. */
+export interface ManagedKeysCount {
+  labels: { kind: string; condition: string; status: string };
+  value: number;
 }
 
 export interface CreateMetricsOptions {
@@ -54,11 +65,17 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
     buckets: DURATION_BUCKETS,
     registers,
   });
+  let countManaged: (() => Iterable<ManagedKeysCount>) | undefined;
   const managedKeys = new Gauge({
     name: `${METRIC_PREFIX}managed_keys`,
     help: 'Managed resources by kind and condition status.',
     labelNames: ['kind', 'condition', 'status'] as const,
     registers,
+    collect() {
+      if (countManaged === undefined) return;
+      this.reset();
+      for (const { labels, value } of countManaged()) this.set(labels, value);
+    },
   });
   return {
     ...runtime,
@@ -67,6 +84,9 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
     operationsPolls,
     platformRequestDuration,
     managedKeys,
+    countManagedKeysWith(count) {
+      countManaged = count;
+    },
     observePlatformRequest(method, path, status, seconds) {
       const route = routeTemplate(path);
       platformRequestsTotal.inc({ method: method.toUpperCase(), route, status: String(status) });

@@ -43,6 +43,34 @@ describe('createMetrics', () => {
     }
   });
 
+  it('counts managed_keys when scraped, from the source it is given, and drops series that are gone', async () => {
+    const m = createMetrics(new Registry(), { defaultMetrics: false });
+    let calls = 0;
+    let counts = [
+      { labels: { kind: 'ProjectApiKey', condition: 'Ready', status: 'True' }, value: 2 },
+      { labels: { kind: 'ProjectApiKey', condition: 'Ready', status: 'False' }, value: 1 },
+    ];
+    m.countManagedKeysWith(() => {
+      calls++;
+      return counts;
+    });
+    expect(calls).toBe(0);
+    let text = await m.registry.metrics();
+    expect(calls).toBe(1);
+    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="True"} 2');
+    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="False"} 1');
+    counts = [{ labels: { kind: 'ProjectApiKey', condition: 'Ready', status: 'True' }, value: 3 }];
+    text = await m.registry.metrics();
+    expect(calls).toBe(2);
+    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="True"} 3');
+    expect(text).not.toContain('status="False"');
+    // Without a source, what was last counted or set stays.
+    m.countManagedKeysWith(undefined);
+    text = await m.registry.metrics();
+    expect(calls).toBe(2);
+    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="True"} 3');
+  });
+
   it('keeps registries separate, so two operators in one process do not collide', () => {
     expect(() => {
       createMetrics(new Registry(), { defaultMetrics: false });

@@ -375,6 +375,25 @@ describe('OperationsPollers against the emulator', () => {
     expect(pollers.snapshot(projectId, 'tenant/broken')).toEqual(pollers.snapshot(projectId));
   });
 
+  it('makes a client only for an owner whose key it lists with (most owners of a project never need one)', async () => {
+    const made: string[] = [];
+    const rec = recorder();
+    pollers = new OperationsPollers({
+      clientForKey: (key) => {
+        made.push(key);
+        return client;
+      },
+      onUpdate: (_p, s) => void rec.snapshots.push(s),
+      fastIntervalMs: 20,
+      slowIntervalMs: 100,
+    });
+    for (let i = 0; i < 50; i++) pollers.ensure(projectId, `ns/key-${i}`, `key-${i}`);
+    await rec.until('a listed snapshot', (s) => s.settled.status === 'True');
+    await sleep(250); // more polls, with the key that listed
+    expect(made).toEqual(['key-0']);
+    for (let i = 0; i < 50; i++) expect(pollers.snapshot(projectId, `ns/key-${i}`)?.settled.status).toBe('True');
+  });
+
   it('stop() ends every poller', async () => {
     const counted = counting(client);
     const rec = recorder();
