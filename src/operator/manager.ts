@@ -28,6 +28,8 @@ export type PlatformFactory = (options: { baseUrl: string; apiKey: string }) => 
 
 /** A client per credentials is dropped after this long unused: no credential is held forever. */
 const CLIENT_IDLE_MS = 10 * 60_000;
+/** How often the resources at rest are looked at for a due drift check (KeyReconciler.sweep). */
+const SWEEP_TICK_MS = 1_000;
 
 export interface OperatorOptions {
   kubeConfig: KubeConfig;
@@ -229,6 +231,17 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     }
     return counts.values();
   });
+  // The drift checks of resources at rest (KeyReconciler.sweep): those that are due, about every
+  // second (a tenth of the interval when that is shorter); one sweep at a time.
+  let sweeping = false;
+  const sweeper = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    reconciler.sweep().then((woken) => {
+      for (const key of woken) controller.enqueueLow(key);
+    }, (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, 'drift sweep failed')).finally(() => { sweeping = false; });
+  }, Math.max(10, Math.min(SWEEP_TICK_MS, driftIntervalMs / 10)));
+  sweeper.unref();
   logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 16 }, 'operator started');
   let stopping: Promise<void> | undefined;
   return {
@@ -237,6 +250,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     cacheContents: () => running.cacheContents(),
     stop: () => {
       metrics?.countManagedKeysWith(undefined);
+      clearInterval(sweeper);
       clearInterval(evictIdleClients);
       stopping ??= running.stop().then(() => pollers.stop()).then(() => logger.info('operator stopped'));
       return stopping;

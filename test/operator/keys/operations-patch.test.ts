@@ -117,7 +117,8 @@ describe('an operations change of a ProjectApiKey at rest', () => {
       s.clock.t += 1_000 * (i + 1);
       s.snapshot.current = next;
       s.r.kube.calls.length = 0;
-      expect(await s.r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+      // At rest again: its drift checks are the sweep's, not a requeue (KeyReconciler.sweep).
+      expect(await s.r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done' });
       expect(s.r.kube.calls).toEqual([`json-patch status ProjectApiKey/${NAMESPACE}/pk`]);
       expect(s.records.at(-1)).toMatchObject({ restBroken: 'operations', operationsPatched: true, actions: ['InSync'], result: 'Done' });
       // The twin is never at rest: a full pass each time.
@@ -192,5 +193,77 @@ describe('an operations change of a ProjectApiKey at rest', () => {
     await s.r.reconcile('ProjectApiKey', 'pk');
     expect(s.records.at(-1)?.restBroken).toBe('secret');
     expect(s.r.kube.calls.filter((c) => c.startsWith('json-patch'))).toEqual([]);
+  });
+
+  describe('the sweep (KeyReconciler.sweep): drift checks of resources at rest, without a pass', () => {
+    const PK = `ProjectApiKey/${NAMESPACE}/pk`;
+    const ofPk = (records: ReconcileRecord[]): ReconcileRecord[] => records.filter((r) => r.name === 'pk');
+    /** What a sweep wakes, but the twin (never at rest here: the caches do not show it, so each of its checks wakes it). */
+    const swept = async (s: ReturnType<typeof setUp>): Promise<string[]> => (await s.r.reconciler.sweep()).filter((key) => !key.endsWith('/twin'));
+
+    it('checks a resource when its check is due (one drift interval, jittered), from the caches: no request, no requeue', async () => {
+      const s = setUp();
+      await atRest(s);
+      // At rest, the pass asks for no requeue: the sweep has its check.
+      expect(await s.r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done' });
+      const from = s.records.length;
+      s.r.kube.calls.length = 0;
+      s.clock.t += 50_000; // before 0.9 of the 60 s interval
+      expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toEqual([]);
+      s.clock.t += 16_000; // past 1.1 of it
+      expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toEqual([expect.objectContaining({ atRest: true, actions: ['InSync'], result: 'Done' })]);
+      // Checked: the next check is an interval later, not at the next tick.
+      expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toHaveLength(1);
+      expect(s.r.kube.calls).toEqual([]);
+    });
+
+    it('wakes a resource whose project\'s operations changed, and its pass patches them; then it rests again', async () => {
+      const s = setUp();
+      await atRest(s);
+      s.snapshot.current = running;
+      s.clock.t += 66_000;
+      expect(await swept(s)).toEqual([PK]);
+      // Woken once: not again at each tick while its pass has not run.
+      expect(await swept(s)).toEqual([]);
+      s.r.kube.calls.length = 0;
+      await s.r.reconcile('ProjectApiKey', 'pk');
+      expect(s.records.at(-1)).toMatchObject({ restBroken: 'operations', operationsPatched: true });
+      expect(s.r.kube.calls).toEqual([`json-patch status ${PK}`]);
+      s.clock.t += 66_000;
+      expect(await swept(s)).toEqual([]);
+      expect(s.records.at(-1)).toMatchObject({ name: 'pk', atRest: true });
+    });
+
+    it('wakes a resource whose Secret was deleted, or whose key was revoked outside', async () => {
+      const s = setUp();
+      await atRest(s);
+      await s.r.kube.deleteSecret(NAMESPACE, 'pk');
+      s.clock.t += 66_000;
+      expect(await swept(s)).toEqual([PK]);
+
+      const t = setUp();
+      await atRest(t);
+      const keyId = t.r.kube.resource('ProjectApiKey', NAMESPACE, 'pk')?.status?.keyId;
+      await t.r.platform.revokeOrganizationKey('org-1', keyId!);
+      // Past the key's creation (the fake platform's real time) by more than the list's margin.
+      t.clock.t = Date.now() + 66_000;
+      expect(await swept(t)).toEqual([PK]);
+      await t.r.reconcile('ProjectApiKey', 'pk');
+      expect(t.records.at(-1)?.restBroken).toBe('key absent');
+    });
+
+    it('forgets a resource a pass took off rest (deleted, or no longer in sync)', async () => {
+      const s = setUp();
+      await atRest(s);
+      s.r.kube.resources.delete(PK);
+      await s.r.reconcile('ProjectApiKey', 'pk');
+      const from = s.records.length;
+      s.clock.t += 66_000;
+      expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toEqual([]);
+    });
   });
 });
