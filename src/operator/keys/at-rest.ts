@@ -26,6 +26,7 @@ import type { Reason } from './conditions.ts';
 import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift.ts';
 import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
+import { intern } from '../runtime/intern.ts';
 
 /** An object as the caches identify it. */
 export interface ObjectVersion {
@@ -112,8 +113,12 @@ function operationsOf(deps: KeyDeps, adapter: KeyAdapter, owner: string): string
   return snapshot === undefined ? undefined : operationsJson(snapshot);
 }
 
+const NO_IN_USE = '[]';
+
 function inUseOf(unusedAfter: string | undefined, listed: ListedKey | undefined, usage: Verified['usage'], createdAt: string | undefined, now: number): string {
-  return JSON.stringify(usageConditions(unusedAfter !== undefined ? { usage: { unusedAfter } } : undefined, statusTimestamp(listed?.last_used_at) ?? usage.lastUsedAt, createdAt, now));
+  const json = JSON.stringify(usageConditions(unusedAfter !== undefined ? { usage: { unusedAfter } } : undefined, statusTimestamp(listed?.last_used_at) ?? usage.lastUsedAt, createdAt, now));
+  // Most keys have no InUse condition: one '[]' for all of them, not a copy each.
+  return json === NO_IN_USE ? NO_IN_USE : json;
 }
 
 /**
@@ -135,7 +140,7 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
     resourceVersion,
     secretName: ctx.secretName,
     secret: { uid: secret.metadata?.uid, resourceVersion: secret.metadata?.resourceVersion },
-    credentialsName: spec.credentialsSecretRef.name,
+    credentialsName: intern(spec.credentialsSecretRef.name),
     credentials,
     credentialsId: deps.platformFor(ctx.apiKey).credentialsId,
     adapter,

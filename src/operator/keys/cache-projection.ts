@@ -10,6 +10,7 @@
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { CachedConditions } from './at-rest.ts';
 import { identityMeta } from '../runtime/informer-cache.ts';
+import { intern } from '../runtime/intern.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../resources/schema.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
 
@@ -24,15 +25,15 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   const credentials = spec?.credentialsSecretRef?.name;
   const conditions = Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown }[] : [];
   return {
-    ...(obj.apiVersion !== undefined ? { apiVersion: obj.apiVersion } : {}),
-    ...(obj.kind !== undefined ? { kind: obj.kind } : {}),
+    ...(obj.apiVersion !== undefined ? { apiVersion: intern(obj.apiVersion) } : {}),
+    ...(obj.kind !== undefined ? { kind: intern(obj.kind) } : {}),
     metadata: identityMeta(obj.metadata),
     spec: {
-      ...(typeof spec?.projectId === 'string' ? { projectId: spec.projectId } : {}),
-      ...(typeof spec?.organizationId === 'string' ? { organizationId: spec.organizationId } : {}),
-      ...(typeof credentials === 'string' ? { credentialsSecretRef: { name: credentials } } : {}),
+      ...(typeof spec?.projectId === 'string' ? { projectId: intern(spec.projectId) } : {}),
+      ...(typeof spec?.organizationId === 'string' ? { organizationId: intern(spec.organizationId) } : {}),
+      ...(typeof credentials === 'string' ? { credentialsSecretRef: { name: intern(credentials) } } : {}),
     },
-    status: { conditions: conditions.map((c) => ({ type: String(c.type), status: String(c.status) })) },
+    status: { conditions: conditions.map((c) => ({ type: intern(String(c.type)), status: intern(String(c.status)) })) },
   };
 }
 
@@ -71,5 +72,5 @@ export function newKeyOrganization(obj: KubernetesObject | undefined): string | 
 export function credentialsSecretOf(obj: KubernetesObject): readonly string[] {
   const name = (obj as CachedKeyResource).spec?.credentialsSecretRef?.name;
   const ns = obj.metadata?.namespace;
-  return name === undefined || ns === undefined ? [] : [`${ns}/${name}`];
+  return name === undefined || ns === undefined ? [] : [intern(`${ns}/${name}`)];
 }

@@ -14,12 +14,13 @@
 // (keys/cache-projection.ts).
 import { HttpMethod, ListWatch, RequestContext, Watch, type KubeConfig, type KubernetesObject, type ListPromise, type V1ObjectMeta } from '@kubernetes/client-node';
 import { fetch } from 'undici';
+import { intern } from './intern.ts';
 
 /** The identity of an object as every cache keeps it: the informer's bookkeeping, and what a wake is judged on. */
 export function identityMeta(meta: V1ObjectMeta | undefined): V1ObjectMeta {
   return {
     name: meta?.name,
-    namespace: meta?.namespace,
+    namespace: intern(meta?.namespace),
     uid: meta?.uid,
     resourceVersion: meta?.resourceVersion,
     ...(meta?.generation !== undefined ? { generation: meta.generation } : {}),

@@ -46,4 +46,18 @@ describe('the per-kind adapters', () => {
     expect(await exercise({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey', metadata: meta, spec: { organizationId: 'org-1', projectId: 'p-1', credentialsSecretRef: creds, deletionPolicy: 'Revoke' } }))
       .toEqual({ scope: 'org:org-1', calls: ['createOrg org-1 name-12345678 p-1', 'listOrg org-1', 'revokeOrg org-1 7'] });
   });
+
+  it('is one adapter per scope, shared by the resources of it; another organization or project has its own', async () => {
+    const project = (name: string, organizationId: string, projectId: string): ProjectApiKey => ({
+      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey', metadata: { ...meta, name }, spec: { organizationId, projectId, credentialsSecretRef: creds, deletionPolicy: 'Revoke' },
+    } as ProjectApiKey);
+    const a = project('a', 'org-1', 'p-1');
+    const b = project('b', 'org-1', 'p-1');
+    expect(adapterFor(a, a.spec)).toBe(adapterFor(b, b.spec));
+    const other = project('c', 'org-1', 'p-2');
+    expect(adapterFor(other, other.spec)).not.toBe(adapterFor(a, a.spec));
+    expect((await exercise(other)).calls).toEqual(['createOrg org-1 name-12345678 p-2', 'listOrg org-1', 'revokeOrg org-1 7']);
+    const elsewhere = project('d', 'org-2', 'p-1');
+    expect((await exercise(elsewhere)).calls).toEqual(['createOrg org-2 name-12345678 p-1', 'listOrg org-2', 'revokeOrg org-2 7']);
+  });
 });
