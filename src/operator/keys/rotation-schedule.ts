@@ -4,23 +4,15 @@
 // value here (reported in the Rotating condition), never an exception out of a reconcile.
 import { createHash } from 'node:crypto';
 import { WEEKDAYS, type RotationSpec } from '../resources/schema.ts';
+import { parseGoDuration } from './usage.ts';
 
 export const DEFAULT_GRACE_MS = 10 * 60_000;
 export const DEFAULT_MAX_GRACE_MS = 24 * 3_600_000;
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-/** A Go duration ("720h", "1h30m", "90s") in milliseconds; undefined when it is not one. */
-export function parseDuration(value: string): number | undefined {
-  const parts = [...value.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)];
-  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== value) return undefined;
-  return parts.reduce((sum, p) => sum + Number(p[1]) * (UNIT_MS[p[2] ?? ''] ?? Number.NaN), 0);
-}
-
 /** The grace periods of a spec (or the defaults, for a requested rotation without spec.rotation). */
 export function gracePeriods(rotation: RotationSpec | undefined): { graceMs: number; maxGraceMs: number } {
-  const graceMs = rotation?.gracePeriod !== undefined ? parseDuration(rotation.gracePeriod) ?? DEFAULT_GRACE_MS : DEFAULT_GRACE_MS;
-  const maxGraceMs = rotation?.maxGracePeriod !== undefined ? parseDuration(rotation.maxGracePeriod) ?? DEFAULT_MAX_GRACE_MS : DEFAULT_MAX_GRACE_MS;
+  const graceMs = rotation?.gracePeriod !== undefined ? parseGoDuration(rotation.gracePeriod) ?? DEFAULT_GRACE_MS : DEFAULT_GRACE_MS;
+  const maxGraceMs = rotation?.maxGracePeriod !== undefined ? parseGoDuration(rotation.maxGracePeriod) ?? DEFAULT_MAX_GRACE_MS : DEFAULT_MAX_GRACE_MS;
   return { graceMs, maxGraceMs: Math.max(graceMs, maxGraceMs) };
 }
 
@@ -98,7 +90,7 @@ export interface Schedule {
  */
 export function schedule(rotation: RotationSpec | undefined, keyBornAt: number | undefined, now: number): Schedule {
   if (rotation?.interval === undefined) return {};
-  const interval = parseDuration(rotation.interval);
+  const interval = parseGoDuration(rotation.interval);
   if (interval === undefined) return { error: `spec.rotation.interval: "${rotation.interval}" is not a duration` };
   const due = (keyBornAt !== undefined && Number.isFinite(keyBornAt) ? keyBornAt : now) + interval;
   if (rotation.window === undefined) return { nextAt: due };

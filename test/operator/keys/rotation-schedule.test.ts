@@ -1,7 +1,8 @@
 // When a key rotates (src/operator/keys/rotation-schedule.ts): Go durations, the interval, the window
 // in a time zone (wrapping midnight, days of the week, DST), the request token.
 import { describe, expect, it } from '@jest/globals';
-import { gracePeriods, nextInWindow, parseDuration, requestToken, schedule } from '../../../src/operator/keys/rotation-schedule.ts';
+import { gracePeriods, nextInWindow, requestToken, schedule } from '../../../src/operator/keys/rotation-schedule.ts';
+import { parseGoDuration as parseDuration } from '../../../src/operator/keys/usage.ts';
 
 const utc = (s: string): number => Date.parse(s);
 
