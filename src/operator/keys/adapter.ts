@@ -8,6 +8,11 @@ import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/sc
 export type { CreatedKey };
 /** A key as the platform's key lists show it. */
 export type ListedKey = ApiKeyListItem;
+/**
+ * What a drift list keeps of each listed key (keys/drift.ts): its last use, all that drift and usage
+ * read of it. The rest of a listing (name, creator, dates) was about 0.15 KiB a key held for the interval.
+ */
+export type ListedUse = Pick<ListedKey, 'id' | 'last_used_at' | 'last_used_from_addr'>;
 
 /** The methods of src/platform's PlatformClient the key domain calls. */
 export type KeyPlatform = Pick<PlatformClient,

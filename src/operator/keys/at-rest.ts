@@ -21,7 +21,7 @@
 // watch event that carries it arrives; that event wakes the resource (keys/watches.ts: the
 // resource itself, its managed Secret by owner, its credentials Secret by the credentials index),
 // and the pass it wakes sees the new version. Writes keep optimistic concurrency either way.
-import type { KeyAdapter, ListedKey } from './adapter.ts';
+import type { KeyAdapter, ListedUse } from './adapter.ts';
 import type { Reason } from './conditions.ts';
 import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift.ts';
 import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
@@ -114,8 +114,10 @@ function operationsOf(deps: KeyDeps, adapter: KeyAdapter, owner: string): string
 }
 
 const NO_IN_USE = '[]';
+/** Most keys were never used: one empty usage for all of them, not an object each. */
+const NO_USAGE: Verified['usage'] = Object.freeze({});
 
-function inUseOf(unusedAfter: string | undefined, listed: ListedKey | undefined, usage: Verified['usage'], createdAt: string | undefined, now: number): string {
+function inUseOf(unusedAfter: string | undefined, listed: ListedUse | undefined, usage: Verified['usage'], createdAt: string | undefined, now: number): string {
   const json = JSON.stringify(usageConditions(unusedAfter !== undefined ? { usage: { unusedAfter } } : undefined, statusTimestamp(listed?.last_used_at) ?? usage.lastUsedAt, createdAt, now));
   // Most keys have no InUse condition: one '[]' for all of them, not a copy each.
   return json === NO_IN_USE ? NO_IN_USE : json;
@@ -134,7 +136,8 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
   // recorded as the key's: the next pass has something to do.
   if ((status.retiringKeys ?? []).length > 0 || ctx.rotation.schedule.error !== undefined) return undefined;
   if (ctx.listed === undefined && status.credentialsFingerprint !== ctx.fingerprint) return undefined;
-  const usage = { ...status.lastUsedAt !== undefined ? { lastUsedAt: status.lastUsedAt } : {}, ...status.lastUsedFromAddr !== undefined ? { lastUsedFromAddr: status.lastUsedFromAddr } : {}, ...usageFields(ctx.listed, status) };
+  const used = { ...status.lastUsedAt !== undefined ? { lastUsedAt: status.lastUsedAt } : {}, ...status.lastUsedFromAddr !== undefined ? { lastUsedFromAddr: status.lastUsedFromAddr } : {}, ...usageFields(ctx.listed, status) };
+  const usage = used.lastUsedAt === undefined && used.lastUsedFromAddr === undefined ? NO_USAGE : used;
   const unusedAfter = spec.usage?.unusedAfter;
   return {
     resourceVersion,

@@ -3,7 +3,7 @@
 // share the snapshot; concurrent refreshes share one request. checkRecordedKey() is the check one
 // reconcile makes of its recorded key.
 import type { Logger } from 'pino';
-import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
+import type { KeyAdapter, KeyPlatform, ListedKey, ListedUse } from './adapter.ts';
 import type { Reason } from './conditions.ts';
 import type { Observation } from './decision.ts';
 import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
@@ -12,6 +12,10 @@ import type { KeyDeps } from './reconcile-context.ts';
 const CREATED_AT_MARGIN_MS = 5_000;
 
 interface Snapshot<T> { at: number; value: T }
+
+function listedUse(key: ListedKey): ListedUse {
+  return { id: key.id, last_used_at: key.last_used_at, last_used_from_addr: key.last_used_from_addr };
+}
 
 /**
  * What a refreshed list no longer shows that the list before it did: keys revoked (by anyone) and
@@ -27,7 +31,7 @@ export class DriftCache {
   readonly #intervalMs: number;
   readonly #now: () => number;
   readonly #onGone: ((gone: DriftGone) => void) | undefined;
-  readonly #keys = new Map<string, Snapshot<Map<number, ListedKey>>>();
+  readonly #keys = new Map<string, Snapshot<Map<number, ListedUse>>>();
   readonly #projects = new Map<string, Snapshot<Set<string>>>();
   readonly #inflight = new Map<string, Promise<unknown>>();
   readonly #failures = new Map<string, { at: number; error: unknown }>();
@@ -68,11 +72,11 @@ export class DriftCache {
    * Live / Absent for a recorded key. A key created after the list was taken is not in it, so
    * absence counts only for keys older than the snapshot.
    */
-  async keyState(credentialsId: string, adapter: KeyAdapter, platform: KeyPlatform, keyId: number, createdAt: number | undefined, maxAgeMs?: number): Promise<{ state: 'Live' | 'Absent'; key?: ListedKey; at: number }> {
+  async keyState(credentialsId: string, adapter: KeyAdapter, platform: KeyPlatform, keyId: number, createdAt: number | undefined, maxAgeMs?: number): Promise<{ state: 'Live' | 'Absent'; key?: ListedUse; at: number }> {
     // maxAgeMs: a retiring key's last use is read from a fresher snapshot (still one list per
     // credentials and scope, shared by every resource that asks within that age).
     const snapshot = await this.#fresh(this.#keys, `keys|${credentialsId}|${adapter.listScope}`, async () =>
-      new Map((await adapter.list(platform)).map((k) => [k.id, k] as const)), maxAgeMs ?? this.#intervalMs, (before, after) => {
+      new Map((await adapter.list(platform)).map((k) => [k.id, listedUse(k)] as const)), maxAgeMs ?? this.#intervalMs, (before, after) => {
       const ids = [...before.keys()].filter((k) => !after.has(k));
       if (ids.length > 0) this.#onGone?.({ what: 'keys', credentialsId, listScope: adapter.listScope, ids });
     });
@@ -102,7 +106,7 @@ export class DriftCache {
  */
 export async function lookUpRecordedKey(deps: KeyDeps, client: { credentialsId: string; platform: KeyPlatform }, adapter: KeyAdapter, keyId: number, createdAt: string | undefined): Promise<{
   key: 'Live' | 'Absent';
-  listed: ListedKey | undefined;
+  listed: ListedUse | undefined;
   project: Observation['platform']['project'];
 }> {
   const created = createdAt !== undefined ? Date.parse(createdAt) : undefined;
@@ -137,10 +141,10 @@ export async function checkRecordedKey(deps: KeyDeps, failingSince: FailingSince
   /** status.createdAt of the key. */
   createdAt: string | undefined;
   logger: Logger;
-}): Promise<{ platform: Observation['platform']; listed: ListedKey | undefined }> {
+}): Promise<{ platform: Observation['platform']; listed: ListedUse | undefined }> {
   const { trackingKey, adapter, apiKey, keyId, logger } = check;
   const platform: Observation['platform'] = { key: 'Unknown', project: 'Unknown' };
-  let listed: ListedKey | undefined;
+  let listed: ListedUse | undefined;
   try {
     if (apiKey === undefined) throw Object.assign(new Error('no credentials'), { code: 'CREDENTIALS_MISSING' });
     const found = await lookUpRecordedKey(deps, deps.platformFor(apiKey), adapter, keyId, check.createdAt);

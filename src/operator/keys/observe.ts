@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import {
   ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_ROTATE, FINALIZER, parseSpec, type KeyResource,
 } from '../resources/schema.ts';
-import { adapterFor, type KeyAdapter, type ListedKey } from './adapter.ts';
+import { adapterFor, type KeyAdapter, type ListedUse } from './adapter.ts';
 import { observeRollouts, type Restart } from './consumers.ts';
 import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
 import { gracePeriods, requestToken, schedule } from './rotation-schedule.ts';
@@ -84,7 +84,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   let platform: Observation['platform'] = { key: 'Unknown', project: 'Unknown' };
   const recorded = recordedKeyId({ status: { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}) }, ...(secretObservation !== undefined ? { secret: secretObservation } : {}) });
   const fingerprint = apiKey !== undefined && credentials === 'Present' ? deps.signer.fingerprint(apiKey) : undefined;
-  let listed: ListedKey | undefined;
+  let listed: ListedUse | undefined;
   if (meta.deletionTimestamp === undefined && pending === undefined && adapter !== undefined && recorded !== undefined) {
     ({ platform, listed } = await checkRecordedKey(deps, failingSince, {
       trackingKey: `${resource.kind}/${meta.namespace}/${meta.name}`,

@@ -4,7 +4,7 @@ import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
-import type { KeyAdapter, KeyPlatform, ListedKey } from './adapter.ts';
+import type { KeyAdapter, KeyPlatform, ListedUse } from './adapter.ts';
 import type { RestBroken, RestInputs } from './at-rest.ts';
 import type { ReconcileResult, Worker } from '../runtime/controller.ts';
 import type { CreateAdmission } from './create-admission.ts';
@@ -106,7 +106,7 @@ export interface Context {
   /** signer.fingerprint of the credentials in use (status.credentialsFingerprint). */
   fingerprint: string | undefined;
   /** The recorded key as the drift check's list shows it. */
-  listed: ListedKey | undefined;
+  listed: ListedUse | undefined;
   observation: Observation;
   /** Rotation: the spec (or the defaults), the request token, the schedule (rotation-schedule.ts). */
   rotation: RotationContext;

@@ -4,7 +4,7 @@
 // value that is not a timestamp or an IP address is dropped (a status the apiserver refuses would
 // stop every other status write of the resource).
 import { isIP } from 'node:net';
-import type { ListedKey } from './adapter.ts';
+import type { ListedUse } from './adapter.ts';
 import type { ConditionUpdate } from './conditions.ts';
 import { GO_DURATION_UNITS } from '../resources/schema.ts';
 
@@ -42,7 +42,7 @@ export function statusTimestamp(value: string | null | undefined): string | unde
  * The usage fields of status from the listed key: only valid values, and only when the last use
  * moved by LAST_USED_GRANULARITY_MS or more since the recorded one (the address goes with it).
  */
-export function usageFields(listed: ListedKey | undefined, status: { lastUsedAt?: string; lastUsedFromAddr?: string }, granularityMs = LAST_USED_GRANULARITY_MS): { lastUsedAt?: string; lastUsedFromAddr?: string } {
+export function usageFields(listed: ListedUse | undefined, status: { lastUsedAt?: string; lastUsedFromAddr?: string }, granularityMs = LAST_USED_GRANULARITY_MS): { lastUsedAt?: string; lastUsedFromAddr?: string } {
   const at = statusTimestamp(listed?.last_used_at);
   if (listed === undefined || at === undefined) return {};
   const recorded = status.lastUsedAt !== undefined ? Date.parse(status.lastUsedAt) : Number.NaN;

@@ -23,3 +23,36 @@ export function intern<T extends string | undefined>(value: T): T {
 export function internedCount(): number {
   return table.size;
 }
+
+const shared = new Map<string, object>();
+/** A longer signature is not worth a table entry (a value that large is rarely repeated). */
+const MAX_SIGNATURE = 1_024;
+
+/**
+ * One frozen instance of a small, read-only part of cached objects that many of them repeat (a key
+ * resource's spec projection: the project, organization and credentials of a few hundred keys; its
+ * conditions' types and statuses, the same for every Ready key), found by `signature`, which must
+ * determine the value. The instance is frozen, deeply: a cache's reader that tried to change it would
+ * change every resource's, and throws instead. Bounded as strings are: past MAX_INTERNED signatures,
+ * or for a signature longer than MAX_SIGNATURE, `make()` is returned, frozen, and not kept.
+ */
+export function internShared<T extends object>(signature: string, make: () => T): T {
+  const known = shared.get(signature);
+  if (known !== undefined) return known as T;
+  const value = deepFreeze(make());
+  if (shared.size < MAX_INTERNED && signature.length <= MAX_SIGNATURE) shared.set(signature, value);
+  return value;
+}
+
+/** How many shared objects are kept (for tests). */
+export function sharedCount(): number {
+  return shared.size;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

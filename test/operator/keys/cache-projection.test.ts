@@ -35,6 +35,31 @@ describe('trimKeyResource and trimSecret', () => {
       .toEqual({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined }, spec: {}, status: { conditions: [] } });
   });
 
+  it('share one frozen spec and status projection among resources with the same ones, and keep their own identity', () => {
+    const resource = (name: string, projectId: string, ready: string): ReturnType<typeof trimKeyResource> => trimKeyResource({
+      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
+      metadata: { name, namespace: 'n', uid: `uid-${name}`, resourceVersion: '1' },
+      spec: { organizationId: 'o', projectId, credentialsSecretRef: { name: 'c', key: 'apiKey' } },
+      // JSON.parse makes a copy of every value of every object: so do these.
+      status: JSON.parse(JSON.stringify({ conditions: [{ type: 'Ready', status: ready, message: `key of ${name}` }, { type: 'OperationsSettled', status: 'True' }] })) as unknown,
+    } as never);
+    const [a, b, c, d] = [resource('a', 'p1', 'True'), resource('b', 'p1', 'True'), resource('c', 'p2', 'True'), resource('d', 'p1', 'False')];
+    expect(b.spec).toBe(a.spec);
+    expect(b.status).toBe(a.status);
+    expect(c.spec).not.toBe(a.spec);
+    expect(c.spec).toEqual({ projectId: 'p2', organizationId: 'o', credentialsSecretRef: { name: 'c' } });
+    expect(c.status).toBe(a.status);
+    expect(d.spec).toBe(a.spec);
+    expect(d.status).not.toBe(a.status);
+    expect(d.status).toEqual({ conditions: [{ type: 'Ready', status: 'False' }, { type: 'OperationsSettled', status: 'True' }] });
+    expect(b.metadata).toEqual({ name: 'b', namespace: 'n', uid: 'uid-b', resourceVersion: '1' });
+    // Shared, so read-only: a reader that changed one resource's projection would change all of them.
+    expect(() => { (a.status.conditions[0] as { status: string }).status = 'False'; }).toThrow(TypeError);
+    expect(() => { a.status.conditions.push({ type: 'X', status: 'True' }); }).toThrow(TypeError);
+    expect(() => { (a.spec.credentialsSecretRef as { name: string }).name = 'other'; }).toThrow(TypeError);
+    expect(b.status.conditions[0]).toEqual({ type: 'Ready', status: 'True' });
+  });
+
   it('name the organization of a new key only (no condition yet, not being deleted), for its create turn', () => {
     const key = (extra: { conditions?: { type: string; status: string }[]; deleting?: boolean; organizationId?: string }): ReturnType<typeof trimKeyResource> => trimKeyResource({
       apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',

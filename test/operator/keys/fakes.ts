@@ -270,6 +270,8 @@ export class FakePlatform implements KeyPlatform {
   failNext: { method: string; error: Error } | undefined;
   /** Rewrites the create answer (a hostile or broken platform). */
   answerCreate: ((key: FakeKey) => FakeKey) | undefined;
+  /** The platform's clock (created_at of the keys it makes): a test's own clock, or the real one. */
+  now: () => number = Date.now;
 
   #maybeFail(method: string): void {
     if (this.failNext?.method === method) {
@@ -280,7 +282,7 @@ export class FakePlatform implements KeyPlatform {
   }
 
   #create(name: string, projectId?: string): FakeKey {
-    const key: FakeKey = { id: ++this.#id, name, key: randomBytes(32).toString('hex'), created_at: new Date().toISOString(), ...(projectId !== undefined ? { project_id: projectId } : {}) };
+    const key: FakeKey = { id: ++this.#id, name, key: randomBytes(32).toString('hex'), created_at: new Date(this.now()).toISOString(), ...(projectId !== undefined ? { project_id: projectId } : {}) };
     this.keys.push(key);
     return this.answerCreate?.(key) ?? key;
   }
