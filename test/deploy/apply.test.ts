@@ -89,6 +89,7 @@ describe('the manifests applied to a real apiserver', () => {
       await t?.helm(['uninstall', release.name, '--namespace', release.namespace, '--wait=false']).catch(() => undefined);
     }
     for (const name of createdNamespaces) await t?.kubectl(['delete', 'namespace', name, '--wait=false']).catch(() => undefined);
+    t?.dispose();
   });
 
   it('admits the chart output with default values, restricted Pod Security included (server-side dry run)', async () => {

@@ -7,7 +7,7 @@
 // has, in the operator's namespace, in a watched namespace and in a namespace it does not watch.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VersionApi } from '@kubernetes/client-node';
@@ -182,6 +182,8 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     for (const release of releases) await t?.helm(['uninstall', release.name, '--namespace', release.namespace, '--wait=false']).catch(() => undefined);
     for (const object of clusterObjects) await t?.kubectl(['delete', object, '--ignore-not-found', '--wait=false']).catch(() => undefined);
     for (const name of namespaces) await t?.kubectl(['delete', 'namespace', name, '--wait=false']).catch(() => undefined);
+    t?.dispose();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('every authenticated ServiceAccount (the baseline the listings add to) may only review its own access', async () => {

@@ -1,6 +1,6 @@
 // The Helm chart as users get it: linted strictly, rendered by the real helm, its RBAC held to the
 // contract, its CRDs and rules the same as the top-level crds/ and deploy/base (one truth each).
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -84,6 +84,8 @@ describe('the Helm chart', () => {
     chartVersion = /^version: (\S+)$/m.exec(chart)?.[1] ?? '';
     appVersion = /^appVersion: "?([^"\s]+)"?$/m.exec(chart)?.[1] ?? '';
   });
+
+  afterAll(() => { t?.dispose(); });
 
   it('passes helm lint --strict with the default values, with watchNamespaces, a NetworkPolicy and a ServiceMonitor', async () => {
     for (const set of [[], ['watchNamespaces={team-a,team-b}'], ['networkPolicy.enabled=true', 'networkPolicy.apiServer.cidrs={10.0.0.1/32}'],

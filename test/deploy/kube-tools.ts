@@ -1,7 +1,7 @@
 // helm and kubectl, the real binaries the harness built (controlPlane().binDir), run against the
 // test apiserver: the deploy suites test the manifests with the tools users run them with.
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +34,8 @@ export interface Tools {
   kubectlOutput(args: string[], input?: string): Promise<Output>;
   /** helm template of the chart with the given --set values, parsed. */
   template(release: string, namespace: string, set?: string[]): Promise<K8sObject[]>;
+  /** Removes helm's throwaway HOME (call it in afterAll). */
+  dispose(): void;
 }
 
 export class CommandError extends Error {
@@ -95,6 +97,7 @@ export function tools(cp: ControlPlane, kubeVersion: string): Tools {
       'template', release, chartDir, '--namespace', namespace, '--kube-version', kubeVersion,
       ...set.flatMap((s) => ['--set', s]),
     ])),
+    dispose: () => { rmSync(home, { recursive: true, force: true }); },
   };
 }
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VersionApi } from '@kubernetes/client-node';
@@ -33,6 +33,8 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
   let emulator: Emulator;
   let operator: ChildProcess | undefined;
   let operatorLog = '';
+  /** The operator's kubeconfig folder, removed in afterAll. */
+  let scratch: string | undefined;
 
   const poll = async <T>(what: string, read: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> => {
     const deadline = Date.now() + timeoutMs;
@@ -68,6 +70,8 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
     await emulator?.close();
     await t?.helm(['uninstall', release, '--namespace', ns, '--wait=false']).catch(() => undefined);
     for (const name of [appNs, otherAppNs, ns]) await t?.kubectl(['delete', 'namespace', name, '--wait=false']).catch(() => undefined);
+    t?.dispose();
+    if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   });
 
   it('issues a ProjectApiKey in each of two watched namespaces as the elected leader, serves probes and metrics on the pod IP, and revokes the key on delete', async () => {
@@ -99,7 +103,8 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
     }
 
     const token = await cp.mintServiceAccountToken(ns, pod.serviceAccountName, 3600);
-    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'nko-chartop-')), 'operator.kubeconfig');
+    scratch = mkdtempSync(join(tmpdir(), 'nko-chartop-'));
+    const kubeconfig = join(scratch, 'operator.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, pod.serviceAccountName), { mode: 0o600 });
     operator = spawn(process.execPath, [join(root, 'src/operator/main.ts'), `--kubeconfig=${kubeconfig}`, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     operator.stdout?.setEncoding('utf8').on('data', (chunk: string) => { operatorLog += chunk; });

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
@@ -48,6 +48,8 @@ describe('two operator processes with leader election', () => {
   let emulator: Emulator;
   let namespace: string;
   let kubeconfig: string;
+  /** The kubeconfig's folder, removed in afterAll. */
+  let scratch: string | undefined;
   const replicas: Replica[] = [];
   const live: { prefix: string; max: number }[] = [];
   let sampler: ReturnType<typeof setInterval> | undefined;
@@ -149,7 +151,8 @@ describe('two operator processes with leader election', () => {
     namespace = await createNamespace(cp, 'ha');
     leaseNamespace = await leaseNamespaceFor('ha-lease', { namespace: OPERATOR_NAMESPACE, name: OPERATOR_SERVICE_ACCOUNT });
     const token = await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 1800);
-    kubeconfig = join(mkdtempSync(join(tmpdir(), 'nko-ha-')), 'kubeconfig');
+    scratch = mkdtempSync(join(tmpdir(), 'nko-ha-'));
+    kubeconfig = join(scratch, 'kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
     const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
     await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-credentials' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
@@ -181,6 +184,7 @@ describe('two operator processes with leader election', () => {
     }
     if (leaseNamespace !== undefined) await cp.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: leaseNamespace }).catch(() => undefined);
     await emulator?.close();
+    if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   }, 60_000);
 
   it('exactly one replica reconciles; the standby is ready, its leader gauge 0, and it never calls the platform', async () => {
@@ -297,8 +301,8 @@ describe('two operator processes with leader election', () => {
     const saName = `ha-lease-only-${suffix}`;
     await core.createNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, body: { metadata: { name: saName } } });
     const ownLeaseNamespace = await leaseNamespaceFor('ha-nosync', { namespace: OPERATOR_NAMESPACE, name: saName });
+    const dir = mkdtempSync(join(tmpdir(), 'nko-ha-ready-'));
     try {
-      const dir = mkdtempSync(join(tmpdir(), 'nko-ha-ready-'));
       const leaseOnly = join(dir, 'lease-only');
       writeFileSync(leaseOnly, kubeconfigYaml(cp, await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, saName, 600), 'lease-only'), { mode: 0o600 });
       const bogus = join(dir, 'bogus');
@@ -331,6 +335,7 @@ describe('two operator processes with leader election', () => {
     } finally {
       await core.deleteNamespace({ name: ownLeaseNamespace }).catch(() => undefined);
       await core.deleteNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, name: saName }).catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
 });

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
@@ -19,6 +19,8 @@ describe('the operator process', () => {
   let child: ChildProcess | undefined;
   let namespace: string;
   let output = '';
+  /** The kubeconfig's folder, removed in afterAll. */
+  let scratch: string | undefined;
 
   beforeAll(async () => {
     cp = await controlPlane();
@@ -31,11 +33,13 @@ describe('the operator process', () => {
     if (child !== undefined && child.exitCode === null) child.kill('SIGKILL');
     await cp?.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }).catch(() => undefined);
     await emulator?.close();
+    if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   });
 
   it('elects itself leader, reconciles, serves probes and metrics, and drains on SIGTERM', async () => {
     const token = await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 600);
-    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'nko-cli-')), 'kubeconfig');
+    scratch = mkdtempSync(join(tmpdir(), 'nko-cli-'));
+    const kubeconfig = join(scratch, 'kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
     const [health, metrics] = [await freePort(), await freePort()];
     const identity = `cli-test-${namespace}`;
