@@ -9,7 +9,7 @@ import { ORG_KEY_CREATIONS_PER_SECOND, PlatformClient, orgKeyCreationLimiter } f
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/create-admission.ts';
-import { keyWatches, wakeProject } from './keys/watches.ts';
+import { keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf } from './keys/cache-projection.ts';
 import { DriftCache } from './keys/drift.ts';
 import { EventRecorder } from './keys/events.ts';
@@ -150,16 +150,21 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   });
   const ownWrites = new OwnWrites();
   const objects = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  // A refreshed list that no longer shows a key (or a project) wakes the resources resting on it:
+  // drift is caught when the list is taken, within one interval (drift.ts, DriftGone). A project
+  // gone wakes every ProjectApiKey naming it, at rest or not: one between passes (its last pass
+  // ended otherwise than at rest) would otherwise learn it only at its own next pass, up to one
+  // more interval later. The lists are taken again each interval by the sweep (refreshDue).
+  const drift = new DriftCache(driftIntervalMs, Date.now, (gone) => {
+    const woken = new Set(reconciler.restingOn(gone));
+    if (gone.what === 'projects') for (const key of projectKeysIn(controller, gone.organizationId, gone.ids)) woken.add(key);
+    if (woken.size > 0) logger.info({ what: gone.what, ids: gone.ids.slice(0, 20), resources: woken.size }, 'gone from the platform\'s list; waking the resources that rest on it');
+    for (const key of woken) controller.enqueueLow(key);
+  });
   const reconciler = new KeyReconciler({
     kube: new ApiServerWrites(objects, core, options.kubeConfig.makeApiClient(AppsV1Api)),
     platformFor,
-    // A refreshed list that no longer shows a key (or a project) wakes the resources resting on it:
-    // drift is caught when the list is taken, within one interval (drift.ts, DriftGone).
-    drift: new DriftCache(driftIntervalMs, Date.now, (gone) => {
-      const woken = reconciler.restingOn(gone);
-      if (woken.length > 0) logger.info({ what: gone.what, ids: gone.ids.slice(0, 20), resources: woken.length }, 'gone from the platform\'s list; waking the resources that rest on it');
-      for (const key of woken) controller.enqueueLow(key);
-    }),
+    drift,
     events: new EventRecorder(core, 'neon-key-operator', logger),
     identity,
     pendingGraceMs: options.pendingGraceMs ?? 120_000,
@@ -235,6 +240,8 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // second (a tenth of the interval when that is shorter); one sweep at a time.
   let sweeping = false;
   const sweeper = setInterval(() => {
+    // The drift lists first: one an interval old is taken again now, whatever the checks (drift.ts).
+    drift.refreshDue();
     if (sweeping) return;
     sweeping = true;
     reconciler.sweep().then((woken) => {

@@ -56,6 +56,18 @@ function secretOwner(secret: KubernetesObject): string | undefined {
   return `${kind}/${ns}/${name}`;
 }
 
+/** The work-queue keys of the cached ProjectApiKeys naming one of these projects of this organization. */
+export function projectKeysIn(controller: Pick<Controller, 'cached'>, organizationId: string, projectIds: readonly string[]): string[] {
+  const keys: string[] = [];
+  for (const obj of controller.cached('ProjectApiKey')) {
+    const spec = (obj as { spec?: { projectId?: string; organizationId?: string } }).spec;
+    const { namespace, name } = obj.metadata ?? {};
+    if (spec?.organizationId !== organizationId || spec.projectId === undefined || !projectIds.includes(spec.projectId)) continue;
+    if (namespace !== undefined && name !== undefined) keys.push(`ProjectApiKey/${namespace}/${name}`);
+  }
+  return keys;
+}
+
 /**
  * Wakes every ProjectApiKey of a project (its operations changed), in the low lane: one poll
  * wakes every key of the project (hundreds, in the bench), and a new or changed resource must

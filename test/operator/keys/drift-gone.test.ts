@@ -67,4 +67,75 @@ describe('DriftCache: what a refreshed list no longer shows', () => {
     await cache.keyState('cred-a', s.adapter, s.platform, 1, undefined);
     expect(gone).toEqual([{ what: 'keys', credentialsId: 'cred-a', listScope: 'org:o-1', ids: [2, 3] }]);
   });
+
+  it('refreshDue takes a list again once it is an interval old, with no check asking: a project gone is told within one interval', async () => {
+    let now = 0;
+    let projectLists = 0;
+    const gone: DriftGone[] = [];
+    const cache = new DriftCache(60_000, () => now, (g) => gone.push(g));
+    const s = scripted();
+    const counting = { listProjects: async (q: { orgId: string }) => { projectLists += 1; return await s.platform.listProjects(q); } } as unknown as KeyPlatform;
+    // One check (a resource whose next check is 1.1 intervals away): the lists are taken at 0.
+    await cache.keyState('cred-a', s.adapter, counting, 1, undefined);
+    await cache.projectInOrganization('cred-a', counting, 'o-1', 'p-1');
+    expect(projectLists).toBe(1);
+    s.setProjects(['p-2']); // p-1 leaves right after the list
+    now = 59_999;
+    cache.refreshDue();
+    await Promise.resolve();
+    expect(projectLists).toBe(1); // not an interval old yet
+    now = 60_000;
+    cache.refreshDue();
+    cache.refreshDue(); // a tick while the first refresh is under way: one request
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(projectLists).toBe(2);
+    expect(gone).toEqual([{ what: 'projects', credentialsId: 'cred-a', organizationId: 'o-1', ids: ['p-1'] }]);
+  });
+
+  it('refreshDue stops taking a list no check asked for in an interval and a half', async () => {
+    let now = 0;
+    let keyLists = 0;
+    const cache = new DriftCache(60_000, () => now);
+    const s = scripted();
+    const adapter = { ...s.adapter, list: async () => { keyLists += 1; return await s.adapter.list(s.platform); } } as KeyAdapter;
+    await cache.keyState('cred-a', adapter, s.platform, 1, undefined);
+    expect(keyLists).toBe(1);
+    now = 60_000;
+    cache.refreshDue();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(keyLists).toBe(2); // asked 60 s ago: still in use
+    now = 90_001; // no check since 0: the resources are gone (or on other credentials)
+    cache.refreshDue();
+    now = 130_000;
+    cache.refreshDue();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(keyLists).toBe(2);
+    // A check asks again: taken as before, and refreshed again from then on.
+    await cache.keyState('cred-a', adapter, s.platform, 1, undefined);
+    expect(keyLists).toBe(3);
+    now = 190_000;
+    cache.refreshDue();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(keyLists).toBe(4);
+  });
+
+  it('refreshDue retries a failed list an interval after the failure, not on every tick', async () => {
+    let now = 0;
+    let attempts = 0;
+    let failing = true;
+    const cache = new DriftCache(60_000, () => now);
+    const s = scripted();
+    const adapter = { ...s.adapter, list: async () => { attempts += 1; if (failing) throw new Error('unavailable'); return await s.adapter.list(s.platform); } } as KeyAdapter;
+    await expect(cache.keyState('cred-a', adapter, s.platform, 1, undefined)).rejects.toThrow('unavailable');
+    for (now = 1_000; now < 60_000; now += 1_000) cache.refreshDue();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(attempts).toBe(1);
+    failing = false;
+    now = 60_000;
+    cache.refreshDue();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(attempts).toBe(2);
+    expect((await cache.keyState('cred-a', adapter, s.platform, 1, undefined)).state).toBe('Live');
+    expect(attempts).toBe(2); // the refreshed list serves the check
+  });
 });
