@@ -297,9 +297,25 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const keyIdOf = new Map<string, number>();
     const issuedReasonOf = new Map<string, string>();
     const watch = new Watch(kc);
-    const startWatch = async (path: string, query: Record<string, string>, onEvent: (obj: Record<string, unknown>) => void) => {
-      const again = () => { if (!stopped) void startWatch(path, query, onEvent).catch(() => undefined); };
-      watches.push(await watch.watch(path, query, (_type, obj) => onEvent(obj as Record<string, unknown>), () => setTimeout(again, 200)));
+    // A watch that ends (the apiserver closes one whose reader falls behind) goes on from the last
+    // version it saw, as an informer does: started again without one, it is sent every object again
+    // (10,000 and more), which cost the apiserver the CPU the wave needed (a run's Ready count stood
+    // still for a minute or more while the operator went on issuing keys). 410 Gone: from now.
+    const startWatch = async (path: string, query: Record<string, string>, onEvent: (obj: Record<string, unknown>) => void, from?: string) => {
+      let last = from;
+      const again = () => { if (!stopped) void startWatch(path, query, onEvent, last).catch(() => setTimeout(again, 1_000)); };
+      watches.push(await watch.watch(path, { ...query, allowWatchBookmarks: 'true', ...(last !== undefined ? { resourceVersion: last } : {}) }, (type, obj) => {
+        const o = obj as Record<string, unknown> & { metadata?: { resourceVersion?: string }; code?: number };
+        if (type === 'ERROR') {
+          if (o.code === 410) last = undefined;
+          return;
+        }
+        last = o.metadata?.resourceVersion ?? last;
+        if (type !== 'BOOKMARK') onEvent(o);
+      }, (err: unknown) => {
+        if (!stopped) log(`   (the watch of ${path.split('/').pop() ?? path} ended${err instanceof Error ? ` (${err.message})` : ''}; going on from version ${last ?? 'now'})`);
+        setTimeout(again, 200);
+      }));
     };
     await startWatch(`/apis/${GROUP}/${VERSION}/namespaces/${NS}/${PLURAL}`, {}, (obj) => {
       const name = (obj.metadata as { name: string }).name;
