@@ -152,13 +152,12 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const objects = options.kubeConfig.makeApiClient(CustomObjectsApi);
   // A refreshed list that no longer shows a key (or a project) wakes the resources resting on it:
   // drift is caught when the list is taken, within one interval (drift.ts, DriftGone). A project
-  // gone wakes every ProjectApiKey naming it, at rest or not: one between passes (its last pass
-  // ended otherwise than at rest) would otherwise learn it only at its own next pass, up to one
-  // more interval later. The lists are taken again each interval by the sweep (refreshDue).
+  // gone wakes every ProjectApiKey naming it, at rest or not (the resting ones among them): one
+  // between passes would otherwise learn it only at its own next pass, up to one more interval
+  // later. The lists are taken again each interval by the sweep (refreshDue).
   const drift = new DriftCache(driftIntervalMs, Date.now, (gone) => {
-    const woken = new Set(reconciler.restingOn(gone));
-    if (gone.what === 'projects') for (const key of projectKeysIn(controller, gone.organizationId, gone.ids)) woken.add(key);
-    if (woken.size > 0) logger.info({ what: gone.what, ids: gone.ids.slice(0, 20), resources: woken.size }, 'gone from the platform\'s list; waking the resources that rest on it');
+    const woken = gone.what === 'projects' ? projectKeysIn(controller, gone.ids, gone.organizationId) : reconciler.restingOn(gone);
+    if (woken.length > 0) logger.info({ what: gone.what, ids: gone.ids.slice(0, 20), resources: woken.length }, 'gone from the platform\'s list; waking the resources that rest on it');
     for (const key of woken) controller.enqueueLow(key);
   });
   const reconciler = new KeyReconciler({

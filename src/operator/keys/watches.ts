@@ -56,13 +56,17 @@ function secretOwner(secret: KubernetesObject): string | undefined {
   return `${kind}/${ns}/${name}`;
 }
 
-/** The work-queue keys of the cached ProjectApiKeys naming one of these projects of this organization. */
-export function projectKeysIn(controller: Pick<Controller, 'cached'>, organizationId: string, projectIds: readonly string[]): string[] {
+/**
+ * The work-queue keys of the cached ProjectApiKeys naming one of these projects (of this
+ * organization, when one is given).
+ */
+export function projectKeysIn(controller: Pick<Controller, 'cached'>, projectIds: readonly string[], organizationId?: string): string[] {
   const keys: string[] = [];
   for (const obj of controller.cached('ProjectApiKey')) {
     const spec = (obj as { spec?: { projectId?: string; organizationId?: string } }).spec;
     const { namespace, name } = obj.metadata ?? {};
-    if (spec?.organizationId !== organizationId || spec.projectId === undefined || !projectIds.includes(spec.projectId)) continue;
+    if (spec?.projectId === undefined || !projectIds.includes(spec.projectId)) continue;
+    if (organizationId !== undefined && spec.organizationId !== organizationId) continue;
     if (namespace !== undefined && name !== undefined) keys.push(`ProjectApiKey/${namespace}/${name}`);
   }
   return keys;
@@ -74,10 +78,5 @@ export function projectKeysIn(controller: Pick<Controller, 'cached'>, organizati
  * not wait behind that wave.
  */
 export function wakeProject(controller: Pick<Controller, 'cached' | 'enqueueLow'>, projectId: string): void {
-  for (const obj of controller.cached('ProjectApiKey')) {
-    const spec = (obj as { spec?: { projectId?: string } }).spec;
-    if (spec?.projectId === projectId && obj.metadata?.namespace !== undefined && obj.metadata.name !== undefined) {
-      controller.enqueueLow(`ProjectApiKey/${obj.metadata.namespace}/${obj.metadata.name}`);
-    }
-  }
+  for (const key of projectKeysIn(controller, [projectId])) controller.enqueueLow(key);
 }
