@@ -1,7 +1,7 @@
 // Wires the operator together: kube clients, one platform client per credentials (sharing ONE
 // limiter per organization for org key creation, DESIGN.md section 5), the drift cache, the
 // lifecycle and the controller. startOperator() runs it in-process (tests, main.ts).
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -15,6 +15,7 @@ import { DriftCache } from './keys/drift.ts';
 import { EventRecorder } from './keys/events.ts';
 import { ApiServerWrites } from './keys/kube-writes.ts';
 import { KeyReconciler } from './keys/reconciler.ts';
+import { PlatformClients } from './keys/platform-clients.ts';
 import { OperationsPollers, type OperationsClient } from './keys/operations-poller.ts';
 import { OwnWrites } from './runtime/own-writes.ts';
 import { createLogger } from './runtime/logger.ts';
@@ -26,8 +27,6 @@ import type { KindName } from './resources/schema.ts';
 /** Makes a platform client acting with one API key (src/platform's PlatformClient in production). */
 export type PlatformFactory = (options: { baseUrl: string; apiKey: string }) => KeyPlatform & OperationsClient;
 
-/** A client per credentials is dropped after this long unused: no credential is held forever. */
-const CLIENT_IDLE_MS = 10 * 60_000;
 /** How often the resources at rest are looked at for a due drift check (KeyReconciler.sweep). */
 const SWEEP_TICK_MS = 1_000;
 
@@ -116,25 +115,10 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   const signingKeySecret = options.signingKeySecret ?? { namespace: 'neon-key-operator-system', name: DEFAULT_SIGNING_KEY_SECRET };
   const signer = new Signer(options.signingKey ?? await loadSigningKey(core, signingKeySecret.namespace, signingKeySecret.name, logger));
-  const digest = (apiKey: string): string => createHash('sha256').update(apiKey).digest('hex').slice(0, 16);
-  // Clients are cached by a digest of the key, never by the key itself. One per credentials
-  // Secret's key: few, and each carries the connection pool of its requests. A client holds its key
-  // in memory: one unused for CLIENT_IDLE_MS (credentials replaced, resources gone) is dropped.
-  const clients = new Map<string, { platform: KeyPlatform; credentialsId: string; usedAt: number }>();
-  const platformFor = (apiKey: string): { platform: KeyPlatform; credentialsId: string } => {
-    const credentialsId = digest(apiKey);
-    let entry = clients.get(credentialsId);
-    if (entry === undefined) {
-      entry = { platform: factory({ baseUrl: options.platformBaseUrl, apiKey }), credentialsId, usedAt: 0 };
-      clients.set(credentialsId, entry);
-    }
-    entry.usedAt = performance.now();
-    return entry;
-  };
-  const evictIdleClients = setInterval(() => {
-    const now = performance.now();
-    for (const [id, entry] of clients) if (now - entry.usedAt > CLIENT_IDLE_MS) clients.delete(id);
-  }, 60_000);
+  // One client per credentials in use, bounded in count and idle time (keys/platform-clients.ts).
+  const clients = new PlatformClients((apiKey) => factory({ baseUrl: options.platformBaseUrl, apiKey }));
+  const platformFor = (apiKey: string): { platform: KeyPlatform; credentialsId: string } => clients.for(apiKey);
+  const evictIdleClients = setInterval(() => clients.evictIdle(), 60_000);
   evictIdleClients.unref();
   const driftIntervalMs = options.driftIntervalMs ?? 300_000;
   const watched = [...new Set([...options.namespaces ?? [], ...options.namespace !== undefined ? [options.namespace] : []])].sort();
@@ -161,7 +145,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     for (const key of woken) controller.enqueueLow(key);
   });
   const reconciler = new KeyReconciler({
-    kube: new ApiServerWrites(objects, core, options.kubeConfig.makeApiClient(AppsV1Api)),
+    kube: new ApiServerWrites(objects, core, options.kubeConfig.makeApiClient(AppsV1Api), options.kubeConfig),
     platformFor,
     drift,
     events: new EventRecorder(core, 'neon-key-operator', logger),
@@ -186,11 +170,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
         const obj = controller.cachedObject(kind, namespace, name);
         return obj === undefined ? undefined : cachedConditionsOf(obj);
       },
-      platformById: (credentialsId) => {
-        const entry = clients.get(credentialsId);
-        if (entry !== undefined) entry.usedAt = performance.now();
-        return entry;
-      },
+      platformById: (credentialsId) => clients.byId(credentialsId),
     },
     ...(options.onReconcile !== undefined ? { onReconcile: options.onReconcile } : {}),
     // Three times the platform's creations per second per organization under way at once (from a

@@ -36,6 +36,20 @@ import {
 import { defaultOrgKeyLimiter, type Answer, type Permit, type RateLimiter } from './sliding-window.ts';
 import { OPERATION_STATUS_CLASSES, isTerminalOperationStatus } from './operation-status.ts';
 
+/**
+ * The longest API key the client sends. The platform's keys are 64 characters (platform-api.md,
+ * API key: a random token); this leaves room for other formats, and bounds what a caller holding
+ * keys it was handed (credentials Secrets anyone may fill) keeps in memory and sends in a header.
+ */
+export const MAX_API_KEY_LENGTH = 256;
+/** What an API key can be: visible ASCII (it travels in the Authorization header), at most MAX_API_KEY_LENGTH. */
+const API_KEY_FORMAT = /^[\x21-\x7e]+$/;
+
+/** Whether `apiKey` can be an API key (a caller checks before making a client with it, which refuses any other). */
+export function isApiKeyFormat(apiKey: string): boolean {
+  return apiKey.length > 0 && apiKey.length <= MAX_API_KEY_LENGTH && API_KEY_FORMAT.test(apiKey);
+}
+
 export interface PlatformClientOptions {
   /** Base address including the version segment, e.g. https://console.neon.tech/api/v2 (platform-api.md, Versioning). */
   baseUrl: string;
@@ -156,6 +170,7 @@ export class PlatformClient {
       throw new TypeError(`baseUrl ${url.origin} is plain http to a host that is not loopback: the API key would travel in clear text; use https, or allow it explicitly (allowInsecureHttp)`);
     }
     if (typeof options.apiKey !== 'string' || options.apiKey === '') throw new TypeError('apiKey must be a non-empty string');
+    if (!isApiKeyFormat(options.apiKey)) throw new TypeError(`apiKey must be at most ${MAX_API_KEY_LENGTH} visible ASCII characters`);
     this.#baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
     this.#apiKey = options.apiKey;
     this.#dispatcher = options.dispatcher;

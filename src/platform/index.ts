@@ -6,7 +6,7 @@
 // - disposition 'ambiguous': only ever a POST (create key, create branch) whose outcome is unknown.
 //   Never repeat it: run the recovery of DESIGN.md §3 (list keys, find the attempt name).
 // - disposition 'terminal': fix credentials, permissions or input first; branch on `code`.
-export { PlatformClient, TERMINAL_OPERATION_STATUSES } from './client.ts';
+export { MAX_API_KEY_LENGTH, PlatformClient, TERMINAL_OPERATION_STATUSES, isApiKeyFormat } from './client.ts';
 export type { PlatformClientOptions, CallOptions, ResponseInfo } from './client.ts';
 export { OPERATION_STATUS_CLASSES, isTerminalOperationStatus, operationStatusClass } from './operation-status.ts';
 export type { KnownOperationStatus, OperationStatusClass } from './operation-status.ts';

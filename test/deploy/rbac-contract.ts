@@ -20,8 +20,8 @@ export const reconcileGrants: readonly string[] = [
   ...grants('keys.neon.dev', ['apikeys/finalizers', 'projectapikeys/finalizers'], ['update']),
   // list + watch: the Secret informer (keys/watches.ts: every Secret's metadata, for the managed
   // Secrets and the credentials); get: keys/kube-writes.ts readNamespacedSecret
-  // (credentials and key Secrets), listNamespacedSecret (spec.secret.immutable: the managed Secrets,
-  // for an interrupted create's); create / update / delete: createNamespacedSecret,
+  // (credentials and key Secrets), listOwnedSecretMetadata (spec.secret.immutable: the managed
+  // Secrets' metadata, for an interrupted create's); create / update / delete: createNamespacedSecret,
   // replaceNamespacedSecret, deleteNamespacedSecret. Never patched.
   ...grants('', ['secrets'], ['get', 'list', 'watch', 'create', 'update', 'delete']),
   // keys/events.ts createNamespacedEvent (core/v1); never patched, never events.k8s.io.

@@ -49,12 +49,21 @@ export function cachedConditionsOf(obj: KubernetesObject): CachedConditions {
 }
 
 /**
+ * What an owner annotation the operator writes can be: `ApiKey/<name>` or `ProjectApiKey/<name>`,
+ * a resource name being a DNS subdomain (at most 253 characters). Anything else, of any length a
+ * tenant chose, names no resource and is not cached (docs/security.md, Bounds).
+ */
+const OWNER_VALUE = /^(?:ApiKey|ProjectApiKey)\/[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;
+
+/**
  * A Secret as the cache keeps it: who it is, and for a Secret of ours (the managed-by label) whose
  * it is; never its data, labels or other annotations.
  */
 export function trimSecret(secret: V1Secret): V1Secret {
   const managed = secret.metadata?.labels?.[LABEL_MANAGED_BY] === MANAGED_BY;
-  const owner = managed ? secret.metadata?.annotations?.[ANNOTATION_OWNER] : undefined;
+  const annotated = managed ? secret.metadata?.annotations?.[ANNOTATION_OWNER] : undefined;
+  // Tested on at most the longest valid value: a longer one is refused without scanning it.
+  const owner = annotated !== undefined && annotated.length <= 'ProjectApiKey/'.length + 253 && OWNER_VALUE.test(annotated) ? annotated : undefined;
   return {
     apiVersion: 'v1',
     kind: 'Secret',

@@ -9,6 +9,7 @@
 // project-scoped key (api_key_org) has no user behind it. /auth cannot tell whether a user is an
 // administrator: a member's key asking for an organization key still meets the platform's 403.
 import type { AuthDetails } from '../../platform/index.ts';
+import { MAX_CLIENTS } from './platform-clients.ts';
 
 export type KeyKind = 'Personal' | 'Organization' | 'Project';
 
@@ -47,6 +48,11 @@ export class CredentialsKinds {
     const auth = await ask();
     this.#known.set(credentialsId, { at: this.#now(), auth });
     for (const [id, entry] of this.#known) if (this.#now() - entry.at >= this.#ttlMs) this.#known.delete(id);
+    // One per credentials value asked with: bounded as the clients are (platform-clients.ts), oldest first.
+    for (const id of this.#known.keys()) {
+      if (this.#known.size <= MAX_CLIENTS) break;
+      this.#known.delete(id);
+    }
     return auth;
   }
 }

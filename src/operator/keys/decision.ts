@@ -7,6 +7,7 @@
 // before the POST, the Secret before the status, recovery when an intent has no recorded outcome.
 
 import type { Reason } from './conditions.ts';
+import { MAX_API_KEY_LENGTH } from '../../platform/index.ts';
 
 export interface PendingAttempt {
   /** The key name sent to the platform: <keyName>-<8 random chars>. */
@@ -58,7 +59,8 @@ export type RetireStep =
  */
 export type RefusedIntent = 'Malformed' | 'Unsigned';
 
-export type Credentials = 'Present' | 'SecretNotFound' | 'KeyNotFound';
+/** NotAKey: the entry is longer than any platform API key, or not visible ASCII (docs/security.md, Bounds). */
+export type Credentials = 'Present' | 'SecretNotFound' | 'KeyNotFound' | 'NotAKey';
 
 export interface SecretObservation {
   /** Its controller owner reference is this resource (by uid). Anything else is not ours. */
@@ -205,6 +207,7 @@ export interface Decision {
 const credentialsMessage: Record<Exclude<Credentials, 'Present'>, string> = {
   SecretNotFound: 'the credentials Secret named in spec.credentialsSecretRef does not exist in this namespace; create it with a platform API key',
   KeyNotFound: 'the credentials Secret has no (or an empty) entry named by spec.credentialsSecretRef.key; put a platform API key there',
+  NotAKey: `the entry spec.credentialsSecretRef.key of the credentials Secret is not a platform API key (at most ${MAX_API_KEY_LENGTH} visible ASCII characters); put a platform API key there`,
 };
 
 function blockedOnCredentials(credentials: Exclude<Credentials, 'Present'>, doing: string): Decision {

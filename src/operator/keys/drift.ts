@@ -11,6 +11,14 @@ import type { KeyDeps } from './reconcile-context.ts';
 
 const CREATED_AT_MARGIN_MS = 5_000;
 
+/**
+ * The most lists (credentials and scope) the cache keeps, with their snapshots and failures: each
+ * distinct credentials value asked with makes its own (a credentials Secret rewritten with a new
+ * value every second makes a new one each time). Past it, the least recently asked goes first
+ * (docs/security.md, Bounds); a list dropped is taken again when next asked.
+ */
+export const MAX_DRIFT_LISTS = 1_024;
+
 interface Snapshot<T> { at: number; value: T }
 
 function listedUse(key: ListedKey): ListedUse {
@@ -60,7 +68,7 @@ export class DriftCache {
     const now = this.#now();
     for (const [id, scope] of this.#scopes) {
       if (now - scope.askedAt > 1.5 * this.#intervalMs) {
-        this.#scopes.delete(id);
+        this.#forget(id);
         continue;
       }
       const taken = Math.max(this.#keys.get(id)?.at ?? this.#projects.get(id)?.at ?? -Infinity, this.#failures.get(id)?.at ?? -Infinity);
@@ -69,7 +77,26 @@ export class DriftCache {
   }
 
   #asked(id: string, refresh: () => Promise<unknown>): void {
+    // Kept in the order last asked: the first is the one to drop.
+    this.#scopes.delete(id);
     this.#scopes.set(id, { askedAt: this.#now(), refresh });
+    for (const oldest of this.#scopes.keys()) {
+      if (this.#scopes.size <= MAX_DRIFT_LISTS) break;
+      this.#forget(oldest);
+    }
+  }
+
+  /** A list nobody asks for: its snapshot and failure go with it (a list in flight ends on its own). */
+  #forget(id: string): void {
+    this.#scopes.delete(id);
+    this.#keys.delete(id);
+    this.#projects.delete(id);
+    this.#failures.delete(id);
+  }
+
+  /** How many lists are kept (tests: bounded). */
+  get size(): number {
+    return Math.max(this.#scopes.size, this.#keys.size + this.#projects.size, this.#failures.size);
   }
 
   async #fresh<T>(cache: Map<string, Snapshot<T>>, id: string, load: () => Promise<T>, maxAgeMs = this.#intervalMs, gone?: (before: T, after: T) => void): Promise<Snapshot<T>> {
@@ -83,15 +110,16 @@ export class DriftCache {
     const running = this.#inflight.get(id) as Promise<Snapshot<T>> | undefined;
     if (running !== undefined) return running;
     const at = this.#now();
+    // Kept only while the list is asked for (a list dropped meanwhile keeps nothing: #forget).
     const promise = load().then((value) => {
       const snapshot = { at, value };
       const before = cache.get(id);
-      cache.set(id, snapshot);
+      if (this.#scopes.has(id)) cache.set(id, snapshot);
       if (before !== undefined && gone !== undefined) gone(before.value, value);
       this.#failures.delete(id);
       return snapshot;
     }, (error: unknown) => {
-      this.#failures.set(id, { at, error });
+      if (this.#scopes.has(id)) this.#failures.set(id, { at, error });
       throw error;
     }).finally(() => this.#inflight.delete(id));
     this.#inflight.set(id, promise);

@@ -1,7 +1,7 @@
 // Kubernetes events (core v1) about key resources. Messages are built by the lifecycle from ids,
 // names and reasons only: a secret value never reaches an event. Repeats of the same event within
 // a window are dropped, so a resource stuck in backoff does not flood the namespace.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_VERSION, type KeyResource } from '../resources/schema.ts';
@@ -24,7 +24,8 @@ export class EventRecorder {
   }
 
   async record(resource: Pick<KeyResource, 'kind' | 'metadata'>, type: EventType, reason: Reason, message: string): Promise<void> {
-    const dedupKey = `${resource.metadata.uid}|${type}|${reason}|${message}`;
+    // A digest of the message: a message may quote what a tenant wrote (a spec error), of any size.
+    const dedupKey = `${resource.metadata.uid}|${type}|${reason}|${createHash('sha256').update(message).digest('base64')}`;
     const now = Date.now();
     const last = this.#recent.get(dedupKey);
     if (last !== undefined && now - last < this.#windowMs) return;

@@ -3,10 +3,11 @@
 // one (client-node); the fast tests of each action use an in-memory one (test/operator/keys/fake-kube.ts).
 // Errors are the apiserver's (ApiException with the HTTP code): callers branch on 404 and 409.
 import {
-  ApiException, PatchStrategy, setHeaderOptions, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type V1DaemonSet, type V1Deployment,
-  type V1Secret, type V1StatefulSet,
+  ApiException, PatchStrategy, setHeaderOptions, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject,
+  type V1DaemonSet, type V1Deployment, type V1Secret, type V1StatefulSet,
 } from '@kubernetes/client-node';
 import type { JsonPatchOp } from './immutable-secret.ts';
+import { listMetadata } from '../runtime/informer-cache.ts';
 import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
 
 /** The workloads a rotation may restart (spec.rotation.restart), always in the resource's own namespace. */
@@ -27,8 +28,14 @@ export interface KubeWrites {
   createSecret(namespace: string, body: V1Secret): Promise<V1Secret>;
   replaceSecret(namespace: string, name: string, body: V1Secret): Promise<V1Secret>;
   deleteSecret(namespace: string, name: string): Promise<void>;
-  /** LIST of the Secrets of a namespace matching a label selector (spec.secret.immutable: an interrupted create's Secret). */
-  listSecrets(namespace: string, labelSelector: string): Promise<V1Secret[]>;
+  /**
+   * LIST of the Secrets of a namespace matching a label selector, metadata only (never a Secret's
+   * data): of those whose controller owner reference has `controllerUid`, the name, uid,
+   * resourceVersion, that owner reference and the annotations named (values of at most
+   * MAX_LISTED_ANNOTATION characters); the others are dropped as each page arrives.
+   * spec.secret.immutable: the candidates for an interrupted create's Secret, read by name after.
+   */
+  listOwnedSecretMetadata(namespace: string, labelSelector: string, controllerUid: string, annotations: readonly string[]): Promise<V1Secret[]>;
   /** GET of a Deployment, StatefulSet or DaemonSet (rollout status); undefined when it does not exist. */
   readWorkload(namespace: string, kind: WorkloadKind, name: string): Promise<Workload | undefined>;
   /** LIST of one kind of workload in a namespace (spec.rotation.restart.discover). */
@@ -37,6 +44,33 @@ export interface KubeWrites {
   patchTemplateAnnotations(namespace: string, kind: WorkloadKind, name: string, annotations: Record<string, string>): Promise<Workload>;
   /** JSON patch of a workload (spec.secret.immutable: its Secret references repointed, with the restart annotation); the workload as patched. */
   patchWorkload(namespace: string, kind: WorkloadKind, name: string, ops: readonly JsonPatchOp[]): Promise<Workload>;
+}
+
+/** The longest annotation value listOwnedSecretMetadata keeps (the operator's own are far shorter: an id, a key name, a signature). */
+export const MAX_LISTED_ANNOTATION = 512;
+
+/** listOwnedSecretMetadata's projection of one listed object, or undefined when it is not controlled by `controllerUid`. */
+export function ownedSecretMetadata(obj: KubernetesObject, controllerUid: string, annotations: readonly string[]): V1Secret | undefined {
+  const meta = obj.metadata;
+  const controller = meta?.ownerReferences?.find((ref) => ref.controller === true);
+  if (meta?.name === undefined || controller?.uid !== controllerUid) return undefined;
+  const kept: Record<string, string> = {};
+  for (const name of annotations) {
+    const value = meta.annotations?.[name];
+    if (typeof value === 'string' && value.length <= MAX_LISTED_ANNOTATION) kept[name] = value;
+  }
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: meta.name,
+      namespace: meta.namespace,
+      uid: meta.uid,
+      resourceVersion: meta.resourceVersion,
+      ownerReferences: [{ apiVersion: controller.apiVersion, kind: controller.kind, name: controller.name, uid: controller.uid, controller: true }],
+      annotations: kept,
+    },
+  };
 }
 
 /** The HTTP status of an apiserver error, or undefined for anything else. */
@@ -51,11 +85,13 @@ export class ApiServerWrites implements KubeWrites {
   readonly #objects: CustomObjectsApi;
   readonly #core: CoreV1Api;
   readonly #apps: AppsV1Api;
+  readonly #kubeConfig: KubeConfig;
 
-  constructor(objects: CustomObjectsApi, core: CoreV1Api, apps: AppsV1Api) {
+  constructor(objects: CustomObjectsApi, core: CoreV1Api, apps: AppsV1Api, kubeConfig: KubeConfig) {
     this.#objects = objects;
     this.#core = core;
     this.#apps = apps;
+    this.#kubeConfig = kubeConfig;
   }
 
   async readResource(kind: KindName, namespace: string, name: string): Promise<KeyResource | undefined> {
@@ -131,8 +167,11 @@ export class ApiServerWrites implements KubeWrites {
     return await this.#apps.patchNamespacedDaemonSet({ namespace, name, body }, merge);
   }
 
-  async listSecrets(namespace: string, labelSelector: string): Promise<V1Secret[]> {
-    return (await this.#core.listNamespacedSecret({ namespace, labelSelector })).items;
+  async listOwnedSecretMetadata(namespace: string, labelSelector: string, controllerUid: string, annotations: readonly string[]): Promise<V1Secret[]> {
+    // PartialObjectMetadata (runtime/informer-cache.ts): no Secret's data is sent; pages of 100,
+    // each projected as it arrives, so at most one page of tenant-sized metadata is held.
+    const list = listMetadata(this.#kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, labelSelector, 100, (obj) => ownedSecretMetadata(obj, controllerUid, annotations));
+    return (await list()).items;
   }
 
   async patchWorkload(namespace: string, kind: WorkloadKind, name: string, ops: readonly JsonPatchOp[]): Promise<Workload> {

@@ -3,6 +3,7 @@
 // another's: DESIGN.md section 5), its signed intent (create-intent.ts), and what the drift check
 // found on the platform (drift.ts). Nothing is written here.
 import type { Logger } from 'pino';
+import { MAX_API_KEY_LENGTH, isApiKeyFormat } from '../../platform/index.ts';
 import {
   ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_ROTATE, FINALIZER, parseSpec, type KeyResource,
 } from '../resources/schema.ts';
@@ -47,8 +48,12 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     if (creds !== undefined) {
       credentialsVersion = { uid: creds.metadata?.uid, resourceVersion: creds.metadata?.resourceVersion };
       const encoded = creds.data?.[spec.credentialsSecretRef.key];
-      apiKey = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8').trim() : undefined;
-      credentials = apiKey !== undefined && apiKey !== '' ? 'Present' : 'KeyNotFound';
+      // Measured before it is decoded: an entry of any size (up to the Secret's 1 MiB) longer than
+      // any API key is refused without a copy, and never reaches a platform client or its cache.
+      const fits = encoded !== undefined && encoded.length <= 4 * Math.ceil((MAX_API_KEY_LENGTH + 64) / 3);
+      apiKey = encoded !== undefined && fits ? Buffer.from(encoded, 'base64').toString('utf8').trim() : undefined;
+      credentials = encoded !== undefined && !fits ? 'NotAKey' : apiKey === undefined || apiKey === '' ? 'KeyNotFound' : isApiKeyFormat(apiKey) ? 'Present' : 'NotAKey';
+      if (credentials !== 'Present') apiKey = undefined;
     }
   }
   const adapter = spec !== undefined ? adapterFor(resource, spec) : undefined;

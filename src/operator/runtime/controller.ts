@@ -15,6 +15,7 @@ import { objectRef, type OwnWrites } from './own-writes.ts';
 import { ReferenceIndex } from './reference-index.ts';
 import { RefusalLimiter } from './refusal-limiter.ts';
 import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
+import { WakeLimiter, type WakeLimits } from './wake-limiter.ts';
 
 /** What the worker does with the key after a reconcile. */
 export type ReconcileResult =
@@ -103,6 +104,8 @@ export interface ControllerOptions {
   ownWrites?: OwnWrites;
   /** Makes the informer of a watch (default: a trimmed ListWatch; tests pass fakes). */
   informerFor?(watch: Watch): CachingInformer;
+  /** How often changes of inputs may wake one key (wake-limiter.ts); default DEFAULT_WAKE_LIMITS. */
+  inputWakes?: WakeLimits;
 }
 
 interface WakeEvent {
@@ -131,6 +134,8 @@ export class Controller {
   readonly #allCaches = new Map<string, CachingInformer[]>();
   /** The indexes of the reconciled objects' references, by index name (`referenced` watches). */
   readonly #indexes = new Map<string, ReferenceIndex>();
+  /** Wakes by an input's change, per key: a burst at once, then at most one per interval (wake-limiter.ts). */
+  readonly #inputWakes: WakeLimiter;
   #workers: Promise<void>[] = [];
   #stopped = false;
   #synced = false;
@@ -139,6 +144,7 @@ export class Controller {
     this.#o = options;
     this.#queue = new WorkQueue<string>(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {});
     this.#refusals = new RefusalLimiter(options.maxBackoffMs !== undefined ? { maxDelayMs: options.maxBackoffMs } : {});
+    this.#inputWakes = new WakeLimiter(options.inputWakes);
   }
 
   /**
@@ -253,7 +259,7 @@ export class Controller {
         }
         const value = reference?.valueOf(obj);
         if (index === undefined || value === undefined) return;
-        for (const key of index.keysOf(value)) this.#wake(key, { ref, resourceVersion, deleted, input: true });
+        for (const key of index.keysOf(value)) this.#inputWakes.admit(key, () => this.#wake(key, { ref, resourceVersion, deleted, input: true }));
       };
     }
     if (watch.type === 'for') this.#caches.set(watch.kind, [...this.#caches.get(watch.kind) ?? [], informer]);
@@ -370,6 +376,7 @@ export class Controller {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#inputWakes.stop();
     await Promise.all(this.#informers.map((i) => i.stop()));
     await this.#queue.shutDownWithDrain();
     await Promise.all(this.#workers);

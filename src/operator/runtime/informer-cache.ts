@@ -88,17 +88,55 @@ function metadataWatchConfig(kubeConfig: KubeConfig): KubeConfig {
   return config;
 }
 
-/** A LIST of `path` answered as PartialObjectMetadataList, page by page. */
-export function listMetadata(kubeConfig: KubeConfig, path: string, labelSelector?: string, pageSize = METADATA_PAGE): ListPromise<KubernetesObject> {
+/**
+ * The most one page of a metadata LIST may weigh as sent (its JSON). Metadata is the tenant's to
+ * size: up to 256 KiB of annotations, labels and managedFields per object, so 500 of them could be
+ * hundreds of MiB in one page. A page over this is dropped as it arrives and asked for again with
+ * half as many objects (one object's metadata is well under it: an object is at most ~1.5 MiB).
+ */
+const MAX_PAGE_BYTES = 8 * 1024 * 1024;
+
+/** The body of a response, or undefined (the rest of it not read) once it is over `maxBytes`. */
+async function boundedBody(response: Awaited<ReturnType<typeof fetch>>, maxBytes: number): Promise<string | undefined> {
+  const declared = Number(response.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await response.body?.cancel();
+    return undefined;
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  // Leaving the loop early cancels the stream: the rest of the page is never read.
+  for await (const chunk of response.body ?? []) {
+    size += chunk.byteLength;
+    if (size > maxBytes) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/**
+ * A LIST of `path` answered as PartialObjectMetadataList, page by page, each page's objects passed
+ * through `project` as the page arrives: only the projection of a page is kept while the next one
+ * is read, never the whole list as sent (an object projected to undefined is not kept at all).
+ */
+export function listMetadata<T extends KubernetesObject = KubernetesObject>(
+  kubeConfig: KubeConfig,
+  path: string,
+  labelSelector?: string,
+  pageSize = METADATA_PAGE,
+  project: (obj: KubernetesObject) => T | undefined = (obj) => obj as T,
+  maxPageBytes = MAX_PAGE_BYTES,
+): ListPromise<T> {
   return async () => {
     const server = kubeConfig.getCurrentCluster()?.server;
     if (server === undefined) throw new Error('no current cluster');
-    const items: KubernetesObject[] = [];
+    const items: T[] = [];
     let resourceVersion: string | undefined;
     let next: string | undefined;
-    do {
+    let limit = pageSize;
+    for (;;) {
       const url = new URL(server + path);
-      url.searchParams.set('limit', String(pageSize));
+      url.searchParams.set('limit', String(limit));
       if (labelSelector !== undefined) url.searchParams.set('labelSelector', labelSelector);
       if (next !== undefined) url.searchParams.set('continue', next);
       const context = new RequestContext(url.toString(), HttpMethod.GET);
@@ -109,13 +147,24 @@ export function listMetadata(kubeConfig: KubeConfig, path: string, labelSelector
         await response.body?.cancel();
         throw Object.assign(new Error(`metadata list of ${path}: HTTP ${response.status}`), { statusCode: response.status });
       }
+      const body = await boundedBody(response, maxPageBytes);
+      if (body === undefined) {
+        // The same continue token with a smaller limit: the same snapshot, from the same place.
+        if (limit === 1) throw new Error(`metadata list of ${path}: one object's metadata is over ${maxPageBytes} bytes`);
+        limit = Math.ceil(limit / 2);
+        continue;
+      }
       // Raw JSON (not client-node's model): the list's continue token is `continue`, and an empty
       // PartialObjectMetadataList carries `items: null`.
-      const page = await response.json() as { items?: KubernetesObject[] | null; metadata?: { resourceVersion?: string; continue?: string } };
-      items.push(...page.items ?? []);
+      const page = JSON.parse(body) as { items?: KubernetesObject[] | null; metadata?: { resourceVersion?: string; continue?: string } };
+      for (const item of page.items ?? []) {
+        const kept = project(item);
+        if (kept !== undefined) items.push(kept);
+      }
       resourceVersion = page.metadata?.resourceVersion;
       next = page.metadata?.continue !== undefined && page.metadata.continue !== '' ? page.metadata.continue : undefined;
-    } while (next !== undefined);
+      if (next === undefined) break;
+    }
     return { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadataList', metadata: { resourceVersion }, items };
   };
 }
@@ -131,11 +180,7 @@ export function makeMetadataInformer<T extends KubernetesObject>(
   transform: (obj: T) => T,
   labelSelector?: string,
 ): ListWatch<T> {
-  const list = listMetadata(kubeConfig, path, labelSelector) as ListPromise<T>;
-  const trimmedList: ListPromise<T> = async () => {
-    const result = await list();
-    result.items = result.items.map(transform);
-    return result;
-  };
-  return new ListWatch<T>(path, new TransformingWatch<T>(metadataWatchConfig(kubeConfig), transform), trimmedList, false, labelSelector);
+  // Each page is projected as it arrives (listMetadata), so the LIST never holds more than one page as sent.
+  const list = listMetadata(kubeConfig, path, labelSelector, METADATA_PAGE, (obj) => transform(obj as T));
+  return new ListWatch<T>(path, new TransformingWatch<T>(metadataWatchConfig(kubeConfig), transform), list, false, labelSelector);
 }

@@ -9,7 +9,7 @@ import { PlatformError, type ApiKeyListItem, type Disposition, type PlatformErro
 import type { KeyPlatform } from '../../../src/operator/keys/adapter.ts';
 import { DriftCache } from '../../../src/operator/keys/drift.ts';
 import type { JsonPatchOp } from '../../../src/operator/keys/immutable-secret.ts';
-import type { KubeWrites, Workload, WorkloadKind } from '../../../src/operator/keys/kube-writes.ts';
+import { ownedSecretMetadata, type KubeWrites, type Workload, type WorkloadKind } from '../../../src/operator/keys/kube-writes.ts';
 import { KeyReconciler, type KeyReconcilerOptions } from '../../../src/operator/keys/reconciler.ts';
 import { Signer } from '../../../src/operator/keys/signing.ts';
 import type { KeyResource, KindName } from '../../../src/operator/resources/schema.ts';
@@ -180,12 +180,14 @@ export class FakeKube implements KubeWrites {
     if (!this.secrets.delete(id)) throw notFound(id);
   }
 
-  async listSecrets(namespace: string, labelSelector: string): Promise<V1Secret[]> {
+  async listOwnedSecretMetadata(namespace: string, labelSelector: string, controllerUid: string, annotations: readonly string[]): Promise<V1Secret[]> {
     this.calls.push(`list Secret ${namespace} ${labelSelector}`);
     const [label, value] = labelSelector.split('=');
+    // As the apiserver answers a metadata LIST (no data), with the real port's projection.
     return [...this.secrets.entries()]
       .filter(([id, secret]) => id.startsWith(`${namespace}/`) && label !== undefined && secret.metadata?.labels?.[label] === value)
-      .map(([, secret]) => clone(secret));
+      .map(([, secret]) => ownedSecretMetadata({ apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata: clone(secret).metadata }, controllerUid, annotations))
+      .filter((s): s is V1Secret => s !== undefined);
   }
 
   /** Deployments, StatefulSets and DaemonSets by `kind/namespace/name`. */

@@ -1,0 +1,119 @@
+// Wakes by an input's change are rate-limited per key (src/operator/runtime/wake-limiter.ts): a burst
+// at once, then one per interval, and the last change of a storm always wakes. Through the generic
+// controller too: an input rewritten in a storm (a credentials Secret rewritten every few ms) does
+// not buy its keys a reconcile per write, even when they back off from a refusal.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { Controller, type ReconcileResult, type Request } from '../../../src/operator/runtime/controller.ts';
+import { WakeLimiter } from '../../../src/operator/runtime/wake-limiter.ts';
+import { FakeInformer } from './fake-informer.ts';
+
+const list = async (): Promise<{ items: KubernetesObject[] }> => ({ items: [] });
+let stops: (() => unknown)[] = [];
+
+afterEach(async () => {
+  for (const stop of stops) await stop();
+  stops = [];
+});
+
+describe('the input wake limiter', () => {
+  it('wakes a burst at once, then one per interval, and always the last of a storm with its latest event', async () => {
+    const limiter = new WakeLimiter({ burst: 2, everyMs: 200 });
+    stops.push(() => limiter.stop());
+    const woken: string[] = [];
+    const started = performance.now();
+    for (let i = 0; i < 30; i++) {
+      limiter.admit('k', () => woken.push(`k${i}`));
+      await sleep(10);
+    }
+    // 300 ms of writes every 10 ms: two at once, then the ones the interval allows.
+    expect(woken.slice(0, 2)).toEqual(['k0', 'k1']);
+    await sleep(450);
+    const elapsed = performance.now() - started;
+    expect(woken.length).toBeLessThanOrEqual(2 + Math.ceil(elapsed / 200));
+    // The last write was delivered (merged into a trailing wake), nothing after it.
+    expect(woken.at(-1)).toBe('k29');
+    const count = woken.length;
+    await sleep(250);
+    expect(woken).toHaveLength(count);
+    // Another key has its own bucket.
+    limiter.admit('other', () => woken.push('other'));
+    expect(woken.at(-1)).toBe('other');
+  });
+
+  it('keeps a bucket only for keys woken lately, and wakes nothing once stopped', async () => {
+    const limiter = new WakeLimiter({ burst: 1, everyMs: 5 });
+    for (let i = 0; i < 3_000; i++) limiter.admit(`key-${i}`, () => undefined);
+    await sleep(20);
+    // Keys woken once each, long since: their buckets are full again, and dropped as new keys come.
+    for (let i = 0; i < 1_100; i++) limiter.admit(`again-${i}`, () => undefined);
+    expect(limiter.size).toBeLessThanOrEqual(2_048);
+    let late = false;
+    limiter.admit('storm', () => undefined);
+    limiter.admit('storm', () => { late = true; });
+    limiter.stop();
+    await sleep(30);
+    expect(late).toBe(false);
+  });
+});
+
+describe('a controller with an input rewritten in a storm', () => {
+  it('reconciles the key that names it a few times, not once per write, even out of a refusal backoff, and after the last write', async () => {
+    const calls: string[] = [];
+    const informers: FakeInformer[] = [];
+    const controller = new Controller({
+      kubeConfig: new KubeConfig(),
+      reconciler: {
+        async reconcile(request: Request): Promise<ReconcileResult> {
+          calls.push(request.name);
+          return { type: 'Backoff' };
+        },
+      },
+      watches: () => [
+        {
+          type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o,
+          indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`ns/${o.metadata.annotations.input}`] : []) },
+        },
+        { type: 'referenced', kind: 'Input', path: '/inputs', metadataOnly: true, project: (o) => o, index: 'input', valueOf: (o) => `ns/${o.metadata?.name}` },
+      ],
+      logger: pino({ level: 'silent' }),
+      workers: 2,
+      maxBackoffMs: 60_000,
+      inputWakes: { burst: 2, everyMs: 300 },
+      informerFor: (watch) => {
+        const informer = new FakeInformer(watch);
+        informers.push(informer);
+        return informer;
+      },
+    });
+    stops.push(() => controller.stop());
+    await controller.start();
+    const [widgets, inputs] = informers as [FakeInformer, FakeInformer];
+    widgets.emit('add', { kind: 'Widget', metadata: { name: 'a', namespace: 'ns', resourceVersion: '1', generation: 1, annotations: { input: 'creds' } } });
+    await until(() => calls.length === 1);
+    // 1.2 s of writes every 20 ms: 60 writes.
+    const started = performance.now();
+    for (let i = 0; i < 60; i++) {
+      inputs.emit('update', { kind: 'Input', metadata: { name: 'creds', namespace: 'ns', resourceVersion: String(10 + i) } });
+      await sleep(20);
+    }
+    await sleep(700);
+    const elapsed = performance.now() - started;
+    const woken = calls.length - 1;
+    // At most the burst and one per interval (and one trailing), plus the refusal backoff's own
+    // retries (1 s, then 2 s), never one per write; at least the burst.
+    expect(woken).toBeGreaterThanOrEqual(2);
+    expect(woken).toBeLessThanOrEqual(2 + Math.ceil(elapsed / 300) + 1 + 2);
+    expect(woken).toBeLessThan(30);
+  });
+});
+
+async function until(f: () => boolean, ms = 2_000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!f()) {
+    if (performance.now() > deadline) throw new Error('timed out');
+    await sleep(5);
+  }
+}
