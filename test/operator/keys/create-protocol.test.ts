@@ -395,6 +395,31 @@ describe('Secrets signed in the format before issue 24 (an upgrade)', () => {
     expect(r.kube.secret(NAMESPACE, 'ci')!.metadata?.resourceVersion).toBe(version);
   });
 
+  it('status lost: a legacy Secret still names the key (as before), status is rebuilt from it, then the Secret re-signed', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.settle();
+    const before = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    const keyId = before.status!.keyId!;
+    const secret = r.kube.secret(NAMESPACE, 'ci')!;
+    const current = secret.metadata!.annotations!['keys.neon.dev/signature'];
+    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/signature': legacySignature(r, before.metadata.uid, keyId, before.status!.keyName!) } } });
+    // A restore without status (and without the fulfilled intent).
+    const restored = structuredClone(before);
+    delete restored.status;
+    delete restored.metadata.annotations;
+    r.kube.putResource(restored);
+    await r.settle();
+    const after = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(after.status).toMatchObject({ keyId, keyName: before.status!.keyName, secretHash: before.status!.secretHash });
+    expect(r.platform.keys.map((k) => k.id)).toEqual([keyId]);
+    // Its next full pass (the value now checked against the rebuilt status.secretHash) re-signs it.
+    await r.settle();
+    expect(r.kube.secret(NAMESPACE, 'ci')!.metadata!.annotations!['keys.neon.dev/signature']).toBe(current);
+    expect(r.events.reasons().at(-1)).toBe('Normal SecretRewritten');
+    expect(r.platform.keys.map((k) => k.id)).toEqual([keyId]);
+  });
+
   it("are not believed for another key: an old key's legacy annotations replayed are tampering, and adopt nothing", async () => {
     const r = rig();
     r.kube.putResource(keyResource());
