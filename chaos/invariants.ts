@@ -1,7 +1,8 @@
 // The promise, checked after every campaign once faults have stopped and the operator has had time
 // to converge: every resource Ready with a key that works in its Secret (no lost secret), every
 // live platform key of an operator attempt recorded by exactly one existing resource (no orphan),
-// every deleted resource's keys revoked, no secret value in any log line, event, status or metrics
+// every key the operator issued recorded (status.keyId, status.retiringKeys) or revoked, every
+// deleted resource's keys revoked, no secret value in any log line, event, status or metrics
 // exposition, and a bounded number of platform requests.
 import { readFileSync } from 'node:fs';
 import { ApiException } from '@kubernetes/client-node';
@@ -126,6 +127,12 @@ export interface KeyAudit {
   lostSecrets: string[];
   /** Live keys a resource records as retiring (replaced by a rotation, in their grace): allowed, one per resource. */
   inGrace: number;
+  /**
+   * Live keys of operator attempts that their resource records neither as its key (status.keyId)
+   * nor as retiring (status.retiringKeys), a deleted resource's included: every key the operator
+   * issued is recorded or revoked (issue 24).
+   */
+  unrecorded: string[];
   attemptKeys: number;
   revokedAttemptKeys: number;
 }
@@ -141,16 +148,19 @@ export async function auditKeys(env: Environment, live: Incarnation[], deleted: 
     recorded.set(inc.keyName, status?.keyId);
     retiring.set(inc.keyName, (status?.retiringKeys ?? []).map((k) => k.keyId));
   }
-  const audit: KeyAudit = { orphans: [], unrevokedAfterDelete: [], lostSecrets: [], inGrace: 0, attemptKeys: 0, revokedAttemptKeys: 0 };
+  const audit: KeyAudit = { orphans: [], unrevokedAfterDelete: [], lostSecrets: [], inGrace: 0, unrecorded: [], attemptKeys: 0, revokedAttemptKeys: 0 };
   for (const key of keys) {
     const match = ATTEMPT.exec(key.name);
     if (match === null) continue;
     audit.attemptKeys += 1;
     if (key.revoked) { audit.revokedAttemptKeys += 1; continue; }
     const keyName = match[1] ?? '';
-    if (deletedNames.has(keyName)) { audit.unrevokedAfterDelete.push(`key ${key.id} (${key.name})`); continue; }
     const owner = byKeyName.get(keyName);
     const graced = retiring.get(keyName) ?? [];
+    if (owner === undefined || (recorded.get(keyName) !== key.id && !graced.includes(key.id))) {
+      audit.unrecorded.push(`key ${key.id} (${key.name}) live, recorded by no resource (${owner === undefined ? 'none of that name exists' : `it records ${String(recorded.get(keyName))}, retiring [${graced.join(', ')}]`})`);
+    }
+    if (deletedNames.has(keyName)) { audit.unrevokedAfterDelete.push(`key ${key.id} (${key.name})`); continue; }
     if (owner !== undefined && recorded.get(keyName) !== key.id && graced.length === 1 && graced[0] === key.id) { audit.inGrace += 1; continue; }
     if (owner === undefined || recorded.get(keyName) !== key.id) audit.orphans.push(`key ${key.id} (${key.name}), resource records ${owner === undefined ? 'nothing' : String(recorded.get(keyName))}`);
   }

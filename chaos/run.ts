@@ -154,6 +154,7 @@ async function campaign(e: Environment): Promise<boolean> {
   const invariants = {
     'every resource settled and Ready with a working key': convergence.problems.length === 0,
     'zero orphaned live keys': keys.orphans.length === 0,
+    'every issued key recorded (status.keyId, status.retiringKeys) or revoked': keys.unrecorded.length === 0,
     'deleted resources have their keys revoked': keys.unrevokedAfterDelete.length === 0,
     'zero lost secrets': keys.lostSecrets.length === 0,
     'zero leaked secret strings': leaks.leaked.length === 0,
@@ -171,7 +172,7 @@ async function campaign(e: Environment): Promise<boolean> {
     workload: { ...c, resourcesAtEnd: workload.live.length, createIntentsSeen: intents.intents },
     platformFaults: { injected, total: faultsTotal, shareOfRequests: Number((faultsTotal / Math.max(1, requests.total)).toFixed(3)) },
     platformRequests: { total: requests.total, byOperator: operatorRequests, bound: requestBound, byStatus: requests.byStatus, byRoute: requests.byRoute },
-    keys: { attemptKeys: keys.attemptKeys, revoked: keys.revokedAttemptKeys, inGrace: keys.inGrace, orphans: keys.orphans, unrevokedAfterDelete: keys.unrevokedAfterDelete, lostSecrets: keys.lostSecrets },
+    keys: { attemptKeys: keys.attemptKeys, revoked: keys.revokedAttemptKeys, inGrace: keys.inGrace, orphans: keys.orphans, unrecorded: keys.unrecorded, unrevokedAfterDelete: keys.unrevokedAfterDelete, lostSecrets: keys.lostSecrets },
     leaks: { secretsTracked: leaks.secretsKnown, leaked: leaks.leaked, logLinesSearched: leaks.logLines, eventsSearched: leaks.events, metricsExpositions: leaks.expositions },
     unsettled: convergence.problems,
     invariants,
@@ -191,6 +192,7 @@ async function campaign(e: Environment): Promise<boolean> {
     ['attempt keys created / revoked / live in a rotation\'s grace at the end', `${keys.attemptKeys} / ${keys.revokedAttemptKeys} / ${keys.inGrace}`],
     ['convergence after faults stopped (s)', report.convergenceSeconds],
     ['orphaned live keys', keys.orphans.length],
+    ['issued keys live and unrecorded', keys.unrecorded.length],
     ['deleted resources with a live key', keys.unrevokedAfterDelete.length],
     ['lost secrets', keys.lostSecrets.length],
     ['secret values tracked / leaked', `${leaks.secretsKnown} / ${leaks.leaked.length}`],
@@ -200,7 +202,7 @@ async function campaign(e: Environment): Promise<boolean> {
   console.log('');
   for (const [name, ok] of Object.entries(invariants)) console.log(`${ok ? 'PASS' : 'FAIL'}  ${name}`);
   for (const p of convergence.problems.slice(0, 20)) console.log(`  unsettled ${p.resource}: ${p.problem}`);
-  for (const o of [...keys.orphans, ...keys.unrevokedAfterDelete, ...keys.lostSecrets, ...leaks.leaked, ...op.crashes].slice(0, 20)) console.log(`  ${o}`);
+  for (const o of [...keys.orphans, ...keys.unrecorded, ...keys.unrevokedAfterDelete, ...keys.lostSecrets, ...leaks.leaked, ...op.crashes].slice(0, 20)) console.log(`  ${o}`);
   console.log(`\nreport: ${join(out, 'report.json')}; operator log: ${logFile}`);
   return Object.values(invariants).every(Boolean);
 }

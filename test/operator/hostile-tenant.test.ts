@@ -23,7 +23,7 @@ interface Condition { type: string; status: string; reason: string; message: str
 interface Resource {
   metadata: { name: string; uid: string; resourceVersion: string; annotations?: Record<string, string>; finalizers?: string[] };
   spec: Record<string, unknown>;
-  status?: { keyId?: number; keyName?: string; conditions?: Condition[] };
+  status?: { keyId?: number; keyName?: string; conditions?: Condition[]; retiringKeys?: { keyId: number }[] };
 }
 interface AdminKey { id: number; name: string; revoked: boolean; userId: string | null }
 
@@ -313,6 +313,129 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await attackerUpdate('ApiKey', 'switcher', (r) => { r.spec.credentialsSecretRef = { name: 'neon-admin' }; });
     await eventually(async () => get(admin, attackerNs, 'ApiKey', 'switcher').then(() => undefined, (e: unknown) => (e instanceof ApiException && e.code === 404 ? true : undefined)), 30_000, 'switcher gone');
     expect((await platformKeys()).find((k) => k.id === first.status?.keyId)?.revoked).toBe(true);
+    await victimsIntact();
+  });
+
+  /** What the operator recorded for a resource: its key and the keys still retiring. */
+  const recordedKeys = (r: Resource | undefined): number[] => [...(r?.status?.keyId !== undefined ? [r.status.keyId] : []), ...(r?.status?.retiringKeys ?? []).map((k) => k.keyId)];
+  const attemptOf = (base: string): RegExp => new RegExp(`^${base}-[a-z0-9]{8}$`);
+  const liveKeysOf = async (base: string): Promise<number[]> => (await platformKeys()).filter((k) => !k.revoked && attemptOf(base).test(k.name)).map((k) => k.id);
+  const readAttacker = (name: string): Promise<Resource | undefined> => get(admin, attackerNs, 'ApiKey', name).catch((e: unknown) => {
+    if (e instanceof ApiException && e.code === 404) return undefined;
+    throw e;
+  });
+  /**
+   * For `forMs`: every live key named by the resource's attempts is recorded by it. The operator
+   * moves between the reads, so a key counts as recorded when the resource read before or after
+   * the platform's list records it.
+   */
+  const everyLiveKeyRecorded = async (name: string, base: string, forMs: number): Promise<void> => {
+    const until = Date.now() + forMs;
+    do {
+      const before = await readAttacker(name);
+      const live = await liveKeysOf(base);
+      const after = await readAttacker(name);
+      const recorded = new Set([...recordedKeys(before), ...recordedKeys(after)]);
+      expect({ name, unrecorded: live.filter((id) => !recorded.has(id)) }).toEqual({ name, unrecorded: [] });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } while (Date.now() < until);
+  };
+  const operatorAnnotations = (annotations: Record<string, string> | undefined): Record<string, string> =>
+    Object.fromEntries(Object.entries(annotations ?? {}).filter(([k]) => k.startsWith('keys.neon.dev/')));
+  /** The Secret's operator annotations replaced by `saved` (those it has and `saved` lacks removed), as the tenant can. */
+  const replayOnSecret = async (name: string, saved: Record<string, string>): Promise<void> => {
+    const secret = await tenantCore.readNamespacedSecret({ namespace: attackerNs, name });
+    const others = Object.fromEntries(Object.entries(secret.metadata?.annotations ?? {}).filter(([k]) => !k.startsWith('keys.neon.dev/') || k === 'keys.neon.dev/owner'));
+    await tenantCore.replaceNamespacedSecret({ namespace: attackerNs, name, body: { ...secret, metadata: { ...secret.metadata, annotations: { ...others, ...saved } } } });
+  };
+  const gone = (name: string): Promise<boolean> => eventually(async () => ((await readAttacker(name)) === undefined ? true : undefined), 30_000, `${name} gone`);
+
+  it("6. attack 2 (issue 24): key 1's saved intent and Secret annotations replayed over key 2 never make the operator forget a live key", async () => {
+    await attackerCreate('ApiKey', 'replayer', { scope: 'Organization', organizationId: org, keyName: 'replayer', credentialsSecretRef: { name: 'neon-admin' } });
+    const first = await untilAttacker('ApiKey', 'replayer', ready, 'Ready with key 1');
+    const key1 = first.status!.keyId!;
+    // What the tenant saves: the fulfilled signed intent left on the resource, and the Secret's signed annotations.
+    const savedIntent = first.metadata.annotations?.['keys.neon.dev/create-pending'];
+    expect(JSON.parse(savedIntent ?? '{}')).toMatchObject({ attempt: first.status?.keyName, sig: expect.any(String) });
+    const savedAnnotations = operatorAnnotations((await tenantCore.readNamespacedSecret({ namespace: attackerNs, name: 'replayer' })).metadata?.annotations);
+    expect(savedAnnotations).toMatchObject({ 'keys.neon.dev/key-id': String(key1), 'keys.neon.dev/signature': expect.any(String) });
+
+    // The Secret deleted: key 2 issued, key 1 revoked.
+    await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'replayer' });
+    const second = await untilAttacker('ApiKey', 'replayer', (r) => ready(r) && r.status?.keyId !== key1, 'Ready with key 2');
+    const key2 = second.status!.keyId!;
+    await eventually(async () => ((await platformKeys()).find((k) => k.id === key1)?.revoked === true ? true : undefined), 10_000, 'key 1 revoked');
+
+    // Repairs stopped: credentials pointed at a missing Secret.
+    await attackerUpdate('ApiKey', 'replayer', (r) => { r.spec.credentialsSecretRef = { name: 'no-such-secret' }; });
+    await untilAttacker('ApiKey', 'replayer', (r) => (r.status as { observedGeneration?: number } | undefined)?.observedGeneration === (r.metadata as { generation?: number }).generation, 'the new spec observed');
+    // The replay: key 1's annotations on the Secret holding key 2, key 1's intent on the resource.
+    await replayOnSecret('replayer', savedAnnotations);
+    await attackerUpdate('ApiKey', 'replayer', (r) => { r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/create-pending': savedIntent! }; });
+    // The intent does not fit the record: cleared at once, without credentials, key 2 still recorded.
+    const cleared = await untilAttacker('ApiKey', 'replayer', (r) => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined, 'the replayed intent cleared');
+    expect(cleared.status?.keyId).toBe(key2);
+    expect(await eventReasons('replayer')).toContain('StaleIntent');
+    expect((await platformKeys()).find((k) => k.id === key2)?.revoked).toBe(false);
+    await everyLiveKeyRecorded('replayer', 'replayer', 1_000);
+
+    // Credentials back: the edited Secret is repaired (a new key, the recorded one revoked after it); nothing is forgotten.
+    await attackerUpdate('ApiKey', 'replayer', (r) => { r.spec.credentialsSecretRef = { name: 'neon-admin' }; });
+    const settled = await untilAttacker('ApiKey', 'replayer', (r) => ready(r) && r.status?.keyId !== key2, 'Ready with a key of its own again');
+    expect(settled.status?.keyId).not.toBe(key1);
+    expect(await eventReasons('replayer')).not.toContain('KeyAdopted');
+    // Over several drift intervals (1.5 s): every live key of the resource is the recorded one.
+    await everyLiveKeyRecorded('replayer', 'replayer', 6_000);
+    expect(await liveKeysOf('replayer')).toEqual([(await readAttacker('replayer'))?.status?.keyId]);
+
+    // Deleted: no key of it is live.
+    await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'replayer' });
+    await gone('replayer');
+    expect(await liveKeysOf('replayer')).toEqual([]);
+    await victimsIntact();
+  });
+
+  it('6b. the same with a saved rotation intent (it replaced key 1) and key 2\'s annotations replayed over key 3: nothing forgotten', async () => {
+    await attackerCreate('ApiKey', 'rot-replayer', { scope: 'Organization', organizationId: org, keyName: 'rot-replayer', credentialsSecretRef: { name: 'neon-admin' } });
+    const first = await untilAttacker('ApiKey', 'rot-replayer', ready, 'Ready with key 1');
+    const key1 = first.status!.keyId!;
+    // A slow create keeps the rotation's intent on the resource long enough for the tenant to save it.
+    await adminApi('PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: 1_500, times: 1 }] });
+    await attackerUpdate('ApiKey', 'rot-replayer', (r) => { r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/rotate': 'r1' }; });
+    const rotationIntent = await eventually(async () => {
+      const intent = (await get(tenant, attackerNs, 'ApiKey', 'rot-replayer')).metadata.annotations?.['keys.neon.dev/create-pending'];
+      return intent !== undefined && (JSON.parse(intent) as { rotation?: unknown }).rotation !== undefined ? intent : undefined;
+    }, 10_000, 'the rotation intent');
+    await adminApi('DELETE', '/faults');
+    expect(JSON.parse(rotationIntent)).toMatchObject({ replaces: key1, rotation: { request: 'r1' }, sig: expect.any(String) });
+    const rotated = await untilAttacker('ApiKey', 'rot-replayer', (r) => ready(r) && r.status?.keyId !== key1 && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined, 'rotated to key 2');
+    const key2 = rotated.status!.keyId!;
+    expect(recordedKeys(rotated)).toEqual([key2, key1]);
+    const savedAnnotations = operatorAnnotations((await tenantCore.readNamespacedSecret({ namespace: attackerNs, name: 'rot-replayer' })).metadata?.annotations);
+    expect(savedAnnotations).toMatchObject({ 'keys.neon.dev/key-id': String(key2), 'keys.neon.dev/replaces': String(key1) });
+
+    // The Secret deleted: key 3 replaces key 2 (revoked); key 1 still retires (default grace 10m).
+    await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'rot-replayer' });
+    const third = await untilAttacker('ApiKey', 'rot-replayer', (r) => ready(r) && r.status?.keyId !== key2, 'Ready with key 3');
+    const key3 = third.status!.keyId!;
+    await attackerUpdate('ApiKey', 'rot-replayer', (r) => { r.spec.credentialsSecretRef = { name: 'no-such-secret' }; });
+    await untilAttacker('ApiKey', 'rot-replayer', (r) => (r.status as { observedGeneration?: number } | undefined)?.observedGeneration === (r.metadata as { generation?: number }).generation, 'the new spec observed');
+    await replayOnSecret('rot-replayer', savedAnnotations);
+    await attackerUpdate('ApiKey', 'rot-replayer', (r) => { r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/create-pending': rotationIntent }; });
+    const cleared = await untilAttacker('ApiKey', 'rot-replayer', (r) => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined, 'the replayed intent cleared');
+    expect(cleared.status?.keyId).toBe(key3);
+    expect(await eventReasons('rot-replayer')).toContain('StaleIntent');
+    await everyLiveKeyRecorded('rot-replayer', 'rot-replayer', 1_000);
+
+    await attackerUpdate('ApiKey', 'rot-replayer', (r) => { r.spec.credentialsSecretRef = { name: 'neon-admin' }; });
+    const settled = await untilAttacker('ApiKey', 'rot-replayer', (r) => ready(r) && r.status?.keyId !== key3, 'Ready with a key of its own again');
+    expect([key1, key2]).not.toContain(settled.status?.keyId);
+    await everyLiveKeyRecorded('rot-replayer', 'rot-replayer', 6_000);
+    expect((await platformKeys()).find((k) => k.id === key2)?.revoked).toBe(true);
+
+    await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'rot-replayer' });
+    await gone('rot-replayer');
+    expect(await liveKeysOf('rot-replayer')).toEqual([]);
     await victimsIntact();
   });
 

@@ -382,8 +382,9 @@ describe('a rotation interrupted at each step', () => {
         },
       }) as Resource;
       const resource = { ...created, kind: 'ApiKey' } as KeyResource;
-      const putSecret = async (key: { id: number; name?: string | undefined; key: string }): Promise<void> => {
-        const body = buildSecret(resource, name, 'apiKey', { id: key.id, name: key.name ?? '', secret: key.key }, signer);
+      // What the operator writes: a rotation's key names the key it replaced (under the signature).
+      const putSecret = async (key: { id: number; name?: string | undefined; key: string }, replaces?: number): Promise<void> => {
+        const body = buildSecret(resource, name, 'apiKey', { id: key.id, name: key.name ?? '', secret: key.key, ...(replaces !== undefined ? { replaces } : {}) }, signer);
         await core.createNamespacedSecret({ namespace, body });
       };
       const setStatus = async (status: Record<string, unknown>): Promise<void> => {
@@ -410,7 +411,7 @@ describe('a rotation interrupted at each step', () => {
         }
         case 'secret-written': {
           const fresh = await platform.createOrganizationKey(org, { keyName: attempt });
-          await putSecret(fresh);
+          await putSecret(fresh, old.id);
           await setStatus(oldStatus);
           await setIntent(attempt);
           expectNotRevoked.set(name, fresh.id);
@@ -418,7 +419,7 @@ describe('a rotation interrupted at each step', () => {
         }
         case 'status-written': {
           const fresh = await platform.createOrganizationKey(org, { keyName: attempt });
-          await putSecret(fresh);
+          await putSecret(fresh, old.id);
           await setStatus({ keyId: fresh.id, keyName: attempt, createdAt: now, secretName: name, retiringKeys: [{ keyId: old.id, keyName: old.name, since: now }], rotation: { lastRequest: 'crash', lastRotatedAt: now } });
           await setIntent(attempt);
           expectNotRevoked.set(name, fresh.id);
@@ -426,7 +427,7 @@ describe('a rotation interrupted at each step', () => {
         }
         case 'restarts-patched': {
           const fresh = await platform.createOrganizationKey(org, { keyName: attempt });
-          await putSecret(fresh);
+          await putSecret(fresh, old.id);
           await setStatus({ keyId: fresh.id, keyName: attempt, createdAt: now, secretName: name, retiringKeys: [{ keyId: old.id, keyName: old.name, since: now }], rotation: { lastRequest: 'crash', lastRotatedAt: now } });
           // The restart was patched (replicas 0: its rollout completes without a kubelet), its record lost.
           await apps.createNamespacedDeployment({
@@ -441,7 +442,7 @@ describe('a rotation interrupted at each step', () => {
         }
         case 'old-revoked': {
           const fresh = await platform.createOrganizationKey(org, { keyName: attempt });
-          await putSecret(fresh);
+          await putSecret(fresh, old.id);
           await setStatus({ keyId: fresh.id, keyName: attempt, createdAt: now, secretName: name, retiringKeys: [{ keyId: old.id, keyName: old.name, since: now }], rotation: { lastRequest: 'crash', lastRotatedAt: now } });
           await platform.revokeOrganizationKey(org, old.id);
           expectNotRevoked.set(name, fresh.id);

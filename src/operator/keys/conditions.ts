@@ -18,7 +18,7 @@ export type Reason =
   // drift found
   | 'RevokedExternally' | 'SecretMissing' | 'SecretTampered' | 'KeyAbandoned' | 'ProjectNotInOrganization'
   // what blocks progress
-  | 'InvalidSpec' | 'InvalidAnnotation' | 'SecretConflict' | 'CredentialsMissing' | 'CredentialsChanged' | 'CredentialsRefused' | 'CredentialsWrongKind'
+  | 'InvalidSpec' | 'InvalidAnnotation' | 'StaleIntent' | 'SecretConflict' | 'CredentialsMissing' | 'CredentialsChanged' | 'CredentialsRefused' | 'CredentialsWrongKind'
   | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'RateLimited' | 'PlatformUnavailable' | 'PlatformResponseInvalid' | 'Error'
   // the key's use (usage.ts, spec.usage.unusedAfter); the Secret kept in line with spec.secret.template
   | 'UsedRecently' | 'NotUsedRecently' | 'SecretRewritten'

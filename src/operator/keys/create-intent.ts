@@ -27,16 +27,18 @@ export function parseIntent(value: string | undefined, base: string | undefined,
     const parsed = JSON.parse(value) as Partial<PendingAttempt> & { sig?: unknown };
     if (typeof parsed.attempt !== 'string' || typeof parsed.startedAt !== 'string' || typeof parsed.holder !== 'string') return 'Malformed';
     if (parsed.replaces !== undefined && (typeof parsed.replaces !== 'number' || !Number.isSafeInteger(parsed.replaces))) return 'Malformed';
+    if (parsed.abandons !== undefined && (typeof parsed.abandons !== 'number' || !Number.isSafeInteger(parsed.abandons))) return 'Malformed';
     const rotation = parsed.rotation as unknown;
     if (rotation !== undefined && (typeof rotation !== 'object' || rotation === null
       || ((rotation as { request?: unknown }).request !== undefined && typeof (rotation as { request?: unknown }).request !== 'string'))) return 'Malformed';
     if (typeof parsed.sig !== 'string' || !signer.verify('intent', intentFields(uid, parsed as PendingAttempt), parsed.sig)) return 'Unsigned';
     if (base !== undefined && !isAttemptOf(parsed.attempt, base)) return 'Malformed';
-    const { attempt, startedAt, holder, replaces } = parsed as PendingAttempt;
+    const { attempt, startedAt, holder, replaces, abandons } = parsed as PendingAttempt;
     const request = (rotation as { request?: string } | undefined)?.request;
     return {
       attempt, startedAt, holder,
       ...(replaces !== undefined ? { replaces } : {}),
+      ...(abandons !== undefined ? { abandons } : {}),
       ...(rotation !== undefined ? { rotation: request !== undefined ? { request } : {} } : {}),
     };
   } catch {
@@ -46,12 +48,15 @@ export function parseIntent(value: string | undefined, base: string | undefined,
 
 /**
  * What the signature covers. The rotation marker is signed too: it decides whether the replaced key
- * is revoked at once or kept retiring. Appended only when present, so intents written before
- * rotation existed still verify.
+ * is revoked at once or kept retiring; and the given-up key (`abandons`), which lets the intent
+ * stand beside a recorded key (decision.ts consistentIntent). Each appended only when present, so
+ * intents written before they existed still verify.
  */
 function intentFields(uid: string, p: PendingAttempt): (string | number | undefined)[] {
-  const fields = [uid, p.attempt, p.startedAt, p.holder, p.replaces];
-  return p.rotation === undefined ? fields : [...fields, 'rotation', p.rotation.request ?? ''];
+  const fields: (string | number | undefined)[] = [uid, p.attempt, p.startedAt, p.holder, p.replaces];
+  if (p.rotation !== undefined) fields.push('rotation', p.rotation.request ?? '');
+  if (p.abandons !== undefined) fields.push('abandons', p.abandons);
+  return fields;
 }
 
 const ATTEMPT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';

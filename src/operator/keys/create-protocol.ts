@@ -81,6 +81,8 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     ...(replaces !== undefined ? { replaces } : {}),
     // Signed with the intent: only the operator's own rotation keeps a replaced key live.
     ...(rotation !== undefined && replaces !== undefined ? { rotation } : {}),
+    // KeyAbandoned: the given-up key, so the intent fits the record it moves on from (decision.ts consistentIntent).
+    ...(decision.action.type === 'Create' && decision.action.abandons !== undefined ? { abandons: decision.action.abandons } : {}),
   };
   // The intent, with the resourceVersion we read: a conflict means someone else moved; never create then.
   let current = await updateMetadata(deps, resource, (m) => {
@@ -131,7 +133,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   // spec.secret.immutable: the key's own Secret, <name>-<key id>.
   const target = targetSecretName(ctx, created.id);
   try {
-    await writeSecret(deps, ctx, { id: created.id, name: pending.attempt, secret: created.key });
+    await writeSecret(deps, ctx, { id: created.id, name: pending.attempt, secret: created.key, ...(replaces !== undefined ? { replaces } : {}) });
   } catch (error) {
     if (!(error instanceof SecretConflictError)) throw error;
     return await refuseForeignSecret(deps, { ...ctx, resource: current }, platform, created.id, error.secretName, pending.rotation !== undefined);
@@ -209,18 +211,19 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
   } catch (error) {
     return reportPlatformFailure(deps, ctx, asPlatformFailure(error), `recovering attempt ${pending.attempt}`, error);
   }
-  // The attempt's name is random and signed for this resource: only its own keys carry it.
   // The attempt's name is random and signed for this resource, so only its own keys carry it;
   // and none made well before the intent (clocks differ: a margin of RECOVERY_CLOCK_MARGIN_MS).
   const notBefore = Date.parse(pending.startedAt) - RECOVERY_CLOCK_MARGIN_MS;
-  const orphans: { id: number; name: string }[] = keys.filter((k) => k.name === pending.attempt
+  // Never the recorded key (status wrote this attempt's key before the Secret was lost: it is
+  // replaced as a missing Secret's key is, new key first), nor a key retiring after a rotation
+  // (status.retiringKeys: its retirement revokes it, once its consumers moved).
+  const recorded = recordedKeyId(ctx.observation);
+  const retiring = ctx.observation.retiringKeyIds ?? [];
+  const orphans: { id: number; name: string }[] = keys.filter((k) => k.name === pending.attempt && k.id !== recorded && !retiring.includes(k.id)
     && (k.created_at === undefined || !(Date.parse(k.created_at) < notBefore)));
   // The key this attempt was replacing: once status records another key (step 5 ran before the
   // interruption, then the Secret was lost), only this intent remembers it, and clearing the
   // intent would leave it live and unrecorded. It was being replaced anyway: revoke it too.
-  const recorded = recordedKeyId(ctx.observation);
-  // A key retiring after a rotation is still recorded (status.retiringKeys): its retirement revokes it.
-  const retiring = ctx.observation.retiringKeyIds ?? [];
   if (pending.replaces !== undefined && pending.replaces !== recorded && !retiring.includes(pending.replaces) && !orphans.some((k) => k.id === pending.replaces)) {
     orphans.push({ id: pending.replaces, name: `(replaced key ${pending.replaces})` });
   }

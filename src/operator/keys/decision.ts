@@ -23,6 +23,12 @@ export interface PendingAttempt {
   replaces?: number;
   /** A rotation (spec.rotation, keys.neon.dev/rotate): `request`, the request token it handles. */
   rotation?: { request?: string };
+  /**
+   * The recorded key a person gave up (keys.neon.dev/abandon-key, KeyAbandoned): replaced in status
+   * by this attempt's key and never revoked (the credentials now in use cannot see it). It is what
+   * makes this intent consistent with status.keyId (consistentIntent) without a `replaces`.
+   */
+  abandons?: number;
 }
 
 /** A key a rotation replaced (status.retiringKeys), as observed for its retirement. */
@@ -59,14 +65,40 @@ export type RetireStep =
  */
 export type RefusedIntent = 'Malformed' | 'Unsigned';
 
+/**
+ * Whether a signed intent fits the key record (status.keyId, which only the operator writes): the
+ * only intents the operator writes while a key is recorded replace it (drift repair, rotation:
+ * `replaces`), give it up (`abandons`), or are the create of the recorded key itself (status.keyName,
+ * a crash after the status write). Anything else is an old intent of this resource put back (a
+ * replay): acting on it would move the record away from the recorded key, so it is cleared
+ * (StaleIntent) without adopting or revoking anything. With no key in status (a first create, or
+ * status lost) every signed intent fits.
+ */
+export function consistentIntent(pending: PendingAttempt, status: Observation['status']): boolean {
+  return status.keyId === undefined || pending.replaces === status.keyId || pending.abandons === status.keyId || status.keyName === pending.attempt;
+}
+
 /** NotAKey: the entry is longer than any platform API key, or not visible ASCII (docs/security.md, Bounds). */
 export type Credentials = 'Present' | 'SecretNotFound' | 'KeyNotFound' | 'NotAKey';
 
 export interface SecretObservation {
   /** Its controller owner reference is this resource (by uid). Anything else is not ours. */
   owned: boolean;
-  /** Owned, and its key id and name carry the operator's signature for this resource. */
+  /**
+   * Owned, and its key id, name, replaced key and the HMAC of its secret value carry the operator's
+   * signature for this resource (secret-writer.ts); or `legacy` and consistent with status.keyId.
+   */
   verified: boolean;
+  /**
+   * Owned and signed in the format before issue 24 (uid, key id and name only: the signature says
+   * nothing of the value it holds). Believed only for the key status records (observe.ts), then
+   * re-signed (RewriteSecret, `resign`).
+   */
+  legacy?: boolean;
+  /** A legacy signature believed, the value checked against status.secretHash: re-signed by RewriteSecret. */
+  resign?: boolean;
+  /** From its keys.neon.dev/replaces annotation (believed only when verified and not legacy). */
+  replaces?: number;
   /** From its keys.neon.dev/key-id annotation (believed only when verified). */
   keyId?: number;
   /** From its keys.neon.dev/key-name annotation: the attempt name that created the key. */
@@ -142,7 +174,7 @@ export type Action =
    * Mint a key (write intent, POST, Secret, status); replaces: the key revoked once it is recorded,
    * or with rotation, the key moved to status.retiringKeys.
    */
-  | { type: 'Create'; replaces?: number; rotation?: { request?: string } }
+  | { type: 'Create'; replaces?: number; rotation?: { request?: string }; abandons?: number }
   /** The current key is in sync and a replaced key retires: one step of its retirement. */
   | { type: 'Retire'; keyId: number; retiring: number; step: RetireStep }
   | { type: 'InSync'; keyId: number }
@@ -214,14 +246,39 @@ function blockedOnCredentials(credentials: Exclude<Credentials, 'Present'>, doin
   return { action: { type: 'Blocked', retry: true }, reason: 'CredentialsMissing', message: `cannot ${doing}: ${credentialsMessage[credentials]}` };
 }
 
-function pendingDecision(o: Observation, pending: PendingAttempt, doing: string): Decision {
+/**
+ * Whether the verified Secret holds the key of this attempt, in a way the record allows adopting:
+ * nothing recorded yet, or the attempt moves the record on from the recorded key (it replaces or
+ * gives up status.keyId), or the Secret holds the recorded key itself (status written, intent not
+ * cleared). A signed Secret names the key it replaced too: it must be the intent's.
+ */
+function adoptable(o: Observation, pending: PendingAttempt): number | undefined {
   const secret = o.secret;
-  // The Secret's key id is believed only under the operator's signature for this resource.
-  if (secret?.verified === true && secret.keyName === pending.attempt && secret.keyId !== undefined) {
+  if (secret?.verified !== true || secret.keyName !== pending.attempt || secret.keyId === undefined) return undefined;
+  if (secret.legacy !== true && secret.replaces !== pending.replaces) return undefined;
+  const recorded = o.status.keyId;
+  const fits = recorded === undefined || pending.replaces === recorded || pending.abandons === recorded
+    || (o.status.keyName === pending.attempt && secret.keyId === recorded);
+  return fits ? secret.keyId : undefined;
+}
+
+function pendingDecision(o: Observation, pending: PendingAttempt, doing: string): Decision {
+  if (!consistentIntent(pending, o.status)) {
     return {
-      action: { type: 'Adopt', keyId: secret.keyId, attempt: pending },
+      action: { type: 'ClearPending' },
+      reason: 'StaleIntent',
+      message: `the keys.neon.dev/create-pending annotation names attempt ${pending.attempt}, which neither issued nor replaces the recorded key ${o.status.keyId} (an old intent put back); clearing it without adopting or revoking anything`,
+    };
+  }
+  const secret = o.secret;
+  // The Secret's key id is believed only under the operator's signature for this resource, and
+  // only as a step of the record (adoptable).
+  const adopted = adoptable(o, pending);
+  if (secret !== undefined && adopted !== undefined) {
+    return {
+      action: { type: 'Adopt', keyId: adopted, attempt: pending },
       reason: 'Adopting',
-      message: `the Secret already holds key ${secret.keyId} of attempt ${pending.attempt}; recording it`,
+      message: `the Secret already holds key ${adopted} of attempt ${pending.attempt}; recording it`,
     };
   }
   const age = o.now - Date.parse(pending.startedAt);
@@ -306,7 +363,11 @@ export function decide(o: Observation): Decision {
   }
   if (o.platform.key === 'Absent' && o.credentialsChanged === true) {
     // Other credentials issued it: that these cannot see it says nothing of whether it is live.
-    if (o.abandonKey === keyId) return create(undefined, 'KeyAbandoned', `key ${keyId} was given up (keys.neon.dev/abandon-key); issuing a new one`);
+    if (o.abandonKey === keyId) {
+      const given = create(undefined, 'KeyAbandoned', `key ${keyId} was given up (keys.neon.dev/abandon-key); issuing a new one`);
+      // The given-up key goes in the signed intent: it makes the intent fit the record (consistentIntent).
+      return given.action.type === 'Create' ? { ...given, action: { type: 'Create', abandons: keyId } } : given;
+    }
     return {
       action: { type: 'Blocked', retry: false },
       reason: 'CredentialsChanged',
@@ -325,7 +386,9 @@ export function decide(o: Observation): Decision {
     return {
       action: { type: 'RewriteSecret', keyId },
       reason: 'SecretRewritten',
-      message: `the Secret differs from spec.secret (template labels, annotations or data entries); rewriting it with key ${keyId}, no new key`,
+      message: secret.resign === true
+        ? `the Secret's signature is of an earlier format (it did not cover the secret value); re-signing it with key ${keyId}, no new key`
+        : `the Secret differs from spec.secret (template labels, annotations or data entries); rewriting it with key ${keyId}, no new key`,
     };
   }
   const check = o.platform.check;

@@ -17,7 +17,9 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number, also?: 
   const status = ctx.resource.status ?? {};
   const extra: Record<string, unknown> = { keyId, secretName: ctx.secretName, ...rotationFields(ctx, {}), ...also?.fields };
   if (status.secretHash === undefined && ctx.observation.secret?.hash !== undefined) extra.secretHash = ctx.observation.secret.hash;
-  if (status.keyName === undefined && ctx.observation.secret?.keyName !== undefined) extra.keyName = ctx.observation.secret.keyName;
+  // Only under the signature: status.keyName decides which intents fit the record (decision.ts consistentIntent).
+  const seen = ctx.observation.secret;
+  if (status.keyName === undefined && seen?.verified === true && seen.keyId === keyId && seen.keyName !== undefined) extra.keyName = seen.keyName;
   // Seen live with these credentials: they can see (and revoke) it, so they are its credentials now.
   // (Found in their list, not merely too young to be missed from it.)
   if (ctx.fingerprint !== undefined && ctx.listed !== undefined && status.credentialsFingerprint !== ctx.fingerprint) {

@@ -58,12 +58,20 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   }
   const adapter = spec !== undefined ? adapterFor(resource, spec) : undefined;
   const secretObservation = observeSecret(resource, secret, secretKey, deps.signer);
+  if (secretObservation?.legacy === true && (status.keyId === undefined || secretObservation.keyId === status.keyId)) {
+    // Signed before issue 24 (the value not covered): believed for the key status records (or,
+    // status lost, as before), never for another; re-signed once its value is checked against
+    // status.secretHash (RewriteSecret). Replayed old annotations of another key stay unverified.
+    secretObservation.verified = true;
+    if (status.keyId !== undefined && status.secretHash !== undefined && secretObservation.hash === status.secretHash) secretObservation.resign = true;
+  }
   if (secretObservation?.owned === true && secret !== undefined && spec !== undefined) {
     const encoded = secret.data?.[secretKey];
     const key = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
     // Without the key there is nothing to rebuild from (decide() sees that as tampering).
     if (key !== '') {
-      secretObservation.inLine = secretInLine(secret, secretKey, templateOf(spec), recordedValues(key, status, secretObservation, spec, deps.platformUrl), secret.immutable === true);
+      secretObservation.inLine = secretObservation.resign !== true
+        && secretInLine(secret, secretKey, templateOf(spec), recordedValues(key, status, secretObservation, spec, deps.platformUrl), secret.immutable === true);
     }
   }
 

@@ -1,6 +1,7 @@
-// The Secret that receives an issued key (DESIGN.md section 3, step 4): data, the key id and
-// attempt name as annotations with the operator's signature over them, a controller owner
-// reference to the resource, the managed-by label (the operator's Secret informer selects on it).
+// The Secret that receives an issued key (DESIGN.md section 3, step 4): data, the key id, attempt
+// name and replaced key as annotations with the operator's signature over them and the value, a
+// controller owner reference to the resource, the managed-by label (the operator's Secret informer
+// selects on it).
 // The secret value leaves this file only inside Secret.data. The writes (writeSecret,
 // deleteStaleSecret) go through the Kubernetes port (kube-writes.ts).
 //
@@ -42,26 +43,70 @@ export function ownedBy(resource: Pick<KeyResource, 'metadata'>, secret: V1Secre
   return (secret.metadata?.ownerReferences ?? []).some((ref) => ref.controller === true && ref.uid === resource.metadata.uid);
 }
 
-function signatureFields(resource: Pick<KeyResource, 'metadata'>, keyId: number, keyName: string | undefined): [string, number, string | undefined] {
+/** On the Secret: the key the one it holds replaced (drift repair, rotation), under the signature. */
+export const ANNOTATION_REPLACES = 'keys.neon.dev/replaces';
+
+/** What a Secret's signature vouches for: the key it holds, as issued (docs/security.md "Where authority comes from"). */
+interface SignedKey {
+  id: number;
+  name: string | undefined;
+  /** secretHash of the value: annotations copied onto a Secret holding another value do not verify. */
+  hash: string | undefined;
+  /** The key it replaced, if any: a signed Secret names the step of the record it was written for. */
+  replaces: number | undefined;
+}
+
+/**
+ * The fields signed (issue 24). 'v2' sets them apart from the format before (signatureFieldsV1):
+ * the two never share an encoding (signing.ts).
+ */
+function signatureFields(resource: Pick<KeyResource, 'metadata'>, key: SignedKey): (string | number | undefined)[] {
+  return [resource.metadata.uid, key.id, key.name, 'v2', key.hash, key.replaces];
+}
+
+/** The format before issue 24: uid, key id and name, nothing of the value. Read for the upgrade only, never written. */
+function signatureFieldsV1(resource: Pick<KeyResource, 'metadata'>, keyId: number, keyName: string | undefined): (string | number | undefined)[] {
   return [resource.metadata.uid, keyId, keyName];
 }
 
+/** The keys.neon.dev/signature value for a Secret holding `key`. */
+export function secretSignature(resource: Pick<KeyResource, 'metadata'>, signer: Signer, key: SignedKey): string {
+  return signer.sign('secret', signatureFields(resource, key));
+}
+
+const KEY_ID = /^\d{1,15}$/;
+
+/**
+ * The Secret as the operator sees it: owned (controller owner reference with the uid), and verified
+ * when its signature covers the key id, name, replaced key and the HMAC of the value it holds now.
+ * A signature of the earlier format is `legacy`, not verified: observe.ts believes it only for the
+ * key status records, and has it re-signed.
+ */
 export function observeSecret(resource: Pick<KeyResource, 'kind' | 'metadata'>, secret: V1Secret | undefined, dataKey: string, signer: Signer): SecretObservation | undefined {
   if (secret === undefined) return undefined;
   const annotations = secret.metadata?.annotations ?? {};
   const owned = ownedBy(resource, secret);
   const rawId = annotations[ANNOTATION_KEY_ID];
-  const keyId = rawId !== undefined && /^\d{1,15}$/.test(rawId) ? Number(rawId) : undefined;
+  const keyId = rawId !== undefined && KEY_ID.test(rawId) ? Number(rawId) : undefined;
   const keyName = annotations[ANNOTATION_KEY_NAME];
-  const verified = owned && keyId !== undefined && signer.verify('secret', signatureFields(resource, keyId, keyName), annotations[ANNOTATION_SIGNATURE]);
+  const rawReplaces = annotations[ANNOTATION_REPLACES];
+  const replaces = rawReplaces !== undefined && KEY_ID.test(rawReplaces) ? Number(rawReplaces) : undefined;
   const encoded = secret.data?.[dataKey];
   const value = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
+  const hash = value !== '' ? secretHash(resource, value) : undefined;
+  const signature = annotations[ANNOTATION_SIGNATURE];
+  // A replaces annotation that is not an id is signed as given, and so never verifies.
+  const verified = owned && keyId !== undefined && (rawReplaces === undefined || replaces !== undefined)
+    && signer.verify('secret', signatureFields(resource, { id: keyId, name: keyName, hash, replaces }), signature);
+  const legacy = owned && !verified && keyId !== undefined && rawReplaces === undefined && signer.verify('secret', signatureFieldsV1(resource, keyId, keyName), signature);
   return {
     owned,
     verified,
+    ...(legacy ? { legacy } : {}),
     ...(keyId !== undefined ? { keyId } : {}),
-    ...(annotations[ANNOTATION_KEY_NAME] !== undefined ? { keyName: annotations[ANNOTATION_KEY_NAME] } : {}),
-    ...(value !== '' ? { hash: secretHash(resource, value) } : {}),
+    ...(keyName !== undefined ? { keyName } : {}),
+    ...(verified && replaces !== undefined ? { replaces } : {}),
+    ...(hash !== undefined ? { hash } : {}),
   };
 }
 
@@ -75,8 +120,13 @@ export interface SecretShape {
   immutable?: boolean;
 }
 
-export function buildSecret(resource: KeyResource, name: string, dataKey: string, key: { id: number; name: string; secret: string }, signer: Signer, existing?: V1Secret, shape?: SecretShape): V1Secret {
+/** A key as written to its Secret; `replaces`: the key it replaced (signed with it). */
+export interface IssuedKey { id: number; name: string; secret: string; replaces?: number }
+
+export function buildSecret(resource: KeyResource, name: string, dataKey: string, key: IssuedKey, signer: Signer, existing?: V1Secret, shape?: SecretShape): V1Secret {
   const templated = templatedMetadata(existing?.metadata, shape?.template, dataKey);
+  // The replaced key of an earlier Secret under this name is not this key's.
+  delete templated.annotations[ANNOTATION_REPLACES];
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -92,7 +142,8 @@ export function buildSecret(resource: KeyResource, name: string, dataKey: string
         [ANNOTATION_OWNER]: ownerValue(resource),
         [ANNOTATION_KEY_ID]: String(key.id),
         [ANNOTATION_KEY_NAME]: key.name,
-        [ANNOTATION_SIGNATURE]: signer.sign('secret', signatureFields(resource, key.id, key.name)),
+        ...(key.replaces !== undefined ? { [ANNOTATION_REPLACES]: String(key.replaces) } : {}),
+        [ANNOTATION_SIGNATURE]: secretSignature(resource, signer, { id: key.id, name: key.name, hash: secretHash(resource, key.secret), replaces: key.replaces }),
       },
       ownerReferences: [{
         apiVersion: API_VERSION,
@@ -133,7 +184,7 @@ export function targetSecretName(ctx: Pick<Context, 'resource' | 'spec' | 'secre
  * when this resource owns it and it holds this very key under the signature (a create repeated
  * after a crash); anything else is a SecretConflictError.
  */
-async function writeImmutableSecret(deps: KeyDeps, ctx: Context, key: { id: number; name: string; secret: string }, name: string): Promise<void> {
+async function writeImmutableSecret(deps: KeyDeps, ctx: Context, key: IssuedKey, name: string): Promise<void> {
   const { resource, secretKey } = ctx;
   const namespace = resource.metadata.namespace;
   const body = buildSecret(resource, name, secretKey, key, deps.signer, undefined, secretShape(deps, ctx));
@@ -149,7 +200,7 @@ async function writeImmutableSecret(deps: KeyDeps, ctx: Context, key: { id: numb
 }
 
 /** Step 4 of DESIGN.md section 3: the Secret, created or replaced (only when this resource controls it). */
-export async function writeSecret(deps: KeyDeps, ctx: Context, key: { id: number; name: string; secret: string }): Promise<void> {
+export async function writeSecret(deps: KeyDeps, ctx: Context, key: IssuedKey): Promise<void> {
   if (immutableMode(ctx.spec)) return await writeImmutableSecret(deps, ctx, key, targetSecretName(ctx, key.id));
   const { resource, secretName, secretKey } = ctx;
   const namespace = resource.metadata.namespace;
@@ -281,7 +332,12 @@ export async function rewriteSecret(deps: KeyDeps, ctx: Context): Promise<V1Secr
   const namespace = resource.metadata.namespace;
   const encoded = secret.data?.[secretKey];
   const key = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
-  const rewritten = rewrittenSecret(secret, secretKey, templateOf(ctx.spec), recordedValues(key, resource.status, ctx.observation.secret, ctx.spec, deps.platformUrl));
+  const seen = ctx.observation.secret;
+  const rewritten = rewrittenSecret(secret, secretKey, templateOf(ctx.spec), recordedValues(key, resource.status, seen, ctx.spec, deps.platformUrl));
+  if (seen?.resign === true && seen.keyId !== undefined && key !== '') {
+    // A signature of the earlier format, believed for the recorded key (observe.ts): now one that covers the value.
+    rewritten.metadata = { ...rewritten.metadata, annotations: { ...rewritten.metadata?.annotations, [ANNOTATION_SIGNATURE]: secretSignature(resource, deps.signer, { id: seen.keyId, name: seen.keyName, hash: secretHash(resource, key), replaces: undefined }) } };
+  }
   // An immutable Secret's data never changes: its labels and annotations follow the template, its
   // derived entries are those of the template when the key was issued (the next key's Secret has the new ones).
   const body = secret.immutable === true ? { ...rewritten, data: secret.data } : rewritten;

@@ -18,8 +18,9 @@ export const ANNOTATION_KEY_ID = 'keys.neon.dev/key-id';
 /** On the Secret: the platform name of that key (the attempt name). */
 export const ANNOTATION_KEY_NAME = 'keys.neon.dev/key-name';
 /**
- * On the Secret: the operator's signature over (resource uid, key id, key name), so a key id is
- * believed only where the operator wrote it (signing.ts, docs/security.md).
+ * On the Secret: the operator's signature over (resource uid, key id, key name, the HMAC of the
+ * secret value, the key it replaced), so a key id is believed only where the operator wrote it, on
+ * the value it wrote (keys/secret-writer.ts, docs/security.md).
  */
 export const ANNOTATION_SIGNATURE = 'keys.neon.dev/signature';
 /**

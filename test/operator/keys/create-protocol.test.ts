@@ -3,6 +3,7 @@
 // crash, an ambiguous answer, a refusal or a wrong answer leaves behind.
 import { describe, expect, it } from '@jest/globals';
 import { encodeIntent } from '../../../src/operator/keys/create-intent.ts';
+import { DriftCache } from '../../../src/operator/keys/drift.ts';
 import { buildSecret } from '../../../src/operator/keys/secret-writer.ts';
 import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
@@ -258,29 +259,106 @@ describe('the create protocol', () => {
     expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([`patch status ApiKey/${NAMESPACE}/ci`]);
   });
 
-  it('an intent saved by a tenant and re-applied after a repair revokes only the key of its own attempt (revoked already), never the recorded one', async () => {
+  it("attack 2 (issue 24): key 1's fulfilled intent and signed Secret annotations replayed over key 2 are refused; key 2 stays recorded, nothing revoked", async () => {
     const r = rig();
     r.kube.putResource(keyResource());
     await r.reconcile();
     const first = r.platform.keys[0]!;
     const saved = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations![ANNOTATION_CREATE_PENDING]!;
+    const signedAnnotations = { ...r.kube.secret(NAMESPACE, 'ci')!.metadata!.annotations };
     // Drift: the Secret deleted; the repair issues a second key, revokes the first, clears its own intent.
     r.kube.secrets.delete(`${NAMESPACE}/ci`);
     await r.settle();
     const second = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
     expect(second).not.toBe(first.id);
     expect(r.platform.keys.map((k) => k.id)).toEqual([second]);
-    // The tenant re-applies the first key's intent (signed for this resource): not fulfilled (status
-    // records the second attempt), so recovered as any such intent was before: nothing of its name is live.
+    // The tenant puts the first key's intent back on the resource, and its annotations on the Secret holding the second key.
     const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
     resource.metadata.annotations = { ...resource.metadata.annotations, [ANNOTATION_CREATE_PENDING]: saved };
     r.kube.putResource(resource);
-    await r.settle();
-    expect(r.platform.keys.map((k) => k.id)).toEqual([second]);
-    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyId).toBe(second);
-    expect(r.platform.calls.filter((c) => c.startsWith('revoke'))).toEqual([`revokeOrg org-1 ${first.id}`]);
-    expect(r.events.reasons().at(-1)).toBe('Warning CreateRecovered');
+    const secret = r.kube.secret(NAMESPACE, 'ci')!;
+    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, annotations: signedAnnotations } });
+    const revokesBefore = r.platform.calls.filter((c) => c.startsWith('revoke'));
+    expect(await r.reconcile()).toEqual({ type: 'Continue' });
+    // Stale: cleared, nothing adopted, nothing revoked.
+    expect(r.events.reasons().at(-1)).toBe('Warning StaleIntent');
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyId).toBe(second);
+    expect(r.platform.calls.filter((c) => c.startsWith('revoke'))).toEqual(revokesBefore);
+    // The Secret's replayed annotations do not verify (they vouch for key 1's value): its key id no longer
+    // matches status, so it is repaired as any edited Secret is: a new key, the recorded one revoked after.
+    await r.settle();
+    const third = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    expect(r.platform.keys.map((k) => k.id)).toEqual([third]);
+    expect(r.platform.calls.filter((c) => c.startsWith('revoke'))).toEqual([`revokeOrg org-1 ${first.id}`, `revokeOrg org-1 ${second}`]);
+    expect(r.events.reasons()).toContain('Warning SecretTampered');
+  });
+
+  it('recovering a replayed intent of the recorded key (its Secret gone) revokes neither the recorded key nor a retiring one', async () => {
+    const r = rig();
+    const base = keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] });
+    const recorded = await r.platform.createOrganizationKey('org-1', { keyName: 'ci-deployer-abcd1234' });
+    const retiring = await r.platform.createOrganizationKey('org-1', { keyName: 'ci-deployer-old00000' });
+    // The rotation that made the recorded key, replayed: its attempt is the recorded one (consistent), it replaced the retiring key.
+    const pending = { attempt: recorded.name, startedAt: new Date().toISOString(), holder: 'operator-a', replaces: retiring.id, rotation: { request: 't' } };
+    base.metadata.annotations = { [ANNOTATION_CREATE_PENDING]: encodeIntent(r.signer, base.metadata.uid, pending) };
+    base.status = { keyId: recorded.id, keyName: recorded.name, secretName: 'ci', retiringKeys: [{ keyId: retiring.id, since: new Date().toISOString() }] } as KeyResource['status'];
+    r.kube.putResource(base);
+    expect(await r.reconcile()).toEqual({ type: 'Continue' });
+    expect(r.events.reasons()).toEqual(['Warning CreateRecovered']);
+    expect(r.platform.calls.filter((c) => c.startsWith('revoke'))).toEqual([]);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([recorded.id, retiring.id]);
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    // Then the missing Secret is repaired as ever: a new key first, the recorded one revoked after it.
+    await r.settle();
+    const now = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!;
+    expect(now.keyId).not.toBe(recorded.id);
+    expect(r.platform.keys.map((k) => k.id)).not.toContain(recorded.id);
+    expect(now.retiringKeys?.map((k) => k.keyId)).toEqual([retiring.id]);
+    expect(r.platform.keys.map((k) => k.id)).toContain(retiring.id);
+  });
+
+  it('a given-up key (keys.neon.dev/abandon-key) names itself in the intent: a crash after the Secret is adopted, the given-up key never revoked', async () => {
+    const r = rig();
+    const base = keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] });
+    const fresh = await r.platform.createOrganizationKey('org-1', { keyName: 'ci-deployer-abcd1234' });
+    const pending = { attempt: fresh.name, startedAt: new Date().toISOString(), holder: 'operator-a', abandons: 555 };
+    base.metadata.annotations = { [ANNOTATION_CREATE_PENDING]: encodeIntent(r.signer, base.metadata.uid, pending) };
+    base.status = { keyId: 555, keyName: 'ci-deployer-given000', secretName: 'ci' } as KeyResource['status'];
+    r.kube.putResource(base);
+    r.kube.putSecret(buildSecret(base, 'ci', 'apiKey', { id: fresh.id, name: fresh.name, secret: fresh.key }, r.signer));
+    expect(await r.reconcile()).toEqual({ type: 'Continue' });
+    expect(r.events.reasons()).toEqual(['Normal KeyAdopted']);
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status).toMatchObject({ keyId: fresh.id, keyName: fresh.name });
+    expect(r.platform.calls.filter((c) => c.startsWith('revoke'))).toEqual([]);
+    // The same intent without its given-up key (as a tenant could strip it) fails its signature.
+    const stripped = JSON.parse(encodeIntent(r.signer, base.metadata.uid, pending)) as Record<string, unknown>;
+    delete stripped.abandons;
+    const again = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    again.metadata.annotations = { ...again.metadata.annotations, [ANNOTATION_CREATE_PENDING]: JSON.stringify(stripped) };
+    r.kube.putResource(again);
+    await r.reconcile();
+    expect(r.events.reasons().at(-1)).toBe('Warning InvalidAnnotation');
+  });
+
+  it('the KeyAbandoned create signs the given-up key into its intent', async () => {
+    // Every drift check lists afresh: the key gone from the list is seen at once.
+    const r = rig({ drift: new DriftCache(0) });
+    // A personal key: only a personal list depends on whose credentials ask.
+    r.kube.putResource(keyResource('ApiKey', 'ci', { spec: { scope: 'Personal', organizationId: undefined } }));
+    await r.settle();
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    const given = resource.status!.keyId!;
+    // Other credentials, which cannot see the key: a person gives it up.
+    resource.status = { ...resource.status, credentialsFingerprint: 'someone-else', createdAt: '2020-01-01T00:00:00Z' } as KeyResource['status'];
+    resource.metadata.annotations = { ...resource.metadata.annotations, 'keys.neon.dev/abandon-key': String(given) };
+    r.kube.putResource(resource);
+    r.platform.keys.splice(0, r.platform.keys.length);
+    r.platform.answerCreate = (): never => { throw platformError('TIMEOUT', undefined, 'ambiguous'); };
+    await r.reconcile('ApiKey', 'ci');
+    const intent = JSON.parse(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING] ?? '{}') as Record<string, unknown>;
+    expect(intent).toMatchObject({ abandons: given });
+    expect(intent.replaces).toBeUndefined();
   });
 
   it('blocks without credentials, with backoff, and without calling the platform', async () => {
@@ -289,5 +367,84 @@ describe('the create protocol', () => {
     expect(await r.reconcile()).toEqual({ type: 'Backoff' });
     expect(condition(r.kube.resource('ApiKey', NAMESPACE, 'ci'), 'Ready')).toBe('False CredentialsMissing');
     expect(r.platform.calls).toEqual([]);
+  });
+});
+
+describe('Secrets signed in the format before issue 24 (an upgrade)', () => {
+  const legacySignature = (r: ReturnType<typeof rig>, uid: string, keyId: number, keyName: string): string => r.signer.sign('secret', [uid, keyId, keyName]);
+
+  it('are believed for the key status records and re-signed in place: no new key, nothing revoked', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.settle();
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    const keyId = resource.status!.keyId!;
+    const secret = r.kube.secret(NAMESPACE, 'ci')!;
+    const current = secret.metadata!.annotations!['keys.neon.dev/signature'];
+    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/signature': legacySignature(r, resource.metadata.uid, keyId, resource.status!.keyName!) } } });
+    const calls = r.platform.calls.length;
+    await r.settle();
+    expect(r.events.reasons().at(-1)).toBe('Normal SecretRewritten');
+    expect(r.kube.secret(NAMESPACE, 'ci')!.metadata!.annotations!['keys.neon.dev/signature']).toBe(current);
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyId).toBe(keyId);
+    expect(r.platform.calls.slice(calls).filter((c) => !c.startsWith('list'))).toEqual([]);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([keyId]);
+    // Once re-signed, it stays as it is.
+    const version = r.kube.secret(NAMESPACE, 'ci')!.metadata?.resourceVersion;
+    await r.settle();
+    expect(r.kube.secret(NAMESPACE, 'ci')!.metadata?.resourceVersion).toBe(version);
+  });
+
+  it('status lost: a legacy Secret still names the key (as before), status is rebuilt from it, then the Secret re-signed', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.settle();
+    const before = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    const keyId = before.status!.keyId!;
+    const secret = r.kube.secret(NAMESPACE, 'ci')!;
+    const current = secret.metadata!.annotations!['keys.neon.dev/signature'];
+    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/signature': legacySignature(r, before.metadata.uid, keyId, before.status!.keyName!) } } });
+    // A restore without status (and without the fulfilled intent).
+    const restored = structuredClone(before);
+    delete restored.status;
+    delete restored.metadata.annotations;
+    r.kube.putResource(restored);
+    await r.settle();
+    const after = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(after.status).toMatchObject({ keyId, keyName: before.status!.keyName, secretHash: before.status!.secretHash });
+    expect(r.platform.keys.map((k) => k.id)).toEqual([keyId]);
+    // Its next full pass (the value now checked against the rebuilt status.secretHash) re-signs it.
+    await r.settle();
+    expect(r.kube.secret(NAMESPACE, 'ci')!.metadata!.annotations!['keys.neon.dev/signature']).toBe(current);
+    expect(r.events.reasons().at(-1)).toBe('Normal SecretRewritten');
+    expect(r.platform.keys.map((k) => k.id)).toEqual([keyId]);
+  });
+
+  it("are not believed for another key: an old key's legacy annotations replayed are tampering, and adopt nothing", async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.settle();
+    const first = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    const saved = first.metadata.annotations![ANNOTATION_CREATE_PENDING]!;
+    const old = { id: first.status!.keyId!, name: first.status!.keyName! };
+    r.kube.secrets.delete(`${NAMESPACE}/ci`);
+    await r.settle();
+    const second = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    // The first key's legacy annotations (as the version before wrote them) and its intent, replayed.
+    const secret = r.kube.secret(NAMESPACE, 'ci')!;
+    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, annotations: {
+      ...secret.metadata!.annotations, 'keys.neon.dev/key-id': String(old.id), 'keys.neon.dev/key-name': old.name, 'keys.neon.dev/signature': legacySignature(r, first.metadata.uid, old.id, old.name),
+    } } });
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    resource.metadata.annotations = { ...resource.metadata.annotations, [ANNOTATION_CREATE_PENDING]: saved };
+    r.kube.putResource(resource);
+    await r.settle();
+    const now = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    expect(r.events.reasons()).toEqual(expect.arrayContaining(['Warning StaleIntent', 'Warning SecretTampered']));
+    expect(r.events.reasons()).not.toContain('Normal KeyAdopted');
+    // Every key but the recorded one revoked: key 2 replaced (revoked after key 3 was recorded), key 1 long gone.
+    expect(r.platform.keys.map((k) => k.id)).toEqual([now]);
+    expect(now).not.toBe(second);
+    expect(now).not.toBe(old.id);
   });
 });

@@ -79,9 +79,9 @@ const rows: Row[] = [
   ["another holder's stale attempt is recovered", { pending: attempt({ holder: 'other', startedAt: new Date(NOW - 61_000).toISOString() }) }, 'Recover', 'Recovering'],
   ["another holder's attempt with an unreadable timestamp is recovered", { pending: attempt({ holder: 'other', startedAt: 'yesterday' }) }, 'Recover', 'Recovering'],
   ['recovery needs credentials', { pending: attempt(), credentials: 'SecretNotFound' }, 'Blocked', 'CredentialsMissing'],
-  ['a rotation attempt in the Secret is adopted with what it replaces', { pending: attempt({ replaces: 7 }), status: recorded, secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Adopt', 'Adopting'],
+  ['a rotation attempt in the Secret is adopted with what it replaces', { pending: attempt({ replaces: 7 }), status: recorded, secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9', replaces: 7 } }, 'Adopt', 'Adopting'],
   ['a rotation attempt not in the Secret is recovered', { pending: attempt({ replaces: 7 }), status: recorded, secret: synced }, 'Recover', 'Recovering'],
-  ['the pending intent comes before drift', { pending: attempt(), status: recorded, secret: synced, platform: { key: 'Absent', project: 'Unknown' } }, 'Recover', 'Recovering'],
+  ['the pending intent comes before drift', { pending: attempt({ replaces: 7 }), status: recorded, secret: synced, platform: { key: 'Absent', project: 'Unknown' } }, 'Recover', 'Recovering'],
   ['an unreadable intent is cleared', { pending: 'Malformed' }, 'ClearPending', 'InvalidAnnotation'],
   ['the finalizer comes before the intent', { pending: attempt(), hasFinalizer: false }, 'AddFinalizer', 'Creating'],
 
@@ -90,11 +90,11 @@ const rows: Row[] = [
   ['a fulfilled intent does not stop a drift check from repairing', { pending: attempt(), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' }, platform: { key: 'Absent', project: 'Unknown' } }, 'Create', 'RevokedExternally', { replaces: 7 }],
   ['a fulfilled intent with its Secret gone: a new key replaces the recorded one (no recovery)', { pending: attempt(), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, platform: live }, 'Create', 'SecretMissing', { replaces: 7 }],
   ['a fulfilled intent on deletion: the recorded key is revoked, nothing adopted', { deleting: true, pending: attempt(), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' } }, 'Revoke', 'Deleting', { keyId: 7 }],
-  ['an intent of another attempt than the recorded key is pending (an old intent re-applied): recovered as before', { pending: attempt(), status: { ...recorded, keyName: 'ci-deployer-zzzz0000' }, secret: synced }, 'Recover', 'Recovering'],
+  ['an old intent re-applied (another attempt than the recorded key, replacing nothing) is stale: cleared, nothing recovered', { pending: attempt(), status: { ...recorded, keyName: 'ci-deployer-zzzz0000' }, secret: synced }, 'ClearPending', 'StaleIntent'],
   ['an intent whose attempt is in the Secret but not in status is adopted as before (status lost, or a crash before it)', { pending: attempt(), secret: { ...synced, keyName: 'ci-deployer-abcd1234' } }, 'Adopt', 'Adopting', { keyId: 7 }],
   ["the recorded attempt's name without a key id in status is not fulfilled", { pending: attempt(), status: { keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' } }, 'Adopt', 'Adopting'],
-  ['an intent that replaces a key is never fulfilled by status: the replaced key is still to be revoked (adopted as before)', { pending: attempt({ replaces: 5 }), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' } }, 'Adopt', 'Adopting', { keyId: 7 }],
-  ["a rotation's intent is never fulfilled by status: adopted as before", { pending: attempt({ replaces: 5, rotation: {} }), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234' } }, 'Adopt', 'Adopting', { keyId: 7 }],
+  ['an intent that replaces a key is never fulfilled by status: the replaced key is still to be revoked (adopted as before)', { pending: attempt({ replaces: 5 }), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234', replaces: 5 } }, 'Adopt', 'Adopting', { keyId: 7 }],
+  ["a rotation's intent is never fulfilled by status: adopted as before", { pending: attempt({ replaces: 5, rotation: {} }), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234', replaces: 5 } }, 'Adopt', 'Adopting', { keyId: 7 }],
 
   // deletion
   ['deleted without our finalizer: nothing', { deleting: true, hasFinalizer: false }, 'Nothing', 'Deleted'],
@@ -108,7 +108,7 @@ const rows: Row[] = [
   ['revoking without credentials blocks with backoff', { deleting: true, status: recorded, credentials: 'SecretNotFound' }, 'Blocked', 'CredentialsMissing', { retry: true }],
   ['a person can release without revoking', { deleting: true, status: recorded, credentials: 'SecretNotFound', releaseWithoutRevoke: true }, 'Release', 'ReleasedWithoutRevoke'],
   ['release-without-revoke wins over a pending intent', { deleting: true, pending: attempt(), releaseWithoutRevoke: true }, 'Release', 'ReleasedWithoutRevoke'],
-  ['deletion with a pending intent recovers first', { deleting: true, pending: attempt(), status: recorded }, 'Recover', 'Recovering'],
+  ['deletion with a pending intent recovers first', { deleting: true, pending: attempt({ replaces: 7 }), status: recorded }, 'Recover', 'Recovering'],
   ['deletion with a pending intent in the Secret adopts first', { deleting: true, pending: attempt(), secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Adopt', 'Adopting'],
   ["deletion waits for another holder's fresh attempt", { deleting: true, pending: attempt({ holder: 'other' }) }, 'Wait', 'Creating'],
   ['deletion with Retain still recovers a pending intent', { deleting: true, deletionPolicy: 'Retain', pending: attempt() }, 'Recover', 'Recovering'],
@@ -124,10 +124,29 @@ const rows: Row[] = [
   ['status wins over the Secret: a signed Secret naming another key is tampering', { status: recorded, secret: { ...synced, keyId: 8 } }, 'Create', 'SecretTampered', { replaces: 7 }],
   ['the credentials Secret as the target Secret is refused', { secretIsCredentials: true }, 'Blocked', 'InvalidSpec', { retry: false }],
 
+  // authority over the key record (issue 24): an intent is acted on only as a step from status.keyId
+  ["attack 2: key 1's intent and Secret annotations replayed over recorded key 2 are stale: cleared, key 2 stays", { pending: attempt(), status: { keyId: 2, keyName: 'ci-deployer-two00000', secretHash: 'h2' }, secret: { owned: true, verified: true, keyId: 1, keyName: 'ci-deployer-abcd1234', hash: 'h2' } }, 'ClearPending', 'StaleIntent'],
+  ['a stale intent is cleared even when its Secret verifies', { pending: attempt(), status: recorded, secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'ClearPending', 'StaleIntent'],
+  ['a stale intent of another holder is not waited for', { pending: attempt({ holder: 'other' }), status: recorded, secret: synced }, 'ClearPending', 'StaleIntent'],
+  ['a stale intent is cleared without credentials (nothing to revoke)', { pending: attempt(), status: recorded, secret: synced, credentials: 'SecretNotFound' }, 'ClearPending', 'StaleIntent'],
+  ['a replayed repair intent that replaced an older key is stale', { pending: attempt({ replaces: 3 }), status: { ...recorded, keyName: 'ci-deployer-zzzz0000' }, secret: { ...synced, keyId: 9, keyName: 'ci-deployer-abcd1234', replaces: 3 } }, 'ClearPending', 'StaleIntent'],
+  ['a replayed rotation intent that replaced an older key is stale, the retiring key kept', { pending: attempt({ replaces: 5, rotation: { request: 't0' } }), status: { ...recorded, keyName: 'ci-deployer-zzzz0000' }, retiringKeyIds: [5], secret: { ...synced, keyId: 9, keyName: 'ci-deployer-abcd1234', replaces: 5 } }, 'ClearPending', 'StaleIntent'],
+  ['deleting: a stale intent is cleared, then the recorded key is revoked (never an older one adopted)', { deleting: true, pending: attempt(), status: recorded, secret: { owned: true, verified: true, keyId: 1, keyName: 'ci-deployer-abcd1234', hash: 'h7' } }, 'ClearPending', 'StaleIntent'],
+  ['an intent replacing the recorded key is adopted from its Secret', { pending: attempt({ replaces: 7 }), status: recorded, secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9', replaces: 7 } }, 'Adopt', 'Adopting', { keyId: 9 }],
+  ['a Secret naming another replaced key than the intent is not adopted (recovered)', { pending: attempt({ replaces: 7 }), status: recorded, secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9', replaces: 6 } }, 'Recover', 'Recovering'],
+  ['a legacy-signed Secret (no replaced key in its signature) is adopted for a replacing intent', { pending: attempt({ replaces: 7 }), status: recorded, secret: { owned: true, verified: true, legacy: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Adopt', 'Adopting', { keyId: 9 }],
+  ['status already records the attempt (crash before clearing a replacing intent): adopted again, the same key', { pending: attempt({ replaces: 5 }), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyName: 'ci-deployer-abcd1234', replaces: 5 } }, 'Adopt', 'Adopting', { keyId: 7 }],
+  ['status records the attempt but the Secret names another key of that name: not adopted', { pending: attempt({ replaces: 5 }), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, secret: { ...synced, keyId: 8, keyName: 'ci-deployer-abcd1234', replaces: 5 } }, 'Recover', 'Recovering'],
+  ['a given-up key: its create intent names it (abandons) and fits the record after a crash: adopted', { pending: attempt({ abandons: 7 }), status: recorded, credentialsChanged: true, secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Adopt', 'Adopting', { keyId: 9 }],
+  ['a given-up key: its intent without the Secret is recovered (the given-up key is not the attempt)', { pending: attempt({ abandons: 7 }), status: recorded, credentialsChanged: true }, 'Recover', 'Recovering'],
+  ['an intent giving up another key than the recorded one is stale', { pending: attempt({ abandons: 6 }), status: recorded, secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'ClearPending', 'StaleIntent'],
+  ['nothing recorded (first create, or status lost): a signed intent is not stale', { pending: attempt({ replaces: 3 }), secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9', replaces: 3 } }, 'Adopt', 'Adopting', { keyId: 9 }],
+  ['a legacy Secret to re-sign is rewritten with the same key', { status: recorded, secret: { ...synced, legacy: true, resign: true, inLine: false } }, 'RewriteSecret', 'SecretRewritten', { keyId: 7 }],
+
   // credentials change is a state, not drift
   ['a key the new credentials cannot see is not taken for revoked', { status: recorded, secret: synced, credentialsChanged: true, platform: { key: 'Absent', project: 'Unknown' } }, 'Blocked', 'CredentialsChanged', { retry: false }],
   ['a key the new credentials see is fine', { status: recorded, secret: synced, credentialsChanged: true, platform: { key: 'Live', project: 'Unknown' } }, 'InSync', 'Ready'],
-  ['a person can give up the key: a new one, nothing revoked', { status: recorded, secret: synced, credentialsChanged: true, abandonKey: 7, platform: { key: 'Absent', project: 'Unknown' } }, 'Create', 'KeyAbandoned', { replaces: undefined }],
+  ['a person can give up the key: a new one, nothing revoked, the given-up key in the intent', { status: recorded, secret: synced, credentialsChanged: true, abandonKey: 7, platform: { key: 'Absent', project: 'Unknown' } }, 'Create', 'KeyAbandoned', { replaces: undefined, abandons: 7 }],
   ['giving up another key id does nothing', { status: recorded, secret: synced, credentialsChanged: true, abandonKey: 8, platform: { key: 'Absent', project: 'Unknown' } }, 'Blocked', 'CredentialsChanged'],
 
   // a check that cannot ask the platform
@@ -217,6 +236,21 @@ describe('decide: what next for a key resource', () => {
         for (const holder of [ME, 'other']) {
           const d = decide({ ...base, pending: attempt({ holder }), secret, status: recorded, platform: { key, project: 'Unknown' } });
           expect(d.action.type).not.toBe('Create');
+        }
+      }
+    }
+  });
+
+  it('never adopts, recovers or waits on an intent that does not fit the recorded key, whatever else is observed (issue 24)', () => {
+    const stale = [attempt(), attempt({ replaces: 3 }), attempt({ replaces: 3, rotation: { request: 'old' } }), attempt({ abandons: 3 }), attempt({ holder: 'other' })];
+    const secrets = [undefined, synced, { owned: true, verified: true, keyId: 1, keyName: 'ci-deployer-abcd1234', hash: 'h7' }, { owned: true, verified: true, legacy: true, keyId: 1, keyName: 'ci-deployer-abcd1234', hash: 'h1' }];
+    for (const pending of stale) {
+      for (const secret of secrets) {
+        for (const deleting of [false, true]) {
+          for (const credentials of ['Present', 'SecretNotFound'] as const) {
+            const d = decide({ ...base, pending, secret, deleting, credentials, status: { ...recorded, keyName: 'ci-deployer-zzzz0000' }, retiringKeyIds: [3] });
+            expect({ pending, secret, deleting, action: d.action.type, reason: d.reason }).toEqual({ pending, secret, deleting, action: 'ClearPending', reason: 'StaleIntent' });
+          }
         }
       }
     }

@@ -191,7 +191,7 @@ describe('spec.secret.immutable', () => {
     const fresh = await r.platform.createOrganizationKey('org-1', { keyName: 'ci-deployer-newnew00' });
     const intent = encodeIntent(r.signer, before.metadata.uid, { attempt: 'ci-deployer-newnew00', startedAt: new Date(T0).toISOString(), holder: 'killed', replaces: old, rotation: { request: 'tok' } });
     annotate(r, { [ANNOTATION_CREATE_PENDING]: intent, [ANNOTATION_ROTATE]: 'tok' });
-    r.kube.putSecret(buildSecret(r.resource(), `ci-key-${fresh.id}`, 'apiKey', { id: fresh.id, name: fresh.name, secret: fresh.key }, r.signer, undefined, { template: undefined, organizationId: 'org-1', projectId: undefined, platformUrl: undefined, immutable: true }));
+    r.kube.putSecret(buildSecret(r.resource(), `ci-key-${fresh.id}`, 'apiKey', { id: fresh.id, name: fresh.name, secret: fresh.key, replaces: old }, r.signer, undefined, { template: undefined, organizationId: 'org-1', projectId: undefined, platformUrl: undefined, immutable: true }));
     await r.reconcile();
     const adopted = r.resource();
     expect(adopted.status).toMatchObject({ keyId: fresh.id, secretName: `ci-key-${fresh.id}` });

@@ -31,6 +31,26 @@ describe('a key in sync', () => {
     expect(condition(r.kube.resource('ApiKey', NAMESPACE, 'ci'), 'Ready')).toBe('True Ready');
   });
 
+  it('learns a missing status.keyName from the Secret only under its signature (it decides which intents fit the record)', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.settle();
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    const keyName = resource.status!.keyName!;
+    // A status written before keyName existed; the tenant has edited the Secret's key-name annotation.
+    const older = structuredClone(resource);
+    delete older.status!.keyName;
+    r.kube.putResource(older);
+    const secret = r.kube.secret(NAMESPACE, 'ci')!;
+    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/key-name': 'ci-deployer-chosen00' } } });
+    await r.reconcile();
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyName).toBeUndefined();
+    // The operator's own annotations back: learned.
+    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, resourceVersion: undefined } });
+    await r.reconcile();
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyName).toBe(keyName);
+  });
+
   it('a ProjectApiKey mirrors its project\'s operations into status, polled with its own issued key', async () => {
     const ensured: string[] = [];
     const snapshot: OperationsSnapshot = {

@@ -208,7 +208,7 @@ describe('rotation', () => {
     const fresh = await r.platform.createOrganizationKey('org-1', { keyName: 'ci-deployer-newnew00' });
     const intent = encodeIntent(r.signer, before.metadata.uid, { attempt: 'ci-deployer-newnew00', startedAt: new Date(T0).toISOString(), holder: 'killed', replaces: old, rotation: { request: 'tok' } });
     annotate(r, { [ANNOTATION_CREATE_PENDING]: intent, [ANNOTATION_ROTATE]: 'tok' });
-    r.kube.putSecret(buildSecret(r.resource(), 'ci', 'apiKey', { id: fresh.id, name: fresh.name, secret: fresh.key }, r.signer, r.kube.secret(NAMESPACE, 'ci')));
+    r.kube.putSecret(buildSecret(r.resource(), 'ci', 'apiKey', { id: fresh.id, name: fresh.name, secret: fresh.key, replaces: old }, r.signer, r.kube.secret(NAMESPACE, 'ci')));
     await r.reconcile();
     const adopted = r.resource();
     expect(adopted.status?.keyId).toBe(fresh.id);
