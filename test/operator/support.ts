@@ -3,11 +3,15 @@
 // operator runs with), namespaces, polling.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type RequestContext } from '@kubernetes/client-node';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
+import { CRD_FILES, renderCrdYaml, type CrdOptions } from '../../src/operator/resources/crd.ts';
+import type { KindName } from '../../src/operator/resources/schema.ts';
 import { encodeIntent } from '../../src/operator/keys/create-intent.ts';
 import { fulfilledIntent, type PendingAttempt } from '../../src/operator/keys/decision.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from '../../src/operator/keys/signing.ts';
@@ -23,9 +27,23 @@ export async function kubectl(cp: ControlPlane, args: string[]): Promise<string>
   return stdout;
 }
 
-/** kubectl apply -f crds/ and -k deploy/base, then waits for the CRDs to be Established. */
-export async function installOperatorManifests(cp: ControlPlane): Promise<void> {
-  await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-f', join(root, 'crds')]);
+/**
+ * kubectl apply -f crds/ and -k deploy/base, then waits for the CRDs to be Established.
+ * minRotationGrace: the CRDs rendered with that floor of spec.rotation.gracePeriod instead (crd.ts),
+ * for a suite whose operator runs with the same minRotationGraceMs, so rotations end in seconds.
+ */
+export async function installOperatorManifests(cp: ControlPlane, options: CrdOptions = {}): Promise<void> {
+  if (options.minRotationGrace === undefined) {
+    await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-f', join(root, 'crds')]);
+  } else {
+    const dir = await mkdtemp(join(tmpdir(), 'nko-crds-'));
+    try {
+      for (const kind of Object.keys(CRD_FILES) as KindName[]) await writeFile(join(dir, CRD_FILES[kind]), renderCrdYaml(kind, options));
+      await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-f', dir]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
   await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-k', join(root, 'deploy/base')]);
   const crds = cp.kubeConfig.makeApiClient(ApiextensionsV1Api);
   for (const name of ['apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev']) {

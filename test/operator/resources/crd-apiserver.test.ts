@@ -59,6 +59,13 @@ describe('the CRDs on a real apiserver', () => {
     expect(await refusal(create('apikeys', apiKey('bad-policy', { scope: 'Personal', deletionPolicy: 'Keep', credentialsSecretRef: creds })))).toMatch(/^422 /);
   });
 
+  it('refuses a rotation gracePeriod under 1m (0s included), and admits 1m', async () => {
+    for (const gracePeriod of ['0s', '30s', '59s']) {
+      expect(await refusal(create('apikeys', apiKey(`grace-${gracePeriod}`, { scope: 'Personal', credentialsSecretRef: creds, rotation: { gracePeriod } })))).toMatch(/^422 .*gracePeriod must be at least 1m/);
+    }
+    await create('apikeys', apiKey('grace-1m', { scope: 'Personal', credentialsSecretRef: creds, rotation: { gracePeriod: '1m', maxGracePeriod: '1m' } }));
+  });
+
   it('keeps scope and organizationId immutable', async () => {
     const created = await create('apikeys', apiKey('immutable', { scope: 'Organization', organizationId: 'org-a', credentialsSecretRef: creds })) as { metadata: Record<string, unknown>; spec: Record<string, unknown> };
     const replace = (spec: Record<string, unknown>) => objects.replaceNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'immutable', body: { ...created, spec } });
@@ -90,7 +97,7 @@ describe('the CRDs on a real apiserver', () => {
 
   it('admits every manifest in examples/', async () => {
     await kubectl(cp, ['apply', '-f', join(root, 'examples/namespace.yaml')]);
-    for (const file of ['credentials-secret.yaml', 'apikey.yaml', 'projectapikey.yaml']) {
+    for (const file of ['credentials-secret.yaml', 'apikey.yaml', 'projectapikey.yaml', 'rotation.yaml']) {
       expect(await kubectl(cp, ['apply', '--dry-run=server', '-f', join(root, 'examples', file)])).toContain('(server dry run)');
     }
   });
