@@ -13,6 +13,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
+import { TEST_MIN_ROTATION_GRACE_MS } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
 
@@ -62,8 +63,7 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
 
   beforeAll(async () => {
     cp = await controlPlane();
-    // gracePeriods of seconds: the CRDs and the operator with a floor of 1s (the default is 1m).
-    await installOperatorManifests(cp, { minRotationGrace: '1s' });
+    await installOperatorManifests(cp);
     emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
     const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
     org = emulator.bootstrap.organizations[0]?.id ?? '';
@@ -91,7 +91,7 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
 
     operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespaces: [namespace], workers: 4,
-      driftIntervalMs: 3_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: 1_000, logger: createLogger({ level: 'silent' }),
+      driftIntervalMs: 3_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS, logger: createLogger({ level: 'silent' }),
     });
   });
 

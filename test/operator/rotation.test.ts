@@ -11,6 +11,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
+import { TEST_MIN_ROTATION_GRACE_MS } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
 
@@ -65,8 +66,7 @@ describe('rotation without downtime', () => {
 
   beforeAll(async () => {
     cp = await controlPlane();
-    // gracePeriods of seconds: the CRDs and the operator with a floor of 1s (the default is 1m).
-    await installOperatorManifests(cp, { minRotationGrace: '1s' });
+    await installOperatorManifests(cp);
     emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
     aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
     org = emulator.bootstrap.organizations[0]?.id ?? '';
@@ -80,7 +80,7 @@ describe('rotation without downtime', () => {
     }
     operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespaces: [namespace, otherNamespace], workers: 4,
-      driftIntervalMs: 3_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: 1_000, logger: createLogger({ level: 'silent' }),
+      driftIntervalMs: 3_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS, logger: createLogger({ level: 'silent' }),
     });
     // Scheduled rotation: the smallest interval the CRD admits (1m), looked at by the last test.
     await create('scheduled', { rotation: { interval: '1m', gracePeriod: '1s' } });
@@ -94,7 +94,7 @@ describe('rotation without downtime', () => {
 
   it('the CRD refuses an interval under 1m, a gracePeriod under its floor and a maxGracePeriod under the gracePeriod', async () => {
     await expect(create('too-often', { rotation: { interval: '30s' } })).rejects.toThrow(/interval must be at least 1m/);
-    // This suite's floor is 1s (crds/ says 1m: test/operator/resources/crd-apiserver.test.ts); 0s never passes.
+    // The test run's floor is 1s (test/harness/crds.ts; crds/ says 1m: test/operator/resources/crd.test.ts); 0s never passes.
     await expect(create('no-grace', { rotation: { gracePeriod: '0s' } })).rejects.toThrow(/gracePeriod must be at least 1s/);
     await expect(create('short-grace', { rotation: { gracePeriod: '500ms' } })).rejects.toThrow(/gracePeriod must be at least 1s/);
     await expect(create('too-short', { rotation: { gracePeriod: '1h', maxGracePeriod: '10m' } })).rejects.toThrow(/maxGracePeriod must be at least gracePeriod/);
@@ -394,8 +394,7 @@ describe('a rotation interrupted at each step', () => {
 
   beforeAll(async () => {
     cp = await controlPlane();
-    // gracePeriods of seconds: the CRDs and the operator with a floor of 1s (the default is 1m).
-    await installOperatorManifests(cp, { minRotationGrace: '1s' });
+    await installOperatorManifests(cp);
     emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
     aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
     org = emulator.bootstrap.organizations[0]?.id ?? '';
@@ -504,7 +503,7 @@ describe('a rotation interrupted at each step', () => {
 
     operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespace, workers: 4,
-      driftIntervalMs: 2_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: 1_000, logger: createLogger({ level: 'silent' }), identity: 'after-the-crash',
+      driftIntervalMs: 2_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS, logger: createLogger({ level: 'silent' }), identity: 'after-the-crash',
     });
     const converged = new Set<string>();
     const deadline = Date.now() + 60_000;

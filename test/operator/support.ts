@@ -10,11 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type RequestContext } from '@kubernetes/client-node';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { CRD_FILES, renderCrdYaml, type CrdOptions } from '../../src/operator/resources/crd.ts';
-import type { KindName } from '../../src/operator/resources/schema.ts';
 import { encodeIntent } from '../../src/operator/keys/create-intent.ts';
 import { fulfilledIntent, type PendingAttempt } from '../../src/operator/keys/decision.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from '../../src/operator/keys/signing.ts';
+import { testCrdYaml } from '../harness/crds.ts';
 import type { ControlPlane } from '../harness/index.ts';
 
 const run = promisify(execFile);
@@ -28,21 +27,16 @@ export async function kubectl(cp: ControlPlane, args: string[]): Promise<string>
 }
 
 /**
- * kubectl apply -f crds/ and -k deploy/base, then waits for the CRDs to be Established.
- * minRotationGrace: the CRDs rendered with that floor of spec.rotation.gracePeriod instead (crd.ts),
- * for a suite whose operator runs with the same minRotationGraceMs, so rotations end in seconds.
+ * kubectl apply of the CRDs (crds/ with the test run's gracePeriod floor: test/harness/crds.ts) and
+ * -k deploy/base, then waits for the CRDs to be Established.
  */
-export async function installOperatorManifests(cp: ControlPlane, options: CrdOptions = {}): Promise<void> {
-  if (options.minRotationGrace === undefined) {
-    await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-f', join(root, 'crds')]);
-  } else {
-    const dir = await mkdtemp(join(tmpdir(), 'nko-crds-'));
-    try {
-      for (const kind of Object.keys(CRD_FILES) as KindName[]) await writeFile(join(dir, CRD_FILES[kind]), renderCrdYaml(kind, options));
-      await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-f', dir]);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+export async function installOperatorManifests(cp: ControlPlane): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'nko-crds-'));
+  try {
+    await writeFile(join(dir, 'crds.yaml'), testCrdYaml());
+    await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-f', dir]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
   await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-k', join(root, 'deploy/base')]);
   const crds = cp.kubeConfig.makeApiClient(ApiextensionsV1Api);
