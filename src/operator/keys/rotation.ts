@@ -5,9 +5,8 @@
 // retirement runs one step per reconcile (decision.ts, retirementStep): restart the consumers, wait
 // for their rollouts, the grace period and the end of the key's use, then revoke it.
 import type { ReconcileResult } from '../runtime/controller.ts';
-import type { RetiringKey } from '../resources/schema.ts';
+import { ANNOTATION_RESTART_ON_ROTATION, type RetiringKey } from '../resources/schema.ts';
 import { rotatingCondition, type ConditionUpdate } from './conditions.ts';
-import { ANNOTATION_RESTART_ON_ROTATION } from '../resources/schema.ts';
 import { consumersOf, restartAnnotation, restartConsumers, type Consumers } from './consumers.ts';
 import { baseSecretName, immutableMode } from './immutable-secret.ts';
 import { deleteRetiredSecret } from './secret-writer.ts';
