@@ -9,11 +9,15 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadAllYaml } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../src/emulator/server.ts';
+import { CRD_FILES, renderCrdYaml } from '../src/operator/resources/crd.ts';
+import type { KindName } from '../src/operator/resources/schema.ts';
 import { kubeconfigYaml, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
 import { sleep } from './options.ts';
 
 const run = promisify(execFile);
 export const root = fileURLToPath(new URL('..', import.meta.url));
+/** The floor of spec.rotation.gracePeriod in the campaign (1m in a cluster install): the workload's keys retire within seconds. */
+export const CHAOS_MIN_ROTATION_GRACE = '1s';
 export const NAMESPACE = 'chaos';
 const OPERATOR_NAMESPACE = 'neon-key-operator-system';
 const OPERATOR_SERVICE_ACCOUNT = 'neon-key-operator';
@@ -45,7 +49,10 @@ export async function startEnvironment(out: string): Promise<Environment> {
       child.child.stdin?.end(input);
       return (await child).stdout;
     };
-    await kubectl(undefined, 'apply', '--server-side', '--force-conflicts', '--field-manager=chaos', '-f', join(root, 'crds'));
+    // crds/ with the gracePeriod floor the operator runs with here (CHAOS_MIN_ROTATION_GRACE), so
+    // rotations end within the workload's seconds.
+    const crdYaml = (Object.keys(CRD_FILES) as KindName[]).map((kind) => renderCrdYaml(kind, { minRotationGrace: CHAOS_MIN_ROTATION_GRACE })).join('\n');
+    await kubectl(crdYaml, 'apply', '--server-side', '--force-conflicts', '--field-manager=chaos', '-f', '-');
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(controlPlane.info.kubeconfigPath);
     const crds = kubeConfig.makeApiClient(ApiextensionsV1Api);

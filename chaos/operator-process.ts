@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { appendFileSync, createWriteStream, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../test/harness/controlplane.ts';
-import { root } from './environment.ts';
+import { CHAOS_MIN_ROTATION_GRACE, root } from './environment.ts';
 import { sleep } from './options.ts';
 
 export interface OperatorProcessOptions {
@@ -57,6 +57,7 @@ export class OperatorProcess {
       '--health-probe-bind-address=127.0.0.1:0',
       `--drift-interval=${this.#o.driftInterval}`,
       `--pending-grace=${this.#o.pendingGrace}`,
+      `--min-rotation-grace=${CHAOS_MIN_ROTATION_GRACE}`,
       '--workers=4',
     ], { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug' }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.readyAt = undefined;

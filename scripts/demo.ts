@@ -11,6 +11,8 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { startEmulator } from '../src/emulator/server.ts';
+import { CRD_FILES, renderCrdYaml } from '../src/operator/resources/crd.ts';
+import type { KindName } from '../src/operator/resources/schema.ts';
 import { kubeconfigYaml, startControlPlane } from '../test/harness/controlplane.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -24,6 +26,8 @@ const { values: flags } = parseArgs({
 const demoNamespace = 'neon-demo';
 const operatorNamespace = 'neon-key-operator-system';
 const operatorServiceAccount = 'neon-key-operator';
+/** The floor of spec.rotation.gracePeriod in this demo (1m in a cluster install): the tour rotates with a 5 s grace. */
+const DEMO_MIN_GRACE = '1s';
 const workDir = join(root, '.cache', 'demo');
 mkdirSync(workDir, { recursive: true });
 
@@ -76,7 +80,10 @@ process.on('SIGTERM', () => void shutdown(0));
 
 try {
   step('Installing the CRDs and the operator RBAC (deploy/base)');
-  console.log((await kubectl('apply', '--server-side', '-f', join(root, 'crds'))).trim());
+  // crds/ with the gracePeriod floor lowered to 1s (the operator below runs with the same
+  // --min-rotation-grace), so the tour's rotation ends in seconds; a cluster install keeps 1m.
+  const crds = (Object.keys(CRD_FILES) as KindName[]).map((kind) => renderCrdYaml(kind, { minRotationGrace: DEMO_MIN_GRACE })).join('\n');
+  console.log((await kubectlIn(crds, 'apply', '--server-side', '-f', '-')).trim());
   await kubectl('wait', '--for=condition=Established', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev');
   // Only the identity and RBAC of deploy/base: this control plane has no nodes to run the Deployment.
   const base = loadAllYaml(await kubectl('kustomize', join(root, 'deploy/base'))) as { kind: string }[];
@@ -97,6 +104,7 @@ try {
     '--health-probe-bind-address=127.0.0.1:0',
     // Drift checked every 10 s (default 5m), so the tour's project operations are polled at that pace too.
     '--drift-interval=10s',
+    `--min-rotation-grace=${DEMO_MIN_GRACE}`,
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(operatorLog);
   operator.stdout?.pipe(log);
@@ -290,7 +298,8 @@ async function tourRotation(): Promise<void> {
   // the same with running pods). The calls are made here instead, each with the key the Secret
   // holds at that moment, as a pod that re-reads its mounted Secret would.
   await kubectlIn(JSON.stringify({
-    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'demo-consumer', namespace: demoNamespace },
+    // Its owner consents to restarts when Secret app-neon rotates: without the annotation, no rotation touches it.
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'demo-consumer', namespace: demoNamespace, annotations: { 'keys.neon.dev/restart-on-rotation': 'app-neon' } },
     spec: {
       replicas: 0, selector: { matchLabels: { app: 'demo-consumer' } },
       template: {

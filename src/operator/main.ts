@@ -33,6 +33,7 @@ const { values } = parseArgs({
     'drift-interval': { type: 'string' },
     'pending-grace': { type: 'string' },
     'unverified-after': { type: 'string' },
+    'min-rotation-grace': { type: 'string' },
     'signing-key-secret': { type: 'string' },
     'allow-insecure-platform-url': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -53,6 +54,10 @@ if (values.help === true) {
   --unverified-after <duration>        how long drift checks of a key may fail (credentials refused,
                                        platform unavailable) before its conditions say it is no longer
                                        known to be live (default: $UNVERIFIED_AFTER or 2 drift intervals)
+  --min-rotation-grace <duration>      the shortest a replaced key stays live after a rotation's switch:
+                                       a shorter spec.rotation.gracePeriod is raised to it and reported
+                                       (default: $MIN_ROTATION_GRACE or 1m, the CRD's floor; at least 1s;
+                                       lower it only with CRDs rendered with the same floor, for tests)
   --signing-key-secret <name>          Secret in $POD_NAMESPACE holding the key that signs what the
                                        operator writes on resources and Secrets; made when missing
                                        (default neon-key-operator-signing-key)
@@ -99,6 +104,8 @@ const metrics = createMetrics(registry);
 const leaderElect = values['leader-elect'] === true;
 const leaseNamespace = process.env.POD_NAMESPACE ?? 'neon-key-operator-system';
 const unverifiedAfter = values['unverified-after'] ?? process.env.UNVERIFIED_AFTER;
+const minRotationGraceMs = duration(values['min-rotation-grace'] ?? process.env.MIN_ROTATION_GRACE ?? '1m');
+if (minRotationGraceMs < 1_000) throw new Error('--min-rotation-grace must be at least 1s');
 const start = async (): Promise<RunningOperator> => await startOperator({
   kubeConfig,
   platformBaseUrl: values['platform-url'] ?? process.env.NEON_API_URL ?? 'https://console.neon.tech/api/v2',
@@ -107,6 +114,7 @@ const start = async (): Promise<RunningOperator> => await startOperator({
   driftIntervalMs: duration(values['drift-interval'] ?? process.env.DRIFT_INTERVAL ?? '5m'),
   pendingGraceMs: duration(values['pending-grace'] ?? process.env.PENDING_GRACE ?? '2m'),
   ...(unverifiedAfter !== undefined ? { unverifiedAfterMs: duration(unverifiedAfter) } : {}),
+  minRotationGraceMs,
   signingKeySecret: { namespace: leaseNamespace, name: values['signing-key-secret'] ?? 'neon-key-operator-signing-key' },
   allowInsecurePlatformUrl: values['allow-insecure-platform-url'] === true || process.env.ALLOW_INSECURE_PLATFORM_URL === 'true',
   logger,

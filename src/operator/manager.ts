@@ -64,6 +64,8 @@ export interface OperatorOptions {
   unverifiedAfterMs?: number;
   /** How often a resource whose replaced key retires is looked at again (rollouts, last use); default 5 s. */
   rotationPollMs?: number;
+  /** The shortest grace a replaced key gets, whatever spec.rotation.gracePeriod says (--min-rotation-grace); default 1m, the CRD's floor. */
+  minRotationGraceMs?: number;
   /** Creates of one organization under way at once, the rest waiting for their turn (keys/create-admission.ts); default 30. */
   createsPerOrganization?: number;
 }
@@ -155,6 +157,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     signer,
     ...(options.unverifiedAfterMs !== undefined ? { unverifiedAfterMs: options.unverifiedAfterMs } : {}),
     ...(options.rotationPollMs !== undefined ? { rotationPollMs: options.rotationPollMs } : {}),
+    ...(options.minRotationGraceMs !== undefined ? { minRotationGraceMs: options.minRotationGraceMs } : {}),
     ...(options.metrics !== undefined ? { onDriftCheck: (outcome) => options.metrics?.driftChecks.inc({ outcome }) } : {}),
     operations: { pollers },
     ownWrites,

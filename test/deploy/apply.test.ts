@@ -6,8 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { AuthorizationV1Api, VersionApi } from '@kubernetes/client-node';
+import { testCrdYaml } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { baseDir, chartDir, CommandError, parseYaml, root, tools, type Tools } from './kube-tools.ts';
+import { baseDir, chartDir, CommandError, parseYaml, tools, type Tools } from './kube-tools.ts';
 
 const suffix = randomBytes(3).toString('hex');
 const ns = `deploy-${suffix}`;
@@ -73,10 +74,11 @@ describe('the manifests applied to a real apiserver', () => {
     kubeVersion = (await cp.kubeConfig.makeApiClient(VersionApi).getCode()).gitVersion;
     t = tools(cp, kubeVersion);
     authz = cp.kubeConfig.makeApiClient(AuthorizationV1Api);
-    // The CRDs for real (the chart's crds/ are the same files): custom resources, their RBAC and
-    // the dry runs below need their API to exist.
-    // --force-conflicts: other suites of this run apply the same files under their own field manager.
-    await t.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=deploy-test', '-f', join(root, 'crds')]);
+    // The CRDs for real (crds/ with the test run's gracePeriod floor, test/harness/crds.ts; the
+    // chart's crds/ are the same files): custom resources, their RBAC and the dry runs below need
+    // their API to exist.
+    // --force-conflicts: other suites of this run apply the same CRDs under their own field manager.
+    await t.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=deploy-test', '-f', '-'], testCrdYaml());
     await t.kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev']);
     for (const name of [ns, ...watched, unwatched]) await createNamespace(name);
     // The release namespace enforces the restricted Pod Security Standard: the apiserver's PodSecurity

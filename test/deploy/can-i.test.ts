@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VersionApi } from '@kubernetes/client-node';
 import { kubeconfigYaml } from '../harness/controlplane.ts';
+import { testCrdYaml } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { baseDir, chartDir, CommandError, parseYaml, root, tools, type K8sObject, type Tools } from './kube-tools.ts';
 import { ownNamespaceGrants, reconcileGrants } from './rbac-contract.ts';
@@ -172,7 +173,7 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     cp = await controlPlane();
     t = tools(cp, (await cp.kubeConfig.makeApiClient(VersionApi).getCode()).gitVersion);
     // The CRDs make apikeys.keys.neon.dev a resource kubectl can name. --force-conflicts: other suites apply them too.
-    await t.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=deploy-test', '-f', join(root, 'crds')]);
+    await t.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=deploy-test', '-f', '-'], testCrdYaml());
     const home = await createNamespace(`can-i-${suffix}`);
     await t.kubectl(['create', 'serviceaccount', 'nobody', '-n', home]);
     baselineAccount = { namespace: home, name: 'nobody' };

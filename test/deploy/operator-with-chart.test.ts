@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { VersionApi } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
+import { testCrdYaml } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { byKind, chartDir, parseYaml, root, tools, type K8sObject, type Tools } from './kube-tools.ts';
 
@@ -52,7 +53,7 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
     const kubeVersion = (await cp.kubeConfig.makeApiClient(VersionApi).getCode()).gitVersion;
     t = tools(cp, kubeVersion);
     // --force-conflicts: other suites of this run apply the same files under their own field manager.
-    await t.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=deploy-test', '-f', join(root, 'crds')]);
+    await t.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=deploy-test', '-f', '-'], testCrdYaml());
     await t.kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev']);
     await t.kubectl(['create', 'namespace', ns]);
     await t.kubectl(['create', 'namespace', appNs]);

@@ -27,7 +27,7 @@ export const reconcileGrants: readonly string[] = [
   // keys/events.ts createNamespacedEvent (core/v1); never patched, never events.k8s.io.
   ...grants('', ['events'], ['create']),
   // Rotation (spec.rotation.restart), keys/kube-writes.ts: readNamespaced{Deployment,StatefulSet,DaemonSet}
-  // (rollout status), listNamespaced* (discover), patchNamespaced* (merge patch of one pod template
+  // (rollout status, consent), listNamespaced* (discover), patchNamespaced* (JSON patch of one pod template
   // annotation: the restart; with spec.secret.immutable, a JSON patch repointing its Secret references too). Always in the resource's own namespace; never watched, created or deleted.
   ...grants('apps', ['deployments', 'statefulsets', 'daemonsets'], ['get', 'list', 'patch']),
 ].sort();

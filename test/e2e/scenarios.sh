@@ -242,12 +242,16 @@ EOF
 
 # A consumer of an issued key: <name> <Secret> <replicas> <path> <interval ms>. Its pods take the
 # key from the Secret into their environment (so only a restart moves them to a new key), call
-# the platform's <path> with it every <interval> ms and log each answer's status only.
+# the platform's <path> with it every <interval> ms and log each answer's status only. It consents
+# to restarts when <Secret> rotates (keys.neon.dev/restart-on-rotation): without that annotation a
+# rotation never touches a workload.
 consumer_deployment() {
   kubectl -n "$app_ns" apply -f - >/dev/null <<EOF
 apiVersion: apps/v1
 kind: Deployment
-metadata: { name: $1 }
+metadata:
+  name: $1
+  annotations: { keys.neon.dev/restart-on-rotation: $2 }
 spec:
   replicas: $3
   strategy: { type: RollingUpdate, rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } }
@@ -311,8 +315,8 @@ scenario_consumer() {
 
 # Scenario 7: a rotation without downtime, with running consumers. Two consumer pods take the key
 # from the Secret (env, so only a restart moves them) and list projects with it every 250 ms; a
-# rotation requested by annotation restarts them (restart.discover), keeps the old key live until
-# their rollout completed and the grace passed, then revokes it. The platform counts every call by
+# rotation requested by annotation restarts them (restart.discover; they consent), keeps the old
+# key live until their rollout completed and the grace (1m, the CRD's floor) passed, then revokes it. The platform counts every call by
 # route and status: the consumers' route (GET /projects, which nothing else calls with a key that
 # could be revoked) sees zero 401s, and the old key is never revoked while the rollout is not done.
 rollout_done() { # <deployment>: kubectl rollout status's rule, yes or no
@@ -343,7 +347,7 @@ spec:
   keyName: rot-e2e
   credentialsSecretRef: { name: neon-admin, key: apiKey }
   secret: { name: rotating-neon, key: apiKey }
-  rotation: { gracePeriod: 5s, maxGracePeriod: 2m, restart: { discover: true } }
+  rotation: { gracePeriod: 1m, maxGracePeriod: 2m, restart: { discover: true } }
 EOF
   kubectl -n "$app_ns" wait --for=condition=Ready projectapikey/rotating --timeout="${e2e_timeout}s" >/dev/null
   local old_id new_id token

@@ -13,6 +13,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
+import { TEST_MIN_ROTATION_GRACE_MS } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
 
@@ -90,7 +91,7 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
 
     operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespaces: [namespace], workers: 4,
-      driftIntervalMs: 3_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, logger: createLogger({ level: 'silent' }),
+      driftIntervalMs: 3_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS, logger: createLogger({ level: 'silent' }),
     });
   });
 
@@ -132,8 +133,8 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     const old = first.status!.keyId!;
     const oldName = `rotated-key-${old}`;
     // replicas 0: with no kubelet, the rollout completes once the deployment controller saw the new generation.
-    const deployment = (name: string, secret: string): V1Deployment => ({
-      metadata: { name },
+    const deployment = (name: string, secret: string, consent?: string): V1Deployment => ({
+      metadata: { name, ...(consent !== undefined ? { annotations: { 'keys.neon.dev/restart-on-rotation': consent } } : {}) },
       spec: {
         replicas: 0,
         selector: { matchLabels: { app: name } },
@@ -146,8 +147,10 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
         },
       },
     });
-    await apps.createNamespacedDeployment({ namespace, body: deployment('api', oldName) });
+    // Consent names the Secret as spec.secret.name does (rotated-key), not one key's Secret (rotated-key-<id>).
+    await apps.createNamespacedDeployment({ namespace, body: deployment('api', oldName, 'rotated-key') });
     await apps.createNamespacedDeployment({ namespace, body: deployment('bystander', 'something-else') });
+    await apps.createNamespacedDeployment({ namespace, body: deployment('unwilling', oldName) });
     await annotate('rotated', { 'keys.neon.dev/rotate': 'r1' });
     const switched = await eventually(async () => {
       const r = await get('rotated');
@@ -163,6 +166,10 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     expect(pod.volumes![0]!.secret!.secretName).toBe(newName);
     expect(api.spec!.template.metadata?.annotations?.[restartAnnotation('rotated-key')]).toBe(String(fresh));
     expect((await apps.readNamespacedDeployment({ namespace, name: 'bystander' })).metadata?.generation).toBe(1);
+    // Reading the old Secret without consent: not repointed, not restarted.
+    const unwilling = await apps.readNamespacedDeployment({ namespace, name: 'unwilling' });
+    expect(unwilling.metadata?.generation).toBe(1);
+    expect(unwilling.spec!.template.spec!.volumes![0]!.secret!.secretName).toBe(oldName);
 
     const done = await eventually(async () => {
       const r = await get('rotated');

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
+import { TEST_MIN_ROTATION_GRACE_MS } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
 
@@ -32,6 +33,7 @@ describe('rotation without downtime', () => {
   let org: string;
   let aliceKey: string;
   const startedAt = Date.now();
+  let scheduledFirst: Resource | undefined;
 
   const admin = <T>(method: string, path: string): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, method, path);
   const keysNamed = async (base: string): Promise<AdminKey[]> => (await admin<AdminKey[]>('GET', '/keys')).filter((k) => k.name.startsWith(`${base}-`));
@@ -79,10 +81,15 @@ describe('rotation without downtime', () => {
     }
     operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespaces: [namespace, otherNamespace], workers: 4,
-      driftIntervalMs: 3_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, logger: createLogger({ level: 'silent' }),
+      driftIntervalMs: 3_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS, logger: createLogger({ level: 'silent' }),
     });
-    // Scheduled rotation: the smallest interval the CRD admits (1m), looked at by the last test.
+    // Scheduled rotation: the smallest interval the CRD admits (1m), looked at by the last test. Its
+    // first key's status is taken now: the tests in between take about a minute, the interval.
     await create('scheduled', { rotation: { interval: '1m', gracePeriod: '1s' } });
+    scheduledFirst = await eventually(async () => {
+      const r = await get('scheduled');
+      return r.status?.rotation?.nextRotationAt !== undefined ? r : undefined;
+    }, 30_000, 'nextRotationAt');
   });
 
   afterAll(async () => {
@@ -91,8 +98,11 @@ describe('rotation without downtime', () => {
     await emulator?.close();
   });
 
-  it('the CRD refuses an interval under 1m and a maxGracePeriod under the gracePeriod', async () => {
+  it('the CRD refuses an interval under 1m, a gracePeriod under its floor and a maxGracePeriod under the gracePeriod', async () => {
     await expect(create('too-often', { rotation: { interval: '30s' } })).rejects.toThrow(/interval must be at least 1m/);
+    // The test run's floor is 1s (test/harness/crds.ts; crds/ says 1m: test/operator/resources/crd.test.ts); 0s never passes.
+    await expect(create('no-grace', { rotation: { gracePeriod: '0s' } })).rejects.toThrow(/gracePeriod must be at least 1s/);
+    await expect(create('short-grace', { rotation: { gracePeriod: '500ms' } })).rejects.toThrow(/gracePeriod must be at least 1s/);
     await expect(create('too-short', { rotation: { gracePeriod: '1h', maxGracePeriod: '10m' } })).rejects.toThrow(/maxGracePeriod must be at least gracePeriod/);
     await expect(create('bad-window', { rotation: { window: { start: '25:00', end: '05:00' } } })).rejects.toThrow(/start/);
   });
@@ -165,7 +175,7 @@ describe('rotation without downtime', () => {
     for (const e of await events('reader')) expect(e.message).not.toContain(await secretValue('reader'));
   });
 
-  it('with restart.discover, the Deployment reading the Secret is restarted and the old key stays live until its rollout completes', async () => {
+  it('with restart.discover, the Deployment reading the Secret that consents is restarted and the old key stays live until its rollout completes', async () => {
     const deployment: V1Deployment = {
       metadata: { name: 'api' },
       spec: {
@@ -177,7 +187,8 @@ describe('rotation without downtime', () => {
         },
       },
     };
-    await apps.createNamespacedDeployment({ namespace, body: deployment });
+    // Its owner consents to restarts for this Secret.
+    await apps.createNamespacedDeployment({ namespace, body: { ...deployment, metadata: { name: 'api', annotations: { 'keys.neon.dev/restart-on-rotation': 'restarted' } } } });
     await apps.createNamespacedDeployment({ namespace, body: { ...deployment, metadata: { name: 'bystander' }, spec: { ...deployment.spec!, template: { ...deployment.spec!.template, spec: { containers: [{ name: 'x', image: 'example.invalid/x:1' }] } } } } });
     await create('restarted', { rotation: { gracePeriod: '1s', maxGracePeriod: '2s', restart: { discover: true } } });
     const old = (await untilReady('restarted')).status!.keyId!;
@@ -215,6 +226,51 @@ describe('rotation without downtime', () => {
     expect(await liveIds('restarted')).toEqual([done.status!.keyId]);
     expect(done.status?.keyId).toBe(fresh);
     expect((await apps.readNamespacedDeployment({ namespace, name: 'api' })).metadata?.generation).toBe(api.metadata?.generation);
+  });
+
+  it('a tenant naming workloads that did not consent restarts none: their pod templates unchanged, the old key retired after its grace', async () => {
+    const workload = (name: string, secret: string, extra: { consent?: string; paused?: boolean } = {}): V1Deployment => ({
+      metadata: { name, ...(extra.consent !== undefined ? { annotations: { 'keys.neon.dev/restart-on-rotation': extra.consent } } : {}) },
+      spec: {
+        replicas: 0, ...(extra.paused === true ? { paused: true } : {}),
+        selector: { matchLabels: { app: name } },
+        template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'example.invalid/c:1', envFrom: [{ secretRef: { name: secret } }] }] } },
+      },
+    });
+    // A platform team's workloads in the namespace: one reading its own Secret, one paused (its
+    // rollout would never complete), one reading this Secret without consenting; and one consenting.
+    await apps.createNamespacedDeployment({ namespace, body: workload('platform-web', 'platform-db') });
+    await apps.createNamespacedDeployment({ namespace, body: workload('platform-paused', 'platform-db', { paused: true }) });
+    await apps.createNamespacedDeployment({ namespace, body: workload('unwilling', 'naming') });
+    await apps.createNamespacedDeployment({ namespace, body: workload('willing', 'naming', { consent: 'naming' }) });
+    const templates = async (): Promise<Record<string, string>> => Object.fromEntries(await Promise.all(['platform-web', 'platform-paused', 'unwilling'].map(async (name) => {
+      const d = await apps.readNamespacedDeployment({ namespace, name });
+      return [name, `${d.metadata?.generation} ${JSON.stringify(d.spec?.template)}`] as const;
+    })));
+    const before = await templates();
+    await create('naming', { rotation: { gracePeriod: '2s', maxGracePeriod: '1m', restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'platform-web' }, { kind: 'Deployment', name: 'platform-paused' }] } } });
+    const old = (await untilReady('naming')).status!.keyId!;
+    await annotate('naming', { 'keys.neon.dev/rotate': 'n1' });
+    const switched = await eventually(async () => {
+      const r = await get('naming');
+      return r.status?.retiringKeys?.[0]?.restartedAt !== undefined ? r : undefined;
+    }, 20_000, 'consumers restarted');
+    const fresh = switched.status!.keyId!;
+    expect(switched.status?.retiringKeys?.[0]?.restarts?.map((r) => r.name)).toEqual(['willing']);
+    const done = await eventually(async () => {
+      const r = await get('naming');
+      return condition(r, 'Rotating') === 'False RotationComplete' ? r : undefined;
+    }, 30_000, 'old key retired');
+    expect(done.status?.keyId).toBe(fresh);
+    expect(await liveIds('naming')).toEqual([fresh]);
+    expect((await keysNamed('naming')).find((k) => k.id === old)?.revoked).toBe(true);
+    // Not one byte of the others' pod templates moved, nor their generations.
+    expect(await templates()).toEqual(before);
+    expect((await apps.readNamespacedDeployment({ namespace, name: 'willing' })).spec?.template.metadata?.annotations?.[restartAnnotation('naming')]).toBe(String(fresh));
+    const restarted = (await events('naming')).find((e) => e.reason === 'ConsumersRestarted');
+    expect(restarted?.type).toBe('Warning');
+    expect(restarted?.message).toBe(`restarted Deployment/willing for key ${fresh}; not restarted, without keys.neon.dev/restart-on-rotation naming naming: `
+      + 'Deployment/platform-paused, Deployment/platform-web, Deployment/unwilling');
   });
 
   it('an old key still in use is held until maxGracePeriod, and an event names the address', async () => {
@@ -307,10 +363,7 @@ describe('rotation without downtime', () => {
   });
 
   it('a scheduled rotation happens at the interval, shown beforehand in nextRotationAt', async () => {
-    const first = await eventually(async () => {
-      const r = await get('scheduled');
-      return r.status?.rotation?.nextRotationAt !== undefined ? r : undefined;
-    }, 30_000, 'nextRotationAt');
+    const first = scheduledFirst!;
     const created = Date.parse(first.status!.createdAt!);
     expect(Date.parse(first.status!.rotation!.nextRotationAt!)).toBe(created + 60_000);
     const firstKey = first.status!.keyId!;
@@ -433,7 +486,7 @@ describe('a rotation interrupted at each step', () => {
           await apps.createNamespacedDeployment({
             namespace,
             body: {
-              metadata: { name: 'consumer' },
+              metadata: { name: 'consumer', annotations: { 'keys.neon.dev/restart-on-rotation': name } },
               spec: { replicas: 0, selector: { matchLabels: { app: 'consumer' } }, template: { metadata: { labels: { app: 'consumer' }, annotations: { [restartAnnotation(name)]: String(fresh.id) } }, spec: { containers: [{ name: 'c', image: 'example.invalid/c:1' }] } } },
             },
           });
@@ -454,7 +507,7 @@ describe('a rotation interrupted at each step', () => {
 
     operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespace, workers: 4,
-      driftIntervalMs: 2_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, logger: createLogger({ level: 'silent' }), identity: 'after-the-crash',
+      driftIntervalMs: 2_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS, logger: createLogger({ level: 'silent' }), identity: 'after-the-crash',
     });
     const converged = new Set<string>();
     const deadline = Date.now() + 60_000;

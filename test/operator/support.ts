@@ -3,6 +3,8 @@
 // operator runs with), namespaces, polling.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -11,6 +13,7 @@ import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.
 import { encodeIntent } from '../../src/operator/keys/create-intent.ts';
 import { fulfilledIntent, type PendingAttempt } from '../../src/operator/keys/decision.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from '../../src/operator/keys/signing.ts';
+import { testCrdYaml } from '../harness/crds.ts';
 import type { ControlPlane } from '../harness/index.ts';
 
 const run = promisify(execFile);
@@ -23,9 +26,18 @@ export async function kubectl(cp: ControlPlane, args: string[]): Promise<string>
   return stdout;
 }
 
-/** kubectl apply -f crds/ and -k deploy/base, then waits for the CRDs to be Established. */
+/**
+ * kubectl apply of the CRDs (crds/ with the test run's gracePeriod floor: test/harness/crds.ts) and
+ * -k deploy/base, then waits for the CRDs to be Established.
+ */
 export async function installOperatorManifests(cp: ControlPlane): Promise<void> {
-  await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-f', join(root, 'crds')]);
+  const dir = await mkdtemp(join(tmpdir(), 'nko-crds-'));
+  try {
+    await writeFile(join(dir, 'crds.yaml'), testCrdYaml());
+    await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-f', dir]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
   await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-k', join(root, 'deploy/base')]);
   const crds = cp.kubeConfig.makeApiClient(ApiextensionsV1Api);
   for (const name of ['apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev']) {

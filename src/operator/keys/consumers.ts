@@ -3,10 +3,17 @@
 // name; their restart (a pod template annotation, as kubectl rollout restart does); and whether
 // their rollouts completed, by kubectl's rollout-status rules. Every call names the resource's own
 // namespace: nothing a tenant writes can point a restart at another one.
+//
+// Consent (docs/security.md, "What a tenant can and cannot make the operator do to workloads"): a
+// tenant writes ApiKeys, not workloads, so what a resource names is only a candidate. A workload is
+// patched only when its own metadata carries keys.neon.dev/restart-on-rotation naming the Secret
+// (as spec.secret.name names it), like Reloader's secret.reloader.stakater.com/reload; the patch
+// tests that annotation, so consent withdrawn meanwhile makes it fail rather than land. The others
+// are skipped, named in the ConsumersRestarted event, and never waited for.
 import { createHash } from 'node:crypto';
 import type { V1DaemonSet, V1Deployment, V1PodTemplateSpec, V1StatefulSet } from '@kubernetes/client-node';
-import type { RotationSpec } from '../resources/schema.ts';
-import { annotationOp, repointOps } from './immutable-secret.ts';
+import { ANNOTATION_RESTART_ON_ROTATION, type RotationSpec } from '../resources/schema.ts';
+import { annotationOp, pointerSegment, repointOps, type JsonPatchOp } from './immutable-secret.ts';
 import { statusCode, type KubeWrites, type Workload, type WorkloadKind } from './kube-writes.ts';
 
 export const WORKLOAD_KINDS: readonly WorkloadKind[] = ['Deployment', 'StatefulSet', 'DaemonSet'];
@@ -37,33 +44,89 @@ export function referencesSecret(template: V1PodTemplateSpec | undefined, secret
   return inContainers || inVolumes;
 }
 
-/** The workloads to restart: discovered in the namespace (referencing any of `secretNames`) and/or listed (same namespace), deduplicated. */
-export async function consumersOf(kube: KubeWrites, namespace: string, secretNames: string | readonly string[], restart: NonNullable<RotationSpec['restart']>): Promise<{ kind: WorkloadKind; name: string }[]> {
-  const found = new Map<string, { kind: WorkloadKind; name: string }>();
-  const names = typeof secretNames === 'string' ? [secretNames] : secretNames;
+/**
+ * The Secrets a workload consents to be restarted for: its own metadata's
+ * keys.neon.dev/restart-on-rotation, comma-separated names (spaces around them ignored).
+ */
+export function consentedSecrets(workload: Pick<Workload, 'metadata'> | undefined): string[] {
+  const value = workload?.metadata?.annotations?.[ANNOTATION_RESTART_ON_ROTATION];
+  if (value === undefined) return [];
+  return value.split(',').map((n) => n.trim()).filter((n) => n !== '');
+}
+
+/** Whether a workload consents to restarts for the Secret of this name (spec.secret.name, or the resource's name). */
+export function consents(workload: Pick<Workload, 'metadata'> | undefined, secretName: string): boolean {
+  return consentedSecrets(workload).includes(secretName);
+}
+
+/** A workload a rotation may restart: it consented, and this is how it was read. */
+export interface Consumer { kind: WorkloadKind; name: string; workload: Workload }
+
+/** The candidates of spec.rotation.restart, sorted: those that consent, those that do not (skipped), listed ones that do not exist. */
+export interface Consumers { consenting: Consumer[]; skipped: string[]; missing: string[] }
+
+const byId = (a: { kind: string; name: string }, b: { kind: string; name: string }): number => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`);
+
+/**
+ * The workloads to restart for the Secret `consentName` (spec.secret.name, or the resource's
+ * name): discovered in the namespace (their pod templates reference any of `secretNames`, or they
+ * consent for it) and/or listed (same namespace), deduplicated; each kept only if it consents.
+ */
+export async function consumersOf(kube: KubeWrites, namespace: string, consentName: string, secretNames: readonly string[], restart: NonNullable<RotationSpec['restart']>): Promise<Consumers> {
+  const found = new Map<string, Consumer>();
+  const missing: string[] = [];
   if (restart.discover === true) {
     for (const kind of WORKLOAD_KINDS) {
-      for (const w of await kube.listWorkloads(namespace, kind)) {
-        const name = w.metadata?.name;
-        if (name !== undefined && names.some((n) => referencesSecret(w.spec?.template, n))) found.set(`${kind}/${name}`, { kind, name });
+      for (const workload of await kube.listWorkloads(namespace, kind)) {
+        const name = workload.metadata?.name;
+        if (name === undefined) continue;
+        if (consents(workload, consentName) || secretNames.some((n) => referencesSecret(workload.spec?.template, n))) found.set(`${kind}/${name}`, { kind, name, workload });
       }
     }
   }
-  for (const w of restart.workloads ?? []) found.set(`${w.kind}/${w.name}`, { kind: w.kind, name: w.name });
-  return [...found.values()].sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`));
+  for (const { kind, name } of restart.workloads ?? []) {
+    if (found.has(`${kind}/${name}`)) continue;
+    const workload = await kube.readWorkload(namespace, kind, name);
+    if (workload === undefined) missing.push(`${kind}/${name}`);
+    else found.set(`${kind}/${name}`, { kind, name, workload });
+  }
+  const all = [...found.values()].sort(byId);
+  return {
+    consenting: all.filter((c) => consents(c.workload, consentName)),
+    skipped: all.filter((c) => !consents(c.workload, consentName)).map((c) => `${c.kind}/${c.name}`),
+    missing: missing.sort(),
+  };
+}
+
+/** The `test` of a workload's consent as it was read: a patch lands only while the workload still says it. */
+function consentTest(workload: Workload): JsonPatchOp {
+  return { op: 'test', path: `/metadata/annotations/${pointerSegment(ANNOTATION_RESTART_ON_ROTATION)}`, value: workload.metadata?.annotations?.[ANNOTATION_RESTART_ON_ROTATION] };
 }
 
 /**
- * Restarts each consumer (a merge patch of one pod template annotation, in `namespace` only) and
- * returns what to wait for: each patched workload with the generation its rollout must reach. A
- * listed workload that does not exist is skipped (and named in `missing`).
+ * Restarts each consenting consumer, in `namespace` only, and returns what to wait for: each
+ * workload with the generation its rollout must reach. One JSON patch each: the test of its consent,
+ * the restart annotation (`move.annotation`, the new key's id), and with spec.secret.immutable
+ * (`move.from` not empty) its pod template repointed from the retired Secrets to `move.to`, each
+ * reference tested for its old name and the whole for the resourceVersion read, so a concurrent
+ * edit fails the patch (tried again) rather than being overwritten. The same rotation patches the
+ * same value: a repeat after a crash finds nothing to change, makes no patch, and the generation
+ * it made is waited for (a template unchanged neither bumps the generation nor rolls the pods).
  */
-export async function restartConsumers(kube: KubeWrites, namespace: string, secretName: string, newKeyId: number, consumers: readonly { kind: WorkloadKind; name: string }[]): Promise<{ restarts: Restart[]; missing: string[] }> {
+export async function restartConsumers(kube: KubeWrites, namespace: string, move: { from: ReadonlySet<string>; to: string; annotation: string }, newKeyId: number, consumers: readonly Consumer[]): Promise<{ restarts: Restart[]; missing: string[] }> {
   const restarts: Restart[] = [];
   const missing: string[] = [];
-  for (const { kind, name } of consumers) {
+  for (const { kind, name, workload } of consumers) {
+    const template = workload.spec?.template;
+    const repoint = repointOps(template, move.from, move.to);
+    const ops = [...repoint, ...annotationOp(template, move.annotation, String(newKeyId))];
+    if (ops.length === 0) {
+      restarts.push({ kind, name, generation: workload.metadata?.generation ?? 0 });
+      continue;
+    }
+    const guard: JsonPatchOp[] = [consentTest(workload), ...repoint.length > 0 ? [{ op: 'test' as const, path: '/metadata/resourceVersion', value: workload.metadata?.resourceVersion }] : []];
     try {
-      const patched = await kube.patchTemplateAnnotations(namespace, kind, name, { [restartAnnotation(secretName)]: String(newKeyId) });
+      const patched = await kube.patchWorkload(namespace, kind, name, [...guard, ...ops]);
       restarts.push({ kind, name, generation: patched.metadata?.generation ?? 0 });
     } catch (error) {
       if (statusCode(error) !== 404) throw error;
@@ -110,49 +173,21 @@ export function rolloutState(kind: WorkloadKind, workload: Workload, generation:
   return 'Complete';
 }
 
-/** The rollouts of recorded restarts: which are not complete, and which of those are stalled. A workload gone is done. */
-export async function observeRollouts(kube: KubeWrites, namespace: string, restarts: readonly Restart[]): Promise<{ waitingFor: string[]; stalled: string[] }> {
+/**
+ * The rollouts of recorded restarts: which are not complete, and which of those are stalled (a
+ * paused Deployment among them). A workload gone, or that no longer consents for `consentName`
+ * (its owner's way to release the old key), is not waited for.
+ */
+export async function observeRollouts(kube: KubeWrites, namespace: string, consentName: string, restarts: readonly Restart[]): Promise<{ waitingFor: string[]; stalled: string[] }> {
   const waitingFor: string[] = [];
   const stalled: string[] = [];
   for (const r of restarts) {
     const workload = await kube.readWorkload(namespace, r.kind, r.name);
-    if (workload === undefined) continue;
+    if (workload === undefined || !consents(workload, consentName)) continue;
     const state = rolloutState(r.kind, workload, r.generation);
     if (state !== 'Complete') waitingFor.push(`${r.kind}/${r.name}`);
-    if (state === 'Stalled') stalled.push(`${r.kind}/${r.name}`);
+    if (r.kind === 'Deployment' && (workload as V1Deployment).spec?.paused === true && state !== 'Complete') stalled.push(`${r.kind}/${r.name} (paused)`);
+    else if (state === 'Stalled') stalled.push(`${r.kind}/${r.name}`);
   }
   return { waitingFor, stalled };
-}
-
-/**
- * spec.secret.immutable: each consumer's pod template repointed from the retired Secrets (`from`)
- * to the current one (`to`) and restarted, in one JSON patch (immutable-secret.ts): every
- * reference moved is tested for its old name, the whole for the resourceVersion read, so a
- * concurrent edit fails the patch (tried again) rather than being overwritten. A repeat after a
- * crash finds nothing to move and the annotation set: no patch, the generation it made is waited for.
- */
-export async function repointConsumers(kube: KubeWrites, namespace: string, move: { from: ReadonlySet<string>; to: string; annotation: string }, newKeyId: number, consumers: readonly { kind: WorkloadKind; name: string }[]): Promise<{ restarts: Restart[]; missing: string[] }> {
-  const restarts: Restart[] = [];
-  const missing: string[] = [];
-  for (const { kind, name } of consumers) {
-    const workload = await kube.readWorkload(namespace, kind, name);
-    if (workload === undefined) {
-      missing.push(`${kind}/${name}`);
-      continue;
-    }
-    const template = workload.spec?.template;
-    const ops = [...repointOps(template, move.from, move.to), ...annotationOp(template, move.annotation, String(newKeyId))];
-    if (ops.length === 0) {
-      restarts.push({ kind, name, generation: workload.metadata?.generation ?? 0 });
-      continue;
-    }
-    try {
-      const patched = await kube.patchWorkload(namespace, kind, name, [{ op: 'test', path: '/metadata/resourceVersion', value: workload.metadata?.resourceVersion }, ...ops]);
-      restarts.push({ kind, name, generation: patched.metadata?.generation ?? 0 });
-    } catch (error) {
-      if (statusCode(error) !== 404) throw error;
-      missing.push(`${kind}/${name}`);
-    }
-  }
-  return { restarts, missing };
 }

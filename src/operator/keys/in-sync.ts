@@ -33,7 +33,7 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number, also?: 
     ...usageConditions(ctx.spec, statusTimestamp(ctx.listed?.last_used_at) ?? status.lastUsedAt, status.createdAt, deps.now()),
     ...also?.conditions ?? [],
   ];
-  const scheduleError = ctx.rotation.schedule.error;
+  const scheduleError = ctx.rotation.schedule.error ?? ctx.rotation.graceError;
   if (scheduleError !== undefined && also === undefined) {
     conditions.push(rotatingCondition(false, 'InvalidSpec', scheduleError));
     await deps.events.record(ctx.resource, 'Warning', 'InvalidSpec', scheduleError);

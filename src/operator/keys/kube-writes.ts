@@ -40,9 +40,7 @@ export interface KubeWrites {
   readWorkload(namespace: string, kind: WorkloadKind, name: string): Promise<Workload | undefined>;
   /** LIST of one kind of workload in a namespace (spec.rotation.restart.discover). */
   listWorkloads(namespace: string, kind: WorkloadKind): Promise<Workload[]>;
-  /** Merge patch of a workload's pod template annotations (a restart, like kubectl rollout restart); the workload as patched. */
-  patchTemplateAnnotations(namespace: string, kind: WorkloadKind, name: string, annotations: Record<string, string>): Promise<Workload>;
-  /** JSON patch of a workload (spec.secret.immutable: its Secret references repointed, with the restart annotation); the workload as patched. */
+  /** JSON patch of a workload: a restart (one pod template annotation, guarded by a test of the workload's consent; with spec.secret.immutable, its Secret references repointed too); the workload as patched. */
   patchWorkload(namespace: string, kind: WorkloadKind, name: string, ops: readonly JsonPatchOp[]): Promise<Workload>;
 }
 
@@ -158,13 +156,6 @@ export class ApiServerWrites implements KubeWrites {
     if (kind === 'Deployment') return (await this.#apps.listNamespacedDeployment({ namespace })).items;
     if (kind === 'StatefulSet') return (await this.#apps.listNamespacedStatefulSet({ namespace })).items;
     return (await this.#apps.listNamespacedDaemonSet({ namespace })).items;
-  }
-
-  async patchTemplateAnnotations(namespace: string, kind: WorkloadKind, name: string, annotations: Record<string, string>): Promise<Workload> {
-    const body = { spec: { template: { metadata: { annotations } } } };
-    if (kind === 'Deployment') return await this.#apps.patchNamespacedDeployment({ namespace, name, body }, merge);
-    if (kind === 'StatefulSet') return await this.#apps.patchNamespacedStatefulSet({ namespace, name, body }, merge);
-    return await this.#apps.patchNamespacedDaemonSet({ namespace, name, body }, merge);
   }
 
   async listOwnedSecretMetadata(namespace: string, labelSelector: string, controllerUid: string, annotations: readonly string[]): Promise<V1Secret[]> {

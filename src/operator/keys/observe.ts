@@ -9,6 +9,7 @@ import {
 } from '../resources/schema.ts';
 import { adapterFor, type KeyAdapter, type ListedUse } from './adapter.ts';
 import { observeRollouts, type Restart } from './consumers.ts';
+import { baseSecretName } from './immutable-secret.ts';
 import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
 import { gracePeriods, requestToken, schedule } from './rotation-schedule.ts';
 import { defaultKeyName, parseIntent } from './create-intent.ts';
@@ -80,7 +81,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   const rotationSpec = spec?.rotation;
   const rotation: RotationContext = {
     spec: rotationSpec,
-    ...gracePeriods(rotationSpec),
+    ...gracePeriods(rotationSpec, deps.minRotationGraceMs),
     request: requestToken(meta.annotations?.[ANNOTATION_ROTATE]),
     // The key's age: since the last rotation, else its creation (else the resource's, for a status without it).
     schedule: schedule(rotationSpec, parseTime(status.rotation?.lastRotatedAt ?? status.createdAt ?? meta.creationTimestamp), deps.now()),
@@ -90,7 +91,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   let retiring: RetiringObservation | undefined;
   if (meta.deletionTimestamp === undefined && pending === undefined && adapter !== undefined && first !== undefined) {
     retiring = await observeRetiring(deps, {
-      adapter, apiKey: credentials === 'Present' ? apiKey : undefined, namespace: meta.namespace, rotation, key: first,
+      adapter, apiKey: credentials === 'Present' ? apiKey : undefined, namespace: meta.namespace, consentName: baseSecretName(resource, spec), rotation, key: first,
     });
   }
 
@@ -158,6 +159,8 @@ const RETIRING_LIST_MAX_AGE_MS = 5_000;
  */
 async function observeRetiring(deps: KeyDeps, input: {
   adapter: KeyAdapter; apiKey: string | undefined; namespace: string; rotation: RotationContext;
+  /** The name workloads consent to restarts for (keys.neon.dev/restart-on-rotation): one that withdrew it is not waited for. */
+  consentName: string;
   key: NonNullable<NonNullable<KeyResource['status']>['retiringKeys']>[number];
 }): Promise<RetiringObservation> {
   const { adapter, apiKey, namespace, rotation, key } = input;
@@ -166,7 +169,7 @@ async function observeRetiring(deps: KeyDeps, input: {
   const restart = key.restartedAt !== undefined ? 'Done' : restartWanted ? 'Due' : 'NotConfigured';
   let rollouts: RetiringObservation['rollouts'] = { complete: true, ...(parseTime(key.rolloutsCompletedAt) !== undefined ? { completedAt: parseTime(key.rolloutsCompletedAt) } : {}) };
   if (restart === 'Done' && key.rolloutsCompletedAt === undefined && (key.restarts?.length ?? 0) > 0) {
-    const seen = await observeRollouts(deps.kube, namespace, (key.restarts ?? []) as Restart[]);
+    const seen = await observeRollouts(deps.kube, namespace, input.consentName, (key.restarts ?? []) as Restart[]);
     // Complete just now (recorded by this step): the grace period counts from here.
     rollouts = seen.waitingFor.length > 0 ? { complete: false, ...seen } : { complete: true, completedAt: deps.now() };
   }

@@ -42,6 +42,8 @@ export interface KeyDeps {
   platformUrl?: string;
   /** How often a reconcile looks again while a replaced key retires (rollouts, last use); default 5 s. */
   rotationPollMs?: number;
+  /** The shortest grace a replaced key gets (--min-rotation-grace; default 1m, the CRD's floor): a shorter spec.rotation.gracePeriod is raised to it. */
+  minRotationGraceMs?: number;
   /** Operations mirroring for ProjectApiKeys (DESIGN.md section 4). */
   operations?: {
     pollers: Pick<OperationsPollers, 'ensure' | 'release' | 'snapshot'>;
@@ -126,6 +128,8 @@ export interface RotationContext {
   spec: RotationSpec | undefined;
   graceMs: number;
   maxGraceMs: number;
+  /** spec.rotation.gracePeriod is under the operator's floor (raised to it): what the Rotating condition says. */
+  graceError?: string;
   /** The keys.neon.dev/rotate token, as status records it (handled or not). */
   request: string | undefined;
   /** The next scheduled rotation, or why scheduled rotations are off. */

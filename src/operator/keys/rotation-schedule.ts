@@ -9,11 +9,22 @@ import { parseGoDuration } from './usage.ts';
 export const DEFAULT_GRACE_MS = 10 * 60_000;
 export const DEFAULT_MAX_GRACE_MS = 24 * 3_600_000;
 
-/** The grace periods of a spec (or the defaults, for a requested rotation without spec.rotation). */
-export function gracePeriods(rotation: RotationSpec | undefined): { graceMs: number; maxGraceMs: number } {
-  const graceMs = rotation?.gracePeriod !== undefined ? parseGoDuration(rotation.gracePeriod) ?? DEFAULT_GRACE_MS : DEFAULT_GRACE_MS;
+/** The operator's floor of spec.rotation.gracePeriod unless --min-rotation-grace says otherwise (the CRD's, MIN_ROTATION_GRACE). */
+export const DEFAULT_MIN_GRACE_MS = 60_000;
+
+/**
+ * The grace periods of a spec (or the defaults, for a requested rotation without spec.rotation).
+ * A gracePeriod under the operator's floor (an object stored before the CRD had the rule, or a CRD
+ * rendered with a lower one than the operator's flag) is raised to it, and `graceError` says so: a
+ * replaced key is never revoked sooner after the switch than `minGraceMs`.
+ */
+export function gracePeriods(rotation: RotationSpec | undefined, minGraceMs = DEFAULT_MIN_GRACE_MS): { graceMs: number; maxGraceMs: number; graceError?: string } {
+  const asked = rotation?.gracePeriod !== undefined ? parseGoDuration(rotation.gracePeriod) ?? DEFAULT_GRACE_MS : DEFAULT_GRACE_MS;
+  const graceMs = Math.max(asked, minGraceMs);
   const maxGraceMs = rotation?.maxGracePeriod !== undefined ? parseGoDuration(rotation.maxGracePeriod) ?? DEFAULT_MAX_GRACE_MS : DEFAULT_MAX_GRACE_MS;
-  return { graceMs, maxGraceMs: Math.max(graceMs, maxGraceMs) };
+  const periods = { graceMs, maxGraceMs: Math.max(graceMs, maxGraceMs) };
+  if (asked >= minGraceMs) return periods;
+  return { ...periods, graceError: `spec.rotation.gracePeriod ${rotation?.gracePeriod ?? ''} is under the operator's minimum of ${minGraceMs / 1000}s (--min-rotation-grace): a replaced key is kept for the minimum; set gracePeriod to at least that` };
 }
 
 /**

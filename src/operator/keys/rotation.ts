@@ -5,9 +5,9 @@
 // retirement runs one step per reconcile (decision.ts, retirementStep): restart the consumers, wait
 // for their rollouts, the grace period and the end of the key's use, then revoke it.
 import type { ReconcileResult } from '../runtime/controller.ts';
-import type { RetiringKey } from '../resources/schema.ts';
+import { ANNOTATION_RESTART_ON_ROTATION, type RetiringKey } from '../resources/schema.ts';
 import { rotatingCondition, type ConditionUpdate } from './conditions.ts';
-import { consumersOf, repointConsumers, restartAnnotation, restartConsumers } from './consumers.ts';
+import { consumersOf, restartAnnotation, restartConsumers, type Consumers } from './consumers.ts';
 import { baseSecretName, immutableMode } from './immutable-secret.ts';
 import { deleteRetiredSecret } from './secret-writer.ts';
 import type { Decision, PendingAttempt, RetireStep } from './decision.ts';
@@ -21,6 +21,8 @@ const DEFAULT_POLL_MS = 5_000;
 /** The rollouts one retiring key waits for at most (the bound of status.retiringKeys[].restarts). */
 const MAX_TRACKED = 50;
 const iso = (ms: number): string => new Date(ms).toISOString();
+/** Workload names in a message: the first 20, and how many more. */
+const listed = (names: readonly string[]): string => `${names.slice(0, 20).join(', ')}${names.length > 20 ? ` and ${names.length - 20} more` : ''}`;
 
 /**
  * status.rotation as it should read: nextRotationAt from the spec (and the key's birth, or the
@@ -84,16 +86,16 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
   switch (step.step) {
     case 'RestartConsumers': {
       const restart = ctx.rotation.spec?.restart;
+      const consentName = baseSecretName(resource, ctx.spec);
+      let found: Consumers = { consenting: [], skipped: [], missing: [] };
       let result;
       try {
         // Each restart is an idempotent patch (consumers.ts): one repeated after a crash before the
         // status below changes nothing, so recording right after patching loses no rollout to wait for.
         // spec.secret.immutable: the consumers of any of this resource's Secrets, repointed to the current one.
         const retiredNames = immutableMode(ctx.spec) ? list.flatMap((k) => (k.secretName !== undefined && k.secretName !== ctx.secretName ? [k.secretName] : [])) : [];
-        const consumers = restart !== undefined ? await consumersOf(deps.kube, resource.metadata.namespace, [ctx.secretName, ...retiredNames], restart) : [];
-        result = immutableMode(ctx.spec)
-          ? await repointConsumers(deps.kube, resource.metadata.namespace, { from: new Set(retiredNames), to: ctx.secretName, annotation: restartAnnotation(baseSecretName(resource, ctx.spec)) }, action.keyId, consumers)
-          : await restartConsumers(deps.kube, resource.metadata.namespace, ctx.secretName, action.keyId, consumers);
+        if (restart !== undefined) found = await consumersOf(deps.kube, resource.metadata.namespace, consentName, [ctx.secretName, ...retiredNames], restart);
+        result = await restartConsumers(deps.kube, resource.metadata.namespace, { from: new Set(retiredNames), to: ctx.secretName, annotation: restartAnnotation(consentName) }, action.keyId, found.consenting);
       } catch (error) {
         const message = `restarting the consumers of Secret ${ctx.secretName} failed (${statusCode(error) ?? 'error'}); key ${entry.keyId} stays live and the restart is tried again`;
         ctx.logger.warn({ status: statusCode(error), err: error instanceof Error ? error.message : String(error) }, 'consumer restart failed');
@@ -104,12 +106,14 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
       // status.retiringKeys[].restarts is bounded (MAX_TRACKED): beyond it, restarted but not waited for, and said so.
       update({ ...entry, restartedAt: iso(now), restarts: result.restarts.slice(0, MAX_TRACKED) });
       const names = result.restarts.map((r) => `${r.kind}/${r.name}`);
-      const message = (names.length > 0 ? `restarted ${names.slice(0, 20).join(', ')}${names.length > 20 ? ` and ${names.length - 20} more` : ''} for key ${action.keyId}` : `no workload to restart references Secret ${ctx.secretName}`)
-        + (result.missing.length > 0 ? `; not found: ${result.missing.join(', ')}` : '')
+      const missing = [...found.missing, ...result.missing];
+      const message = (names.length > 0 ? `restarted ${listed(names)} for key ${action.keyId}` : `no workload to restart consents for Secret ${consentName}`)
+        + (found.skipped.length > 0 ? `; not restarted, without ${ANNOTATION_RESTART_ON_ROTATION} naming ${consentName}: ${listed(found.skipped)}` : '')
+        + (missing.length > 0 ? `; not found: ${listed(missing)}` : '')
         + (names.length > MAX_TRACKED ? `; only the first ${MAX_TRACKED} rollouts are waited for` : '');
-      await deps.events.record(resource, 'Normal', 'ConsumersRestarted', message);
+      await deps.events.record(resource, found.skipped.length > 0 || missing.length > 0 ? 'Warning' : 'Normal', 'ConsumersRestarted', message);
       return await inSync(deps, ctx, action.keyId, {
-        conditions: [rotatingCondition(true, 'RetiringKey', `${message}; key ${entry.keyId} stays live until their rollouts complete`)],
+        conditions: [rotatingCondition(true, 'RetiringKey', `${message}; key ${entry.keyId} stays live until ${names.length > 0 ? 'their rollouts complete' : 'its grace period is over'}`)],
         fields: { retiringKeys: list },
         requeueAfterMs: 1_000,
       });

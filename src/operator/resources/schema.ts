@@ -34,6 +34,13 @@ export const ANNOTATION_ABANDON_KEY = 'keys.neon.dev/abandon-key';
  * status.rotation.lastRequest (which records the token handled, so each request is done once).
  */
 export const ANNOTATION_ROTATE = 'keys.neon.dev/rotate';
+/**
+ * On a Deployment, StatefulSet or DaemonSet (its own metadata, which only those with rights on the
+ * workload write): the Secrets whose rotation may restart it (and, with spec.secret.immutable,
+ * repoint it), comma-separated, each as spec.secret.name names it (default: the resource's name).
+ * A workload without it is never patched by a rotation (consumers.ts, docs/security.md).
+ */
+export const ANNOTATION_RESTART_ON_ROTATION = 'keys.neon.dev/restart-on-rotation';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'neon-key-operator';
 /** The platform appends "-" and 8 random characters to keyName; key names hold at most 64. */
@@ -103,7 +110,7 @@ function secretTarget(fields: readonly TemplateField[]) {
     template: secretTemplate(fields).optional(),
     immutable: z.boolean().optional().meta({
       description: 'Write each issued key to its own immutable Secret, named <name>-<key id>; status.secretName names the current one, a rotation repoints '
-        + 'the consumers (spec.rotation.restart) to it and the replaced key\'s Secret is deleted once that key is revoked. Set at creation; cannot be changed.',
+        + 'the consumers (spec.rotation.restart, those that consent) to it and the replaced key\'s Secret is deleted once that key is revoked. Set at creation; cannot be changed.',
     }),
   }).meta({
     description: 'The Secret the issued key is written to. It is created and owned by the operator.',
@@ -185,19 +192,36 @@ export const RestartWorkload = z.object({
   name: dnsSubdomain.meta({ description: 'Name of the workload, in the namespace of this resource.' }),
 });
 
+/**
+ * The shortest spec.rotation.gracePeriod the CRD admits and the operator honours (its
+ * --min-rotation-grace, default this): a replaced key is never revoked sooner after the switch.
+ */
+export const MIN_ROTATION_GRACE = '1m';
+
+/** The CRD's rule for it; crd.ts renders it with another floor for a test cluster (the operator's flag lowered to match). */
+export function rotationGraceRule(min: string): { rule: string; message: string } {
+  return { rule: `!has(self.gracePeriod) || duration(self.gracePeriod) >= duration('${min}')`, message: `gracePeriod must be at least ${min}` };
+}
+
 export const RotationSpec = z.object({
   interval: goDuration('Rotate when the current key is this old (Go duration, at least 1m, e.g. 720h). Without it, keys rotate only on request (keys.neon.dev/rotate).').optional(),
   window: RotationWindow.optional(),
-  gracePeriod: goDuration('The replaced key stays live at least this long after the Secret switched, and until it was unused this long (default 10m).').optional(),
-  maxGracePeriod: goDuration('The longest the replaced key is kept while it is still used (default 24h; at least gracePeriod). Never cuts short a restart that has not completed.').optional(),
+  gracePeriod: goDuration(`The replaced key stays live at least this long after the Secret switched, and until it was unused this long (default 10m; at least ${MIN_ROTATION_GRACE}).`).optional(),
+  maxGracePeriod: goDuration('The longest the replaced key is kept while it is still used (default 24h; at least gracePeriod). Never cuts short the rollout of a workload that consented to the restart.').optional(),
   restart: z.object({
-    discover: z.boolean().optional().meta({ description: 'Restart the Deployments, StatefulSets and DaemonSets of this namespace whose pod templates reference the Secret.' }),
-    workloads: z.array(RestartWorkload).max(20).optional().meta({ description: 'Workloads of this namespace to restart, by kind and name.' }),
-  }).optional().meta({ description: 'Consumers restarted (like kubectl rollout restart) after the Secret switched; the replaced key is revoked only once their rollouts completed.' }),
+    discover: z.boolean().optional().meta({ description: 'Restart the Deployments, StatefulSets and DaemonSets of this namespace whose pod templates reference the Secret, or that name it in their '
+      + `${ANNOTATION_RESTART_ON_ROTATION} annotation; only those whose annotation names it are restarted.` }),
+    workloads: z.array(RestartWorkload).max(20).optional().meta({ description: `Workloads of this namespace to restart, by kind and name; only those whose ${ANNOTATION_RESTART_ON_ROTATION} annotation names the Secret are restarted.` }),
+  }).optional().meta({
+    description: 'Consumers restarted (like kubectl rollout restart) after the Secret switched, each only if its own metadata consents: the annotation '
+      + `${ANNOTATION_RESTART_ON_ROTATION} names the Secret (spec.secret.name, default the resource's name; comma-separated). The replaced key is revoked `
+      + 'only once the rollouts of those restarted completed; a workload without consent is skipped, said so in the ConsumersRestarted event, and never waited for.',
+  }),
 }).meta({
   description: 'Key rotation without downtime: a new key in the Secret, the replaced one kept live until its consumers moved, then revoked.',
   'x-kubernetes-validations': [
     { rule: "!has(self.interval) || duration(self.interval) >= duration('1m')", message: 'interval must be at least 1m' },
+    rotationGraceRule(MIN_ROTATION_GRACE),
     {
       rule: "!has(self.maxGracePeriod) || duration(self.maxGracePeriod) >= duration(has(self.gracePeriod) ? self.gracePeriod : '10m')",
       message: 'maxGracePeriod must be at least gracePeriod (default 10m)',

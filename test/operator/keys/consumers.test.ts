@@ -1,8 +1,14 @@
 // The consumers of a rotated key's Secret (src/operator/keys/consumers.ts): which pod templates read
-// it, the restart annotation, and kubectl rollout status's rules for each kind.
+// it, which workloads consent to a restart, the restart annotation, and kubectl rollout status's
+// rules for each kind.
 import { describe, expect, it } from '@jest/globals';
 import type { V1DaemonSet, V1Deployment, V1PodTemplateSpec, V1StatefulSet } from '@kubernetes/client-node';
-import { referencesSecret, restartAnnotation, rolloutState } from '../../../src/operator/keys/consumers.ts';
+import {
+  consentedSecrets, consents, consumersOf, observeRollouts, referencesSecret, restartAnnotation, restartConsumers, rolloutState,
+} from '../../../src/operator/keys/consumers.ts';
+import { statusCode } from '../../../src/operator/keys/kube-writes.ts';
+import { ANNOTATION_RESTART_ON_ROTATION } from '../../../src/operator/resources/schema.ts';
+import { FakeKube, NAMESPACE } from './fakes.ts';
 
 const template = (spec: Partial<NonNullable<V1PodTemplateSpec['spec']>>): V1PodTemplateSpec => ({ spec: { containers: [{ name: 'c' }], ...spec } });
 
@@ -52,5 +58,80 @@ describe('consumers', () => {
     expect(rolloutState('DaemonSet', ds({ updatedNumberScheduled: 3, numberAvailable: 2 }), 2)).toBe('Progressing');
     expect(rolloutState('DaemonSet', ds({ updatedNumberScheduled: 3, numberAvailable: 3 }), 2)).toBe('Complete');
     expect(rolloutState('DaemonSet', ds({ updatedNumberScheduled: 3, numberAvailable: 3, observedGeneration: 1 }), 2)).toBe('Progressing');
+  });
+
+  describe('consent (keys.neon.dev/restart-on-rotation on the workload\'s own metadata)', () => {
+    const annotated = (value: string | undefined, where: 'metadata' | 'template' = 'metadata'): V1Deployment => ({
+      metadata: { name: 'w', namespace: NAMESPACE, generation: 1, ...(where === 'metadata' && value !== undefined ? { annotations: { [ANNOTATION_RESTART_ON_ROTATION]: value } } : {}) },
+      spec: {
+        selector: {},
+        template: { metadata: where === 'template' && value !== undefined ? { annotations: { [ANNOTATION_RESTART_ON_ROTATION]: value } } : {}, spec: { containers: [{ name: 'c', envFrom: [{ secretRef: { name: 'app-key' } }] }] } },
+      },
+    });
+
+    it.each<[string, string | undefined, 'metadata' | 'template', boolean]>([
+      ['the Secret named', 'app-key', 'metadata', true],
+      ['one of several, spaces ignored', ' db-key , app-key ', 'metadata', true],
+      ['no annotation (reading the Secret is not consent)', undefined, 'metadata', false],
+      ['another Secret', 'app-key-2', 'metadata', false],
+      ['a prefix of the name is not the name', 'app', 'metadata', false],
+      ['no wildcard', '*', 'metadata', false],
+      ['empty', '', 'metadata', false],
+      ['on the pod template instead of the workload', 'app-key', 'template', false],
+    ])('%s', (_name, value, where, expected) => expect(consents(annotated(value, where), 'app-key')).toBe(expected));
+
+    it('reads the names comma-separated, dropping empty ones', () => {
+      expect(consentedSecrets(annotated('a,, b ,c'))).toEqual(['a', 'b', 'c']);
+      expect(consentedSecrets(undefined)).toEqual([]);
+    });
+
+    it('candidates: discovered by reference or by consent, listed by name; only those consenting are kept, the rest named', async () => {
+      const kube = new FakeKube();
+      const put = (name: string, secret: string | undefined, consent: string | undefined, namespace = NAMESPACE): void => kube.putWorkload('Deployment', {
+        metadata: { name, namespace, ...(consent !== undefined ? { annotations: { [ANNOTATION_RESTART_ON_ROTATION]: consent } } : {}) },
+        spec: { selector: {}, template: { spec: { containers: [{ name: 'c', ...(secret !== undefined ? { envFrom: [{ secretRef: { name: secret } }] } : {}) }] } } },
+      });
+      put('reads-consents', 'app-key', 'app-key');
+      put('reads-only', 'app-key', undefined);
+      put('consents-only', undefined, 'app-key');
+      put('neither', undefined, undefined);
+      put('listed-unwilling', undefined, 'other');
+      put('other-namespace', 'app-key', 'app-key', 'team-b');
+      const found = await consumersOf(kube, NAMESPACE, 'app-key', ['app-key'], { discover: true, workloads: [{ kind: 'Deployment', name: 'listed-unwilling' }, { kind: 'StatefulSet', name: 'gone' }] });
+      expect(found.consenting.map((c) => c.name)).toEqual(['consents-only', 'reads-consents']);
+      expect(found.skipped).toEqual(['Deployment/listed-unwilling', 'Deployment/reads-only']);
+      expect(found.missing).toEqual(['StatefulSet/gone']);
+      const listedOnly = await consumersOf(kube, NAMESPACE, 'app-key', ['app-key'], { workloads: [{ kind: 'Deployment', name: 'reads-only' }, { kind: 'Deployment', name: 'consents-only' }] });
+      expect(listedOnly.consenting.map((c) => c.name)).toEqual(['consents-only']);
+      expect(listedOnly.skipped).toEqual(['Deployment/reads-only']);
+    });
+
+    it('a patch tests the consent it was decided on: withdrawn meanwhile, the patch fails and changes nothing', async () => {
+      const kube = new FakeKube();
+      kube.putWorkload('Deployment', annotated('app-key'));
+      const [read] = (await consumersOf(kube, NAMESPACE, 'app-key', ['app-key'], { workloads: [{ kind: 'Deployment', name: 'w' }] })).consenting;
+      // Its owner takes consent back between the read and the patch.
+      delete kube.workloads.get(`Deployment/${NAMESPACE}/w`)!.metadata!.annotations;
+      const error = await restartConsumers(kube, NAMESPACE, { from: new Set(), to: 'app-key', annotation: restartAnnotation('app-key') }, 7, [read!]).catch((e: unknown) => e);
+      expect(statusCode(error)).toBe(422);
+      expect(kube.workloads.get(`Deployment/${NAMESPACE}/w`)!.metadata?.generation).toBe(1);
+      // With consent in place, the same call restarts it.
+      kube.putWorkload('Deployment', annotated('app-key'));
+      const [again] = (await consumersOf(kube, NAMESPACE, 'app-key', ['app-key'], { workloads: [{ kind: 'Deployment', name: 'w' }] })).consenting;
+      const { restarts } = await restartConsumers(kube, NAMESPACE, { from: new Set(), to: 'app-key', annotation: restartAnnotation('app-key') }, 7, [again!]);
+      expect(restarts).toEqual([{ kind: 'Deployment', name: 'w', generation: 2 }]);
+      expect(kube.workloads.get(`Deployment/${NAMESPACE}/w`)!.spec?.template.metadata?.annotations?.[restartAnnotation('app-key')]).toBe('7');
+    });
+
+    it('rollouts: waited for while the workload consents; a paused Deployment is stalled; consent withdrawn or the workload gone, done', async () => {
+      const kube = new FakeKube();
+      const paused = annotated('app-key');
+      paused.spec!.paused = true;
+      paused.status = { observedGeneration: 2 };
+      kube.putWorkload('Deployment', paused);
+      const restarts = [{ kind: 'Deployment' as const, name: 'w', generation: 2 }, { kind: 'Deployment' as const, name: 'gone', generation: 2 }];
+      expect(await observeRollouts(kube, NAMESPACE, 'app-key', restarts)).toEqual({ waitingFor: ['Deployment/w'], stalled: ['Deployment/w (paused)'] });
+      expect(await observeRollouts(kube, NAMESPACE, 'other-key', restarts)).toEqual({ waitingFor: [], stalled: [] });
+    });
   });
 });

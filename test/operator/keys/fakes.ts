@@ -210,23 +210,6 @@ export class FakeKube implements KubeWrites {
     return [...this.workloads.entries()].filter(([id]) => id.startsWith(`${kind}/${namespace}/`)).map(([, w]) => clone(w));
   }
 
-  /** As the apiserver: the generation moves only when the template changed. */
-  async patchTemplateAnnotations(namespace: string, kind: WorkloadKind, name: string, annotations: Record<string, string>): Promise<Workload> {
-    const id = `${kind}/${namespace}/${name}`;
-    this.calls.push(`patch ${id} ${JSON.stringify(annotations)}`);
-    this.#maybeFail(`patch ${kind}`);
-    const current = this.workloads.get(id);
-    if (current === undefined) throw notFound(id);
-    const stored = clone(current);
-    const template = stored.spec?.template ?? { metadata: {} };
-    const before = JSON.stringify(template.metadata?.annotations ?? {});
-    template.metadata = { ...template.metadata, annotations: { ...template.metadata?.annotations, ...annotations } };
-    if (stored.spec !== undefined) stored.spec.template = template as never;
-    if (JSON.stringify(template.metadata.annotations) !== before) stored.metadata = { ...stored.metadata, generation: (stored.metadata?.generation ?? 1) + 1, resourceVersion: this.#next() };
-    this.workloads.set(id, stored);
-    return clone(stored);
-  }
-
   /** RFC 6902 as far as the operator uses it (test, replace, add); the generation moves when the template changed. */
   async patchWorkload(namespace: string, kind: WorkloadKind, name: string, ops: readonly JsonPatchOp[]): Promise<Workload> {
     const id = `${kind}/${namespace}/${name}`;

@@ -9,7 +9,7 @@ import { encodeIntent } from '../../../src/operator/keys/create-intent.ts';
 import { DriftCache } from '../../../src/operator/keys/drift.ts';
 import { annotationOp, immutableSecretName, repointOps } from '../../../src/operator/keys/immutable-secret.ts';
 import { buildSecret } from '../../../src/operator/keys/secret-writer.ts';
-import { ANNOTATION_CREATE_PENDING, ANNOTATION_ROTATE, type KeyResource } from '../../../src/operator/resources/schema.ts';
+import { ANNOTATION_CREATE_PENDING, ANNOTATION_RESTART_ON_ROTATION, ANNOTATION_ROTATE, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig, type Rig } from './fakes.ts';
 
 const T0 = Date.parse('2026-11-23T10:00:00Z');
@@ -17,7 +17,7 @@ const LEAKED = 'sk-must-not-leak';
 
 function clocked(spec: Record<string, unknown> = {}): Rig & { clock: { now: number }; resource(): KeyResource } {
   const clock = { now: T0 };
-  const r = rig({ now: () => clock.now, drift: new DriftCache(60_000, () => clock.now), rotationPollMs: 1_000 });
+  const r = rig({ now: () => clock.now, drift: new DriftCache(60_000, () => clock.now), rotationPollMs: 1_000, minRotationGraceMs: 1_000 });
   r.kube.putResource(keyResource('ApiKey', 'ci', { spec: { secret: { name: 'ci-key', immutable: true }, ...spec } }));
   return Object.assign(r, { clock, resource: () => r.kube.resource('ApiKey', NAMESPACE, 'ci')! });
 }
@@ -30,9 +30,10 @@ function annotate(r: Rig, annotations: Record<string, string>): void {
 
 const secretNames = (r: Rig): string[] => [...r.kube.secrets.keys()].filter((id) => id.startsWith(`${NAMESPACE}/ci-key`)).map((id) => id.slice(NAMESPACE.length + 1)).sort();
 
-function consumer(name: string, secret: string): V1Deployment {
+/** A Deployment reading `secret` every way a pod can; `consent`: its keys.neon.dev/restart-on-rotation annotation. */
+function consumer(name: string, secret: string, consent?: string): V1Deployment {
   return {
-    metadata: { name, namespace: NAMESPACE, generation: 1 },
+    metadata: { name, namespace: NAMESPACE, generation: 1, ...(consent !== undefined ? { annotations: { [ANNOTATION_RESTART_ON_ROTATION]: consent } } : {}) },
     spec: {
       replicas: 1,
       selector: { matchLabels: { app: name } },
@@ -132,14 +133,16 @@ describe('spec.secret.immutable', () => {
     expect(r.events.reasons()).toContain('Warning SecretMissing');
   });
 
-  it('a rotation creates a second Secret, repoints the consumers once, and deletes the first after revoking its key', async () => {
+  it('a rotation creates a second Secret, repoints the consumers that consent once, and deletes the first after revoking its key', async () => {
     const r = clocked({ rotation: { gracePeriod: '10s', restart: { discover: true } } });
     await r.settle();
     const old = r.resource().status!.keyId!;
     const oldName = `ci-key-${old}`;
-    r.kube.putWorkload('Deployment', consumer('api', oldName));
-    r.kube.putWorkload('Deployment', consumer('bystander', 'unrelated'));
-    r.kube.putWorkload('Deployment', { ...consumer('elsewhere', oldName), metadata: { name: 'elsewhere', namespace: 'team-b', generation: 1 } });
+    // Consent names spec.secret.name, the base of every key's Secret name.
+    r.kube.putWorkload('Deployment', consumer('api', oldName, 'ci-key'));
+    r.kube.putWorkload('Deployment', consumer('bystander', 'unrelated', 'ci-key'));
+    r.kube.putWorkload('Deployment', consumer('unwilling', oldName));
+    r.kube.putWorkload('Deployment', { ...consumer('elsewhere', oldName, 'ci-key'), metadata: { name: 'elsewhere', namespace: 'team-b', generation: 1, annotations: { [ANNOTATION_RESTART_ON_ROTATION]: 'ci-key' } } });
     annotate(r, { [ANNOTATION_ROTATE]: 'go' });
     await r.settle();
     const rotated = r.resource();
@@ -157,7 +160,13 @@ describe('spec.secret.immutable', () => {
     expect(pod.volumes![1]!.projected!.sources![1]!.secret!.name).toBe(newName);
     expect(api.spec!.template.metadata?.annotations?.[restartAnnotation('ci-key')]).toBe(String(fresh));
     expect(api.metadata?.generation).toBe(2);
-    expect(r.kube.workloads.get(`Deployment/${NAMESPACE}/bystander`)!.metadata?.generation).toBe(1);
+    // Consenting but reading none of its Secrets: restarted, nothing to repoint.
+    expect(r.kube.workloads.get(`Deployment/${NAMESPACE}/bystander`)!.metadata?.generation).toBe(2);
+    expect(r.kube.workloads.get(`Deployment/${NAMESPACE}/bystander`)!.spec!.template.spec!.volumes![0]!.secret!.secretName).toBe('unrelated');
+    // Without consent: not repointed, not restarted.
+    expect(r.kube.workloads.get(`Deployment/${NAMESPACE}/unwilling`)!.metadata?.generation).toBe(1);
+    expect(r.kube.workloads.get(`Deployment/${NAMESPACE}/unwilling`)!.spec!.template.spec!.volumes![0]!.secret!.secretName).toBe(oldName);
+    expect(r.events.events.find((e) => e.includes('ConsumersRestarted'))).toContain('without keys.neon.dev/restart-on-rotation naming ci-key: Deployment/unwilling');
     expect(r.kube.workloads.get('Deployment/team-b/elsewhere')!.spec!.template.spec!.volumes![0]!.secret!.secretName).toBe(oldName);
 
     // A crash before the restart was recorded: the repeat finds nothing to move and patches nothing.
@@ -167,7 +176,7 @@ describe('spec.secret.immutable', () => {
     const patches = r.kube.calls.filter((c) => c.startsWith('json-patch')).length;
     await r.reconcile();
     expect(r.kube.calls.filter((c) => c.startsWith('json-patch')).length).toBe(patches);
-    expect(r.resource().status?.retiringKeys?.[0]?.restarts).toEqual([{ kind: 'Deployment', name: 'api', generation: 2 }]);
+    expect(r.resource().status?.retiringKeys?.[0]?.restarts).toEqual([{ kind: 'Deployment', name: 'api', generation: 2 }, { kind: 'Deployment', name: 'bystander', generation: 2 }]);
 
     // Held until the rollout completed, then the grace period, then revoked and its Secret deleted.
     r.clock.now += 60_000;
@@ -175,6 +184,7 @@ describe('spec.secret.immutable', () => {
     expect(r.platform.keys.map((k) => k.id)).toContain(old);
     expect(secretNames(r)).toContain(oldName);
     r.kube.workloads.get(`Deployment/${NAMESPACE}/api`)!.status = { observedGeneration: 2, replicas: 1, updatedReplicas: 1, availableReplicas: 1 };
+    r.kube.workloads.get(`Deployment/${NAMESPACE}/bystander`)!.status = { observedGeneration: 2, replicas: 1, updatedReplicas: 1, availableReplicas: 1 };
     await r.reconcile();
     r.clock.now += 11_000;
     await r.settle();

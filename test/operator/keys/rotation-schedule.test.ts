@@ -18,6 +18,15 @@ describe('rotation schedule', () => {
     expect(gracePeriods({ gracePeriod: '2h', maxGracePeriod: '1h' })).toEqual({ graceMs: 7_200_000, maxGraceMs: 7_200_000 });
   });
 
+  it('a gracePeriod under the operator\'s floor (1m unless --min-rotation-grace) is raised to it, and said so', () => {
+    expect(gracePeriods({ gracePeriod: '1m' })).toEqual({ graceMs: 60_000, maxGraceMs: 86_400_000 });
+    const raised = gracePeriods({ gracePeriod: '0s', maxGracePeriod: '30s' });
+    expect(raised).toMatchObject({ graceMs: 60_000, maxGraceMs: 60_000 });
+    expect(raised.graceError).toBe('spec.rotation.gracePeriod 0s is under the operator\'s minimum of 60s (--min-rotation-grace): a replaced key is kept for the minimum; set gracePeriod to at least that');
+    expect(gracePeriods({ gracePeriod: '5s' }, 1_000)).toEqual({ graceMs: 5_000, maxGraceMs: 86_400_000 });
+    expect(gracePeriods({ gracePeriod: '500ms' }, 1_000).graceMs).toBe(1_000);
+  });
+
   it('is due one interval after the key was born; without interval, never', () => {
     expect(schedule({ interval: '720h' }, utc('2026-01-01T00:00:00Z'), 0).nextAt).toBe(utc('2026-01-31T00:00:00Z'));
     expect(schedule({ gracePeriod: '1m' }, utc('2026-01-01T00:00:00Z'), 0)).toEqual({});

@@ -8,14 +8,14 @@ import { encodeIntent } from '../../../src/operator/keys/create-intent.ts';
 import { restartAnnotation } from '../../../src/operator/keys/consumers.ts';
 import { DriftCache } from '../../../src/operator/keys/drift.ts';
 import { buildSecret } from '../../../src/operator/keys/secret-writer.ts';
-import { ANNOTATION_CREATE_PENDING, ANNOTATION_ROTATE, type KeyResource } from '../../../src/operator/resources/schema.ts';
+import { ANNOTATION_CREATE_PENDING, ANNOTATION_RESTART_ON_ROTATION, ANNOTATION_ROTATE, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig, type Rig } from './fakes.ts';
 
 const T0 = Date.parse('2026-11-23T10:00:00Z');
 
 function clocked(spec: Record<string, unknown> = {}): Rig & { clock: { now: number }; resource(): KeyResource } {
   const clock = { now: T0 };
-  const r = rig({ now: () => clock.now, drift: new DriftCache(60_000, () => clock.now), rotationPollMs: 1_000 });
+  const r = rig({ now: () => clock.now, drift: new DriftCache(60_000, () => clock.now), rotationPollMs: 1_000, minRotationGraceMs: 1_000 });
   // The platform dates its keys by the same clock: a schedule computed from created_at must not
   // depend on the day the test runs (it did, and failed from the day after T0 on).
   r.platform.now = () => clock.now;
@@ -36,9 +36,10 @@ function annotate(r: Rig, annotations: Record<string, string>): void {
 
 const secretKeyId = (r: Rig): string | undefined => r.kube.secret(NAMESPACE, 'ci')?.metadata?.annotations?.['keys.neon.dev/key-id'];
 
-function deployment(name: string, secret: string | undefined, namespace = NAMESPACE): V1Deployment {
+/** A Deployment reading `secret` (envFrom); `consent`: its keys.neon.dev/restart-on-rotation annotation. */
+function deployment(name: string, secret: string | undefined, namespace = NAMESPACE, consent?: string): V1Deployment {
   return {
-    metadata: { name, namespace, generation: 1 },
+    metadata: { name, namespace, generation: 1, ...(consent !== undefined ? { annotations: { [ANNOTATION_RESTART_ON_ROTATION]: consent } } : {}) },
     spec: {
       replicas: 1,
       selector: { matchLabels: { app: name } },
@@ -124,7 +125,7 @@ describe('rotation', () => {
 
   it('a rollout that completes inside maxGracePeriod starts the grace period from then', async () => {
     const r = clocked({ rotation: { gracePeriod: '10s', maxGracePeriod: '1h', restart: { discover: true } } });
-    r.kube.putWorkload('Deployment', deployment('api', 'ci'));
+    r.kube.putWorkload('Deployment', deployment('api', 'ci', NAMESPACE, 'ci'));
     await r.settle();
     const old = r.resource().status!.keyId!;
     annotate(r, { [ANNOTATION_ROTATE]: 'go' });
@@ -143,12 +144,16 @@ describe('rotation', () => {
     expect(r.platform.keys.map((k) => k.id)).not.toContain(old);
   });
 
-  it('restarts the consumers once, with a patch a crash can repeat without a second rollout, and never revokes before the rollout completed', async () => {
-    const r = clocked({ rotation: { gracePeriod: '10s', maxGracePeriod: '1m', restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'listed' }] } } });
-    r.kube.putWorkload('Deployment', deployment('api', 'ci'));
-    r.kube.putWorkload('Deployment', deployment('unrelated', 'other-secret'));
-    r.kube.putWorkload('Deployment', deployment('listed', undefined));
-    r.kube.putWorkload('Deployment', deployment('api', 'ci', 'team-b'));
+  it('restarts the consumers that consent once, with a patch a crash can repeat without a second rollout, and never revokes before the rollout completed', async () => {
+    const r = clocked({ rotation: { gracePeriod: '10s', maxGracePeriod: '1m', restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'listed' }, { kind: 'Deployment', name: 'platform-team' }] } } });
+    r.kube.putWorkload('Deployment', deployment('api', 'ci', NAMESPACE, 'other-secret, ci'));
+    r.kube.putWorkload('Deployment', deployment('unrelated', 'other-secret', NAMESPACE, 'other-secret'));
+    r.kube.putWorkload('Deployment', deployment('listed', undefined, NAMESPACE, 'ci'));
+    r.kube.putWorkload('Deployment', deployment('api', 'ci', 'team-b', 'ci'));
+    // Without consent: one reading the Secret (discovered), one a tenant names, one consenting for another Secret.
+    r.kube.putWorkload('Deployment', deployment('reader', 'ci'));
+    r.kube.putWorkload('Deployment', deployment('platform-team', undefined));
+    r.kube.putWorkload('Deployment', deployment('elsewhere', 'ci', NAMESPACE, 'ci-other'));
     await r.settle();
     const old = r.resource().status!.keyId!;
     annotate(r, { [ANNOTATION_ROTATE]: 'go' });
@@ -161,12 +166,19 @@ describe('rotation', () => {
     expect(r.kube.workloads.get(`Deployment/${NAMESPACE}/unrelated`)!.metadata?.generation).toBe(1);
     // Another namespace's workload of the same name is never touched.
     expect(r.kube.workloads.get('Deployment/team-b/api')!.metadata?.generation).toBe(1);
-    expect(r.kube.calls.filter((c) => c.startsWith('patch Deployment/') || c.startsWith('list ')).every((c) => c.includes(NAMESPACE))).toBe(true);
+    expect(r.kube.calls.filter((c) => c.includes('patch Deployment/') || c.startsWith('list ')).every((c) => c.includes(NAMESPACE))).toBe(true);
+    // No consent, no patch: their pod templates are as they were, and they are named.
+    for (const name of ['reader', 'platform-team', 'elsewhere']) {
+      expect(r.kube.workloads.get(`Deployment/${NAMESPACE}/${name}`)!.metadata?.generation).toBe(1);
+      expect(r.kube.calls.some((c) => c.includes(`patch Deployment/${NAMESPACE}/${name} `))).toBe(false);
+    }
     expect(r.resource().status?.retiringKeys?.[0]?.restarts).toEqual([
       { kind: 'Deployment', name: 'api', generation: 2 },
       { kind: 'Deployment', name: 'listed', generation: 2 },
     ]);
-    expect(r.events.reasons()).toContain('Normal ConsumersRestarted');
+    const restarted = r.events.events.find((e) => e.includes('ConsumersRestarted'));
+    expect(restarted).toBe(`Warning ConsumersRestarted: restarted Deployment/api, Deployment/listed for key ${fresh}; `
+      + `not restarted, without ${ANNOTATION_RESTART_ON_ROTATION} naming ci: Deployment/elsewhere, Deployment/platform-team, Deployment/reader`);
 
     // A crash between the patches and their record: the restart is made again, and changes nothing.
     const status = structuredClone(r.resource().status!);
@@ -196,6 +208,50 @@ describe('rotation', () => {
     complete('listed');
     await r.reconcile();
     expect(r.platform.keys.map((k) => k.id)).toEqual([fresh]);
+    expect(condition(r.resource(), 'Rotating')).toBe('False RotationComplete');
+  });
+
+  it('without any consenting workload nothing is restarted or waited for: the key retires after its grace', async () => {
+    const r = clocked({ rotation: { gracePeriod: '10s', maxGracePeriod: '1h', restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'paused' }] } } });
+    // A paused Deployment a tenant names would never complete a rollout: without consent it is not touched.
+    const paused = deployment('paused', undefined);
+    paused.spec!.paused = true;
+    r.kube.putWorkload('Deployment', paused);
+    r.kube.putWorkload('Deployment', deployment('api', 'ci'));
+    await r.settle();
+    const old = r.resource().status!.keyId!;
+    annotate(r, { [ANNOTATION_ROTATE]: 'go' });
+    await r.settle();
+    expect(r.resource().status?.retiringKeys?.[0]?.restarts).toEqual([]);
+    expect(r.kube.calls.filter((c) => c.includes('patch Deployment/'))).toEqual([]);
+    expect(condition(r.resource(), 'Rotating')).toBe('True RetiringKey');
+    expect(r.resource().status?.conditions?.find((c) => c.type === 'Rotating')?.message).toContain('not restarted, without keys.neon.dev/restart-on-rotation naming ci: Deployment/api, Deployment/paused');
+    r.clock.now += 11_000;
+    await r.settle();
+    expect(r.platform.keys.map((k) => k.id)).not.toContain(old);
+    expect(condition(r.resource(), 'Rotating')).toBe('False RotationComplete');
+  });
+
+  it('a paused Deployment that consented holds the key as RolloutStalled, past maxGracePeriod, until its owner withdraws consent', async () => {
+    const r = clocked({ rotation: { gracePeriod: '10s', maxGracePeriod: '1m', restart: { workloads: [{ kind: 'Deployment', name: 'paused' }] } } });
+    const paused = deployment('paused', 'ci', NAMESPACE, 'ci');
+    paused.spec!.paused = true;
+    r.kube.putWorkload('Deployment', paused);
+    await r.settle();
+    const old = r.resource().status!.keyId!;
+    annotate(r, { [ANNOTATION_ROTATE]: 'go' });
+    await r.settle();
+    expect(r.kube.workloads.get(`Deployment/${NAMESPACE}/paused`)!.metadata?.generation).toBe(2);
+    await r.reconcile();
+    expect(condition(r.resource(), 'Rotating')).toBe('True RolloutStalled');
+    expect(r.resource().status?.conditions?.find((c) => c.type === 'Rotating')?.message).toContain('Deployment/paused (paused)');
+    r.clock.now += 3_600_000;
+    await r.reconcile();
+    expect(r.platform.keys.map((k) => k.id)).toContain(old);
+    // Its owner takes the annotation off: no longer waited for, the key goes (maxGracePeriod is long over).
+    delete r.kube.workloads.get(`Deployment/${NAMESPACE}/paused`)!.metadata!.annotations;
+    await r.settle();
+    expect(r.platform.keys.map((k) => k.id)).not.toContain(old);
     expect(condition(r.resource(), 'Rotating')).toBe('False RotationComplete');
   });
 
@@ -265,6 +321,27 @@ describe('rotation', () => {
     await r.settle();
     expect(r.resource().status?.keyId).not.toBe(first);
     expect(r.resource().status?.rotation?.nextRotationAt).toBe(new Date(Date.UTC(2026, 10, 24, 3, 0, 30)).toISOString());
+  });
+
+  it('a gracePeriod under the operator\'s floor keeps the replaced key for the floor, and the Rotating condition says so', async () => {
+    const clock = { now: T0 };
+    const r = rig({ now: () => clock.now, drift: new DriftCache(60_000, () => clock.now), rotationPollMs: 1_000 });
+    r.platform.now = () => clock.now;
+    r.kube.putResource(keyResource('ApiKey', 'ci', { spec: { rotation: { gracePeriod: '5s' } } }));
+    const resource = (): KeyResource => r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    await r.settle();
+    await r.reconcile();
+    expect(condition(resource(), 'Rotating')).toBe('False InvalidSpec');
+    expect(resource().status?.conditions?.find((c) => c.type === 'Rotating')?.message).toContain('under the operator\'s minimum of 60s');
+    const old = resource().status!.keyId!;
+    annotate(r, { [ANNOTATION_ROTATE]: 'go' });
+    await r.settle();
+    clock.now += 30_000;
+    await r.settle();
+    expect(r.platform.keys.map((k) => k.id)).toContain(old);
+    clock.now += 31_000;
+    await r.settle();
+    expect(r.platform.keys.map((k) => k.id)).not.toContain(old);
   });
 
   it('an unknown time zone stops scheduled rotations and says so in the Rotating condition', async () => {

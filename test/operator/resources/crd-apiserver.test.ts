@@ -2,6 +2,7 @@
 // they should, the defaults land, status is a subresource, the short names and category resolve.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ApiException, CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
+import { TEST_MIN_ROTATION_GRACE } from '../../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../../harness/index.ts';
 import { join } from 'node:path';
 import { createNamespace, customObjects, installOperatorManifests, kubectl, root } from '../support.ts';
@@ -59,6 +60,18 @@ describe('the CRDs on a real apiserver', () => {
     expect(await refusal(create('apikeys', apiKey('bad-policy', { scope: 'Personal', deletionPolicy: 'Keep', credentialsSecretRef: creds })))).toMatch(/^422 /);
   });
 
+  it('refuses a rotation gracePeriod under the floor (0s included) and admits the floor; crds/ as checked in (floor 1m) passes a server-side dry run', async () => {
+    // The run's CRDs carry the floor TEST_MIN_ROTATION_GRACE (test/harness/crds.ts): the same CEL
+    // rule as crds/, whose own floor (1m) is checked in crd.test.ts. Applying crds/ for real here
+    // would raise the floor under the other suites of the run (CRDs are cluster-wide).
+    for (const gracePeriod of ['0s', '500ms']) {
+      const error = await refusal(create('apikeys', apiKey(`grace-${gracePeriod}`, { scope: 'Personal', credentialsSecretRef: creds, rotation: { gracePeriod } })));
+      expect(error).toMatch(new RegExp(`^422 .*gracePeriod must be at least ${TEST_MIN_ROTATION_GRACE}`));
+    }
+    await create('apikeys', apiKey('grace-floor', { scope: 'Personal', credentialsSecretRef: creds, rotation: { gracePeriod: TEST_MIN_ROTATION_GRACE } }));
+    expect(await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=crd-dry-run', '--dry-run=server', '-f', join(root, 'crds')])).toContain('(server dry run)');
+  });
+
   it('keeps scope and organizationId immutable', async () => {
     const created = await create('apikeys', apiKey('immutable', { scope: 'Organization', organizationId: 'org-a', credentialsSecretRef: creds })) as { metadata: Record<string, unknown>; spec: Record<string, unknown> };
     const replace = (spec: Record<string, unknown>) => objects.replaceNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'immutable', body: { ...created, spec } });
@@ -90,7 +103,7 @@ describe('the CRDs on a real apiserver', () => {
 
   it('admits every manifest in examples/', async () => {
     await kubectl(cp, ['apply', '-f', join(root, 'examples/namespace.yaml')]);
-    for (const file of ['credentials-secret.yaml', 'apikey.yaml', 'projectapikey.yaml']) {
+    for (const file of ['credentials-secret.yaml', 'apikey.yaml', 'projectapikey.yaml', 'rotation.yaml']) {
       expect(await kubectl(cp, ['apply', '--dry-run=server', '-f', join(root, 'examples', file)])).toContain('(server dry run)');
     }
   });

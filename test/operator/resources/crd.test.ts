@@ -32,6 +32,20 @@ describe('the generated CRDs', () => {
     });
   });
 
+  it.each(kinds)('%s admits a gracePeriod of at least 1m only, unless rendered for a test cluster with a lower floor', (kind) => {
+    const rules = (options?: { minRotationGrace: string }): string[] => {
+      const spec = customResourceDefinition(kind, options).spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      return spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.rotation['x-kubernetes-validations'].map((v: { rule: string; message: string }) => `${v.rule} => ${v.message}`);
+    };
+    expect(rules()).toContain("!has(self.gracePeriod) || duration(self.gracePeriod) >= duration('1m') => gracePeriod must be at least 1m");
+    const lowered = rules({ minRotationGrace: '1s' });
+    expect(lowered).toContain("!has(self.gracePeriod) || duration(self.gracePeriod) >= duration('1s') => gracePeriod must be at least 1s");
+    expect(lowered.filter((r) => r.includes("duration('1m') => gracePeriod"))).toEqual([]);
+    // Only that rule moves: the interval's floor stays.
+    expect(lowered).toContain("!has(self.interval) || duration(self.interval) >= duration('1m') => interval must be at least 1m");
+    expect(renderCrdYaml(kind, { minRotationGrace: '1s' })).not.toBe(renderCrdYaml(kind));
+  });
+
   it('keeps every status field of ProjectApiKey, operations items included', () => {
     const spec = customResourceDefinition('ProjectApiKey').spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     const status = spec.versions[0].schema.openAPIV3Schema.properties.status;
