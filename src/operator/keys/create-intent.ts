@@ -17,11 +17,12 @@ export function encodeIntent(signer: Signer, uid: string, pending: PendingAttemp
  * write it, so it is believed only with the operator's signature over its fields and this
  * resource's uid (signing.ts): a forged intent, an edited one, or one copied from another resource
  * is Unsigned and cleared without revoking anything, since recovery revokes what the intent names.
- * An attempt that is not `<base>-<8 chars>` is refused too (spec.keyName changed since the intent:
- * cleared without revoking; its key, if the POST succeeded and the Secret was never written, stays
- * live: docs/reliability.md).
+ * A signed intent holds whatever spec.keyName says now: its attempt is a name this operator chose
+ * for this resource (`<keyName then>-<8 random chars>`), so an edit of spec.keyName between the
+ * intent and its outcome never turns the attempt's key into one nobody records (issue 24; before
+ * the signature, the attempt had to start with the current keyName, which lost that key).
  */
-export function parseIntent(value: string | undefined, base: string | undefined, uid: string, signer: Signer): PendingAttempt | RefusedIntent | undefined {
+export function parseIntent(value: string | undefined, uid: string, signer: Signer): PendingAttempt | RefusedIntent | undefined {
   if (value === undefined) return undefined;
   try {
     const parsed = JSON.parse(value) as Partial<PendingAttempt> & { sig?: unknown };
@@ -32,7 +33,6 @@ export function parseIntent(value: string | undefined, base: string | undefined,
     if (rotation !== undefined && (typeof rotation !== 'object' || rotation === null
       || ((rotation as { request?: unknown }).request !== undefined && typeof (rotation as { request?: unknown }).request !== 'string'))) return 'Malformed';
     if (typeof parsed.sig !== 'string' || !signer.verify('intent', intentFields(uid, parsed as PendingAttempt), parsed.sig)) return 'Unsigned';
-    if (base !== undefined && !isAttemptOf(parsed.attempt, base)) return 'Malformed';
     const { attempt, startedAt, holder, replaces, abandons } = parsed as PendingAttempt;
     const request = (rotation as { request?: string } | undefined)?.request;
     return {
@@ -60,12 +60,6 @@ function intentFields(uid: string, p: PendingAttempt): (string | number | undefi
 }
 
 const ATTEMPT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
-const ATTEMPT_SUFFIX = /^-[a-z0-9]{8}$/;
-
-function isAttemptOf(attempt: string, base: string): boolean {
-  const prefix = base.slice(0, KEY_NAME_MAX);
-  return attempt.startsWith(prefix) && ATTEMPT_SUFFIX.test(attempt.slice(prefix.length));
-}
 
 export function attemptName(base: string): string {
   const bytes = randomBytes(8);

@@ -12,8 +12,8 @@ import { observeRollouts, type Restart } from './consumers.ts';
 import { baseSecretName } from './immutable-secret.ts';
 import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
 import { gracePeriods, requestToken, schedule } from './rotation-schedule.ts';
-import { defaultKeyName, parseIntent } from './create-intent.ts';
-import { activeIntent, fulfilledIntent, recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
+import { parseIntent } from './create-intent.ts';
+import { activeIntent, recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
 import { checkRecordedKey, type FailingSince } from './drift.ts';
 import type { Context, KeyDeps, RotationContext } from './reconcile-context.ts';
 import { locateSecret, observeSecret } from './secret-writer.ts';
@@ -27,14 +27,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   const status = resource.status ?? {};
   const recordedStatus = { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}), ...(status.keyName !== undefined ? { keyName: status.keyName } : {}) };
   const rawIntent = meta.annotations?.[ANNOTATION_CREATE_PENDING];
-  const base = spec !== undefined ? spec.keyName ?? defaultKeyName(resource) : undefined;
-  let intent = parseIntent(rawIntent, base, meta.uid, deps.signer);
-  if (intent === 'Malformed' && base !== undefined) {
-    // spec.keyName changed since the key was issued: its fulfilled intent names the old base, and
-    // is the recorded key's intent, not one to refuse (no InvalidAnnotation, no clearing write).
-    const unbased = parseIntent(rawIntent, undefined, meta.uid, deps.signer);
-    if (fulfilledIntent(unbased, recordedStatus)) intent = unbased;
-  }
+  const intent = parseIntent(rawIntent, meta.uid, deps.signer);
   // A fulfilled intent (its attempt is the recorded key) is no pending attempt: the resource is
   // observed as without one (decision.ts fulfilledIntent).
   const pending = activeIntent({ pending: intent, status: recordedStatus });

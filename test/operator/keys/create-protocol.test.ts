@@ -259,6 +259,29 @@ describe('the create protocol', () => {
     expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([`patch status ApiKey/${NAMESPACE}/ci`]);
   });
 
+  it('spec.keyName edited while an attempt is pending (issue 24, campaign seed 24): the attempt of the old name is still recovered, its key revoked, none left unrecorded', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    r.platform.answerCreate = (): never => { throw platformError('TIMEOUT', undefined, 'ambiguous'); };
+    expect(await r.reconcile()).toEqual({ type: 'Retry' });
+    const lost = r.platform.keys[0]!;
+    r.platform.answerCreate = undefined;
+    // The tenant renames the key before the operator comes back to the attempt.
+    const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(lost.name.startsWith('renamed-')).toBe(false);
+    resource.spec = { ...resource.spec, keyName: 'renamed' };
+    resource.metadata.generation = 2;
+    r.kube.putResource(resource);
+    expect(await r.reconcile()).toEqual({ type: 'Continue' });
+    expect(r.platform.calls.slice(2)).toEqual(['listOrg org-1', `revokeOrg org-1 ${lost.id}`]);
+    expect(r.events.reasons()).toEqual(['Warning CreateOutcomeUnknown', 'Warning CreateRecovered']);
+    expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
+    const recorded = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status;
+    expect(recorded?.keyName?.startsWith('renamed-')).toBe(true);
+    // Every key the operator made is recorded or revoked.
+    expect(r.platform.keys.map((k) => k.id)).toEqual([recorded?.keyId]);
+  });
+
   it("attack 2 (issue 24): key 1's fulfilled intent and signed Secret annotations replayed over key 2 are refused; key 2 stays recorded, nothing revoked", async () => {
     const r = rig();
     r.kube.putResource(keyResource());
