@@ -202,6 +202,8 @@ export class KeyReconciler implements Reconciler {
 
   /** Observe, decide, act on the resource as read (or as just written by this reconcile). */
   async #reconcileResource(resource: KeyResource, logger: Logger, mayContinue: boolean, record: ReconcileRecord | undefined, worker: Worker | undefined): Promise<ReconcileResult> {
+    // A replica that no longer leads goes no further (its writes would be refused: runtime/write-fence.ts).
+    worker?.signal?.throwIfAborted();
     const ctx = await observe(this.#deps, this.#failingSince, resource, logger);
     if (worker !== undefined) ctx.worker = worker;
     const decision = decide(ctx.observation);

@@ -46,6 +46,8 @@ export interface Worker {
    * reconciles wait so: the caller does (keys/create-admission.ts bounds them per organization).
    */
   release<T>(wait: Promise<T>): Promise<T>;
+  /** Aborts once this process may no longer act (leadership lost, runtime/write-fence.ts): the reconcile should end. */
+  signal?: AbortSignal;
 }
 
 export interface Reconciler {
@@ -103,6 +105,8 @@ export interface ControllerOptions {
   ownWrites?: OwnWrites;
   /** Makes the informer of a watch (default: a trimmed ListWatch; tests pass fakes). */
   informerFor?(watch: Watch): CachingInformer;
+  /** Given to every reconcile (Worker.signal): aborts when this process may no longer act. */
+  signal?: AbortSignal;
 }
 
 interface WakeEvent {
@@ -313,6 +317,7 @@ export class Controller {
           freeWorker();
           return wait;
         },
+        ...(this.#o.signal !== undefined ? { signal: this.#o.signal } : {}),
       };
       await Promise.race([this.#reconcileOne(key, worker), released]);
     }
