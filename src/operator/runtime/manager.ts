@@ -111,7 +111,8 @@ export class Manager {
       onStartedLeading: async (signal) => {
         this.#leading = true;
         this.#o.onLeading?.(true);
-        signal.addEventListener('abort', () => this.#work.abort(new NotLeadingError()), { once: true });
+        if (signal.aborted) this.#work.abort(new NotLeadingError());
+        else signal.addEventListener('abort', () => this.#work.abort(new NotLeadingError()), { once: true });
         await this.#start();
       },
       // Like client-go: a replica that lost the lease exits, and comes back as a standby.
