@@ -535,14 +535,14 @@ describe('two operator processes with leader election', () => {
       const events = readFileSync(auditLog, 'utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as AuditEvent);
       const by = (name: string): AuditEvent[] => events.filter((e) => e.user.username === userOf(name));
       const received = (e: AuditEvent): number => Date.parse(e.requestReceivedTimestamp);
-      const describe = (e: AuditEvent): string => `${e.requestReceivedTimestamp} ${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource !== undefined ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.namespace ?? ''}/${e.objectRef?.name ?? ''} -> ${String(e.responseStatus?.code)}`;
+      const show = (e: AuditEvent): string => `${e.requestReceivedTimestamp} ${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource !== undefined ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.namespace ?? ''}/${e.objectRef?.name ?? ''} -> ${String(e.responseStatus?.code)}`;
       // The audit sees both replicas write (the old leader before, the new one after the takeover).
       expect(by(accounts[0]!).filter((e) => received(e) < acquiredAt && e.objectRef?.resource === 'secrets').length).toBeGreaterThan(0);
       expect(by(accounts[1]!).filter((e) => received(e) > acquiredAt && e.objectRef?.resource === 'apikeys').length).toBeGreaterThan(0);
       // Nothing from the old leader after the new one acquired the Lease. A renewal of the Lease it
       // may have had on the wire when it was stopped is refused by the resourceVersion (409): not a write.
       const late = by(accounts[0]!).filter((e) => received(e) >= acquiredAt && !(e.objectRef?.resource === 'leases' && e.responseStatus?.code === 409));
-      expect(late.map(describe)).toEqual([]);
+      expect(late.map(show)).toEqual([]);
 
       // The platform: the old leader's process is named in its user agent.
       const fromA = platformLog.filter((l) => l.msg === 'request' && (l.userAgent ?? '').includes(`(${a.name}-`));
@@ -550,9 +550,16 @@ describe('two operator processes with leader election', () => {
       const lateWrites = fromA.filter((l) => l.method !== 'GET' && l.time - (l.ms ?? 0) >= acquiredAt);
       expect(lateWrites.map((l) => `${new Date(l.time - (l.ms ?? 0)).toISOString()} ${l.method} ${l.route} -> ${String(l.status)}`)).toEqual([]);
 
-      // And each resource has exactly one live key.
+      // And each resource has exactly one live key, which its Secret holds (the platform accepts it).
       const keys = await adminKeys();
       for (const name of ['stall-0', ...names]) expect([name, liveKeys(keys, name).length]).toEqual([name, 1]);
+      for (const name of ['stall-0', ...names]) {
+        const secret = await core.readNamespacedSecret({ namespace: watched, name });
+        const apiKey = Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
+        const auth = await fetch(`${emulator.baseUrl}/auth`, { headers: { authorization: `Bearer ${apiKey}` } });
+        await auth.body?.cancel();
+        expect([name, auth.status]).toEqual([name, 200]);
+      }
       await removeKeys(watched);
     } finally {
       for (const r of started) await stopReplica(r);
