@@ -526,7 +526,9 @@ describe('two operator processes with leader election', () => {
       const stalledMs = performance.now() - stoppedAt;
       a.child.kill('SIGCONT');
       // It wakes up to a lease it lost: it stops, and exits to come back as a standby.
-      const exited = await Promise.race([once(a.child, 'exit').then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 30_000))]);
+      let giveUp: ReturnType<typeof setTimeout> | undefined;
+      const exited = await Promise.race([once(a.child, 'exit').then(() => true), new Promise<false>((resolve) => { giveUp = setTimeout(() => resolve(false), 30_000); })]);
+      clearTimeout(giveUp);
       expect([exited, a.child.exitCode]).toEqual([true, 1]);
       console.log(`stalled leader: stopped for ${Math.round(stalledMs)} ms; exited with ${String(a.child.exitCode)} after SIGCONT`);
 
