@@ -2,6 +2,7 @@
 // in-memory Kubernetes and platform of fakes.ts: the calls each step makes, in order, and what a
 // crash, an ambiguous answer, a refusal or a wrong answer leaves behind.
 import { describe, expect, it } from '@jest/globals';
+import { pino } from 'pino';
 import { encodeIntent } from '../../../src/operator/keys/create-intent.ts';
 import { buildSecret } from '../../../src/operator/keys/secret-writer.ts';
 import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
@@ -288,6 +289,19 @@ describe('the create protocol', () => {
     r.kube.putResource(keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] }));
     expect(await r.reconcile()).toEqual({ type: 'Backoff' });
     expect(condition(r.kube.resource('ApiKey', NAMESPACE, 'ci'), 'Ready')).toBe('False CredentialsMissing');
+    expect(r.platform.calls).toEqual([]);
+  });
+});
+
+describe('a replica that no longer leads', () => {
+  it('goes no further once its worker\'s signal has aborted: no apiserver or platform call', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    const lost = new AbortController();
+    lost.abort(new Error('not leading'));
+    const worker = { release: <T>(wait: Promise<T>): Promise<T> => wait, signal: lost.signal };
+    await expect(r.reconciler.reconcile({ kind: 'ApiKey', namespace: NAMESPACE, name: 'ci' }, pino({ level: 'silent' }), worker)).rejects.toThrow('not leading');
+    expect(r.kube.calls).toEqual([]);
     expect(r.platform.calls).toEqual([]);
   });
 });
