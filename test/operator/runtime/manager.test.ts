@@ -109,8 +109,9 @@ describe('Manager', () => {
 describe('Manager with leader election', () => {
   const SHORT = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 200 };
 
-  function elected(kubeConfig: KubeConfig, lease: string, work: { stopMs: number; onStart?(leadership: Leadership): void }): { manager: Manager; exitCode: Promise<number>; steps: string[] } {
+  function elected(kubeConfig: KubeConfig, lease: string, work: { stopMs: number; onStart?(leadership: Leadership): void }): { manager: Manager; exitCode: Promise<number>; steps: string[]; stoppedAt: () => number } {
     const steps: string[] = [];
+    let stoppedAt = Infinity;
     let exited: (code: number) => void = () => undefined;
     const exitCode = new Promise<number>((resolve) => { exited = resolve; });
     const manager = new Manager({
@@ -127,21 +128,22 @@ describe('Manager with leader election', () => {
           stop: async () => {
             steps.push('stopping');
             await sleep(work.stopMs);
+            stoppedAt = performance.now();
             steps.push('stopped');
           },
         };
       },
       exit: (code) => { steps.push(`exit ${code}`); exited(code); },
     });
-    return { manager, exitCode, steps };
+    return { manager, exitCode, steps, stoppedAt: () => stoppedAt };
   }
 
   it('renews the Lease while the work drains and releases it only once the work has stopped: a standby never takes over meanwhile', async () => {
     const { kubeConfig } = await controlPlane();
     const lease = `manager-test-${randomBytes(4).toString('hex')}`;
     const leases = kubeConfig.makeApiClient(CoordinationV1Api);
-    // The drain lasts twice the lease duration: without renewals, a standby would take over during it.
-    const { manager, exitCode, steps } = elected(kubeConfig, lease, { stopMs: 2 * SHORT.leaseDurationMs });
+    // The drain lasts three lease durations: without renewals, a standby would take over during it.
+    const { manager, exitCode, steps, stoppedAt } = elected(kubeConfig, lease, { stopMs: 3 * SHORT.leaseDurationMs });
     await manager.run();
     await until('the manager leading', async () => (await leases.readNamespacedLease({ name: lease, namespace: 'default' }).catch(() => undefined))?.spec?.holderIdentity === 'manager', 15_000);
     await until('the work started', () => steps.includes('start'), 5_000);
@@ -161,18 +163,20 @@ describe('Manager with leader election', () => {
     await sleep(SHORT.retryPeriodMs * 3);
 
     manager.shutdown('SIGTERM');
-    await until('the work stopped', () => steps.includes('stopped'), 10_000);
-    const stoppedAt = performance.now();
-    expect(standbyLed).toEqual([]);
+    await until('the work stopping', () => steps.includes('stopping'), 5_000);
+    // Halfway through the drain, longer after shutdown began than the lease lasts: still held, and renewed.
+    await sleep(1.5 * SHORT.leaseDurationMs);
     const during = await leases.readNamespacedLease({ name: lease, namespace: 'default' });
+    expect(steps).not.toContain('stopped');
     expect(during.spec?.holderIdentity).toBe('manager');
-    // Renewed during the drain: the last renewal is at most about a retry period old.
     expect(Date.now() - new Date(during.spec?.renewTime ?? 0).getTime()).toBeLessThan(SHORT.leaseDurationMs);
     expect(await exitCode).toBe(0);
     expect(steps).toEqual(['start', 'stopping', 'stopped', 'exit 0']);
-    // Released: the standby takes over at its next retry, well before the lease would expire.
+    // Released once the work had stopped: the standby takes over then, at its next retry, well
+    // before the lease would have expired.
     await until('the standby leading', () => standbyLed.length > 0, 10_000);
-    expect(standbyLed[0]! - stoppedAt).toBeLessThan(SHORT.leaseDurationMs);
+    expect(standbyLed[0]!).toBeGreaterThan(stoppedAt());
+    expect(standbyLed[0]! - stoppedAt()).toBeLessThan(SHORT.leaseDurationMs);
   });
 
   it('an event loop stalled past the lease: writes are refused at once, the work\'s signal aborts, the Lease is not touched, and it exits 1', async () => {
