@@ -92,7 +92,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     if (template !== undefined && (template.startsWith('/api/v2') || template === '(unmatched)')) {
       res.on('close', () => parts.requests.record(method, template ?? '', res.headersSent ? res.statusCode : 0));
     }
-    res.on('close', () => logger.info({ reqId: requestId, method, route: template ?? path, status: res.headersSent ? res.statusCode : 0, ms: Math.round(performance.now() - started) }, 'request'));
+    // The user agent says which client sent it (the operator names its process in it): who wrote what, and when.
+    const userAgent = String(req.headers['user-agent'] ?? '').slice(0, 200);
+    res.on('close', () => logger.info({ reqId: requestId, method, route: template ?? path, status: res.headersSent ? res.statusCode : 0, ms: Math.round(performance.now() - started), userAgent }, 'request'));
 
     if (matched === undefined) throw new ApiError(404, 'NOT_FOUND', `no route for ${method} ${path.slice(0, 200)}`);
     if (!('route' in matched)) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; allowed: ${matched.allowed.join(', ')}`, { allow: matched.allowed.join(', ') });

@@ -6,11 +6,13 @@
 // The operator has no platform credentials of its own (every resource names a Secret in its
 // namespace), so a wrong or revoked platform key shows on that resource's conditions (KeyIssued,
 // reason Unauthorized/Forbidden), never in readiness (runtime/manager.ts says what ready means).
+import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { Manager } from './runtime/manager.ts';
+import type { Leadership } from './runtime/write-fence.ts';
 import { reuseKubeConnections } from './runtime/kube-connections.ts';
 import { createLogger } from './runtime/logger.ts';
 import { startOperator, type RunningOperator } from './manager.ts';
@@ -106,8 +108,13 @@ const leaseNamespace = process.env.POD_NAMESPACE ?? 'neon-key-operator-system';
 const unverifiedAfter = values['unverified-after'] ?? process.env.UNVERIFIED_AFTER;
 const minRotationGraceMs = duration(values['min-rotation-grace'] ?? process.env.MIN_ROTATION_GRACE ?? '1m');
 if (minRotationGraceMs < 1_000) throw new Error('--min-rotation-grace must be at least 1s');
-const start = async (): Promise<RunningOperator> => await startOperator({
+// The process's identity in intents and in the platform's logs (its user agent): the pod's name, and
+// a suffix of its own, since a restarted container is another process.
+const processIdentity = `${identity}-${randomBytes(4).toString('hex')}`;
+const start = async (leadership: Leadership): Promise<RunningOperator> => await startOperator({
   kubeConfig,
+  identity: processIdentity,
+  leadership,
   platformBaseUrl: values['platform-url'] ?? process.env.NEON_API_URL ?? 'https://console.neon.tech/api/v2',
   workers,
   ...(namespaces !== undefined ? { namespaces } : {}),

@@ -19,13 +19,17 @@ import { PlatformClients } from './keys/platform-clients.ts';
 import { OperationsPollers, type OperationsClient } from './keys/operations-poller.ts';
 import { OwnWrites } from './runtime/own-writes.ts';
 import { createLogger } from './runtime/logger.ts';
+import { fenceKubeWrites, soleLeadership, type Leadership } from './runtime/write-fence.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/signing.ts';
 import type { ManagedKeysCount, OperatorMetrics } from './keys/metrics.ts';
 import type { ReconcileRecord } from './keys/reconcile-context.ts';
 import type { KindName } from './resources/schema.ts';
 
-/** Makes a platform client acting with one API key (src/platform's PlatformClient in production). */
-export type PlatformFactory = (options: { baseUrl: string; apiKey: string }) => KeyPlatform & OperationsClient;
+/**
+ * Makes a platform client acting with one API key (src/platform's PlatformClient in production).
+ * `beforeWrite` is the write fence (runtime/write-fence.ts): called before each write attempt.
+ */
+export type PlatformFactory = (options: { baseUrl: string; apiKey: string; beforeWrite: () => void; userAgent: string }) => KeyPlatform & OperationsClient;
 
 /** How often the resources at rest are looked at for a due drift check (KeyReconciler.sweep). */
 const SWEEP_TICK_MS = 1_000;
@@ -68,6 +72,12 @@ export interface OperatorOptions {
   minRotationGraceMs?: number;
   /** Creates of one organization under way at once, the rest waiting for their turn (keys/create-admission.ts); default 30. */
   createsPerOrganization?: number;
+  /**
+   * Whether this replica may still write (runtime/write-fence.ts): checked before every write to
+   * the apiserver and the platform; its signal ends the pollers and in-flight reconciles. The
+   * runtime's manager passes the leader election's; default: write until stop().
+   */
+  leadership?: Leadership;
 }
 
 export interface RunningOperator {
@@ -101,9 +111,11 @@ function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsec
   // (DESIGN.md section 5): at most 10 creations in any second as the platform counts them, each
   // counted from its answer (src/platform/sliding-window.ts).
   const orgKeyLimiter = orgKeyLimiters(() => orgKeyCreationLimiter());
-  return ({ baseUrl, apiKey }) => new PlatformClient({
+  return ({ baseUrl, apiKey, beforeWrite, userAgent }) => new PlatformClient({
     baseUrl,
     apiKey,
+    beforeWrite,
+    userAgent,
     orgKeyLimiter,
     allowInsecureHttp,
     ...(metrics !== undefined ? { onResponse: (info) => metrics.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) } : {}),
@@ -113,8 +125,16 @@ function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsec
 export async function startOperator(options: OperatorOptions): Promise<RunningOperator> {
   const logger = options.logger ?? createLogger();
   const identity = options.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
-  const factory = options.platformFactory ?? defaultPlatformFactory(options.metrics, options.allowInsecurePlatformUrl === true);
-  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  const makePlatform = options.platformFactory ?? defaultPlatformFactory(options.metrics, options.allowInsecurePlatformUrl === true);
+  const stopped = new AbortController();
+  const leadership = options.leadership ?? soleLeadership(stopped.signal);
+  // Every platform write asks the fence first; the user agent names this process in the platform's logs.
+  const userAgent = `neon-key-operator (${identity})`;
+  const factory = ({ baseUrl, apiKey }: { baseUrl: string; apiKey: string }): KeyPlatform & OperationsClient =>
+    makePlatform({ baseUrl, apiKey, beforeWrite: () => leadership.check(), userAgent });
+  // Every apiserver write of the domain asks the fence first (informers read with options.kubeConfig).
+  const kubeConfig = fenceKubeWrites(options.kubeConfig, leadership);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
   const signingKeySecret = options.signingKeySecret ?? { namespace: 'neon-key-operator-system', name: DEFAULT_SIGNING_KEY_SECRET };
   const signer = new Signer(options.signingKey ?? await loadSigningKey(core, signingKeySecret.namespace, signingKeySecret.name, logger));
   // One client per credentials in use, bounded in count and idle time (keys/platform-clients.ts).
@@ -135,7 +155,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ...(options.metrics !== undefined ? { onPoll: (outcome) => options.metrics?.operationsPolls.inc({ outcome }) } : {}),
   });
   const ownWrites = new OwnWrites();
-  const objects = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const objects = kubeConfig.makeApiClient(CustomObjectsApi);
   // A refreshed list that no longer shows a key (or a project) wakes the resources resting on it:
   // drift is caught when the list is taken, within one interval (drift.ts, DriftGone). A project
   // gone wakes every ProjectApiKey naming it, at rest or not (the resting ones among them): one
@@ -147,7 +167,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     for (const key of woken) controller.enqueueLow(key);
   });
   const reconciler = new KeyReconciler({
-    kube: new ApiServerWrites(objects, core, options.kubeConfig.makeApiClient(AppsV1Api), options.kubeConfig),
+    kube: new ApiServerWrites(objects, core, kubeConfig.makeApiClient(AppsV1Api), kubeConfig),
     platformFor,
     drift,
     events: new EventRecorder(core, 'neon-key-operator', logger),
@@ -199,6 +219,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       options.onReconciled?.(kind as KindName, result, seconds);
     },
     ...(options.metrics !== undefined ? { queueMetrics: options.metrics.workQueue('keys') } : {}),
+    signal: leadership.signal,
   });
   const running = controller;
   await running.start();
@@ -232,6 +253,14 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   }, Math.max(10, Math.min(SWEEP_TICK_MS, driftIntervalMs / 10)));
   sweeper.unref();
   logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 16 }, 'operator started');
+  // Leadership lost: the pollers and the sweeps end at once (their platform calls aborted), the
+  // reconciles in flight at their next step; the manager then stops the rest.
+  const ended = (): void => {
+    clearInterval(sweeper);
+    void pollers.stop();
+  };
+  if (leadership.signal.aborted) ended();
+  else leadership.signal.addEventListener('abort', ended, { once: true });
   let stopping: Promise<void> | undefined;
   return {
     identity,
@@ -241,7 +270,11 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       metrics?.countManagedKeysWith(undefined);
       clearInterval(sweeper);
       clearInterval(evictIdleClients);
-      stopping ??= running.stop().then(() => pollers.stop()).then(() => logger.info('operator stopped'));
+      leadership.signal.removeEventListener('abort', ended);
+      stopping ??= running.stop().then(() => pollers.stop()).then(() => {
+        stopped.abort();
+        logger.info('operator stopped');
+      });
       return stopping;
     },
   };

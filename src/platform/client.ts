@@ -74,6 +74,11 @@ export interface PlatformClientOptions {
   allowInsecureHttp?: boolean;
   /** A response body larger than this fails the attempt as INVALID_RESPONSE. Default 16 MiB. */
   maxResponseBytes?: number;
+  /**
+   * Called right before each attempt of a write (POST, DELETE), retries included; what it throws
+   * ends the call, nothing sent. The operator's write fence (a replica that no longer leads).
+   */
+  beforeWrite?: () => void;
 }
 
 export interface ResponseInfo {
@@ -159,6 +164,7 @@ export class PlatformClient {
   readonly #userAgent: string;
   readonly #onResponse: ((info: ResponseInfo) => void) | undefined;
   readonly #maxResponseBytes: number;
+  readonly #beforeWrite: (() => void) | undefined;
 
   constructor(options: PlatformClientOptions) {
     const url = new URL(options.baseUrl);
@@ -181,6 +187,7 @@ export class PlatformClient {
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
     this.#onResponse = options.onResponse;
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.#beforeWrite = options.beforeWrite;
   }
 
   // ---- Credentials ----
@@ -435,6 +442,8 @@ export class PlatformClient {
       headers['content-type'] = 'application/json';
     }
 
+    const write = method !== 'GET';
+    if (write) this.#beforeWrite?.();
     let permit: Permit | undefined;
     if (spec.limited === true) {
       try {
@@ -442,6 +451,15 @@ export class PlatformClient {
         permit = await limiter.take(spec.signal);
       } catch {
         throw abortedError(method, route, false);
+      }
+    }
+    if (write && permit !== undefined) {
+      // Again after the limiter's wait, which may have outlasted the lease: as close to the wire as this client gets.
+      try {
+        this.#beforeWrite?.();
+      } catch (e) {
+        permit.done();
+        throw e;
       }
     }
     const deadline = AbortSignal.timeout(this.#timeoutMs);

@@ -27,7 +27,29 @@ export interface ControlPlaneInfo {
   binDir: string;
   /** the temporary folder holding data, certificates and logs (empty for an external cluster) */
   dir: string;
+  /**
+   * The apiserver's audit log (JSON lines, one per request at ResponseComplete): the writes of
+   * ServiceAccounts of AUDITED_NAMESPACE only, so that it stays small. Absent for an external cluster.
+   */
+  auditLogPath?: string;
 }
+
+/**
+ * Requests of the ServiceAccounts of this namespace that write (create, update, patch, delete) are
+ * in the audit log: a test that must know which process wrote what gives each its own
+ * ServiceAccount here (test/operator/ha.test.ts, the stalled leader).
+ */
+export const AUDITED_NAMESPACE = 'nko-audited';
+
+const AUDIT_POLICY = JSON.stringify({
+  apiVersion: 'audit.k8s.io/v1',
+  kind: 'Policy',
+  omitStages: ['RequestReceived'],
+  rules: [
+    { level: 'Metadata', userGroups: [`system:serviceaccounts:${AUDITED_NAMESPACE}`], verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'] },
+    { level: 'None' },
+  ],
+});
 
 export type ControlPlaneProcess = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
 
@@ -162,6 +184,8 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
     await writeFile(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     const adminToken = randomBytes(24).toString('hex');
     await writeFile(join(dir, 'tokens.csv'), `${adminToken},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
+    await writeFile(join(dir, 'audit-policy.json'), AUDIT_POLICY);
+    const auditLogPath = join(dir, 'audit.log');
 
     const server = `https://127.0.0.1:${apiPort}`;
     launch('kube-apiserver', [
@@ -179,6 +203,10 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
       '--service-cluster-ip-range=10.0.0.0/24',
       '--allow-privileged=true',
       '--profiling=false',
+      `--audit-policy-file=${join(dir, 'audit-policy.json')}`,
+      `--audit-log-path=${auditLogPath}`,
+      '--audit-log-format=json',
+      '--audit-log-mode=blocking',
     ]);
 
     // kube-apiserver writes its self-signed serving certificate (with its CA) into --cert-dir at start.
@@ -231,7 +259,7 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
     reaper.unref();
 
     return {
-      info: { server, caData, adminToken, kubeconfigPath, binDir: options.binDir, dir },
+      info: { server, caData, adminToken, kubeconfigPath, binDir: options.binDir, dir, auditLogPath },
       stop,
       restart,
     };

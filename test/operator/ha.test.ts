@@ -14,14 +14,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
+import { pino } from 'pino';
+import { LOG_REDACT_PATHS, startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { AUDITED_NAMESPACE, freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, root } from './support.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, root } from './support.ts';
 
 const LEASE_MS = 4_000;
 const RENEW_MS = 3_000;
@@ -39,6 +40,16 @@ interface Replica {
 
 interface KeyResource { status?: { keyId?: number; conditions?: { type: string; status: string; reason: string }[] } }
 interface AdminKey { id: number; name: string; revoked: boolean }
+/** A line of the emulator's log: `time` when the response ended, `ms` after the request came. */
+interface PlatformLogLine { msg: string; time: number; method: string; route: string; status?: number; ms?: number; userAgent?: string }
+/** An event of the apiserver's audit log (level Metadata). */
+interface AuditEvent {
+  verb: string;
+  user: { username: string };
+  objectRef?: { resource?: string; namespace?: string; name?: string; subresource?: string };
+  responseStatus?: { code?: number };
+  requestReceivedTimestamp: string;
+}
 
 describe('two operator processes with leader election', () => {
   const suffix = randomBytes(3).toString('hex');
@@ -53,6 +64,7 @@ describe('two operator processes with leader election', () => {
   const replicas: Replica[] = [];
   const live: { prefix: string; max: number }[] = [];
   let sampler: ReturnType<typeof setInterval> | undefined;
+  const platformLog: PlatformLogLine[] = [];
   const leases = (): CoordinationV1Api => cp.kubeConfig.makeApiClient(CoordinationV1Api);
 
   const holder = async (): Promise<string> => {
@@ -67,7 +79,7 @@ describe('two operator processes with leader election', () => {
    * A namespace for a Lease, holding deploy/base's leader-election Role (as installed, rules
    * copied) bound to the ServiceAccount: the rights the operator has in its own namespace.
    */
-  const leaseNamespaceFor = async (prefix: string, serviceAccount: { namespace: string; name: string }): Promise<string> => {
+  const leaseNamespaceFor = async (prefix: string, serviceAccount: { namespace: string; name: string } | { namespace: string; name: string }[]): Promise<string> => {
     const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     const installed = await rbac.readNamespacedRole({ namespace: OPERATOR_NAMESPACE, name: 'neon-key-operator-leader-election' });
     const created = await createNamespace(cp, prefix);
@@ -77,16 +89,17 @@ describe('two operator processes with leader election', () => {
       body: {
         metadata: { name: 'leader-election' },
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'leader-election' },
-        subjects: [{ kind: 'ServiceAccount', ...serviceAccount }],
+        subjects: [serviceAccount].flat().map((sa) => ({ kind: 'ServiceAccount', ...sa })),
       },
     });
     return created;
   };
 
-  const start = (name: string, config: string, health: number, metrics: number, extra: string[] = [], podNamespace = leaseNamespace): Replica => {
+  const start = (name: string, config: string, health: number, metrics: number, extra: string[] = [], podNamespace = leaseNamespace, watched = namespace): Replica => {
     let log = '';
+    // `extra` comes last: a flag given again there (a lease duration) wins.
     const child = spawn(process.execPath, [join(root, 'src/operator/main.ts'),
-      '--kubeconfig', config, '--platform-url', emulator.baseUrl, '--watch-namespace', namespace,
+      '--kubeconfig', config, '--platform-url', emulator.baseUrl, '--watch-namespace', watched,
       '--leader-elect',
       `--leader-elect-lease-duration=${LEASE_MS}ms`, `--leader-elect-renew-deadline=${RENEW_MS}ms`, `--leader-elect-retry-period=${RETRY_MS}ms`,
       `--health-probe-bind-address=127.0.0.1:${health}`, `--metrics-bind-address=127.0.0.1:${metrics}`, '--drift-interval', '5s',
@@ -111,6 +124,16 @@ describe('two operator processes with leader election', () => {
     const match = /^neon_key_operator_leader (\S+)$/m.exec((await get(r.metrics, '/metrics')).body);
     return match === null ? undefined : Number(match[1]);
   };
+  /** The leader gauge, or undefined when the replica does not answer within 300 ms (stopped by SIGSTOP). */
+  const gaugeNow = async (r: Replica): Promise<number | undefined> => {
+    try {
+      const response = await fetch(`http://127.0.0.1:${r.metrics}/metrics`, { signal: AbortSignal.timeout(300) });
+      const match = /^neon_key_operator_leader (\S+)$/m.exec(await response.text());
+      return match === null ? undefined : Number(match[1]);
+    } catch {
+      return undefined;
+    }
+  };
   const samples = (body: string, metric: string): string[] => body.split('\n').filter((line) => line.startsWith(`${metric}{`) || line.startsWith(`${metric} `));
   /**
    * The sum of a counter's samples whose labels include every `labels` pair, read from a replica's
@@ -130,24 +153,62 @@ describe('two operator processes with leader election', () => {
   const adminKeys = async (): Promise<AdminKey[]> => await (await fetch(`${emulator.adminUrl}/keys`)).json() as AdminKey[];
   const liveKeys = (keys: AdminKey[], keyName: string): AdminKey[] => keys.filter((k) => !k.revoked && k.name.startsWith(`${keyName}-`));
 
-  const createKey = async (name: string): Promise<void> => {
+  const createKey = async (name: string, inNamespace = namespace): Promise<void> => {
     await customObjects(cp.kubeConfig).createNamespacedCustomObject({
-      group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys',
+      group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys',
       body: { apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name }, spec: { scope: 'Personal', keyName: name, credentialsSecretRef: { name: 'neon-credentials' } } },
     });
     live.push({ prefix: name, max: 0 });
   };
-  const ready = async (name: string, timeoutMs = 30_000): Promise<KeyResource> => await eventually(async () => {
-    const r = await customObjects(cp.kubeConfig).getNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys', name }) as KeyResource;
+  const ready = async (name: string, timeoutMs = 30_000, inNamespace = namespace): Promise<KeyResource> => await eventually(async () => {
+    const r = await customObjects(cp.kubeConfig).getNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys', name }) as KeyResource;
     return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? r : undefined;
   }, timeoutMs, `ApiKey ${name} Ready`);
+  /** A namespace watched by the replicas of one test, with the credentials Secret its ApiKeys name. */
+  const keysNamespace = async (prefix: string): Promise<string> => {
+    const created = await createNamespace(cp, prefix);
+    const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
+    await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: created, body: { metadata: { name: 'neon-credentials' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
+    return created;
+  };
+  /** The ApiKeys of a namespace deleted and gone (a running leader revokes them and lifts their finalizers), then the namespace. */
+  const removeKeys = async (inNamespace: string): Promise<void> => {
+    const objects = customObjects(cp.kubeConfig);
+    const listed = await objects.listNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys' }) as { items: { metadata: { name: string } }[] };
+    for (const item of listed.items) await objects.deleteNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys', name: item.metadata.name }).catch(() => undefined);
+    await eventually(async () => {
+      const left = await objects.listNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys' }) as { items: unknown[] };
+      return left.items.length === 0 ? true : undefined;
+    }, 30_000, `the ApiKeys of ${inNamespace} gone`);
+    await cp.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: inNamespace }).catch(() => undefined);
+  };
+  const stopReplica = async (r: Replica, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
+    if (r.child.exitCode !== null || r.child.signalCode !== null) return;
+    r.child.kill('SIGCONT');
+    r.child.kill(signal);
+    const timer = setTimeout(() => r.child.kill('SIGKILL'), 10_000);
+    await once(r.child, 'exit');
+    clearTimeout(timer);
+  };
+  const leaseOf = async (inNamespace: string) => await leases().readNamespacedLease({ namespace: inNamespace, name: leaseName });
+  const holderIn = async (inNamespace: string): Promise<string> => (await leaseOf(inNamespace).catch(() => undefined))?.spec?.holderIdentity ?? '';
 
   const logs = (): string => replicas.map((r) => `--- ${r.name} (exit ${String(r.child.exitCode ?? r.child.signalCode)})\n${r.log().slice(-3000)}`).join('\n');
 
   beforeAll(async () => {
     cp = await controlPlane();
     await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    // The emulator's request log (with each request's user agent, which names the operator process)
+    // and its fault injections: which replica wrote to the platform, and when.
+    emulator = await startEmulator({
+      db: ':memory:', timeScale: 0.01, controlPlaneActivity: false,
+      logger: pino({ level: 'info', redact: LOG_REDACT_PATHS }, {
+        write: (line: string) => {
+          const entry = JSON.parse(line) as PlatformLogLine;
+          if (entry.msg === 'request' || entry.msg === 'injecting fault') platformLog.push(entry);
+        },
+      }),
+    });
     namespace = await createNamespace(cp, 'ha');
     leaseNamespace = await leaseNamespaceFor('ha-lease', { namespace: OPERATOR_NAMESPACE, name: OPERATOR_SERVICE_ACCOUNT });
     const token = await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 1800);
@@ -177,6 +238,7 @@ describe('two operator processes with leader election', () => {
     }
     for (const r of replicas) {
       if (r.child.exitCode !== null || r.child.signalCode !== null) continue;
+      r.child.kill('SIGCONT');
       r.child.kill('SIGTERM');
       const timer = setTimeout(() => r.child.kill('SIGKILL'), 10_000);
       await once(r.child, 'exit');
@@ -338,4 +400,176 @@ describe('two operator processes with leader election', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('a rollout that lengthens the lease duration: a standby still on the shorter one never takes the Lease from a leader that stalls within its own', async () => {
+    // The new version leads with a 15 s lease (renew deadline 12 s); a replica of the old version,
+    // with 4 s, is its standby (as during a rollout with surge). The leader stalls for 7.5 s:
+    // longer than the old setting, well within its own. A standby that judged expiry by its own
+    // setting would take the Lease at about 5 s, while the stalled leader, once resumed, still leads
+    // (its renew deadline has not passed): two leaders. The standby must read the record's duration.
+    const leaseNs = await leaseNamespaceFor('ha-rollout-lease', { namespace: OPERATOR_NAMESPACE, name: OPERATOR_SERVICE_ACCOUNT });
+    const watched = await keysNamespace('ha-rollout');
+    const longer = ['--leader-elect-lease-duration=15s', '--leader-elect-renew-deadline=12s', `--leader-elect-retry-period=${RETRY_MS}ms`];
+    const leader = start(`rollout-new-${suffix}`, kubeconfig, await freePort(), await freePort(), longer, leaseNs, watched);
+    let standby: Replica | undefined;
+    let sampling = true;
+    try {
+      await eventually(async () => ((await holderIn(leaseNs)) === leader.name ? true : undefined), 20_000, 'the new replica holding the Lease');
+      await eventually(async () => ((await get(leader.health, '/readyz')).status === 200 ? true : undefined), 20_000, 'the leader ready');
+      expect((await leaseOf(leaseNs)).spec?.leaseDurationSeconds).toBe(15);
+      standby = start(`rollout-old-${suffix}`, kubeconfig, await freePort(), await freePort(), [], leaseNs, watched);
+      await eventually(async () => ((await get(standby!.health, '/readyz')).status === 200 ? true : undefined), 20_000, 'the old replica ready as a standby');
+      // Let the standby observe a few renewals.
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 4));
+      expect(await gaugeNow(standby)).toBe(0);
+
+      // Every 100 ms: the Lease's holder, and how many replicas say they lead.
+      const holders = new Set<string>();
+      let mostLeaders = 0;
+      const pair = [leader, standby];
+      const sampled = (async () => {
+        while (sampling) {
+          const [h, gauges] = await Promise.all([holderIn(leaseNs), Promise.all(pair.map(gaugeNow))]);
+          if (h !== '') holders.add(h);
+          mostLeaders = Math.max(mostLeaders, gauges.filter((g) => g === 1).length);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      })();
+      leader.child.kill('SIGSTOP');
+      await new Promise((resolve) => setTimeout(resolve, 7_500));
+      leader.child.kill('SIGCONT');
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      sampling = false;
+      await sampled;
+      expect([...holders]).toEqual([leader.name]);
+      expect(mostLeaders).toBe(1);
+      expect(leader.child.exitCode).toBeNull();
+      expect(await gaugeNow(leader)).toBe(1);
+      expect(await gaugeNow(standby)).toBe(0);
+      // The resumed leader still does the work.
+      await createKey('rollout-after', watched);
+      await ready('rollout-after', 30_000, watched).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+      expect(liveKeys(await adminKeys(), 'rollout-after')).toHaveLength(1);
+      await removeKeys(watched);
+    } finally {
+      sampling = false;
+      await stopReplica(leader);
+      if (standby !== undefined) await stopReplica(standby);
+      await cp.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: leaseNs }).catch(() => undefined);
+    }
+  }, 120_000);
+
+  it('a leader stalled past its lease (SIGSTOP, then SIGCONT) writes nothing to the apiserver or the platform once the standby has taken over', async () => {
+    // Each replica has its own ServiceAccount in the namespace the test control plane audits (the
+    // apiserver's audit log: every write, by whom, when received) and names its process in its
+    // user agent to the platform (the emulator's request log).
+    const auditLog = cp.auditLogPath;
+    if (auditLog === undefined) throw new Error('this test reads the apiserver audit log of the test control plane (not available with TEST_KUBECONFIG)');
+    const core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    await core.createNamespace({ body: { metadata: { name: AUDITED_NAMESPACE } } }).catch((error: unknown) => {
+      if ((error as { code?: number }).code !== 409) throw error;
+    });
+    const accounts = [`stall-a-${suffix}`, `stall-b-${suffix}`];
+    for (const name of accounts) await core.createNamespacedServiceAccount({ namespace: AUDITED_NAMESPACE, body: { metadata: { name } } });
+    const binding = `nko-stall-${suffix}`;
+    await rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name: binding },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'neon-key-operator' },
+        subjects: accounts.map((name) => ({ kind: 'ServiceAccount', namespace: AUDITED_NAMESPACE, name })),
+      },
+    });
+    const leaseNs = await leaseNamespaceFor('ha-stall-lease', accounts.map((name) => ({ namespace: AUDITED_NAMESPACE, name })));
+    const watched = await keysNamespace('ha-stall');
+    const dir = mkdtempSync(join(tmpdir(), 'nko-ha-stall-'));
+    const started: Replica[] = [];
+    try {
+      const configs: string[] = [];
+      for (const name of accounts) {
+        const file = join(dir, name);
+        writeFileSync(file, kubeconfigYaml(cp, await cp.mintServiceAccountToken(AUDITED_NAMESPACE, name, 1800), name), { mode: 0o600 });
+        configs.push(file);
+      }
+      // RBAC is evaluated by an informer-fed cache: the first requests of a new binding may be denied.
+      const a = start(`stall-a-${suffix}`, configs[0]!, await freePort(), await freePort(), [], leaseNs, watched);
+      started.push(a);
+      await eventually(async () => ((await holderIn(leaseNs)) === a.name ? true : undefined), 30_000, 'replica a holding the Lease');
+      await eventually(async () => ((await get(a.health, '/readyz')).status === 200 ? true : undefined), 30_000, 'replica a ready');
+      const b = start(`stall-b-${suffix}`, configs[1]!, await freePort(), await freePort(), [], leaseNs, watched);
+      started.push(b);
+      await eventually(async () => ((await get(b.health, '/readyz')).status === 200 ? true : undefined), 30_000, 'replica b ready as a standby');
+      await createKey('stall-0', watched);
+      await ready('stall-0', 30_000, watched).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+
+      // Creates that the platform answers only after 3 s: the leader has them in flight, waiting,
+      // when it is stopped; the answers come while it is stopped.
+      const route = '/api/v2/api_keys';
+      const injectedBefore = platformLog.filter((l) => l.msg === 'injecting fault' && l.route === route).length;
+      await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', { rules: [{ method: 'POST', route, probability: 1, kind: 'latency', latencyMs: 3_000 }] });
+      const names = ['stall-1', 'stall-2', 'stall-3', 'stall-4', 'stall-5', 'stall-6'];
+      try {
+        for (const name of names) await createKey(name, watched);
+        await eventually(async () => (platformLog.filter((l) => l.msg === 'injecting fault' && l.route === route).length - injectedBefore >= names.length ? true : undefined),
+          20_000, 'the leader\'s creates in flight');
+        a.child.kill('SIGSTOP');
+      } finally {
+        await emulatorAdmin(emulator.adminUrl, 'DELETE', '/faults');
+      }
+      const stoppedAt = performance.now();
+      await eventually(async () => ((await holderIn(leaseNs)) === b.name ? true : undefined), LEASE_MS * 4, 'replica b holding the Lease');
+      const takeover = await leaseOf(leaseNs);
+      const acquiredAt = new Date(takeover.spec?.acquireTime ?? 0).getTime();
+      console.log(`stalled leader: the standby took the Lease ${Math.round(performance.now() - stoppedAt)} ms after SIGSTOP (lease ${LEASE_MS} ms)`);
+      // The new leader finishes what the stalled one started (its intents, after the pending grace).
+      for (const name of names) await ready(name, 40_000, watched).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+      const stalledMs = performance.now() - stoppedAt;
+      a.child.kill('SIGCONT');
+      // It wakes up to a lease it lost: it stops, and exits to come back as a standby.
+      let giveUp: ReturnType<typeof setTimeout> | undefined;
+      const exited = await Promise.race([once(a.child, 'exit').then(() => true), new Promise<false>((resolve) => { giveUp = setTimeout(() => resolve(false), 30_000); })]);
+      clearTimeout(giveUp);
+      expect([exited, a.child.exitCode]).toEqual([true, 1]);
+      console.log(`stalled leader: stopped for ${Math.round(stalledMs)} ms; exited with ${String(a.child.exitCode)} after SIGCONT`);
+
+      // The audit: what each replica's ServiceAccount wrote, and when the apiserver received it.
+      const userOf = (name: string): string => `system:serviceaccount:${AUDITED_NAMESPACE}:${name}`;
+      const events = readFileSync(auditLog, 'utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as AuditEvent);
+      const by = (name: string): AuditEvent[] => events.filter((e) => e.user.username === userOf(name));
+      const received = (e: AuditEvent): number => Date.parse(e.requestReceivedTimestamp);
+      const show = (e: AuditEvent): string => `${e.requestReceivedTimestamp} ${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource !== undefined ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.namespace ?? ''}/${e.objectRef?.name ?? ''} -> ${String(e.responseStatus?.code)}`;
+      // The audit sees both replicas write (the old leader before, the new one after the takeover).
+      expect(by(accounts[0]!).filter((e) => received(e) < acquiredAt && e.objectRef?.resource === 'secrets').length).toBeGreaterThan(0);
+      expect(by(accounts[1]!).filter((e) => received(e) > acquiredAt && e.objectRef?.resource === 'apikeys').length).toBeGreaterThan(0);
+      // Nothing from the old leader after the new one acquired the Lease. A renewal of the Lease it
+      // may have had on the wire when it was stopped is refused by the resourceVersion (409): not a write.
+      const late = by(accounts[0]!).filter((e) => received(e) >= acquiredAt && !(e.objectRef?.resource === 'leases' && e.responseStatus?.code === 409));
+      expect(late.map(show)).toEqual([]);
+
+      // The platform: the old leader's process is named in its user agent.
+      const fromA = platformLog.filter((l) => l.msg === 'request' && (l.userAgent ?? '').includes(`(${a.name}-`));
+      expect(fromA.filter((l) => l.method === 'POST').length).toBeGreaterThan(0);
+      const lateWrites = fromA.filter((l) => l.method !== 'GET' && l.time - (l.ms ?? 0) >= acquiredAt);
+      expect(lateWrites.map((l) => `${new Date(l.time - (l.ms ?? 0)).toISOString()} ${l.method} ${l.route} -> ${String(l.status)}`)).toEqual([]);
+
+      // And each resource has exactly one live key, which its Secret holds (the platform accepts it).
+      const keys = await adminKeys();
+      for (const name of ['stall-0', ...names]) expect([name, liveKeys(keys, name).length]).toEqual([name, 1]);
+      for (const name of ['stall-0', ...names]) {
+        const secret = await core.readNamespacedSecret({ namespace: watched, name });
+        const apiKey = Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
+        const auth = await fetch(`${emulator.baseUrl}/auth`, { headers: { authorization: `Bearer ${apiKey}` } });
+        await auth.body?.cancel();
+        expect([name, auth.status]).toEqual([name, 200]);
+      }
+      await removeKeys(watched);
+    } finally {
+      for (const r of started) await stopReplica(r);
+      await core.deleteNamespace({ name: leaseNs }).catch(() => undefined);
+      await core.deleteNamespace({ name: watched }).catch(() => undefined);
+      await rbac.deleteClusterRoleBinding({ name: binding }).catch(() => undefined);
+      for (const name of accounts) await core.deleteNamespacedServiceAccount({ namespace: AUDITED_NAMESPACE, name }).catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

@@ -241,6 +241,25 @@ describe('retries', () => {
     expect(await countOf(emu, 'DELETE', '/organizations/:org_id/api_keys/:key_id')).toBe(2);
   });
 
+  it('asks beforeWrite before each attempt of a write (the operator\'s write fence): a refusal sends nothing, reads pass', async () => {
+    let allowed = 1;
+    const refusal = new Error('not leading');
+    const alice = client(emu, user(emu, 'alice').personalKey, {
+      beforeWrite: () => {
+        if (allowed-- <= 0) throw refusal;
+      },
+    });
+    // The first attempt passes the fence and meets a 503; the retry is asked again, and refused.
+    await setFaults(emu, [{ method: 'DELETE', probability: 1, kind: 'status', status: 503, times: 1 }]);
+    await expect(alice.revokePersonalKey(1)).rejects.toBe(refusal);
+    expect(await countOf(emu, 'DELETE', '/api_keys/:key_id')).toBe(1);
+    await expect(alice.createPersonalKey('fenced')).rejects.toBe(refusal);
+    await expect(alice.createOrganizationKey(ORG, { keyName: 'fenced' })).rejects.toBe(refusal);
+    expect(await countOf(emu, 'POST', '/api_keys')).toBe(0);
+    expect(await countOf(emu, 'POST', ORG_KEYS)).toBe(0);
+    expect(await alice.listPersonalKeys()).toEqual(expect.any(Array));
+  });
+
   it('times a slow GET out per attempt and retries it', async () => {
     // The first attempt is delayed far beyond its 150 ms timeout: finishing sooner than that delay
     // proves the attempt was cut at its timeout and retried, whatever the machine's load (a 600 ms

@@ -143,6 +143,8 @@ export class KeyReconciler implements Reconciler {
   }
 
   async #reconcile(request: Request, logger: Logger, record: ReconcileRecord | undefined, worker: Worker | undefined): Promise<ReconcileResult> {
+    // A replica that no longer leads does not start (its writes would be refused: runtime/write-fence.ts).
+    worker?.signal?.throwIfAborted();
     const { namespace, name } = request;
     const kind = request.kind as KindName;
     const tracking = `${kind}/${namespace}/${name}`;
@@ -202,6 +204,8 @@ export class KeyReconciler implements Reconciler {
 
   /** Observe, decide, act on the resource as read (or as just written by this reconcile). */
   async #reconcileResource(resource: KeyResource, logger: Logger, mayContinue: boolean, record: ReconcileRecord | undefined, worker: Worker | undefined): Promise<ReconcileResult> {
+    // Nor goes on to a next pass.
+    worker?.signal?.throwIfAborted();
     const ctx = await observe(this.#deps, this.#failingSince, resource, logger);
     if (worker !== undefined) ctx.worker = worker;
     const decision = decide(ctx.observation);

@@ -47,6 +47,8 @@ export interface Worker {
    * reconciles wait so: the caller does (keys/create-admission.ts bounds them per organization).
    */
   release<T>(wait: Promise<T>): Promise<T>;
+  /** Aborts once this process may no longer act (leadership lost, runtime/write-fence.ts): the reconcile should end. */
+  signal?: AbortSignal;
 }
 
 export interface Reconciler {
@@ -106,6 +108,8 @@ export interface ControllerOptions {
   informerFor?(watch: Watch): CachingInformer;
   /** How often changes of inputs may wake one key (wake-limiter.ts); default DEFAULT_WAKE_LIMITS. */
   inputWakes?: WakeLimits;
+  /** Given to every reconcile (Worker.signal): aborts when this process may no longer act. */
+  signal?: AbortSignal;
 }
 
 interface WakeEvent {
@@ -319,6 +323,7 @@ export class Controller {
           freeWorker();
           return wait;
         },
+        ...(this.#o.signal !== undefined ? { signal: this.#o.signal } : {}),
       };
       await Promise.race([this.#reconcileOne(key, worker), released]);
     }

@@ -2,16 +2,23 @@
 // k8s.io/client-go/tools/leaderelection (DESIGN.md section 5: standbys are ready but do not reconcile).
 //
 // - Acquire: a candidate may take the lease when it is free (no holder) or when the record it
-//   observes has not changed for leaseDuration, measured on the candidate's OWN monotonic clock
-//   from the moment it first saw that record (the "observed time" rule: no trust in the holder's
-//   wall clock, only in the fact that the record stopped moving).
+//   observes has not changed for the record's own spec.leaseDurationSeconds (the holder's setting,
+//   as client-go reads it, not the candidate's: during a rollout that changes
+//   --leader-elect-lease-duration, a standby with a shorter setting must not take the lease from a
+//   leader that renews on a longer one), measured on the candidate's OWN monotonic clock from the
+//   moment it first saw that record (the "observed time" rule: no trust in the holder's wall
+//   clock, only in the fact that the record stopped moving).
 // - Every write is a replace carrying the resourceVersion that was read (optimistic concurrency):
 //   of two candidates racing for an expired lease, the apiserver lets exactly one through (409).
 // - Renew: the leader renews every retryPeriod; when it has not renewed successfully for
 //   renewDeadline (< leaseDuration) it considers itself deposed, stops leading and run() returns.
 //   Because renewDeadline < leaseDuration, an old leader stops before a standby can acquire.
+// - isLeader() is the write fence (write-fence.ts): it turns false renewDeadline after the start of
+//   the last successful renewal, by this process's monotonic clock, whether or not the renew loop
+//   has run since (an event loop stalled past the lease wakes up with isLeader() already false).
 // - release(): like client-go's ReleaseOnCancel, clears holderIdentity so a standby takes over at
-//   its next retry instead of waiting for the lease to expire.
+//   its next retry instead of waiting for the lease to expire; only while this replica still
+//   leads (a lease already lost is someone else's record).
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -46,6 +53,15 @@ function recordKey(lease: V1Lease): string {
   const spec = lease.spec ?? {};
   const time = (t: Date | string | undefined): string => (t === undefined ? '' : new Date(t).toISOString());
   return JSON.stringify([spec.holderIdentity ?? '', spec.leaseDurationSeconds ?? 0, time(spec.acquireTime), time(spec.renewTime), spec.leaseTransitions ?? 0]);
+}
+
+/**
+ * How long a record must stay unchanged before a candidate may take the lease: the duration the
+ * holder wrote (client-go's observedTime + record.LeaseDurationSeconds), or the candidate's own
+ * when the record carries none.
+ */
+function recordDurationMs(seconds: number | undefined, ownMs: number): number {
+  return seconds !== undefined && seconds > 0 ? seconds * 1000 : ownMs;
 }
 
 function statusCode(error: unknown): number | undefined {
@@ -105,10 +121,13 @@ export class LeaderElector {
    * (guarded by resourceVersion: if someone else moved, there is nothing of ours to release).
    */
   async release(): Promise<void> {
+    // Judged before the renew loop stops (stopping it ends leading): a lease lost meanwhile, or
+    // expired by our own clock, is not ours to write any more.
+    const leading = this.isLeader();
     this.#stop.abort();
     await this.#running;
     const lease = this.#observed;
-    if (lease?.spec?.holderIdentity !== this.#options.identity) return;
+    if (!leading || lease?.spec?.holderIdentity !== this.#options.identity) return;
     const now = new V1MicroTime();
     try {
       const released = await this.#api.replaceNamespacedLease({
@@ -200,7 +219,7 @@ export class LeaderElector {
       this.#observe(current);
       const spec = current.spec ?? {};
       const holder = spec.holderIdentity ?? '';
-      if (holder !== '' && holder !== identity && performance.now() - this.#observedAt < this.#leaseDurationMs) {
+      if (holder !== '' && holder !== identity && performance.now() - this.#observedAt < recordDurationMs(spec.leaseDurationSeconds, this.#leaseDurationMs)) {
         return false; // held by another replica and not expired by the observed-time rule
       }
       if (signal.aborted) return false;

@@ -8,13 +8,22 @@
 // campaigns for. Nothing else belongs in readiness: one tenant's bad input or an outage of a system
 // the domain talks to must not take every replica out of its Service.
 //
-// Shutdown (SIGTERM, SIGINT, or leadership lost): stop what runs (draining in-flight reconciles),
-// give up the Lease so a standby takes over at once, close the servers, exit; forced after a timeout.
+// Shutdown (SIGTERM, SIGINT), in controller-runtime's order: stop what runs (the reconciles in
+// flight drain, the pollers and timers end) while the Lease is still renewed, then release the
+// Lease so a standby takes over at once, close the servers, exit. The drain is bounded
+// (drainTimeoutMs): past it, the write fence closes (runtime/write-fence.ts: nothing more is
+// written) before the Lease is released, so the successor never overlaps a write of this process
+// that passed the fence. Forced exit after shutdownTimeoutMs.
+//
+// Leadership lost (a renewal missed for the renew deadline, an event loop stalled past the lease):
+// the fence is closed already (it reads the clock), the work's signal aborts, what runs stops, and
+// the process exits to come back as a standby; the Lease is someone else's and is not touched.
 import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { startHealthServer, type HealthServer, type Readiness } from './health-server.ts';
 import { LeaderElector } from './leader.ts';
+import { NotLeadingError, type Leadership } from './write-fence.ts';
 
 /** What the domain runs while this replica may reconcile. */
 export interface Runnable {
@@ -39,14 +48,19 @@ export interface ManagerOptions {
   registry: Registry;
   /** Where /healthz, /readyz and /metrics are served; a second address with port 0 is skipped. */
   addresses: { host: string; port: number }[];
-  /** Starts the domain's work; called once, when this replica leads (or at once without election). */
-  start(): Promise<Runnable>;
+  /**
+   * Starts the domain's work; called once, when this replica leads (or at once without election).
+   * The domain checks `leadership` before each write and ends its work when its signal aborts.
+   */
+  start(leadership: Leadership): Promise<Runnable>;
   /** Elect a leader on a Lease before starting; undefined: start at once. */
   leaderElection?: LeaderElectionOptions;
   /** Told when this replica starts or stops leading (e.g. the leader metric). */
   onLeading?(leading: boolean): void;
   /** How long shutdown may take before the process exits anyway. Default 25 s. */
   shutdownTimeoutMs?: number;
+  /** How long the work may take to stop (the Lease renewed meanwhile) before writes are refused and the Lease released. Default 15 s. */
+  drainTimeoutMs?: number;
   /** Ends the process (tests replace it). */
   exit?(code: number): void;
 }
@@ -58,9 +72,15 @@ export class Manager {
   readonly #servers: HealthServer[] = [];
   readonly #leases: CoordinationV1Api | undefined;
   #running: Runnable | undefined;
+  /** start() under way or done: what shutdown waits for. */
+  #starting: Promise<Runnable> | undefined;
   #elector: LeaderElector | undefined;
   #leading = false;
   #stopping = false;
+  /** Closed past the drain bound: no write passes the fence any more, lease or not. */
+  #fenceClosed = false;
+  /** Aborts the work's signal: leadership lost, or the drain bound passed. */
+  readonly #work = new AbortController();
 
   constructor(options: ManagerOptions) {
     this.#o = options;
@@ -81,17 +101,19 @@ export class Manager {
     }
     const election = this.#o.leaderElection;
     if (election === undefined) {
-      this.#running = await this.#o.start();
+      await this.#start();
       return;
     }
     this.#elector = new LeaderElector({
       kubeConfig: this.#o.kubeConfig,
       ...election,
       logger: this.#o.logger,
-      onStartedLeading: async () => {
+      onStartedLeading: async (signal) => {
         this.#leading = true;
         this.#o.onLeading?.(true);
-        this.#running = await this.#o.start();
+        if (signal.aborted) this.#work.abort(new NotLeadingError());
+        else signal.addEventListener('abort', () => this.#work.abort(new NotLeadingError()), { once: true });
+        await this.#start();
       },
       // Like client-go: a replica that lost the lease exits, and comes back as a standby.
       onStoppedLeading: () => {
@@ -101,6 +123,22 @@ export class Manager {
       },
     });
     void this.#elector.run(this.#stopAll.signal);
+  }
+
+  /** The work's leadership: the elector's lease by this process's clock, until the fence closes. */
+  #leadership(): Leadership {
+    return {
+      signal: this.#work.signal,
+      check: () => {
+        if (this.#fenceClosed) throw new NotLeadingError('this replica is shutting down past its drain: write refused');
+        if (this.#elector !== undefined && !this.#elector.isLeader()) throw new NotLeadingError();
+      },
+    };
+  }
+
+  async #start(): Promise<void> {
+    this.#starting = this.#o.start(this.#leadership());
+    this.#running = await this.#starting;
   }
 
   /** See the top of this file for what ready means. */
@@ -128,15 +166,40 @@ export class Manager {
     logger.info({ signal }, 'draining in-flight reconciles');
     const force = setTimeout(() => this.#exit(1), this.#o.shutdownTimeoutMs ?? 25_000);
     force.unref();
-    this.#stopAll.abort();
     (async () => {
-      await this.#running?.stop();
+      // The Lease is still renewed while the work stops (the elector runs until release()).
+      const drained = await this.#drain(this.#o.drainTimeoutMs ?? 15_000);
+      if (!drained) logger.warn({ drainTimeoutMs: this.#o.drainTimeoutMs ?? 15_000 }, 'drain timed out: refusing further writes before releasing the lease');
+      this.#fenceClosed = true;
+      this.#work.abort(new NotLeadingError('this process is stopping'));
       await this.#elector?.release().catch(() => undefined);
+      this.#stopAll.abort();
       await Promise.all(this.#servers.map((s) => s.close()));
+      if (drained === 'failed') throw new Error('stopping the work failed');
     })().then(() => this.#exit(code), async (error: unknown) => {
       logger.error({ err: error instanceof Error ? error.message : String(error) }, 'shutdown failed');
       await Promise.all(this.#servers.map((s) => s.close())).catch(() => undefined);
       this.#exit(1);
     });
+  }
+
+  /** Stops the work (a start under way first ends); true once stopped, false past `boundMs`, 'failed' when stopping threw. */
+  async #drain(boundMs: number): Promise<boolean | 'failed'> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), boundMs); });
+    const stopping = (async (): Promise<true | 'failed'> => {
+      try {
+        await (await this.#starting)?.stop();
+        return true;
+      } catch (error) {
+        this.#o.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'stopping the work failed');
+        return 'failed';
+      }
+    })();
+    try {
+      return await Promise.race([stopping, bound]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

@@ -2,6 +2,7 @@
 // in-memory Kubernetes and platform of fakes.ts: the calls each step makes, in order, and what a
 // crash, an ambiguous answer, a refusal or a wrong answer leaves behind.
 import { describe, expect, it } from '@jest/globals';
+import { pino } from 'pino';
 import { encodeIntent } from '../../../src/operator/keys/create-intent.ts';
 import { DriftCache } from '../../../src/operator/keys/drift.ts';
 import { buildSecret } from '../../../src/operator/keys/secret-writer.ts';
@@ -469,5 +470,18 @@ describe('Secrets signed in the format before issue 24 (an upgrade)', () => {
     expect(r.platform.keys.map((k) => k.id)).toEqual([now]);
     expect(now).not.toBe(second);
     expect(now).not.toBe(old.id);
+  });
+});
+
+describe('a replica that no longer leads', () => {
+  it('goes no further once its worker\'s signal has aborted: no apiserver or platform call', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    const lost = new AbortController();
+    lost.abort(new Error('not leading'));
+    const worker = { release: <T>(wait: Promise<T>): Promise<T> => wait, signal: lost.signal };
+    await expect(r.reconciler.reconcile({ kind: 'ApiKey', namespace: NAMESPACE, name: 'ci' }, pino({ level: 'silent' }), worker)).rejects.toThrow('not leading');
+    expect(r.kube.calls).toEqual([]);
+    expect(r.platform.calls).toEqual([]);
   });
 });

@@ -229,4 +229,45 @@ describe('LeaderElector', () => {
     const lease = await cp.kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'neon-key-operator', namespace });
     expect(lease.spec?.holderIdentity ?? '').toBe('');
   });
+
+  it('a standby judges expiry by the record\'s leaseDurationSeconds, not its own setting (a rollout that changes the duration)', async () => {
+    const { kubeConfig } = await controlPlane();
+    const lease = leaseName();
+    const api = kubeConfig.makeApiClient(CoordinationV1Api);
+    // A leader with a 6 s lease (another version's setting) that last renewed now, and renews no more.
+    const now = new V1MicroTime();
+    await api.createNamespacedLease({
+      namespace: NAMESPACE,
+      body: { metadata: { name: lease, namespace: NAMESPACE }, spec: { holderIdentity: 'longer-lease', leaseDurationSeconds: 6, acquireTime: now, renewTime: now, leaseTransitions: 0 } },
+    });
+    const startedAt = performance.now();
+    const standby = candidate(kubeConfig, lease, 'replica-short', SHORT); // its own lease: 2 s
+    // Well past its own 2 s (and two jittered retries): the record says 6 s.
+    await sleep(4_000);
+    expect(standby.elector.isLeader()).toBe(false);
+    expect((await api.readNamespacedLease({ name: lease, namespace: NAMESPACE })).spec?.holderIdentity).toBe('longer-lease');
+    await until('the standby to take over once the record\'s duration has passed', () => standby.elector.isLeader(), 15_000);
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(6_000);
+    // It writes its own duration into the record it now holds.
+    expect((await api.readNamespacedLease({ name: lease, namespace: NAMESPACE })).spec?.leaseDurationSeconds).toBe(2);
+  });
+
+  it('after an event-loop stall past the renew deadline, isLeader() is false at once, run() ends, and release() writes nothing', async () => {
+    const { kubeConfig } = await controlPlane();
+    const lease = leaseName();
+    const api = kubeConfig.makeApiClient(CoordinationV1Api);
+    const a = candidate(kubeConfig, lease, 'replica-a', SHORT);
+    await until('a to lead', () => a.elector.isLeader(), 15_000);
+    // A stall (GC pause, SIGSTOP, a starved node): the renew loop gets no turn.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, SHORT.renewDeadlineMs + 300);
+    expect(a.elector.isLeader()).toBe(false);
+    await a.running;
+    expect(a.events).toEqual(['started', 'stopped']);
+    expect(a.leadingSignal?.aborted).toBe(true);
+    const before = await api.readNamespacedLease({ name: lease, namespace: NAMESPACE });
+    await a.elector.release();
+    const after = await api.readNamespacedLease({ name: lease, namespace: NAMESPACE });
+    expect(after.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
+    expect(after.spec?.holderIdentity).toBe('replica-a');
+  });
 });
