@@ -440,21 +440,35 @@ export class Attacker {
   }
 
   async #memoryStorm(name: string, stormMs: number): Promise<void> {
+    // The 120 big Secrets are written while the storm blows (writes of 700 KiB take the apiserver
+    // a while: made first, the storm of a short run would never start).
     const batch = Array.from({ length: 120 }, (_, i) => `bulk-${i}`);
-    for (let i = 0; i < batch.length && !this.#c.over(); i += 4) {
-      await Promise.all(batch.slice(i, i + 4).map((name) => this.#bigSecret(700 * KIB, name)));
-    }
+    const bulk = (async () => {
+      for (let i = 0; i < batch.length && !this.#c.over(); i += 3) {
+        await Promise.all(batch.slice(i, i + 3).map((name) => this.#bigSecret(700 * KIB, name)));
+      }
+    })();
     await this.#putSecret('credentials.rewrite', { metadata: { name: 'creds-storm' }, data: { other: Buffer.from('no apiKey entry').toString('base64') } });
     await this.#create('ApiKey', name, { scope: 'Organization', organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: 'creds-storm' }, secret: { immutable: true }, deletionPolicy: 'Revoke' });
     const end = Date.now() + stormMs;
+    // A write every 0.5 s, whatever the previous one's answer time (at most two in flight).
+    let inFlight = 0;
+    const writes: Promise<unknown>[] = [];
     for (let i = 0; Date.now() < end && !this.#c.over(); i += 1) {
-      // Mostly no apiKey entry (no key is ever recorded); every fourth write a new ~1 MiB value.
-      const value = i % 4 === 3 ? this.#text(900 * KIB) : undefined;
-      if (value !== undefined) this.credentialValues.add(value);
-      await this.#putSecret('credentials.storm', { metadata: { name: 'creds-storm' }, data: value === undefined ? { other: Buffer.from(`n${i}`).toString('base64') } : { apiKey: Buffer.from(value).toString('base64') } });
-      if (i % 2 === 0) await this.#patchResource('resource.annotation-churn', 'ApiKey', name, { metadata: { annotations: { 'example.com/churn': String(i) } } });
+      if (inFlight < 2) {
+        // Mostly no apiKey entry (no key is ever recorded); every fourth write a new ~1 MiB value.
+        const value = i % 4 === 3 ? this.#text(900 * KIB) : undefined;
+        if (value !== undefined) this.credentialValues.add(value);
+        inFlight += 1;
+        writes.push((async () => {
+          await this.#putSecret('credentials.storm', { metadata: { name: 'creds-storm' }, data: value === undefined ? { other: Buffer.from(`n${i}`).toString('base64') } : { apiKey: Buffer.from(value).toString('base64') } });
+          if (i % 2 === 0) await this.#patchResource('resource.annotation-churn', 'ApiKey', name, { metadata: { annotations: { 'example.com/churn': String(i) } } });
+          inFlight -= 1;
+        })());
+      }
       await sleep(500);
     }
+    await Promise.all([bulk, ...writes]);
   }
 
   async #forgottenKey(name: string): Promise<void> {

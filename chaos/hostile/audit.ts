@@ -71,11 +71,11 @@ export class Auditor {
     this.problems.push({ invariant, detail, context });
   }
 
-  /** What the tenants were doing over the last `seconds`, by action. */
-  #mixContext(seconds: number): string[] {
-    const now = this.#journal.actions.at(-1)?.t ?? 0;
-    const mix = Object.entries(this.#journal.mix(now - seconds, now)).sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, v]) => `${k} x${v}`).join(', ');
-    return [`actions of the last ${seconds} s: ${mix}`, ...this.#journal.recent(seconds).filter((a) => !a.includes(' victims ')).slice(-8)];
+  /** What the tenants were doing over the `seconds` before a moment (ms), by action, and the last ones. */
+  #mixContext(at: number, seconds: number): string[] {
+    const t = this.#journal.at(at);
+    const mix = Object.entries(this.#journal.mix(t - seconds, t)).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, v]) => `${k} x${v}`).join(', ');
+    return [`at t=${t}s; actions of the ${seconds} s before: ${mix}`, ...this.#journal.before(t, seconds, 'victims')];
   }
 
   /** Who asked for a key of this name: the resources that used its keyName, and what was done to them. */
@@ -96,12 +96,12 @@ export class Auditor {
 
   #checkOperator(): void {
     for (const exit of this.#operator.exits.slice(this.#exitsSeen)) {
-      this.#add('no operator restart or exit', `incarnation ${exit.incarnation} exited at ${exit.at} (${exit.oomKilled ? 'OOM-killed by the memory limit' : `code ${exit.code}, signal ${exit.signal}`}; its peak RSS ${exit.peakRssMiB} MiB)`, this.#mixContext(30));
+      this.#add('no operator restart or exit', `incarnation ${exit.incarnation} exited at ${exit.at} (${exit.oomKilled ? 'OOM-killed by the memory limit' : `code ${exit.code}, signal ${exit.signal}`}; its peak RSS ${exit.peakRssMiB} MiB)`, this.#mixContext(Date.parse(exit.at), 30));
     }
     this.#exitsSeen = this.#operator.exits.length;
     if (!this.#overLimit && this.#operator.peakRss > this.#limitBytes) {
       this.#overLimit = true;
-      this.#add('operator RSS under the memory limit', `RSS reached ${mib(this.#operator.peakRss)} MiB (limit ${mib(this.#limitBytes)} MiB)`, this.#mixContext(30));
+      this.#add('operator RSS under the memory limit', `RSS reached ${mib(this.#operator.peakRss)} MiB (limit ${mib(this.#limitBytes)} MiB)`, this.#mixContext(this.#operator.peakAt, 30));
     }
   }
 

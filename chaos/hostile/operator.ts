@@ -40,6 +40,8 @@ export class CagedOperator {
   readonly exits: OperatorExit[] = [];
   /** Highest RSS of any incarnation (VmHWM), bytes; and the RSS samples' count. */
   peakRss = 0;
+  /** When it was reached (ms). */
+  peakAt = 0;
   samples = 0;
   /** RSS every second: [seconds since start, MiB]. */
   readonly timeline: [number, number][] = [];
@@ -109,7 +111,10 @@ export class CagedOperator {
     if (m === undefined) return;
     this.samples += 1;
     this.#incarnationPeak = Math.max(this.#incarnationPeak, m.peak, m.rss);
-    this.peakRss = Math.max(this.peakRss, this.#incarnationPeak);
+    if (this.#incarnationPeak > this.peakRss) {
+      this.peakRss = this.#incarnationPeak;
+      this.peakAt = Date.now();
+    }
     const second = Math.floor((Date.now() - this.#t0) / 1000);
     const last = this.timeline.at(-1);
     if (last === undefined || last[0] !== second) this.timeline.push([second, mib(m.rss)]);

@@ -178,6 +178,16 @@ export class Journal {
     return this.actions.filter((a) => a.t >= since && (who === undefined || a.who === who)).slice(-limit).map(format);
   }
 
+  /** Seconds since the start of the run at a wall-clock time (ms). */
+  at(ms: number): number {
+    return Math.round((ms - this.#started) / 100) / 10;
+  }
+
+  /** The last actions before a moment (seconds since the start), not those of `but`. */
+  before(tS: number, seconds: number, but: string, limit = 8): string[] {
+    return this.actions.filter((a) => a.t <= tS && a.t >= tS - seconds && a.who !== but).slice(-limit).map(format);
+  }
+
   /** Actions by kind over a window, e.g. { 'secret.big': 40, ... } (what was going on at a moment). */
   mix(fromS: number, toS: number): Record<string, number> {
     const out: Record<string, number> = {};
