@@ -29,7 +29,7 @@ export interface Cast {
   victimNamespaces: string[];
   /** The platform team's workloads in the tenant namespaces, as they were made. */
   workloads: PlatformWorkload[];
-  /** The Secret name the platform workloads read (a tenant may name its own Secret so). */
+  /** The platform team's Secret their workloads read (a tenant may name its own Secret so: a conflict). */
   workloadSecret: string;
   /** Highest platform key id before the campaign: every key above it was made during the run. */
   keysBefore: number;
@@ -97,12 +97,13 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
     cast.tenants.push({ index: i, namespace, objects: config.makeApiClient(CustomObjectsApi), core: tenantCore, userKey: user.personalKey });
 
     // The platform team's workloads in the tenant's namespace (replicas 0: no node is needed, a
-    // restart still shows as a new generation and pod template). They read a Secret of the name a
-    // tenant may give its own, and declare no consent to be restarted by anyone's rotation.
+    // restart still shows as a new generation and pod template), reading the platform team's own
+    // Secret. They declare no consent to be restarted by anyone's rotation.
     const template = {
       metadata: { labels: { app: 'platform-api' } },
-      spec: { containers: [{ name: 'api', image: 'example.invalid/platform-api:1', envFrom: [{ secretRef: { name: workloadSecret, optional: true } }] }] },
+      spec: { containers: [{ name: 'api', image: 'example.invalid/platform-api:1', envFrom: [{ secretRef: { name: workloadSecret } }] }] },
     };
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: workloadSecret }, stringData: { password: 'platform-team-secret' } } });
     const deployment = await apps.createNamespacedDeployment({ namespace, body: {
       metadata: { name: 'platform-api' }, spec: { replicas: 0, selector: { matchLabels: { app: 'platform-api' } }, template },
     } });
