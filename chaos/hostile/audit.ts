@@ -87,14 +87,15 @@ export class Auditor {
   }
 
   async check(final = false): Promise<void> {
-    this.#checkOperator();
+    this.checkOperator();
     await this.#checkKeys(final);
     await this.#checkWorkloads();
     this.#victims.overdue(final);
     await this.#collectTenantValues();
   }
 
-  #checkOperator(): void {
+  /** Exits and RSS so far (also after the last audit, until the operator is stopped). */
+  checkOperator(): void {
     for (const exit of this.#operator.exits.slice(this.#exitsSeen)) {
       this.#add('no operator restart or exit', `incarnation ${exit.incarnation} exited at ${exit.at} (${exit.oomKilled ? 'OOM-killed by the memory limit' : `code ${exit.code}, signal ${exit.signal}`}; its peak RSS ${exit.peakRssMiB} MiB)`, this.#mixContext(Date.parse(exit.at), 30));
     }

@@ -158,6 +158,7 @@ async function campaign(e: Environment): Promise<boolean> {
   await op.scrapeMetrics();
   const rssAtEnd = op.rssMiB();
   await op.stop();
+  auditor.checkOperator();
   const secretValues = new Set([...victims.values, ...auditor.tenantValues, ...attackers.flatMap((a) => [...a.credentialValues]), e.adminKey]);
   const leaks = auditor.checkLeaks(join(out, 'operator.log'), secretValues);
 
