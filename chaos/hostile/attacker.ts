@@ -55,6 +55,7 @@ export class Attacker {
   /** Resources of a playbook in progress: random actions leave them to it. */
   readonly #busy = new Set<string>();
   #bulk = 0;
+  readonly #bulkMade = new Set<string>();
   readonly playbooks = { 'memory-storm': 0, 'forgotten-key': 0, 'restart-door': 0 };
 
   constructor(tenant: Tenant, context: AttackerContext) {
@@ -445,8 +446,11 @@ export class Attacker {
     // a while: made first, the storm of a short run would never start).
     const batch = Array.from({ length: 120 }, (_, i) => `bulk-${i}`);
     const bulk = (async () => {
+      // Made once: a long run's later storms find them there (rewriting 120 MiB each time would fill etcd).
       for (let i = 0; i < batch.length && !this.#c.over(); i += 4) {
-        await Promise.all(batch.slice(i, i + 4).map((name) => this.#bigSecret(1000 * KIB, name)));
+        await Promise.all(batch.slice(i, i + 4).filter((name) => !this.#bulkMade.has(name)).map(async (name) => {
+          if (await this.#bigSecret(1000 * KIB, name)) this.#bulkMade.add(name);
+        }));
       }
     })();
     await this.#putSecret('credentials.rewrite', { metadata: { name: 'creds-storm' }, data: { other: Buffer.from('no apiKey entry').toString('base64') } });
