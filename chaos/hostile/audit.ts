@@ -1,0 +1,220 @@
+// The invariants of the hostile-tenant campaign, checked every few seconds while it runs and once
+// more at the end, each violation with the actions that led to it:
+// - the operator never exits (an OOM kill of the memory cage counts) and its RSS stays under the limit;
+// - every live platform key made during the run is recorded by an existing resource (status.keyId
+//   or status.retiringKeys); one unrecorded for longer than a create takes to be recorded is a
+//   forgotten key (at the end, after the resources were deleted: none at all);
+// - no key of another namespace touched: a victim's recorded key stays live, and what its Secret
+//   holds is a key of that very resource (victims.ts watches the Secrets' writes themselves);
+// - the platform team's workloads, which declared no consent, are never restarted or repointed;
+// - no secret value in the operator's log or metrics.
+import { readFileSync } from 'node:fs';
+import { AppsV1Api } from '@kubernetes/client-node';
+import type { Environment } from '../environment.ts';
+import { admin } from '../platform-faults.ts';
+import type { Cast } from './cluster.ts';
+import type { CagedOperator } from './operator.ts';
+import { mib } from './operator.ts';
+import type { Problem, Victims } from './victims.ts';
+import type { Journal, ResourceWatch } from './world.ts';
+
+interface PlatformKey { id: number; name: string; revoked: boolean }
+
+/** A key is recorded within seconds of its create; a minute unrecorded and it is forgotten. */
+export const UNRECORDED_GRACE_S = 60;
+
+export const INVARIANTS = [
+  'no operator restart or exit',
+  'operator RSS under the memory limit',
+  'no orphaned or unrecorded live key',
+  'no key survives its resource\'s delete',
+  'no key of another namespace touched',
+  'no workload restarted without its consent',
+  'victims converge within their bounds',
+  'no secret value in the operator\'s log or metrics',
+] as const;
+export type Invariant = typeof INVARIANTS[number];
+
+export class Auditor {
+  readonly #env: Environment;
+  readonly #cast: Cast;
+  readonly #world: ResourceWatch;
+  readonly #journal: Journal;
+  readonly #operator: CagedOperator;
+  readonly #victims: Victims;
+  readonly #limitBytes: number;
+  readonly problems: Problem[] = [];
+  readonly #unrecordedSince = new Map<number, number>();
+  readonly #reported = new Set<string>();
+  readonly #revokedVictimKeys = new Map<number, number>();
+  #exitsSeen = 0;
+  #overLimit = false;
+  /** Secret values of the tenants' resources (their Secrets, read as they change). */
+  readonly tenantValues = new Set<string>();
+  readonly #collected = new Map<string, number>();
+  keys: PlatformKey[] = [];
+  maxUnrecorded = 0;
+
+  constructor(env: Environment, cast: Cast, world: ResourceWatch, journal: Journal, operator: CagedOperator, victims: Victims, limitBytes: number) {
+    this.#env = env;
+    this.#cast = cast;
+    this.#world = world;
+    this.#journal = journal;
+    this.#operator = operator;
+    this.#victims = victims;
+    this.#limitBytes = limitBytes;
+  }
+
+  #add(invariant: Invariant, detail: string, context: string[], once = detail): void {
+    if (this.#reported.has(once)) return;
+    this.#reported.add(once);
+    this.problems.push({ invariant, detail, context });
+  }
+
+  /** What the tenants were doing over the `seconds` before a moment (ms), by action, and the last ones. */
+  #mixContext(at: number, seconds: number): string[] {
+    const t = this.#journal.at(at);
+    const mix = Object.entries(this.#journal.mix(t - seconds, t)).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, v]) => `${k} x${v}`).join(', ');
+    return [`at t=${t}s; actions of the ${seconds} s before: ${mix}`, ...this.#journal.before(t, seconds, 'victims')];
+  }
+
+  /** Who asked for a key of this name: the resources that used its keyName, and what was done to them. */
+  #attribution(keyName: string): string[] {
+    const base = keyName.replace(/-[a-z0-9]{8}$/, '');
+    const owners = [...this.#world.keyNames.get(base) ?? []];
+    if (owners.length === 0) return [`no resource ever had keyName ${base}`];
+    return owners.flatMap((o) => [`resource ${o}${this.#world.current.has(o) ? '' : ' (deleted)'}:`, ...this.#journal.about(o, 14).map((a) => `  ${a}`)]);
+  }
+
+  async check(final = false): Promise<void> {
+    this.checkOperator();
+    await this.#checkKeys(final);
+    await this.#checkWorkloads();
+    this.#victims.overdue(final);
+    await this.#collectTenantValues();
+  }
+
+  /** Exits and RSS so far (also after the last audit, until the operator is stopped). */
+  checkOperator(): void {
+    for (const exit of this.#operator.exits.slice(this.#exitsSeen)) {
+      this.#add('no operator restart or exit', `incarnation ${exit.incarnation} exited at ${exit.at} (${exit.oomKilled ? 'OOM-killed by the memory limit' : `code ${exit.code}, signal ${exit.signal}`}; its peak RSS ${exit.peakRssMiB} MiB)`, this.#mixContext(Date.parse(exit.at), 30));
+    }
+    this.#exitsSeen = this.#operator.exits.length;
+    if (!this.#overLimit && this.#operator.peakRss > this.#limitBytes) {
+      this.#overLimit = true;
+      this.#add('operator RSS under the memory limit', `RSS reached ${mib(this.#operator.peakRss)} MiB (limit ${mib(this.#limitBytes)} MiB)`, this.#mixContext(this.#operator.peakAt, 30));
+    }
+  }
+
+  async #checkKeys(final: boolean): Promise<void> {
+    let keys: PlatformKey[];
+    try {
+      keys = await admin<PlatformKey[]>(this.#env.emulator, 'GET', '/keys');
+    } catch {
+      return;
+    }
+    this.keys = keys;
+    const byId = new Map(keys.map((k) => [k.id, k]));
+    const recorded = this.#world.recorded();
+    const now = Date.now();
+    let unrecorded = 0;
+    for (const key of keys) {
+      if (key.id <= this.#cast.keysBefore || key.revoked || recorded.has(key.id)) {
+        this.#unrecordedSince.delete(key.id);
+        continue;
+      }
+      unrecorded += 1;
+      const since = this.#unrecordedSince.get(key.id) ?? now;
+      this.#unrecordedSince.set(key.id, since);
+      if (final || now - since > UNRECORDED_GRACE_S * 1000) {
+        const base = key.name.replace(/-[a-z0-9]{8}$/, '');
+        const owners = [...this.#world.keyNames.get(base) ?? []];
+        const deleted = owners.length > 0 && owners.every((o) => !this.#world.current.has(o));
+        this.#add(deleted ? 'no key survives its resource\'s delete' : 'no orphaned or unrecorded live key',
+          `key ${key.id} (${key.name}) live and recorded by no resource for ${((now - since) / 1000).toFixed(0)} s${final ? ' (at the end)' : ''}`,
+          this.#attribution(key.name), `key ${key.id}`);
+      }
+    }
+    this.maxUnrecorded = Math.max(this.maxUnrecorded, unrecorded);
+
+    // A victim's recorded key is live (twice revoked in a row: not a watch that lags a rotation).
+    const victimNamespaces = new Set(this.#cast.victimNamespaces);
+    for (const [key, seen] of this.#world.current) {
+      if (!victimNamespaces.has(seen.namespace) || seen.deleting || seen.keyId === undefined) continue;
+      if (byId.get(seen.keyId)?.revoked !== true) {
+        this.#revokedVictimKeys.delete(seen.keyId);
+        continue;
+      }
+      const first = this.#revokedVictimKeys.get(seen.keyId);
+      if (first === undefined) this.#revokedVictimKeys.set(seen.keyId, now);
+      else if (now - first > 5_000) this.#add('no key of another namespace touched', `${key}: its recorded key ${seen.keyId} was revoked`, this.#journal.recent(60).filter((a) => !a.includes(' victims ')), `revoked ${seen.keyId}`);
+    }
+    // What a victim's Secret holds is a key issued for that resource.
+    for (const write of this.#victims.secretWrites.splice(0)) {
+      if (write.keyId === undefined) continue;
+      const key = byId.get(Number(write.keyId));
+      const keyName = this.#world.current.get(write.resource)?.keyName;
+      if (key === undefined || (keyName !== undefined && !key.name.startsWith(`${keyName}-`))) {
+        this.#add('no key of another namespace touched', `${write.secret} holds key ${write.keyId} (${key?.name ?? 'unknown to the platform'}), not a key of ${write.resource}`, this.#journal.recent(30));
+      }
+    }
+  }
+
+  async #checkWorkloads(): Promise<void> {
+    const apps = this.#env.kubeConfig.makeApiClient(AppsV1Api);
+    for (const w of this.#cast.workloads) {
+      try {
+        const current = w.kind === 'Deployment'
+          ? await apps.readNamespacedDeployment({ namespace: w.namespace, name: w.name })
+          : await apps.readNamespacedStatefulSet({ namespace: w.namespace, name: w.name });
+        const template = JSON.stringify(current.spec?.template);
+        if (current.metadata?.generation !== w.generation || template !== w.template) {
+          const annotations = Object.entries(current.spec?.template.metadata?.annotations ?? {}).map(([k, v]) => `${k}=${v}`).join(', ');
+          this.#add('no workload restarted without its consent',
+            `${w.namespace}/${w.kind}/${w.name} changed: generation ${w.generation} -> ${current.metadata?.generation}; pod template annotations now {${annotations}}`,
+            this.#journal.on(`${w.namespace}/`, 60).filter((a) => /rotat|door/.test(a)).slice(-10), `${w.namespace}/${w.kind}/${w.name}`);
+        }
+      } catch {
+        // the apiserver is busy: next time
+      }
+    }
+  }
+
+  async #collectTenantValues(): Promise<void> {
+    const tenants = new Set(this.#cast.tenants.map((t) => t.namespace));
+    for (const [key, seen] of this.#world.current) {
+      if (!tenants.has(seen.namespace) || seen.secretName === undefined || seen.keyId === undefined) continue;
+      // Once per key: a tenant's Secret may weigh 1 MiB.
+      if (this.#collected.get(key) === seen.keyId) continue;
+      this.#collected.set(key, seen.keyId);
+      try {
+        const secret = await this.#env.core.readNamespacedSecret({ namespace: seen.namespace, name: seen.secretName });
+        for (const v of Object.values(secret.data ?? {})) {
+          const value = Buffer.from(v, 'base64').toString('utf8');
+          if (/^[a-z0-9]{64}$/.test(value)) this.tenantValues.add(value);
+        }
+      } catch {
+        // gone
+      }
+    }
+  }
+
+  /** Every secret value seen, searched for in the operator's log and metrics expositions. */
+  checkLeaks(logFile: string, values: Set<string>): { searched: number; logBytes: number } {
+    const log = readFileSync(logFile, 'utf8');
+    const metrics = this.#operator.expositions.join('\n');
+    for (const value of values) {
+      // A long value is looked for by two 48-character slices of it (the log may hold a part).
+      const needles = value.length <= 64 ? [value] : [value.slice(0, 48), value.slice(Math.floor(value.length / 2), Math.floor(value.length / 2) + 48)];
+      const where = [['log', log], ['metrics', metrics]].filter(([, text]) => needles.some((n) => text!.includes(n))).map(([w]) => w);
+      if (where.length > 0) this.#add('no secret value in the operator\'s log or metrics', `a secret value (${value.length} characters, ${value.slice(0, 4)}...) in the operator's ${where.join(' and ')}`, []);
+    }
+    return { searched: values.size, logBytes: log.length };
+  }
+
+  /** Resources still present at the end, with why (their keys stay recorded by them). */
+  stuck(): string[] {
+    return [...this.#world.current.entries()].map(([key, s]) => `${key}: ${s.deleting ? 'deleting' : 'not deleted'}, Ready ${s.ready} ${s.reason}: ${s.message.slice(0, 160)}`);
+  }
+}
+

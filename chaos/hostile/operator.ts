@@ -1,0 +1,162 @@
+// The operator as its Pod runs it: the bundle the image ships (npm run bundle, built into the run's
+// folder), the image's node flags (the Dockerfile's ENTRYPOINT), inside the memory cage of the
+// chart's limit. Unlike chaos, nobody kills it on purpose: every exit is a restart the campaign
+// counts (an OOM kill among them), and it is started again, as the kubelet would.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, readFileSync, type WriteStream } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../../test/harness/controlplane.ts';
+import { root } from '../environment.ts';
+import { sleep } from '../options.ts';
+import { processMemory, type MemoryCage } from './memory.ts';
+
+const run = promisify(execFile);
+
+export interface OperatorExit { incarnation: number; at: string; code: number | null; signal: string | null; oomKilled: boolean; peakRssMiB: number }
+
+/** The node flags of the image (the Dockerfile's ENTRYPOINT between `node` and the bundle). */
+function imageNodeFlags(): string[] {
+  const line = readFileSync(join(root, 'Dockerfile'), 'utf8').split('\n').find((l) => l.startsWith('ENTRYPOINT '));
+  const argv = JSON.parse(line?.slice('ENTRYPOINT '.length) ?? 'null') as string[] | null;
+  const node = argv?.indexOf('node') ?? -1;
+  const main = argv?.indexOf('dist/operator/main.js') ?? -1;
+  if (argv === null || node < 0 || main < node) throw new Error('the Dockerfile\'s ENTRYPOINT does not run node dist/operator/main.js');
+  return argv.slice(node + 1, main);
+}
+
+export class CagedOperator {
+  readonly #cage: MemoryCage;
+  readonly #kubeconfig: string;
+  readonly #platformUrl: string;
+  readonly #log: WriteStream;
+  readonly #bundle: string;
+  #child: ChildProcess | undefined;
+  #stopping = false;
+  #sampler: NodeJS.Timeout | undefined;
+  #metricsPort = 0;
+  readonly nodeFlags = imageNodeFlags();
+  starts = 0;
+  readonly exits: OperatorExit[] = [];
+  /** Highest RSS of any incarnation (VmHWM), bytes; and the RSS samples' count. */
+  peakRss = 0;
+  /** When it was reached (ms). */
+  peakAt = 0;
+  samples = 0;
+  /** RSS every second: [seconds since start, MiB]. */
+  readonly timeline: [number, number][] = [];
+  #t0 = Date.now();
+  #incarnationPeak = 0;
+  readonly expositions: string[] = [];
+  /** When the current incarnation said "operator started" (informers synced, workers running). */
+  readyAt: number | undefined;
+
+  constructor(options: { cage: MemoryCage; kubeconfig: string; platformUrl: string; out: string }) {
+    this.#cage = options.cage;
+    this.#kubeconfig = options.kubeconfig;
+    this.#platformUrl = options.platformUrl;
+    this.#log = createWriteStream(join(options.out, 'operator.log'), { flags: 'a' });
+    this.#bundle = join(options.out, 'operator', 'main.js');
+  }
+
+  get pid(): number | undefined {
+    return this.running ? this.#child?.pid : undefined;
+  }
+
+  get running(): boolean {
+    return this.#child !== undefined && this.#child.exitCode === null && this.#child.signalCode === null;
+  }
+
+  /** The image's bundle, built from this tree into the run's folder. */
+  async build(): Promise<void> {
+    mkdirSync(join(this.#bundle, '..'), { recursive: true });
+    await run('npm', ['run', '--silent', 'bundle', '--', `--outfile=${this.#bundle}`], { cwd: root });
+  }
+
+  async start(): Promise<void> {
+    if (this.running || this.#stopping) return;
+    this.#metricsPort = await freePort();
+    this.starts += 1;
+    this.#incarnationPeak = 0;
+    this.#log.write(`${JSON.stringify({ hostile: 'start', incarnation: this.starts, at: new Date().toISOString() })}\n`);
+    const [command, ...args] = this.#cage.wrap([process.execPath, ...this.nodeFlags, this.#bundle,
+      `--kubeconfig=${this.#kubeconfig}`, `--platform-url=${this.#platformUrl}`,
+      `--metrics-bind-address=127.0.0.1:${this.#metricsPort}`, '--health-probe-bind-address=127.0.0.1:0',
+      '--drift-interval=10s', '--pending-grace=10s', '--workers=4']);
+    const oomBefore = this.#cage.oomKills();
+    const child = spawn(command!, args, { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', HOME: '/tmp' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.readyAt = undefined;
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (this.readyAt === undefined && this.#child === child && chunk.includes('"msg":"operator started"')) this.readyAt = Date.now();
+    });
+    child.stdout?.pipe(this.#log, { end: false });
+    child.stderr?.pipe(this.#log, { end: false });
+    const incarnation = this.starts;
+    child.once('exit', (code, signal) => {
+      if (this.#stopping && this.#child === child) return;
+      const oomKilled = this.#cage.oomKills() > oomBefore;
+      this.exits.push({ incarnation, at: new Date().toISOString(), code, signal, oomKilled, peakRssMiB: mib(this.#incarnationPeak) });
+      this.#log.write(`${JSON.stringify({ hostile: 'exit', incarnation, code, signal, oomKilled })}\n`);
+      // As the kubelet: started again after a moment.
+      setTimeout(() => void this.start(), 1_000).unref();
+    });
+    this.#child = child;
+    this.#sampler ??= setInterval(() => this.#sample(), 200);
+  }
+
+  #sample(): void {
+    const pid = this.pid;
+    if (pid === undefined) return;
+    const m = processMemory(pid);
+    if (m === undefined) return;
+    this.samples += 1;
+    this.#incarnationPeak = Math.max(this.#incarnationPeak, m.peak, m.rss);
+    if (this.#incarnationPeak > this.peakRss) {
+      this.peakRss = this.#incarnationPeak;
+      this.peakAt = Date.now();
+    }
+    const second = Math.floor((Date.now() - this.#t0) / 1000);
+    const last = this.timeline.at(-1);
+    if (last === undefined || last[0] !== second) this.timeline.push([second, mib(m.rss)]);
+    else last[1] = Math.max(last[1], mib(m.rss));
+  }
+
+  /** The current RSS, MiB (0 when not running). */
+  rssMiB(): number {
+    const pid = this.pid;
+    return pid === undefined ? 0 : mib(processMemory(pid)?.rss ?? 0);
+  }
+
+  async scrapeMetrics(): Promise<void> {
+    if (!this.running) return;
+    try {
+      const response = await fetch(`http://127.0.0.1:${this.#metricsPort}/metrics`, { signal: AbortSignal.timeout(2_000) });
+      if (response.ok) this.expositions.push(await response.text());
+    } catch {
+      // not listening yet, or too busy to answer
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#sample();
+    clearInterval(this.#sampler);
+    const child = this.#child;
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    await sleep(50);
+    await new Promise<void>((resolve) => this.#log.end(resolve));
+  }
+
+  killNow(): void {
+    this.#stopping = true;
+    if (this.running) this.#child?.kill('SIGKILL');
+  }
+}
+
+export const mib = (bytes: number): number => Math.round(bytes / 1024 / 1024 * 10) / 10;

@@ -1,0 +1,63 @@
+// The command line of `npm run hostile`. Every random choice of a run (which tenant acts, which
+// action, which field, which value, when) draws from one seeded source (chaos/options.ts), so a run
+// is repeated with its --seed (timings on a busy machine still differ a little).
+import { parseArgs } from 'node:util';
+
+export interface HostileOptions {
+  seed: number;
+  /** Seconds of attacks and victim workload (the settle phase and the audit come after). */
+  durationS: number;
+  /** Hostile tenant namespaces. */
+  tenants: number;
+  /** Victim namespaces (of the same organization). */
+  victimNamespaces: number;
+  /** Victim resources kept alive per victim namespace. */
+  victimsPerNamespace: number;
+  /** The memory limit of the operator's container (the Helm chart's resources.limits.memory), MiB. */
+  memoryLimitMiB: number;
+  /** Enforce the limit with a memory cgroup (root only); off: RSS sampled and compared only. */
+  enforce: boolean;
+  /** Seconds the operator gets after the attacks to settle before the final audit. */
+  settleS: number;
+  out: string;
+}
+
+export function parseHostileOptions(argv: string[]): HostileOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      seed: { type: 'string', default: String(Date.now() % 1_000_000) },
+      duration: { type: 'string', default: '300' },
+      tenants: { type: 'string', default: '2' },
+      'victim-namespaces': { type: 'string', default: '2' },
+      victims: { type: 'string', default: '4' },
+      'memory-limit': { type: 'string', default: '256' },
+      'no-enforce': { type: 'boolean', default: false },
+      settle: { type: 'string', default: '90' },
+      out: { type: 'string', default: '.cache/hostile' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(`npm run hostile -- [--seed n] [--duration 300] [--tenants 2] [--victim-namespaces 2] [--victims 4]
+                     [--memory-limit 256] [--no-enforce] [--settle 90] [--out .cache/hostile]`);
+    process.exit(0);
+  }
+  const num = (name: string, text: string, min: number, max: number): number => {
+    const n = Number(text);
+    if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} must be a number in ${min}..${max}, got ${text}`);
+    return n;
+  };
+  return {
+    seed: Math.round(num('seed', values.seed, 0, 2 ** 31)),
+    durationS: num('duration', values.duration, 10, 7_200),
+    tenants: Math.round(num('tenants', values.tenants, 1, 10)),
+    victimNamespaces: Math.round(num('victim-namespaces', values['victim-namespaces'], 1, 10)),
+    victimsPerNamespace: Math.round(num('victims', values.victims, 1, 50)),
+    memoryLimitMiB: num('memory-limit', values['memory-limit'], 64, 16_384),
+    enforce: !values['no-enforce'],
+    settleS: num('settle', values.settle, 10, 3_600),
+    out: values.out,
+  };
+}

@@ -1,0 +1,235 @@
+// `npm run hostile`: a seeded, randomized hostile-tenant campaign against the operator (issue 24:
+// no tenant can crash the operator or make it lose a key). Beside `npm run chaos`, on the same
+// environment (its own control plane, the emulator, the operator's RBAC), everything on loopback
+// and stopped at the end, also on failure.
+//
+//   npm run hostile -- --seed 7 --duration 1800
+//
+// Phases: (0) the victim teams create their keys, the operator alone with them (the baseline);
+// (1) the tenants attack (attacker.ts) while the victims create, rotate and delete (victims.ts),
+// the invariants checked every 3 s (audit.ts); (2) the tenants put their credentials right and
+// delete everything, the victims too, and the operator settles; (3) the final audit. Exit status
+// 1 on any violation, each reported with the actions that led to it. Figures: stdout and
+// <out>/report.json.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { startEnvironment, type Environment } from '../environment.ts';
+import { seededRandom, sleep } from '../options.ts';
+import { Attacker } from './attacker.ts';
+import { Auditor, INVARIANTS, UNRECORDED_GRACE_S } from './audit.ts';
+import { castRoles } from './cluster.ts';
+import { memoryCage, type MemoryCage } from './memory.ts';
+import { CagedOperator, mib } from './operator.ts';
+import { parseHostileOptions } from './options.ts';
+import { percentile, Victims, VICTIM_BOUNDS, type Problem } from './victims.ts';
+import { Journal, ResourceWatch } from './world.ts';
+
+const options = parseHostileOptions(process.argv.slice(2));
+const random = seededRandom(options.seed);
+const out = resolve(options.out);
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+const started = Date.now();
+const elapsed = (): string => `${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s`;
+const log = (text: string): void => console.log(`[hostile ${elapsed()}] ${text}`);
+const limitBytes = options.memoryLimitMiB * 1024 * 1024;
+
+let env: Environment | undefined;
+let operator: CagedOperator | undefined;
+let cage: MemoryCage | undefined;
+process.once('exit', () => {
+  operator?.killNow();
+  cage?.remove();
+});
+
+const stats = (values: number[]): { n: number; p50S: number; p99S: number; maxS: number } => ({
+  n: values.length,
+  p50S: Number((percentile(values, 0.5) / 1000).toFixed(2)),
+  p99S: Number((percentile(values, 0.99) / 1000).toFixed(2)),
+  maxS: Number((Math.max(0, ...values) / 1000).toFixed(2)),
+});
+
+async function campaign(e: Environment): Promise<boolean> {
+  cage = memoryCage(limitBytes, options.enforce);
+  log(`seed ${options.seed}; ${options.tenants} tenant(s), ${options.victimNamespaces} victim namespace(s) x ${options.victimsPerNamespace}; ${options.durationS}s of attacks; memory limit ${options.memoryLimitMiB} MiB: ${cage.how}`);
+  const cast = await castRoles(e, options.tenants, options.victimNamespaces);
+  const journal = new Journal(started);
+  const world = new ResourceWatch(e.kubeConfig, e.objects);
+  await world.start();
+  const op = new CagedOperator({ cage, kubeconfig: e.operatorKubeconfig, platformUrl: e.emulator.baseUrl, out });
+  operator = op;
+  await op.build();
+  await op.start();
+  for (let i = 0; op.readyAt === undefined; i += 1) {
+    if (i > 600) throw new Error('the operator did not start in 60 s');
+    await sleep(100);
+  }
+  log(`operator ready (${op.nodeFlags.join(' ')}), RSS ${op.rssMiB()} MiB`);
+
+  const victims = new Victims(e, cast, world, journal, random, options.victimsPerNamespace);
+  await victims.start();
+  const auditor = new Auditor(e, cast, world, journal, op, victims, limitBytes);
+
+  // (0) The baseline: every victim slot created with the operator to itself.
+  const calmStart = Date.now();
+  for (let i = 0; i < cast.victimNamespaces.length * options.victimsPerNamespace * 3; i += 1) await victims.step();
+  while (victims.latencies.ready.length < victims.counts.creates && Date.now() - calmStart < 30_000) await sleep(200);
+  const baseline = stats(victims.latencies.ready);
+  log(`baseline: ${baseline.n} victim keys Ready, apply -> Ready p50 ${baseline.p50S}s, max ${baseline.maxS}s`);
+
+  // (1) The attacks.
+  const attacksEnd = Date.now() + options.durationS * 1000;
+  const over = (): boolean => Date.now() > attacksEnd;
+  await victims.refreshIntel();
+  const attackers = cast.tenants.map((t) => new Attacker(t, { env: e, cast, journal, world, random, intel: () => victims.intel, over }));
+  const tasks: Promise<unknown>[] = [];
+  const runs: Promise<unknown>[] = [];
+  for (const attacker of attackers) {
+    tasks.push((async () => {
+      while (!over()) {
+        await attacker.step();
+        await sleep(150 + random() * 300);
+      }
+    })());
+    // The playbooks, the first round early (a short run sees each; the memory storm first, its
+    // 120 big Secrets take the apiserver a while), then again every few minutes, in a seeded order.
+    const later = ['memory-storm', 'forgotten-key', 'restart-door'].sort(() => random() - 0.5);
+    tasks.push((async () => {
+      let round = 0;
+      while (!over()) {
+        for (const playbook of round === 0 ? ['memory-storm', 'forgotten-key', 'restart-door'] : later) {
+          const wait = round === 0 ? (playbook === 'memory-storm' ? 500 : 1_000 + random() * Math.min(15_000, options.durationS * 100)) : 30_000 + random() * 150_000;
+          await sleep(Math.min(wait, Math.max(0, attacksEnd - Date.now())));
+          if (over()) break;
+          const run = playbook === 'memory-storm' ? attacker.memoryStorm(Math.min(45_000, Math.max(10_000, attacksEnd - Date.now())))
+            : playbook === 'forgotten-key' ? attacker.forgottenKey() : attacker.restartDoor();
+          runs.push(run.catch((error: unknown) => log(`playbook ${playbook}: ${String(error)}`)));
+        }
+        round += 1;
+      }
+    })());
+  }
+  tasks.push((async () => {
+    while (!over()) {
+      await victims.step();
+      await sleep(300 + random() * 600);
+    }
+  })());
+  let auditing = true;
+  const auditLoop = (async () => {
+    let n = 0;
+    while (auditing) {
+      await auditor.check().catch((error: unknown) => log(`audit: ${String(error)}`));
+      if (n % 2 === 0) await victims.refreshIntel().catch(() => undefined);
+      if (n % 5 === 0) {
+        await op.scrapeMetrics();
+        log(`RSS ${op.rssMiB()} MiB (peak ${mib(op.peakRss)}), exits ${op.exits.length}, actions ${journal.actions.length}, victims ${victims.latencies.ready.length} Ready / ${victims.counts.rotations} rotations / ${victims.counts.deletes} deletes, unrecorded keys ${auditor.maxUnrecorded}, violations ${auditor.problems.length + victims.problems.length}`);
+      }
+      n += 1;
+      await sleep(3_000);
+    }
+  })();
+  await Promise.all(tasks);
+  await Promise.all(runs);
+  log(`attacks over: ${journal.actions.length} actions; the tenants put their credentials right and delete everything; settling (up to ${options.settleS}s)`);
+
+  // (2) Everything deleted, the operator settles.
+  const left: string[] = [];
+  for (const attacker of attackers) left.push(...await attacker.leave());
+  await victims.leave();
+  // Settled: nothing left, or what is left has not moved for 8 s and no victim is among it (a
+  // tenant's resource the operator cannot delete keeps its key recorded: reported, not a violation).
+  const settleStart = Date.now();
+  let lastChange = Date.now();
+  world.onChange(() => { lastChange = Date.now(); });
+  const victimNamespaces = new Set(cast.victimNamespaces);
+  const quiet = (): boolean => Date.now() - lastChange > 8_000 && ![...world.current.values()].some((s) => victimNamespaces.has(s.namespace));
+  while (world.current.size > 0 && !quiet() && Date.now() - settleStart < options.settleS * 1000) await sleep(500);
+  const settleS = (Date.now() - settleStart) / 1000;
+  log(`settled in ${settleS.toFixed(1)}s; ${world.current.size} resource(s) left`);
+  auditing = false;
+  await auditLoop;
+
+  // (3) The final audit.
+  await auditor.check(true);
+  const stuck = auditor.stuck();
+  victims.stop();
+  world.stop();
+  await op.scrapeMetrics();
+  const rssAtEnd = op.rssMiB();
+  await op.stop();
+  auditor.checkOperator();
+  const secretValues = new Set([...victims.values, ...auditor.tenantValues, ...attackers.flatMap((a) => [...a.credentialValues]), e.adminKey]);
+  const leaks = auditor.checkLeaks(join(out, 'operator.log'), secretValues);
+
+  const latencies = { ready: stats(victims.latencies.ready), rotate: stats(victims.latencies.rotate), delete: stats(victims.latencies.delete) };
+  const problems: Problem[] = [...auditor.problems, ...victims.problems];
+  if (latencies.ready.p99S > VICTIM_BOUNDS.readyP99S) problems.push({ invariant: 'victims converge within their bounds', detail: `apply -> Ready p99 ${latencies.ready.p99S} s over ${VICTIM_BOUNDS.readyP99S} s`, context: [] });
+  for (const [what, bound] of [['ready', VICTIM_BOUNDS.readyMaxS], ['rotate', VICTIM_BOUNDS.rotateMaxS], ['delete', VICTIM_BOUNDS.deleteMaxS]] as const) {
+    if (latencies[what].maxS > bound) problems.push({ invariant: 'victims converge within their bounds', detail: `${what} max ${latencies[what].maxS} s over ${bound} s`, context: [] });
+  }
+  const keysMade = auditor.keys.filter((k) => k.id > cast.keysBefore);
+  const invariants = Object.fromEntries(INVARIANTS.map((name) => [name, problems.filter((p) => p.invariant === name).length]));
+  const actions = Object.fromEntries([...journal.counts.entries()].sort((a, b) => a[0].localeCompare(b[0])));
+  const report = {
+    seed: options.seed,
+    options,
+    wallClockSeconds: Math.round((Date.now() - started) / 1000),
+    memoryLimit: { MiB: options.memoryLimitMiB, how: cage.how, enforced: cage.enforced },
+    operator: {
+      nodeFlags: op.nodeFlags, starts: op.starts, exits: op.exits, oomKills: cage.oomKills(),
+      peakRssMiB: mib(op.peakRss), cgroupPeakMiB: cage.peakBytes() === undefined ? null : mib(cage.peakBytes()!), rssAtEndMiB: rssAtEnd, rssSamples: op.samples,
+      rssPerSecondMiB: op.timeline,
+    },
+    victims: { baseline, latencies, bounds: VICTIM_BOUNDS, counts: victims.counts },
+    tenants: { actions, totalActions: journal.actions.filter((a) => a.who.startsWith('tenant-')).length, playbooks: attackers.map((a) => a.playbooks) },
+    keys: { madeDuringRun: keysMade.length, revoked: keysMade.filter((k) => k.revoked).length, live: keysMade.filter((k) => !k.revoked).length, maxUnrecordedAtOnce: auditor.maxUnrecorded, unrecordedGraceS: UNRECORDED_GRACE_S },
+    settle: { seconds: Number(settleS.toFixed(1)), deletedByTenants: left.length, leftAtEnd: stuck },
+    leaks: { valuesSearched: leaks.searched, logBytes: leaks.logBytes, metricsExpositions: op.expositions.length },
+    invariants: Object.fromEntries(Object.entries(invariants).map(([k, v]) => [k, v === 0 ? 'PASS' : `FAIL (${v})`])),
+    violations: problems,
+  };
+  writeFileSync(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(out, 'journal.log'), journal.actions.map((a) => JSON.stringify(a)).join('\n') + '\n');
+
+  console.log('\n| figure | value |\n|---|---|');
+  const rows: [string, string | number][] = [
+    ['seed', options.seed],
+    ['wall clock (s)', report.wallClockSeconds],
+    ['memory limit', `${options.memoryLimitMiB} MiB, ${cage.how}`],
+    ['operator starts / exits (OOM kills)', `${op.starts} / ${op.exits.length} (${cage.oomKills()})`],
+    ['operator peak RSS (MiB)', `${mib(op.peakRss)}${cage.peakBytes() === undefined ? '' : ` (cgroup peak ${mib(cage.peakBytes()!)})`}; at the end ${rssAtEnd}`],
+    ['tenant actions', `${report.tenants.totalActions} (${Object.values(actions).reduce((n, c) => n + c.refused, 0)} refused by the apiserver); playbooks ${JSON.stringify(report.tenants.playbooks)}`],
+    ['victim operations', `${victims.counts.creates} creates, ${victims.counts.rotations} rotations, ${victims.counts.deletes} deletes`],
+    ['victim apply -> Ready (s)', `baseline p50 ${baseline.p50S} max ${baseline.maxS}; under attack p50 ${latencies.ready.p50S} p99 ${latencies.ready.p99S} max ${latencies.ready.maxS} (bounds p99 ${VICTIM_BOUNDS.readyP99S}, max ${VICTIM_BOUNDS.readyMaxS})`],
+    ['victim rotate -> new key Ready (s)', `p50 ${latencies.rotate.p50S} p99 ${latencies.rotate.p99S} max ${latencies.rotate.maxS} (bound ${VICTIM_BOUNDS.rotateMaxS})`],
+    ['victim delete -> gone (s)', `p50 ${latencies.delete.p50S} p99 ${latencies.delete.p99S} max ${latencies.delete.maxS} (bound ${VICTIM_BOUNDS.deleteMaxS})`],
+    ['platform keys made / revoked / live at the end', `${keysMade.length} / ${report.keys.revoked} / ${report.keys.live}`],
+    ['resources left after the settle', stuck.length],
+    ['secret values searched in the log', `${leaks.searched} (${(leaks.logBytes / 1024 / 1024).toFixed(1)} MiB of log)`],
+  ];
+  for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);
+  console.log('');
+  for (const [name, count] of Object.entries(invariants)) console.log(`${count === 0 ? 'PASS' : 'FAIL'}  ${name}${count === 0 ? '' : ` (${count})`}`);
+  for (const p of problems.slice(0, 30)) {
+    console.log(`\n  VIOLATION [${p.invariant}] ${p.detail}`);
+    for (const c of p.context.slice(0, 14)) console.log(`    ${c}`);
+  }
+  for (const s of stuck.slice(0, 10)) console.log(`  left: ${s}`);
+  console.log(`\nreport: ${join(out, 'report.json')}; journal: ${join(out, 'journal.log')}; operator log: ${join(out, 'operator.log')}`);
+  return problems.length === 0;
+}
+
+let ok = false;
+try {
+  env = await startEnvironment(out);
+  log(`control plane ${env.controlPlane.info.server}, platform ${env.emulator.baseUrl}`);
+  ok = await campaign(env);
+} catch (error) {
+  console.error(`hostile: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+} finally {
+  operator?.killNow();
+  await env?.stop().catch(() => undefined);
+  cage?.remove();
+}
+process.exit(ok ? 0 : 1);
