@@ -51,7 +51,7 @@ interface Deployment extends K8sObject {
 const rulesOf = (o: K8sObject): PolicyRule[] => (o as K8sObject & { rules: PolicyRule[] }).rules;
 /** The ClusterRoles for the teams that declare keys (rbac.aggregateToDefaultRoles), not the operator's. */
 const tenantRole = (o: K8sObject): boolean => o.metadata.labels?.['app.kubernetes.io/component'] === 'tenant-role';
-const operatorObjects = (objects: K8sObject[]): K8sObject[] => objects.filter((o) => !tenantRole(o));
+const operatorObjects = (objects: K8sObject[]): K8sObject[] => objects.filter((o) => !tenantRole(o) && o.kind !== 'CustomResourceDefinition');
 /** What the two tenant roles grant, and to which built-in roles they are aggregated. */
 const TENANT_ROLES = {
   view: {
@@ -137,6 +137,7 @@ describe('the Helm chart', () => {
       'ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount',
     ]);
     expect(objects.filter(tenantRole).map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['ClusterRole/neon-key-operator-edit', 'ClusterRole/neon-key-operator-view']);
+    expect(byKind(objects, 'CustomResourceDefinition').map((o) => o.metadata.name).sort()).toEqual(['apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev']);
     for (const o of objects) {
       expect(o.metadata.labels).toMatchObject({
         'app.kubernetes.io/name': 'neon-key-operator',
@@ -145,7 +146,7 @@ describe('the Helm chart', () => {
         'app.kubernetes.io/managed-by': 'Helm',
         'helm.sh/chart': `neon-key-operator-${chartVersion}`,
       });
-      if (!o.kind.startsWith('Cluster')) expect(o.metadata.namespace).toBe('ops');
+      if (!o.kind.startsWith('Cluster') && o.kind !== 'CustomResourceDefinition') expect(o.metadata.namespace).toBe('ops');
     }
 
     const deployment = onlyOne(objects, 'Deployment') as Deployment;
@@ -334,13 +335,33 @@ describe('the Helm chart', () => {
     expect(result.stdout).toContain('--platform-url');
   });
 
-  it('ships crds/ byte for byte equal to the generated top-level crds/', () => {
+  it('ships files/crds/ byte for byte equal to the generated top-level crds/, and no crds/ (which helm would never upgrade)', () => {
     const top = readdirSync(join(root, 'crds')).filter((f) => f.endsWith('.yaml')).sort();
     expect(top).toEqual(['keys.neon.dev_apikeys.yaml', 'keys.neon.dev_projectapikeys.yaml']);
-    expect(readdirSync(join(chartDir, 'crds')).sort()).toEqual(top);
+    expect(readdirSync(join(chartDir, 'files', 'crds')).sort()).toEqual(top);
     for (const file of top) {
-      expect(readFileSync(join(chartDir, 'crds', file), 'utf8')).toBe(readFileSync(join(root, 'crds', file), 'utf8'));
+      expect(readFileSync(join(chartDir, 'files', 'crds', file), 'utf8')).toBe(readFileSync(join(root, 'crds', file), 'utf8'));
     }
+    expect(existsSync(join(chartDir, 'crds'))).toBe(false);
+  });
+
+  it('renders the CRDs as templates (upgraded with the release), kept on uninstall by default; crds.keep and crds.enabled', async () => {
+    const generated = readdirSync(join(root, 'crds')).filter((f) => f.endsWith('.yaml')).sort()
+      .flatMap((f) => parseYaml(readFileSync(join(root, 'crds', f), 'utf8')));
+    const crds = (objects: K8sObject[]): (K8sObject & { spec: unknown; metadata: { annotations?: Record<string, string> } })[] =>
+      byKind(objects, 'CustomResourceDefinition') as (K8sObject & { spec: unknown; metadata: { annotations?: Record<string, string> } })[];
+    const byDefault = crds(await t.template('neon-key-operator', 'ops'));
+    expect(byDefault.map((c) => c.metadata.name)).toEqual(generated.map((c) => c.metadata.name));
+    for (const [i, crd] of byDefault.entries()) {
+      // The same definition as crds/ (what kubectl and GitOps users apply), plus the release's labels.
+      expect(crd.spec).toEqual((generated[i] as K8sObject & { spec: unknown }).spec);
+      expect(crd.metadata.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
+      expect(crd.metadata.labels).toMatchObject({ 'app.kubernetes.io/name': 'neon-key-operator', 'app.kubernetes.io/component': 'crds', 'helm.sh/chart': `neon-key-operator-${chartVersion}` });
+    }
+    const notKept = crds(await t.template('neon-key-operator', 'ops', ['crds.keep=false']));
+    expect(notKept).toHaveLength(2);
+    for (const crd of notKept) expect(crd.metadata.annotations?.['helm.sh/resource-policy']).toBeUndefined();
+    expect(crds(await t.template('neon-key-operator', 'ops', ['crds.enabled=false']))).toEqual([]);
   });
 
   const hasBase = existsSync(join(baseDir, 'kustomization.yaml'));
