@@ -373,7 +373,8 @@ describe('the Helm chart', () => {
     expect(permissions(rulesOf(baseClusterRole))).toEqual(permissions(rulesOf(chartClusterRole)));
     // The tenant roles: the same names (the release is named after the chart), labels and rules.
     const tenantRoles = (objects: K8sObject[]): [string, Record<string, string>, string[]][] => objects.filter(tenantRole)
-      .map((o) => [o.metadata.name, Object.fromEntries(Object.entries(o.metadata.labels ?? {}).filter(([k]) => k.startsWith('rbac.authorization.k8s.io/'))), permissions(rulesOf(o))]);
+      .map((o): [string, Record<string, string>, string[]] => [o.metadata.name, Object.fromEntries(Object.entries(o.metadata.labels ?? {}).filter(([k]) => k.startsWith('rbac.authorization.k8s.io/'))), permissions(rulesOf(o))])
+      .sort(([a], [b]) => a.localeCompare(b));
     expect(tenantRoles(base)).toHaveLength(2);
     expect(tenantRoles(base)).toEqual(tenantRoles(chart));
 

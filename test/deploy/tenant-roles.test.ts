@@ -92,8 +92,8 @@ describe('tenant roles aggregated to the built-in view and edit ClusterRoles', (
     }, 30_000, 'ApiKey Ready, as the editor reads it');
     const secret = await editor.core.readNamespacedSecret({ namespace: team, name: ready.status?.secretName ?? 'ci-deployer' });
     expect(Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8')).toMatch(/^[A-Za-z0-9_-]{32,256}$/);
-    // and the other verbs of the role: a label patched, the resource deleted (the operator revokes the key).
-    expect(await refusal(() => editor.objects.patchNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer', body: { metadata: { labels: { team: 'a' } } } }))).toBeUndefined();
+    // and the other verbs of the role: a label patched (a JSON patch), the other kind listed.
+    expect(await refusal(() => editor.objects.patchNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer', body: [{ op: 'add', path: '/metadata/labels', value: { team: 'a' } }] }))).toBeUndefined();
     expect(await refusal(() => editor.objects.listNamespacedCustomObject({ group, version, namespace: team, plural: 'projectapikeys' }))).toBeUndefined();
   });
 
