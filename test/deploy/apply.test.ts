@@ -110,7 +110,11 @@ describe('the manifests applied to a real apiserver', () => {
     // A Role per watched namespace, and the one in the release namespace.
     expect(out.match(/^role\.rbac\.authorization\.k8s\.io\/\S+ serverside-applied/gm)).toHaveLength(watched.length + 1);
     expect(out).toMatch(/^networkpolicy\.networking\.k8s\.io\/\S+ serverside-applied \(server dry run\)$/m);
-    expect(out).not.toContain('clusterrole');
+    // No cluster-wide grant to the operator; the tenant roles (for people, aggregated into view/edit) are the only ClusterRoles.
+    expect(out.match(/^clusterrole\.rbac\.authorization\.k8s\.io\/\S+/gm)?.sort()).toEqual([
+      `clusterrole.rbac.authorization.k8s.io/dryns-${suffix}-neon-key-operator-edit`, `clusterrole.rbac.authorization.k8s.io/dryns-${suffix}-neon-key-operator-view`,
+    ]);
+    expect(out).not.toContain('clusterrolebinding');
   });
 
   const hasBase = existsSync(join(baseDir, 'kustomization.yaml'));
