@@ -75,7 +75,7 @@ describe('the manifests applied to a real apiserver', () => {
     t = tools(cp, kubeVersion);
     authz = cp.kubeConfig.makeApiClient(AuthorizationV1Api);
     // The CRDs for real (crds/ with the test run's gracePeriod floor, test/harness/crds.ts; the
-    // chart's crds/ are the same files): custom resources, their RBAC and the dry runs below need
+    // chart's files/crds/ are the same files): custom resources, their RBAC and the dry runs below need
     // their API to exist.
     // --force-conflicts: other suites of this run apply the same CRDs under their own field manager.
     await t.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=deploy-test', '-f', '-'], testCrdYaml());
@@ -112,7 +112,11 @@ describe('the manifests applied to a real apiserver', () => {
     // A Role per watched namespace, and the one in the release namespace.
     expect(out.match(/^role\.rbac\.authorization\.k8s\.io\/\S+ serverside-applied/gm)).toHaveLength(watched.length + 1);
     expect(out).toMatch(/^networkpolicy\.networking\.k8s\.io\/\S+ serverside-applied \(server dry run\)$/m);
-    expect(out).not.toContain('clusterrole');
+    // No cluster-wide grant to the operator; the tenant roles (for people, aggregated into view/edit) are the only ClusterRoles.
+    expect(out.match(/^clusterrole\.rbac\.authorization\.k8s\.io\/\S+/gm)?.sort()).toEqual([
+      `clusterrole.rbac.authorization.k8s.io/dryns-${suffix}-neon-key-operator-edit`, `clusterrole.rbac.authorization.k8s.io/dryns-${suffix}-neon-key-operator-view`,
+    ]);
+    expect(out).not.toContain('clusterrolebinding');
   });
 
   const hasBase = existsSync(join(baseDir, 'kustomization.yaml'));
@@ -132,7 +136,9 @@ describe('the manifests applied to a real apiserver', () => {
     const release = `nko-${suffix}`;
     releases.push({ name: release, namespace: ns });
     // No --wait: this control plane has no nodes, the pods stay Pending; the API objects are what counts.
-    const out = await t.helm(['install', release, chartDir, '--namespace', ns]);
+    // crds.enabled=false: the CRDs exist already (applied with kubectl above and by other suites), and
+    // a release never takes over objects it did not make; as for a second release in one cluster.
+    const out = await t.helm(['install', release, chartDir, '--namespace', ns, '--set', 'crds.enabled=false']);
     expect(out).toContain('STATUS: deployed');
     expect(out).toContain('Watching: every namespace');
     const sa = `${release}-neon-key-operator`;
@@ -183,14 +189,14 @@ describe('the manifests applied to a real apiserver', () => {
     releases.splice(releases.findIndex((r) => r.name === release), 1);
     expect(uninstalled).toContain(`release "${release}" uninstalled`);
     expect(await settles(false, sa, ns, 'list', 'secrets', anywhere)).toBe(false);
-    // helm never deletes what crds/ installed: the custom resources (and the keys) outlive the release.
+    // The CRDs were not the release's (crds.enabled=false): the custom resources (and the keys) outlive it.
     await t.kubectl(['get', 'crd', 'apikeys.keys.neon.dev']);
   });
 
   it('installs with helm for a watched namespace only: rights there, none elsewhere', async () => {
     const release = `nkw-${suffix}`;
     releases.push({ name: release, namespace: ns });
-    const out = await t.helm(['install', release, chartDir, '--namespace', ns, '--set', `watchNamespaces={${watched.join(',')}}`]);
+    const out = await t.helm(['install', release, chartDir, '--namespace', ns, '--set', 'crds.enabled=false', '--set', `watchNamespaces={${watched.join(',')}}`]);
     expect(out).toContain(`Watching: ${watched.join(', ')}`);
     const sa = `${release}-neon-key-operator`;
     for (const namespace of watched) {
@@ -209,7 +215,7 @@ describe('the manifests applied to a real apiserver', () => {
     expect(await settles(true, sa, ns, 'create', 'secrets', ns)).toBe(true);
 
     // An upgrade back to the defaults (every namespace) swaps the Roles for the ClusterRole.
-    await t.helm(['upgrade', release, chartDir, '--namespace', ns, '--reset-values']);
+    await t.helm(['upgrade', release, chartDir, '--namespace', ns, '--reset-values', '--set', 'crds.enabled=false']);
     expect(await settles(true, sa, ns, 'list', 'secrets', unwatched)).toBe(true);
     expect(await settles(false, sa, ns, 'get', 'leases', watched[0], 'coordination.k8s.io')).toBe(false);
     const roles = await t.kubectl(['get', 'roles', '-n', watched[0] as string, '-l', `app.kubernetes.io/instance=${release}`, '-o', 'name']);

@@ -221,7 +221,8 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     const unwatched = await createNamespace(`can-i-${suffix}-chart-other`);
     const release = `ci-${suffix}`;
     releases.push({ name: release, namespace });
-    await t.helm(['install', release, chartDir, '--namespace', namespace]);
+    // crds.enabled=false: the CRDs exist already (applied with kubectl); a release never takes them over.
+    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false']);
     await expectMode({ title: 'chart, default values', operatorNamespace: namespace, serviceAccount: `${release}-neon-key-operator`, watched: [], unwatched });
   });
 
@@ -231,7 +232,7 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     const unwatched = await createNamespace(`can-i-${suffix}-chns-other`);
     const release = `cn-${suffix}`;
     releases.push({ name: release, namespace });
-    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', `watchNamespaces={${watched.join(',')}}`]);
+    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false', '--set', `watchNamespaces={${watched.join(',')}}`]);
     await expectMode({ title: 'chart, watchNamespaces', operatorNamespace: namespace, serviceAccount: `${release}-neon-key-operator`, watched, unwatched });
   });
 });

@@ -49,6 +49,20 @@ interface Deployment extends K8sObject {
 }
 
 const rulesOf = (o: K8sObject): PolicyRule[] => (o as K8sObject & { rules: PolicyRule[] }).rules;
+/** The ClusterRoles for the teams that declare keys (rbac.aggregateToDefaultRoles), not the operator's. */
+const tenantRole = (o: K8sObject): boolean => o.metadata.labels?.['app.kubernetes.io/component'] === 'tenant-role';
+const operatorObjects = (objects: K8sObject[]): K8sObject[] => objects.filter((o) => !tenantRole(o) && o.kind !== 'CustomResourceDefinition');
+/** What the two tenant roles grant, and to which built-in roles they are aggregated. */
+const TENANT_ROLES = {
+  view: {
+    grants: ['keys.neon.dev|apikeys|get', 'keys.neon.dev|apikeys|list', 'keys.neon.dev|apikeys|watch', 'keys.neon.dev|projectapikeys|get', 'keys.neon.dev|projectapikeys|list', 'keys.neon.dev|projectapikeys|watch'],
+    aggregateTo: ['admin', 'edit', 'view'],
+  },
+  edit: {
+    grants: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'].flatMap((verb) => [`keys.neon.dev|apikeys|${verb}`, `keys.neon.dev|projectapikeys|${verb}`]).sort(),
+    aggregateTo: ['admin', 'edit'],
+  },
+};
 const onlyOne = (objects: K8sObject[], kind: string, name?: (n: string) => boolean): K8sObject => {
   const found = byKind(objects, kind).filter((o) => name === undefined || name(o.metadata.name));
   expect(found).toHaveLength(1);
@@ -119,9 +133,11 @@ describe('the Helm chart', () => {
 
   it('renders, by default, a cluster-wide operator: two replicas with leader election, probes, a hardened pod', async () => {
     const objects = await t.template('neon-key-operator', 'ops');
-    expect(objects.map((o) => o.kind).sort()).toEqual([
+    expect(operatorObjects(objects).map((o) => o.kind).sort()).toEqual([
       'ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount',
     ]);
+    expect(objects.filter(tenantRole).map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['ClusterRole/neon-key-operator-edit', 'ClusterRole/neon-key-operator-view']);
+    expect(byKind(objects, 'CustomResourceDefinition').map((o) => o.metadata.name).sort()).toEqual(['apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev']);
     for (const o of objects) {
       expect(o.metadata.labels).toMatchObject({
         'app.kubernetes.io/name': 'neon-key-operator',
@@ -130,7 +146,7 @@ describe('the Helm chart', () => {
         'app.kubernetes.io/managed-by': 'Helm',
         'helm.sh/chart': `neon-key-operator-${chartVersion}`,
       });
-      if (!o.kind.startsWith('Cluster')) expect(o.metadata.namespace).toBe('ops');
+      if (!o.kind.startsWith('Cluster') && o.kind !== 'CustomResourceDefinition') expect(o.metadata.namespace).toBe('ops');
     }
 
     const deployment = onlyOne(objects, 'Deployment') as Deployment;
@@ -203,7 +219,7 @@ describe('the Helm chart', () => {
       noWildcards(rulesOf(own));
       expect([set, permissions(rulesOf(own))]).toEqual([set, ownNamespaceGrants(!set.includes('leaderElection.enabled=false'))]);
 
-      const reconcileRoles = [...byKind(objects, 'ClusterRole'), ...byKind(objects, 'Role').filter((r) => r !== own)];
+      const reconcileRoles = [...byKind(operatorObjects(objects), 'ClusterRole'), ...byKind(objects, 'Role').filter((r) => r !== own)];
       expect(reconcileRoles).toHaveLength(set[0]?.startsWith('watchNamespaces') === true ? 2 : 1);
       for (const role of reconcileRoles) {
         noWildcards(rulesOf(role));
@@ -212,9 +228,32 @@ describe('the Helm chart', () => {
     }
   });
 
+  it('renders the tenant roles, aggregated to view/edit/admin, never status or Secrets; rbac.aggregateToDefaultRoles=false drops them', async () => {
+    for (const set of [[], ['watchNamespaces={team-a}']]) {
+      const roles = (await t.template('neon-key-operator', 'ops', set)).filter(tenantRole);
+      expect([set, roles.map((r) => r.kind)]).toEqual([set, ['ClusterRole', 'ClusterRole']]);
+      for (const [suffix, want] of Object.entries(TENANT_ROLES)) {
+        const role = onlyOne(roles, 'ClusterRole', (n) => n === `neon-key-operator-${suffix}`);
+        noWildcards(rulesOf(role));
+        const grants = permissions(rulesOf(role));
+        expect([suffix, grants]).toEqual([suffix, want.grants]);
+        expect(grants.filter((g) => g.includes('/') || g.startsWith('|secrets'))).toEqual([]);
+        const aggregated = Object.entries(role.metadata.labels ?? {})
+          .filter(([k, v]) => k.startsWith('rbac.authorization.k8s.io/aggregate-to-') && v === 'true')
+          .map(([k]) => k.slice('rbac.authorization.k8s.io/aggregate-to-'.length)).sort();
+        expect([suffix, aggregated]).toEqual([suffix, want.aggregateTo]);
+      }
+    }
+    expect((await t.template('neon-key-operator', 'ops', ['rbac.aggregateToDefaultRoles=false'])).filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata.name)).toEqual(['neon-key-operator']);
+    // rbac.create=false: the platform team makes every role itself.
+    expect((await t.template('neon-key-operator', 'ops', ['rbac.create=false'])).filter((o) => o.kind === 'ClusterRole')).toEqual([]);
+  });
+
   it('with watchNamespaces, grants a Role in each watched namespace and nothing cluster-wide', async () => {
     const objects = await t.template('keys', 'ops', ['watchNamespaces={team-a,team-b}', 'workers=8', 'driftInterval=10m']);
-    expect(byKind(objects, 'ClusterRole')).toEqual([]);
+    // The operator's: none. The tenant roles are for people (aggregated into view/edit/admin).
+    expect(byKind(operatorObjects(objects), 'ClusterRole')).toEqual([]);
+    expect(byKind(objects, 'ClusterRole').map((o) => o.metadata.name).sort()).toEqual(['keys-neon-key-operator-edit', 'keys-neon-key-operator-view']);
     expect(byKind(objects, 'ClusterRoleBinding')).toEqual([]);
     const roles = byKind(objects, 'Role').filter((r) => !r.metadata.name.endsWith('-leader-election'));
     expect(roles.map((r) => r.metadata.namespace)).toEqual(['team-a', 'team-b']);
@@ -296,22 +335,48 @@ describe('the Helm chart', () => {
     expect(result.stdout).toContain('--platform-url');
   });
 
-  it('ships crds/ byte for byte equal to the generated top-level crds/', () => {
+  it('ships files/crds/ byte for byte equal to the generated top-level crds/, and no crds/ (which helm would never upgrade)', () => {
     const top = readdirSync(join(root, 'crds')).filter((f) => f.endsWith('.yaml')).sort();
     expect(top).toEqual(['keys.neon.dev_apikeys.yaml', 'keys.neon.dev_projectapikeys.yaml']);
-    expect(readdirSync(join(chartDir, 'crds')).sort()).toEqual(top);
+    expect(readdirSync(join(chartDir, 'files', 'crds')).sort()).toEqual(top);
     for (const file of top) {
-      expect(readFileSync(join(chartDir, 'crds', file), 'utf8')).toBe(readFileSync(join(root, 'crds', file), 'utf8'));
+      expect(readFileSync(join(chartDir, 'files', 'crds', file), 'utf8')).toBe(readFileSync(join(root, 'crds', file), 'utf8'));
     }
+    expect(existsSync(join(chartDir, 'crds'))).toBe(false);
+  });
+
+  it('renders the CRDs as templates (upgraded with the release), kept on uninstall by default; crds.keep and crds.enabled', async () => {
+    const generated = readdirSync(join(root, 'crds')).filter((f) => f.endsWith('.yaml')).sort()
+      .flatMap((f) => parseYaml(readFileSync(join(root, 'crds', f), 'utf8')));
+    const crds = (objects: K8sObject[]): (K8sObject & { spec: unknown; metadata: { annotations?: Record<string, string> } })[] =>
+      byKind(objects, 'CustomResourceDefinition') as (K8sObject & { spec: unknown; metadata: { annotations?: Record<string, string> } })[];
+    const byDefault = crds(await t.template('neon-key-operator', 'ops'));
+    expect(byDefault.map((c) => c.metadata.name)).toEqual(generated.map((c) => c.metadata.name));
+    for (const [i, crd] of byDefault.entries()) {
+      // The same definition as crds/ (what kubectl and GitOps users apply), plus the release's labels.
+      expect(crd.spec).toEqual((generated[i] as K8sObject & { spec: unknown }).spec);
+      expect(crd.metadata.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
+      expect(crd.metadata.labels).toMatchObject({ 'app.kubernetes.io/name': 'neon-key-operator', 'app.kubernetes.io/component': 'crds', 'helm.sh/chart': `neon-key-operator-${chartVersion}` });
+    }
+    const notKept = crds(await t.template('neon-key-operator', 'ops', ['crds.keep=false']));
+    expect(notKept).toHaveLength(2);
+    for (const crd of notKept) expect(crd.metadata.annotations?.['helm.sh/resource-policy']).toBeUndefined();
+    expect(crds(await t.template('neon-key-operator', 'ops', ['crds.enabled=false']))).toEqual([]);
   });
 
   const hasBase = existsSync(join(baseDir, 'kustomization.yaml'));
   (hasBase ? it : it.skip)('grants the same rules as deploy/base (one truth for RBAC) and runs the same way', async () => {
     const base = parseYaml(await t.kubectl(['kustomize', baseDir]));
     const chart = await t.template('neon-key-operator', 'neon-key-operator-system');
-    const baseClusterRole = onlyOne(base, 'ClusterRole');
-    const chartClusterRole = onlyOne(chart, 'ClusterRole');
+    const baseClusterRole = onlyOne(operatorObjects(base), 'ClusterRole');
+    const chartClusterRole = onlyOne(operatorObjects(chart), 'ClusterRole');
     expect(permissions(rulesOf(baseClusterRole))).toEqual(permissions(rulesOf(chartClusterRole)));
+    // The tenant roles: the same names (the release is named after the chart), labels and rules.
+    const tenantRoles = (objects: K8sObject[]): [string, Record<string, string>, string[]][] => objects.filter(tenantRole)
+      .map((o): [string, Record<string, string>, string[]] => [o.metadata.name, Object.fromEntries(Object.entries(o.metadata.labels ?? {}).filter(([k]) => k.startsWith('rbac.authorization.k8s.io/'))), permissions(rulesOf(o))])
+      .sort(([a], [b]) => a.localeCompare(b));
+    expect(tenantRoles(base)).toHaveLength(2);
+    expect(tenantRoles(base)).toEqual(tenantRoles(chart));
 
     const baseLeader = onlyOne(base, 'Role', (n) => n.includes('leader'));
     const chartLeader = onlyOne(chart, 'Role', (n) => n.includes('leader'));
@@ -329,7 +394,7 @@ describe('the Helm chart', () => {
     const overlay = parseYaml(await t.kubectl(['kustomize', overlayDir]));
     const chart = await t.template('neon-key-operator', 'neon-key-operator-system', ['watchNamespaces={team-a,team-b}']);
     for (const objects of [overlay, chart]) {
-      expect(byKind(objects, 'ClusterRole')).toEqual([]);
+      expect(byKind(operatorObjects(objects), 'ClusterRole')).toEqual([]);
       expect(byKind(objects, 'ClusterRoleBinding')).toEqual([]);
     }
     const reconcileRoles = (objects: K8sObject[]): [string | undefined, string[]][] => byKind(objects, 'Role')

@@ -65,7 +65,7 @@ export interface RunningControlPlane {
 
 interface StartOptions {
   binDir: string;
-  /** kube-controller-manager runs only its garbage collector, namespace, deployment and replicaset controllers (no scheduler, no kubelet) */
+  /** kube-controller-manager runs only its garbage collector, namespace, deployment, replicaset and clusterrole-aggregation controllers (no scheduler, no kubelet) */
   controllerManager?: boolean;
   startTimeoutMs?: number;
 }
@@ -243,7 +243,8 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
       launch('kube-controller-manager', [
         `--kubeconfig=${kubeconfigPath}`,
         // deployment, replicaset: the rollouts a key rotation restarts (test/operator/rotation.test.ts).
-        '--controllers=garbagecollector,namespace,deployment,replicaset',
+        // clusterrole-aggregation: fills the built-in view/edit/admin with the tenant roles (test/deploy/tenant-roles.test.ts).
+        '--controllers=garbagecollector,namespace,deployment,replicaset,clusterrole-aggregation',
         '--leader-elect=false',
         '--bind-address=127.0.0.1',
         `--secure-port=${await freePort()}`,
