@@ -83,14 +83,15 @@ describe('the alerts on a running operator', () => {
     // A drift check every second, and a key unverifiable after two: the refusal shows in seconds.
     operator = spawn(process.execPath, [join(root, 'src/operator/main.ts'),
       '--kubeconfig', join(scratch, 'kubeconfig'), '--platform-url', emulator.baseUrl, '--watch-namespace', namespace, '--leader-elect',
-      '--leader-election-id', `alerts-${namespace}`,
       `--health-probe-bind-address=127.0.0.1:${health}`, `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       '--drift-interval', '1s', '--unverified-after', '2s'],
     { env: { PATH: process.env.PATH, POD_NAME: `alerts-${namespace}`, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
     operator.stdout?.setEncoding('utf8').on('data', (chunk: string) => { operatorOutput += chunk; });
     operator.stderr?.setEncoding('utf8').on('data', (chunk: string) => { operatorOutput += chunk; });
-    await eventually(async () => ((await fetch(`http://127.0.0.1:${health}/readyz`)).ok ? true : undefined), 60_000, 'the operator ready');
-  }, 120_000);
+    // Standbys are ready too: wait for the Lease (its Role names one Lease; another suite's operator may hold it a moment).
+    await eventually(async () => ((await fetch(`http://127.0.0.1:${health}/readyz`)).ok && /^neon_key_operator_leader 1$/m.test(await metrics()) ? true : undefined), 90_000, 'the operator ready and leading')
+      .catch((error: unknown) => { throw new Error(`${String(error)}\n--- operator:\n${operatorOutput.slice(-3_000)}`, { cause: error }); });
+  }, 150_000);
 
   afterAll(async () => {
     await stop(prometheus);
