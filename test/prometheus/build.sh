@@ -4,7 +4,9 @@
 # version, so a warm cache is reused. Prints the bin folder on stdout.
 #
 # The server is built without the `builtinassets` tag: its web UI is then absent (the pages answer
-# 404s), which the tests do not need; its HTTP API (/api/v1/...) is whole.
+# 404s), which the tests do not need; its HTTP API (/api/v1/...) is whole. `remove_all_sd` leaves
+# out every service discovery but the static one (Kubernetes, clouds, Consul, ...): the tests
+# scrape a static target, and their SDKs were most of the build.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -29,7 +31,7 @@ export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=
 start=$(date +%s)
 
 log "building promtool and prometheus $version (a cold build takes a few minutes on 2 cores)"
-GOBIN="$(cd "$bin.partial" && pwd)" go install -trimpath \
+GOBIN="$(cd "$bin.partial" && pwd)" go install -trimpath -tags remove_all_sd \
   -ldflags "-s -w -X github.com/prometheus/common/version.Version=${version#v}" \
   "github.com/prometheus/prometheus/cmd/promtool@$version" \
   "github.com/prometheus/prometheus/cmd/prometheus@$version"
