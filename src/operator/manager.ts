@@ -179,6 +179,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ...(options.rotationPollMs !== undefined ? { rotationPollMs: options.rotationPollMs } : {}),
     ...(options.minRotationGraceMs !== undefined ? { minRotationGraceMs: options.minRotationGraceMs } : {}),
     ...(options.metrics !== undefined ? { onDriftCheck: (outcome) => options.metrics?.driftChecks.inc({ outcome }) } : {}),
+    ...(options.metrics !== undefined ? { onRetired: (outcome) => options.metrics?.retiredKeys.inc({ outcome }) } : {}),
     operations: { pollers },
     ownWrites,
     platformUrl: options.platformBaseUrl,
@@ -224,16 +225,16 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const running = controller;
   await running.start();
   const metrics = options.metrics;
-  // managed_keys{kind,condition,status}: counted from the informer caches when scraped, never from the platform.
+  // managed_keys{kind,condition,status,reason}: counted from the informer caches when scraped, never from the platform.
   metrics?.countManagedKeysWith(() => {
     const counts = new Map<string, ManagedKeysCount>();
     for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
       for (const obj of running.cached(kind)) {
-        for (const c of (obj as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []) {
-          const series = `${kind}\0${c.type}\0${c.status}`;
+        for (const c of (obj as { status?: { conditions?: { type: string; status: string; reason: string }[] } }).status?.conditions ?? []) {
+          const series = `${kind}\0${c.type}\0${c.status}\0${c.reason}`;
           const count = counts.get(series);
           if (count !== undefined) count.value++;
-          else counts.set(series, { labels: { kind, condition: c.type, status: c.status }, value: 1 });
+          else counts.set(series, { labels: { kind, condition: c.type, status: c.status, reason: c.reason }, value: 1 });
         }
       }
     }

@@ -2,13 +2,15 @@
 // why the caches hold a projection): its identity, plus spec.projectId (operations updates wake the
 // ProjectApiKeys of a project), spec.credentialsSecretRef.name (a change of the credentials Secret
 // wakes the resources that name it), spec.organizationId (a new key of an organization whose creates
-// are all under way waits for its turn without a read: create-admission.ts), the type and status of
-// each condition, in order (the managed_keys metric; where OperationsSettled is and its status:
-// keys/operations-patch.ts), and a managed Secret's owner annotation (a Secret event wakes its
+// are all under way waits for its turn without a read: create-admission.ts), the type, status and
+// reason of each condition, in order (the managed_keys metric; where OperationsSettled is and its
+// status: keys/operations-patch.ts), the reason bounded to the operator's own (conditions.ts
+// knownReason, else `Other`: a restored backup may say anything), and a managed Secret's owner annotation (a Secret event wakes its
 // owner). Never Secret data; of any other Secret, only its identity (every Secret's metadata is
 // watched: keys/watches.ts).
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { CachedConditions } from './at-rest.ts';
+import { knownReason } from './conditions.ts';
 import { identityMeta } from '../runtime/informer-cache.ts';
 import { intern, internShared } from '../runtime/intern.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../resources/schema.ts';
@@ -17,7 +19,8 @@ import { ANNOTATION_OWNER } from './secret-writer.ts';
 /** An ApiKey or ProjectApiKey as the caches keep it. */
 interface CachedKeyResource extends KubernetesObject {
   spec: { projectId?: string; organizationId?: string; credentialsSecretRef?: { name: string } };
-  status: { conditions: { type: string; status: string }[] };
+  /** reason: one of the operator's reasons or `Other`, never what the resource says verbatim. */
+  status: { conditions: { type: string; status: string; reason: string }[] };
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
@@ -26,7 +29,7 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   const projectId = typeof spec?.projectId === 'string' ? spec.projectId : undefined;
   const organizationId = typeof spec?.organizationId === 'string' ? spec.organizationId : undefined;
   const credentialsName = typeof credentials === 'string' ? credentials : undefined;
-  const conditions = (Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown }[] : []).map((c) => [String(c.type), String(c.status)] as const);
+  const conditions = (Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown; reason?: unknown }[] : []).map((c) => [String(c.type), String(c.status), knownReason(c.reason)] as const);
   // The spec and status projections are shared, frozen, by every resource that has the same
   // (runtime/intern.ts internShared): about 0.3 KiB a resource at 10,000 (issue 14).
   return {
@@ -38,7 +41,7 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
       ...(organizationId !== undefined ? { organizationId: intern(organizationId) } : {}),
       ...(credentialsName !== undefined ? { credentialsSecretRef: { name: intern(credentialsName) } } : {}),
     })),
-    status: internShared(`status ${JSON.stringify(conditions)}`, () => ({ conditions: conditions.map(([type, status]) => ({ type: intern(type), status: intern(status) })) })),
+    status: internShared(`status ${JSON.stringify(conditions)}`, () => ({ conditions: conditions.map(([type, status, reason]) => ({ type: intern(type), status: intern(status), reason: intern(reason) })) })),
   };
 }
 

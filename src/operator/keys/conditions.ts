@@ -30,6 +30,27 @@ export type Reason =
 /** OperationsSettled's own reasons (beside the platform failures'): the operations' state. */
 export type OperationsReason = 'AllTerminal' | 'InProgress' | 'Failed' | 'OperationError' | 'UnknownOperationStatus' | 'NoCredentials';
 
+/**
+ * Every Reason at run time (a Record, so that the compiler fails when the union gains a reason this
+ * misses): the `reason` label of the managed_keys metric is one of these or `Other`, whatever a
+ * status restored from a backup says, so the metric's series stay bounded.
+ */
+const REASONS: Record<Reason, true> = {
+  Creating: true, Adopting: true, Recovering: true, Deleting: true, Deleted: true, Ready: true, KeyLive: true, SecretInSync: true,
+  KeyIssued: true, KeyAdopted: true, KeyRevoked: true, KeyRetained: true, Retained: true, NoKey: true, ReleasedWithoutRevoke: true, CreateRecovered: true, CreateOutcomeUnknown: true,
+  RevokedExternally: true, SecretMissing: true, SecretTampered: true, KeyAbandoned: true, ProjectNotInOrganization: true,
+  InvalidSpec: true, InvalidAnnotation: true, SecretConflict: true, CredentialsMissing: true, CredentialsChanged: true, CredentialsRefused: true, CredentialsWrongKind: true,
+  Unauthorized: true, Forbidden: true, NotFound: true, RateLimited: true, PlatformUnavailable: true, PlatformResponseInvalid: true, Error: true,
+  UsedRecently: true, NotUsedRecently: true, SecretRewritten: true,
+  RotationStarted: true, RetiringKey: true, ConsumersRestarted: true, ConsumerRestartFailed: true, RolloutStalled: true, OldKeyStillInUse: true, KeyRetired: true, RotationComplete: true,
+  AllTerminal: true, InProgress: true, Failed: true, OperationError: true, UnknownOperationStatus: true, NoCredentials: true,
+};
+
+/** `reason` if it is one of the operator's reasons, else `Other` (a bounded label value). */
+export function knownReason(reason: unknown): Reason | 'Other' {
+  return typeof reason === 'string' && Object.hasOwn(REASONS, reason) ? reason as Reason : 'Other';
+}
+
 export interface ConditionUpdate {
   type: ConditionType;
   status: ConditionStatus;

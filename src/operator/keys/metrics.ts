@@ -15,7 +15,14 @@ export interface OperatorMetrics extends RuntimeMetrics {
   driftChecks: Counter<'outcome'>;
   /** Operations polls by outcome: ok, key_refused (one owner's key refused, another tried), failed. */
   operationsPolls: Counter<'outcome'>;
-  managedKeys: Gauge<'kind' | 'condition' | 'status'>;
+  /** reason: the condition's, bounded to the operator's reasons or `Other` (conditions.ts knownReason). */
+  managedKeys: Gauge<'kind' | 'condition' | 'status' | 'reason'>;
+  /**
+   * Replaced keys that left status.retiringKeys, by outcome: revoked (no longer used), revoked_in_use
+   * (maxGracePeriod ran out while it was still used: its consumers may now fail), gone (no longer on
+   * the platform). An event, so a counter: the alert on revoked_in_use needs no resource's state.
+   */
+  retiredKeys: Counter<'outcome'>;
   /**
    * managed_keys is counted when it is scraped, with this (undefined: left as set). A count on a
    * timer cost CPU at rest whether anyone read it or not (issue 14).
@@ -27,7 +34,7 @@ export interface OperatorMetrics extends RuntimeMetrics {
 
 /** One series of managed_keys. */
 export interface ManagedKeysCount {
-  labels: { kind: string; condition: string; status: string };
+  labels: { kind: string; condition: string; status: string; reason: string };
   value: number;
 }
 
@@ -68,8 +75,8 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
   let countManaged: (() => Iterable<ManagedKeysCount>) | undefined;
   const managedKeys = new Gauge({
     name: `${METRIC_PREFIX}managed_keys`,
-    help: 'Managed resources by kind and condition status.',
-    labelNames: ['kind', 'condition', 'status'] as const,
+    help: 'Managed resources by kind, condition type, status and reason (Other: not one of the operator\'s reasons).',
+    labelNames: ['kind', 'condition', 'status', 'reason'] as const,
     registers,
     collect() {
       if (countManaged === undefined) return;
@@ -77,8 +84,16 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
       for (const { labels, value } of countManaged()) this.set(labels, value);
     },
   });
+  const retiredKeys = new Counter({
+    name: `${METRIC_PREFIX}retired_keys_total`,
+    help: 'Replaced keys retired after a rotation, by outcome (revoked, revoked_in_use, gone).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  for (const outcome of ['revoked', 'revoked_in_use', 'gone']) retiredKeys.inc({ outcome }, 0);
   return {
     ...runtime,
+    retiredKeys,
     platformRequestsTotal,
     driftChecks,
     operationsPolls,

@@ -35,6 +35,8 @@ export interface KeyDeps {
   unverifiedAfterMs: number;
   /** Counts drift checks by outcome (metrics). */
   onDriftCheck?: (outcome: 'live' | 'absent' | 'failed') => void;
+  /** Counts replaced keys that left status.retiringKeys, by outcome (metrics: retired_keys_total). */
+  onRetired?: (outcome: 'revoked' | 'revoked_in_use' | 'gone') => void;
   now: () => number;
   /** Where the versions this process writes are recorded, so their watch events do not wake the key again. */
   ownWrites?: OwnWrites;

@@ -155,6 +155,7 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
         }
       }
       list.splice(index, 1);
+      deps.onRetired?.(step.stillInUse ? 'revoked_in_use' : 'revoked');
       await deleteRetiredSecret(deps, ctx, entry.secretName);
       await deps.events.record(resource, step.stillInUse ? 'Warning' : 'Normal', step.stillInUse ? 'OldKeyStillInUse' : 'KeyRetired',
         step.stillInUse ? decision.message : `revoked replaced key ${entry.keyId}; Secret ${ctx.secretName} holds key ${action.keyId}`);
@@ -162,6 +163,7 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
     }
     case 'Drop': {
       list.splice(index, 1);
+      deps.onRetired?.('gone');
       await deleteRetiredSecret(deps, ctx, entry.secretName);
       await deps.events.record(resource, 'Normal', 'KeyRetired', decision.message);
       return await dropped(deps, ctx, action.keyId, list, `replaced key ${entry.keyId} is gone from the platform`);

@@ -29,10 +29,23 @@ describe('trimKeyResource and trimSecret', () => {
       apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
       metadata: { name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0) },
       spec: { projectId: 'p', organizationId: 'o', credentialsSecretRef: { name: 'c' } },
-      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+      status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Ready' }] },
     });
     expect(trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n' }, spec: { scope: 'Personal' } } as never))
       .toEqual({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined }, spec: {}, status: { conditions: [] } });
+  });
+
+  it('keep a condition reason only when it is one of the operator reasons, else Other (a bounded metric label)', () => {
+    const withReasons = (...reasons: unknown[]): ReturnType<typeof trimKeyResource> => trimKeyResource({
+      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'r', namespace: 'n' },
+      // As a status restored from a backup, or written by another tool, may say.
+      status: { conditions: reasons.map((reason, i) => ({ type: `T${i}`, status: 'False', ...(reason !== undefined ? { reason } : {}) })) },
+    } as never);
+    const long = 'A'.repeat(5_000);
+    expect(withReasons('CredentialsRefused', 'RolloutStalled', 'AllTerminal', 'SomethingNew', 'credentialsrefused', long, 7, undefined, 'toString', '__proto__').status.conditions.map((c) => c.reason))
+      .toEqual(['CredentialsRefused', 'RolloutStalled', 'AllTerminal', 'Other', 'Other', 'Other', 'Other', 'Other', 'Other', 'Other']);
+    // Two resources whose unknown reasons differ share one projection: the cache stays as small as it was.
+    expect(withReasons('Made-up-1').status).toBe(withReasons('Made-up-2').status);
   });
 
   it('share one frozen spec and status projection among resources with the same ones, and keep their own identity', () => {
@@ -41,7 +54,7 @@ describe('trimKeyResource and trimSecret', () => {
       metadata: { name, namespace: 'n', uid: `uid-${name}`, resourceVersion: '1' },
       spec: { organizationId: 'o', projectId, credentialsSecretRef: { name: 'c', key: 'apiKey' } },
       // JSON.parse makes a copy of every value of every object: so do these.
-      status: JSON.parse(JSON.stringify({ conditions: [{ type: 'Ready', status: ready, message: `key of ${name}` }, { type: 'OperationsSettled', status: 'True' }] })) as unknown,
+      status: JSON.parse(JSON.stringify({ conditions: [{ type: 'Ready', status: ready, reason: 'Ready', message: `key of ${name}` }, { type: 'OperationsSettled', status: 'True', reason: 'AllTerminal' }] })) as unknown,
     } as never);
     const [a, b, c, d] = [resource('a', 'p1', 'True'), resource('b', 'p1', 'True'), resource('c', 'p2', 'True'), resource('d', 'p1', 'False')];
     expect(b.spec).toBe(a.spec);
@@ -51,13 +64,13 @@ describe('trimKeyResource and trimSecret', () => {
     expect(c.status).toBe(a.status);
     expect(d.spec).toBe(a.spec);
     expect(d.status).not.toBe(a.status);
-    expect(d.status).toEqual({ conditions: [{ type: 'Ready', status: 'False' }, { type: 'OperationsSettled', status: 'True' }] });
+    expect(d.status).toEqual({ conditions: [{ type: 'Ready', status: 'False', reason: 'Ready' }, { type: 'OperationsSettled', status: 'True', reason: 'AllTerminal' }] });
     expect(b.metadata).toEqual({ name: 'b', namespace: 'n', uid: 'uid-b', resourceVersion: '1' });
     // Shared, so read-only: a reader that changed one resource's projection would change all of them.
     expect(() => { (a.status.conditions[0] as { status: string }).status = 'False'; }).toThrow(TypeError);
-    expect(() => { a.status.conditions.push({ type: 'X', status: 'True' }); }).toThrow(TypeError);
+    expect(() => { a.status.conditions.push({ type: 'X', status: 'True', reason: 'Ready' }); }).toThrow(TypeError);
     expect(() => { (a.spec.credentialsSecretRef as { name: string }).name = 'other'; }).toThrow(TypeError);
-    expect(b.status.conditions[0]).toEqual({ type: 'Ready', status: 'True' });
+    expect(b.status.conditions[0]).toEqual({ type: 'Ready', status: 'True', reason: 'Ready' });
   });
 
   it('name the organization of a new key only (no condition yet, not being deleted), for its create turn', () => {

@@ -11,7 +11,8 @@ describe('createMetrics', () => {
     m.reconcileTotal.inc({ kind: 'ProjectApiKey', result: 'success' });
     m.reconcileDuration.observe({ kind: 'ProjectApiKey' }, 0.2);
     m.observePlatformRequest('get', '/api/v2/projects/p-1/operations?limit=10', 200, 0.05);
-    m.managedKeys.set({ kind: 'ApiKey', condition: 'Ready', status: 'True' }, 3);
+    m.managedKeys.set({ kind: 'ApiKey', condition: 'Ready', status: 'True', reason: 'Ready' }, 3);
+    m.retiredKeys.inc({ outcome: 'revoked_in_use' });
     m.leader.set(1);
     const q = new WorkQueue<string>({ metrics: m.workQueue('projectapikey') });
     q.add('a');
@@ -30,7 +31,11 @@ describe('createMetrics', () => {
       'neon_key_operator_workqueue_retries_total{name="projectapikey"} 1',
       'neon_key_operator_platform_requests_total{method="GET",route="/projects/{project_id}/operations",status="200"} 1',
       'neon_key_operator_platform_request_duration_seconds_count{method="GET",route="/projects/{project_id}/operations"} 1',
-      'neon_key_operator_managed_keys{kind="ApiKey",condition="Ready",status="True"} 3',
+      'neon_key_operator_managed_keys{kind="ApiKey",condition="Ready",status="True",reason="Ready"} 3',
+      // Every outcome from zero, so that the first retirement is an increase a rule sees.
+      'neon_key_operator_retired_keys_total{outcome="revoked_in_use"} 1',
+      'neon_key_operator_retired_keys_total{outcome="revoked"} 0',
+      'neon_key_operator_retired_keys_total{outcome="gone"} 0',
       'neon_key_operator_leader 1',
       `neon_key_operator_build_info{version="1.2.3",node_version="${process.version}"} 1`,
     ]) {
@@ -47,8 +52,8 @@ describe('createMetrics', () => {
     const m = createMetrics(new Registry(), { defaultMetrics: false });
     let calls = 0;
     let counts = [
-      { labels: { kind: 'ProjectApiKey', condition: 'Ready', status: 'True' }, value: 2 },
-      { labels: { kind: 'ProjectApiKey', condition: 'Ready', status: 'False' }, value: 1 },
+      { labels: { kind: 'ProjectApiKey', condition: 'Ready', status: 'True', reason: 'Ready' }, value: 2 },
+      { labels: { kind: 'ProjectApiKey', condition: 'Ready', status: 'False', reason: 'CredentialsRefused' }, value: 1 },
     ];
     m.countManagedKeysWith(() => {
       calls++;
@@ -57,18 +62,18 @@ describe('createMetrics', () => {
     expect(calls).toBe(0);
     let text = await m.registry.metrics();
     expect(calls).toBe(1);
-    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="True"} 2');
-    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="False"} 1');
-    counts = [{ labels: { kind: 'ProjectApiKey', condition: 'Ready', status: 'True' }, value: 3 }];
+    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="True",reason="Ready"} 2');
+    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="False",reason="CredentialsRefused"} 1');
+    counts = [{ labels: { kind: 'ProjectApiKey', condition: 'Ready', status: 'True', reason: 'Ready' }, value: 3 }];
     text = await m.registry.metrics();
     expect(calls).toBe(2);
-    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="True"} 3');
+    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="True",reason="Ready"} 3');
     expect(text).not.toContain('status="False"');
     // Without a source, what was last counted or set stays.
     m.countManagedKeysWith(undefined);
     text = await m.registry.metrics();
     expect(calls).toBe(2);
-    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="True"} 3');
+    expect(text).toContain('neon_key_operator_managed_keys{kind="ProjectApiKey",condition="Ready",status="True",reason="Ready"} 3');
   });
 
   it('keeps registries separate, so two operators in one process do not collide', () => {

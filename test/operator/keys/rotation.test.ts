@@ -352,4 +352,43 @@ describe('rotation', () => {
     expect(condition(r.resource(), 'Rotating')).toBe('False InvalidSpec');
     expect(r.events.reasons()).toContain('Warning InvalidSpec');
   });
+
+  it('counts each retired key once by outcome (retired_keys_total): revoked unused, revoked still in use, gone', async () => {
+    const retired: string[] = [];
+    const clock = { now: T0 };
+    const r = rig({ now: () => clock.now, drift: new DriftCache(60_000, () => clock.now), rotationPollMs: 1_000, onRetired: (outcome) => retired.push(outcome) });
+    r.platform.now = () => clock.now;
+    r.kube.putResource(keyResource('ApiKey', 'ci', { spec: { rotation: { gracePeriod: '10s', maxGracePeriod: '2m' } } }));
+    const keyId = (): number => r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    const rotate = async (token: string): Promise<number> => {
+      await r.settle();
+      const old = keyId();
+      annotate(r, { [ANNOTATION_ROTATE]: token });
+      clock.now += 1_000;
+      await r.settle();
+      expect(keyId()).not.toBe(old);
+      return old;
+    };
+    // Unused after the grace: revoked.
+    await rotate('unused');
+    clock.now += 60_000;
+    for (let i = 0; i < 3; i++) await r.reconcile();
+    expect(retired).toEqual(['revoked']);
+    // Used until maxGracePeriod: revoked all the same, counted apart.
+    const used = r.platform.keys.find((k) => k.id === keyId())!;
+    await rotate('used');
+    for (let i = 0; i < 10; i++) {
+      clock.now += 15_000;
+      used.last_used_at = new Date(clock.now - 1_000).toISOString();
+      await r.reconcile();
+    }
+    expect(r.platform.keys.map((k) => k.id)).not.toContain(used.id);
+    expect(retired).toEqual(['revoked', 'revoked_in_use']);
+    // Revoked by someone else meanwhile: gone, not revoked.
+    const gone = await rotate('gone');
+    r.platform.keys.splice(r.platform.keys.findIndex((k) => k.id === gone), 1);
+    clock.now += 60_000;
+    for (let i = 0; i < 3; i++) await r.reconcile();
+    expect(retired).toEqual(['revoked', 'revoked_in_use', 'gone']);
+  });
 });

@@ -1,0 +1,193 @@
+// The alerts against a running operator: the operator process (`node src/operator/main.ts`, as the
+// Deployment runs it) serves every metric the rules and the dashboard name, and a real Prometheus,
+// built from the Go module github.com/prometheus/prometheus, scrapes it and evaluates the chart's
+// rules (rendered by helm with a short `for`): revoking a resource's credentials on the platform
+// fires NeonKeyOperatorCredentialsRefused, and fixing them resolves it. Prometheus listens on
+// loopback, keeps its data in a temporary folder, and is stopped at the end.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
+import { parseAllDocuments, stringify } from 'yaml';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { PlatformClient } from '../../src/platform/index.ts';
+import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
+import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT } from '../operator/support.ts';
+import { alertRules, dashboardExprs, helmTool, metricNames, prometheusBin, root, type RuleGroup } from './monitoring-tools.ts';
+
+interface Condition { type: string; status: string; reason: string }
+interface Resource { status?: { keyId?: number; conditions?: Condition[] } }
+interface PromAlert { labels: Record<string, string>; state: string }
+
+/** Kills a child and waits for its exit (SIGKILL after 5 s). */
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+describe('the alerts on a running operator', () => {
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let operator: ChildProcess | undefined;
+  let prometheus: ChildProcess | undefined;
+  let namespace: string;
+  let scratch: string;
+  let metricsPort: number;
+  let operatorOutput = '';
+  let prometheusOutput = '';
+  let objects: CustomObjectsApi;
+  let core: CoreV1Api;
+  let alice: PlatformClient;
+  let org: string;
+  /** Every API key the test handled: none may reach a log. */
+  const keys: string[] = [];
+
+  const metrics = async (): Promise<string> => await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const resource = async (name: string): Promise<Resource> =>
+    await objects.getNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys', name }) as Resource;
+  const ready = (r: Resource): Condition | undefined => r.status?.conditions?.find((c) => c.type === 'Ready');
+  /** A credentials Secret holding a fresh personal key of alice (an administrator); the key's id. */
+  const freshCredentials = async (name: string): Promise<number> => {
+    const key = await alice.createPersonalKey(`alerts-${name}-${Date.now()}`);
+    keys.push(key.key);
+    const body = { metadata: { name }, stringData: { apiKey: key.key } };
+    await core.createNamespacedSecret({ namespace, body }).catch(async () => { await core.replaceNamespacedSecret({ namespace, name, body }); });
+    return key.id;
+  };
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    org = emulator.bootstrap.organizations[0]?.id ?? '';
+    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+    keys.push(aliceKey);
+    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
+    namespace = await createNamespace(cp, 'alerts');
+    objects = customObjects(cp.kubeConfig);
+    core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    scratch = mkdtempSync(join(tmpdir(), 'nko-alerts-'));
+
+    const token = await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 900);
+    writeFileSync(join(scratch, 'kubeconfig'), kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
+    const health = await freePort();
+    metricsPort = await freePort();
+    // A drift check every second, and a key unverifiable after two: the refusal shows in seconds.
+    operator = spawn(process.execPath, [join(root, 'src/operator/main.ts'),
+      '--kubeconfig', join(scratch, 'kubeconfig'), '--platform-url', emulator.baseUrl, '--watch-namespace', namespace, '--leader-elect',
+      `--health-probe-bind-address=127.0.0.1:${health}`, `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      '--drift-interval', '1s', '--unverified-after', '2s'],
+    { env: { PATH: process.env.PATH, POD_NAME: `alerts-${namespace}`, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    operator.stdout?.setEncoding('utf8').on('data', (chunk: string) => { operatorOutput += chunk; });
+    operator.stderr?.setEncoding('utf8').on('data', (chunk: string) => { operatorOutput += chunk; });
+    // Standbys are ready too: wait for the Lease (its Role names one Lease; another suite's operator may hold it a moment).
+    await eventually(async () => ((await fetch(`http://127.0.0.1:${health}/readyz`)).ok && /^neon_key_operator_leader 1$/m.test(await metrics()) ? true : undefined), 90_000, 'the operator ready and leading')
+      .catch((error: unknown) => { throw new Error(`${String(error)}\n--- operator:\n${operatorOutput.slice(-3_000)}`, { cause: error }); });
+  }, 150_000);
+
+  afterAll(async () => {
+    await stop(prometheus);
+    await stop(operator);
+    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+    await emulator?.close();
+    if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('serves every metric that the alert rules and the dashboard name', async () => {
+    // prom-client prints HELP and TYPE for every registered metric, also one with no series yet.
+    const text = await metrics();
+    const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+    const served = (name: string): boolean => types.has(name)
+      || ['_bucket', '_sum', '_count'].some((suffix) => name.endsWith(suffix) && types.get(name.slice(0, -suffix.length)) === 'histogram');
+    const fromRules = metricNames(alertRules().map((r) => r.expr));
+    const fromDashboard = metricNames(dashboardExprs());
+    expect(fromRules).toEqual(expect.arrayContaining(['neon_key_operator_managed_keys', 'neon_key_operator_retired_keys_total', 'neon_key_operator_leader', 'neon_key_operator_reconcile_total', 'neon_key_operator_platform_requests_total']));
+    expect(fromDashboard.length).toBeGreaterThanOrEqual(15);
+    expect([...fromRules, ...fromDashboard].filter((name) => !served(name))).toEqual([]);
+    // The labels the rules select on are the metric's own.
+    expect(text).toMatch(/^# HELP neon_key_operator_managed_keys .*reason/m);
+    expect(text).toMatch(/^neon_key_operator_retired_keys_total\{outcome="revoked_in_use"\} 0$/m);
+    expect(text).toMatch(/^neon_key_operator_leader 1$/m);
+  });
+
+  it('fires NeonKeyOperatorCredentialsRefused in Prometheus when the credentials are revoked, and resolves it when they are fixed', async () => {
+    // The chart's rules, with the refused-credentials alert's `for` at 5s.
+    const helm = helmTool();
+    let groups: RuleGroup[];
+    try {
+      const out = await helm.template(['metrics.prometheusRule.enabled=true', 'metrics.prometheusRule.for.NeonKeyOperatorCredentialsRefused=5s'], 'templates/prometheusrule.yaml');
+      expect(out.code).toBe(0);
+      groups = (parseAllDocuments(out.stdout).map((d) => d.toJS() as { spec?: { groups: RuleGroup[] } } | null).find((d) => d?.spec !== undefined))?.spec?.groups ?? [];
+    } finally {
+      helm.dispose();
+    }
+    expect(groups.flatMap((g) => g.rules).find((r) => r.alert === 'NeonKeyOperatorCredentialsRefused')?.for).toBe('5s');
+    writeFileSync(join(scratch, 'rules.yaml'), stringify({ groups }));
+    writeFileSync(join(scratch, 'prometheus.yaml'), stringify({
+      global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
+      rule_files: [join(scratch, 'rules.yaml')],
+      // The namespace label a ServiceMonitor's target would carry.
+      scrape_configs: [{ job_name: 'neon-key-operator', static_configs: [{ targets: [`127.0.0.1:${metricsPort}`], labels: { namespace: OPERATOR_NAMESPACE } }] }],
+    }));
+    const promPort = await freePort();
+    const bin = prometheusBin();
+    prometheus = spawn(join(bin, 'prometheus'), [
+      `--config.file=${join(scratch, 'prometheus.yaml')}`, `--storage.tsdb.path=${join(scratch, 'data')}`,
+      `--web.listen-address=127.0.0.1:${promPort}`, '--log.level=warn',
+    ], { env: { PATH: process.env.PATH, HOME: scratch }, stdio: ['ignore', 'pipe', 'pipe'] });
+    prometheus.stdout?.setEncoding('utf8').on('data', (chunk: string) => { prometheusOutput += chunk; });
+    prometheus.stderr?.setEncoding('utf8').on('data', (chunk: string) => { prometheusOutput += chunk; });
+    const api = async <T>(path: string): Promise<T> => {
+      const body = await (await fetch(`http://127.0.0.1:${promPort}/api/v1/${path}`)).json() as { status: string; data: T };
+      if (body.status !== 'success') throw new Error(`${path}: ${JSON.stringify(body)}`);
+      return body.data;
+    };
+    const refused = async (): Promise<PromAlert[]> =>
+      (await api<{ alerts: PromAlert[] }>('alerts')).alerts.filter((a) => a.labels.alertname === 'NeonKeyOperatorCredentialsRefused');
+    try {
+      await eventually(async () => ((await api<{ activeTargets: { health: string }[] }>('targets')).activeTargets.some((t) => t.health === 'up') ? true : undefined), 30_000, 'Prometheus scraping the operator');
+      const loaded = await api<{ groups: { rules: { name: string }[] }[] }>('rules');
+      expect(loaded.groups.flatMap((g) => g.rules.map((r) => r.name)).sort()).toEqual(alertRules().map((r) => r.alert).sort());
+
+      const credentialsId = await freshCredentials('neon-admin');
+      await objects.createNamespacedCustomObject({
+        group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys',
+        body: { apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'watched' }, spec: { scope: 'Organization', organizationId: org, keyName: 'watched', credentialsSecretRef: { name: 'neon-admin' } } },
+      });
+      await eventually(async () => (ready(await resource('watched'))?.status === 'True' ? true : undefined), 30_000, 'the ApiKey Ready');
+      // Prometheus has seen it Ready, and nothing fires.
+      await eventually(async () => ((await api<{ result: unknown[] }>('query?query=' + encodeURIComponent('neon_key_operator_managed_keys{condition="Ready",status="True",reason="Ready"} == 1'))).result.length === 1 ? true : undefined), 15_000, 'Prometheus seeing the key Ready');
+      expect(await refused()).toEqual([]);
+
+      await alice.revokePersonalKey(credentialsId);
+      const revokedAt = Date.now();
+      await eventually(async () => (ready(await resource('watched'))?.reason === 'CredentialsRefused' ? true : undefined), 30_000, 'Ready Unknown, CredentialsRefused');
+      const firing = await eventually(async () => {
+        const alerts = await refused();
+        return alerts.some((a) => a.state === 'firing') ? alerts : undefined;
+      }, 60_000, 'NeonKeyOperatorCredentialsRefused firing');
+      expect(firing).toEqual([expect.objectContaining({
+        state: 'firing',
+        labels: { alertname: 'NeonKeyOperatorCredentialsRefused', namespace: OPERATOR_NAMESPACE, kind: 'ApiKey', reason: 'CredentialsRefused', severity: 'warning' },
+      })]);
+      // Not before its `for`: 2 s to turn unverifiable, then 5 s pending.
+      expect(Date.now() - revokedAt).toBeGreaterThanOrEqual(5_000);
+
+      await freshCredentials('neon-admin');
+      await eventually(async () => (ready(await resource('watched'))?.status === 'True' ? true : undefined), 30_000, 'the ApiKey Ready again');
+      await eventually(async () => ((await refused()).length === 0 ? true : undefined), 30_000, 'NeonKeyOperatorCredentialsRefused resolved');
+    } catch (error) {
+      throw new Error(`${error instanceof Error ? error.message : String(error)}\n--- prometheus:\n${prometheusOutput.slice(-3_000)}\n--- operator:\n${operatorOutput.slice(-3_000)}`, { cause: error });
+    }
+    expect(keys.length).toBeGreaterThanOrEqual(3);
+    for (const key of keys) expect(`${operatorOutput}${prometheusOutput}${await metrics()}`).not.toContain(key);
+  }, 240_000);
+});
