@@ -39,7 +39,7 @@ const REASONS: Record<Reason, true> = {
   Creating: true, Adopting: true, Recovering: true, Deleting: true, Deleted: true, Ready: true, KeyLive: true, SecretInSync: true,
   KeyIssued: true, KeyAdopted: true, KeyRevoked: true, KeyRetained: true, Retained: true, NoKey: true, ReleasedWithoutRevoke: true, CreateRecovered: true, CreateOutcomeUnknown: true,
   RevokedExternally: true, SecretMissing: true, SecretTampered: true, KeyAbandoned: true, ProjectNotInOrganization: true,
-  InvalidSpec: true, InvalidAnnotation: true, SecretConflict: true, CredentialsMissing: true, CredentialsChanged: true, CredentialsRefused: true, CredentialsWrongKind: true,
+  InvalidSpec: true, InvalidAnnotation: true, StaleIntent: true, SecretConflict: true, CredentialsMissing: true, CredentialsChanged: true, CredentialsRefused: true, CredentialsWrongKind: true,
   Unauthorized: true, Forbidden: true, NotFound: true, RateLimited: true, PlatformUnavailable: true, PlatformResponseInvalid: true, Error: true,
   UsedRecently: true, NotUsedRecently: true, SecretRewritten: true,
   RotationStarted: true, RetiringKey: true, ConsumersRestarted: true, ConsumerRestartFailed: true, RolloutStalled: true, OldKeyStillInUse: true, KeyRetired: true, RotationComplete: true,
