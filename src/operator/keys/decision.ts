@@ -377,8 +377,25 @@ export function decide(o: Observation): Decision {
   }
   // Revoked again once the new key is recorded: should the list have been wrong, no live key is left behind.
   if (o.platform.key === 'Absent') return create(keyId, 'RevokedExternally', `key ${keyId} was revoked outside the operator; issuing a new one`);
-  if (secret === undefined) return create(keyId, 'SecretMissing', `the Secret holding key ${keyId} is gone; issuing a new key and revoking ${keyId}`);
+  // A key is replaced (or rotated) only with credentials that can revoke it: other credentials than
+  // the ones that issued it, which have not shown it in their list, would make the new key the
+  // record and get NOT_FOUND for the old one, which then stays live, recorded nowhere (issue 24,
+  // hostile campaign seed 7: a tenant switching a Personal key's credentials between users).
+  const replaceable = o.credentialsChanged !== true || o.platform.key === 'Live';
+  const cannotReplace = (why: string): Decision => o.abandonKey === keyId
+    ? ((given) => given.action.type === 'Create' ? { ...given, action: { type: 'Create', abandons: keyId } } : given)(create(undefined, 'KeyAbandoned', `key ${keyId} was given up (keys.neon.dev/abandon-key); issuing a new one`))
+    : {
+      action: { type: 'Blocked', retry: false },
+      reason: 'CredentialsChanged',
+      message: `${why}; key ${keyId} was issued with other credentials than the ones now in the credentials Secret, which cannot revoke it: no new key is issued. `
+        + `Put the credentials that issued it back, or revoke key ${keyId} yourself and annotate keys.neon.dev/abandon-key="${keyId}" to issue a new key`,
+    };
+  if (secret === undefined) {
+    if (!replaceable) return cannotReplace(`the Secret holding key ${keyId} is gone`);
+    return create(keyId, 'SecretMissing', `the Secret holding key ${keyId} is gone; issuing a new key and revoking ${keyId}`);
+  }
   if (secret.keyId !== keyId || secret.hash === undefined || (o.status.secretHash !== undefined && o.status.secretHash !== secret.hash)) {
+    if (!replaceable) return cannotReplace(`the Secret no longer holds key ${keyId} as issued`);
     return create(keyId, 'SecretTampered', `the Secret no longer holds key ${keyId} as issued; issuing a new key and revoking ${keyId}`);
   }
   // The key in it is the recorded one, as issued (checked just above): the rest is rebuilt from it.
@@ -415,7 +432,9 @@ export function decide(o: Observation): Decision {
     const waiting = due ? `; the requested rotation waits until key ${o.retiring.keyId} is retired` : '';
     return { action: { type: 'Retire', keyId, retiring: o.retiring.keyId, step: step.step }, reason: step.reason, message: step.message + waiting };
   }
-  // Without credentials nothing can be issued: the live key stays, and the rotation waits for them.
+  // Without credentials nothing can be issued: the live key stays, and the rotation waits for them;
+  // nor with credentials that cannot revoke the key it would replace (as for a repair, above).
+  if (due && o.credentials === 'Present' && !replaceable) return cannotReplace(`key ${keyId} is due for rotation`);
   if (due && o.credentials === 'Present') {
     const request = rotation.request;
     return {

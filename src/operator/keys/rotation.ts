@@ -196,7 +196,9 @@ export async function revokeRetiring(deps: KeyDeps, ctx: Context, keyIds: readon
     try {
       await ctx.adapter.revoke(platformOf(deps, ctx).platform, keyId);
     } catch (error) {
-      if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
+      // NOT_FOUND means gone only to the credentials that issued it (status.credentialsFingerprint):
+      // to others it says nothing, and the key stays recorded (the caller reports CredentialsChanged).
+      if (asPlatformFailure(error)?.code !== 'NOT_FOUND' || ctx.observation.credentialsChanged === true) throw error;
     }
   }
 }

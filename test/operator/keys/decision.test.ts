@@ -147,6 +147,12 @@ const rows: Row[] = [
   ['a key the new credentials cannot see is not taken for revoked', { status: recorded, secret: synced, credentialsChanged: true, platform: { key: 'Absent', project: 'Unknown' } }, 'Blocked', 'CredentialsChanged', { retry: false }],
   ['a key the new credentials see is fine', { status: recorded, secret: synced, credentialsChanged: true, platform: { key: 'Live', project: 'Unknown' } }, 'InSync', 'Ready'],
   ['a person can give up the key: a new one, nothing revoked, the given-up key in the intent', { status: recorded, secret: synced, credentialsChanged: true, abandonKey: 7, platform: { key: 'Absent', project: 'Unknown' } }, 'Create', 'KeyAbandoned', { replaces: undefined, abandons: 7 }],
+  // issue 24 (hostile campaign seed 7): a key is replaced only with credentials that can revoke it
+  ['a deleted Secret under other credentials that have not shown the key: no new key (its revoke would be a NOT_FOUND that proves nothing)', { status: recorded, credentialsChanged: true }, 'Blocked', 'CredentialsChanged', { retry: false }],
+  ['a tampered Secret under other credentials that have not shown the key: no new key', { status: recorded, secret: { ...synced, hash: 'other' }, credentialsChanged: true, platform: { key: 'Unverifiable', project: 'Unknown', check: { reason: 'CredentialsRefused', message: 'm', failingForMs: 1, reportAfterMs: 10_000 } } }, 'Blocked', 'CredentialsChanged'],
+  ['a deleted Secret under other credentials that see the key (in their list): repaired', { status: recorded, credentialsChanged: true, platform: live }, 'Create', 'SecretMissing', { replaces: 7 }],
+  ['a deleted Secret of a given-up key: a new key, the given-up one named, not revoked', { status: recorded, credentialsChanged: true, abandonKey: 7 }, 'Create', 'KeyAbandoned', { replaces: undefined, abandons: 7 }],
+  ['a rotation due under other credentials that have not shown the key waits for the ones that issued it', { status: recorded, secret: synced, credentialsChanged: true, rotation: { request: 't1' } }, 'Blocked', 'CredentialsChanged'],
   ['giving up another key id does nothing', { status: recorded, secret: synced, credentialsChanged: true, abandonKey: 8, platform: { key: 'Absent', project: 'Unknown' } }, 'Blocked', 'CredentialsChanged'],
 
   // a check that cannot ask the platform
