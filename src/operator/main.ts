@@ -33,6 +33,8 @@ const { values } = parseArgs({
     'drift-interval': { type: 'string' },
     'pending-grace': { type: 'string' },
     'unverified-after': { type: 'string' },
+    'cache-stale-after': { type: 'string' },
+    'watch-backoff-max': { type: 'string' },
     'signing-key-secret': { type: 'string' },
     'allow-insecure-platform-url': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -53,6 +55,11 @@ if (values.help === true) {
   --unverified-after <duration>        how long drift checks of a key may fail (credentials refused,
                                        platform unavailable) before its conditions say it is no longer
                                        known to be live (default: $UNVERIFIED_AFTER or 2 drift intervals)
+  --cache-stale-after <duration>       how long an informer's watch may fail before its cache is stale:
+                                       /readyz answers 503 naming it, and its keys are not trusted at
+                                       rest (default: $CACHE_STALE_AFTER or 3m)
+  --watch-backoff-max <duration>       the longest pause between retries of a failing LIST or WATCH
+                                       (doubling from 1s; default: $WATCH_BACKOFF_MAX or 60s)
   --signing-key-secret <name>          Secret in $POD_NAMESPACE holding the key that signs what the
                                        operator writes on resources and Secrets; made when missing
                                        (default neon-key-operator-signing-key)
@@ -99,6 +106,8 @@ const metrics = createMetrics(registry);
 const leaderElect = values['leader-elect'] === true;
 const leaseNamespace = process.env.POD_NAMESPACE ?? 'neon-key-operator-system';
 const unverifiedAfter = values['unverified-after'] ?? process.env.UNVERIFIED_AFTER;
+const cacheStaleAfter = values['cache-stale-after'] ?? process.env.CACHE_STALE_AFTER;
+const watchBackoffMax = values['watch-backoff-max'] ?? process.env.WATCH_BACKOFF_MAX;
 const start = async (): Promise<RunningOperator> => await startOperator({
   kubeConfig,
   platformBaseUrl: values['platform-url'] ?? process.env.NEON_API_URL ?? 'https://console.neon.tech/api/v2',
@@ -107,6 +116,8 @@ const start = async (): Promise<RunningOperator> => await startOperator({
   driftIntervalMs: duration(values['drift-interval'] ?? process.env.DRIFT_INTERVAL ?? '5m'),
   pendingGraceMs: duration(values['pending-grace'] ?? process.env.PENDING_GRACE ?? '2m'),
   ...(unverifiedAfter !== undefined ? { unverifiedAfterMs: duration(unverifiedAfter) } : {}),
+  ...(cacheStaleAfter !== undefined ? { cacheStaleAfterMs: duration(cacheStaleAfter) } : {}),
+  ...(watchBackoffMax !== undefined ? { watchBackoff: { maxMs: Math.max(1_000, duration(watchBackoffMax)) } } : {}),
   signingKeySecret: { namespace: leaseNamespace, name: values['signing-key-secret'] ?? 'neon-key-operator-signing-key' },
   allowInsecurePlatformUrl: values['allow-insecure-platform-url'] === true || process.env.ALLOW_INSECURE_PLATFORM_URL === 'true',
   logger,

@@ -20,6 +20,8 @@ import { LeaderElector } from './leader.ts';
 export interface Runnable {
   /** Informers listed and workers running. */
   ready(): boolean;
+  /** The caches whose watch has failed too long, one line each (kind, namespace, since when): not ready. */
+  staleCaches?(): string[];
   stop(): Promise<void>;
 }
 
@@ -107,7 +109,10 @@ export class Manager {
   async readyz(): Promise<Readiness> {
     const election = this.#o.leaderElection;
     if (election === undefined || this.#leases === undefined || this.#leading) {
-      return this.#running?.ready() === true ? { ok: true } : { ok: false, reasons: ['caches not synced'] };
+      if (this.#running?.ready() !== true) return { ok: false, reasons: ['caches not synced'] };
+      // A stale cache (docs/reliability.md "Stale caches"): the leader acts on what it may no longer see.
+      const stale = this.#running.staleCaches?.() ?? [];
+      return stale.length === 0 ? { ok: true } : { ok: false, reasons: stale };
     }
     // Standby (DESIGN.md section 5): ready, provided its Kubernetes credentials work.
     try {
