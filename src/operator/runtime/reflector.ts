@@ -209,19 +209,19 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
         firstListed();
         if (this.#stopped) return;
       }
-      const end = await this.#watchOnce();
+      const fromList = this.#watchFromList;
       this.#watchFromList = false;
+      const end = await this.#watchOnce();
       if (this.#stopped) return;
       // A watch that stayed open a while ends a run of failures, however it ended.
       const healthy = end.openMs >= (this.#o.healthyWatchMs ?? 30_000);
       if (healthy) this.#backoff.reset();
       if (unresumable(end.error, end.status)) {
         // The cache is not current until the relist lands. The apiserver answered, so relist at
-        // once; unless this watch started from a LIST's own version: no loop of LISTs.
-        const fromList = this.#watchFromList;
+        // once; unless this watch started from a LIST's own version and saw nothing: no loop of LISTs.
         this.#needsList = true;
         this.#failing(describe(end.error, end.status));
-        await this.#pause({ reason: 'expired', error: describe(end.error, end.status) }, healthy || !fromList);
+        await this.#pause({ reason: 'expired', error: describe(end.error, end.status) }, healthy || !fromList || end.events > 0);
         continue;
       }
       const clean = end.error === null || end.error === undefined || (end.error as { name?: unknown }).name === 'TimeoutError';
