@@ -10,6 +10,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { emulatorBenchmark } from './emulator.ts';
 import { operatorBenchmark, type OperatorBenchOptions } from './operator.ts';
+import { projectIndexBenchmark } from './project-index.ts';
 import { describeMachine, machineInfo } from './machine.ts';
 
 export interface BenchOptions {
@@ -39,6 +40,7 @@ interface Benchmark { name: string; title: string; run(opts: BenchOptions): Prom
 const BENCHMARKS: Benchmark[] = [
   { name: 'emulator', title: 'Platform API emulator', run: emulatorBenchmark },
   { name: 'operator', title: 'Operator', run: operatorBenchmark },
+  { name: 'project-index', title: 'Operator: the cost of an operations change (issue 30)', run: (opts) => projectIndexBenchmark(opts) },
 ];
 
 const ROOT = new URL('..', import.meta.url).pathname;

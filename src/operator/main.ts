@@ -117,7 +117,7 @@ const start = async (): Promise<RunningOperator> => await startOperator({
   pendingGraceMs: duration(values['pending-grace'] ?? process.env.PENDING_GRACE ?? '2m'),
   ...(unverifiedAfter !== undefined ? { unverifiedAfterMs: duration(unverifiedAfter) } : {}),
   ...(cacheStaleAfter !== undefined ? { cacheStaleAfterMs: duration(cacheStaleAfter) } : {}),
-  ...(watchBackoffMax !== undefined ? { watchBackoff: { maxMs: Math.max(1_000, duration(watchBackoffMax)) } } : {}),
+  ...(watchBackoffMax !== undefined ? { informers: { backoff: { maxMs: Math.max(1_000, duration(watchBackoffMax)) } } } : {}),
   signingKeySecret: { namespace: leaseNamespace, name: values['signing-key-secret'] ?? 'neon-key-operator-signing-key' },
   allowInsecurePlatformUrl: values['allow-insecure-platform-url'] === true || process.env.ALLOW_INSECURE_PLATFORM_URL === 'true',
   logger,

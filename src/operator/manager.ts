@@ -7,7 +7,7 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type Kubernete
 import type { Logger } from 'pino';
 import { ORG_KEY_CREATIONS_PER_SECOND, PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
-import { Controller } from './runtime/controller.ts';
+import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/create-admission.ts';
 import { keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf } from './keys/cache-projection.ts';
@@ -49,8 +49,11 @@ export interface OperatorOptions {
   maxBackoffMs?: number;
   /** A cache whose watch has failed this long is stale: not ready, not trusted at rest. Default 3 minutes (`--cache-stale-after`). */
   cacheStaleAfterMs?: number;
-  /** The informers' retry pauses after a failed LIST or WATCH (runtime/watch-backoff.ts); default 1 s doubling to 60 s. */
-  watchBackoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * How the informers retry and time their watches (runtime/reflector.ts): the pause after a failed
+   * LIST or WATCH (default 1 s doubling to 60 s), the server-side watch timeout (default 5 to 10 min).
+   */
+  informers?: ControllerOptions['reflector'];
   onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
   /** Every reconcile once it ended, per resource and in order (keys/reconcile-context.ts ReconcileRecord). */
   onReconcile?(record: ReconcileRecord): void;
@@ -218,7 +221,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ...(watched.length > 0 ? { namespaces: watched } : {}),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
     ...(options.cacheStaleAfterMs !== undefined ? { cacheStaleAfterMs: options.cacheStaleAfterMs } : {}),
-    ...(options.watchBackoff !== undefined ? { reflector: { backoff: options.watchBackoff } } : {}),
+    ...(options.informers !== undefined ? { reflector: options.informers } : {}),
     onWatchRestart: (kind, restart) => options.metrics?.watchRestarts.inc({ resource: kind, reason: restart.reason }),
     onList: (kind) => options.metrics?.informerLists.inc({ resource: kind }),
     onReconciled: (kind, result, seconds) => {
