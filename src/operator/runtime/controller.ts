@@ -105,7 +105,7 @@ export interface ControllerOptions {
   /** Makes the informer of a watch (default: a trimmed reflector.ts informer; tests pass fakes). */
   informerFor?(watch: Watch): CachingInformer;
   /** How the informers retry and time their watches (reflector.ts; tests shorten them). */
-  reflector?: Pick<ReflectorOptions, 'backoff' | 'healthyWatchMs' | 'minWatchTimeoutSeconds' | 'inactivityMs'>;
+  reflector?: Pick<ReflectorOptions, 'backoff' | 'healthyWatchMs' | 'minWatchTimeoutSeconds' | 'inactivityMs' | 'bookmarks'>;
   /** A cache whose watch has failed this long is stale (staleCaches()). Default 3 minutes. */
   cacheStaleAfterMs?: number;
   /** Told of each informer's restarts and LISTs, by kind (metrics: never the namespace). */

@@ -44,6 +44,8 @@ export interface ReflectorOptions {
    * connection). Bookmarks arrive about every minute, so only a dead one is this quiet. Default 150 s.
    */
   inactivityMs?: number;
+  /** Ask for bookmarks. Default true; false only to measure what they spare (bench/idle-churn.ts). */
+  bookmarks?: boolean;
   now?: () => number;
   /** Told after each round, before the pause. */
   onRestart?(restart: WatchRestart): void;
@@ -305,7 +307,7 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
       };
       const params: Record<string, string | number | boolean> = {
         resourceVersion: this.#resourceVersion,
-        allowWatchBookmarks: true,
+        allowWatchBookmarks: this.#o.bookmarks ?? true,
         timeoutSeconds: Math.round((this.#o.minWatchTimeoutSeconds ?? 300) * (1 + Math.random())),
       };
       if (this.#labelSelector !== undefined) params.labelSelector = this.#labelSelector;
