@@ -53,7 +53,7 @@ export interface Reconciler {
   reconcile(request: Request, logger: Logger, worker?: Worker): Promise<ReconcileResult>;
 }
 
-/** An informer with its cache: client-node's ListWatch, or a fake in tests. */
+/** An informer with its cache: reflector.ts's (the interface of client-node's ListWatch), or a fake in tests. */
 export type CachingInformer = Informer<KubernetesObject> & ObjectCache<KubernetesObject>;
 
 interface WatchBase {

@@ -5,8 +5,11 @@
 // is ready once what it runs says so (its informers have listed every watched kind: caches synced).
 // A standby (leader election on, not holding the Lease) runs nothing; like a controller-runtime
 // standby it is ready, as long as its Kubernetes credentials work: it can read the Lease it
-// campaigns for. Nothing else belongs in readiness: one tenant's bad input or an outage of a system
-// the domain talks to must not take every replica out of its Service.
+// campaigns for. A leader whose cache is stale (its watch failing for longer than a bound,
+// runtime/controller.ts staleCaches()) is not ready, and /readyz names that cache: it acts on a view
+// of the cluster it can no longer refresh (docs/reliability.md "Stale caches"). Nothing else belongs
+// in readiness: one tenant's bad input or an outage of a system the domain talks to must not take
+// every replica out of its Service.
 //
 // Shutdown (SIGTERM, SIGINT, or leadership lost): stop what runs (draining in-flight reconciles),
 // give up the Lease so a standby takes over at once, close the servers, exit; forced after a timeout.
