@@ -288,10 +288,39 @@ export class Controller {
         if (restart.reason !== 'ended') logger.warn({ kind: watch.kind, namespace: namespace ?? '(all)', reason: restart.reason, err: restart.error, failures: restart.failures, retryInMs: restart.delayMs }, 'watch failed; retrying');
       },
       onList: () => onList?.(watch.kind),
+      onRecovered: (failedForMs) => {
+        if (failedForMs >= (this.#o.cacheStaleAfterMs ?? 180_000)) this.#lookAgain(watch.kind, namespace, failedForMs);
+      },
     };
     if (watch.metadataOnly === true) return makeMetadataInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.project, watch.labelSelector, options);
     if (watch.list === undefined) throw new Error(`the watch of ${watch.kind} at ${watch.path} has no list`);
     return makeTrimmedInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.list, watch.project, watch.labelSelector, options);
+  }
+
+  /**
+   * A stale cache is current again: what it missed while its watch failed may have come back as
+   * events (a resumed watch) or not at all (a change it saw go by while the keys could not act on
+   * it, e.g. a Secret deleted while the namespace's Role was removed, whose key then failed and
+   * backs off for minutes). Every reconciled object of that namespace is looked at again now, in
+   * the low lane, as a relist's replace does in client-go: level-triggered, so a key with nothing
+   * to do ends at its at-rest check.
+   */
+  #lookAgain(kind: string, namespace: string | undefined, failedForMs: number): void {
+    if (this.#stopped) return;
+    let woken = 0;
+    for (const [reconciled, caches] of this.#caches) {
+      for (const cache of caches) {
+        const scope = this.#scopes.get(cache);
+        if (namespace !== undefined && scope?.namespace !== undefined && scope.namespace !== namespace) continue;
+        for (const obj of cache.list(namespace)) {
+          const { name, namespace: ns } = obj.metadata ?? {};
+          if (name === undefined || ns === undefined) continue;
+          this.#queue.add(objectRef(reconciled, ns, name), { priority: 'low' });
+          woken++;
+        }
+      }
+    }
+    this.#o.logger.info({ kind, namespace: namespace ?? '(all)', failedForS: Math.round(failedForMs / 1000), woken }, 'stale cache current again; looking at its namespace\'s objects again');
   }
 
   #watch(watch: Watch, namespace: string | undefined): void {

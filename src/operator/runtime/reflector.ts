@@ -51,6 +51,8 @@ export interface ReflectorOptions {
   onRestart?(restart: WatchRestart): void;
   /** Told of each LIST sent (the first one, and every relist). */
   onList?(): void;
+  /** Told when the cache is current again after its watch had failed, with how long it had. */
+  onRecovered?(failedForMs: number): void;
 }
 
 type Verb = 'add' | 'update' | 'delete' | 'change' | 'error' | 'connect';
@@ -187,6 +189,7 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
   }
 
   #current(): void {
+    if (this.#failingSince !== undefined) this.#o.onRecovered?.(this.#now() - this.#failingSince);
     this.#failingSince = undefined;
     this.#lastError = undefined;
   }
@@ -333,6 +336,8 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
         }
         this.#request = request;
         this.#openSince = this.#now();
+        // Open for a second without an error: current again (failingSince() says so), told at once.
+        if (this.#failingSince !== undefined) setTimeout(() => this.failingSince(), CONFIRM_OPEN_MS + 10).unref();
       }, done);
     });
   }

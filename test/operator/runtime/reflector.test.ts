@@ -140,15 +140,20 @@ describe('Reflector', () => {
     await r.stop();
   });
 
-  it('a watch open a second without an error is current again, even when nothing happens', async () => {
+  it('a watch open a second without an error is current again, even when nothing happens, and says so once', async () => {
     const watch = new FakeScriptedWatch([{ refuse: 403 }, {}]);
-    const { r } = reflector(watch, lister([[]]).list);
+    const recovered: number[] = [];
+    const { r } = reflector(watch, lister([[]]).list, { onRecovered: (ms) => recovered.push(ms) });
     await r.start();
     await until('failing', () => r.failingSince() !== undefined);
     await until('open', () => watch.calls.length === 2);
     expect(r.failingSince()).toBeDefined();
-    await sleep(1_100);
+    // Told without anyone asking (the controller wakes a stale namespace's keys on it).
+    await until('recovered', () => recovered.length === 1, 2_000);
+    expect(recovered[0]).toBeGreaterThanOrEqual(1_000);
     expect(r.failingSince()).toBeUndefined();
+    await sleep(50);
+    expect(recovered).toHaveLength(1);
     await r.stop();
   });
 
