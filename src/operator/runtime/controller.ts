@@ -169,8 +169,9 @@ export class Controller {
   }
 
   /**
-   * Every informer has LISTed successfully. client-node's start() resolves even when the LIST fails
-   * (it only emits 'error'), so a resource version is the proof that the cache holds a list.
+   * Every informer has LISTed successfully once (an informer's start() resolves after its first
+   * LIST, failed or not). A relist does not unsync a cache: it keeps its objects until the new list
+   * replaces them (reflector.ts). A fake without hasSynced(): a resource version is the proof.
    */
   get synced(): boolean {
     return this.#synced && this.#informers.every((i) => (i as CacheHealth).hasSynced?.() ?? (i as Partial<{ latestResourceVersion(): string }>).latestResourceVersion?.() !== '');
