@@ -105,6 +105,8 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
   #watchFromList = false;
   #synced = false;
   #stopped = true;
+  /** Which start() the running loop belongs to: a loop of an earlier start, stopped meanwhile, ends. */
+  #runs = 0;
   #failingSince: number | undefined;
   #lastError: string | undefined;
   #openSince: number | undefined;
@@ -176,8 +178,9 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
   start(): Promise<void> {
     if (!this.#stopped) return Promise.resolve();
     this.#stopped = false;
+    const run = ++this.#runs;
     return new Promise((resolve) => {
-      void this.#run(resolve);
+      void this.#run(run, resolve);
     });
   }
 
@@ -199,25 +202,28 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
     this.#lastError = what;
   }
 
-  async #run(firstListed: () => void): Promise<void> {
-    while (!this.#stopped) {
+  async #run(run: number, firstListed: () => void): Promise<void> {
+    const over = (): boolean => this.#stopped || run !== this.#runs;
+    // Started again after a stop: the cache holds its list already.
+    if (!this.#needsList) firstListed();
+    while (!over()) {
       if (this.#needsList) {
         try {
           await this.#list();
         } catch (error) {
           firstListed();
-          if (this.#stopped) return;
+          if (over()) return;
           this.#failing(`list: ${describe(error, undefined)}`);
           await this.#pause({ reason: 'failed', error: `list: ${describe(error, undefined)}` });
           continue;
         }
         firstListed();
-        if (this.#stopped) return;
+        if (over()) return;
       }
       const fromList = this.#watchFromList;
       this.#watchFromList = false;
       const end = await this.#watchOnce();
-      if (this.#stopped) return;
+      if (over()) return;
       // A watch that stayed open a while ends a run of failures, however it ended.
       const healthy = end.openMs >= (this.#o.healthyWatchMs ?? 30_000);
       if (healthy) this.#backoff.reset();

@@ -225,6 +225,21 @@ describe('Reflector', () => {
     ]);
   });
 
+  it('start() after stop() runs one loop, not two', async () => {
+    const watch = new FakeScriptedWatch(Array.from({ length: 100 }, () => ({ refuse: 403 })));
+    const { r } = reflector(watch, lister([[]]).list, { backoff: { initialMs: 50, maxMs: 50, jitter: 0 } });
+    await r.start();
+    await until('refused', () => watch.calls.length === 1);
+    await r.stop();
+    await r.start();
+    const from = watch.calls.length;
+    await sleep(260);
+    await r.stop();
+    // One loop: a request per 50 ms pause (about 5); two loops would send about 10.
+    expect(watch.calls.length - from).toBeLessThanOrEqual(6);
+    expect(watch.calls.length - from).toBeGreaterThanOrEqual(2);
+  });
+
   it('stop() ends the loop: no request after it, even from a pause', async () => {
     const watch = new FakeScriptedWatch([{ refuse: 403 }]);
     const { r } = reflector(watch, lister([[]]).list, { backoff: { initialMs: 50, maxMs: 50, jitter: 0 } });
