@@ -2,6 +2,7 @@
 //   [--memory-deadline 900] [--convergence-deadline 240] [--drift-interval 5m] [--workers N] [--heap-snapshot DIR] (bench/operator.ts).
 // `npm run bench [-- --only emulator] [--duration 10] [--rounds 3] [--connections 16] [--largest-store 1000000]
 //   [--profile DIR (servers under test run with --cpu-prof)] [--emulator-main FILE (a patched copy)] [--no-write]`
+// Idle with churn (`--only idle-churn`): [--idle-churn-minutes 30] (bench/idle-churn.ts); the cost of an operations change: `--only project-index`.
 // Runs the selected benchmarks, prints each one's figures and writes them to docs/benchmarks.md.
 // Each benchmark owns one marked section (<!-- bench:NAME --> … <!-- /bench:NAME -->), replaced in
 // place on every run; the rest of the file (other benchmarks' sections, prose) is left as it is.
@@ -10,6 +11,8 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { emulatorBenchmark } from './emulator.ts';
 import { operatorBenchmark, type OperatorBenchOptions } from './operator.ts';
+import { projectIndexBenchmark } from './project-index.ts';
+import { idleChurnBenchmark } from './idle-churn.ts';
 import { describeMachine, machineInfo } from './machine.ts';
 
 export interface BenchOptions {
@@ -29,6 +32,8 @@ export interface BenchOptions {
   profileDir?: string;
   /** Another emulator entry point than src/emulator/main.ts (e.g. a patched copy, to measure a candidate fix). */
   emulatorMain?: string;
+  /** How long the idle-churn benchmark idles (bench/idle-churn.ts). */
+  idleChurnMinutes: number;
   /** The operator benchmark's sizes and durations (bench/operator.ts). */
   operator: OperatorBenchOptions;
   log(line: string): void;
@@ -39,6 +44,8 @@ interface Benchmark { name: string; title: string; run(opts: BenchOptions): Prom
 const BENCHMARKS: Benchmark[] = [
   { name: 'emulator', title: 'Platform API emulator', run: emulatorBenchmark },
   { name: 'operator', title: 'Operator', run: operatorBenchmark },
+  { name: 'project-index', title: 'Operator: the cost of an operations change (issue 30)', run: (opts) => projectIndexBenchmark(opts) },
+  { name: 'idle-churn', title: 'Operator: idle with Secret churn in another namespace (issue 30)', run: (opts) => idleChurnBenchmark(opts, opts.idleChurnMinutes) },
 ];
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -96,6 +103,8 @@ const { values } = parseArgs({
     'drift-interval': { type: 'string', default: '5m' },
     workers: { type: 'string' },
     'heap-snapshot': { type: 'string' },
+    // idle-churn benchmark
+    'idle-churn-minutes': { type: 'string', default: '30' },
   },
   strict: true,
 });
@@ -114,6 +123,7 @@ const options: BenchOptions = {
   ...(values['largest-store'] !== undefined ? { largestStore: Math.floor(positive('largest-store', values['largest-store'])) } : {}),
   ...(values.profile !== undefined ? { profileDir: resolve(values.profile) } : {}),
   ...(values['emulator-main'] !== undefined ? { emulatorMain: resolve(values['emulator-main']) } : {}),
+  idleChurnMinutes: positive('idle-churn-minutes', values['idle-churn-minutes']),
   operator: {
     keys: Math.floor(positive('keys', values.keys)),
     wavePerOrg: Math.floor(positive('wave-per-org', values['wave-per-org'])),

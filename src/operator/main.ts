@@ -36,6 +36,8 @@ const { values } = parseArgs({
     'pending-grace': { type: 'string' },
     'unverified-after': { type: 'string' },
     'min-rotation-grace': { type: 'string' },
+    'cache-stale-after': { type: 'string' },
+    'watch-backoff-max': { type: 'string' },
     'signing-key-secret': { type: 'string' },
     'allow-insecure-platform-url': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -60,6 +62,11 @@ if (values.help === true) {
                                        a shorter spec.rotation.gracePeriod is raised to it and reported
                                        (default: $MIN_ROTATION_GRACE or 1m, the CRD's floor; at least 1s;
                                        lower it only with CRDs rendered with the same floor, for tests)
+  --cache-stale-after <duration>       how long an informer's watch may fail before its cache is stale:
+                                       /readyz answers 503 naming it, and its keys are not trusted at
+                                       rest (default: $CACHE_STALE_AFTER or 3m)
+  --watch-backoff-max <duration>       the longest pause between retries of a failing LIST or WATCH
+                                       (doubling from 1s; default: $WATCH_BACKOFF_MAX or 60s)
   --signing-key-secret <name>          Secret in $POD_NAMESPACE holding the key that signs what the
                                        operator writes on resources and Secrets; made when missing
                                        (default neon-key-operator-signing-key)
@@ -106,6 +113,8 @@ const metrics = createMetrics(registry);
 const leaderElect = values['leader-elect'] === true;
 const leaseNamespace = process.env.POD_NAMESPACE ?? 'neon-key-operator-system';
 const unverifiedAfter = values['unverified-after'] ?? process.env.UNVERIFIED_AFTER;
+const cacheStaleAfter = values['cache-stale-after'] ?? process.env.CACHE_STALE_AFTER;
+const watchBackoffMax = values['watch-backoff-max'] ?? process.env.WATCH_BACKOFF_MAX;
 const minRotationGraceMs = duration(values['min-rotation-grace'] ?? process.env.MIN_ROTATION_GRACE ?? '1m');
 if (minRotationGraceMs < 1_000) throw new Error('--min-rotation-grace must be at least 1s');
 // The process's identity in intents and in the platform's logs (its user agent): the pod's name, and
@@ -122,6 +131,8 @@ const start = async (leadership: Leadership): Promise<RunningOperator> => await 
   pendingGraceMs: duration(values['pending-grace'] ?? process.env.PENDING_GRACE ?? '2m'),
   ...(unverifiedAfter !== undefined ? { unverifiedAfterMs: duration(unverifiedAfter) } : {}),
   minRotationGraceMs,
+  ...(cacheStaleAfter !== undefined ? { cacheStaleAfterMs: duration(cacheStaleAfter) } : {}),
+  ...(watchBackoffMax !== undefined ? { informers: { backoff: { maxMs: Math.max(1_000, duration(watchBackoffMax)) } } } : {}),
   signingKeySecret: { namespace: leaseNamespace, name: values['signing-key-secret'] ?? 'neon-key-operator-signing-key' },
   allowInsecurePlatformUrl: values['allow-insecure-platform-url'] === true || process.env.ALLOW_INSECURE_PLATFORM_URL === 'true',
   logger,

@@ -7,7 +7,7 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type Kubernete
 import type { Logger } from 'pino';
 import { ORG_KEY_CREATIONS_PER_SECOND, PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
-import { Controller } from './runtime/controller.ts';
+import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/create-admission.ts';
 import { keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf } from './keys/cache-projection.ts';
@@ -50,6 +50,13 @@ export interface OperatorOptions {
   /** Distinguishes this process in intents; a new one per start. */
   identity?: string;
   maxBackoffMs?: number;
+  /** A cache whose watch has failed this long is stale: not ready, not trusted at rest. Default 3 minutes (`--cache-stale-after`). */
+  cacheStaleAfterMs?: number;
+  /**
+   * How the informers retry and time their watches (runtime/reflector.ts): the pause after a failed
+   * LIST or WATCH (default 1 s doubling to 60 s), the server-side watch timeout (default 5 to 10 min).
+   */
+  informers?: ControllerOptions['reflector'];
   onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
   /** Every reconcile once it ended, per resource and in order (keys/reconcile-context.ts ReconcileRecord). */
   onReconcile?(record: ReconcileRecord): void;
@@ -84,6 +91,8 @@ export interface RunningOperator {
   identity: string;
   /** Informers listed and workers running. */
   ready(): boolean;
+  /** The stale caches, one line each (runtime/controller.ts staleCaches()): /readyz names them. */
+  staleCaches(): string[];
   /** Every object the informers' caches hold (tests and heap audits: what the process keeps of the cluster). */
   cacheContents(): readonly KubernetesObject[];
   stop(): Promise<void>;
@@ -186,6 +195,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     // The at-rest check (keys/at-rest.ts): versions from the informers' caches, and the client of
     // credentials already read (by the id of their key: the key itself is held by that client only).
     rest: {
+      cacheStale: (kind, namespace) => controller.cacheStale(kind, namespace),
       cachedVersion: (kind, namespace, name) => {
         const meta = controller.cachedMeta(kind, namespace, name);
         return meta === undefined ? undefined : { uid: meta.uid, resourceVersion: meta.resourceVersion };
@@ -214,6 +224,10 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ownWrites,
     ...(watched.length > 0 ? { namespaces: watched } : {}),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
+    ...(options.cacheStaleAfterMs !== undefined ? { cacheStaleAfterMs: options.cacheStaleAfterMs } : {}),
+    ...(options.informers !== undefined ? { reflector: options.informers } : {}),
+    onWatchRestart: (kind, restart) => options.metrics?.watchRestarts.inc({ resource: kind, reason: restart.reason }),
+    onList: (kind) => options.metrics?.informerLists.inc({ resource: kind }),
     onReconciled: (kind, result, seconds) => {
       options.metrics?.reconcileTotal.inc({ kind, result });
       options.metrics?.reconcileDuration.observe({ kind }, seconds);
@@ -225,6 +239,11 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const running = controller;
   await running.start();
   const metrics = options.metrics;
+  metrics?.countStaleCachesWith(() => {
+    const counts = new Map<string, number>();
+    for (const c of running.staleCaches()) counts.set(c.kind, (counts.get(c.kind) ?? 0) + 1);
+    return [...counts].map(([resource, value]) => ({ resource, value }));
+  });
   // managed_keys{kind,condition,status,reason}: counted from the informer caches when scraped, never from the platform.
   metrics?.countManagedKeysWith(() => {
     const counts = new Map<string, ManagedKeysCount>();
@@ -266,9 +285,11 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   return {
     identity,
     ready: () => running.synced,
+    staleCaches: () => running.staleCaches().map((c) => `${c.kind} cache of ${c.namespace === undefined ? 'every namespace' : `namespace ${c.namespace}`} is stale: its watch has failed for ${Math.round(c.failingForMs / 1000)} s${c.error !== undefined ? ` (${c.error})` : ''}`),
     cacheContents: () => running.cacheContents(),
     stop: () => {
       metrics?.countManagedKeysWith(undefined);
+      metrics?.countStaleCachesWith(undefined);
       clearInterval(sweeper);
       clearInterval(evictIdleClients);
       leadership.signal.removeEventListener('abort', ended);

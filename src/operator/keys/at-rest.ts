@@ -20,7 +20,11 @@
 // What a stale cache can do: send a pass the full way (harmless), or hold a change back until the
 // watch event that carries it arrives; that event wakes the resource (keys/watches.ts: the
 // resource itself, its managed Secret by owner, its credentials Secret by the credentials index),
-// and the pass it wakes sees the new version. Writes keep optimistic concurrency either way.
+// and the pass it wakes sees the new version. Writes keep optimistic concurrency either way. A
+// cache whose watch has failed for longer than the bound (`--cache-stale-after`, issue 30) may
+// miss that event for good: a Secret deleted meanwhile would pass for in sync. Its resources are not
+// trusted at rest ('cache stale'): each drift check is a full pass with fresh reads until the watch
+// is back.
 import type { KeyAdapter, ListedUse } from './adapter.ts';
 import type { Reason } from './conditions.ts';
 import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift.ts';
@@ -63,12 +67,14 @@ export interface Verified {
 }
 
 /** What ended a rest: which input changed since the last full pass (ReconcileRecord.restBroken). */
-export type RestBroken = 'rotation due' | 'resource' | 'secret' | 'credentials' | 'operations' | 'client dropped' | 'key absent' | 'project gone' | 'check failed' | 'usage';
+export type RestBroken = 'rotation due' | 'cache stale' | 'resource' | 'secret' | 'credentials' | 'operations' | 'client dropped' | 'key absent' | 'project gone' | 'check failed' | 'usage';
 
 /** What the at-rest check reads of the process: its caches, and its platform clients by id. */
 export interface RestInputs {
   /** The identity of an object as the informers' caches hold it; undefined when not cached. */
   cachedVersion(kind: string, namespace: string, name: string): ObjectVersion | undefined;
+  /** Whether the cache of `kind` in `namespace` is stale (its watch failing too long); undefined: never. */
+  cacheStale?(kind: string, namespace: string): boolean;
   /** The platform client of credentials in use, by id; undefined once dropped. */
   platformById(credentialsId: string): ReturnType<KeyDeps['platformFor']> | undefined;
   /**
@@ -166,6 +172,7 @@ export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSin
   const { kind, namespace, name } = request;
   const now = deps.now();
   if (verified.nextRotationAt !== undefined && now >= verified.nextRotationAt) return 'rotation due';
+  if (inputs.cacheStale?.(kind, namespace) === true || inputs.cacheStale?.('Secret', namespace) === true) return 'cache stale';
   const resource = inputs.cachedVersion(kind, namespace, name);
   // A pass right after our own write (a drift requeue that came due while the write was made) would
   // otherwise read everything fresh again only because the watch had not delivered it yet. A change

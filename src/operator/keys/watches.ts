@@ -14,6 +14,13 @@ import { ANNOTATION_OWNER } from './secret-writer.ts';
 
 /** The index of the key resources by the credentials Secret they name (`namespace/name`). */
 export const CREDENTIALS_INDEX = 'credentialsSecret';
+/** The index of the ProjectApiKeys by the project they name (spec.projectId). */
+export const PROJECT_INDEX = 'project';
+
+function projectOf(obj: KubernetesObject): readonly string[] {
+  const projectId = (obj as { spec?: { projectId?: string } }).spec?.projectId;
+  return projectId === undefined ? [] : [projectId];
+}
 
 /** The watches of one namespace (or of every namespace when undefined). */
 export function keyWatches(objects: CustomObjectsApi, namespace: string | undefined): Watch[] {
@@ -27,7 +34,7 @@ export function keyWatches(objects: CustomObjectsApi, namespace: string | undefi
         ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
         : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })) as ListPromise<KubernetesObject>,
       project: trimKeyResource,
-      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf },
+      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
     };
   });
   const secrets = namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`;
@@ -58,16 +65,21 @@ function secretOwner(secret: KubernetesObject): string | undefined {
 
 /**
  * The work-queue keys of the cached ProjectApiKeys naming one of these projects (of this
- * organization, when one is given).
+ * organization, when one is given), from the project index: O(keys of those projects), where a
+ * scan of every cached ProjectApiKey per changed project was O(projects × keys) (issue 30;
+ * docs/benchmarks.md "Operations change").
  */
-export function projectKeysIn(controller: Pick<Controller, 'cached'>, projectIds: readonly string[], organizationId?: string): string[] {
+export function projectKeysIn(controller: Pick<Controller, 'indexed' | 'cachedObject'>, projectIds: readonly string[], organizationId?: string): string[] {
   const keys: string[] = [];
-  for (const obj of controller.cached('ProjectApiKey')) {
-    const spec = (obj as { spec?: { projectId?: string; organizationId?: string } }).spec;
-    const { namespace, name } = obj.metadata ?? {};
-    if (spec?.projectId === undefined || !projectIds.includes(spec.projectId)) continue;
-    if (organizationId !== undefined && spec.organizationId !== organizationId) continue;
-    if (namespace !== undefined && name !== undefined) keys.push(`ProjectApiKey/${namespace}/${name}`);
+  for (const projectId of new Set(projectIds)) {
+    for (const key of controller.indexed(PROJECT_INDEX, projectId)) {
+      if (organizationId !== undefined) {
+        const [, namespace = '', name = ''] = key.split('/');
+        const spec = (controller.cachedObject('ProjectApiKey', namespace, name) as { spec?: { organizationId?: string } } | undefined)?.spec;
+        if (spec?.organizationId !== organizationId) continue;
+      }
+      keys.push(key);
+    }
   }
   return keys;
 }
@@ -77,6 +89,6 @@ export function projectKeysIn(controller: Pick<Controller, 'cached'>, projectIds
  * wakes every key of the project (hundreds, in the bench), and a new or changed resource must
  * not wait behind that wave.
  */
-export function wakeProject(controller: Pick<Controller, 'cached' | 'enqueueLow'>, projectId: string): void {
+export function wakeProject(controller: Pick<Controller, 'indexed' | 'cachedObject' | 'enqueueLow'>, projectId: string): void {
   for (const key of projectKeysIn(controller, [projectId])) controller.enqueueLow(key);
 }

@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { Informer, KubeConfig, KubernetesObject, ListPromise, ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { makeMetadataInformer, makeTrimmedInformer } from './informer-cache.ts';
+import type { ReflectorOptions, WatchRestart } from './reflector.ts';
 import { objectRef, type OwnWrites } from './own-writes.ts';
 import { ReferenceIndex } from './reference-index.ts';
 import { RefusalLimiter } from './refusal-limiter.ts';
@@ -55,7 +56,7 @@ export interface Reconciler {
   reconcile(request: Request, logger: Logger, worker?: Worker): Promise<ReconcileResult>;
 }
 
-/** An informer with its cache: client-node's ListWatch, or a fake in tests. */
+/** An informer with its cache: reflector.ts's (the interface of client-node's ListWatch), or a fake in tests. */
 export type CachingInformer = Informer<KubernetesObject> & ObjectCache<KubernetesObject>;
 
 interface WatchBase {
@@ -104,12 +105,36 @@ export interface ControllerOptions {
   queueMetrics?: WorkQueueMetrics;
   /** The versions the reconciler wrote: their events do not wake the key again (own-writes.ts). */
   ownWrites?: OwnWrites;
-  /** Makes the informer of a watch (default: a trimmed ListWatch; tests pass fakes). */
+  /** Makes the informer of a watch (default: a trimmed reflector.ts informer; tests pass fakes). */
   informerFor?(watch: Watch): CachingInformer;
   /** How often changes of inputs may wake one key (wake-limiter.ts); default DEFAULT_WAKE_LIMITS. */
   inputWakes?: WakeLimits;
   /** Given to every reconcile (Worker.signal): aborts when this process may no longer act. */
   signal?: AbortSignal;
+  /** How the informers retry and time their watches (reflector.ts; tests shorten them). */
+  reflector?: Pick<ReflectorOptions, 'backoff' | 'healthyWatchMs' | 'minWatchTimeoutSeconds' | 'inactivityMs' | 'bookmarks'>;
+  /** A cache whose watch has failed this long is stale (staleCaches()). Default 3 minutes. */
+  cacheStaleAfterMs?: number;
+  /** Told of each informer's restarts and LISTs, by kind (metrics: never the namespace). */
+  onWatchRestart?(kind: string, restart: WatchRestart): void;
+  onList?(kind: string): void;
+}
+
+/** A cache whose watch has failed for longer than the bound (ControllerOptions.cacheStaleAfterMs). */
+export interface StaleCache {
+  kind: string;
+  /** undefined: the cache of every namespace. */
+  namespace: string | undefined;
+  failingForMs: number;
+  /** What failed last: an HTTP status or a message. */
+  error: string | undefined;
+}
+
+/** What a cache of reflector.ts tells of its health; a fake informer may not. */
+interface CacheHealth {
+  hasSynced?(): boolean;
+  failingSince?(): number | undefined;
+  lastError?(): string | undefined;
 }
 
 interface WakeEvent {
@@ -128,6 +153,8 @@ export class Controller {
   readonly #o: ControllerOptions;
   readonly #queue: WorkQueue<string>;
   readonly #informers: CachingInformer[] = [];
+  /** What each informer watches: its kind, and its namespace (undefined: every namespace). */
+  readonly #scopes = new Map<CachingInformer, { kind: string; namespace: string | undefined }>();
   readonly #refusals: RefusalLimiter<string>;
   readonly #holds = new Map<string, { until: number; generation: number | undefined; deleting: boolean }>();
   /** Keys being reconciled, with the informer events about them that arrived meanwhile. */
@@ -152,11 +179,43 @@ export class Controller {
   }
 
   /**
-   * Every informer has LISTed successfully. client-node's start() resolves even when the LIST fails
-   * (it only emits 'error'), so a resource version is the proof that the cache holds a list.
+   * Every informer has LISTed successfully once (an informer's start() resolves after its first
+   * LIST, failed or not). A relist does not unsync a cache: it keeps its objects until the new list
+   * replaces them (reflector.ts). A fake without hasSynced(): a resource version is the proof.
    */
   get synced(): boolean {
-    return this.#synced && this.#informers.every((i) => (i as Partial<{ latestResourceVersion(): string }>).latestResourceVersion?.() !== '');
+    return this.#synced && this.#informers.every((i) => (i as CacheHealth).hasSynced?.() ?? (i as Partial<{ latestResourceVersion(): string }>).latestResourceVersion?.() !== '');
+  }
+
+  /**
+   * The caches whose LIST or WATCH has been failing for longer than the bound: what they hold may be
+   * long out of date (a namespace whose Role was removed, an apiserver refusing the watch). Neither
+   * readiness nor the at-rest check trusts them (keys/at-rest.ts).
+   */
+  staleCaches(): StaleCache[] {
+    const now = Date.now();
+    const bound = this.#o.cacheStaleAfterMs ?? 180_000;
+    const stale: StaleCache[] = [];
+    for (const informer of this.#informers) {
+      const health = informer as CacheHealth;
+      const since = health.failingSince?.();
+      if (since === undefined || now - since < bound) continue;
+      const scope = this.#scopes.get(informer);
+      if (scope !== undefined) stale.push({ ...scope, failingForMs: now - since, error: health.lastError?.() });
+    }
+    return stale;
+  }
+
+  /** Whether the cache of `kind` in `namespace` is stale (staleCaches()). */
+  cacheStale(kind: string, namespace: string): boolean {
+    const bound = this.#o.cacheStaleAfterMs ?? 180_000;
+    for (const informer of this.#allCaches.get(kind) ?? []) {
+      const scope = this.#scopes.get(informer);
+      if (scope?.namespace !== undefined && scope.namespace !== namespace) continue;
+      const since = (informer as CacheHealth).failingSince?.();
+      if (since !== undefined && Date.now() - since >= bound) return true;
+    }
+    return false;
   }
 
   /** The objects of a reconciled kind as the informers last saw them. */
@@ -179,6 +238,11 @@ export class Controller {
       if (obj !== undefined) return obj;
     }
     return undefined;
+  }
+
+  /** The keys whose objects name `value` in `index` (a `for` watch's indexes): O(keys found), no scan. */
+  indexed(index: string, value: string): readonly string[] {
+    return this.#indexes.get(index)?.keysOf(value) ?? [];
   }
 
   /** Every object every cache holds: what this process keeps of the cluster (tests, heap audits). */
@@ -207,7 +271,7 @@ export class Controller {
     // undefined: one informer per watch over every namespace.
     const scopes: (string | undefined)[] = this.#o.namespaces === undefined || this.#o.namespaces.length === 0 ? [undefined] : [...this.#o.namespaces];
     for (const namespace of scopes) {
-      for (const watch of this.#o.watches(namespace)) this.#watch(watch);
+      for (const watch of this.#o.watches(namespace)) this.#watch(watch, namespace);
     }
     await Promise.all(this.#informers.map((i) => i.start()));
     this.#synced = true;
@@ -223,16 +287,56 @@ export class Controller {
     return index;
   }
 
-  #informer(watch: Watch): CachingInformer {
+  #informer(watch: Watch, namespace: string | undefined): CachingInformer {
     const made = this.#o.informerFor?.(watch);
     if (made !== undefined) return made;
-    if (watch.metadataOnly === true) return makeMetadataInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.project, watch.labelSelector);
+    const { logger, onWatchRestart, onList } = this.#o;
+    const options: ReflectorOptions = {
+      ...this.#o.reflector,
+      onRestart: (restart) => {
+        onWatchRestart?.(watch.kind, restart);
+        // One line per failure: at most one a minute per informer once the backoff is at its cap.
+        if (restart.reason !== 'ended') logger.warn({ kind: watch.kind, namespace: namespace ?? '(all)', reason: restart.reason, err: restart.error, failures: restart.failures, retryInMs: restart.delayMs }, 'watch failed; retrying');
+      },
+      onList: () => onList?.(watch.kind),
+      onRecovered: (failedForMs) => {
+        if (failedForMs >= (this.#o.cacheStaleAfterMs ?? 180_000)) this.#lookAgain(watch.kind, namespace, failedForMs);
+      },
+    };
+    if (watch.metadataOnly === true) return makeMetadataInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.project, watch.labelSelector, options);
     if (watch.list === undefined) throw new Error(`the watch of ${watch.kind} at ${watch.path} has no list`);
-    return makeTrimmedInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.list, watch.project, watch.labelSelector);
+    return makeTrimmedInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.list, watch.project, watch.labelSelector, options);
   }
 
-  #watch(watch: Watch): void {
-    const informer = this.#informer(watch);
+  /**
+   * A stale cache is current again: what it missed while its watch failed may have come back as
+   * events (a resumed watch) or not at all (a change it saw go by while the keys could not act on
+   * it, e.g. a Secret deleted while the namespace's Role was removed, whose key then failed and
+   * backs off for minutes). Every reconciled object of that namespace is looked at again now, in
+   * the low lane, as a relist's replace does in client-go: level-triggered, so a key with nothing
+   * to do ends at its at-rest check.
+   */
+  #lookAgain(kind: string, namespace: string | undefined, failedForMs: number): void {
+    if (this.#stopped) return;
+    let woken = 0;
+    for (const [reconciled, caches] of this.#caches) {
+      for (const cache of caches) {
+        const scope = this.#scopes.get(cache);
+        if (namespace !== undefined && scope?.namespace !== undefined && scope.namespace !== namespace) continue;
+        for (const obj of cache.list(namespace)) {
+          const { name, namespace: ns } = obj.metadata ?? {};
+          if (name === undefined || ns === undefined) continue;
+          this.#queue.add(objectRef(reconciled, ns, name), { priority: 'low' });
+          woken++;
+        }
+      }
+    }
+    this.#o.logger.info({ kind, namespace: namespace ?? '(all)', failedForS: Math.round(failedForMs / 1000), woken }, 'stale cache current again; looking at its namespace\'s objects again');
+  }
+
+  #watch(watch: Watch, namespace: string | undefined): void {
+    const informer = this.#informer(watch, namespace);
+    this.#scopes.set(informer, { kind: watch.kind, namespace });
     let wake: (obj: KubernetesObject, deleted: boolean) => void;
     if (watch.type === 'for') {
       const indexes = Object.entries(watch.indexes ?? {}).map(([name, valuesOf]) => ({ index: this.#index(name), valuesOf }));
@@ -300,7 +404,10 @@ export class Controller {
     this.#queue.add(key, { priority: this.#synced ? 'normal' : 'low' });
   }
 
-  /** client-node's informer stops on a watch error other than 410: start it again after a pause. */
+  /**
+   * An informer that stops on a watch error (client-node's ListWatch, a fake) is started again after
+   * a pause. reflector.ts's never emits 'error': it retries on its own, with a backoff.
+   */
   #watchErrors(informer: CachingInformer, what: string): void {
     informer.on('error', (error: unknown) => {
       if (this.#stopped) return;

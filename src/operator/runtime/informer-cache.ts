@@ -12,9 +12,10 @@
 // resourceVersion with those it read fresh (keys/at-rest.ts: nothing changed since, so a drift pass
 // needs no read); the content it acts on is still read fresh. Each watch adds what its domain reads
 // (keys/cache-projection.ts).
-import { HttpMethod, ListWatch, RequestContext, Watch, type KubeConfig, type KubernetesObject, type ListPromise, type V1ObjectMeta } from '@kubernetes/client-node';
+import { HttpMethod, RequestContext, Watch, type KubeConfig, type KubernetesObject, type ListPromise, type V1ObjectMeta } from '@kubernetes/client-node';
 import { fetch } from 'undici';
 import { intern } from './intern.ts';
+import { Reflector, type ReflectorOptions } from './reflector.ts';
 
 /** The identity of an object as every cache keeps it: the informer's bookkeeping, and what a wake is judged on. */
 export function identityMeta(meta: V1ObjectMeta | undefined): V1ObjectMeta {
@@ -50,20 +51,21 @@ class TransformingWatch<T> extends Watch {
   }
 }
 
-/** makeInformer(), with `transform` applied to the LIST's items and to every watch event's object. */
+/** An informer (reflector.ts), with `transform` applied to the LIST's items and to every watch event's object. */
 export function makeTrimmedInformer<T extends KubernetesObject>(
   kubeConfig: KubeConfig,
   path: string,
   list: ListPromise<T>,
   transform: (obj: T) => T,
   labelSelector?: string,
-): ListWatch<T> {
+  options?: ReflectorOptions,
+): Reflector<T> {
   const trimmedList: ListPromise<T> = async () => {
     const result = await list();
     result.items = result.items.map(transform);
     return result;
   };
-  return new ListWatch<T>(path, new TransformingWatch<T>(kubeConfig, transform), trimmedList, false, labelSelector);
+  return new Reflector<T>(path, new TransformingWatch<T>(kubeConfig, transform), trimmedList, labelSelector, options);
 }
 
 // Metadata-only informers (client-go's metadatainformer): the apiserver answers a LIST or a watch
@@ -179,8 +181,9 @@ export function makeMetadataInformer<T extends KubernetesObject>(
   path: string,
   transform: (obj: T) => T,
   labelSelector?: string,
-): ListWatch<T> {
+  options?: ReflectorOptions,
+): Reflector<T> {
   // Each page is projected as it arrives (listMetadata), so the LIST never holds more than one page as sent.
   const list = listMetadata(kubeConfig, path, labelSelector, METADATA_PAGE, (obj) => transform(obj as T));
-  return new ListWatch<T>(path, new TransformingWatch<T>(metadataWatchConfig(kubeConfig), transform), list, false, labelSelector);
+  return new Reflector<T>(path, new TransformingWatch<T>(metadataWatchConfig(kubeConfig), transform), list, labelSelector, options);
 }

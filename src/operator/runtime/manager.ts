@@ -5,8 +5,11 @@
 // is ready once what it runs says so (its informers have listed every watched kind: caches synced).
 // A standby (leader election on, not holding the Lease) runs nothing; like a controller-runtime
 // standby it is ready, as long as its Kubernetes credentials work: it can read the Lease it
-// campaigns for. Nothing else belongs in readiness: one tenant's bad input or an outage of a system
-// the domain talks to must not take every replica out of its Service.
+// campaigns for. A leader whose cache is stale (its watch failing for longer than a bound,
+// runtime/controller.ts staleCaches()) is not ready, and /readyz names that cache: it acts on a view
+// of the cluster it can no longer refresh (docs/reliability.md "Stale caches"). Nothing else belongs
+// in readiness: one tenant's bad input or an outage of a system the domain talks to must not take
+// every replica out of its Service.
 //
 // Shutdown (SIGTERM, SIGINT), in controller-runtime's order: stop what runs (the reconciles in
 // flight drain, the pollers and timers end) while the Lease is still renewed, then release the
@@ -29,6 +32,8 @@ import { NotLeadingError, type Leadership } from './write-fence.ts';
 export interface Runnable {
   /** Informers listed and workers running. */
   ready(): boolean;
+  /** The caches whose watch has failed too long, one line each (kind, namespace, since when): not ready. */
+  staleCaches?(): string[];
   stop(): Promise<void>;
 }
 
@@ -145,7 +150,10 @@ export class Manager {
   async readyz(): Promise<Readiness> {
     const election = this.#o.leaderElection;
     if (election === undefined || this.#leases === undefined || this.#leading) {
-      return this.#running?.ready() === true ? { ok: true } : { ok: false, reasons: ['caches not synced'] };
+      if (this.#running?.ready() !== true) return { ok: false, reasons: ['caches not synced'] };
+      // A stale cache (docs/reliability.md "Stale caches"): the leader acts on what it may no longer see.
+      const stale = this.#running.staleCaches?.() ?? [];
+      return stale.length === 0 ? { ok: true } : { ok: false, reasons: stale };
     }
     // Standby (DESIGN.md section 5): ready, provided its Kubernetes credentials work.
     try {

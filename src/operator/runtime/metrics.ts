@@ -25,6 +25,12 @@ export interface RuntimeMetrics {
   workQueueWorkDuration: Histogram<'name'>;
   workQueueRetries: Counter<'name'>;
   leader: Gauge;
+  /** Informer LIST-and-WATCH rounds that ended, by resource (kind) and reason (failed, expired, ended). */
+  watchRestarts: Counter<'resource' | 'reason'>;
+  /** LISTs sent by the informers (the first, and every relist), by resource. */
+  informerLists: Counter<'resource'>;
+  /** Caches whose watch has failed too long, by resource (counted when scraped, with this). */
+  countStaleCachesWith(count: (() => Iterable<{ resource: string; value: number }>) | undefined): void;
   buildInfo: Gauge<'version' | 'node_version'>;
   /** Hooks for a WorkQueue named `name` (e.g. `keys`). */
   workQueue(name: string): WorkQueueMetrics;
@@ -91,6 +97,30 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
     help: '1 while this replica holds the leader lease.',
     registers,
   });
+  const watchRestarts = new Counter({
+    name: `${prefix}watch_restarts_total`,
+    help: 'Informer watches that ended, by resource and reason: failed (an error; retried after a backoff), expired (410: a relist follows), ended (closed after running a while).',
+    labelNames: ['resource', 'reason'] as const,
+    registers,
+  });
+  const informerLists = new Counter({
+    name: `${prefix}informer_lists_total`,
+    help: 'LISTs sent by the informers (the first one, and each relist), by resource.',
+    labelNames: ['resource'] as const,
+    registers,
+  });
+  let countStale: (() => Iterable<{ resource: string; value: number }>) | undefined;
+  new Gauge({
+    name: `${prefix}stale_caches`,
+    help: 'Informer caches whose watch has failed for longer than --cache-stale-after, by resource.',
+    labelNames: ['resource'] as const,
+    registers,
+    collect() {
+      if (countStale === undefined) return;
+      this.reset();
+      for (const { resource, value } of countStale()) this.set({ resource }, value);
+    },
+  });
   const buildInfo = new Gauge({
     name: `${prefix}build_info`,
     help: 'Always 1; labels carry the build.',
@@ -112,6 +142,11 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
     workQueueWorkDuration,
     workQueueRetries,
     leader,
+    watchRestarts,
+    informerLists,
+    countStaleCachesWith(count) {
+      countStale = count;
+    },
     buildInfo,
     workQueue(name) {
       return {

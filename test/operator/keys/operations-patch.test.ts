@@ -62,13 +62,15 @@ describe('operationsPatch (pure)', () => {
 
 describe('an operations change of a ProjectApiKey at rest', () => {
   /** A rig whose "caches" are the fake apiserver's current objects (up to date), except for `uncached` names. */
-  function setUp(): { r: ReturnType<typeof rig>; clock: { t: number }; snapshot: { current: OperationsSnapshot }; records: ReconcileRecord[]; lagging: Map<string, KeyResource> } {
+  function setUp(): { r: ReturnType<typeof rig>; clock: { t: number }; snapshot: { current: OperationsSnapshot }; records: ReconcileRecord[]; lagging: Map<string, KeyResource>; stale: Set<string> } {
     const clock = { t: T0 };
     const snapshot = { current: settled };
     const records: ReconcileRecord[] = [];
     const uncached = new Set(['twin']);
     /** Resources whose cache still shows an older object (its watch event not delivered yet). */
     const lagging = new Map<string, KeyResource>();
+    /** Caches (`kind/namespace`) whose watch has failed too long (runtime/controller.ts cacheStale). */
+    const stale = new Set<string>();
     const cachedResource = (namespace: string, name: string): KeyResource | undefined => lagging.get(name) ?? r.kube.resource('ProjectApiKey', namespace, name);
     const r: ReturnType<typeof rig> = rig({
       now: () => clock.t,
@@ -76,6 +78,7 @@ describe('an operations change of a ProjectApiKey at rest', () => {
       operations: { pollers: { ensure: () => undefined, release: () => undefined, snapshot: () => snapshot.current } },
       onReconcile: (record) => records.push(record),
       rest: {
+        cacheStale: (kind, namespace) => stale.has(`${kind}/${namespace}`),
         cachedVersion: (kind, namespace, name) => {
           if (uncached.has(name)) return undefined;
           const obj = kind === 'Secret' ? r.kube.secret(namespace, name) : cachedResource(namespace, name);
@@ -88,7 +91,7 @@ describe('an operations change of a ProjectApiKey at rest', () => {
         platformById: (credentialsId) => ({ platform: r.platform, credentialsId }),
       },
     });
-    return { r, clock, snapshot, records, lagging };
+    return { r, clock, snapshot, records, lagging, stale };
   }
 
   async function atRest(s: ReturnType<typeof setUp>): Promise<void> {
@@ -232,6 +235,30 @@ describe('an operations change of a ProjectApiKey at rest', () => {
       await s.r.reconcile('ProjectApiKey', 'pk');
       expect(s.records.at(-1)).toMatchObject({ restBroken: 'operations', operationsPatched: true });
       expect(s.r.kube.calls).toEqual([`json-patch status ${PK}`]);
+      s.clock.t += 66_000;
+      expect(await swept(s)).toEqual([]);
+      expect(s.records.at(-1)).toMatchObject({ name: 'pk', atRest: true });
+    });
+
+    it('does not trust a stale cache (its watch failing too long): each check is a full pass with fresh reads until the watch is back', async () => {
+      const s = setUp();
+      await atRest(s);
+      // The Secrets' cache of the namespace is stale: the versions it shows prove nothing.
+      s.stale.add(`Secret/${NAMESPACE}`);
+      s.clock.t += 66_000;
+      expect(await swept(s)).toEqual([PK]);
+      s.r.kube.calls.length = 0;
+      await s.r.reconcile('ProjectApiKey', 'pk');
+      expect(s.records.at(-1)).toMatchObject({ restBroken: 'cache stale', result: 'Done' });
+      expect(s.r.kube.calls.slice(0, 3)).toEqual([`get ProjectApiKey ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/neon-admin`]);
+      // The same for the resources' own cache; once current again, it rests.
+      s.stale.clear();
+      s.stale.add(`ProjectApiKey/${NAMESPACE}`);
+      s.clock.t += 66_000;
+      expect(await swept(s)).toEqual([PK]);
+      await s.r.reconcile('ProjectApiKey', 'pk');
+      expect(s.records.at(-1)?.restBroken).toBe('cache stale');
+      s.stale.clear();
       s.clock.t += 66_000;
       expect(await swept(s)).toEqual([]);
       expect(s.records.at(-1)).toMatchObject({ name: 'pk', atRest: true });

@@ -65,7 +65,7 @@ afterEach(async () => {
   running = undefined;
 });
 
-async function start(options: { maxBackoffMs?: number; namespaces?: string[]; watched?: (string | undefined)[]; retries?: string[] } = {}): Promise<Harness> {
+async function start(options: { maxBackoffMs?: number; namespaces?: string[]; watched?: (string | undefined)[]; retries?: string[]; cacheStaleAfterMs?: number } = {}): Promise<Harness> {
   const reconciler = new ScriptedReconciler();
   const informers: FakeInformer[] = [];
   const ownWrites = new OwnWrites();
@@ -99,6 +99,7 @@ async function start(options: { maxBackoffMs?: number; namespaces?: string[]; wa
     onReconciled: (kind, result) => results.push(`${kind} ${result}`),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
     ...(options.namespaces !== undefined ? { namespaces: options.namespaces } : {}),
+    ...(options.cacheStaleAfterMs !== undefined ? { cacheStaleAfterMs: options.cacheStaleAfterMs } : {}),
     queueMetrics: { depth: () => undefined, add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => options.retries?.push('retry') },
   });
   running = controller;
@@ -329,6 +330,44 @@ describe('Controller', () => {
     await until('three reconciles', () => h.reconciler.calls.length === 3, 3_000);
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(40);
     expect(times[2]! - times[1]!).toBeGreaterThanOrEqual(110);
+  });
+
+  it('names the caches whose watch has failed longer than the bound, by kind and namespace, and says which are stale', async () => {
+    const h = await start({ namespaces: ['a', 'b'], cacheStaleAfterMs: 5_000 });
+    const [, , , widgetsB, partsB] = h.informers;
+    expect(h.controller.staleCaches()).toEqual([]);
+    partsB!.failing = { since: Date.now() - 10_000, error: 'HTTP 403' };
+    widgetsB!.failing = { since: Date.now() - 1_000, error: 'HTTP 403' };
+    const stale = h.controller.staleCaches();
+    expect(stale.map((c) => [c.kind, c.namespace, c.error])).toEqual([['Part', 'b', 'HTTP 403']]);
+    expect(stale[0]?.failingForMs).toBeGreaterThanOrEqual(10_000);
+    expect(h.controller.cacheStale('Part', 'b')).toBe(true);
+    expect(h.controller.cacheStale('Part', 'a')).toBe(false);
+    expect(h.controller.cacheStale('Widget', 'b')).toBe(false);
+    // Synced all along: a stale cache is not an unsynced one.
+    expect(h.controller.synced).toBe(true);
+    partsB!.failing = undefined;
+    expect(h.controller.staleCaches()).toEqual([]);
+    expect(h.controller.cacheStale('Part', 'b')).toBe(false);
+  });
+
+  it('a cache of every namespace that is stale is stale for each namespace', async () => {
+    const h = await start({ cacheStaleAfterMs: 5_000 });
+    h.parts.failing = { since: Date.now() - 6_000, error: 'HTTP 429' };
+    expect(h.controller.staleCaches().map((c) => [c.kind, c.namespace])).toEqual([['Part', undefined]]);
+    expect(h.controller.cacheStale('Part', 'anywhere')).toBe(true);
+  });
+
+  it('looks objects up by an index value, following updates and deletes', async () => {
+    const h = await start();
+    h.widgets.emit('add', widget('a', '1', { input: 'creds' }));
+    h.widgets.emit('add', widget('b', '1', { input: 'creds' }));
+    expect([...h.controller.indexed('input', 'ns/creds')].sort()).toEqual(['Widget/ns/a', 'Widget/ns/b']);
+    h.widgets.emit('update', widget('a', '2', { input: 'other' }));
+    h.widgets.emit('delete', widget('b', '1', { input: 'creds' }));
+    expect(h.controller.indexed('input', 'ns/creds')).toEqual([]);
+    expect(h.controller.indexed('input', 'ns/other')).toEqual(['Widget/ns/a']);
+    expect(h.controller.indexed('nope', 'x')).toEqual([]);
   });
 
   it('restarts an informer whose watch failed', async () => {

@@ -10,6 +10,8 @@ export class FakeInformer implements CachingInformer {
   readonly #callbacks = new Map<Verb, ((obj: never) => void)[]>();
   readonly #objects = new Map<string, KubernetesObject>();
   started = 0;
+  /** Its watch failing since then, as reflector.ts tells it (undefined: current). */
+  failing: { since: number; error: string } | undefined;
   #resourceVersion = '';
 
   constructor(watch: Watch) {
@@ -43,6 +45,14 @@ export class FakeInformer implements CachingInformer {
 
   latestResourceVersion(): string {
     return this.#resourceVersion;
+  }
+
+  failingSince(): number | undefined {
+    return this.failing?.since;
+  }
+
+  lastError(): string | undefined {
+    return this.failing?.error;
   }
 
   /** One watch event; the cache keeps the projection the watch declares, as the real one does. */
