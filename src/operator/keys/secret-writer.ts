@@ -256,7 +256,7 @@ async function candidateSecrets(deps: Pick<KeyDeps, 'kube'>, resource: KeyResour
   for (const s of listed) {
     const annotations = s.metadata?.annotations ?? {};
     const rawId = annotations[ANNOTATION_KEY_ID];
-    if (s.metadata?.name === undefined || rawId === undefined || !/^\d{1,15}$/.test(rawId) || !ownedBy(resource, s)) continue;
+    if (s.metadata?.name === undefined || rawId === undefined || !KEY_ID.test(rawId) || !ownedBy(resource, s)) continue;
     if (attempt !== undefined && annotations[ANNOTATION_KEY_NAME] !== attempt) continue;
     claimed.push({ name: s.metadata.name, keyId: Number(rawId) });
   }

@@ -183,6 +183,17 @@ export class Controller {
    * LIST, failed or not). A relist does not unsync a cache: it keeps its objects until the new list
    * replaces them (reflector.ts). A fake without hasSynced(): a resource version is the proof.
    */
+  /** How long an informer's LIST or WATCH may fail before its cache is stale (cacheStaleAfterMs). */
+  get #staleAfterMs(): number {
+    return this.#o.cacheStaleAfterMs ?? 180_000;
+  }
+
+  /** Since when the informer's cache is stale, or undefined (a fake informer never is). */
+  #staleSince(informer: CachingInformer, now: number): number | undefined {
+    const since = (informer as CacheHealth).failingSince?.();
+    return since !== undefined && now - since >= this.#staleAfterMs ? since : undefined;
+  }
+
   get synced(): boolean {
     return this.#synced && this.#informers.every((i) => (i as CacheHealth).hasSynced?.() ?? (i as Partial<{ latestResourceVersion(): string }>).latestResourceVersion?.() !== '');
   }
@@ -194,28 +205,23 @@ export class Controller {
    */
   staleCaches(): StaleCache[] {
     const now = Date.now();
-    const bound = this.#o.cacheStaleAfterMs ?? 180_000;
     const stale: StaleCache[] = [];
     for (const informer of this.#informers) {
-      const health = informer as CacheHealth;
-      const since = health.failingSince?.();
-      if (since === undefined || now - since < bound) continue;
+      const since = this.#staleSince(informer, now);
+      if (since === undefined) continue;
       const scope = this.#scopes.get(informer);
-      if (scope !== undefined) stale.push({ ...scope, failingForMs: now - since, error: health.lastError?.() });
+      if (scope !== undefined) stale.push({ ...scope, failingForMs: now - since, error: (informer as CacheHealth).lastError?.() });
     }
     return stale;
   }
 
   /** Whether the cache of `kind` in `namespace` is stale (staleCaches()). */
   cacheStale(kind: string, namespace: string): boolean {
-    const bound = this.#o.cacheStaleAfterMs ?? 180_000;
-    for (const informer of this.#allCaches.get(kind) ?? []) {
+    const now = Date.now();
+    return (this.#allCaches.get(kind) ?? []).some((informer) => {
       const scope = this.#scopes.get(informer);
-      if (scope?.namespace !== undefined && scope.namespace !== namespace) continue;
-      const since = (informer as CacheHealth).failingSince?.();
-      if (since !== undefined && Date.now() - since >= bound) return true;
-    }
-    return false;
+      return (scope?.namespace === undefined || scope.namespace === namespace) && this.#staleSince(informer, now) !== undefined;
+    });
   }
 
   /** The objects of a reconciled kind as the informers last saw them. */
@@ -300,7 +306,7 @@ export class Controller {
       },
       onList: () => onList?.(watch.kind),
       onRecovered: (failedForMs) => {
-        if (failedForMs >= (this.#o.cacheStaleAfterMs ?? 180_000)) this.#lookAgain(watch.kind, namespace, failedForMs);
+        if (failedForMs >= this.#staleAfterMs) this.#lookAgain(watch.kind, namespace, failedForMs);
       },
     };
     if (watch.metadataOnly === true) return makeMetadataInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.project, watch.labelSelector, options);
