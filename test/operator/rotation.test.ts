@@ -552,3 +552,76 @@ describe('a rotation interrupted at each step', () => {
     expect((await apps.readNamespacedDeployment({ namespace, name: 'consumer' })).metadata?.generation).toBe(consumerGeneration);
   }, 120_000);
 });
+
+describe('a rotation asked for while the previous one retires', () => {
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let operator: RunningOperator | undefined;
+  let objects: CustomObjectsApi;
+  let core: CoreV1Api;
+  let namespace: string;
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+    objects = customObjects(cp.kubeConfig);
+    core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    namespace = await createNamespace(cp, 'rotation-queued');
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+    // A drift interval far longer than the test: the second rotation must not wait for a drift pass.
+    operator = await startOperator({
+      kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespace, workers: 2,
+      driftIntervalMs: 10 * 60_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS, logger: createLogger({ level: 'silent' }),
+    });
+  });
+
+  afterAll(async () => {
+    await operator?.stop();
+    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+    await emulator?.close();
+  });
+
+  it('starts as soon as the retiring key is revoked, not at the next drift pass', async () => {
+    const org = emulator.bootstrap.organizations[0]?.id ?? '';
+    const get = async (): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'queued' }) as Resource;
+    const annotate = async (token: string): Promise<void> => {
+      await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'queued', body: { metadata: { annotations: { 'keys.neon.dev/rotate': token } } } }, merge);
+    };
+    await objects.createNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', body: {
+      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'queued' },
+      spec: { scope: 'Organization', organizationId: org, keyName: 'queued', credentialsSecretRef: { name: 'neon-admin' }, rotation: { gracePeriod: '3s' } },
+    } });
+    const first = await eventually(async () => {
+      const r = await get();
+      return r.status?.keyId !== undefined && intentSettled(r) ? r.status.keyId : undefined;
+    }, 30_000, 'first key');
+
+    await annotate('one');
+    const second = await eventually(async () => {
+      const r = await get();
+      return r.status?.rotation?.lastRequest === 'one' && (r.status.retiringKeys ?? []).some((k) => k.keyId === first) ? r.status.keyId : undefined;
+    }, 30_000, 'rotation one retiring the first key');
+    // Asked while the first key is in its grace: it waits for the retirement, and says so.
+    await annotate('two');
+    const waiting = await eventually(async () => {
+      const r = await get();
+      return r.status?.conditions?.some((c) => c.message.includes('the requested rotation waits until key')) === true ? r : undefined;
+    }, 30_000, 'the second request waiting');
+    expect(waiting.status?.rotation?.lastRequest).toBe('one');
+
+    const retiredAt = await eventually(async () => {
+      const r = await get();
+      return (r.status?.retiringKeys ?? []).every((k) => k.keyId !== first) ? Date.now() : undefined;
+    }, 30_000, 'the first key retired');
+    const third = await eventually(async () => {
+      const r = await get();
+      return r.status?.rotation?.lastRequest === 'two' ? r.status.keyId : undefined;
+    }, 20_000, 'rotation two started');
+    expect(third).not.toBe(second);
+    expect(third).not.toBe(first);
+    // Well inside the drift interval (10 minutes): the retirement's own pass looked again.
+    expect(Date.now() - retiredAt).toBeLessThan(20_000);
+  });
+});

@@ -179,7 +179,9 @@ async function dropped(deps: KeyDeps, ctx: Context, keyId: number, list: Retirin
       ? rotatingCondition(false, 'RotationComplete', `${what}; key ${keyId} in Secret ${ctx.secretName} is the only live key`)
       : rotatingCondition(true, 'RetiringKey', `${what}; ${list.length} more retiring`)],
     fields: { retiringKeys: list },
-    requeueAfterMs: done ? deps.driftIntervalMs : 1_000,
+    // A rotation asked for during the retirement waited for it (decision.ts): it starts now, not
+    // at the next drift pass. (A scheduled one due is looked at by nextLook.)
+    requeueAfterMs: done && ctx.observation.rotation?.request === undefined ? deps.driftIntervalMs : 1_000,
   });
 }
 
