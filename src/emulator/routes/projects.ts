@@ -3,8 +3,9 @@
 // branch initiates create_branch and start_compute).
 //
 // Shapes follow the official OpenAPI document (@neondatabase/api-client), each response its own
-// schema and no field beyond it (test/emulator/openapi-conformance.test.ts): a list item is
-// ProjectListItem, GET/DELETE /projects/{id} answer ProjectResponse (the full Project schema).
+// schema (test/emulator/openapi-conformance.test.ts): a list item is ProjectListItem, GET/DELETE
+// /projects/{id} answer ProjectResponse (the full Project schema). A field beyond the document's
+// is one docs/platform-api.md documents (`locked` on a list item), never one of the emulator's own.
 import { z } from 'zod';
 import type { Principal } from '../auth.ts';
 import { isoSeconds } from '../clock.ts';
@@ -42,15 +43,17 @@ function projectCommon(p: ProjectRow): Record<string, unknown> {
 }
 
 /**
- * An item of GET /projects: the document's ProjectListItem (active_time, org_name). platform-api.md
- * also lists `locked` among the fields "seen" in a list item; the document declares no such field
- * for ProjectListItem, so the emulator, held to the document, leaves it out.
+ * An item of GET /projects: the document's ProjectListItem (active_time, org_name), and `locked`
+ * (docs/platform-api.md, "Project (as returned by the project list)"). The document does not
+ * declare `locked`, but its objects are open: a field it does not declare is allowed. No emulated
+ * flow locks a project, so it is always false.
  */
 export function projectListItem(store: Store, p: ProjectRow): Record<string, unknown> {
   const org = p.org_id === null ? undefined : store.organization(p.org_id);
   return {
     ...projectCommon(p),
     active_time: 0,
+    locked: false,
     ...(p.org_id !== null ? { org_name: org?.name ?? '' } : {}),
   };
 }
