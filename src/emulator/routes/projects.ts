@@ -1,4 +1,4 @@
-// Projects and branches: what the key rules act on (platform-api.md "List projects", "Key kinds")
+// Projects and branches: what the key rules act on (docs/platform-api.md "List projects", "Key kinds")
 // and the requests that start operations ("Operations returned by other requests": creating a
 // branch initiates create_branch and start_compute).
 //
@@ -263,7 +263,7 @@ export const projectRoutes: Route[] = [
         // The request body decides, as the document does ("An endpoint is only created if it was
         // specified in the request", CreatedBranch): each entry of `endpoints` gets a compute and a
         // start_compute operation. So a branch created with a compute yields the create_branch
-        // running + start_compute scheduling pair of platform-api.md ("Operation status"), and a
+        // running + start_compute scheduling pair of docs/platform-api.md ("Operation status"), and a
         // branch created without one yields create_branch alone.
         const endpoints: EndpointRow[] = (input.endpoints ?? []).map((e) => ({
           id: newEndpointId(), project_id: project.id, branch_id: id, type: e.type, state: 'idle', last_active_ms: now, last_check_ms: now, created_ms: now,
