@@ -1,13 +1,15 @@
 // The emulator's manual (docs/emulator.md) against the emulator itself: every route it serves (the
 // public API, each /admin endpoint with an example, the console), every CLI flag, every field of the
-// seed file and of a fault rule, and every fault kind is in the manual; and nothing the manual names
-// as a route is missing from the emulator. A route, flag or field added without its documentation
-// fails here.
+// seed file and of a fault rule, and every fault kind is in the manual; nothing the manual names as
+// a route is missing from the emulator; and every curl example of the admin API, run in the
+// manual's order against a fresh emulator, is accepted and answers the fields its comment shows.
+// A route, flag or field added without its documentation, or an example gone stale, fails here.
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SeedSchema } from '../../src/emulator/bootstrap.ts';
 import { FaultRules } from '../../src/emulator/faults.ts';
-import { EMULATOR_ROUTES } from '../../src/emulator/server.ts';
+import { EMULATOR_ROUTES, type Emulator } from '../../src/emulator/server.ts';
+import { keyOf, start, userId } from './harness.ts';
 
 const manual = readFileSync(new URL('../../docs/emulator.md', import.meta.url), 'utf8');
 
@@ -69,5 +71,61 @@ describe('the emulator manual (docs/emulator.md)', () => {
     const rule = FaultRules.shape.rules.element.shape;
     expect(Object.keys(rule).filter((f) => !manual.includes(`| \`${f}\` |`))).toEqual([]);
     expect(rule.kind.options.filter((k) => !manual.includes(`| \`${k}\` |`))).toEqual([]);
+  });
+});
+
+/** A curl command of the manual as a request: method, URL (after $A and $BOB), JSON body. */
+interface Example { command: string; method: string; url: string; body?: string; shown: string[] }
+
+/** The curl commands of the admin examples, with the field names of the answer each comment shows. */
+function examples(vars: Record<string, string>): Example[] {
+  const admin = manual.slice(manual.indexOf('\n## The admin API\n'), manual.indexOf('\n## Fault rules\n'));
+  return [...admin.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((block) => {
+    const text = block[1] ?? '';
+    const shown = [...text.matchAll(/^# .*$/gm)].flatMap((line) => [...line[0].matchAll(/"(\w+)":/g)].map((m) => m[1] ?? ''));
+    const command = text.replace(/^#.*$/gm, '').replace(/\\\n\s*/g, ' ').trim();
+    // Words of a shell command line: single-quoted strings kept whole (they may span lines), a pipe ends it.
+    const words: string[] = [];
+    for (const m of command.matchAll(/'([^']*)'|(\|)|(\S+)/g)) {
+      if (m[2] !== undefined) break;
+      words.push(m[1] ?? (m[3] ?? '').replace(/\$(\w+)/g, (_, name: string) => vars[name] ?? `$${name}`));
+    }
+    if (words[0] !== 'curl') return [];
+    const at = (flag: string) => words[words.indexOf(flag) + 1];
+    const url = words.find((w) => w.startsWith('http'));
+    if (url === undefined) throw new Error(`no URL in ${command}`);
+    return [{ command, method: words.includes('-X') ? at('-X') ?? 'GET' : 'GET', url, ...(words.includes('-d') ? { body: at('-d') ?? '' } : {}), shown }];
+  });
+}
+
+describe('the examples of the admin API in the manual', () => {
+  let emu: Emulator;
+
+  beforeAll(async () => {
+    emu = await start();
+  });
+
+  afterAll(async () => {
+    await emu.close();
+  });
+
+  it('each run in order against a fresh emulator: accepted, and answering the fields its comment shows', async () => {
+    // One request of the public API first, for the request counts to show.
+    expect((await fetch(`${emu.baseUrl}/auth`, { headers: { authorization: `Bearer ${keyOf(emu, 'alice')}` } })).status).toBe(200);
+    const runs = examples({ A: emu.adminUrl, BOB: userId(emu, 'bob') });
+    expect(runs.length).toBeGreaterThanOrEqual(14);
+    const problems: string[] = [];
+    for (const run of runs) {
+      const res = await fetch(run.url, {
+        method: run.method,
+        headers: run.body !== undefined ? { 'content-type': 'application/json' } : {},
+        ...(run.body !== undefined ? { body: run.body } : {}),
+      });
+      const text = await res.text();
+      if (res.status !== 200 && res.status !== 201) problems.push(`${run.command}: HTTP ${res.status} ${text.slice(0, 200)}`);
+      const missing = run.shown.filter((field) => !text.includes(`"${field}":`));
+      if (missing.length > 0) problems.push(`${run.command}: the answer has no ${missing.join(', ')}`);
+    }
+    expect(problems).toEqual([]);
   });
 });
