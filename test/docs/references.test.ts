@@ -28,14 +28,15 @@ const corpus = files(ROOT).map((path) => ({
   text: readFileSync(path, 'utf8').replace(/\s*\n\s*(?:\/\/|\*|#|--)?\s*/g, ' '),
 }));
 
-const doc = (name: string) => readFileSync(join(ROOT, 'docs', name), 'utf8');
+const doc = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+const PAGES = ['docs/design.md', 'docs/platform-api.md', 'docs/emulator.md'];
 const headings = (text: string) => [...text.matchAll(/^#{2,6} (.+)$/gm)].map((m) => (m[1] ?? '').trim());
 
 /** GitHub's anchor of a heading. */
 const slug = (heading: string) => heading.toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-');
 
-const designSections = new Set(headings(doc('design.md')).map((h) => /^(\d+(?:\.\d+)?)\.? /.exec(h)?.[1]).filter((n) => n !== undefined));
-const platformSections = new Set(headings(doc('platform-api.md')));
+const designSections = new Set(headings(doc('docs/design.md')).map((h) => /^(\d+(?:\.\d+)?)\.? /.exec(h)?.[1]).filter((n) => n !== undefined));
+const platformSections = new Set(headings(doc('docs/platform-api.md')));
 
 describe('references into docs/', () => {
   it('cite no document outside the repository', () => {
@@ -70,11 +71,11 @@ describe('references into docs/', () => {
   });
 
   it('link only to anchors that exist', () => {
-    const anchors = new Map(['design.md', 'platform-api.md', 'emulator.md'].map((name) => [name, new Set(headings(doc(name)).map(slug))]));
+    const anchors = new Map(PAGES.map((path) => [path.slice('docs/'.length), new Set(headings(doc(path)).map(slug))]));
     const broken = corpus.flatMap(({ file, text }) => [...text.matchAll(/\]\((?:[./\w-]*\/)?(design|platform-api|emulator)\.md#([\w-]+)\)/g)]
       .filter((m) => anchors.get(`${m[1] ?? ''}.md`)?.has(m[2] ?? '') !== true).map((m) => `${file}: ${m[0]}`));
-    const own = ['design.md', 'platform-api.md', 'emulator.md'].flatMap((name) => [...doc(name).matchAll(/\]\(#([\w-]+)\)/g)]
-      .filter((m) => anchors.get(name)?.has(m[1] ?? '') !== true).map((m) => `docs/${name}: ${m[0]}`));
+    const own = PAGES.flatMap((path) => [...doc(path).matchAll(/\]\(#([\w-]+)\)/g)]
+      .filter((m) => anchors.get(path.slice('docs/'.length))?.has(m[1] ?? '') !== true).map((m) => `${path}: ${m[0]}`));
     expect([...broken, ...own]).toEqual([]);
   });
 });
