@@ -1,4 +1,4 @@
-// `npm run chaos`: a crash-and-fault campaign against the operator, with the invariants of DESIGN.md
+// `npm run chaos`: a crash-and-fault campaign against the operator, with the invariants of docs/design.md
 // section 3 checked at the end. Everything runs on loopback and is stopped at the end (also on
 // failure): its own control plane, the platform emulator, the operator as a child process.
 //

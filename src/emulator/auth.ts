@@ -1,7 +1,7 @@
-// Authentication (platform-api.md "Authentication"): every request carries
+// Authentication (docs/platform-api.md "Authentication"): every request carries
 // `Authorization: Bearer <API_KEY>`; a missing header, an unknown key or a revoked key is a 401.
 // A project-scoped key also stops working when its project leaves the organization (or is
-// deleted): "Until revoked, or until the project leaves the organization" ("Key kinds").
+// deleted): it lives until revoked, or until its project leaves the organization ("Key kinds").
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { unauthorized } from './http-io.ts';

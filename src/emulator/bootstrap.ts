@@ -1,5 +1,5 @@
 // The seed and the bootstrap record. The first key of a user is created in the web console
-// (platform-api.md "Authentication" 3); the emulator plays that part once, on the first start with
+// (docs/platform-api.md "Authentication" 3); the emulator plays that part once, on the first start with
 // an empty store, and prints the personal keys. They are stored only as hashes, so a restart on an
 // existing store prints the same record WITHOUT personalKey: a lost first key is replaced by
 // POST /admin/users or the console flow, never recovered.

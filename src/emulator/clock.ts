@@ -1,6 +1,6 @@
 // Timestamps on the wire. Keys and projects carry whole seconds like the real API's examples;
-// operations carry microseconds, because the operations cursor is "the creation time of the last
-// operation of the returned page, with fractional seconds" (platform-api.md "Pagination object"),
+// operations carry microseconds, because the operations cursor is the creation time of the last
+// operation of the page, with fractional seconds (docs/platform-api.md "Pagination object"),
 // and a cursor that equals created_at exactly is what lets a client page without gaps.
 
 /** Microseconds since the epoch (integer, exact in a double until the year 2255). */

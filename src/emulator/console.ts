@@ -1,7 +1,8 @@
 // A small web console at /console, the way the platform's console shows keys and operations
-// (platform-api.md "Operation": console names with spaces and capitals; status labels OK,
-// Scheduling, In progress, Error; the view shows operation, branch, compute, status, duration,
-// date). Plain server-rendered HTML, no secrets, no scripts.
+// (docs/platform-api.md "Kinds of operation", "Operation status": console names with spaces and
+// capitals; status labels OK, Scheduling, In progress, Error; the view shows operation, branch,
+// compute, status, duration, date; docs/emulator.md "The console"). Plain server-rendered HTML, no
+// secrets, no scripts.
 import { isoSeconds } from './clock.ts';
 import { operationJson } from './operations-engine.ts';
 import type { Route } from './router.ts';

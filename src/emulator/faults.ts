@@ -1,7 +1,8 @@
-// Fault injection for reliability tests (DESIGN.md section 6): latency, an error status, a reset
-// connection, or a response dropped AFTER the write committed (the ambiguous failure that the
-// operator's create protocol must survive, DESIGN.md section 3). Rules match public API routes by
-// method and route template; each fires with its probability until `times` injections.
+// Fault injection for reliability tests (docs/design.md section 6; docs/emulator.md "Fault rules"):
+// latency, an error status, a reset connection, or a response dropped AFTER the write committed (the
+// ambiguous failure that the operator's create protocol must survive, docs/design.md section 3.2).
+// Rules match public API routes by method and route template; each fires with its probability
+// until `times` injections.
 import { z } from 'zod';
 
 const FaultRule = z.object({

@@ -1,6 +1,6 @@
-// Identifiers and secrets shaped like the real platform's (platform-api.md "Resources and their
-// fields"): projects `adjective-noun-12345678`, branches `br-…`, endpoints `ep-…`, users and
-// operations UUIDs, and 64-character lower-case alphanumeric key secrets.
+// Identifiers and secrets shaped like the real platform's (docs/platform-api.md "Resources"):
+// projects `adjective-noun-12345678`, branches `br-…`, endpoints `ep-…`, users and operations
+// UUIDs, and 64-character lower-case alphanumeric key secrets.
 import { createHash, randomBytes, randomInt, randomUUID } from 'node:crypto';
 
 const ADJECTIVES = ['autumn', 'bitter', 'bold', 'calm', 'crimson', 'dark', 'floral', 'frosty', 'lively', 'misty', 'morning', 'patient', 'quiet', 'shiny', 'silent', 'spring', 'still', 'twilight', 'wandering', 'winter'];

@@ -1,15 +1,15 @@
-// The control plane's operations (platform-api.md "Operation", "States and transitions"). User
+// The control plane's operations (docs/platform-api.md "Operation", "States and transitions"). User
 // actions start operations (project creation: create_timeline + start_compute; branch creation:
 // create_branch running + start_compute scheduling); the control plane starts suspend_compute after
 // inactivity and check_availability periodically. Each operation walks scheduling -> running ->
 // finished on timers scaled by timeScale; an operation may fail (status failed, failures_count + 1)
 // and is then retried to finished, which is how `failed` is "not terminal".
 //
-// `error`: the OpenAPI document's OperationStatus enumerates it beside `failed`; platform-api.md's
-// status table does not list it. The emulator gives it the one meaning that sets it apart from
-// `failed`: the control plane gave up. An operation made to end in error (admin
+// `error`: the OpenAPI document's OperationStatus enumerates it beside `failed`; the platform does
+// not describe it (docs/platform-api.md "Operation status"). The emulator gives it the one meaning
+// that sets it apart from `failed`: the control plane gave up. An operation made to end in error (admin
 // fail-next-operations with outcome "error") goes running -> error, with failures_count + 1 and
-// its `error` message, and never changes again: no retry follows (README.md, "Statuses produced").
+// its `error` message, and never changes again: no retry follows (docs/emulator.md, "The admin API").
 import type { Logger } from 'pino';
 import { isoMicros, nowMicros } from './clock.ts';
 import { newUuid } from './identifiers.ts';
@@ -27,7 +27,7 @@ const CONTROL_PLANE_TICK_MS = 5_000;
 
 const TERMINAL: ReadonlySet<OperationStatus> = new Set(['finished', 'skipped', 'cancelled']);
 
-/** platform-api.md "Operation status": no further change occurs from these. */
+/** docs/platform-api.md "Operation status": no further change occurs from these. */
 export function isTerminal(status: OperationStatus): boolean {
   return TERMINAL.has(status);
 }
@@ -146,7 +146,7 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
   // Operations left open by a previous process resume where they stopped.
   for (const op of store.openOperations()) schedule(op.id, delayFor(op));
 
-  // The control plane's own load (platform-api.md "Kinds of operation": Suspend compute after a
+  // The control plane's own load (docs/platform-api.md "Kinds of operation": Suspend compute after a
   // period of inactivity; Check availability, periodic, only for branches with a compute).
   let tick: NodeJS.Timeout | undefined;
   const setActivity = (on: boolean) => {

@@ -1,4 +1,4 @@
-// Who may do what (platform-api.md "Key kinds", "Rules for project-scoped keys", "Revoke key").
+// Who may do what (docs/platform-api.md "Key kinds", "Rules for project-scoped keys", "Revoke key").
 // 404 hides what the caller may not see (another user's project, another user's key); 403 says
 // the caller sees the thing but may not do this to it (a member creating an organization key, a
 // project-scoped key deleting its project, a non-member acting on an organization).

@@ -1,4 +1,4 @@
-// "10 requests per second" on the organization API key creation endpoint (platform-api.md
+// "10 requests per second" on the organization API key creation endpoint (docs/platform-api.md
 // "Limits"): a sliding one-second window per organization. Beyond it: 429 with Retry-After.
 // Wall-clock time on purpose (not timeScale): clients throttle against the real figure.
 

@@ -48,7 +48,7 @@ export interface Router {
   match(method: string, path: string): { route: Route; params: Record<string, string> } | { allowed: string[] } | undefined;
 }
 
-export function createRouter(routes: Route[]): Router {
+export function createRouter(routes: readonly Route[]): Router {
   const compiled: Compiled[] = routes.map((route) => {
     const names: string[] = [];
     const source = route.template

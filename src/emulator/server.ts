@@ -1,6 +1,6 @@
-// The emulator's HTTP server (node:http): the public API under /api/v2 (platform-api.md), the admin
-// API under /admin and the console at /console. One dispatch path: request id, route match, fault
-// injection, authentication, handler, GeneralError on failure, request counting.
+// The emulator's HTTP server (node:http): the public API under /api/v2 (docs/platform-api.md), the
+// admin API under /admin and the console at /console (docs/emulator.md). One dispatch path: request
+// id, route match, fault injection, authentication, handler, GeneralError on failure, request counting.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +14,7 @@ import { faultInjector, type Fault } from './faults.ts';
 import { ApiError, readJson, sendError, sendJson } from './http-io.ts';
 import { startOperationsEngine } from './operations-engine.ts';
 import { slidingWindowLimiter } from './rate-limit.ts';
-import { createRouter, requestCounter, type EmulatorParts, type Reply, type RequestContext } from './router.ts';
+import { createRouter, requestCounter, type EmulatorParts, type Reply, type RequestContext, type Route } from './router.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { operationRoutes } from './routes/operations.ts';
@@ -52,6 +52,9 @@ export interface Emulator {
 /** Secrets never reach the logs: the Authorization header and any key-shaped field are redacted. */
 export const LOG_REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', '*.key', 'personalKey', '*.personalKey', 'secret'];
 
+/** Every route the emulator serves: the public API, the admin API and the console (docs/emulator.md documents each). */
+export const EMULATOR_ROUTES: readonly Route[] = [...apiKeyRoutes, ...projectRoutes, ...operationRoutes, ...userRoutes, ...adminRoutes, ...consoleRoutes];
+
 const ERROR_CODES: Record<number, string> = { 423: 'LOCKED', 429: 'TOO_MANY_REQUESTS', 500: 'INTERNAL_ERROR', 502: 'BAD_GATEWAY', 503: 'SERVICE_UNAVAILABLE', 504: 'GATEWAY_TIMEOUT' };
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
@@ -69,7 +72,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   };
   const issued = store.isEmpty() ? applySeed(store, engine, options.seed ?? DEFAULT_SEED) : new Map<string, string>();
   const stopping = new AbortController();
-  const router = createRouter([...apiKeyRoutes, ...projectRoutes, ...operationRoutes, ...userRoutes, ...adminRoutes, ...consoleRoutes]);
+  const router = createRouter(EMULATOR_ROUTES);
 
   async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const incoming = req.headers['x-request-id'];

@@ -1,5 +1,5 @@
 // The emulator's persistent state in SQLite (node:sqlite). One file, WAL for files, `:memory:` for
-// tests. Key secrets are never stored: only their sha256 (platform-api.md "Authentication" 7).
+// tests. Key secrets are never stored: only their sha256 (docs/platform-api.md "Authentication" 7).
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 
 export type OrgRole = 'admin' | 'member';
@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS operations (
   endpoint_id TEXT, action TEXT NOT NULL, status TEXT NOT NULL, failures_count INTEGER NOT NULL DEFAULT 0, error TEXT,
   created_us INTEGER NOT NULL, updated_us INTEGER NOT NULL, finished_us INTEGER, fail_times INTEGER NOT NULL DEFAULT 0,
   gives_up INTEGER NOT NULL DEFAULT 0);
--- Keyset paging (platform-api.md "List operations of a project"): newest first by creation time;
+-- Keyset paging (docs/platform-api.md "List operations of a project"): newest first by creation time;
 -- created_us is unique per project (see Store.nextCreatedMicros), so the index is the page order.
 CREATE UNIQUE INDEX IF NOT EXISTS operations_page ON operations (project_id, created_us DESC);
 CREATE INDEX IF NOT EXISTS operations_open ON operations (status) WHERE status NOT IN ('finished','skipped','cancelled');

@@ -1,5 +1,5 @@
 // Wires the operator together: kube clients, one platform client per credentials (sharing ONE
-// limiter per organization for org key creation, DESIGN.md section 5), the drift cache, the
+// limiter per organization for org key creation, docs/design.md section 5.3), the drift cache, the
 // lifecycle and the controller. startOperator() runs it in-process (tests, main.ts).
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -44,7 +44,7 @@ export interface OperatorOptions {
   /** Watch these namespaces; every namespace when neither this nor `namespace` is given. */
   namespaces?: readonly string[];
   driftIntervalMs?: number;
-  /** How long an intent written by another process is presumed in flight (DESIGN.md section 3). */
+  /** How long an intent written by another process is presumed in flight (docs/design.md section 3.2). */
   pendingGraceMs?: number;
   logger?: Logger;
   /** Distinguishes this process in intents; a new one per start. */
@@ -117,7 +117,7 @@ export function orgKeyLimiters<B>(make: () => B): (orgId: string) => B {
 
 function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsecureHttp: boolean): PlatformFactory {
   // ONE limiter per organization for org key creation, across every worker and credentials
-  // (DESIGN.md section 5): at most 10 creations in any second as the platform counts them, each
+  // (docs/design.md section 5.3): at most 10 creations in any second as the platform counts them, each
   // counted from its answer (src/platform/sliding-window.ts).
   const orgKeyLimiter = orgKeyLimiters(() => orgKeyCreationLimiter());
   return ({ baseUrl, apiKey, beforeWrite, userAgent }) => new PlatformClient({

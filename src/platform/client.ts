@@ -1,9 +1,9 @@
-// Typed client of the platform API (platform-api.md): API keys, projects, branches, operations.
+// Typed client of the platform API (docs/platform-api.md): API keys, projects, branches, operations.
 // Every response is validated by its zod schema (schemas.ts); every failure is a PlatformError
 // whose code and disposition come from classify() (errors.ts); retries follow retry.ts.
 //
 // Retries happen here, inside one call, only for failures classified 'retryable'. Ambiguous
-// failures of a POST are thrown at once: the operator's recovery protocol (DESIGN.md §3) finds
+// failures of a POST are thrown at once: the operator's recovery protocol (docs/design.md section 3.2) finds
 // out whether the key was created; this client never guesses. A POST IS retried when the platform
 // answered 429, 423 or 503 or the connection could not even be opened: in those cases nothing was
 // created, so repeating it cannot mint a second key.
@@ -37,7 +37,7 @@ import { defaultOrgKeyLimiter, type Answer, type Permit, type RateLimiter } from
 import { OPERATION_STATUS_CLASSES, isTerminalOperationStatus } from './operation-status.ts';
 
 /**
- * The longest API key the client sends. The platform's keys are 64 characters (platform-api.md,
+ * The longest API key the client sends. The platform's keys are 64 characters (docs/platform-api.md,
  * API key: a random token); this leaves room for other formats, and bounds what a caller holding
  * keys it was handed (credentials Secrets anyone may fill) keeps in memory and sends in a header.
  */
@@ -51,7 +51,7 @@ export function isApiKeyFormat(apiKey: string): boolean {
 }
 
 export interface PlatformClientOptions {
-  /** Base address including the version segment, e.g. https://console.neon.tech/api/v2 (platform-api.md, Versioning). */
+  /** Base address including the version segment, e.g. https://console.neon.tech/api/v2 (docs/platform-api.md, Versioning). */
   baseUrl: string;
   apiKey: string;
   /** Shared keep-alive Agent by default. */
@@ -94,16 +94,16 @@ export interface CallOptions {
 }
 
 /**
- * platform-api.md, States and transitions › Operation status: no further change occurs from
+ * docs/platform-api.md, States and transitions › Operation status: nothing changes after
  * finished, skipped, cancelled. Also `error`: the official OpenAPI document's OperationStatus
- * enumerates it beside `failed`, and platform-api.md shows no transition out of it. Read as
+ * enumerates it beside `failed`, and no transition out of it is known. Read as
  * terminal, a wait ends and pollers slow down; read as pending, an operation that never moves again
- * would keep waitForOperation and every poller busy forever. (`failed` stays pending: "the
- * operation can still be retried".) From the one table of operation-status.ts.
+ * would keep waitForOperation and every poller busy forever. (`failed` stays pending: the
+ * platform retries it.) From the one table of operation-status.ts.
  */
 export const TERMINAL_OPERATION_STATUSES: ReadonlySet<string> = new Set(Object.keys(OPERATION_STATUS_CLASSES).filter(isTerminalOperationStatus));
 
-/** platform-api.md, Endpoints › Polling: "an interval of 5 seconds is the suggested one". */
+/** docs/platform-api.md, Endpoints › Polling: the platform suggests 5 seconds. */
 const DEFAULT_POLL_INTERVAL_MS = 5_000;
 const DEFAULT_OPERATIONS_PAGE = 100;
 /** The platform's maximum page size for GET /projects. */
@@ -147,7 +147,7 @@ interface CallSpec<S extends z.ZodType> {
   body?: unknown;
   schema: S;
   signal?: AbortSignal | undefined;
-  /** Awaits the org key limiter first (platform-api.md, Limits). */
+  /** Awaits the org key limiter first (docs/platform-api.md, Limits). */
   limited?: boolean;
   /** The organization the limited request counts against. */
   orgId?: string;
@@ -169,7 +169,7 @@ export class PlatformClient {
   constructor(options: PlatformClientOptions) {
     const url = new URL(options.baseUrl);
     if (!/\/api\/v2\/?$/.test(url.pathname)) {
-      throw new TypeError(`baseUrl must end in /api/v2 (platform-api.md, Versioning), got ${url.origin}${url.pathname}`);
+      throw new TypeError(`baseUrl must end in /api/v2 (docs/platform-api.md, Versioning), got ${url.origin}${url.pathname}`);
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`baseUrl must be https (or http to loopback), got ${url.protocol}`);
     if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && options.allowInsecureHttp !== true) {
@@ -203,7 +203,7 @@ export class PlatformClient {
     return this.#call({ method: 'GET', route: ROUTES.auth, path: '/auth', schema: AuthDetailsSchema, signal: opts?.signal });
   }
 
-  // ---- API keys (platform-api.md, Endpoints) ----
+  // ---- API keys (docs/platform-api.md, Endpoints) ----
 
   /** POST /api_keys: a personal key of the caller. Not retried on an ambiguous failure. */
   createPersonalKey(keyName: string, opts?: CallOptions): Promise<CreatedKey> {
@@ -300,7 +300,7 @@ export class PlatformClient {
 
   /**
    * POST /projects/{id}/branches, with a read-write compute. Returns the branch and the operations it
-   * started (create_branch, start_compute: platform-api.md, Endpoints › Operations returned by other
+   * started (create_branch, start_compute: docs/platform-api.md, Endpoints › Operations returned by other
    * requests). The compute is asked for explicitly: the OpenAPI document creates one "only if it was
    * specified in the request", and without it the branch starts no start_compute.
    */
@@ -318,7 +318,7 @@ export class PlatformClient {
     });
   }
 
-  // ---- Operations (platform-api.md, Endpoints › List operations / Get one operation / Polling) ----
+  // ---- Operations (docs/platform-api.md, Endpoints › List operations of a project / Get one operation / Polling) ----
 
   /** One page, newest first. Pass the returned `pagination.cursor` (with the same limit) for the next. */
   listOperations(projectId: string, opts?: { limit?: number; cursor?: string; signal?: AbortSignal }): Promise<OperationsPage> {
@@ -366,7 +366,7 @@ export class PlatformClient {
   }
 
   /**
-   * Polls an operation (platform-api.md, Polling) until its status is terminal ('terminal', the
+   * Polls an operation (docs/platform-api.md, Polling) until its status is terminal ('terminal', the
    * default: finished, skipped or cancelled) or until it is `finished` ('finished'). `failed` is
    * not terminal ("the operation can still be retried"), so both keep polling through it. With
    * 'finished', an operation that ends skipped or cancelled can never finish: that rejects with a
@@ -576,7 +576,7 @@ export class PlatformClient {
 
   /**
    * Text from the platform or the transport is put into messages only after the caller's key, and
-   * anything shaped like a key (64 lower-case alphanumerics, DESIGN.md §6), is masked.
+   * anything shaped like a key (64 lower-case alphanumerics, docs/design.md section 6), is masked.
    */
   #redact(text: string): string {
     return text.split(this.#apiKey).join('[REDACTED]').replace(/\b[a-z0-9]{64}\b/g, '[REDACTED]');

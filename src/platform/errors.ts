@@ -3,10 +3,10 @@
 // call may be repeated. Everything else in src/platform asks `classify()`; nothing re-derives it.
 //
 // Why three dispositions, not "retryable or not": the platform returns a key's secret only in
-// the create response (platform-api.md, Resources › API key: "Returned once at creation"). When a
+// the create response (docs/platform-api.md, Resources › API key: returned once, in the create response). When a
 // POST's outcome is unknown, a blind retry could mint a second live key and lose the first one's
 // secret, so such failures are 'ambiguous' and go to the operator's recovery protocol
-// (DESIGN.md §3) instead of being retried here.
+// (docs/design.md section 3.2) instead of being retried here.
 
 export type PlatformErrorCode =
   | 'UNAUTHORIZED'
@@ -28,7 +28,7 @@ export type PlatformErrorCode =
  *   client has already retried it with backoff before throwing, and a caller may try again later
  *   (after `retryAfterMs` when set).
  * - `ambiguous`: a non-idempotent request may or may not have been performed. Never repeat it
- *   blindly: observe the platform first (DESIGN.md §3 recovery).
+ *   blindly: observe the platform first (docs/design.md section 3.2).
  * - `terminal`: repeating the same request will fail the same way until something else changes
  *   (credentials, permissions, the request itself).
  */
@@ -59,7 +59,7 @@ export interface Classification {
 
 /**
  * Methods whose repetition has no extra effect. DELETE here is only ever a key revocation, which
- * is immediate and permanent (platform-api.md, Endpoints › Revoke key): revoking twice leaves the
+ * is immediate and permanent (docs/platform-api.md, Endpoints › Revoke key): revoking twice leaves the
  * same state. POST (create key, create branch) is the only non-idempotent method the client uses.
  */
 export function isIdempotent(method: string): boolean {
@@ -73,7 +73,7 @@ function codeForStatus(status: number): PlatformErrorCode {
     case 422:
       return 'INVALID_REQUEST';
     case 401:
-      // platform-api.md, Errors: missing header, invalid key, revoked key.
+      // docs/platform-api.md, Errors: missing header, invalid key, revoked key.
       return 'UNAUTHORIZED';
     case 403:
       return 'FORBIDDEN';
@@ -104,7 +104,7 @@ export function classify(method: string, failure: Failure): Classification {
       const code = codeForStatus(failure.status);
       // "Any request that returns a 503 Service Unavailable response is always safe to retry",
       // "423 Locked ... is safe to retry" (GeneralError in the platform's OpenAPI), and a 429 is
-      // rejected before any work (platform-api.md, Limits): none of these performed the request,
+      // rejected before any work (docs/platform-api.md, Limits): none of these performed the request,
       // so even a POST may be repeated after waiting.
       if (code === 'RATE_LIMITED' || code === 'LOCKED' || code === 'UNAVAILABLE') {
         return { code, disposition: 'retryable' };
@@ -151,7 +151,7 @@ const BRAND = Symbol.for('neon-key-operator.PlatformError');
 
 /**
  * Every failure of a PlatformClient call. Carries no request or response body and no headers:
- * the API key and created secrets never reach an error (DESIGN.md §2, "The secret value NEVER
+ * the API key and created secrets never reach an error (docs/design.md section 2, "A key's secret never
  * appears in status, events, logs or metrics").
  */
 export class PlatformError extends Error {

@@ -4,7 +4,7 @@
 // - disposition 'retryable': the platform did not act (or acting twice is harmless). The client has
 //   already retried it with backoff; requeue, after `retryAfterMs` when it is set.
 // - disposition 'ambiguous': only ever a POST (create key, create branch) whose outcome is unknown.
-//   Never repeat it: run the recovery of DESIGN.md §3 (list keys, find the attempt name).
+//   Never repeat it: run the recovery of docs/design.md section 3.2 (list keys, find the attempt name).
 // - disposition 'terminal': fix credentials, permissions or input first; branch on `code`.
 export { MAX_API_KEY_LENGTH, PlatformClient, TERMINAL_OPERATION_STATUSES, isApiKeyFormat } from './client.ts';
 export type { PlatformClientOptions, CallOptions, ResponseInfo } from './client.ts';

@@ -1,13 +1,14 @@
-// What each operation status means to a caller: one table, from platform-api.md ("States and
+// What each operation status means to a caller: one table, from docs/platform-api.md ("States and
 // transitions › Operation status") and the official OpenAPI document's OperationStatus enum
 // (test/platform/operation-status.test.ts checks that every status of the document has a row).
 //
 // - `running`: work is under way and the status will change (scheduling, running, cancelling).
-// - `settled`: terminal and fine (finished, skipped, cancelled: "no further change occurs").
-// - `retrying`: `failed`, "the operation can still be retried": the platform retries it, so it
-//   will change again; it needs attention while it lasts.
-// - `gaveUp`: `error`, in the document's enum but not in platform-api.md's table, which shows no
-//   transition out of it: the control plane gave up (the console's "Error" label). Terminal, not fine.
+// - `settled`: terminal and fine (finished, skipped, cancelled: nothing changes after them).
+// - `retrying`: `failed`, a failure the platform will retry, so it will change again; it needs
+//   attention while it lasts.
+// - `gaveUp`: `error`, in the document's enum but not in the platform's description of the
+//   statuses, and no transition out of it is known: the control plane gave up (the console's
+//   "Error" label). Terminal, not fine.
 // - `unknown`: anything else, e.g. a status added to the platform after this was written. Never
 //   read as settled (it may be a failure) nor as running (it may never change): said as unknown.
 

@@ -70,7 +70,7 @@ export function parseRetryAfter(value: string | string[] | undefined | null, now
  * How long to wait before the next attempt, or undefined to stop and throw.
  *
  * A Retry-After from the platform replaces the backoff (it says when the platform will accept the
- * request again, platform-api.md Limits). One that is longer than `maxDelayMs` is not waited for
+ * request again, docs/platform-api.md Limits). One that is longer than `maxDelayMs` is not waited for
  * inside a call: the error is thrown with `retryAfterMs` so the caller (the operator's work queue)
  * requeues the item instead of holding a worker.
  */

@@ -1,8 +1,8 @@
 // One zod schema per platform response: the single source of the TypeScript types the operator
-// sees and the runtime check of every response body (STYLE.md, "the schema is the single source
-// of truth"). Field names stay the wire's snake_case.
+// sees and the runtime check of every response body (the schema is the single source of truth, as
+// with zod everywhere in this project). Field names stay the wire's snake_case.
 //
-// How strict: fields platform-api.md marks as present are required with their documented type;
+// How strict: fields docs/platform-api.md marks as present are required with their documented type;
 // fields it says are absent in some responses (or does not show) are optional. Unknown fields are
 // dropped (zod's default), so additions on the platform side never break the client. Enumerations
 // the platform grows over time (operation action and status) are plain strings, so a new action
@@ -10,12 +10,12 @@
 
 import { z } from 'zod';
 
-/** ISO 8601 timestamp (platform-api.md writes them as "ISO 8601 UTC timestamp"). */
+/** ISO 8601 timestamp (the document's date-time; docs/platform-api.md, Resources). */
 const timestamp = z.string().refine((s) => !Number.isNaN(Date.parse(s)), { message: 'not an ISO 8601 timestamp' });
 const keyId = z.number().int().nonnegative();
 
 /**
- * Create responses (platform-api.md, Endpoints › Create personal key / organization key /
+ * Create responses (docs/platform-api.md, Endpoints › Create personal key / organization key /
  * project-scoped key). A personal create is documented with only `id` and `key`; the organization
  * and project-scoped creates add name, created_at, created_by and project_id.
  */
@@ -30,8 +30,8 @@ export const CreatedKeySchema = z.object({
 export type CreatedKey = z.output<typeof CreatedKeySchema>;
 
 /**
- * An item of GET /api_keys and GET /organizations/{org}/api_keys. platform-api.md does not show
- * it; the shape is the platform's ApiKeysListResponseItem / OrgApiKeysListResponseItem.
+ * An item of GET /api_keys and GET /organizations/{org}/api_keys (docs/platform-api.md, Resources ›
+ * API key): the platform's ApiKeysListResponseItem / OrgApiKeysListResponseItem.
  * `last_used_at` is nullable and may be omitted for a key never used: both read as null.
  */
 export const ApiKeyListItemSchema = z.object({
@@ -46,7 +46,7 @@ export const ApiKeyListItemSchema = z.object({
 export type ApiKeyListItem = z.output<typeof ApiKeyListItemSchema>;
 export const ApiKeyListSchema = z.array(ApiKeyListItemSchema);
 
-/** Revoke response (platform-api.md, Endpoints › Revoke key). */
+/** Revoke response (docs/platform-api.md, Endpoints › Revoke key). */
 export const RevokedKeySchema = z.object({
   id: keyId,
   name: z.string(),
@@ -56,7 +56,7 @@ export const RevokedKeySchema = z.object({
 });
 export type RevokedKey = z.output<typeof RevokedKeySchema>;
 
-/** platform-api.md, Resources › Operation (required/optional as in its table). */
+/** docs/platform-api.md, Resources › Operation (required/optional as in its table). */
 export const OperationSchema = z.object({
   id: z.string().min(1),
   project_id: z.string(),
@@ -72,7 +72,7 @@ export const OperationSchema = z.object({
 });
 export type Operation = z.output<typeof OperationSchema>;
 
-/** platform-api.md, Resources › Pagination object. */
+/** docs/platform-api.md, Resources › Pagination object. */
 export const PaginationSchema = z.object({ cursor: z.string().min(1) });
 
 export const OperationsPageSchema = z.object({
@@ -84,8 +84,8 @@ export type OperationsPage = z.output<typeof OperationsPageSchema>;
 export const OperationResponseSchema = z.object({ operation: OperationSchema });
 
 /**
- * platform-api.md, Resources › Project: the fields seen in the list. Only id and name are relied
- * on; the rest is typed when present ("Full definition ... not shown").
+ * docs/platform-api.md, Resources › Project (as returned by the project list). Only id and name are
+ * relied on; the rest is typed when present.
  */
 export const ProjectSchema = z.object({
   id: z.string().min(1),
@@ -112,7 +112,7 @@ export const ProjectsPageSchema = z.object({
 
 export const ProjectResponseSchema = z.object({ project: ProjectSchema });
 
-/** The platform's Branch object (not described by platform-api.md beyond its id). */
+/** The platform's Branch object (not described by docs/platform-api.md beyond its id). */
 export const BranchSchema = z.object({
   id: z.string().min(1),
   project_id: z.string(),
@@ -127,8 +127,8 @@ export const BranchSchema = z.object({
 export type Branch = z.output<typeof BranchSchema>;
 
 /**
- * POST /projects/{id}/branches: "The response of a request that starts work ... includes an
- * `operations` array" (platform-api.md, Endpoints › Operations returned by other requests).
+ * POST /projects/{id}/branches: the response of a request that starts work carries an
+ * `operations` array (docs/platform-api.md, Endpoints › Operations returned by other requests).
  */
 export const CreatedBranchSchema = z.object({
   branch: BranchSchema,
@@ -136,7 +136,7 @@ export const CreatedBranchSchema = z.object({
 });
 
 /**
- * GET /auth (the official OpenAPI document's AuthDetailsResponse; platform-api.md does not show it).
+ * GET /auth (the official OpenAPI document's AuthDetailsResponse; docs/platform-api.md, Who am I).
  * `auth_method` is a plain string like the other enumerations here: 'api_key_user' (a personal key),
  * 'api_key_org' (an organization or project-scoped key), or a method of a session (keycloak,
  * session_cookie, oauth). `account_id`: the user's id for a personal key, the organization's id for
@@ -151,7 +151,7 @@ export const AuthDetailsSchema = z.object({
 export type AuthDetails = z.output<typeof AuthDetailsSchema>;
 
 /**
- * Error body {"code","message","request_id"} (DESIGN.md §6; the platform's GeneralError). Read
+ * Error body {"code","message","request_id"} (docs/platform-api.md, Errors; the platform's GeneralError). Read
  * leniently: a proxy in between may answer with HTML, and the status code alone still classifies.
  */
 export const GeneralErrorSchema = z.object({

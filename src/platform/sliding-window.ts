@@ -1,5 +1,5 @@
 // Client-side limiter matched to how the platform counts: "10 requests per second" on organization
-// API key creation (platform-api.md, Limits), i.e. at most `limit` arrivals in any window of
+// API key creation (docs/platform-api.md, Limits), i.e. at most `limit` arrivals in any window of
 // `windowMs`. The client never sees an arrival, only that it lies between the request's departure
 // and its answer; so a request occupies one of `limit` slots from its departure until its answer
 // has come, and the slot is free again `windowMs` after that. Then any two requests of one slot
@@ -150,7 +150,7 @@ export class SlidingWindowLimiter implements RateLimiter {
   }
 }
 
-/** The platform's limit on organization API key creation (platform-api.md, Limits). */
+/** The platform's limit on organization API key creation (docs/platform-api.md, Limits). */
 export const ORG_KEY_CREATIONS_PER_SECOND = 10;
 
 /** One organization's limiter: at most 10 creations arriving in any second. */

@@ -1,4 +1,4 @@
-// The RBAC contract of deploy/ (DESIGN.md section 5): exactly the API calls the operator's code
+// The RBAC contract of deploy/ (docs/design.md section 5.6): exactly the API calls the operator's code
 // makes, each grant next to the call it comes from. Every install mode (deploy/base,
 // deploy/overlays/namespaced, the chart cluster-wide and namespaced) must grant exactly these: a
 // verb the code never calls is a grant too many, and a missing one stops the operator.

@@ -20,7 +20,7 @@ interface Secret { metadata: { namespace: string; name: string; annotations?: Re
 const [mode, prefix = '', ...files] = process.argv.slice(2);
 const problems: string[] = [];
 const read = <T>(file: string | undefined): T => JSON.parse(readFileSync(file ?? '', 'utf8')) as T;
-// An attempt's key name is `<spec.keyName>-<8 characters>` (DESIGN.md section 3).
+// An attempt's key name is `<spec.keyName>-<8 characters>` (docs/design.md section 3.1).
 const baseOf = (name: string): string => name.replace(/-[a-z0-9]{8}$/, '');
 const liveByBase = (keys: PlatformKey[]): Map<string, PlatformKey[]> => {
   const map = new Map<string, PlatformKey[]>();

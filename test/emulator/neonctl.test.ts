@@ -1,4 +1,4 @@
-// Wire compatibility with the platform's CLI, neonctl (DESIGN.md section 6), run as a child process
+// Wire compatibility with the platform's CLI, neonctl (docs/design.md section 6), run as a child process
 // with NEON_API_HOST pointing at the emulator (neonctl joins request paths onto it, so it is the
 // base URL including /api/v2).
 import { execFile } from 'node:child_process';

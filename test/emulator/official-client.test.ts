@@ -1,5 +1,5 @@
 // Wire compatibility with the platform's official TypeScript client, @neondatabase/api-client
-// (DESIGN.md section 6): the calls the operator and its users make, unchanged.
+// (docs/design.md section 6): the calls the operator and its users make, unchanged.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createApiClient, type EndpointType } from '@neondatabase/api-client';
 import type { Emulator } from '../../src/emulator/server.ts';

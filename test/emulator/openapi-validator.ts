@@ -1,12 +1,14 @@
 // The platform's official OpenAPI document (shipped in the @neondatabase/api-client devDependency)
 // and a small validator of response bodies against it, for the conformance suite.
 //
-// Stricter than OpenAPI on one point, on purpose: every object schema is CLOSED. A property the
-// document does not declare for that response is an error, even where the document leaves
-// additionalProperties unset (which OpenAPI reads as "anything goes"): the emulator must not invent
-// fields a real client could come to rely on. allOf composes: an object under allOf may carry the
-// properties declared by any of its parts. An explicit `additionalProperties` (a map such as
-// `applications`) is the document declaring the keys open, and is honoured.
+// Objects are read as OpenAPI reads them: open. A property the document does not declare for a
+// response is allowed (additionalProperties unset means "anything goes"), unless the document says
+// `additionalProperties: false`. What fails is what the document forbids: a missing required
+// property, a wrong type, a value outside an enum, a null where none is allowed, a string or number
+// out of its bounds. The undeclared properties are reported apart (`undeclared`), so the
+// conformance suite can hold each of them to docs/platform-api.md: the emulator may carry a field
+// the project documents, never one it invented. allOf composes: an object under allOf declares the
+// properties of all of its parts.
 //
 // Covered: $ref (local), allOf, oneOf/anyOf, type, nullable (OpenAPI 3.0), enum, required,
 // properties, additionalProperties, items, pattern, minLength/maxLength, minimum/maximum, and the
@@ -36,6 +38,11 @@ export interface Schema {
   minimum?: number;
   maximum?: number;
 }
+
+/** A property the document does not declare, with its JSON path and value. */
+export interface Undeclared { path: string; value: unknown }
+
+interface Findings { errors: string[]; undeclared: Undeclared[] }
 
 interface Response { $ref?: string; content?: Record<string, { schema?: Schema }> }
 interface Operation { responses?: Record<string, Response> }
@@ -89,9 +96,23 @@ export class OpenApiValidator {
 
   /** Problems of a value against a schema, each with its JSON path; empty when it conforms. */
   validate(schema: Schema, value: unknown, path = '$'): string[] {
-    const errors: string[] = [];
-    this.#check(schema, value, path, errors, false);
-    return errors;
+    return this.#findings(schema, value, path).errors;
+  }
+
+  /**
+   * The JSON paths of the properties a value carries that the document does not declare for it
+   * (allowed by the document; the conformance suite decides which of them the project documents).
+   */
+  undeclared(schema: Schema, value: unknown, path = '$'): Undeclared[] {
+    const seen = new Map<string, Undeclared>();
+    for (const found of this.#findings(schema, value, path).undeclared) seen.set(found.path, found);
+    return [...seen.values()];
+  }
+
+  #findings(schema: Schema, value: unknown, path: string, open = false): Findings {
+    const findings: Findings = { errors: [], undeclared: [] };
+    this.#check(schema, value, path, findings, open);
+    return findings;
   }
 
   /** A named component schema (for tests of the validator itself). */
@@ -132,20 +153,22 @@ export class OpenApiValidator {
     return into;
   }
 
-  /** `open`: a part of an allOf, whose object may hold its siblings' properties too. */
-  #check(schema: Schema, value: unknown, path: string, errors: string[], open: boolean): void {
+  /** `open`: a part of an allOf or a branch of a oneOf, whose object may hold its siblings' properties too. */
+  #check(schema: Schema, value: unknown, path: string, findings: Findings, open: boolean): void {
+    const { errors } = findings;
     const s = this.#deref(schema);
     if (value === null) {
       if (s.nullable !== true) errors.push(`${path}: null is not allowed`);
       return;
     }
     if (s.allOf !== undefined) {
-      for (const part of s.allOf) this.#check(part, value, path, errors, true);
+      for (const part of s.allOf) this.#check(part, value, path, findings, true);
     }
     for (const [keyword, branches] of [['oneOf', s.oneOf], ['anyOf', s.anyOf]] as const) {
       if (branches === undefined) continue;
-      const fits = branches.filter((b) => this.validate(b, value, path).length === 0).length;
-      if (keyword === 'oneOf' ? fits !== 1 : fits === 0) errors.push(`${path}: matches ${fits} of the ${branches.length} ${keyword} branches`);
+      const fitting = branches.map((b) => this.#findings(b, value, path, true)).filter((f) => f.errors.length === 0);
+      if (keyword === 'oneOf' ? fitting.length !== 1 : fitting.length === 0) errors.push(`${path}: matches ${fitting.length} of the ${branches.length} ${keyword} branches`);
+      findings.undeclared.push(...(fitting[0]?.undeclared ?? []));
     }
     if (s.enum !== undefined && !s.enum.includes(value)) errors.push(`${path}: ${JSON.stringify(value)} is not one of ${JSON.stringify(s.enum)}`);
     if (s.type !== undefined && !this.#typeMatches(s.type, value)) {
@@ -155,25 +178,28 @@ export class OpenApiValidator {
     if (typeof value === 'string') this.#checkString(s, value, path, errors);
     if (typeof value === 'number') this.#checkNumber(s, value, path, errors);
     if (Array.isArray(value)) {
-      if (s.items !== undefined) value.forEach((item, i) => this.#check(s.items as Schema, item, `${path}[${i}]`, errors, false));
+      if (s.items !== undefined) value.forEach((item, i) => this.#check(s.items as Schema, item, `${path}[${i}]`, findings, false));
       return;
     }
-    if (typeof value === 'object') this.#checkObject(s, value as Record<string, unknown>, path, errors, open);
+    if (typeof value === 'object') this.#checkObject(s, value as Record<string, unknown>, path, findings, open);
   }
 
-  #checkObject(s: Schema, value: Record<string, unknown>, path: string, errors: string[], open: boolean): void {
-    for (const name of s.required ?? []) if (!(name in value)) errors.push(`${path}: required property ${name} is missing`);
+  #checkObject(s: Schema, value: Record<string, unknown>, path: string, findings: Findings, open: boolean): void {
+    for (const name of s.required ?? []) if (!(name in value)) findings.errors.push(`${path}: required property ${name} is missing`);
     for (const [name, v] of Object.entries(value)) {
       const declared = s.properties?.[name];
-      if (declared !== undefined) this.#check(declared, v, `${path}.${name}`, errors, false);
-      else if (typeof s.additionalProperties === 'object') this.#check(s.additionalProperties, v, `${path}.${name}`, errors, false);
+      if (declared !== undefined) this.#check(declared, v, `${path}.${name}`, findings, false);
+      else if (typeof s.additionalProperties === 'object') this.#check(s.additionalProperties, v, `${path}.${name}`, findings, false);
     }
-    // The closed-object rule, applied once at the level that sees all of an allOf's parts.
+    // Undeclared properties, looked for once, at the level that sees all of an allOf's parts.
     if (open || (s.type !== 'object' && s.properties === undefined && s.allOf === undefined)) return;
     const declared = this.#declared(s);
     if (declared === 'any') return;
+    const closed = s.additionalProperties === false;
     for (const name of Object.keys(value)) {
-      if (!declared.has(name)) errors.push(`${path}.${name}: not declared by the document`);
+      if (declared.has(name)) continue;
+      if (closed) findings.errors.push(`${path}.${name}: the document allows no property beyond its own here`);
+      else findings.undeclared.push({ path: `${path}.${name}`, value: value[name] });
     }
   }
 

@@ -1,4 +1,4 @@
-// Operations (platform-api.md "Operation", "States and transitions", "List operations of a
+// Operations (docs/platform-api.md "Operation", "States and transitions", "List operations of a
 // project", "Pagination object", "Polling"): what requests start, how statuses move, failures and
 // retries, the control plane's own operations, and paging invariants while operations keep coming.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -26,7 +26,7 @@ afterAll(async () => {
   await emu.close();
 });
 
-/** A branch with a read-write compute: create_branch + start_compute (platform-api.md "Operation status"). */
+/** A branch with a read-write compute: create_branch + start_compute (docs/platform-api.md "Operation status"). */
 const WITH_COMPUTE = { endpoints: [{ type: 'read_write' }] };
 
 async function newProject(name: string): Promise<string> {

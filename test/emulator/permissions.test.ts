@@ -1,4 +1,4 @@
-// The permission matrix of platform-api.md ("Key kinds", "Rules for project-scoped keys", "Revoke
+// The permission matrix of docs/platform-api.md ("Key kinds", "Rules for project-scoped keys", "Revoke
 // key", "Authentication"): every key kind against every endpoint, over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Emulator } from '../../src/emulator/server.ts';

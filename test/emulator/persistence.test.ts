@@ -1,4 +1,4 @@
-// The store survives a restart (DESIGN.md section 6: persistent SQLite). Keys keep working, their
+// The store survives a restart (docs/design.md section 6: persistent SQLite). Keys keep working, their
 // metadata and the operations stay; the bootstrap record of a restart carries no personal keys,
 // because only their hashes are stored.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Limits, fault injection and bad input (platform-api.md "Limits", "Errors"; DESIGN.md section 6):
+// Limits, fault injection and bad input (docs/platform-api.md "Limits", "Errors"; docs/design.md section 6):
 // the rate limit answers 429 with Retry-After, each fault kind does what it says (a dropped
 // response after commit leaves the key created), and bad input is a 4xx, never a 500.
 import { request } from 'node:http';

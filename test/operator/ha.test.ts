@@ -315,7 +315,7 @@ describe('two operator processes with leader election', () => {
       expect(typeof r.status?.keyId).toBe('number');
     }
     // Resources the killed leader may have had in flight: adopted or recovered by the new leader
-    // (DESIGN.md section 3), Ready with exactly one live key.
+    // (docs/design.md section 3.2), Ready with exactly one live key.
     for (const name of ['crash-1', 'crash-2']) await ready(name).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
     const keys = await adminKeys();
     for (const name of ['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'crash-1', 'crash-2']) expect([name, liveKeys(keys, name).length]).toEqual([name, 1]);

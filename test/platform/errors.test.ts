@@ -5,7 +5,7 @@ type Row = [method: string, failure: Failure, code: PlatformErrorCode, dispositi
 
 const status = (s: number): Failure => ({ kind: 'status', status: s });
 
-// DESIGN.md §3 and the brief: GET/DELETE retry transient failures; a POST whose outcome is unknown
+// docs/design.md section 3.2: GET/DELETE retry transient failures; a POST whose outcome is unknown
 // is ambiguous; a POST answered 429/423/503 was not performed; 4xx are terminal.
 const rows: Row[] = [
   // Reads: transient failures are retried.

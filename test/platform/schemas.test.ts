@@ -14,7 +14,7 @@ const op = {
 };
 
 describe('response schemas', () => {
-  it('accept a personal create response with only id and key (platform-api.md, Create personal key)', () => {
+  it('accept a personal create response with only id and key (docs/platform-api.md, Create personal key)', () => {
     expect(CreatedKeySchema.parse({ id: 1, key: 'k'.repeat(64) })).toEqual({ id: 1, key: 'k'.repeat(64) });
   });
 
@@ -38,7 +38,7 @@ describe('response schemas', () => {
     expect(OperationSchema.parse({ ...op, action: 'timeline_mark_invisible', status: 'error' }).action).toBe('timeline_mark_invisible');
   });
 
-  it('require the operation fields platform-api.md marks required, and drop unknown ones', () => {
+  it('require the operation fields docs/platform-api.md marks required, and drop unknown ones', () => {
     const { branch_id: _omit, ...noBranch } = op;
     expect(OperationSchema.safeParse(noBranch).success).toBe(false);
     expect(OperationSchema.parse({ ...op, retry_at: 'x' })).not.toHaveProperty('retry_at');

@@ -87,7 +87,7 @@ export const adminRoutes: Route[] = [
       const orgId = ctx.params.org_id ?? '';
       const userId = ctx.params.user_id ?? '';
       // The user's personal keys stay active but stop reaching this organization's projects
-      // (platform-api.md "API key lifecycle": user leaves the organization).
+      // (docs/platform-api.md "API key lifecycle": user leaves the organization).
       if (!ctx.parts.store.removeMember(orgId, userId)) throw notFound(`user ${userId} is not a member of ${orgId}`);
       return { status: 200, body: { organizationId: orgId, userId, removed: true } };
     },

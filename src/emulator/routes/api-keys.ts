@@ -1,4 +1,4 @@
-// API keys (platform-api.md "Create personal key", "List personal keys", "Create organization key",
+// API keys (docs/platform-api.md "Create personal key", "List personal keys", "Create organization key",
 // "Create project-scoped key", "List organization keys", "Revoke key"). The secret is generated
 // here, returned once in the create response, and stored only as its digest.
 import { z } from 'zod';
@@ -34,9 +34,9 @@ function listItem(store: Store, k: KeyRow, withProject: boolean) {
 }
 
 /**
- * Which endpoint revokes which key, and what it answers. platform-api.md ("Revoke key") puts every
- * kind under DELETE /api_keys/{key_id} (personal keys by their owner, organization and project-scoped
- * keys by the organization's administrators); the document answers that endpoint with
+ * Which endpoint revokes which key, and what it answers. The platform's description puts every
+ * kind under DELETE /api_keys/{key_id} (docs/platform-api.md "Revoke key": personal keys by their
+ * owner, organization and project-scoped keys by the organization's administrators); the document answers that endpoint with
  * ApiKeyRevokeResponse, which has no project_id. The document's DELETE
  * /organizations/{org_id}/api_keys/{key_id} revokes the organization's keys (organization and
  * project-scoped, never personal ones) and answers OrgApiKeyRevokeResponse, which adds project_id.
@@ -124,7 +124,7 @@ export const apiKeyRoutes: Route[] = [
     method: 'POST', template: '/api/v2/organizations/:org_id/api_keys', auth: true,
     async handle(ctx) {
       const orgId = pathId(ctx.params.org_id, 'organization');
-      // platform-api.md "Limits": 10 requests per second on this endpoint. Counted only for
+      // docs/platform-api.md "Limits": 10 requests per second on this endpoint. Counted only for
       // authenticated callers (dispatch authenticates before any handler runs, so a 401 never
       // reaches here and cannot spend an organization's budget), before the permission checks.
       const wait = ctx.parts.orgKeyLimiter.take(orgId);

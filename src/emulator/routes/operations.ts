@@ -1,4 +1,4 @@
-// Operations of a project (platform-api.md "List operations of a project", "Get one operation",
+// Operations of a project (docs/platform-api.md "List operations of a project", "Get one operation",
 // "Pagination object"). Newest first; the cursor is the creation time of the page's last
 // operation; the next page holds the operations created strictly before it. Creation times are
 // unique per project, so paging never skips or repeats an operation, also while new ones arrive.
@@ -9,7 +9,7 @@ import { operationJson } from '../operations-engine.ts';
 import { visibleProject } from '../permissions.ts';
 import type { Route } from '../router.ts';
 
-/** Default page size when `limit` is absent (platform-api.md: "Default limit ... not shown"). */
+/** Default page size when `limit` is absent (the platform's default is not published: docs/emulator.md). */
 const DEFAULT_LIMIT = 10;
 
 const ListQuery = z.object({

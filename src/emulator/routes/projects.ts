@@ -1,10 +1,11 @@
-// Projects and branches: what the key rules act on (platform-api.md "List projects", "Key kinds")
+// Projects and branches: what the key rules act on (docs/platform-api.md "List projects", "Key kinds")
 // and the requests that start operations ("Operations returned by other requests": creating a
 // branch initiates create_branch and start_compute).
 //
 // Shapes follow the official OpenAPI document (@neondatabase/api-client), each response its own
-// schema and no field beyond it (test/emulator/openapi-conformance.test.ts): a list item is
-// ProjectListItem, GET/DELETE /projects/{id} answer ProjectResponse (the full Project schema).
+// schema (test/emulator/openapi-conformance.test.ts): a list item is ProjectListItem, GET/DELETE
+// /projects/{id} answer ProjectResponse (the full Project schema). A field beyond the document's
+// is one docs/platform-api.md documents (`locked` on a list item), never one of the emulator's own.
 import { z } from 'zod';
 import type { Principal } from '../auth.ts';
 import { isoSeconds } from '../clock.ts';
@@ -42,15 +43,17 @@ function projectCommon(p: ProjectRow): Record<string, unknown> {
 }
 
 /**
- * An item of GET /projects: the document's ProjectListItem (active_time, org_name). platform-api.md
- * also lists `locked` among the fields "seen" in a list item; the document declares no such field
- * for ProjectListItem, so the emulator, held to the document, leaves it out.
+ * An item of GET /projects: the document's ProjectListItem (active_time, org_name), and `locked`
+ * (docs/platform-api.md, "Project (as returned by the project list)"). The document does not
+ * declare `locked`, but its objects are open: a field it does not declare is allowed. No emulated
+ * flow locks a project, so it is always false.
  */
 export function projectListItem(store: Store, p: ProjectRow): Record<string, unknown> {
   const org = p.org_id === null ? undefined : store.organization(p.org_id);
   return {
     ...projectCommon(p),
     active_time: 0,
+    locked: false,
     ...(p.org_id !== null ? { org_name: org?.name ?? '' } : {}),
   };
 }
@@ -260,7 +263,7 @@ export const projectRoutes: Route[] = [
         // The request body decides, as the document does ("An endpoint is only created if it was
         // specified in the request", CreatedBranch): each entry of `endpoints` gets a compute and a
         // start_compute operation. So a branch created with a compute yields the create_branch
-        // running + start_compute scheduling pair of platform-api.md ("Operation status"), and a
+        // running + start_compute scheduling pair of docs/platform-api.md ("Operation status"), and a
         // branch created without one yields create_branch alone.
         const endpoints: EndpointRow[] = (input.endpoints ?? []).map((e) => ({
           id: newEndpointId(), project_id: project.id, branch_id: id, type: e.type, state: 'idle', last_active_ms: now, last_check_ms: now, created_ms: now,

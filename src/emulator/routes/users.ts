@@ -41,7 +41,7 @@ export const userRoutes: Route[] = [
   {
     // The document's AuthDetailsResponse (getAuthDetails). A project-scoped key has no auth method of
     // its own there: it reads api_key_org with its organization, and auth_data carries the project
-    // (README.md, "GET /auth"), so a client can tell a key of the wrong kind before it is refused.
+    // (docs/emulator.md, "The public API"), so a client can tell a key of the wrong kind before it is refused.
     method: 'GET', template: '/api/v2/auth', auth: true,
     handle(ctx) {
       const p = ctx.principal;

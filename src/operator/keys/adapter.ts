@@ -1,7 +1,7 @@
 // The per-kind part of the key lifecycle (crossplane's ExternalClient): which endpoint creates,
 // which list shows the key, which endpoint revokes it. Everything else is shared (reconciler.ts and the actions).
 // The platform is reached only through src/platform's client; KeyPlatform is the slice of
-// PlatformClient the key domain calls (platform-api.md, Endpoints), typed from it.
+// PlatformClient the key domain calls (docs/platform-api.md, Endpoints), typed from it.
 import type { ApiKeyListItem, CreatedKey, PlatformClient } from '../../platform/index.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
 
@@ -51,10 +51,10 @@ function newAdapter(resource: KeyResource, spec: ApiKeySpec | ProjectApiKeySpec)
     const { organizationId, projectId } = spec as ProjectApiKeySpec;
     return {
       listScope: `org:${organizationId}`,
-      // Same path as an organization key; project_id makes it project-scoped (platform-api.md, Create project-scoped key).
+      // Same path as an organization key; project_id makes it project-scoped (docs/platform-api.md, Create project-scoped key).
       create: (p, keyName) => p.createOrganizationKey(organizationId, { keyName, projectId }),
       list: (p) => p.listOrganizationKeys(organizationId),
-      // Project-scoped keys are revoked by organization administrators (platform-api.md, Revoke key).
+      // Project-scoped keys are revoked by organization administrators (docs/platform-api.md, Revoke key).
       revoke: async (p, keyId) => { await p.revokeOrganizationKey(organizationId, keyId); },
       project: { organizationId, projectId },
     };

@@ -1,4 +1,4 @@
-// The create intent (DESIGN.md section 3, step 2): the annotation keys.neon.dev/create-pending
+// The create intent (docs/design.md section 3.1, step 2): the annotation keys.neon.dev/create-pending
 // that names an attempt before its POST, so a crash between the platform's answer and the Secret
 // never loses track of the key. It lives on the resource, where tenants can write too: it is
 // signed for the resource's uid (signing.ts), and an intent that does not verify is never acted on.

@@ -1,4 +1,4 @@
-// The crash-safe create protocol (DESIGN.md section 3): the intent before the POST, the Secret
+// The crash-safe create protocol (docs/design.md sections 3.1 and 3.2): the intent before the POST, the Secret
 // before the status, and for an intent whose outcome is unknown, adoption (the Secret already
 // holds the attempt's key) or recovery (revoke every key of the attempt's name, start again).
 // Intents are signed for the resource's uid (create-intent.ts); the platform's answer is checked
@@ -55,7 +55,7 @@ async function checkCredentialsKind(deps: KeyDeps, ctx: Context, platform: KeyPl
 }
 
 /**
- * Step 2 to 5 of DESIGN.md section 3. `addFinalizer`: a new resource's finalizer (step 1) goes in
+ * Step 2 to 5 of docs/design.md section 3.1. `addFinalizer`: a new resource's finalizer (step 1) goes in
  * the same metadata update as the intent (reconciler.ts): one write, and the finalizer is still on
  * the resource before the POST, so step 1 precedes step 3 as before.
  */

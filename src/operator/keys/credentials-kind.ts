@@ -3,7 +3,7 @@
 // person's key is needed gets a clear condition at once, instead of a 403 from the create.
 //
 // Every key the operator creates is created by a user: a personal key (POST /api_keys), an
-// organization key and a project-scoped key (POST /organizations/{org}/api_keys, platform-api.md
+// organization key and a project-scoped key (POST /organizations/{org}/api_keys, docs/platform-api.md
 // "Create organization key": organization administrators; "Create project-scoped key": members).
 // So the credentials must be a personal key (auth_method api_key_user). An organization or
 // project-scoped key (api_key_org) has no user behind it. /auth cannot tell whether a user is an

@@ -3,7 +3,7 @@
 // (cert-manager's policy checks, crossplane's single lifecycle). The effects live in reconciler.ts and the actions it runs;
 // this file does no I/O, so every branch is a row in test/operator/keys/decision.test.ts.
 //
-// The crash-safe create protocol is DESIGN.md section 3: intent (the create-pending annotation)
+// The crash-safe create protocol is docs/design.md section 3.1: intent (the create-pending annotation)
 // before the POST, the Secret before the status, recovery when an intent has no recorded outcome.
 
 import type { Reason } from './conditions.ts';

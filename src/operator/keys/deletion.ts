@@ -1,4 +1,4 @@
-// Deletion of a key resource (DESIGN.md section 3; docs/security.md): revoke its key and delete
+// Deletion of a key resource (docs/design.md section 3.7; docs/security.md): revoke its key and delete
 // the Secret it controls, or with deletionPolicy Retain keep both and hand the Secret over to no
 // one, or release without revoking when there is no key (or a person said so). The finalizer goes
 // last: until the key is revoked, the resource stays.

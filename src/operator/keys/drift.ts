@@ -1,4 +1,4 @@
-// Drift detection (DESIGN.md section 3, Drift): ONE list call per (credentials, scope) per interval
+// Drift detection (docs/design.md section 3.5): ONE list call per (credentials, scope) per interval
 // shows every managed key of that scope, instead of one call per key. Reconciles of many resources
 // share the snapshot; concurrent refreshes share one request. checkRecordedKey() is the check one
 // reconcile makes of its recorded key.

@@ -1,6 +1,6 @@
 // A live key whose Secret holds it: Ready, with what drift found recorded (the credentials that
 // can see it), and for a ProjectApiKey, the operations of its project mirrored into its status
-// (DESIGN.md section 4; operations-poller.ts polls them).
+// (docs/design.md section 4; operations-poller.ts polls them).
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { readyConditions, rotatingCondition, type ConditionUpdate } from './conditions.ts';
 import { nextLook, rotationFields } from './rotation.ts';

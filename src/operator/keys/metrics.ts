@@ -1,4 +1,4 @@
-// Prometheus metrics of the operator (DESIGN.md section 5): the runtime's (runtime/metrics.ts) and
+// Prometheus metrics of the operator (docs/design.md section 5.5): the runtime's (runtime/metrics.ts) and
 // the key domain's (drift checks, operations polls, platform requests, managed keys). Every name
 // carries the prefix `neon_key_operator_`. Label values are bounded and never carry a secret or an identifier:
 // platform routes are TEMPLATES (`/projects/{project_id}/operations`), never concrete paths, and
@@ -110,7 +110,7 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
   };
 }
 
-// Path segments that are fixed words of the API (platform-api.md "Endpoints"); every other
+// Path segments that are fixed words of the API (docs/platform-api.md "Endpoints"); every other
 // segment is an identifier and becomes a placeholder named after the collection before it.
 const FIXED_SEGMENTS = new Set(['api_keys', 'organizations', 'projects', 'operations', 'branches', 'users', 'me', 'auth']);
 const PLACEHOLDERS: Record<string, string> = {

@@ -1,6 +1,6 @@
 // Observe: everything one reconcile of a key resource reads, turned into the Observation decide()
 // takes (decision.ts): the resource as read, its Secret, the credentials in its namespace (never
-// another's: DESIGN.md section 5), its signed intent (create-intent.ts), and what the drift check
+// another's: docs/design.md section 5.6), its signed intent (create-intent.ts), and what the drift check
 // found on the platform (drift.ts). Nothing is written here.
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat } from '../../platform/index.ts';

@@ -1,11 +1,11 @@
-// Operations mirroring (DESIGN.md section 4): ONE poller per project, however many ProjectApiKeys
+// Operations mirroring (docs/design.md section 4): ONE poller per project, however many ProjectApiKeys
 // point at it. Each poller lists the newest `limit` operations of its project and reports a
 // snapshot (the operations, and the OperationsSettled condition) to onUpdate, which writes the
 // status of every ProjectApiKey of that project.
 //
 // What a status means comes from one table (src/platform/operation-status.ts): running,
 // settled, retrying (`failed`), given up (`error`), or unknown (a status this operator does not know).
-// Cadence: every fastIntervalMs (5 s, the suggested polling interval of platform-api.md
+// Cadence: every fastIntervalMs (5 s, the suggested polling interval of docs/platform-api.md
 // "Polling") while any recent operation is expected to change (running, or failed and retried),
 // every slowIntervalMs otherwise: all settled, given up, or of an unknown status (which may never
 // change: it must not keep the fast cadence forever). Platform errors back off exponentially from

@@ -7,7 +7,7 @@ import type { PlatformError, PlatformErrorCode } from '../../platform/index.ts';
 import type { Reason } from './conditions.ts';
 
 export const PLATFORM_FAILURE_REASONS: Readonly<Record<PlatformErrorCode, Reason>> = {
-  // 401: the key is missing, invalid or revoked (platform-api.md, Errors).
+  // 401: the key is missing, invalid or revoked (docs/platform-api.md, Errors).
   UNAUTHORIZED: 'Unauthorized',
   // 403: a valid key that may not do this (e.g. a member's key creating an organization key).
   FORBIDDEN: 'Forbidden',

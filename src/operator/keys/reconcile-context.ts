@@ -46,7 +46,7 @@ export interface KeyDeps {
   rotationPollMs?: number;
   /** The shortest grace a replaced key gets (--min-rotation-grace; default 1m, the CRD's floor): a shorter spec.rotation.gracePeriod is raised to it. */
   minRotationGraceMs?: number;
-  /** Operations mirroring for ProjectApiKeys (DESIGN.md section 4). */
+  /** Operations mirroring for ProjectApiKeys (docs/design.md section 4). */
   operations?: {
     pollers: Pick<OperationsPollers, 'ensure' | 'release' | 'snapshot'>;
   };

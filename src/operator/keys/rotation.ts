@@ -1,4 +1,4 @@
-// Rotation without downtime (README "Rotation"; the create protocol of DESIGN.md section 3): the switch and the
+// Rotation without downtime (README "Rotation"; docs/design.md section 3.6): the switch and the
 // retirement of the replaced key. The switch is the create protocol's (create-protocol.ts) with a
 // rotation marker in the signed intent: its ONE status patch sets the new keyId and appends the old
 // key to status.retiringKeys, so the old key is always in status, never live and forgotten. The

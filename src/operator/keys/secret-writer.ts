@@ -1,4 +1,4 @@
-// The Secret that receives an issued key (DESIGN.md section 3, step 4): data, the key id, attempt
+// The Secret that receives an issued key (docs/design.md section 3.1, step 4): data, the key id, attempt
 // name and replaced key as annotations with the operator's signature over them and the value, a
 // controller owner reference to the resource, the managed-by label (the operator's Secret informer
 // selects on it).
@@ -199,7 +199,7 @@ async function writeImmutableSecret(deps: KeyDeps, ctx: Context, key: IssuedKey,
   }
 }
 
-/** Step 4 of DESIGN.md section 3: the Secret, created or replaced (only when this resource controls it). */
+/** Step 4 of docs/design.md section 3.1: the Secret, created or replaced (only when this resource controls it). */
 export async function writeSecret(deps: KeyDeps, ctx: Context, key: IssuedKey): Promise<void> {
   if (immutableMode(ctx.spec)) return await writeImmutableSecret(deps, ctx, key, targetSecretName(ctx, key.id));
   const { resource, secretName, secretKey } = ctx;

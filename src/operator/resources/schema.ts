@@ -1,6 +1,6 @@
 // The custom resources, as zod schemas: the single source of truth for the TypeScript types, the
 // runtime validation of every object read from the apiserver, and the CRD openAPIV3Schema
-// (crd.ts turns these into crds/*.yaml; `npm run generate`). DESIGN.md section 2.
+// (crd.ts turns these into crds/*.yaml; `npm run generate`). docs/design.md section 2.
 import { z } from 'zod';
 
 export const GROUP = 'keys.neon.dev';
@@ -9,7 +9,7 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 
 /** Held by every resource the operator has seen, until its key is revoked (or retained). */
 export const FINALIZER = 'keys.neon.dev/finalizer';
-/** The create intent (DESIGN.md section 3, step 2); JSON, see PendingAttempt. */
+/** The create intent (docs/design.md section 3.1, step 2); JSON, see PendingAttempt. */
 export const ANNOTATION_CREATE_PENDING = 'keys.neon.dev/create-pending';
 /** A person's way out when the credentials are gone for good: drop the finalizer without revoking. */
 export const ANNOTATION_RELEASE_WITHOUT_REVOKE = 'keys.neon.dev/release-without-revoke';

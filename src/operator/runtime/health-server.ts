@@ -1,4 +1,4 @@
-// The probe and metrics endpoint of the operator (DESIGN.md section 5): `/healthz` (liveness: the
+// The probe and metrics endpoint of the operator (docs/design.md section 5.5): `/healthz` (liveness: the
 // process is not wedged), `/readyz` (readiness: caches synced; a standby that does not hold the
 // lease is still ready, it just does not reconcile) and `/metrics` (Prometheus exposition).
 import { createServer } from 'node:http';

@@ -1,5 +1,5 @@
 // Leader election on a coordination.k8s.io/v1 Lease, with the semantics of client-go's
-// k8s.io/client-go/tools/leaderelection (DESIGN.md section 5: standbys are ready but do not reconcile).
+// k8s.io/client-go/tools/leaderelection (docs/design.md section 5.4: standbys are ready but do not reconcile).
 //
 // - Acquire: a candidate may take the lease when it is free (no holder) or when the record it
 //   observes has not changed for the record's own spec.leaseDurationSeconds (the holder's setting,

@@ -1,4 +1,4 @@
-// pino JSON logs with the paths that could hold a secret redacted, configured once (STYLE.md).
+// pino JSON logs with the paths that could hold a secret redacted, configured once (docs/design.md section 5.5).
 // The lifecycle never passes a key to the logger; redaction is the second line of defence.
 import { pino, type DestinationStream, type Logger } from 'pino';
 

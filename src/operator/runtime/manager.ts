@@ -155,7 +155,7 @@ export class Manager {
       const stale = this.#running.staleCaches?.() ?? [];
       return stale.length === 0 ? { ok: true } : { ok: false, reasons: stale };
     }
-    // Standby (DESIGN.md section 5): ready, provided its Kubernetes credentials work.
+    // Standby (docs/design.md section 5.4): ready, provided its Kubernetes credentials work.
     try {
       await this.#leases.readNamespacedLease({ name: election.name, namespace: election.namespace });
       return { ok: true };

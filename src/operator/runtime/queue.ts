@@ -1,5 +1,5 @@
 // The work queue of the controller, with the semantics of client-go's workqueue
-// (k8s.io/client-go/util/workqueue), which controller-runtime builds on (DESIGN.md section 5):
+// (k8s.io/client-go/util/workqueue), which controller-runtime builds on (docs/design.md section 5.2):
 //
 // - a key is deduplicated while it waits ("dirty" set);
 // - a key is never handed to two workers at once: an add() while it is being processed marks it
@@ -22,7 +22,7 @@
 //   priority.
 //
 // One deliberate difference from client-go: once shut down, get() returns undefined at once even if
-// keys are still queued. Reconcile is level-triggered (DESIGN.md section 5), so a dropped key costs
+// keys are still queued. Reconcile is level-triggered (docs/design.md section 5.2), so a dropped key costs
 // nothing: the next leader lists every resource at start-up and reconciles it anyway, while handing
 // out new work during SIGTERM would only delay the exit.
 

@@ -1,4 +1,4 @@
-// The create protocol (src/operator/keys/create-protocol.ts, DESIGN.md section 3) against the
+// The create protocol (src/operator/keys/create-protocol.ts, docs/design.md sections 3.1 and 3.2) against the
 // in-memory Kubernetes and platform of fakes.ts: the calls each step makes, in order, and what a
 // crash, an ambiguous answer, a refusal or a wrong answer leaves behind.
 import { describe, expect, it } from '@jest/globals';

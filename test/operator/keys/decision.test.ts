@@ -68,7 +68,7 @@ const rows: Row[] = [
   ['an edited key entry is tampering, not a rewrite', { status: recorded, secret: { ...synced, hash: 'other', inLine: false } }, 'Create', 'SecretTampered', { replaces: 7 }],
   ['a key revoked outside is replaced, not rewritten', { status: recorded, secret: { ...synced, inLine: false }, platform: { key: 'Absent', project: 'Unknown' } }, 'Create', 'RevokedExternally', { replaces: 7 }],
 
-  // the pending intent (DESIGN.md section 3)
+  // the pending intent (docs/design.md section 3.2)
   ['my own unfinished attempt is recovered at once', { pending: attempt() }, 'Recover', 'Recovering'],
   ['an attempt whose key is in the Secret is adopted, nothing revoked', { pending: attempt(), secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Adopt', 'Adopting', { keyId: 9 }],
   ['adoption works for another holder without waiting', { pending: attempt({ holder: 'other' }), secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9' } }, 'Adopt', 'Adopting'],

@@ -1,4 +1,4 @@
-// Operations mirroring against the real emulator over HTTP (DESIGN.md section 4).
+// Operations mirroring against the real emulator over HTTP (docs/design.md section 4).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startEmulator, type Emulator } from '../../../src/emulator/server.ts';
