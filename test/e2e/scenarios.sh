@@ -747,7 +747,8 @@ EOF
   local prometheus_pid=$!
   e2e_pids+=("$prometheus_pid")
   until_true 60 "Prometheus scraping both operator pods" sh -c \
-    "curl -fsS --max-time 2 http://127.0.0.1:$e2e_prometheus_port/api/v1/targets | grep -o '\"health\":\"up\"' | wc -l | grep -qx 2"
+    "kill -0 $prometheus_pid || exit 0; curl -fsS --max-time 2 http://127.0.0.1:$e2e_prometheus_port/api/v1/targets | grep -o '\"health\":\"up\"' | wc -l | grep -qx 2"
+  kill -0 "$prometheus_pid" 2>/dev/null || e2e_fail "Prometheus exited (port $e2e_prometheus_port taken? E2E_PROMETHEUS_PORT): $(tail -5 "$e2e_work/prometheus.log")"
   local loaded shipped
   loaded=$(prom_api rules | json 'd.data.groups.flatMap((g) => g.rules).filter((r) => r.type === "alerting").length')
   shipped=$(grep -c '^ *- alert: ' "$chart/files/prometheus-rules.yaml")
