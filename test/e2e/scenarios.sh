@@ -6,9 +6,13 @@
 #   E2E_IMAGE, E2E_IMAGE2       the image, and a second tag of it for the upgrade (scenario 5)
 #   kill_container <id>         SIGKILL a container through the runtime (id without the containerd:// scheme)
 #   run_scenarios               runs them all; fails (exit) at the first broken expectation, with diagnostics
+#   E2E_PROMETHEUS              optional: a prometheus binary for scenario 10; by default the one
+#                               test/prometheus/build.sh builds from the Go module (needs Go; cached)
 #
 # Knobs: E2E_KEYS (200, scenario 5), E2E_FAILOVER_KEYS (20, scenario 4), E2E_TIMEOUT (180 s per wait),
-# E2E_EMULATOR_LOCAL_PORT (18080). Needs kubectl, helm (v3), curl, node.
+# E2E_EMULATOR_LOCAL_PORT (18080), E2E_METRICS_LOCAL_PORT (18091 and the next one: the operator
+# pods' /metrics for Prometheus), E2E_PROMETHEUS_PORT (19090, on loopback). Needs kubectl, helm (v3),
+# curl, node, and the repository's node_modules (test/e2e/chart-variants.ts reads YAML).
 # shellcheck shell=bash
 
 e2e_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -16,6 +20,9 @@ e2e_timeout=${E2E_TIMEOUT:-180}
 e2e_keys=${E2E_KEYS:-200}
 e2e_failover_keys=${E2E_FAILOVER_KEYS:-20}
 e2e_local_port=${E2E_EMULATOR_LOCAL_PORT:-18080}
+e2e_metrics_port=${E2E_METRICS_LOCAL_PORT:-18091}
+e2e_prometheus_port=${E2E_PROMETHEUS_PORT:-19090}
+chart="$e2e_root/deploy/helm/neon-key-operator"
 e2e_work=$(mktemp -d)
 e2e_pids=()
 helm_ns=nko-helm
@@ -89,17 +96,29 @@ holder() { kubectl -n "$1" get lease "$lease" -o jsonpath='{.spec.holderIdentity
 ready_replicas() { kubectl -n "$1" get deployment "$2" -o jsonpath='{.status.readyReplicas}'; }
 admin_keys() { curl -fsS --max-time 5 "http://127.0.0.1:$e2e_local_port/admin/keys"; }
 
-# The emulator's admin API answers loopback clients only: a port-forward connects from the pod's
-# own loopback. Kept up in the background, restarted should it drop.
-port_forward() {
+# A port-forward <namespace> <target> <local port>:<port>, kept up in the background and restarted
+# should it drop; its loop's pid in $forward_pid (and in e2e_pids, for the exit).
+forward() {
   (
     while true; do
-      kubectl -n "$emulator_ns" port-forward service/emulator "$e2e_local_port:8080" >>"$e2e_work/port-forward.log" 2>&1
+      kubectl -n "$1" port-forward "$2" "$3" >>"$e2e_work/port-forward.log" 2>&1
       sleep 0.5
     done
   ) &
-  e2e_pids+=($!)
+  forward_pid=$!
+  e2e_pids+=("$forward_pid")
 }
+stop_pid() { # <pid>: the process, then its children (a loop killed first starts no other), waited for
+  local children child
+  children=$(ps -o pid= --ppid "$1" 2>/dev/null) || true
+  kill "$1" 2>/dev/null || true
+  for child in $children; do kill "$child" 2>/dev/null || true; done
+  wait "$1" 2>/dev/null || true
+}
+
+# The emulator's admin API answers loopback clients only: a port-forward connects from the pod's
+# own loopback.
+port_forward() { forward "$emulator_ns" service/emulator "$e2e_local_port:8080"; }
 
 setup_emulator() {
   say "The platform emulator in namespace $emulator_ns (the operator's image, node dist/emulator/main.js)"
@@ -177,12 +196,16 @@ EOF
 
 # Scenario 1: helm install with the chart's defaults; only the image, its pull policy and the
 # platform URL set (plain http to the in-cluster emulator, which the operator needs allowed explicitly).
+# The release starts with CRDs as an older chart's (no spec.rotation, spec.usage, spec.secret.template):
+# scenario 8 upgrades it to this chart's before any resource uses them.
 scenario_helm_install() {
-  say "1. helm install (chart defaults; image, pull policy, platform URL)"
+  say "1. helm install (chart defaults; image, pull policy, platform URL; CRDs of an older chart)"
   restricted_namespace "$helm_ns"
-  helm install neon-key-operator "$e2e_root/deploy/helm/neon-key-operator" --namespace "$helm_ns" \
-    --set image.repository="${E2E_IMAGE%:*}" --set image.tag="${E2E_IMAGE##*:}" --set image.pullPolicy=Never \
-    --set platformUrl="$platform_url" --set platformAllowInsecureHttp=true --wait --timeout "${e2e_timeout}s" >/dev/null
+  release_values=(--set image.repository="${E2E_IMAGE%:*}" --set image.tag="${E2E_IMAGE##*:}" --set image.pullPolicy=Never
+    --set platformUrl="$platform_url" --set platformAllowInsecureHttp=true)
+  node "$e2e_root/test/e2e/chart-variants.ts" older-crds "$e2e_work/older-chart"
+  helm install neon-key-operator "$e2e_work/older-chart" --namespace "$helm_ns" "${release_values[@]}" \
+    --wait --timeout "${e2e_timeout}s" >/dev/null
   kubectl -n "$helm_ns" get pods -o wide
   [ "$(ready_replicas "$helm_ns" neon-key-operator)" = 2 ] || e2e_fail "not both replicas Ready"
   until_true 60 "a Lease holder" sh -c "kubectl -n $helm_ns get lease $lease -o jsonpath='{.spec.holderIdentity}' | grep -q ."
@@ -224,7 +247,7 @@ scenario_pod_security() {
   echo "uid 65532, no capabilities, no_new_privs, seccomp filter, read-only root, /tmp writable; liveness and readiness probed by the kubelet"
 }
 
-project_api_key() { # <name> <keyName>: a ProjectApiKey document
+project_api_key() { # <name> <keyName> [<credentials Secret>, default neon-admin]: a ProjectApiKey document
   cat <<EOF
 ---
 apiVersion: keys.neon.dev/v1alpha1
@@ -234,7 +257,7 @@ spec:
   organizationId: $org_id
   projectId: $project_id
   keyName: $2
-  credentialsSecretRef: { name: neon-admin, key: apiKey }
+  credentialsSecretRef: { name: ${3:-neon-admin}, key: apiKey }
   secret: { name: $1-neon, key: apiKey }
   deletionPolicy: Revoke
 EOF
@@ -556,9 +579,248 @@ EOF
   kubectl delete -k "$overlay" --wait=true --timeout="${e2e_timeout}s" >/dev/null
 }
 
+# Scenario 8: a release whose CRDs lack fields (scenario 1 installed an older chart's: no
+# spec.rotation, spec.usage, spec.secret.template) is `helm upgrade`d to this chart, whose CRDs are
+# templates (docs/install.md, Upgrade). Before, the apiserver refuses the fields to a strict client
+# and silently prunes them for any other (an older kubectl, a controller, a GitOps tool); after, a
+# resource using them keeps them and the operator acts on each: the Secret carries the template's
+# label, InUse is reported, the next rotation is scheduled. Scenario 9 finds them still there after
+# scenario 5's second upgrade.
+crd_spec_fields() { # <plural>: the CRD's spec fields and secret's fields, one line, sorted
+  kubectl get crd "$1.keys.neon.dev" -o json | json "(({ properties: p }) => [...Object.keys(p), ...Object.keys(p.secret.properties).map((k) => 'secret.' + k)].sort().join(' '))(d.spec.versions[0].schema.openAPIV3Schema.properties.spec)"
+}
+crd_upgrade_key() {
+  project_api_key crd-upgrade e2e-crd
+  cat <<EOF
+  rotation: { interval: 720h }
+  usage: { unusedAfter: 720h }
+EOF
+}
+crd_upgrade_stored() { # the fields as stored: <rotation.interval> <usage.unusedAfter> <template label>
+  kubectl -n "$app_ns" get projectapikey crd-upgrade -o json \
+    | json "[d.spec.rotation?.interval ?? '-', d.spec.usage?.unusedAfter ?? '-', d.spec.secret?.template?.labels?.['e2e.neon.dev/template'] ?? '-'].join(' ')"
+}
+crd_upgrade_manifest() {
+  # secret: { name, key } is the last mapping project_api_key writes before deletionPolicy: a template under it.
+  crd_upgrade_key | sed 's|^  secret: { name: crd-upgrade-neon, key: apiKey }$|  secret: { name: crd-upgrade-neon, key: apiKey, template: { labels: { e2e.neon.dev/template: applied } } }|'
+}
+
+scenario_crd_upgrade() {
+  say "8. helm upgrade of a release whose CRDs lack spec.rotation, spec.usage, spec.secret.template: a resource using them keeps them"
+  local plural fields out generation key_id
+  for plural in apikeys projectapikeys; do
+    fields=$(crd_spec_fields "$plural")
+    if grep -qwE 'rotation|usage|secret\.template' <<<"$fields"; then e2e_fail "the older CRD $plural already has them: $fields"; fi
+  done
+  crd_upgrade_manifest | grep -q 'template: { labels' || e2e_fail "the manifest carries no secret.template"
+  # Under the older schema: kubectl's strict field validation (its default) refuses the fields...
+  if out=$(crd_upgrade_manifest | kubectl -n "$app_ns" apply -f - 2>&1); then e2e_fail "the older CRD accepted spec.rotation"; fi
+  grep -q 'unknown field "spec.rotation"' <<<"$out" || e2e_fail "not refused for spec.rotation: $out"
+  # ...and a client that does not validate has them pruned, without an error.
+  crd_upgrade_manifest | kubectl -n "$app_ns" apply --validate=false -f - >/dev/null 2>&1
+  kubectl -n "$app_ns" wait --for=condition=Ready projectapikey/crd-upgrade --timeout="${e2e_timeout}s" >/dev/null
+  [ "$(crd_upgrade_stored)" = '- - -' ] || e2e_fail "the older CRD kept the fields: $(crd_upgrade_stored)"
+  key_id=$(kubectl -n "$app_ns" get projectapikey crd-upgrade -o jsonpath='{.status.keyId}')
+  echo "older CRDs: spec.rotation refused by kubectl's strict validation, pruned without it; key $key_id issued without them"
+
+  generation=$(kubectl -n "$helm_ns" get deployment neon-key-operator -o jsonpath='{.metadata.generation}')
+  helm upgrade neon-key-operator "$chart" --namespace "$helm_ns" --reuse-values --wait --timeout "${e2e_timeout}s" >/dev/null
+  for plural in apikeys projectapikeys; do
+    fields=$(crd_spec_fields "$plural")
+    for field in rotation usage secret.template; do
+      grep -qw "$field" <<<"$fields" || e2e_fail "after the upgrade, CRD $plural has no spec.$field: $fields"
+    done
+    [ "$(kubectl get crd "$plural.keys.neon.dev" -o jsonpath='{.metadata.annotations.helm\.sh/resource-policy}')" = keep ] \
+      || e2e_fail "CRD $plural is not annotated helm.sh/resource-policy: keep"
+  done
+  [ "$(kubectl -n "$helm_ns" get deployment neon-key-operator -o jsonpath='{.metadata.generation}')" = "$generation" ] \
+    || e2e_fail "the upgrade changed the Deployment (only the CRDs differ)"
+  echo "upgraded: both CRDs have spec.rotation, spec.usage, spec.secret.template; the Deployment untouched"
+
+  crd_upgrade_manifest | kubectl -n "$app_ns" apply -f - >/dev/null
+  [ "$(crd_upgrade_stored)" = '720h 720h applied' ] || e2e_fail "the fields were not kept: $(crd_upgrade_stored)"
+  until_true 60 "the Secret to carry spec.secret.template's label" sh -c \
+    "[ \"\$(kubectl -n $app_ns get secret crd-upgrade-neon -o jsonpath='{.metadata.labels.e2e\.neon\.dev/template}')\" = applied ]"
+  until_true 60 "the InUse condition (spec.usage) and the next rotation (spec.rotation) in the status" sh -c \
+    "kubectl -n $app_ns get projectapikey crd-upgrade -o json | node -e 'let t=\"\"; process.stdin.on(\"data\", (c) => { t += c; }).on(\"end\", () => { const d = JSON.parse(t); process.exit(d.status?.conditions?.some((c) => c.type === \"InUse\") && d.status?.rotation?.nextRotationAt ? 0 : 1); })'"
+  [ "$(kubectl -n "$app_ns" get projectapikey crd-upgrade -o jsonpath='{.status.keyId}')" = "$key_id" ] || e2e_fail "a new key was issued for the template"
+  [ "$(crd_upgrade_stored)" = '720h 720h applied' ] || e2e_fail "the fields went after the operator's writes: $(crd_upgrade_stored)"
+  echo "re-applied: spec.rotation, spec.usage, spec.secret.template kept; the Secret has the template's label, InUse and the next rotation reported, still key $key_id"
+}
+
+# Scenario 9: `helm uninstall` leaves the CRDs (helm.sh/resource-policy: keep), every key resource,
+# every Secret and every key live on the platform: deleting a CRD would delete every resource of
+# its kind, and their keys with them (docs/install.md, Uninstall).
+scenario_uninstall() {
+  say "9. helm uninstall leaves the CRDs, every key resource, its Secret and its key"
+  kubectl -n "$app_ns" get projectapikeys -o json >"$e2e_work/before-uninstall.json"
+  local count out after
+  count=$(json 'd.items.length' <"$e2e_work/before-uninstall.json")
+  out=$(helm uninstall neon-key-operator --namespace "$helm_ns" --wait --timeout "${e2e_timeout}s")
+  grep -q 'kept due to the resource policy' <<<"$out" || e2e_fail "helm kept nothing by resource policy: $out"
+  # The operator is gone, so nothing could finish deleting a resource (its finalizer), and a key
+  # still live after this is live because nothing asked for its revocation.
+  until_true 60 "the operator's pods gone" sh -c "[ -z \"\$(kubectl -n $helm_ns get pods -l app.kubernetes.io/name=neon-key-operator -o name)\" ]"
+  for plural in apikeys projectapikeys; do
+    kubectl get crd "$plural.keys.neon.dev" -o json | json "d.metadata.deletionTimestamp ? undefined : 'kept'" >/dev/null \
+      || e2e_fail "CRD $plural.keys.neon.dev was deleted"
+  done
+  kubectl -n "$app_ns" get projectapikeys -o json >"$e2e_work/after-uninstall.json"
+  after=$(printf '{"before": %s, "after": %s}' "$(cat "$e2e_work/before-uninstall.json")" "$(cat "$e2e_work/after-uninstall.json")" \
+    | json "(({ before, after }) => { const id = (r) => r.metadata.uid + '/' + r.status?.keyId; \
+        return after.items.some((r) => r.metadata.deletionTimestamp) ? 'being deleted' \
+          : before.items.map(id).sort().join() === after.items.map(id).sort().join() ? 'same' : 'changed'; })(d)")
+  [ "$after" = same ] || e2e_fail "the key resources changed with the uninstall ($after)"
+  [ "$(crd_upgrade_stored)" = '720h 720h applied' ] || e2e_fail "scenario 8's fields went: $(crd_upgrade_stored)"
+  # Every resource Ready with one live key, the one it records; its Secret holds it and it authenticates.
+  check_final e2e-
+  echo "uninstalled: both CRDs kept, $count ProjectApiKeys with the same uids and keys, every Secret's key live"
+}
+
+# Scenario 10: the chart installed again finds every resource as the uninstall left it, and a
+# Prometheus built from github.com/prometheus/prometheus scrapes it and evaluates the chart's alert
+# rules. A resource's credentials are revoked on the platform: NeonKeyOperatorCredentialsRefused
+# fires; they are fixed: it resolves.
+#
+# Short windows, never weaker rules: the rules are the chart's PrometheusRule rendered with
+# metrics.prometheusRule.for.NeonKeyOperatorCredentialsRefused=5s (a value the chart offers its
+# users) instead of the shipped 10m; chart-variants.ts fails unless every expression, label and
+# annotation is the shipped one. The operator checks keys every 5s (driftInterval) and calls a key
+# unverified after 5s of refusals (--unverified-after) instead of 5m and 10m. Prometheus listens on
+# loopback (on the real node, the node's own network namespace), scrapes each operator pod through a
+# port-forward (the same on every cluster; it adds the namespace and pod labels a ServiceMonitor's
+# would), and is stopped and its data removed at the end.
+prom_api() { curl -fsS --max-time 5 "http://127.0.0.1:$e2e_prometheus_port/api/v1/$1"; }
+refused_alert() { # the state of NeonKeyOperatorCredentialsRefused: pending, firing or none
+  prom_api alerts | json "d.data.alerts.find((a) => a.labels.alertname === 'NeonKeyOperatorCredentialsRefused')?.state ?? 'none'"
+}
+ready_reason() { # <ProjectApiKey>
+  kubectl -n "$app_ns" get projectapikey "$1" -o json | json "d.status?.conditions?.find((c) => c.type === 'Ready')?.reason ?? 'none'"
+}
+# A new personal key of the organization administrator, its secret into <file>; prints its id. Not
+# named e2e-*: the key checks take those for resources' keys.
+personal_key() { # <name> <file>
+  local created
+  created=$(curl -fsS --max-time 10 -X POST -H "Authorization: Bearer $admin_key" -H 'Content-Type: application/json' \
+    -d "{\"key_name\": \"$1\"}" "$api/api_keys") || e2e_fail "could not create personal key $1"
+  (umask 077 && json 'd.key' <<<"$created" >"$2")
+  json 'd.id' <<<"$created"
+}
+credentials_secret() { # <name> <file with the key>
+  kubectl -n "$app_ns" create secret generic "$1" --from-file=apiKey=<(tr -d '\n' <"$2") --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+}
+ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
+
+scenario_alerts() {
+  say "10. helm install again; Prometheus scrapes it and evaluates the chart's rules: revoked credentials fire NeonKeyOperatorCredentialsRefused, fixed ones resolve it"
+  helm install neon-key-operator "$chart" --namespace "$helm_ns" "${release_values[@]}" \
+    --set driftInterval=5s --set 'extraArgs={--unverified-after=5s}' --wait --timeout "${e2e_timeout}s" >/dev/null
+  until_true 60 "a Lease holder" sh -c "kubectl -n $helm_ns get lease $lease -o jsonpath='{.spec.holderIdentity}' | grep -q ."
+
+  local kube_version prometheus pods pod port i targets
+  kube_version=$(kubectl version -o json | json 'd.serverVersion.gitVersion')
+  helm template neon-key-operator "$chart" --namespace "$helm_ns" --kube-version "$kube_version" --show-only templates/prometheusrule.yaml \
+    --set metrics.prometheusRule.enabled=true --set metrics.prometheusRule.for.NeonKeyOperatorCredentialsRefused=5s >"$e2e_work/prometheusrule.yaml"
+  node "$e2e_root/test/e2e/chart-variants.ts" rules "$e2e_work/prometheusrule.yaml" "$e2e_work/rules.yaml" || e2e_fail "the rendered rules"
+  read -ra pods <<<"$(kubectl -n "$helm_ns" get pods -l app.kubernetes.io/name=neon-key-operator -o jsonpath='{.items[*].metadata.name}')"
+  [ "${#pods[@]}" = 2 ] || e2e_fail "expected 2 operator pods, found ${#pods[@]}"
+  local forwards=()
+  targets=''
+  for i in "${!pods[@]}"; do
+    port=$(( e2e_metrics_port + i ))
+    forward "$helm_ns" "pod/${pods[$i]}" "$port:8080"
+    forwards+=("$forward_pid")
+    targets+="
+      - targets: ['127.0.0.1:$port']
+        labels: { namespace: $helm_ns, pod: ${pods[$i]} }"
+  done
+  cat >"$e2e_work/prometheus.yaml" <<EOF
+global: { scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s }
+rule_files: ['$e2e_work/rules.yaml']
+scrape_configs:
+  - job_name: neon-key-operator
+    static_configs:$targets
+EOF
+  prometheus=${E2E_PROMETHEUS:-$(bash "$e2e_root/test/prometheus/build.sh")/prometheus}
+  "$prometheus" --config.file="$e2e_work/prometheus.yaml" --storage.tsdb.path="$e2e_work/prometheus-data" \
+    --web.listen-address="127.0.0.1:$e2e_prometheus_port" --log.level=warn >>"$e2e_work/prometheus.log" 2>&1 &
+  local prometheus_pid=$!
+  e2e_pids+=("$prometheus_pid")
+  until_true 60 "Prometheus scraping both operator pods" sh -c \
+    "kill -0 $prometheus_pid || exit 0; curl -fsS --max-time 2 http://127.0.0.1:$e2e_prometheus_port/api/v1/targets | grep -o '\"health\":\"up\"' | wc -l | grep -qx 2"
+  kill -0 "$prometheus_pid" 2>/dev/null || e2e_fail "Prometheus exited (port $e2e_prometheus_port taken? E2E_PROMETHEUS_PORT): $(tail -5 "$e2e_work/prometheus.log")"
+  local loaded shipped
+  loaded=$(prom_api rules | json 'd.data.groups.flatMap((g) => g.rules).filter((r) => r.type === "alerting").length')
+  shipped=$(grep -c '^ *- alert: ' "$chart/files/prometheus-rules.yaml")
+  [ "$loaded" = "$shipped" ] || e2e_fail "Prometheus loaded $loaded alerting rules, the chart ships $shipped"
+  until_true 30 "Prometheus seeing a leader" sh -c "curl -fsS --max-time 2 'http://127.0.0.1:$e2e_prometheus_port/api/v1/query?query=max(neon_key_operator_leader)' | grep -q '\"1\"\\]'"
+  echo "Prometheus $("$prometheus" --version 2>&1 | head -1 | awk '{print $3}') on 127.0.0.1:$e2e_prometheus_port: both pods up, $loaded alerting rules loaded"
+
+  local revoked_id fixed_id t_revoked t_refused t_firing t_fixed t_resolved state
+  revoked_id=$(personal_key alerts-credentials-1 "$e2e_work/alert-key-1")
+  credentials_secret alerts-admin "$e2e_work/alert-key-1"
+  project_api_key alert-watch e2e-alert alerts-admin | kubectl -n "$app_ns" apply -f - >/dev/null
+  kubectl -n "$app_ns" wait --for=condition=Ready projectapikey/alert-watch --timeout="${e2e_timeout}s" >/dev/null
+  until_true 30 "Prometheus seeing alert-watch Ready" sh -c \
+    "curl -fsS --max-time 2 'http://127.0.0.1:$e2e_prometheus_port/api/v1/query?query=sum(neon_key_operator_managed_keys%7Bkind%3D%22ProjectApiKey%22%2Ccondition%3D%22Ready%22%2Cstatus%3D%22True%22%7D)' | grep -q '\"$(( $(json 'd.items.length' <"$e2e_work/after-uninstall.json") + 1 ))\"\\]'"
+  [ "$(refused_alert)" = none ] || e2e_fail "NeonKeyOperatorCredentialsRefused is $(refused_alert) before any credentials were revoked"
+
+  curl -fsS --max-time 10 -o /dev/null -X DELETE -H "Authorization: Bearer $admin_key" "$api/api_keys/$revoked_id" || e2e_fail "revoking personal key $revoked_id"
+  t_revoked=$(ms_now)
+  until_true 60 "alert-watch Ready reason CredentialsRefused" sh -c "[ \"\$(kubectl -n $app_ns get projectapikey alert-watch -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].reason}')\" = CredentialsRefused ]"
+  t_refused=$(ms_now)
+  local deadline=$(( $(date +%s) + 60 ))
+  while state=$(refused_alert) && [ "$state" != firing ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || e2e_fail "NeonKeyOperatorCredentialsRefused not firing 60s after the condition (state $state)"
+    sleep 0.5
+  done
+  t_firing=$(ms_now)
+  # Not before its 5s `for`: seen firing (late, if anything) at least 5 s after Prometheus's own
+  # activeAt (when it first found the expression true; the same clock).
+  local active_at
+  active_at=$(prom_api alerts | json "Date.parse(d.data.alerts.find((a) => a.labels.alertname === 'NeonKeyOperatorCredentialsRefused').activeAt)")
+  [ $(( t_firing - active_at )) -ge 5000 ] || e2e_fail "NeonKeyOperatorCredentialsRefused seen firing $(( t_firing - active_at )) ms after it became active, before its 5s for"
+  local labels
+  labels=$(prom_api alerts | json "(({ labels: l }) => [l.namespace, l.kind, l.reason, l.severity].join(' '))(d.data.alerts.find((a) => a.labels.alertname === 'NeonKeyOperatorCredentialsRefused'))")
+  [ "$labels" = "$helm_ns ProjectApiKey CredentialsRefused warning" ] || e2e_fail "the alert's labels: $labels"
+  echo "revoked the credentials: Ready CredentialsRefused after $(( t_refused - t_revoked )) ms; the alert active after $(( active_at - t_revoked )) ms, firing after $(( t_firing - t_revoked )) ms ($labels)"
+
+  fixed_id=$(personal_key alerts-credentials-2 "$e2e_work/alert-key-2")
+  credentials_secret alerts-admin "$e2e_work/alert-key-2"
+  t_fixed=$(ms_now)
+  until_true 60 "alert-watch Ready again" sh -c "[ \"\$(kubectl -n $app_ns get projectapikey alert-watch -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
+  until_true 60 "NeonKeyOperatorCredentialsRefused resolved" sh -c "[ \"\$(curl -fsS --max-time 2 http://127.0.0.1:$e2e_prometheus_port/api/v1/alerts | grep -c NeonKeyOperatorCredentialsRefused)\" = 0 ]"
+  t_resolved=$(ms_now)
+  echo "fixed the credentials: Ready again, the alert resolved $(( t_resolved - t_fixed )) ms later"
+
+  # No key in what the operator and Prometheus wrote.
+  for file in "$e2e_work/alert-key-1" "$e2e_work/alert-key-2"; do
+    for pod in "${pods[@]}"; do
+      if kubectl -n "$helm_ns" logs "$pod" | grep -qF "$(cat "$file")"; then e2e_fail "a credentials key is in $pod's log"; fi
+    done
+    if grep -qF "$(cat "$file")" "$e2e_work/prometheus.log"; then e2e_fail "a credentials key is in Prometheus's log"; fi
+  done
+  stop_pid "$prometheus_pid"
+  for pid in "${forwards[@]}"; do stop_pid "$pid"; done
+  rm -rf "$e2e_work/prometheus-data" "$e2e_work/alert-key-1" "$e2e_work/alert-key-2"
+
+  kubectl -n "$app_ns" delete projectapikey alert-watch --timeout="${e2e_timeout}s" >/dev/null
+  kubectl -n "$app_ns" delete secret alerts-admin >/dev/null
+  curl -fsS --max-time 10 -o /dev/null -X DELETE -H "Authorization: Bearer $admin_key" "$api/api_keys/$fixed_id" || e2e_fail "revoking personal key $fixed_id"
+  # The reinstalled operator checked every resource several times meanwhile: the same keys.
+  kubectl -n "$app_ns" get projectapikeys -o json >"$e2e_work/after-reinstall.json"
+  [ "$(printf '{"before": %s, "after": %s}' "$(cat "$e2e_work/after-uninstall.json")" "$(cat "$e2e_work/after-reinstall.json")" \
+    | json "(({ before, after }) => { const id = (r) => r.metadata.uid + '/' + r.status?.keyId; return before.items.map(id).sort().join() === after.items.map(id).sort().join() ? 'same' : 'changed'; })(d)")" = same ] \
+    || e2e_fail "the reinstalled operator changed the resources' keys"
+  check_final e2e-
+  echo "the reinstalled operator kept every key; Prometheus stopped, its data removed"
+  helm uninstall neon-key-operator --namespace "$helm_ns" --wait --timeout "${e2e_timeout}s" >/dev/null
+}
+
 run_scenarios() {
   setup_emulator
   scenario_helm_install
+  scenario_crd_upgrade
   scenario_pod_security
   scenario_consumer
   scenario_rotation
@@ -567,7 +829,8 @@ run_scenarios() {
   scenario_failover
   scenario_upgrade
   failover_converged
-  helm uninstall neon-key-operator --namespace "$helm_ns" --wait --timeout "${e2e_timeout}s" >/dev/null
+  scenario_uninstall
+  scenario_alerts
   scenario_kustomize
   stop_sampling
   say "no resource ever had two live keys"

@@ -107,9 +107,12 @@ for hierarchy in /sys/fs/cgroup/*/; do
   fi
 done
 
-log "Binaries: control plane (test/controlplane), node (test/node)"
+log "Binaries: control plane (test/controlplane), node (test/node), Prometheus (test/prometheus)"
 cp_bin=$(bash "$root/test/controlplane/build.sh")
 node_bin=$(bash "$root/test/node/build.sh")
+# Prometheus, for the alerts of scenario 10 (the same build as test/alerts').
+E2E_PROMETHEUS="$(bash "$root/test/prometheus/build.sh")/prometheus"
+export E2E_PROMETHEUS
 phase binaries
 
 log "Images: operator from the Dockerfile, pause"
