@@ -528,7 +528,7 @@ scenario_upgrade() {
 # Scenario 2: kubectl apply -k deploy/base (plus the CRDs) installs and runs the same way. An
 # overlay sets what a user would: the image and the platform URL (and restricted pod security).
 scenario_kustomize() {
-  say "2. kubectl apply -f crds/ && kubectl apply -k deploy/base"
+  say "2. kubectl apply --server-side -f crds/ && kubectl apply -k deploy/base"
   local overlay="$e2e_work/overlay"
   mkdir -p "$overlay"
   cat >"$overlay/kustomization.yaml" <<EOF
@@ -562,7 +562,7 @@ patches:
                   # The in-cluster emulator is plain http on a ClusterIP: allowed explicitly.
                   - { name: ALLOW_INSECURE_PLATFORM_URL, value: "true" }
 EOF
-  kubectl apply -f "$e2e_root/crds/" >/dev/null
+  kubectl apply --server-side --force-conflicts -f "$e2e_root/crds/" >/dev/null
   kubectl apply -k "$overlay" >/dev/null
   kubectl -n "$kustomize_ns" rollout status deployment/neon-key-operator --timeout="${e2e_timeout}s" >/dev/null
   [ "$(ready_replicas "$kustomize_ns" neon-key-operator)" = 2 ] || e2e_fail "not both replicas Ready"
