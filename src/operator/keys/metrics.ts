@@ -39,7 +39,9 @@ export interface ManagedKeysCount {
 }
 
 export interface CreateMetricsOptions {
+  /** build_info's version and revision (src/operator/build.ts). */
   version?: string;
+  revision?: string;
   /** Also register prom-client's process and Node.js metrics (with the same prefix). Default true. */
   defaultMetrics?: boolean;
 }

@@ -63,7 +63,10 @@ export async function loadSigningKey(core: CoreV1Api, namespace: string, name: s
     } catch (error) {
       if (error instanceof MalformedSigningKey) throw error;
       const delayMs = Math.min(5_000, 250 * 2 ** Math.min(attempt - 1, 5));
-      logger?.warn({ secret: `${namespace}/${name}`, status: statusCode(error), err: error instanceof Error ? error.message : String(error), retryInMs: delayMs }, 'cannot read the signing key yet');
+      const status = statusCode(error);
+      // 403: the Role grants get on one name only (deploy/base, the chart's signingKeySecret).
+      const hint = status === 403 ? { hint: `the operator's Role must grant get on Secret ${name} in ${namespace} (--signing-key-secret; Helm: signingKeySecret)` } : {};
+      logger?.warn({ secret: `${namespace}/${name}`, status, err: error instanceof Error ? error.message : String(error), retryInMs: delayMs, ...hint }, 'cannot read the signing key yet');
       await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
   }

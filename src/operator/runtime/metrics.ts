@@ -31,7 +31,7 @@ export interface RuntimeMetrics {
   informerLists: Counter<'resource'>;
   /** Caches whose watch has failed too long, by resource (counted when scraped, with this). */
   countStaleCachesWith(count: (() => Iterable<{ resource: string; value: number }>) | undefined): void;
-  buildInfo: Gauge<'version' | 'node_version'>;
+  buildInfo: Gauge<'version' | 'revision' | 'node_version'>;
   /** Hooks for a WorkQueue named `name` (e.g. `keys`). */
   workQueue(name: string): WorkQueueMetrics;
 }
@@ -39,7 +39,9 @@ export interface RuntimeMetrics {
 export interface RuntimeMetricsOptions {
   /** Every metric's name starts with it (e.g. `neon_key_operator_`). */
   prefix: string;
+  /** The build's version and revision (build_info's labels; `unknown` when not given). */
   version?: string;
+  revision?: string;
   /** Also register prom-client's process and Node.js metrics (with the same prefix). Default true. */
   defaultMetrics?: boolean;
 }
@@ -123,11 +125,11 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
   });
   const buildInfo = new Gauge({
     name: `${prefix}build_info`,
-    help: 'Always 1; labels carry the build.',
-    labelNames: ['version', 'node_version'] as const,
+    help: 'Always 1; the labels carry the build: version, revision (the git commit) and node_version.',
+    labelNames: ['version', 'revision', 'node_version'] as const,
     registers,
   });
-  buildInfo.set({ version: options.version ?? 'unknown', node_version: process.version }, 1);
+  buildInfo.set({ version: options.version ?? 'unknown', revision: options.revision ?? 'unknown', node_version: process.version }, 1);
   leader.set(0);
 
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
