@@ -6,7 +6,7 @@
 // The crash-safe create protocol is DESIGN.md section 3: intent (the create-pending annotation)
 // before the POST, the Secret before the status, recovery when an intent has no recorded outcome.
 
-import type { Reason } from './conditions.ts';
+import type { InternalReason, Reason } from './conditions.ts';
 import { MAX_API_KEY_LENGTH } from '../../platform/index.ts';
 
 export interface PendingAttempt {
@@ -231,8 +231,8 @@ const REFUSED_INTENT: Record<RefusedIntent, string> = {
 
 export interface Decision {
   action: Action;
-  /** CamelCase reason for conditions and events. */
-  reason: Reason;
+  /** CamelCase reason for conditions and events (an InternalReason names the step in logs only: shownReason). */
+  reason: Reason | InternalReason;
   message: string;
 }
 
