@@ -8,6 +8,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { ANNOTATION_PURPOSE } from '../resources/schema.ts';
 
 export const DEFAULT_SIGNING_KEY_SECRET = 'neon-key-operator-signing-key';
 const DATA_KEY = 'key';
@@ -91,7 +92,7 @@ async function readOrCreate(core: CoreV1Api, namespace: string, name: string, lo
           metadata: {
             name,
             labels: { 'app.kubernetes.io/name': 'neon-key-operator', 'app.kubernetes.io/component': 'signing-key' },
-            annotations: { 'keys.neon.dev/purpose': 'signs the create intents and Secret annotations the operator writes; deleting it voids pending intents' },
+            annotations: { [ANNOTATION_PURPOSE]: 'signs the create intents and Secret annotations the operator writes; deleting it voids pending intents' },
           },
           type: 'Opaque',
           data: { [DATA_KEY]: key.toString('base64') },

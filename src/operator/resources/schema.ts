@@ -42,6 +42,12 @@ export const ANNOTATION_ROTATE = 'keys.neon.dev/rotate';
  * A workload without it is never patched by a rotation (consumers.ts, docs/security.md).
  */
 export const ANNOTATION_RESTART_ON_ROTATION = 'keys.neon.dev/restart-on-rotation';
+/** On a Secret kept by deletionPolicy Retain: the resource (kind/name) it was kept from, its owner reference gone. */
+export const ANNOTATION_RETAINED_FROM = 'keys.neon.dev/retained-from';
+/** On the signing key's Secret: what it is for. */
+export const ANNOTATION_PURPOSE = 'keys.neon.dev/purpose';
+/** On the pod template of a restarted workload: `<prefix><Secret name>` (consumers.ts restartAnnotation). */
+export const ANNOTATION_ROTATED_PREFIX = 'keys.neon.dev/rotated.';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'neon-key-operator';
 /** The platform appends "-" and 8 random characters to keyName; key names hold at most 64. */

@@ -51,7 +51,7 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
   const registers = [registry];
   const reconcileTotal = new Counter({
     name: `${prefix}reconcile_total`,
-    help: 'Reconciles by kind and result.',
+    help: 'Reconciles by kind and result (success, error, requeue). A drift check of a key at rest is not a reconcile: drift_checks_total counts those.',
     labelNames: ['kind', 'result'] as const,
     registers,
   });
@@ -96,12 +96,12 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
   });
   const leader = new Gauge({
     name: `${prefix}leader`,
-    help: '1 while this replica holds the leader lease.',
+    help: '1 on the replica holding the leader Lease, 0 on standbys.',
     registers,
   });
   const watchRestarts = new Counter({
     name: `${prefix}watch_restarts_total`,
-    help: 'Informer watches that ended, by resource and reason: failed (an error; retried after a backoff), expired (410: a relist follows), ended (closed after running a while).',
+    help: 'Informer watches that ended, by resource (ApiKey, ProjectApiKey, Secret) and reason: failed (an error; retried after a backoff), expired (410: a relist follows), ended (closed after running a while). No namespace label: the log line of each failure names it.',
     labelNames: ['resource', 'reason'] as const,
     registers,
   });
@@ -114,7 +114,7 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
   let countStale: (() => Iterable<{ resource: string; value: number }>) | undefined;
   new Gauge({
     name: `${prefix}stale_caches`,
-    help: 'Informer caches whose watch has failed for longer than --cache-stale-after, by resource.',
+    help: 'Informer caches whose watch has failed for longer than --cache-stale-after, by resource (counted when scraped).',
     labelNames: ['resource'] as const,
     registers,
     collect() {
