@@ -7,7 +7,7 @@ export type ConditionStatus = Condition['status'];
 
 /**
  * Every reason the key lifecycle and the operations mirror put in a condition or an event: a
- * closed set (README.md lists them for users). A failed platform call reads the same reason
+ * closed set (catalog.ts describes each; docs/reference/conditions.md lists them for users). A failed platform call reads the same reason
  * everywhere (platform-failure.ts PLATFORM_FAILURE_REASONS).
  */
 export type Reason =

@@ -457,7 +457,7 @@ const LAST_USED_PRECISION_MS = 2_000;
 const seconds = (ms: number): string => `${Math.max(0, Math.ceil(ms / 1000))}s`;
 
 /**
- * The next step of a replaced key's retirement (README "Rotation"). Never revoked
+ * The next step of a replaced key's retirement (docs/rotation.md). Never revoked
  * before every restarted rollout completed (maxGracePeriod does not override that); then not
  * before gracePeriod after the switch (and after the rollouts completed); then only once the key
  * went unused for gracePeriod, which maxGracePeriod after the switch cuts short.
