@@ -113,7 +113,7 @@ export function helpText(): string {
   const lines = ['neon-key-operator', 'A Kubernetes operator for Neon API keys. Flags (docs/reference/flags.md):'];
   for (const flag of FLAGS) {
     const head = `  --${flag.name}${'value' in flag ? ` ${flag.value}` : ''}`;
-    const from = 'env' in flag ? `$${flag.env}, ` : '';
+    const from = 'env' in flag ? `$${flag.env} or ` : '';
     const tail = flag.default === '' ? '' : ` (default: ${from}${flag.default})`;
     lines.push(head, `      ${flag.help}${tail}`);
   }

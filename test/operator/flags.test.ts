@@ -52,6 +52,6 @@ describe('the operator flags', () => {
     expect(readFlags(['--version'], {})).toBe('version');
     const help = helpText();
     for (const flag of FLAGS) expect(help).toContain(`--${flag.name}`);
-    expect(help).toContain('(default: $DRIFT_INTERVAL, 5m)');
+    expect(help).toContain('(default: $DRIFT_INTERVAL or 5m)');
   });
 });
