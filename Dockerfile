@@ -18,6 +18,7 @@ COPY package.json package-lock.json .npmrc ./
 RUN --mount=type=cache,target=/root/.npm npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY scripts/stamp-build.ts ./scripts/stamp-build.ts
 # npm run build: tsc -p tsconfig.build.json type-checks src/**/*.ts into dist/**/*.js (+ source
 # maps; what the emulator runs), then esbuild (devDependency, pinned) bundles the operator, its
 # dependencies included, into the one file dist/operator/main.js (+ main.js.map), over tsc's.
@@ -29,7 +30,11 @@ COPY src ./src
 # identifiers would take the function names out of the stack traces in the logs. ASCII only, the
 # license comments in main.js.LEGAL.txt beside it: one other character makes V8 keep the whole
 # source text at two bytes per character (8.2 instead of 4.1 MiB of heap; the RSS after loading
-# 4 MiB lower; test/deploy/image.test.ts checks it).
+# 4 MiB lower; test/deploy/image.test.ts checks it). Its last step stamps VERSION and REVISION (else
+# package.json's version) into dist/operator/build.json: the operator's build_info and --version.
+# Declared here, after npm ci: a new revision rebuilds from this step on, not the dependencies.
+ARG VERSION
+ARG REVISION
 RUN npm run build
 # Production dependencies only (the operator needs none of them, bundled; the emulator does, from
 # tsc's dist/emulator). The devDependency "node" (the pinned Node binary the npm scripts

@@ -93,7 +93,6 @@ export async function idleChurnBenchmark(opts: BenchOptions, minutes: number): P
         kubeConfig: operatorKc,
         logger: silent,
         registry: c.metrics.registry,
-        addresses: [],
         start: async () => {
           c.operator = await startOperator({
             kubeConfig: operatorKc, platformBaseUrl: emulator!.baseUrl, namespaces: [c.namespace], workers: 4,

@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Bootstrap, Seed } from '../src/emulator/bootstrap.ts';
 import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
-import { parseGoDuration } from '../src/operator/keys/usage.ts';
+import { parseGoDuration } from '../src/operator/go-duration.ts';
 import { spawnChild } from './emulator.ts';
 import { percentile } from './load.ts';
 import type { BenchOptions } from './run.ts';

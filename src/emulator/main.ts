@@ -1,4 +1,8 @@
-// `npm run emulator -- --port <p> --db <file|:memory:> [--seed file.json] [--time-scale n]`
+// `npm run emulator -- [--host 127.0.0.1] [--port 0] [--db :memory:|<file>] [--seed file.json]
+//   [--time-scale 1] [--no-control-plane] [--log-level info]`
+// The defaults are for a laptop: --host 127.0.0.1 (loopback only), --port 0 (a free port, printed in
+// the bootstrap record), --db :memory: (nothing kept). In a cluster it needs --host=0.0.0.0 and a
+// fixed --port (deploy/emulator/emulator.yaml; docs/install.md, "Try it with the emulator").
 // Prints the bootstrap record as ONE JSON line on stdout (personal keys only on the first start
 // of a store: they are kept as hashes, see bootstrap.ts); logs go to stderr.
 import { readFileSync } from 'node:fs';

@@ -11,6 +11,8 @@ import {
   type K8sObject, type PolicyRule, type Tools,
 } from './kube-tools.ts';
 import { ownNamespaceGrants, reconcileGrants } from './rbac-contract.ts';
+import { FlagError, readFlags } from '../../src/operator/flags.ts';
+import { GO_DURATION_SOURCE, GO_ZERO_DURATION_SOURCE } from '../../src/operator/go-duration.ts';
 
 interface Container {
   name: string;
@@ -129,6 +131,54 @@ describe('the Helm chart', () => {
     expect(await refused('networkPolicy.enable=true')).toContain("'enable' not allowed");
     expect(await refused('networkPolicy.platform.cidrs={console.neon.tech}')).toContain('cidrs');
     expect(await refused('metrics.serviceMonitor.enable=true')).toContain("'enable' not allowed");
+    expect(await refused('metrics.serviceMonitor.interval=1.5s')).toContain('interval');
+    // The Role names the signing key's Secret: its name is a value, never an extra flag.
+    expect(await refused('extraArgs={--signing-key-secret=other}')).toContain('extraArgs');
+    expect(await refused('extraArgs={--leader-election-id=other}')).toContain('extraArgs');
+  });
+
+  it('refuses the durations the operator refuses, and passes those it reads (one grammar: Go\'s)', async () => {
+    // The schema's pattern is the operator's grammar (src/operator/go-duration.ts), character for character.
+    const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as { definitions: Record<string, { pattern: string; not: { pattern: string } }> };
+    expect(schema.definitions.goDuration?.pattern).toBe(`^$|^(${GO_DURATION_SOURCE})$`);
+    expect(schema.definitions.goDuration?.not.pattern).toBe(`^(${GO_ZERO_DURATION_SOURCE})$`);
+    // And helm, with its own JSON schema validator and regular expressions, agrees with the
+    // operator's flag parser on each of these (--set-string: as a user's values file writes them).
+    // Not covered: a duration past Go's bound (about 292 years) passes the schema.
+    const samples = ['5m', '1h30m', '1.5h', '.5s', '5.s', '250ms', '10us', '10\u00b5s', '10\u03bcs', '2h45m30s',
+      '0', '0s', '0.0h', '300', '1d', '-5m', '+5m', '5 m', '1H', 'm', '.s', '1e3s', 'P1D'];
+    const verdicts: string[] = [];
+    for (const value of samples) {
+      let operator: string;
+      try {
+        const flags = readFlags([`--drift-interval=${value}`], {});
+        operator = typeof flags === 'object' ? 'accepts' : 'asks for help';
+      } catch (error) {
+        operator = error instanceof FlagError ? 'refuses' : String(error);
+      }
+      let chart = 'accepts';
+      try {
+        const objects = parseYaml(await t.helm(['template', 'd', chartDir, '--namespace', 'ops', '--kube-version', kubeVersion, '--set-string', `driftInterval=${value}`]));
+        expect(operatorContainer(onlyOne(objects, 'Deployment') as Deployment).args).toContain(`--drift-interval=${value}`);
+      } catch (error) {
+        if (!(error instanceof CommandError)) throw error;
+        expect(error.stderr).toContain('driftInterval');
+        chart = 'refuses';
+      }
+      verdicts.push(`${value}: operator ${operator}, chart ${chart}`);
+    }
+    expect(verdicts).toEqual(samples.map((value) => {
+      const same = ['0', '0s', '0.0h', '300', '1d', '-5m', '+5m', '5 m', '1H', 'm', '.s', '1e3s', 'P1D'].includes(value) ? 'refuses' : 'accepts';
+      return `${value}: operator ${same}, chart ${same}`;
+    }));
+  });
+
+  it('names the signing key\'s Secret in the flag and in the Role alike (signingKeySecret)', async () => {
+    const objects = await t.template('neon-key-operator', 'ops', ['signingKeySecret=team-signing-key']);
+    expect(operatorContainer(onlyOne(objects, 'Deployment') as Deployment).args).toContain('--signing-key-secret=team-signing-key');
+    const own = byKind(objects, 'Role').find((r) => r.metadata.namespace === 'ops' && r.metadata.name.endsWith('-leader-election'));
+    expect(permissions(rulesOf(own as K8sObject))).toContain('|secrets|get@team-signing-key');
+    expect(permissions(rulesOf(own as K8sObject)).filter((p) => p.startsWith('|secrets|get'))).toEqual(['|secrets|get@team-signing-key']);
   });
 
   it('renders, by default, a cluster-wide operator: two replicas with leader election, probes, a hardened pod', async () => {
@@ -159,6 +209,7 @@ describe('the Helm chart', () => {
       '--metrics-bind-address=:8080',
       '--health-probe-bind-address=:8081',
       '--leader-elect',
+      '--signing-key-secret=neon-key-operator-signing-key',
     ]);
     expect(container.env).toEqual(expect.arrayContaining([
       { name: 'LOG_LEVEL', value: 'info' },
@@ -325,7 +376,7 @@ describe('the Helm chart', () => {
     const objects = await t.template('neon-key-operator', 'ops', ['watchNamespaces={team-a}', 'workers=8', 'driftInterval=10m']);
     const args = operatorContainer(onlyOne(objects, 'Deployment') as Deployment).args;
     expect(args.map((a) => a.replace(/=.*/, '')).sort()).toEqual([
-      '--drift-interval', '--health-probe-bind-address', '--leader-elect', '--metrics-bind-address', '--platform-url', '--watch-namespace', '--workers',
+      '--drift-interval', '--health-probe-bind-address', '--leader-elect', '--metrics-bind-address', '--platform-url', '--signing-key-secret', '--watch-namespace', '--workers',
     ]);
     expect(args).toContain('--watch-namespace=team-a');
     // parseArgs (strict) rejects an unknown flag or a value given to a boolean before --help prints.

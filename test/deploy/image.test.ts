@@ -81,7 +81,12 @@ describe('the container image', () => {
   it('runs the operator from one esbuild bundle that loads without node_modules, with readable names', () => {
     const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     // tsc first (type-checked; dist/ for the emulator), then the bundle over tsc's main.js.
-    expect(scripts.build).toBe('tsc -p tsconfig.build.json && npm run --silent bundle');
+    expect(scripts.build).toBe('tsc -p tsconfig.build.json && npm run --silent bundle && node scripts/stamp-build.ts');
+    // The image's VERSION and REVISION reach the build step, which stamps them (build_info).
+    const buildStep = build.indexOf('RUN npm run build');
+    expect(build.indexOf('ARG VERSION')).toBeGreaterThan(build.findIndex((l) => /^RUN .*npm ci\b/.test(l)));
+    expect(build.indexOf('ARG VERSION')).toBeLessThan(buildStep);
+    expect(build.indexOf('ARG REVISION')).toBeLessThan(buildStep);
     const bundle = scripts.bundle ?? '';
     expect(bundle.startsWith('esbuild src/operator/main.ts --bundle --platform=node --format=esm ')).toBe(true);
     expect(bundle).toContain(' --outfile=dist/operator/main.js ');
@@ -117,6 +122,13 @@ describe('the container image', () => {
       expect(help.stderr).toBe('');
       expect(help.status).toBe(0);
       expect(help.stdout).toMatch(/^neon-key-operator\n/);
+      // npm run build's stamp, as the image's build runs it with its build arguments: --version
+      // (and build_info, from the same file) report them.
+      execFileSync(process.execPath, [join(root, 'scripts/stamp-build.ts'), join(out, 'build.json')], {
+        env: { ...process.env, VERSION: '9.8.7-test', REVISION: '0123456789abcdef' }, stdio: 'pipe',
+      });
+      const version = spawnSync(process.execPath, [...nodeFlags, outfile, '--version'], { encoding: 'utf8', cwd: out, env: { ...process.env, NODE_OPTIONS: '' } });
+      expect(version.stdout).toBe('neon-key-operator 9.8.7-test (revision 0123456789abcdef)\n');
       // The operator's own code runs too: a bad flag stops it at start-up, saying which.
       const bad = spawnSync(process.execPath, [...nodeFlags, outfile, '--workers=x'], { encoding: 'utf8', cwd: out, env: { ...process.env, NODE_OPTIONS: '' } });
       expect(bad.status).not.toBe(0);
@@ -157,7 +169,7 @@ describe('the container image', () => {
     const ignore = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
     expect(ignore[0]).toBe('*');
     const allowed = ignore.filter((l) => l.startsWith('!')).map((l) => l.slice(1).replace(/\/$/, ''));
-    expect(allowed.sort()).toEqual(['.npmrc', 'package-lock.json', 'package.json', 'src', 'tsconfig.build.json', 'tsconfig.json']);
+    expect(allowed.sort()).toEqual(['.npmrc', 'package-lock.json', 'package.json', 'scripts/stamp-build.ts', 'src', 'tsconfig.build.json', 'tsconfig.json']);
     // Everything the build stage copies is in the context and exists in the repository.
     const copied = build.filter((l) => l.startsWith('COPY ')).flatMap((l) => l.split(/\s+/).slice(1, -1));
     for (const path of copied) {

@@ -170,6 +170,11 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
       if (path === '/metrics') expect(body).toMatch(/^# TYPE \S+ \w+$/m);
       expect(body).not.toContain(issued);
     }
+    // Each port serves its own paths only: a NetworkPolicy that opens the health port to the
+    // kubelet (networkPolicy.healthFrom) must not open the metrics with it.
+    for (const [port, path] of [[healthPort, '/metrics'], [metricsPort, '/healthz'], [metricsPort, '/readyz']] as const) {
+      expect([port, path, (await fetch(`http://${podIp}:${port}${path}`)).status]).toEqual([port, path, 404]);
+    }
 
     for (const namespace of [appNs, otherAppNs]) {
       await t.kubectl(['delete', 'projectapikey', 'chart-key', '-n', namespace, '--wait=false']);

@@ -1,6 +1,6 @@
 // The operator as a process, the way the Deployment runs it: `node src/operator/main.ts` with the
 // ServiceAccount's token, --leader-elect (a Lease in its namespace), probes and metrics, and a
-// SIGTERM that drains and exits 0.
+// SIGTERM that drains and exits 0; /metrics and the probes each on their own address only.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -78,6 +78,12 @@ describe('the operator process', () => {
     }, 15_000, 'reconcile_total');
     expect(exposition).toMatch(/neon_key_operator_reconcile_total\{[^}]*kind="ApiKey"[^}]*\} [1-9]/);
     expect(exposition).toMatch(/neon_key_operator_platform_requests_total\{[^}]*method="POST"/);
+    // /metrics on the metrics address only, the probes on theirs only.
+    expect((await fetch(`http://127.0.0.1:${health}/metrics`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${metrics}/healthz`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${metrics}/readyz`)).status).toBe(404);
+    // Run from src/, nothing was stamped (npm run build stamps dist/: test/deploy/image.test.ts).
+    expect(exposition).toMatch(/^neon_key_operator_build_info\{version="dev",revision="unknown",node_version="v[0-9.]+"\} 1$/m);
     await eventually(async () => /neon_key_operator_managed_keys\{[^}]*condition="Ready"[^}]*status="True"[^}]*\} 1/.test(
       await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text()) ? true : undefined, 15_000, 'managed_keys');
 

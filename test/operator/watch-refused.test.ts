@@ -133,7 +133,7 @@ describe('a namespace whose watch is refused', () => {
       kubeConfig,
       logger,
       registry: metrics.registry,
-      addresses: [{ host: '127.0.0.1', port: healthPort }],
+      probes: { host: '127.0.0.1', port: healthPort },
       start: async () => {
         operator = await startOperator({
           kubeConfig,

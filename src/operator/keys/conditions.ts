@@ -7,14 +7,14 @@ export type ConditionStatus = Condition['status'];
 
 /**
  * Every reason the key lifecycle and the operations mirror put in a condition or an event: a
- * closed set (README.md lists them for users). A failed platform call reads the same reason
+ * closed set (catalog.ts describes each; docs/reference/conditions.md lists them for users). A failed platform call reads the same reason
  * everywhere (platform-failure.ts PLATFORM_FAILURE_REASONS).
  */
 export type Reason =
   // progress
-  | 'Creating' | 'Adopting' | 'Recovering' | 'Deleting' | 'Deleted' | 'Ready' | 'KeyLive' | 'SecretInSync'
+  | 'Creating' | 'Deleting' | 'Ready' | 'KeyLive' | 'SecretInSync'
   // what was done
-  | 'KeyIssued' | 'KeyAdopted' | 'KeyRevoked' | 'KeyRetained' | 'Retained' | 'NoKey' | 'ReleasedWithoutRevoke' | 'CreateRecovered' | 'CreateOutcomeUnknown'
+  | 'KeyIssued' | 'KeyAdopted' | 'KeyRevoked' | 'KeyRetained' | 'ReleasedWithoutRevoke' | 'CreateRecovered' | 'CreateOutcomeUnknown'
   // drift found
   | 'RevokedExternally' | 'SecretMissing' | 'SecretTampered' | 'KeyAbandoned' | 'ProjectNotInOrganization'
   // what blocks progress
@@ -27,6 +27,29 @@ export type Reason =
   // the operations mirror (OperationsSettled, operations-poller.ts)
   | OperationsReason;
 
+/**
+ * Reasons of the lifecycle's decisions that no condition or event carries (decision.ts): they name
+ * a step in the logs, and the step's effect reports its own reason (KeyAdopted, CreateRecovered,
+ * KeyRetained, ...). Kept out of Reason, which holds only what users see (every one of them is
+ * emitted: test/reference/reference.test.ts checks it, docs/reference/conditions.md lists them).
+ */
+export type InternalReason = 'Adopting' | 'Recovering' | 'Deleted' | 'Retained' | 'NoKey';
+
+/** The reason users see for a decision's reason: an internal one reads as the progress it is part of. */
+export function shownReason(reason: Reason | InternalReason): Reason {
+  switch (reason) {
+    case 'Adopting':
+    case 'Recovering':
+      return 'Creating';
+    case 'Deleted':
+    case 'Retained':
+    case 'NoKey':
+      return 'Deleting';
+    default:
+      return reason;
+  }
+}
+
 /** OperationsSettled's own reasons (beside the platform failures'): the operations' state. */
 export type OperationsReason = 'AllTerminal' | 'InProgress' | 'Failed' | 'OperationError' | 'UnknownOperationStatus' | 'NoCredentials';
 
@@ -36,8 +59,8 @@ export type OperationsReason = 'AllTerminal' | 'InProgress' | 'Failed' | 'Operat
  * status restored from a backup says, so the metric's series stay bounded.
  */
 const REASONS: Record<Reason, true> = {
-  Creating: true, Adopting: true, Recovering: true, Deleting: true, Deleted: true, Ready: true, KeyLive: true, SecretInSync: true,
-  KeyIssued: true, KeyAdopted: true, KeyRevoked: true, KeyRetained: true, Retained: true, NoKey: true, ReleasedWithoutRevoke: true, CreateRecovered: true, CreateOutcomeUnknown: true,
+  Creating: true, Deleting: true, Ready: true, KeyLive: true, SecretInSync: true,
+  KeyIssued: true, KeyAdopted: true, KeyRevoked: true, KeyRetained: true, ReleasedWithoutRevoke: true, CreateRecovered: true, CreateOutcomeUnknown: true,
   RevokedExternally: true, SecretMissing: true, SecretTampered: true, KeyAbandoned: true, ProjectNotInOrganization: true,
   InvalidSpec: true, InvalidAnnotation: true, StaleIntent: true, SecretConflict: true, CredentialsMissing: true, CredentialsChanged: true, CredentialsRefused: true, CredentialsWrongKind: true,
   Unauthorized: true, Forbidden: true, NotFound: true, RateLimited: true, PlatformUnavailable: true, PlatformResponseInvalid: true, Error: true,

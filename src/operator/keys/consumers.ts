@@ -12,7 +12,7 @@
 // are skipped, named in the ConsumersRestarted event, and never waited for.
 import { createHash } from 'node:crypto';
 import type { V1DaemonSet, V1Deployment, V1PodTemplateSpec, V1StatefulSet } from '@kubernetes/client-node';
-import { ANNOTATION_RESTART_ON_ROTATION, type RotationSpec } from '../resources/schema.ts';
+import { ANNOTATION_RESTART_ON_ROTATION, ANNOTATION_ROTATED_PREFIX, type RotationSpec } from '../resources/schema.ts';
 import { annotationOp, pointerSegment, repointOps, type JsonPatchOp } from './immutable-secret.ts';
 import { statusCode, type KubeWrites, type Workload, type WorkloadKind } from './kube-writes.ts';
 
@@ -27,9 +27,9 @@ export interface Restart { kind: WorkloadKind; name: string; generation: number 
  * repeated after a crash neither bumps the generation nor rolls the pods twice.
  */
 export function restartAnnotation(secretName: string): string {
-  const name = `rotated.${secretName}`;
-  if (name.length <= 63) return `keys.neon.dev/${name}`;
-  return `keys.neon.dev/rotated.${secretName.slice(0, 40)}.${createHash('sha256').update(secretName).digest('hex').slice(0, 14)}`;
+  // The name part (after keys.neon.dev/) is at most 63 characters.
+  if (`rotated.${secretName}`.length <= 63) return `${ANNOTATION_ROTATED_PREFIX}${secretName}`;
+  return `${ANNOTATION_ROTATED_PREFIX}${secretName.slice(0, 40)}.${createHash('sha256').update(secretName).digest('hex').slice(0, 14)}`;
 }
 
 /** Whether a pod template reads the Secret: env, envFrom, secret and projected volumes, of containers and init containers. */

@@ -5,7 +5,7 @@
 // (created-key.ts); a POST is never retried blindly (docs/security.md).
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER } from '../resources/schema.ts';
-import { blockedConditions, deletingConditions, readyConditions, rotatingCondition } from './conditions.ts';
+import { blockedConditions, deletingConditions, readyConditions, rotatingCondition, shownReason } from './conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { checkCreatedKey } from './created-key.ts';
@@ -71,7 +71,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     logger.info({ replaces }, 'rotating key');
   } else if (decision.reason !== 'Creating') {
     // Drift: say what was found before repairing it.
-    await deps.events.record(resource, 'Warning', decision.reason, decision.message);
+    await deps.events.record(resource, 'Warning', shownReason(decision.reason), decision.message);
     logger.info({ reason: decision.reason, replaces }, 'repairing drift');
   }
   const pending: PendingAttempt = {
@@ -281,7 +281,7 @@ async function revokeReplaced(deps: KeyDeps, ctx: Context, keyId: number): Promi
 
 /** The intent annotation is unreadable or not signed for this resource: cleared, nothing revoked. */
 export async function clearPending(deps: KeyDeps, ctx: Context, decision: Decision): Promise<ReconcileResult> {
-  await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
+  await deps.events.record(ctx.resource, 'Warning', shownReason(decision.reason), decision.message);
   await updateMetadata(deps, ctx.resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   return { type: 'Continue' };
 }

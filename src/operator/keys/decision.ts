@@ -6,7 +6,7 @@
 // The crash-safe create protocol is docs/design.md section 3.1: intent (the create-pending annotation)
 // before the POST, the Secret before the status, recovery when an intent has no recorded outcome.
 
-import type { Reason } from './conditions.ts';
+import type { InternalReason, Reason } from './conditions.ts';
 import { MAX_API_KEY_LENGTH } from '../../platform/index.ts';
 
 export interface PendingAttempt {
@@ -231,8 +231,8 @@ const REFUSED_INTENT: Record<RefusedIntent, string> = {
 
 export interface Decision {
   action: Action;
-  /** CamelCase reason for conditions and events. */
-  reason: Reason;
+  /** CamelCase reason for conditions and events (an InternalReason names the step in logs only: shownReason). */
+  reason: Reason | InternalReason;
   message: string;
 }
 
@@ -457,7 +457,7 @@ const LAST_USED_PRECISION_MS = 2_000;
 const seconds = (ms: number): string => `${Math.max(0, Math.ceil(ms / 1000))}s`;
 
 /**
- * The next step of a replaced key's retirement (README "Rotation"). Never revoked
+ * The next step of a replaced key's retirement (docs/rotation.md). Never revoked
  * before every restarted rollout completed (maxGracePeriod does not override that); then not
  * before gracePeriod after the switch (and after the rollouts completed); then only once the key
  * went unused for gracePeriod, which maxGracePeriod after the switch cuts short.

@@ -3,7 +3,7 @@
 // one, or release without revoking when there is no key (or a person said so). The finalizer goes
 // last: until the key is revoked, the resource stays.
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { ANNOTATION_RELEASE_WITHOUT_REVOKE } from '../resources/schema.ts';
+import { ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_RETAINED_FROM } from '../resources/schema.ts';
 import { deletingConditions } from './conditions.ts';
 import type { Decision } from './decision.ts';
 import { statusCode } from './kube-writes.ts';
@@ -78,7 +78,7 @@ export async function retain(deps: KeyDeps, ctx: Context, decision: Decision, re
   await deleteRetiredSecrets(deps, ctx);
   if (secret !== undefined && ctx.observation.secret?.owned === true) {
     // The Secret must outlive the resource: no owner reference for the garbage collector to follow.
-    const annotations: Record<string, string> = { ...secret.metadata?.annotations, 'keys.neon.dev/retained-from': `${resource.kind}/${resource.metadata.name}` };
+    const annotations: Record<string, string> = { ...secret.metadata?.annotations, [ANNOTATION_RETAINED_FROM]: `${resource.kind}/${resource.metadata.name}` };
     delete annotations[ANNOTATION_OWNER];
     await deps.kube.replaceSecret(resource.metadata.namespace, ctx.secretName, { ...secret, metadata: { ...secret.metadata, annotations, ownerReferences: [] } });
   }

@@ -1,4 +1,4 @@
-// spec.secret.immutable (README "Rotation", immutable Secrets): each issued key in its own Secret
+// spec.secret.immutable (docs/rotation.md, "Immutable Secrets"): each issued key in its own Secret
 // marked immutable, named <spec.secret.name or metadata.name>-<key id>. The name is a function of
 // the key alone, so a create repeated after a crash writes the same name, and status.secretName
 // names the current one. A rotation repoints the consumers' pod templates from the replaced key's

@@ -39,7 +39,9 @@ export interface ManagedKeysCount {
 }
 
 export interface CreateMetricsOptions {
+  /** build_info's version and revision (src/operator/build.ts). */
   version?: string;
+  revision?: string;
   /** Also register prom-client's process and Node.js metrics (with the same prefix). Default true. */
   defaultMetrics?: boolean;
 }
@@ -55,13 +57,13 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
   });
   const operationsPolls = new Counter({
     name: `${METRIC_PREFIX}operations_polls_total`,
-    help: 'Operations polls of projects by outcome (ok, key_refused, failed).',
+    help: 'Operations polls of projects by outcome (ok; key_refused: one resource\'s key refused and another tried; failed).',
     labelNames: ['outcome'] as const,
     registers,
   });
   const platformRequestsTotal = new Counter({
     name: `${METRIC_PREFIX}platform_requests_total`,
-    help: 'Requests to the platform API by method, route template and HTTP status (or error code).',
+    help: 'Requests to the platform API by method, route template (such as /organizations/{org_id}/api_keys, never an id) and HTTP status (or error code).',
     labelNames: ['method', 'route', 'status'] as const,
     registers,
   });
@@ -75,7 +77,7 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
   let countManaged: (() => Iterable<ManagedKeysCount>) | undefined;
   const managedKeys = new Gauge({
     name: `${METRIC_PREFIX}managed_keys`,
-    help: 'Managed resources by kind, condition type, status and reason (Other: not one of the operator\'s reasons).',
+    help: 'Managed resources by kind, condition type, status and reason (Other: not one of the operator\'s reasons), counted from the leader\'s caches when scraped.',
     labelNames: ['kind', 'condition', 'status', 'reason'] as const,
     registers,
     collect() {
@@ -86,7 +88,7 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
   });
   const retiredKeys = new Counter({
     name: `${METRIC_PREFIX}retired_keys_total`,
-    help: 'Replaced keys retired after a rotation, by outcome (revoked, revoked_in_use, gone).',
+    help: 'Replaced keys retired after a rotation, by outcome: revoked, revoked_in_use (revoked at maxGracePeriod while still used), gone (already off the platform).',
     labelNames: ['outcome'] as const,
     registers,
   });

@@ -8,7 +8,7 @@ import type { KeyAdapter, KeyPlatform, ListedUse } from './adapter.ts';
 import type { RestBroken, RestInputs } from './at-rest.ts';
 import type { ReconcileResult, Worker } from '../runtime/controller.ts';
 import type { CreateAdmission } from './create-admission.ts';
-import type { BlockedInputs, Reason } from './conditions.ts';
+import type { BlockedInputs, InternalReason, Reason } from './conditions.ts';
 import type { Credentials, Decision, Observation } from './decision.ts';
 import type { DriftCache } from './drift.ts';
 import type { EventRecorder } from './events.ts';
@@ -74,7 +74,7 @@ export interface ReconcileRecord {
   endedAt: number;
   /** What decide() chose, in order (two when a finalizer was added first and the reconcile went on). */
   actions: Decision['action']['type'][];
-  reasons: Reason[];
+  reasons: (Reason | InternalReason)[];
   /** A create request was sent to the platform (the intent written first). */
   createSent: boolean;
   /**

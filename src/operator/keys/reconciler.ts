@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Reconciler, ReconcileResult, Request, Worker } from '../runtime/controller.ts';
 import { FINALIZER, type KeyResource, type KindName } from '../resources/schema.ts';
-import { blockedConditions, creatingConditions, deletingConditions, findCondition, unverifiableConditions } from './conditions.ts';
+import { blockedConditions, creatingConditions, deletingConditions, findCondition, shownReason, unverifiableConditions } from './conditions.ts';
 import { adopt, clearPending, create, recover } from './create-protocol.ts';
 import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
@@ -264,7 +264,7 @@ export class KeyReconciler implements Reconciler {
         return retire(deps, ctx, decision, action);
       case 'InSync': {
         // What this pass relies on, taken before it runs; kept once it succeeded (at-rest.ts).
-        const verified = deps.rest !== undefined ? verifiedBefore(deps, ctx, action.keyId, decision.reason, ctx.credentialsVersion) : undefined;
+        const verified = deps.rest !== undefined ? verifiedBefore(deps, ctx, action.keyId, shownReason(decision.reason), ctx.credentialsVersion) : undefined;
         const result = await inSync(deps, ctx, action.keyId);
         if (verified === undefined) return result;
         // A status written here is the read version with that status (the patch carries the read
@@ -339,8 +339,8 @@ function endsTurnOnAnswer(platform: KeyPlatform, answered: () => void): KeyPlatf
 
 /** No platform action can help: report, and look again with backoff (retry) or each drift interval. */
 async function blocked(deps: KeyDeps, ctx: Context, decision: Decision, retry: boolean): Promise<ReconcileResult> {
-  await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions(decision.reason, decision.message) : blockedConditions(blockedInputs(ctx), decision.reason, decision.message));
-  await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
+  await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions(shownReason(decision.reason), decision.message) : blockedConditions(blockedInputs(ctx), shownReason(decision.reason), decision.message));
+  await deps.events.record(ctx.resource, 'Warning', shownReason(decision.reason), decision.message);
   // Not retried against the platform; looked at again each drift interval (a foreign Secret
   // may go away without waking the resource: the operator's Secret watches map its own Secrets
   // and the credentials Secrets to resources, not the target name of a Secret it does not own).
@@ -350,9 +350,9 @@ async function blocked(deps: KeyDeps, ctx: Context, decision: Decision, retry: b
 /** The recorded key cannot be checked: once that has lasted long enough, conditions say so. */
 async function unverifiable(deps: KeyDeps, ctx: Context, decision: Decision, action: { keyId: number; report: boolean; retryAfterMs: number }): Promise<ReconcileResult> {
   if (!action.report) return { type: 'Done', requeueAfterMs: Math.min(deps.driftIntervalMs, action.retryAfterMs) };
-  await writeStatus(deps, ctx, unverifiableConditions(action.keyId, decision.reason, decision.message));
+  await writeStatus(deps, ctx, unverifiableConditions(action.keyId, shownReason(decision.reason), decision.message));
   if (findCondition(ctx.resource.status?.conditions, 'KeyIssued')?.status !== 'Unknown') {
-    await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
+    await deps.events.record(ctx.resource, 'Warning', shownReason(decision.reason), decision.message);
   }
   return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
 }

@@ -4,7 +4,7 @@
 // value here (reported in the Rotating condition), never an exception out of a reconcile.
 import { createHash } from 'node:crypto';
 import { WEEKDAYS, type RotationSpec } from '../resources/schema.ts';
-import { parseGoDuration } from './usage.ts';
+import { parseGoDuration } from '../go-duration.ts';
 
 export const DEFAULT_GRACE_MS = 10 * 60_000;
 export const DEFAULT_MAX_GRACE_MS = 24 * 3_600_000;

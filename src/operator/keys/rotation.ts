@@ -6,7 +6,7 @@
 // for their rollouts, the grace period and the end of the key's use, then revoke it.
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ANNOTATION_RESTART_ON_ROTATION, type RetiringKey } from '../resources/schema.ts';
-import { rotatingCondition, type ConditionUpdate } from './conditions.ts';
+import { rotatingCondition, shownReason, type ConditionUpdate } from './conditions.ts';
 import { consumersOf, restartAnnotation, restartConsumers, type Consumers } from './consumers.ts';
 import { baseSecretName, immutableMode } from './immutable-secret.ts';
 import { deleteRetiredSecret } from './secret-writer.ts';
@@ -136,7 +136,7 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
       }
       const afterMs = step.stalled === true ? Math.max(pollMs, step.afterMs) : step.waitingFor === 'Grace' ? Math.max(1_000, step.afterMs) : Math.min(pollMs, Math.max(1_000, step.afterMs));
       return await inSync(deps, ctx, action.keyId, {
-        conditions: [rotatingCondition(true, decision.reason, decision.message)],
+        conditions: [rotatingCondition(true, shownReason(decision.reason), decision.message)],
         fields: { retiringKeys: list },
         requeueAfterMs: afterMs,
       });

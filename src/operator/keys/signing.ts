@@ -8,6 +8,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { ANNOTATION_PURPOSE } from '../resources/schema.ts';
 
 export const DEFAULT_SIGNING_KEY_SECRET = 'neon-key-operator-signing-key';
 const DATA_KEY = 'key';
@@ -63,7 +64,10 @@ export async function loadSigningKey(core: CoreV1Api, namespace: string, name: s
     } catch (error) {
       if (error instanceof MalformedSigningKey) throw error;
       const delayMs = Math.min(5_000, 250 * 2 ** Math.min(attempt - 1, 5));
-      logger?.warn({ secret: `${namespace}/${name}`, status: statusCode(error), err: error instanceof Error ? error.message : String(error), retryInMs: delayMs }, 'cannot read the signing key yet');
+      const status = statusCode(error);
+      // 403: the Role grants get on one name only (deploy/base, the chart's signingKeySecret).
+      const hint = status === 403 ? { hint: `the operator's Role must grant get on Secret ${name} in ${namespace} (--signing-key-secret; Helm: signingKeySecret)` } : {};
+      logger?.warn({ secret: `${namespace}/${name}`, status, err: error instanceof Error ? error.message : String(error), retryInMs: delayMs, ...hint }, 'cannot read the signing key yet');
       await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
   }
@@ -88,7 +92,7 @@ async function readOrCreate(core: CoreV1Api, namespace: string, name: string, lo
           metadata: {
             name,
             labels: { 'app.kubernetes.io/name': 'neon-key-operator', 'app.kubernetes.io/component': 'signing-key' },
-            annotations: { 'keys.neon.dev/purpose': 'signs the create intents and Secret annotations the operator writes; deleting it voids pending intents' },
+            annotations: { [ANNOTATION_PURPOSE]: 'signs the create intents and Secret annotations the operator writes; deleting it voids pending intents' },
           },
           type: 'Opaque',
           data: { [DATA_KEY]: key.toString('base64') },

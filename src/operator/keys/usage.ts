@@ -6,7 +6,7 @@
 import { isIP } from 'node:net';
 import type { ListedUse } from './adapter.ts';
 import type { ConditionUpdate } from './conditions.ts';
-import { GO_DURATION_UNITS } from '../resources/schema.ts';
+import { parseGoDuration } from '../go-duration.ts';
 
 /**
  * status.lastUsedAt moves only when the last use moved by this much (or was never recorded), as
@@ -15,19 +15,6 @@ import { GO_DURATION_UNITS } from '../resources/schema.ts';
  * write per drift check. InUse is evaluated on the fresh value, so it is exact whatever this is.
  */
 export const LAST_USED_GRANULARITY_MS = 3_600_000;
-
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-const GO_DURATION = new RegExp(`^([0-9]+(\\.[0-9]+)?(${GO_DURATION_UNITS}))+$`);
-const GO_DURATION_PART = new RegExp(`([0-9]+(?:\\.[0-9]+)?)(${GO_DURATION_UNITS})`, 'g');
-
-/** A Go duration (720h, 1h30m, 1.5s) in milliseconds; undefined when it is not one. */
-export function parseGoDuration(text: string): number | undefined {
-  if (!GO_DURATION.test(text)) return undefined;
-  let ms = 0;
-  for (const [, amount, unit] of text.matchAll(GO_DURATION_PART)) ms += Number(amount) * (UNIT_MS[unit as string] ?? Number.NaN);
-  return Number.isFinite(ms) ? ms : undefined;
-}
 
 /** RFC 3339 with second precision, as metav1.Time writes it; undefined for anything else. */
 export function statusTimestamp(value: string | null | undefined): string | undefined {

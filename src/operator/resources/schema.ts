@@ -2,6 +2,7 @@
 // runtime validation of every object read from the apiserver, and the CRD openAPIV3Schema
 // (crd.ts turns these into crds/*.yaml; `npm run generate`). docs/design.md section 2.
 import { z } from 'zod';
+import { GO_DURATION_PATTERN } from '../go-duration.ts';
 
 export const GROUP = 'keys.neon.dev';
 export const VERSION = 'v1alpha1';
@@ -41,6 +42,12 @@ export const ANNOTATION_ROTATE = 'keys.neon.dev/rotate';
  * A workload without it is never patched by a rotation (consumers.ts, docs/security.md).
  */
 export const ANNOTATION_RESTART_ON_ROTATION = 'keys.neon.dev/restart-on-rotation';
+/** On a Secret kept by deletionPolicy Retain: the resource (kind/name) it was kept from, its owner reference gone. */
+export const ANNOTATION_RETAINED_FROM = 'keys.neon.dev/retained-from';
+/** On the signing key's Secret: what it is for. */
+export const ANNOTATION_PURPOSE = 'keys.neon.dev/purpose';
+/** On the pod template of a restarted workload: `<prefix><Secret name>` (consumers.ts restartAnnotation). */
+export const ANNOTATION_ROTATED_PREFIX = 'keys.neon.dev/rotated.';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'neon-key-operator';
 /** The platform appends "-" and 8 random characters to keyName; key names hold at most 64. */
@@ -124,19 +131,8 @@ function secretTarget(fields: readonly TemplateField[]) {
 export const SecretTarget = secretTarget(TEMPLATE_FIELDS);
 const ApiKeySecretTarget = secretTarget(TEMPLATE_FIELDS.filter((f) => f !== 'ProjectId'));
 
-/**
- * The units of a Go duration. A string, and the patterns below built from it: esbuild escapes
- * non-ASCII characters in strings but leaves them in regular expression literals, and one non-ASCII
- * character in the operator's bundle makes V8 hold the bundle's whole source text at two bytes per
- * character, 4 MiB more heap (Dockerfile, test/deploy/image.test.ts).
- */
-export const GO_DURATION_UNITS = 'ns|us|µs|ms|s|m|h';
-
-/** Go-style durations (720h, 1h30m, 90s), as metav1.Duration reads them. */
-export const GO_DURATION_PATTERN = new RegExp(`^([0-9]{1,12}(\\.[0-9]{1,9})?(${GO_DURATION_UNITS}))+$`);
-
 export const Usage = z.object({
-  unusedAfter: z.string().min(2).max(64).regex(GO_DURATION_PATTERN).optional().meta({
+  unusedAfter: z.string().min(1).max(64).regex(GO_DURATION_PATTERN).optional().meta({
     description: 'Set the InUse condition: False (NotUsedRecently) once the key has not been used for this long (a Go duration, e.g. 720h; at least 1s). '
       + 'A key never used counts from its creation. Never affects Ready.',
     'x-kubernetes-validations': [{ rule: "duration(self) >= duration('1s')", message: 'unusedAfter must be a duration of at least 1s' }],
@@ -175,8 +171,8 @@ const secretIsNotCredentials = {
   message: 'secret.name must not name the credentials Secret',
 };
 
-// Go-style durations ("90s", "10m", "720h", "1h30m"), as CEL's duration() reads them.
-const goDuration = (description: string) => z.string().min(2).max(32).regex(new RegExp(`^([0-9]+(\\.[0-9]+)?(${GO_DURATION_UNITS}))+$`)).meta({ description });
+// Go durations ("90s", "10m", "720h", "1h30m"), as CEL's duration() reads them (go-duration.ts).
+const goDuration = (description: string) => z.string().min(1).max(32).regex(GO_DURATION_PATTERN).meta({ description });
 const clock = (description: string) => z.string().regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/).meta({ description });
 export const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'] as const;
 

@@ -1,6 +1,8 @@
-// The probe and metrics endpoint of the operator (docs/design.md section 5.5): `/healthz` (liveness: the
+// The probe and metrics endpoints of the operator (docs/design.md section 5.5): `/healthz` (liveness: the
 // process is not wedged), `/readyz` (readiness: caches synced; a standby that does not hold the
-// lease is still ready, it just does not reconcile) and `/metrics` (Prometheus exposition).
+// lease is still ready, it just does not reconcile) and `/metrics` (Prometheus exposition). One
+// server serves what it is given: the probes on the health address, the metrics on the metrics
+// address, so a NetworkPolicy that opens the health port to the kubelet opens no metrics.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
@@ -15,9 +17,13 @@ export interface HealthServerOptions {
   host?: string;
   /** 0 picks a free port (see the returned `port`). */
   port: number;
-  registry: Registry;
-  healthz: () => boolean | Promise<boolean>;
-  readyz: () => Promise<Readiness>;
+  /** Serves /metrics from it; none: /metrics is 404. */
+  registry?: Registry;
+  /** Serve /healthz and /readyz with these; none: both are 404. */
+  probes?: {
+    healthz: () => boolean | Promise<boolean>;
+    readyz: () => Promise<Readiness>;
+  };
 }
 
 export interface HealthServer {
@@ -26,7 +32,7 @@ export interface HealthServer {
 }
 
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
-  const { host = '127.0.0.1', port, registry, healthz, readyz } = options;
+  const { host = '127.0.0.1', port, registry, probes } = options;
 
   const server = createServer((req, res) => {
     const send = (status: number, body: string, contentType = 'text/plain; charset=utf-8'): void => {
@@ -42,23 +48,25 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
     const handle = async (): Promise<void> => {
       switch (path) {
         case '/healthz': {
-          const ok = await healthz();
+          if (probes === undefined) break;
+          const ok = await probes.healthz();
           send(ok ? 200 : 503, ok ? 'ok\n' : 'unhealthy\n');
           return;
         }
         case '/readyz': {
-          const { ok, reasons = [] } = await readyz();
+          if (probes === undefined) break;
+          const { ok, reasons = [] } = await probes.readyz();
           send(ok ? 200 : 503, ok ? 'ok\n' : `not ready\n${reasons.map((r) => `- ${r}\n`).join('')}`);
           return;
         }
         case '/metrics': {
+          if (registry === undefined) break;
           const body = await registry.metrics();
           send(200, body, registry.contentType);
           return;
         }
-        default:
-          send(404, 'not found\n');
       }
+      send(404, 'not found\n');
     };
     // A probe whose check throws answers 503: the kubelet must see "not ok", never a hung socket.
     handle().catch((error: unknown) => {

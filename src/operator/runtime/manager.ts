@@ -51,8 +51,10 @@ export interface ManagerOptions {
   kubeConfig: KubeConfig;
   logger: Logger;
   registry: Registry;
-  /** Where /healthz, /readyz and /metrics are served; a second address with port 0 is skipped. */
-  addresses: { host: string; port: number }[];
+  /** Where /healthz and /readyz are served (port 0: a free port); none: not served. */
+  probes?: { host: string; port: number };
+  /** Where /metrics is served, and nothing else (port 0: a free port); none: not served. */
+  metrics?: { host: string; port: number };
   /**
    * Starts the domain's work; called once, when this replica leads (or at once without election).
    * The domain checks `leadership` before each write and ends its work when its signal aborts.
@@ -95,15 +97,12 @@ export class Manager {
 
   /** Serves the probes, then starts the domain's work (after winning the Lease, with election). */
   async run(): Promise<void> {
-    for (const address of this.#o.addresses) {
-      if (address.port === 0 && this.#servers.length > 0) continue;
-      this.#servers.push(await startHealthServer({
-        ...address,
-        registry: this.#o.registry,
-        healthz: () => true,
-        readyz: () => this.readyz(),
-      }));
-    }
+    const { probes, metrics } = this.#o;
+    const probeHandlers = { healthz: () => true, readyz: () => this.readyz() };
+    // The same address for both (not port 0): one server serves both, as asked.
+    const shared = probes !== undefined && metrics !== undefined && probes.port !== 0 && probes.port === metrics.port && probes.host === metrics.host;
+    if (probes !== undefined) this.#servers.push(await startHealthServer({ ...probes, probes: probeHandlers, ...(shared ? { registry: this.#o.registry } : {}) }));
+    if (metrics !== undefined && !shared) this.#servers.push(await startHealthServer({ ...metrics, registry: this.#o.registry }));
     const election = this.#o.leaderElection;
     if (election === undefined) {
       await this.#start();

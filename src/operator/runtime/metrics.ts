@@ -31,7 +31,7 @@ export interface RuntimeMetrics {
   informerLists: Counter<'resource'>;
   /** Caches whose watch has failed too long, by resource (counted when scraped, with this). */
   countStaleCachesWith(count: (() => Iterable<{ resource: string; value: number }>) | undefined): void;
-  buildInfo: Gauge<'version' | 'node_version'>;
+  buildInfo: Gauge<'version' | 'revision' | 'node_version'>;
   /** Hooks for a WorkQueue named `name` (e.g. `keys`). */
   workQueue(name: string): WorkQueueMetrics;
 }
@@ -39,7 +39,9 @@ export interface RuntimeMetrics {
 export interface RuntimeMetricsOptions {
   /** Every metric's name starts with it (e.g. `neon_key_operator_`). */
   prefix: string;
+  /** The build's version and revision (build_info's labels; `unknown` when not given). */
   version?: string;
+  revision?: string;
   /** Also register prom-client's process and Node.js metrics (with the same prefix). Default true. */
   defaultMetrics?: boolean;
 }
@@ -49,7 +51,7 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
   const registers = [registry];
   const reconcileTotal = new Counter({
     name: `${prefix}reconcile_total`,
-    help: 'Reconciles by kind and result.',
+    help: 'Reconciles by kind and result (success, error, requeue). A drift check of a key at rest is not a reconcile: drift_checks_total counts those.',
     labelNames: ['kind', 'result'] as const,
     registers,
   });
@@ -94,12 +96,12 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
   });
   const leader = new Gauge({
     name: `${prefix}leader`,
-    help: '1 while this replica holds the leader lease.',
+    help: '1 on the replica holding the leader Lease, 0 on standbys.',
     registers,
   });
   const watchRestarts = new Counter({
     name: `${prefix}watch_restarts_total`,
-    help: 'Informer watches that ended, by resource and reason: failed (an error; retried after a backoff), expired (410: a relist follows), ended (closed after running a while).',
+    help: 'Informer watches that ended, by resource (ApiKey, ProjectApiKey, Secret) and reason: failed (an error; retried after a backoff), expired (410: a relist follows), ended (closed after running a while). No namespace label: the log line of each failure names it.',
     labelNames: ['resource', 'reason'] as const,
     registers,
   });
@@ -112,7 +114,7 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
   let countStale: (() => Iterable<{ resource: string; value: number }>) | undefined;
   new Gauge({
     name: `${prefix}stale_caches`,
-    help: 'Informer caches whose watch has failed for longer than --cache-stale-after, by resource.',
+    help: 'Informer caches whose watch has failed for longer than --cache-stale-after, by resource (counted when scraped).',
     labelNames: ['resource'] as const,
     registers,
     collect() {
@@ -123,11 +125,11 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
   });
   const buildInfo = new Gauge({
     name: `${prefix}build_info`,
-    help: 'Always 1; labels carry the build.',
-    labelNames: ['version', 'node_version'] as const,
+    help: 'Always 1; the labels carry the build: version, revision (the git commit) and node_version.',
+    labelNames: ['version', 'revision', 'node_version'] as const,
     registers,
   });
-  buildInfo.set({ version: options.version ?? 'unknown', node_version: process.version }, 1);
+  buildInfo.set({ version: options.version ?? 'unknown', revision: options.revision ?? 'unknown', node_version: process.version }, 1);
   leader.set(0);
 
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });

@@ -7,7 +7,7 @@
 // lease (a SIGSTOP, a long GC pause, a starved node), the first callback that runs finds the lease
 // expired by this process's monotonic clock and refuses, before the renew loop has had a turn.
 // What it cannot stop is a request that passed the check just before the deadline and reaches the
-// server later (README, Probes and failover, says how long and what protects that window).
+// server later (docs/reference/probes-and-failover.md says how long and what protects that window).
 import type { KubeConfig } from '@kubernetes/client-node';
 
 /** A write refused because this replica no longer leads (or is shutting down past its drain). */

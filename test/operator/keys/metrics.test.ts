@@ -7,7 +7,7 @@ const SECRET = 'abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz01
 
 describe('createMetrics', () => {
   it('exposes every operator metric with the neon_key_operator_ prefix and its labels', async () => {
-    const m = createMetrics(new Registry(), { version: '1.2.3' });
+    const m = createMetrics(new Registry(), { version: '1.2.3', revision: '0123abc' });
     m.reconcileTotal.inc({ kind: 'ProjectApiKey', result: 'success' });
     m.reconcileDuration.observe({ kind: 'ProjectApiKey' }, 0.2);
     m.observePlatformRequest('get', '/api/v2/projects/p-1/operations?limit=10', 200, 0.05);
@@ -37,7 +37,7 @@ describe('createMetrics', () => {
       'neon_key_operator_retired_keys_total{outcome="revoked"} 0',
       'neon_key_operator_retired_keys_total{outcome="gone"} 0',
       'neon_key_operator_leader 1',
-      `neon_key_operator_build_info{version="1.2.3",node_version="${process.version}"} 1`,
+      `neon_key_operator_build_info{version="1.2.3",revision="0123abc",node_version="${process.version}"} 1`,
     ]) {
       expect(text).toContain(line);
     }

@@ -1,18 +1,11 @@
-// When a key rotates (src/operator/keys/rotation-schedule.ts): Go durations, the interval, the window
+// When a key rotates (src/operator/keys/rotation-schedule.ts): the interval, the window
 // in a time zone (wrapping midnight, days of the week, DST), the request token.
 import { describe, expect, it } from '@jest/globals';
 import { gracePeriods, nextInWindow, requestToken, schedule } from '../../../src/operator/keys/rotation-schedule.ts';
-import { parseGoDuration as parseDuration } from '../../../src/operator/keys/usage.ts';
 
 const utc = (s: string): number => Date.parse(s);
 
 describe('rotation schedule', () => {
-  it.each([
-    ['720h', 720 * 3_600_000], ['1h30m', 5_400_000], ['90s', 90_000], ['1.5h', 5_400_000], ['250ms', 250], ['10m', 600_000],
-  ])('reads the Go duration %s', (text, ms) => expect(parseDuration(text)).toBe(ms));
-
-  it.each(['', '10', 'h', '10x', '1h 30m', '-1h'])('refuses %j', (text) => expect(parseDuration(text)).toBeUndefined());
-
   it('grace periods default to 10m and 24h, and max is never below grace', () => {
     expect(gracePeriods(undefined)).toEqual({ graceMs: 600_000, maxGraceMs: 86_400_000 });
     expect(gracePeriods({ gracePeriod: '2h', maxGracePeriod: '1h' })).toEqual({ graceMs: 7_200_000, maxGraceMs: 7_200_000 });

@@ -3,24 +3,12 @@
 // condition of spec.usage.unusedAfter, which never touches Ready.
 import { describe, expect, it } from '@jest/globals';
 import { DriftCache } from '../../../src/operator/keys/drift.ts';
-import { inUseCondition, parseGoDuration, statusTimestamp, usageFields } from '../../../src/operator/keys/usage.ts';
+import { inUseCondition, statusTimestamp, usageFields } from '../../../src/operator/keys/usage.ts';
 import type { ListedKey } from '../../../src/operator/keys/adapter.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig } from './fakes.ts';
 
 const listed = (last_used_at: string | null, last_used_from_addr = ''): ListedKey => ({ id: 1, name: 'k', created_at: '2026-01-01T00:00:00Z', last_used_at, last_used_from_addr });
-
-describe('Go durations', () => {
-  it.each([
-    ['720h', 720 * 3_600_000], ['1h30m', 5_400_000], ['90s', 90_000], ['1.5s', 1_500], ['250ms', 250], ['1m0s', 60_000], ['2h45m30s', 9_930_000],
-  ])('%s is %d ms', (text, ms) => {
-    expect(parseGoDuration(text)).toBe(ms);
-  });
-
-  it.each(['', '720', 'h', '1d', '-1h', '1 h', '1h-5m', 'P1D', '1e3s', '1H'])('%j is not one', (text) => {
-    expect(parseGoDuration(text)).toBeUndefined();
-  });
-});
 
 describe('status timestamps from the platform', () => {
   it('are normalized to RFC 3339 seconds', () => {

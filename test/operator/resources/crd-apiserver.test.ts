@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ApiException, CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import { TEST_MIN_ROTATION_GRACE } from '../../harness/crds.ts';
+import { parseGoDuration } from '../../../src/operator/go-duration.ts';
 import { controlPlane, type ControlPlane } from '../../harness/index.ts';
 import { join } from 'node:path';
 import { createNamespace, customObjects, installOperatorManifests, kubectl, root } from '../support.ts';
@@ -70,6 +71,22 @@ describe('the CRDs on a real apiserver', () => {
     }
     await create('apikeys', apiKey('grace-floor', { scope: 'Personal', credentialsSecretRef: creds, rotation: { gracePeriod: TEST_MIN_ROTATION_GRACE } }));
     expect(await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=crd-dry-run', '--dry-run=server', '-f', join(root, 'crds')])).toContain('(server dry run)');
+  });
+
+  it('reads durations with the operator\'s grammar (Go\'s): the pattern and CEL\'s duration() agree with parseGoDuration', async () => {
+    // Each value in spec.usage.unusedAfter (at least 1s by its rule): admitted exactly when the
+    // operator reads it as a duration of at least 1s.
+    const samples = ['1s', '90s', '1h30m', '1.5h', '.5h', '5.s', '720h', '1000ms', '1500000us', '2h45m30s', '0', '500ms', '300', '1d', '-1h', '+1h', '1 h', '1H', 'h', '.s'];
+    const verdicts: string[] = [];
+    for (const [i, unusedAfter] of samples.entries()) {
+      const admitted = await create('apikeys', apiKey(`duration-${i}`, { scope: 'Personal', credentialsSecretRef: creds, usage: { unusedAfter } })).then(() => true, (error: unknown) => {
+        if (error instanceof ApiException && error.code === 422) return false;
+        throw error;
+      });
+      verdicts.push(`${unusedAfter}: ${admitted ? 'admitted' : 'refused'}`);
+    }
+    expect(verdicts).toEqual(samples.map((d) => `${d}: ${(parseGoDuration(d) ?? 0) >= 1_000 ? 'admitted' : 'refused'}`));
+    expect(verdicts.filter((v) => v.endsWith('admitted'))).toHaveLength(10);
   });
 
   it('keeps scope and organizationId immutable', async () => {

@@ -15,17 +15,25 @@ const get = async (path: string, method = 'GET'): Promise<{ status: number; body
 };
 
 describe('startHealthServer', () => {
-  it('answers /healthz, /readyz and /metrics when all is well', async () => {
-    const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-    metrics.leader.set(1);
-    server = await startHealthServer({ port: 0, registry: metrics.registry, healthz: () => true, readyz: async () => ({ ok: true }) });
+  it('answers /healthz and /readyz on the probe address, and not /metrics', async () => {
+    server = await startHealthServer({ port: 0, probes: { healthz: () => true, readyz: async () => ({ ok: true }) } });
     expect(server.port).toBeGreaterThan(0);
     expect(await get('/healthz')).toMatchObject({ status: 200, body: 'ok\n' });
     expect(await get('/readyz')).toMatchObject({ status: 200, body: 'ok\n' });
+    expect(await get('/metrics')).toMatchObject({ status: 404, body: 'not found\n' });
+  });
+
+  it('answers /metrics on the metrics address, and not the probes', async () => {
+    const metrics = createMetrics(new Registry(), { defaultMetrics: false, version: '1.2.3', revision: 'abc123' });
+    metrics.leader.set(1);
+    server = await startHealthServer({ port: 0, registry: metrics.registry });
     const m = await get('/metrics');
     expect(m.status).toBe(200);
     expect(m.type).toContain('text/plain');
     expect(m.body).toContain('neon_key_operator_leader 1');
+    expect(m.body).toMatch(/^neon_key_operator_build_info\{version="1\.2\.3",revision="abc123",node_version="v[0-9.]+"\} 1$/m);
+    expect((await get('/healthz')).status).toBe(404);
+    expect((await get('/readyz')).status).toBe(404);
   });
 
   it('answers 503 with the reasons when not ready, and follows the checks as they change', async () => {
@@ -33,9 +41,7 @@ describe('startHealthServer', () => {
     let healthy = false;
     server = await startHealthServer({
       port: 0,
-      registry: new Registry(),
-      healthz: async () => healthy,
-      readyz: async () => readiness,
+      probes: { healthz: async () => healthy, readyz: async () => readiness },
     });
     const notReady = await get('/readyz');
     expect(notReady.status).toBe(503);
@@ -51,10 +57,11 @@ describe('startHealthServer', () => {
   it('answers 503 when a check throws, 404 for unknown paths and 405 for other methods', async () => {
     server = await startHealthServer({
       port: 0,
-      registry: new Registry(),
-      healthz: () => true,
-      readyz: async () => {
-        throw new Error('boom');
+      probes: {
+        healthz: () => true,
+        readyz: async () => {
+          throw new Error('boom');
+        },
       },
     });
     expect(await get('/readyz')).toMatchObject({ status: 503, body: 'error: boom\n' });
@@ -64,10 +71,10 @@ describe('startHealthServer', () => {
   });
 
   it('close() releases the port', async () => {
-    const first = await startHealthServer({ port: 0, registry: new Registry(), healthz: () => true, readyz: async () => ({ ok: true }) });
+    const first = await startHealthServer({ port: 0, registry: new Registry() });
     const port = first.port;
     await first.close();
-    server = await startHealthServer({ port, registry: new Registry(), healthz: () => true, readyz: async () => ({ ok: true }) });
+    server = await startHealthServer({ port, registry: new Registry() });
     expect(server.port).toBe(port);
   });
 });

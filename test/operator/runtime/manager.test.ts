@@ -42,7 +42,8 @@ describe('Manager', () => {
       kubeConfig: new KubeConfig(),
       logger: pino({ level: 'silent' }),
       registry: new Registry(),
-      addresses: [{ host: '127.0.0.1', port: 0 }, { host: '127.0.0.1', port: 0 }],
+      probes: { host: '127.0.0.1', port: 0 },
+      metrics: { host: '127.0.0.1', port: 0 },
       start: async () => {
         steps.push('start');
         return { ready: () => ready, stop: async () => { steps.push('stop'); } };
@@ -69,7 +70,7 @@ describe('Manager', () => {
       kubeConfig: new KubeConfig(),
       logger: pino({ level: 'silent' }),
       registry: new Registry(),
-      addresses: [{ host: '127.0.0.1', port: 0 }],
+      probes: { host: '127.0.0.1', port: 0 },
       start: async () => ({ ready: () => true, stop: async () => { throw new Error('stuck'); } }),
       exit: (code) => exited(code),
     });
@@ -86,7 +87,7 @@ describe('Manager', () => {
       kubeConfig: new KubeConfig(),
       logger: pino({ level: 'silent' }),
       registry: new Registry(),
-      addresses: [{ host: '127.0.0.1', port: 0 }],
+      probes: { host: '127.0.0.1', port: 0 },
       drainTimeoutMs: 300,
       start: async (given) => {
         leadership = given;
@@ -118,7 +119,7 @@ describe('Manager with leader election', () => {
       kubeConfig,
       logger: pino({ level: 'silent' }),
       registry: new Registry(),
-      addresses: [{ host: '127.0.0.1', port: 0 }],
+      probes: { host: '127.0.0.1', port: 0 },
       leaderElection: { namespace: 'default', name: lease, identity: 'manager', ...SHORT },
       start: async (leadership) => {
         steps.push('start');

@@ -15,7 +15,6 @@ describe('readiness with stale caches', () => {
       kubeConfig: new KubeConfig(),
       logger: pino({ level: 'silent' }),
       registry: new Registry(),
-      addresses: [],
       start: async () => ({ ready: () => true, staleCaches: () => stale, stop: async () => undefined }),
       exit: () => undefined,
     });

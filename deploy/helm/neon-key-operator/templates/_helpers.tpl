@@ -64,7 +64,8 @@ create/delete of the custom resources (people create them, the operator reconcil
 resources written by UPDATE with a resourceVersion, never patched; the status merge-patched; the
 finalizers subresource because the Secrets' owner references set blockOwnerDeletion; Secrets
 because it writes the key Secrets and reads the credentials Secrets (RBAC cannot restrict by label;
-the operator's informer selects only the Secrets labelled app.kubernetes.io/managed-by=neon-key-operator);
+the operator's informer lists and watches every Secret's metadata only, never its data, to wake the
+resources whose credentials Secret changed, and reads a Secret's data by name);
 core/v1 events, created only; apps workloads read, listed and patched (a pod template annotation)
 to restart the consumers of a rotated key (spec.rotation.restart).
 */}}
