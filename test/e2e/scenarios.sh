@@ -755,6 +755,12 @@ EOF
   [ "$loaded" = "$shipped" ] || e2e_fail "Prometheus loaded $loaded alerting rules, the chart ships $shipped"
   until_true 30 "Prometheus seeing a leader" sh -c "curl -fsS --max-time 2 'http://127.0.0.1:$e2e_prometheus_port/api/v1/query?query=max(neon_key_operator_leader)' | grep -q '\"1\"\\]'"
   echo "Prometheus $("$prometheus" --version 2>&1 | head -1 | awk '{print $3}') on 127.0.0.1:$e2e_prometheus_port: both pods up, $loaded alerting rules loaded"
+  # The image's build stamps its version (the Dockerfile's VERSION, package.json's here) into build_info.
+  local version stamped
+  version=$(node -p 'require(process.argv[1]).version' "$e2e_root/package.json")
+  stamped=$(prom_api 'query?query=neon_key_operator_build_info' | json "[...new Set(d.data.result.map((r) => r.metric.version))].join(',')")
+  [ "$stamped" = "$version" ] || e2e_fail "build_info says version \"$stamped\", the image was built as $version"
+  echo "build_info: version $stamped on both pods"
 
   local revoked_id fixed_id t_revoked t_refused t_firing t_fixed t_resolved state
   revoked_id=$(personal_key alerts-credentials-1 "$e2e_work/alert-key-1")
