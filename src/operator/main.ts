@@ -40,6 +40,7 @@ const { values } = parseArgs({
     'watch-backoff-max': { type: 'string' },
     'signing-key-secret': { type: 'string' },
     'allow-insecure-platform-url': { type: 'boolean' },
+    'inventory-organization-label': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   },
   strict: true,
@@ -52,6 +53,7 @@ if (values.help === true) {
   --workers <n>                        concurrent reconciles (default: $WORKERS or 16)
   --watch-namespace <ns>[,<ns>...]     watch these namespaces only (default: $WATCH_NAMESPACE or all)
   --drift-interval <duration>          e.g. 300s, 5m (default: $DRIFT_INTERVAL or 5m)
+  --inventory-organization-label       label the inventory gauge with the organization id (default off)
   --pending-grace <duration>           how long another process's create intent is presumed in flight
                                        before it is recovered (default: $PENDING_GRACE or 2m; keep it
                                        longer than a create request can take)
@@ -137,6 +139,7 @@ const start = async (leadership: Leadership): Promise<RunningOperator> => await 
   allowInsecurePlatformUrl: values['allow-insecure-platform-url'] === true || process.env.ALLOW_INSECURE_PLATFORM_URL === 'true',
   logger,
   metrics,
+  inventoryOrganizationLabel: values['inventory-organization-label'] === true,
 });
 
 const manager = new Manager({

@@ -21,10 +21,29 @@ interface CachedKeyResource extends KubernetesObject {
   spec: { projectId?: string; organizationId?: string; credentialsSecretRef?: { name: string } };
   /** reason: one of the operator's reasons or `Other`, never what the resource says verbatim. */
   status: { conditions: { type: string; status: string; reason: string }[] };
+  /**
+   * The platform ids of the keys its status records (keyId, retiringKeys): an inventory marks a
+   * listed key managed by them (src/operator/inventory, via watches.ts RECORDED_KEY_INDEX). Status
+   * is written by the operator only (the status subresource), so a tenant cannot claim a key.
+   */
+  recordedKeyIds?: readonly number[];
+}
+
+/** The key ids a key resource's status records: its key and its retiring keys. */
+function recordedKeyIds(status: { keyId?: unknown; retiringKeys?: unknown } | undefined): number[] {
+  const ids: number[] = [];
+  if (Number.isSafeInteger(status?.keyId)) ids.push(status?.keyId as number);
+  if (Array.isArray(status?.retiringKeys)) {
+    for (const retiring of (status.retiringKeys as { keyId?: unknown }[]).slice(0, 8)) {
+      if (Number.isSafeInteger(retiring?.keyId)) ids.push(retiring.keyId as number);
+    }
+  }
+  return ids;
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown } }; status?: { conditions?: unknown } };
+  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown } };
+  const keyIds = recordedKeyIds(status);
   const credentials = spec?.credentialsSecretRef?.name;
   const projectId = typeof spec?.projectId === 'string' ? spec.projectId : undefined;
   const organizationId = typeof spec?.organizationId === 'string' ? spec.organizationId : undefined;
@@ -42,7 +61,13 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
       ...(credentialsName !== undefined ? { credentialsSecretRef: { name: intern(credentialsName) } } : {}),
     })),
     status: internShared(`status ${JSON.stringify(conditions)}`, () => ({ conditions: conditions.map(([type, status, reason]) => ({ type: intern(type), status: intern(status), reason: intern(reason) })) })),
+    ...(keyIds.length > 0 ? { recordedKeyIds: keyIds } : {}),
   };
+}
+
+/** The key ids a cached key resource records (the index an inventory reads: watches.ts RECORDED_KEY_INDEX). */
+export function recordedKeysOf(obj: KubernetesObject): readonly string[] {
+  return ((obj as Partial<CachedKeyResource>).recordedKeyIds ?? []).map(String);
 }
 
 /** What the at-rest operations patch reads of a cached key resource (operations-patch.ts). */

@@ -3,7 +3,8 @@
 // by a key resource in this cluster) or not, and unused or not. The zod schema is the source of the
 // type, of the validation of what is read, and of the CRD (crd.ts, `npm run generate`).
 import { z } from 'zod';
-import { API_VERSION, Condition, CredentialsSecretRef, GO_DURATION_PATTERN, ORGANIZATION_ID_PATTERN, type ObjectMeta } from './schema.ts';
+import type { API_VERSION} from './schema.ts';
+import { Condition, CredentialsSecretRef, GO_DURATION_PATTERN, ORGANIZATION_ID_PATTERN, type ObjectMeta } from './schema.ts';
 
 export const INVENTORY_KIND = 'ApiKeyInventory';
 export const INVENTORY_PLURAL = 'apikeyinventories';
