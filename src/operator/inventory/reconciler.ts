@@ -47,8 +47,24 @@ function statusCode(error: unknown): number | undefined {
   return typeof e.code === 'number' ? e.code : typeof e.statusCode === 'number' ? e.statusCode : undefined;
 }
 
-/** What this process knows of an inventory between reconciles: its last list, and its counts (the gauge). */
-interface Known { listedAt: number; notManaged: Set<number>; counts: InventoryCounts }
+/**
+ * What this process knows of an inventory between reconciles: its last list, the ids it found
+ * managed and not, its counts (the gauge), and the keys released since (`released`).
+ */
+interface Known {
+  listedAt: number;
+  managed: Set<number>;
+  notManaged: Set<number>;
+  /**
+   * Keys managed at the last report whose resource is gone from the caches, with when that was
+   * seen. A resource deleted with deletionPolicy Revoke leaves the caches once its key is revoked,
+   * but a list taken before the revocation still shows the key: until a list taken after the
+   * release shows it, it counts as managed (else each deletion read as a key by hand appearing,
+   * with its event). One still listed after that was retained: not managed from then on.
+   */
+  released: Map<number, number>;
+  counts: InventoryCounts;
+}
 
 export class InventoryReconciler implements Reconciler {
   readonly #d: InventoryDeps;
@@ -117,20 +133,28 @@ export class InventoryReconciler implements Reconciler {
       return { type: 'Done', requeueAfterMs: this.#d.driftIntervalMs };
     }
     const known = this.#known.get(inventory.metadata.uid);
+    const now = this.#now();
+    const released = new Map<number, number>();
+    for (const [id, since] of known?.released ?? []) if (listing.at <= since) released.set(id, since);
+    for (const id of known?.managed ?? []) if (!this.#d.isManaged(id) && !released.has(id)) released.set(id, now);
+    const isManaged = (id: number): boolean => this.#d.isManaged(id) || released.has(id);
     const previousAt = known?.listedAt ?? (inventory.status?.listedAt !== undefined ? Date.parse(inventory.status.listedAt) : undefined);
     const fresh = previousAt === undefined || listing.at > previousAt + (known === undefined ? 999 : 0);
     const r = report({
       keys: listing.keys,
-      isManaged: (id) => this.#d.isManaged(id),
+      isManaged,
       unusedAfterMs,
       listedAt: listing.at,
       scope,
       ...(previousAt !== undefined && Number.isFinite(previousAt) && fresh ? { previous: { listedAt: previousAt, ...(known !== undefined ? { notManaged: known.notManaged } : {}) } } : {}),
     });
     const counts: InventoryCounts = { namespace, name, organizationId, live: r.live, managed: r.managed, notManaged: r.notManaged, unused: r.unused };
+    const managed = new Set<number>();
     const notManaged = new Set<number>();
-    for (const key of listing.keys) if (!this.#d.isManaged(key.id)) notManaged.add(key.id);
-    this.#known.set(inventory.metadata.uid, { listedAt: listing.at, notManaged, counts });
+    for (const key of listing.keys) (isManaged(key.id) ? managed : notManaged).add(key.id);
+    // A released key the list no longer shows needs no more care.
+    for (const id of released.keys()) if (!managed.has(id)) released.delete(id);
+    this.#known.set(inventory.metadata.uid, { listedAt: listing.at, managed, notManaged, released, counts });
     this.#uids.set(ref, inventory.metadata.uid);
     await this.#writeStatus(inventory, reportStatus(r, listing.at), listed(r.live, r.managed, r.notManaged, r.unused));
     if (fresh) await recordKeyEvents(this.#d.events, inventory, r.appeared, r.wentUnused);

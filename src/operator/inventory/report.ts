@@ -10,6 +10,7 @@ export interface Report {
   managed: number;
   notManaged: number;
   unused: number;
+  neverUsed: number;
   notManagedKeys: InventoryKey[];
   unusedKeys: InventoryKey[];
   /** Keys not managed that are new since the previous list (newest first). */
@@ -65,7 +66,7 @@ function newestFirst(a: ListedDetail, b: ListedDetail): number {
 export function report(input: ReportInput): Report {
   const { keys, isManaged, unusedAfterMs, listedAt, scope, previous } = input;
   const sorted = [...keys].sort(newestFirst);
-  const out: Report = { live: keys.length, managed: 0, notManaged: 0, unused: 0, notManagedKeys: [], unusedKeys: [], appeared: [], wentUnused: [] };
+  const out: Report = { live: keys.length, managed: 0, notManaged: 0, unused: 0, neverUsed: 0, notManagedKeys: [], unusedKeys: [], appeared: [], wentUnused: [] };
   for (const key of sorted) {
     const managed = isManaged(key.id);
     const unusedAt = unusedFrom(key, unusedAfterMs);
@@ -73,6 +74,7 @@ export function report(input: ReportInput): Report {
     if (managed) out.managed++;
     else out.notManaged++;
     if (unused) out.unused++;
+    if (key.last_used_at === null) out.neverUsed++;
     if (!managed && out.notManagedKeys.length < INVENTORY_LIST_MAX) out.notManagedKeys.push(inventoryKey(key, scope, managed));
     if (unused && out.unusedKeys.length < INVENTORY_LIST_MAX) out.unusedKeys.push(inventoryKey(key, scope, managed));
     if (previous !== undefined) {
@@ -93,6 +95,7 @@ export function reportStatus(r: Report, listedAt: number): Omit<ApiKeyInventoryS
     managed: r.managed,
     notManaged: r.notManaged,
     unused: r.unused,
+    neverUsed: r.neverUsed,
     notManagedKeys: r.notManagedKeys,
     unusedKeys: r.unusedKeys,
   };

@@ -3,8 +3,7 @@
 // by a key resource in this cluster) or not, and unused or not. The zod schema is the source of the
 // type, of the validation of what is read, and of the CRD (crd.ts, `npm run generate`).
 import { z } from 'zod';
-import type { API_VERSION} from './schema.ts';
-import { Condition, CredentialsSecretRef, GO_DURATION_PATTERN, ORGANIZATION_ID_PATTERN, type ObjectMeta } from './schema.ts';
+import { Condition, CredentialsSecretRef, GO_DURATION_PATTERN, ORGANIZATION_ID_PATTERN, type API_VERSION, type ObjectMeta } from './schema.ts';
 
 export const INVENTORY_KIND = 'ApiKeyInventory';
 export const INVENTORY_PLURAL = 'apikeyinventories';
@@ -61,7 +60,8 @@ export const ApiKeyInventoryStatus = z.object({
   live: count('Live keys in the list.'),
   managed: count('Live keys recorded by an ApiKey or ProjectApiKey of this cluster.'),
   notManaged: count('Live keys no resource of this cluster records: made by hand, by scripts, or by clusters gone.'),
-  unused: count('Live keys, managed or not, not used within spec.unusedAfter (or never used and older than it).'),
+  unused: count('Live keys, managed or not, not used within spec.unusedAfter (a key never used counts from its creation).'),
+  neverUsed: count('Live keys the platform reports no use of, whatever their age (most of them are also unused once older than spec.unusedAfter).'),
   notManagedKeys: keyList(`The keys not managed, newest first; at most ${INVENTORY_LIST_MAX} (notManaged is the total).`),
   unusedKeys: keyList(`The unused keys, newest first; at most ${INVENTORY_LIST_MAX} (unused is the total).`),
   conditions: z.array(Condition).max(8).optional().meta({
