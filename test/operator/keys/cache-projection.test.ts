@@ -30,7 +30,11 @@ describe('trimKeyResource and trimSecret', () => {
       metadata: { name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0) },
       spec: { projectId: 'p', organizationId: 'o', credentialsSecretRef: { name: 'c' } },
       status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Ready' }] },
+      // The ids its status records (an inventory's managed keys: watches.ts RECORDED_KEY_INDEX).
+      recordedKeyIds: [3],
     });
+    // Retiring keys too; ids that are not safe integers are not kept (a status restored from anywhere).
+    expect(trimKeyResource({ ...obj, status: { keyId: 3, retiringKeys: [{ keyId: 2 }, { keyId: 'x' }, { keyId: 2 ** 60 }] } } as never).recordedKeyIds).toEqual([3, 2]);
     expect(trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n' }, spec: { scope: 'Personal' } } as never))
       .toEqual({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined }, spec: {}, status: { conditions: [] } });
   });
