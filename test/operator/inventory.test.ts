@@ -201,6 +201,12 @@ describe('an inventory of the organization\'s keys', () => {
     await credentials(teamA, 'not-yet', aliceKey);
     await until('missing', (i) => ready(i)?.status === 'True', 'Ready once the Secret exists', 10_000);
 
+    // An entry no API key is that long (1 MiB): refused before any platform client is made.
+    await core.createNamespacedSecret({ namespace: teamA, body: { metadata: { name: 'huge' }, data: { apiKey: Buffer.alloc(768 * 1024, 'a').toString('base64') } } });
+    await createInventory('huge', { organizationId: ORG, credentialsSecretRef: { name: 'huge' } });
+    const huge = await until('huge', (i) => ready(i)?.status === 'False', 'not a key');
+    expect(ready(huge)).toEqual(expect.objectContaining({ reason: 'CredentialsMissing', message: expect.stringContaining('is not a platform API key') }));
+
     // A key the platform does not know: 401.
     await credentials(teamA, 'unknown-key', randomBytes(48).toString('base64').replace(/[^a-z0-9]/g, '').padEnd(64, 'a').slice(0, 64).toLowerCase());
     await createInventory('refused', { organizationId: ORG, credentialsSecretRef: { name: 'unknown-key' } });

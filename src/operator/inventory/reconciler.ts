@@ -5,7 +5,7 @@
 // and write the report to status. Report only: nothing is ever revoked or written on the platform.
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { AuthDetails } from '../../platform/index.ts';
+import { MAX_API_KEY_LENGTH, isApiKeyFormat, type AuthDetails } from '../../platform/index.ts';
 import type { ReconcileResult, Reconciler, Request } from '../runtime/controller.ts';
 import { objectRef, type OwnWrites } from '../runtime/own-writes.ts';
 import { GROUP, VERSION } from '../resources/schema.ts';
@@ -110,11 +110,13 @@ export class InventoryReconciler implements Reconciler {
     const scope = spec.scope;
     const organizationId = scope === 'Organization' ? spec.organizationId : undefined;
     const apiKey = await this.#credentials(namespace, spec.credentialsSecretRef.name, spec.credentialsSecretRef.key);
-    if (apiKey === undefined) {
-      // The credentials Secret's watch wakes it when the Secret comes (keys/watches.ts, CREDENTIALS_INDEX).
+    if (apiKey === 'missing' || apiKey === 'not-a-key') {
+      // The credentials Secret's watch wakes it when the Secret changes (keys/watches.ts, CREDENTIALS_INDEX).
       await this.#writeStatus(inventory, {}, {
         status: 'False', reason: 'CredentialsMissing',
-        message: `the credentials Secret ${spec.credentialsSecretRef.name} (key ${spec.credentialsSecretRef.key}) is missing or empty in this namespace; put a platform API key there`,
+        message: apiKey === 'missing'
+          ? `the credentials Secret ${spec.credentialsSecretRef.name} (key ${spec.credentialsSecretRef.key}) is missing or empty in this namespace; put a platform API key there`
+          : `the entry ${spec.credentialsSecretRef.key} of the credentials Secret ${spec.credentialsSecretRef.name} is not a platform API key (at most ${MAX_API_KEY_LENGTH} visible ASCII characters); put a platform API key there`,
       });
       return { type: 'Done' };
     }
@@ -181,15 +183,21 @@ export class InventoryReconciler implements Reconciler {
     return auth;
   }
 
-  /** The API key in the credentials Secret of the inventory's own namespace, or undefined. */
-  async #credentials(namespace: string, name: string, key: string): Promise<string | undefined> {
+  /**
+   * The API key in the credentials Secret of the inventory's own namespace: 'missing', 'not-a-key'
+   * (measured before it is decoded, as keys/observe.ts does: an entry of any size longer than any
+   * API key never reaches a platform client), or the key.
+   */
+  async #credentials(namespace: string, name: string, key: string): Promise<string | 'missing' | 'not-a-key'> {
     try {
       const secret = await this.#d.core.readNamespacedSecret({ namespace, name });
       const encoded = secret.data?.[key];
-      const value = encoded === undefined ? '' : Buffer.from(encoded, 'base64').toString('utf8').trim();
-      return value === '' ? undefined : value;
+      if (encoded === undefined) return 'missing';
+      if (encoded.length > 4 * Math.ceil((MAX_API_KEY_LENGTH + 64) / 3)) return 'not-a-key';
+      const value = Buffer.from(encoded, 'base64').toString('utf8').trim();
+      return value === '' ? 'missing' : isApiKeyFormat(value) ? value : 'not-a-key';
     } catch (error) {
-      if (statusCode(error) === 404) return undefined;
+      if (statusCode(error) === 404) return 'missing';
       throw error;
     }
   }
