@@ -9,8 +9,8 @@ import { ORG_KEY_CREATIONS_PER_SECOND, PlatformClient, orgKeyCreationLimiter } f
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/create-admission.ts';
-import { RECORDED_KEY_INDEX, keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
-import { cachedConditionsOf } from './keys/cache-projection.ts';
+import { keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
+import { cachedConditionsOf, recordedKeyIds } from './keys/cache-projection.ts';
 import { DriftCache } from './keys/drift.ts';
 import { EventRecorder } from './keys/events.ts';
 import { ApiServerWrites } from './keys/kube-writes.ts';
@@ -223,13 +223,13 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     cachedKey: (kind, namespace, name) => controller.cachedObject(kind, namespace, name),
   });
   // The inventories (docs/inventory.md): their lists through the drift cache, managed ids from the
-  // key resources' index of recorded keys (no LIST), their own events; report only.
+  // key resources' caches (the ids their status records; no LIST), their own events; report only.
   const inventory = new InventoryReconciler({
     objects,
     core,
     drift,
     platformFor,
-    isManaged: (keyId) => controller.indexed(RECORDED_KEY_INDEX, String(keyId)).length > 0,
+    managedKeyIds: () => recordedKeyIds(['ApiKey', 'ProjectApiKey'].flatMap((kind) => controller.cached(kind)), new Set()),
     events: new InventoryEventRecorder(core, 'neon-key-operator', logger),
     driftIntervalMs,
     ownWrites,

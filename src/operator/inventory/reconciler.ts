@@ -1,7 +1,7 @@
 // The inventory controller's reconcile (docs/inventory.md): read the ApiKeyInventory and its
 // credentials Secret (of its own namespace only), read the key list through the drift cache (the
 // very list the key domain takes for that scope and credentials: no request of its own when one is
-// taken), mark each key managed or not from the informers' index of recorded key ids (no LIST),
+// taken), mark each key managed or not from the key ids the informers' caches of key resources record (no LIST),
 // and write the report to status. Report only: nothing is ever revoked or written on the platform.
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -34,8 +34,8 @@ export interface InventoryDeps {
   drift: Pick<DriftCache, 'listing'>;
   /** The platform client of one credentials, with its id (the key domain's: keys/platform-clients.ts). */
   platformFor(apiKey: string): { platform: Pick<KeyPlatform, 'listOrganizationKeys' | 'listPersonalKeys' | 'getAuth'>; credentialsId: string };
-  /** Whether a key resource of this cluster records the key (status.keyId or retiringKeys), from the caches. */
-  isManaged(keyId: number): boolean;
+  /** The key ids key resources of this cluster record (status.keyId, retiringKeys), from the caches: one scan per reconcile. */
+  managedKeyIds(): ReadonlySet<number>;
   events: InventoryEvents;
   driftIntervalMs: number;
   ownWrites?: OwnWrites;
@@ -136,10 +136,11 @@ export class InventoryReconciler implements Reconciler {
     }
     const known = this.#known.get(inventory.metadata.uid);
     const now = this.#now();
+    const recorded = this.#d.managedKeyIds();
     const released = new Map<number, number>();
     for (const [id, since] of known?.released ?? []) if (listing.at <= since) released.set(id, since);
-    for (const id of known?.managed ?? []) if (!this.#d.isManaged(id) && !released.has(id)) released.set(id, now);
-    const isManaged = (id: number): boolean => this.#d.isManaged(id) || released.has(id);
+    for (const id of known?.managed ?? []) if (!recorded.has(id) && !released.has(id)) released.set(id, now);
+    const isManaged = (id: number): boolean => recorded.has(id) || released.has(id);
     const previousAt = known?.listedAt ?? (inventory.status?.listedAt !== undefined ? Date.parse(inventory.status.listedAt) : undefined);
     const fresh = previousAt === undefined || listing.at > previousAt + (known === undefined ? 999 : 0);
     const r = report({

@@ -8,4 +8,4 @@ export { asPlatformFailure } from './platform-failure.ts';
 export { platformFailureReason } from './platform-reasons.ts';
 export { parseGoDuration, statusTimestamp } from './usage.ts';
 export { CREDENTIALS_INDEX } from './watches.ts';
-export { credentialsSecretOf } from './cache-projection.ts';
+export { credentialsSecretOf, recordedKeyIds } from './cache-projection.ts';

@@ -9,17 +9,11 @@
 import type { CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
 import type { Controller, Watch } from '../runtime/controller.ts';
 import { GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
-import { credentialsSecretOf, recordedKeysOf, trimKeyResource, trimSecret } from './cache-projection.ts';
+import { credentialsSecretOf, trimKeyResource, trimSecret } from './cache-projection.ts';
 import { ANNOTATION_OWNER } from './secret-writer.ts';
 
 /** The index of the key resources by the credentials Secret they name (`namespace/name`). */
 export const CREDENTIALS_INDEX = 'credentialsSecret';
-/**
- * The index of the key resources by the platform ids of the keys their status records (keyId,
- * retiringKeys): whether a listed key is managed in this cluster, from the caches, with no LIST
- * (src/operator/inventory).
- */
-export const RECORDED_KEY_INDEX = 'recordedKey';
 /** The index of the ProjectApiKeys by the project they name (spec.projectId). */
 export const PROJECT_INDEX = 'project';
 
@@ -40,7 +34,7 @@ export function keyWatches(objects: CustomObjectsApi, namespace: string | undefi
         ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
         : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })) as ListPromise<KubernetesObject>,
       project: trimKeyResource,
-      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, [RECORDED_KEY_INDEX]: recordedKeysOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
+      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
     };
   });
   const secrets = namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`;
