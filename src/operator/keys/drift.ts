@@ -4,6 +4,7 @@
 // reconcile makes of its recorded key.
 import type { Logger } from 'pino';
 import type { KeyAdapter, KeyPlatform, ListedKey, ListedUse } from './adapter.ts';
+import { intern, internShared } from '../runtime/intern.ts';
 
 /**
  * What an inventory reads of each listed key (src/operator/inventory): the listing without the
@@ -11,11 +12,17 @@ import type { KeyAdapter, KeyPlatform, ListedKey, ListedUse } from './adapter.ts
  */
 export type ListedDetail = Pick<ListedKey, 'id' | 'name' | 'created_at' | 'last_used_at' | 'last_used_from_addr' | 'project_id'> & { created_by?: { id: string; name: string } };
 
+/**
+ * The listing an inventory keeps of a key, its repeated values shared (runtime/intern.ts): the
+ * creator (most keys of an organization have a few), the project and the last address. Measured
+ * (bench/inventory.ts): 0.27 KiB a key before, the creator a copy each.
+ */
 function listedDetail(key: ListedKey): ListedDetail {
+  const by = key.created_by;
   return {
-    id: key.id, name: key.name, created_at: key.created_at, last_used_at: key.last_used_at, last_used_from_addr: key.last_used_from_addr,
-    ...(key.project_id !== undefined ? { project_id: key.project_id } : {}),
-    ...(key.created_by !== undefined ? { created_by: { id: key.created_by.id, name: key.created_by.name } } : {}),
+    id: key.id, name: key.name, created_at: key.created_at, last_used_at: key.last_used_at, last_used_from_addr: intern(key.last_used_from_addr),
+    ...(key.project_id !== undefined ? { project_id: intern(key.project_id) } : {}),
+    ...(by !== undefined ? { created_by: internShared(`creator ${JSON.stringify([by.id, by.name])}`, () => ({ id: intern(by.id), name: intern(by.name) })) } : {}),
   };
 }
 import type { Reason } from './conditions.ts';
