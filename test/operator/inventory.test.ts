@@ -233,5 +233,15 @@ describe('an inventory of the organization\'s keys', () => {
     const own = await until('personal', (i) => ready(i)?.status === 'True', 'personal listed');
     expect(own.status?.live).toBeGreaterThanOrEqual(1);
     expect(own.status?.notManagedKeys?.every((k) => k.kind === 'Personal' && !k.managed)).toBe(true);
+
+    // Its spec changed to the organization: a first list again, not an event for each of its keys.
+    const current = await objects.getNamespacedCustomObject({ group, version, namespace: teamA, plural: 'apikeyinventories', name: 'personal' }) as Inventory & { spec: unknown };
+    await objects.replaceNamespacedCustomObject({ group, version, namespace: teamA, plural: 'apikeyinventories', name: 'personal', body: { ...current, spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } } } });
+    const orgKeys = await platformKeys();
+    const switched = await until('personal', (i) => i.status?.observedGeneration === 2 && ready(i)?.status === 'True' && i.status.live === orgKeys.length, 'the organization listed');
+    expect(switched.status?.notManagedKeys?.some((k) => k.kind === 'Organization')).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 2 * DRIFT_MS));
+    const notManagedEvents = (await core.listNamespacedEvent({ namespace: teamA, fieldSelector: 'involvedObject.kind=ApiKeyInventory,involvedObject.name=personal,reason=KeyNotManaged' })).items;
+    expect(notManagedEvents.map((e) => e.message)).toEqual([]);
   }, 90_000);
 });

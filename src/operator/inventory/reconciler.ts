@@ -52,6 +52,8 @@ function statusCode(error: unknown): number | undefined {
  * managed and not, its counts (the gauge), and the keys released since (`released`).
  */
 interface Known {
+  /** The metadata.generation it was made for. */
+  generation: number;
   listedAt: number;
   managed: Set<number>;
   notManaged: Set<number>;
@@ -134,14 +136,19 @@ export class InventoryReconciler implements Reconciler {
       // The cache remembers the failure for the interval; new credentials (a Secret change) are asked at once.
       return { type: 'Done', requeueAfterMs: this.#d.driftIntervalMs };
     }
-    const known = this.#known.get(inventory.metadata.uid);
+    // What the previous report knew counts only for the same spec: another organization, scope or
+    // credentials is a first list again (no event for each of its keys).
+    const generation = inventory.metadata.generation ?? 0;
+    const sameSpec = inventory.status?.observedGeneration === generation;
+    const remembered = this.#known.get(inventory.metadata.uid);
+    const known = remembered?.generation === generation ? remembered : undefined;
     const now = this.#now();
     const recorded = this.#d.managedKeyIds();
     const released = new Map<number, number>();
     for (const [id, since] of known?.released ?? []) if (listing.at <= since) released.set(id, since);
     for (const id of known?.managed ?? []) if (!recorded.has(id) && !released.has(id)) released.set(id, now);
     const isManaged = (id: number): boolean => recorded.has(id) || released.has(id);
-    const previousAt = known?.listedAt ?? (inventory.status?.listedAt !== undefined ? Date.parse(inventory.status.listedAt) : undefined);
+    const previousAt = known?.listedAt ?? (sameSpec && inventory.status?.listedAt !== undefined ? Date.parse(inventory.status.listedAt) : undefined);
     const fresh = previousAt === undefined || listing.at > previousAt + (known === undefined ? 999 : 0);
     const r = report({
       keys: listing.keys,
@@ -157,7 +164,7 @@ export class InventoryReconciler implements Reconciler {
     for (const key of listing.keys) (isManaged(key.id) ? managed : notManaged).add(key.id);
     // A released key the list no longer shows needs no more care.
     for (const id of released.keys()) if (!managed.has(id)) released.delete(id);
-    this.#known.set(inventory.metadata.uid, { listedAt: listing.at, managed, notManaged, released, counts });
+    this.#known.set(inventory.metadata.uid, { generation, listedAt: listing.at, managed, notManaged, released, counts });
     this.#uids.set(ref, inventory.metadata.uid);
     await this.#writeStatus(inventory, reportStatus(r, listing.at), listed(r.live, r.managed, r.notManaged, r.unused));
     if (fresh) await recordKeyEvents(this.#d.events, inventory, r.appeared, r.wentUnused);
