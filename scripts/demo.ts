@@ -11,8 +11,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { loadAllYaml } from '@kubernetes/client-node';
 import { startEmulator } from '../src/emulator/server.ts';
-import { CRD_FILES, renderCrdYaml } from '../src/operator/resources/crd.ts';
-import type { KindName } from '../src/operator/resources/schema.ts';
+import { CRD_FILES, renderCrdYaml, type CrdKind } from '../src/operator/resources/crd.ts';
 import { kubeconfigYaml, startControlPlane } from '../test/harness/controlplane.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -82,9 +81,9 @@ try {
   step('Installing the CRDs and the operator RBAC (deploy/base)');
   // crds/ with the gracePeriod floor lowered to 1s (the operator below runs with the same
   // --min-rotation-grace), so the tour's rotation ends in seconds; a cluster install keeps 1m.
-  const crds = (Object.keys(CRD_FILES) as KindName[]).map((kind) => renderCrdYaml(kind, { minRotationGrace: DEMO_MIN_GRACE })).join('\n');
+  const crds = (Object.keys(CRD_FILES) as CrdKind[]).map((kind) => renderCrdYaml(kind, { minRotationGrace: DEMO_MIN_GRACE })).join('\n');
   console.log((await kubectlIn(crds, 'apply', '--server-side', '-f', '-')).trim());
-  await kubectl('wait', '--for=condition=Established', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev');
+  await kubectl('wait', '--for=condition=Established', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev', 'crd/apikeyinventories.keys.neon.dev');
   // Only the identity and RBAC of deploy/base: this control plane has no nodes to run the Deployment.
   const base = loadAllYaml(await kubectl('kustomize', join(root, 'deploy/base'))) as { kind: string }[];
   const rbacKinds = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
@@ -159,12 +158,14 @@ try {
     }
   }
 
+  await tourInventory();
   await tourOperations();
   await tourSecretRepair();
   await tourRotation();
   await tourDelete();
 
   if (flags.once) await shutdown(0);
+  // (the inventory stays: `kubectl get naki -n neon-demo` follows the keys as they come and go)
   console.log(`\nTry it:  export KUBECONFIG=${kubeconfig}`);
   console.log(`         ${join(binDir, 'kubectl')} get neon -A`);
   console.log(`         ${join(binDir, 'kubectl')} describe projectapikeys -n ${demoNamespace}`);
@@ -355,4 +356,39 @@ async function tourRotation(): Promise<void> {
   console.log(`the consumer made ${calls.total} calls through the rotation, ${failed} failed (${[...calls.byStatus].map(([status, count]) => `${count} x ${status}`).join(', ')})`);
   if (failed > 0) throw new Error(`${failed} of the consumer's calls failed during the rotation`);
   console.log(await eventsOf('app-neon'));
+}
+
+/**
+ * An ApiKeyInventory of the organization (docs/inventory.md): the keys the examples made, and one
+ * made by hand, as a person would in the console, which no resource manages. Report only.
+ */
+async function tourInventory(): Promise<void> {
+  step('An inventory of the organization: the keys above, and one made by hand in the console');
+  const orgId = Object.keys(admin?.orgRoles ?? {})[0] ?? 'org-demo-00000001';
+  // A key made outside the operator: the administrator's own POST /organizations/{org_id}/api_keys.
+  const response = await fetch(`${emulator.baseUrl}/organizations/${orgId}/api_keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${admin?.personalKey ?? ''}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ key_name: 'made-by-hand' }),
+  });
+  const byHand = await response.json() as { id: number };
+  console.log(`POST /organizations/${orgId}/api_keys (key_name made-by-hand) -> ${response.status}, key id ${byHand.id}: no resource records it`);
+  await kubectlIn(JSON.stringify({
+    apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKeyInventory', metadata: { name: 'demo-org', namespace: demoNamespace },
+    spec: { organizationId: orgId, credentialsSecretRef: { name: 'neon-admin' }, unusedAfter: '720h' },
+  }), 'apply', '-f', '-');
+  type Inventory = { status?: { live?: number; notManagedKeys?: { id: number; name: string; kind: string; createdBy?: string; lastUsedAt?: string }[]; conditions?: { type: string; status: string }[] } };
+  const deadline = Date.now() + Number(flags.timeout) * 1000;
+  let inventory: Inventory = {};
+  while (Date.now() < deadline) {
+    inventory = JSON.parse(await kubectl('get', 'apikeyinventory', 'demo-org', '-n', demoNamespace, '-o', 'json')) as Inventory;
+    if ((inventory.status?.notManagedKeys ?? []).some((k) => k.id === byHand.id)) break;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  if (!(inventory.status?.notManagedKeys ?? []).some((k) => k.id === byHand.id)) throw new Error('the inventory did not list the key made by hand');
+  console.log(await kubectl('get', 'naki', '-n', demoNamespace, '-o', 'wide'));
+  for (const key of inventory.status?.notManagedKeys ?? []) {
+    console.log(`not managed: key ${key.id} "${key.name}" (${key.kind}, created by ${key.createdBy ?? '?'}, ${key.lastUsedAt !== undefined ? `last used ${key.lastUsedAt}` : 'never used'})`);
+  }
+  console.log('The operator only reports it; to revoke it, a person decides (docs/inventory.md, "Report only").');
 }

@@ -16,6 +16,7 @@ import { Registry } from 'prom-client';
 import { isMap, isScalar, isSeq, parseDocument, type Node, type Pair } from 'yaml';
 import { FLAGS } from '../src/operator/flags.ts';
 import { createMetrics } from '../src/operator/keys/metrics.ts';
+import { registerInventoryGauge } from '../src/operator/inventory/metrics.ts';
 import { ANNOTATIONS, CONDITION_TYPES, EVENTS, FINALIZERS, LABELS, REASONS } from '../src/operator/keys/catalog.ts';
 import { PLATFORM_FAILURE_REASONS } from '../src/operator/keys/platform-reasons.ts';
 import { customResourceDefinition } from '../src/operator/resources/crd.ts';
@@ -113,6 +114,8 @@ export function helmValuesTable(): string {
 export function metricsTable(): string {
   const registry = new Registry();
   createMetrics(registry, { defaultMetrics: false });
+  // The inventory's gauge as --inventory-organization-label shows it (without it, no organization label).
+  registerInventoryGauge(registry, () => [], true);
   const metrics = registry.getMetricsAsArray() as unknown as { name: string; help: string; type: string; labelNames?: readonly string[] }[];
   return table(['metric', 'type', 'labels', 'meaning'], metrics.map((m) => [
     code(m.name), m.type, (m.labelNames ?? []).map(code).join(', '), m.help,

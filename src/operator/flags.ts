@@ -64,6 +64,10 @@ export const FLAGS = [
     name: 'allow-insecure-platform-url', env: 'ALLOW_INSECURE_PLATFORM_URL', default: 'off',
     help: 'Allow a plain http --platform-url to a host that is not loopback (API keys then travel in clear text; e.g. an in-cluster emulator). The environment variable: `true`.',
   },
+  {
+    name: 'inventory-organization-label', env: 'INVENTORY_ORGANIZATION_LABEL', default: 'off',
+    help: 'Label the inventory gauge (neon_key_operator_inventory_keys) with the organization id: one series per organization and state. The environment variable: `true`.',
+  },
   { name: 'leader-elect', default: 'off', help: 'Reconcile only while holding a Lease in $POD_NAMESPACE; identity $POD_NAME.' },
   {
     name: 'leader-election-id', value: '<name>', default: DEFAULT_LEADER_ELECTION_ID,
@@ -96,6 +100,7 @@ export interface OperatorFlags {
   watchBackoffMaxMs?: number;
   signingKeySecret: string;
   allowInsecurePlatformUrl: boolean;
+  inventoryOrganizationLabel: boolean;
   leaderElect: boolean;
   leaderElectionId: string;
   leaseDurationMs: number;
@@ -169,6 +174,7 @@ export function readFlags(argv: readonly string[], env: Readonly<Record<string, 
     ...(watchBackoffMaxMs !== undefined ? { watchBackoffMaxMs: Math.max(1_000, watchBackoffMaxMs) } : {}),
     signingKeySecret: text('signing-key-secret') ?? DEFAULT_SIGNING_KEY_SECRET,
     allowInsecurePlatformUrl: values['allow-insecure-platform-url'] === true || env.ALLOW_INSECURE_PLATFORM_URL === 'true',
+    inventoryOrganizationLabel: values['inventory-organization-label'] === true || env.INVENTORY_ORGANIZATION_LABEL === 'true',
     leaderElect: values['leader-elect'] === true,
     leaderElectionId: text('leader-election-id') ?? DEFAULT_LEADER_ELECTION_ID,
     leaseDurationMs: duration('leader-elect-lease-duration', '15s') as number,

@@ -67,6 +67,7 @@ const start = async (leadership: Leadership): Promise<RunningOperator> => await 
   allowInsecurePlatformUrl: f.allowInsecurePlatformUrl,
   logger,
   metrics,
+  inventoryOrganizationLabel: f.inventoryOrganizationLabel,
 });
 
 const manager = new Manager({

@@ -10,7 +10,7 @@ import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/create-admission.ts';
 import { keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
-import { cachedConditionsOf } from './keys/cache-projection.ts';
+import { cachedConditionsOf, recordedKeyIds } from './keys/cache-projection.ts';
 import { DriftCache } from './keys/drift.ts';
 import { EventRecorder } from './keys/events.ts';
 import { ApiServerWrites } from './keys/kube-writes.ts';
@@ -24,6 +24,11 @@ import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/signi
 import type { ManagedKeysCount, OperatorMetrics } from './keys/metrics.ts';
 import type { ReconcileRecord } from './keys/reconcile-context.ts';
 import type { KindName } from './resources/schema.ts';
+import { INVENTORY_KIND } from './resources/inventory.ts';
+import { InventoryEventRecorder } from './inventory/events.ts';
+import { registerInventoryGauge } from './inventory/metrics.ts';
+import { InventoryReconciler } from './inventory/reconciler.ts';
+import { inventoryWatches } from './inventory/watches.ts';
 
 /**
  * Makes a platform client acting with one API key (src/platform's PlatformClient in production).
@@ -85,6 +90,8 @@ export interface OperatorOptions {
    * runtime's manager passes the leader election's; default: write until stop().
    */
   leadership?: Leadership;
+  /** The organization id as a label of the inventory gauge (`--inventory-organization-label`); default off (docs/inventory.md, Metrics). */
+  inventoryOrganizationLabel?: boolean;
 }
 
 export interface RunningOperator {
@@ -215,10 +222,22 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     admission: new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => controller.enqueue(key) }),
     cachedKey: (kind, namespace, name) => controller.cachedObject(kind, namespace, name),
   });
+  // The inventories (docs/inventory.md): their lists through the drift cache, managed ids from the
+  // key resources' caches (the ids their status records; no LIST), their own events; report only.
+  const inventory = new InventoryReconciler({
+    objects,
+    core,
+    drift,
+    platformFor,
+    managedKeyIds: () => recordedKeyIds(['ApiKey', 'ProjectApiKey'].flatMap((kind) => controller.cached(kind)), new Set()),
+    events: new InventoryEventRecorder(core, 'neon-key-operator', logger),
+    driftIntervalMs,
+    ownWrites,
+  });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,
-    reconciler,
-    watches: (namespace) => keyWatches(objects, namespace),
+    reconciler: { reconcile: (request, log, worker) => (request.kind === INVENTORY_KIND ? inventory.reconcile(request, log) : reconciler.reconcile(request, log, worker)) },
+    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace)],
     logger,
     workers: options.workers ?? 16,
     ownWrites,
@@ -239,6 +258,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const running = controller;
   await running.start();
   const metrics = options.metrics;
+  const unregisterInventoryGauge = metrics !== undefined ? registerInventoryGauge(metrics.registry, () => inventory.counts(), options.inventoryOrganizationLabel === true) : undefined;
   metrics?.countStaleCachesWith(() => {
     const counts = new Map<string, number>();
     for (const c of running.staleCaches()) counts.set(c.kind, (counts.get(c.kind) ?? 0) + 1);
@@ -290,6 +310,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     stop: () => {
       metrics?.countManagedKeysWith(undefined);
       metrics?.countStaleCachesWith(undefined);
+      unregisterInventoryGauge?.();
       clearInterval(sweeper);
       clearInterval(evictIdleClients);
       leadership.signal.removeEventListener('abort', ended);

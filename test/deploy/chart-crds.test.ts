@@ -42,6 +42,8 @@ function chartCopy(name: string, group: string, options: { withoutUsage?: boolea
     writeFileSync(path, doc.toString());
   }
   if (options.layout === 'crds-folder') {
+    // The charts with a crds/ folder came before ApiKeyInventory: its CRD is new at the upgrade.
+    rmSync(join(crdFiles(copy), 'keys.neon.dev_apikeyinventories.yaml'));
     cpSync(crdFiles(copy), join(copy, 'crds'), { recursive: true });
     rmSync(join(copy, 'files'), { recursive: true });
     rmSync(join(copy, 'templates', 'crds.yaml'));
@@ -143,6 +145,8 @@ describe('the chart upgrades its CRDs and keeps them on uninstall', () => {
     await t.kubectl(['annotate', ...crds, `meta.helm.sh/release-name=${release}`, `meta.helm.sh/release-namespace=${ns}`]);
     await install('upgrade', release, ns, current);
     expect(await t.kubectl(['get', `crd/apikeys.${group}`, '-o', 'jsonpath={.metadata.annotations.helm\\.sh/resource-policy}'])).toBe('keep');
+    // The upgrade brings the inventory's CRD, new in this chart.
+    expect((await t.kubectl(['get', 'crd', `apikeyinventories.${group}`, '-o', 'name'])).trim()).toBe(`customresourcedefinition.apiextensions.k8s.io/apikeyinventories.${group}`);
     await t.kubectl(['apply', '-n', ns, '-f', '-'], apiKey(group, 'old', true));
     expect((await spec(group, ns, 'old')).usage).toEqual({ unusedAfter: '720h' });
 

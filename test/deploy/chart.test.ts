@@ -57,11 +57,11 @@ const operatorObjects = (objects: K8sObject[]): K8sObject[] => objects.filter((o
 /** What the two tenant roles grant, and to which built-in roles they are aggregated. */
 const TENANT_ROLES = {
   view: {
-    grants: ['keys.neon.dev|apikeys|get', 'keys.neon.dev|apikeys|list', 'keys.neon.dev|apikeys|watch', 'keys.neon.dev|projectapikeys|get', 'keys.neon.dev|projectapikeys|list', 'keys.neon.dev|projectapikeys|watch'],
+    grants: ['get', 'list', 'watch'].flatMap((verb) => ['apikeys', 'projectapikeys', 'apikeyinventories'].map((r) => `keys.neon.dev|${r}|${verb}`)).sort(),
     aggregateTo: ['admin', 'edit', 'view'],
   },
   edit: {
-    grants: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'].flatMap((verb) => [`keys.neon.dev|apikeys|${verb}`, `keys.neon.dev|projectapikeys|${verb}`]).sort(),
+    grants: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'].flatMap((verb) => [`keys.neon.dev|apikeys|${verb}`, `keys.neon.dev|projectapikeys|${verb}`, `keys.neon.dev|apikeyinventories|${verb}`]).sort(),
     aggregateTo: ['admin', 'edit'],
   },
 };
@@ -187,7 +187,7 @@ describe('the Helm chart', () => {
       'ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount',
     ]);
     expect(objects.filter(tenantRole).map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['ClusterRole/neon-key-operator-edit', 'ClusterRole/neon-key-operator-view']);
-    expect(byKind(objects, 'CustomResourceDefinition').map((o) => o.metadata.name).sort()).toEqual(['apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev']);
+    expect(byKind(objects, 'CustomResourceDefinition').map((o) => o.metadata.name).sort()).toEqual(['apikeyinventories.keys.neon.dev', 'apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev']);
     for (const o of objects) {
       expect(o.metadata.labels).toMatchObject({
         'app.kubernetes.io/name': 'neon-key-operator',
@@ -388,7 +388,7 @@ describe('the Helm chart', () => {
 
   it('ships files/crds/ byte for byte equal to the generated top-level crds/, and no crds/ (which helm would never upgrade)', () => {
     const top = readdirSync(join(root, 'crds')).filter((f) => f.endsWith('.yaml')).sort();
-    expect(top).toEqual(['keys.neon.dev_apikeys.yaml', 'keys.neon.dev_projectapikeys.yaml']);
+    expect(top).toEqual(['keys.neon.dev_apikeyinventories.yaml', 'keys.neon.dev_apikeys.yaml', 'keys.neon.dev_projectapikeys.yaml']);
     expect(readdirSync(join(chartDir, 'files', 'crds')).sort()).toEqual(top);
     for (const file of top) {
       expect(readFileSync(join(chartDir, 'files', 'crds', file), 'utf8')).toBe(readFileSync(join(root, 'crds', file), 'utf8'));
@@ -410,7 +410,7 @@ describe('the Helm chart', () => {
       expect(crd.metadata.labels).toMatchObject({ 'app.kubernetes.io/name': 'neon-key-operator', 'app.kubernetes.io/component': 'crds', 'helm.sh/chart': `neon-key-operator-${chartVersion}` });
     }
     const notKept = crds(await t.template('neon-key-operator', 'ops', ['crds.keep=false']));
-    expect(notKept).toHaveLength(2);
+    expect(notKept).toHaveLength(3);
     for (const crd of notKept) expect(crd.metadata.annotations?.['helm.sh/resource-policy']).toBeUndefined();
     expect(crds(await t.template('neon-key-operator', 'ops', ['crds.enabled=false']))).toEqual([]);
   });

@@ -15,6 +15,11 @@ export const reconcileGrants: readonly string[] = [
   // keys/kube-writes.ts patchNamespacedCustomObjectStatus (merge patch; a JSON patch of the operations
   // mirror at rest: keys/operations-patch.ts); the status is never read apart.
   ...grants('keys.neon.dev', ['apikeys/status', 'projectapikeys/status'], ['patch']),
+  // Inventories (inventory/): list + watch their informer (inventory/watches.ts), get
+  // inventory/reconciler.ts getNamespacedCustomObject, patch inventory/reconciler.ts
+  // patchNamespacedCustomObjectStatus. No finalizer, never updated, created or deleted.
+  ...grants('keys.neon.dev', ['apikeyinventories'], ['get', 'list', 'watch']),
+  ...grants('keys.neon.dev', ['apikeyinventories/status'], ['patch']),
   // The Secrets' owner references set blockOwnerDeletion (keys/secret-writer.ts), which the apiserver
   // allows only to whoever may update the owner's finalizers.
   ...grants('keys.neon.dev', ['apikeys/finalizers', 'projectapikeys/finalizers'], ['update']),

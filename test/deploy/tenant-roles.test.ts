@@ -100,6 +100,11 @@ describe('tenant roles aggregated to the built-in view and edit ClusterRoles', (
   it('edit: refused the status subresource (the key record) and every other namespace', async () => {
     const statusPatch = (): Promise<unknown> => editor.objects.patchNamespacedCustomObjectStatus({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer', body: { status: { keyId: 1 } } });
     expect(await refusal(statusPatch)).toBe(403);
+    // An inventory: declared by the team, its report written by the operator only (docs/security.md, Inventories).
+    const inventory = { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name: 'audit' }, spec: { organizationId: 'org-demo-00000001', credentialsSecretRef: { name: 'neon-admin' } } };
+    expect(await refusal(() => editor.objects.createNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeyinventories', body: inventory }))).toBeUndefined();
+    expect(await refusal(() => editor.objects.patchNamespacedCustomObjectStatus({ group, version, namespace: team, plural: 'apikeyinventories', name: 'audit', body: { status: { managed: 0 } } }))).toBe(403);
+    expect(await refusal(() => editor.objects.createNamespacedCustomObject({ group, version, namespace: other, plural: 'apikeyinventories', body: inventory }))).toBe(403);
     expect(await refusal(() => editor.objects.createNamespacedCustomObject({ group, version, namespace: other, plural: 'apikeys', body: apiKey('elsewhere') }))).toBe(403);
     expect(await refusal(() => editor.objects.listNamespacedCustomObject({ group, version, namespace: other, plural: 'apikeys' }))).toBe(403);
     expect(await refusal(() => editor.objects.listClusterCustomObject({ group, version, plural: 'apikeys' }))).toBe(403);
@@ -110,6 +115,8 @@ describe('tenant roles aggregated to the built-in view and edit ClusterRoles', (
     const list = await viewer.objects.listNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys' }) as { items: Resource[] };
     expect(list.items.map((r) => r.metadata.name)).toEqual(['ci-deployer']);
     expect(await refusal(() => viewer.objects.listNamespacedCustomObject({ group, version, namespace: team, plural: 'projectapikeys' }))).toBeUndefined();
+    expect(await refusal(() => viewer.objects.listNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeyinventories' }))).toBeUndefined();
+    expect(await refusal(() => viewer.objects.deleteNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeyinventories', name: 'audit' }))).toBe(403);
     expect(await refusal(() => viewer.core.readNamespacedSecret({ namespace: team, name: 'ci-deployer' }))).toBe(403);
     expect(await refusal(() => viewer.core.listNamespacedSecret({ namespace: team }))).toBe(403);
     expect(await refusal(() => viewer.objects.createNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', body: apiKey('not-mine') }))).toBe(403);

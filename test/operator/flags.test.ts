@@ -13,7 +13,7 @@ describe('the operator flags', () => {
   it('have the documented defaults', () => {
     expect(read([])).toEqual({
       platformUrl: 'https://console.neon.tech/api/v2', workers: 16, driftIntervalMs: 300_000, pendingGraceMs: 120_000, minRotationGraceMs: 60_000,
-      signingKeySecret: 'neon-key-operator-signing-key', allowInsecurePlatformUrl: false, leaderElect: false, leaderElectionId: 'neon-key-operator',
+      signingKeySecret: 'neon-key-operator-signing-key', allowInsecurePlatformUrl: false, inventoryOrganizationLabel: false, leaderElect: false, leaderElectionId: 'neon-key-operator',
       leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000,
       metrics: { host: '0.0.0.0', port: 8080 }, health: { host: '0.0.0.0', port: 8081 },
     });

@@ -40,7 +40,7 @@ export async function installOperatorManifests(cp: ControlPlane): Promise<void> 
   }
   await kubectl(cp, ['apply', '--server-side', '--force-conflicts', '--field-manager=operator-tests', '-k', join(root, 'deploy/base')]);
   const crds = cp.kubeConfig.makeApiClient(ApiextensionsV1Api);
-  for (const name of ['apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev']) {
+  for (const name of ['apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev', 'apikeyinventories.keys.neon.dev']) {
     await eventually(async () => {
       const crd = await crds.readCustomResourceDefinition({ name });
       return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true ? true : undefined;

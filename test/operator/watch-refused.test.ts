@@ -93,7 +93,7 @@ describe('a namespace whose watch is refused', () => {
       return false;
     }
   };
-  const informerPaths = (ns: string): string[] => [`/apis/${group}/${version}/namespaces/${ns}/apikeys`, `/apis/${group}/${version}/namespaces/${ns}/projectapikeys`, `/api/v1/namespaces/${ns}/secrets`];
+  const informerPaths = (ns: string): string[] => [`/apis/${group}/${version}/namespaces/${ns}/apikeys`, `/apis/${group}/${version}/namespaces/${ns}/projectapikeys`, `/apis/${group}/${version}/namespaces/${ns}/apikeyinventories`, `/api/v1/namespaces/${ns}/secrets`];
 
   beforeAll(async () => {
     cp = await controlPlane();
@@ -206,7 +206,7 @@ describe('a namespace whose watch is refused', () => {
     // Each informer of team B: the pauses between its attempts double up to the cap, and at the cap
     // it sends at most one request per cap (a LIST, or a WATCH from its last version).
     const report: string[] = [];
-    const kinds: Record<string, string> = { apikeys: 'ApiKey', projectapikeys: 'ProjectApiKey', secrets: 'Secret' };
+    const kinds: Record<string, string> = { apikeys: 'ApiKey', projectapikeys: 'ProjectApiKey', apikeyinventories: 'ApiKeyInventory', secrets: 'Secret' };
     for (const path of informerPaths(teamB)) {
       // From this informer's first refusal (the attempt refused is logged within milliseconds; the
       // one before it opened a watch that lasted at least a server-side timeout).

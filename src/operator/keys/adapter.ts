@@ -46,6 +46,17 @@ export function adapterFor(resource: KeyResource, spec: ApiKeySpec | ProjectApiK
   return adapter;
 }
 
+/**
+ * The list that shows the keys of an organization (organization and project-scoped keys), or the
+ * personal keys of the credentials' user: what drift takes (drift.ts) and an inventory reads
+ * (src/operator/inventory). One listScope per list, so both share it.
+ */
+export function listFor(organizationId: string | undefined): Pick<KeyAdapter, 'listScope' | 'list'> {
+  return organizationId === undefined
+    ? { listScope: 'personal', list: (p) => p.listPersonalKeys() }
+    : { listScope: `org:${organizationId}`, list: (p) => p.listOrganizationKeys(organizationId) };
+}
+
 function newAdapter(resource: KeyResource, spec: ApiKeySpec | ProjectApiKeySpec): KeyAdapter {
   if (resource.kind === 'ProjectApiKey') {
     const { organizationId, projectId } = spec as ProjectApiKeySpec;

@@ -21,10 +21,31 @@ interface CachedKeyResource extends KubernetesObject {
   spec: { projectId?: string; organizationId?: string; credentialsSecretRef?: { name: string } };
   /** reason: one of the operator's reasons or `Other`, never what the resource says verbatim. */
   status: { conditions: { type: string; status: string; reason: string }[] };
+  /**
+   * The platform ids of the keys its status records (status.keyId; status.retiringKeys, rare): an
+   * inventory marks a listed key managed by them (src/operator/inventory, recordedKeyIds()). Status
+   * is written by the operator only (the status subresource), so a tenant cannot claim a key. A
+   * number in the object (a small integer takes no allocation of its own), not an index: an index
+   * entry per resource was about 0.2 KiB at rest, for a lookup an inventory makes once per interval.
+   */
+  keyId?: number;
+  retiringKeyIds?: readonly number[];
+}
+
+function safeId(value: unknown): number | undefined {
+  return Number.isSafeInteger(value) && (value as number) >= 0 ? value as number : undefined;
+}
+
+/** The retiring key ids a key resource's status records (status.retiringKeys is at most 4 long). */
+function retiringKeyIds(status: { retiringKeys?: unknown } | undefined): number[] {
+  if (!Array.isArray(status?.retiringKeys)) return [];
+  return (status.retiringKeys as { keyId?: unknown }[]).slice(0, 8).map((r) => safeId(r?.keyId)).filter((id) => id !== undefined);
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown } }; status?: { conditions?: unknown } };
+  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown } };
+  const keyId = safeId(status?.keyId);
+  const retiring = retiringKeyIds(status);
   const credentials = spec?.credentialsSecretRef?.name;
   const projectId = typeof spec?.projectId === 'string' ? spec.projectId : undefined;
   const organizationId = typeof spec?.organizationId === 'string' ? spec.organizationId : undefined;
@@ -42,7 +63,19 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
       ...(credentialsName !== undefined ? { credentialsSecretRef: { name: intern(credentialsName) } } : {}),
     })),
     status: internShared(`status ${JSON.stringify(conditions)}`, () => ({ conditions: conditions.map(([type, status, reason]) => ({ type: intern(type), status: intern(status), reason: intern(reason) })) })),
+    ...(keyId !== undefined ? { keyId } : {}),
+    ...(retiring.length > 0 ? { retiringKeyIds: retiring } : {}),
   };
+}
+
+/** Adds the key ids cached key resources record (their key and retiring keys) to `into`: what an inventory counts as managed. */
+export function recordedKeyIds(cached: Iterable<KubernetesObject>, into: Set<number>): Set<number> {
+  for (const obj of cached) {
+    const { keyId, retiringKeyIds } = obj as Partial<CachedKeyResource>;
+    if (keyId !== undefined) into.add(keyId);
+    for (const id of retiringKeyIds ?? []) into.add(id);
+  }
+  return into;
 }
 
 /** What the at-rest operations patch reads of a cached key resource (operations-patch.ts). */

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import { listMetadata, makeMetadataInformer, makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
-import { credentialsSecretOf, newKeyOrganization, trimKeyResource, trimSecret } from '../../../src/operator/keys/cache-projection.ts';
+import { credentialsSecretOf, newKeyOrganization, recordedKeyIds, trimKeyResource, trimSecret } from '../../../src/operator/keys/cache-projection.ts';
 import { controlPlane } from '../../harness/index.ts';
 
 describe('trimKeyResource and trimSecret', () => {
@@ -30,7 +30,13 @@ describe('trimKeyResource and trimSecret', () => {
       metadata: { name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0) },
       spec: { projectId: 'p', organizationId: 'o', credentialsSecretRef: { name: 'c' } },
       status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Ready' }] },
+      // The id its status records (an inventory's managed keys: recordedKeyIds()).
+      keyId: 3,
     });
+    // Retiring keys too; ids that are not safe integers are not kept (a status restored from anywhere).
+    const retiring = trimKeyResource({ ...obj, status: { keyId: 3, retiringKeys: [{ keyId: 2 }, { keyId: 'x' }, { keyId: 2 ** 60 }, { keyId: -1 }] } } as never);
+    expect([retiring.keyId, retiring.retiringKeyIds]).toEqual([3, [2]]);
+    expect(recordedKeyIds([retiring, trimKeyResource({ ...obj, status: { keyId: 7 } } as never), trimKeyResource({ ...obj, status: { keyId: '9' } } as never)], new Set())).toEqual(new Set([3, 2, 7]));
     expect(trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n' }, spec: { scope: 'Personal' } } as never))
       .toEqual({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined }, spec: {}, status: { conditions: [] } });
   });

@@ -3,11 +3,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CRD_FILES, customResourceDefinition, renderCrdYaml } from '../../../src/operator/resources/crd.ts';
+import { CRD_FILES, customResourceDefinition, renderCrdYaml, type CrdKind } from '../../../src/operator/resources/crd.ts';
+import { ApiKeyInventorySpec } from '../../../src/operator/resources/inventory.ts';
 import { parseSpec, type KindName } from '../../../src/operator/resources/schema.ts';
 
 const crdsDir = fileURLToPath(new URL('../../../crds/', import.meta.url));
-const kinds = Object.keys(CRD_FILES) as KindName[];
+const kinds = Object.keys(CRD_FILES) as CrdKind[];
+const keyKinds = kinds.filter((k): k is KindName => k !== 'ApiKeyInventory');
 
 function walk(node: unknown, visit: (node: Record<string, unknown>, path: string) => void, path = ''): void {
   if (node === null || typeof node !== 'object') return;
@@ -32,7 +34,7 @@ describe('the generated CRDs', () => {
     });
   });
 
-  it.each(kinds)('%s admits a gracePeriod of at least 1m only, unless rendered for a test cluster with a lower floor', (kind) => {
+  it.each(keyKinds)('%s admits a gracePeriod of at least 1m only, unless rendered for a test cluster with a lower floor', (kind) => {
     const rules = (options?: { minRotationGrace: string }): string[] => {
       const spec = customResourceDefinition(kind, options).spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
       return spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.rotation['x-kubernetes-validations'].map((v: { rule: string; message: string }) => `${v.rule} => ${v.message}`);
@@ -53,7 +55,28 @@ describe('the generated CRDs', () => {
     expect(status.properties.conditions['x-kubernetes-list-type']).toBe('map');
   });
 
-  it.each(kinds)('%s names, printer columns, status subresource and category', (kind) => {
+  it('ApiKeyInventory: short name naki, category neon, status subresource, the columns Live, Managed, Not Managed, Unused, Age; tenants cannot set status', () => {
+    const spec = customResourceDefinition('ApiKeyInventory').spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(spec.names).toEqual(expect.objectContaining({ kind: 'ApiKeyInventory', plural: 'apikeyinventories', shortNames: ['naki'], categories: ['neon'] }));
+    expect(spec.versions[0].subresources).toEqual({ status: {} });
+    const columns = spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => c.priority === undefined).map((c: { name: string }) => c.name);
+    expect(columns).toEqual(['Ready', 'Live', 'Managed', 'Not Managed', 'Unused', 'Age']);
+    const status = spec.versions[0].schema.openAPIV3Schema.properties.status.properties;
+    expect(status.notManagedKeys.maxItems).toBe(50);
+    expect(status.unusedKeys.maxItems).toBe(50);
+    expect(Object.keys(status.notManagedKeys.items.properties)).toEqual(['id', 'name', 'kind', 'projectId', 'createdAt', 'createdBy', 'lastUsedAt', 'lastUsedFromAddr', 'managed']);
+  });
+
+  it('ApiKeyInventory spec: defaults (scope Organization, unusedAfter 2160h, key apiKey) and the organization rule', () => {
+    expect(ApiKeyInventorySpec.parse({ organizationId: 'org-a-1', credentialsSecretRef: { name: 'c' } }))
+      .toEqual({ scope: 'Organization', organizationId: 'org-a-1', credentialsSecretRef: { name: 'c', key: 'apiKey' }, unusedAfter: '2160h' });
+    expect(ApiKeyInventorySpec.safeParse({ organizationId: '../x', credentialsSecretRef: { name: 'c' } }).success).toBe(false);
+    expect(ApiKeyInventorySpec.safeParse({ organizationId: 'org-a-1', credentialsSecretRef: { name: 'c' }, unusedAfter: '90 days' }).success).toBe(false);
+    const rules = (customResourceDefinition('ApiKeyInventory').spec as Record<string, any>).versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'].map((v: { message: string }) => v.message); // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(rules).toEqual(['organizationId is required when scope is Organization', 'organizationId is not allowed when scope is Personal']);
+  });
+
+  it.each(keyKinds)('%s names, printer columns, status subresource and category', (kind) => {
     const spec = customResourceDefinition(kind).spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(spec.names.categories).toEqual(['neon']);
     expect(spec.names.shortNames).toEqual([kind === 'ApiKey' ? 'nak' : 'npak']);

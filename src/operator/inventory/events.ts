@@ -1,0 +1,75 @@
+// The inventory's events (docs/inventory.md, Events): a key not managed appeared, a managed key went
+// unused. At most MAX_KEY_EVENTS of each per list, then one that counts the rest, so a first list of
+// thousands of keys by hand is not thousands of events. A message names the key (id, name, kind,
+// creator, last use): what the credentials could list anyway. Never which resource, in which
+// namespace, records a managed key, and never a secret.
+import { randomBytes } from 'node:crypto';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { API_VERSION } from '../resources/schema.ts';
+import { INVENTORY_KIND, type ApiKeyInventory, type InventoryKey } from '../resources/inventory.ts';
+
+export const MAX_KEY_EVENTS = 10;
+
+export type InventoryEventReason = 'KeyNotManaged' | 'KeyUnused';
+
+export interface InventoryEvents {
+  record(inventory: Pick<ApiKeyInventory, 'metadata'>, reason: InventoryEventReason, message: string): Promise<void>;
+}
+
+function describe(key: InventoryKey): string {
+  const kind = key.kind === 'Project' ? `project-scoped key of project ${key.projectId ?? '?'}` : `${key.kind.toLowerCase()} key`;
+  const by = key.createdBy !== undefined ? ` by ${key.createdBy}` : '';
+  const used = key.lastUsedAt !== undefined ? `last used ${key.lastUsedAt}${key.lastUsedFromAddr !== undefined ? ` from ${key.lastUsedFromAddr}` : ''}` : 'never used';
+  return `key ${key.id} "${key.name}" (${kind}, created ${key.createdAt}${by}, ${used})`;
+}
+
+/** The events of one list: each key in turn, at most MAX_KEY_EVENTS per reason, then a count of the rest. */
+export async function recordKeyEvents(events: InventoryEvents, inventory: Pick<ApiKeyInventory, 'metadata'>, appeared: readonly InventoryKey[], wentUnused: readonly InventoryKey[]): Promise<void> {
+  const each = async (keys: readonly InventoryKey[], reason: InventoryEventReason, what: (key: InventoryKey) => string, rest: (n: number) => string): Promise<void> => {
+    for (const key of keys.slice(0, MAX_KEY_EVENTS)) await events.record(inventory, reason, what(key));
+    if (keys.length > MAX_KEY_EVENTS) await events.record(inventory, reason, rest(keys.length - MAX_KEY_EVENTS));
+  };
+  await each(appeared, 'KeyNotManaged', (k) => `${describe(k)} is live and not managed by any ApiKey or ProjectApiKey of this cluster`,
+    (n) => `and ${n} more keys not managed appeared; status.notManagedKeys lists the newest`);
+  await each(wentUnused, 'KeyUnused', (k) => `managed ${describe(k)} has not been used within spec.unusedAfter`,
+    (n) => `and ${n} more managed keys went unused; status.unusedKeys lists the newest`);
+}
+
+/** Events as core/v1 Events on the inventory (created only, as the key domain's: keys/events.ts). */
+export class InventoryEventRecorder implements InventoryEvents {
+  readonly #core: CoreV1Api;
+  readonly #component: string;
+  readonly #logger: Logger;
+
+  constructor(core: CoreV1Api, component: string, logger: Logger) {
+    this.#core = core;
+    this.#component = component;
+    this.#logger = logger;
+  }
+
+  async record(inventory: Pick<ApiKeyInventory, 'metadata'>, reason: InventoryEventReason, message: string): Promise<void> {
+    const { namespace, name, uid, resourceVersion } = inventory.metadata;
+    const now = new Date();
+    try {
+      await this.#core.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { name: `${name}.${now.getTime().toString(16)}${randomBytes(3).toString('hex')}`, namespace },
+          involvedObject: { apiVersion: API_VERSION, kind: INVENTORY_KIND, name, namespace, uid, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
+          type: reason === 'KeyUnused' ? 'Normal' : 'Warning',
+          reason,
+          message: message.slice(0, 1024),
+          source: { component: this.#component },
+          reportingComponent: this.#component,
+          reportingInstance: this.#component,
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      });
+    } catch (error) {
+      this.#logger.warn({ err: error instanceof Error ? error.message : String(error), reason }, 'could not record event');
+    }
+  }
+}

@@ -1,0 +1,84 @@
+// The inventory reads the drift cache's list (DriftCache.listing): the same request as the drift
+// checks of that credentials and scope, its whole listing kept only once an inventory asks. The
+// platform's list is scripted and its calls counted; the whole operator against the apiserver and
+// the emulator is test/operator/inventory.test.ts.
+import { describe, expect, it } from '@jest/globals';
+import { DriftCache } from '../../../src/operator/keys/drift.ts';
+import { adapterFor, listFor, type KeyPlatform, type ListedKey } from '../../../src/operator/keys/adapter.ts';
+import type { KeyResource } from '../../../src/operator/resources/schema.ts';
+
+const listed = (id: number): ListedKey => ({
+  id, name: `key-${id}`, created_at: '2026-11-23T10:00:00Z', created_by: { id: 'u-1', name: 'alice', image: 'https://example.com/a.png' }, last_used_at: null, last_used_from_addr: '',
+}) as ListedKey;
+
+function counting() {
+  let keys = [listed(1), listed(2)];
+  let calls = 0;
+  const platform = { listOrganizationKeys: async () => { calls++; return keys; }, listPersonalKeys: async () => { calls++; return keys; } } as unknown as KeyPlatform;
+  return { platform, calls: () => calls, setKeys: (ids: number[]) => { keys = ids.map(listed); } };
+}
+
+describe('DriftCache.listing: an inventory on the drift list', () => {
+  it('lists with the key adapters\' scopes (one list per scope, whoever asks)', () => {
+    const org = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Organization', organizationId: 'org-a-1' } as never);
+    const project = adapterFor({ kind: 'ProjectApiKey' } as KeyResource, { organizationId: 'org-a-1', projectId: 'p-1' } as never);
+    const personal = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Personal' } as never);
+    expect([org.listScope, project.listScope]).toEqual([listFor('org-a-1').listScope, listFor('org-a-1').listScope]);
+    expect(personal.listScope).toBe(listFor(undefined).listScope);
+  });
+
+  it('shares the checks\' request: an inventory asking from the start costs no list of its own, per interval', async () => {
+    let now = 1_000_000;
+    const cache = new DriftCache(60_000, () => now);
+    const p = counting();
+    const first = await cache.listing('cred-a', listFor('org-a-1'), p.platform);
+    expect(p.calls()).toBe(1);
+    expect(first.keys.map((k) => k.id)).toEqual([1, 2]);
+    // The whole listing, without the creator's image.
+    expect(first.keys[0]).toEqual({ id: 1, name: 'key-1', created_at: '2026-11-23T10:00:00Z', created_by: { id: 'u-1', name: 'alice' }, last_used_at: null, last_used_from_addr: '' });
+    // A drift check of a key of that organization, on the same credentials, reads the same snapshot.
+    const adapter = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Organization', organizationId: 'org-a-1' } as never);
+    expect((await cache.keyState('cred-a', adapter, p.platform, 2, undefined)).state).toBe('Live');
+    expect(p.calls()).toBe(1);
+    // An interval on, the sweep takes the list again (once), and both read it.
+    p.setKeys([2, 3]);
+    now += 60_000;
+    cache.refreshDue();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(p.calls()).toBe(2);
+    expect((await cache.listing('cred-a', listFor('org-a-1'), p.platform)).keys.map((k) => k.id)).toEqual([2, 3]);
+    expect((await cache.keyState('cred-a', adapter, p.platform, 3, undefined)).state).toBe('Live');
+    expect(p.calls()).toBe(2);
+    // Other credentials are another list.
+    await cache.listing('cred-b', listFor('org-a-1'), p.platform);
+    expect(p.calls()).toBe(3);
+  });
+
+  it('a list the checks took before any inventory read it is taken once more, at once; then shared again', async () => {
+    let now = 1_000_000;
+    const cache = new DriftCache(60_000, () => now);
+    const p = counting();
+    const adapter = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Organization', organizationId: 'org-a-2' } as never);
+    await cache.keyState('cred-a', adapter, p.platform, 1, undefined);
+    expect(p.calls()).toBe(1);
+    await cache.listing('cred-a', listFor('org-a-2'), p.platform);
+    expect(p.calls()).toBe(2);
+    now += 10_000;
+    await cache.listing('cred-a', listFor('org-a-2'), p.platform);
+    await cache.keyState('cred-a', adapter, p.platform, 1, undefined);
+    expect(p.calls()).toBe(2);
+  });
+
+  it('a failed list is the inventory\'s failure, remembered for the interval as for the checks', async () => {
+    let now = 1_000_000;
+    const cache = new DriftCache(60_000, () => now);
+    let calls = 0;
+    const platform = { listOrganizationKeys: async () => { calls++; throw Object.assign(new Error('refused'), { code: 'UNAUTHORIZED', status: 401 }); } } as unknown as KeyPlatform;
+    await expect(cache.listing('cred-x', listFor('org-a-3'), platform)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    await expect(cache.listing('cred-x', listFor('org-a-3'), platform)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    expect(calls).toBe(1);
+    now += 60_000;
+    await expect(cache.listing('cred-x', listFor('org-a-3'), platform)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    expect(calls).toBe(2);
+  });
+});

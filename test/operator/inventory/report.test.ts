@@ -1,0 +1,93 @@
+// The inventory's report and Ready condition, as tables (pure: inventory/report.ts, conditions.ts).
+import { describe, expect, it } from '@jest/globals';
+import { report } from '../../../src/operator/inventory/report.ts';
+import { listFailed, listed, withReady } from '../../../src/operator/inventory/conditions.ts';
+import type { ListedDetail } from '../../../src/operator/keys/drift.ts';
+import { PlatformError } from '../../../src/platform/index.ts';
+
+const H = 3_600_000;
+const T0 = Date.parse('2026-11-26T00:00:00Z');
+const at = (ms: number): string => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+const key = (id: number, createdH: number, lastUsedH?: number, extra: Partial<ListedDetail> = {}): ListedDetail => ({
+  id, name: `k-${id}`, created_at: at(T0 + createdH * H), last_used_at: lastUsedH === undefined ? null : at(T0 + lastUsedH * H), last_used_from_addr: lastUsedH === undefined ? '' : '10.0.0.1', ...extra,
+});
+
+describe('report()', () => {
+  const keys = [
+    key(1, 0, 99), // managed, used an hour before the list
+    key(2, 1), // managed, never used, 99 h old
+    key(3, 2, 10), // by hand, last used 90 h before
+    key(4, 95), // by hand, never used, 5 h old
+    key(5, 3, 98, { project_id: 'p-1' }), // project-scoped, by hand, used recently
+  ];
+  const managed = new Set([1, 2]);
+  const base = { keys, isManaged: (id: number) => managed.has(id), unusedAfterMs: 24 * H, listedAt: T0 + 100 * H, scope: 'Organization' as const };
+
+  it('counts live, managed, not managed, unused (never used counts from creation) and never used', () => {
+    const r = report(base);
+    expect([r.live, r.managed, r.notManaged, r.unused, r.neverUsed]).toEqual([5, 2, 3, 2, 2]);
+    expect(r.notManagedKeys.map((k) => k.id)).toEqual([4, 5, 3]); // newest first
+    expect(r.unusedKeys.map((k) => [k.id, k.managed])).toEqual([[3, false], [2, true]]);
+    expect(r.notManagedKeys[1]).toEqual({ id: 5, name: 'k-5', kind: 'Project', projectId: 'p-1', createdAt: at(T0 + 3 * H), lastUsedAt: at(T0 + 98 * H), lastUsedFromAddr: '10.0.0.1', managed: false });
+    expect(r.notManagedKeys[0]?.lastUsedAt).toBeUndefined();
+    // The first report says nothing is news.
+    expect([r.appeared, r.wentUnused]).toEqual([[], []]);
+  });
+
+  it('bounds each list to 50, newest first, the counts being the totals', () => {
+    const many = Array.from({ length: 120 }, (_, i) => key(1000 + i, i / 10));
+    const r = report({ ...base, keys: many, isManaged: () => false });
+    expect([r.notManaged, r.notManagedKeys.length, r.unused, r.unusedKeys.length]).toEqual([120, 50, 120, 50]);
+    expect(r.notManagedKeys[0]?.id).toBe(1119);
+  });
+
+  it('personal scope: every key is Personal', () => {
+    expect(report({ ...base, scope: 'Personal' }).notManagedKeys.map((k) => k.kind)).toEqual(['Personal', 'Personal', 'Personal']);
+  });
+
+  it.each([
+    ['by the ids this process saw: a key no longer managed (retained) appears, one seen before does not', { listedAt: T0 + 99 * H, notManaged: new Set([3, 5]) }, [4], []],
+    ['without them (after a restart): by creation after the previous list', { listedAt: T0 + 90 * H }, [4], []],
+    ['a managed key whose unusedAfter ran out since the previous list went unused', { listedAt: T0 + 20 * H, notManaged: new Set([3, 4, 5]) }, [], [2]],
+  ] as const)('news: %s', (_, previous, appeared, wentUnused) => {
+    const r = report({ ...base, previous });
+    expect(r.appeared.map((k) => k.id)).toEqual(appeared);
+    expect(r.wentUnused.map((k) => k.id)).toEqual(wentUnused);
+  });
+
+  it('truncates what the platform says to the status bounds', () => {
+    const r = report({ ...base, keys: [key(9, 0, undefined, { name: 'n'.repeat(300), created_by: { id: 'i'.repeat(300), name: 'm'.repeat(300) } })], isManaged: () => false });
+    expect(r.notManagedKeys[0]?.name).toHaveLength(64);
+    expect((r.notManagedKeys[0]?.createdBy ?? '').length).toBeLessThanOrEqual(128);
+  });
+});
+
+describe('the Ready condition', () => {
+  const failure = (code: ConstructorParameters<typeof PlatformError>[0]['code'], status?: number): PlatformError =>
+    new PlatformError({ code, message: 'm', ...(status !== undefined ? { status } : {}), requestId: 'r-1' } as ConstructorParameters<typeof PlatformError>[0]);
+
+  it.each([
+    ['UNAUTHORIZED', 401, undefined, 'Organization', 'CredentialsRefused'],
+    ['FORBIDDEN', 403, { auth_method: 'api_key_user', account_id: 'u-1' }, 'Organization', 'CredentialsRefused'],
+    ['FORBIDDEN', 403, { auth_method: 'api_key_org', account_id: 'org-a-1' }, 'Organization', 'CredentialsWrongKind'],
+    ['FORBIDDEN', 403, { auth_method: 'api_key_org', account_id: 'org-a-1' }, 'Personal', 'CredentialsWrongKind'],
+    ['FORBIDDEN', 403, undefined, 'Organization', 'CredentialsRefused'],
+    ['NOT_FOUND', 404, undefined, 'Organization', 'NotFound'],
+    ['RATE_LIMITED', 429, undefined, 'Organization', 'RateLimited'],
+    ['UNAVAILABLE', 503, undefined, 'Organization', 'PlatformUnavailable'],
+    ['TIMEOUT', undefined, undefined, 'Organization', 'PlatformUnavailable'],
+    ['INVALID_RESPONSE', 200, undefined, 'Organization', 'PlatformUnavailable'],
+  ] as const)('%s (%s), auth %j, scope %s: %s', (code, status, auth, scope, reason) => {
+    const ready = listFailed(failure(code, status), scope, auth as never);
+    expect(ready).toEqual(expect.objectContaining({ status: 'False', reason }));
+    expect(ready.message).toContain('request r-1');
+  });
+
+  it('keeps lastTransitionTime while the status holds, and moves it when it changes', () => {
+    const t1 = new Date('2026-11-26T01:00:00Z');
+    const first = withReady(undefined, listed(3, 1, 2, 0), 1, t1);
+    expect(first).toEqual([{ type: 'Ready', status: 'True', reason: 'Listed', message: '3 live keys: 1 managed in this cluster, 2 not managed, 0 unused', observedGeneration: 1, lastTransitionTime: '2026-11-26T01:00:00Z' }]);
+    expect(withReady(first, listed(4, 1, 3, 0), 2, new Date('2026-11-26T02:00:00Z'))[0]?.lastTransitionTime).toBe('2026-11-26T01:00:00Z');
+    expect(withReady(first, listFailed(undefined, 'Organization'), 2, new Date('2026-11-26T02:00:00Z'))[0]).toEqual(expect.objectContaining({ status: 'False', lastTransitionTime: '2026-11-26T02:00:00Z', reason: 'PlatformUnavailable' }));
+  });
+});
