@@ -9,6 +9,7 @@ import { ORG_KEY_CREATIONS_PER_SECOND, PlatformClient, orgKeyCreationLimiter } f
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/create-admission.ts';
+import { FairLimiter } from './keys/fair-limiter.ts';
 import { keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf } from './keys/cache-projection.ts';
 import { DriftCache } from './keys/drift.ts';
@@ -119,7 +120,8 @@ function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsec
   // ONE limiter per organization for org key creation, across every worker and credentials
   // (DESIGN.md section 5): at most 10 creations in any second as the platform counts them, each
   // counted from its answer (src/platform/sliding-window.ts).
-  const orgKeyLimiter = orgKeyLimiters(() => orgKeyCreationLimiter());
+  // Its waiters in fair turns between namespaces, a broken key first (keys/fair-limiter.ts).
+  const orgKeyLimiter = orgKeyLimiters(() => new FairLimiter(orgKeyCreationLimiter()));
   return ({ baseUrl, apiKey, beforeWrite, userAgent }) => new PlatformClient({
     baseUrl,
     apiKey,
