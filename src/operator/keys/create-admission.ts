@@ -25,7 +25,7 @@
 // The line is not first come, first served (issue 25): turns go fairly between the namespaces
 // with creates waiting, and a broken key goes before a first create (create-line.ts).
 
-import { CreateLine, type Place, type Priority } from './create-line.ts';
+import { CreateLine, namespaceOf, type Place, type Priority } from './create-line.ts';
 
 export interface Admitted {
   /** The create's platform call has ended (answered, failed or abandoned); once, later calls do nothing. */
@@ -39,6 +39,10 @@ export interface CreateAdmissionOptions {
   wake(key: string): void;
   /** How long a slot is kept for a woken key before the next in line gets it. Default 10 s. */
   keepMs?: number;
+  /** A waiting key is told where it stands (tell()) only with at least this many creates before it. Default 50 (5 s at the platform's 10/s). */
+  tellAhead?: number;
+  /** Keys of one namespace and organization told at once, at most. Default 5. */
+  tellPerNamespace?: number;
 }
 
 interface Organization {
@@ -48,6 +52,9 @@ interface Organization {
   kept: Map<string, { at: number; timer: ReturnType<typeof setTimeout> }>;
   /** Keys waiting for their turn, in fair turns between namespaces (create-line.ts). */
   line: CreateLine;
+  /** Waiting keys told where they stand (tell()), and how many per namespace. */
+  told: Map<string, string>;
+  toldIn: Map<string, number>;
 }
 
 export class CreateAdmission {
@@ -73,7 +80,10 @@ export class CreateAdmission {
       org.kept.delete(key);
       return this.#slot(organization, org);
     }
-    if (org.line.size === 0 && org.running + org.kept.size < this.#o.perOrganization) return this.#slot(organization, org);
+    if (org.line.size === 0 && org.running + org.kept.size < this.#o.perOrganization) {
+      org.line.served(key); // a turn, as if it had waited
+      return this.#slot(organization, org);
+    }
     org.line.add(key, priority);
     return undefined;
   }
@@ -110,6 +120,36 @@ export class CreateAdmission {
     }
   }
 
+  /**
+   * Where a waiting key stands, when its status should say so: once per wait, for a key with at
+   * least `tellAhead` creates before it (a shorter wait ends before anyone reads it), and for at
+   * most `tellPerNamespace` keys of a namespace at once. Each told key costs a status write (and a
+   * read, for a key sent to the line unread), so in a wave of 1,000 new keys of one namespace a
+   * handful are told, not all 1,000: a new key's writes stay at the four of issue 14 (finalizer and
+   * intent, Secret, status, event) plus a few per wave. Never rewritten while the key waits.
+   */
+  tell(organization: string, key: string): Place | undefined {
+    const org = this.#orgs.get(organization);
+    if (org === undefined || org.told.has(key)) return undefined;
+    const place = org.line.place(key);
+    if (place === undefined || place.ahead < (this.#o.tellAhead ?? 50)) return undefined;
+    const namespace = namespaceOf(key);
+    const told = org.toldIn.get(namespace) ?? 0;
+    if (told >= (this.#o.tellPerNamespace ?? 5)) return undefined;
+    org.told.set(key, namespace);
+    org.toldIn.set(namespace, told + 1);
+    return place;
+  }
+
+  #untold(org: Organization, key: string): void {
+    const namespace = org.told.get(key);
+    if (namespace === undefined) return;
+    org.told.delete(key);
+    const left = (org.toldIn.get(namespace) ?? 1) - 1;
+    if (left > 0) org.toldIn.set(namespace, left);
+    else org.toldIn.delete(namespace);
+  }
+
   /** Keys waiting in line, over every organization (metrics, tests). */
   waiting(): number {
     let n = 0;
@@ -120,7 +160,7 @@ export class CreateAdmission {
   #org(name: string): Organization {
     let org = this.#orgs.get(name);
     if (org === undefined) {
-      org = { running: 0, kept: new Map(), line: new CreateLine() };
+      org = { running: 0, kept: new Map(), line: new CreateLine(), told: new Map(), toldIn: new Map() };
       this.#orgs.set(name, org);
     }
     return org;
@@ -143,6 +183,7 @@ export class CreateAdmission {
   #next(name: string, org: Organization): void {
     while (org.line.size > 0 && org.running + org.kept.size < this.#o.perOrganization) {
       const key = org.line.next() as string;
+      this.#untold(org, key);
       const timer = setTimeout(() => {
         if (org.kept.get(key)?.timer !== timer) return;
         org.kept.delete(key);

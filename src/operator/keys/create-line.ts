@@ -78,14 +78,7 @@ export class CreateLine {
       at.rank = rank;
       return;
     }
-    const name = namespaceOf(item);
-    let flow = this.#flows.get(name);
-    if (flow === undefined) {
-      flow = { name, turns: this.#clock, lastTurn: 0, items: PRIORITIES.map(() => new Set<string>()), size: 0 };
-      this.#flows.set(name, flow);
-    } else if (flow.size === 0) {
-      flow.turns = Math.max(flow.turns, this.#clock);
-    }
+    const flow = this.#flowFor(namespaceOf(item));
     flow.items[rank]?.add(item);
     flow.size++;
     this.#where.set(item, { flow, rank });
@@ -116,14 +109,18 @@ export class CreateLine {
     if (best === undefined) return undefined;
     const { flow, rank } = best;
     const item = flow.items[rank]?.values().next().value as string;
-    this.#clock = flow.turns;
-    flow.turns++;
-    flow.lastTurn = ++this.#serial;
+    this.#turn(flow);
     flow.items[rank]?.delete(item);
     flow.size--;
     this.#where.delete(item);
     this.#idle(flow);
     return item;
+  }
+
+  /** An item of this namespace had a turn without waiting in line (the line was empty): counted as one. */
+  served(item: string): void {
+    const flow = this.#flowFor(namespaceOf(item));
+    this.#turn(flow);
   }
 
   /**
@@ -149,6 +146,24 @@ export class CreateLine {
       ahead += Math.min(other.size, Math.max(0, turn - other.turns + 1));
     }
     return { ahead, aheadInNamespace };
+  }
+
+  /** The namespace's flow; one that had nothing waiting is brought up to the line's clock. */
+  #flowFor(name: string): Flow {
+    let flow = this.#flows.get(name);
+    if (flow === undefined) {
+      flow = { name, turns: this.#clock, lastTurn: 0, items: PRIORITIES.map(() => new Set<string>()), size: 0 };
+      this.#flows.set(name, flow);
+    } else if (flow.size === 0) {
+      flow.turns = Math.max(flow.turns, this.#clock);
+    }
+    return flow;
+  }
+
+  #turn(flow: Flow): void {
+    this.#clock = flow.turns;
+    flow.turns++;
+    flow.lastTurn = ++this.#serial;
   }
 
   /** A flow left with nothing waiting is forgotten once its count is no more than the clock (it would be brought up to it anyway). */

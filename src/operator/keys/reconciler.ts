@@ -186,6 +186,7 @@ export class KeyReconciler implements Reconciler {
     if (organization !== undefined && admission?.waitsForTurn(organization, tracking) === true) {
       logger.debug({ organization }, 'new key waits for its turn in the organization');
       if (record !== undefined) record.deferred = true;
+      await tellPlace(this.#deps, organization, tracking, undefined);
       return { type: 'Done' };
     }
     const resource = await this.#deps.kube.readResource(kind, namespace, name);
@@ -312,6 +313,7 @@ async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (p
   if (slot === undefined) {
     ctx.logger.debug({ organization }, 'create waits for its turn in the organization');
     if (ctx.record !== undefined) ctx.record.deferred = true;
+    if (priority === 'create') await tellPlace(deps, organization, key, ctx);
     return { type: 'Done' };
   }
   const paced: KeyDeps = {
@@ -326,6 +328,28 @@ async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (p
     return await worker.release(sendsFor(key, priority, () => run(paced)));
   } finally {
     slot.done();
+  }
+}
+
+/**
+ * A new key waiting in its organization's line long enough to be seen says where it stands, in its
+ * Ready=False message (CreateAdmission.tell decides which keys, once per wait): how many creates of
+ * the organization go before it, and how many of them are its own namespace's, so a team can tell
+ * its own backlog from a fair wait. `ctx`: the resource as read by this reconcile; without it (a key
+ * sent to the line unread) it is read now. Best effort: a write that fails is not retried.
+ */
+async function tellPlace(deps: KeyDeps, organization: string, key: string, ctx: Context | undefined): Promise<void> {
+  const place = deps.admission?.tell(organization, key);
+  if (place === undefined) return;
+  try {
+    const [kind, namespace, name] = key.split('/') as [KindName, string, string];
+    const resource = ctx?.resource ?? await deps.kube.readResource(kind, namespace, name);
+    if (resource === undefined || resource.status?.keyId !== undefined) return;
+    const message = `waiting for its turn to create a key in organization ${organization}: ${place.ahead} creates of the organization go before it, ${place.aheadInNamespace} of them of namespace ${namespace} (turns go in fair turns between the namespaces with creates waiting, at the platform's 10 creates per second)`;
+    await writeStatus(deps, ctx ?? { resource }, creatingConditions(message));
+  } catch (error) {
+    const logger = ctx?.logger;
+    logger?.debug({ err: error }, 'could not write where the key waits');
   }
 }
 

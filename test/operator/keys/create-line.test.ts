@@ -77,6 +77,14 @@ describe('CreateLine', () => {
     expect(drain(line).indexOf('ApiKey/a/k5')).toBe(6);
   });
 
+  it('counts a turn taken without waiting (the line was empty) as a turn', () => {
+    const line = new CreateLine();
+    for (let i = 0; i < 30; i++) line.served(`ApiKey/flood/early${i}`);
+    line.add('ApiKey/flood/k1');
+    line.add('ApiKey/quiet/k1');
+    expect(short(drain(line))).toEqual(['quiet:k1', 'flood:k1']);
+  });
+
   it('forgets a key that leaves the line, and a namespace with nothing waiting', () => {
     const line = new CreateLine();
     line.add('ApiKey/a/k1');
