@@ -172,10 +172,16 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // gone wakes every ProjectApiKey naming it, at rest or not (the resting ones among them): one
   // between passes would otherwise learn it only at its own next pass, up to one more interval
   // later. The lists are taken again each interval by the sweep (refreshDue).
+  // A key gone is a key whose consumers are broken now: its resource goes in the normal lane (in
+  // turns between namespaces: runtime/queue.ts), with the keys issued lately that no list showed
+  // (drift.ts, issued()), at rest or not.
   const drift = new DriftCache(driftIntervalMs, Date.now, (gone) => {
-    const woken = gone.what === 'projects' ? projectKeysIn(controller, gone.ids, gone.organizationId) : reconciler.restingOn(gone);
+    const woken = gone.what === 'projects' ? projectKeysIn(controller, gone.ids, gone.organizationId) : [...new Set([...reconciler.restingOn(gone), ...gone.resources])];
     if (woken.length > 0) logger.info({ what: gone.what, ids: gone.ids.slice(0, 20), resources: woken.length }, 'gone from the platform\'s list; waking the resources that rest on it');
-    for (const key of woken) controller.enqueueLow(key);
+    for (const key of woken) {
+      if (gone.what === 'keys') controller.enqueue(key);
+      else controller.enqueueLow(key);
+    }
   });
   const reconciler = new KeyReconciler({
     kube: new ApiServerWrites(objects, core, kubeConfig.makeApiClient(AppsV1Api), kubeConfig),
