@@ -71,7 +71,7 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     });
     const seedFile = join(dir, 'seed.json');
     writeFileSync(seedFile, JSON.stringify({ organizations: [{ id: ORG, name: 'fair' }], users: [{ name: 'bench', email: 'bench@example.com', orgRoles: { [ORG]: 'admin' } }] }));
-    emulator = await spawnChild(['src/emulator/main.ts', '--port=0', '--db=:memory:', `--seed=${seedFile}`, '--log-level=warn']);
+    emulator = await spawnChild(['src/emulator/main.ts', '--port=0', '--db=:memory:', `--seed=${seedFile}`, '--log-level=error']);
     const boot = emulator.firstLine as { baseUrl: string; adminUrl: string; users: { name: string; personalKey: string }[] };
     const adminKey = boot.users.find((u) => u.name === 'bench')?.personalKey ?? '';
     const requests = async (): Promise<RequestCount[]> => await (await fetch(`${boot.adminUrl}/requests`)).json() as RequestCount[];
