@@ -131,11 +131,12 @@ export class CreateAdmission {
   tell(organization: string, key: string): Place | undefined {
     const org = this.#orgs.get(organization);
     if (org === undefined || org.told.has(key)) return undefined;
-    const place = org.line.place(key);
-    if (place === undefined || place.ahead < (this.#o.tellAhead ?? 50)) return undefined;
+    // Before place(), which walks the namespace's line up to the key: in a wave, every key after the first few stops here.
     const namespace = namespaceOf(key);
     const told = org.toldIn.get(namespace) ?? 0;
     if (told >= (this.#o.tellPerNamespace ?? 5)) return undefined;
+    const place = org.line.place(key);
+    if (place === undefined || place.ahead < (this.#o.tellAhead ?? 50)) return undefined;
     org.told.set(key, namespace);
     org.toldIn.set(namespace, told + 1);
     return place;
