@@ -122,12 +122,15 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       await core.createNamespace({ body: { metadata: { name } } });
       await core.createNamespacedSecret({ namespace: name, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
     };
+    /** When the create was sent, and when the apiserver answered it. */
+    const acceptedAt = new Map<string, number>();
     const applyKey = async (ns: string, name: string): Promise<number> => {
       const at = performance.now();
       await objects.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'apikeys', body: {
         apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKey', metadata: { name },
         spec: { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
       } });
+      acceptedAt.set(`${ns}/${name}`, performance.now());
       return at;
     };
     const applyMany = async (ns: string, names: string[]): Promise<void> => {
@@ -149,8 +152,8 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       }
       return false;
     };
-    /** One key every 2 s in `ns` until `until` resolves; apply → Ready of each (ms), once Ready. */
-    const steady = (ns: string, until: Promise<unknown>): Promise<number[]> => (async () => {
+    /** One key every 2 s in `ns` until `until` resolves; apply → Ready of each (ms), once Ready; and from the apiserver's answer to the apply. */
+    const steady = (ns: string, until: Promise<unknown>): Promise<{ lat: number[]; fromAccepted: number[] }> => (async () => {
       let done = false;
       void until.finally(() => { done = true; });
       const applied: [string, number][] = [];
@@ -160,7 +163,11 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
         await sleep(STEADY_EVERY_MS);
       }
       await allReady(applied.map(([id]) => id), 60_000);
-      return applied.map(([id, at]) => (readyAt.get(id) ?? Number.POSITIVE_INFINITY) - at);
+      const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
+      return {
+        lat: sorted(applied.map(([id, at]) => (readyAt.get(id) ?? Number.POSITIVE_INFINITY) - at)),
+        fromAccepted: sorted(applied.map(([id]) => (readyAt.get(id) ?? Number.POSITIVE_INFINITY) - (acceptedAt.get(id) ?? Number.NaN))),
+      };
     })();
 
     // The operator, as its ServiceAccount, in its own process.
@@ -235,13 +242,13 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       })();
       const ok = await flooding;
       const last = Math.max(...names.map((n) => readyAt.get(`flood/${n}`) ?? Number.NaN));
-      const lat = (await steadyLatencies).sort((a, b) => a - b);
+      const { lat, fromAccepted } = await steadyLatencies;
       const repaired = await repairs;
       const rs = await requests();
       const seconds = (last - t0) / 1000;
       const creates = count(rs, isCreate);
-      log(`   flood ${fmt(seconds, 1)} s (${fmt(o.flood / seconds / ORG_RATE, 3)} of 10/s); steady p50 ${ms(percentile(lat, 50))} p99 ${ms(percentile(lat, 99))} max ${ms(Math.max(...lat))}; Secret deleted ${ms(repaired.secretDeleted)}, revoked ${ms(repaired.revoked)}; 429s ${count(rs, is429)}`);
-      rows.push(`| 1. one flood: namespace steady's apply → Ready, one key every 2 s (${lat.length} keys) while namespace flood applies ${fmt(o.flood)} | p50 ${ms(percentile(lat, 50))}, **p99 ${ms(percentile(lat, 99))}, max ${ms(Math.max(...lat))}** | p99 ≤ 1.5 s, max ≤ 3 s |`);
+      log(`   flood ${fmt(seconds, 1)} s (${fmt(o.flood / seconds / ORG_RATE, 3)} of 10/s); steady p50 ${ms(percentile(lat, 50))} p99 ${ms(percentile(lat, 99))} max ${ms(Math.max(...lat))} (from accepted p99 ${ms(percentile(fromAccepted, 99))}); Secret deleted ${ms(repaired.secretDeleted)}, revoked ${ms(repaired.revoked)}; 429s ${count(rs, is429)}`);
+      rows.push(`| 1. one flood: namespace steady's apply → Ready, one key every 2 s (${lat.length} keys) while namespace flood applies ${fmt(o.flood)} | p50 ${ms(percentile(lat, 50))}, **p99 ${ms(percentile(lat, 99))}, max ${ms(Math.max(...lat))}**; from the apiserver's answer to the apply: p50 ${ms(percentile(fromAccepted, 50))}, p99 ${ms(percentile(fromAccepted, 99))} | p99 ≤ 1.5 s, max ≤ 3 s |`);
       rows.push(`| 1. the flood: first apply → its last key Ready | ${ok ? '' : 'NOT ALL READY; '}${fmt(seconds, 1)} s: ${fmt(o.flood / seconds / ORG_RATE, 3)} of 10/s for the flood alone, **${fmt(creates / seconds / ORG_RATE, 3)} of 10/s** with the steady namespace's and the repairs' creates (${fmt(creates)} in all); **${count(rs, is429)} 429s** | ≥ 0.95, 0 429s |`);
       rows.push(`| 1. repair in namespace quiet during the flood: Secret deleted → a new key in its Secret | **${ms(repaired.secretDeleted)}** | ≤ 2 s |`);
       rows.push(`| 1. repair in namespace quiet during the flood: key revoked outside → a new key in its Secret (drift interval ${o.driftInterval}) | **${ms(repaired.revoked)}** | ≤ ${fmt(driftMs / 1000 + 2)} s |`);
@@ -259,13 +266,13 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
         await Promise.all(floods.map((ns) => applyMany(ns, names)));
         return await allReady(floods.flatMap((ns) => names.map((n) => `${ns}/${n}`)), o.floods * o.floodEach * 1_000);
       })();
-      const lat = (await steady('eleventh', flooding)).sort((a, b) => a - b);
+      const { lat, fromAccepted } = await steady('eleventh', flooding);
       const ok = await flooding;
       const last = Math.max(...floods.flatMap((ns) => names.map((n) => readyAt.get(`${ns}/${n}`) ?? Number.NaN)));
       const rs = await requests();
       const seconds = (last - t0) / 1000;
-      log(`   floods ${fmt(seconds, 1)} s; eleventh p50 ${ms(percentile(lat, 50))} p99 ${ms(percentile(lat, 99))} max ${ms(Math.max(...lat))}; 429s ${count(rs, is429)}`);
-      rows.push(`| 2. ten floods: namespace eleventh's apply → Ready, one key every 2 s (${lat.length} keys) while ${o.floods} namespaces apply ${fmt(o.floodEach)} keys each | p50 ${ms(percentile(lat, 50))}, **p99 ${ms(percentile(lat, 99))}**, max ${ms(Math.max(...lat))}; the floods ${ok ? '' : 'NOT ALL READY, '}${fmt(seconds, 1)} s (${fmt(count(rs, isCreate) / seconds / ORG_RATE, 3)} of 10/s), ${count(rs, is429)} 429s | p99 ≤ 2 s |`);
+      log(`   floods ${fmt(seconds, 1)} s; eleventh p50 ${ms(percentile(lat, 50))} p99 ${ms(percentile(lat, 99))} max ${ms(Math.max(...lat))} (from accepted p99 ${ms(percentile(fromAccepted, 99))}); 429s ${count(rs, is429)}`);
+      rows.push(`| 2. ten floods: namespace eleventh's apply → Ready, one key every 2 s (${lat.length} keys) while ${o.floods} namespaces apply ${fmt(o.floodEach)} keys each | p50 ${ms(percentile(lat, 50))}, **p99 ${ms(percentile(lat, 99))}**, max ${ms(Math.max(...lat))} (from the apiserver's answer to the apply: p99 ${ms(percentile(fromAccepted, 99))}); the floods ${ok ? '' : 'NOT ALL READY, '}${fmt(seconds, 1)} s (${fmt(count(rs, isCreate) / seconds / ORG_RATE, 3)} of 10/s), ${count(rs, is429)} 429s | p99 ≤ 2 s |`);
     }
 
     return [
