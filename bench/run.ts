@@ -3,6 +3,7 @@
 // `npm run bench [-- --only emulator] [--duration 10] [--rounds 3] [--connections 16] [--largest-store 1000000]
 //   [--profile DIR (servers under test run with --cpu-prof)] [--emulator-main FILE (a patched copy)] [--no-write]`
 // Idle with churn (`--only idle-churn`): [--idle-churn-minutes 30] (bench/idle-churn.ts); the cost of an operations change: `--only project-index`.
+// Fairness between namespaces (`--only fairness`): [--fair-flood 1000] [--fair-floods 10] [--fair-flood-each 200] [--fair-drift-interval 10s] (bench/fairness.ts).
 // Runs the selected benchmarks, prints each one's figures and writes them to docs/benchmarks.md.
 // Each benchmark owns one marked section (<!-- bench:NAME --> … <!-- /bench:NAME -->), replaced in
 // place on every run; the rest of the file (other benchmarks' sections, prose) is left as it is.
@@ -13,6 +14,7 @@ import { emulatorBenchmark } from './emulator.ts';
 import { operatorBenchmark, type OperatorBenchOptions } from './operator.ts';
 import { projectIndexBenchmark } from './project-index.ts';
 import { idleChurnBenchmark } from './idle-churn.ts';
+import { fairnessBenchmark, type FairnessBenchOptions } from './fairness.ts';
 import { describeMachine, machineInfo } from './machine.ts';
 
 export interface BenchOptions {
@@ -34,6 +36,8 @@ export interface BenchOptions {
   emulatorMain?: string;
   /** How long the idle-churn benchmark idles (bench/idle-churn.ts). */
   idleChurnMinutes: number;
+  /** The fairness benchmark's sizes (bench/fairness.ts). */
+  fairness: FairnessBenchOptions;
   /** The operator benchmark's sizes and durations (bench/operator.ts). */
   operator: OperatorBenchOptions;
   log(line: string): void;
@@ -46,6 +50,7 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'operator', title: 'Operator', run: operatorBenchmark },
   { name: 'project-index', title: 'Operator: the cost of an operations change (issue 30)', run: (opts) => projectIndexBenchmark(opts) },
   { name: 'idle-churn', title: 'Operator: idle with Secret churn in another namespace (issue 30)', run: (opts) => idleChurnBenchmark(opts, opts.idleChurnMinutes) },
+  { name: 'fairness', title: 'Operator: one team\'s flood and another team\'s keys (issue 25)', run: (opts) => fairnessBenchmark(opts, opts.fairness) },
 ];
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -105,6 +110,11 @@ const { values } = parseArgs({
     'heap-snapshot': { type: 'string' },
     // idle-churn benchmark
     'idle-churn-minutes': { type: 'string', default: '30' },
+    // fairness benchmark
+    'fair-flood': { type: 'string', default: '1000' },
+    'fair-floods': { type: 'string', default: '10' },
+    'fair-flood-each': { type: 'string', default: '200' },
+    'fair-drift-interval': { type: 'string', default: '10s' },
   },
   strict: true,
 });
@@ -124,6 +134,12 @@ const options: BenchOptions = {
   ...(values.profile !== undefined ? { profileDir: resolve(values.profile) } : {}),
   ...(values['emulator-main'] !== undefined ? { emulatorMain: resolve(values['emulator-main']) } : {}),
   idleChurnMinutes: positive('idle-churn-minutes', values['idle-churn-minutes']),
+  fairness: {
+    flood: Math.floor(positive('fair-flood', values['fair-flood'])),
+    floods: Math.floor(positive('fair-floods', values['fair-floods'])),
+    floodEach: Math.floor(positive('fair-flood-each', values['fair-flood-each'])),
+    driftInterval: values['fair-drift-interval'] ?? '10s',
+  },
   operator: {
     keys: Math.floor(positive('keys', values.keys)),
     wavePerOrg: Math.floor(positive('wave-per-org', values['wave-per-org'])),

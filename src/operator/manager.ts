@@ -9,6 +9,7 @@ import { ORG_KEY_CREATIONS_PER_SECOND, PlatformClient, orgKeyCreationLimiter } f
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/create-admission.ts';
+import { FairLimiter } from './keys/fair-limiter.ts';
 import { keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf, recordedKeyIds } from './keys/cache-projection.ts';
 import { DriftCache } from './keys/drift.ts';
@@ -126,7 +127,8 @@ function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsec
   // ONE limiter per organization for org key creation, across every worker and credentials
   // (docs/design.md section 5.3): at most 10 creations in any second as the platform counts them, each
   // counted from its answer (src/platform/sliding-window.ts).
-  const orgKeyLimiter = orgKeyLimiters(() => orgKeyCreationLimiter());
+  // Its waiters in fair turns between namespaces, a broken key first (keys/fair-limiter.ts).
+  const orgKeyLimiter = orgKeyLimiters(() => new FairLimiter(orgKeyCreationLimiter()));
   return ({ baseUrl, apiKey, beforeWrite, userAgent }) => new PlatformClient({
     baseUrl,
     apiKey,
@@ -177,10 +179,16 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // gone wakes every ProjectApiKey naming it, at rest or not (the resting ones among them): one
   // between passes would otherwise learn it only at its own next pass, up to one more interval
   // later. The lists are taken again each interval by the sweep (refreshDue).
+  // A key gone is a key whose consumers are broken now: its resource goes in the normal lane (in
+  // turns between namespaces: runtime/queue.ts), with the keys issued lately that no list showed
+  // (drift.ts, issued()), at rest or not.
   const drift = new DriftCache(driftIntervalMs, Date.now, (gone) => {
-    const woken = gone.what === 'projects' ? projectKeysIn(controller, gone.ids, gone.organizationId) : reconciler.restingOn(gone);
+    const woken = gone.what === 'projects' ? projectKeysIn(controller, gone.ids, gone.organizationId) : [...new Set([...reconciler.restingOn(gone), ...gone.resources])];
     if (woken.length > 0) logger.info({ what: gone.what, ids: gone.ids.slice(0, 20), resources: woken.length }, 'gone from the platform\'s list; waking the resources that rest on it');
-    for (const key of woken) controller.enqueueLow(key);
+    for (const key of woken) {
+      if (gone.what === 'keys') controller.enqueue(key);
+      else controller.enqueueLow(key);
+    }
   });
   const reconciler = new KeyReconciler({
     kube: new ApiServerWrites(objects, core, kubeConfig.makeApiClient(AppsV1Api), kubeConfig),

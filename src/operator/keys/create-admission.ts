@@ -9,7 +9,7 @@
 // under way, from the key's turn to the platform's answer (a few times the limiter's capacity:
 // enough to keep the limiter busy while the next admitted keys are read and their intents written). An admitted create waits for the limiter with its
 // worker given back (runtime Worker.release). A create that is not admitted writes nothing (no
-// intent) and its reconcile ends; the key joins its organization's line, first come first served,
+// intent) and its reconcile ends; the key joins its organization's line (in fair turns between namespaces, below),
 // and is woken (queued again) when a create of the organization ends and its turn has come: a slot
 // is kept for it until its reconcile comes back. So each key of a wave is read at most twice (once
 // when it is seen, once at its turn), never once per retry, and the queue holds no waiting wave.
@@ -21,6 +21,11 @@
 //
 // A slot kept for a key that does not come back for a create (deleted meanwhile, or created by an
 // earlier pass) is given to the next in line when that key's reconcile ends, or after `keepMs`.
+//
+// The line is not first come, first served (issue 25): turns go fairly between the namespaces
+// with creates waiting, and a broken key goes before a first create (create-line.ts).
+
+import { CreateLine, namespaceOf, type Place, type Priority } from './create-line.ts';
 
 export interface Admitted {
   /** The create's platform call has ended (answered, failed or abandoned); once, later calls do nothing. */
@@ -34,6 +39,10 @@ export interface CreateAdmissionOptions {
   wake(key: string): void;
   /** How long a slot is kept for a woken key before the next in line gets it. Default 10 s. */
   keepMs?: number;
+  /** A waiting key is told where it stands (tell()) only with at least this many creates before it. Default 50 (5 s at the platform's 10/s). */
+  tellAhead?: number;
+  /** Keys of one namespace and organization told at once, at most. Default 5. */
+  tellPerNamespace?: number;
 }
 
 interface Organization {
@@ -41,8 +50,11 @@ interface Organization {
   running: number;
   /** Keys woken for their turn, with the slot kept for each (its expiry timer). */
   kept: Map<string, { at: number; timer: ReturnType<typeof setTimeout> }>;
-  /** Keys waiting for their turn, in order of arrival. */
-  line: Set<string>;
+  /** Keys waiting for their turn, in fair turns between namespaces (create-line.ts). */
+  line: CreateLine;
+  /** Waiting keys told where they stand (tell()), and how many per namespace. */
+  told: Map<string, string>;
+  toldIn: Map<string, number>;
 }
 
 export class CreateAdmission {
@@ -60,7 +72,7 @@ export class CreateAdmission {
    * A create of `key` for `organization` may go now (the Admitted is its slot until done()), or
    * undefined: the key is in the organization's line and will be woken at its turn.
    */
-  admit(organization: string, key: string): Admitted | undefined {
+  admit(organization: string, key: string, priority: Priority = 'create'): Admitted | undefined {
     const org = this.#org(organization);
     const kept = org.kept.get(key);
     if (kept !== undefined) {
@@ -68,9 +80,17 @@ export class CreateAdmission {
       org.kept.delete(key);
       return this.#slot(organization, org);
     }
-    if (org.line.size === 0 && org.running + org.kept.size < this.#o.perOrganization) return this.#slot(organization, org);
-    org.line.add(key);
+    if (org.line.size === 0 && org.running + org.kept.size < this.#o.perOrganization) {
+      org.line.served(key); // a turn, as if it had waited
+      return this.#slot(organization, org);
+    }
+    org.line.add(key, priority);
     return undefined;
+  }
+
+  /** Where a key waiting in its organization's line stands (create-line.ts), or undefined when it is not waiting. */
+  place(organization: string, key: string): Place | undefined {
+    return this.#orgs.get(organization)?.line.place(key);
   }
 
   /**
@@ -82,7 +102,7 @@ export class CreateAdmission {
     const org = this.#orgs.get(organization);
     if (org === undefined || org.kept.has(key)) return false;
     if (org.line.size === 0 && org.running + org.kept.size < this.#o.perOrganization) return false;
-    org.line.add(key);
+    org.line.add(key, 'create');
     return true;
   }
 
@@ -100,6 +120,37 @@ export class CreateAdmission {
     }
   }
 
+  /**
+   * Where a waiting key stands, when its status should say so: once per wait, for a key with at
+   * least `tellAhead` creates before it (a shorter wait ends before anyone reads it), and for at
+   * most `tellPerNamespace` keys of a namespace at once. Each told key costs a status write (and a
+   * read, for a key sent to the line unread), so in a wave of 1,000 new keys of one namespace a
+   * handful are told, not all 1,000: a new key's writes stay at the four of issue 14 (finalizer and
+   * intent, Secret, status, event) plus a few per wave. Never rewritten while the key waits.
+   */
+  tell(organization: string, key: string): Place | undefined {
+    const org = this.#orgs.get(organization);
+    if (org === undefined || org.told.has(key)) return undefined;
+    // Before place(), which walks the namespace's line up to the key: in a wave, every key after the first few stops here.
+    const namespace = namespaceOf(key);
+    const told = org.toldIn.get(namespace) ?? 0;
+    if (told >= (this.#o.tellPerNamespace ?? 5)) return undefined;
+    const place = org.line.place(key);
+    if (place === undefined || place.ahead < (this.#o.tellAhead ?? 50)) return undefined;
+    org.told.set(key, namespace);
+    org.toldIn.set(namespace, told + 1);
+    return place;
+  }
+
+  #untold(org: Organization, key: string): void {
+    const namespace = org.told.get(key);
+    if (namespace === undefined) return;
+    org.told.delete(key);
+    const left = (org.toldIn.get(namespace) ?? 1) - 1;
+    if (left > 0) org.toldIn.set(namespace, left);
+    else org.toldIn.delete(namespace);
+  }
+
   /** Keys waiting in line, over every organization (metrics, tests). */
   waiting(): number {
     let n = 0;
@@ -110,7 +161,7 @@ export class CreateAdmission {
   #org(name: string): Organization {
     let org = this.#orgs.get(name);
     if (org === undefined) {
-      org = { running: 0, kept: new Map(), line: new Set() };
+      org = { running: 0, kept: new Map(), line: new CreateLine(), told: new Map(), toldIn: new Map() };
       this.#orgs.set(name, org);
     }
     return org;
@@ -132,8 +183,8 @@ export class CreateAdmission {
   /** Slots free: the next keys in line are woken, a slot kept for each. */
   #next(name: string, org: Organization): void {
     while (org.line.size > 0 && org.running + org.kept.size < this.#o.perOrganization) {
-      const key = org.line.values().next().value as string;
-      org.line.delete(key);
+      const key = org.line.next() as string;
+      this.#untold(org, key);
       const timer = setTimeout(() => {
         if (org.kept.get(key)?.timer !== timer) return;
         org.kept.delete(key);

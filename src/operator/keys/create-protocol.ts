@@ -97,6 +97,8 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   let created;
   try {
     created = await adapter.create(platform, pending.attempt);
+    // Watched from now on: revoked before any list shows it, it is repaired within one interval (drift.ts, issued()).
+    deps.drift.issued(credentialsId, adapter, platform, created.id, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
   } catch (error) {
     const failure = asPlatformFailure(error);
     if (failure === undefined || failure.disposition === 'ambiguous') {

@@ -53,7 +53,8 @@ function listedUse(key: ListedKey): ListedUse {
  * resource's own pass comes round to the new list.
  */
 export type DriftGone =
-  | { what: 'keys'; credentialsId: string; listScope: string; ids: number[] }
+  /** `resources`: the work-queue keys of keys issued lately that a list taken after their create's answer does not show (not at rest yet). */
+  | { what: 'keys'; credentialsId: string; listScope: string; ids: number[]; resources: string[] }
   | { what: 'projects'; credentialsId: string; organizationId: string; ids: string[] };
 
 export class DriftCache {
@@ -77,6 +78,18 @@ export class DriftCache {
    * the drift snapshot: the drift snapshot of a list no inventory reads keeps only each key's use.
    */
   readonly #details = new Map<string, Snapshot<readonly ListedDetail[]>>();
+  /**
+   * Per list: keys issued lately (issued()) that no list has shown yet, with when their create was
+   * answered and their resource's work-queue key. Such a key is in no list before it, so the
+   * comparison of two lists (DriftGone) never sees it go: one revoked a few seconds after its
+   * create was found only at the second check of its resource, 2.5 intervals later (issue 25).
+   * An entry leaves once a list shows the key (from then on the comparison covers it), two intervals
+   * after the answer (a list taken after the answer that does not show it has woken its resource),
+   * or with its list.
+   * Memory: about 150 bytes per key issued within the last interval (at the platform's 10 creates
+   * per second per organization and a 5 min interval, at most 3,000 entries, ~0.5 MiB, per organization).
+   */
+  readonly #issued = new Map<string, Map<number, { at: number; resource: string; told?: boolean }>>();
 
   constructor(intervalMs: number, now: () => number = Date.now, onGone?: (gone: DriftGone) => void) {
     this.#intervalMs = intervalMs;
@@ -119,6 +132,7 @@ export class DriftCache {
     this.#projects.delete(id);
     this.#failures.delete(id);
     this.#details.delete(id);
+    this.#issued.delete(id);
   }
 
   /** How many lists are kept (tests: bounded). */
@@ -126,7 +140,7 @@ export class DriftCache {
     return Math.max(this.#scopes.size, this.#keys.size + this.#projects.size, this.#failures.size);
   }
 
-  async #fresh<T>(cache: Map<string, Snapshot<T>>, id: string, load: () => Promise<T>, maxAgeMs = this.#intervalMs, gone?: (before: T, after: T) => void): Promise<Snapshot<T>> {
+  async #fresh<T>(cache: Map<string, Snapshot<T>>, id: string, load: () => Promise<T>, maxAgeMs = this.#intervalMs, gone?: (before: T | undefined, after: T, at: number) => void): Promise<Snapshot<T>> {
     const cached = cache.get(id);
     if (cached !== undefined && this.#now() - cached.at < maxAgeMs) return cached;
     // A failed list is remembered for the interval too: every resource on broken credentials (or
@@ -142,7 +156,7 @@ export class DriftCache {
       const snapshot = { at, value };
       const before = cache.get(id);
       if (this.#scopes.has(id)) cache.set(id, snapshot);
-      if (before !== undefined && gone !== undefined) gone(before.value, value);
+      gone?.(before?.value, value, at);
       this.#failures.delete(id);
       return snapshot;
     }, (error: unknown) => {
@@ -160,21 +174,39 @@ export class DriftCache {
   async keyState(credentialsId: string, adapter: KeyAdapter, platform: KeyPlatform, keyId: number, createdAt: number | undefined, maxAgeMs?: number): Promise<{ state: 'Live' | 'Absent'; key?: ListedUse; at: number }> {
     // maxAgeMs: a retiring key's last use is read from a fresher snapshot (still one list per
     // credentials and scope, shared by every resource that asks within that age).
-    const { id, load, gone } = this.#keyList(credentialsId, adapter, platform);
-    this.#asked(id, () => this.#fresh(this.#keys, id, load, this.#intervalMs, gone));
+    const { id, refresh, load, gone } = this.#keyList(credentialsId, adapter, platform);
+    this.#asked(id, refresh);
     const snapshot = await this.#fresh(this.#keys, id, load, maxAgeMs ?? this.#intervalMs, gone);
     const key = snapshot.value.get(keyId);
     const at = snapshot.at;
     if (key !== undefined) return { state: 'Live', key, at };
+    // A key issued lately is absent for sure from a list asked for after its create was answered
+    // (both instants on this process's clock).
+    const issuedAt = this.#issued.get(id)?.get(keyId)?.at;
+    if (issuedAt !== undefined) return { state: issuedAt < at ? 'Absent' : 'Live', at };
     // created_at has second precision and clocks differ: only keys clearly older than the list count.
     if (createdAt === undefined || createdAt >= snapshot.at - CREATED_AT_MARGIN_MS) return { state: 'Live', at };
     return { state: 'Absent', at };
   }
 
-  /** The list of the keys of one credentials and scope: its id, how it is taken, and what a new one no longer shows. */
-  #keyList(credentialsId: string, adapter: Pick<KeyAdapter, 'listScope' | 'list'>, platform: KeyPlatform): {
-    id: string; load: () => Promise<Map<number, ListedUse>>; gone: (before: Map<number, ListedUse>, after: Map<number, ListedUse>) => void;
-  } {
+  /**
+   * A key was just issued (its create answered) for the resource `resource` (its work-queue key):
+   * its list is taken each interval from now on, and a list that does not show it wakes the
+   * resource, at rest or not (#issued).
+   */
+  issued(credentialsId: string, adapter: KeyAdapter, platform: KeyPlatform, keyId: number, resource: string): void {
+    const { id, refresh } = this.#keyList(credentialsId, adapter, platform);
+    this.#asked(id, refresh);
+    let keys = this.#issued.get(id);
+    if (keys === undefined) {
+      keys = new Map();
+      this.#issued.set(id, keys);
+    }
+    keys.set(keyId, { at: this.#now(), resource });
+  }
+
+  /** The list of the managed keys of one credentials and scope: its id, how it is taken, and what a new one no longer shows. */
+  #keyList(credentialsId: string, adapter: Pick<KeyAdapter, 'listScope' | 'list'>, platform: KeyPlatform): { id: string; refresh: () => Promise<unknown>; load: () => Promise<Map<number, ListedUse>>; gone: (before: Map<number, ListedUse> | undefined, after: Map<number, ListedUse>, at: number) => void } {
     const id = `keys|${credentialsId}|${adapter.listScope}`;
     const load = async (): Promise<Map<number, ListedUse>> => {
       const at = this.#now();
@@ -183,11 +215,24 @@ export class DriftCache {
       if (this.#details.has(id) && this.#scopes.has(id)) this.#details.set(id, { at, value: listed.map(listedDetail) });
       return new Map(listed.map((k) => [k.id, listedUse(k)] as const));
     };
-    const gone = (before: Map<number, ListedUse>, after: Map<number, ListedUse>): void => {
-      const ids = [...before.keys()].filter((k) => !after.has(k));
-      if (ids.length > 0) this.#onGone?.({ what: 'keys', credentialsId, listScope: adapter.listScope, ids });
+    const gone = (before: Map<number, ListedUse> | undefined, after: Map<number, ListedUse>, at: number): void => {
+      const ids = before === undefined ? [] : [...before.keys()].filter((k) => !after.has(k));
+      const resources: string[] = [];
+      const issued = this.#issued.get(id);
+      for (const [keyId, entry] of issued ?? []) {
+        // Kept a while once told (the woken pass must see it absent too, whatever created_at says).
+        if (after.has(keyId) || at - entry.at > 2 * this.#intervalMs) {
+          issued?.delete(keyId);
+        } else if (entry.at < at && !entry.told) {
+          entry.told = true;
+          ids.push(keyId);
+          resources.push(entry.resource);
+        }
+      }
+      if (issued?.size === 0) this.#issued.delete(id);
+      if (ids.length > 0) this.#onGone?.({ what: 'keys', credentialsId, listScope: adapter.listScope, ids, resources });
     };
-    return { id, load, gone };
+    return { id, load, gone, refresh: () => this.#fresh(this.#keys, id, load, this.#intervalMs, gone) };
   }
 
   /**
@@ -199,8 +244,8 @@ export class DriftCache {
    * Throws the list's failure (remembered for the interval, as for the checks).
    */
   async listing(credentialsId: string, list: Pick<KeyAdapter, 'listScope' | 'list'>, platform: KeyPlatform): Promise<{ at: number; keys: readonly ListedDetail[] }> {
-    const { id, load, gone } = this.#keyList(credentialsId, list, platform);
-    this.#asked(id, () => this.#fresh(this.#keys, id, load, this.#intervalMs, gone));
+    const { id, refresh, load, gone } = this.#keyList(credentialsId, list, platform);
+    this.#asked(id, refresh);
     if (!this.#details.has(id)) this.#details.set(id, { at: -Infinity, value: [] });
     const snapshot = await this.#fresh(this.#keys, id, load, this.#intervalMs, gone);
     let details = this.#details.get(id);
@@ -215,7 +260,8 @@ export class DriftCache {
   async projectInOrganization(credentialsId: string, platform: KeyPlatform, organizationId: string, projectId: string): Promise<boolean> {
     const id = `projects|${credentialsId}|${organizationId}`;
     const load = async (): Promise<Set<string>> => new Set((await platform.listProjects({ orgId: organizationId })).map((p) => p.id));
-    const gone = (before: Set<string>, after: Set<string>): void => {
+    const gone = (before: Set<string> | undefined, after: Set<string>): void => {
+      if (before === undefined) return;
       const ids = [...before].filter((p) => !after.has(p));
       if (ids.length > 0) this.#onGone?.({ what: 'projects', credentialsId, organizationId, ids });
     };

@@ -55,7 +55,7 @@ export interface KeyDeps {
   /** Told of every reconcile once it ended (ReconcileRecord). */
   onReconcile?: (record: ReconcileRecord) => void;
   /** Which creates of an organization go now and which wait for their turn (create-admission.ts); without it every create goes at once. */
-  admission?: Pick<CreateAdmission, 'admit' | 'ended' | 'waitsForTurn'>;
+  admission?: Pick<CreateAdmission, 'admit' | 'ended' | 'waitsForTurn' | 'tell'>;
   /** A key resource as the informers' cache holds it (cache-projection.ts), for a new key's turn without a read. */
   cachedKey?: (kind: string, namespace: string, name: string) => KubernetesObject | undefined;
 }

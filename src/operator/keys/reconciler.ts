@@ -21,6 +21,8 @@ import { observe } from './observe.ts';
 import { patchOperations } from './operations-patch.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { newKeyOrganization } from './cache-projection.ts';
+import type { Priority } from './create-line.ts';
+import { sendsFor } from './fair-limiter.ts';
 import { CredentialsKinds } from './credentials-kind.ts';
 import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './resource-writes.ts';
@@ -184,6 +186,7 @@ export class KeyReconciler implements Reconciler {
     if (organization !== undefined && admission?.waitsForTurn(organization, tracking) === true) {
       logger.debug({ organization }, 'new key waits for its turn in the organization');
       if (record !== undefined) record.deferred = true;
+      await tellPlace(this.#deps, organization, tracking, undefined);
       return { type: 'Done' };
     }
     const resource = await this.#deps.kube.readResource(kind, namespace, name);
@@ -239,7 +242,7 @@ export class KeyReconciler implements Reconciler {
             ctx.record.reasons.push(next.reason);
           }
           // Through the organization's create turns like any create (create-admission.ts).
-          return admitted(deps, ctx, (paced) => create(paced, ctx, next, undefined, undefined, true));
+          return admitted(deps, ctx, 'create', (paced) => create(paced, ctx, next, undefined, undefined, true));
         }
         const updated = await updateMetadata(deps, resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; });
         // Go on with the resource as written, once: a requeue here went through the queue's global
@@ -259,7 +262,7 @@ export class KeyReconciler implements Reconciler {
       case 'Recover':
         return recover(deps, ctx, action.attempt);
       case 'Create':
-        return admitted(deps, ctx, (paced) => create(paced, ctx, decision, action.replaces, action.rotation));
+        return admitted(deps, ctx, createPriority(action), (paced) => create(paced, ctx, decision, action.replaces, action.rotation));
       case 'Retire':
         return retire(deps, ctx, decision, action);
       case 'InSync': {
@@ -300,15 +303,17 @@ export class KeyReconciler implements Reconciler {
  * (the Secret and status writes after it do not hold the organization's next key back). Personal
  * keys are not limited per organization.
  */
-async function admitted(deps: KeyDeps, ctx: Context, run: (paced: KeyDeps) => Promise<ReconcileResult>): Promise<ReconcileResult> {
+async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (paced: KeyDeps) => Promise<ReconcileResult>): Promise<ReconcileResult> {
   const { admission } = deps;
   const { adapter, worker, resource } = ctx;
   const organization = adapter?.listScope.startsWith('org:') === true ? adapter.listScope.slice('org:'.length) : undefined;
   if (admission === undefined || worker === undefined || organization === undefined) return run(deps);
-  const slot = admission.admit(organization, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
+  const key = `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
+  const slot = admission.admit(organization, key, priority);
   if (slot === undefined) {
     ctx.logger.debug({ organization }, 'create waits for its turn in the organization');
     if (ctx.record !== undefined) ctx.record.deferred = true;
+    if (priority === 'create') await tellPlace(deps, organization, key, ctx);
     return { type: 'Done' };
   }
   const paced: KeyDeps = {
@@ -319,10 +324,43 @@ async function admitted(deps: KeyDeps, ctx: Context, run: (paced: KeyDeps) => Pr
     },
   };
   try {
-    return await worker.release(run(paced));
+    // Its wait for the platform's rate limit in fair turns too (fair-limiter.ts).
+    return await worker.release(sendsFor(key, priority, () => run(paced)));
   } finally {
     slot.done();
   }
+}
+
+/**
+ * A new key waiting in its organization's line long enough to be seen says where it stands, in its
+ * Ready=False message (CreateAdmission.tell decides which keys, once per wait): how many creates of
+ * the organization go before it, and how many of them are its own namespace's, so a team can tell
+ * its own backlog from a fair wait. `ctx`: the resource as read by this reconcile; without it (a key
+ * sent to the line unread) it is read now. Best effort: a write that fails is not retried.
+ */
+async function tellPlace(deps: KeyDeps, organization: string, key: string, ctx: Context | undefined): Promise<void> {
+  const place = deps.admission?.tell(organization, key);
+  if (place === undefined) return;
+  try {
+    const [kind, namespace, name] = key.split('/') as [KindName, string, string];
+    const resource = ctx?.resource ?? await deps.kube.readResource(kind, namespace, name);
+    if (resource === undefined || resource.status?.keyId !== undefined) return;
+    const message = `waiting for its turn to create a key in organization ${organization}: ${place.ahead} creates of the organization go before it, ${place.aheadInNamespace} of them of namespace ${namespace} (turns go in fair turns between the namespaces with creates waiting, at the platform's 10 creates per second)`;
+    await writeStatus(deps, ctx ?? { resource }, creatingConditions(message));
+  } catch (error) {
+    const logger = ctx?.logger;
+    logger?.debug({ err: error }, 'could not write where the key waits');
+  }
+}
+
+/**
+ * What a create is for, in the order creates of one organization go (create-line.ts): a key whose
+ * consumers are broken now (drift repair: Secret deleted or tampered, key revoked outside) first,
+ * then a requested rotation, a first create, a scheduled rotation.
+ */
+function createPriority(action: { replaces?: number; rotation?: { request?: string } }): Priority {
+  if (action.rotation !== undefined) return action.rotation.request !== undefined ? 'requested-rotation' : 'scheduled-rotation';
+  return action.replaces !== undefined ? 'repair' : 'create';
 }
 
 /** The platform client, with `answered` called once the answer to an organization key's create has come (or the call failed). */

@@ -173,7 +173,8 @@ export class Controller {
 
   constructor(options: ControllerOptions) {
     this.#o = options;
-    this.#queue = new WorkQueue<string>(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {});
+    // Keys are kind/namespace/name; the queue hands them out in turns between namespaces (runtime/queue.ts).
+    this.#queue = new WorkQueue<string>({ flowOf: (key) => key.slice(key.indexOf('/') + 1, key.indexOf('/', key.indexOf('/') + 1)), ...(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {}) });
     this.#refusals = new RefusalLimiter(options.maxBackoffMs !== undefined ? { maxDelayMs: options.maxBackoffMs } : {});
     this.#inputWakes = new WakeLimiter(options.inputWakes);
   }

@@ -21,6 +21,12 @@
 //   re-added with; two delayed adds of one key merge into one, at the earlier time and the higher
 //   priority.
 //
+// And fair turns between flows (issue 25), like the fairness by namespace proposed for
+// controller-runtime's priority queue: with `flowOf` (the controller's: a key's namespace), each
+// lane is one FIFO per flow, and get() takes from the flows in turn. One namespace that applies
+// 1,000 resources (or whose keys are all woken at once) then delays another namespace's key by one
+// key per namespace waiting, not by its whole backlog. Without `flowOf`, every key is one flow.
+//
 // One deliberate difference from client-go: once shut down, get() returns undefined at once even if
 // keys are still queued. Reconcile is level-triggered (docs/design.md section 5.2), so a dropped key costs
 // nothing: the next leader lists every resource at start-up and reconciles it anyway, while handing
@@ -120,6 +126,8 @@ export class ControllerRateLimiter<K extends string> {
 
 export interface WorkQueueOptions {
   rateLimiter?: RateLimiterOptions;
+  /** The flow of a key: keys of different flows waiting in one lane are handed out in turns. Default: one flow. */
+  flowOf?: (key: string) => string;
   metrics?: WorkQueueMetrics;
   timers?: Timers;
 }
@@ -179,6 +187,11 @@ class Lane<K> {
     if (this.#retired >= 1024 && this.#retired * 2 >= this.#entries.length - this.#head) this.#compact();
   }
 
+  /** Entries still to be handed out. */
+  get live(): number {
+    return this.#entries.length - this.#head - this.#retired;
+  }
+
   clear(): void {
     this.#entries = [];
     this.#head = 0;
@@ -192,9 +205,52 @@ class Lane<K> {
   }
 }
 
+/**
+ * One Lane per flow, handed out in turns: a Map's insertion order is the ring (a flow that was
+ * served goes to its back; a flow that starts waiting joins at the back).
+ */
+class FairLane<K extends string> {
+  readonly #flowOf: (key: K) => string;
+  readonly #flows = new Map<string, Lane<K>>();
+
+  constructor(flowOf: (key: K) => string) {
+    this.#flowOf = flowOf;
+  }
+
+  push(entry: Entry<K>): void {
+    const flow = this.#flowOf(entry.key);
+    let lane = this.#flows.get(flow);
+    if (lane === undefined) {
+      lane = new Lane<K>();
+      this.#flows.set(flow, lane);
+    }
+    lane.push(entry);
+  }
+
+  /** The oldest live entry of the flow whose turn it is, removed; undefined when none is left. */
+  shift(): Entry<K> | undefined {
+    for (const [flow, lane] of this.#flows) {
+      this.#flows.delete(flow);
+      const entry = lane.shift();
+      if (entry === undefined) continue; // only retired entries were left
+      if (lane.live > 0) this.#flows.set(flow, lane);
+      return entry;
+    }
+    return undefined;
+  }
+
+  retire(entry: Entry<K>): void {
+    this.#flows.get(this.#flowOf(entry.key))?.retire(entry);
+  }
+
+  clear(): void {
+    this.#flows.clear();
+  }
+}
+
 export class WorkQueue<K extends string> {
-  readonly #normal = new Lane<K>();
-  readonly #low = new Lane<K>();
+  readonly #normal: FairLane<K>;
+  readonly #low: FairLane<K>;
   /** The live entry of each waiting key (in one lane or the other). */
   readonly #waiting = new Map<K, Entry<K>>();
   /** Keys that need processing (waiting, or re-added while in flight), with their highest priority. */
@@ -213,6 +269,9 @@ export class WorkQueue<K extends string> {
     this.#timers = options.timers ?? realTimers;
     this.#metrics = options.metrics;
     this.#limiter = new ControllerRateLimiter<K>(options.rateLimiter, () => this.#timers.now());
+    const flowOf = options.flowOf ?? (() => '');
+    this.#normal = new FairLane<K>(flowOf);
+    this.#low = new FairLane<K>(flowOf);
   }
 
   add(key: K, options: AddOptions = {}): void {

@@ -90,6 +90,42 @@ describe('CreateAdmission', () => {
     expect(admission.admit('org-a', 'k/ns/c')).toBeUndefined();
   });
 
+  it('serves its line in fair turns between namespaces, a repair first (create-line.ts)', () => {
+    admission.admit('org-a', 'k/flood/1');
+    const running = admission.admit('org-a', 'k/flood/2');
+    for (let i = 3; i <= 10; i++) expect(admission.waitsForTurn('org-a', `k/flood/${i}`)).toBe(true);
+    running?.done();
+    expect(woken).toEqual(['k/flood/3']);
+    admission.admit('org-a', 'k/flood/3')?.done();
+    expect(woken).toEqual(['k/flood/3', 'k/flood/4']);
+    expect(admission.waitsForTurn('org-a', 'k/quiet/new')).toBe(true);
+    expect(admission.admit('org-a', 'k/other/broken', 'repair')).toBeUndefined();
+    admission.admit('org-a', 'k/flood/4')?.done();
+    // Both late namespaces start at the line's clock: the repair, then the quiet key, before flood/5.
+    expect(woken.slice(2)).toEqual(['k/other/broken']);
+    admission.ended('k/other/broken', Date.now());
+    expect(woken.slice(2)).toEqual(['k/other/broken', 'k/quiet/new']);
+    admission.ended('k/quiet/new', Date.now());
+    expect(woken.slice(2)).toEqual(['k/other/broken', 'k/quiet/new', 'k/flood/5']);
+  });
+
+  it('tells a waiting key where it stands once per wait, only when it waits long, for a few keys of a namespace at once', () => {
+    const telling = new CreateAdmission({ perOrganization: 1, wake: (key) => woken.push(key), tellAhead: 3, tellPerNamespace: 2 });
+    const first = telling.admit('org-a', 'k/a/0');
+    for (let i = 1; i <= 6; i++) telling.waitsForTurn('org-a', `k/a/${i}`);
+    telling.waitsForTurn('org-a', 'k/b/1');
+    // a/1 has one create before it (b/1's turn ties with it): too short a wait to tell.
+    expect(telling.tell('org-a', 'k/a/1')).toBeUndefined();
+    expect(telling.tell('org-a', 'k/a/4')).toEqual({ ahead: 4, aheadInNamespace: 3 });
+    expect(telling.tell('org-a', 'k/a/4')).toBeUndefined(); // once
+    expect(telling.tell('org-a', 'k/a/5')).toEqual({ ahead: 5, aheadInNamespace: 4 });
+    expect(telling.tell('org-a', 'k/a/6')).toBeUndefined(); // two of namespace a told already
+    expect(telling.tell('org-a', 'k/b/1')).toBeUndefined(); // b's key goes second: no long wait
+    expect(telling.tell('org-a', 'k/c/1')).toBeUndefined(); // not waiting
+    first?.done(); // a/1's turn: two of a's are still told
+    expect(telling.tell('org-a', 'k/a/6')).toBeUndefined();
+  });
+
   it('refuses a bound that is not a positive integer', () => {
     expect(() => new CreateAdmission({ perOrganization: 0, wake: () => undefined })).toThrow(RangeError);
   });

@@ -42,7 +42,7 @@ describe('DriftCache: what a refreshed list no longer shows', () => {
     expect((await cache.keyState('cred-a', s.adapter, s.platform, 1, undefined)).state).toBe('Live');
     expect(await cache.projectInOrganization('cred-a', s.platform, 'o-1', 'p-1')).toBe(false);
     expect(gone).toEqual([
-      { what: 'keys', credentialsId: 'cred-a', listScope: 'org:o-1', ids: [2] },
+      { what: 'keys', credentialsId: 'cred-a', listScope: 'org:o-1', ids: [2], resources: [] },
       { what: 'projects', credentialsId: 'cred-a', organizationId: 'o-1', ids: ['p-1'] },
     ]);
 
@@ -65,7 +65,35 @@ describe('DriftCache: what a refreshed list no longer shows', () => {
     s.setKeys([1]);
     now += 60_000;
     await cache.keyState('cred-a', s.adapter, s.platform, 1, undefined);
-    expect(gone).toEqual([{ what: 'keys', credentialsId: 'cred-a', listScope: 'org:o-1', ids: [2, 3] }]);
+    expect(gone).toEqual([{ what: 'keys', credentialsId: 'cred-a', listScope: 'org:o-1', ids: [2, 3], resources: [] }]);
+  });
+
+  it('a key issued lately and revoked before any list showed it: absent from the next list taken after its create was answered, its resource woken (issue 25)', async () => {
+    let now = 0;
+    const gone: DriftGone[] = [];
+    const cache = new DriftCache(60_000, () => now, (g) => gone.push(g));
+    const s = scripted();
+    await cache.keyState('cred-a', s.adapter, s.platform, 1, undefined);
+    // Key 9 issued at 10 s and key 10 at 20 s (neither in the list of 0 s); 9 revoked outside at 15 s.
+    now = 10_000;
+    cache.issued('cred-a', s.adapter, s.platform, 9, 'ApiKey/team-a/nine');
+    now = 20_000;
+    cache.issued('cred-a', s.adapter, s.platform, 10, 'ApiKey/team-a/ten');
+    s.setKeys([1, 2, 3, 10]);
+    // The cached list (of 0 s, before both creates) says nothing against them.
+    expect((await cache.keyState('cred-a', s.adapter, s.platform, 9, now)).state).toBe('Live');
+    now = 60_000;
+    cache.refreshDue();
+    await new Promise((resolve) => setImmediate(resolve));
+    // Issued within 5 s of the list's creation time or not, 9 is gone: its resource is woken, not at rest.
+    expect(gone).toEqual([{ what: 'keys', credentialsId: 'cred-a', listScope: 'org:o-1', ids: [9], resources: ['ApiKey/team-a/nine'] }]);
+    expect((await cache.keyState('cred-a', s.adapter, s.platform, 9, now - 1_000)).state).toBe('Absent');
+    // 10 was shown: from now on the comparison of two lists covers it, as any key.
+    s.setKeys([1, 2, 3]);
+    now = 120_000;
+    cache.refreshDue();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(gone[1]).toEqual({ what: 'keys', credentialsId: 'cred-a', listScope: 'org:o-1', ids: [10], resources: [] });
   });
 
   it('refreshDue takes a list again once it is an interval old, with no check asking: a project gone is told within one interval', async () => {

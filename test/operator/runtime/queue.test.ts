@@ -485,3 +485,42 @@ describe('WorkQueue priorities', () => {
     expect(out).toEqual([...promoted, ...keys.filter((_, i) => i % 3 === 2)]);
   });
 });
+
+describe('WorkQueue fair turns between flows (issue 25)', () => {
+  const byNamespace = (key: string): string => key.split('/')[1] ?? '';
+  const takeAll = async (q: WorkQueue<string>): Promise<string[]> => {
+    const out: string[] = [];
+    while (q.len() > 0) {
+      const key = await q.get() as string;
+      out.push(key);
+      q.done(key);
+    }
+    return out;
+  };
+
+  it('hands out a late namespace\'s key after one key of each namespace ahead, not after their whole backlogs', async () => {
+    const q = new WorkQueue<string>({ flowOf: byNamespace });
+    for (let i = 0; i < 1_000; i++) q.add(`ApiKey/flood/k${i}`);
+    for (let i = 0; i < 3; i++) q.add(`ApiKey/busy/k${i}`);
+    q.add('ApiKey/quiet/k0');
+    const order = await takeAll(q);
+    expect(order.slice(0, 5)).toEqual(['ApiKey/flood/k0', 'ApiKey/busy/k0', 'ApiKey/quiet/k0', 'ApiKey/flood/k1', 'ApiKey/busy/k1']);
+    // Each flow stays FIFO.
+    expect(order.filter((k) => k.includes('/flood/'))).toEqual(Array.from({ length: 1_000 }, (_, i) => `ApiKey/flood/k${i}`));
+  });
+
+  it('keeps the lanes: a low key of a quiet namespace waits for every normal key; turns hold within the low lane and across a promotion', async () => {
+    const q = new WorkQueue<string>({ flowOf: byNamespace });
+    for (let i = 0; i < 4; i++) q.add(`ApiKey/a/low${i}`, { priority: 'low' });
+    q.add('ApiKey/b/low0', { priority: 'low' });
+    q.add('ApiKey/a/n0');
+    q.add('ApiKey/a/low3'); // promoted
+    expect(await takeAll(q)).toEqual(['ApiKey/a/n0', 'ApiKey/a/low3', 'ApiKey/a/low0', 'ApiKey/b/low0', 'ApiKey/a/low1', 'ApiKey/a/low2']);
+  });
+
+  it('without flowOf, one flow: FIFO', async () => {
+    const q = new WorkQueue<string>();
+    for (const k of ['x/a/1', 'x/a/2', 'x/b/1']) q.add(k);
+    expect(await takeAll(q)).toEqual(['x/a/1', 'x/a/2', 'x/b/1']);
+  });
+});

@@ -1,0 +1,70 @@
+// keys/fair-limiter.ts: the org limiter's waiters in fair turns between namespaces, a repair first,
+// with the platform limiter itself (src/platform/sliding-window.ts) on a manual clock.
+import { describe, expect, it } from '@jest/globals';
+import { orgKeyCreationLimiter, type Permit } from '../../../src/platform/index.ts';
+import type { BucketClock } from '../../../src/platform/waiter-queue.ts';
+import { FairLimiter, sendsFor } from '../../../src/operator/keys/fair-limiter.ts';
+
+class ManualClock implements BucketClock {
+  t = 0;
+  readonly #timers = new Set<{ at: number; fn: () => void }>();
+  now(): number {
+    return this.t;
+  }
+  schedule(fn: () => void, ms: number): () => void {
+    const timer = { at: this.t + ms, fn };
+    this.#timers.add(timer);
+    return () => this.#timers.delete(timer);
+  }
+  advance(ms: number): void {
+    this.t += ms;
+    for (const timer of [...this.#timers].sort((a, b) => a.at - b.at)) {
+      if (timer.at > this.t || !this.#timers.delete(timer)) continue;
+      timer.fn();
+    }
+  }
+}
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('FairLimiter', () => {
+  it('lets a quiet namespace\'s create through next, not behind a flood\'s waiting creates, at the limiter\'s own rate', async () => {
+    const clock = new ManualClock();
+    const limiter = new FairLimiter(orgKeyCreationLimiter(clock));
+    const granted: string[] = [];
+    const permits: Permit[] = [];
+    const take = (key: string, priority: 'create' | 'repair' = 'create'): void => {
+      void sendsFor(key, priority, () => limiter.take()).then((p) => { granted.push(key); permits.push(p); });
+    };
+    for (let i = 1; i <= 15; i++) take(`ApiKey/flood/k${i}`);
+    await settle();
+    // The platform's 10 slots, all the flood's (nobody else waited).
+    expect(granted).toEqual(Array.from({ length: 10 }, (_, i) => `ApiKey/flood/k${i + 1}`));
+    take('ApiKey/quiet/new');
+    take('ApiKey/other/broken', 'repair');
+    await settle();
+    expect(granted.length).toBe(10);
+    // Each answer frees its slot one window later: one create per slot.
+    for (const p of permits.slice(0, 10)) p.done({ status: 200 });
+    for (let i = 0; i < 8; i++) {
+      clock.advance(1_000);
+      await settle();
+    }
+    // The flood's k11 was already at the limiter; then the repair, the quiet namespace's key, and the flood again.
+    expect(granted.slice(10)).toEqual(['ApiKey/flood/k11', 'ApiKey/other/broken', 'ApiKey/quiet/new', 'ApiKey/flood/k12', 'ApiKey/flood/k13', 'ApiKey/flood/k14', 'ApiKey/flood/k15']);
+  });
+
+  it('lets a waiter whose signal aborts leave the line', async () => {
+    const clock = new ManualClock();
+    const limiter = new FairLimiter(orgKeyCreationLimiter(clock));
+    const permits: Permit[] = [];
+    for (let i = 0; i < 10; i++) permits.push(await limiter.take());
+    const blocked = limiter.take(); // at the inner limiter
+    const abort = new AbortController();
+    const leaving = limiter.take(abort.signal);
+    abort.abort(new Error('gone'));
+    await expect(leaving).rejects.toThrow('gone');
+    permits[0]?.done({ status: 200 });
+    clock.advance(1_000);
+    await expect(blocked).resolves.toBeDefined();
+  });
+});
