@@ -111,7 +111,7 @@ const REFUSED_ON_CREATE: [string, Kind, string, unknown, RegExp][] = [
   ...([
     ['30d', /spec\.usage\.unusedAfter in body should match/], ['720', /spec\.usage\.unusedAfter in body should match/], ['-1h', /spec\.usage\.unusedAfter in body should match/],
     ['1 h', /spec\.usage\.unusedAfter in body should match/], ['P30D', /spec\.usage\.unusedAfter in body should match/], ['0s', /unusedAfter must be a duration of at least 1s/],
-    ['500ms', /unusedAfter must be a duration of at least 1s/], ['', /spec\.usage\.unusedAfter in body should be at least 2 chars long/],
+    ['500ms', /unusedAfter must be a duration of at least 1s/], ['', /spec\.usage\.unusedAfter in body should be at least 1 chars long/],
     [`${'1'.repeat(70)}h`, /spec\.usage\.unusedAfter: Too long: may not be (more|longer) than 64/], [720, /spec\.usage\.unusedAfter in body must be of type string/],
   ] as [unknown, RegExp][]).map(([unusedAfter, message], i): [string, Kind, string, unknown, RegExp] => [
     `usage.unusedAfter ${JSON.stringify(unusedAfter)}`, i % 2 === 0 ? 'ApiKey' : 'ProjectApiKey', `bad-unused-after-${i}`,
