@@ -19,7 +19,11 @@ suites=(
 )
 
 versions=()
-while [ $# -gt 0 ] && [ "$1" != "--" ]; do versions+=("${1#v}"); shift; done
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  [[ ${1#v} =~ ^1\.[0-9]+\.[0-9]+$ ]] || { echo "test:k8s: '$1' is not a Kubernetes release (1.MINOR.PATCH); the ones with a module: $(ls "$here/versions" | tr '\n' ' ')" >&2; exit 2; }
+  versions+=("${1#v}")
+  shift
+done
 [ "${1:-}" = "--" ] && shift
 if [ ${#versions[@]} -eq 0 ]; then
   for module in "$here"/versions/*/go.mod; do
