@@ -13,6 +13,7 @@ cd "$root"
 suites=(
   test/controlplane/smoke.test.ts     # the apiserver behaviours the operator relies on, and its version
   test/deploy/apply.test.ts           # the CRDs and the chart admitted (server-side dry run, Pod Security), helm install, RBAC
+  test/deploy/tenant-roles.test.ts    # the tenant roles aggregated into the built-in edit and view
   test/operator/lifecycle.test.ts     # create -> Ready -> delete, drift, recovery
   test/operator/rotation.test.ts      # rotation, restarts of consenting Deployments
   test/operator/hostile-tenant.test.ts # a tenant writing anything in its namespace
