@@ -194,6 +194,9 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
       `--secure-port=${apiPort}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
+      // Nothing runs pods, so nothing needs the default/kubernetes Service's endpoints; and from
+      // 1.37 the apiserver refuses a loopback advertise address with its endpoint reconciler.
+      '--endpoint-reconciler-type=none',
       '--authorization-mode=RBAC',
       `--token-auth-file=${join(dir, 'tokens.csv')}`,
       `--service-account-issuer=${server}`,

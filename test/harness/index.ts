@@ -6,6 +6,18 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { ControlPlaneInfo } from './controlplane.ts';
 
 export const CONTROLPLANE_ENV = 'NKO_TEST_CONTROLPLANE';
+/** Another Kubernetes version to run against (npm run test:k8s -- 1.30.14); unset: test/controlplane/go.mod's. */
+export const K8S_VERSION_ENV = 'TEST_K8S_VERSION';
+
+/** The gitVersion (v1.MINOR.PATCH) the started control plane must report. */
+export function kubernetesVersionUnderTest(): string {
+  const requested = process.env[K8S_VERSION_ENV];
+  if (requested !== undefined && requested !== '') return `v${requested.replace(/^v/, '')}`;
+  const goMod = readFileSync(new URL('../controlplane/go.mod', import.meta.url), 'utf8');
+  const pinned = /^require k8s\.io\/kubernetes (v\S+)/m.exec(goMod)?.[1];
+  if (pinned === undefined) throw new Error('test/controlplane/go.mod pins no k8s.io/kubernetes version');
+  return pinned;
+}
 
 export interface ControlPlane extends ControlPlaneInfo {
   /** system:masters */
