@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run e2e:kind`: test/e2e/kind.sh on a machine with no Docker engine and no container
 # registry (this project's CI). Builds (or reuses) kind and the Go programs of the node image
-# (build.sh), the base rootfs (node-image.sh rootfs, debootstrap), the operator image from the
+# (build.sh), the base rootfs (base-image.sh rootfs, debootstrap), the operator image from the
 # unchanged Dockerfile (buildah, as test/e2e/node/run.sh does); gets Debian's docker.io; then
 # session.sh, in private PID, mount and network namespaces, starts its own dockerd, makes the kind
 # node image and runs test/e2e/kind.sh. Checks the machine is left as it was found
@@ -64,7 +64,7 @@ kind_bin=$(bash "$here/build.sh")
 phase binaries
 
 log "Base rootfs (debootstrap; cached)"
-bash "$here/node-image.sh" rootfs
+bash "$here/base-image.sh" rootfs
 phase rootfs
 
 # One offline kind run at a time on this machine: the engine's store (.cache/kind/docker) is shared.
