@@ -7,8 +7,8 @@
 #
 # Debian bookworm from Debian's apt repository with the packages of kind's base image recipe
 # (images/base/Dockerfile in the kind module), and its files (entrypoint, systemd units, containerd
-# configuration). containerd, runc and the CNI plugins are Debian's (kind builds them from Go
-# modules), crictl is built from its Go module (build.sh).
+# configuration). containerd and crictl are built from their Go modules (build.sh), runc and the
+# CNI plugins are Debian's (kind builds them from Go modules too).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -68,8 +68,10 @@ install -m 0644 "$files"/etc/default/* "$rootfs/etc/default/"
 install -m 0644 "$files"/etc/sysctl.d/* "$rootfs/etc/sysctl.d/"
 find "$files/etc/systemd/system" -maxdepth 1 -type f -exec install -m 0644 {} "$rootfs/etc/systemd/system/" \;
 install -m 0644 "$files"/etc/systemd/system/kubelet.service.d/* "$rootfs/etc/systemd/system/kubelet.service.d/"
-# kind's units and scripts expect its build's paths: Debian's binaries linked there.
-for b in containerd ctr containerd-shim-runc-v2; do ln -sf "/usr/bin/$b" "$rootfs/usr/local/bin/$b"; done
+# containerd 2 as kind's base has it, from its Go module (build.sh): Debian's 1.6 lacks `ctr info`,
+# which kind's node image build waits with. runc and the CNI plugins are Debian's, where kind's
+# units and scripts look for them.
+install -m 0755 "$kind_bin/containerd" "$kind_bin/ctr" "$kind_bin/containerd-shim-runc-v2" "$rootfs/usr/local/bin/"
 ln -sf /usr/sbin/runc "$rootfs/usr/local/sbin/runc"
 for p in host-local loopback ptp portmap bridge; do ln -sf "/usr/lib/cni/$p" "$rootfs/opt/cni/bin/$p"; done
 install -m 0755 "$kind_bin/crictl" "$rootfs/usr/local/bin/crictl"
