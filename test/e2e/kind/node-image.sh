@@ -108,6 +108,11 @@ done
 mkdir "$work/proxy"
 docker save "$registry/kube-proxy:$kube_version" "$etcd_name" "$coredns_name" "$pause_name" \
   "$kindnetd_name" "$provisioner_name" "$helper_name" | tar -C "$work/proxy" -xf -
+# Docker writes docker.io's names short (kindest/kindnetd); kind compares them in full.
+# shellcheck disable=SC2016 # jq's, not the shell's
+full='def full: if (split("/")[0] | test("[.:]")) and contains("/") then . elif contains("/") then "docker.io/" + . else "docker.io/library/" + . end;'
+jq -c "$full with_entries(.key |= full)" "$work/proxy/repositories" >"$work/repositories" && mv "$work/repositories" "$work/proxy/repositories"
+jq -c "$full map(.RepoTags |= map(full))" "$work/proxy/manifest.json" >"$work/manifest.json" && mv "$work/manifest.json" "$work/proxy/manifest.json"
 (cd "$work/proxy" && tar -cf "$server/server/bin/kube-proxy.tar" repositories $(ls | grep -vx repositories))
 rm -rf "$work/proxy"
 # gzip -1: kind reads only gzipped tarballs; the images in it are the bulk and compress little.
