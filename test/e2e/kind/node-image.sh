@@ -122,7 +122,8 @@ rm -rf "$work/tarball"
 log "kind build node-image $node_image"
 # kind extracts the tarball under TMPDIR and leaves it there: the work folder, removed on exit.
 TMPDIR="$work" "$kind_bin/kind" build node-image --type file --base-image "$base_image" \
-  --image "$node_image" "$work/kubernetes-server-linux-amd64.tar.gz" >&2
+  --image "$node_image" "$work/kubernetes-server-linux-amd64.tar.gz" >"$work/kind-build.log" 2>&1 \
+  || { grep -v '^Importing' "$work/kind-build.log" | tail -30 >&2; exit 1; }
 # The component images were only material for the tarball.
 docker rmi -f "$registry/kube-apiserver:$kube_version" "$registry/kube-controller-manager:$kube_version" \
   "$registry/kube-scheduler:$kube_version" "$registry/kube-proxy:$kube_version" "$etcd_name" "$coredns_name" \

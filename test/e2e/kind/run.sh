@@ -78,8 +78,10 @@ state_before="$scratch.before"
 # out other runs' subtrees (nko-e2e-*), not this one's.
 export E2E_CGROUP="nko-e2e-kind-${scratch##*.}"
 bash "$root/test/e2e/node/machine-state.sh" >"$state_before"
-# Host-wide sysctls the node's kubelet rewrites at start (session.sh puts them back).
-sysctl vm.overcommit_memory kernel.panic kernel.panic_on_oops >"$scratch.sysctls"
+# Host-wide sysctls the node rewrites at start (session.sh puts them back once it is up): its
+# kubelet's three, and the two systemd as PID 1 raises (fs.file-max, fs.nr_open), which it may in a
+# privileged container.
+sysctl vm.overcommit_memory kernel.panic kernel.panic_on_oops fs.file-max fs.nr_open >"$scratch.sysctls"
 cp "$scratch.sysctls" "$scratch/sysctls.saved"
 
 cleanup() {

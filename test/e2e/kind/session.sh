@@ -46,7 +46,7 @@ trap teardown EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-log "Private namespaces: /run, /var/lib, /etc/docker of the run; loopback"
+log "Private namespaces: /run, /var/lib, /etc/docker of the run; loopback; /lib/modules"
 mkdir -p "$scratch/run" "$scratch/varlib" "$scratch/etc-docker" "$scratch/docker-config"
 mount --make-rprivate /
 # Paths the engine, containerd, runc and iptables write by default, seen by this namespace only.
@@ -54,6 +54,14 @@ mount --bind "$scratch/run" /run
 mount --bind "$scratch/varlib" /var/lib
 [ -d /etc/docker ] && mount --bind "$scratch/etc-docker" /etc/docker
 ip link set lo up
+# kind mounts the host's /lib/modules into its node; where the host has none, Docker would make
+# it. An overlay on that folder's parent (this namespace only) takes it into the scratch folder.
+if [ ! -e /lib/modules ]; then
+  libdir=$(readlink -f /lib)
+  mkdir -p "$scratch/lib-upper" "$scratch/lib-work"
+  mount -t overlay overlay -o "lowerdir=$libdir,upperdir=$scratch/lib-upper,workdir=$scratch/lib-work" "$libdir"
+  mkdir "$libdir/modules"
+fi
 export DOCKER_HOST="unix://$scratch/docker.sock" DOCKER_CONFIG="$scratch/docker-config"
 export KUBECONFIG="$scratch/kubeconfig"
 
