@@ -86,6 +86,12 @@ docker version --format 'engine {{.Server.Version}}, API {{.Server.APIVersion}}'
 log "kind node image (built here, or reused from the engine's store)"
 node_image=$(bash "$here/node-image.sh" "$kind_bin" "$cp_bin" "$node_bin")
 echo "$node_image"
+# Node and base images of earlier stamps (1-2 GB each) are not needed again: removed from the store.
+for stale in $(docker images --format '{{.Repository}}:{{.Tag}}' | grep -E '^localhost/kind-(node|base):' \
+  | grep -vxF -e "$node_image" -e "$(bash "$here/base-image.sh" "$kind_bin")"); do
+  docker rmi "$stale" >/dev/null 2>&1 || true
+done
+docker image prune -f >/dev/null
 
 # test/e2e/kind.sh, as on any machine with Docker; what differs here: the node image, the operator
 # image from its archive (built by buildah from the unchanged Dockerfile), the kubeconfig's place,
