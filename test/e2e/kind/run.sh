@@ -57,10 +57,14 @@ if [ ! -x "$docker_root/usr/sbin/dockerd" ]; then
 fi
 phase tools
 
-log "Binaries: control plane, node, kind and the node image's programs (Go modules)"
+log "Binaries: control plane, node, kind and the node image's programs, Prometheus (Go modules)"
 cp_bin=$(bash "$root/test/controlplane/build.sh")
 node_bin=$(bash "$root/test/node/build.sh")
 kind_bin=$(bash "$here/build.sh")
+# Prometheus for the scenarios that evaluate the chart's alert rules: built here, where the Go
+# module proxy is reachable (the session's network namespace reaches nothing).
+E2E_PROMETHEUS="$(bash "$root/test/prometheus/build.sh")/prometheus"
+export E2E_PROMETHEUS
 phase binaries
 
 log "Base rootfs (debootstrap; cached)"
