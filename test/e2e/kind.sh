@@ -7,6 +7,13 @@
 #   test/e2e/kind.sh                     # KEEP_CLUSTER=1 keeps the cluster for a look afterwards
 #
 # Needs: docker, kind, kubectl, helm (v3), curl, node >= 22.18 (reads JSON, runs test/e2e/check-keys.ts).
+# With Docker and registry access that is all: kind's published node image, the operator image
+# built by `docker build`. Without (this project's CI), test/e2e/kind/run.sh (`npm run e2e:kind`)
+# builds what would be pulled and runs this script with:
+#   KIND_NODE_IMAGE      the node image for `kind create cluster --image` (default: kind's own)
+#   E2E_IMAGE_ARCHIVE    the operator image as an archive, loaded with `kind load image-archive`
+#                        instead of `docker build` + `kind load docker-image`
+#   KIND_AFTER_CREATE    a command run once the cluster is up
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -38,17 +45,28 @@ done
 
 log "Creating kind cluster $cluster"
 if kind get clusters | grep -qx "$cluster"; then fail "a kind cluster named $cluster exists; delete it or set KIND_CLUSTER"; fi
-kind create cluster --name "$cluster" --wait 120s
+# Deleted on exit, also when the create fails half way.
 created_cluster=true
+kind create cluster --name "$cluster" --wait 120s ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"}
 kubectl config use-context "kind-$cluster" >/dev/null
+if [ -n "${KIND_AFTER_CREATE:-}" ]; then bash -c "$KIND_AFTER_CREATE"; fi
 
-log "Building $image and loading it into the cluster"
-docker build -t "$image" "$root"
-kind load docker-image "$image" --name "$cluster"
+if [ -n "${E2E_IMAGE_ARCHIVE:-}" ]; then
+  log "Loading $image from $E2E_IMAGE_ARCHIVE into the cluster"
+  kind load image-archive "$E2E_IMAGE_ARCHIVE" --name "$cluster"
+  # The second tag of scenario 5 (helm upgrade to another image tag): the same image, another name.
+  for node in $(kind get nodes --name "$cluster"); do
+    docker exec "$node" ctr -n k8s.io images tag "$image" "$image2" >/dev/null
+  done
+else
+  log "Building $image and loading it into the cluster"
+  docker build -t "$image" "$root"
+  kind load docker-image "$image" --name "$cluster"
 
-# The second tag of scenario 5 (helm upgrade to another image tag), loaded like the first.
-docker tag "$image" "$image2"
-kind load docker-image "$image2" --name "$cluster"
+  # The second tag of scenario 5 (helm upgrade to another image tag), loaded like the first.
+  docker tag "$image" "$image2"
+  kind load docker-image "$image2" --name "$cluster"
+fi
 
 # The scenarios, shared with the real node of `npm run e2e` (test/e2e/node/session.sh). How kind
 # kills a container outright: SIGKILL to its task through containerd, inside the node container.

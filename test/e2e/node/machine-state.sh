@@ -41,7 +41,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd -P)
 for proc in /proc/[0-9]*; do
   comm=$(cat "$proc/comm" 2>/dev/null) || continue
   case "$comm" in
-    containerd*|kubelet|kube-proxy|kube-scheduler|runc|buildah|pause|tini|conmon)
+    containerd*|kubelet|kube-proxy|kube-scheduler|runc|buildah|pause|tini|conmon|dockerd|docker-proxy|kind)
       [ "$(readlink "$proc/ns/pid" 2>/dev/null)" = "$own_pidns" ] || continue
       cmd=$(tr '\0' ' ' <"$proc/cmdline" 2>/dev/null) || continue
       case "$cmd" in *"/.cache/e2e/"*) case "$cmd" in *"$here/.cache/e2e/"*) ;; *) continue ;; esac ;; esac

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the Go programs of the offline kind e2e into .cache/kind/<stamp>/bin and prints that folder
+# on stdout: kind itself, kubeadm (the same k8s.io/kubernetes version as test/controlplane and
+# test/node, whose kube-apiserver, kube-controller-manager, kubectl, etcd, kubelet, kube-scheduler,
+# kube-proxy and pause are reused as built), containerd, crictl, CoreDNS and local-path-provisioner. Each is a
+# Go module at a pinned version; Go's build cache shares what they have in common with the other
+# builds (kubeadm: ~1 min after test/node's build, cold).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+export PATH="/usr/local/go/bin:$PATH"
+command -v go >/dev/null || { echo "test/e2e/kind/build.sh: Go is required (https://go.dev/dl); none on PATH" >&2; exit 1; }
+
+kind_version=v0.33.0
+# containerd as kind v0.33.0's base image has it (images/base/Dockerfile).
+containerd_version=v2.3.4
+crictl_version=v1.34.0
+# CoreDNS: the Go module proxy this project's CI reaches serves v1.14.3 and later only; kubeadm
+# 1.34 names v1.12.1, and the image is tagged with kubeadm's name (images.sh).
+coredns_version=v1.14.3
+local_path_version=v0.0.30
+
+kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$here/tools/go.mod")
+controlplane_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$root/test/controlplane/go.mod")
+if [ "$kube_version" != "$controlplane_version" ]; then
+  echo "test/e2e/kind/build.sh: k8s.io/kubernetes is $kube_version here but $controlplane_version in test/controlplane; pin both to one version" >&2
+  exit 1
+fi
+
+stamp=$( (cat "$here/tools/go.mod" "$here/tools/go.sum" "$here/build.sh"; go version) | sha256sum | cut -c1-16)
+bin="$root/.cache/kind/$kube_version-$stamp/bin"
+programs=(kind kubeadm containerd ctr containerd-shim-runc-v2 crictl coredns local-path-provisioner)
+complete=true
+for program in "${programs[@]}"; do [ -x "$bin/$program" ] || complete=false; done
+if $complete; then echo "$bin"; exit 0; fi
+
+log() { echo "test/e2e/kind/build.sh: $*" >&2; }
+rm -rf "$bin.partial" && mkdir -p "$bin.partial"
+export CGO_ENABLED=0 GOTOOLCHAIN=local
+GO_TAGS=()
+start=$(date +%s)
+
+# kubeadm from the tools module (-mod=readonly: go.sum is committed), stamped like the others.
+kube_ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  kube_ldflags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1"
+  kube_ldflags+=" -X $pkg.gitMinor=$(echo "$kube_version" | cut -d. -f2)"
+  kube_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
+log "building kubeadm $kube_version"
+(cd "$here/tools" && GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w $kube_ldflags" -o "$bin.partial/kubeadm" k8s.io/kubernetes/cmd/kubeadm)
+
+# The others from their own modules at a pinned version (go install module@version: their go.sum,
+# checked against the checksum database).
+install() { # <package@version>...
+  log "building $*"
+  (cd "$bin.partial" && GOBIN="$bin.partial" GOFLAGS= go install -trimpath -ldflags "-s -w" "${GO_TAGS[@]}" "$@")
+}
+install "sigs.k8s.io/kind@$kind_version"
+# kind's build tags for containerd (no aufs, zfs, btrfs or devmapper snapshotters); static, no cgo.
+GO_TAGS=(-tags "no_aufs no_zfs no_btrfs no_devmapper")
+install "github.com/containerd/containerd/v2/cmd/containerd@$containerd_version" \
+  "github.com/containerd/containerd/v2/cmd/ctr@$containerd_version" \
+  "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$containerd_version"
+GO_TAGS=()
+install "sigs.k8s.io/cri-tools/cmd/crictl@$crictl_version"
+install "github.com/coredns/coredns@$coredns_version"
+install "github.com/rancher/local-path-provisioner@$local_path_version"
+
+rm -rf "$bin" && mv "$bin.partial" "$bin"
+log "built in $(( $(date +%s) - start ))s into $bin"
+echo "$bin"
