@@ -4,8 +4,11 @@
 // owns) moves to the templated CRDs by the documented adoption (docs/install.md "Upgrade").
 //
 // CRD names are cluster-wide and every suite of the run uses keys.neon.dev, so each chart copy
-// here renames its CRDs' group to one of this suite's own (k<random>.crdtest.neon.dev): the same
-// templates and the same generated schemas, a group nobody else touches, deleted at the end.
+// here renames its CRDs' group to one of this suite's own (z<random>.crdtest.neon.dev): the same
+// templates and the same generated schemas, a group nobody else touches, deleted at the end. Other
+// suites run meanwhile and ask kubectl for `apikeys`, `npak` or `neon`: the copies have no short
+// names nor categories, and their groups sort after keys.neon.dev, which kubectl prefers for a
+// plural that two groups serve (discovery lists groups of one priority by name).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,6 +37,8 @@ function chartCopy(name: string, group: string, options: { withoutUsage?: boolea
     const plural = String(doc.getIn(['spec', 'names', 'plural']));
     doc.setIn(['metadata', 'name'], `${plural}.${group}`);
     doc.setIn(['spec', 'group'], group);
+    doc.deleteIn(['spec', 'names', 'shortNames']);
+    doc.deleteIn(['spec', 'names', 'categories']);
     if (options.withoutUsage === true && doc.getIn(['spec', 'names', 'kind']) === 'ApiKey') {
       const specProperties = ['spec', 'versions', 0, 'schema', 'openAPIV3Schema', 'properties', 'spec', 'properties'];
       expect(doc.hasIn([...specProperties, 'usage'])).toBe(true);
@@ -55,7 +60,7 @@ describe('the chart upgrades its CRDs and keeps them on uninstall', () => {
   let t: Tools;
   const namespaces: string[] = [];
   const releases: { name: string; namespace: string }[] = [];
-  const groups = [`k${suffix}a.crdtest.neon.dev`, `k${suffix}b.crdtest.neon.dev`];
+  const groups = [`z${suffix}a.crdtest.neon.dev`, `z${suffix}b.crdtest.neon.dev`];
 
   const apiKey = (group: string, name: string, usage: boolean): string => JSON.stringify({
     apiVersion: `${group}/v1alpha1`,
