@@ -6,7 +6,7 @@ import {
   ApiException, PatchStrategy, setHeaderOptions, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject,
   type V1DaemonSet, type V1Deployment, type V1Secret, type V1StatefulSet,
 } from '@kubernetes/client-node';
-import type { JsonPatchOp } from './immutable-secret.ts';
+import type { JsonPatchOp } from './secret/immutable-secret.ts';
 import { listMetadata } from '../runtime/informer-cache.ts';
 import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
 

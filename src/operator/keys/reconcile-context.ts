@@ -5,17 +5,17 @@ import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedUse } from './adapter.ts';
-import type { RestBroken, RestInputs } from './at-rest.ts';
+import type { RestBroken, RestInputs } from './observing/at-rest.ts';
 import type { ReconcileResult, Worker } from '../runtime/controller.ts';
-import type { CreateAdmission } from './create-admission.ts';
-import type { BlockedInputs, InternalReason, Reason } from './conditions.ts';
+import type { CreateAdmission } from './issuing/create-admission.ts';
+import type { BlockedInputs, InternalReason, Reason } from './status/conditions.ts';
 import type { Credentials, Decision, Observation } from './decision.ts';
-import type { DriftCache } from './drift.ts';
-import type { EventRecorder } from './events.ts';
+import type { DriftCache } from './observing/drift.ts';
+import type { EventRecorder } from './status/events.ts';
 import type { KubeWrites } from './kube-writes.ts';
-import type { OperationsPollers } from './operations-poller.ts';
-import type { CredentialsKinds } from './credentials-kind.ts';
-import type { Signer } from './signing.ts';
+import type { OperationsPollers } from './observing/operations-poller.ts';
+import type { CredentialsKinds } from './issuing/credentials-kind.ts';
+import type { Signer } from './issuing/signing.ts';
 import type { Schedule } from './rotation-schedule.ts';
 
 export interface KeyDeps {

@@ -25,12 +25,12 @@
 // miss that event for good: a Secret deleted meanwhile would pass for in sync. Its resources are not
 // trusted at rest ('cache stale'): each drift check is a full pass with fresh reads until the watch
 // is back.
-import type { KeyAdapter, ListedUse } from './adapter.ts';
-import type { Reason } from './conditions.ts';
+import type { KeyAdapter, ListedUse } from '../adapter.ts';
+import type { Reason } from '../status/conditions.ts';
 import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift.ts';
-import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import { ownerOf, type Context, type KeyDeps } from '../reconcile-context.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
-import { intern } from '../runtime/intern.ts';
+import { intern } from '../../runtime/intern.ts';
 
 /** An object as the caches identify it. */
 export interface ObjectVersion {
@@ -79,7 +79,7 @@ export interface RestInputs {
   platformById(credentialsId: string): ReturnType<KeyDeps['platformFor']> | undefined;
   /**
    * A key resource's version, generation and conditions (type and status, in order) as the cache
-   * holds them (keys/cache-projection.ts); undefined when not cached. The operations patch at rest
+   * holds them (keys/observing/cache-projection.ts); undefined when not cached. The operations patch at rest
    * (operations-patch.ts) needs no more.
    */
   cachedConditions(kind: string, namespace: string, name: string): CachedConditions | undefined;

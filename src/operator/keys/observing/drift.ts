@@ -3,8 +3,8 @@
 // share the snapshot; concurrent refreshes share one request. checkRecordedKey() is the check one
 // reconcile makes of its recorded key.
 import type { Logger } from 'pino';
-import type { KeyAdapter, KeyPlatform, ListedKey, ListedUse } from './adapter.ts';
-import { intern, internShared } from '../runtime/intern.ts';
+import type { KeyAdapter, KeyPlatform, ListedKey, ListedUse } from '../adapter.ts';
+import { intern, internShared } from '../../runtime/intern.ts';
 
 /**
  * What an inventory reads of each listed key (src/operator/inventory): the listing without the
@@ -25,10 +25,10 @@ function listedDetail(key: ListedKey): ListedDetail {
     ...(by !== undefined ? { created_by: internShared(`creator ${JSON.stringify([by.id, by.name])}`, () => ({ id: intern(by.id), name: intern(by.name) })) } : {}),
   };
 }
-import type { Reason } from './conditions.ts';
-import type { Observation } from './decision.ts';
-import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
-import type { KeyDeps } from './reconcile-context.ts';
+import type { Reason } from '../status/conditions.ts';
+import type { Observation } from '../decision.ts';
+import { asPlatformFailure, unverifiableReason } from '../status/platform-failure.ts';
+import type { KeyDeps } from '../reconcile-context.ts';
 
 const CREATED_AT_MARGIN_MS = 5_000;
 

@@ -6,7 +6,7 @@
 // old value and the whole by the workload's resourceVersion); once the replaced key is revoked its
 // Secret is deleted, only when this resource owns it by uid.
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
-import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
+import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../../resources/schema.ts';
 
 /** Whether the resource writes one immutable Secret per key. */
 export function immutableMode(spec: ApiKeySpec | ProjectApiKeySpec | undefined): boolean {

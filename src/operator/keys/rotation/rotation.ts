@@ -4,18 +4,18 @@
 // key to status.retiringKeys, so the old key is always in status, never live and forgotten. The
 // retirement runs one step per reconcile (decision.ts, retirementStep): restart the consumers, wait
 // for their rollouts, the grace period and the end of the key's use, then revoke it.
-import type { ReconcileResult } from '../runtime/controller.ts';
-import { ANNOTATION_RESTART_ON_ROTATION, type RetiringKey } from '../resources/schema.ts';
-import { rotatingCondition, shownReason, type ConditionUpdate } from './conditions.ts';
+import type { ReconcileResult } from '../../runtime/controller.ts';
+import { ANNOTATION_RESTART_ON_ROTATION, type RetiringKey } from '../../resources/schema.ts';
+import { rotatingCondition, shownReason, type ConditionUpdate } from '../status/conditions.ts';
 import { consumersOf, restartAnnotation, restartConsumers, type Consumers } from './consumers.ts';
-import { baseSecretName, immutableMode } from './immutable-secret.ts';
-import { deleteRetiredSecret } from './secret-writer.ts';
-import type { Decision, PendingAttempt, RetireStep } from './decision.ts';
-import { inSync } from './in-sync.ts';
-import { statusCode } from './kube-writes.ts';
-import { asPlatformFailure, failureReason } from './platform-failure.ts';
-import { platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
-import { schedule } from './rotation-schedule.ts';
+import { baseSecretName, immutableMode } from '../secret/immutable-secret.ts';
+import { deleteRetiredSecret } from '../secret/secret-writer.ts';
+import type { Decision, PendingAttempt, RetireStep } from '../decision.ts';
+import { inSync } from '../observing/in-sync.ts';
+import { statusCode } from '../kube-writes.ts';
+import { asPlatformFailure, failureReason } from '../status/platform-failure.ts';
+import { platformOf, type Context, type KeyDeps } from '../reconcile-context.ts';
+import { schedule } from '../rotation-schedule.ts';
 
 const DEFAULT_POLL_MS = 5_000;
 /** The rollouts one retiring key waits for at most (the bound of status.retiringKeys[].restarts). */
