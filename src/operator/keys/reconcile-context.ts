@@ -1,11 +1,11 @@
 // What every step of a key reconcile shares: the dependencies (KeyDeps: the Kubernetes port, the
-// platform, the drift cache, events, signing, clocks) and what this reconcile read (Context).
+// platform, the drift cache, events, signing, clocks), what this reconcile read (Context), and what
+// the at-rest check reads of the process (RestInputs: observing/at-rest.ts).
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedUse } from './adapter.ts';
-import type { RestBroken, RestInputs } from './observing/at-rest.ts';
 import type { ReconcileResult, Worker } from '../runtime/controller.ts';
 import type { CreateAdmission } from './issuing/create-admission.ts';
 import type { BlockedInputs, InternalReason, Reason } from './status/conditions.ts';
@@ -152,4 +152,36 @@ export function ownerOf(resource: KeyResource): string {
 /** What blockedConditions() needs of what the reconcile read. */
 export function blockedInputs(ctx: Pick<Context, 'observation' | 'resource'>): BlockedInputs {
   return { secretExists: ctx.observation.secret !== undefined, keyRecorded: ctx.observation.status.keyId !== undefined, current: ctx.resource.status?.conditions };
+}
+
+/** An object as the caches identify it. */
+export interface ObjectVersion {
+  uid: string | undefined;
+  resourceVersion: string | undefined;
+}
+
+/** What ended a rest: which input changed since the last full pass (ReconcileRecord.restBroken). */
+export type RestBroken = 'rotation due' | 'cache stale' | 'resource' | 'secret' | 'credentials' | 'operations' | 'client dropped' | 'key absent' | 'project gone' | 'check failed' | 'usage';
+
+/** What the at-rest check reads of the process: its caches, and its platform clients by id. */
+export interface RestInputs {
+  /** The identity of an object as the informers' caches hold it; undefined when not cached. */
+  cachedVersion(kind: string, namespace: string, name: string): ObjectVersion | undefined;
+  /** Whether the cache of `kind` in `namespace` is stale (its watch failing too long); undefined: never. */
+  cacheStale?(kind: string, namespace: string): boolean;
+  /** The platform client of credentials in use, by id; undefined once dropped. */
+  platformById(credentialsId: string): ReturnType<KeyDeps['platformFor']> | undefined;
+  /**
+   * A key resource's version, generation and conditions (type and status, in order) as the cache
+   * holds them (keys/observing/cache-projection.ts); undefined when not cached. The operations patch at rest
+   * (observing/operations-patch.ts) needs no more.
+   */
+  cachedConditions(kind: string, namespace: string, name: string): CachedConditions | undefined;
+}
+
+/** What the cache keeps of a key resource's conditions, at the version it names. */
+export interface CachedConditions {
+  resourceVersion: string | undefined;
+  generation: number | undefined;
+  conditions: readonly { type: string; status: string }[];
 }

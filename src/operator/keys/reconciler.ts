@@ -11,7 +11,7 @@ import { adopt, clearPending, create, recover } from './create-protocol.ts';
 import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import { nextLook, retire } from './rotation/rotation.ts';
-import { changedSince, verifiedBefore, type RestBroken, type Verified } from './observing/at-rest.ts';
+import { changedSince, verifiedBefore, type Verified } from './observing/at-rest.ts';
 import { checkSucceeded, type DriftGone, type FailingSince } from './observing/drift.ts';
 import { inSync } from './observing/in-sync.ts';
 import { immutableMode } from './secret/immutable-secret.ts';
@@ -24,7 +24,7 @@ import { newKeyOrganization } from './observing/cache-projection.ts';
 import type { Priority } from './issuing/create-line.ts';
 import { sendsFor } from './issuing/fair-limiter.ts';
 import { CredentialsKinds } from './issuing/credentials-kind.ts';
-import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord } from './reconcile-context.ts';
+import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord, type RestBroken } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './status/resource-writes.ts';
 
 export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | 'credentialsKinds'> & {

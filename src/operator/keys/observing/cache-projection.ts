@@ -9,7 +9,7 @@
 // owner). Never Secret data; of any other Secret, only its identity (every Secret's metadata is
 // watched: keys/watches.ts).
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
-import type { CachedConditions } from './at-rest.ts';
+import type { CachedConditions } from '../reconcile-context.ts';
 import { knownReason } from '../status/conditions.ts';
 import { identityMeta } from '../../runtime/informer-cache.ts';
 import { intern, internShared } from '../../runtime/intern.ts';
