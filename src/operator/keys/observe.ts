@@ -1,7 +1,7 @@
 // Observe: everything one reconcile of a key resource reads, turned into the Observation decide()
 // takes (decision.ts): the resource as read, its Secret, the credentials in its namespace (never
 // another's: docs/design.md section 5.6), its signed intent (create-intent.ts), and what the drift check
-// found on the platform (drift.ts). Nothing is written here.
+// found on the platform (observing/drift-check.ts). Nothing is written here.
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat } from '../../platform/index.ts';
 import {
@@ -14,7 +14,7 @@ import { asPlatformFailure, unverifiableReason } from './status/platform-failure
 import { gracePeriods, requestToken, schedule } from './rotation-schedule.ts';
 import { parseIntent } from './issuing/create-intent.ts';
 import { activeIntent, recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
-import { checkRecordedKey, type FailingSince } from './observing/drift.ts';
+import { checkRecordedKey, type FailingSince } from './observing/drift-check.ts';
 import type { Context, KeyDeps, RotationContext } from './reconcile-context.ts';
 import { locateSecret, observeSecret } from './secret/secret-writer.ts';
 import { recordedValues, secretInLine, templateOf } from './secret/secret-template.ts';

@@ -27,7 +27,7 @@
 // is back.
 import type { KeyAdapter, ListedUse } from '../adapter.ts';
 import type { Reason } from '../status/conditions.ts';
-import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift.ts';
+import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift-check.ts';
 import { ownerOf, type Context, type KeyDeps, type ObjectVersion, type RestBroken, type RestInputs } from '../reconcile-context.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
 import { intern } from '../../runtime/intern.ts';
