@@ -14,7 +14,8 @@ import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts
 import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
 import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './status/resource-writes.ts';
-import { nextLook, rotationFields, switchFields } from './rotation/rotation.ts';
+import { switchFields } from './rotation/rotation.ts';
+import { nextLook, rotationFields } from './rotation-schedule.ts';
 import { immutableMode } from './secret/immutable-secret.ts';
 import { deleteStaleSecret, SecretConflictError, secretHash, targetSecretName, writeSecret } from './secret/secret-writer.ts';
 import { usageConditions } from './observing/usage.ts';

@@ -11,11 +11,11 @@ import { adapterFor, type KeyAdapter, type ListedUse } from './adapter.ts';
 import { observeRollouts, type Restart } from './rotation/consumers.ts';
 import { baseSecretName } from './secret/immutable-secret.ts';
 import { asPlatformFailure, unverifiableReason } from './status/platform-failure.ts';
-import { gracePeriods, requestToken, schedule } from './rotation-schedule.ts';
+import { gracePeriods, requestToken, schedule, type RotationContext } from './rotation-schedule.ts';
 import { parseIntent } from './issuing/create-intent.ts';
 import { activeIntent, recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
 import { checkRecordedKey, type FailingSince } from './observing/drift-check.ts';
-import type { Context, KeyDeps, RotationContext } from './reconcile-context.ts';
+import type { Context, KeyDeps } from './reconcile-context.ts';
 import { locateSecret, observeSecret } from './secret/secret-writer.ts';
 import { recordedValues, secretInLine, templateOf } from './secret/secret-template.ts';
 

@@ -4,7 +4,7 @@
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
-import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
+import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedUse } from './adapter.ts';
 import type { ReconcileResult, Worker } from '../runtime/controller.ts';
 import type { CreateAdmission } from './issuing/create-admission.ts';
@@ -16,7 +16,7 @@ import type { KubeWrites } from './kube-writes.ts';
 import type { OperationsPollers } from './observing/operations-poller.ts';
 import type { CredentialsKinds } from './issuing/credentials-kind.ts';
 import type { Signer } from './issuing/signing.ts';
-import type { Schedule } from './rotation-schedule.ts';
+import type { RotationContext } from './rotation-schedule.ts';
 
 export interface KeyDeps {
   kube: KubeWrites;
@@ -124,18 +124,6 @@ export interface Context {
    * with that status only, since the patch lands on the read version or not at all.
    */
   statusWritten?: string | undefined;
-}
-
-export interface RotationContext {
-  spec: RotationSpec | undefined;
-  graceMs: number;
-  maxGraceMs: number;
-  /** spec.rotation.gracePeriod is under the operator's floor (raised to it): what the Rotating condition says. */
-  graceError?: string;
-  /** The keys.neon.dev/rotate token, as status records it (handled or not). */
-  request: string | undefined;
-  /** The next scheduled rotation, or why scheduled rotations are off. */
-  schedule: Schedule;
 }
 
 /** The platform client acting with the resource's credentials. */

@@ -10,7 +10,8 @@ import { blockedConditions, creatingConditions, deletingConditions, findConditio
 import { adopt, clearPending, create, recover } from './create-protocol.ts';
 import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
-import { nextLook, retire } from './rotation/rotation.ts';
+import { retire } from './rotation/rotation.ts';
+import { nextLook } from './rotation-schedule.ts';
 import { changedSince, verifiedBefore, type Verified } from './observing/at-rest.ts';
 import type { DriftGone } from './observing/drift.ts';
 import { checkSucceeded, type FailingSince } from './observing/drift-check.ts';

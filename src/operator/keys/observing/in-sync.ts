@@ -3,7 +3,7 @@
 // (docs/design.md section 4; operations-poller.ts polls them).
 import type { ReconcileResult } from '../../runtime/controller.ts';
 import { readyConditions, rotatingCondition, type ConditionUpdate } from '../status/conditions.ts';
-import { nextLook, rotationFields } from '../rotation/rotation.ts';
+import { nextLook, rotationFields } from '../rotation-schedule.ts';
 import { ownerOf, type Context, type KeyDeps } from '../reconcile-context.ts';
 import { writeStatus } from '../status/resource-writes.ts';
 import { secretValue } from '../secret/secret-writer.ts';
