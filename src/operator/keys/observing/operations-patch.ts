@@ -19,7 +19,7 @@ import { objectRef } from '../../runtime/own-writes.ts';
 import type { KindName } from '../../resources/schema.ts';
 import { operationsJson, type Verified } from './at-rest.ts';
 import { setConditions } from '../status/conditions.ts';
-import type { JsonPatchOp } from '../secret/immutable-secret.ts';
+import type { JsonPatchOp } from '../kube-writes.ts';
 import type { OperationsSnapshot } from './operations-poller.ts';
 import type { CachedConditions, KeyDeps, RestInputs } from '../reconcile-context.ts';
 
