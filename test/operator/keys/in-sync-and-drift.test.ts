@@ -1,5 +1,5 @@
 // A key that is live and in its Secret (src/operator/keys/observing/in-sync.ts), the drift check of it
-// (drift.ts checkRecordedKey) and what a reconcile does with each finding: repair by rotation,
+// (observing/drift-check.ts checkRecordedKey) and what a reconcile does with each finding: repair by rotation,
 // report an unverifiable key, refuse to touch a foreign Secret, mirror a project's operations.
 import { describe, expect, it } from '@jest/globals';
 import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
