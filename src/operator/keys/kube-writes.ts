@@ -1,6 +1,6 @@
 // The Kubernetes calls of the key lifecycle, as a narrow port: each one is a grant in
 // test/deploy/rbac-contract.ts, so a new call here is a new RBAC need. ApiServerWrites is the real
-// one (client-node); the fast tests of each action use an in-memory one (test/operator/keys/fake-kube.ts).
+// one (client-node); the fast tests of each action use an in-memory one (test/operator/keys/fakes.ts).
 // Errors are the apiserver's (ApiException with the HTTP code): callers branch on 404 and 409.
 import {
   ApiException, PatchStrategy, setHeaderOptions, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject,
