@@ -15,7 +15,7 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { startEmulator } from '../src/emulator/server.ts';
-import { createMetrics, type OperatorMetrics } from '../src/operator/keys/metrics.ts';
+import { createMetrics, type OperatorMetrics } from '../src/operator/keys/status/metrics.ts';
 import { startOperator, type OperatorOptions, type RunningOperator } from '../src/operator/manager.ts';
 import { Manager } from '../src/operator/runtime/manager.ts';
 import { startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';

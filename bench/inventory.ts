@@ -10,9 +10,9 @@
 // Prints a markdown table; docs/benchmarks.md "Inventory" holds a run.
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { DriftCache } from '../src/operator/keys/drift.ts';
+import { DriftCache } from '../src/operator/keys/observing/drift.ts';
 import { adapterFor, listFor, type KeyPlatform, type ListedKey } from '../src/operator/keys/adapter.ts';
-import { recordedKeyIds, trimKeyResource } from '../src/operator/keys/cache-projection.ts';
+import { recordedKeyIds, trimKeyResource } from '../src/operator/keys/observing/cache-projection.ts';
 import { report } from '../src/operator/inventory/report.ts';
 import { ReferenceIndex } from '../src/operator/runtime/reference-index.ts';
 import type { KeyResource } from '../src/operator/resources/schema.ts';

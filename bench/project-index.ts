@@ -11,7 +11,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Controller, type CachingInformer, type Watch } from '../src/operator/runtime/controller.ts';
 import { keyWatches, projectKeysIn } from '../src/operator/keys/watches.ts';
-import { trimKeyResource } from '../src/operator/keys/cache-projection.ts';
+import { trimKeyResource } from '../src/operator/keys/observing/cache-projection.ts';
 import { percentile } from './load.ts';
 import type { BenchOptions } from './run.ts';
 

@@ -2,9 +2,9 @@
 // controller-gen makes CRD reference docs and helm-docs makes a chart's values table):
 // - flags.md: the operator's flags (src/operator/flags.ts, the CLI's own definitions);
 // - helm-values.md: the chart's values (values.yaml, its comments, and values.schema.json);
-// - metrics.md: every metric of the registry (src/operator/keys/metrics.ts);
+// - metrics.md: every metric of the registry (src/operator/keys/status/metrics.ts);
 // - conditions.md: condition types, reasons, the platform-failure table and the events
-//   (src/operator/keys/catalog.ts, conditions.ts's closed Reason union, platform-reasons.ts);
+//   (src/operator/keys/status/catalog.ts, conditions.ts's closed Reason union, platform-reasons.ts);
 // - annotations.md: annotations, labels and the finalizer (catalog.ts, from the code's constants);
 // - spec.md and status.md: the CRD fields (the zod schemas, through the CRDs they generate).
 // Each page is prose written by hand around blocks this file fills in, between
@@ -15,10 +15,10 @@ import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { isMap, isScalar, isSeq, parseDocument, type Node, type Pair } from 'yaml';
 import { FLAGS } from '../src/operator/flags.ts';
-import { createMetrics } from '../src/operator/keys/metrics.ts';
+import { createMetrics } from '../src/operator/keys/status/metrics.ts';
 import { registerInventoryGauge } from '../src/operator/inventory/metrics.ts';
-import { ANNOTATIONS, CONDITION_TYPES, EVENTS, FINALIZERS, LABELS, REASONS } from '../src/operator/keys/catalog.ts';
-import { PLATFORM_FAILURE_REASONS } from '../src/operator/keys/platform-reasons.ts';
+import { ANNOTATIONS, CONDITION_TYPES, EVENTS, FINALIZERS, LABELS, REASONS } from '../src/operator/keys/status/catalog.ts';
+import { PLATFORM_FAILURE_REASONS } from '../src/operator/keys/status/platform-reasons.ts';
 import { customResourceDefinition } from '../src/operator/resources/crd.ts';
 import type { KindName } from '../src/operator/resources/schema.ts';
 

@@ -4,7 +4,7 @@
 // durations (go-duration.ts), the grammar of the CRDs and the Helm chart too.
 import { parseArgs } from 'node:util';
 import { parseGoDuration } from './go-duration.ts';
-import { DEFAULT_SIGNING_KEY_SECRET } from './keys/signing.ts';
+import { DEFAULT_SIGNING_KEY_SECRET } from './keys/issuing/signing.ts';
 
 export interface FlagSpec {
   name: string;

@@ -8,21 +8,21 @@ import type { Logger } from 'pino';
 import { ORG_KEY_CREATIONS_PER_SECOND, PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
-import { CreateAdmission } from './keys/create-admission.ts';
-import { FairLimiter } from './keys/fair-limiter.ts';
+import { CreateAdmission } from './keys/issuing/create-admission.ts';
+import { FairLimiter } from './keys/issuing/fair-limiter.ts';
 import { keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
-import { cachedConditionsOf, recordedKeyIds } from './keys/cache-projection.ts';
-import { DriftCache } from './keys/drift.ts';
-import { EventRecorder } from './keys/events.ts';
+import { cachedConditionsOf, recordedKeyIds } from './keys/observing/cache-projection.ts';
+import { DriftCache } from './keys/observing/drift.ts';
+import { EventRecorder } from './keys/status/events.ts';
 import { ApiServerWrites } from './keys/kube-writes.ts';
 import { KeyReconciler } from './keys/reconciler.ts';
 import { PlatformClients } from './keys/platform-clients.ts';
-import { OperationsPollers, type OperationsClient } from './keys/operations-poller.ts';
+import { OperationsPollers, type OperationsClient } from './keys/observing/operations-poller.ts';
 import { OwnWrites } from './runtime/own-writes.ts';
 import { createLogger } from './runtime/logger.ts';
 import { fenceKubeWrites, soleLeadership, type Leadership } from './runtime/write-fence.ts';
-import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/signing.ts';
-import type { ManagedKeysCount, OperatorMetrics } from './keys/metrics.ts';
+import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/issuing/signing.ts';
+import type { ManagedKeysCount, OperatorMetrics } from './keys/status/metrics.ts';
 import type { ReconcileRecord } from './keys/reconcile-context.ts';
 import type { KindName } from './resources/schema.ts';
 import { INVENTORY_KIND } from './resources/inventory.ts';
@@ -66,7 +66,7 @@ export interface OperatorOptions {
   onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
   /** Every reconcile once it ended, per resource and in order (keys/reconcile-context.ts ReconcileRecord). */
   onReconcile?(record: ReconcileRecord): void;
-  /** The operator's metrics (keys/metrics.ts): queue, reconcile and platform request instruments. */
+  /** The operator's metrics (keys/status/metrics.ts): queue, reconcile and platform request instruments. */
   metrics?: OperatorMetrics;
   /**
    * The Secret holding the key that signs intents and Secret annotations (signing.ts); made when
@@ -83,7 +83,7 @@ export interface OperatorOptions {
   rotationPollMs?: number;
   /** The shortest grace a replaced key gets, whatever spec.rotation.gracePeriod says (--min-rotation-grace); default 1m, the CRD's floor. */
   minRotationGraceMs?: number;
-  /** Creates of one organization under way at once, the rest waiting for their turn (keys/create-admission.ts); default 30. */
+  /** Creates of one organization under way at once, the rest waiting for their turn (keys/issuing/create-admission.ts); default 30. */
   createsPerOrganization?: number;
   /**
    * Whether this replica may still write (runtime/write-fence.ts): checked before every write to
@@ -127,7 +127,7 @@ function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsec
   // ONE limiter per organization for org key creation, across every worker and credentials
   // (docs/design.md section 5.3): at most 10 creations in any second as the platform counts them, each
   // counted from its answer (src/platform/sliding-window.ts).
-  // Its waiters in fair turns between namespaces, a broken key first (keys/fair-limiter.ts).
+  // Its waiters in fair turns between namespaces, a broken key first (keys/issuing/fair-limiter.ts).
   const orgKeyLimiter = orgKeyLimiters(() => new FairLimiter(orgKeyCreationLimiter()));
   return ({ baseUrl, apiKey, beforeWrite, userAgent }) => new PlatformClient({
     baseUrl,
@@ -207,7 +207,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     operations: { pollers },
     ownWrites,
     platformUrl: options.platformBaseUrl,
-    // The at-rest check (keys/at-rest.ts): versions from the informers' caches, and the client of
+    // The at-rest check (keys/observing/at-rest.ts): versions from the informers' caches, and the client of
     // credentials already read (by the id of their key: the key itself is held by that client only).
     rest: {
       cacheStale: (kind, namespace) => controller.cacheStale(kind, namespace),

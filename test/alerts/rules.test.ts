@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { knownReason } from '../../src/operator/keys/conditions.ts';
+import { knownReason } from '../../src/operator/keys/status/conditions.ts';
 import { alertRules, chartDir, dashboardFile, helmTool, prometheusBin, root, ruleGroups, rulesFile, run, runbookFile, type RuleGroup } from './monitoring-tools.ts';
 
 const promtoolCases = join(root, 'test/alerts/rules.promtool.yaml');

@@ -13,14 +13,14 @@ export const reconcileGrants: readonly string[] = [
   // (finalizer and create intent, with the resourceVersion read). Never patched, created or deleted.
   ...grants('keys.neon.dev', ['apikeys', 'projectapikeys'], ['get', 'list', 'watch', 'update']),
   // keys/kube-writes.ts patchNamespacedCustomObjectStatus (merge patch; a JSON patch of the operations
-  // mirror at rest: keys/operations-patch.ts); the status is never read apart.
+  // mirror at rest: keys/observing/operations-patch.ts); the status is never read apart.
   ...grants('keys.neon.dev', ['apikeys/status', 'projectapikeys/status'], ['patch']),
   // Inventories (inventory/): list + watch their informer (inventory/watches.ts), get
   // inventory/reconciler.ts getNamespacedCustomObject, patch inventory/reconciler.ts
   // patchNamespacedCustomObjectStatus. No finalizer, never updated, created or deleted.
   ...grants('keys.neon.dev', ['apikeyinventories'], ['get', 'list', 'watch']),
   ...grants('keys.neon.dev', ['apikeyinventories/status'], ['patch']),
-  // The Secrets' owner references set blockOwnerDeletion (keys/secret-writer.ts), which the apiserver
+  // The Secrets' owner references set blockOwnerDeletion (keys/secret/secret-writer.ts), which the apiserver
   // allows only to whoever may update the owner's finalizers.
   ...grants('keys.neon.dev', ['apikeys/finalizers', 'projectapikeys/finalizers'], ['update']),
   // list + watch: the Secret informer (keys/watches.ts: every Secret's metadata, for the managed
@@ -29,7 +29,7 @@ export const reconcileGrants: readonly string[] = [
   // Secrets' metadata, for an interrupted create's); create / update / delete: createNamespacedSecret,
   // replaceNamespacedSecret, deleteNamespacedSecret. Never patched.
   ...grants('', ['secrets'], ['get', 'list', 'watch', 'create', 'update', 'delete']),
-  // keys/events.ts createNamespacedEvent (core/v1); never patched, never events.k8s.io.
+  // keys/status/events.ts createNamespacedEvent (core/v1); never patched, never events.k8s.io.
   ...grants('', ['events'], ['create']),
   // Rotation (spec.rotation.restart), keys/kube-writes.ts: readNamespaced{Deployment,StatefulSet,DaemonSet}
   // (rollout status, consent), listNamespaced* (discover), patchNamespaced* (JSON patch of one pod template

@@ -12,7 +12,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { settledCondition } from '../../src/operator/keys/operations-poller.ts';
+import { settledCondition } from '../../src/operator/keys/observing/operations-poller.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled, onEveryRequest, untilAtRest } from './support.ts';

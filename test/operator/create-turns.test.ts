@@ -1,7 +1,7 @@
 // A throttled organization does not hold the workers (issue 14): the platform creates 10 keys per
 // second per organization, so a wave of one organization's new keys takes seconds to minutes; a key
 // of another organization, a Secret repair and a deletion must not wait behind it, and the wave's
-// keys must not be read again and again while they wait for their turn (keys/create-admission.ts).
+// keys must not be read again and again while they wait for their turn (keys/issuing/create-admission.ts).
 // A real kube-apiserver, the emulator over HTTP, the operator in-process with its default
 // admission; what each reconcile did comes from its ReconcileRecord. Ordering, never wall-clock
 // targets: "before A's wave is done" is counted in A's creates.

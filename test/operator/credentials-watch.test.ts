@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
-import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/metrics.ts';
+import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { restartAnnotation } from '../../src/operator/keys/consumers.ts';
-import { buildSecret } from '../../src/operator/keys/secret-writer.ts';
-import type { Signer } from '../../src/operator/keys/signing.ts';
+import { restartAnnotation } from '../../src/operator/keys/rotation/consumers.ts';
+import { buildSecret } from '../../src/operator/keys/secret/secret-writer.ts';
+import type { Signer } from '../../src/operator/keys/issuing/signing.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { KeyResource } from '../../src/operator/resources/schema.ts';

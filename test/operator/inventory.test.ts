@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/metrics.ts';
+import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';

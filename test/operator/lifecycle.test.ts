@@ -10,7 +10,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { buildSecret } from '../../src/operator/keys/secret-writer.ts';
+import { buildSecret } from '../../src/operator/keys/secret/secret-writer.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';

@@ -10,9 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type RequestContext } from '@kubernetes/client-node';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { encodeIntent } from '../../src/operator/keys/create-intent.ts';
+import { encodeIntent } from '../../src/operator/keys/issuing/create-intent.ts';
 import { fulfilledIntent, type PendingAttempt } from '../../src/operator/keys/decision.ts';
-import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from '../../src/operator/keys/signing.ts';
+import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from '../../src/operator/keys/issuing/signing.ts';
 import { testCrdYaml } from '../harness/crds.ts';
 import type { ControlPlane } from '../harness/index.ts';
 
@@ -136,7 +136,7 @@ export function onEveryRequest(config: KubeConfig, onSend: (context: RequestCont
 
 /**
  * Every named key at rest: over the last drift interval, each had a pass and every pass was decided
- * from the caches (keys/at-rest.ts), as the reconcile records say.
+ * from the caches (keys/observing/at-rest.ts), as the reconcile records say.
  */
 export async function untilAtRest(records: readonly ReconcileRecord[], namespace: string, names: readonly string[], driftMs: number, timeoutMs: number): Promise<void> {
   await eventually(async () => {

@@ -8,7 +8,7 @@ import { Registry } from 'prom-client';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
-import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/metrics.ts';
+import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';

@@ -20,7 +20,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { Manager } from '../../src/operator/runtime/manager.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/metrics.ts';
+import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { freePort } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';

@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fillPage, referenceBlocks } from '../../scripts/reference.ts';
-import { EVENTS, REASONS } from '../../src/operator/keys/catalog.ts';
+import { EVENTS, REASONS } from '../../src/operator/keys/status/catalog.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const keysDir = join(root, 'src/operator/keys');

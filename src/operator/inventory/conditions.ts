@@ -1,5 +1,5 @@
 // The inventory's Ready condition, computed from what was observed (docs/inventory.md, Conditions):
-// the reasons are the key domain's for the same failures (keys/platform-reasons.ts), so a refused
+// the reasons are the key domain's for the same failures (keys/status/platform-reasons.ts), so a refused
 // key or an unavailable platform reads the same on an inventory as on a key.
 import type { AuthDetails, PlatformError } from '../../platform/index.ts';
 import type { Condition } from '../resources/schema.ts';

@@ -36,7 +36,7 @@ export async function recordKeyEvents(events: InventoryEvents, inventory: Pick<A
     (n) => `and ${n} more managed keys went unused; status.unusedKeys lists the newest`);
 }
 
-/** Events as core/v1 Events on the inventory (created only, as the key domain's: keys/events.ts). */
+/** Events as core/v1 Events on the inventory (created only, as the key domain's: keys/status/events.ts). */
 export class InventoryEventRecorder implements InventoryEvents {
   readonly #core: CoreV1Api;
   readonly #component: string;

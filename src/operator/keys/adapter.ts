@@ -9,7 +9,7 @@ export type { CreatedKey };
 /** A key as the platform's key lists show it. */
 export type ListedKey = ApiKeyListItem;
 /**
- * What a drift list keeps of each listed key (keys/drift.ts): its last use, all that drift and usage
+ * What a drift list keeps of each listed key (keys/observing/drift.ts): its last use, all that drift and usage
  * read of it. The rest of a listing (name, creator, dates) was about 0.15 KiB a key held for the interval.
  */
 export type ListedUse = Pick<ListedKey, 'id' | 'last_used_at' | 'last_used_from_addr'>;

@@ -5,20 +5,21 @@
 // (created-key.ts); a POST is never retried blindly (docs/security.md).
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER } from '../resources/schema.ts';
-import { blockedConditions, deletingConditions, readyConditions, rotatingCondition, shownReason } from './conditions.ts';
-import { attemptName, defaultKeyName, encodeIntent } from './create-intent.ts';
+import { blockedConditions, deletingConditions, readyConditions, rotatingCondition, shownReason } from './status/conditions.ts';
+import { attemptName, defaultKeyName, encodeIntent } from './issuing/create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
-import { checkCreatedKey } from './created-key.ts';
-import { wrongCredentialsKind, type KeyKind } from './credentials-kind.ts';
+import { checkCreatedKey } from './issuing/created-key.ts';
+import { wrongCredentialsKind, type KeyKind } from './issuing/credentials-kind.ts';
 import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
-import { asPlatformFailure, reportPlatformFailure } from './platform-failure.ts';
+import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
 import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
-import { updateMetadata, writeStatus } from './resource-writes.ts';
-import { nextLook, rotationFields, switchFields } from './rotation.ts';
-import { immutableMode } from './immutable-secret.ts';
-import { deleteStaleSecret, SecretConflictError, secretHash, targetSecretName, writeSecret } from './secret-writer.ts';
-import { usageConditions } from './usage.ts';
-import { mirrorOperationsOfNewKey } from './in-sync.ts';
+import { updateMetadata, writeStatus } from './status/resource-writes.ts';
+import { switchFields } from './rotation/rotation.ts';
+import { nextLook, rotationFields } from './rotation-schedule.ts';
+import { immutableMode } from './secret/immutable-secret.ts';
+import { deleteStaleSecret, SecretConflictError, secretHash, targetSecretName, writeSecret } from './secret/secret-writer.ts';
+import { usageConditions } from './observing/usage.ts';
+import { mirrorOperationsOfNewKey } from './observing/in-sync.ts';
 
 /** Keys made this long before their intent are not the intent's (clocks differ). */
 const RECOVERY_CLOCK_MARGIN_MS = 5 * 60_000;

@@ -6,7 +6,7 @@
 // The crash-safe create protocol is docs/design.md section 3.1: intent (the create-pending annotation)
 // before the POST, the Secret before the status, recovery when an intent has no recorded outcome.
 
-import type { InternalReason, Reason } from './conditions.ts';
+import type { InternalReason, Reason } from './status/conditions.ts';
 import { MAX_API_KEY_LENGTH } from '../../platform/index.ts';
 
 export interface PendingAttempt {

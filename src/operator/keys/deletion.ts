@@ -4,14 +4,14 @@
 // last: until the key is revoked, the resource stays.
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_RETAINED_FROM } from '../resources/schema.ts';
-import { deletingConditions } from './conditions.ts';
+import { deletingConditions } from './status/conditions.ts';
 import type { Decision } from './decision.ts';
 import { statusCode } from './kube-writes.ts';
-import { asPlatformFailure, failureReason } from './platform-failure.ts';
+import { asPlatformFailure, failureReason } from './status/platform-failure.ts';
 import { platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
-import { removeFinalizer, writeStatus } from './resource-writes.ts';
-import { revokeRetiring } from './rotation.ts';
-import { ANNOTATION_OWNER, deleteRetiredSecret } from './secret-writer.ts';
+import { removeFinalizer, writeStatus } from './status/resource-writes.ts';
+import { revokeRetiring } from './rotation/rotation.ts';
+import { ANNOTATION_OWNER, deleteRetiredSecret } from './secret/secret-writer.ts';
 
 /** Deletion with deletionPolicy Revoke: revoke the key, delete the Secret this resource controls, drop the finalizer. */
 export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: number, retiring: readonly number[] = []): Promise<ReconcileResult> {

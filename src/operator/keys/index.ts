@@ -2,10 +2,10 @@
 // src/operator/inventory): the shared key lists, and the reasons a platform failure reads as.
 // Everything else of keys/ is the domain's own.
 export { listFor, type KeyPlatform } from './adapter.ts';
-export type { DriftCache, ListedDetail } from './drift.ts';
-export type { Reason } from './conditions.ts';
-export { asPlatformFailure } from './platform-failure.ts';
-export { platformFailureReason } from './platform-reasons.ts';
-export { statusTimestamp } from './usage.ts';
+export type { DriftCache, ListedDetail } from './observing/drift.ts';
+export type { Reason } from './status/conditions.ts';
+export { asPlatformFailure } from './status/platform-failure.ts';
+export { platformFailureReason } from './status/platform-reasons.ts';
+export { statusTimestamp } from './observing/usage.ts';
 export { CREDENTIALS_INDEX } from './watches.ts';
-export { credentialsSecretOf, recordedKeyIds } from './cache-projection.ts';
+export { credentialsSecretOf, recordedKeyIds } from './observing/cache-projection.ts';

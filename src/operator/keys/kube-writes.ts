@@ -1,14 +1,19 @@
 // The Kubernetes calls of the key lifecycle, as a narrow port: each one is a grant in
 // test/deploy/rbac-contract.ts, so a new call here is a new RBAC need. ApiServerWrites is the real
-// one (client-node); the fast tests of each action use an in-memory one (test/operator/keys/fake-kube.ts).
+// one (client-node); the fast tests of each action use an in-memory one (test/operator/keys/fakes.ts).
 // Errors are the apiserver's (ApiException with the HTTP code): callers branch on 404 and 409.
 import {
   ApiException, PatchStrategy, setHeaderOptions, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject,
   type V1DaemonSet, type V1Deployment, type V1Secret, type V1StatefulSet,
 } from '@kubernetes/client-node';
-import type { JsonPatchOp } from './immutable-secret.ts';
 import { listMetadata } from '../runtime/informer-cache.ts';
 import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
+
+/** One RFC 6902 operation, as the apiserver's JSON patch takes it. */
+export type JsonPatchOp =
+  | { op: 'test'; path: string; value: unknown }
+  | { op: 'replace'; path: string; value: unknown }
+  | { op: 'add'; path: string; value: unknown };
 
 /** The workloads a rotation may restart (spec.rotation.restart), always in the resource's own namespace. */
 export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';

@@ -1,23 +1,23 @@
 // Observe: everything one reconcile of a key resource reads, turned into the Observation decide()
 // takes (decision.ts): the resource as read, its Secret, the credentials in its namespace (never
 // another's: docs/design.md section 5.6), its signed intent (create-intent.ts), and what the drift check
-// found on the platform (drift.ts). Nothing is written here.
+// found on the platform (observing/drift-check.ts). Nothing is written here.
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat } from '../../platform/index.ts';
 import {
   ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_ROTATE, FINALIZER, parseSpec, type KeyResource,
 } from '../resources/schema.ts';
 import { adapterFor, type KeyAdapter, type ListedUse } from './adapter.ts';
-import { observeRollouts, type Restart } from './consumers.ts';
-import { baseSecretName } from './immutable-secret.ts';
-import { asPlatformFailure, unverifiableReason } from './platform-failure.ts';
-import { gracePeriods, requestToken, schedule } from './rotation-schedule.ts';
-import { parseIntent } from './create-intent.ts';
+import { observeRollouts, type Restart } from './rotation/consumers.ts';
+import { baseSecretName } from './secret/immutable-secret.ts';
+import { asPlatformFailure, unverifiableReason } from './status/platform-failure.ts';
+import { gracePeriods, requestToken, schedule, type RotationContext } from './rotation-schedule.ts';
+import { parseIntent } from './issuing/create-intent.ts';
 import { activeIntent, recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
-import { checkRecordedKey, type FailingSince } from './drift.ts';
-import type { Context, KeyDeps, RotationContext } from './reconcile-context.ts';
-import { locateSecret, observeSecret } from './secret-writer.ts';
-import { recordedValues, secretInLine, templateOf } from './secret-template.ts';
+import { checkRecordedKey, type FailingSince } from './observing/drift-check.ts';
+import type { Context, KeyDeps } from './reconcile-context.ts';
+import { locateSecret, observeSecret } from './secret/secret-writer.ts';
+import { recordedValues, secretInLine, templateOf } from './secret/secret-template.ts';
 
 export async function observe(deps: KeyDeps, failingSince: FailingSince, resource: KeyResource, logger: Logger): Promise<Context> {
   const meta = resource.metadata;

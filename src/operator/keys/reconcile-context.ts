@@ -1,22 +1,22 @@
 // What every step of a key reconcile shares: the dependencies (KeyDeps: the Kubernetes port, the
-// platform, the drift cache, events, signing, clocks) and what this reconcile read (Context).
+// platform, the drift cache, events, signing, clocks), what this reconcile read (Context), and what
+// the at-rest check reads of the process (RestInputs: observing/at-rest.ts).
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
-import type { ApiKeySpec, KeyResource, ProjectApiKeySpec, RotationSpec } from '../resources/schema.ts';
+import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedUse } from './adapter.ts';
-import type { RestBroken, RestInputs } from './at-rest.ts';
 import type { ReconcileResult, Worker } from '../runtime/controller.ts';
-import type { CreateAdmission } from './create-admission.ts';
-import type { BlockedInputs, InternalReason, Reason } from './conditions.ts';
+import type { CreateAdmission } from './issuing/create-admission.ts';
+import type { BlockedInputs, InternalReason, Reason } from './status/conditions.ts';
 import type { Credentials, Decision, Observation } from './decision.ts';
-import type { DriftCache } from './drift.ts';
-import type { EventRecorder } from './events.ts';
+import type { DriftCache } from './observing/drift.ts';
+import type { EventRecorder } from './status/events.ts';
 import type { KubeWrites } from './kube-writes.ts';
-import type { OperationsPollers } from './operations-poller.ts';
-import type { CredentialsKinds } from './credentials-kind.ts';
-import type { Signer } from './signing.ts';
-import type { Schedule } from './rotation-schedule.ts';
+import type { OperationsPollers } from './observing/operations-poller.ts';
+import type { CredentialsKinds } from './issuing/credentials-kind.ts';
+import type { Signer } from './issuing/signing.ts';
+import type { RotationContext } from './rotation-schedule.ts';
 
 export interface KeyDeps {
   kube: KubeWrites;
@@ -126,18 +126,6 @@ export interface Context {
   statusWritten?: string | undefined;
 }
 
-export interface RotationContext {
-  spec: RotationSpec | undefined;
-  graceMs: number;
-  maxGraceMs: number;
-  /** spec.rotation.gracePeriod is under the operator's floor (raised to it): what the Rotating condition says. */
-  graceError?: string;
-  /** The keys.neon.dev/rotate token, as status records it (handled or not). */
-  request: string | undefined;
-  /** The next scheduled rotation, or why scheduled rotations are off. */
-  schedule: Schedule;
-}
-
 /** The platform client acting with the resource's credentials. */
 export function platformOf(deps: KeyDeps, ctx: Context): { platform: KeyPlatform; credentialsId: string } {
   if (ctx.apiKey === undefined) throw new Error('no credentials');
@@ -152,4 +140,36 @@ export function ownerOf(resource: KeyResource): string {
 /** What blockedConditions() needs of what the reconcile read. */
 export function blockedInputs(ctx: Pick<Context, 'observation' | 'resource'>): BlockedInputs {
   return { secretExists: ctx.observation.secret !== undefined, keyRecorded: ctx.observation.status.keyId !== undefined, current: ctx.resource.status?.conditions };
+}
+
+/** An object as the caches identify it. */
+export interface ObjectVersion {
+  uid: string | undefined;
+  resourceVersion: string | undefined;
+}
+
+/** What ended a rest: which input changed since the last full pass (ReconcileRecord.restBroken). */
+export type RestBroken = 'rotation due' | 'cache stale' | 'resource' | 'secret' | 'credentials' | 'operations' | 'client dropped' | 'key absent' | 'project gone' | 'check failed' | 'usage';
+
+/** What the at-rest check reads of the process: its caches, and its platform clients by id. */
+export interface RestInputs {
+  /** The identity of an object as the informers' caches hold it; undefined when not cached. */
+  cachedVersion(kind: string, namespace: string, name: string): ObjectVersion | undefined;
+  /** Whether the cache of `kind` in `namespace` is stale (its watch failing too long); undefined: never. */
+  cacheStale?(kind: string, namespace: string): boolean;
+  /** The platform client of credentials in use, by id; undefined once dropped. */
+  platformById(credentialsId: string): ReturnType<KeyDeps['platformFor']> | undefined;
+  /**
+   * A key resource's version, generation and conditions (type and status, in order) as the cache
+   * holds them (keys/observing/cache-projection.ts); undefined when not cached. The operations patch at rest
+   * (observing/operations-patch.ts) needs no more.
+   */
+  cachedConditions(kind: string, namespace: string, name: string): CachedConditions | undefined;
+}
+
+/** What the cache keeps of a key resource's conditions, at the version it names. */
+export interface CachedConditions {
+  resourceVersion: string | undefined;
+  generation: number | undefined;
+  conditions: readonly { type: string; status: string }[];
 }

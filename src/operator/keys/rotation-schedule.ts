@@ -1,9 +1,10 @@
 // When a key rotates (spec.rotation): its age against the interval, the window a scheduled rotation
-// may start in, and the rotation request annotation. Pure: clock and spec in, instants out
+// may start in, and the rotation request annotation; what status.rotation says of it, and when an
+// in-sync key is looked at again. Pure: clock and spec in, instants out
 // (test/operator/keys/rotation-schedule.test.ts). Time zones come from Intl, so an unknown zone is a
 // value here (reported in the Rotating condition), never an exception out of a reconcile.
 import { createHash } from 'node:crypto';
-import { WEEKDAYS, type RotationSpec } from '../resources/schema.ts';
+import { WEEKDAYS, type KeyResource, type RotationSpec } from '../resources/schema.ts';
 import { parseGoDuration } from '../go-duration.ts';
 
 export const DEFAULT_GRACE_MS = 10 * 60_000;
@@ -107,4 +108,43 @@ export function schedule(rotation: RotationSpec | undefined, keyBornAt: number |
   if (rotation.window === undefined) return { nextAt: due };
   const next = nextInWindow(rotation.window, due);
   return typeof next === 'number' ? { nextAt: next } : { error: next.error };
+}
+
+/** Rotation as one reconcile reads it (Context.rotation): the spec or the defaults, the request, the schedule. */
+export interface RotationContext {
+  spec: RotationSpec | undefined;
+  graceMs: number;
+  maxGraceMs: number;
+  /** spec.rotation.gracePeriod is under the operator's floor (raised to it): what the Rotating condition says. */
+  graceError?: string;
+  /** The keys.neon.dev/rotate token, as status records it (handled or not). */
+  request: string | undefined;
+  /** The next scheduled rotation, or why scheduled rotations are off. */
+  schedule: Schedule;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * status.rotation as it should read: nextRotationAt from the spec (and the key's birth, or the
+ * rotation just made), with what a step changes. Empty when rotation was never used.
+ */
+export function rotationFields(ctx: { resource: KeyResource; rotation: RotationContext }, change: { lastRotatedAt?: string; lastRequest?: string }, keyCreatedAt?: string): Record<string, unknown> {
+  const current = ctx.resource.status?.rotation;
+  // The schedule counts from the last rotation, else from the creation of the key (a new one, when given).
+  const born = change.lastRotatedAt ?? current?.lastRotatedAt ?? keyCreatedAt;
+  const bornAt = born !== undefined && (change.lastRotatedAt !== undefined || keyCreatedAt !== undefined) ? Date.parse(born) : undefined;
+  const nextAt = bornAt !== undefined && Number.isFinite(bornAt) ? schedule(ctx.rotation.spec, bornAt, bornAt).nextAt : ctx.rotation.schedule.nextAt;
+  const next: Record<string, unknown> = { ...current, ...change };
+  if (nextAt !== undefined) next.nextRotationAt = iso(nextAt);
+  else if (current?.nextRotationAt !== undefined) next.nextRotationAt = null; // merge patch: removes it
+  else delete next.nextRotationAt;
+  if (Object.keys(next).length === 0) return {};
+  return { rotation: next };
+}
+
+/** When to look again at an in-sync key: the next drift check, or a scheduled rotation due before it. */
+export function nextLook(deps: { driftIntervalMs: number; now: () => number }, nextRotationAt: number | undefined, atMostMs = deps.driftIntervalMs): number {
+  const untilRotation = nextRotationAt !== undefined ? Math.max(1_000, nextRotationAt - deps.now()) : Number.POSITIVE_INFINITY;
+  return Math.min(atMostMs, deps.driftIntervalMs, untilRotation);
 }

@@ -9,8 +9,8 @@
 import type { CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
 import type { Controller, Watch } from '../runtime/controller.ts';
 import { GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
-import { credentialsSecretOf, trimKeyResource, trimSecret } from './cache-projection.ts';
-import { ANNOTATION_OWNER } from './secret-writer.ts';
+import { credentialsSecretOf, trimKeyResource, trimSecret } from './observing/cache-projection.ts';
+import { ANNOTATION_OWNER } from './secret/secret-writer.ts';
 
 /** The index of the key resources by the credentials Secret they name (`namespace/name`). */
 export const CREDENTIALS_INDEX = 'credentialsSecret';

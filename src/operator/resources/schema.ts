@@ -21,7 +21,7 @@ export const ANNOTATION_KEY_NAME = 'keys.neon.dev/key-name';
 /**
  * On the Secret: the operator's signature over (resource uid, key id, key name, the HMAC of the
  * secret value, the key it replaced), so a key id is believed only where the operator wrote it, on
- * the value it wrote (keys/secret-writer.ts, docs/security.md).
+ * the value it wrote (keys/secret/secret-writer.ts, docs/security.md).
  */
 export const ANNOTATION_SIGNATURE = 'keys.neon.dev/signature';
 /**

@@ -45,7 +45,7 @@ export interface Worker {
    * Awaits `wait` without holding the worker: the worker takes the next key at once, and this
    * reconcile goes on, once `wait` settles, outside the pool of N workers. The key stays in flight
    * (no other worker reconciles it until this reconcile ends). Nothing here bounds how many
-   * reconciles wait so: the caller does (keys/create-admission.ts bounds them per organization).
+   * reconciles wait so: the caller does (keys/issuing/create-admission.ts bounds them per organization).
    */
   release<T>(wait: Promise<T>): Promise<T>;
   /** Aborts once this process may no longer act (leadership lost, runtime/write-fence.ts): the reconcile should end. */
@@ -202,7 +202,7 @@ export class Controller {
   /**
    * The caches whose LIST or WATCH has been failing for longer than the bound: what they hold may be
    * long out of date (a namespace whose Role was removed, an apiserver refusing the watch). Neither
-   * readiness nor the at-rest check trusts them (keys/at-rest.ts).
+   * readiness nor the at-rest check trusts them (keys/observing/at-rest.ts).
    */
   staleCaches(): StaleCache[] {
     const now = Date.now();

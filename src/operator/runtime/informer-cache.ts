@@ -9,9 +9,9 @@
 // What the runtime reads from the caches (controller.ts): names and resourceVersion (the
 // informer's own bookkeeping), generation and deletionTimestamp (whether an event may wake a key
 // that is backing off): identityMeta() below. The domain may compare a cached uid and
-// resourceVersion with those it read fresh (keys/at-rest.ts: nothing changed since, so a drift pass
+// resourceVersion with those it read fresh (keys/observing/at-rest.ts: nothing changed since, so a drift pass
 // needs no read); the content it acts on is still read fresh. Each watch adds what its domain reads
-// (keys/cache-projection.ts).
+// (keys/observing/cache-projection.ts).
 import { HttpMethod, RequestContext, Watch, type KubeConfig, type KubernetesObject, type ListPromise, type V1ObjectMeta } from '@kubernetes/client-node';
 import { fetch } from 'undici';
 import { intern } from './intern.ts';

@@ -1,6 +1,6 @@
 // Prometheus metrics of the runtime (controller-runtime's and client-go's names): reconciles, the
 // work queue, leadership, the build. The prefix is the product's; the domain adds its own metrics
-// to the same registry (keys/metrics.ts). Label values are bounded: kinds and queue names.
+// to the same registry (keys/status/metrics.ts). Label values are bounded: kinds and queue names.
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import type { WorkQueueMetrics } from './queue.ts';
 

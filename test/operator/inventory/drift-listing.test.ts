@@ -3,7 +3,7 @@
 // platform's list is scripted and its calls counted; the whole operator against the apiserver and
 // the emulator is test/operator/inventory.test.ts.
 import { describe, expect, it } from '@jest/globals';
-import { DriftCache } from '../../../src/operator/keys/drift.ts';
+import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
 import { adapterFor, listFor, type KeyPlatform, type ListedKey } from '../../../src/operator/keys/adapter.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 

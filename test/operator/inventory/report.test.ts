@@ -2,7 +2,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { report } from '../../../src/operator/inventory/report.ts';
 import { listFailed, listed, withReady } from '../../../src/operator/inventory/conditions.ts';
-import type { ListedDetail } from '../../../src/operator/keys/drift.ts';
+import type { ListedDetail } from '../../../src/operator/keys/observing/drift.ts';
 import { PlatformError } from '../../../src/platform/index.ts';
 
 const H = 3_600_000;

@@ -3,8 +3,8 @@
 // the drift cache's lists and failures, and a cached Secret's owner annotation have a ceiling.
 import { describe, expect, it } from '@jest/globals';
 import type { KeyAdapter, KeyPlatform } from '../../../src/operator/keys/adapter.ts';
-import { trimSecret } from '../../../src/operator/keys/cache-projection.ts';
-import { DriftCache, MAX_DRIFT_LISTS } from '../../../src/operator/keys/drift.ts';
+import { trimSecret } from '../../../src/operator/keys/observing/cache-projection.ts';
+import { DriftCache, MAX_DRIFT_LISTS } from '../../../src/operator/keys/observing/drift.ts';
 import { MAX_CLIENTS, PlatformClients } from '../../../src/operator/keys/platform-clients.ts';
 import { MAX_API_KEY_LENGTH, PlatformClient, isApiKeyFormat } from '../../../src/platform/index.ts';
 import { CREDENTIALS, NAMESPACE, keyResource, rig } from './fakes.ts';

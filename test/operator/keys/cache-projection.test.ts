@@ -1,11 +1,11 @@
-// The informers' caches keep what the controller reads and nothing else (src/operator/keys/cache-projection.ts
+// The informers' caches keep what the controller reads and nothing else (src/operator/keys/observing/cache-projection.ts
 // through src/operator/runtime/informer-cache.ts):
 // a projection of each resource, and of a managed Secret its identity and owner, never its data.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import { listMetadata, makeMetadataInformer, makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
-import { credentialsSecretOf, newKeyOrganization, recordedKeyIds, trimKeyResource, trimSecret } from '../../../src/operator/keys/cache-projection.ts';
+import { credentialsSecretOf, newKeyOrganization, recordedKeyIds, trimKeyResource, trimSecret } from '../../../src/operator/keys/observing/cache-projection.ts';
 import { controlPlane } from '../../harness/index.ts';
 
 describe('trimKeyResource and trimSecret', () => {

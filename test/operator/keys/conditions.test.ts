@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   blockedConditions, creatingConditions, deletingConditions, readyConditions, setConditions, unverifiableConditions, type BlockedInputs, type ConditionUpdate,
-} from '../../../src/operator/keys/conditions.ts';
+} from '../../../src/operator/keys/status/conditions.ts';
 
 const t0 = new Date('2026-11-22T20:00:00.123Z');
 const t1 = new Date('2026-11-22T21:00:00Z');

@@ -1,11 +1,11 @@
-// The consumers of a rotated key's Secret (src/operator/keys/consumers.ts): which pod templates read
+// The consumers of a rotated key's Secret (src/operator/keys/rotation/consumers.ts): which pod templates read
 // it, which workloads consent to a restart, the restart annotation, and kubectl rollout status's
 // rules for each kind.
 import { describe, expect, it } from '@jest/globals';
 import type { V1DaemonSet, V1Deployment, V1PodTemplateSpec, V1StatefulSet } from '@kubernetes/client-node';
 import {
   consentedSecrets, consents, consumersOf, observeRollouts, referencesSecret, restartAnnotation, restartConsumers, rolloutState,
-} from '../../../src/operator/keys/consumers.ts';
+} from '../../../src/operator/keys/rotation/consumers.ts';
 import { statusCode } from '../../../src/operator/keys/kube-writes.ts';
 import { ANNOTATION_RESTART_ON_ROTATION } from '../../../src/operator/resources/schema.ts';
 import { FakeKube, NAMESPACE } from './fakes.ts';

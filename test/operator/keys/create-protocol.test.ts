@@ -3,9 +3,9 @@
 // crash, an ambiguous answer, a refusal or a wrong answer leaves behind.
 import { describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
-import { encodeIntent } from '../../../src/operator/keys/create-intent.ts';
-import { DriftCache } from '../../../src/operator/keys/drift.ts';
-import { buildSecret } from '../../../src/operator/keys/secret-writer.ts';
+import { encodeIntent } from '../../../src/operator/keys/issuing/create-intent.ts';
+import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
+import { buildSecret } from '../../../src/operator/keys/secret/secret-writer.ts';
 import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
 

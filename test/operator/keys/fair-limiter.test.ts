@@ -1,9 +1,9 @@
-// keys/fair-limiter.ts: the org limiter's waiters in fair turns between namespaces, a repair first,
+// keys/issuing/fair-limiter.ts: the org limiter's waiters in fair turns between namespaces, a repair first,
 // with the platform limiter itself (src/platform/sliding-window.ts) on a manual clock.
 import { describe, expect, it } from '@jest/globals';
 import { orgKeyCreationLimiter, type Permit } from '../../../src/platform/index.ts';
 import type { BucketClock } from '../../../src/platform/waiter-queue.ts';
-import { FairLimiter, sendsFor } from '../../../src/operator/keys/fair-limiter.ts';
+import { FairLimiter, sendsFor } from '../../../src/operator/keys/issuing/fair-limiter.ts';
 
 class ManualClock implements BucketClock {
   t = 0;

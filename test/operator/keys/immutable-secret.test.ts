@@ -1,14 +1,14 @@
-// spec.secret.immutable (src/operator/keys/immutable-secret.ts and its callers) against the in-memory
+// spec.secret.immutable (src/operator/keys/secret/immutable-secret.ts and its callers) against the in-memory
 // Kubernetes and platform of fakes.ts: one immutable Secret per key named <name>-<key id>, status
 // following it, a rotation repointing the consumers and deleting the replaced key's Secret once
 // that key is revoked, adoption of an interrupted create, a foreign Secret at the new name refused.
 import { describe, expect, it } from '@jest/globals';
 import type { V1Deployment } from '@kubernetes/client-node';
-import { restartAnnotation } from '../../../src/operator/keys/consumers.ts';
-import { encodeIntent } from '../../../src/operator/keys/create-intent.ts';
-import { DriftCache } from '../../../src/operator/keys/drift.ts';
-import { annotationOp, immutableSecretName, repointOps } from '../../../src/operator/keys/immutable-secret.ts';
-import { buildSecret } from '../../../src/operator/keys/secret-writer.ts';
+import { restartAnnotation } from '../../../src/operator/keys/rotation/consumers.ts';
+import { encodeIntent } from '../../../src/operator/keys/issuing/create-intent.ts';
+import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
+import { annotationOp, immutableSecretName, repointOps } from '../../../src/operator/keys/secret/immutable-secret.ts';
+import { buildSecret } from '../../../src/operator/keys/secret/secret-writer.ts';
 import { ANNOTATION_CREATE_PENDING, ANNOTATION_RESTART_ON_ROTATION, ANNOTATION_ROTATE, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig, type Rig } from './fakes.ts';
 

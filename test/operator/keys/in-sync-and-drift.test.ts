@@ -1,9 +1,9 @@
-// A key that is live and in its Secret (src/operator/keys/in-sync.ts), the drift check of it
-// (drift.ts checkRecordedKey) and what a reconcile does with each finding: repair by rotation,
+// A key that is live and in its Secret (src/operator/keys/observing/in-sync.ts), the drift check of it
+// (observing/drift-check.ts checkRecordedKey) and what a reconcile does with each finding: repair by rotation,
 // report an unverifiable key, refuse to touch a foreign Secret, mirror a project's operations.
 import { describe, expect, it } from '@jest/globals';
-import { DriftCache } from '../../../src/operator/keys/drift.ts';
-import type { OperationsSnapshot } from '../../../src/operator/keys/operations-poller.ts';
+import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
+import type { OperationsSnapshot } from '../../../src/operator/keys/observing/operations-poller.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
 

@@ -5,8 +5,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
 import { ownedSecretMetadata } from '../../../src/operator/keys/kube-writes.ts';
-import { MAX_LOCATE_READS, buildSecret, locateSecret } from '../../../src/operator/keys/secret-writer.ts';
-import { Signer } from '../../../src/operator/keys/signing.ts';
+import { MAX_LOCATE_READS, buildSecret, locateSecret } from '../../../src/operator/keys/secret/secret-writer.ts';
+import { Signer } from '../../../src/operator/keys/issuing/signing.ts';
 import { FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import { FakeKube, NAMESPACE, keyResource } from './fakes.ts';
 

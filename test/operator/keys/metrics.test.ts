@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { createMetrics, routeTemplate } from '../../../src/operator/keys/metrics.ts';
+import { createMetrics, routeTemplate } from '../../../src/operator/keys/status/metrics.ts';
 import { WorkQueue } from '../../../src/operator/runtime/queue.ts';
 
 const SECRET = 'abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz01';

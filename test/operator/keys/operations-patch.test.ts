@@ -1,14 +1,14 @@
-// An operations change at rest (src/operator/keys/operations-patch.ts): the JSON patch built from
+// An operations change at rest (src/operator/keys/observing/operations-patch.ts): the JSON patch built from
 // the cache's projection (pure), and the reconciler that sends it instead of a full pass, against
 // the fake apiserver of fakes.ts (which applies a JSON patch in order, all or nothing, 422 on a
 // failed test). What it writes is compared with what a full pass writes for a twin resource of the
 // same project that is never at rest.
 import { describe, expect, it } from '@jest/globals';
 import { ApiException, type KubernetesObject } from '@kubernetes/client-node';
-import { cachedConditionsOf, trimKeyResource } from '../../../src/operator/keys/cache-projection.ts';
-import { DriftCache } from '../../../src/operator/keys/drift.ts';
-import { operationsPatch } from '../../../src/operator/keys/operations-patch.ts';
-import type { OperationsSnapshot } from '../../../src/operator/keys/operations-poller.ts';
+import { cachedConditionsOf, trimKeyResource } from '../../../src/operator/keys/observing/cache-projection.ts';
+import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
+import { operationsPatch } from '../../../src/operator/keys/observing/operations-patch.ts';
+import type { OperationsSnapshot } from '../../../src/operator/keys/observing/operations-poller.ts';
 import type { ReconcileRecord } from '../../../src/operator/keys/reconcile-context.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig } from './fakes.ts';

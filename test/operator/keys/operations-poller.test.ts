@@ -2,7 +2,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startEmulator, type Emulator } from '../../../src/emulator/server.ts';
-import { OperationsPollers, anyChanging, settledCondition, type OperationsClient, type OperationsSnapshot } from '../../../src/operator/keys/operations-poller.ts';
+import { OperationsPollers, anyChanging, settledCondition, type OperationsClient, type OperationsSnapshot } from '../../../src/operator/keys/observing/operations-poller.ts';
 import {
   OPERATION_STATUS_CLASSES, PlatformClient, PlatformError, TERMINAL_OPERATION_STATUSES, isTerminalOperationStatus, operationStatusClass,
   type Operation, type OperationStatusClass,

@@ -1,13 +1,13 @@
-// Rotation (src/operator/keys/rotation.ts, consumers.ts) against the in-memory Kubernetes and
+// Rotation (src/operator/keys/rotation/rotation.ts, consumers.ts) against the in-memory Kubernetes and
 // platform of fakes.ts, on a clock the test moves: the switch keeps the replaced key recorded, the
 // retirement restarts consumers once, waits for rollouts, the grace period and the end of use, and
 // revokes only what status recorded.
 import { describe, expect, it } from '@jest/globals';
 import type { V1Deployment } from '@kubernetes/client-node';
-import { encodeIntent } from '../../../src/operator/keys/create-intent.ts';
-import { restartAnnotation } from '../../../src/operator/keys/consumers.ts';
-import { DriftCache } from '../../../src/operator/keys/drift.ts';
-import { buildSecret } from '../../../src/operator/keys/secret-writer.ts';
+import { encodeIntent } from '../../../src/operator/keys/issuing/create-intent.ts';
+import { restartAnnotation } from '../../../src/operator/keys/rotation/consumers.ts';
+import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
+import { buildSecret } from '../../../src/operator/keys/secret/secret-writer.ts';
 import { ANNOTATION_CREATE_PENDING, ANNOTATION_RESTART_ON_ROTATION, ANNOTATION_ROTATE, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig, type Rig } from './fakes.ts';
 

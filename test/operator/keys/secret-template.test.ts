@@ -1,9 +1,9 @@
-// spec.secret.template (src/operator/keys/secret-template.ts): the Secret built with it, kept in
+// spec.secret.template (src/operator/keys/secret/secret-template.ts): the Secret built with it, kept in
 // line by a rewrite from its primary entry (no new key), the operator's own names never taken
 // from it, and a tampered primary entry still a new key.
 import { describe, expect, it } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { ANNOTATION_TEMPLATED, rewrittenSecret, secretInLine, templatedData, templatedMetadata, type TemplateValues } from '../../../src/operator/keys/secret-template.ts';
+import { ANNOTATION_TEMPLATED, rewrittenSecret, secretInLine, templatedData, templatedMetadata, type TemplateValues } from '../../../src/operator/keys/secret/secret-template.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig } from './fakes.ts';
 

@@ -2,7 +2,7 @@
 // and what it signs verifies only for the same fields, purpose and key.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { Signer, loadSigningKey } from '../../../src/operator/keys/signing.ts';
+import { Signer, loadSigningKey } from '../../../src/operator/keys/issuing/signing.ts';
 import { controlPlane } from '../../harness/index.ts';
 import { createNamespace } from '../support.ts';
 

@@ -1,9 +1,9 @@
-// The key's use in status (src/operator/keys/usage.ts): lastUsedAt / lastUsedFromAddr from the
+// The key's use in status (src/operator/keys/observing/usage.ts): lastUsedAt / lastUsedFromAddr from the
 // drift check's list, written only when they change; hostile platform values dropped; the InUse
 // condition of spec.usage.unusedAfter, which never touches Ready.
 import { describe, expect, it } from '@jest/globals';
-import { DriftCache } from '../../../src/operator/keys/drift.ts';
-import { inUseCondition, statusTimestamp, usageFields } from '../../../src/operator/keys/usage.ts';
+import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
+import { inUseCondition, statusTimestamp, usageFields } from '../../../src/operator/keys/observing/usage.ts';
 import type { ListedKey } from '../../../src/operator/keys/adapter.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig } from './fakes.ts';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
 import { startHealthServer, type HealthServer, type Readiness } from '../../../src/operator/runtime/health-server.ts';
-import { createMetrics } from '../../../src/operator/keys/metrics.ts';
+import { createMetrics } from '../../../src/operator/keys/status/metrics.ts';
 
 let server: HealthServer | undefined;
 afterEach(async () => {

@@ -8,8 +8,8 @@
 // So the credentials must be a personal key (auth_method api_key_user). An organization or
 // project-scoped key (api_key_org) has no user behind it. /auth cannot tell whether a user is an
 // administrator: a member's key asking for an organization key still meets the platform's 403.
-import type { AuthDetails } from '../../platform/index.ts';
-import { MAX_CLIENTS } from './platform-clients.ts';
+import type { AuthDetails } from '../../../platform/index.ts';
+import { MAX_CLIENTS } from '../platform-clients.ts';
 
 export type KeyKind = 'Personal' | 'Organization' | 'Project';
 

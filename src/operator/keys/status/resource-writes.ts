@@ -1,11 +1,11 @@
 // The writes to a key resource itself: metadata (finalizer, intent annotation) by an UPDATE that
 // carries the resourceVersion read, and status by a merge patch that lands on that version only.
 // Each version written is recorded (runtime/own-writes.ts) so its watch event does not wake the key.
-import { objectRef } from '../runtime/own-writes.ts';
-import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../resources/schema.ts';
+import { objectRef } from '../../runtime/own-writes.ts';
+import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../resources/schema.ts';
 import { setConditions, type ConditionType, type ConditionUpdate } from './conditions.ts';
-import { statusCode } from './kube-writes.ts';
-import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import { statusCode } from '../kube-writes.ts';
+import { ownerOf, type Context, type KeyDeps } from '../reconcile-context.ts';
 
 /** An UPDATE carrying the resourceVersion that was read (409 on any concurrent change). */
 export async function updateMetadata(deps: KeyDeps, resource: KeyResource, change: (metadata: KeyResource['metadata']) => void): Promise<KeyResource> {

@@ -4,18 +4,18 @@
 // key to status.retiringKeys, so the old key is always in status, never live and forgotten. The
 // retirement runs one step per reconcile (decision.ts, retirementStep): restart the consumers, wait
 // for their rollouts, the grace period and the end of the key's use, then revoke it.
-import type { ReconcileResult } from '../runtime/controller.ts';
-import { ANNOTATION_RESTART_ON_ROTATION, type RetiringKey } from '../resources/schema.ts';
-import { rotatingCondition, shownReason, type ConditionUpdate } from './conditions.ts';
+import type { ReconcileResult } from '../../runtime/controller.ts';
+import { ANNOTATION_RESTART_ON_ROTATION, type RetiringKey } from '../../resources/schema.ts';
+import { rotatingCondition, shownReason, type ConditionUpdate } from '../status/conditions.ts';
 import { consumersOf, restartAnnotation, restartConsumers, type Consumers } from './consumers.ts';
-import { baseSecretName, immutableMode } from './immutable-secret.ts';
-import { deleteRetiredSecret } from './secret-writer.ts';
-import type { Decision, PendingAttempt, RetireStep } from './decision.ts';
-import { inSync } from './in-sync.ts';
-import { statusCode } from './kube-writes.ts';
-import { asPlatformFailure, failureReason } from './platform-failure.ts';
-import { platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
-import { schedule } from './rotation-schedule.ts';
+import { baseSecretName, immutableMode } from '../secret/immutable-secret.ts';
+import { deleteRetiredSecret } from '../secret/secret-writer.ts';
+import type { Decision, PendingAttempt, RetireStep } from '../decision.ts';
+import { inSync } from '../observing/in-sync.ts';
+import { statusCode } from '../kube-writes.ts';
+import { asPlatformFailure, failureReason } from '../status/platform-failure.ts';
+import { platformOf, type Context, type KeyDeps } from '../reconcile-context.ts';
+import { rotationFields } from '../rotation-schedule.ts';
 
 const DEFAULT_POLL_MS = 5_000;
 /** The rollouts one retiring key waits for at most (the bound of status.retiringKeys[].restarts). */
@@ -23,24 +23,6 @@ const MAX_TRACKED = 50;
 const iso = (ms: number): string => new Date(ms).toISOString();
 /** Workload names in a message: the first 20, and how many more. */
 const listed = (names: readonly string[]): string => `${names.slice(0, 20).join(', ')}${names.length > 20 ? ` and ${names.length - 20} more` : ''}`;
-
-/**
- * status.rotation as it should read: nextRotationAt from the spec (and the key's birth, or the
- * rotation just made), with what a step changes. Empty when rotation was never used.
- */
-export function rotationFields(ctx: Pick<Context, 'resource' | 'rotation'>, change: { lastRotatedAt?: string; lastRequest?: string }, keyCreatedAt?: string): Record<string, unknown> {
-  const current = ctx.resource.status?.rotation;
-  // The schedule counts from the last rotation, else from the creation of the key (a new one, when given).
-  const born = change.lastRotatedAt ?? current?.lastRotatedAt ?? keyCreatedAt;
-  const bornAt = born !== undefined && (change.lastRotatedAt !== undefined || keyCreatedAt !== undefined) ? Date.parse(born) : undefined;
-  const nextAt = bornAt !== undefined && Number.isFinite(bornAt) ? schedule(ctx.rotation.spec, bornAt, bornAt).nextAt : ctx.rotation.schedule.nextAt;
-  const next: Record<string, unknown> = { ...current, ...change };
-  if (nextAt !== undefined) next.nextRotationAt = iso(nextAt);
-  else if (current?.nextRotationAt !== undefined) next.nextRotationAt = null; // merge patch: removes it
-  else delete next.nextRotationAt;
-  if (Object.keys(next).length === 0) return {};
-  return { rotation: next };
-}
 
 /**
  * The status a rotation's switch writes (create or adoption of a rotation intent): the new key's
@@ -183,12 +165,6 @@ async function dropped(deps: KeyDeps, ctx: Context, keyId: number, list: Retirin
     // at the next drift pass. (A scheduled one due is looked at by nextLook.)
     requeueAfterMs: done && ctx.observation.rotation?.request === undefined ? deps.driftIntervalMs : 1_000,
   });
-}
-
-/** When to look again at an in-sync key: the next drift check, or a scheduled rotation due before it. */
-export function nextLook(deps: Pick<KeyDeps, 'driftIntervalMs' | 'now'>, nextRotationAt: number | undefined, atMostMs = deps.driftIntervalMs): number {
-  const untilRotation = nextRotationAt !== undefined ? Math.max(1_000, nextRotationAt - deps.now()) : Number.POSITIVE_INFINITY;
-  return Math.min(atMostMs, deps.driftIntervalMs, untilRotation);
 }
 
 /** Deletion: revokes the keys still retiring (in no Secret any more); one already gone is fine. */

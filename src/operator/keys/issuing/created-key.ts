@@ -3,7 +3,7 @@
 // key for an organization key or the reverse, another project, or no usable secret, must not have
 // that key written into a tenant's Secret (create-protocol.ts revokes it and reports
 // PlatformResponseInvalid).
-import type { CreatedKey } from './adapter.ts';
+import type { CreatedKey } from '../adapter.ts';
 
 /** A key secret as platforms issue them: URL-safe characters, no whitespace, of a sane length. */
 const KEY_FORMAT = /^[A-Za-z0-9_-]{32,256}$/;

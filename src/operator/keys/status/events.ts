@@ -4,7 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { API_VERSION, type KeyResource } from '../resources/schema.ts';
+import { API_VERSION, type KeyResource } from '../../resources/schema.ts';
 import type { Reason } from './conditions.ts';
 
 export type EventType = 'Normal' | 'Warning';

@@ -26,10 +26,10 @@
 // platform's, reported on every owner, with backoff.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isPlatformError, operationStatusClass, type Operation, type OperationStatusClass, type PlatformClient } from '../../platform/index.ts';
-import type { OperationSummary as StatusOperationSummary } from '../resources/schema.ts';
-import type { Reason } from './conditions.ts';
-import { platformFailureReason } from './platform-reasons.ts';
+import { isPlatformError, operationStatusClass, type Operation, type OperationStatusClass, type PlatformClient } from '../../../platform/index.ts';
+import type { OperationSummary as StatusOperationSummary } from '../../resources/schema.ts';
+import type { Reason } from '../status/conditions.ts';
+import { platformFailureReason } from '../status/platform-reasons.ts';
 
 /** The part of PlatformClient the poller uses. */
 export type OperationsClient = Pick<PlatformClient, 'listOperations'>;

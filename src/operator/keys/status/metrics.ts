@@ -4,7 +4,7 @@
 // platform routes are TEMPLATES (`/projects/{project_id}/operations`), never concrete paths, and
 // routeTemplate() below is the one place that turns a path into one.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { DURATION_BUCKETS, createRuntimeMetrics, type RuntimeMetrics } from '../runtime/metrics.ts';
+import { DURATION_BUCKETS, createRuntimeMetrics, type RuntimeMetrics } from '../../runtime/metrics.ts';
 
 export const METRIC_PREFIX = 'neon_key_operator_';
 

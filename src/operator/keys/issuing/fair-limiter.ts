@@ -13,7 +13,7 @@
 // create): the platform client knows nothing of namespaces. A take() outside any (another caller
 // of the limiter) waits in a namespace of its own.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Permit, RateLimiter } from '../../platform/index.ts';
+import type { Permit, RateLimiter } from '../../../platform/index.ts';
 import { CreateLine, type Priority } from './create-line.ts';
 
 const sender = new AsyncLocalStorage<{ key: string; priority: Priority }>();

@@ -1,12 +1,12 @@
 // A live key whose Secret holds it: Ready, with what drift found recorded (the credentials that
 // can see it), and for a ProjectApiKey, the operations of its project mirrored into its status
 // (docs/design.md section 4; operations-poller.ts polls them).
-import type { ReconcileResult } from '../runtime/controller.ts';
-import { readyConditions, rotatingCondition, type ConditionUpdate } from './conditions.ts';
-import { nextLook, rotationFields } from './rotation.ts';
-import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
-import { writeStatus } from './resource-writes.ts';
-import { secretValue } from './secret-writer.ts';
+import type { ReconcileResult } from '../../runtime/controller.ts';
+import { readyConditions, rotatingCondition, type ConditionUpdate } from '../status/conditions.ts';
+import { nextLook, rotationFields } from '../rotation-schedule.ts';
+import { ownerOf, type Context, type KeyDeps } from '../reconcile-context.ts';
+import { writeStatus } from '../status/resource-writes.ts';
+import { secretValue } from '../secret/secret-writer.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
 
 /**

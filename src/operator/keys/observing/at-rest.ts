@@ -25,18 +25,12 @@
 // miss that event for good: a Secret deleted meanwhile would pass for in sync. Its resources are not
 // trusted at rest ('cache stale'): each drift check is a full pass with fresh reads until the watch
 // is back.
-import type { KeyAdapter, ListedUse } from './adapter.ts';
-import type { Reason } from './conditions.ts';
-import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift.ts';
-import { ownerOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import type { KeyAdapter, ListedUse } from '../adapter.ts';
+import type { Reason } from '../status/conditions.ts';
+import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift-check.ts';
+import { ownerOf, type Context, type KeyDeps, type ObjectVersion, type RestBroken, type RestInputs } from '../reconcile-context.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
-import { intern } from '../runtime/intern.ts';
-
-/** An object as the caches identify it. */
-export interface ObjectVersion {
-  uid: string | undefined;
-  resourceVersion: string | undefined;
-}
+import { intern } from '../../runtime/intern.ts';
 
 /** What a full reconcile ending in InSync verified, kept per resource (no secret in it). */
 export interface Verified {
@@ -64,32 +58,6 @@ export interface Verified {
   operations: string | undefined;
   nextRotationAt: number | undefined;
   reason: Reason;
-}
-
-/** What ended a rest: which input changed since the last full pass (ReconcileRecord.restBroken). */
-export type RestBroken = 'rotation due' | 'cache stale' | 'resource' | 'secret' | 'credentials' | 'operations' | 'client dropped' | 'key absent' | 'project gone' | 'check failed' | 'usage';
-
-/** What the at-rest check reads of the process: its caches, and its platform clients by id. */
-export interface RestInputs {
-  /** The identity of an object as the informers' caches hold it; undefined when not cached. */
-  cachedVersion(kind: string, namespace: string, name: string): ObjectVersion | undefined;
-  /** Whether the cache of `kind` in `namespace` is stale (its watch failing too long); undefined: never. */
-  cacheStale?(kind: string, namespace: string): boolean;
-  /** The platform client of credentials in use, by id; undefined once dropped. */
-  platformById(credentialsId: string): ReturnType<KeyDeps['platformFor']> | undefined;
-  /**
-   * A key resource's version, generation and conditions (type and status, in order) as the cache
-   * holds them (keys/cache-projection.ts); undefined when not cached. The operations patch at rest
-   * (operations-patch.ts) needs no more.
-   */
-  cachedConditions(kind: string, namespace: string, name: string): CachedConditions | undefined;
-}
-
-/** What the cache keeps of a key resource's conditions, at the version it names. */
-export interface CachedConditions {
-  resourceVersion: string | undefined;
-  generation: number | undefined;
-  conditions: readonly { type: string; status: string }[];
 }
 
 function sameVersion(a: ObjectVersion | undefined, b: ObjectVersion): boolean {

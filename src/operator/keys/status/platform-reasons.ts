@@ -3,7 +3,7 @@
 // OperationsSettled), so that a 5xx, a 429, a 401/403 or a timeout reads the same reason on every
 // condition of every resource (issue 12). Keyed by src/platform's PlatformErrorCode (never by a
 // status or a message): a code added there fails the typecheck here until it has a row.
-import type { PlatformError, PlatformErrorCode } from '../../platform/index.ts';
+import type { PlatformError, PlatformErrorCode } from '../../../platform/index.ts';
 import type { Reason } from './conditions.ts';
 
 export const PLATFORM_FAILURE_REASONS: Readonly<Record<PlatformErrorCode, Reason>> = {

@@ -6,10 +6,10 @@
 import {
   ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_PURPOSE, ANNOTATION_RELEASE_WITHOUT_REVOKE,
   ANNOTATION_RESTART_ON_ROTATION, ANNOTATION_RETAINED_FROM, ANNOTATION_ROTATE, ANNOTATION_ROTATED_PREFIX, ANNOTATION_SIGNATURE, FINALIZER, LABEL_MANAGED_BY, MANAGED_BY,
-} from '../resources/schema.ts';
+} from '../../resources/schema.ts';
 import type { ConditionType, Reason } from './conditions.ts';
-import { ANNOTATION_OWNER, ANNOTATION_REPLACES } from './secret-writer.ts';
-import { ANNOTATION_TEMPLATED } from './secret-template.ts';
+import { ANNOTATION_OWNER, ANNOTATION_REPLACES } from '../secret/secret-writer.ts';
+import { ANNOTATION_TEMPLATED } from '../secret/secret-template.ts';
 
 export const CONDITION_TYPES: Record<ConditionType, string> = {
   Ready: 'The key is live on the platform and its secret is in the Secret: what `kubectl wait --for=condition=Ready` waits for.',

@@ -11,16 +11,16 @@
 // never recorded, and that key is never revoked.
 import { createHmac } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
-import type { SecretObservation } from './decision.ts';
+import type { SecretObservation } from '../decision.ts';
 import {
   ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_SIGNATURE, API_VERSION, FINALIZER, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
-} from '../resources/schema.ts';
-import { objectRef } from '../runtime/own-writes.ts';
+} from '../../resources/schema.ts';
+import { objectRef } from '../../runtime/own-writes.ts';
 import { baseSecretName, immutableMode, immutableSecretName } from './immutable-secret.ts';
-import { statusCode } from './kube-writes.ts';
-import type { Context, KeyDeps } from './reconcile-context.ts';
+import { statusCode } from '../kube-writes.ts';
+import type { Context, KeyDeps } from '../reconcile-context.ts';
 import { recordedValues, rewrittenSecret, specIds, templateOf, templatedData, templatedMetadata, type SecretTemplate } from './secret-template.ts';
-import type { Signer } from './signing.ts';
+import type { Signer } from '../issuing/signing.ts';
 
 /** On the Secret: which resource it belongs to (kind/name), so Secret events map to the owner. */
 export const ANNOTATION_OWNER = 'keys.neon.dev/owner';

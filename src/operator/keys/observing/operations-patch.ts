@@ -7,7 +7,7 @@
 //
 // What makes it safe without a read: the patch first `test`s /metadata/resourceVersion against the
 // version the resource rests on, so it lands on exactly the object the last full pass verified (or
-// wrote) and on nothing else; the cache's projection of that version (keys/cache-projection.ts: the
+// wrote) and on nothing else; the cache's projection of that version (keys/observing/cache-projection.ts: the
 // type and status of each condition, in order; the generation) says where the condition is and
 // whether its status changes. The condition is built by the same function as a full pass's
 // (conditions.ts setConditions, from the poller's snapshot: operations-poller.ts), so it reads the
@@ -15,13 +15,13 @@
 // Any failure (a test that failed: 422; a resource gone; anything else) leaves the full pass to run,
 // as before.
 import type { Logger } from 'pino';
-import { objectRef } from '../runtime/own-writes.ts';
-import type { KindName } from '../resources/schema.ts';
-import { operationsJson, type CachedConditions, type RestInputs, type Verified } from './at-rest.ts';
-import { setConditions } from './conditions.ts';
-import type { JsonPatchOp } from './immutable-secret.ts';
+import { objectRef } from '../../runtime/own-writes.ts';
+import type { KindName } from '../../resources/schema.ts';
+import { operationsJson, type Verified } from './at-rest.ts';
+import { setConditions } from '../status/conditions.ts';
+import type { JsonPatchOp } from '../kube-writes.ts';
 import type { OperationsSnapshot } from './operations-poller.ts';
-import type { KeyDeps } from './reconcile-context.ts';
+import type { CachedConditions, KeyDeps, RestInputs } from '../reconcile-context.ts';
 
 /**
  * The JSON patch that writes `snapshot` into the status of the resource at `resourceVersion`, whose

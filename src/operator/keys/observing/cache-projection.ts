@@ -4,17 +4,17 @@
 // wakes the resources that name it), spec.organizationId (a new key of an organization whose creates
 // are all under way waits for its turn without a read: create-admission.ts), the type, status and
 // reason of each condition, in order (the managed_keys metric; where OperationsSettled is and its
-// status: keys/operations-patch.ts), the reason bounded to the operator's own (conditions.ts
+// status: keys/observing/operations-patch.ts), the reason bounded to the operator's own (conditions.ts
 // knownReason, else `Other`: a restored backup may say anything), and a managed Secret's owner annotation (a Secret event wakes its
 // owner). Never Secret data; of any other Secret, only its identity (every Secret's metadata is
 // watched: keys/watches.ts).
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
-import type { CachedConditions } from './at-rest.ts';
-import { knownReason } from './conditions.ts';
-import { identityMeta } from '../runtime/informer-cache.ts';
-import { intern, internShared } from '../runtime/intern.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY } from '../resources/schema.ts';
-import { ANNOTATION_OWNER } from './secret-writer.ts';
+import type { CachedConditions } from '../reconcile-context.ts';
+import { knownReason } from '../status/conditions.ts';
+import { identityMeta } from '../../runtime/informer-cache.ts';
+import { intern, internShared } from '../../runtime/intern.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../../resources/schema.ts';
+import { ANNOTATION_OWNER } from '../secret/secret-writer.ts';
 
 /** An ApiKey or ProjectApiKey as the caches keep it. */
 interface CachedKeyResource extends KubernetesObject {

@@ -4,9 +4,9 @@
 // value that is not a timestamp or an IP address is dropped (a status the apiserver refuses would
 // stop every other status write of the resource).
 import { isIP } from 'node:net';
-import type { ListedUse } from './adapter.ts';
-import type { ConditionUpdate } from './conditions.ts';
-import { parseGoDuration } from '../go-duration.ts';
+import type { ListedUse } from '../adapter.ts';
+import type { ConditionUpdate } from '../status/conditions.ts';
+import { parseGoDuration } from '../../go-duration.ts';
 
 /**
  * status.lastUsedAt moves only when the last use moved by this much (or was never recorded), as

@@ -1,11 +1,11 @@
 // What a failed platform call becomes: src/platform's PlatformError (branch on its `code` and
 // `disposition`, never on a message), a condition reason with a message a person can act on, and
 // for an action, the conditions, the event and the backoff of the resource.
-import { isPlatformError, type PlatformError } from '../../platform/index.ts';
-import type { ReconcileResult } from '../runtime/controller.ts';
+import { isPlatformError, type PlatformError } from '../../../platform/index.ts';
+import type { ReconcileResult } from '../../runtime/controller.ts';
 import { blockedConditions, deletingConditions, type Reason } from './conditions.ts';
 import { platformFailureReason } from './platform-reasons.ts';
-import { blockedInputs, type Context, type KeyDeps } from './reconcile-context.ts';
+import { blockedInputs, type Context, type KeyDeps } from '../reconcile-context.ts';
 import { writeStatus } from './resource-writes.ts';
 
 /** The platform's error, or undefined for anything else (a bug, an apiserver error). */

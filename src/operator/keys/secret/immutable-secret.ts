@@ -6,7 +6,8 @@
 // old value and the whole by the workload's resourceVersion); once the replaced key is revoked its
 // Secret is deleted, only when this resource owns it by uid.
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
-import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
+import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../../resources/schema.ts';
+import type { JsonPatchOp } from '../kube-writes.ts';
 
 /** Whether the resource writes one immutable Secret per key. */
 export function immutableMode(spec: ApiKeySpec | ProjectApiKeySpec | undefined): boolean {
@@ -30,12 +31,6 @@ export function immutableSecretName(base: string, keyId: number): string {
   const head = base.length <= room ? base : base.slice(0, room).replace(/[-.]+$/, '');
   return `${head}${suffix}`;
 }
-
-/** One RFC 6902 operation, as the apiserver's JSON patch takes it. */
-export type JsonPatchOp =
-  | { op: 'test'; path: string; value: unknown }
-  | { op: 'replace'; path: string; value: unknown }
-  | { op: 'add'; path: string; value: unknown };
 
 /** A JSON pointer segment (RFC 6901): '~' and '/' escaped. */
 export function pointerSegment(segment: string): string {

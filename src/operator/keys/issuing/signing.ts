@@ -8,7 +8,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { ANNOTATION_PURPOSE } from '../resources/schema.ts';
+import { ANNOTATION_PURPOSE } from '../../resources/schema.ts';
 
 export const DEFAULT_SIGNING_KEY_SECRET = 'neon-key-operator-signing-key';
 const DATA_KEY = 'key';

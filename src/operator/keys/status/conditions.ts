@@ -1,6 +1,6 @@
 // metav1.Condition bookkeeping (Kubernetes API conventions): one entry per type, each with the
 // observedGeneration it was computed from; lastTransitionTime moves only when status changes.
-import type { Condition } from '../resources/schema.ts';
+import type { Condition } from '../../resources/schema.ts';
 
 export type ConditionType = 'Ready' | 'KeyIssued' | 'SecretSynced' | 'OperationsSettled' | 'InUse' | 'Rotating';
 export type ConditionStatus = Condition['status'];
