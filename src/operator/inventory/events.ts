@@ -21,7 +21,8 @@ function describe(key: InventoryKey): string {
   const kind = key.kind === 'Project' ? `project-scoped key of project ${key.projectId ?? '?'}` : `${key.kind.toLowerCase()} key`;
   const by = key.createdBy !== undefined ? ` by ${key.createdBy}` : '';
   const used = key.lastUsedAt !== undefined ? `last used ${key.lastUsedAt}${key.lastUsedFromAddr !== undefined ? ` from ${key.lastUsedFromAddr}` : ''}` : 'never used';
-  return `key ${key.id} "${key.name}" (${kind}, created ${key.createdAt}${by}, ${used})`;
+  const name = key.name !== undefined ? ` "${key.name}"` : '';
+  return `key ${key.id}${name} (${kind}, created ${key.createdAt}${by}, ${used})`;
 }
 
 /** The events of one list: each key in turn, at most MAX_KEY_EVENTS per reason, then a count of the rest. */
