@@ -65,11 +65,12 @@ export function unusedFrom(createdMs: number, lastUsedMs: number, unusedAfterMs:
  * unusedAfter (inventories on the same list and unusedAfter share it). `recorded`: the key ids key
  * resources of this cluster record as the list is taken (managed, so no details kept unless unused).
  */
-export function inventoryView(unusedAfterMs: number, recorded: () => ReadonlySet<number>): ListingView<KeptListing> {
-  return { id: `unusedAfter=${unusedAfterMs}`, make: (listed, at) => keep(listed, at, unusedAfterMs, recorded()) };
+export function inventoryView(unusedAfterMs: number, recorded: () => ReadonlySet<number>, keptDetails = KEPT_DETAILS): ListingView<KeptListing> {
+  return { id: `unusedAfter=${unusedAfterMs}`, make: (listed, at) => keep(listed, at, unusedAfterMs, recorded(), keptDetails) };
 }
 
-export function keep(listed: readonly ListedKey[], at: number, unusedAfterMs: number, recorded: ReadonlySet<number>): KeptListing {
+/** `keptDetails`: KEPT_DETAILS but in tests. */
+export function keep(listed: readonly ListedKey[], at: number, unusedAfterMs: number, recorded: ReadonlySet<number>, keptDetails = KEPT_DETAILS): KeptListing {
   const created = listed.map((k) => Date.parse(k.created_at));
   const order = listed.map((_, i) => i).sort((a, b) => ((created[b] ?? 0) - (created[a] ?? 0)) || (listed[b]?.id ?? 0) - (listed[a]?.id ?? 0));
   const size = listed.length;
@@ -86,8 +87,8 @@ export function keep(listed: readonly ListedKey[], at: number, unusedAfterMs: nu
     createdMs[row] = created[i] as number;
     lastUsedMs[row] = key.last_used_at === null ? Number.NaN : Date.parse(key.last_used_at);
     flags[row] = (key.last_used_at === null ? NEVER_USED : 0) | (key.project_id !== undefined ? PROJECT_SCOPED : 0);
-    const isNotManaged = !recorded.has(key.id) && notManaged++ < KEPT_DETAILS;
-    const isUnused = unusedFrom(createdMs[row] as number, lastUsedMs[row] as number, unusedAfterMs) <= at && unused++ < KEPT_DETAILS;
+    const isNotManaged = !recorded.has(key.id) && notManaged++ < keptDetails;
+    const isUnused = unusedFrom(createdMs[row] as number, lastUsedMs[row] as number, unusedAfterMs) <= at && unused++ < keptDetails;
     if (isNotManaged || isUnused) details.set(key.id, detailOf(key));
   }
   return { size, ids, createdMs, lastUsedMs, flags, details };

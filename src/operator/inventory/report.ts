@@ -3,6 +3,7 @@
 // (newest first, bounded) and says which keys are news since the last list: a key not managed that
 // appeared, a managed key that went unused (the events).
 import { INVENTORY_LIST_MAX, type ApiKeyInventoryStatus, type InventoryKey } from '../resources/inventory.ts';
+import { MAX_KEY_EVENTS, type KeyNews } from './events.ts';
 import { NEVER_USED, PROJECT_SCOPED, unusedFrom, type KeptListing } from './listing.ts';
 
 export interface Report {
@@ -15,10 +16,10 @@ export interface Report {
   unusedKeys: InventoryKey[];
   /** Entries of those lists shown without their details (not kept: inventory/listing.ts). */
   withoutDetails: number;
-  /** Keys not managed that are new since the previous list (newest first). */
-  appeared: InventoryKey[];
-  /** Managed keys whose unused moment fell between the previous list and this one (newest first). */
-  wentUnused: InventoryKey[];
+  /** Keys not managed that are new since the previous list (the newest MAX_KEY_EVENTS, and how many). */
+  appeared: KeyNews;
+  /** Managed keys whose unused moment fell between the previous list and this one (the newest MAX_KEY_EVENTS, and how many). */
+  wentUnused: KeyNews;
 }
 
 export interface ReportInput {
@@ -64,7 +65,7 @@ function inventoryKey(listing: KeptListing, row: number, scope: ReportInput['sco
 
 export function report(input: ReportInput): Report {
   const { listing, isManaged, unusedAfterMs, listedAt, scope, previous } = input;
-  const out: Report = { live: listing.size, managed: 0, notManaged: 0, unused: 0, neverUsed: 0, notManagedKeys: [], unusedKeys: [], withoutDetails: 0, appeared: [], wentUnused: [] };
+  const out: Report = { live: listing.size, managed: 0, notManaged: 0, unused: 0, neverUsed: 0, notManagedKeys: [], unusedKeys: [], withoutDetails: 0, appeared: { keys: [], total: 0 }, wentUnused: { keys: [], total: 0 } };
   const listed = (row: number, managed: boolean): InventoryKey => {
     const key = inventoryKey(listing, row, scope, managed);
     if (key.name === undefined) out.withoutDetails++;
@@ -86,8 +87,8 @@ export function report(input: ReportInput): Report {
     if (previous !== undefined) {
       // Not managed and not so before: by the ids this process saw, else by creation after the previous list.
       const isNew = previous.notManaged !== undefined ? !previous.notManaged.has(id) : createdMs > previous.listedAt;
-      if (!managed && isNew) out.appeared.push(inventoryKey(listing, row, scope, managed));
-      if (managed && unused && unusedAt > previous.listedAt) out.wentUnused.push(inventoryKey(listing, row, scope, managed));
+      const news = !managed && isNew ? out.appeared : managed && unused && unusedAt > previous.listedAt ? out.wentUnused : undefined;
+      if (news !== undefined && news.total++ < MAX_KEY_EVENTS) news.keys.push(inventoryKey(listing, row, scope, managed));
     }
   }
   return out;

@@ -43,7 +43,7 @@ describe('report()', () => {
     expect(r.notManagedKeys[1]).toEqual({ id: 5, name: 'k-5', kind: 'Project', projectId: 'p-1', createdAt: at(T0 + 3 * H), lastUsedAt: at(T0 + 98 * H), lastUsedFromAddr: '10.0.0.1', managed: false });
     expect(r.notManagedKeys[0]?.lastUsedAt).toBeUndefined();
     // The first report says nothing is news.
-    expect([r.appeared, r.wentUnused]).toEqual([[], []]);
+    expect([r.appeared, r.wentUnused]).toEqual([{ keys: [], total: 0 }, { keys: [], total: 0 }]);
   });
 
   it('bounds each list to 50, newest first, the counts being the totals', () => {
@@ -51,6 +51,9 @@ describe('report()', () => {
     const r = reportOf({ ...base, keys: many, isManaged: () => false });
     expect([r.notManaged, r.notManagedKeys.length, r.unused, r.unusedKeys.length]).toEqual([120, 50, 120, 50]);
     expect(r.notManagedKeys[0]?.id).toBe(1119);
+    // News: the newest 10 (one event each) and the total (one event counts the rest).
+    const news = reportOf({ ...base, keys: many, isManaged: () => false, previous: { listedAt: T0, notManaged: new Set() } });
+    expect([news.appeared.total, news.appeared.keys.map((k) => k.id)]).toEqual([120, Array.from({ length: 10 }, (_, i) => 1119 - i)]);
   });
 
   it('personal scope: every key is Personal', () => {
@@ -63,8 +66,9 @@ describe('report()', () => {
     ['a managed key whose unusedAfter ran out since the previous list went unused', { listedAt: T0 + 20 * H, notManaged: new Set([3, 4, 5]) }, [], [2]],
   ] as const)('news: %s', (_, previous, appeared, wentUnused) => {
     const r = reportOf({ ...base, previous });
-    expect(r.appeared.map((k) => k.id)).toEqual(appeared);
-    expect(r.wentUnused.map((k) => k.id)).toEqual(wentUnused);
+    expect(r.appeared.keys.map((k) => k.id)).toEqual(appeared);
+    expect(r.wentUnused.keys.map((k) => k.id)).toEqual(wentUnused);
+    expect([r.appeared.total, r.wentUnused.total]).toEqual([appeared.length, wentUnused.length]);
   });
 
   it('keeps every key\'s counts but the details of the newest 200 keys not managed and 200 unused only: a huge list keeps no more', () => {
