@@ -21,7 +21,7 @@ export interface InventoryEvents {
 }
 
 function describe(key: InventoryKey): string {
-  const kind = key.kind === 'Project' ? `project-scoped key of project ${key.projectId ?? '?'}` : `${key.kind.toLowerCase()} key`;
+  const kind = key.kind === 'Project' ? `project-scoped key${key.projectId !== undefined ? ` of project ${key.projectId}` : ''}` : `${key.kind.toLowerCase()} key`;
   const by = key.createdBy !== undefined ? ` by ${key.createdBy}` : '';
   const used = key.lastUsedAt !== undefined ? `last used ${key.lastUsedAt}${key.lastUsedFromAddr !== undefined ? ` from ${key.lastUsedFromAddr}` : ''}` : 'never used';
   const name = key.name !== undefined ? ` "${key.name}"` : '';

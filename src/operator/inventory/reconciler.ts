@@ -168,7 +168,7 @@ export class InventoryReconciler implements Reconciler {
     for (const id of released.keys()) if (!managed.has(id)) released.delete(id);
     this.#known.set(inventory.metadata.uid, { generation, listedAt: listing.at, managed, notManaged, released, counts });
     this.#uids.set(ref, inventory.metadata.uid);
-    await this.#writeStatus(inventory, reportStatus(r, listing.at), listed(r.live, r.managed, r.notManaged, r.unused));
+    await this.#writeStatus(inventory, reportStatus(r, listing.at), listed(r.live, r.managed, r.notManaged, r.unused, r.withoutDetails));
     if (fresh) await recordKeyEvents(this.#d.events, inventory, r.appeared, r.wentUnused);
     // Looked at again once the list is an interval old: the drift cache (or this reconcile) takes it again then.
     const next = Math.max(1_000, listing.at + this.#d.driftIntervalMs - this.#now() + 1_000);
