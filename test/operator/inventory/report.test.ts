@@ -127,6 +127,11 @@ describe('the Ready condition', () => {
     expect(ready.message).toContain('request r-1');
   });
 
+  it('Listed names the entries shown without details, when there are', () => {
+    expect(listed(300, 0, 300, 0).message).toBe('300 live keys: 0 managed in this cluster, 300 not managed, 0 unused');
+    expect(listed(300, 0, 300, 0, 50)).toEqual(expect.objectContaining({ status: 'True', reason: 'Listed', message: expect.stringContaining('; 50 of the keys listed are shown without name, creator, project and address') }));
+  });
+
   it('keeps lastTransitionTime while the status holds, and moves it when it changes', () => {
     const t1 = new Date('2026-11-26T01:00:00Z');
     const first = withReady(undefined, listed(3, 1, 2, 0), 1, t1);
