@@ -15,7 +15,7 @@
 // is the drift list; an inventory that costs no request of its own leaves its count unchanged.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
@@ -64,7 +64,7 @@ async function readyKeys(metricsUrl: string): Promise<number> {
   return sum;
 }
 
-interface Window { minutes: number; lists: number; requests: RequestCount[]; rss: number[]; rssAfterGc: number; liveHeap: number; cpuPerMinute: number }
+interface Window { load: [number, number]; minutes: number; lists: number; requests: RequestCount[]; rss: number[]; rssAfterGc: number; liveHeap: number; cpuPerMinute: number }
 
 export async function inventoryBenchmark(opts: BenchOptions): Promise<string> {
   const o = opts.inventory;
@@ -202,6 +202,7 @@ export async function inventoryBenchmark(opts: BenchOptions): Promise<string> {
     const measure = async (label: string): Promise<Window> => {
       log(`${label}: ${o.intervals} drift intervals`);
       await resetRequests();
+      const loadBefore = loadavg()[0] ?? 0;
       const rss: number[] = [];
       const t = performance.now();
       const cpu = procCpuSeconds(pid);
@@ -217,7 +218,7 @@ export async function inventoryBenchmark(opts: BenchOptions): Promise<string> {
       await sleep(1_000);
       const rssAfterGc = procRssBytes(pid);
       log(`   RSS mean ${mb(rss.reduce((a, b) => a + b, 0) / rss.length)} MiB (max ${mb(Math.max(...rss))}), after a full GC ${mb(rssAfterGc)} MiB; live heap ${mb(live)} MiB; key lists ${lists} in ${fmt(minutes, 1)} min; CPU ${fmt(cpuPerMinute, 2)} s/min`);
-      return { minutes, lists, requests: rs, rss, rssAfterGc, liveHeap: live, cpuPerMinute };
+      return { load: [loadBefore, loadavg()[0] ?? 0], minutes, lists, requests: rs, rss, rssAfterGc, liveHeap: live, cpuPerMinute };
     };
     const without = await measure('without an inventory');
 
@@ -260,7 +261,8 @@ export async function inventoryBenchmark(opts: BenchOptions): Promise<string> {
       row('live heap (after a full GC)', `${mb(without.liveHeap)} MiB`, `**${mb(withInventory.liveHeap)} MiB (${withInventory.liveHeap >= without.liveHeap ? '+' : ''}${mb(withInventory.liveHeap - without.liveHeap)})**`),
       row(`the organization's key list (\`${KEY_LIST_ROUTE}\`): requests / drift intervals`, `**${without.lists} in ${fmt(without.minutes, 1)} min (${perInterval(without)} per interval)**`, `**${withInventory.lists} in ${fmt(withInventory.minutes, 1)} min (${perInterval(withInventory)} per interval)**`),
       row('every platform request, per minute', routes(without), routes(withInventory)),
-      row('operator CPU', `${fmt(without.cpuPerMinute, 2)} s/min`, `${fmt(withInventory.cpuPerMinute, 2)} s/min`),
+      row('operator CPU (shares the machine: see its load)', `${fmt(without.cpuPerMinute, 2)} s/min`, `${fmt(withInventory.cpuPerMinute, 2)} s/min`),
+      row('the machine\'s 1-minute load average at the start / end of the window', `${fmt(without.load[0], 1)} / ${fmt(without.load[1], 1)}`, `${fmt(withInventory.load[0], 1)} / ${fmt(withInventory.load[1], 1)}`),
       '',
       `Before any key: RSS ${mb(rss0)} MiB, live heap ${mb(live0)} MiB. Key lists from the inventory's creation to its first report: ${firstLists} (the list the drift checks took kept each key's use only; the inventory's first read takes it once more).`,
     ].join('\n');
