@@ -66,9 +66,10 @@ export class DriftCache {
   /**
    * What readers of whole lists keep of them (listing(): one view per ListingView id, made by the
    * same request as the drift snapshot, which keeps only each key's use); at -Infinity until the
-   * list is first taken for it.
+   * list is first taken for it. A view no reader asked for in an interval and a half is no longer
+   * made (its inventory is gone, or reads another list), though checks keep the list.
    */
-  readonly #views = new Map<string, Map<string, Snapshot<unknown> & { make: ListingView<unknown>['make'] }>>();
+  readonly #views = new Map<string, Map<string, Snapshot<unknown> & { make: ListingView<unknown>['make']; askedAt: number }>>();
   /**
    * Per list: keys issued lately (issued()) that no list has shown yet, with when their create was
    * answered and their resource's work-queue key. Such a key is in no list before it, so the
@@ -203,7 +204,11 @@ export class DriftCache {
       const at = this.#now();
       const listed = await adapter.list(platform);
       // What readers of the whole list keep of it (listing()): the same request.
-      for (const view of this.#scopes.has(id) ? this.#views.get(id)?.values() ?? [] : []) Object.assign(view, { at, value: view.make(listed, at) });
+      const views = this.#scopes.has(id) ? this.#views.get(id) : undefined;
+      for (const [viewId, view] of views ?? []) {
+        if (at - view.askedAt > 1.5 * this.#intervalMs) views?.delete(viewId);
+        else Object.assign(view, { at, value: view.make(listed, at) });
+      }
       return new Map(listed.map((k) => [k.id, listedUse(k)] as const));
     };
     const gone = (before: Map<number, ListedUse> | undefined, after: Map<number, ListedUse>, at: number): void => {
@@ -243,7 +248,7 @@ export class DriftCache {
     // Kept in the order last asked for: the first is the one to drop.
     const kept = views.get(view.id);
     views.delete(view.id);
-    views.set(view.id, kept ?? { at: -Infinity, value: undefined, make: view.make });
+    views.set(view.id, { ...kept ?? { at: -Infinity, value: undefined, make: view.make }, askedAt: this.#now() });
     for (const oldest of views.keys()) {
       if (views.size <= MAX_LISTING_VIEWS) break;
       views.delete(oldest);

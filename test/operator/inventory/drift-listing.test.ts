@@ -98,6 +98,24 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     expect(p.calls()).toBe(6);
   });
 
+  it('a view no reader asked for in an interval and a half is no longer made, though the checks keep the list', async () => {
+    let now = 1_000_000;
+    const cache = new DriftCache(60_000, () => now);
+    const p = counting();
+    const v = names('v');
+    const adapter = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Organization', organizationId: 'org-a-5' } as never);
+    await cache.listing('cred-a', listFor('org-a-5'), p.platform, v);
+    for (let i = 0; i < 3; i++) {
+      now += 60_000;
+      await cache.keyState('cred-a', adapter, p.platform, 1, undefined);
+    }
+    // Made from the first list and the one an interval after it; not from those 2 and 3 intervals after.
+    expect([p.calls(), v.made]).toEqual([4, 2]);
+    // Asked again: a new view, so the list is taken once more.
+    await cache.listing('cred-a', listFor('org-a-5'), p.platform, v);
+    expect([p.calls(), v.made]).toEqual([5, 3]);
+  });
+
   it('a failed list is the inventory\'s failure, remembered for the interval as for the checks', async () => {
     let now = 1_000_000;
     const cache = new DriftCache(60_000, () => now);
