@@ -72,7 +72,9 @@ export function inventoryView(unusedAfterMs: number, recorded: () => ReadonlySet
 /** `keptDetails`: KEPT_DETAILS but in tests. */
 export function keep(listed: readonly ListedKey[], at: number, unusedAfterMs: number, recorded: ReadonlySet<number>, keptDetails = KEPT_DETAILS): KeptListing {
   const created = listed.map((k) => Date.parse(k.created_at));
-  const order = listed.map((_, i) => i).sort((a, b) => ((created[b] ?? 0) - (created[a] ?? 0)) || (listed[b]?.id ?? 0) - (listed[a]?.id ?? 0));
+  // A creation time that does not parse sorts as the oldest (a NaN would make the order arbitrary).
+  const sortable = (i: number): number => { const t = created[i] as number; return Number.isFinite(t) ? t : -Infinity; };
+  const order = listed.map((_, i) => i).sort((a, b) => (sortable(b) === sortable(a) ? 0 : sortable(b) > sortable(a) ? 1 : -1) || (listed[b]?.id ?? 0) - (listed[a]?.id ?? 0));
   const size = listed.length;
   const ids = new Float64Array(size);
   const createdMs = new Float64Array(size);
