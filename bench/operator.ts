@@ -71,7 +71,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const mb = (bytes: number) => fmt(bytes / 2 ** 20, 1);
 
-function procCpuSeconds(pid: number): number {
+export function procCpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime (fields 14, 15)
@@ -97,7 +97,7 @@ function threadShare(a: Map<string, number>, b: Map<string, number>, minutes: nu
   return [...b].map(([name, s]) => [name, (s - (a.get(name) ?? 0)) / minutes] as const).filter(([, x]) => x >= 0.005)
     .sort((x, y) => y[1] - x[1]).map(([name, x]) => `${name} ${fmt(x, 2)}`).join(', ');
 }
-function procRssBytes(pid: number): number {
+export function procRssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m === null ? Number.NaN : Number(m[1]) * 1024;
 }
@@ -174,16 +174,16 @@ async function scrapeCounter(url: string, name: string): Promise<number> {
 }
 const delta = (a: Metrics, b: Metrics, result: string) => (b.reconcile[result] ?? 0) - (a.reconcile[result] ?? 0);
 
-interface RequestCount { method: string; route: string; status: number; count: number }
+export interface RequestCount { method: string; route: string; status: number; count: number }
 
-interface EmulatorProcess { pid: number; baseUrl: string; adminUrl: string; bootstrap: Bootstrap; close(): Promise<void> }
+export interface EmulatorProcess { pid: number; baseUrl: string; adminUrl: string; bootstrap: Bootstrap; close(): Promise<void> }
 
 /**
  * The platform in its own process (`npm run emulator`), as the real one is its own service: in the
  * bench's process its event loop was shared with the bench's watches of every key, and the
  * arrival times it counts its rate limit by were skewed by their lag.
  */
-async function startEmulatorProcess(dir: string, seed: Seed): Promise<EmulatorProcess> {
+export async function startEmulatorProcess(dir: string, seed: Seed): Promise<EmulatorProcess> {
   const seedFile = join(dir, 'seed.json');
   writeFileSync(seedFile, JSON.stringify(seed));
   const child = await spawnChild(['src/emulator/main.ts', '--port=0', '--db=:memory:', `--seed=${seedFile}`, '--log-level=warn']);
@@ -203,7 +203,7 @@ async function startEmulatorProcess(dir: string, seed: Seed): Promise<EmulatorPr
 }
 
 /** A Chrome DevTools Protocol session with the operator's inspector (node --inspect), over Node's WebSocket. */
-async function inspectorSession(port: number): Promise<{ call(method: string, params?: Record<string, unknown>): Promise<unknown>; close(): void }> {
+export async function inspectorSession(port: number): Promise<{ call(method: string, params?: Record<string, unknown>): Promise<unknown>; close(): void }> {
   const targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json() as { webSocketDebuggerUrl: string }[];
   const url = targets[0]?.webSocketDebuggerUrl;
   if (url === undefined) throw new Error('the operator\'s inspector lists no target');

@@ -3,6 +3,8 @@
 // `npm run bench [-- --only emulator] [--duration 10] [--rounds 3] [--connections 16] [--largest-store 1000000]
 //   [--profile DIR (servers under test run with --cpu-prof)] [--emulator-main FILE (a patched copy)] [--no-write]`
 // Idle with churn (`--only idle-churn`): [--idle-churn-minutes 30] (bench/idle-churn.ts); the cost of an operations change: `--only project-index`.
+// Inventory on the whole operator (`--only inventory`): [--inventory-managed 10000] [--inventory-others 1000] [--inventory-namespaces 10]
+//   [--inventory-drift-interval 1m] [--inventory-intervals 3] [--inventory-deadline 1800] (bench/inventory-operator.ts).
 // Fairness between namespaces (`--only fairness`): [--fair-flood 1000] [--fair-floods 10] [--fair-flood-each 200] [--fair-drift-interval 10s] (bench/fairness.ts).
 // Runs the selected benchmarks, prints each one's figures and writes them to docs/benchmarks.md.
 // Each benchmark owns one marked section (<!-- bench:NAME --> … <!-- /bench:NAME -->), replaced in
@@ -15,6 +17,7 @@ import { operatorBenchmark, type OperatorBenchOptions } from './operator.ts';
 import { projectIndexBenchmark } from './project-index.ts';
 import { idleChurnBenchmark } from './idle-churn.ts';
 import { fairnessBenchmark, type FairnessBenchOptions } from './fairness.ts';
+import { inventoryBenchmark, type InventoryBenchOptions } from './inventory-operator.ts';
 import { describeMachine, machineInfo } from './machine.ts';
 
 export interface BenchOptions {
@@ -38,6 +41,8 @@ export interface BenchOptions {
   idleChurnMinutes: number;
   /** The fairness benchmark's sizes (bench/fairness.ts). */
   fairness: FairnessBenchOptions;
+  /** The inventory benchmark's sizes (bench/inventory-operator.ts). */
+  inventory: InventoryBenchOptions;
   /** The operator benchmark's sizes and durations (bench/operator.ts). */
   operator: OperatorBenchOptions;
   log(line: string): void;
@@ -51,6 +56,7 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'project-index', title: 'Operator: the cost of an operations change (issue 30)', run: (opts) => projectIndexBenchmark(opts) },
   { name: 'idle-churn', title: 'Operator: idle with Secret churn in another namespace (issue 30)', run: (opts) => idleChurnBenchmark(opts, opts.idleChurnMinutes) },
   { name: 'fairness', title: 'Operator: one team\'s flood and another team\'s keys (issue 25)', run: (opts) => fairnessBenchmark(opts, opts.fairness) },
+  { name: 'inventory', title: 'Inventory on the whole operator: 10,000 managed keys plus 1,000 others (issue 28)', run: inventoryBenchmark },
 ];
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -115,6 +121,13 @@ const { values } = parseArgs({
     'fair-floods': { type: 'string', default: '10' },
     'fair-flood-each': { type: 'string', default: '200' },
     'fair-drift-interval': { type: 'string', default: '10s' },
+    // inventory benchmark
+    'inventory-managed': { type: 'string', default: '10000' },
+    'inventory-others': { type: 'string', default: '1000' },
+    'inventory-namespaces': { type: 'string', default: '10' },
+    'inventory-drift-interval': { type: 'string', default: '1m' },
+    'inventory-intervals': { type: 'string', default: '3' },
+    'inventory-deadline': { type: 'string', default: '1800' },
   },
   strict: true,
 });
@@ -139,6 +152,14 @@ const options: BenchOptions = {
     floods: Math.floor(positive('fair-floods', values['fair-floods'])),
     floodEach: Math.floor(positive('fair-flood-each', values['fair-flood-each'])),
     driftInterval: values['fair-drift-interval'] ?? '10s',
+  },
+  inventory: {
+    managed: Math.floor(positive('inventory-managed', values['inventory-managed'])),
+    others: Math.floor(positive('inventory-others', values['inventory-others'])),
+    namespaces: Math.floor(positive('inventory-namespaces', values['inventory-namespaces'])),
+    driftInterval: values['inventory-drift-interval'] ?? '1m',
+    intervals: Math.floor(positive('inventory-intervals', values['inventory-intervals'])),
+    deadlineSeconds: positive('inventory-deadline', values['inventory-deadline']),
   },
   operator: {
     keys: Math.floor(positive('keys', values.keys)),

@@ -30,8 +30,10 @@ export function listFailed(failure: PlatformError | undefined, scope: 'Personal'
   return { status: 'False', reason: known, message: `the platform did not answer the key list usefully (${failure?.code ?? 'error'}${failure?.status !== undefined ? ` ${failure.status}` : ''})${id}; asked again every drift interval` };
 }
 
-export function listed(live: number, managed: number, notManaged: number, unused: number): ReadyUpdate {
-  return { status: 'True', reason: 'Listed', message: `${live} live keys: ${managed} managed in this cluster, ${notManaged} not managed, ${unused} unused` };
+/** `withoutDetails`: entries of the status lists shown without their details (status.withoutDetails). */
+export function listed(live: number, managed: number, notManaged: number, unused: number, withoutDetails = 0): ReadyUpdate {
+  const cut = withoutDetails > 0 ? `; ${withoutDetails} of the keys listed are shown without name, creator, project and address (not kept: docs/inventory.md, Cost; the next list shows them)` : '';
+  return { status: 'True', reason: 'Listed', message: `${live} live keys: ${managed} managed in this cluster, ${notManaged} not managed, ${unused} unused${cut}` };
 }
 
 /** The conditions with Ready set (its lastTransitionTime kept while its status does not change). */

@@ -13,22 +13,26 @@ export const MAX_KEY_EVENTS = 10;
 
 export type InventoryEventReason = 'KeyNotManaged' | 'KeyUnused';
 
+/** Keys that are news of one reason: the newest MAX_KEY_EVENTS, and how many there are. */
+export interface KeyNews { keys: InventoryKey[]; total: number }
+
 export interface InventoryEvents {
   record(inventory: Pick<ApiKeyInventory, 'metadata'>, reason: InventoryEventReason, message: string): Promise<void>;
 }
 
 function describe(key: InventoryKey): string {
-  const kind = key.kind === 'Project' ? `project-scoped key of project ${key.projectId ?? '?'}` : `${key.kind.toLowerCase()} key`;
+  const kind = key.kind === 'Project' ? `project-scoped key${key.projectId !== undefined ? ` of project ${key.projectId}` : ''}` : `${key.kind.toLowerCase()} key`;
   const by = key.createdBy !== undefined ? ` by ${key.createdBy}` : '';
   const used = key.lastUsedAt !== undefined ? `last used ${key.lastUsedAt}${key.lastUsedFromAddr !== undefined ? ` from ${key.lastUsedFromAddr}` : ''}` : 'never used';
-  return `key ${key.id} "${key.name}" (${kind}, created ${key.createdAt}${by}, ${used})`;
+  const name = key.name !== undefined ? ` "${key.name}"` : '';
+  return `key ${key.id}${name} (${kind}, created ${key.createdAt}${by}, ${used})`;
 }
 
 /** The events of one list: each key in turn, at most MAX_KEY_EVENTS per reason, then a count of the rest. */
-export async function recordKeyEvents(events: InventoryEvents, inventory: Pick<ApiKeyInventory, 'metadata'>, appeared: readonly InventoryKey[], wentUnused: readonly InventoryKey[]): Promise<void> {
-  const each = async (keys: readonly InventoryKey[], reason: InventoryEventReason, what: (key: InventoryKey) => string, rest: (n: number) => string): Promise<void> => {
+export async function recordKeyEvents(events: InventoryEvents, inventory: Pick<ApiKeyInventory, 'metadata'>, appeared: KeyNews, wentUnused: KeyNews): Promise<void> {
+  const each = async ({ keys, total }: KeyNews, reason: InventoryEventReason, what: (key: InventoryKey) => string, rest: (n: number) => string): Promise<void> => {
     for (const key of keys.slice(0, MAX_KEY_EVENTS)) await events.record(inventory, reason, what(key));
-    if (keys.length > MAX_KEY_EVENTS) await events.record(inventory, reason, rest(keys.length - MAX_KEY_EVENTS));
+    if (total > MAX_KEY_EVENTS) await events.record(inventory, reason, rest(total - MAX_KEY_EVENTS));
   };
   await each(appeared, 'KeyNotManaged', (k) => `${describe(k)} is live and not managed by any ApiKey or ProjectApiKey of this cluster`,
     (n) => `and ${n} more keys not managed appeared; status.notManagedKeys lists the newest`);

@@ -15,6 +15,7 @@ import { asPlatformFailure, listFor, type DriftCache, type KeyPlatform } from '.
 import { listFailed, listed, withReady, type ReadyUpdate } from './conditions.ts';
 import { recordKeyEvents, type InventoryEvents } from './events.ts';
 import type { InventoryCounts } from './metrics.ts';
+import { inventoryView, type KeptListing } from './listing.ts';
 import { report, reportStatus } from './report.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -124,9 +125,9 @@ export class InventoryReconciler implements Reconciler {
       return { type: 'Done' };
     }
     const client = this.#d.platformFor(apiKey);
-    let listing: { at: number; keys: Awaited<ReturnType<DriftCache['listing']>>['keys'] };
+    let listing: { at: number; view: KeptListing };
     try {
-      listing = await this.#d.drift.listing(client.credentialsId, listFor(organizationId), client.platform as KeyPlatform);
+      listing = await this.#d.drift.listing(client.credentialsId, listFor(organizationId), client.platform as KeyPlatform, inventoryView(unusedAfterMs, () => this.#d.managedKeyIds()));
     } catch (error) {
       const failure = asPlatformFailure(error);
       let auth: AuthDetails | undefined;
@@ -152,7 +153,7 @@ export class InventoryReconciler implements Reconciler {
     const previousAt = known?.listedAt ?? (sameSpec && inventory.status?.listedAt !== undefined ? Date.parse(inventory.status.listedAt) : undefined);
     const fresh = previousAt === undefined || listing.at > previousAt + (known === undefined ? 999 : 0);
     const r = report({
-      keys: listing.keys,
+      listing: listing.view,
       isManaged,
       unusedAfterMs,
       listedAt: listing.at,
@@ -162,12 +163,12 @@ export class InventoryReconciler implements Reconciler {
     const counts: InventoryCounts = { namespace, name, organizationId, live: r.live, managed: r.managed, notManaged: r.notManaged, unused: r.unused };
     const managed = new Set<number>();
     const notManaged = new Set<number>();
-    for (const key of listing.keys) (isManaged(key.id) ? managed : notManaged).add(key.id);
+    for (const id of listing.view.ids) (isManaged(id) ? managed : notManaged).add(id);
     // A released key the list no longer shows needs no more care.
     for (const id of released.keys()) if (!managed.has(id)) released.delete(id);
     this.#known.set(inventory.metadata.uid, { generation, listedAt: listing.at, managed, notManaged, released, counts });
     this.#uids.set(ref, inventory.metadata.uid);
-    await this.#writeStatus(inventory, reportStatus(r, listing.at), listed(r.live, r.managed, r.notManaged, r.unused));
+    await this.#writeStatus(inventory, reportStatus(r, listing.at), listed(r.live, r.managed, r.notManaged, r.unused, r.withoutDetails));
     if (fresh) await recordKeyEvents(this.#d.events, inventory, r.appeared, r.wentUnused);
     // Looked at again once the list is an interval old: the drift cache (or this reconcile) takes it again then.
     const next = Math.max(1_000, listing.at + this.#d.driftIntervalMs - this.#now() + 1_000);

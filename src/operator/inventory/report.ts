@@ -3,7 +3,8 @@
 // (newest first, bounded) and says which keys are news since the last list: a key not managed that
 // appeared, a managed key that went unused (the events).
 import { INVENTORY_LIST_MAX, type ApiKeyInventoryStatus, type InventoryKey } from '../resources/inventory.ts';
-import { statusTimestamp, type ListedDetail } from '../keys/index.ts';
+import { MAX_KEY_EVENTS, type KeyNews } from './events.ts';
+import { NEVER_USED, PROJECT_SCOPED, unusedFrom, type KeptListing } from './listing.ts';
 
 export interface Report {
   live: number;
@@ -13,14 +14,16 @@ export interface Report {
   neverUsed: number;
   notManagedKeys: InventoryKey[];
   unusedKeys: InventoryKey[];
-  /** Keys not managed that are new since the previous list (newest first). */
-  appeared: InventoryKey[];
-  /** Managed keys whose unused moment fell between the previous list and this one (newest first). */
-  wentUnused: InventoryKey[];
+  /** Entries of those lists shown without their details (not kept: inventory/listing.ts). */
+  withoutDetails: number;
+  /** Keys not managed that are new since the previous list (the newest MAX_KEY_EVENTS, and how many). */
+  appeared: KeyNews;
+  /** Managed keys whose unused moment fell between the previous list and this one (the newest MAX_KEY_EVENTS, and how many). */
+  wentUnused: KeyNews;
 }
 
 export interface ReportInput {
-  keys: readonly ListedDetail[];
+  listing: KeptListing;
   /** Whether this cluster records the key (a key resource's status.keyId or retiringKeys). */
   isManaged(id: number): boolean;
   unusedAfterMs: number;
@@ -35,53 +38,57 @@ export interface ReportInput {
   previous?: { listedAt: number; notManaged?: ReadonlySet<number> };
 }
 
-/** When a key became (or becomes) unused: unusedAfter past its last use, or past its creation if never used. */
-function unusedFrom(key: ListedDetail, unusedAfterMs: number): number {
-  const base = Date.parse(key.last_used_at ?? key.created_at);
-  return (Number.isFinite(base) ? base : 0) + unusedAfterMs;
+/** A time of status (RFC 3339, seconds), or undefined outside the years 1970 to 9999. */
+function timestamp(ms: number): string | undefined {
+  return Number.isFinite(ms) && ms >= Date.UTC(1970, 0, 1) && ms < Date.UTC(10000, 0, 1) ? new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z') : undefined;
 }
 
-function inventoryKey(key: ListedDetail, scope: ReportInput['scope'], managed: boolean): InventoryKey {
-  const createdAt = statusTimestamp(key.created_at) ?? '1970-01-01T00:00:00Z';
-  const lastUsedAt = statusTimestamp(key.last_used_at);
-  const by = key.created_by;
+/** The entry of row `row`: with its details when kept, else what the columns say (no name, creator, project or address). */
+function inventoryKey(listing: KeptListing, row: number, scope: ReportInput['scope'], managed: boolean): InventoryKey {
+  const id = listing.ids[row] as number;
+  const detail = listing.details.get(id);
+  const projectScoped = ((listing.flags[row] as number) & PROJECT_SCOPED) !== 0;
+  const lastUsedAt = timestamp(listing.lastUsedMs[row] as number);
+  const by = detail?.createdBy;
   return {
-    id: key.id,
-    name: key.name.slice(0, 64),
-    kind: scope === 'Personal' ? 'Personal' : key.project_id !== undefined ? 'Project' : 'Organization',
-    ...(key.project_id !== undefined ? { projectId: key.project_id.slice(0, 64) } : {}),
-    createdAt,
-    ...(by !== undefined ? { createdBy: `${by.name.slice(0, 60)} (${by.id.slice(0, 60)})` } : {}),
+    id,
+    ...(detail !== undefined ? { name: detail.name } : {}),
+    kind: scope === 'Personal' ? 'Personal' : projectScoped ? 'Project' : 'Organization',
+    ...(detail?.projectId !== undefined ? { projectId: detail.projectId } : {}),
+    createdAt: timestamp(listing.createdMs[row] as number) ?? '1970-01-01T00:00:00Z',
+    ...(by !== undefined ? { createdBy: `${by.name} (${by.id})` } : {}),
     ...(lastUsedAt !== undefined ? { lastUsedAt } : {}),
-    ...(key.last_used_from_addr !== '' ? { lastUsedFromAddr: key.last_used_from_addr.slice(0, 64) } : {}),
+    ...(detail !== undefined && detail.lastUsedFromAddr !== '' ? { lastUsedFromAddr: detail.lastUsedFromAddr } : {}),
     managed,
   };
 }
 
-/** Newest first (creation time, then id: the platform's ids grow). */
-function newestFirst(a: ListedDetail, b: ListedDetail): number {
-  return Date.parse(b.created_at) - Date.parse(a.created_at) || b.id - a.id;
-}
-
 export function report(input: ReportInput): Report {
-  const { keys, isManaged, unusedAfterMs, listedAt, scope, previous } = input;
-  const sorted = [...keys].sort(newestFirst);
-  const out: Report = { live: keys.length, managed: 0, notManaged: 0, unused: 0, neverUsed: 0, notManagedKeys: [], unusedKeys: [], appeared: [], wentUnused: [] };
-  for (const key of sorted) {
-    const managed = isManaged(key.id);
-    const unusedAt = unusedFrom(key, unusedAfterMs);
+  const { listing, isManaged, unusedAfterMs, listedAt, scope, previous } = input;
+  const out: Report = { live: listing.size, managed: 0, notManaged: 0, unused: 0, neverUsed: 0, notManagedKeys: [], unusedKeys: [], withoutDetails: 0, appeared: { keys: [], total: 0 }, wentUnused: { keys: [], total: 0 } };
+  const listed = (row: number, managed: boolean): InventoryKey => {
+    const key = inventoryKey(listing, row, scope, managed);
+    if (key.name === undefined) out.withoutDetails++;
+    return key;
+  };
+  // Rows are newest first (inventory/listing.ts).
+  for (let row = 0; row < listing.size; row++) {
+    const id = listing.ids[row] as number;
+    const createdMs = listing.createdMs[row] as number;
+    const managed = isManaged(id);
+    const unusedAt = unusedFrom(createdMs, listing.lastUsedMs[row] as number, unusedAfterMs);
     const unused = unusedAt <= listedAt;
     if (managed) out.managed++;
     else out.notManaged++;
     if (unused) out.unused++;
-    if (key.last_used_at === null) out.neverUsed++;
-    if (!managed && out.notManagedKeys.length < INVENTORY_LIST_MAX) out.notManagedKeys.push(inventoryKey(key, scope, managed));
-    if (unused && out.unusedKeys.length < INVENTORY_LIST_MAX) out.unusedKeys.push(inventoryKey(key, scope, managed));
+    if (((listing.flags[row] as number) & NEVER_USED) !== 0) out.neverUsed++;
+    if (!managed && out.notManagedKeys.length < INVENTORY_LIST_MAX) out.notManagedKeys.push(listed(row, managed));
+    if (unused && out.unusedKeys.length < INVENTORY_LIST_MAX) out.unusedKeys.push(listed(row, managed));
     if (previous !== undefined) {
       // Not managed and not so before: by the ids this process saw, else by creation after the previous list.
-      const isNew = previous.notManaged !== undefined ? !previous.notManaged.has(key.id) : Date.parse(key.created_at) > previous.listedAt;
-      if (!managed && isNew) out.appeared.push(inventoryKey(key, scope, managed));
-      if (managed && unused && unusedAt > previous.listedAt) out.wentUnused.push(inventoryKey(key, scope, managed));
+      const isNew = previous.notManaged !== undefined ? !previous.notManaged.has(id) : createdMs > previous.listedAt;
+      const news = !managed && isNew ? out.appeared : managed && unused && unusedAt > previous.listedAt ? out.wentUnused : undefined;
+      if (news !== undefined && news.total++ < MAX_KEY_EVENTS) news.keys.push(inventoryKey(listing, row, scope, managed));
     }
   }
   return out;
@@ -98,5 +105,6 @@ export function reportStatus(r: Report, listedAt: number): Omit<ApiKeyInventoryS
     neverUsed: r.neverUsed,
     notManagedKeys: r.notManagedKeys,
     unusedKeys: r.unusedKeys,
+    withoutDetails: r.withoutDetails,
   };
 }

@@ -1,8 +1,8 @@
 // What other rooms of the operator read of the key domain (today the inventory,
 // src/operator/inventory): the shared key lists, and the reasons a platform failure reads as.
 // Everything else of keys/ is the domain's own.
-export { listFor, type KeyPlatform } from './adapter.ts';
-export type { DriftCache, ListedDetail } from './observing/drift.ts';
+export { listFor, type KeyPlatform, type ListedKey } from './adapter.ts';
+export type { DriftCache, ListingView } from './observing/drift.ts';
 export type { Reason } from './status/conditions.ts';
 export { asPlatformFailure } from './status/platform-failure.ts';
 export { platformFailureReason } from './status/platform-reasons.ts';

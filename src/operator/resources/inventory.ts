@@ -41,7 +41,7 @@ const timestamp = (description: string) => z.string().max(64).meta({ format: 'da
 
 export const InventoryKey = z.object({
   id: z.int().min(0).meta({ description: 'The platform id of the key.' }),
-  name: z.string().max(64).meta({ description: 'Its platform name.' }),
+  name: z.string().max(64).optional().meta({ description: 'Its platform name (absent, with createdBy, projectId and lastUsedFromAddr, when the operator did not keep its details: see withoutDetails).' }),
   kind: z.enum(['Organization', 'Project', 'Personal']).meta({ description: 'Organization key, project-scoped key (projectId) or personal key.' }),
   projectId: z.string().max(64).optional().meta({ description: 'The project of a project-scoped key.' }),
   createdAt: timestamp('When the platform created the key.'),
@@ -65,6 +65,8 @@ export const ApiKeyInventoryStatus = z.object({
   neverUsed: count('Live keys the platform reports no use of, whatever their age (most of them are also unused once older than spec.unusedAfter).'),
   notManagedKeys: keyList(`The keys not managed, newest first; at most ${INVENTORY_LIST_MAX} (notManaged is the total).`),
   unusedKeys: keyList(`The unused keys, newest first; at most ${INVENTORY_LIST_MAX} (unused is the total).`),
+  withoutDetails: count('Entries of notManagedKeys and unusedKeys shown without name, creator, project and address: the operator keeps those details, as the list is taken, for the newest 200 keys not managed and the newest 200 unused only (counts are always exact). '
+    + 'Not 0 only when many keys changed between the list and this report; the next list (one drift interval) shows them.'),
   conditions: z.array(Condition).max(8).optional().meta({
     description: 'Ready: True (Listed) once the list was taken; False with the platform reason the keys use (CredentialsMissing, CredentialsRefused, CredentialsWrongKind, NotFound, RateLimited, PlatformUnavailable, ...).',
     'x-kubernetes-list-type': 'map',

@@ -5,11 +5,18 @@
 import { describe, expect, it } from '@jest/globals';
 import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
 import { adapterFor, listFor, type KeyPlatform, type ListedKey } from '../../../src/operator/keys/adapter.ts';
+import type { ListingView } from '../../../src/operator/keys/observing/drift.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 
 const listed = (id: number): ListedKey => ({
   id, name: `key-${id}`, created_at: '2026-11-23T10:00:00Z', created_by: { id: 'u-1', name: 'alice', image: 'https://example.com/a.png' }, last_used_at: null, last_used_from_addr: '',
 }) as ListedKey;
+
+/** A reader that keeps the ids and names of the list, and counts what it was made from. */
+function names(id = 'names'): ListingView<{ id: number; name: string }[]> & { made: number } {
+  const view = { id, made: 0, make: (listed: readonly ListedKey[]) => { view.made++; return listed.map((k) => ({ id: k.id, name: k.name })); } };
+  return view;
+}
 
 function counting() {
   let keys = [listed(1), listed(2)];
@@ -31,11 +38,12 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     let now = 1_000_000;
     const cache = new DriftCache(60_000, () => now);
     const p = counting();
-    const first = await cache.listing('cred-a', listFor('org-a-1'), p.platform);
+    const view = names();
+    const first = await cache.listing('cred-a', listFor('org-a-1'), p.platform, view);
     expect(p.calls()).toBe(1);
-    expect(first.keys.map((k) => k.id)).toEqual([1, 2]);
-    // The whole listing, without the creator's image.
-    expect(first.keys[0]).toEqual({ id: 1, name: 'key-1', created_at: '2026-11-23T10:00:00Z', created_by: { id: 'u-1', name: 'alice' }, last_used_at: null, last_used_from_addr: '' });
+    // What the reader's view kept of the answer, made once.
+    expect(first.view).toEqual([{ id: 1, name: 'key-1' }, { id: 2, name: 'key-2' }]);
+    expect(view.made).toBe(1);
     // A drift check of a key of that organization, on the same credentials, reads the same snapshot.
     const adapter = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Organization', organizationId: 'org-a-1' } as never);
     expect((await cache.keyState('cred-a', adapter, p.platform, 2, undefined)).state).toBe('Live');
@@ -46,11 +54,11 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     cache.refreshDue();
     await new Promise((resolve) => setImmediate(resolve));
     expect(p.calls()).toBe(2);
-    expect((await cache.listing('cred-a', listFor('org-a-1'), p.platform)).keys.map((k) => k.id)).toEqual([2, 3]);
+    expect((await cache.listing('cred-a', listFor('org-a-1'), p.platform, view)).view.map((k) => k.id)).toEqual([2, 3]);
     expect((await cache.keyState('cred-a', adapter, p.platform, 3, undefined)).state).toBe('Live');
     expect(p.calls()).toBe(2);
     // Other credentials are another list.
-    await cache.listing('cred-b', listFor('org-a-1'), p.platform);
+    await cache.listing('cred-b', listFor('org-a-1'), p.platform, view);
     expect(p.calls()).toBe(3);
   });
 
@@ -61,12 +69,51 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     const adapter = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Organization', organizationId: 'org-a-2' } as never);
     await cache.keyState('cred-a', adapter, p.platform, 1, undefined);
     expect(p.calls()).toBe(1);
-    await cache.listing('cred-a', listFor('org-a-2'), p.platform);
+    await cache.listing('cred-a', listFor('org-a-2'), p.platform, names());
     expect(p.calls()).toBe(2);
     now += 10_000;
-    await cache.listing('cred-a', listFor('org-a-2'), p.platform);
+    await cache.listing('cred-a', listFor('org-a-2'), p.platform, names());
     await cache.keyState('cred-a', adapter, p.platform, 1, undefined);
     expect(p.calls()).toBe(2);
+  });
+
+  it('keeps one view per reader\'s id: a new view takes the list once more; at most four are kept', async () => {
+    const now = 1_000_000;
+    const cache = new DriftCache(60_000, () => now);
+    const p = counting();
+    const a = names('a');
+    await cache.listing('cred-a', listFor('org-a-4'), p.platform, a);
+    await cache.listing('cred-a', listFor('org-a-4'), p.platform, names('a'));
+    expect([p.calls(), a.made]).toEqual([1, 1]);
+    // Another view of the same list: taken once more, and both made from that answer.
+    const b = names('b');
+    expect((await cache.listing('cred-a', listFor('org-a-4'), p.platform, b)).view).toHaveLength(2);
+    expect([p.calls(), a.made, b.made]).toEqual([2, 2, 1]);
+    // Three more views: the least recently asked (a) goes, and is taken again when asked again.
+    for (const id of ['c', 'd', 'e']) await cache.listing('cred-a', listFor('org-a-4'), p.platform, names(id));
+    expect(p.calls()).toBe(5);
+    await cache.listing('cred-a', listFor('org-a-4'), p.platform, names('b'));
+    expect(p.calls()).toBe(5);
+    await cache.listing('cred-a', listFor('org-a-4'), p.platform, names('a'));
+    expect(p.calls()).toBe(6);
+  });
+
+  it('a view no reader asked for in an interval and a half is no longer made, though the checks keep the list', async () => {
+    let now = 1_000_000;
+    const cache = new DriftCache(60_000, () => now);
+    const p = counting();
+    const v = names('v');
+    const adapter = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Organization', organizationId: 'org-a-5' } as never);
+    await cache.listing('cred-a', listFor('org-a-5'), p.platform, v);
+    for (let i = 0; i < 3; i++) {
+      now += 60_000;
+      await cache.keyState('cred-a', adapter, p.platform, 1, undefined);
+    }
+    // Made from the first list and the one an interval after it; not from those 2 and 3 intervals after.
+    expect([p.calls(), v.made]).toEqual([4, 2]);
+    // Asked again: a new view, so the list is taken once more.
+    await cache.listing('cred-a', listFor('org-a-5'), p.platform, v);
+    expect([p.calls(), v.made]).toEqual([5, 3]);
   });
 
   it('a failed list is the inventory\'s failure, remembered for the interval as for the checks', async () => {
@@ -74,11 +121,11 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     const cache = new DriftCache(60_000, () => now);
     let calls = 0;
     const platform = { listOrganizationKeys: async () => { calls++; throw Object.assign(new Error('refused'), { code: 'UNAUTHORIZED', status: 401 }); } } as unknown as KeyPlatform;
-    await expect(cache.listing('cred-x', listFor('org-a-3'), platform)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
-    await expect(cache.listing('cred-x', listFor('org-a-3'), platform)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    await expect(cache.listing('cred-x', listFor('org-a-3'), platform, names())).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    await expect(cache.listing('cred-x', listFor('org-a-3'), platform, names())).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
     expect(calls).toBe(1);
     now += 60_000;
-    await expect(cache.listing('cred-x', listFor('org-a-3'), platform)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    await expect(cache.listing('cred-x', listFor('org-a-3'), platform, names())).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
     expect(calls).toBe(2);
   });
 });

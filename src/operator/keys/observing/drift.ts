@@ -3,27 +3,17 @@
 // share the snapshot; concurrent refreshes share one request. The check one reconcile makes of its
 // recorded key through these lists is drift-check.ts.
 import type { KeyAdapter, KeyPlatform, ListedKey, ListedUse } from '../adapter.ts';
-import { intern, internShared } from '../../runtime/intern.ts';
 
 /**
- * What an inventory reads of each listed key (src/operator/inventory): the listing without the
- * creator's image. Kept only for the lists an inventory asks for (DriftCache.listing).
+ * What a reader of a whole list (an inventory, src/operator/inventory) keeps of it: made from the
+ * platform's answer when the list is taken, which is then dropped (the drift snapshot keeps each
+ * key's use only). The maker bounds what it keeps (inventory/listing.ts); `id` names what it keeps,
+ * so readers that keep the same share it.
  */
-export type ListedDetail = Pick<ListedKey, 'id' | 'name' | 'created_at' | 'last_used_at' | 'last_used_from_addr' | 'project_id'> & { created_by?: { id: string; name: string } };
+export interface ListingView<T> { id: string; make(listed: readonly ListedKey[], at: number): T }
 
-/**
- * The listing an inventory keeps of a key, its repeated values shared (runtime/intern.ts): the
- * creator (most keys of an organization have a few), the project and the last address. Measured
- * (bench/inventory.ts): 0.27 KiB a key before, the creator a copy each.
- */
-function listedDetail(key: ListedKey): ListedDetail {
-  const by = key.created_by;
-  return {
-    id: key.id, name: key.name, created_at: key.created_at, last_used_at: key.last_used_at, last_used_from_addr: intern(key.last_used_from_addr),
-    ...(key.project_id !== undefined ? { project_id: intern(key.project_id) } : {}),
-    ...(by !== undefined ? { created_by: internShared(`creator ${JSON.stringify([by.id, by.name])}`, () => ({ id: intern(by.id), name: intern(by.name) })) } : {}),
-  };
-}
+/** The most views kept of one list (readers keeping different things); past it, the least recently asked goes. */
+const MAX_LISTING_VIEWS = 4;
 
 const CREATED_AT_MARGIN_MS = 5_000;
 
@@ -69,10 +59,12 @@ export class DriftCache {
    */
   readonly #scopes = new Map<string, { askedAt: number; refresh: () => Promise<unknown> }>();
   /**
-   * The whole listing of the key lists an inventory reads (listing()), taken by the same request as
-   * the drift snapshot: the drift snapshot of a list no inventory reads keeps only each key's use.
+   * What readers of whole lists keep of them (listing(): one view per ListingView id, made by the
+   * same request as the drift snapshot, which keeps only each key's use); at -Infinity until the
+   * list is first taken for it. A view no reader asked for in an interval and a half is no longer
+   * made (its inventory is gone, or reads another list), though checks keep the list.
    */
-  readonly #details = new Map<string, Snapshot<readonly ListedDetail[]>>();
+  readonly #views = new Map<string, Map<string, Snapshot<unknown> & { make: ListingView<unknown>['make']; askedAt: number }>>();
   /**
    * Per list: keys issued lately (issued()) that no list has shown yet, with when their create was
    * answered and their resource's work-queue key. Such a key is in no list before it, so the
@@ -126,7 +118,7 @@ export class DriftCache {
     this.#keys.delete(id);
     this.#projects.delete(id);
     this.#failures.delete(id);
-    this.#details.delete(id);
+    this.#views.delete(id);
     this.#issued.delete(id);
   }
 
@@ -206,8 +198,12 @@ export class DriftCache {
     const load = async (): Promise<Map<number, ListedUse>> => {
       const at = this.#now();
       const listed = await adapter.list(platform);
-      // The whole listing too, when an inventory reads this list (listing()): the same request.
-      if (this.#details.has(id) && this.#scopes.has(id)) this.#details.set(id, { at, value: listed.map(listedDetail) });
+      // What readers of the whole list keep of it (listing()): the same request.
+      const views = this.#scopes.has(id) ? this.#views.get(id) : undefined;
+      for (const [viewId, view] of views ?? []) {
+        if (at - view.askedAt > 1.5 * this.#intervalMs) views?.delete(viewId);
+        else Object.assign(view, { at, value: view.make(listed, at) });
+      }
       return new Map(listed.map((k) => [k.id, listedUse(k)] as const));
     };
     const gone = (before: Map<number, ListedUse> | undefined, after: Map<number, ListedUse>, at: number): void => {
@@ -234,22 +230,32 @@ export class DriftCache {
    * The whole list of one credentials and scope, for an inventory (src/operator/inventory,
    * docs/inventory.md): the very list drift takes for the keys of that scope and credentials, so an
    * inventory beside them costs no platform request of its own; taken again each interval
-   * (refreshDue) while an inventory or a check asks for it. Only when the list was taken before any
-   * inventory read it (its snapshot kept each key's use only) is it taken once more, at once.
-   * Throws the list's failure (remembered for the interval, as for the checks).
+   * (refreshDue) while an inventory or a check asks for it. What is kept of it is the reader's
+   * `view` (made when the list is taken; the answer itself is dropped). Only when the list was taken
+   * before any reader of this view asked (its snapshot kept each key's use only) is it taken once
+   * more, at once. Throws the list's failure (remembered for the interval, as for the checks).
    */
-  async listing(credentialsId: string, list: Pick<KeyAdapter, 'listScope' | 'list'>, platform: KeyPlatform): Promise<{ at: number; keys: readonly ListedDetail[] }> {
+  async listing<T>(credentialsId: string, list: Pick<KeyAdapter, 'listScope' | 'list'>, platform: KeyPlatform, view: ListingView<T>): Promise<{ at: number; view: T }> {
     const { id, refresh, load, gone } = this.#keyList(credentialsId, list, platform);
     this.#asked(id, refresh);
-    if (!this.#details.has(id)) this.#details.set(id, { at: -Infinity, value: [] });
-    const snapshot = await this.#fresh(this.#keys, id, load, this.#intervalMs, gone);
-    let details = this.#details.get(id);
-    if (details === undefined || details.at < snapshot.at) {
-      await this.#fresh(this.#keys, id, load, 0, gone);
-      details = this.#details.get(id);
+    let views = this.#views.get(id);
+    if (views === undefined) this.#views.set(id, views = new Map());
+    // Kept in the order last asked for: the first is the one to drop.
+    const kept = views.get(view.id);
+    views.delete(view.id);
+    views.set(view.id, { ...kept ?? { at: -Infinity, value: undefined, make: view.make }, askedAt: this.#now() });
+    for (const oldest of views.keys()) {
+      if (views.size <= MAX_LISTING_VIEWS) break;
+      views.delete(oldest);
     }
-    if (details === undefined || details.at === -Infinity) throw Object.assign(new Error('the key list was dropped while it was taken'), { code: 'LIST_DROPPED' });
-    return { at: details.at, keys: details.value };
+    const snapshot = await this.#fresh(this.#keys, id, load, this.#intervalMs, gone);
+    let made = this.#views.get(id)?.get(view.id);
+    if (made === undefined || made.at < snapshot.at) {
+      await this.#fresh(this.#keys, id, load, 0, gone);
+      made = this.#views.get(id)?.get(view.id);
+    }
+    if (made === undefined || made.at === -Infinity) throw Object.assign(new Error('the key list was dropped while it was taken'), { code: 'LIST_DROPPED' });
+    return { at: made.at, view: made.value as T };
   }
 
   async projectInOrganization(credentialsId: string, platform: KeyPlatform, organizationId: string, projectId: string): Promise<boolean> {

@@ -1,0 +1,107 @@
+// What an inventory keeps of its organization's key list between two lists (docs/inventory.md,
+// Cost): made once, when the drift cache takes the list (keys/observing/drift.ts, DriftCache.listing), from
+// the platform's answer, which is then dropped. The counts need only a few numbers a key, kept for
+// every key in typed arrays (25 bytes a key); the status lists show the newest 50 keys not managed
+// and the newest 50 unused, so the details a list entry shows (name, creator, project, address) are
+// kept only for the newest KEPT_DETAILS keys not managed and the newest KEPT_DETAILS unused, as the
+// list is taken, each string cut to what status shows. A list as large as the platform may answer
+// (the client reads at most 16 MiB) keeps no more details than a small one.
+import type { ListedKey, ListingView } from '../keys/index.ts';
+
+/**
+ * The most keys of each kind (not managed; unused) whose details a list keeps. Well over the 50 a
+ * status list shows: a key that becomes managed between the list and a later reconcile in the same
+ * interval (a key listed in the second between its create and its status patch) leaves room for an
+ * older one. A key to be listed whose details were not kept is listed without them (report.ts,
+ * status.withoutDetails).
+ */
+export const KEPT_DETAILS = 200;
+/** The longest string of a detail kept: what status shows (resources/inventory.ts). */
+const MAX_DETAIL_LENGTH = 64;
+
+export const NEVER_USED = 1;
+export const PROJECT_SCOPED = 2;
+
+/** The details a status entry shows of a key, each string at most MAX_DETAIL_LENGTH. */
+export interface KeptDetail {
+  name: string;
+  projectId?: string;
+  createdBy?: { id: string; name: string };
+  lastUsedFromAddr: string;
+}
+
+export interface KeptListing {
+  /** Keys listed. */
+  readonly size: number;
+  /** Columns of every key, newest first (creation time, then id: the platform's ids grow). */
+  readonly ids: Float64Array;
+  /** Creation time (ms); NaN when it does not parse. */
+  readonly createdMs: Float64Array;
+  /** Last use (ms), NaN when never used or it does not parse. */
+  readonly lastUsedMs: Float64Array;
+  /** NEVER_USED, PROJECT_SCOPED. */
+  readonly flags: Uint8Array;
+  /** The details kept, by key id (at most 2 × KEPT_DETAILS). */
+  readonly details: ReadonlyMap<number, KeptDetail>;
+}
+
+/**
+ * A string of at most `max` characters that holds nothing else alive: a slice of a longer string
+ * may share its memory (a 16 MiB name cut to 64 characters would keep the 16 MiB), so a cut one is
+ * copied.
+ */
+function own(value: string, max = MAX_DETAIL_LENGTH): string {
+  return value.length <= max ? value : Buffer.from(value.slice(0, max), 'utf8').toString('utf8');
+}
+
+/** When a key is (or becomes) unused: unusedAfter past its last use, or past its creation if never used; 0 when neither parses. */
+export function unusedFrom(createdMs: number, lastUsedMs: number, unusedAfterMs: number): number {
+  const base = Number.isNaN(lastUsedMs) ? createdMs : lastUsedMs;
+  return (Number.isFinite(base) ? base : 0) + unusedAfterMs;
+}
+
+/**
+ * What an inventory with `unusedAfterMs` keeps of a list: a view of the drift cache, one per
+ * unusedAfter (inventories on the same list and unusedAfter share it). `recorded`: the key ids key
+ * resources of this cluster record as the list is taken (managed, so no details kept unless unused).
+ */
+export function inventoryView(unusedAfterMs: number, recorded: () => ReadonlySet<number>, keptDetails = KEPT_DETAILS): ListingView<KeptListing> {
+  return { id: `unusedAfter=${unusedAfterMs}`, make: (listed, at) => keep(listed, at, unusedAfterMs, recorded(), keptDetails) };
+}
+
+/** `keptDetails`: KEPT_DETAILS but in tests. */
+export function keep(listed: readonly ListedKey[], at: number, unusedAfterMs: number, recorded: ReadonlySet<number>, keptDetails = KEPT_DETAILS): KeptListing {
+  const created = listed.map((k) => Date.parse(k.created_at));
+  // A creation time that does not parse sorts as the oldest (a NaN would make the order arbitrary).
+  const sortable = (i: number): number => { const t = created[i] as number; return Number.isFinite(t) ? t : -Infinity; };
+  const order = listed.map((_, i) => i).sort((a, b) => (sortable(b) === sortable(a) ? 0 : sortable(b) > sortable(a) ? 1 : -1) || (listed[b]?.id ?? 0) - (listed[a]?.id ?? 0));
+  const size = listed.length;
+  const ids = new Float64Array(size);
+  const createdMs = new Float64Array(size);
+  const lastUsedMs = new Float64Array(size);
+  const flags = new Uint8Array(size);
+  const details = new Map<number, KeptDetail>();
+  let notManaged = 0;
+  let unused = 0;
+  for (const [row, i] of order.entries()) {
+    const key = listed[i] as ListedKey;
+    ids[row] = key.id;
+    createdMs[row] = created[i] as number;
+    lastUsedMs[row] = key.last_used_at === null ? Number.NaN : Date.parse(key.last_used_at);
+    flags[row] = (key.last_used_at === null ? NEVER_USED : 0) | (key.project_id !== undefined ? PROJECT_SCOPED : 0);
+    const isNotManaged = !recorded.has(key.id) && notManaged++ < keptDetails;
+    const isUnused = unusedFrom(createdMs[row] as number, lastUsedMs[row] as number, unusedAfterMs) <= at && unused++ < keptDetails;
+    if (isNotManaged || isUnused) details.set(key.id, detailOf(key));
+  }
+  return { size, ids, createdMs, lastUsedMs, flags, details };
+}
+
+function detailOf(key: ListedKey): KeptDetail {
+  const by = key.created_by;
+  return {
+    name: own(key.name),
+    lastUsedFromAddr: own(key.last_used_from_addr),
+    ...(key.project_id !== undefined ? { projectId: own(key.project_id) } : {}),
+    ...(by !== undefined ? { createdBy: { id: own(by.id, 60), name: own(by.name, 60) } } : {}),
+  };
+}
