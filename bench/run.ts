@@ -3,7 +3,8 @@
 // `npm run bench [-- --only emulator] [--duration 10] [--rounds 3] [--connections 16] [--largest-store 1000000]
 //   [--profile DIR (servers under test run with --cpu-prof)] [--emulator-main FILE (a patched copy)] [--no-write]`
 // Idle with churn (`--only idle-churn`): [--idle-churn-minutes 30] (bench/idle-churn.ts); the cost of an operations change: `--only project-index`.
-// Fairness between namespaces (`--only fairness`): [--fair-flood 1000] [--fair-floods 10] [--fair-flood-each 200] [--fair-drift-interval 10s] (bench/fairness.ts).
+// Fairness between namespaces (`--only fairness`): [--fair-flood 1000] [--fair-floods 10] [--fair-flood-each 200] [--fair-drift-interval 10s]
+//   [--fair-scenarios 0,1,2 (a subset: diagnosis, with --no-write)] [--fair-stages (the steady keys' stages, from the operator's debug log)] (bench/fairness.ts).
 // Runs the selected benchmarks, prints each one's figures and writes them to docs/benchmarks.md.
 // Each benchmark owns one marked section (<!-- bench:NAME --> … <!-- /bench:NAME -->), replaced in
 // place on every run; the rest of the file (other benchmarks' sections, prose) is left as it is.
@@ -115,6 +116,8 @@ const { values } = parseArgs({
     'fair-floods': { type: 'string', default: '10' },
     'fair-flood-each': { type: 'string', default: '200' },
     'fair-drift-interval': { type: 'string', default: '10s' },
+    'fair-scenarios': { type: 'string' },
+    'fair-stages': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -139,6 +142,8 @@ const options: BenchOptions = {
     floods: Math.floor(positive('fair-floods', values['fair-floods'])),
     floodEach: Math.floor(positive('fair-flood-each', values['fair-flood-each'])),
     driftInterval: values['fair-drift-interval'] ?? '10s',
+    ...(values['fair-scenarios'] !== undefined ? { scenarios: values['fair-scenarios'].split(',').map((n) => Number(n)) } : {}),
+    stages: values['fair-stages'] === true,
   },
   operator: {
     keys: Math.floor(positive('keys', values.keys)),
