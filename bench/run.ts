@@ -5,7 +5,8 @@
 // Idle with churn (`--only idle-churn`): [--idle-churn-minutes 30] (bench/idle-churn.ts); the cost of an operations change: `--only project-index`.
 // Inventory on the whole operator (`--only inventory`): [--inventory-managed 10000] [--inventory-others 1000] [--inventory-namespaces 10]
 //   [--inventory-drift-interval 1m] [--inventory-intervals 3] [--inventory-deadline 1800] (bench/inventory-operator.ts).
-// Fairness between namespaces (`--only fairness`): [--fair-flood 1000] [--fair-floods 10] [--fair-flood-each 200] [--fair-drift-interval 10s] (bench/fairness.ts).
+// Fairness between namespaces (`--only fairness`): [--fair-flood 1000] [--fair-floods 10] [--fair-flood-each 200] [--fair-drift-interval 10s]
+//   [--fair-scenarios 0,1,2 (a subset: diagnosis, with --no-write)] [--fair-stages (the steady keys' stages, from the operator's debug log)] (bench/fairness.ts).
 // Runs the selected benchmarks, prints each one's figures and writes them to docs/benchmarks.md.
 // Each benchmark owns one marked section (<!-- bench:NAME --> … <!-- /bench:NAME -->), replaced in
 // place on every run; the rest of the file (other benchmarks' sections, prose) is left as it is.
@@ -128,6 +129,8 @@ const { values } = parseArgs({
     'inventory-drift-interval': { type: 'string', default: '1m' },
     'inventory-intervals': { type: 'string', default: '3' },
     'inventory-deadline': { type: 'string', default: '1800' },
+    'fair-scenarios': { type: 'string' },
+    'fair-stages': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -152,6 +155,8 @@ const options: BenchOptions = {
     floods: Math.floor(positive('fair-floods', values['fair-floods'])),
     floodEach: Math.floor(positive('fair-flood-each', values['fair-flood-each'])),
     driftInterval: values['fair-drift-interval'] ?? '10s',
+    ...(values['fair-scenarios'] !== undefined ? { scenarios: values['fair-scenarios'].split(',').map((n) => Number(n)) } : {}),
+    stages: values['fair-stages'] === true,
   },
   inventory: {
     managed: Math.floor(positive('inventory-managed', values['inventory-managed'])),

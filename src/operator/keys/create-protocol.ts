@@ -98,6 +98,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   let created;
   try {
     created = await adapter.create(platform, pending.attempt);
+    logger.debug({ keyId: created.id }, 'key created');
     // Watched from now on: revoked before any list shows it, it is repaired within one interval (drift.ts, issued()).
     deps.drift.issued(credentialsId, adapter, platform, created.id, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
   } catch (error) {
@@ -141,6 +142,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     if (!(error instanceof SecretConflictError)) throw error;
     return await refuseForeignSecret(deps, { ...ctx, resource: current }, platform, created.id, error.secretName, pending.rotation !== undefined);
   }
+  logger.debug({ keyId: created.id }, 'Secret written');
   const hash = secretHash(resource, created.key);
   // Step 5: status, then what it replaces, then clear the intent. A rotation's replaced key joins
   // status.retiringKeys in this same patch (rotation.ts): it is in status before and after.
@@ -169,6 +171,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     secretHash: hash,
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
   });
+  logger.debug({ keyId: created.id }, 'status written');
   if (replaces !== undefined && pending.rotation === undefined) await revokeReplaced(deps, ctx, replaces);
   if (replaces !== undefined) await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   // spec.secret.immutable: a rotation's replaced Secret stays until its key is revoked (rotation.ts).
