@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { isoMicros } from '../src/emulator/clock.ts';
 import { runLoad, summarize, type LoadResult, type RequestSpec } from './load.ts';
-import type { BenchOptions } from './run.ts';
+import type { BenchOptions } from './options.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const OPS_FOR_THROUGHPUT = 100_000;

@@ -21,7 +21,7 @@ import { freePort, kubeconfigYaml, startControlPlane, type RunningControlPlane }
 import { parseGoDuration } from '../src/operator/go-duration.ts';
 import { spawnChild } from './emulator.ts';
 import { percentile } from './load.ts';
-import type { BenchOptions } from './run.ts';
+import type { BenchOptions, FairnessBenchOptions } from './options.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const GROUP = 'keys.neon.dev';
@@ -30,24 +30,6 @@ const ORG = 'org-fair-0000001';
 const ORG_RATE = 10;
 const LATENCY_MS = 100;
 const STEADY_EVERY_MS = 2_000;
-
-export interface FairnessBenchOptions {
-  /** Scenarios 0 and 1: keys of the flooding namespace. */
-  flood: number;
-  /** Scenario 2: flooding namespaces, and keys of each. */
-  floods: number;
-  floodEach: number;
-  /** The operator's drift interval (scenario 1's revoked key is replaced within it + 2 s). */
-  driftInterval: string;
-  /** Scenarios to run (a subset is for diagnosis: run it with --no-write). Default all: 0, 1, 2. */
-  scenarios?: number[];
-  /**
-   * The operator logs at debug level, and each steady key's time is split into stages from its
-   * log (apply answered → first reconcile → first 'decided' (the resource read) → 'creating key' → 'key created' → 'Secret written' →
-   * 'status written' → the bench's watch sees Ready); printed, not written to the table.
-   */
-  stages?: boolean;
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });

@@ -19,7 +19,7 @@ import { createMetrics, type OperatorMetrics } from '../src/operator/keys/status
 import { startOperator, type OperatorOptions, type RunningOperator } from '../src/operator/manager.ts';
 import { Manager } from '../src/operator/runtime/manager.ts';
 import { startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
-import type { BenchOptions } from './run.ts';
+import type { BenchOptions } from './options.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const KEYS = 10;

@@ -21,7 +21,7 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node
 import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
 import { parseGoDuration } from '../src/operator/go-duration.ts';
 import { imageNodeFlags, inspectorSession, procCpuSeconds, procRssBytes, startEmulatorProcess, type EmulatorProcess, type RequestCount } from './operator.ts';
-import type { BenchOptions } from './run.ts';
+import type { BenchOptions } from './options.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const GROUP = 'keys.neon.dev';
@@ -31,17 +31,6 @@ const PROJECTS = ['inventory-1', 'inventory-2'];
 const OPERATOR_NS = 'neon-key-operator-system';
 const OPERATOR_SA = 'neon-key-operator';
 const KEY_LIST_ROUTE = 'GET /api/v2/organizations/:org_id/api_keys';
-
-export interface InventoryBenchOptions {
-  managed: number;
-  others: number;
-  namespaces: number;
-  driftInterval: string;
-  /** Drift intervals in each measured window. */
-  intervals: number;
-  /** Seconds to wait for every managed key to be Ready. */
-  deadlineSeconds: number;
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });

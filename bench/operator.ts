@@ -30,7 +30,7 @@ import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane }
 import { parseGoDuration } from '../src/operator/go-duration.ts';
 import { spawnChild } from './emulator.ts';
 import { percentile } from './load.ts';
-import type { BenchOptions } from './run.ts';
+import type { BenchOptions } from './options.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const GROUP = 'keys.neon.dev';
@@ -45,27 +45,6 @@ const DRIFT_PROJECT = 'bench-drift';
 const CLK_TCK = 100;
 /** Operations of the emulator at time scale 1 end within seconds; this leaves them time to. */
 const OPERATIONS_END_MS = 30_000;
-
-export interface OperatorBenchOptions {
-  keys: number;
-  /** Phase 4: new keys in each organization, all applied at once. */
-  wavePerOrg: number;
-  /** Phase 5b: latency the emulator adds to every platform request. */
-  latencyMs: number;
-  /** Phase 4b: seconds with the emulator's own operations on, after the soak. */
-  operationsSeconds: number;
-  organizations: number;
-  idleSeconds: number;
-  soakSeconds: number;
-  /** Seconds to wait for the memory phase's keys to be Ready before measuring at what is Ready. */
-  memoryDeadlineSeconds: number;
-  /** Seconds to wait for the convergence phase (at least its floor + 60 s); then it measures what is Ready. */
-  convergenceDeadlineSeconds: number;
-  driftInterval: string;
-  workers?: number;
-  /** Keep a heap snapshot of the operator, taken after the soak (after every RSS figure), in this folder. */
-  heapSnapshotDir?: string;
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });

@@ -13,7 +13,7 @@ import { Controller, type CachingInformer, type Watch } from '../src/operator/ru
 import { keyWatches, projectKeysIn } from '../src/operator/keys/watches.ts';
 import { trimKeyResource } from '../src/operator/keys/observing/cache-projection.ts';
 import { percentile } from './load.ts';
-import type { BenchOptions } from './run.ts';
+import type { BenchOptions } from './options.ts';
 
 /** What projectKeysIn did before issue 30: a copy of every cached ProjectApiKey, scanned per call. */
 function scanProjectKeysIn(controller: Pick<Controller, 'cached'>, projectIds: readonly string[], organizationId?: string): string[] {

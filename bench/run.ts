@@ -14,40 +14,13 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { emulatorBenchmark } from './emulator.ts';
-import { operatorBenchmark, type OperatorBenchOptions } from './operator.ts';
+import { operatorBenchmark } from './operator.ts';
 import { projectIndexBenchmark } from './project-index.ts';
 import { idleChurnBenchmark } from './idle-churn.ts';
-import { fairnessBenchmark, type FairnessBenchOptions } from './fairness.ts';
-import { inventoryBenchmark, type InventoryBenchOptions } from './inventory-operator.ts';
+import { fairnessBenchmark } from './fairness.ts';
+import { inventoryBenchmark } from './inventory-operator.ts';
+import type { BenchOptions } from './options.ts';
 import { describeMachine, machineInfo } from './machine.ts';
-
-export interface BenchOptions {
-  /** Measured period of one throughput measurement. */
-  durationMs: number;
-  /** Request cap of one throughput measurement. */
-  maxRequests: number;
-  /** Each measurement is repeated this many times; the best is reported, with all rounds. */
-  rounds: number;
-  /** Concurrent connections of the throughput measurements. */
-  connections: number;
-  latencyDurationMs: number;
-  latencyMaxRequests: number;
-  /** Largest store of the store-size series (smaller for a quick smoke run). */
-  largestStore?: number;
-  /** When set, the servers under test run with `node --cpu-prof` and write their profiles here. */
-  profileDir?: string;
-  /** Another emulator entry point than src/emulator/main.ts (e.g. a patched copy, to measure a candidate fix). */
-  emulatorMain?: string;
-  /** How long the idle-churn benchmark idles (bench/idle-churn.ts). */
-  idleChurnMinutes: number;
-  /** The fairness benchmark's sizes (bench/fairness.ts). */
-  fairness: FairnessBenchOptions;
-  /** The inventory benchmark's sizes (bench/inventory-operator.ts). */
-  inventory: InventoryBenchOptions;
-  /** The operator benchmark's sizes and durations (bench/operator.ts). */
-  operator: OperatorBenchOptions;
-  log(line: string): void;
-}
 
 interface Benchmark { name: string; title: string; run(opts: BenchOptions): Promise<string> }
 
