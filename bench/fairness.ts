@@ -16,7 +16,8 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
+import { AuthorizationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
+import { asTeam, teamOf } from './fairness-flood-team.ts';
 import { freePort, kubeconfigYaml, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
 import { parseGoDuration } from '../src/operator/go-duration.ts';
 import { spawnChild } from './emulator.ts';
@@ -80,7 +81,18 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     const kc = new KubeConfig();
     kc.loadFromFile(info.kubeconfigPath);
     const core = kc.makeApiClient(CoreV1Api);
-    const objects = kc.makeApiClient(CustomObjectsApi);
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    const authz = kc.makeApiClient(AuthorizationV1Api);
+    /** The keys of a namespace as its team applies them (impersonated: see namespace()). */
+    const teamObjects = new Map<string, CustomObjectsApi>();
+    const objectsOf = (ns: string): CustomObjectsApi => {
+      let api = teamObjects.get(ns);
+      if (api === undefined) {
+        api = asTeam(kc, ns).makeApiClient(CustomObjectsApi);
+        teamObjects.set(ns, api);
+      }
+      return api;
+    };
 
     // Ready and key of every ApiKey, as watched (every namespace).
     const readyAt = new Map<string, number>();
@@ -119,9 +131,29 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       secretKeyAt.set(id, seen);
     });
 
+    /**
+     * A team's namespace: its credentials Secret, and its team (the user team-<namespace>) bound to
+     * the built-in `edit` role there, which the tenant roles of deploy/base aggregate the keys into.
+     * Every key of the scenarios is applied by its namespace's team, not by the bench's
+     * system:masters user: a team's requests are a flow of the apiserver's global-default priority
+     * level (API Priority and Fairness), as a team's kubectl or GitOps tool would be, while the
+     * operator's ServiceAccount is a flow of workload-low. An exempt flood would be a flood no
+     * tenant can send.
+     */
     const namespace = async (name: string): Promise<void> => {
       await core.createNamespace({ body: { metadata: { name } } });
       await core.createNamespacedSecret({ namespace: name, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
+      await rbac.createNamespacedRoleBinding({ namespace: name, body: {
+        metadata: { name: 'team' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: teamOf(name) }],
+      } });
+      // The aggregated rule reaches `edit` through kube-controller-manager: wait until the team may create keys.
+      for (let i = 0; ; i++) {
+        const review = await authz.createSubjectAccessReview({ body: { spec: { user: teamOf(name), groups: ['system:authenticated'], resourceAttributes: { namespace: name, verb: 'create', group: GROUP, resource: 'apikeys' } } } });
+        if (review.status?.allowed === true) break;
+        if (i > 300) throw new Error(`${teamOf(name)} may not create ApiKeys in ${name} after 30 s`);
+        await sleep(100);
+      }
     };
     /** When the create was sent, and when the apiserver answered it. */
     const acceptedAt = new Map<string, number>();
@@ -213,7 +245,7 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     };
     const applyKey = async (ns: string, name: string): Promise<number> => {
       const at = performance.now();
-      await objects.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'apikeys', body: {
+      await objectsOf(ns).createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'apikeys', body: {
         apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKey', metadata: { name },
         spec: { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
       } });
@@ -390,8 +422,18 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       const toCreate = untilCreate('eleventh');
       rows.push(`| 2. namespace eleventh: the apiserver's answer to the apply → the operator sends the platform create (its log) | p50 ${ms(percentile(toCreate, 50))}, p99 ${ms(percentile(toCreate, 99))}, max ${ms(Math.max(...toCreate))} | |`);
     }
+    // Who was served at which priority level (API Priority and Fairness): the teams' applies must be
+    // global-default, not exempt, or the flood is not one a tenant can send.
+    const byLevel = new Map<string, number>();
+    for (const line of (await kubectl(['get', '--raw', '/metrics'])).split('\n')) {
+      if (!line.startsWith('apiserver_flowcontrol_dispatched_requests_total{')) continue;
+      const level = /priority_level="([^"]+)"/.exec(line)?.[1] ?? '?';
+      byLevel.set(level, (byLevel.get(level) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+    }
+    const levels = [...byLevel].sort((a, b) => b[1] - a[1]).map(([level, n]) => `${level} ${fmt(n)}`).join(', ');
+    log(`fairness: apiserver requests by priority level: ${levels}`);
     return [
-      `One organization; the emulator in its own process (\`:memory:\`, 10 key creations per second per organization) with ${LATENCY_MS} ms added to every platform request; the operator in its own process (\`node src/operator/main.ts\`, 16 workers, \`--drift-interval=${o.driftInterval}\`, the deploy/base ServiceAccount's token); the local control plane on loopback. Apply → Ready from the bench's watch of every ApiKey (apply: when the create was sent); a repair ends when the bench's watch of the managed Secrets sees another key id in the Secret. Keys are applied 32 at a time per flooding namespace, from a process of their own (the measuring process applies only the steady keys).`,
+      `One organization; the emulator in its own process (\`:memory:\`, 10 key creations per second per organization) with ${LATENCY_MS} ms added to every platform request; the operator in its own process (\`node src/operator/main.ts\`, 16 workers, \`--drift-interval=${o.driftInterval}\`, the deploy/base ServiceAccount's token); the local control plane on loopback. Apply → Ready from the bench's watch of every ApiKey (apply: when the create was sent); a repair ends when the bench's watch of the managed Secrets sees another key id in the Secret. Keys are applied 32 at a time per flooding namespace, from a process of their own (the measuring process applies only the steady keys), each namespace's by its team (a user bound to \`edit\` there, impersonated), so the apiserver serves them at the priority level of a tenant's tools. Requests the apiserver dispatched, by priority level: ${levels}.`,
       '',
       '| scenario | measured | goal |',
       '|---|---|---|',
