@@ -68,6 +68,24 @@ else
   kind load docker-image "$image2" --name "$cluster"
 fi
 
+# Cluster DNS, served by the cluster's CoreDNS (offline, test/e2e/kind/run.sh builds it with only
+# the plugins of kind's Corefile): the scenarios reach Services by cluster IP, so this is where
+# names are proven to resolve. A pod of the operator's image asks for the kubernetes Service by
+# its full name and by a short one (the pod's search path) and must get its cluster IP both times.
+log "Cluster DNS from a pod: kubernetes.default.svc.cluster.local and kubernetes.default"
+kubectl -n kube-system rollout status deployment/coredns --timeout 120s >/dev/null
+dns_want=$(kubectl get service kubernetes -o jsonpath='{.spec.clusterIP}')
+kubectl run nko-dns-check --image "$image" --image-pull-policy Never --restart Never --command -- \
+  node -e "const dns = require('node:dns').promises;
+    Promise.all([dns.resolve4('kubernetes.default.svc.cluster.local'), dns.lookup('kubernetes.default', 4)])
+      .then(([full, short]) => console.log('dns ' + full.join(',') + ' ' + short.address))" >/dev/null
+kubectl wait --for=jsonpath='{.status.phase}'=Succeeded pod/nko-dns-check --timeout 120s >/dev/null \
+  || { kubectl describe pod nko-dns-check >&2; kubectl logs nko-dns-check >&2; fail "the DNS check pod did not succeed"; }
+dns_got=$(kubectl logs nko-dns-check)
+[ "$dns_got" = "dns $dns_want $dns_want" ] || fail "cluster DNS answered [$dns_got], want the kubernetes Service's $dns_want"
+echo "$dns_got"
+kubectl delete pod nko-dns-check --wait=false >/dev/null
+
 # The scenarios, shared with the real node of `npm run e2e` (test/e2e/node/session.sh). How kind
 # kills a container outright: SIGKILL to its task through containerd, inside the node container.
 kill_container() { # <containerd container id>

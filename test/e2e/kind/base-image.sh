@@ -2,7 +2,7 @@
 # The kind base image (kindest/base) made on this machine, for node-image.sh; prints its name. Run
 # where `docker` reaches a Docker engine, except `rootfs`, which needs Debian's repository.
 #
-#   test/e2e/kind/base-image.sh rootfs          the Debian rootfs (debootstrap), cached in .cache/kind
+#   test/e2e/kind/base-image.sh rootfs          the Debian rootfs (mmdebstrap), cached in .cache/kind
 #   test/e2e/kind/base-image.sh <kind-bin>      the base image: kind's recipe on that rootfs
 #
 # Debian bookworm from Debian's apt repository with the packages of kind's base image recipe
@@ -17,19 +17,25 @@ log() { echo "base-image.sh: $*" >&2; }
 start=$(date +%s)
 
 # kind's package list (images/base/Dockerfile) less the storage test tools (nfs-common,
-# open-iscsi), plus what its build stages add: containerd, runc, the CNI plugins. Debootstrap's
-# output is cached apart, keyed by this list: the slow part (7-8 min on 2 busy cores).
+# open-iscsi), plus what its build stages add: containerd, runc, the CNI plugins. The rootfs is
+# cached apart, keyed by this list and the tool that makes it.
 packages=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod
 packages+=,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,containerd,runc,containernetworking-plugins,fuse-overlayfs
-rootfs_tar="$root/.cache/kind/debootstrap-bookworm-$(echo "$packages" | sha256sum | cut -c1-16).tar"
+rootfs_tar="$root/.cache/kind/mmdebstrap-bookworm-$(echo "$packages" | sha256sum | cut -c1-16).tar"
 
 if [ "$1" = rootfs ]; then
   [ -f "$rootfs_tar" ] && exit 0
-  log "base rootfs: debootstrap bookworm with kind's base packages"
+  log "base rootfs: mmdebstrap bookworm with kind's base packages"
   rootfs=$(mktemp -d "$root/.cache/kind/rootfs.XXXXXX")
   trap 'rm -rf "$rootfs"' EXIT
-  # In a private mount namespace: debootstrap mounts /proc and /sys in the rootfs.
-  unshare --mount --propagation private debootstrap --variant=minbase --include="$packages" \
+  # mmdebstrap, not debootstrap: one apt run fetches every package in parallel and one dpkg run
+  # unpacks and configures them, where debootstrap fetches one by one and runs dpkg per stage
+  # (docs/testing.md, "On kind"). minbase is debootstrap's minbase: the Essential packages and
+  # apt, plus the list; the merged-usr hooks make /bin, /lib and /sbin links into /usr as
+  # debootstrap does (without them apt would pick usrmerge, and perl with it). In a private mount
+  # namespace: it mounts /proc, /sys and /dev in the rootfs.
+  unshare --mount --propagation private mmdebstrap --mode=root --variant=minbase \
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr --include="$packages" \
     bookworm "$rootfs" http://deb.debian.org/debian >"$rootfs.log" 2>&1 \
     || { tail -20 "$rootfs.log" >&2; rm -f "$rootfs.log"; exit 1; }
   rm -f "$rootfs.log"
@@ -37,7 +43,7 @@ if [ "$1" = rootfs ]; then
     "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*.log
   tar -C "$rootfs" --numeric-owner -cf "$rootfs_tar.partial" .
   mv "$rootfs_tar.partial" "$rootfs_tar"
-  log "debootstrap in $(( $(date +%s) - start ))s"
+  log "mmdebstrap in $(( $(date +%s) - start ))s"
   exit 0
 fi
 

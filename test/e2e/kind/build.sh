@@ -2,9 +2,11 @@
 # Builds the Go programs of the offline kind e2e into .cache/kind/<stamp>/bin and prints that folder
 # on stdout: kind itself, kubeadm (the same k8s.io/kubernetes version as test/controlplane and
 # test/node, whose kube-apiserver, kube-controller-manager, kubectl, etcd, kubelet, kube-scheduler,
-# kube-proxy and pause are reused as built), containerd, crictl, CoreDNS and local-path-provisioner. Each is a
-# Go module at a pinned version; Go's build cache shares what they have in common with the other
-# builds (kubeadm: ~1 min after test/node's build, cold).
+# kube-proxy and pause are reused as built), containerd, crictl and CoreDNS. Each is a Go module at a
+# pinned version; Go's build cache shares what they have in common with the other builds (kubeadm:
+# ~1 min after test/node's build, cold). CoreDNS is built with the plugins of kind's Corefile only
+# (tools/coredns). kind's default storage (local-path-provisioner) is not built: no scenario uses a
+# PersistentVolume (node-image.sh, docs/testing.md "On kind").
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,9 +19,8 @@ kind_version=v0.33.0
 containerd_version=v2.3.4
 crictl_version=v1.34.0
 # CoreDNS: the Go module proxy this project's CI reaches serves v1.14.3 and later only; kubeadm
-# 1.34 names v1.12.1, and the image is tagged with kubeadm's name (images.sh).
-coredns_version=v1.14.3
-local_path_version=v0.0.30
+# 1.34 names v1.12.1, and the image is tagged with kubeadm's name (node-image.sh). Its version is
+# tools/coredns/go.mod's.
 
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$here/tools/go.mod")
 controlplane_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$root/test/controlplane/go.mod")
@@ -28,9 +29,10 @@ if [ "$kube_version" != "$controlplane_version" ]; then
   exit 1
 fi
 
-stamp=$( (cat "$here/tools/go.mod" "$here/tools/go.sum" "$here/build.sh"; go version) | sha256sum | cut -c1-16)
+stamp=$( (cat "$here/tools/go.mod" "$here/tools/go.sum" "$here"/tools/coredns/go.* "$here/tools/coredns/main.go" \
+  "$here/build.sh"; go version) | sha256sum | cut -c1-16)
 bin="$root/.cache/kind/$kube_version-$stamp/bin"
-programs=(kind kubeadm containerd ctr containerd-shim-runc-v2 crictl coredns local-path-provisioner)
+programs=(kind kubeadm containerd ctr containerd-shim-runc-v2 crictl coredns)
 complete=true
 for program in "${programs[@]}"; do [ -x "$bin/$program" ] || complete=false; done
 if $complete; then echo "$bin"; exit 0; fi
@@ -65,8 +67,8 @@ install "github.com/containerd/containerd/v2/cmd/containerd@$containerd_version"
   "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$containerd_version"
 GO_TAGS=()
 install "sigs.k8s.io/cri-tools/cmd/crictl@$crictl_version"
-install "github.com/coredns/coredns@$coredns_version"
-install "github.com/rancher/local-path-provisioner@$local_path_version"
+log "building CoreDNS (the plugins of kind's Corefile: tools/coredns)"
+(cd "$here/tools/coredns" && GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" -o "$bin.partial/coredns" .)
 
 rm -rf "$bin" && mv "$bin.partial" "$bin"
 log "built in $(( $(date +%s) - start ))s into $bin"

@@ -15,10 +15,16 @@
 #   only the images its Kubernetes tarball does not carry, and it reads which images an archive
 #   carries from the archive's `repositories` file when that comes first: kube-proxy.tar carries
 #   them all, so nothing is fetched.
-# The images are made from Go binaries (CoreDNS, local-path-provisioner, etcd, pause) or from the
-# base rootfs (kube-proxy and the local-path helper need a shell and iptables). kindnetd is not a
-# Go module the module proxy serves: its stand-in writes a ptp + host-local CNI configuration for
-# the cluster's pod subnet, which serves a one-node cluster (the e2e's) and no more.
+# The images are made from Go binaries (CoreDNS, etcd, pause) or from the base rootfs (kube-proxy
+# needs a shell and iptables). kindnetd is not a Go module the module proxy serves: its stand-in
+# writes a ptp + host-local CNI configuration for the cluster's pod subnet, which serves a
+# one-node cluster (the e2e's) and no more. kind's default storage (local-path-provisioner, a
+# Deployment kind installs from /kind/manifests/default-storage.yaml) is left out: no scenario
+# uses a PersistentVolume, and it was the second-longest cold Go build. kind's build still asks
+# for its two images, so both names are given to the base image (nothing to fetch, no layer
+# added), and the manifest is removed from the node image: `kind create cluster` then installs
+# its fallback StorageClass (provisioner kubernetes.io/host-path), which provisions nothing, so
+# a PersistentVolumeClaim stays Pending and no pod runs the stand-in.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -77,7 +83,7 @@ done
 image "$etcd_name" "$cp_bin/etcd" scratch
 image "$coredns_name" "$kind_bin/coredns" scratch /usr/local/bin/coredns
 image "$pause_name" "$node_bin/pause" scratch /usr/local/bin/pause
-image "$provisioner_name" "$kind_bin/local-path-provisioner" scratch /usr/local/bin/local-path-provisioner
+docker tag "$base_image" "$provisioner_name"
 docker tag "$base_image" "$helper_name"
 cat >"$work/kindnetd" <<'EOF'
 #!/bin/sh
@@ -122,8 +128,11 @@ rm -rf "$work/tarball"
 log "kind build node-image $node_image"
 # kind extracts the tarball under TMPDIR and leaves it there: the work folder, removed on exit.
 TMPDIR="$work" "$kind_bin/kind" build node-image --type file --base-image "$base_image" \
-  --image "$node_image" "$work/kubernetes-server-linux-amd64.tar.gz" >"$work/kind-build.log" 2>&1 \
+  --image "$node_image-kind" "$work/kubernetes-server-linux-amd64.tar.gz" >"$work/kind-build.log" 2>&1 \
   || { grep -v '^Importing' "$work/kind-build.log" | tail -30 >&2; exit 1; }
+# No storage manifest: no local-path-provisioner Deployment (above).
+printf 'FROM %s\nRUN rm /kind/manifests/default-storage.yaml\n' "$node_image-kind" | docker build -q -t "$node_image" - >/dev/null
+docker rmi "$node_image-kind" >/dev/null
 # The component images were only material for the tarball.
 docker rmi -f "$registry/kube-apiserver:$kube_version" "$registry/kube-controller-manager:$kube_version" \
   "$registry/kube-scheduler:$kube_version" "$registry/kube-proxy:$kube_version" "$etcd_name" "$coredns_name" \

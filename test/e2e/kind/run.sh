@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run e2e:kind`: test/e2e/kind.sh on a machine with no Docker engine and no container
 # registry (this project's CI). Builds (or reuses) kind and the Go programs of the node image
-# (build.sh), the base rootfs (base-image.sh rootfs, debootstrap), the operator image from the
+# (build.sh), the base rootfs (base-image.sh rootfs, mmdebstrap), the operator image from the
 # unchanged Dockerfile (buildah, as test/e2e/node/run.sh does); gets Debian's docker.io; then
 # session.sh, in private PID, mount and network namespaces, starts its own dockerd, makes the kind
 # node image and runs test/e2e/kind.sh. Checks the machine is left as it was found
@@ -31,11 +31,11 @@ command -v go >/dev/null || skip "Go is not on PATH (nor in /usr/local/go/bin): 
 command -v node >/dev/null || skip "node is not on PATH: run it through npm (npm run e2e:kind) after npm ci"
 
 # Debian packages: the runtime dockerd drives (containerd, runc), iptables for its bridges,
-# debootstrap for the base rootfs, jq (runc-caps.sh), buildah for the operator image, helm's and
+# mmdebstrap for the base rootfs, jq (runc-caps.sh), buildah for the operator image, helm's and
 # kubectl's helpers. docker.io itself is unpacked into .cache/kind, never installed: its
 # maintainer scripts would start a dockerd of the machine's.
-packages=(containerd runc iptables debootstrap jq buildah openssl iproute2 util-linux curl)
-tools=(containerd runc iptables debootstrap jq buildah ip unshare mount sysctl curl dpkg-deb)
+packages=(containerd runc iptables mmdebstrap jq buildah openssl iproute2 util-linux curl)
+tools=(containerd runc iptables mmdebstrap jq buildah ip unshare mount sysctl curl dpkg-deb)
 missing() { local t; for t in "${tools[@]}"; do command -v "$t" >/dev/null || echo "$t"; done; }
 if [ -n "$(missing)" ]; then
   if command -v apt-get >/dev/null && [ "${E2E_INSTALL_TOOLS:-1}" = 1 ]; then
@@ -67,7 +67,7 @@ E2E_PROMETHEUS="$(bash "$root/test/prometheus/build.sh")/prometheus"
 export E2E_PROMETHEUS
 phase binaries
 
-log "Base rootfs (debootstrap; cached)"
+log "Base rootfs (mmdebstrap; cached)"
 bash "$here/base-image.sh" rootfs
 phase rootfs
 

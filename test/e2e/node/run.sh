@@ -29,10 +29,10 @@ command -v go >/dev/null || skip "Go is not on PATH (nor in /usr/local/go/bin): 
 command -v node >/dev/null || skip "node is not on PATH: run it through npm (npm run e2e) after npm ci"
 
 # Debian packages: the container runtime, its network plugins and iptables for kube-proxy, buildah
-# for the image and debootstrap for the base image stand-in.
-packages=(containerd runc containernetworking-plugins iptables conntrack buildah debootstrap openssl iproute2 util-linux)
+# for the image and mmdebstrap for the base image stand-in.
+packages=(containerd runc containernetworking-plugins iptables conntrack buildah mmdebstrap openssl iproute2 util-linux)
 tools=(containerd ctr containerd-shim-runc-v2 runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/loopback
-       /usr/lib/cni/portmap iptables conntrack buildah debootstrap openssl ip unshare mount sysctl)
+       /usr/lib/cni/portmap iptables conntrack buildah mmdebstrap openssl ip unshare mount sysctl)
 missing() { local t; for t in "${tools[@]}"; do command -v "$t" >/dev/null || [ -x "$t" ] || echo "$t"; done; }
 if [ -n "$(missing)" ]; then
   if command -v apt-get >/dev/null && [ "${E2E_INSTALL_TOOLS:-1}" = 1 ]; then
