@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
 import { parseGoDuration } from '../src/operator/go-duration.ts';
-import { imageNodeFlags, inspectorSession, procCpuSeconds, procRssBytes, startEmulatorProcess, type EmulatorProcess, type RequestCount } from './operator.ts';
+import { imageNodeFlags, inspectorSession, limited, procCpuSeconds, procRssBytes, startEmulatorProcess, stopOperator, type EmulatorProcess, type RequestCount } from './operator.ts';
 import type { BenchOptions } from './options.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -35,13 +35,6 @@ const KEY_LIST_ROUTE = 'GET /api/v2/organizations/:org_id/api_keys';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const mb = (bytes: number) => fmt(bytes / 2 ** 20, 1);
-
-async function limited<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  }));
-}
 
 /** Ready keys by the operator's own gauge (managed_keys{condition="Ready",status="True"}): no watch of 10,000 objects from the bench. */
 async function readyKeys(metricsUrl: string): Promise<number> {
@@ -256,13 +249,7 @@ export async function inventoryBenchmark(opts: BenchOptions): Promise<string> {
       `Before any key: RSS ${mb(rss0)} MiB, live heap ${mb(live0)} MiB. Key lists from the inventory's creation to its first report: ${firstLists} (the list the drift checks took kept each key's use only; the inventory's first read takes it once more).`,
     ].join('\n');
   } finally {
-    if (operator !== undefined && operator.exitCode === null) {
-      const exited = new Promise((resolve) => operator?.once('exit', resolve));
-      operator.kill('SIGTERM');
-      const t = setTimeout(() => operator?.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(t);
-    }
+    await stopOperator(operator);
     process.off('exit', killOperator);
     await emulator?.close().catch(() => undefined);
     await cp?.stop().catch(() => undefined);

@@ -127,7 +127,7 @@ function cpuShare(a: CpuTally, b: CpuTally): string {
   return `${rows.map(([name, pct]) => `${name} ${fmt(pct)} %`).join(', ')}; whole machine ${fmt((b.busy - a.busy) / wall * 100)} % of ${availableParallelism() * 100} %`;
 }
 
-async function limited<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
+export async function limited<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (next < items.length) await fn(items[next++] as T);
@@ -162,6 +162,16 @@ export interface EmulatorProcess { pid: number; baseUrl: string; adminUrl: strin
  * bench's process its event loop was shared with the bench's watches of every key, and the
  * arrival times it counts its rate limit by were skewed by their lag.
  */
+/** Stops the operator's process as Kubernetes would: SIGTERM, then SIGKILL after 15 s. */
+export async function stopOperator(operator: ChildProcess | undefined): Promise<void> {
+  if (operator === undefined || operator.exitCode !== null) return;
+  const exited = new Promise((resolve) => operator.once('exit', resolve));
+  operator.kill('SIGTERM');
+  const t = setTimeout(() => operator.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(t);
+}
+
 export async function startEmulatorProcess(dir: string, seed: Seed): Promise<EmulatorProcess> {
   const seedFile = join(dir, 'seed.json');
   writeFileSync(seedFile, JSON.stringify(seed));
@@ -752,13 +762,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
   } finally {
     stopped = true;
     for (const w of watches) w.abort();
-    if (operator !== undefined && operator.exitCode === null) {
-      const exited = new Promise((resolve) => operator?.once('exit', resolve));
-      operator.kill('SIGTERM');
-      const t = setTimeout(() => operator?.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(t);
-    }
+    await stopOperator(operator);
     process.off('exit', killOperator);
     await emulator?.close().catch(() => undefined);
     await cp?.stop().catch(() => undefined);
