@@ -351,7 +351,8 @@ export class Controller {
         const meta = obj.metadata;
         if (meta?.name === undefined || meta.namespace === undefined) return;
         const key = objectRef(watch.kind, meta.namespace, meta.name);
-        this.#o.logger.debug({ kind: watch.kind, namespace: meta.namespace, name: meta.name, resourceVersion: meta.resourceVersion }, 'event');
+        // Every watch event passes here: its debug line (bench/fairness.ts --fair-stages) is built only when it is written.
+        if (this.#o.logger.isLevelEnabled('debug')) this.#o.logger.debug({ kind: watch.kind, namespace: meta.namespace, name: meta.name, resourceVersion: meta.resourceVersion }, 'event');
         for (const { index, valuesOf } of indexes) {
           if (deleted) index.delete(key);
           else index.set(key, valuesOf(obj));
