@@ -11,6 +11,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export PATH="/usr/local/go/bin:$PATH"
 command -v go >/dev/null || { echo "build-version.sh: Go is required (https://go.dev/dl); none on PATH" >&2; exit 1; }
+# shellcheck source=../go-binary.sh
+source "$here/../go-binary.sh"
 
 requested=${1:?usage: build-version.sh <kubernetes version, e.g. 1.30.14>}
 requested=v${requested#v}
@@ -38,6 +40,7 @@ fi
 
 log() { echo "build-version.sh: $*" >&2; }
 mkdir -p "$bin.partial"
+bin_partial=$(cd "$bin.partial" && pwd)
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 start=$(date +%s)
 
@@ -51,7 +54,7 @@ done
 cd "$module"
 log "building kube-apiserver, kube-controller-manager and kubectl $requested (a cold build takes about 15 minutes on 2 cores)"
 for cmd in kube-apiserver kube-controller-manager kubectl; do
-  go build -trimpath -ldflags "-s -w $kube_ldflags" -o "$bin.partial/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+  go_binary "$bin_partial/$cmd" -trimpath -ldflags "-s -w $kube_ldflags" "k8s.io/kubernetes/cmd/$cmd"
   log "$cmd after $(( $(date +%s) - start ))s"
 done
 rm -rf "$bin" && mv "$bin.partial" "$bin"

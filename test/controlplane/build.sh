@@ -8,6 +8,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export PATH="/usr/local/go/bin:$PATH"
 command -v go >/dev/null || { echo "build.sh: Go is required (https://go.dev/dl); none on PATH" >&2; exit 1; }
+# shellcheck source=../go-binary.sh
+source "$here/../go-binary.sh"
 
 # Pinned versions. The Kubernetes version comes from go.mod; etcd is the one k8s.io/apiserver pins.
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$here/go.mod")
@@ -24,6 +26,7 @@ fi
 
 log() { echo "build.sh: $*" >&2; }
 mkdir -p "$bin.partial"
+bin_partial=$(cd "$bin.partial" && pwd)
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 start=$(date +%s)
 
@@ -37,15 +40,15 @@ done
 
 cd "$here"
 log "building kube-apiserver $kube_version, kube-controller-manager, kubectl, etcd $etcd_version (a cold build takes 10-25 minutes on 2 cores)"
-go build -trimpath -ldflags "-s -w $kube_ldflags" -o "$bin.partial/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-go build -trimpath -ldflags "-s -w $kube_ldflags" -o "$bin.partial/kubectl" k8s.io/kubernetes/cmd/kubectl
+go_binary "$bin_partial/kube-apiserver" -trimpath -ldflags "-s -w $kube_ldflags" k8s.io/kubernetes/cmd/kube-apiserver
+go_binary "$bin_partial/kubectl" -trimpath -ldflags "-s -w $kube_ldflags" k8s.io/kubernetes/cmd/kubectl
 # Only its garbage collector (owner references) and namespace controller run in tests.
-go build -trimpath -ldflags "-s -w $kube_ldflags" -o "$bin.partial/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
-go build -trimpath -ldflags "-s -w" -o "$bin.partial/etcd" go.etcd.io/etcd/server/v3
+go_binary "$bin_partial/kube-controller-manager" -trimpath -ldflags "-s -w $kube_ldflags" k8s.io/kubernetes/cmd/kube-controller-manager
+go_binary "$bin_partial/etcd" -trimpath -ldflags "-s -w" go.etcd.io/etcd/server/v3
 
 # Helm is built outside this module: its dependency graph (client-go versions) differs.
 log "building helm $helm_version"
-GOBIN="$(cd "$bin.partial" && pwd)" go install -trimpath \
+GOFLAGS= go_binary "$bin_partial/helm" -trimpath \
   -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
   "helm.sh/helm/v3/cmd/helm@$helm_version"
 

@@ -12,6 +12,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export PATH="/usr/local/go/bin:$PATH"
 command -v go >/dev/null || { echo "test/node/build.sh: Go is required (https://go.dev/dl); none on PATH" >&2; exit 1; }
+# shellcheck source=../go-binary.sh
+source "$here/../go-binary.sh"
 
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$here/go.mod")
 controlplane_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$root/test/controlplane/go.mod")
@@ -29,6 +31,7 @@ fi
 
 log() { echo "test/node/build.sh: $*" >&2; }
 rm -rf "$bin.partial" && mkdir -p "$bin.partial"
+bin_partial=$(cd "$bin.partial" && pwd)
 # -mod=readonly: go.sum is committed; a missing entry is an error here, never a silent edit.
 export CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local
 start=$(date +%s)
@@ -44,9 +47,9 @@ done
 cd "$here"
 log "building kubelet, kube-scheduler, kube-proxy $kube_version and pause"
 for cmd in kubelet kube-scheduler kube-proxy; do
-  go build -trimpath -ldflags "-s -w $kube_ldflags" -o "$bin.partial/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+  go_binary "$bin_partial/$cmd" -trimpath -ldflags "-s -w $kube_ldflags" "k8s.io/kubernetes/cmd/$cmd"
 done
-go build -trimpath -ldflags "-s -w" -o "$bin.partial/pause" ./pause
+go_binary "$bin_partial/pause" -trimpath -ldflags "-s -w" ./pause
 
 rm -rf "$bin" && mv "$bin.partial" "$bin"
 log "built in $(( $(date +%s) - start ))s into $bin"

@@ -13,6 +13,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export PATH="/usr/local/go/bin:$PATH"
 command -v go >/dev/null || { echo "build.sh: Go is required (https://go.dev/dl); none on PATH" >&2; exit 1; }
+# shellcheck source=../go-binary.sh
+source "$here/../go-binary.sh"
 
 # The module's v0.x tags are Prometheus 3.x releases (v0.316.0 is Prometheus 3.16.0).
 version=v0.316.0
@@ -27,14 +29,16 @@ fi
 
 log() { echo "prometheus/build.sh: $*" >&2; }
 mkdir -p "$bin.partial"
+bin_partial=$(cd "$bin.partial" && pwd)
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=
 start=$(date +%s)
 
 log "building promtool and prometheus $version (a cold build takes a few minutes on 2 cores)"
-GOBIN="$(cd "$bin.partial" && pwd)" go install -trimpath -tags remove_all_sd \
-  -ldflags "-s -w -X github.com/prometheus/common/version.Version=${version#v}" \
-  "github.com/prometheus/prometheus/cmd/promtool@$version" \
-  "github.com/prometheus/prometheus/cmd/prometheus@$version"
+for cmd in promtool prometheus; do
+  go_binary "$bin_partial/$cmd" -trimpath -tags remove_all_sd \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=${version#v}" \
+    "github.com/prometheus/prometheus/cmd/$cmd@$version"
+done
 
 rm -rf "$bin" && mv "$bin.partial" "$bin"
 log "built in $(( $(date +%s) - start ))s into $bin"

@@ -13,6 +13,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 export PATH="/usr/local/go/bin:$PATH"
 command -v go >/dev/null || { echo "test/e2e/kind/build.sh: Go is required (https://go.dev/dl); none on PATH" >&2; exit 1; }
+# shellcheck source=../../go-binary.sh
+source "$here/../../go-binary.sh"
 
 kind_version=v0.33.0
 # containerd as kind v0.33.0's base image has it (images/base/Dockerfile).
@@ -39,6 +41,7 @@ if $complete; then echo "$bin"; exit 0; fi
 
 log() { echo "test/e2e/kind/build.sh: $*" >&2; }
 rm -rf "$bin.partial" && mkdir -p "$bin.partial"
+bin_partial=$(cd "$bin.partial" && pwd)
 export CGO_ENABLED=0 GOTOOLCHAIN=local
 GO_TAGS=()
 start=$(date +%s)
@@ -51,13 +54,17 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kube_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 log "building kubeadm $kube_version"
-(cd "$here/tools" && GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w $kube_ldflags" -o "$bin.partial/kubeadm" k8s.io/kubernetes/cmd/kubeadm)
+(cd "$here/tools" && GOFLAGS=-mod=readonly go_binary "$bin_partial/kubeadm" -trimpath -ldflags "-s -w $kube_ldflags" k8s.io/kubernetes/cmd/kubeadm)
 
-# The others from their own modules at a pinned version (go install module@version: their go.sum,
+# The others from their own modules at a pinned version (module@version: their go.sum,
 # checked against the checksum database).
 install() { # <package@version>...
+  local package package_name
   log "building $*"
-  (cd "$bin.partial" && GOBIN="$bin.partial" GOFLAGS= go install -trimpath -ldflags "-s -w" "${GO_TAGS[@]}" "$@")
+  for package in "$@"; do
+    package_name=${package%@*}
+    GOFLAGS= go_binary "$bin_partial/${package_name##*/}" -trimpath -ldflags "-s -w" "${GO_TAGS[@]}" "$package"
+  done
 }
 install "sigs.k8s.io/kind@$kind_version"
 # kind's build tags for containerd (no aufs, zfs, btrfs or devmapper snapshotters); static, no cgo.
@@ -68,7 +75,7 @@ install "github.com/containerd/containerd/v2/cmd/containerd@$containerd_version"
 GO_TAGS=()
 install "sigs.k8s.io/cri-tools/cmd/crictl@$crictl_version"
 log "building CoreDNS (the plugins of kind's Corefile: tools/coredns)"
-(cd "$here/tools/coredns" && GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" -o "$bin.partial/coredns" .)
+(cd "$here/tools/coredns" && GOFLAGS=-mod=readonly go_binary "$bin_partial/coredns" -trimpath -ldflags "-s -w" .)
 
 rm -rf "$bin" && mv "$bin.partial" "$bin"
 log "built in $(( $(date +%s) - start ))s into $bin"
