@@ -194,7 +194,7 @@ export class KeyReconciler implements Reconciler {
       await tellPlace(this.#deps, organization, tracking, undefined);
       return { type: 'Done' };
     }
-    const resource = await this.#read(kind, namespace, name, record);
+    const resource = await this.#read(kind, namespace, name, record, logger);
     if (resource === undefined) {
       this.#failingSince.delete(tracking);
       return { type: 'Done' };
@@ -220,17 +220,20 @@ export class KeyReconciler implements Reconciler {
    * patch), which gets 409 on a stale copy before anything is created or said; the pass after a 409
    * reads fresh, and so does a pass while a write of ours has not come back to the cache yet.
    */
-  async #read(kind: KindName, namespace: string, name: string, record: ReconcileRecord | undefined): Promise<KeyResource | undefined> {
+  async #read(kind: KindName, namespace: string, name: string, record: ReconcileRecord | undefined, logger: Logger): Promise<KeyResource | undefined> {
     const ref = objectRef(kind, namespace, name);
     if (!this.#readFresh.has(ref) && this.#deps.ownWrites?.waiting(ref) !== true) {
       const copy = cachedCopy(this.#deps.cachedKey?.(kind, namespace, name), kind, namespace, name);
       if (copy !== undefined) {
         if (record !== undefined) record.cachedRead = true;
+        logger.debug({ cached: true }, 'read');
         return copy;
       }
     }
     this.#readFresh.delete(ref);
-    return await this.#deps.kube.readResource(kind, namespace, name);
+    const resource = await this.#deps.kube.readResource(kind, namespace, name);
+    logger.debug({ cached: false }, 'read');
+    return resource;
   }
 
   /** Observe, decide, act on the resource as read (or as just written by this reconcile). */
