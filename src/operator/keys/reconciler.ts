@@ -194,7 +194,7 @@ export class KeyReconciler implements Reconciler {
       await tellPlace(this.#deps, organization, tracking, undefined);
       return { type: 'Done' };
     }
-    const resource = await this.#read(kind, namespace, name, record, logger);
+    const { resource, cached } = await this.#read(kind, namespace, name, record, logger);
     if (resource === undefined) {
       this.#failingSince.delete(tracking);
       return { type: 'Done' };
@@ -202,9 +202,11 @@ export class KeyReconciler implements Reconciler {
     try {
       return await this.#reconcileResource(resource, logger, true, record, worker);
     } catch (error) {
-      if (statusCode(error) === 409) {
+      const conflict = statusCode(error) === 409;
+      // The next pass reads fresh after a conflict, and after any failure of a pass from the cache.
+      if (conflict || cached) this.#readFresh.add(tracking);
+      if (conflict) {
         logger.debug('conflict; retrying with a fresh read');
-        this.#readFresh.add(tracking);
         return { type: 'Retry' };
       }
       throw error;
@@ -218,22 +220,24 @@ export class KeyReconciler implements Reconciler {
    * create of a wave paid it. Safe on a copy behind the apiserver: every decision a new key can
    * come to writes first with the copy's resourceVersion (the finalizer with the intent, or a status
    * patch), which gets 409 on a stale copy before anything is created or said; the pass after a 409
-   * reads fresh, and so does a pass while a write of ours has not come back to the cache yet.
+   * (or after any failure of a pass from the cache) reads fresh, and so does a pass while a write of
+   * ours has not come back to the cache yet.
    */
-  async #read(kind: KindName, namespace: string, name: string, record: ReconcileRecord | undefined, logger: Logger): Promise<KeyResource | undefined> {
+  async #read(kind: KindName, namespace: string, name: string, record: ReconcileRecord | undefined, logger: Logger): Promise<{ resource: KeyResource | undefined; cached: boolean }> {
     const ref = objectRef(kind, namespace, name);
-    if (!this.#readFresh.has(ref) && this.#deps.ownWrites?.waiting(ref) !== true) {
+    // Not from a cache whose watch has failed for long (runtime/controller.ts cacheStale): its copy may be of a resource deleted and made again.
+    if (!this.#readFresh.has(ref) && this.#deps.ownWrites?.waiting(ref) !== true && this.#deps.rest?.cacheStale?.(kind, namespace) !== true) {
       const copy = cachedCopy(this.#deps.cachedKey?.(kind, namespace, name), kind, namespace, name);
       if (copy !== undefined) {
         if (record !== undefined) record.cachedRead = true;
         logger.debug({ cached: true }, 'read');
-        return copy;
+        return { resource: copy, cached: true };
       }
     }
     this.#readFresh.delete(ref);
     const resource = await this.#deps.kube.readResource(kind, namespace, name);
     logger.debug({ cached: false }, 'read');
-    return resource;
+    return { resource, cached: false };
   }
 
   /** Observe, decide, act on the resource as read (or as just written by this reconcile). */
