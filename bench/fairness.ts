@@ -179,7 +179,8 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
      * printed: p50, p99 and max of each stage, and the slowest keys stage by stage.
      */
     const stages = (ns: string): void => {
-      const STAGES = ['first reconcile', 'decided', 'creating key', 'key created', 'Secret written', 'status written'] as const;
+      // 'read': the pass that goes on to observe (for a key sent to the line, at its turn), once the resource is read or taken from the cache.
+      const STAGES = ['first reconcile', 'read', 'decided', 'creating key', 'key created', 'Secret written', 'status written'] as const;
       const at = new Map<string, Map<string, number>>();
       for (const line of readFileSync(join(dir, 'operator.log'), 'utf8').split('\n')) {
         if (!line.includes(`"namespace":"${ns}"`)) continue;
@@ -199,7 +200,7 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
         const times = [accepted, ...STAGES.map((s) => seen.get(s) ?? Number.NaN), ready];
         rows.push({ id, steps: times.slice(1).map((t, i) => t - (times[i] as number)), total: ready - accepted });
       }
-      const names = ['→ first reconcile', '→ decided (read)', '→ creating key', '→ key created', '→ Secret written', '→ status written', '→ Ready seen'];
+      const names = ['→ first reconcile', '→ turn, read', '→ decided (Secrets)', '→ creating key', '→ key created', '→ Secret written', '→ status written', '→ Ready seen'];
       log(`   stages of namespace ${ns} (${rows.length} keys, ms from the step before; apply answered first):`);
       names.forEach((n, i) => {
         const xs = rows.map((r) => r.steps[i] as number).filter(Number.isFinite).sort((a, b) => a - b);

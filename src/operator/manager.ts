@@ -93,6 +93,12 @@ export interface OperatorOptions {
   leadership?: Leadership;
   /** The organization id as a label of the inventory gauge (`--inventory-organization-label`); default off (docs/inventory.md, Metrics). */
   inventoryOrganizationLabel?: boolean;
+  /**
+   * Tests only: what the key reconciler is shown of a key resource in the informers' cache (given
+   * what the cache holds), for a fake of the watch's delivery (a late watch, whose copy is behind
+   * the apiserver). Default: the cache as it is.
+   */
+  cacheDelivery?: (kind: string, namespace: string, name: string, cached: KubernetesObject | undefined) => KubernetesObject | undefined;
 }
 
 export interface RunningOperator {
@@ -228,7 +234,9 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     // loaded machine takes about a second. The rest of a wave waits in its organization's line,
     // holding no worker (create-admission.ts).
     admission: new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => controller.enqueue(key) }),
-    cachedKey: (kind, namespace, name) => controller.cachedObject(kind, namespace, name),
+    cachedKey: options.cacheDelivery === undefined
+      ? (kind, namespace, name) => controller.cachedObject(kind, namespace, name)
+      : (kind, namespace, name) => options.cacheDelivery?.(kind, namespace, name, controller.cachedObject(kind, namespace, name)),
   });
   // The inventories (docs/inventory.md): their lists through the drift cache, managed ids from the
   // key resources' caches (the ids their status records; no LIST), their own events; report only.

@@ -91,6 +91,8 @@ export interface ReconcileRecord {
    * written, and the key is queued again when its turn comes.
    */
   deferred?: true;
+  /** Started from the informer's cached copy of a new key, not a GET (reconciler.ts #read). */
+  cachedRead?: true;
   /** The result, or `error` for a reconcile that threw. */
   result: ReconcileResult['type'] | 'error';
 }

@@ -1,5 +1,5 @@
 // The key reconciler, written once for ApiKey and ProjectApiKey (crossplane's managed reconciler):
-// read the resource fresh from the apiserver, observe (observe.ts), ask decide() what next
+// read the resource fresh from the apiserver (a new key: from the cache, see #read), observe (observe.ts), ask decide() what next
 // (decision.ts, pure), run that one action, each in the file that says what it does:
 // create-protocol.ts, deletion.ts, in-sync.ts; conditions come from conditions.ts. Level-triggered:
 // the event that woke a reconcile is never trusted, only what is read here.
@@ -22,7 +22,8 @@ import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
 import { patchOperations } from './observing/operations-patch.ts';
 import type { KeyPlatform } from './adapter.ts';
-import { newKeyOrganization } from './observing/cache-projection.ts';
+import { cachedCopy, newKeyOrganization } from './observing/cache-projection.ts';
+import { objectRef } from '../runtime/own-writes.ts';
 import type { Priority } from './issuing/create-line.ts';
 import { sendsFor } from './issuing/fair-limiter.ts';
 import { CredentialsKinds } from './issuing/credentials-kind.ts';
@@ -45,6 +46,8 @@ export class KeyReconciler implements Reconciler {
   readonly #verified = new Map<string, Verified>();
   /** Per resource at rest: when its next drift check is due (sweep()). */
   readonly #checkAt = new Map<string, number>();
+  /** Resources whose last write got 409: their next pass reads fresh, never a cached copy (#read). */
+  readonly #readFresh = new Set<string>();
 
   constructor(options: KeyReconcilerOptions) {
     this.#deps = {
@@ -191,7 +194,7 @@ export class KeyReconciler implements Reconciler {
       await tellPlace(this.#deps, organization, tracking, undefined);
       return { type: 'Done' };
     }
-    const resource = await this.#deps.kube.readResource(kind, namespace, name);
+    const { resource, cached } = await this.#read(kind, namespace, name, record, logger);
     if (resource === undefined) {
       this.#failingSince.delete(tracking);
       return { type: 'Done' };
@@ -199,12 +202,42 @@ export class KeyReconciler implements Reconciler {
     try {
       return await this.#reconcileResource(resource, logger, true, record, worker);
     } catch (error) {
-      if (statusCode(error) === 409) {
+      const conflict = statusCode(error) === 409;
+      // The next pass reads fresh after a conflict, and after any failure of a pass from the cache.
+      if (conflict || cached) this.#readFresh.add(tracking);
+      if (conflict) {
         logger.debug('conflict; retrying with a fresh read');
         return { type: 'Retry' };
       }
       throw error;
     }
+  }
+
+  /**
+   * The resource as this pass starts from. A new key (never reconciled, no intent: cache-projection.ts
+   * cachedCopy) from the informer's cache, without a GET: at its turn in a flood that read waited
+   * behind the flood's writes for up to 4 s (docs/benchmarks.md, the fairness section), and every
+   * create of a wave paid it. Safe on a copy behind the apiserver: every decision a new key can
+   * come to writes first with the copy's resourceVersion (the finalizer with the intent, or a status
+   * patch), which gets 409 on a stale copy before anything is created or said; the pass after a 409
+   * (or after any failure of a pass from the cache) reads fresh, and so does a pass while a write of
+   * ours has not come back to the cache yet.
+   */
+  async #read(kind: KindName, namespace: string, name: string, record: ReconcileRecord | undefined, logger: Logger): Promise<{ resource: KeyResource | undefined; cached: boolean }> {
+    const ref = objectRef(kind, namespace, name);
+    // Not from a cache whose watch has failed for long (runtime/controller.ts cacheStale): its copy may be of a resource deleted and made again.
+    if (!this.#readFresh.has(ref) && this.#deps.ownWrites?.waiting(ref) !== true && this.#deps.rest?.cacheStale?.(kind, namespace) !== true) {
+      const copy = cachedCopy(this.#deps.cachedKey?.(kind, namespace, name), kind, namespace, name);
+      if (copy !== undefined) {
+        if (record !== undefined) record.cachedRead = true;
+        logger.debug({ cached: true }, 'read');
+        return { resource: copy, cached: true };
+      }
+    }
+    this.#readFresh.delete(ref);
+    const resource = await this.#deps.kube.readResource(kind, namespace, name);
+    logger.debug({ cached: false }, 'read');
+    return { resource, cached: false };
   }
 
   /** Observe, decide, act on the resource as read (or as just written by this reconcile). */
@@ -338,14 +371,16 @@ async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (p
  * Ready=False message (CreateAdmission.tell decides which keys, once per wait): how many creates of
  * the organization go before it, and how many of them are its own namespace's, so a team can tell
  * its own backlog from a fair wait. `ctx`: the resource as read by this reconcile; without it (a key
- * sent to the line unread) it is read now. Best effort: a write that fails is not retried.
+ * sent to the line unread) it is taken from the cache or read now. Best effort: a write that fails is not retried.
  */
 async function tellPlace(deps: KeyDeps, organization: string, key: string, ctx: Context | undefined): Promise<void> {
   const place = deps.admission?.tell(organization, key);
   if (place === undefined) return;
   try {
     const [kind, namespace, name] = key.split('/') as [KindName, string, string];
-    const resource = ctx?.resource ?? await deps.kube.readResource(kind, namespace, name);
+    // A key sent to the line unread: its cached copy when the cache keeps it whole (the status
+    // patch carries its resourceVersion: a stale copy's gets 409, and nothing is said).
+    const resource = ctx?.resource ?? cachedCopy(deps.cachedKey?.(kind, namespace, name), kind, namespace, name) ?? await deps.kube.readResource(kind, namespace, name);
     if (resource === undefined || resource.status?.keyId !== undefined) return;
     const message = `waiting for its turn to create a key in organization ${organization}: ${place.ahead} creates of the organization go before it, ${place.aheadInNamespace} of them of namespace ${namespace} (turns go in fair turns between the namespaces with creates waiting, at the platform's 10 creates per second)`;
     await writeStatus(deps, ctx ?? { resource }, creatingConditions(message));

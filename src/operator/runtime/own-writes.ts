@@ -47,6 +47,11 @@ export class OwnWrites {
     return true;
   }
 
+  /** Whether a write of ours to `ref` has not come back as an event yet: a cached copy of it is behind that write. */
+  waiting(ref: string): boolean {
+    return this.#versions.has(ref);
+  }
+
   /** The object is gone. */
   forget(ref: string): void {
     this.#versions.delete(ref);

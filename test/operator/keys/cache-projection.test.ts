@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import { listMetadata, makeMetadataInformer, makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
-import { credentialsSecretOf, newKeyOrganization, recordedKeyIds, trimKeyResource, trimSecret } from '../../../src/operator/keys/observing/cache-projection.ts';
+import { SEED_MAX_CHARS, cachedCopy, credentialsSecretOf, newKeyOrganization, recordedKeyIds, trimKeyResource, trimSecret } from '../../../src/operator/keys/observing/cache-projection.ts';
 import { controlPlane } from '../../harness/index.ts';
 
 describe('trimKeyResource and trimSecret', () => {
@@ -37,8 +37,48 @@ describe('trimKeyResource and trimSecret', () => {
     const retiring = trimKeyResource({ ...obj, status: { keyId: 3, retiringKeys: [{ keyId: 2 }, { keyId: 'x' }, { keyId: 2 ** 60 }, { keyId: -1 }] } } as never);
     expect([retiring.keyId, retiring.retiringKeyIds]).toEqual([3, [2]]);
     expect(recordedKeyIds([retiring, trimKeyResource({ ...obj, status: { keyId: 7 } } as never), trimKeyResource({ ...obj, status: { keyId: '9' } } as never)], new Set())).toEqual(new Set([3, 2, 7]));
+    // A new key (no status) is kept whole too, as JSON (cachedCopy(), below).
     expect(trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n' }, spec: { scope: 'Personal' } } as never))
-      .toEqual({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined }, spec: {}, status: { conditions: [] } });
+      .toEqual({
+        apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined }, spec: {}, status: { conditions: [] },
+        seed: '{"apiVersion":"keys.neon.dev/v1alpha1","kind":"ApiKey","metadata":{"name":"b","namespace":"n"},"spec":{"scope":"Personal"}}',
+      });
+  });
+
+  it('keep a new key whole (no status, no intent, not being deleted, at most SEED_MAX_CHARS of JSON), for its create without a read, and nothing else whole', () => {
+    const fresh = {
+      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey',
+      metadata: {
+        name: 'k', namespace: 'n', uid: 'u', resourceVersion: '5', generation: 1, creationTimestamp: '2026-11-26T10:00:00Z',
+        labels: { team: 'x' }, annotations: { note: 'mine' }, managedFields: [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:spec': {} } }],
+      },
+      spec: { scope: 'Organization', organizationId: 'o', credentialsSecretRef: { name: 'c', key: 'apiKey' }, secret: { template: { annotations: { a: 'b' } } } },
+    };
+    const copy = cachedCopy(trimKeyResource(fresh as never), 'ApiKey', 'n', 'k');
+    // Everything a GET answers but managedFields (an UPDATE without them keeps the apiserver's).
+    const { managedFields: _dropped, ...metadata } = fresh.metadata;
+    expect(copy).toEqual({ ...fresh, metadata });
+    // A copy of its own each time: a reconcile may change it.
+    expect(cachedCopy(trimKeyResource(fresh as never), 'ApiKey', 'n', 'k')).not.toBe(copy);
+    // Not for another name, namespace or kind (the cache is looked up by them: never trusted blindly).
+    expect(cachedCopy(trimKeyResource(fresh as never), 'ProjectApiKey', 'n', 'k')).toBeUndefined();
+    expect(cachedCopy(trimKeyResource(fresh as never), 'ApiKey', 'n', 'other')).toBeUndefined();
+    expect(cachedCopy(trimKeyResource({ ...fresh, metadata: { ...fresh.metadata, uid: undefined } } as never), 'ApiKey', 'n', 'k')).toBeUndefined();
+    expect(cachedCopy(undefined, 'ApiKey', 'n', 'k')).toBeUndefined();
+    // An empty status (no condition yet) is still new.
+    expect(trimKeyResource({ ...fresh, status: { conditions: [] } } as never).seed).toBeDefined();
+    // Anything the operator has been at, or that is going, is not new: read fresh as before.
+    expect(trimKeyResource({ ...fresh, status: { conditions: [{ type: 'Ready', status: 'False', reason: 'Creating' }] } } as never).seed).toBeUndefined();
+    expect(trimKeyResource({ ...fresh, status: { keyId: 3 } } as never).seed).toBeUndefined();
+    expect(trimKeyResource({ ...fresh, metadata: { ...fresh.metadata, annotations: { 'keys.neon.dev/create-pending': '{}' } } } as never).seed).toBeUndefined();
+    expect(trimKeyResource({ ...fresh, metadata: { ...fresh.metadata, deletionTimestamp: new Date(0) } } as never).seed).toBeUndefined();
+    // A tenant's large annotations, labels or spec are never kept: at most SEED_MAX_CHARS a key.
+    const big = 'x'.repeat(SEED_MAX_CHARS);
+    expect(trimKeyResource({ ...fresh, metadata: { ...fresh.metadata, annotations: { big } } } as never).seed).toBeUndefined();
+    expect(trimKeyResource({ ...fresh, metadata: { ...fresh.metadata, labels: { [big.slice(0, 63)]: big.slice(0, 63) }, annotations: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`a${i}`, big.slice(0, 60)])) } } as never).seed).toBeUndefined();
+    expect(trimKeyResource({ ...fresh, spec: { ...fresh.spec, secret: { template: { annotations: { big: big.slice(0, SEED_MAX_CHARS - 100) } } } } } as never).seed).toBeUndefined();
+    const kept = trimKeyResource({ ...fresh, metadata: { ...fresh.metadata, annotations: { fits: big.slice(0, SEED_MAX_CHARS - 600) } } } as never).seed;
+    expect(kept?.length).toBeLessThanOrEqual(SEED_MAX_CHARS);
   });
 
   it('keep a condition reason only when it is one of the operator reasons, else Other (a bounded metric label)', () => {

@@ -40,4 +40,16 @@ describe('OwnWrites', () => {
     expect(own.consume('ApiKey/ns/a', '21')).toBe(false);
     expect(own.size).toBe(0);
   });
+
+  it('says whether a write of ours to an object has not come back as an event yet (a cached copy is behind it)', () => {
+    const own = new OwnWrites();
+    expect(own.waiting('ApiKey/ns/a')).toBe(false);
+    own.record('ApiKey/ns/a', '9', '10');
+    own.record('ApiKey/ns/a', '10', '11');
+    expect([own.waiting('ApiKey/ns/a'), own.waiting('ApiKey/ns/b')]).toEqual([true, false]);
+    expect(own.consume('ApiKey/ns/a', '10')).toBe(true);
+    expect(own.waiting('ApiKey/ns/a')).toBe(true);
+    expect(own.consume('ApiKey/ns/a', '11')).toBe(true);
+    expect(own.waiting('ApiKey/ns/a')).toBe(false);
+  });
 });

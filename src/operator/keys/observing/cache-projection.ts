@@ -7,13 +7,16 @@
 // status: keys/observing/operations-patch.ts), the reason bounded to the operator's own (conditions.ts
 // knownReason, else `Other`: a restored backup may say anything), and a managed Secret's owner annotation (a Secret event wakes its
 // owner). Never Secret data; of any other Secret, only its identity (every Secret's metadata is
-// watched: keys/watches.ts).
+// watched: keys/watches.ts). And of a new key (never reconciled: no status, no intent, not being
+// deleted) its whole object as sent, managedFields aside, when that is at most SEED_MAX_CHARS of
+// JSON: the copy its create starts from at its turn, without a read (cachedCopy(); docs/design.md
+// section 5.3, "Create turns").
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { CachedConditions } from '../reconcile-context.ts';
 import { knownReason } from '../status/conditions.ts';
 import { identityMeta } from '../../runtime/informer-cache.ts';
 import { intern, internShared } from '../../runtime/intern.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY } from '../../resources/schema.ts';
+import { ANNOTATION_CREATE_PENDING, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource, type KindName } from '../../resources/schema.ts';
 import { ANNOTATION_OWNER } from '../secret/secret-writer.ts';
 
 /** An ApiKey or ProjectApiKey as the caches keep it. */
@@ -30,6 +33,36 @@ interface CachedKeyResource extends KubernetesObject {
    */
   keyId?: number;
   retiringKeyIds?: readonly number[];
+  /**
+   * A new key's object as sent (managedFields aside), as JSON: one string, about a byte a character,
+   * dropped by the projection of the first status the operator writes (cachedCopy()).
+   */
+  seed?: string;
+}
+
+/**
+ * The longest new key kept whole (JSON characters): a key as a team applies it is 0.4–1 KiB (a
+ * kubectl last-applied annotation doubles it); a larger one (a tenant's big annotations or
+ * template) is read at its turn as before. So a key waiting for its first create costs at most
+ * this much more in the cache, and only until its first status.
+ */
+export const SEED_MAX_CHARS = 2_048;
+
+/** A new key's object as JSON, when it is one and small enough to keep whole (see SEED_MAX_CHARS). */
+function seedOf(obj: KubernetesObject): string | undefined {
+  const { metadata, status } = obj as KubernetesObject & { status?: unknown };
+  if (metadata === undefined || metadata.deletionTimestamp !== undefined || metadata.annotations?.[ANNOTATION_CREATE_PENDING] !== undefined) return undefined;
+  const bare = status === undefined || (typeof status === 'object' && status !== null
+    && Object.entries(status).every(([k, v]) => k === 'conditions' && Array.isArray(v) && v.length === 0));
+  if (!bare) return undefined;
+  // Measured before it is copied: an object with large metadata is refused without a stringify.
+  let size = 0;
+  for (const values of [metadata.annotations, metadata.labels]) {
+    for (const [k, v] of Object.entries(values ?? {})) size += k.length + (typeof v === 'string' ? v.length : 0);
+  }
+  if (size > SEED_MAX_CHARS) return undefined;
+  const text = JSON.stringify({ ...obj, metadata: { ...metadata, managedFields: undefined } });
+  return text.length <= SEED_MAX_CHARS ? text : undefined;
 }
 
 function safeId(value: unknown): number | undefined {
@@ -51,6 +84,7 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   const organizationId = typeof spec?.organizationId === 'string' ? spec.organizationId : undefined;
   const credentialsName = typeof credentials === 'string' ? credentials : undefined;
   const conditions = (Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown; reason?: unknown }[] : []).map((c) => [String(c.type), String(c.status), knownReason(c.reason)] as const);
+  const seed = seedOf(obj);
   // The spec and status projections are shared, frozen, by every resource that has the same
   // (runtime/intern.ts internShared): about 0.3 KiB a resource at 10,000 (issue 14).
   return {
@@ -65,7 +99,25 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
     status: internShared(`status ${JSON.stringify(conditions)}`, () => ({ conditions: conditions.map(([type, status, reason]) => ({ type: intern(type), status: intern(status), reason: intern(reason) })) })),
     ...(keyId !== undefined ? { keyId } : {}),
     ...(retiring.length > 0 ? { retiringKeyIds: retiring } : {}),
+    ...(seed !== undefined ? { seed } : {}),
   };
+}
+
+/**
+ * A new key as the cache last saw it whole (seedOf()), or undefined. The copy may be behind the
+ * apiserver (a watch is late): it is acted on only because the first write of every decision a
+ * new key can come to carries its resourceVersion (the finalizer with the intent, a status patch),
+ * so a stale copy's write gets 409 and writes nothing, creates nothing; the reconciler then reads
+ * fresh (reconciler.ts). A fresh copy, parsed anew each time: the reconcile may change it.
+ */
+export function cachedCopy(obj: KubernetesObject | undefined, kind: KindName, namespace: string, name: string): KeyResource | undefined {
+  const seed = (obj as CachedKeyResource | undefined)?.seed;
+  if (seed === undefined) return undefined;
+  const copy = JSON.parse(seed) as KeyResource;
+  const meta = copy.metadata as Partial<KeyResource['metadata']> | undefined;
+  // As a GET answers it, or not at all.
+  if (copy.kind !== kind || meta?.namespace !== namespace || meta.name !== name || typeof meta.uid !== 'string' || typeof meta.resourceVersion !== 'string') return undefined;
+  return copy;
 }
 
 /** Adds the key ids cached key resources record (their key and retiring keys) to `into`: what an inventory counts as managed. */
