@@ -3,9 +3,11 @@
 // a projection of each resource, and of a managed Secret its identity and owner, never its data.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import { listMetadata, makeMetadataInformer, makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
-import { SEED_MAX_CHARS, cachedCopy, credentialsSecretOf, newKeyOrganization, recordedKeyIds, trimKeyResource, trimSecret } from '../../../src/operator/keys/observing/cache-projection.ts';
+import { SEED_MAX_CHARS, SEEDS_MAX_CHARS, cachedCopy, seedCharsKept, credentialsSecretOf, newKeyOrganization, recordedKeyIds, trimKeyResource, trimSecret } from '../../../src/operator/keys/observing/cache-projection.ts';
 import { controlPlane } from '../../harness/index.ts';
 
 describe('trimKeyResource and trimSecret', () => {
@@ -79,6 +81,40 @@ describe('trimKeyResource and trimSecret', () => {
     expect(trimKeyResource({ ...fresh, spec: { ...fresh.spec, secret: { template: { annotations: { big: big.slice(0, SEED_MAX_CHARS - 100) } } } } } as never).seed).toBeUndefined();
     const kept = trimKeyResource({ ...fresh, metadata: { ...fresh.metadata, annotations: { fits: big.slice(0, SEED_MAX_CHARS - 600) } } } as never).seed;
     expect(kept?.length).toBeLessThanOrEqual(SEED_MAX_CHARS);
+  });
+
+  it('keep at most SEEDS_MAX_CHARS of new keys whole at once, each counted until the collector has taken its projection', async () => {
+    // A tenant's flood of new keys, each near the longest kept whole, none reconciled yet.
+    const pad = 'p'.repeat(SEED_MAX_CHARS - 400);
+    const newKey = (i: number): object => ({
+      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey',
+      metadata: { name: `flood-${i}`, namespace: 'n', uid: `u-${i}`, resourceVersion: String(i), annotations: { pad } },
+      spec: { scope: 'Organization', organizationId: 'o', credentialsSecretRef: { name: 'c', key: 'apiKey' } },
+    });
+    const start = seedCharsKept();
+    // In a function of its own: once it returns, nothing refers to the projections any more.
+    const flood = (): { projected: number; copies: number; chars: number } => {
+      const held = Array.from({ length: 2 * SEEDS_MAX_CHARS / SEED_MAX_CHARS + 10 }, (_, i) => trimKeyResource(newKey(i) as never));
+      const copies = held.filter((p) => p.seed !== undefined);
+      return { projected: held.length, copies: copies.length, chars: copies.reduce((sum, p) => sum + (p.seed?.length ?? 0), 0) };
+    };
+    const { projected, copies, chars } = flood();
+    // Kept up to the bound, and not one copy more: the rest are read at their turn.
+    expect(seedCharsKept()).toBeLessThanOrEqual(SEEDS_MAX_CHARS);
+    expect(chars).toBe(seedCharsKept() - start);
+    expect(copies).toBeGreaterThan((SEEDS_MAX_CHARS - start) / SEED_MAX_CHARS - 1);
+    expect(copies).toBeLessThan(projected);
+    expect(trimKeyResource(newKey(-1) as never).seed).toBeUndefined();
+    // Their projections replaced (the keys' first statuses, a relist, their deletion) and collected:
+    // the count falls back, and a new key is kept whole again.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    for (let round = 0; round < 50 && seedCharsKept() > start; round++) {
+      gc();
+      await sleep(10);
+    }
+    expect(seedCharsKept()).toBeLessThanOrEqual(start);
+    expect(trimKeyResource(newKey(-2) as never).seed).toBeDefined();
   });
 
   it('keep a condition reason only when it is one of the operator reasons, else Other (a bounded metric label)', () => {

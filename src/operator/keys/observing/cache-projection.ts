@@ -48,6 +48,29 @@ interface CachedKeyResource extends KubernetesObject {
  */
 export const SEED_MAX_CHARS = 2_048;
 
+/**
+ * The new keys' copies kept at once, in all (JSON characters, about a byte each): a tenant who
+ * applies keys faster than their first statuses are written (a flood waiting for its turns) makes
+ * the operator keep at most this much more; the keys beyond it are read at their turn, as before.
+ * 4 MiB holds 2,048 copies of the longest and about 5,000 of a key as kubectl applies it.
+ */
+export const SEEDS_MAX_CHARS = 4 * 1024 * 1024;
+
+/**
+ * The copies' characters still counted. A copy is counted from the projection that keeps it until
+ * the garbage collector has taken that projection (its replacement by the next event's, its key's
+ * deletion, a relist): counted from the cache's own objects, so nothing done or missed by a watch
+ * can leave a count behind. Counting may lag the collector (a copy freed but not yet finalized
+ * still counts): then fewer keys get a copy for a while, never more memory.
+ */
+let seedChars = 0;
+const seedsFreed = new FinalizationRegistry<number>((chars) => { seedChars -= chars; });
+
+/** The copies' characters counted now (tests: the bound above). */
+export function seedCharsKept(): number {
+  return seedChars;
+}
+
 /** A new key's object as JSON, when it is one and small enough to keep whole (see SEED_MAX_CHARS). */
 function seedOf(obj: KubernetesObject): string | undefined {
   const { metadata, status } = obj as KubernetesObject & { status?: unknown };
@@ -60,9 +83,9 @@ function seedOf(obj: KubernetesObject): string | undefined {
   for (const values of [metadata.annotations, metadata.labels]) {
     for (const [k, v] of Object.entries(values ?? {})) size += k.length + (typeof v === 'string' ? v.length : 0);
   }
-  if (size > SEED_MAX_CHARS) return undefined;
+  if (size > SEED_MAX_CHARS || seedChars >= SEEDS_MAX_CHARS) return undefined;
   const text = JSON.stringify({ ...obj, metadata: { ...metadata, managedFields: undefined } });
-  return text.length <= SEED_MAX_CHARS ? text : undefined;
+  return text.length <= SEED_MAX_CHARS && seedChars + text.length <= SEEDS_MAX_CHARS ? text : undefined;
 }
 
 function safeId(value: unknown): number | undefined {
@@ -87,7 +110,7 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   const seed = seedOf(obj);
   // The spec and status projections are shared, frozen, by every resource that has the same
   // (runtime/intern.ts internShared): about 0.3 KiB a resource at 10,000 (issue 14).
-  return {
+  const projected: CachedKeyResource = {
     ...(obj.apiVersion !== undefined ? { apiVersion: intern(obj.apiVersion) } : {}),
     ...(obj.kind !== undefined ? { kind: intern(obj.kind) } : {}),
     metadata: identityMeta(obj.metadata),
@@ -101,6 +124,11 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
     ...(retiring.length > 0 ? { retiringKeyIds: retiring } : {}),
     ...(seed !== undefined ? { seed } : {}),
   };
+  if (seed !== undefined) {
+    seedChars += seed.length;
+    seedsFreed.register(projected, seed.length);
+  }
+  return projected;
 }
 
 /**
