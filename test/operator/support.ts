@@ -145,3 +145,27 @@ export async function untilAtRest(records: readonly ReconcileRecord[], namespace
     return recent.every((r) => r.atRest === true) && names.every((n) => seen.has(n)) ? true : undefined;
   }, timeoutMs, 'every key at rest');
 }
+
+/**
+ * How long this process is held up from now on: the sum of the lateness of a 20 ms timer, past the
+ * 5 ms a timer is late anyway. On a loaded machine (CI runs at load 16-28 on 2 cores) a process
+ * waits for a core, and every timer of an operator running in it (its drift passes, its backoffs)
+ * fires late by that much: a test that bounds the operator's time adds it, and logs it.
+ */
+export function heldUp(): { stop(): number } {
+  const PERIOD_MS = 20;
+  let total = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    total += Math.max(0, now - last - PERIOD_MS - 5);
+    last = now;
+  }, PERIOD_MS);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      const now = performance.now();
+      return Math.round(total + Math.max(0, now - last - PERIOD_MS - 5));
+    },
+  };
+}
