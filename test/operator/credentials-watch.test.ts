@@ -59,7 +59,7 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
   /** Reconciles counted by the operator's metrics (every kind and result). */
   const reconciles = async (): Promise<number> => (await metrics.reconcileTotal.get()).values.reduce((n, v) => n + v.value, 0);
   /** A counter's total, or a histogram's count of observations, over every label. */
-  const total = async (name: string): Promise<number> => ((await metrics.registry.getSingleMetric(name)?.get())?.values ?? [])
+  const total = async (name: string): Promise<number> => (((await metrics.registry.getSingleMetric(name)?.get())?.values ?? []) as { value: number; metricName?: string }[])
     .filter((v) => v.metricName === undefined || v.metricName === `${name}_count`).reduce((n, v) => n + v.value, 0);
   /**
    * The operator has caught up with everything written so far: its caches hold every Secret and
