@@ -8,6 +8,8 @@ export default {
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   globalSetup: '<rootDir>/test/harness/global-setup.ts',
   globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
+  // The slowest suites first, also in a fresh clone (test/harness/sequencer.js).
+  testSequencer: '<rootDir>/test/harness/sequencer.js',
   testTimeout: 60_000,
   maxWorkers: 2,
 };

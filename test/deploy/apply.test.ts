@@ -80,17 +80,16 @@ describe('the manifests applied to a real apiserver', () => {
     // --force-conflicts: other suites of this run apply the same CRDs under their own field manager.
     await t.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=deploy-test', '-f', '-'], testCrdYaml());
     await t.kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev']);
-    for (const name of [ns, ...watched, unwatched]) await createNamespace(name);
+    await Promise.all([ns, ...watched, unwatched].map((name) => createNamespace(name)));
     // The release namespace enforces the restricted Pod Security Standard: the apiserver's PodSecurity
     // admission warns on a Deployment whose pod template would be refused.
     await t.kubectl(['label', 'namespace', ns, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/warn=restricted']);
   });
 
   afterAll(async () => {
-    for (const release of releases) {
-      await t?.helm(['uninstall', release.name, '--namespace', release.namespace, '--wait=false']).catch(() => undefined);
-    }
-    for (const name of createdNamespaces) await t?.kubectl(['delete', 'namespace', name, '--wait=false']).catch(() => undefined);
+    // One command per kind of cleanup (each kubectl or helm is a process and a connection).
+    await Promise.all(releases.map((release) => t?.helm(['uninstall', release.name, '--namespace', release.namespace, '--wait=false']).catch(() => undefined)));
+    if (createdNamespaces.length > 0) await t?.kubectl(['delete', 'namespace', ...createdNamespaces, '--ignore-not-found', '--wait=false']).catch(() => undefined);
     t?.dispose();
   });
 

@@ -79,13 +79,27 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     return name;
   };
 
-  /** kubectl with a kubeconfig holding a fresh token of the ServiceAccount, nothing of the admin's. */
-  const asServiceAccount = async (namespace: string, name: string, args: string[]): Promise<string> => {
-    const token = await cp.mintServiceAccountToken(namespace, name, 600);
-    const file = join(dir, `${namespace}.${name}.kubeconfig`);
-    writeFileSync(file, kubeconfigYaml(cp, token, name), { mode: 0o600 });
-    return await t.kubectl([`--kubeconfig=${file}`, ...args]);
+  /**
+   * A kubeconfig holding a token of the ServiceAccount, nothing of the admin's: minted once per
+   * account (every check of a mode runs at once, each its own kubectl) and good for 10 minutes.
+   */
+  const kubeconfigs = new Map<string, Promise<string>>();
+  const kubeconfigOf = (namespace: string, name: string): Promise<string> => {
+    const id = `${namespace}.${name}`;
+    let file = kubeconfigs.get(id);
+    if (file === undefined) {
+      file = (async () => {
+        const token = await cp.mintServiceAccountToken(namespace, name, 600);
+        const path = join(dir, `${id}.kubeconfig`);
+        writeFileSync(path, kubeconfigYaml(cp, token, name), { mode: 0o600 });
+        return path;
+      })();
+      kubeconfigs.set(id, file);
+    }
+    return file;
   };
+  const asServiceAccount = async (namespace: string, name: string, args: string[]): Promise<string> =>
+    await t.kubectl([`--kubeconfig=${await kubeconfigOf(namespace, name)}`, ...args]);
   const listFor = async (account: { namespace: string; name: string }, namespace: string): Promise<string[]> =>
     parseCanIList(await asServiceAccount(account.namespace, account.name, ['auth', 'can-i', '--list', '-n', namespace]));
   /** `kubectl auth can-i VERB RESOURCE ...`: yes (exit 0) or no (exit 1). */
@@ -128,25 +142,38 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     }
   };
 
-  /** The modes' own checks, in words, beside the exact listings. */
+  /**
+   * The modes' own checks, in words, beside the exact listings. They only read, so they run at
+   * once: each is a kubectl process and a review by the apiserver (one after the other they were
+   * most of this suite's time).
+   */
   const expectMode = async (mode: Mode): Promise<void> => {
     const account = { namespace: mode.operatorNamespace, name: mode.serviceAccount };
     const namespaced = mode.watched.length > 0;
     const reconcileIn = (namespace: string): readonly string[] => namespaced && !mode.watched.includes(namespace) ? [] : reconcileGrants;
-    await expectListing(mode, mode.operatorNamespace, [...reconcileIn(mode.operatorNamespace), ...ownNamespaceGrants()]);
-    for (const namespace of mode.watched) await expectListing(mode, namespace, reconcileIn(namespace));
-    await expectListing(mode, mode.unwatched, reconcileIn(mode.unwatched));
+    await Promise.all([
+      ...[...new Set([mode.operatorNamespace, ...mode.watched, mode.unwatched])].map((namespace) => baselineIn(namespace)),
+      kubeconfigOf(account.namespace, account.name),
+    ]);
+    await Promise.all([
+      expectListing(mode, mode.operatorNamespace, [...reconcileIn(mode.operatorNamespace), ...ownNamespaceGrants()]),
+      ...mode.watched.map((namespace) => expectListing(mode, namespace, reconcileIn(namespace))),
+      expectListing(mode, mode.unwatched, reconcileIn(mode.unwatched)),
+    ]);
 
-    const secretsEverywhere = await canI(account, ['list', 'secrets', '--all-namespaces']);
-    expect([mode.title, 'list secrets --all-namespaces', secretsEverywhere]).toEqual([mode.title, 'list secrets --all-namespaces', !namespaced]);
-    expect(await canI(account, ['get', 'secrets', '-n', mode.unwatched])).toBe(!namespaced);
-    expect(await canI(account, ['get', 'secrets/neon-admin', '-n', mode.operatorNamespace])).toBe(!namespaced);
-    expect(await canI(account, ['get', 'secrets/neon-key-operator-signing-key', '-n', mode.operatorNamespace])).toBe(true);
-    expect(await canI(account, ['create', 'apikeys.keys.neon.dev', '-n', mode.watched[0] ?? mode.unwatched])).toBe(false);
-    expect(await canI(account, ['delete', 'projectapikeys.keys.neon.dev', '-n', mode.watched[0] ?? mode.unwatched])).toBe(false);
-    expect(await canI(account, ['update', 'leases/another-lease', '-n', mode.operatorNamespace])).toBe(false);
-    expect(await canI(account, ['update', 'leases/neon-key-operator', '-n', mode.operatorNamespace])).toBe(true);
-    expect(await canI(account, ['*', '*', '--all-namespaces'])).toBe(false);
+    const checks: [string[], boolean][] = [
+      [['list', 'secrets', '--all-namespaces'], !namespaced],
+      [['get', 'secrets', '-n', mode.unwatched], !namespaced],
+      [['get', 'secrets/neon-admin', '-n', mode.operatorNamespace], !namespaced],
+      [['get', 'secrets/neon-key-operator-signing-key', '-n', mode.operatorNamespace], true],
+      [['create', 'apikeys.keys.neon.dev', '-n', mode.watched[0] ?? mode.unwatched], false],
+      [['delete', 'projectapikeys.keys.neon.dev', '-n', mode.watched[0] ?? mode.unwatched], false],
+      [['update', 'leases/another-lease', '-n', mode.operatorNamespace], false],
+      [['update', 'leases/neon-key-operator', '-n', mode.operatorNamespace], true],
+      [['*', '*', '--all-namespaces'], false],
+    ];
+    const answers = await Promise.all(checks.map(async ([args]) => [mode.title, args.join(' '), await canI(account, args)] as const));
+    expect(answers).toEqual(checks.map(([args, allowed]) => [mode.title, args.join(' '), allowed]));
   };
 
   /** Renames the namespaces and cluster-scoped names of kustomize output, keeps its RBAC objects. */
@@ -180,9 +207,10 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
   });
 
   afterAll(async () => {
-    for (const release of releases) await t?.helm(['uninstall', release.name, '--namespace', release.namespace, '--wait=false']).catch(() => undefined);
-    for (const object of clusterObjects) await t?.kubectl(['delete', object, '--ignore-not-found', '--wait=false']).catch(() => undefined);
-    for (const name of namespaces) await t?.kubectl(['delete', 'namespace', name, '--wait=false']).catch(() => undefined);
+    // One command per kind of cleanup (each kubectl or helm is a process and a connection).
+    await Promise.all(releases.map((release) => t?.helm(['uninstall', release.name, '--namespace', release.namespace, '--wait=false']).catch(() => undefined)));
+    if (clusterObjects.length > 0) await t?.kubectl(['delete', ...clusterObjects, '--ignore-not-found', '--wait=false']).catch(() => undefined);
+    if (namespaces.length > 0) await t?.kubectl(['delete', 'namespace', ...namespaces, '--ignore-not-found', '--wait=false']).catch(() => undefined);
     t?.dispose();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -87,9 +87,11 @@ describe('the chart upgrades its CRDs and keeps them on uninstall', () => {
   });
 
   afterAll(async () => {
-    for (const release of releases) await t?.helm(['uninstall', release.name, '--namespace', release.namespace, '--wait=false']).catch(() => undefined);
-    for (const group of groups) await t?.kubectl(['delete', 'crd', `apikeys.${group}`, `projectapikeys.${group}`, '--ignore-not-found', '--wait=false']).catch(() => undefined);
-    for (const name of namespaces) await t?.kubectl(['delete', 'namespace', name, '--wait=false']).catch(() => undefined);
+    // One command per kind of cleanup (each kubectl or helm is a process and a connection).
+    await Promise.all(releases.map((release) => t?.helm(['uninstall', release.name, '--namespace', release.namespace, '--wait=false']).catch(() => undefined)));
+    const crds = groups.flatMap((group) => [`crd/apikeys.${group}`, `crd/projectapikeys.${group}`]);
+    if (crds.length > 0) await t?.kubectl(['delete', ...crds, '--ignore-not-found', '--wait=false']).catch(() => undefined);
+    if (namespaces.length > 0) await t?.kubectl(['delete', 'namespace', ...namespaces, '--ignore-not-found', '--wait=false']).catch(() => undefined);
     t?.dispose();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -70,7 +70,7 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
     }
     await emulator?.close();
     await t?.helm(['uninstall', release, '--namespace', ns, '--wait=false']).catch(() => undefined);
-    for (const name of [appNs, otherAppNs, ns]) await t?.kubectl(['delete', 'namespace', name, '--wait=false']).catch(() => undefined);
+    await t?.kubectl(['delete', 'namespace', appNs, otherAppNs, ns, '--ignore-not-found', '--wait=false']).catch(() => undefined);
     t?.dispose();
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   });

@@ -227,15 +227,10 @@ describe('two operator processes with leader election', () => {
 
   afterAll(async () => {
     clearInterval(sampler);
-    // Leave no finalizer behind: a surviving replica revokes what is left, then everything stops.
+    // Leave no finalizer behind: a surviving replica revokes what is left while the credentials are
+    // there (removeKeys: the ApiKeys first, then the namespace), then everything stops.
     const survivor = replicas.find((r) => r.child.exitCode === null && r.child.signalCode === null && r.name.startsWith('ha-'));
-    if (survivor !== undefined && namespace !== undefined) {
-      await cp.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }).catch(() => undefined);
-      await eventually(async () => {
-        const left = await customObjects(cp.kubeConfig).listNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys' }) as { items: unknown[] };
-        return left.items.length === 0 ? true : undefined;
-      }, 20_000, 'the resources gone').catch(() => undefined);
-    }
+    if (survivor !== undefined && namespace !== undefined) await removeKeys(namespace).catch(() => undefined);
     for (const r of replicas) {
       if (r.child.exitCode !== null || r.child.signalCode !== null) continue;
       r.child.kill('SIGCONT');

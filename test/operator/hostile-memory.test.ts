@@ -102,15 +102,19 @@ describe('a tenant cannot make the operator run out of memory', () => {
   }, 120_000);
 
   afterAll(async () => {
-    // The resources go while the operator runs (their finalizers are its to remove), then it stops.
-    for (const ns of [tenantNs, victimNs]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    for (const ns of [tenantNs, victimNs]) {
-      if (ns === undefined || operator?.exitCode !== null) continue;
+    // The resources go while the operator runs (their finalizers are its to remove) and while their
+    // credentials are there (a namespace deleted first took the victim's credentials Secret with it,
+    // and its keys waited for them: 30 s, then left behind), then the namespaces, then it stops.
+    await Promise.all([tenantNs, victimNs].map(async (ns) => {
+      if (ns === undefined || objects === undefined) return;
+      await objects.deleteCollectionNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }).catch(() => undefined);
+      if (operator?.exitCode !== null) return;
       await eventually(async () => {
         const left = await objects.listNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }) as { items: unknown[] };
         return left.items.length === 0 ? true : undefined;
       }, 30_000, `the ApiKeys of ${ns} gone`).catch(() => undefined);
-    }
+    }));
+    for (const ns of [tenantNs, victimNs]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
     if (operator !== undefined && operator.exitCode === null && operator.signalCode === null) {
       const exited = once(operator, 'exit');
       operator.kill('SIGTERM');

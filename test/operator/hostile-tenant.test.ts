@@ -57,10 +57,21 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await api.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name }) as Resource;
   const attackerCreate = (kind: Kind, name: string, spec: Record<string, unknown>, metadata: Record<string, unknown> = {}): Promise<unknown> =>
     tenant.createNamespacedCustomObject({ group, version, namespace: attackerNs, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name, ...metadata }, spec } });
+  /**
+   * Read, change, replace, as a tenant's tool does: again from a fresh read when the operator wrote
+   * the resource in between (409 Conflict, the resourceVersion read is stale; seen under load).
+   */
   const attackerUpdate = async (kind: Kind, name: string, change: (r: Resource) => void): Promise<void> => {
-    const current = await get(tenant, attackerNs, kind, name);
-    change(current);
-    await tenant.replaceNamespacedCustomObject({ group, version, namespace: attackerNs, plural: plural(kind), name, body: current });
+    for (let attempt = 1; ; attempt++) {
+      const current = await get(tenant, attackerNs, kind, name);
+      change(current);
+      try {
+        await tenant.replaceNamespacedCustomObject({ group, version, namespace: attackerNs, plural: plural(kind), name, body: current });
+        return;
+      } catch (error) {
+        if (!(error instanceof ApiException && error.code === 409) || attempt === 5) throw error;
+      }
+    }
   };
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const untilAttacker = (kind: Kind, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
