@@ -450,6 +450,40 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
+  it("7. another user's credentials put in within seconds of a key's create, then its Secret deleted: the key stays recorded, no key is forgotten", async () => {
+    // Hostile campaign seed 24: under other credentials the key was only presumed live (newer than
+    // their list, not in it), taken for one they could replace; the new key became the record and
+    // the revoke of the old one, a NOT_FOUND to another user, dropped it from every record.
+    const setCredentials = async (apiKey: string): Promise<void> => {
+      const current = await tenantCore.readNamespacedSecret({ namespace: attackerNs, name: 'quick-creds' });
+      await tenantCore.replaceNamespacedSecret({ namespace: attackerNs, name: 'quick-creds', body: { metadata: { name: 'quick-creds', resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } } });
+    };
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'quick-creds' }, stringData: { apiKey: malloryKey } } });
+    await attackerCreate('ApiKey', 'quick', { scope: 'Personal', keyName: 'quick', credentialsSecretRef: { name: 'quick-creds' } });
+    const first = await untilAttacker('ApiKey', 'quick', ready, 'Ready with key 1');
+    const key1 = first.status!.keyId!;
+    // At once, as the campaign's tenant did: the credentials rewritten to another user's key, and
+    // the key's Secret deleted (a repair that would need a revoke those credentials cannot make).
+    await setCredentials(carolKey);
+    await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'quick' });
+    const after = await untilAttacker('ApiKey', 'quick', (r) => condition(r, 'KeyIssued')?.reason === 'CredentialsChanged' || r.status?.keyId !== key1, 'CredentialsChanged, or another key');
+    expect({ keyId: after.status?.keyId, reason: condition(after, 'KeyIssued')?.reason }).toEqual({ keyId: key1, reason: 'CredentialsChanged' });
+    // Over several drift intervals (1.5 s): key 1 live and recorded, and no other key of it.
+    await everyLiveKeyRecorded('quick', 'quick', 4_000);
+    expect(await liveKeysOf('quick')).toEqual([key1]);
+
+    // The credentials that issued it, back: repaired (a new key, key 1 revoked after it), nothing forgotten.
+    await setCredentials(malloryKey);
+    await untilAttacker('ApiKey', 'quick', (r) => ready(r) && r.status?.keyId !== key1, 'Ready with a key of its own again');
+    await eventually(async () => ((await platformKeys()).find((k) => k.id === key1)?.revoked === true ? true : undefined), 10_000, 'key 1 revoked');
+    await everyLiveKeyRecorded('quick', 'quick', 3_000);
+
+    await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'quick' });
+    await gone('quick');
+    expect(await liveKeysOf('quick')).toEqual([]);
+    await victimsIntact();
+  });
+
   it('the secret values never reach the log, and nothing failed unexpectedly', async () => {
     const all = logLines.join('');
     for (const value of [aliceKey, malloryKey, carolKey]) expect(all.includes(value)).toBe(false);
