@@ -450,10 +450,91 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
+  it("7. another user's credentials put in within seconds of a key's create, then its Secret deleted: the key stays recorded, no key is forgotten", async () => {
+    // Hostile campaign seed 24: under other credentials the key was only presumed live (newer than
+    // their list, not in it), taken for one they could replace; the new key became the record and
+    // the revoke of the old one, a NOT_FOUND to another user, dropped it from every record.
+    const setCredentials = async (apiKey: string): Promise<void> => {
+      const current = await tenantCore.readNamespacedSecret({ namespace: attackerNs, name: 'quick-creds' });
+      await tenantCore.replaceNamespacedSecret({ namespace: attackerNs, name: 'quick-creds', body: { metadata: { name: 'quick-creds', resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } } });
+    };
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'quick-creds' }, stringData: { apiKey: malloryKey } } });
+    await attackerCreate('ApiKey', 'quick', { scope: 'Personal', keyName: 'quick', credentialsSecretRef: { name: 'quick-creds' } });
+    const first = await untilAttacker('ApiKey', 'quick', ready, 'Ready with key 1');
+    const key1 = first.status!.keyId!;
+    // At once, as the campaign's tenant did: the credentials rewritten to another user's key, and
+    // the key's Secret deleted (a repair that would need a revoke those credentials cannot make).
+    await setCredentials(carolKey);
+    await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'quick' });
+    const after = await untilAttacker('ApiKey', 'quick', (r) => condition(r, 'KeyIssued')?.reason === 'CredentialsChanged' || r.status?.keyId !== key1, 'CredentialsChanged, or another key');
+    expect({ keyId: after.status?.keyId, reason: condition(after, 'KeyIssued')?.reason }).toEqual({ keyId: key1, reason: 'CredentialsChanged' });
+    // Over several drift intervals (1.5 s): key 1 live and recorded, and no other key of it.
+    await everyLiveKeyRecorded('quick', 'quick', 4_000);
+    expect(await liveKeysOf('quick')).toEqual([key1]);
+
+    // The credentials that issued it, back: repaired (a new key, key 1 revoked after it), nothing forgotten.
+    await setCredentials(malloryKey);
+    await untilAttacker('ApiKey', 'quick', (r) => ready(r) && r.status?.keyId !== key1, 'Ready with a key of its own again');
+    await eventually(async () => ((await platformKeys()).find((k) => k.id === key1)?.revoked === true ? true : undefined), 10_000, 'key 1 revoked');
+    await everyLiveKeyRecorded('quick', 'quick', 3_000);
+
+    await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'quick' });
+    await gone('quick');
+    expect(await liveKeysOf('quick')).toEqual([]);
+    await victimsIntact();
+  });
+
+  it("7b. a repair interrupted before its revoke, then another user's credentials: the replaced key is not revoked with them, nor forgotten", async () => {
+    const setCredentials = async (apiKey: string): Promise<void> => {
+      const current = await tenantCore.readNamespacedSecret({ namespace: attackerNs, name: 'interrupted-creds' });
+      await tenantCore.replaceNamespacedSecret({ namespace: attackerNs, name: 'interrupted-creds', body: { metadata: { name: 'interrupted-creds', resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } } });
+    };
+    const intentOf = (r: Resource): { replaces?: number } | undefined => {
+      const raw = r.metadata.annotations?.['keys.neon.dev/create-pending'];
+      return raw === undefined ? undefined : JSON.parse(raw) as { replaces?: number };
+    };
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'interrupted-creds' }, stringData: { apiKey: malloryKey } } });
+    await attackerCreate('ApiKey', 'interrupted', { scope: 'Personal', keyName: 'interrupted', credentialsSecretRef: { name: 'interrupted-creds' } });
+    const first = await untilAttacker('ApiKey', 'interrupted', ready, 'Ready with key 1');
+    const key1 = first.status!.keyId!;
+    // The platform refuses every revoke of a personal key for now (an outage): the repair of the
+    // deleted Secret records key 2 and keeps its intent, which still has key 1 to revoke.
+    await adminApi('PUT', '/faults', { rules: [{ method: 'DELETE', route: '/api/v2/api_keys/:key_id', probability: 1, kind: 'status', status: 503 }] });
+    try {
+      await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'interrupted' });
+      const repairing = await untilAttacker('ApiKey', 'interrupted', (r) => r.status?.keyId !== key1 && intentOf(r)?.replaces === key1, 'key 2 recorded, key 1 still to revoke');
+      const key2 = repairing.status!.keyId!;
+      // Another user's credentials, then the platform back. Those credentials would get NOT_FOUND for key 1.
+      await setCredentials(carolKey);
+      await eventually(async () => {
+        const r = await get(admin, attackerNs, 'ApiKey', 'interrupted');
+        return condition(r, 'KeyIssued')?.reason === 'CredentialsChanged' ? true : undefined;
+      }, 8_000, 'CredentialsChanged').catch(() => undefined);
+      await adminApi('DELETE', '/faults');
+      const held = await untilAttacker('ApiKey', 'interrupted', (r) => intentOf(r) === undefined || condition(r, 'KeyIssued')?.reason === 'CredentialsChanged', 'the intent finished, or held');
+      // Key 1 is live, and still named by the intent it was replaced by: not dropped from the records.
+      expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
+      expect({ keyId: held.status?.keyId, replaces: intentOf(held)?.replaces, reason: condition(held, 'KeyIssued')?.reason }).toEqual({ keyId: key2, replaces: key1, reason: 'CredentialsChanged' });
+
+      // The credentials that issued them, back: the repair finishes (key 1 revoked), key 2 is the only live key.
+      await setCredentials(malloryKey);
+      await untilAttacker('ApiKey', 'interrupted', (r) => ready(r) && intentOf(r) === undefined && r.status?.keyId === key2, 'the repair finished');
+      expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(true);
+      expect(await liveKeysOf('interrupted')).toEqual([key2]);
+    } finally {
+      await adminApi('DELETE', '/faults');
+    }
+    await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'interrupted' });
+    await gone('interrupted');
+    expect(await liveKeysOf('interrupted')).toEqual([]);
+    await victimsIntact();
+  });
+
   it('the secret values never reach the log, and nothing failed unexpectedly', async () => {
     const all = logLines.join('');
     for (const value of [aliceKey, malloryKey, carolKey]) expect(all.includes(value)).toBe(false);
-    expect(logLines.filter((l) => l.includes('"reconcile failed"'))).toEqual([]);
+    // 7b's outage of revokes fails its repair's passes on purpose; nothing else may fail.
+    expect(logLines.filter((l) => l.includes('"reconcile failed"') && !l.includes('"name":"interrupted"'))).toEqual([]);
     // Sanity of the premise: the victims' keys really work.
     const value = Buffer.from((await adminCore.readNamespacedSecret({ namespace: victimNs, name: 'victim-org' })).data?.apiKey ?? '', 'base64').toString('utf8');
     expect((await new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: value, retry: { maxAttempts: 1 } }).listProjects({ orgId: org })).length).toBeGreaterThan(0);

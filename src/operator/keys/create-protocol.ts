@@ -273,7 +273,12 @@ async function refuseForeignSecret(deps: KeyDeps, ctx: Context, platform: KeyPla
   return { type: 'Backoff' };
 }
 
-/** Revokes the key an attempt replaced; one already gone is fine. */
+/**
+ * Revokes the key an attempt replaced; one already gone is fine. A NOT_FOUND means gone only to
+ * credentials that could see the key: decide() replaces a key, and finishes an interrupted
+ * replacement, only with the credentials that issued it or ones whose list shows it
+ * (credentialsCanRevoke in decision.ts; docs/security.md, hostile campaign seed 24).
+ */
 async function revokeReplaced(deps: KeyDeps, ctx: Context, keyId: number): Promise<void> {
   const { adapter } = ctx;
   if (adapter === undefined) return;

@@ -150,6 +150,12 @@ export interface Observation {
      * Unverifiable when the look failed (credentials refused, platform unavailable): see `check`.
      */
     key: 'Live' | 'Absent' | 'Unknown' | 'Unverifiable';
+    /**
+     * The recorded key is in the list itself. `Live` without it is only presumed live: made after,
+     * or a few seconds before, the list was taken (observing/drift.ts keyState), which says nothing
+     * of whether these credentials can see it, nor revoke it.
+     */
+    listed?: boolean;
     /** Set with Unverifiable: why, since when the checks fail, and after how long that is reported. */
     check?: { reason: Reason; message: string; failingForMs: number; reportAfterMs: number };
     /** ProjectApiKey: whether the project is still owned by the organization. */
@@ -262,12 +268,36 @@ function adoptable(o: Observation, pending: PendingAttempt): number | undefined 
   return fits ? secret.keyId : undefined;
 }
 
+/**
+ * Whether the credentials now in use can revoke the recorded key, so that their NOT_FOUND means
+ * revoked: the ones that issued it (status.credentialsFingerprint), or others whose list shows it
+ * (a personal key is listed to its owner only). Only a personal list depends on whose credentials
+ * ask (credentialsChanged is never set for an organization's keys).
+ */
+export function credentialsCanRevoke(o: Pick<Observation, 'credentialsChanged' | 'platform'>): boolean {
+  return o.credentialsChanged !== true || o.platform.listed === true;
+}
+
 function pendingDecision(o: Observation, pending: PendingAttempt, doing: string): Decision {
   if (!consistentIntent(pending, o.status)) {
     return {
       action: { type: 'ClearPending' },
       reason: 'StaleIntent',
       message: `the keys.neon.dev/create-pending annotation names attempt ${pending.attempt}, which neither issued nor replaces the recorded key ${o.status.keyId} (an old intent put back); clearing it without adopting or revoking anything`,
+    };
+  }
+  // An intent that moves on from a recorded key (a repair or a rotation: `replaces`) is finished
+  // only with credentials that can revoke what it replaced and see what it made: recovery lists and
+  // revokes the attempt's keys and the replaced key with the credentials now in use, and adoption
+  // revokes the replaced key (a rotation's retires later) and records these credentials as the new
+  // key's. Other credentials would get NOT_FOUND for keys that may well be live, and drop them from
+  // every record. A key given up (`abandons`) is not revoked: its intent goes on.
+  if (o.status.keyId !== undefined && pending.abandons === undefined && !credentialsCanRevoke(o)) {
+    return {
+      action: { type: 'Blocked', retry: false },
+      reason: 'CredentialsChanged',
+      message: `attempt ${pending.attempt}${pending.replaces !== undefined ? `, replacing key ${pending.replaces},` : ''} was interrupted, and key ${o.status.keyId} was issued with other credentials `
+        + `than the ones now in the credentials Secret, which cannot see it: nothing is revoked or recorded with them. Put the credentials that issued it back to finish the attempt`,
     };
   }
   const secret = o.secret;
@@ -380,8 +410,10 @@ export function decide(o: Observation): Decision {
   // A key is replaced (or rotated) only with credentials that can revoke it: other credentials than
   // the ones that issued it, which have not shown it in their list, would make the new key the
   // record and get NOT_FOUND for the old one, which then stays live, recorded nowhere (issue 24,
-  // hostile campaign seed 7: a tenant switching a Personal key's credentials between users).
-  const replaceable = o.credentialsChanged !== true || o.platform.key === 'Live';
+  // hostile campaign seed 7: a tenant switching a Personal key's credentials between users). Shown
+  // means in the list itself: a key presumed live for being newer than the list is not (seed 24:
+  // the credentials switched within seconds of the key's create, then its Secret edited).
+  const replaceable = credentialsCanRevoke(o);
   const cannotReplace = (why: string): Decision => o.abandonKey === keyId
     ? ((given) => given.action.type === 'Create' ? { ...given, action: { type: 'Create', abandons: keyId } } : given)(create(undefined, 'KeyAbandoned', `key ${keyId} was given up (keys.neon.dev/abandon-key); issuing a new one`))
     : {

@@ -94,8 +94,13 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   let platform: Observation['platform'] = { key: 'Unknown', project: 'Unknown' };
   const recorded = recordedKeyId({ status: { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}) }, ...(secretObservation !== undefined ? { secret: secretObservation } : {}) });
   const fingerprint = apiKey !== undefined && credentials === 'Present' ? deps.signer.fingerprint(apiKey) : undefined;
+  // Only a personal list depends on whose credentials ask: an organization's list shows every
+  // key of the organization to each of its administrators, so absence there is absence.
+  const credentialsChanged = adapter?.listScope === 'personal' && fingerprint !== undefined && status.credentialsFingerprint !== undefined && status.credentialsFingerprint !== fingerprint;
   let listed: ListedUse | undefined;
-  if (meta.deletionTimestamp === undefined && pending === undefined && adapter !== undefined && recorded !== undefined) {
+  // With an intent pending, the key is looked up only under other credentials than the ones that
+  // issued it: whether they list it decides whether they may finish the intent (decision.ts).
+  if (meta.deletionTimestamp === undefined && (pending === undefined || credentialsChanged) && adapter !== undefined && recorded !== undefined) {
     ({ platform, listed } = await checkRecordedKey(deps, failingSince, {
       trackingKey: `${resource.kind}/${meta.namespace}/${meta.name}`,
       adapter,
@@ -104,6 +109,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
       createdAt: status.createdAt,
       logger,
     }));
+    if (listed !== undefined) platform.listed = true;
   }
   const abandon = meta.annotations?.[ANNOTATION_ABANDON_KEY];
 
@@ -132,9 +138,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     ...(secretObservation !== undefined ? { secret: secretObservation } : {}),
     credentials,
     platform,
-    // Only a personal list depends on whose credentials ask: an organization's list shows every
-    // key of the organization to each of its administrators, so absence there is absence.
-    credentialsChanged: adapter?.listScope === 'personal' && fingerprint !== undefined && status.credentialsFingerprint !== undefined && status.credentialsFingerprint !== fingerprint,
+    credentialsChanged,
     ...(abandon !== undefined && /^\d{1,15}$/.test(abandon) ? { abandonKey: Number(abandon) } : {}),
     secretIsCredentials: spec !== undefined && secretName === spec.credentialsSecretRef.name,
   };

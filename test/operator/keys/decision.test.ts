@@ -28,6 +28,8 @@ const synced = { owned: true, verified: true, keyId: 7, keyName: 'ci-deployer-zz
 const recorded = { keyId: 7, secretHash: 'h7' };
 
 const live = { key: 'Live', project: 'Unknown' } as const;
+/** Live in the list itself (not only presumed live for being newer than the list). */
+const listed = { key: 'Live', listed: true, project: 'Unknown' } as const;
 const retiringKey = (over: Partial<RetiringObservation> = {}): RetiringObservation => ({
   keyId: 5, since: NOW - 60_000, graceMs: 10_000, maxGraceMs: 600_000, restart: 'NotConfigured', rollouts: { complete: true }, platform: { state: 'Live', seenAt: NOW }, ...over,
 });
@@ -145,12 +147,25 @@ const rows: Row[] = [
 
   // credentials change is a state, not drift
   ['a key the new credentials cannot see is not taken for revoked', { status: recorded, secret: synced, credentialsChanged: true, platform: { key: 'Absent', project: 'Unknown' } }, 'Blocked', 'CredentialsChanged', { retry: false }],
-  ['a key the new credentials see is fine', { status: recorded, secret: synced, credentialsChanged: true, platform: { key: 'Live', project: 'Unknown' } }, 'InSync', 'Ready'],
+  ['a key the new credentials see is fine', { status: recorded, secret: synced, credentialsChanged: true, platform: listed }, 'InSync', 'Ready'],
+  ['a key presumed live under other credentials (newer than their list) is left as it is', { status: recorded, secret: synced, credentialsChanged: true, platform: live }, 'InSync', 'Ready'],
   ['a person can give up the key: a new one, nothing revoked, the given-up key in the intent', { status: recorded, secret: synced, credentialsChanged: true, abandonKey: 7, platform: { key: 'Absent', project: 'Unknown' } }, 'Create', 'KeyAbandoned', { replaces: undefined, abandons: 7 }],
   // issue 24 (hostile campaign seed 7): a key is replaced only with credentials that can revoke it
   ['a deleted Secret under other credentials that have not shown the key: no new key (its revoke would be a NOT_FOUND that proves nothing)', { status: recorded, credentialsChanged: true }, 'Blocked', 'CredentialsChanged', { retry: false }],
   ['a tampered Secret under other credentials that have not shown the key: no new key', { status: recorded, secret: { ...synced, hash: 'other' }, credentialsChanged: true, platform: { key: 'Unverifiable', project: 'Unknown', check: { reason: 'CredentialsRefused', message: 'm', failingForMs: 1, reportAfterMs: 10_000 } } }, 'Blocked', 'CredentialsChanged'],
-  ['a deleted Secret under other credentials that see the key (in their list): repaired', { status: recorded, credentialsChanged: true, platform: live }, 'Create', 'SecretMissing', { replaces: 7 }],
+  ['a deleted Secret under other credentials that see the key (in their list): repaired', { status: recorded, credentialsChanged: true, platform: listed }, 'Create', 'SecretMissing', { replaces: 7 }],
+  // hostile campaign seed 24: "Live" only because the key is newer than the list is not "shown"
+  ['a tampered Secret under other credentials, the key only presumed live (newer than their list): no new key', { status: recorded, secret: { ...synced, hash: 'other' }, credentialsChanged: true, platform: live }, 'Blocked', 'CredentialsChanged', { retry: false }],
+  ['a deleted Secret under other credentials, the key only presumed live: no new key', { status: recorded, credentialsChanged: true, platform: live }, 'Blocked', 'CredentialsChanged', { retry: false }],
+  ['a rotation due under other credentials, the key only presumed live: no new key', { status: recorded, secret: synced, credentialsChanged: true, platform: live, rotation: { request: 't1' } }, 'Blocked', 'CredentialsChanged'],
+  ['a tampered Secret under other credentials that list the key: repaired', { status: recorded, secret: { ...synced, hash: 'other' }, credentialsChanged: true, platform: listed }, 'Create', 'SecretTampered', { replaces: 7 }],
+  // an interrupted repair or rotation is finished only with credentials that can revoke what it replaced
+  ['an interrupted repair under other credentials is not adopted (its revoke of the replaced key would prove nothing)', { pending: attempt({ replaces: 7 }), status: recorded, credentialsChanged: true, secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9', replaces: 7 } }, 'Blocked', 'CredentialsChanged', { retry: false }],
+  ['an interrupted repair under other credentials is not recovered (they list neither its keys nor the replaced one)', { pending: attempt({ replaces: 7 }), status: recorded, credentialsChanged: true }, 'Blocked', 'CredentialsChanged'],
+  ['an interrupted repair already recorded, under other credentials: the replaced key is not revoked with them', { pending: attempt({ replaces: 5 }), status: { ...recorded, keyName: 'ci-deployer-abcd1234' }, credentialsChanged: true, secret: { ...synced, keyName: 'ci-deployer-abcd1234', replaces: 5 } }, 'Blocked', 'CredentialsChanged'],
+  ['an interrupted rotation under other credentials waits for the ones that issued the key', { pending: attempt({ replaces: 7, rotation: { request: 't1' } }), status: recorded, credentialsChanged: true, platform: live }, 'Blocked', 'CredentialsChanged'],
+  ['an interrupted repair under other credentials that list the recorded key is adopted', { pending: attempt({ replaces: 7 }), status: recorded, credentialsChanged: true, platform: listed, secret: { owned: true, verified: true, keyId: 9, keyName: 'ci-deployer-abcd1234', hash: 'h9', replaces: 7 } }, 'Adopt', 'Adopting', { keyId: 9 }],
+  ['deleting with an interrupted repair under other credentials waits for the ones that issued the key', { deleting: true, pending: attempt({ replaces: 7 }), status: recorded, credentialsChanged: true }, 'Blocked', 'CredentialsChanged'],
   ['a deleted Secret of a given-up key: a new key, the given-up one named, not revoked', { status: recorded, credentialsChanged: true, abandonKey: 7 }, 'Create', 'KeyAbandoned', { replaces: undefined, abandons: 7 }],
   ['a rotation due under other credentials that have not shown the key waits for the ones that issued it', { status: recorded, secret: synced, credentialsChanged: true, rotation: { request: 't1' } }, 'Blocked', 'CredentialsChanged'],
   ['giving up another key id does nothing', { status: recorded, secret: synced, credentialsChanged: true, abandonKey: 8, platform: { key: 'Absent', project: 'Unknown' } }, 'Blocked', 'CredentialsChanged'],

@@ -62,7 +62,7 @@ export const REASONS: Record<Reason, ReasonDoc> = {
   },
   CredentialsChanged: {
     on: 'KeyIssued=False, Ready=False, Rotating=True; Warning event',
-    meaning: 'a personal key issued with other credentials, which the current ones cannot see or revoke: neither taken for revoked nor replaced (see keys.neon.dev/abandon-key); also holds repairs, rotations and revocations',
+    meaning: 'a personal key issued with other credentials, which the current ones cannot see or revoke: neither taken for revoked nor replaced (see keys.neon.dev/abandon-key); also holds repairs, rotations, revocations and an interrupted repair or rotation (neither adopted nor recovered with them)',
   },
   CredentialsRefused: {
     on: 'Ready=Unknown, KeyIssued=Unknown; Warning event',
