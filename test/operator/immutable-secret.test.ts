@@ -106,7 +106,8 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     expect(r.status).toMatchObject({ keyId: adoptedKeyId, secretName: `adopted-key-${adoptedKeyId}` });
     expect(await liveIds('adopted')).toEqual([adoptedKeyId]);
     expect(await secretsOf('adopted')).toEqual([`adopted-key-${adoptedKeyId}`]);
-    expect((await events('adopted')).map((e) => e.reason)).toContain('KeyAdopted');
+    // The event is recorded after the status that makes the resource Ready: waited for, not read once.
+    await eventually(async () => ((await events('adopted')).some((e) => e.reason === 'KeyAdopted') ? true : undefined), 10_000, 'the KeyAdopted event');
   });
 
   it('writes each key to its own immutable Secret, whose data the apiserver refuses to change; the mode is fixed at creation', async () => {
