@@ -126,6 +126,28 @@ describe('CreateAdmission', () => {
     expect(telling.tell('org-a', 'k/a/6')).toBeUndefined();
   });
 
+  it('tells a few keys of a namespace per backlog: its told keys\' turns give no count back while it still has keys waiting', () => {
+    const telling = new CreateAdmission({ perOrganization: 1, wake: (key) => woken.push(key), tellAhead: 2, tellPerNamespace: 2 });
+    let running = telling.admit('org-a', 'k/a/0');
+    for (let i = 1; i <= 8; i++) telling.waitsForTurn('org-a', `k/a/${i}`);
+    expect(telling.tell('org-a', 'k/a/3')).toEqual({ ahead: 2, aheadInNamespace: 2 });
+    expect(telling.tell('org-a', 'k/a/4')).toEqual({ ahead: 3, aheadInNamespace: 3 });
+    // Turns go by up to and past the told keys a/3 and a/4; a's backlog lasts, so no other key of a is told.
+    for (let i = 1; i <= 5; i++) {
+      running?.done();
+      running = telling.admit('org-a', `k/a/${i}`);
+      expect(running).toBeDefined();
+      expect(telling.tell('org-a', 'k/a/8')).toBeUndefined();
+    }
+    // Its backlog gone (a/6, a/7 and a/8 have had their turns), a new backlog of a is told again.
+    for (let i = 6; i <= 8; i++) {
+      running?.done();
+      running = telling.admit('org-a', `k/a/${i}`);
+    }
+    for (let i = 9; i <= 12; i++) telling.waitsForTurn('org-a', `k/a/${i}`);
+    expect(telling.tell('org-a', 'k/a/12')).toEqual({ ahead: 3, aheadInNamespace: 3 });
+  });
+
   it('refuses a bound that is not a positive integer', () => {
     expect(() => new CreateAdmission({ perOrganization: 0, wake: () => undefined })).toThrow(RangeError);
   });

@@ -67,6 +67,11 @@ export class CreateLine {
     return this.#where.has(item);
   }
 
+  /** Items of this namespace waiting. */
+  waitingIn(namespace: string): number {
+    return this.#flows.get(namespace)?.size ?? 0;
+  }
+
   /** Adds an item at the back of its namespace's line for its priority; an item already in line keeps its place unless it becomes more urgent. */
   add(item: string, priority: Priority = 'create'): void {
     const rank = PRIORITIES.indexOf(priority);
