@@ -22,6 +22,7 @@ import { freePort, kubeconfigYaml, startControlPlane, type RunningControlPlane }
 import { parseGoDuration } from '../src/operator/go-duration.ts';
 import { spawnChild } from './emulator.ts';
 import { percentile } from './load.ts';
+import { stopOperator } from './operator.ts';
 import type { BenchOptions, FairnessBenchOptions } from './options.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -310,7 +311,9 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     const operatorKubeconfig = join(dir, 'operator.kubeconfig');
     writeFileSync(operatorKubeconfig, kubeconfigYaml(info, token, 'neon-key-operator'), { mode: 0o600 });
     const [metricsPort, healthPort] = [await freePort(), await freePort()];
-    operator = spawn(process.execPath, [join(ROOT, 'src/operator/main.ts'), `--kubeconfig=${operatorKubeconfig}`, `--platform-url=${boot.baseUrl}`,
+    // With --profile the operator runs with --cpu-prof: its profile of the whole run is written when SIGTERM stops it (below).
+    const profile = opts.profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`, '--cpu-prof-name=operator-fairness.cpuprofile'] : [];
+    operator = spawn(process.execPath, [...profile, join(ROOT, 'src/operator/main.ts'), `--kubeconfig=${operatorKubeconfig}`, `--platform-url=${boot.baseUrl}`,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`, `--drift-interval=${o.driftInterval}`,
     ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: o.stages === true ? 'debug' : 'info' } });
     const logStream = createWriteStream(join(dir, 'operator.log'));
@@ -443,6 +446,8 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
   } finally {
     stopped = true;
     for (const w of watches) w.abort();
+    // SIGTERM first: the operator's profile (--profile) is written on its way out.
+    if (opts.profileDir !== undefined) await stopOperator(operator);
     killOperator();
     process.off('exit', killOperator);
     await emulator?.stop().catch(() => undefined);
