@@ -22,7 +22,8 @@ image=${IMAGE:-docker.io/library/neon-key-operator:e2e}
 image2=${image%:*}:e2e-upgrade
 created_cluster=false
 
-log() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+kind_started=$(date +%s)
+log() { printf '\n\033[1m==> %s\033[0m (at %ss)\n' "$*" "$(( $(date +%s) - kind_started ))"; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
 cleanup() {
@@ -47,7 +48,8 @@ log "Creating kind cluster $cluster"
 if kind get clusters | grep -qx "$cluster"; then fail "a kind cluster named $cluster exists; delete it or set KIND_CLUSTER"; fi
 # Deleted on exit, also when the create fails half way.
 created_cluster=true
-kind create cluster --name "$cluster" --wait 120s ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"}
+stamped() { local t0 line; t0=$(date +%s); while IFS= read -r line; do printf '[%3ss] %s\n' "$(( $(date +%s) - t0 ))" "$line"; done; }
+kind create cluster --name "$cluster" --wait 120s ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"} 2>&1 | stamped
 kubectl config use-context "kind-$cluster" >/dev/null
 if [ -n "${KIND_AFTER_CREATE:-}" ]; then bash -c "$KIND_AFTER_CREATE"; fi
 
@@ -97,4 +99,4 @@ export E2E_IMAGE=$image E2E_IMAGE2=$image2
 # shellcheck source=scenarios.sh
 source "$root/test/e2e/scenarios.sh"
 run_scenarios
-echo "e2e passed"
+echo "e2e passed (at $(( $(date +%s) - kind_started ))s)"

@@ -67,8 +67,8 @@ E2E_PROMETHEUS="$(bash "$root/test/prometheus/build.sh")/prometheus"
 export E2E_PROMETHEUS
 phase binaries
 
-log "Base rootfs (mmdebstrap; cached)"
-bash "$here/base-image.sh" rootfs
+log "Base rootfs (mmdebstrap and kind's recipe; cached)"
+bash "$here/base-image.sh" rootfs "$kind_bin"
 phase rootfs
 
 # One offline kind run at a time on this machine: the engine's store (.cache/kind/docker) is shared.
