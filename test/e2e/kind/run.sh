@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `npm run e2e:kind`: test/e2e/kind.sh on a machine with no Docker engine and no container
-# registry (this project's CI). Builds (or reuses) kind and the Go programs of the node image
-# (build.sh), the base rootfs (base-image.sh rootfs, mmdebstrap), the operator image from the
-# unchanged Dockerfile (buildah, as test/e2e/node/run.sh does); gets Debian's docker.io; then
-# session.sh, in private PID, mount and network namespaces, starts its own dockerd, makes the kind
-# node image and runs test/e2e/kind.sh. Checks the machine is left as it was found
-# (test/e2e/node/machine-state.sh before and after).
+# registry (this project's CI). Gets Debian's docker.io; builds (or reuses) kind and the Go
+# programs of the node image (build.sh); then, at the same time, the operator image from the
+# unchanged Dockerfile (buildah, as test/e2e/node/run.sh does) and the rest: the base rootfs
+# (base-image.sh rootfs: mmdebstrap and kind's recipe), then session.sh, which in private PID,
+# mount and network namespaces starts its own dockerd, makes the kind node image and runs
+# test/e2e/kind.sh (the cluster is made while the image may still be building). Checks the
+# machine is left as it was found (test/e2e/node/machine-state.sh before and after).
 #
 # Skips, saying why, where it cannot run: not Linux, not root, a tool missing that apt-get cannot
 # install. E2E_REQUIRE=1 (CI) turns a skip into a failure. Where Docker reaches the registries, run
