@@ -2,9 +2,9 @@
 # Builds the Go programs of the offline kind e2e into .cache/kind/<stamp>/bin and prints that folder
 # on stdout: kind itself, kubeadm (the same k8s.io/kubernetes version as test/controlplane and
 # test/node, whose kube-apiserver, kube-controller-manager, kubectl, etcd, kubelet, kube-scheduler,
-# kube-proxy and pause are reused as built), containerd, crictl and CoreDNS. Each is a Go module at a
-# pinned version; Go's build cache shares what they have in common with the other builds (kubeadm:
-# ~1 min after test/node's build, cold). CoreDNS is built with the plugins of kind's Corefile only
+# kube-proxy and pause are reused as built), containerd, crictl, CoreDNS and the kindnetd stand-in
+# (tools/kindnetd). Each is a Go module at a pinned version; Go's build cache shares what they
+# have in common with the other builds (kubeadm: ~1 min after test/node's build, cold). CoreDNS is built with the plugins of kind's Corefile only
 # (tools/coredns). kind's default storage (local-path-provisioner) is not built: no scenario uses a
 # PersistentVolume (node-image.sh, docs/testing.md "On kind").
 set -euo pipefail
@@ -31,10 +31,10 @@ if [ "$kube_version" != "$controlplane_version" ]; then
   exit 1
 fi
 
-stamp=$( (cat "$here/tools/go.mod" "$here/tools/go.sum" "$here"/tools/coredns/go.* "$here/tools/coredns/main.go" \
+stamp=$( (cat "$here/tools/go.mod" "$here/tools/go.sum" "$here"/tools/coredns/go.* "$here/tools/coredns/main.go" "$here/tools/kindnetd/main.go" \
   "$here/build.sh"; go version) | sha256sum | cut -c1-16)
 bin="$root/.cache/kind/$kube_version-$stamp/bin"
-programs=(kind kubeadm containerd ctr containerd-shim-runc-v2 crictl coredns)
+programs=(kind kubeadm containerd ctr containerd-shim-runc-v2 crictl coredns kindnetd)
 complete=true
 for program in "${programs[@]}"; do [ -x "$bin/$program" ] || complete=false; done
 if $complete; then echo "$bin"; exit 0; fi
@@ -55,6 +55,8 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 log "building kubeadm $kube_version"
 (cd "$here/tools" && GOFLAGS=-mod=readonly go_binary "$bin_partial/kubeadm" -trimpath -ldflags "-s -w $kube_ldflags" k8s.io/kubernetes/cmd/kubeadm)
+# The kindnetd stand-in (tools/kindnetd: the standard library only).
+(cd "$here/tools" && GOFLAGS=-mod=readonly go_binary "$bin_partial/kindnetd" -trimpath -ldflags "-s -w" ./kindnetd)
 
 # The others from their own modules at a pinned version (module@version: their go.sum,
 # checked against the checksum database).

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `npm run e2e:kind`: test/e2e/kind.sh on a machine with no Docker engine and no container
-# registry (this project's CI). Builds (or reuses) kind and the Go programs of the node image
-# (build.sh), the base rootfs (base-image.sh rootfs, mmdebstrap), the operator image from the
-# unchanged Dockerfile (buildah, as test/e2e/node/run.sh does); gets Debian's docker.io; then
-# session.sh, in private PID, mount and network namespaces, starts its own dockerd, makes the kind
-# node image and runs test/e2e/kind.sh. Checks the machine is left as it was found
-# (test/e2e/node/machine-state.sh before and after).
+# registry (this project's CI). Gets Debian's docker.io; builds (or reuses) kind and the Go
+# programs of the node image (build.sh); then, at the same time, the operator image from the
+# unchanged Dockerfile (buildah, as test/e2e/node/run.sh does) and the rest: the base rootfs
+# (base-image.sh rootfs: mmdebstrap and kind's recipe), then session.sh, which in private PID,
+# mount and network namespaces starts its own dockerd, makes the kind node image and runs
+# test/e2e/kind.sh (the cluster is made while the image may still be building). Checks the
+# machine is left as it was found (test/e2e/node/machine-state.sh before and after).
 #
 # Skips, saying why, where it cannot run: not Linux, not root, a tool missing that apt-get cannot
 # install. E2E_REQUIRE=1 (CI) turns a skip into a failure. Where Docker reaches the registries, run
@@ -67,10 +68,6 @@ E2E_PROMETHEUS="$(bash "$root/test/prometheus/build.sh")/prometheus"
 export E2E_PROMETHEUS
 phase binaries
 
-log "Base rootfs (mmdebstrap; cached)"
-bash "$here/base-image.sh" rootfs
-phase rootfs
-
 # One offline kind run at a time on this machine: the engine's store (.cache/kind/docker) is shared.
 exec 9>"$root/.cache/kind/run.lock"
 flock 9
@@ -88,9 +85,18 @@ bash "$root/test/e2e/node/machine-state.sh" >"$state_before"
 sysctl vm.overcommit_memory kernel.panic kernel.panic_on_oops fs.file-max fs.nr_open >"$scratch.sysctls"
 cp "$scratch.sysctls" "$scratch/sysctls.saved"
 
+build_pid=""
 cleanup() {
   local status=$?
   set +e
+  # The operator image's build, when the run ends before it does: its process group (it runs in a
+  # session of its own), then whatever of it is left in its cgroup.
+  if [ -n "$build_pid" ] && kill -0 "$build_pid" 2>/dev/null; then
+    kill -TERM -- "-$build_pid" 2>/dev/null
+    wait "$build_pid" 2>/dev/null
+    find /sys/fs/cgroup -path "*/$E2E_CGROUP/build*" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+    [ "$status" -eq 0 ] && status=1
+  fi
   # The session's PID namespace is gone, and every process of it (dockerd, containerd, the node's
   # container and all in it). What outlives a namespace: cgroup directories (child first), files
   # buildah and runc write to fixed host paths, the sysctls.
@@ -130,23 +136,41 @@ for hierarchy in /sys/fs/cgroup/*/; do
   fi
 done
 
-log "Operator image from the Dockerfile (buildah, as test/e2e/node/run.sh)"
+# The operator image, built while the rest is made: the base rootfs, the node image and the
+# cluster need it only when kind.sh loads it into the cluster (session.sh waits for its exit status
+# there). Its lines are prefixed "operator image:".
+log "Operator image from the Dockerfile (buildah, as test/e2e/node/run.sh), in the background"
 image=docker.io/library/neon-key-operator:e2e
 operator_archive="$root/.cache/e2e/operator.oci.tar"
+operator_status="$scratch/operator.status"
 mkdir -p "$root/.cache/e2e/var-tmp" "$root/.cache/e2e/var-lib" "$scratch/build-run" "$scratch/build-cni"
 printf '[network]\nnetwork_config_dir = "%s"\n' "$scratch/build-cni" >"$scratch/containers.conf"
-CONTAINERS_CONF="$scratch/containers.conf" unshare --mount --propagation private bash -euo pipefail -c '
-  cache=$1 run=$2
-  shift 2
-  mount --bind "$cache/var-tmp" /var/tmp
-  mount --bind "$cache/var-lib" /var/lib
-  mount --bind "$run" /run
-  "$@"
-' build "$root/.cache/e2e" "$scratch/build-run" "$root/test/e2e/node/build-image.sh" "$image" "$operator_archive" \
-  --root "$root/.cache/e2e/storage" --runroot "$scratch/buildah-run" --storage-driver overlay
-phase "operator image"
+# setsid: a process group of its own, which cleanup() can stop as a whole.
+CONTAINERS_CONF="$scratch/containers.conf" setsid bash -uo pipefail -c '
+  status=$1 cache=$2 run=$3
+  shift 3
+  started=$(date +%s)
+  unshare --mount --propagation private bash -euo pipefail -c "
+    mount --bind \"$cache/var-tmp\" /var/tmp
+    mount --bind \"$cache/var-lib\" /var/lib
+    mount --bind \"$run\" /run
+    \"\$@\"
+  " build "$@" 2>&1 | sed -u "s/^/operator image: /"
+  code=${PIPESTATUS[0]}
+  echo "  (operator image: $(( $(date +%s) - started ))s, exit $code)"
+  echo "$code" >"$status.partial" && mv "$status.partial" "$status"
+' build "$operator_status" "$root/.cache/e2e" "$scratch/build-run" \
+  "$root/test/e2e/node/build-image.sh" "$image" "$operator_archive" \
+  --root "$root/.cache/e2e/storage" --runroot "$scratch/buildah-run" --storage-driver overlay &
+build_pid=$!
+
+log "Base rootfs (mmdebstrap and kind's recipe; cached)"
+bash "$here/base-image.sh" rootfs "$kind_bin"
+phase rootfs
 
 log "kind (own dockerd, private PID, mount and network namespaces)"
 unshare --pid --fork --mount-proc --mount --net --propagation private \
-  bash "$here/session.sh" "$scratch" "$kind_bin" "$cp_bin" "$node_bin" "$docker_root" "$operator_archive"
+  bash "$here/session.sh" "$scratch" "$kind_bin" "$cp_bin" "$node_bin" "$docker_root" "$operator_archive" "$operator_status"
+wait "$build_pid"
+build_pid=""
 phase "node image+kind+scenarios"

@@ -6,11 +6,15 @@
 # namespace. Only the engine's store outlives a run, in .cache/kind/docker (images: the kind base
 # and node images, kept for the next run).
 #
-#   session.sh <scratch> <kind-bin> <controlplane-bin> <node-bin> <docker-root> <operator-archive>
+#   session.sh <scratch> <kind-bin> <controlplane-bin> <node-bin> <docker-root> <operator-archive> <operator-status>
+#
+# <operator-status> is the file where run.sh's build of the operator image writes its exit status
+# when it ends: the node image and the cluster are made meanwhile, and kind.sh waits for it only
+# before loading the image.
 set -euo pipefail
 
 : "${E2E_CGROUP:?run.sh sets E2E_CGROUP}"
-scratch=$1 kind_bin=$2 cp_bin=$3 node_bin=$4 docker_root=$5 operator_archive=$6
+scratch=$1 kind_bin=$2 cp_bin=$3 node_bin=$4 docker_root=$5 operator_archive=$6 operator_status=$7
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 export PATH="$kind_bin:$cp_bin:$docker_root/usr/bin:$docker_root/usr/sbin:$PATH"
@@ -94,9 +98,21 @@ done
 docker image prune -f >/dev/null
 
 # test/e2e/kind.sh, as on any machine with Docker; what differs here: the node image, the operator
-# image from its archive (built by buildah from the unchanged Dockerfile), the kubeconfig's place,
-# and the host-wide sysctls the node's kubelet rewrites at start, put back once the node is up.
+# image from its archive (built by buildah from the unchanged Dockerfile, maybe still building when
+# the cluster is up), the kubeconfig's place, and the host-wide sysctls the node's kubelet rewrites
+# at start, put back once the node is up.
 log "test/e2e/kind.sh"
-KIND_NODE_IMAGE=$node_image E2E_IMAGE_ARCHIVE=$operator_archive \
+# kind.sh's hook before it loads the image: the build's exit status, once the build has ended.
+wait_build() {
+  local deadline=$(( $(date +%s) + 1800 ))
+  until [ -s "$operator_status" ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "the operator image build did not end in 30 minutes" >&2; return 1; }
+    sleep 1
+  done
+  [ "$(cat "$operator_status")" = 0 ] || { echo "the operator image build failed: its lines above, prefixed 'operator image:'" >&2; return 1; }
+}
+export -f wait_build
+export operator_status
+KIND_NODE_IMAGE=$node_image E2E_IMAGE_ARCHIVE=$operator_archive KIND_BEFORE_LOAD=wait_build \
   KIND_AFTER_CREATE="sysctl -q -p $scratch/sysctls.saved" bash "$root/test/e2e/kind.sh"
 echo "offline kind e2e passed in $(( $(date +%s) - started ))s"
