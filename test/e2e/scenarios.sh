@@ -839,6 +839,14 @@ run_scenarios() {
   scenario_alerts
   scenario_kustomize
   stop_sampling
+  # No scenario forges an intent: none is refused. The kustomize install (scenario 2) signs with a
+  # key of its own and finds the fulfilled intents the Helm release left on its resources; they
+  # name the keys status records, and are no forgery (observe.ts).
+  say "no create intent refused (InvalidAnnotation) in any scenario"
+  local refused
+  refused=$(kubectl get events -A --field-selector reason=InvalidAnnotation -o jsonpath='{range .items[*]}{.involvedObject.namespace}/{.involvedObject.name} {end}')
+  [ -z "$refused" ] || e2e_fail "create intents refused: $refused"
+  echo "none"
   say "no resource ever had two live keys"
   node "$e2e_root/test/e2e/check-keys.ts" samples e2e- "$e2e_work/keys.jsonl" || e2e_fail "a resource had two live keys at once"
   say "all scenarios passed"

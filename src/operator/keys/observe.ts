@@ -12,7 +12,7 @@ import { observeRollouts, type Restart } from './rotation/consumers.ts';
 import { baseSecretName } from './secret/immutable-secret.ts';
 import { asPlatformFailure, unverifiableReason } from './status/platform-failure.ts';
 import { gracePeriods, requestToken, schedule, type RotationContext } from './rotation-schedule.ts';
-import { parseIntent } from './issuing/create-intent.ts';
+import { parseIntent, unverifiedAttempt } from './issuing/create-intent.ts';
 import { activeIntent, recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
 import { checkRecordedKey, type FailingSince } from './observing/drift-check.ts';
 import type { Context, KeyDeps } from './reconcile-context.ts';
@@ -27,7 +27,14 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   const status = resource.status ?? {};
   const recordedStatus = { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}), ...(status.keyName !== undefined ? { keyName: status.keyName } : {}) };
   const rawIntent = meta.annotations?.[ANNOTATION_CREATE_PENDING];
-  const intent = parseIntent(rawIntent, meta.uid, deps.signer);
+  let intent = parseIntent(rawIntent, meta.uid, deps.signer);
+  // An intent that names the key status records (status.keyName, with status.keyId) asks for
+  // nothing, whatever its signature: a new key's create leaves its fulfilled intent on the resource
+  // (decision.ts fulfilledIntent), so an operator with another signing key (installed again in
+  // another namespace, its signing-key Secret lost) finds one on every resource it did not create.
+  // Each is no forgery to clear with a Warning on every resource: it is as if absent. Nothing is
+  // believed from it; what the resource has is status, which only the operator writes.
+  if (intent === 'Unsigned' && status.keyId !== undefined && status.keyName !== undefined && unverifiedAttempt(rawIntent) === status.keyName) intent = undefined;
   // A fulfilled intent (its attempt is the recorded key) is no pending attempt: the resource is
   // observed as without one (decision.ts fulfilledIntent).
   const pending = activeIntent({ pending: intent, status: recordedStatus });

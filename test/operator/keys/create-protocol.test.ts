@@ -5,6 +5,7 @@ import { describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
 import { encodeIntent } from '../../../src/operator/keys/issuing/create-intent.ts';
 import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
+import { Signer } from '../../../src/operator/keys/issuing/signing.ts';
 import { buildSecret } from '../../../src/operator/keys/secret/secret-writer.ts';
 import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
@@ -212,6 +213,32 @@ describe('the create protocol', () => {
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyId).toBe(issued.id);
   });
 
+  it('a fulfilled intent signed under another signing key (the operator installed again elsewhere) is no forgery: no InvalidAnnotation, no write for it, the recorded key kept', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const issued = r.platform.keys[0]!;
+    const intent = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations![ANNOTATION_CREATE_PENDING]!;
+    expect(JSON.parse(intent)).toMatchObject({ attempt: issued.name });
+    // Another installation: another signing key, another identity (the e2e's kustomize install after Helm's).
+    const elsewhere = rig({ kube: r.kube, platformFor: (apiKey) => ({ platform: r.platform, credentialsId: apiKey.slice(0, 8) }), identity: 'operator-b', signer: new Signer(Buffer.alloc(32, 9)) });
+    r.platform.calls.length = 0;
+    await elsewhere.settle();
+    expect(elsewhere.events.reasons()).not.toContain('Warning InvalidAnnotation');
+    expect(r.platform.calls.filter((c) => c.startsWith('create') || c.startsWith('revoke'))).toEqual([]);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([issued.id]);
+    const after = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(after.status?.keyId).toBe(issued.id);
+    expect(after.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBe(intent);
+    // An intent it cannot verify that names any other attempt is still refused and cleared, nothing revoked.
+    after.metadata.annotations = { ...after.metadata.annotations, [ANNOTATION_CREATE_PENDING]: JSON.stringify({ ...JSON.parse(intent) as object, attempt: `${issued.name}x` }) };
+    r.kube.putResource(after);
+    await elsewhere.settle();
+    expect(elsewhere.events.reasons()).toContain('Warning InvalidAnnotation');
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(r.platform.calls.filter((c) => c.startsWith('create') || c.startsWith('revoke'))).toEqual([]);
+  });
+
   it('a key whose intent was cleared after success (by the previous version) stays in sync as before', async () => {
     const r = rig();
     r.kube.putResource(keyResource());
@@ -355,14 +382,17 @@ describe('the create protocol', () => {
     expect(r.events.reasons()).toEqual(['Normal KeyAdopted']);
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status).toMatchObject({ keyId: fresh.id, keyName: fresh.name });
     expect(r.platform.calls.filter((c) => c.startsWith('revoke'))).toEqual([]);
-    // The same intent without its given-up key (as a tenant could strip it) fails its signature.
+    // The same intent without its given-up key (as a tenant could strip it), before its adoption,
+    // fails its signature: refused and cleared, the given-up key never revoked.
     const stripped = JSON.parse(encodeIntent(r.signer, base.metadata.uid, pending)) as Record<string, unknown>;
     delete stripped.abandons;
-    const again = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
-    again.metadata.annotations = { ...again.metadata.annotations, [ANNOTATION_CREATE_PENDING]: JSON.stringify(stripped) };
-    r.kube.putResource(again);
-    await r.reconcile();
-    expect(r.events.reasons().at(-1)).toBe('Warning InvalidAnnotation');
+    const s = rig();
+    s.kube.putResource({ ...base, metadata: { ...base.metadata, annotations: { [ANNOTATION_CREATE_PENDING]: JSON.stringify(stripped) } } });
+    s.kube.putSecret(buildSecret(base, 'ci', 'apiKey', { id: fresh.id, name: fresh.name, secret: fresh.key }, s.signer));
+    await s.reconcile();
+    expect(s.events.reasons()).toEqual(['Warning InvalidAnnotation']);
+    expect(s.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(s.platform.calls.filter((c) => c.startsWith('revoke'))).toEqual([]);
   });
 
   it('the KeyAbandoned create signs the given-up key into its intent', async () => {

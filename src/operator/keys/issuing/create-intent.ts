@@ -47,6 +47,20 @@ export function parseIntent(value: string | undefined, uid: string, signer: Sign
 }
 
 /**
+ * The attempt an intent names, read WITHOUT its signature: only to tell an intent that names the
+ * key status records (observe.ts) from one that asks for anything; never acted on.
+ */
+export function unverifiedAttempt(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    const attempt = (JSON.parse(value) as { attempt?: unknown } | null)?.attempt;
+    return typeof attempt === 'string' ? attempt : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * What the signature covers. The rotation marker is signed too: it decides whether the replaced key
  * is revoked at once or kept retiring; and the given-up key (`abandons`), which lets the intent
  * stand beside a recorded key (decision.ts consistentIntent). Each appended only when present, so
