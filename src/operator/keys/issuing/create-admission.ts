@@ -53,7 +53,7 @@ interface Organization {
   /** Keys waiting for their turn, in fair turns between namespaces (create-line.ts). */
   line: CreateLine;
   /** Waiting keys told where they stand (tell()), until their turn. */
-  told: Map<string, string>;
+  told: Set<string>;
   /** Keys told per namespace since it last had nothing waiting (its backlog). */
   toldIn: Map<string, number>;
 }
@@ -128,9 +128,8 @@ export class CreateAdmission {
    * only once its backlog is gone. Each told key costs a status write (and a read, for a key sent
    * to the line unread), so in a wave of 1,000 new keys of one namespace a handful are told, not
    * all 1,000, however slowly the wave is applied: a new key's writes stay at the four of issue 14
-   * (finalizer and intent, Secret, status, event) plus a few per wave. (A count given back at each
-   * told key's turn told ~160 keys of each organization in a wave of 10 × 1,000 applied over 190 s:
-   * 0.16 writes more per key.) Never rewritten while the key waits.
+   * (finalizer and intent, Secret, status, event) plus a few per wave. Never rewritten while the
+   * key waits.
    */
   tell(organization: string, key: string): Place | undefined {
     const org = this.#orgs.get(organization);
@@ -141,7 +140,7 @@ export class CreateAdmission {
     if (told >= (this.#o.tellPerNamespace ?? 5)) return undefined;
     const place = org.line.place(key);
     if (place === undefined || place.ahead < (this.#o.tellAhead ?? 50)) return undefined;
-    org.told.set(key, namespace);
+    org.told.add(key);
     org.toldIn.set(namespace, told + 1);
     return place;
   }
@@ -163,7 +162,7 @@ export class CreateAdmission {
   #org(name: string): Organization {
     let org = this.#orgs.get(name);
     if (org === undefined) {
-      org = { running: 0, kept: new Map(), line: new CreateLine(), told: new Map(), toldIn: new Map() };
+      org = { running: 0, kept: new Map(), line: new CreateLine(), told: new Set(), toldIn: new Map() };
       this.#orgs.set(name, org);
     }
     return org;
