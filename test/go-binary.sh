@@ -15,3 +15,13 @@ go_binary() {
   case "$out" in /*) ;; *) echo "go_binary: <out> must be an absolute path, not '$out'" >&2; return 2 ;; esac
   go run -exec cp "$@" "$out"
 }
+
+# build_lock <lock file>: holds the lock until the calling script exits. A build script takes it
+# before it looks for its programs, so two runs of one script in a checkout (CI builds ahead while
+# `npm test` runs, .ci/run) never write one folder at once: the second waits, then finds the
+# programs built.
+build_lock() {
+  mkdir -p "$(dirname "$1")"
+  exec {build_lock_fd}>"$1"
+  flock "$build_lock_fd"
+}

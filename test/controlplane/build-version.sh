@@ -27,6 +27,7 @@ if [ "$pinned" != "$requested" ]; then
 fi
 
 # etcd and helm: the default control plane's, built first when missing.
+build_lock "$root/.cache/controlplane/build-version.lock"
 base=$(bash "$here/build.sh")
 
 stamp=$( (cat "$module/go.mod" "$module/go.sum" "$here/build-version.sh"; go version) | sha256sum | cut -c1-16)

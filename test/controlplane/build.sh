@@ -16,6 +16,7 @@ kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "
 etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2; exit }' "$here/go.mod")
 helm_version=v3.19.5
 
+build_lock "$root/.cache/controlplane/build.lock"
 stamp=$( (cat "$here/go.mod" "$here/go.sum" "$here/build.sh"; go version) | sha256sum | cut -c1-16)
 out="$root/.cache/controlplane/$kube_version-$stamp"
 bin="$out/bin"

@@ -22,6 +22,7 @@ if [ "$kube_version" != "$controlplane_version" ]; then
   exit 1
 fi
 
+build_lock "$root/.cache/node/build.lock"
 stamp=$( (cat "$here/go.mod" "$here/go.sum" "$here/build.sh" "$here/pause/main.go"; go version) | sha256sum | cut -c1-16)
 bin="$root/.cache/node/$kube_version-$stamp/bin"
 if [ -x "$bin/kubelet" ] && [ -x "$bin/kube-scheduler" ] && [ -x "$bin/kube-proxy" ] && [ -x "$bin/pause" ]; then

@@ -19,6 +19,7 @@ source "$here/../go-binary.sh"
 # The module's v0.x tags are Prometheus 3.x releases (v0.316.0 is Prometheus 3.16.0).
 version=v0.316.0
 
+build_lock "$root/.cache/prometheus/build.lock"
 stamp=$( (cat "$here/build.sh"; go version) | sha256sum | cut -c1-16)
 out="$root/.cache/prometheus/$version-$stamp"
 bin="$out/bin"

@@ -31,6 +31,7 @@ if [ "$kube_version" != "$controlplane_version" ]; then
   exit 1
 fi
 
+build_lock "$root/.cache/kind/build.lock"
 stamp=$( (cat "$here/tools/go.mod" "$here/tools/go.sum" "$here"/tools/coredns/go.* "$here/tools/coredns/main.go" "$here/tools/kindnetd/main.go" \
   "$here/build.sh"; go version) | sha256sum | cut -c1-16)
 bin="$root/.cache/kind/$kube_version-$stamp/bin"
