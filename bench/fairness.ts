@@ -41,6 +41,8 @@ interface RequestCount { method: string; route: string; status: number; count: n
 interface Condition { type: string; status: string }
 interface KeyObject { metadata: { name: string; namespace: string; resourceVersion?: string }; status?: { keyId?: number; conditions?: Condition[] } }
 
+interface OperatorSample { at: number; loopMaxMs: number; cpuS: number }
+
 export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOptions): Promise<string> {
   const { log } = opts;
   const dir = mkdtempSync(join(tmpdir(), 'nko-bench-fairness-'));
@@ -159,6 +161,8 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     /** When the create was sent, and when the apiserver answered it. */
     const acceptedAt = new Map<string, number>();
     const acceptedWall = new Map<string, number>();
+    /** The operator's metrics scraped every second during scenario 2 (--fair-stages). */
+    const operatorSamples: OperatorSample[] = [];
     const sentWall = new Map<string, number>();
     /** From the operator's log (info: 'creating key', with the reconcile's namespace and name): apply answered → create sent, in ms, of the keys of `ns`, sorted. */
     const untilCreate = (ns: string): number[] => {
@@ -237,12 +241,25 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
         if (bench !== undefined) b.bench.push(bench - accepted);
         if (op !== undefined) b.operator.push(op - accepted);
       }
-      log('   watch lag (ms from the apply\'s answer to the first event), by when the apply was answered:');
+      // The operator's event loop and CPU over the same buckets (its metrics, scraped every second while the floods ran).
+      const loop = new Map<number, { lagMs: number; cpuS: number; seconds: number }>();
+      for (let i = 1; i < operatorSamples.length; i++) {
+        const [before, after] = [operatorSamples[i - 1], operatorSamples[i]] as [OperatorSample, OperatorSample];
+        const bucket = Math.floor((after.at - t0) / 5_000);
+        const l = loop.get(bucket) ?? { lagMs: 0, cpuS: 0, seconds: 0 };
+        l.lagMs = Math.max(l.lagMs, after.loopMaxMs);
+        l.cpuS += after.cpuS - before.cpuS;
+        l.seconds += (after.at - before.at) / 1000;
+        loop.set(bucket, l);
+      }
+      log('   watch lag (ms from the apply\'s answer to the first event), by when the apply was answered; the operator\'s event loop delay (max) and CPU in that bucket:');
       for (const [bucket, b] of [...buckets].sort((x, y) => x[0] - y[0])) {
         b.bench.sort((x, y) => x - y);
         b.operator.sort((x, y) => x - y);
         b.apply.sort((x, y) => x - y);
-        log(`     ${String(bucket * 5).padStart(4)}–${bucket * 5 + 5} s: ${b.bench.length} applies (sent → answered p50 ${ms(percentile(b.apply, 50))} max ${ms(b.apply.at(-1))}); bench p50 ${ms(percentile(b.bench, 50))} max ${ms(b.bench.at(-1))}; operator p50 ${ms(percentile(b.operator, 50))} max ${ms(b.operator.at(-1))}`);
+        const l = loop.get(bucket);
+        const loopText = l !== undefined && l.seconds > 0 ? `; loop delay max ${ms(l.lagMs)}, CPU ${fmt(100 * l.cpuS / l.seconds)} %` : '';
+        log(`     ${String(bucket * 5).padStart(4)}–${bucket * 5 + 5} s: ${b.bench.length} applies (sent → answered p50 ${ms(percentile(b.apply, 50))} max ${ms(b.apply.at(-1))}); bench p50 ${ms(percentile(b.bench, 50))} max ${ms(b.bench.at(-1))}; operator p50 ${ms(percentile(b.operator, 50))} max ${ms(b.operator.at(-1))}${loopText}`);
       }
     };
     const applyKey = async (ns: string, name: string): Promise<number> => {
@@ -325,6 +342,13 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       if (i > 600) throw new Error('operator not ready after 60 s');
       await sleep(100);
     }
+    // Diagnosis (--fair-stages): the operator's event loop delay (prom-client's, reset at each scrape) and CPU seconds.
+    const sampleOperator = async (): Promise<void> => {
+      const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => '');
+      const value = (name: string): number => Number(new RegExp(`^neon_key_operator_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+      const sample = { at: Date.now(), loopMaxMs: 1000 * value('nodejs_eventloop_lag_max_seconds'), cpuS: value('process_cpu_seconds_total') };
+      if (Number.isFinite(sample.loopMaxMs) && Number.isFinite(sample.cpuS)) operatorSamples.push(sample);
+    };
     const driftMs = parseGoDuration(o.driftInterval) ?? 300_000;
     const rows: string[] = [];
 
@@ -405,12 +429,15 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       const names = Array.from({ length: o.floodEach }, (_, i) => `k-${String(i).padStart(4, '0')}`);
       const t0 = performance.now();
       const t0Wall = Date.now();
+      const sampling = o.stages === true ? setInterval(() => void sampleOperator(), 1_000) : undefined;
+      if (o.stages === true) await sampleOperator();
       const flooding = (async () => {
         await applyMany(floods, names);
         return await allReady(floods.flatMap((ns) => names.map((n) => `${ns}/${n}`)), o.floods * o.floodEach * 1_000);
       })();
       const { lat, fromAccepted } = await steady('eleventh', flooding);
       const ok = await flooding;
+      clearInterval(sampling);
       const last = Math.max(...floods.flatMap((ns) => names.map((n) => readyAt.get(`${ns}/${n}`) ?? Number.NaN)));
       const rs = await requests();
       const seconds = (last - t0) / 1000;
