@@ -13,7 +13,7 @@ import { wrongCredentialsKind, type KeyKind } from './issuing/credentials-kind.t
 import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
 import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
 import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
-import { updateMetadata, writeStatus } from './status/resource-writes.ts';
+import { updateMetadata, writeKeyRecord, writeStatus } from './status/resource-writes.ts';
 import { switchFields } from './rotation/rotation.ts';
 import { nextLook, rotationFields } from './rotation-schedule.ts';
 import { immutableMode } from './secret/immutable-secret.ts';
@@ -157,7 +157,8 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     : {};
   // A ProjectApiKey's operations in this same patch: its status is written once (in-sync.ts).
   const mirrored = await mirrorOperationsOfNewKey(deps, ctx, created.key);
-  current = await writeStatus(deps, { ...ctx, resource: current }, [
+  // Recorded even when the resource was edited since the intent (writeKeyRecord): the key exists.
+  current = await writeKeyRecord(deps, { ...ctx, resource: current }, [
     ...readyConditions(created.id, target), ...usageConditions(ctx.spec, undefined, createdAt, deps.now()), ...switched.conditions, ...mirrored !== undefined ? [mirrored.condition] : [],
   ], {
     ...mirrored !== undefined ? { operations: mirrored.operations } : {},
@@ -190,7 +191,7 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
   const value = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
   // A rotation's replaced key moves to status.retiringKeys, idempotently (rotation.ts).
   const switched = switchFields(ctx, pending, keyId, deps.now());
-  const current = await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions('Deleting', 'adopted the pending key before deleting') : [...readyConditions(keyId, ctx.secretName), ...switched.conditions], {
+  const current = await writeKeyRecord(deps, ctx, ctx.observation.deleting ? deletingConditions('Deleting', 'adopted the pending key before deleting') : [...readyConditions(keyId, ctx.secretName), ...switched.conditions], {
     ...switched.fields,
     keyId,
     keyName: pending.attempt,

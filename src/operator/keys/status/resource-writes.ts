@@ -58,6 +58,44 @@ export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' |
   return patched;
 }
 
+/**
+ * The status that records a key just made or adopted (create-protocol.ts step 5): it must land. Its
+ * write carries the version read before the POST, and whoever may edit the resource may edit it in
+ * that window (a label, the intent annotation put back or removed: hostile campaign seed 24, where
+ * the conflict left the new key in the Secret only, and the next pass replaced it without revoking
+ * it). So a conflict is met as client-go's RetryOnConflict meets it: the resource read afresh, and
+ * the record written again on that version, as long as the record it moves on from is still the one
+ * read. Status is the operator's alone (tenants cannot write it), so an unchanged record means no
+ * other pass decided about this key meanwhile; a changed one, or another uid, throws the conflict as
+ * before. The status keeps the generation the key was issued for: a spec edited in the window is
+ * observed by the next pass.
+ */
+export async function writeKeyRecord(deps: KeyDeps, ctx: Pick<Context, 'resource' | 'statusWritten'>, conditions: ConditionUpdate[], fields: Record<string, unknown>): Promise<KeyResource> {
+  const read = ctx.resource;
+  let resource = read;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const written = await writeStatus(deps, { resource }, conditions, fields);
+      ctx.statusWritten = written.metadata.resourceVersion;
+      return written;
+    } catch (error) {
+      if (statusCode(error) !== 409 || attempt >= RECORD_ATTEMPTS) throw error;
+      const fresh = await deps.kube.readResource(read.kind, read.metadata.namespace, read.metadata.name);
+      if (fresh === undefined || fresh.metadata.uid !== read.metadata.uid || recordOf(fresh) !== recordOf(read)) throw error;
+      resource = { ...fresh, metadata: { ...fresh.metadata, generation: read.metadata.generation } } as KeyResource;
+    }
+  }
+}
+
+/** Conflicts met before the record is given up (each from an edit landing between a read and a write). */
+const RECORD_ATTEMPTS = 5;
+
+/** What status records of keys: the key, its attempt, the retiring keys. */
+function recordOf(resource: KeyResource): string {
+  const status = resource.status ?? {};
+  return canonicalJson([status.keyId, status.keyName, (status.retiringKeys ?? []).map((k) => k.keyId)]);
+}
+
 /** JSON with every object's keys sorted (undefined members dropped, as JSON.stringify does). */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => (v !== null && typeof v === 'object' && !Array.isArray(v)
