@@ -50,13 +50,18 @@ trap teardown EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-log "Private namespaces: /run, /var/lib, /etc/docker of the run; loopback; /lib/modules"
+log "Private namespaces: /run, /var/lib, /etc/docker, /opt of the run; loopback; /lib/modules"
 mkdir -p "$scratch/run" "$scratch/varlib" "$scratch/etc-docker" "$scratch/docker-config"
 mount --make-rprivate /
 # Paths the engine, containerd, runc and iptables write by default, seen by this namespace only.
 mount --bind "$scratch/run" /run
 mount --bind "$scratch/varlib" /var/lib
 [ -d /etc/docker ] && mount --bind "$scratch/etc-docker" /etc/docker
+# Where those folders do not exist (a fresh machine), a bind mount would have to make them on the
+# host first: dockerd is given its key's path (below), and /opt, where containerd makes its fixed
+# /opt/containerd, gets an overlay whose writes go to the scratch folder (seen by this namespace only).
+mkdir -p "$scratch/opt-upper" "$scratch/opt-work"
+mount -t overlay overlay -o "lowerdir=/opt,upperdir=$scratch/opt-upper,workdir=$scratch/opt-work" /opt
 ip link set lo up
 # kind mounts the host's /lib/modules into its node; where the host has none, Docker would make
 # it. An overlay on that folder's parent (this namespace only) takes it into the scratch folder.
@@ -74,7 +79,7 @@ mkdir -p "$root/.cache/kind/docker"
 echo '{}' >"$scratch/daemon.json"
 # --default-runtime: runc-caps.sh (the runc of kind's privileged nodes, minus the capabilities this
 # machine's root lacks). --cgroup-parent: the containers in this run's cgroup subtree (run.sh).
-dockerd --config-file "$scratch/daemon.json" --data-root "$root/.cache/kind/docker" \
+dockerd --config-file "$scratch/daemon.json" --data-root "$root/.cache/kind/docker" --deprecated-key-path "$scratch/etc-docker/key.json" \
   --exec-root "$scratch/docker-exec" -H "$DOCKER_HOST" --pidfile "$scratch/docker.pid" \
   --userland-proxy-path "$docker_root/usr/sbin/docker-proxy" --init-path "$docker_root/usr/bin/docker-init" \
   --add-runtime "caps=$here/runc-caps.sh" --default-runtime caps --cgroup-parent "/$E2E_CGROUP" \
