@@ -58,8 +58,9 @@ mount --bind "$scratch/run" /run
 mount --bind "$scratch/varlib" /var/lib
 [ -d /etc/docker ] && mount --bind "$scratch/etc-docker" /etc/docker
 # Where those folders do not exist (a fresh machine), a bind mount would have to make them on the
-# host first: dockerd is given its key's path (below), and /opt, where containerd makes its fixed
-# /opt/containerd, gets an overlay whose writes go to the scratch folder (seen by this namespace only).
+# host first: dockerd is given its key's path (daemon.json, below), and /opt, where containerd
+# makes its fixed /opt/containerd, gets an overlay whose writes go to the scratch folder (seen by
+# this namespace only). A fresh machine's cold CI run left /etc/docker/key.json and /opt/containerd.
 mkdir -p "$scratch/opt-upper" "$scratch/opt-work"
 mount -t overlay overlay -o "lowerdir=/opt,upperdir=$scratch/opt-upper,workdir=$scratch/opt-work" /opt
 ip link set lo up
@@ -76,10 +77,11 @@ export KUBECONFIG="$scratch/kubeconfig"
 
 log "dockerd (Debian's docker.io, its own store, sockets and cgroup subtree)"
 mkdir -p "$root/.cache/kind/docker"
-echo '{}' >"$scratch/daemon.json"
+# Its identity key in the scratch folder, not /etc/docker/key.json (the default of dockerd 20.10).
+printf '{"deprecated-key-path": "%s"}\n' "$scratch/etc-docker/key.json" >"$scratch/daemon.json"
 # --default-runtime: runc-caps.sh (the runc of kind's privileged nodes, minus the capabilities this
 # machine's root lacks). --cgroup-parent: the containers in this run's cgroup subtree (run.sh).
-dockerd --config-file "$scratch/daemon.json" --data-root "$root/.cache/kind/docker" --deprecated-key-path "$scratch/etc-docker/key.json" \
+dockerd --config-file "$scratch/daemon.json" --data-root "$root/.cache/kind/docker" \
   --exec-root "$scratch/docker-exec" -H "$DOCKER_HOST" --pidfile "$scratch/docker.pid" \
   --userland-proxy-path "$docker_root/usr/sbin/docker-proxy" --init-path "$docker_root/usr/bin/docker-init" \
   --add-runtime "caps=$here/runc-caps.sh" --default-runtime caps --cgroup-parent "/$E2E_CGROUP" \
