@@ -70,7 +70,7 @@ export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' |
  * before. The status keeps the generation the key was issued for: a spec edited in the window is
  * observed by the next pass.
  */
-export async function writeKeyRecord(deps: KeyDeps, ctx: Pick<Context, 'resource' | 'statusWritten'>, conditions: ConditionUpdate[], fields: Record<string, unknown>): Promise<KeyResource> {
+export async function writeKeyRecord(deps: KeyDeps, ctx: Pick<Context, 'resource' | 'statusWritten' | 'logger'>, conditions: ConditionUpdate[], fields: Record<string, unknown>): Promise<KeyResource> {
   const read = ctx.resource;
   let resource = read;
   for (let attempt = 1; ; attempt++) {
@@ -82,6 +82,7 @@ export async function writeKeyRecord(deps: KeyDeps, ctx: Pick<Context, 'resource
       if (statusCode(error) !== 409 || attempt >= RECORD_ATTEMPTS) throw error;
       const fresh = await deps.kube.readResource(read.kind, read.metadata.namespace, read.metadata.name);
       if (fresh === undefined || fresh.metadata.uid !== read.metadata.uid || recordOf(fresh) !== recordOf(read)) throw error;
+      ctx.logger.info({ keyId: fields.keyId, attempt }, 'the resource was edited since the intent; recording the key on it as read afresh');
       resource = { ...fresh, metadata: { ...fresh.metadata, generation: read.metadata.generation } } as KeyResource;
     }
   }
