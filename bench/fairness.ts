@@ -184,8 +184,10 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
      * printed: p50, p99 and max of each stage, and the slowest keys stage by stage.
      */
     const stages = (ns: string): void => {
-      // 'read': the pass that goes on to observe (for a key sent to the line, at its turn), once the resource is read or taken from the cache.
-      const STAGES = ['first reconcile', 'read', 'decided', 'creating key', 'key created', 'Secret written', 'status written'] as const;
+      // 'turn': a key sent to the organization's line was woken for its turn (manager.ts); 'read': the
+      // pass that goes on to observe (for a key sent to the line, the one a worker took up after its
+      // turn), once the resource is read or taken from the cache.
+      const STAGES = ['first reconcile', 'turn', 'read', 'decided', 'creating key', 'key created', 'Secret written', 'status written'] as const;
       const at = new Map<string, Map<string, number>>();
       for (const line of readFileSync(join(dir, 'operator.log'), 'utf8').split('\n')) {
         if (!line.includes(`"namespace":"${ns}"`)) continue;
@@ -202,10 +204,11 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
         const accepted = acceptedWall.get(id);
         const ready = readyWall.get(id);
         if (accepted === undefined || ready === undefined) continue;
-        const times = [accepted, ...STAGES.map((s) => seen.get(s) ?? Number.NaN), ready];
+        // A key admitted at once had no turn to wait for: its turn is its first reconcile.
+        const times = [accepted, ...STAGES.map((s) => seen.get(s) ?? (s === 'turn' ? seen.get('first reconcile') : undefined) ?? Number.NaN), ready];
         rows.push({ id, steps: times.slice(1).map((t, i) => t - (times[i] as number)), total: ready - accepted });
       }
-      const names = ['→ first reconcile', '→ turn, read', '→ decided (Secrets)', '→ creating key', '→ key created', '→ Secret written', '→ status written', '→ Ready seen'];
+      const names = ['→ first reconcile', '→ turn (waited)', '→ read (a worker)', '→ decided (Secrets)', '→ creating key', '→ key created', '→ Secret written', '→ status written', '→ Ready seen'];
       log(`   stages of namespace ${ns} (${rows.length} keys, ms from the step before; apply answered first):`);
       names.forEach((n, i) => {
         const xs = rows.map((r) => r.steps[i] as number).filter(Number.isFinite).sort((a, b) => a - b);

@@ -233,7 +233,12 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     // create waiting, and 10 more keys are read and their intents written meanwhile, which on a
     // loaded machine takes about a second. The rest of a wave waits in its organization's line,
     // holding no worker (create-admission.ts).
-    admission: new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => controller.enqueue(key) }),
+    admission: new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => {
+      // When a waiting key's turn came, apart from when a worker took it up (bench/fairness.ts --fair-stages).
+      const [kind, namespace, name] = key.split('/');
+      logger.debug({ kind, namespace, name }, 'turn');
+      controller.enqueue(key);
+    } }),
     cachedKey: options.cacheDelivery === undefined
       ? (kind, namespace, name) => controller.cachedObject(kind, namespace, name)
       : (kind, namespace, name) => options.cacheDelivery?.(kind, namespace, name, controller.cachedObject(kind, namespace, name)),
