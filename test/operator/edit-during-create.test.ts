@@ -212,6 +212,41 @@ describe('an edit of the resource while its key is created', () => {
     await onlyRecordedKeysLive(kind, name, keyName, 5_000);
   }, 60_000);
 
+  it('a tenant editing in a loop through the window of a repair (with the intent removed) cannot make the record conflict again', async () => {
+    const kind = 'ProjectApiKey';
+    const name = 'looped';
+    const keyName = 'edc-looped';
+    await create(kind, name, keyName);
+    const key1 = (await until(kind, name, ready, 'Ready with key 1')).status!.keyId!;
+    let edits = 0;
+    let stop = false;
+    const loop = (async () => {
+      while (!stop) {
+        await update(kind, name, (r) => {
+          delete r.metadata.annotations?.[PENDING];
+          r.metadata.labels = { ...r.metadata.labels, 'example.com/edit': String(edits) };
+        });
+        edits++;
+      }
+    })();
+    // The loop starts once the platform made key 2, and goes on until status records it.
+    during.set(keyName, async () => {
+      const first = edits;
+      while (edits < first + 3) await new Promise((resolve) => setTimeout(resolve, 5));
+    });
+    await core.deleteNamespacedSecret({ namespace: ns, name });
+    try {
+      await until(kind, name, (r) => r.status?.keyId !== undefined && r.status.keyId !== key1, 'key 2 recorded while edited');
+    } finally {
+      stop = true;
+      await loop;
+    }
+    expect(edits).toBeGreaterThan(3);
+    await until(kind, name, ready, 'Ready with key 2');
+    await onlyRecordedKeysLive(kind, name, keyName, 5_000);
+    expect(await liveKeysOf(keyName)).toEqual([(await get(kind, name)).status?.keyId]);
+  }, 60_000);
+
   it('deleting the resources revokes every key they made', async () => {
     for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
       await objects.deleteCollectionNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind) });
@@ -220,6 +255,6 @@ describe('an edit of the resource while its key is created', () => {
     expect(logLines.join('')).not.toMatch(/"level":50/);
     // Every edit met the record's write (a 409), and the record was written again on a fresh read.
     const recordedAgain = new Set(logLines.filter((l) => l.includes('recording the key on it as read afresh')).map((l) => (JSON.parse(l) as { name: string }).name));
-    expect([...recordedAgain].sort()).toEqual(['first-0', 'first-1', 'first-3', 'repair-0', 'repair-1', 'repair-2', 'repair-3', 'rotated']);
+    expect([...recordedAgain].sort()).toEqual(['first-0', 'first-1', 'first-3', 'looped', 'repair-0', 'repair-1', 'repair-2', 'repair-3', 'rotated']);
   }, 60_000);
 });

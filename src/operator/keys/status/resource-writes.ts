@@ -36,7 +36,7 @@ export async function removeFinalizer(deps: KeyDeps, resource: KeyResource): Pro
  * Merge-patches status when it changed (`drop`: condition types to remove); returns the resource as it
  * now is, and notes the version written in `ctx.statusWritten`.
  */
-export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' | 'statusWritten'>, conditions: ConditionUpdate[], fields: Record<string, unknown> = {}, drop: readonly ConditionType[] = []): Promise<KeyResource> {
+export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' | 'statusWritten'>, conditions: ConditionUpdate[], fields: Record<string, unknown> = {}, drop: readonly ConditionType[] = [], unconditional = false): Promise<KeyResource> {
   const { resource } = ctx;
   const generation = resource.metadata.generation ?? 0;
   const status = resource.status ?? {};
@@ -52,7 +52,7 @@ export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' |
   if (canonicalJson(next) === canonicalJson({ ...status, observedGeneration: status.observedGeneration, conditions: status.conditions })) return resource;
   // With the resourceVersion read, as every write here: the status describes that version, and a
   // write that cannot land on another one leaves exactly the version it reports (own-writes.ts).
-  const patched = await deps.kube.patchStatus(resource, resource.metadata.resourceVersion, next);
+  const patched = await deps.kube.patchStatus(resource, unconditional ? undefined : resource.metadata.resourceVersion, next);
   deps.ownWrites?.record(objectRef(patched.kind, patched.metadata.namespace, patched.metadata.name), resource.metadata.resourceVersion, patched.metadata.resourceVersion);
   ctx.statusWritten = patched.metadata.resourceVersion;
   return patched;
@@ -63,33 +63,29 @@ export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' |
  * write carries the version read before the POST, and whoever may edit the resource may edit it in
  * that window (a label, the intent annotation put back or removed: hostile campaign seed 24, where
  * the conflict left the new key in the Secret only, and the next pass replaced it without revoking
- * it). So a conflict is met as client-go's RetryOnConflict meets it: the resource read afresh, and
- * the record written again on that version, as long as the record it moves on from is still the one
- * read. Status is the operator's alone (tenants cannot write it), so an unchanged record means no
- * other pass decided about this key meanwhile; a changed one, or another uid, throws the conflict as
- * before. The status keeps the generation the key was issued for: a spec edited in the window is
- * observed by the next pass.
+ * it). So on a conflict the resource is read afresh and, when the uid and the record the key moves
+ * on from are still the ones read, the record is written without the version precondition: status
+ * is the operator's alone (tenants cannot write it) and this pass holds the key (the work queue),
+ * so an unchanged record means no other pass decided about the key; the check replaces the
+ * precondition, and a tenant who edits in a loop cannot make the write conflict again. A changed
+ * record, or another uid, throws the conflict as before. The status keeps the generation the key was
+ * issued for: a spec edited in the window is observed by the next pass.
  */
 export async function writeKeyRecord(deps: KeyDeps, ctx: Pick<Context, 'resource' | 'statusWritten' | 'logger'>, conditions: ConditionUpdate[], fields: Record<string, unknown>): Promise<KeyResource> {
   const read = ctx.resource;
-  let resource = read;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const written = await writeStatus(deps, { resource }, conditions, fields);
-      ctx.statusWritten = written.metadata.resourceVersion;
-      return written;
-    } catch (error) {
-      if (statusCode(error) !== 409 || attempt >= RECORD_ATTEMPTS) throw error;
-      const fresh = await deps.kube.readResource(read.kind, read.metadata.namespace, read.metadata.name);
-      if (fresh === undefined || fresh.metadata.uid !== read.metadata.uid || recordOf(fresh) !== recordOf(read)) throw error;
-      ctx.logger.info({ keyId: fields.keyId, attempt }, 'the resource was edited since the intent; recording the key on it as read afresh');
-      resource = { ...fresh, metadata: { ...fresh.metadata, generation: read.metadata.generation } } as KeyResource;
-    }
+  try {
+    return await writeStatus(deps, ctx, conditions, fields);
+  } catch (error) {
+    if (statusCode(error) !== 409) throw error;
+    const fresh = await deps.kube.readResource(read.kind, read.metadata.namespace, read.metadata.name);
+    if (fresh === undefined || fresh.metadata.uid !== read.metadata.uid || recordOf(fresh) !== recordOf(read)) throw error;
+    ctx.logger.info({ keyId: fields.keyId }, 'the resource was edited since the intent; recording the key on it as read afresh');
+    const again = { resource: { ...fresh, metadata: { ...fresh.metadata, generation: read.metadata.generation } } as KeyResource, statusWritten: ctx.statusWritten };
+    const written = await writeStatus(deps, again, conditions, fields, [], true);
+    ctx.statusWritten = again.statusWritten;
+    return written;
   }
 }
-
-/** Conflicts met before the record is given up (each from an edit landing between a read and a write). */
-const RECORD_ATTEMPTS = 5;
 
 /** What status records of keys: the key, its attempt, the retiring keys. */
 function recordOf(resource: KeyResource): string {
