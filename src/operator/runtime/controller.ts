@@ -304,6 +304,8 @@ export class Controller {
         onWatchRestart?.(watch.kind, restart);
         // One line per failure: at most one a minute per informer once the backoff is at its cap.
         if (restart.reason !== 'ended') logger.warn({ kind: watch.kind, namespace: namespace ?? '(all)', reason: restart.reason, err: restart.error, failures: restart.failures, retryInMs: restart.delayMs }, 'watch failed; retrying');
+        // Its timeout every 5 to 10 minutes, or the apiserver dropping a watch that fell behind a burst.
+        else logger.debug({ kind: watch.kind, namespace: namespace ?? '(all)', openMs: restart.openMs, events: restart.events, retryInMs: restart.delayMs }, 'watch ended; resuming');
       },
       onList: () => onList?.(watch.kind),
       onRecovered: (failedForMs) => {

@@ -31,6 +31,9 @@ export interface WatchRestart {
   delayMs: number;
   /** Failures in a row so far. */
   failures: number;
+  /** How long the watch that ended was open, and the events and bookmarks it delivered (a watch that opened). */
+  openMs?: number;
+  events?: number;
 }
 
 export interface ReflectorOptions {
@@ -242,9 +245,16 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
         await this.#pause({ reason: 'failed', error: what });
         continue;
       }
-      // A watch that ran and closed (its server-side timeout, or silence past inactivityMs).
+      // A watch that ran and closed: its server-side timeout, silence past inactivityMs, or the
+      // apiserver dropping a watcher that fell behind (its watch cache closes one whose buffer stays
+      // full past a dispatch budget, as a burst of thousands of creates does). One that delivered
+      // events resumes from its version at once, as client-go's reflector does: backing it off
+      // (1 s, 2 s, 4 s, 8 s in a burst that closed it every few seconds) left every key of the
+      // burst seconds late, the one another team applied meanwhile too (issue 25). The backoff is
+      // for failures: a watch closed soon without an event waits it (above), and so does one that
+      // stayed open a while without an event and not long enough to count as healthy.
       this.#current();
-      await this.#pause({ reason: 'ended' }, healthy);
+      await this.#pause({ reason: 'ended', openMs: end.openMs, events: end.events }, healthy || end.events > 0);
     }
   }
 

@@ -214,6 +214,28 @@ describe('Reflector', () => {
     expect(restarts.map((x) => [x.reason, x.delayMs])).toEqual([['failed', 20], ['failed', 40], ['failed', 80], ['ended', 0], ['failed', 20]]);
   });
 
+  it('a watch the apiserver closes after events, however soon, is resumed at once from its version: not backed off', async () => {
+    // The apiserver's watch cache closes a watcher that falls behind a burst; client-go resumes it at once.
+    const burst = (rv: number): Step => ({ events: [{ type: 'ADDED', object: secret(`k${rv}`, String(rv)) }], closeAfterMs: 5 });
+    const watch = new FakeScriptedWatch([burst(101), burst(102), burst(103), burst(104), { closeAfterMs: 0 }, {}]);
+    const { r, restarts, events } = reflector(watch, lister([[]]).list);
+    await r.start();
+    await until('sixth watch', () => watch.calls.length === 6);
+    await r.stop();
+    expect(restarts.map((x) => [x.reason, x.delayMs])).toEqual([['ended', 0], ['ended', 0], ['ended', 0], ['ended', 0], ['failed', 20]]);
+    expect(watch.calls.map((c) => c.params.resourceVersion)).toEqual(['100', '101', '102', '103', '104', '104']);
+    expect(events).toEqual(['add k101@101', 'add k102@102', 'add k103@103', 'add k104@104']);
+  });
+
+  it('a watch that stayed open, closed without an event and was not open long enough to be healthy, waits the backoff', async () => {
+    const watch = new FakeScriptedWatch([{ closeAfterMs: 1_100 }, {}]);
+    const { r, restarts } = reflector(watch, lister([[]]).list, { healthyWatchMs: 5_000 });
+    await r.start();
+    await until('second watch', () => watch.calls.length === 2, 5_000);
+    await r.stop();
+    expect(restarts.map((x) => [x.reason, x.delayMs])).toEqual([['ended', 20]]);
+  });
+
   it('a watch that closes at once without an event is a failure; a failed LIST is retried with the same backoff', async () => {
     const watch = new FakeScriptedWatch([{ closeAfterMs: 0 }, {}]);
     let lists = 0;
