@@ -53,6 +53,58 @@ describe('FairLimiter', () => {
     expect(granted.slice(10)).toEqual(['ApiKey/flood/k11', 'ApiKey/other/broken', 'ApiKey/quiet/new', 'ApiKey/flood/k12', 'ApiKey/flood/k13', 'ApiKey/flood/k14', 'ApiKey/flood/k15']);
   });
 
+  it('spreads its permits while two namespaces create: one per 100 ms at most, the same rate, and a newcomer waits one spacing, not for the next clump', async () => {
+    const clock = new ManualClock();
+    const limiter = new FairLimiter(orgKeyCreationLimiter(clock), { spacingMs: 100, clock });
+    const grants: { key: string; at: number }[] = [];
+    const take = (key: string): void => {
+      void sendsFor(key, 'create', () => limiter.take()).then((p) => {
+        grants.push({ key, at: clock.now() });
+        // The platform answers in 50 ms.
+        clock.schedule(() => p.done({ status: 201 }), 50);
+      });
+    };
+    for (let i = 1; i <= 30; i++) take(`ApiKey/flood-${i % 2}/k${i}`);
+    for (let t = 0; t < 3_100; t += 10) {
+      clock.advance(10);
+      await settle();
+    }
+    const gaps = grants.slice(1).map((g, i) => g.at - (grants[i] as { at: number }).at);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100);
+    // 30 creates in three rounds: 10 slots, each again 1,000 ms after its answer (50 ms after its
+    // permit), the first round spread over 900 ms: the 30th at 2 x 1,050 + 900 ms, plus up to one
+    // 10 ms step of this test's clock per round.
+    expect(grants.length).toBe(30);
+    expect((grants.at(-1) as { at: number }).at).toBeLessThanOrEqual(3_030);
+    // No second holds more than 10 permits.
+    for (const g of grants) expect(grants.filter((h) => h.at >= g.at && h.at < g.at + 1_000).length).toBeLessThanOrEqual(10);
+    // A quiet namespace's create arriving now goes at the next spacing: within 150 ms, not a second.
+    for (let i = 31; i <= 60; i++) take(`ApiKey/flood-${i % 2}/k${i}`);
+    clock.advance(10);
+    await settle();
+    const before = grants.length;
+    const arrived = clock.now();
+    take('ApiKey/quiet/new');
+    for (let t = 0; t < 300; t += 10) {
+      clock.advance(10);
+      await settle();
+    }
+    const quiet = grants.find((g) => g.key === 'ApiKey/quiet/new');
+    expect(quiet).toBeDefined();
+    expect((quiet as { at: number }).at - arrived).toBeLessThanOrEqual(150);
+    expect(grants.length).toBeGreaterThan(before);
+  });
+
+  it('does not spread a namespace alone: its burst of 10 goes at once', async () => {
+    const clock = new ManualClock();
+    const limiter = new FairLimiter(orgKeyCreationLimiter(clock), { spacingMs: 100, clock });
+    let granted = 0;
+    for (let i = 1; i <= 10; i++) void sendsFor(`ApiKey/team/k${i}`, 'create', () => limiter.take()).then(() => { granted++; });
+    await settle();
+    expect(granted).toBe(10);
+    expect(clock.now()).toBe(0);
+  });
+
   it('lets a waiter whose signal aborts leave the line', async () => {
     const clock = new ManualClock();
     const limiter = new FairLimiter(orgKeyCreationLimiter(clock));
