@@ -19,8 +19,8 @@
 // as long as it lasts. A quiet namespace's create that arrives just after a clump is next, and still
 // waits up to a second for the next clump (measured: 0.9-1.4 s of a ten-flood run's slowest keys).
 // So while creates of more than one namespace share the organization, permits are spread: one at
-// most every `spacingMs` (the window over the limit: 100 ms), and a clump spreads out over one
-// round of the window. The rate is the same (each slot still goes again a window after its answer);
+// most every `spacingMs` (a little under the window over the limit: 90 ms), and a clump spreads
+// out over one round of the window. The rate is the same (each slot still goes again a window after its answer);
 // what it costs is one round's spreading, under a second, when a backlog begins. A namespace alone
 // is not spread (nobody waits behind its clump; issue 14's convergence keeps its figure): a burst
 // of up to 10 creates still goes at once.
