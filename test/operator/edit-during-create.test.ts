@@ -17,7 +17,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, intentSettled, operatorKubeConfig } from './support.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, intentSettled, operatorKubeConfig, replaceCustomObject } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -50,18 +50,8 @@ describe('an edit of the resource while its key is created', () => {
   const get = async (kind: Kind, name: string): Promise<Resource> =>
     await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name }) as Resource;
   /** Read, change, replace; again from a fresh read on a conflict (the operator writes too). */
-  const update = async (kind: Kind, name: string, change: (r: Resource) => void): Promise<void> => {
-    for (let attempt = 1; ; attempt++) {
-      const current = await get(kind, name);
-      change(current);
-      try {
-        await objects.replaceNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name, body: current });
-        return;
-      } catch (error) {
-        if ((error as { code?: number }).code !== 409 || attempt === 5) throw error;
-      }
-    }
-  };
+  const update = (kind: Kind, name: string, change: (r: Resource) => void): Promise<void> =>
+    replaceCustomObject<Resource>(objects, { group, version, namespace: ns, plural: plural(kind), name }, change);
   const ready = (r: Resource): boolean => r.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' && intentSettled(r);
   const until = (kind: Kind, name: string, test: (r: Resource) => boolean, what: string): Promise<Resource> =>
     eventually(async () => {

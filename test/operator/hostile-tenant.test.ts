@@ -13,7 +13,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled, replaceCustomObject } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -61,18 +61,8 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
    * Read, change, replace, as a tenant's tool does: again from a fresh read when the operator wrote
    * the resource in between (409 Conflict, the resourceVersion read is stale; seen under load).
    */
-  const attackerUpdate = async (kind: Kind, name: string, change: (r: Resource) => void): Promise<void> => {
-    for (let attempt = 1; ; attempt++) {
-      const current = await get(tenant, attackerNs, kind, name);
-      change(current);
-      try {
-        await tenant.replaceNamespacedCustomObject({ group, version, namespace: attackerNs, plural: plural(kind), name, body: current });
-        return;
-      } catch (error) {
-        if (!(error instanceof ApiException && error.code === 409) || attempt === 5) throw error;
-      }
-    }
-  };
+  const attackerUpdate = (kind: Kind, name: string, change: (r: Resource) => void): Promise<void> =>
+    replaceCustomObject<Resource>(tenant, { group, version, namespace: attackerNs, plural: plural(kind), name }, change);
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const untilAttacker = (kind: Kind, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
     eventually(async () => {

@@ -10,7 +10,7 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled, replaceCustomObject } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -76,18 +76,10 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     throw new Error('the apiserver accepted it');
   };
   const setTemplate = async (kind: string, name: string, template: Record<string, unknown>): Promise<void> => {
-    // Read, modify, replace, again on a conflict (as kubectl edit does): the operator may write the
-    // resource's status meanwhile (the first use of a ProjectApiKey's key, recorded by a drift pass).
-    await eventually(async () => {
-      const current = await get(kind, name);
-      try {
-        await objects.replaceNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name, body: { ...current, spec: { ...current.spec, secret: { ...current.spec.secret, template } } } });
-        return true;
-      } catch (error) {
-        if ((error as { code?: number }).code === 409) return undefined;
-        throw error;
-      }
-    }, 10_000, `the template of ${kind} ${name} set`);
+    // Again on a conflict: the operator may write the resource's status meanwhile (the first use of
+    // a ProjectApiKey's key, recorded by a drift pass).
+    await replaceCustomObject<Resource>(objects, { group, version, namespace, plural: plural(kind), name },
+      (current) => ({ ...current, spec: { ...current.spec, secret: { ...current.spec.secret, template } } }));
   };
 
   beforeAll(async () => {

@@ -98,6 +98,28 @@ export function customObjects(kc: KubeConfig): CustomObjectsApi {
 }
 
 /**
+ * Read, change, replace, as kubectl edit and a tenant's tools do: again from a fresh read when the
+ * resource was written in between (409 Conflict: the operator writes its status meanwhile), up to
+ * 5 attempts. `change` gets each fresh read.
+ */
+export async function replaceCustomObject<T extends object>(
+  api: CustomObjectsApi,
+  at: { group: string; version: string; namespace: string; plural: string; name: string },
+  change: (current: T) => T | void,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const current = await api.getNamespacedCustomObject(at) as T;
+    const body = change(current) ?? current;
+    try {
+      await api.replaceNamespacedCustomObject({ ...at, body });
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 409 || attempt === 5) throw error;
+    }
+  }
+}
+
+/**
  * The operator's signing key (the Secret it makes in its namespace; made here if no operator ran
  * yet), for tests that write what a crashed operator would have left: a signed create intent, a
  * signed Secret. Only a test with the cluster admin's rights can do this; a tenant cannot.

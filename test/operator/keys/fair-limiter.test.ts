@@ -76,6 +76,11 @@ describe('FairLimiter', () => {
     // 10 ms step of this test's clock per round.
     expect(grants.length).toBe(30);
     expect((grants.at(-1) as { at: number }).at).toBeLessThanOrEqual(3_030);
+    // Two namespaces with a backlog alternate: neither has more than one permit over the other's at any point.
+    grants.forEach((_, i) => {
+      const first = grants.slice(0, i + 1).filter((g) => g.key.startsWith('ApiKey/flood-0/')).length;
+      expect(Math.abs(2 * first - (i + 1))).toBeLessThanOrEqual(1);
+    });
     // No second holds more than 10 permits.
     for (const g of grants) expect(grants.filter((h) => h.at >= g.at && h.at < g.at + 1_000).length).toBeLessThanOrEqual(10);
     // A quiet namespace's create arriving now goes at the next spacing: within 150 ms, not a second.
@@ -93,6 +98,53 @@ describe('FairLimiter', () => {
     expect(quiet).toBeDefined();
     expect((quiet as { at: number }).at - arrived).toBeLessThanOrEqual(150);
     expect(grants.length).toBeGreaterThan(before);
+  });
+
+  it('lets a quiet namespace\'s second create, right after its first, go before a round of ten floods: it had fewer permits in the window', async () => {
+    const clock = new ManualClock();
+    const limiter = new FairLimiter(orgKeyCreationLimiter(clock), { spacingMs: 90, clock });
+    const grants: string[] = [];
+    const take = (key: string): void => {
+      void sendsFor(key, 'create', () => limiter.take()).then((p) => {
+        grants.push(key);
+        clock.schedule(() => p.done({ status: 201 }), 50);
+      });
+    };
+    const step = async (ms: number): Promise<void> => {
+      for (let t = 0; t < ms; t += 10) {
+        clock.advance(10);
+        await settle();
+      }
+    };
+    // Ten floods, three creates waiting each at a time (as the organization's admission keeps them).
+    let n = 0;
+    const refill = (): void => {
+      for (let f = 0; f < 10; f++) while (grants.filter((g) => g.startsWith(`ApiKey/flood-${f}/`)).length + 3 > [...issued].filter((k) => k.startsWith(`ApiKey/flood-${f}/`)).length) {
+        const key = `ApiKey/flood-${f}/k${++n}`;
+        issued.add(key);
+        take(key);
+      }
+    };
+    const issued = new Set<string>();
+    refill();
+    for (let s = 0; s < 40; s++) {
+      await step(100);
+      refill();
+    }
+    // Two creates of namespace quiet, one right after the other.
+    take('ApiKey/quiet/first');
+    await step(10);
+    take('ApiKey/quiet/second');
+    const at = grants.length;
+    for (let s = 0; s < 10 && !grants.includes('ApiKey/quiet/second'); s++) {
+      await step(100);
+      refill();
+    }
+    const after = grants.slice(at);
+    // The first goes next; the second after at most a couple of the floods' creates, not ten.
+    expect(after.indexOf('ApiKey/quiet/first')).toBe(0);
+    expect(after.indexOf('ApiKey/quiet/second')).toBeGreaterThan(0);
+    expect(after.indexOf('ApiKey/quiet/second')).toBeLessThanOrEqual(3);
   });
 
   it('does not spread a namespace alone: its burst of 10 goes at once', async () => {

@@ -67,11 +67,6 @@ export class CreateLine {
     return this.#where.has(item);
   }
 
-  /** The namespaces with items waiting. */
-  namespaces(): string[] {
-    return [...this.#flows.values()].filter((flow) => flow.size > 0).map((flow) => flow.name);
-  }
-
   /** Items of this namespace waiting. */
   waitingIn(namespace: string): number {
     return this.#flows.get(namespace)?.size ?? 0;

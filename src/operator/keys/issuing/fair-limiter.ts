@@ -5,9 +5,17 @@
 // whose waiters go first come, first served. Up to 30 creates of one organization are admitted at
 // once, so a quiet namespace's key, admitted at its fair turn, would still wait behind up to 29 of
 // a flooding namespace's creates there: about 3 s at 10/s. So this wrapper hands the limiter one
-// waiter at a time, chosen like the organization's line chooses (create-line.ts: fair turns
-// between namespaces, a broken key first); the limiter's throughput is the same (it always has the
-// next create waiting), and a quiet namespace's create is the next one it lets through.
+// waiter at a time, the next one from the namespace that had the fewest permits in the last
+// `recentMs` (5 s), a broken key first among as many, then the namespace served least lately
+// (RecentShareLine below); the limiter's throughput is the same (it always has the next create
+// waiting), and a quiet namespace's create is the next one it lets through. Counting permits over
+// a few seconds rather than turns since the namespace started waiting (as the organization's line
+// does, create-line.ts) matters for a quiet namespace's second create: one that comes right after
+// its first (a key applied 2 s after another, seen late in a burst) would otherwise wait a whole
+// round of every flooding namespace, 1.1 s among eleven. Over 5 s it has had fewer permits than each
+// flood, so it goes next; a namespace cannot take more than the others' share either, as every
+// permit it takes counts against it for 5 s. What a namespace that starts waiting can have before
+// the others is bounded by the window: the permits the others had in it.
 //
 // Which key a take() is for comes from the async context of its reconcile (sendsFor, around the
 // create): the platform client knows nothing of namespaces. A take() outside any (another caller
@@ -27,7 +35,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Permit, RateLimiter } from '../../../platform/index.ts';
 import { realClock, type BucketClock } from '../../../platform/waiter-queue.ts';
-import { CreateLine, namespaceOf, type Priority } from './create-line.ts';
+import { PRIORITIES, namespaceOf, type Priority } from './create-line.ts';
 
 const sender = new AsyncLocalStorage<{ key: string; priority: Priority }>();
 
@@ -46,20 +54,106 @@ interface Waiter {
 export interface FairLimiterOptions {
   /** While more than one namespace creates, one permit at most this often. Default 0 (never spread). */
   spacingMs?: number;
-  /** A namespace whose last permit is this recent still counts as creating. Default 10 s. */
+  /** The window over which each namespace's permits are counted (who goes next, who is creating). Default 5 s. */
   recentMs?: number;
   clock?: BucketClock;
 }
 
+interface Flow {
+  /** Waiting items, one insertion-ordered set per priority rank. */
+  readonly items: Set<string>[];
+  size: number;
+  /** When its permits of the window were handed out, oldest first. */
+  readonly permits: number[];
+  /** The line's serial number of its last permit (0: none): the older goes first on a tie. */
+  lastTurn: number;
+}
+
+/**
+ * The limiter's waiters, one flow per namespace: the next item is from the flow with the fewest
+ * permits in the last `windowMs`, then the most urgent, then the one served least lately.
+ */
+class RecentShareLine {
+  readonly #windowMs: number;
+  readonly #now: () => number;
+  readonly #flows = new Map<string, Flow>();
+  readonly #where = new Map<string, { flow: Flow; rank: number }>();
+  #serial = 0;
+
+  constructor(windowMs: number, now: () => number) {
+    this.#windowMs = windowMs;
+    this.#now = now;
+  }
+
+  get size(): number {
+    return this.#where.size;
+  }
+
+  add(item: string, priority: Priority): void {
+    const namespace = namespaceOf(item);
+    let flow = this.#flows.get(namespace);
+    if (flow === undefined) {
+      flow = { items: PRIORITIES.map(() => new Set<string>()), size: 0, permits: [], lastTurn: 0 };
+      this.#flows.set(namespace, flow);
+    }
+    const rank = PRIORITIES.indexOf(priority);
+    flow.items[rank]?.add(item);
+    flow.size++;
+    this.#where.set(item, { flow, rank });
+  }
+
+  delete(item: string): boolean {
+    const at = this.#where.get(item);
+    if (at === undefined) return false;
+    this.#where.delete(item);
+    at.flow.items[at.rank]?.delete(item);
+    at.flow.size--;
+    return true;
+  }
+
+  /** The next item, taken out of the line and counted as its namespace's permit now. */
+  next(): string | undefined {
+    this.#forgetOld();
+    let best: { flow: Flow; rank: number } | undefined;
+    for (const flow of this.#flows.values()) {
+      if (flow.size === 0) continue;
+      const rank = flow.items.findIndex((set) => set.size > 0);
+      if (best === undefined || flow.permits.length < best.flow.permits.length
+        || (flow.permits.length === best.flow.permits.length && (rank < best.rank || (rank === best.rank && flow.lastTurn < best.flow.lastTurn)))) best = { flow, rank };
+    }
+    if (best === undefined) return undefined;
+    const { flow, rank } = best;
+    const item = flow.items[rank]?.values().next().value as string;
+    flow.items[rank]?.delete(item);
+    flow.size--;
+    this.#where.delete(item);
+    flow.permits.push(this.#now());
+    flow.lastTurn = ++this.#serial;
+    return item;
+  }
+
+  /** Namespaces with items waiting or a permit in the window. */
+  active(): number {
+    this.#forgetOld();
+    return this.#flows.size;
+  }
+
+  /** Drops the permits older than the window, and the flows left with none and nothing waiting. */
+  #forgetOld(): void {
+    const since = this.#now() - this.#windowMs;
+    for (const [namespace, flow] of this.#flows) {
+      while (flow.permits.length > 0 && (flow.permits[0] as number) <= since) flow.permits.shift();
+      if (flow.permits.length === 0 && flow.size === 0) this.#flows.delete(namespace);
+    }
+  }
+}
+
 export class FairLimiter implements RateLimiter {
   readonly #inner: RateLimiter;
-  readonly #line = new CreateLine();
+  readonly #line: RecentShareLine;
   readonly #waiters = new Map<string, Waiter>();
   readonly #spacingMs: number;
-  readonly #recentMs: number;
   readonly #clock: BucketClock;
-  /** When each namespace had its last permit, while recent (pruned as it is read). */
-  readonly #lastPermit = new Map<string, number>();
   #lastGrantAt = Number.NEGATIVE_INFINITY;
   #serial = 0;
   /** One waiter is at the inner limiter. */
@@ -70,8 +164,8 @@ export class FairLimiter implements RateLimiter {
   constructor(inner: RateLimiter, options: FairLimiterOptions = {}) {
     this.#inner = inner;
     this.#spacingMs = options.spacingMs ?? 0;
-    this.#recentMs = options.recentMs ?? 10_000;
     this.#clock = options.clock ?? realClock;
+    this.#line = new RecentShareLine(options.recentMs ?? 5_000, () => this.#clock.now());
   }
 
   take(signal?: AbortSignal): Promise<Permit> {
@@ -98,7 +192,8 @@ export class FairLimiter implements RateLimiter {
   #pump(): void {
     if (this.#taking || this.#cancelSpacing !== undefined || this.#line.size === 0) return;
     const waitMs = this.#lastGrantAt + this.#spacingMs - this.#clock.now();
-    if (waitMs > 0 && this.#shared()) {
+    // Spread while more than one namespace creates: waits or had a permit in the window.
+    if (waitMs > 0 && this.#line.active() > 1) {
       // The turn is chosen when the wait ends: a repair that arrives meanwhile still goes first.
       this.#cancelSpacing = this.#clock.schedule(() => {
         this.#cancelSpacing = undefined;
@@ -116,23 +211,12 @@ export class FairLimiter implements RateLimiter {
       this.#pump();
     };
     this.#inner.take(waiter.signal).then((permit) => {
-      const now = this.#clock.now();
-      this.#lastGrantAt = now;
-      this.#lastPermit.set(namespaceOf(token), now);
+      this.#lastGrantAt = this.#clock.now();
       settle();
       waiter.resolve(permit);
     }, (error: unknown) => {
       settle();
       waiter.reject(error);
     });
-  }
-
-  /** More than one namespace creates: two had a permit lately, or one other than the recent one waits. */
-  #shared(): boolean {
-    const since = this.#clock.now() - this.#recentMs;
-    for (const [namespace, at] of this.#lastPermit) if (at < since) this.#lastPermit.delete(namespace);
-    if (this.#lastPermit.size > 1) return true;
-    const [recent] = this.#lastPermit.keys();
-    return this.#line.namespaces().some((namespace) => namespace !== recent);
   }
 }
