@@ -31,6 +31,7 @@ export type ReconcileResult =
 /** Which object a reconcile is about. */
 export interface Request {
   kind: string;
+  /** '' for a cluster-scoped object. */
   namespace: string;
   name: string;
 }
@@ -334,8 +335,8 @@ export class Controller {
         if (namespace !== undefined && scope?.namespace !== undefined && scope.namespace !== namespace) continue;
         for (const obj of cache.list(namespace)) {
           const { name, namespace: ns } = obj.metadata ?? {};
-          if (name === undefined || ns === undefined) continue;
-          this.#queue.add(objectRef(reconciled, ns, name), { priority: 'low' });
+          if (name === undefined) continue;
+          this.#queue.add(objectRef(reconciled, ns ?? '', name), { priority: 'low' });
           woken++;
         }
       }
@@ -351,10 +352,12 @@ export class Controller {
       const indexes = Object.entries(watch.indexes ?? {}).map(([name, valuesOf]) => ({ index: this.#index(name), valuesOf }));
       wake = (obj, deleted) => {
         const meta = obj.metadata;
-        if (meta?.name === undefined || meta.namespace === undefined) return;
-        const key = objectRef(watch.kind, meta.namespace, meta.name);
+        if (meta?.name === undefined) return;
+        // A cluster-scoped object has no namespace: its key is `kind//name`, its request's namespace ''.
+        const namespace = meta.namespace ?? '';
+        const key = objectRef(watch.kind, namespace, meta.name);
         // Every watch event passes here: its debug line (bench/fairness.ts --fair-stages) is built only when it is written.
-        if (this.#o.logger.isLevelEnabled('debug')) this.#o.logger.debug({ kind: watch.kind, namespace: meta.namespace, name: meta.name, resourceVersion: meta.resourceVersion }, 'event');
+        if (this.#o.logger.isLevelEnabled('debug')) this.#o.logger.debug({ kind: watch.kind, namespace, name: meta.name, resourceVersion: meta.resourceVersion }, 'event');
         for (const { index, valuesOf } of indexes) {
           if (deleted) index.delete(key);
           else index.set(key, valuesOf(obj));

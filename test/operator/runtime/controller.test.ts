@@ -130,6 +130,22 @@ describe('Controller', () => {
     expect(h.controller.cached('Widget').map((o) => o.metadata?.name)).toEqual(['a']);
   });
 
+  it('reconciles a cluster-scoped object (no namespace) as kind//name, with its own writes and cache', async () => {
+    const h = await start();
+    const cluster = (resourceVersion: string): KubernetesObject => ({ kind: 'Widget', metadata: { name: 'c', resourceVersion, generation: 1 } });
+    h.reconciler.results = [{ type: 'Done', requeueAfterMs: 10 }];
+    h.widgets.emit('add', cluster('1'));
+    await until('c reconciled, then again after its requeue', () => h.reconciler.calls.length === 2);
+    expect(h.reconciler.calls).toEqual(['Widget//c', 'Widget//c']);
+    expect(h.controller.cachedObject('Widget', '', 'c')?.metadata?.resourceVersion).toBe('1');
+    h.ownWrites.record('Widget//c', '1', '2');
+    h.widgets.emit('update', cluster('2'));
+    await sleep(50);
+    expect(h.reconciler.calls).toHaveLength(2);
+    h.widgets.emit('update', cluster('3'));
+    await until('c woken by another writer', () => h.reconciler.calls.length === 3);
+  });
+
   it('runs one informer per watch and namespace when given namespaces', async () => {
     const watched: (string | undefined)[] = [];
     const h = await start({ namespaces: ['x', 'y'], watched });

@@ -40,7 +40,7 @@ export class FakeInformer implements CachingInformer {
   }
 
   get(name: string, namespace?: string): KubernetesObject | undefined {
-    return this.#objects.get(`${namespace}/${name}`);
+    return this.#objects.get(`${namespace ?? ''}/${name}`);
   }
 
   latestResourceVersion(): string {
@@ -58,7 +58,7 @@ export class FakeInformer implements CachingInformer {
   /** One watch event; the cache keeps the projection the watch declares, as the real one does. */
   emit(verb: 'add' | 'update' | 'delete', obj: KubernetesObject): void {
     const projected = this.watch.project(obj);
-    const id = `${obj.metadata?.namespace}/${obj.metadata?.name}`;
+    const id = `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name}`;
     if (verb === 'delete') this.#objects.delete(id);
     else this.#objects.set(id, projected);
     for (const cb of this.#callbacks.get(verb) ?? []) cb(projected as never);
