@@ -83,7 +83,7 @@ export function applySeed(store: Store, engine: OperationsEngine, seedInput: See
       const id = u.id ?? newUuid();
       store.insertUser({ id, name: u.name, email: u.email ?? `${u.name}@example.com`, created_ms: now });
       userIds.set(id, id).set(u.name, id);
-      for (const [org, role] of Object.entries(u.orgRoles ?? {})) store.setRole(resolveOrg(org), id, role);
+      for (const [org, role] of Object.entries(u.orgRoles ?? {})) store.setRole(resolveOrg(org), id, role, now);
       keys.set(id, issuePersonalKey(store, id, 'console-bootstrap').secret);
     }
     for (const p of seed.projects) {

@@ -38,8 +38,11 @@ export function standingIn(store: Store, p: Principal, orgId: string): OrgRole |
   }
 }
 
-/** Listing an organization's keys: its members and its organization keys; not project-scoped keys. */
-export function assertMayListOrganizationKeys(store: Store, p: Principal, orgId: string): void {
+/**
+ * Reading an organization (listing its keys, listing its members): its members, admins or not, and
+ * its organization keys; not project-scoped keys, which act on their project only.
+ */
+export function assertMayReadOrganization(store: Store, p: Principal, orgId: string): void {
   const standing = standingIn(store, p, orgId);
   if (standing === 'project-key') throw forbidden('project-scoped API keys cannot perform organization actions');
   if (standing === undefined) throw forbidden(`not a member of organization ${orgId}`);

@@ -17,6 +17,7 @@ import { slidingWindowLimiter } from './rate-limit.ts';
 import { createRouter, requestCounter, type EmulatorParts, type Reply, type RequestContext, type Route } from './router.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
+import { memberRoutes } from './routes/members.ts';
 import { operationRoutes } from './routes/operations.ts';
 import { projectRoutes } from './routes/projects.ts';
 import { userRoutes } from './routes/users.ts';
@@ -53,7 +54,7 @@ export interface Emulator {
 export const LOG_REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', '*.key', 'personalKey', '*.personalKey', 'secret'];
 
 /** Every route the emulator serves: the public API, the admin API and the console (docs/emulator.md documents each). */
-export const EMULATOR_ROUTES: readonly Route[] = [...apiKeyRoutes, ...projectRoutes, ...operationRoutes, ...userRoutes, ...adminRoutes, ...consoleRoutes];
+export const EMULATOR_ROUTES: readonly Route[] = [...apiKeyRoutes, ...memberRoutes, ...projectRoutes, ...operationRoutes, ...userRoutes, ...adminRoutes, ...consoleRoutes];
 
 const ERROR_CODES: Record<number, string> = { 423: 'LOCKED', 429: 'TOO_MANY_REQUESTS', 500: 'INTERNAL_ERROR', 502: 'BAD_GATEWAY', 503: 'SERVICE_UNAVAILABLE', 504: 'GATEWAY_TIMEOUT' };
 const REQUEST_ID = /^[\w.:-]{1,128}$/;

@@ -1,6 +1,7 @@
 // The emulator's persistent state in SQLite (node:sqlite). One file, WAL for files, `:memory:` for
 // tests. Key secrets are never stored: only their sha256 (docs/platform-api.md "Authentication" 7).
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { newUuid } from './identifiers.ts';
 
 export type OrgRole = 'admin' | 'member';
 export type KeyKind = 'personal' | 'organization' | 'project';
@@ -9,6 +10,8 @@ export type EndpointType = 'read_write' | 'read_only';
 
 export interface OrganizationRow { id: string; name: string; created_ms: number }
 export interface UserRow { id: string; name: string; email: string; created_ms: number }
+/** A user's membership of an organization: its id and joined time are made when the user joins; a role change keeps both. */
+export interface MembershipRow { org_id: string; user_id: string; role: OrgRole; id: string; joined_ms: number }
 export interface ProjectRow {
   id: string; name: string; org_id: string | null; owner_user_id: string; region_id: string; pg_version: number;
   created_ms: number; updated_ms: number; deleted_ms: number | null; fail_next: number;
@@ -35,7 +38,7 @@ CREATE TABLE IF NOT EXISTS organizations (id TEXT PRIMARY KEY, name TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, created_ms INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS memberships (
   org_id TEXT NOT NULL REFERENCES organizations(id), user_id TEXT NOT NULL REFERENCES users(id),
-  role TEXT NOT NULL CHECK (role IN ('admin','member')), PRIMARY KEY (org_id, user_id));
+  role TEXT NOT NULL CHECK (role IN ('admin','member')), id TEXT, joined_ms INTEGER, PRIMARY KEY (org_id, user_id));
 CREATE TABLE IF NOT EXISTS projects (
   id TEXT PRIMARY KEY, name TEXT NOT NULL, org_id TEXT REFERENCES organizations(id), owner_user_id TEXT NOT NULL,
   region_id TEXT NOT NULL, pg_version INTEGER NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
@@ -67,7 +70,23 @@ const ADDED_COLUMNS: { table: string; column: string; ddl: string }[] = [
   { table: 'projects', column: 'error_next', ddl: 'error_next INTEGER NOT NULL DEFAULT 0' },
   { table: 'endpoints', column: 'type', ddl: "type TEXT NOT NULL DEFAULT 'read_write'" },
   { table: 'operations', column: 'gives_up', ddl: 'gives_up INTEGER NOT NULL DEFAULT 0' },
+  { table: 'memberships', column: 'id', ddl: 'id TEXT' },
+  { table: 'memberships', column: 'joined_ms', ddl: 'joined_ms INTEGER' },
 ];
+
+/**
+ * Memberships stored before they had an id and a joined time get them once, and keep them: a new
+ * uuid, and as joined time the later of the user's and the organization's creation (the earliest
+ * the membership can have begun).
+ */
+function backfillMemberships(db: DatabaseSync): void {
+  const missing = db.prepare('SELECT org_id, user_id FROM memberships WHERE id IS NULL').all() as { org_id: string; user_id: string }[];
+  const setId = db.prepare('UPDATE memberships SET id = ? WHERE org_id = ? AND user_id = ?');
+  for (const m of missing) setId.run(newUuid(), m.org_id, m.user_id);
+  db.exec(`UPDATE memberships SET joined_ms = (
+    SELECT MAX(u.created_ms, o.created_ms) FROM users u, organizations o WHERE u.id = memberships.user_id AND o.id = memberships.org_id
+  ) WHERE joined_ms IS NULL`);
+}
 
 export type Store = ReturnType<typeof openStore>;
 
@@ -84,6 +103,7 @@ export function openStore(path: string) {
     const columns = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
     if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${ddl}`);
   }
+  backfillMemberships(db);
 
   const cache = new Map<string, ReturnType<DatabaseSync['prepare']>>();
   const stmt = (sql: string) => {
@@ -135,11 +155,16 @@ export function openStore(path: string) {
     users: () => all<UserRow>('SELECT * FROM users ORDER BY created_ms, rowid'),
     role: (orgId: string, userId: string) =>
       get<{ role: OrgRole }>('SELECT role FROM memberships WHERE org_id = ? AND user_id = ?', orgId, userId)?.role,
-    setRole(orgId: string, userId: string, role: OrgRole): void {
-      run('INSERT INTO memberships (org_id, user_id, role) VALUES (?, ?, ?) ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role', orgId, userId, role);
+    /** Makes the user a member (a new member id, joined now) or changes their role (id and joined time kept). */
+    setRole(orgId: string, userId: string, role: OrgRole, nowMs: number): void {
+      run('INSERT INTO memberships (org_id, user_id, role, id, joined_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role',
+        orgId, userId, role, newUuid(), nowMs);
     },
     removeMember: (orgId: string, userId: string) => Number(run('DELETE FROM memberships WHERE org_id = ? AND user_id = ?', orgId, userId).changes) > 0,
-    memberships: () => all<{ org_id: string; user_id: string; role: OrgRole }>('SELECT * FROM memberships ORDER BY org_id, user_id'),
+    memberships: () => all<MembershipRow>('SELECT * FROM memberships ORDER BY org_id, user_id'),
+    /** The members of an organization with their email, in no particular order (the caller sorts). */
+    membersOf: (orgId: string) =>
+      all<MembershipRow & { email: string }>('SELECT m.org_id, m.user_id, m.role, m.id, m.joined_ms, u.email FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.org_id = ?', orgId),
     organizationsOf: (userId: string) =>
       all<OrganizationRow & { role: OrgRole }>('SELECT o.*, m.role FROM organizations o JOIN memberships m ON m.org_id = o.id WHERE m.user_id = ? ORDER BY o.created_ms, o.rowid', userId),
 

@@ -1,4 +1,5 @@
-// Typed client of the platform API (docs/platform-api.md): API keys, projects, branches, operations.
+// Typed client of the platform API (docs/platform-api.md): API keys, the caller and its organizations,
+// organization members, projects, branches, operations.
 // Every response is validated by its zod schema (schemas.ts); every failure is a PlatformError
 // whose code and disposition come from classify() (errors.ts); retries follow retry.ts.
 //
@@ -18,9 +19,12 @@ import {
   AuthDetailsSchema,
   CreatedBranchSchema,
   CreatedKeySchema,
+  CurrentUserSchema,
   GeneralErrorSchema,
   OperationResponseSchema,
   OperationsPageSchema,
+  OrganizationMembersPageSchema,
+  OrganizationsResponseSchema,
   ProjectResponseSchema,
   ProjectsPageSchema,
   RevokedKeySchema,
@@ -28,8 +32,11 @@ import {
   type AuthDetails,
   type Branch,
   type CreatedKey,
+  type CurrentUser,
   type Operation,
   type OperationsPage,
+  type Organization,
+  type OrganizationMember,
   type Project,
   type RevokedKey,
 } from './schemas.ts';
@@ -108,6 +115,15 @@ const DEFAULT_POLL_INTERVAL_MS = 5_000;
 const DEFAULT_OPERATIONS_PAGE = 100;
 /** The platform's maximum page size for GET /projects. */
 const PROJECTS_PAGE = 400;
+/** The platform's maximum page size for GET /organizations/{org_id}/members. */
+const MEMBERS_PAGE = 500;
+/**
+ * listOrganizationMembers reads at most this many pages (10,000 members), then fails rather than
+ * answer with part of the list: a caller deciding from it whether a user is an administrator must
+ * never decide on a list that stopped early, and a platform that keeps handing out new pages must
+ * not keep the caller reading forever.
+ */
+const MAX_MEMBER_PAGES = 20;
 const DEFAULT_TIMEOUT_MS = 30_000;
 /** A list of 10,000 keys is about 2.5 MB; a platform (or something posing as it) gets no more than this. */
 const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
@@ -124,6 +140,9 @@ const ROUTES = {
   operations: '/projects/:project_id/operations',
   operation: '/projects/:project_id/operations/:operation_id',
   auth: '/auth',
+  currentUser: '/users/me',
+  myOrganizations: '/users/me/organizations',
+  orgMembers: '/organizations/:org_id/members',
 } as const;
 
 let sharedAgent: Agent | undefined;
@@ -201,6 +220,59 @@ export class PlatformClient {
    */
   getAuth(opts?: CallOptions): Promise<AuthDetails> {
     return this.#call({ method: 'GET', route: ROUTES.auth, path: '/auth', schema: AuthDetailsSchema, signal: opts?.signal });
+  }
+
+  /** GET /users/me: the user the key belongs to. Needs a personal key (other kinds: FORBIDDEN). */
+  getCurrentUser(opts?: CallOptions): Promise<CurrentUser> {
+    return this.#call({ method: 'GET', route: ROUTES.currentUser, path: '/users/me', schema: CurrentUserSchema, signal: opts?.signal });
+  }
+
+  /**
+   * GET /users/me/organizations: the organizations the key's user belongs to; for an organization or
+   * a project-scoped key, the one organization that owns the key.
+   */
+  async listMyOrganizations(opts?: CallOptions): Promise<Organization[]> {
+    const res = await this.#call({ method: 'GET', route: ROUTES.myOrganizations, path: '/users/me/organizations', schema: OrganizationsResponseSchema, signal: opts?.signal });
+    return res.organizations;
+  }
+
+  /**
+   * GET /organizations/{org_id}/members, every page (in the platform's default order), each member
+   * once. Ends when a page has no `next` cursor, the cursor does not move, or a page brings no member
+   * not seen before (a platform that ignores the cursor). Beyond MAX_MEMBER_PAGES pages it fails with
+   * INVALID_RESPONSE (terminal) instead of returning a list that may lack someone.
+   */
+  async listOrganizationMembers(orgId: string, opts?: CallOptions): Promise<OrganizationMember[]> {
+    const path = `/organizations/${seg(orgId)}/members`;
+    const byId = new Map<string, OrganizationMember>();
+    let cursor: string | undefined;
+    for (let pages = 1; ; pages++) {
+      const page = await this.#call({
+        method: 'GET',
+        route: ROUTES.orgMembers,
+        path,
+        query: { limit: MEMBERS_PAGE, cursor },
+        schema: OrganizationMembersPageSchema,
+        signal: opts?.signal,
+      });
+      let fresh = 0;
+      for (const m of page.members) {
+        if (!byId.has(m.id)) fresh++;
+        byId.set(m.id, m);
+      }
+      const next = page.pagination?.next;
+      if (next === undefined || next === cursor || fresh === 0) break;
+      if (pages >= MAX_MEMBER_PAGES) {
+        throw new PlatformError({
+          ...classify('GET', { kind: 'invalid-response' }),
+          method: 'GET',
+          route: ROUTES.orgMembers,
+          message: `GET ${ROUTES.orgMembers} still had more members after ${MAX_MEMBER_PAGES} pages of ${MEMBERS_PAGE}: stopped reading, the list is incomplete`,
+        });
+      }
+      cursor = next;
+    }
+    return [...byId.values()];
   }
 
   // ---- API keys (docs/platform-api.md, Endpoints) ----

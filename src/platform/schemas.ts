@@ -151,6 +151,60 @@ export const AuthDetailsSchema = z.object({
 export type AuthDetails = z.output<typeof AuthDetailsSchema>;
 
 /**
+ * GET /users/me (docs/platform-api.md, Current user): the user a personal key belongs to. Only `id`
+ * is relied on; `email` and `name` are typed when present.
+ */
+export const CurrentUserSchema = z.object({
+  id: z.string().min(1),
+  email: z.string().optional(),
+  name: z.string().optional(),
+});
+export type CurrentUser = z.output<typeof CurrentUserSchema>;
+
+/** An organization of GET /users/me/organizations (docs/platform-api.md, Organizations of the current user). */
+export const OrganizationSchema = z.object({
+  id: z.string().min(1),
+  name: z.string(),
+});
+export type Organization = z.output<typeof OrganizationSchema>;
+
+export const OrganizationsResponseSchema = z.object({ organizations: z.array(OrganizationSchema) });
+
+/**
+ * An item of GET /organizations/{org_id}/members (docs/platform-api.md, List organization members):
+ * the wire's `{member, user}` pair, read as one flat object. `id`, `user_id` and `role` are relied
+ * on; `role` is a plain string (the platform has more roles than admin and member, and may add
+ * others), so a caller compares it with 'admin' and reads anything else as "not an administrator".
+ */
+export const OrganizationMemberSchema = z.object({
+  member: z.object({
+    id: z.string().min(1),
+    user_id: z.string().min(1),
+    org_id: z.string().optional(),
+    role: z.string().min(1),
+    joined_at: timestamp.optional(),
+  }),
+  user: z.object({ email: z.string().optional() }).optional(),
+}).transform(({ member, user }) => ({
+  id: member.id,
+  userId: member.user_id,
+  role: member.role,
+  ...(member.org_id !== undefined ? { orgId: member.org_id } : {}),
+  ...(member.joined_at !== undefined ? { joinedAt: member.joined_at } : {}),
+  ...(user?.email !== undefined ? { email: user.email } : {}),
+}));
+export type OrganizationMember = z.output<typeof OrganizationMemberSchema>;
+
+/**
+ * One page of members. `pagination.next` is the cursor of the next page, absent on the last one
+ * (docs/platform-api.md, List organization members).
+ */
+export const OrganizationMembersPageSchema = z.object({
+  members: z.array(OrganizationMemberSchema),
+  pagination: z.object({ next: z.string().min(1).optional(), sort_by: z.string().optional(), sort_order: z.string().optional() }).optional(),
+});
+
+/**
  * Error body {"code","message","request_id"} (docs/platform-api.md, Errors; the platform's GeneralError). Read
  * leniently: a proxy in between may answer with HTML, and the status code alone still classifies.
  */

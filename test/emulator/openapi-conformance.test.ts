@@ -154,6 +154,7 @@ describe('every emulator response conforms to the official document', () => {
     expect((await checked('GET', '/auth', { key: alice })).status).toBe(200);
     expect((await checked('GET', '/users/me', { key: alice })).status).toBe(200);
     expect((await checked('GET', '/users/me/organizations', { key: alice })).status).toBe(200);
+    expect((await checked('GET', '/users/me/organizations', { key: carol })).status).toBe(200);
 
     // Keys of every kind.
     const personal = await checked('POST', '/api_keys', { key: alice, body: { key_name: 'conf-personal' } });
@@ -167,6 +168,24 @@ describe('every emulator response conforms to the official document', () => {
     expect((await checked('GET', `/organizations/${ORG}/api_keys`, { key: alice })).status).toBe(200);
     expect((await checked('GET', `/organizations/${ORG}/api_keys`, { key: org.body.key })).status).toBe(200);
     for (const key of [org.body.key, scoped.body.key, personal.body.key]) expect((await checked('GET', '/auth', { key })).status).toBe(200);
+
+    // Members of the organization: read by a member administrator or not and by an organization key,
+    // in pages (`next` on all but the last); refused to a project-scoped key and a non-member.
+    expect((await checked('GET', `/organizations/${ORG}/members`, { key: alice })).body.members).toHaveLength(2);
+    const firstMember = await checked('GET', `/organizations/${ORG}/members?limit=1&sort_by=email&sort_order=asc`, { key: bob });
+    expect(firstMember.body.pagination.next).toEqual(expect.any(String));
+    const lastMember = await checked('GET', `/organizations/${ORG}/members?limit=1&cursor=${firstMember.body.pagination.next as string}`, { key: org.body.key });
+    expect(lastMember.status).toBe(200);
+    expect(lastMember.body.pagination.next).toBeUndefined();
+    expect((await checked('GET', `/organizations/${ORG}/members?sort_by=role&sort_order=desc&limit=500`, { key: org.body.key })).status).toBe(200);
+    expect((await checked('GET', `/organizations/${ORG}/members`, { key: scoped.body.key })).status).toBe(403);
+    expect((await checked('GET', `/organizations/${ORG}/members`, { key: carol })).status).toBe(403);
+    expect((await checked('GET', `/organizations/${ORG}/members?limit=501`, { key: alice })).status).toBe(400);
+    expect((await checked('GET', `/organizations/${ORG}/members?cursor=x`, { key: alice })).status).toBe(400);
+    expect((await checked('GET', `/organizations/${ORG}/members`)).status).toBe(401);
+    // Who the caller is, with the other kinds of key: no user behind them (403); their organization.
+    expect((await checked('GET', '/users/me', { key: org.body.key })).status).toBe(403);
+    for (const key of [org.body.key, scoped.body.key]) expect((await checked('GET', '/users/me/organizations', { key })).body.organizations).toHaveLength(1);
 
     // Projects, seen by each kind of key.
     const listed = await checked('GET', `/projects?org_id=${ORG}`, { key: alice });

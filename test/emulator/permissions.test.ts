@@ -43,6 +43,7 @@ const rows: Row[] = [
   ['GET', '/api_keys', undefined, [200, 200, 200, 403, 403, 401, 401]],
   ['POST', '/api_keys', { key_name: 'm' }, [200, 200, 200, 403, 403, 401, 401]],
   ['GET', '/organizations/{ORG}/api_keys', undefined, [200, 200, 403, 200, 403, 401, 401]],
+  ['GET', '/organizations/{ORG}/members', undefined, [200, 200, 403, 200, 403, 401, 401]],
   ['POST', '/organizations/{ORG}/api_keys', { key_name: 'm' }, [200, 403, 403, 403, 403, 401, 401]],
   ['POST', '/organizations/{ORG}/api_keys', { key_name: 'm', project_id: '{A}' }, [200, 200, 403, 403, 403, 401, 401]],
   ['GET', '/projects', undefined, [200, 200, 200, 200, 200, 401, 401]],

@@ -81,4 +81,33 @@ describe('persistence across a restart', () => {
       await second.close();
     }
   });
+
+  it('gives the memberships of a store written before member ids an id and a joined time, kept across restarts', async () => {
+    const db = join(dir, 'before-member-ids.db');
+    const first = await start({ db });
+    const alice = keyOf(first, 'alice');
+    await first.close();
+    const raw = new DatabaseSync(db);
+    raw.exec('ALTER TABLE memberships DROP COLUMN id; ALTER TABLE memberships DROP COLUMN joined_ms;');
+    const created = (raw.prepare('SELECT MAX(created_ms) AS ms FROM users').get() as { ms: number }).ms;
+    raw.close();
+
+    const members = async () => {
+      const emu = await start({ db });
+      try {
+        const res = await caller(emu)('GET', `/organizations/${ORG}/members`, { key: alice });
+        expect(res.status).toBe(200);
+        return (res.body.members as { member: { id: string; user_id: string; joined_at: string } }[]).map((m) => m.member).sort((a, b) => (a.user_id < b.user_id ? -1 : 1));
+      } finally {
+        await emu.close();
+      }
+    };
+    const second = await members();
+    expect(second).toHaveLength(2);
+    for (const m of second) {
+      expect(m.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(Date.parse(m.joined_at)).toBe(Math.floor(created / 1000) * 1000);
+    }
+    expect(await members()).toEqual(second);
+  });
 });

@@ -25,7 +25,20 @@ const answers: Record<string, Answer> = {
   // An auth answer without its method: the caller could not tell which kind of key it holds.
   'GET /api/v2/auth': { status: 200, body: JSON.stringify({ account_id: 'org-x' }) },
   'GET /api/v2/projects/p-2': { status: 401, body: JSON.stringify({ code: 'UNAUTHORIZED', message: `key ${API_KEY} is not valid`, request_id: 'r-1' }) },
+  // A member without its role: the caller could not tell an administrator from anyone else.
+  'GET /api/v2/organizations/org-x/members?limit=500': { status: 200, body: JSON.stringify({ members: [{ member: { id: 'm-1', user_id: 'u-1', org_id: 'org-x' }, user: { email: 'a@x.test' } }] }) },
+  // A platform that ignores the cursor: the same page, with the same next, every time.
+  'GET /api/v2/organizations/org-stuck/members?limit=500': { status: 200, body: JSON.stringify({ members: [{ member: { id: 'm-1', user_id: 'u-1', role: 'admin' }, user: { email: 'a@x.test' } }], pagination: { next: 'c1' } }) },
+  'GET /api/v2/organizations/org-stuck/members?limit=500&cursor=c1': { status: 200, body: JSON.stringify({ members: [{ member: { id: 'm-1', user_id: 'u-1', role: 'admin' }, user: { email: 'a@x.test' } }], pagination: { next: 'c1' } }) },
 };
+
+/** A platform whose member list never ends: each page one new member and a cursor to the next. */
+function endlessMembers(url: string): Answer | undefined {
+  const m = /^\/api\/v2\/organizations\/org-endless\/members\?limit=500(?:&cursor=c(\d+))?$/.exec(url);
+  if (m === null) return undefined;
+  const n = Number(m[1] ?? '0');
+  return { status: 200, body: JSON.stringify({ members: [{ member: { id: `m-${n}`, user_id: `u-${n}`, role: 'member' }, user: { email: `${n}@x.test` } }], pagination: { next: `c${n + 1}` } }) };
+}
 
 let server: Server;
 let baseUrl: string;
@@ -36,7 +49,7 @@ beforeAll(async () => {
     const k = `${req.method} ${req.url}`;
     hits.set(k, (hits.get(k) ?? 0) + 1);
     req.resume();
-    const a = answers[k] ?? { status: 404, body: '{}' };
+    const a = answers[k] ?? endlessMembers(req.url ?? '') ?? { status: 404, body: '{}' };
     res.writeHead(a.status, { 'content-type': a.type ?? 'application/json', 'x-request-id': String(req.headers['x-request-id']) });
     res.end(a.body);
   });
@@ -91,6 +104,24 @@ describe('responses that break the contract', () => {
     expect(e.message).toContain('auth_method');
   });
 
+  it('a member without its role is INVALID_RESPONSE, never read as some role', async () => {
+    const e = await failure(platform().listOrganizationMembers('org-x'));
+    expect(e).toMatchObject({ code: 'INVALID_RESPONSE', disposition: 'terminal', route: '/organizations/:org_id/members' });
+    expect(e.message).toContain('role');
+  });
+
+  it('a member list whose cursor does not move ends with the members read', async () => {
+    expect(await platform().listOrganizationMembers('org-stuck')).toEqual([{ id: 'm-1', userId: 'u-1', role: 'admin', email: 'a@x.test' }]);
+    expect([...hits.values()].reduce((n, c) => n + c, 0)).toBe(2);
+  });
+
+  it('a member list that never ends fails after 20 pages instead of answering part of it', async () => {
+    const e = await failure(platform().listOrganizationMembers('org-endless'));
+    expect(e).toMatchObject({ code: 'INVALID_RESPONSE', disposition: 'terminal', method: 'GET', route: '/organizations/:org_id/members' });
+    expect(e.message).toContain('20 pages');
+    expect([...hits.values()].reduce((n, c) => n + c, 0)).toBe(20);
+  });
+
   it('an HTML 502 from a proxy is still classified by its status, and retried', async () => {
     const e = await failure(platform().getProject('p-1'));
     expect(e).toMatchObject({ code: 'SERVER_ERROR', disposition: 'retryable', status: 502 });
@@ -125,6 +156,7 @@ describe('responses that break the contract', () => {
         ['revokeOrganizationKey', () => p.revokeOrganizationKey(id, 1)],
         ['listOperations', () => p.listOperations(id)],
         ['getProject', () => p.getProject(id)],
+        ['listOrganizationMembers', () => p.listOrganizationMembers(id)],
       ];
       for (const [name, call] of calls) {
         const e = await failure((async () => await call())());

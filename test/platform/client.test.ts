@@ -18,6 +18,7 @@ import {
   resetRequests,
   secrets,
   setFaults,
+  setMemberRole,
   thrown,
   user,
   type Emulator,
@@ -90,6 +91,60 @@ describe('happy paths', () => {
     expect(await client(emu, projectKey.key).getAuth()).toEqual({ account_id: ORG, auth_method: 'api_key_org', auth_data: project });
     await alice.revokeOrganizationKey(ORG, orgKey.id);
     expect(await failure(client(emu, orgKey.key).getAuth())).toMatchObject({ code: 'UNAUTHORIZED', method: 'GET', route: '/auth' });
+  });
+
+  it('tells whose key it holds, the organizations of that user, and their members with roles', async () => {
+    const alice = client(emu, user(emu, 'alice').personalKey);
+    const orgKey = await alice.createOrganizationKey(ORG, { keyName: 'who-org' });
+    secrets.add(orgKey.key);
+    expect(await alice.getCurrentUser()).toEqual({ id: user(emu, 'alice').id, email: 'alice@example.com', name: 'alice' });
+    expect(await alice.listMyOrganizations()).toEqual([{ id: ORG, name: 'Demo Org' }]);
+    expect(await client(emu, user(emu, 'carol').personalKey).listMyOrganizations()).toEqual([]);
+    expect(await client(emu, orgKey.key).listMyOrganizations()).toEqual([{ id: ORG, name: 'Demo Org' }]);
+    expect(await failure(client(emu, orgKey.key).getCurrentUser())).toMatchObject({ code: 'FORBIDDEN', disposition: 'terminal', route: '/users/me' });
+
+    const members = await alice.listOrganizationMembers(ORG);
+    const byUser = (list: typeof members) => [...list].sort((a, b) => (a.userId < b.userId ? -1 : 1));
+    const expected = [
+      { userId: user(emu, 'alice').id, role: 'admin', email: 'alice@example.com' },
+      { userId: user(emu, 'bob').id, role: 'member', email: 'bob@example.com' },
+    ].sort((a, b) => (a.userId < b.userId ? -1 : 1));
+    expect(byUser(members)).toEqual(expected.map((m) => ({ ...m, id: expect.stringMatching(UUID), orgId: ORG, joinedAt: expect.any(String) })));
+    // An organization key reads the same list.
+    expect(byUser(await client(emu, orgKey.key).listOrganizationMembers(ORG))).toEqual(byUser(members));
+
+    // Demoted through the emulator's admin API, the administrator reads as a member, same membership.
+    await setMemberRole(emu, ORG, user(emu, 'alice').id, 'member');
+    const after = await client(emu, user(emu, 'bob').personalKey).listOrganizationMembers(ORG);
+    const demoted = after.find((m) => m.userId === user(emu, 'alice').id);
+    expect(demoted).toEqual({ ...members.find((m) => m.userId === user(emu, 'alice').id), role: 'member' });
+    expect(await countOf(emu, 'GET', '/organizations/:org_id/members')).toBe(3);
+  });
+
+  it('listing the members of an organization the caller is not in is FORBIDDEN', async () => {
+    const e = await failure(client(emu, user(emu, 'carol').personalKey).listOrganizationMembers(ORG));
+    expect(e).toMatchObject({ code: 'FORBIDDEN', disposition: 'terminal', status: 403, method: 'GET', route: '/organizations/:org_id/members' });
+  });
+
+  it('follows the members cursor past the 500-member page', async () => {
+    const big = await startEmulator({
+      timeScale: 0.01,
+      controlPlaneActivity: false,
+      seed: {
+        organizations: [{ id: 'org-big', name: 'Big' }],
+        users: Array.from({ length: 1_001 }, (_, i) => ({ name: `m-${i}`, orgRoles: { 'org-big': i === 0 ? 'admin' as const : 'member' as const } })),
+      },
+    });
+    try {
+      const first = client(big, big.bootstrap.users[0]!.personalKey!);
+      const members = await first.listOrganizationMembers('org-big');
+      expect(members).toHaveLength(1_001);
+      expect(new Set(members.map((m) => m.userId))).toEqual(new Set(big.bootstrap.users.map((u) => u.id)));
+      expect(members.filter((m) => m.role === 'admin').map((m) => m.userId)).toEqual([big.bootstrap.users[0]!.id]);
+      expect(await countOf(big, 'GET', '/organizations/:org_id/members', 200)).toBe(3);
+    } finally {
+      await big.close();
+    }
   });
 
   it('lists projects of an organization and of a personal account, and gets one', async () => {

@@ -76,6 +76,9 @@ export const setFaults = (emu: Emulator, rules: FaultRule[]): Promise<unknown> =
 export const requests = (emu: Emulator): Promise<RequestCount[]> => admin(emu, 'GET', '/requests');
 export const resetRequests = (emu: Emulator): Promise<unknown> => admin(emu, 'DELETE', '/requests');
 export const adminKeys = (emu: Emulator): Promise<AdminKey[]> => admin(emu, 'GET', '/keys');
+/** Makes the user a member of the organization with this role, or changes their role (promotion, demotion). */
+export const setMemberRole = (emu: Emulator, orgId: string, userId: string, role: 'admin' | 'member'): Promise<unknown> =>
+  admin(emu, 'PUT', `/organizations/${orgId}/members/${userId}`, { role });
 /** The next `count` operations fail once and are retried ('failed'), or end in `error` for good ('error'). */
 export const failNextOperations = (emu: Emulator, projectId: string, count: number, outcome: 'failed' | 'error' = 'failed'): Promise<unknown> =>
   admin(emu, 'POST', `/projects/${projectId}/fail-next-operations`, { count, outcome });

@@ -61,8 +61,9 @@ export const adminRoutes: Route[] = [
       for (const orgId of Object.keys(input.orgRoles ?? {})) if (store.organization(orgId) === undefined) throw notFound(`organization ${orgId} not found`);
       const id = newUuid();
       const key = store.transaction(() => {
-        store.insertUser({ id, name: input.name, email: input.email ?? `${input.name}@example.com`, created_ms: Date.now() });
-        for (const [orgId, role] of Object.entries(input.orgRoles ?? {})) store.setRole(orgId, id, role);
+        const now = Date.now();
+        store.insertUser({ id, name: input.name, email: input.email ?? `${input.name}@example.com`, created_ms: now });
+        for (const [orgId, role] of Object.entries(input.orgRoles ?? {})) store.setRole(orgId, id, role, now);
         return issuePersonalKey(store, id, 'console-bootstrap');
       });
       return { status: 201, body: { id, personalKey: key.secret } };
@@ -77,7 +78,7 @@ export const adminRoutes: Route[] = [
       const userId = ctx.params.user_id ?? '';
       if (store.organization(orgId) === undefined) throw notFound(`organization ${orgId} not found`);
       if (store.user(userId) === undefined) throw notFound(`user ${userId} not found`);
-      store.setRole(orgId, userId, role);
+      store.setRole(orgId, userId, role, Date.now());
       return { status: 200, body: { organizationId: orgId, userId, role } };
     },
   },

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { isoSeconds } from '../clock.ts';
 import { ApiError, badRequest, forbidden, notFound, parseInput, pathId } from '../http-io.ts';
 import { hashKeySecret, newKeySecret } from '../identifiers.ts';
-import { assertMayListOrganizationKeys, assertMayRevoke, standingIn } from '../permissions.ts';
+import { assertMayReadOrganization, assertMayRevoke, standingIn } from '../permissions.ts';
 import type { Route, RequestContext } from '../router.ts';
 import type { KeyRow, Store } from '../store.ts';
 
@@ -116,7 +116,7 @@ export const apiKeyRoutes: Route[] = [
     method: 'GET', template: '/api/v2/organizations/:org_id/api_keys', auth: true,
     handle(ctx) {
       const orgId = pathId(ctx.params.org_id, 'organization');
-      assertMayListOrganizationKeys(ctx.parts.store, ctx.principal, orgId);
+      assertMayReadOrganization(ctx.parts.store, ctx.principal, orgId);
       return { status: 200, body: ctx.parts.store.liveOrganizationKeys(orgId).map((k) => listItem(ctx.parts.store, k, true)) };
     },
   },
