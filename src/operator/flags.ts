@@ -68,6 +68,16 @@ export const FLAGS = [
     name: 'inventory-organization-label', env: 'INVENTORY_ORGANIZATION_LABEL', default: 'off',
     help: 'Label the inventory gauge (neon_key_operator_inventory_keys) with the organization id: one series per organization and state. The environment variable: `true`.',
   },
+  {
+    name: 'issuer-secrets-namespace', value: '<ns>', env: 'ISSUER_SECRETS_NAMESPACE', default: '$POD_NAMESPACE',
+    help: 'The one namespace whose Secrets a ClusterKeyIssuer may name as its credentials (spec.credentialsSecretRef): keep it a namespace no tenant can read. '
+      + 'Issuers are used only when every namespace is watched (not with --watch-namespace).',
+  },
+  {
+    name: 'namespace-credentials', value: 'allow|forbid', env: 'NAMESPACE_CREDENTIALS', default: 'allow',
+    help: 'forbid: a resource may not name credentials of its own namespace (spec.credentialsSecretRef): it gets NotAllowed and only issuers mint keys; '
+      + 'a key issued before stays until its resource is deleted (and is revoked with those credentials then).',
+  },
   { name: 'leader-elect', default: 'off', help: 'Reconcile only while holding a Lease in $POD_NAMESPACE; identity $POD_NAME.' },
   {
     name: 'leader-election-id', value: '<name>', default: DEFAULT_LEADER_ELECTION_ID,
@@ -101,6 +111,8 @@ export interface OperatorFlags {
   signingKeySecret: string;
   allowInsecurePlatformUrl: boolean;
   inventoryOrganizationLabel: boolean;
+  issuerSecretsNamespace?: string;
+  allowNamespaceCredentials: boolean;
   leaderElect: boolean;
   leaderElectionId: string;
   leaseDurationMs: number;
@@ -160,6 +172,10 @@ export function readFlags(argv: readonly string[], env: Readonly<Record<string, 
   const cacheStaleAfterMs = duration('cache-stale-after');
   const watchBackoffMaxMs = duration('watch-backoff-max');
   const namespaces = text('watch-namespace');
+  const namespaceCredentials = text('namespace-credentials') ?? 'allow';
+  if (namespaceCredentials !== 'allow' && namespaceCredentials !== 'forbid') throw new FlagError(`--namespace-credentials: ${JSON.stringify(namespaceCredentials)} is not allow or forbid`);
+  const issuerSecretsNamespace = text('issuer-secrets-namespace');
+  if (issuerSecretsNamespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(issuerSecretsNamespace)) throw new FlagError(`--issuer-secrets-namespace: ${JSON.stringify(issuerSecretsNamespace)} is not a namespace name`);
   const kubeconfig = typeof values.kubeconfig === 'string' && values.kubeconfig !== '' ? values.kubeconfig : undefined;
   return {
     ...(kubeconfig !== undefined ? { kubeconfig } : {}),
@@ -175,6 +191,8 @@ export function readFlags(argv: readonly string[], env: Readonly<Record<string, 
     signingKeySecret: text('signing-key-secret') ?? DEFAULT_SIGNING_KEY_SECRET,
     allowInsecurePlatformUrl: values['allow-insecure-platform-url'] === true || env.ALLOW_INSECURE_PLATFORM_URL === 'true',
     inventoryOrganizationLabel: values['inventory-organization-label'] === true || env.INVENTORY_ORGANIZATION_LABEL === 'true',
+    ...(issuerSecretsNamespace !== undefined ? { issuerSecretsNamespace } : {}),
+    allowNamespaceCredentials: namespaceCredentials === 'allow',
     leaderElect: values['leader-elect'] === true,
     leaderElectionId: text('leader-election-id') ?? DEFAULT_LEADER_ELECTION_ID,
     leaseDurationMs: duration('leader-elect-lease-duration', '15s') as number,

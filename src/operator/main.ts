@@ -68,6 +68,8 @@ const start = async (leadership: Leadership): Promise<RunningOperator> => await 
   logger,
   metrics,
   inventoryOrganizationLabel: f.inventoryOrganizationLabel,
+  ...(f.issuerSecretsNamespace !== undefined ? { issuerSecretsNamespace: f.issuerSecretsNamespace } : {}),
+  allowNamespaceCredentials: f.allowNamespaceCredentials,
 });
 
 const manager = new Manager({

@@ -10,8 +10,9 @@ import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/issuing/create-admission.ts';
 import { FairLimiter } from './keys/issuing/fair-limiter.ts';
-import { keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
-import { cachedConditionsOf, recordedKeyIds } from './keys/observing/cache-projection.ts';
+import { issuerUsers, keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
+import { cachedConditionsOf, holdsKey, recordedKeyIds } from './keys/observing/cache-projection.ts';
+import { IssuerSlots } from './keys/issuing/issuer-slots.ts';
 import { DriftCache } from './keys/observing/drift.ts';
 import { EventRecorder } from './keys/status/events.ts';
 import { ApiServerWrites } from './keys/kube-writes.ts';
@@ -30,6 +31,11 @@ import { InventoryEventRecorder } from './inventory/events.ts';
 import { registerInventoryGauge } from './inventory/metrics.ts';
 import { InventoryReconciler } from './inventory/reconciler.ts';
 import { inventoryWatches } from './inventory/watches.ts';
+import { ISSUER_KIND } from './resources/issuer.ts';
+import { IssuerEventRecorder } from './issuers/events.ts';
+import { registerIssuerGauge } from './issuers/metrics.ts';
+import { IssuerReconciler } from './issuers/reconciler.ts';
+import { issuerWatches, type CachedIssuer } from './issuers/watches.ts';
 
 /**
  * Makes a platform client acting with one API key (src/platform's PlatformClient in production).
@@ -91,6 +97,15 @@ export interface OperatorOptions {
    * runtime's manager passes the leader election's; default: write until stop().
    */
   leadership?: Leadership;
+  /**
+   * Where the credentials Secrets of ClusterKeyIssuers live (`--issuer-secrets-namespace`, default the
+   * operator's own namespace): the only namespace whose Secrets an issuer may name. Issuers are
+   * watched only when every namespace is (a ClusterRole); in the namespaced mode a resource naming an
+   * issuer gets IssuerNotFound.
+   */
+  issuerSecretsNamespace?: string;
+  /** Whether resources may name credentials of their own namespace (spec.credentialsSecretRef); default true (`--allow-namespace-credentials`). */
+  allowNamespaceCredentials?: boolean;
   /** The organization id as a label of the inventory gauge (`--inventory-organization-label`); default off (docs/inventory.md, Metrics). */
   inventoryOrganizationLabel?: boolean;
   /**
@@ -241,6 +256,18 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       logger.debug({ kind, namespace, name }, 'turn');
       controller.enqueue(key);
     } }),
+    credentialsSettings: {
+      // Issuers are cluster-scoped: read only with every namespace watched (a ClusterRole).
+      issuerSecretsNamespace: watched.length === 0 ? options.issuerSecretsNamespace ?? signingKeySecret.namespace : undefined,
+      allowNamespaceCredentials: options.allowNamespaceCredentials ?? true,
+    },
+    slots: new IssuerSlots({
+      users: (issuer, namespace) => issuerUsers(controller, issuer, namespace),
+      holds: (key) => {
+        const [kind = '', namespace = '', name = ''] = key.split('/');
+        return holdsKey(controller.cachedObject(kind, namespace, name));
+      },
+    }, (key) => controller.enqueue(key)),
     cachedKey: options.cacheDelivery === undefined
       ? (kind, namespace, name) => controller.cachedObject(kind, namespace, name)
       : (kind, namespace, name) => options.cacheDelivery?.(kind, namespace, name, controller.cachedObject(kind, namespace, name)),
@@ -257,10 +284,36 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     driftIntervalMs,
     ownWrites,
   });
+  // The ClusterKeyIssuers (cluster-scoped): reconciled only when every namespace is watched (a
+  // ClusterRole); their credentials verified with a platform client of their own per verification.
+  const issuerSecretsNamespace = options.issuerSecretsNamespace ?? signingKeySecret.namespace;
+  const issuers = new IssuerReconciler({
+    objects,
+    core,
+    platformFor: (apiKey) => new PlatformClient({
+      baseUrl: options.platformBaseUrl,
+      apiKey,
+      beforeWrite: () => leadership.check(),
+      userAgent,
+      allowInsecureHttp: options.allowInsecurePlatformUrl === true,
+      ...(options.metrics !== undefined ? { onResponse: (info) => options.metrics?.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) } : {}),
+    }),
+    usersOf: (name) => issuerUsers(controller, name),
+    wake: (key) => controller.enqueueLow(key),
+    cached: (name) => controller.cachedObject(ISSUER_KIND, '', name) as CachedIssuer | undefined,
+    events: new IssuerEventRecorder(core, 'neon-key-operator', logger),
+    secretsNamespace: issuerSecretsNamespace,
+    driftIntervalMs,
+    ownWrites,
+  });
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,
-    reconciler: { reconcile: (request, log, worker) => (request.kind === INVENTORY_KIND ? inventory.reconcile(request, log) : reconciler.reconcile(request, log, worker)) },
-    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace)],
+    reconciler: {
+      reconcile: (request, log, worker) => (request.kind === INVENTORY_KIND ? inventory.reconcile(request, log)
+        : request.kind === ISSUER_KIND ? issuers.reconcile(request, log, worker)
+          : reconciler.reconcile(request, log, worker)),
+    },
+    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace), ...watched.length === 0 ? issuerWatches(objects, issuerSecretsNamespace) : []],
     logger,
     workers: options.workers ?? 16,
     ownWrites,
@@ -282,6 +335,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   await running.start();
   const metrics = options.metrics;
   const unregisterInventoryGauge = metrics !== undefined ? registerInventoryGauge(metrics.registry, () => inventory.counts(), options.inventoryOrganizationLabel === true) : undefined;
+  const unregisterIssuerGauge = metrics !== undefined && watched.length === 0 ? registerIssuerGauge(metrics.registry, () => issuers.readiness()) : undefined;
   metrics?.countStaleCachesWith(() => {
     const counts = new Map<string, number>();
     for (const c of running.staleCaches()) counts.set(c.kind, (counts.get(c.kind) ?? 0) + 1);
@@ -334,6 +388,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       metrics?.countManagedKeysWith(undefined);
       metrics?.countStaleCachesWith(undefined);
       unregisterInventoryGauge?.();
+      unregisterIssuerGauge?.();
       clearInterval(sweeper);
       clearInterval(evictIdleClients);
       leadership.signal.removeEventListener('abort', ended);

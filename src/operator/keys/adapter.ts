@@ -60,6 +60,7 @@ export function listFor(organizationId: string | undefined): Pick<KeyAdapter, 'l
 function newAdapter(resource: KeyResource, spec: ApiKeySpec | ProjectApiKeySpec): KeyAdapter {
   if (resource.kind === 'ProjectApiKey') {
     const { organizationId, projectId } = spec as ProjectApiKeySpec;
+    if (organizationId === undefined) throw new Error('a project key without an organization (its issuer supplies it: observe.ts)');
     return {
       listScope: `org:${organizationId}`,
       // Same path as an organization key; project_id makes it project-scoped (docs/platform-api.md, Create project-scoped key).
@@ -80,6 +81,8 @@ function newAdapter(resource: KeyResource, spec: ApiKeySpec | ProjectApiKeySpec)
       revoke: async (p, keyId) => { await p.revokeOrganizationKey(organizationId, keyId); },
     };
   }
+  // Never a personal key for an Organization resource whose organization is not known.
+  if (apiKeySpec.scope !== 'Personal') throw new Error('an organization key without an organization (its issuer supplies it: observe.ts)');
   return {
     listScope: 'personal',
     create: (p, keyName) => p.createPersonalKey(keyName),

@@ -9,6 +9,7 @@ import { blockedConditions, deletingConditions, readyConditions, rotatingConditi
 import { attemptName, defaultKeyName, encodeIntent } from './issuing/create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { checkCreatedKey } from './issuing/created-key.ts';
+import { capRefusal } from './issuing/credentials-source.ts';
 import { wrongCredentialsKind, type KeyKind } from './issuing/credentials-kind.ts';
 import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
 import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
@@ -63,10 +64,57 @@ async function checkCredentialsKind(deps: KeyDeps, ctx: Context, platform: KeyPl
 export async function create(deps: KeyDeps, ctx: Context, decision: Decision, replaces: number | undefined, rotation?: { request?: string }, addFinalizer = false): Promise<ReconcileResult> {
   const { resource, adapter, logger } = ctx;
   if (adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
-  const { platform, credentialsId } = platformOf(deps, ctx);
-  // The wrong kind of credentials is said before anything is created (credentials-kind.ts).
-  const wrongKind = await checkCredentialsKind(deps, ctx, platform, credentialsId, addFinalizer);
-  if (wrongKind !== undefined) return wrongKind;
+  // A first key through an issuer whose rule caps the namespace: its slot is taken now, before any
+  // platform request, and kept from the intent on (issuing/issuer-slots.ts).
+  const slot = firstKeySlot(deps, ctx, replaces);
+  if (slot === 'refused') return capReached(deps, ctx);
+  try {
+    const { platform, credentialsId } = platformOf(deps, ctx);
+    // The wrong kind of credentials is said before anything is created (credentials-kind.ts).
+    const wrongKind = await checkCredentialsKind(deps, ctx, platform, credentialsId, addFinalizer);
+    if (wrongKind !== undefined) {
+      slot?.unclaim();
+      return wrongKind;
+    }
+    return await createClaimed(deps, ctx, decision, platform, credentialsId, replaces, rotation, addFinalizer, slot);
+  } catch (error) {
+    // Not written: a conflict, the apiserver; the slot is free again (the intent, once written, holds it).
+    if (slot !== undefined && !slot.written) slot.unclaim();
+    throw error;
+  }
+}
+
+interface Slot {
+  /** The intent holding it was written. */
+  written: boolean;
+  unclaim(): void;
+}
+
+/** The slot of a first key under an issuer's cap: undefined when none is needed, 'refused' when none is free. */
+function firstKeySlot(deps: KeyDeps, ctx: Context, replaces: number | undefined): Slot | 'refused' | undefined {
+  const issuer = ctx.source?.issuer;
+  const { slots } = deps;
+  if (slots === undefined || issuer?.cap === undefined || replaces !== undefined || ctx.observation.status.keyId !== undefined) return undefined;
+  const { namespace, name } = ctx.resource.metadata;
+  const key = `${ctx.resource.kind}/${namespace}/${name}`;
+  if (!slots.claim(issuer.name, namespace, key, issuer.cap)) return 'refused';
+  return { written: false, unclaim: () => slots.unclaim(key) };
+}
+
+/** The namespace's slots were all taken while this key waited for its turn: said as observe() would have. */
+async function capReached(deps: KeyDeps, ctx: Context): Promise<ReconcileResult> {
+  const issuer = ctx.source?.issuer;
+  const { reason, message } = capRefusal(issuer?.name ?? '', ctx.resource.metadata.namespace, issuer?.cap ?? 0);
+  await writeStatus(deps, ctx, blockedConditions(blockedInputs(ctx), reason, message));
+  await deps.events.record(ctx.resource, 'Warning', reason, message);
+  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
+}
+
+async function createClaimed(
+  deps: KeyDeps, ctx: Context, decision: Decision, platform: KeyPlatform, credentialsId: string, replaces: number | undefined, rotation: { request?: string } | undefined, addFinalizer: boolean, slot: Slot | undefined,
+): Promise<ReconcileResult> {
+  const { resource, adapter, logger } = ctx;
+  if (adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
   if (rotation !== undefined) {
     await deps.events.record(resource, 'Normal', 'RotationStarted', decision.message);
     logger.info({ replaces }, 'rotating key');
@@ -92,6 +140,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
     // Given up for the key it named; a later key is not given up by it.
     delete m.annotations[ANNOTATION_ABANDON_KEY];
   });
+  if (slot !== undefined) slot.written = true;
   logger.info({ attempt: pending.attempt }, 'creating key');
   if (ctx.record !== undefined) ctx.record.createSent = true;
 

@@ -144,6 +144,12 @@ export interface Observation {
   /** The Secret named by spec.secret (or metadata.name); undefined when it does not exist. */
   secret?: SecretObservation;
   credentials: Credentials;
+  /**
+   * Nothing may be minted now, nor asked of the platform (issuing/credentials-source.ts): an issuer's
+   * policy does not allow it, the issuer is missing, the namespace is being deleted. Never stops a
+   * deletion; an interrupted create is still finished or recovered.
+   */
+  refusal?: { reason: 'NotAllowed' | 'IssuerNotFound' | 'NamespaceTerminating' | 'KeyLimitReached'; message: string };
   platform: {
     /**
      * Whether the recorded key is in the platform's list (drift). Unknown when not looked at;
@@ -243,7 +249,7 @@ export interface Decision {
 }
 
 const credentialsMessage: Record<Exclude<Credentials, 'Present'>, string> = {
-  SecretNotFound: 'the credentials Secret named in spec.credentialsSecretRef does not exist in this namespace; create it with a platform API key',
+  SecretNotFound: 'the credentials Secret (spec.credentialsSecretRef in this namespace, or the one of the ClusterKeyIssuer in spec.issuerRef) does not exist; create it with a platform API key',
   KeyNotFound: 'the credentials Secret has no (or an empty) entry named by spec.credentialsSecretRef.key; put a platform API key there',
   NotAKey: `the entry spec.credentialsSecretRef.key of the credentials Secret is not a platform API key (at most ${MAX_API_KEY_LENGTH} visible ASCII characters); put a platform API key there`,
 };
@@ -358,6 +364,11 @@ export function decide(o: Observation): Decision {
   }
 
   if (o.specError !== undefined) return { action: { type: 'Blocked', retry: false }, reason: 'InvalidSpec', message: o.specError };
+  // Refused before anything is written or asked of the platform; a key issued before stays (never
+  // revoked because of a policy) but is neither checked, repaired nor rotated.
+  if (o.refusal !== undefined && (pending === undefined || typeof pending !== 'object')) {
+    return { action: { type: 'Blocked', retry: false }, reason: o.refusal.reason, message: o.refusal.message };
+  }
   if (!o.hasFinalizer) return { action: { type: 'AddFinalizer' }, reason: 'Creating', message: 'adding the finalizer' };
   if (pending === 'Malformed' || pending === 'Unsigned') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: REFUSED_INTENT[pending] };
   if (pending !== undefined) return pendingDecision(o, pending, 'creating');

@@ -48,7 +48,19 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
   }
   await deps.events.record(resource, 'Normal', 'KeyRevoked', `revoked key ${keyId}${retiring.length > 0 ? ` (and retiring key(s) ${retiring.join(', ')})` : ''} and deleted Secret ${ctx.secretName}`);
   await removeFinalizer(deps, resource);
+  releaseSlot(deps, ctx);
   return { type: 'Done' };
+}
+
+/**
+ * The resource's keys are gone (or retained) and it is going: a slot of its issuer's cap frees for
+ * the namespace's next waiting resource (issuing/issuer-slots.ts).
+ */
+function releaseSlot(deps: KeyDeps, ctx: Context): void {
+  const issuer = ctx.source?.issuer?.name ?? ctx.spec?.issuerRef?.name;
+  if (issuer === undefined) return;
+  const { kind, metadata: { namespace, name } } = ctx.resource;
+  deps.slots?.release(issuer, namespace, `${kind}/${namespace}/${name}`);
 }
 
 /**
@@ -84,6 +96,7 @@ export async function retain(deps: KeyDeps, ctx: Context, decision: Decision, re
   }
   await deps.events.record(resource, 'Normal', 'KeyRetained', decision.message);
   await removeFinalizer(deps, resource);
+  releaseSlot(deps, ctx);
   return { type: 'Done' };
 }
 
@@ -91,5 +104,6 @@ export async function retain(deps: KeyDeps, ctx: Context, decision: Decision, re
 export async function release(deps: KeyDeps, ctx: Context, decision: Decision): Promise<ReconcileResult> {
   if (decision.reason === 'ReleasedWithoutRevoke') await deps.events.record(ctx.resource, 'Warning', decision.reason, decision.message);
   await removeFinalizer(deps, ctx.resource);
+  releaseSlot(deps, ctx);
   return { type: 'Done' };
 }

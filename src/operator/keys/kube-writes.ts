@@ -8,6 +8,7 @@ import {
 } from '@kubernetes/client-node';
 import { listMetadata } from '../runtime/informer-cache.ts';
 import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
+import { ISSUER_PLURAL } from '../resources/issuer.ts';
 
 /** One RFC 6902 operation, as the apiserver's JSON patch takes it. */
 export type JsonPatchOp =
@@ -19,7 +20,20 @@ export type JsonPatchOp =
 export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
 export type Workload = V1Deployment | V1StatefulSet | V1DaemonSet;
 
+/** What a key's reconcile reads of its Namespace: the labels an issuer's selector matches, and whether it is being deleted. */
+export interface NamespaceInfo {
+  labels: Readonly<Record<string, string>>;
+  terminating: boolean;
+}
+
 export interface KubeWrites {
+  /** GET of a ClusterKeyIssuer; undefined when it does not exist. */
+  readIssuer(name: string): Promise<KubernetesObject & { spec?: unknown } | undefined>;
+  /**
+   * GET of a Namespace; undefined when it does not exist or may not be read (the namespaced mode's
+   * Roles may not grant it): its labels then match no selector, and it is taken as not being deleted.
+   */
+  readNamespace(name: string): Promise<NamespaceInfo | undefined>;
   /** GET of a key resource, fresh from the apiserver; undefined when it is gone. */
   readResource(kind: KindName, namespace: string, name: string): Promise<KeyResource | undefined>;
   /** UPDATE carrying the resource's resourceVersion (409 on any concurrent change). */
@@ -95,6 +109,26 @@ export class ApiServerWrites implements KubeWrites {
     this.#core = core;
     this.#apps = apps;
     this.#kubeConfig = kubeConfig;
+  }
+
+  async readIssuer(name: string): Promise<KubernetesObject & { spec?: unknown } | undefined> {
+    try {
+      return await this.#objects.getClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, name }) as KubernetesObject & { spec?: unknown };
+    } catch (error) {
+      if (statusCode(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async readNamespace(name: string): Promise<NamespaceInfo | undefined> {
+    try {
+      const ns = await this.#core.readNamespace({ name });
+      return { labels: ns.metadata?.labels ?? {}, terminating: ns.metadata?.deletionTimestamp !== undefined || ns.status?.phase === 'Terminating' };
+    } catch (error) {
+      const code = statusCode(error);
+      if (code === 404 || code === 403) return undefined;
+      throw error;
+    }
   }
 
   async readResource(kind: KindName, namespace: string, name: string): Promise<KeyResource | undefined> {

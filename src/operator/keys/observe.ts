@@ -15,15 +15,19 @@ import { gracePeriods, requestToken, schedule, type RotationContext } from './ro
 import { parseIntent, unverifiedAttempt } from './issuing/create-intent.ts';
 import { activeIntent, recordedKeyId, type Credentials, type Observation, type RetiringObservation } from './decision.ts';
 import { checkRecordedKey, type FailingSince } from './observing/drift-check.ts';
+import { capRefusal, credentialsSource, type CredentialsSettings } from './issuing/credentials-source.ts';
 import type { Context, KeyDeps } from './reconcile-context.ts';
 import { locateSecret, observeSecret } from './secret/secret-writer.ts';
 import { recordedValues, secretInLine, templateOf } from './secret/secret-template.ts';
 
+/** Without settings (tests of one action): namespace credentials allowed, no issuers. */
+const DEFAULT_CREDENTIALS_SETTINGS: CredentialsSettings = { issuerSecretsNamespace: undefined, allowNamespaceCredentials: true };
+
 export async function observe(deps: KeyDeps, failingSince: FailingSince, resource: KeyResource, logger: Logger): Promise<Context> {
   const meta = resource.metadata;
   const parsed = parseSpec(resource.kind, resource.spec);
-  const spec = parsed.ok ? parsed.spec : undefined;
-  const secretKey = spec?.secret?.key ?? 'apiKey';
+  const parsedSpec = parsed.ok ? parsed.spec : undefined;
+  const secretKey = parsedSpec?.secret?.key ?? 'apiKey';
   const status = resource.status ?? {};
   const recordedStatus = { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}), ...(status.keyName !== undefined ? { keyName: status.keyName } : {}) };
   const rawIntent = meta.annotations?.[ANNOTATION_CREATE_PENDING];
@@ -40,18 +44,31 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   const pending = activeIntent({ pending: intent, status: recordedStatus });
   // spec.secret.immutable: the pending attempt's Secret, else status.secretName (secret-writer.ts).
   // The two Secrets at once: one round trip to the apiserver instead of two in a row.
-  const [{ secretName, secret }, creds] = await Promise.all([
-    locateSecret(deps, resource, spec, secretKey, typeof pending === 'object' ? pending.attempt : undefined),
-    spec !== undefined ? deps.kube.readSecret(meta.namespace, spec.credentialsSecretRef.name) : undefined,
+  // Where the credentials are (the namespace's Secret, or an issuer's after its policy allowed the
+  // request: issuing/credentials-source.ts), read beside the key's Secret. A namespace Secret is
+  // read at once with them; an issuer's once the issuer named it.
+  const namespaceRef = parsedSpec?.issuerRef === undefined ? parsedSpec?.credentialsSecretRef : undefined;
+  const [{ secretName, secret }, source, namespaceCreds] = await Promise.all([
+    locateSecret(deps, resource, parsedSpec, secretKey, typeof pending === 'object' ? pending.attempt : undefined),
+    parsedSpec !== undefined ? credentialsSource(deps.kube, deps.credentialsSettings ?? DEFAULT_CREDENTIALS_SETTINGS, resource, parsedSpec) : undefined,
+    namespaceRef !== undefined ? deps.kube.readSecret(meta.namespace, namespaceRef.name) : undefined,
   ]);
+  // Refused (policy, a missing issuer, a namespace being deleted): nothing is asked of the platform,
+  // not even a drift check, unless an interrupted create must be finished (decision.ts).
+  const refused = source?.refusal !== undefined && meta.deletionTimestamp === undefined && typeof pending !== 'object';
+  const credentialsAt = refused ? undefined : source?.secret;
+  const creds = credentialsAt === undefined ? undefined
+    : namespaceRef !== undefined && credentialsAt.namespace === meta.namespace ? namespaceCreds
+    : await deps.kube.readSecret(credentialsAt.namespace, credentialsAt.name);
+  const spec = source?.spec ?? parsedSpec;
 
   let apiKey: string | undefined;
   let credentials: Credentials = 'SecretNotFound';
   let credentialsVersion: Context['credentialsVersion'];
-  if (spec !== undefined) {
+  if (spec !== undefined && credentialsAt !== undefined) {
     if (creds !== undefined) {
       credentialsVersion = { uid: creds.metadata?.uid, resourceVersion: creds.metadata?.resourceVersion };
-      const encoded = creds.data?.[spec.credentialsSecretRef.key];
+      const encoded = creds.data?.[credentialsAt.key];
       // Measured before it is decoded: an entry of any size (up to the Secret's 1 MiB) longer than
       // any API key is refused without a copy, and never reaches a platform client or its cache.
       const fits = encoded !== undefined && encoded.length <= 4 * Math.ceil((MAX_API_KEY_LENGTH + 64) / 3);
@@ -60,7 +77,9 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
       if (credentials !== 'Present') apiKey = undefined;
     }
   }
-  const adapter = spec !== undefined ? adapterFor(resource, spec) : undefined;
+  // No adapter without an organization for an organization or project key (an issuer not found yet):
+  // never the personal adapter a missing organizationId would otherwise read as.
+  const adapter = spec !== undefined && !(spec.organizationId === undefined && (resource.kind === 'ProjectApiKey' || (spec as { scope?: string }).scope === 'Organization')) ? adapterFor(resource, spec) : undefined;
   const secretObservation = observeSecret(resource, secret, secretKey, deps.signer);
   if (secretObservation?.legacy === true && (status.keyId === undefined || secretObservation.keyId === status.keyId)) {
     // Signed before issue 24 (the value not covered): believed for the key status records (or,
@@ -119,6 +138,16 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     if (listed !== undefined) platform.listed = true;
   }
   const abandon = meta.annotations?.[ANNOTATION_ABANDON_KEY];
+  // The cap of the issuer's rule, for a first key only (issuer-slots.ts): refused here, before any
+  // write; taken for good at the intent (create-protocol.ts).
+  const cap = source?.issuer?.cap;
+  const wantsSlot = cap !== undefined && source?.refusal === undefined && meta.deletionTimestamp === undefined && pending === undefined && status.keyId === undefined;
+  const tracking = `${resource.kind}/${meta.namespace}/${meta.name}`;
+  let refusal = source?.refusal;
+  if (wantsSlot && source?.issuer !== undefined && deps.slots !== undefined && !deps.slots.available(source.issuer.name, meta.namespace, tracking, cap)) {
+    deps.slots.wait(source.issuer.name, meta.namespace, tracking);
+    refusal = capRefusal(source.issuer.name, meta.namespace, cap);
+  }
 
   const unhandledRequest = rotation.request !== undefined && rotation.request !== status.rotation?.lastRequest ? rotation.request : undefined;
   const observation: Observation = {
@@ -147,9 +176,10 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     platform,
     credentialsChanged,
     ...(abandon !== undefined && /^\d{1,15}$/.test(abandon) ? { abandonKey: Number(abandon) } : {}),
-    secretIsCredentials: spec !== undefined && secretName === spec.credentialsSecretRef.name,
+    secretIsCredentials: spec?.credentialsSecretRef !== undefined && spec.issuerRef === undefined && secretName === spec.credentialsSecretRef.name,
+    ...(refusal !== undefined ? { refusal } : {}),
   };
-  return { resource, spec, adapter, secretName, secretKey, secret, apiKey, credentials, ...(credentialsVersion !== undefined ? { credentialsVersion } : {}), fingerprint, listed, observation, rotation, logger };
+  return { resource, spec, ...(source !== undefined ? { source } : {}), adapter, secretName, secretKey, secret, apiKey, credentials, ...(credentialsVersion !== undefined ? { credentialsVersion } : {}), fingerprint, listed, observation, rotation, logger };
 }
 
 function parseTime(value: string | undefined): number | undefined {

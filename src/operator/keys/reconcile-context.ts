@@ -16,6 +16,8 @@ import type { KubeWrites } from './kube-writes.ts';
 import type { OperationsPollers } from './observing/operations-poller.ts';
 import type { CredentialsKinds } from './issuing/credentials-kind.ts';
 import type { Signer } from './issuing/signing.ts';
+import type { CredentialsSettings, CredentialsSource } from './issuing/credentials-source.ts';
+import type { IssuerSlots } from './issuing/issuer-slots.ts';
 import type { RotationContext } from './rotation-schedule.ts';
 
 export interface KeyDeps {
@@ -56,6 +58,10 @@ export interface KeyDeps {
   onReconcile?: (record: ReconcileRecord) => void;
   /** Which creates of an organization go now and which wait for their turn (create-admission.ts); without it every create goes at once. */
   admission?: Pick<CreateAdmission, 'admit' | 'ended' | 'waitsForTurn' | 'tell'>;
+  /** Where credentials may come from (issuing/credentials-source.ts); default: namespace credentials only, no issuers. */
+  credentialsSettings?: CredentialsSettings;
+  /** The caps of issuers' rules (issuing/issuer-slots.ts); without it no cap is enforced. */
+  slots?: IssuerSlots;
   /** A key resource as the informers' cache holds it (cache-projection.ts), for a new key's turn without a read. */
   cachedKey?: (kind: string, namespace: string, name: string) => KubernetesObject | undefined;
 }
@@ -107,6 +113,8 @@ export interface Context {
   secret: V1Secret | undefined;
   apiKey: string | undefined;
   credentials: Credentials;
+  /** Where the credentials came from: a Secret of the namespace or an issuer's (issuing/credentials-source.ts). */
+  source?: CredentialsSource;
   /** The credentials Secret's uid and resourceVersion as read (the at-rest check: at-rest.ts). */
   credentialsVersion?: { uid: string | undefined; resourceVersion: string | undefined };
   /** signer.fingerprint of the credentials in use (status.credentialsFingerprint). */

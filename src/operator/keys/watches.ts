@@ -9,11 +9,13 @@
 import type { CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
 import type { Controller, Watch } from '../runtime/controller.ts';
 import { GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
-import { credentialsSecretOf, trimKeyResource, trimSecret } from './observing/cache-projection.ts';
+import { credentialsSecretOf, issuerOf, trimKeyResource, trimSecret } from './observing/cache-projection.ts';
 import { ANNOTATION_OWNER } from './secret/secret-writer.ts';
 
 /** The index of the key resources by the credentials Secret they name (`namespace/name`). */
 export const CREDENTIALS_INDEX = 'credentialsSecret';
+/** The index of the key resources by the issuer they name: `namespace/issuer` and `/issuer` (cache-projection.ts issuerOf). */
+export const ISSUER_INDEX = 'issuer';
 /** The index of the ProjectApiKeys by the project they name (spec.projectId). */
 export const PROJECT_INDEX = 'project';
 
@@ -34,7 +36,7 @@ export function keyWatches(objects: CustomObjectsApi, namespace: string | undefi
         ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
         : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })) as ListPromise<KubernetesObject>,
       project: trimKeyResource,
-      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
+      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, [ISSUER_INDEX]: issuerOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
     };
   });
   const secrets = namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`;
@@ -91,4 +93,9 @@ export function projectKeysIn(controller: Pick<Controller, 'indexed' | 'cachedOb
  */
 export function wakeProject(controller: Pick<Controller, 'indexed' | 'cachedObject' | 'enqueueLow'>, projectId: string): void {
   for (const key of projectKeysIn(controller, [projectId])) controller.enqueueLow(key);
+}
+
+/** The work-queue keys of the key resources naming the issuer: of one namespace, or of all when `namespace` is undefined. */
+export function issuerUsers(controller: Pick<Controller, 'indexed'>, issuer: string, namespace?: string): string[] {
+  return [...controller.indexed(ISSUER_INDEX, `${namespace ?? ''}/${issuer}`)];
 }

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { GROUP, KINDS, MIN_ROTATION_GRACE, VERSION, rotationGraceRule, type KindName } from './schema.ts';
 import { INVENTORY_KIND, INVENTORY_KIND_INFO } from './inventory.ts';
+import { ISSUER_KIND, ISSUER_KIND_INFO } from './issuer.ts';
 import { toYaml } from './yaml.ts';
 
 type Json = { [key: string]: unknown };
@@ -32,11 +33,22 @@ function jsonSchema(schema: z.ZodType): Json {
 }
 
 /** Every kind a CRD is generated for: the key kinds, and the inventory (inventory.ts). */
-export type CrdKind = KindName | typeof INVENTORY_KIND;
-const CRD_KINDS: Record<CrdKind, { plural: string; singular: string; shortNames: readonly string[]; description: string; spec: z.ZodType; status: z.ZodType }> = {
+export type CrdKind = KindName | typeof INVENTORY_KIND | typeof ISSUER_KIND;
+const CRD_KINDS: Record<CrdKind, { plural: string; singular: string; shortNames: readonly string[]; description: string; spec: z.ZodType; status: z.ZodType; clusterScoped?: boolean }> = {
   ...KINDS,
   [INVENTORY_KIND]: INVENTORY_KIND_INFO,
+  [ISSUER_KIND]: ISSUER_KIND_INFO,
 };
+
+const issuerColumns = [
+  { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+  { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
+  { name: 'Organization', type: 'string', jsonPath: '.spec.organizationId' },
+  { name: 'User', type: 'string', jsonPath: '.status.user.email', priority: 1 },
+  { name: 'Resources', type: 'integer', jsonPath: '.status.resources' },
+  { name: 'Verified', type: 'date', jsonPath: '.status.verifiedAt', priority: 1 },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+];
 
 const inventoryColumns = [
   { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
@@ -50,7 +62,7 @@ const inventoryColumns = [
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
 
-const printerColumns = (kind: CrdKind) => kind === INVENTORY_KIND ? inventoryColumns : [
+const printerColumns = (kind: CrdKind) => kind === INVENTORY_KIND ? inventoryColumns : kind === ISSUER_KIND ? issuerColumns : [
   { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
   { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
   ...(kind === 'ProjectApiKey' ? [{ name: 'Project', type: 'string', jsonPath: '.spec.projectId', priority: 1 }] : [{ name: 'Scope', type: 'string', jsonPath: '.spec.scope', priority: 1 }]),
@@ -95,14 +107,15 @@ export function customResourceDefinition(kind: CrdKind, options: CrdOptions = {}
     metadata: { name: `${info.plural}.${GROUP}` },
     spec: {
       group: GROUP,
-      scope: 'Namespaced',
+      scope: info.clusterScoped === true ? 'Cluster' : 'Namespaced',
       names: {
         kind,
         listKind: `${kind}List`,
         plural: info.plural,
         singular: info.singular,
         shortNames: [...info.shortNames],
-        categories: ['neon'],
+        // An issuer is no key: `kubectl get neon` lists the keys and inventories of a namespace.
+        ...(info.clusterScoped === true ? {} : { categories: ['neon'] }),
       },
       versions: [{
         name: VERSION,
@@ -133,6 +146,7 @@ export const CRD_FILES: Record<CrdKind, string> = {
   ApiKey: `${GROUP}_${KINDS.ApiKey.plural}.yaml`,
   ProjectApiKey: `${GROUP}_${KINDS.ProjectApiKey.plural}.yaml`,
   [INVENTORY_KIND]: `${GROUP}_${INVENTORY_KIND_INFO.plural}.yaml`,
+  [ISSUER_KIND]: `${GROUP}_${ISSUER_KIND_INFO.plural}.yaml`,
 };
 
 /** The text of crds/<file>: what `npm run generate` writes and the staleness test compares. */

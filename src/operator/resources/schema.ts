@@ -61,6 +61,20 @@ const immutable = (field: string): { rule: string; message: string } => ({
 const dnsSubdomain = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
 const secretDataKey = z.string().min(1).max(253).regex(/^[-._a-zA-Z0-9]+$/);
 
+/** spec.issuerRef: a ClusterKeyIssuer (issuer.ts), whose credentials tenants never hold. */
+export const IssuerRef = z.object({
+  name: dnsSubdomain.meta({ description: 'Name of a ClusterKeyIssuer.' }),
+}).meta({
+  description: 'The ClusterKeyIssuer whose credentials mint this key, if its policy allows this namespace, kind and project. '
+    + 'Exactly one of issuerRef and credentialsSecretRef is set. organizationId then comes from the issuer (if given, it must match).',
+});
+
+/** Exactly one source of credentials; an issuer mints no personal key. */
+const oneCredentialsSource = {
+  rule: 'has(self.issuerRef) != has(self.credentialsSecretRef)',
+  message: 'exactly one of issuerRef and credentialsSecretRef must be set',
+};
+
 export const CredentialsSecretRef = z.object({
   name: dnsSubdomain.meta({ description: 'Name of a Secret in the same namespace as this resource.' }),
   key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that holds the platform API key.' }),
@@ -167,7 +181,7 @@ const immutableModeFixed = {
 
 /** Not the credentials Secret: the operator would overwrite the key it acts with. */
 const secretIsNotCredentials = {
-  rule: '!has(self.secret) || !has(self.secret.name) || self.secret.name != self.credentialsSecretRef.name',
+  rule: '!has(self.credentialsSecretRef) || !has(self.secret) || !has(self.secret.name) || self.secret.name != self.credentialsSecretRef.name',
   message: 'secret.name must not name the credentials Secret',
 };
 
@@ -230,7 +244,8 @@ export const ApiKeySpec = z.object({
   scope: z.enum(['Personal', 'Organization']).meta({ description: 'Personal: a personal key of the user whose key is in credentialsSecretRef. Organization: an organization key. Immutable.' }),
   organizationId: organizationId.optional().meta({ description: 'The organization of an Organization key; required for scope Organization, not allowed for Personal. Immutable.' }),
   keyName: keyName.optional(),
-  credentialsSecretRef: CredentialsSecretRef,
+  credentialsSecretRef: CredentialsSecretRef.optional(),
+  issuerRef: IssuerRef.optional(),
   secret: ApiKeySecretTarget.optional(),
   deletionPolicy: DeletionPolicy,
   usage: Usage.optional(),
@@ -238,10 +253,12 @@ export const ApiKeySpec = z.object({
 }).meta({
   description: 'ApiKeySpec is the desired personal or organization API key.',
   'x-kubernetes-validations': [
-    { rule: "self.scope != 'Organization' || has(self.organizationId)", message: 'organizationId is required when scope is Organization' },
+    { rule: "self.scope != 'Organization' || has(self.organizationId) || has(self.issuerRef)", message: 'organizationId is required when scope is Organization (unless issuerRef names an issuer)' },
     { rule: "self.scope != 'Personal' || !has(self.organizationId)", message: 'organizationId is not allowed when scope is Personal' },
+    { rule: "self.scope != 'Personal' || !has(self.issuerRef)", message: 'a Personal key is never issued through an issuer (it would be as strong as the issuer\'s user): use credentialsSecretRef' },
+    oneCredentialsSource,
     { rule: 'self.scope == oldSelf.scope', message: 'scope is immutable' },
-    immutable('organizationId'),
+    { rule: '!has(oldSelf.organizationId) || (has(self.organizationId) && self.organizationId == oldSelf.organizationId)', message: 'organizationId is immutable' },
     secretIsNotCredentials,
     immutableModeFixed,
     {
@@ -252,10 +269,11 @@ export const ApiKeySpec = z.object({
 });
 
 export const ProjectApiKeySpec = z.object({
-  organizationId: organizationId.meta({ description: 'The organization that owns the project. Immutable.' }),
+  organizationId: organizationId.optional().meta({ description: 'The organization that owns the project; required with credentialsSecretRef, taken from the issuer with issuerRef (if given, it must match). Immutable once set.' }),
   projectId,
   keyName: keyName.optional(),
-  credentialsSecretRef: CredentialsSecretRef,
+  credentialsSecretRef: CredentialsSecretRef.optional(),
+  issuerRef: IssuerRef.optional(),
   secret: SecretTarget.optional(),
   deletionPolicy: DeletionPolicy,
   usage: Usage.optional(),
@@ -263,7 +281,9 @@ export const ProjectApiKeySpec = z.object({
 }).meta({
   description: 'ProjectApiKeySpec is the desired project-scoped API key.',
   'x-kubernetes-validations': [
-    { rule: 'self.organizationId == oldSelf.organizationId', message: 'organizationId is immutable' },
+    { rule: 'has(self.organizationId) || has(self.issuerRef)', message: 'organizationId is required (unless issuerRef names an issuer)' },
+    oneCredentialsSource,
+    { rule: '!has(oldSelf.organizationId) || (has(self.organizationId) && self.organizationId == oldSelf.organizationId)', message: 'organizationId is immutable' },
     { rule: 'self.projectId == oldSelf.projectId', message: 'projectId is immutable' },
     secretIsNotCredentials,
     immutableModeFixed,

@@ -3,12 +3,12 @@
 // (adapter.ts's KeyPlatform, answering from a list of keys, failing on demand with src/platform's
 // PlatformError), and the event sink. Every call is logged, so a test states the calls an action makes.
 import { randomBytes } from 'node:crypto';
-import { ApiException, type V1Secret } from '@kubernetes/client-node';
+import { ApiException, type KubernetesObject, type V1Secret } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { PlatformError, type ApiKeyListItem, type Disposition, type PlatformErrorCode } from '../../../src/platform/index.ts';
 import type { KeyPlatform } from '../../../src/operator/keys/adapter.ts';
 import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
-import { ownedSecretMetadata, type JsonPatchOp, type KubeWrites, type Workload, type WorkloadKind } from '../../../src/operator/keys/kube-writes.ts';
+import { ownedSecretMetadata, type JsonPatchOp, type KubeWrites, type NamespaceInfo, type Workload, type WorkloadKind } from '../../../src/operator/keys/kube-writes.ts';
 import { KeyReconciler, type KeyReconcilerOptions } from '../../../src/operator/keys/reconciler.ts';
 import { Signer } from '../../../src/operator/keys/issuing/signing.ts';
 import type { KeyResource, KindName } from '../../../src/operator/resources/schema.ts';
@@ -44,6 +44,20 @@ export class FakeKube implements KubeWrites {
       this.failNext = undefined;
       throw error;
     }
+  }
+
+  /** ClusterKeyIssuers by name, and Namespaces (labels, being deleted) by name: absent ones are not found. */
+  readonly issuers = new Map<string, KubernetesObject & { spec?: unknown }>();
+  readonly namespaces = new Map<string, NamespaceInfo>();
+
+  async readIssuer(name: string): Promise<KubernetesObject & { spec?: unknown } | undefined> {
+    this.calls.push(`readIssuer ${name}`);
+    const issuer = this.issuers.get(name);
+    return issuer === undefined ? undefined : clone(issuer);
+  }
+
+  async readNamespace(name: string): Promise<NamespaceInfo | undefined> {
+    return this.namespaces.get(name) ?? { labels: {}, terminating: false };
   }
 
   putResource(resource: KeyResource): KeyResource {

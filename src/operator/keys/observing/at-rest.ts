@@ -42,8 +42,12 @@ export interface Verified {
   writtenOver?: string;
   secretName: string;
   secret: ObjectVersion;
+  /** Where the credentials Secret is: the resource's namespace, or the issuers' (spec.issuerRef). */
+  credentialsNamespace: string;
   credentialsName: string;
   credentials: ObjectVersion;
+  /** With spec.issuerRef: the ClusterKeyIssuer as read (a change of it, its policy, ends the rest). */
+  issuer?: { name: string } & ObjectVersion;
   /** The id of the platform client of those credentials (a digest of the key: manager.ts). */
   credentialsId: string;
   adapter: KeyAdapter;
@@ -105,7 +109,8 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
   const { resource, spec, adapter, secret } = ctx;
   const status = resource.status ?? {};
   const resourceVersion = resource.metadata.resourceVersion;
-  if (resourceVersion === undefined || spec === undefined || adapter === undefined || ctx.apiKey === undefined || credentials === undefined || secret === undefined) return undefined;
+  const source = ctx.source?.secret;
+  if (resourceVersion === undefined || spec === undefined || adapter === undefined || ctx.apiKey === undefined || credentials === undefined || secret === undefined || source === undefined) return undefined;
   // A retirement in progress, a schedule or grace error (reported on each pass), credentials not yet
   // recorded as the key's: the next pass has something to do.
   if ((status.retiringKeys ?? []).length > 0 || ctx.rotation.schedule.error !== undefined || ctx.rotation.graceError !== undefined) return undefined;
@@ -117,8 +122,10 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
     resourceVersion,
     secretName: ctx.secretName,
     secret: { uid: secret.metadata?.uid, resourceVersion: secret.metadata?.resourceVersion },
-    credentialsName: intern(spec.credentialsSecretRef.name),
+    credentialsNamespace: intern(source.namespace),
+    credentialsName: intern(source.name),
     credentials,
+    ...(ctx.source?.issuer !== undefined ? { issuer: { name: intern(ctx.source.issuer.name), uid: ctx.source.issuer.uid, resourceVersion: ctx.source.issuer.resourceVersion } } : {}),
     credentialsId: deps.platformFor(ctx.apiKey).credentialsId,
     adapter,
     keyId,
@@ -148,7 +155,9 @@ export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSin
   const cached = resource?.resourceVersion;
   if (cached === undefined || (cached !== verified.resourceVersion && cached !== verified.writtenOver)) return 'resource';
   if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.secretName), verified.secret)) return 'secret';
-  if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.credentialsName), verified.credentials)) return 'credentials';
+  if (verified.credentialsNamespace !== namespace && inputs.cacheStale?.('Secret', verified.credentialsNamespace) === true) return 'cache stale';
+  if (!sameVersion(inputs.cachedVersion('Secret', verified.credentialsNamespace, verified.credentialsName), verified.credentials)) return 'credentials';
+  if (verified.issuer !== undefined && !sameVersion(inputs.cachedVersion('ClusterKeyIssuer', '', verified.issuer.name), verified.issuer)) return 'credentials';
   // Operations are told last: a change of them alone may be written without a full pass
   // (operations-patch.ts), so everything else must have been checked first.
   const operationsChanged = operationsOf(deps, verified.adapter, `${namespace}/${name}`) !== verified.operations;

@@ -21,7 +21,7 @@ import { ANNOTATION_OWNER } from '../secret/secret-writer.ts';
 
 /** An ApiKey or ProjectApiKey as the caches keep it. */
 interface CachedKeyResource extends KubernetesObject {
-  spec: { projectId?: string; organizationId?: string; credentialsSecretRef?: { name: string } };
+  spec: { projectId?: string; organizationId?: string; credentialsSecretRef?: { name: string }; issuerRef?: { name: string } };
   /** reason: one of the operator's reasons or `Other`, never what the resource says verbatim. */
   status: { conditions: { type: string; status: string; reason: string }[] };
   /**
@@ -38,6 +38,11 @@ interface CachedKeyResource extends KubernetesObject {
    * dropped by the projection of the first status the operator writes (cachedCopy()).
    */
   seed?: string;
+  /**
+   * It carries a create intent (keys.neon.dev/create-pending, whatever its content): with an issuer's
+   * cap, a resource with an intent may hold a key the platform made (issuing/issuer-slots.ts).
+   */
+  pending?: true;
 }
 
 /**
@@ -99,13 +104,16 @@ function retiringKeyIds(status: { retiringKeys?: unknown } | undefined): number[
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown } };
+  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown }; issuerRef?: { name?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown } };
   const keyId = safeId(status?.keyId);
   const retiring = retiringKeyIds(status);
   const credentials = spec?.credentialsSecretRef?.name;
   const projectId = typeof spec?.projectId === 'string' ? spec.projectId : undefined;
   const organizationId = typeof spec?.organizationId === 'string' ? spec.organizationId : undefined;
   const credentialsName = typeof credentials === 'string' ? credentials : undefined;
+  const issuer = spec?.issuerRef?.name;
+  const issuerName = typeof issuer === 'string' && issuer.length <= 253 ? issuer : undefined;
+  const pending = obj.metadata?.annotations?.[ANNOTATION_CREATE_PENDING] !== undefined;
   const conditions = (Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown; reason?: unknown }[] : []).map((c) => [String(c.type), String(c.status), knownReason(c.reason)] as const);
   const seed = seedOf(obj);
   // The spec and status projections are shared, frozen, by every resource that has the same
@@ -114,15 +122,17 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
     ...(obj.apiVersion !== undefined ? { apiVersion: intern(obj.apiVersion) } : {}),
     ...(obj.kind !== undefined ? { kind: intern(obj.kind) } : {}),
     metadata: identityMeta(obj.metadata),
-    spec: internShared(`spec ${JSON.stringify([projectId ?? null, organizationId ?? null, credentialsName ?? null])}`, () => ({
+    spec: internShared(`spec ${JSON.stringify([projectId ?? null, organizationId ?? null, credentialsName ?? null, issuerName ?? null])}`, () => ({
       ...(projectId !== undefined ? { projectId: intern(projectId) } : {}),
       ...(organizationId !== undefined ? { organizationId: intern(organizationId) } : {}),
       ...(credentialsName !== undefined ? { credentialsSecretRef: { name: intern(credentialsName) } } : {}),
+      ...(issuerName !== undefined ? { issuerRef: { name: intern(issuerName) } } : {}),
     })),
     status: internShared(`status ${JSON.stringify(conditions)}`, () => ({ conditions: conditions.map(([type, status, reason]) => ({ type: intern(type), status: intern(status), reason: intern(reason) })) })),
     ...(keyId !== undefined ? { keyId } : {}),
     ...(retiring.length > 0 ? { retiringKeyIds: retiring } : {}),
     ...(seed !== undefined ? { seed } : {}),
+    ...(pending ? { pending: true } : {}),
   };
   if (seed !== undefined) {
     seedChars += seed.length;
@@ -203,4 +213,21 @@ export function credentialsSecretOf(obj: KubernetesObject): readonly string[] {
   const name = (obj as CachedKeyResource).spec?.credentialsSecretRef?.name;
   const ns = obj.metadata?.namespace;
   return name === undefined || ns === undefined ? [] : [intern(`${ns}/${name}`)];
+}
+
+/**
+ * The issuer a cached key resource names, twice: as `namespace/issuer` (a namespace's keys through
+ * the issuer: its cap, issuing/issuer-slots.ts) and as `/issuer` (every resource using it: the
+ * issuer's status and its deletion, src/operator/issuers).
+ */
+export function issuerOf(obj: KubernetesObject): readonly string[] {
+  const name = (obj as CachedKeyResource).spec?.issuerRef?.name;
+  const ns = obj.metadata?.namespace;
+  return name === undefined || ns === undefined ? [] : [intern(`${ns}/${name}`), intern(`/${name}`)];
+}
+
+/** What the cap counts of a cached key resource: does it hold a key (recorded, or an intent that may have made one), is it being deleted. */
+export function holdsKey(obj: KubernetesObject | undefined): boolean {
+  const cached = obj as CachedKeyResource | undefined;
+  return cached !== undefined && (cached.keyId !== undefined || cached.pending === true);
 }

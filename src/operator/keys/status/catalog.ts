@@ -60,6 +60,23 @@ export const REASONS: Record<Reason, ReasonDoc> = {
     on: 'KeyIssued=False, Ready=False, Rotating=True; Warning event',
     meaning: 'the credentials Secret or its data key is absent, or its value is not a platform API key (over 256 characters or not visible ASCII); on Rotating: a replaced key due for revocation stays live',
   },
+  NotAllowed: {
+    on: 'KeyIssued=False, Ready=False; Warning event',
+    meaning: 'the policy of the ClusterKeyIssuer in spec.issuerRef allows no such key for this namespace (its namespace, kind or project matches no rule), or --allow-namespace-credentials=false forbids spec.credentialsSecretRef: '
+      + 'no platform request is made. A key issued before stays live until the resource is deleted, but is no longer checked, repaired or rotated',
+  },
+  IssuerNotFound: {
+    on: 'KeyIssued=False, Ready=False; Warning event',
+    meaning: 'spec.issuerRef names no ClusterKeyIssuer (or its organization is not spec.organizationId, or the operator cannot read issuers in this install mode): no platform request is made',
+  },
+  KeyLimitReached: {
+    on: 'KeyIssued=False, Ready=False; Warning event',
+    meaning: 'the namespace already holds as many keys through the issuer as its rule\'s maxKeysPerNamespace allows: no platform request is made; the first waiting resource gets the slot a deleted one frees',
+  },
+  NamespaceTerminating: {
+    on: 'Ready=False; Warning event',
+    meaning: 'the namespace is being deleted: nothing new is minted (no create, repair or rotation); each resource\'s keys are revoked as it is deleted',
+  },
   CredentialsChanged: {
     on: 'KeyIssued=False, Ready=False, Rotating=True; Warning event',
     meaning: 'a personal key issued with other credentials, which the current ones cannot see or revoke: neither taken for revoked nor replaced (see keys.neon.dev/abandon-key); also holds repairs, rotations, revocations and an interrupted repair or rotation (neither adopted nor recovered with them)',
@@ -114,6 +131,7 @@ export const EVENTS = {
   ReleasedWithoutRevoke: 'Warning', CreateRecovered: 'Warning', CreateOutcomeUnknown: 'Warning', RevokedExternally: 'Warning', SecretMissing: 'Warning',
   SecretTampered: 'Warning', KeyAbandoned: 'Warning', ProjectNotInOrganization: 'Warning', InvalidSpec: 'Warning', InvalidAnnotation: 'Warning', StaleIntent: 'Warning',
   SecretConflict: 'Warning', CredentialsMissing: 'Warning', CredentialsChanged: 'Warning', CredentialsRefused: 'Warning', CredentialsWrongKind: 'Warning',
+  NotAllowed: 'Warning', IssuerNotFound: 'Warning', KeyLimitReached: 'Warning', NamespaceTerminating: 'Warning',
   Unauthorized: 'Warning', Forbidden: 'Warning', NotFound: 'Warning', RateLimited: 'Warning', PlatformUnavailable: 'Warning', PlatformResponseInvalid: 'Warning', Error: 'Warning',
   ConsumerRestartFailed: 'Warning', RolloutStalled: 'Warning', OldKeyStillInUse: 'Warning',
 } as const satisfies Partial<Record<Reason, EventDoc['type']>>;

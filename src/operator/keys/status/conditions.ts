@@ -20,6 +20,8 @@ export type Reason =
   // what blocks progress
   | 'InvalidSpec' | 'InvalidAnnotation' | 'StaleIntent' | 'SecretConflict' | 'CredentialsMissing' | 'CredentialsChanged' | 'CredentialsRefused' | 'CredentialsWrongKind'
   | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'RateLimited' | 'PlatformUnavailable' | 'PlatformResponseInvalid' | 'Error'
+  // what a platform team's policy refuses (issuing/credentials-source.ts): an issuer's rules, its cap, a missing issuer; a namespace being deleted
+  | 'NotAllowed' | 'IssuerNotFound' | 'KeyLimitReached' | 'NamespaceTerminating'
   // the key's use (usage.ts, spec.usage.unusedAfter); the Secret kept in line with spec.secret.template
   | 'UsedRecently' | 'NotUsedRecently' | 'SecretRewritten'
   // rotation (rotation.ts): the Rotating condition and its events
@@ -64,6 +66,7 @@ const REASONS: Record<Reason, true> = {
   RevokedExternally: true, SecretMissing: true, SecretTampered: true, KeyAbandoned: true, ProjectNotInOrganization: true,
   InvalidSpec: true, InvalidAnnotation: true, StaleIntent: true, SecretConflict: true, CredentialsMissing: true, CredentialsChanged: true, CredentialsRefused: true, CredentialsWrongKind: true,
   Unauthorized: true, Forbidden: true, NotFound: true, RateLimited: true, PlatformUnavailable: true, PlatformResponseInvalid: true, Error: true,
+  NotAllowed: true, IssuerNotFound: true, KeyLimitReached: true, NamespaceTerminating: true,
   UsedRecently: true, NotUsedRecently: true, SecretRewritten: true,
   RotationStarted: true, RetiringKey: true, ConsumersRestarted: true, ConsumerRestartFailed: true, RolloutStalled: true, OldKeyStillInUse: true, KeyRetired: true, RotationComplete: true,
   AllTerminal: true, InProgress: true, Failed: true, OperationError: true, UnknownOperationStatus: true, NoCredentials: true,
