@@ -79,11 +79,14 @@ function stageViolations(edges: readonly ImportEdge[]): string[] {
   return found;
 }
 
+/** The rooms of the operator beside the key domain: they read it only through its face, keys/index.ts. */
+const BESIDE_KEYS = ['src/operator/inventory/', 'src/operator/issuers/'] as const;
+
 /** The other rooms of the operator read the key domain only through its face, keys/index.ts. */
 function faceViolations(edges: readonly ImportEdge[]): string[] {
   return edges
-    .filter((e) => e.from.startsWith('src/operator/inventory/') && e.to.startsWith(KEYS) && e.to !== `${KEYS}index.ts`)
-    .map((e) => `${e.from} -> ${e.to}: the inventory imports the key domain only through keys/index.ts`);
+    .filter((e) => BESIDE_KEYS.some((room) => e.from.startsWith(room)) && e.to.startsWith(KEYS) && e.to !== `${KEYS}index.ts`)
+    .map((e) => `${e.from} -> ${e.to}: ${e.from.split('/')[2]}/ imports the key domain only through keys/index.ts`);
 }
 
 const files = sourceFiles(ROOT, 'src');
@@ -106,7 +109,7 @@ describe('the imports of src/', () => {
     expect(stageViolations(edges)).toEqual([]);
   });
 
-  it('reach the key domain from the inventory only through keys/index.ts', () => {
+  it('reach the key domain from the inventory and the issuers only through keys/index.ts', () => {
     expect(faceViolations(edges)).toEqual([]);
   });
 });
@@ -168,5 +171,6 @@ describe('the checks themselves', () => {
       expect.stringContaining('keys/vault/ is no room of the map'),
     ]);
     expect(faceViolations([{ from: 'src/operator/inventory/reconciler.ts', to: `${KEYS}observing/drift.ts`, typeOnly: true }])).toHaveLength(1);
+    expect(faceViolations([{ from: 'src/operator/issuers/watches.ts', to: `${KEYS}watches.ts`, typeOnly: false }])).toEqual(['src/operator/issuers/watches.ts -> src/operator/keys/watches.ts: issuers/ imports the key domain only through keys/index.ts']);
   });
 });
