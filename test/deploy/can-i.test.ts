@@ -15,7 +15,7 @@ import { kubeconfigYaml } from '../harness/controlplane.ts';
 import { testCrdYaml } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { baseDir, chartDir, CommandError, parseYaml, root, tools, type K8sObject, type Tools } from './kube-tools.ts';
-import { ownNamespaceGrants, reconcileGrants } from './rbac-contract.ts';
+import { clusterWideGrants, ownNamespaceGrants, reconcileGrants } from './rbac-contract.ts';
 
 const suffix = randomBytes(3).toString('hex');
 const overlayDir = join(root, 'deploy/overlays/namespaced');
@@ -150,7 +150,8 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
   const expectMode = async (mode: Mode): Promise<void> => {
     const account = { namespace: mode.operatorNamespace, name: mode.serviceAccount };
     const namespaced = mode.watched.length > 0;
-    const reconcileIn = (namespace: string): readonly string[] => namespaced && !mode.watched.includes(namespace) ? [] : reconcileGrants;
+    // The ClusterRole of the every-namespace mode shows in every namespace's listing, its issuer rules (cluster-scoped) too.
+    const reconcileIn = (namespace: string): readonly string[] => !namespaced ? clusterWideGrants : mode.watched.includes(namespace) ? reconcileGrants : [];
     await Promise.all([
       ...[...new Set([mode.operatorNamespace, ...mode.watched, mode.unwatched])].map((namespace) => baselineIn(namespace)),
       kubeconfigOf(account.namespace, account.name),

@@ -13,6 +13,7 @@ import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.
 import { encodeIntent } from '../../src/operator/keys/issuing/create-intent.ts';
 import { fulfilledIntent, type PendingAttempt } from '../../src/operator/keys/decision.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from '../../src/operator/keys/issuing/signing.ts';
+import { CRD_FILES } from '../../src/operator/resources/crd.ts';
 import { testCrdYaml } from '../harness/crds.ts';
 import { CONTROLPLANE_ENV, type ControlPlane } from '../harness/index.ts';
 
@@ -59,7 +60,7 @@ export async function installOperatorManifests(cp: ControlPlane): Promise<void> 
     });
   }
   const crds = cp.kubeConfig.makeApiClient(ApiextensionsV1Api);
-  for (const name of ['apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev', 'apikeyinventories.keys.neon.dev']) {
+  for (const name of Object.values(CRD_FILES).map((file) => file.replace(/^keys\.neon\.dev_(.*)\.yaml$/, '$1.keys.neon.dev'))) {
     await eventually(async () => {
       const crd = await crds.readCustomResourceDefinition({ name });
       return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true ? true : undefined;

@@ -31,13 +31,17 @@ function trimIssuer(obj: KubernetesObject): KubernetesObject {
   return cached;
 }
 
-/** The issuer watch: every ClusterKeyIssuer; `secretsNamespace` is where their credentials Secrets live. */
-export function issuerWatches(objects: CustomObjectsApi, secretsNamespace: string): Watch[] {
+/**
+ * The issuer watch: every ClusterKeyIssuer (or those `labelSelector` selects); `secretsNamespace` is
+ * where their credentials Secrets live.
+ */
+export function issuerWatches(objects: CustomObjectsApi, secretsNamespace: string, labelSelector?: string): Watch[] {
   return [{
     type: 'for',
     kind: ISSUER_KIND,
     path: `/apis/${GROUP}/${VERSION}/${ISSUER_PLURAL}`,
-    list: (() => objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL })) as ListPromise<KubernetesObject>,
+    list: (() => objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, ...(labelSelector !== undefined ? { labelSelector } : {}) })) as ListPromise<KubernetesObject>,
+    ...(labelSelector !== undefined ? { labelSelector } : {}),
     project: trimIssuer,
     indexes: {
       [CREDENTIALS_INDEX]: (obj) => {

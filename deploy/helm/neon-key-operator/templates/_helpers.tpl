@@ -67,7 +67,9 @@ because it writes the key Secrets and reads the credentials Secrets (RBAC cannot
 the operator's informer lists and watches every Secret's metadata only, never its data, to wake the
 resources whose credentials Secret changed, and reads a Secret's data by name);
 core/v1 events, created only; apps workloads read, listed and patched (a pod template annotation)
-to restart the consumers of a rotated key (spec.rotation.restart).
+to restart the consumers of a rotated key (spec.rotation.restart); the resource's Namespace read by
+name (its labels, for an issuer's selector, and whether it is being deleted: a Role of namespace X
+may grant GET of the Namespace X).
 */}}
 {{- define "neon-key-operator.rules" -}}
 - apiGroups: [keys.neon.dev]
@@ -94,4 +96,20 @@ to restart the consumers of a rotated key (spec.rotation.restart).
 - apiGroups: [apps]
   resources: [deployments, statefulsets, daemonsets]
   verbs: [get, list, patch]
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [get]
+{{- end }}
+
+{{- /*
+ClusterKeyIssuers are cluster-scoped: their rules go in the ClusterRole of the every-namespace mode
+only (deploy/base/rbac.yaml says why each verb); with watchNamespaces the operator reads no issuer.
+*/}}
+{{- define "neon-key-operator.issuerRules" -}}
+- apiGroups: [keys.neon.dev]
+  resources: [clusterkeyissuers]
+  verbs: [get, list, watch, update]
+- apiGroups: [keys.neon.dev]
+  resources: [clusterkeyissuers/status]
+  verbs: [patch]
 {{- end }}
