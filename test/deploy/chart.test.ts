@@ -53,7 +53,10 @@ interface Deployment extends K8sObject {
 const rulesOf = (o: K8sObject): PolicyRule[] => (o as K8sObject & { rules: PolicyRule[] }).rules;
 /** The ClusterRoles for the teams that declare keys (rbac.aggregateToDefaultRoles), not the operator's. */
 const tenantRole = (o: K8sObject): boolean => o.metadata.labels?.['app.kubernetes.io/component'] === 'tenant-role';
-const operatorObjects = (objects: K8sObject[]): K8sObject[] => objects.filter((o) => !tenantRole(o) && o.kind !== 'CustomResourceDefinition');
+/** The platform team's ClusterRole on ClusterKeyIssuers (rbac.issuerAdminRole), not the operator's either. */
+const issuerAdminRole = (o: K8sObject): boolean => o.metadata.labels?.['app.kubernetes.io/component'] === 'issuer-admin-role';
+const ISSUER_ADMIN_GRANTS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'].map((verb) => `keys.neon.dev|clusterkeyissuers|${verb}`).sort();
+const operatorObjects = (objects: K8sObject[]): K8sObject[] => objects.filter((o) => !tenantRole(o) && !issuerAdminRole(o) && o.kind !== 'CustomResourceDefinition');
 /** What the two tenant roles grant, and to which built-in roles they are aggregated. */
 const TENANT_ROLES = {
   view: {
@@ -135,6 +138,13 @@ describe('the Helm chart', () => {
     // The Role names the signing key's Secret: its name is a value, never an extra flag.
     expect(await refused('extraArgs={--signing-key-secret=other}')).toContain('extraArgs');
     expect(await refused('extraArgs={--leader-election-id=other}')).toContain('extraArgs');
+    // Flags that a value sets (and the chart checks against watchNamespaces).
+    expect(await refused('extraArgs={--issuer-secrets-namespace=ops}')).toContain('extraArgs');
+    expect(await refused('extraArgs={--namespace-credentials=forbid}')).toContain('extraArgs');
+    expect(await refused('namespaceCredentials=deny')).toContain('namespaceCredentials');
+    expect(await refused('issuerSecretsNamespace=Platform_Keys')).toContain('issuerSecretsNamespace');
+    // Issuers need every namespace watched: a Secrets namespace for them with watchNamespaces is refused.
+    expect(await refused('watchNamespaces={team-a},issuerSecretsNamespace=platform-keys')).toContain('issuerSecretsNamespace');
   });
 
   it('refuses the durations the operator refuses, and passes those it reads (one grammar: Go\'s)', async () => {
@@ -187,7 +197,10 @@ describe('the Helm chart', () => {
       'ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount',
     ]);
     expect(objects.filter(tenantRole).map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['ClusterRole/neon-key-operator-edit', 'ClusterRole/neon-key-operator-view']);
-    expect(byKind(objects, 'CustomResourceDefinition').map((o) => o.metadata.name).sort()).toEqual(['apikeyinventories.keys.neon.dev', 'apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev']);
+    expect(objects.filter(issuerAdminRole).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['ClusterRole/neon-key-operator-issuer-admin']);
+    expect(byKind(objects, 'CustomResourceDefinition').map((o) => o.metadata.name).sort()).toEqual([
+      'apikeyinventories.keys.neon.dev', 'apikeys.keys.neon.dev', 'clusterkeyissuers.keys.neon.dev', 'projectapikeys.keys.neon.dev',
+    ]);
     for (const o of objects) {
       expect(o.metadata.labels).toMatchObject({
         'app.kubernetes.io/name': 'neon-key-operator',
@@ -296,9 +309,39 @@ describe('the Helm chart', () => {
         expect([suffix, aggregated]).toEqual([suffix, want.aggregateTo]);
       }
     }
-    expect((await t.template('neon-key-operator', 'ops', ['rbac.aggregateToDefaultRoles=false'])).filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata.name)).toEqual(['neon-key-operator']);
+    expect((await t.template('neon-key-operator', 'ops', ['rbac.aggregateToDefaultRoles=false'])).filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata.name).sort())
+      .toEqual(['neon-key-operator', 'neon-key-operator-issuer-admin']);
     // rbac.create=false: the platform team makes every role itself.
     expect((await t.template('neon-key-operator', 'ops', ['rbac.create=false'])).filter((o) => o.kind === 'ClusterRole')).toEqual([]);
+  });
+
+  it('renders the platform team\'s issuer-admin ClusterRole: every verb on ClusterKeyIssuers but status, bound to nobody, aggregated nowhere', async () => {
+    const objects = await t.template('neon-key-operator', 'ops');
+    const role = onlyOne(objects.filter(issuerAdminRole), 'ClusterRole');
+    noWildcards(rulesOf(role));
+    expect(permissions(rulesOf(role))).toEqual(ISSUER_ADMIN_GRANTS);
+    expect(Object.keys(role.metadata.labels ?? {}).filter((k) => k.startsWith('rbac.authorization.k8s.io/'))).toEqual([]);
+    const bound = [...byKind(objects, 'ClusterRoleBinding'), ...byKind(objects, 'RoleBinding')].map((b) => (b as K8sObject & { roleRef: { name: string } }).roleRef.name);
+    expect(bound).not.toContain(role.metadata.name);
+    // The tenant roles never name issuers (cluster-scoped; a team only names one in spec.issuerRef).
+    for (const tenant of objects.filter(tenantRole)) expect(rulesOf(tenant).flatMap((r) => r.resources ?? []).filter((r) => r.startsWith('clusterkeyissuers'))).toEqual([]);
+    // Not rendered without issuers (watchNamespaces), nor when asked not to, nor with rbac.create=false.
+    for (const set of [['watchNamespaces={team-a}'], ['rbac.issuerAdminRole=false'], ['rbac.create=false']]) {
+      expect([set, (await t.template('neon-key-operator', 'ops', set)).filter(issuerAdminRole)]).toEqual([set, []]);
+    }
+  });
+
+  it('passes issuerSecretsNamespace and namespaceCredentials to the operator, and nothing for their defaults', async () => {
+    const args = async (set: string[]): Promise<string[]> => operatorContainer(onlyOne(await t.template('neon-key-operator', 'ops', set), 'Deployment') as Deployment).args;
+    const defaults = await args([]);
+    expect(defaults.filter((a) => a.startsWith('--issuer-secrets-namespace') || a.startsWith('--namespace-credentials'))).toEqual([]);
+    expect(await args(['issuerSecretsNamespace=platform-keys', 'namespaceCredentials=forbid'])).toEqual(expect.arrayContaining(['--issuer-secrets-namespace=platform-keys', '--namespace-credentials=forbid']));
+    expect(await args(['namespaceCredentials=allow'])).toEqual(defaults);
+    // Namespaced mode: no issuers, and forbid leaves no way to mint (the chart passes it all the same).
+    expect(await args(['watchNamespaces={team-a}', 'namespaceCredentials=forbid'])).toContain('--namespace-credentials=forbid');
+    // The operator reads them (the values' schema refuses what its flag parser refuses).
+    const flags = readFlags(await args(['issuerSecretsNamespace=platform-keys', 'namespaceCredentials=forbid']), {});
+    expect(typeof flags === 'object' ? [flags.issuerSecretsNamespace, flags.allowNamespaceCredentials] : flags).toEqual(['platform-keys', false]);
   });
 
   it('with watchNamespaces, grants a Role in each watched namespace and nothing cluster-wide', async () => {
@@ -374,10 +417,10 @@ describe('the Helm chart', () => {
   });
 
   it('passes the operator only flags it declares (node src/operator/main.ts parses them strictly)', async () => {
-    const objects = await t.template('neon-key-operator', 'ops', ['watchNamespaces={team-a}', 'workers=8', 'driftInterval=10m']);
+    const objects = await t.template('neon-key-operator', 'ops', ['watchNamespaces={team-a}', 'workers=8', 'driftInterval=10m', 'namespaceCredentials=forbid']);
     const args = operatorContainer(onlyOne(objects, 'Deployment') as Deployment).args;
     expect(args.map((a) => a.replace(/=.*/, '')).sort()).toEqual([
-      '--drift-interval', '--health-probe-bind-address', '--leader-elect', '--metrics-bind-address', '--platform-url', '--signing-key-secret', '--watch-namespace', '--workers',
+      '--drift-interval', '--health-probe-bind-address', '--leader-elect', '--metrics-bind-address', '--namespace-credentials', '--platform-url', '--signing-key-secret', '--watch-namespace', '--workers',
     ]);
     expect(args).toContain('--watch-namespace=team-a');
     // parseArgs (strict) rejects an unknown flag or a value given to a boolean before --help prints.
@@ -389,7 +432,7 @@ describe('the Helm chart', () => {
 
   it('ships files/crds/ byte for byte equal to the generated top-level crds/, and no crds/ (which helm would never upgrade)', () => {
     const top = readdirSync(join(root, 'crds')).filter((f) => f.endsWith('.yaml')).sort();
-    expect(top).toEqual(['keys.neon.dev_apikeyinventories.yaml', 'keys.neon.dev_apikeys.yaml', 'keys.neon.dev_projectapikeys.yaml']);
+    expect(top).toEqual(['keys.neon.dev_apikeyinventories.yaml', 'keys.neon.dev_apikeys.yaml', 'keys.neon.dev_clusterkeyissuers.yaml', 'keys.neon.dev_projectapikeys.yaml']);
     expect(readdirSync(join(chartDir, 'files', 'crds')).sort()).toEqual(top);
     for (const file of top) {
       expect(readFileSync(join(chartDir, 'files', 'crds', file), 'utf8')).toBe(readFileSync(join(root, 'crds', file), 'utf8'));
@@ -429,6 +472,10 @@ describe('the Helm chart', () => {
       .sort(([a], [b]) => a.localeCompare(b));
     expect(tenantRoles(base)).toHaveLength(2);
     expect(tenantRoles(base)).toEqual(tenantRoles(chart));
+    // The platform team's issuer-admin role: the same name and rules.
+    const issuerAdmin = (objects: K8sObject[]): [string, string[]][] => objects.filter(issuerAdminRole).map((o) => [o.metadata.name, permissions(rulesOf(o))]);
+    expect(issuerAdmin(base)).toEqual([['neon-key-operator-issuer-admin', ISSUER_ADMIN_GRANTS]]);
+    expect(issuerAdmin(base)).toEqual(issuerAdmin(chart));
 
     const baseLeader = onlyOne(base, 'Role', (n) => n.includes('leader'));
     const chartLeader = onlyOne(chart, 'Role', (n) => n.includes('leader'));
@@ -447,6 +494,7 @@ describe('the Helm chart', () => {
     const chart = await t.template('neon-key-operator', 'neon-key-operator-system', ['watchNamespaces={team-a,team-b}']);
     for (const objects of [overlay, chart]) {
       expect(byKind(operatorObjects(objects), 'ClusterRole')).toEqual([]);
+      expect(objects.filter(issuerAdminRole)).toEqual([]);
       expect(byKind(objects, 'ClusterRoleBinding')).toEqual([]);
     }
     const reconcileRoles = (objects: K8sObject[]): [string | undefined, string[]][] => byKind(objects, 'Role')

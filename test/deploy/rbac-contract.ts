@@ -6,7 +6,7 @@
 const grants = (group: string, resources: string[], verbs: string[], resourceName?: string): string[] =>
   resources.flatMap((resource) => verbs.map((verb) => `${group}|${resource}|${verb}${resourceName !== undefined ? `@${resourceName}` : ''}`));
 
-/** The operator's rights over what it reconciles: a ClusterRole, or a Role per watched namespace. */
+/** The operator's rights over what it reconciles in a namespace: in the ClusterRole, or a Role per watched namespace. */
 export const reconcileGrants: readonly string[] = [
   // list + watch: the informers (keys/watches.ts, listClusterCustomObject / listNamespacedCustomObject);
   // get: keys/kube-writes.ts getNamespacedCustomObject; update: keys/kube-writes.ts replaceNamespacedCustomObject
@@ -25,17 +25,45 @@ export const reconcileGrants: readonly string[] = [
   ...grants('keys.neon.dev', ['apikeys/finalizers', 'projectapikeys/finalizers'], ['update']),
   // list + watch: the Secret informer (keys/watches.ts: every Secret's metadata, for the managed
   // Secrets and the credentials); get: keys/kube-writes.ts readNamespacedSecret
-  // (credentials and key Secrets), listOwnedSecretMetadata (spec.secret.immutable: the managed
-  // Secrets' metadata, for an interrupted create's); create / update / delete: createNamespacedSecret,
+  // (credentials and key Secrets; an issuer's in --issuer-secrets-namespace, as issuers/reconciler.ts
+  // reads it), listOwnedSecretMetadata (spec.secret.immutable: the managed Secrets' metadata, for an
+  // interrupted create's); create / update / delete: createNamespacedSecret,
   // replaceNamespacedSecret, deleteNamespacedSecret. Never patched.
   ...grants('', ['secrets'], ['get', 'list', 'watch', 'create', 'update', 'delete']),
-  // keys/status/events.ts createNamespacedEvent (core/v1); never patched, never events.k8s.io.
+  // keys/status/events.ts and issuers/events.ts (an issuer's, in `default`) createNamespacedEvent
+  // (core/v1); never patched, never events.k8s.io.
   ...grants('', ['events'], ['create']),
   // Rotation (spec.rotation.restart), keys/kube-writes.ts: readNamespaced{Deployment,StatefulSet,DaemonSet}
   // (rollout status, consent), listNamespaced* (discover), patchNamespaced* (JSON patch of one pod template
   // annotation: the restart; with spec.secret.immutable, a JSON patch repointing its Secret references too). Always in the resource's own namespace; never watched, created or deleted.
   ...grants('apps', ['deployments', 'statefulsets', 'daemonsets'], ['get', 'list', 'patch']),
+  // keys/kube-writes.ts readNamespace (keys/issuing/credentials-source.ts): the labels an issuer's
+  // selector matches, and whether the namespace is being deleted. The resource's own namespace only,
+  // so a Role of a watched namespace can grant it (GET /api/v1/namespaces/X is a request in namespace
+  // X); a 403 is taken as "no labels, not terminating". Never listed, watched or written.
+  ...grants('', ['namespaces'], ['get']),
 ].sort();
+
+/**
+ * The ClusterKeyIssuers (cluster-scoped): cluster-wide mode only, added to the ClusterRole. With a
+ * list of watched namespaces the operator reads no issuer (a resource naming one gets IssuerNotFound)
+ * and holds no cluster-wide right. The credentials Secret of an issuer is read in
+ * --issuer-secrets-namespace, and its events are created in `default`: both covered by the
+ * ClusterRole's `secrets` get and `events` create above.
+ */
+export const issuerGrants: readonly string[] = [
+  // list + watch: the issuer informer (issuers/watches.ts listClusterCustomObject); get:
+  // issuers/reconciler.ts getClusterCustomObject and keys/kube-writes.ts readIssuer (the policy,
+  // fresh per key reconcile); update: issuers/reconciler.ts replaceClusterCustomObject (the finalizer
+  // keys.neon.dev/issuer-in-use, with the resourceVersion read). Never created, patched or deleted.
+  ...grants('keys.neon.dev', ['clusterkeyissuers'], ['get', 'list', 'watch', 'update']),
+  // issuers/reconciler.ts patchClusterCustomObjectStatus (merge patch). No clusterkeyissuers/finalizers:
+  // nothing carries an owner reference to an issuer, so no blockOwnerDeletion needs it.
+  ...grants('keys.neon.dev', ['clusterkeyissuers/status'], ['patch']),
+].sort();
+
+/** The ClusterRole of the cluster-wide mode: the reconcile rules and the issuers'. */
+export const clusterWideGrants: readonly string[] = [...reconcileGrants, ...issuerGrants].sort();
 
 export const LEASE_NAME = 'neon-key-operator';
 export const SIGNING_KEY_SECRET = 'neon-key-operator-signing-key';
