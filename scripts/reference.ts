@@ -2,9 +2,10 @@
 // controller-gen makes CRD reference docs and helm-docs makes a chart's values table):
 // - flags.md: the operator's flags (src/operator/flags.ts, the CLI's own definitions);
 // - helm-values.md: the chart's values (values.yaml, its comments, and values.schema.json);
-// - metrics.md: every metric of the registry (src/operator/keys/status/metrics.ts);
+// - metrics.md: every metric of the registry (src/operator/keys/status/metrics.ts, the inventory's and issuers' gauges);
 // - conditions.md: condition types, reasons, the platform-failure table and the events
-//   (src/operator/keys/status/catalog.ts, conditions.ts's closed Reason union, platform-reasons.ts);
+//   (src/operator/keys/status/catalog.ts, conditions.ts's closed Reason union, platform-reasons.ts),
+//   and a ClusterKeyIssuer's reasons (src/operator/issuers/conditions.ts);
 // - annotations.md: annotations, labels and the finalizer (catalog.ts, from the code's constants);
 // - spec.md and status.md: the CRD fields (the zod schemas, through the CRDs they generate).
 // Each page is prose written by hand around blocks this file fills in, between
@@ -17,6 +18,8 @@ import { isMap, isScalar, isSeq, parseDocument, type Node, type Pair } from 'yam
 import { FLAGS } from '../src/operator/flags.ts';
 import { createMetrics } from '../src/operator/keys/status/metrics.ts';
 import { registerInventoryGauge } from '../src/operator/inventory/metrics.ts';
+import { ISSUER_REASONS } from '../src/operator/issuers/conditions.ts';
+import { registerIssuerGauge } from '../src/operator/issuers/metrics.ts';
 import { ANNOTATIONS, CONDITION_TYPES, EVENTS, FINALIZERS, LABELS, REASONS } from '../src/operator/keys/status/catalog.ts';
 import { PLATFORM_FAILURE_REASONS } from '../src/operator/keys/status/platform-reasons.ts';
 import { customResourceDefinition } from '../src/operator/resources/crd.ts';
@@ -116,6 +119,7 @@ export function metricsTable(): string {
   createMetrics(registry, { defaultMetrics: false });
   // The inventory's gauge as --inventory-organization-label shows it (without it, no organization label).
   registerInventoryGauge(registry, () => [], true);
+  registerIssuerGauge(registry, () => []);
   const metrics = registry.getMetricsAsArray() as unknown as { name: string; help: string; type: string; labelNames?: readonly string[] }[];
   return table(['metric', 'type', 'labels', 'meaning'], metrics.map((m) => [
     code(m.name), m.type, (m.labelNames ?? []).map(code).join(', '), m.help,
@@ -128,6 +132,11 @@ export function conditionTypesTable(): string {
 
 export function reasonsTable(): string {
   return table(['reason', 'where', 'meaning'], Object.entries(REASONS).map(([reason, doc]) => [code(reason), doc.on, doc.meaning]));
+}
+
+/** The reasons of a ClusterKeyIssuer's Ready condition (src/operator/issuers/conditions.ts). */
+export function issuerReasonsTable(): string {
+  return table(['reason', 'meaning'], Object.entries(ISSUER_REASONS).map(([reason, meaning]) => [code(reason), meaning]));
 }
 
 export function platformFailuresTable(): string {
@@ -225,6 +234,7 @@ export function referenceBlocks(): Record<string, Record<string, string>> {
     'docs/reference/metrics.md': { metrics: metricsTable() },
     'docs/reference/conditions.md': {
       'condition-types': conditionTypesTable(), reasons: reasonsTable(), 'platform-failures': platformFailuresTable(), events: eventsTable(),
+      'issuer-reasons': issuerReasonsTable(),
     },
     'docs/reference/annotations.md': { annotations: annotationsTable(), 'labels-and-finalizers': labelsAndFinalizersTable() },
     'docs/reference/spec.md': { spec: fieldsTable('spec') },
