@@ -104,6 +104,11 @@ export interface OperatorOptions {
    * issuer gets IssuerNotFound.
    */
   issuerSecretsNamespace?: string;
+  /**
+   * Tests only: reconcile only the ClusterKeyIssuers with these labels. Issuers are cluster-wide, and
+   * the suites share one apiserver: without it, each suite's operator would verify every suite's issuers.
+   */
+  issuerLabelSelector?: string;
   /** Whether resources may name credentials of their own namespace (spec.credentialsSecretRef); default true (`--allow-namespace-credentials`). */
   allowNamespaceCredentials?: boolean;
   /** The organization id as a label of the inventory gauge (`--inventory-organization-label`); default off (docs/inventory.md, Metrics). */
@@ -313,7 +318,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
         : request.kind === ISSUER_KIND ? issuers.reconcile(request, log, worker)
           : reconciler.reconcile(request, log, worker)),
     },
-    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace), ...watched.length === 0 ? issuerWatches(objects, issuerSecretsNamespace) : []],
+    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace), ...watched.length === 0 ? issuerWatches(objects, issuerSecretsNamespace, options.issuerLabelSelector) : []],
     logger,
     workers: options.workers ?? 16,
     ownWrites,
@@ -335,7 +340,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   await running.start();
   const metrics = options.metrics;
   const unregisterInventoryGauge = metrics !== undefined ? registerInventoryGauge(metrics.registry, () => inventory.counts(), options.inventoryOrganizationLabel === true) : undefined;
-  const unregisterIssuerGauge = metrics !== undefined && watched.length === 0 ? registerIssuerGauge(metrics.registry, () => issuers.readiness()) : undefined;
+  const unregisterIssuerGauge = metrics !== undefined ? registerIssuerGauge(metrics.registry, () => issuers.readiness()) : undefined;
   metrics?.countStaleCachesWith(() => {
     const counts = new Map<string, number>();
     for (const c of running.staleCaches()) counts.set(c.kind, (counts.get(c.kind) ?? 0) + 1);
