@@ -9,8 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadAllYaml } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../src/emulator/server.ts';
-import { CRD_FILES, renderCrdYaml } from '../src/operator/resources/crd.ts';
-import type { KindName } from '../src/operator/resources/schema.ts';
+import { CRD_FILES, renderCrdYaml, type CrdKind } from '../src/operator/resources/crd.ts';
 import { kubeconfigYaml, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
 import { sleep } from './options.ts';
 
@@ -51,12 +50,12 @@ export async function startEnvironment(out: string): Promise<Environment> {
     };
     // crds/ with the gracePeriod floor the operator runs with here (CHAOS_MIN_ROTATION_GRACE), so
     // rotations end within the workload's seconds.
-    const crdYaml = (Object.keys(CRD_FILES) as KindName[]).map((kind) => renderCrdYaml(kind, { minRotationGrace: CHAOS_MIN_ROTATION_GRACE })).join('\n');
+    const crdYaml = (Object.keys(CRD_FILES) as CrdKind[]).map((kind) => renderCrdYaml(kind, { minRotationGrace: CHAOS_MIN_ROTATION_GRACE })).join('\n');
     await kubectl(crdYaml, 'apply', '--server-side', '--force-conflicts', '--field-manager=chaos', '-f', '-');
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(controlPlane.info.kubeconfigPath);
     const crds = kubeConfig.makeApiClient(ApiextensionsV1Api);
-    for (const name of ['apikeys.keys.neon.dev', 'projectapikeys.keys.neon.dev']) {
+    for (const name of Object.values(CRD_FILES).map((file) => file.replace(/^keys\.neon\.dev_(.*)\.yaml$/, '$1.keys.neon.dev'))) {
       for (let i = 0; ; i += 1) {
         const crd = await crds.readCustomResourceDefinition({ name });
         if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true) break;

@@ -83,7 +83,7 @@ try {
   // --min-rotation-grace), so the tour's rotation ends in seconds; a cluster install keeps 1m.
   const crds = (Object.keys(CRD_FILES) as CrdKind[]).map((kind) => renderCrdYaml(kind, { minRotationGrace: DEMO_MIN_GRACE })).join('\n');
   console.log((await kubectlIn(crds, 'apply', '--server-side', '-f', '-')).trim());
-  await kubectl('wait', '--for=condition=Established', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev', 'crd/apikeyinventories.keys.neon.dev');
+  await kubectl('wait', '--for=condition=Established', ...Object.values(CRD_FILES).map((file) => `crd/${file.replace(/^keys\.neon\.dev_(.*)\.yaml$/, '$1.keys.neon.dev')}`));
   // Only the identity and RBAC of deploy/base: this control plane has no nodes to run the Deployment.
   const base = loadAllYaml(await kubectl('kustomize', join(root, 'deploy/base'))) as { kind: string }[];
   const rbacKinds = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);

@@ -156,6 +156,11 @@ describe('the manifests applied to a real apiserver', () => {
       ['get', 'leases', ns, 'coordination.k8s.io', 'neon-key-operator'],
       ['create', 'leases', ns, 'coordination.k8s.io'],
       ['update', 'leases', ns, 'coordination.k8s.io', 'neon-key-operator'],
+      // ClusterKeyIssuers (cluster-scoped, cluster-wide mode) and the resource's own Namespace.
+      ['watch', 'clusterkeyissuers', undefined, 'keys.neon.dev'],
+      ['update', 'clusterkeyissuers', undefined, 'keys.neon.dev', 'team-keys'],
+      ['patch', 'clusterkeyissuers/status', undefined, 'keys.neon.dev', 'team-keys'],
+      ['get', 'namespaces', anywhere, '', anywhere],
     ];
     const denied: [string, string, string | undefined, string?, string?][] = [
       ['create', 'apikeys', anywhere, 'keys.neon.dev'],
@@ -176,6 +181,12 @@ describe('the manifests applied to a real apiserver', () => {
       ['create', 'serviceaccounts/token', ns],
       ['get', 'leases', anywhere, 'coordination.k8s.io'],
       ['delete', 'leases', ns, 'coordination.k8s.io'],
+      ['create', 'clusterkeyissuers', undefined, 'keys.neon.dev'],
+      ['delete', 'clusterkeyissuers', undefined, 'keys.neon.dev', 'team-keys'],
+      ['patch', 'clusterkeyissuers', undefined, 'keys.neon.dev', 'team-keys'],
+      ['update', 'clusterkeyissuers/finalizers', undefined, 'keys.neon.dev', 'team-keys'],
+      ['list', 'namespaces', undefined],
+      ['update', 'namespaces', anywhere, '', anywhere],
     ];
     for (const [verb, resource, namespace, group, name] of allowed) {
       expect([verb, resource, namespace, name, await settles(true, sa, ns, verb, resource, namespace, group, name)]).toEqual([verb, resource, namespace, name, true]);
@@ -206,6 +217,11 @@ describe('the manifests applied to a real apiserver', () => {
     expect(await can(sa, ns, 'list', 'secrets', unwatched)).toBe(false);
     expect(await can(sa, ns, 'list', 'secrets', undefined)).toBe(false);
     expect(await can(sa, ns, 'list', 'apikeys', undefined, 'keys.neon.dev')).toBe(false);
+    // No issuer in this mode; its own namespaces' Namespace objects only.
+    expect(await can(sa, ns, 'get', 'clusterkeyissuers', undefined, 'keys.neon.dev', 'team-keys')).toBe(false);
+    expect(await can(sa, ns, 'list', 'clusterkeyissuers', undefined, 'keys.neon.dev')).toBe(false);
+    expect(await settles(true, sa, ns, 'get', 'namespaces', watched[0], '', watched[0])).toBe(true);
+    expect(await can(sa, ns, 'get', 'namespaces', unwatched, '', unwatched)).toBe(false);
     expect(await settles(true, sa, ns, 'update', 'leases', ns, 'coordination.k8s.io', 'neon-key-operator')).toBe(true);
     // The intent-signing key in the release namespace: read by name only, created.
     expect(await settles(true, sa, ns, 'get', 'secrets', ns, '', 'neon-key-operator-signing-key')).toBe(true);

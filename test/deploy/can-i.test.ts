@@ -172,9 +172,36 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
       [['update', 'leases/another-lease', '-n', mode.operatorNamespace], false],
       [['update', 'leases/neon-key-operator', '-n', mode.operatorNamespace], true],
       [['*', '*', '--all-namespaces'], false],
+      // ClusterKeyIssuers: read and their finalizer and status written in cluster-wide mode only,
+      // never created, deleted or patched; no finalizers subresource (nothing is owned by one).
+      [['get', 'clusterkeyissuers.keys.neon.dev'], !namespaced],
+      [['watch', 'clusterkeyissuers.keys.neon.dev'], !namespaced],
+      [['update', 'clusterkeyissuers.keys.neon.dev'], !namespaced],
+      [['patch', 'clusterkeyissuers.keys.neon.dev', '--subresource=status'], !namespaced],
+      [['create', 'clusterkeyissuers.keys.neon.dev'], false],
+      [['delete', 'clusterkeyissuers.keys.neon.dev'], false],
+      [['patch', 'clusterkeyissuers.keys.neon.dev'], false],
+      [['update', 'clusterkeyissuers.keys.neon.dev', '--subresource=finalizers'], false],
+      // Namespaces: read by name, never listed or written.
+      [['list', 'namespaces'], false],
+      [['update', `namespaces/${mode.watched[0] ?? mode.unwatched}`, '-n', mode.watched[0] ?? mode.unwatched], false],
     ];
     const answers = await Promise.all(checks.map(async ([args]) => [mode.title, args.join(' '), await canI(account, args)] as const));
     expect(answers).toEqual(checks.map(([args, allowed]) => [mode.title, args.join(' '), allowed]));
+
+    // GET of a Namespace, as the operator makes it (keys/kube-writes.ts readNamespace): a real request,
+    // not a review. In namespaced mode the Role of namespace X grants GET of the Namespace X itself
+    // (the apiserver authorizes /api/v1/namespaces/X as a request in namespace X) and of no other.
+    const getNamespace = async (namespace: string): Promise<string> => {
+      try {
+        return (await asServiceAccount(account.namespace, account.name, ['get', 'namespace', namespace, '-o', 'name'])).trim();
+      } catch (error) {
+        if (error instanceof CommandError && /Forbidden|forbidden/.test(error.stderr)) return 'forbidden';
+        throw error;
+      }
+    };
+    const reads = await Promise.all([...mode.watched, mode.unwatched].map(async (namespace) => [mode.title, namespace, await getNamespace(namespace)]));
+    expect(reads).toEqual([...mode.watched, mode.unwatched].map((namespace) => [mode.title, namespace, namespaced && !mode.watched.includes(namespace) ? 'forbidden' : `namespace/${namespace}`]));
   };
 
   /** Renames the namespaces and cluster-scoped names of kustomize output, keeps its RBAC objects. */

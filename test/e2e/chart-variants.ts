@@ -59,10 +59,11 @@ if (mode === 'older-crds') {
   for (const file of readdirSync(crdDir)) {
     const path = join(crdDir, file);
     const doc = parseDocument(readFileSync(path, 'utf8'));
-    // The keys' CRDs go back to the older schema; the inventory's (no such fields) stays as it is:
-    // this operator needs its CRD to be ready (its informer), and the scenario is about the keys'.
-    if (doc.getIn(['spec', 'names', 'kind']) === 'ApiKeyInventory') {
-      console.log(`${file}: unchanged (the operator's inventory informer needs it)`);
+    // The keys' CRDs go back to the older schema; the inventory's and the issuers' (no such fields)
+    // stay as they are: this operator's informers need them, and the scenario is about the keys'.
+    const kind = doc.getIn(['spec', 'names', 'kind']);
+    if (kind !== 'ApiKey' && kind !== 'ProjectApiKey') {
+      console.log(`${file}: unchanged (the operator's ${String(kind)} informer needs it)`);
       continue;
     }
     const versions = doc.getIn(['spec', 'versions']) as { items: unknown[] };
