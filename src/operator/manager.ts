@@ -10,8 +10,8 @@ import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/issuing/create-admission.ts';
 import { FairLimiter } from './keys/issuing/fair-limiter.ts';
-import { issuerUsers, keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
-import { cachedConditionsOf, holdsKey, recordedKeyIds } from './keys/observing/cache-projection.ts';
+import { credentialsUsers, issuerUsers, keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
+import { cachedConditionsOf, finalized, holdsKey, recordedKeyIds } from './keys/observing/cache-projection.ts';
 import { IssuerSlots } from './keys/issuing/issuer-slots.ts';
 import { DriftCache } from './keys/observing/drift.ts';
 import { EventRecorder } from './keys/status/events.ts';
@@ -168,6 +168,11 @@ function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsec
   });
 }
 
+/** Where issuers' Secrets live, or undefined when this operator uses no issuers (OperatorOptions.issuerSecretsNamespace). */
+function issuersNamespace(options: OperatorOptions, watched: readonly string[], own: string): string | undefined {
+  return options.issuerSecretsNamespace ?? (watched.length === 0 ? own : undefined);
+}
+
 export async function startOperator(options: OperatorOptions): Promise<RunningOperator> {
   const logger = options.logger ?? createLogger();
   const identity = options.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
@@ -262,10 +267,18 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       controller.enqueue(key);
     } }),
     credentialsSettings: {
-      // Issuers are cluster-scoped: read only with every namespace watched (a ClusterRole).
-      issuerSecretsNamespace: watched.length === 0 ? options.issuerSecretsNamespace ?? signingKeySecret.namespace : undefined,
+      // Issuers are cluster-scoped: read with every namespace watched (a ClusterRole), or with a list
+      // of namespaces when the issuers' namespace is named (the platform team granted issuers apart).
+      issuerSecretsNamespace: issuersNamespace(options, watched, signingKeySecret.namespace),
       allowNamespaceCredentials: options.allowNamespaceCredentials ?? true,
     },
+    credentialsUsers: {
+      holders: (namespace, name) => credentialsUsers(controller, namespace, name).filter((key) => {
+        const [kind = '', ns = '', resource = ''] = key.split('/');
+        return finalized(controller.cachedObject(kind, ns, resource));
+      }),
+    },
+    wake: (key) => controller.enqueue(key),
     slots: new IssuerSlots({
       users: (issuer, namespace) => issuerUsers(controller, issuer, namespace),
       holds: (key) => {
@@ -292,6 +305,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // The ClusterKeyIssuers (cluster-scoped): reconciled only when every namespace is watched (a
   // ClusterRole); their credentials verified with a platform client of their own per verification.
   const issuerSecretsNamespace = options.issuerSecretsNamespace ?? signingKeySecret.namespace;
+  const usesIssuers = issuersNamespace(options, watched, signingKeySecret.namespace) !== undefined;
   const issuers = new IssuerReconciler({
     objects,
     core,
@@ -318,7 +332,9 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
         : request.kind === ISSUER_KIND ? issuers.reconcile(request, log, worker)
           : reconciler.reconcile(request, log, worker)),
     },
-    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace), ...watched.length === 0 ? issuerWatches(objects, issuerSecretsNamespace, options.issuerLabelSelector) : []],
+    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace)],
+    // Issuers (cluster-scoped) once, whenever this operator uses them (issuersNamespace).
+    ...(usesIssuers ? { clusterWatches: issuerWatches(objects, issuerSecretsNamespace, options.issuerLabelSelector) } : {}),
     logger,
     workers: options.workers ?? 16,
     ownWrites,

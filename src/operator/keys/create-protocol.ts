@@ -10,6 +10,7 @@ import { attemptName, defaultKeyName, encodeIntent } from './issuing/create-inte
 import type { KeyPlatform } from './adapter.ts';
 import { checkCreatedKey } from './issuing/created-key.ts';
 import { capRefusal } from './issuing/credentials-source.ts';
+import { keepCredentials } from './issuing/credentials-in-use.ts';
 import { wrongCredentialsKind, type KeyKind } from './issuing/credentials-kind.ts';
 import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
 import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
@@ -62,8 +63,7 @@ async function checkCredentialsKind(deps: KeyDeps, ctx: Context, platform: KeyPl
  * the resource before the POST, so step 1 precedes step 3 as before.
  */
 export async function create(deps: KeyDeps, ctx: Context, decision: Decision, replaces: number | undefined, rotation?: { request?: string }, addFinalizer = false): Promise<ReconcileResult> {
-  const { resource, adapter, logger } = ctx;
-  if (adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
+  if (ctx.adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
   // A first key through an issuer whose rule caps the namespace: its slot is taken now, before any
   // platform request, and kept from the intent on (issuing/issuer-slots.ts).
   const slot = firstKeySlot(deps, ctx, replaces);
@@ -133,6 +133,8 @@ async function createClaimed(
     // KeyAbandoned: the given-up key, so the intent fits the record it moves on from (decision.ts consistentIntent).
     ...(decision.action.type === 'Create' && decision.action.abandons !== undefined ? { abandons: decision.action.abandons } : {}),
   };
+  // The namespace's credentials are kept while this key may live: before anything is minted with them.
+  if (deps.credentialsUsers !== undefined) await keepCredentials(deps.kube, ctx.credentialsSecret, logger);
   // The intent, with the resourceVersion we read: a conflict means someone else moved; never create then.
   let current = await updateMetadata(deps, resource, (m) => {
     if (addFinalizer && !(m.finalizers ?? []).includes(FINALIZER)) m.finalizers = [...(m.finalizers ?? []), FINALIZER];

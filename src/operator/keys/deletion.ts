@@ -57,10 +57,14 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
  * the namespace's next waiting resource (issuing/issuer-slots.ts).
  */
 function releaseSlot(deps: KeyDeps, ctx: Context): void {
+  const { kind, metadata: { namespace, name } } = ctx.resource;
+  const key = `${kind}/${namespace}/${name}`;
+  // Its credentials Secret of the namespace may go once no other resource needs it (issuing/credentials-in-use.ts).
+  const credentials = ctx.spec?.issuerRef === undefined ? ctx.spec?.credentialsSecretRef?.name : undefined;
+  if (credentials !== undefined) deps.onCredentialsReleased?.(key, namespace, credentials);
   const issuer = ctx.source?.issuer?.name ?? ctx.spec?.issuerRef?.name;
   if (issuer === undefined) return;
-  const { kind, metadata: { namespace, name } } = ctx.resource;
-  deps.slots?.release(issuer, namespace, `${kind}/${namespace}/${name}`);
+  deps.slots?.release(issuer, namespace, key);
 }
 
 /**

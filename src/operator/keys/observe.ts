@@ -179,7 +179,8 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     secretIsCredentials: spec?.credentialsSecretRef !== undefined && spec.issuerRef === undefined && secretName === spec.credentialsSecretRef.name,
     ...(refusal !== undefined ? { refusal } : {}),
   };
-  return { resource, spec, ...(source !== undefined ? { source } : {}), adapter, secretName, secretKey, secret, apiKey, credentials, ...(credentialsVersion !== undefined ? { credentialsVersion } : {}), fingerprint, listed, observation, rotation, logger };
+  const credentialsSecret = namespaceRef !== undefined && credentialsAt?.namespace === meta.namespace ? creds : undefined;
+  return { resource, spec, ...(source !== undefined ? { source } : {}), ...(credentialsSecret !== undefined ? { credentialsSecret } : {}), adapter, secretName, secretKey, secret, apiKey, credentials, ...(credentialsVersion !== undefined ? { credentialsVersion } : {}), fingerprint, listed, observation, rotation, logger };
 }
 
 function parseTime(value: string | undefined): number | undefined {

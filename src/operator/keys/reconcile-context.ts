@@ -18,6 +18,7 @@ import type { CredentialsKinds } from './issuing/credentials-kind.ts';
 import type { Signer } from './issuing/signing.ts';
 import type { CredentialsSettings, CredentialsSource } from './issuing/credentials-source.ts';
 import type { IssuerSlots } from './issuing/issuer-slots.ts';
+import type { CredentialsUsers } from './issuing/credentials-in-use.ts';
 import type { RotationContext } from './rotation-schedule.ts';
 
 export interface KeyDeps {
@@ -60,6 +61,10 @@ export interface KeyDeps {
   admission?: Pick<CreateAdmission, 'admit' | 'ended' | 'waitsForTurn' | 'tell'>;
   /** Where credentials may come from (issuing/credentials-source.ts); default: namespace credentials only, no issuers. */
   credentialsSettings?: CredentialsSettings;
+  /** The resources naming each credentials Secret that hold the finalizer (issuing/credentials-in-use.ts); without it no credentials Secret is kept. */
+  credentialsUsers?: CredentialsUsers;
+  /** A resource naming a credentials Secret of its namespace released its keys (KeyReconciler: that Secret's own reconcile is woken). */
+  onCredentialsReleased?: (key: string, namespace: string, secret: string) => void;
   /** The caps of issuers' rules (issuing/issuer-slots.ts); without it no cap is enforced. */
   slots?: IssuerSlots;
   /** A key resource as the informers' cache holds it (cache-projection.ts), for a new key's turn without a read. */
@@ -115,6 +120,8 @@ export interface Context {
   credentials: Credentials;
   /** Where the credentials came from: a Secret of the namespace or an issuer's (issuing/credentials-source.ts). */
   source?: CredentialsSource;
+  /** The namespace's credentials Secret as read (spec.credentialsSecretRef): kept while keys issued with it live (issuing/credentials-in-use.ts). */
+  credentialsSecret?: V1Secret;
   /** The credentials Secret's uid and resourceVersion as read (the at-rest check: at-rest.ts). */
   credentialsVersion?: { uid: string | undefined; resourceVersion: string | undefined };
   /** signer.fingerprint of the credentials in use (status.credentialsFingerprint). */

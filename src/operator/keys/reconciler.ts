@@ -27,11 +27,14 @@ import { objectRef } from '../runtime/own-writes.ts';
 import type { Priority } from './issuing/create-line.ts';
 import { sendsFor } from './issuing/fair-limiter.ts';
 import { CredentialsKinds } from './issuing/credentials-kind.ts';
+import { CREDENTIALS_SECRET_KIND, keepCredentials, reconcileCredentialsSecret } from './issuing/credentials-in-use.ts';
 import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord, type RestBroken } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './status/resource-writes.ts';
 
-export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | 'credentialsKinds'> & {
+export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | 'credentialsKinds' | 'onCredentialsReleased'> & {
   now?: () => number;
+  /** Queues a work-queue key: a credentials Secret's own reconcile (issuing/credentials-in-use.ts). */
+  wake?: (key: string) => void;
   /**
    * How long drift checks of a key may fail (credentials refused, platform unavailable) before
    * its conditions say it is no longer known to be live. Default: two drift intervals.
@@ -48,10 +51,17 @@ export class KeyReconciler implements Reconciler {
   readonly #checkAt = new Map<string, number>();
   /** Resources whose last write got 409: their next pass reads fresh, never a cached copy (#read). */
   readonly #readFresh = new Set<string>();
+  /** Resources that released their keys, until the cache lets them go: they need no credentials Secret (credentials-in-use.ts). */
+  readonly #released = new Set<string>();
 
   constructor(options: KeyReconcilerOptions) {
+    const { wake } = options;
     this.#deps = {
       ...options,
+      onCredentialsReleased: (key, namespace, secret) => {
+        this.#released.add(key);
+        wake?.(`${CREDENTIALS_SECRET_KIND}/${namespace}/${secret}`);
+      },
       now: options.now ?? Date.now,
       unverifiedAfterMs: options.unverifiedAfterMs ?? 2 * options.driftIntervalMs,
       credentialsKinds: new CredentialsKinds(options.driftIntervalMs),
@@ -130,6 +140,7 @@ export class KeyReconciler implements Reconciler {
   }
 
   async reconcile(request: Request, logger: Logger, worker?: Worker): Promise<ReconcileResult> {
+    if (request.kind === CREDENTIALS_SECRET_KIND) return this.#credentialsSecret(request, logger);
     const startedAt = this.#deps.now();
     const onReconcile = this.#deps.onReconcile;
     const record: ReconcileRecord | undefined = onReconcile === undefined ? undefined : {
@@ -146,6 +157,23 @@ export class KeyReconciler implements Reconciler {
         record.endedAt = this.#deps.now();
         onReconcile?.(record);
       }
+    }
+  }
+
+  /** A credentials Secret of a namespace: its finalizer lifted once no resource needs it (credentials-in-use.ts). */
+  async #credentialsSecret(request: Request, logger: Logger): Promise<ReconcileResult> {
+    const users = this.#deps.credentialsUsers;
+    if (users === undefined) return { type: 'Done' };
+    // The released resources the cache no longer holds need no entry.
+    for (const key of this.#released) {
+      const [kind = '', namespace = '', name = ''] = key.split('/');
+      if (this.#deps.cachedKey?.(kind, namespace, name) === undefined) this.#released.delete(key);
+    }
+    try {
+      return await reconcileCredentialsSecret(this.#deps.kube, users, this.#released, request.namespace, request.name, logger);
+    } catch (error) {
+      if (statusCode(error) === 409) return { type: 'Retry' };
+      throw error;
     }
   }
 
@@ -301,6 +329,8 @@ export class KeyReconciler implements Reconciler {
       case 'Retire':
         return retire(deps, ctx, decision, action);
       case 'InSync': {
+        // A key issued before the credentials Secret was kept (an older operator): kept from now on.
+        if (deps.credentialsUsers !== undefined) await keepCredentials(deps.kube, ctx.credentialsSecret, ctx.logger);
         // What this pass relies on, taken before it runs; kept once it succeeded (at-rest.ts).
         const verified = deps.rest !== undefined ? verifiedBefore(deps, ctx, action.keyId, shownReason(decision.reason), ctx.credentialsVersion) : undefined;
         const result = await inSync(deps, ctx, action.keyId);

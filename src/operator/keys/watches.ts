@@ -8,7 +8,8 @@
 // once, and one watch per namespace reaches the apiserver.
 import type { CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
 import type { Controller, Watch } from '../runtime/controller.ts';
-import { GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
+import { CREDENTIALS_FINALIZER, GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
+import { CREDENTIALS_SECRET_KIND } from './issuing/credentials-in-use.ts';
 import { credentialsSecretOf, issuerOf, trimKeyResource, trimSecret } from './observing/cache-projection.ts';
 import { ANNOTATION_OWNER } from './secret/secret-writer.ts';
 
@@ -59,7 +60,10 @@ export function keyWatches(objects: CustomObjectsApi, namespace: string | undefi
 function secretOwner(secret: KubernetesObject): string | undefined {
   const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
   const ns = secret.metadata?.namespace;
-  if (owner === undefined || ns === undefined) return undefined;
+  if (ns === undefined) return undefined;
+  // A credentials Secret kept for its keys: its own reconcile (issuing/credentials-in-use.ts).
+  if (owner === undefined && secret.metadata?.finalizers?.includes(CREDENTIALS_FINALIZER) === true) return `${CREDENTIALS_SECRET_KIND}/${ns}/${secret.metadata.name ?? ''}`;
+  if (owner === undefined) return undefined;
   const [kind, name] = owner.split('/');
   if ((kind !== 'ApiKey' && kind !== 'ProjectApiKey') || name === undefined) return undefined;
   return `${kind}/${ns}/${name}`;
@@ -98,4 +102,9 @@ export function wakeProject(controller: Pick<Controller, 'indexed' | 'cachedObje
 /** The work-queue keys of the key resources naming the issuer: of one namespace, or of all when `namespace` is undefined. */
 export function issuerUsers(controller: Pick<Controller, 'indexed'>, issuer: string, namespace?: string): string[] {
   return [...controller.indexed(ISSUER_INDEX, `${namespace ?? ''}/${issuer}`)];
+}
+
+/** The work-queue keys of the key resources naming a credentials Secret of their namespace (the credentials index). */
+export function credentialsUsers(controller: Pick<Controller, 'indexed'>, namespace: string, name: string): string[] {
+  return [...controller.indexed(CREDENTIALS_INDEX, `${namespace}/${name}`)];
 }

@@ -10,6 +10,11 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 
 /** Held by every resource the operator has seen, until its key is revoked (or retained). */
 export const FINALIZER = 'keys.neon.dev/finalizer';
+/**
+ * On a namespace's credentials Secret: held while a resource naming it may still need it to revoke a
+ * key (keys/issuing/credentials-in-use.ts), so deleting the namespace revokes before it goes.
+ */
+export const CREDENTIALS_FINALIZER = 'keys.neon.dev/credentials-in-use';
 /** The create intent (docs/design.md section 3.1, step 2); JSON, see PendingAttempt. */
 export const ANNOTATION_CREATE_PENDING = 'keys.neon.dev/create-pending';
 /** A person's way out when the credentials are gone for good: drop the finalizer without revoking. */
@@ -53,10 +58,6 @@ export const MANAGED_BY = 'neon-key-operator';
 /** The platform appends "-" and 8 random characters to keyName; key names hold at most 64. */
 export const KEY_NAME_MAX = 64 - 9;
 
-const immutable = (field: string): { rule: string; message: string } => ({
-  rule: `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`,
-  message: `${field} is immutable`,
-});
 
 const dnsSubdomain = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
 const secretDataKey = z.string().min(1).max(253).regex(/^[-._a-zA-Z0-9]+$/);

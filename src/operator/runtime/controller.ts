@@ -96,6 +96,8 @@ export interface ControllerOptions {
   reconciler: Reconciler;
   /** The watches of one namespace, or of every namespace when `namespace` is undefined. */
   watches(namespace: string | undefined): Watch[];
+  /** Watches of cluster-scoped kinds: one informer each, however many namespaces are watched. */
+  clusterWatches?: Watch[];
   logger: Logger;
   workers: number;
   /** Watch these namespaces (one informer each per watch), or all when undefined. */
@@ -281,6 +283,7 @@ export class Controller {
     for (const namespace of scopes) {
       for (const watch of this.#o.watches(namespace)) this.#watch(watch, namespace);
     }
+    for (const watch of this.#o.clusterWatches ?? []) this.#watch(watch, undefined);
     await Promise.all(this.#informers.map((i) => i.start()));
     this.#synced = true;
     this.#workers = Array.from({ length: this.#o.workers }, () => this.#work());

@@ -34,6 +34,8 @@ describe('trimKeyResource and trimSecret', () => {
       status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Ready' }] },
       // The id its status records (an inventory's managed keys: recordedKeyIds()).
       keyId: 3,
+      // It carries an intent: under an issuer's cap it may hold a key (issuing/issuer-slots.ts).
+      pending: true,
     });
     // Retiring keys too; ids that are not safe integers are not kept (a status restored from anywhere).
     const retiring = trimKeyResource({ ...obj, status: { keyId: 3, retiringKeys: [{ keyId: 2 }, { keyId: 'x' }, { keyId: 2 ** 60 }, { keyId: -1 }] } } as never);

@@ -9,7 +9,7 @@ import { parseSpec, type KindName } from '../../../src/operator/resources/schema
 
 const crdsDir = fileURLToPath(new URL('../../../crds/', import.meta.url));
 const kinds = Object.keys(CRD_FILES) as CrdKind[];
-const keyKinds = kinds.filter((k): k is KindName => k !== 'ApiKeyInventory');
+const keyKinds = kinds.filter((k): k is KindName => k !== 'ApiKeyInventory' && k !== 'ClusterKeyIssuer');
 
 function walk(node: unknown, visit: (node: Record<string, unknown>, path: string) => void, path = ''): void {
   if (node === null || typeof node !== 'object') return;
@@ -65,6 +65,27 @@ describe('the generated CRDs', () => {
     expect(status.notManagedKeys.maxItems).toBe(50);
     expect(status.unusedKeys.maxItems).toBe(50);
     expect(Object.keys(status.notManagedKeys.items.properties)).toEqual(['id', 'name', 'kind', 'projectId', 'createdAt', 'createdBy', 'lastUsedAt', 'lastUsedFromAddr', 'managed']);
+  });
+
+  it('ClusterKeyIssuer: cluster-scoped, short name nki, no category (kubectl get neon lists a namespace\'s keys), status subresource, the columns Ready, Organization, Resources, Age', () => {
+    const spec = customResourceDefinition('ClusterKeyIssuer').spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(spec.scope).toBe('Cluster');
+    expect(spec.names).toEqual({ kind: 'ClusterKeyIssuer', listKind: 'ClusterKeyIssuerList', plural: 'clusterkeyissuers', singular: 'clusterkeyissuer', shortNames: ['nki'] });
+    expect(spec.versions[0].subresources).toEqual({ status: {} });
+    const columns = spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => c.priority === undefined).map((c: { name: string }) => c.name);
+    expect(columns).toEqual(['Ready', 'Organization', 'Resources', 'Age']);
+    const rule = spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.allow.items;
+    expect(Object.keys(rule.properties)).toEqual(['namespaces', 'kinds', 'projects', 'maxKeysPerNamespace']);
+    expect(rule.properties.kinds.items.enum).toEqual(['Organization', 'Project']);
+  });
+
+  it('the key kinds: exactly one of issuerRef and credentialsSecretRef; an issuer mints no Personal key; organizationId from the issuer', () => {
+    const rules = (kind: KindName): string[] => (customResourceDefinition(kind).spec as Record<string, any>) // eslint-disable-line @typescript-eslint/no-explicit-any
+      .versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'].map((v: { rule: string }) => v.rule);
+    for (const kind of keyKinds) expect(rules(kind)).toContain('has(self.issuerRef) != has(self.credentialsSecretRef)');
+    expect(rules('ApiKey')).toContain("self.scope != 'Personal' || !has(self.issuerRef)");
+    expect(parseSpec('ProjectApiKey', { projectId: 'p-1', issuerRef: { name: 'team' } })).toMatchObject({ ok: true });
+    expect(parseSpec('ApiKey', { scope: 'Organization', issuerRef: { name: 'team' } })).toMatchObject({ ok: true });
   });
 
   it('ApiKeyInventory spec: defaults (scope Organization, unusedAfter 2160h, key apiKey) and the organization rule', () => {

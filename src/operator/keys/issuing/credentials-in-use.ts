@@ -1,0 +1,67 @@
+// The credentials Secret of a namespace (spec.credentialsSecretRef) is kept while a resource still
+// needs it to revoke a key: a finalizer on that Secret, put there before a key is minted with it,
+// and lifted once no resource naming it holds the operator's finalizer any more (Crossplane's
+// ProviderConfig usages do the same for their credentials). Without it, `kubectl delete namespace`
+// deletes the credentials with everything else, and the resources' finalizers can no longer revoke:
+// keys stay live and the namespace stays Terminating. docs/security.md says what it does not
+// guarantee: a tenant may lift the finalizer from its own Secret; only issuers guarantee revocation
+// against the tenant itself.
+//
+// Lifted by a reconcile of its own, `CredentialsSecret/<namespace>/<name>` in the work queue: woken
+// when a resource naming it is released, and by any event of a Secret carrying the finalizer (its
+// deletion by the namespace controller). While it is being deleted and resources still need it, it is
+// looked at again every few seconds, so a cache behind the releases never leaves it stuck.
+import type { V1Secret } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { ReconcileResult } from '../../runtime/controller.ts';
+import { CREDENTIALS_FINALIZER } from '../../resources/schema.ts';
+import type { KubeWrites } from '../kube-writes.ts';
+
+/** The work-queue kind of a credentials Secret's own reconcile. */
+export const CREDENTIALS_SECRET_KIND = 'CredentialsSecret';
+
+/** How soon a credentials Secret being deleted is looked at again while resources still need it. */
+const DELETING_RECHECK_MS = 2_000;
+
+/** Whether the Secret already carries the finalizer. */
+export function keepsCredentials(secret: V1Secret | undefined): boolean {
+  return secret?.metadata?.finalizers?.includes(CREDENTIALS_FINALIZER) === true;
+}
+
+/**
+ * Puts the finalizer on the credentials Secret as read (an update with its resourceVersion: a
+ * conflict fails the pass, which reads afresh). Nothing when it is there already, or when the Secret
+ * is being deleted (no finalizer can be added then; the namespace is going and nothing is minted).
+ */
+export async function keepCredentials(kube: Pick<KubeWrites, 'replaceSecret'>, secret: V1Secret | undefined, logger: Logger): Promise<void> {
+  const meta = secret?.metadata;
+  if (secret === undefined || meta?.name === undefined || meta.namespace === undefined || keepsCredentials(secret) || meta.deletionTimestamp !== undefined) return;
+  await kube.replaceSecret(meta.namespace, meta.name, { ...secret, metadata: { ...meta, finalizers: [...meta.finalizers ?? [], CREDENTIALS_FINALIZER] } });
+  logger.info({ secret: meta.name }, 'credentials Secret kept while keys issued with it are live');
+}
+
+export interface CredentialsUsers {
+  /** The work-queue keys of the resources naming the Secret whose cached copy holds the operator's finalizer. */
+  holders(namespace: string, name: string): readonly string[];
+}
+
+/**
+ * The reconcile of one credentials Secret: lifts the finalizer once no resource needs it (those
+ * `released` just now are not counted, whatever the cache still shows of them).
+ */
+export async function reconcileCredentialsSecret(
+  kube: Pick<KubeWrites, 'readSecret' | 'replaceSecret'>, users: CredentialsUsers, released: ReadonlySet<string>, namespace: string, name: string, logger: Logger,
+): Promise<ReconcileResult> {
+  const holders = users.holders(namespace, name).filter((key) => !released.has(key));
+  const secret = await kube.readSecret(namespace, name);
+  if (secret === undefined || !keepsCredentials(secret)) return { type: 'Done' };
+  const deleting = secret.metadata?.deletionTimestamp !== undefined;
+  if (holders.length > 0) {
+    logger.debug({ holders: holders.length, deleting }, 'credentials Secret still needed');
+    return deleting ? { type: 'Done', requeueAfterMs: DELETING_RECHECK_MS } : { type: 'Done' };
+  }
+  const meta = secret.metadata ?? {};
+  await kube.replaceSecret(namespace, name, { ...secret, metadata: { ...meta, finalizers: (meta.finalizers ?? []).filter((f) => f !== CREDENTIALS_FINALIZER) } });
+  logger.info({ secret: name, deleting }, 'credentials Secret released: no key issued with it is live any more');
+  return { type: 'Done' };
+}

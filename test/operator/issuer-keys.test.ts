@@ -1,0 +1,241 @@
+// Issue 40, on a real kube-apiserver + etcd (with its namespace and garbage collector controllers)
+// and the emulator over HTTP: a tenant bound to the built-in `edit` role, in a namespace holding no
+// platform credential, gets a working project key through a ClusterKeyIssuer whose policy allows
+// its namespace and project; requests the policy does not allow (another project, an organization
+// key where only Project is allowed, a namespace no rule matches, an issuer that does not exist) are
+// refused with NotAllowed / IssuerNotFound and cost no platform create; a rule's cap holds under 30
+// concurrent creates, and a freed slot goes to one waiter; a resource moved from namespace
+// credentials to an issuer of the same user keeps its key.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CoreV1Api, RbacAuthorizationV1Api, type CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
+import { createLogger } from '../../src/operator/runtime/logger.ts';
+import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { PlatformClient } from '../../src/platform/index.ts';
+import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, replaceCustomObject } from './support.ts';
+
+const group = 'keys.neon.dev';
+const version = 'v1alpha1';
+const ORG = 'org-demo-00000001';
+const PROJECT = 'quiet-river-00000001';
+const OTHER_PROJECT = 'bold-meadow-00000002';
+const DRIFT_MS = 2_000;
+const LABEL = 'keys.neon.dev/test-issuer';
+
+interface Condition { type: string; status: string; reason: string; message: string }
+interface KeyObject {
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  spec: Record<string, unknown>;
+  status?: { keyId?: number; conditions?: Condition[] };
+}
+
+describe('keys through a ClusterKeyIssuer, for tenants without a platform credential', () => {
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let operator: RunningOperator;
+  let objects: CustomObjectsApi;
+  let core: CoreV1Api;
+  let issuersNs: string;
+  let teamA: string;
+  let teamB: string;
+  let teamC: string;
+  let alice: PlatformClient;
+  let aliceKey: string;
+  const tenants = new Map<string, CustomObjectsApi>();
+  const records: ReconcileRecord[] = [];
+  const issuers: string[] = [];
+  const suffix = Math.random().toString(36).slice(2, 8);
+
+  const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
+  const read = async (kind: string, namespace: string, name: string): Promise<KeyObject> =>
+    await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name }) as KeyObject;
+  const condition = (r: KeyObject, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
+  const until = (kind: string, namespace: string, name: string, test: (r: KeyObject) => boolean, what: string, timeoutMs = 30_000): Promise<KeyObject> =>
+    eventually(async () => { const r = await read(kind, namespace, name); return test(r) ? r : undefined; }, timeoutMs, `${namespace}/${name}: ${what}`);
+  const ready = (r: KeyObject): boolean => condition(r, 'Ready')?.status === 'True';
+  const refusedWith = (reason: string) => (r: KeyObject): boolean => condition(r, 'Ready')?.reason === reason;
+  /** Creates are POSTs to the organization's keys: the only platform request that mints. */
+  const creates = async (): Promise<number> => (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
+    .filter((r) => r.method === 'POST' && /organizations\/[^/]+\/api_keys$/.test(r.route)).reduce((n, r) => n + r.count, 0);
+  const warnings = async (namespace: string, name: string, reason: string): Promise<string[]> =>
+    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name},reason=${reason},type=Warning` })).items.map((e) => e.message ?? '');
+  const createIssuer = async (name: string, spec: Record<string, unknown>): Promise<void> => {
+    await objects.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: { apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name }, spec } });
+    issuers.push(name);
+  };
+  /** A tenant bound to the built-in `edit` ClusterRole in its namespace, and nothing else. */
+  const tenant = async (namespace: string): Promise<CustomObjectsApi> => {
+    const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'developer' } } });
+    await rbac.createNamespacedRoleBinding({ namespace, body: {
+      metadata: { name: 'developer-edit' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+      subjects: [{ kind: 'ServiceAccount', name: 'developer', namespace }],
+    } });
+    const kc: KubeConfig = cp.kubeConfigForToken(await cp.mintServiceAccountToken(namespace, 'developer', 3600));
+    return customObjects(kc);
+  };
+  const projectKey = (namespace: string, name: string, spec: Record<string, unknown>) => ({
+    apiVersion: `${group}/${version}`, kind: 'ProjectApiKey', metadata: { name, namespace }, spec,
+  });
+  const asTenant = async (namespace: string, kind: string, name: string, spec: Record<string, unknown>): Promise<void> => {
+    const api = tenants.get(namespace) ?? await tenant(namespace);
+    tenants.set(namespace, api);
+    await api.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), body: { ...projectKey(namespace, name, spec), kind } });
+  };
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    objects = customObjects(cp.kubeConfig);
+    core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    issuersNs = await createNamespace(cp, 'issuers');
+    teamA = await createNamespace(cp, 'issuer-a');
+    teamB = await createNamespace(cp, 'issuer-b');
+    teamC = await createNamespace(cp, 'issuer-c');
+    // The platform team's label on the Namespace object (tenants with `edit` cannot change it).
+    for (const ns of [teamA, teamB]) {
+      const current = await core.readNamespace({ name: ns });
+      await core.replaceNamespace({ name: ns, body: { ...current, metadata: { ...current.metadata, labels: { ...current.metadata?.labels, [LABEL]: suffix } } } });
+    }
+    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
+    await core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'org-admin' }, stringData: { apiKey: aliceKey } } });
+    operator = await startOperator({
+      kubeConfig: await operatorKubeConfig(cp),
+      platformBaseUrl: emulator.baseUrl,
+      namespaces: [issuersNs, teamA, teamB, teamC],
+      issuerSecretsNamespace: issuersNs,
+      workers: 8,
+      driftIntervalMs: DRIFT_MS,
+      maxBackoffMs: 4_000,
+      logger: createLogger({ level: 'silent' }),
+      identity: 'issuer-keys',
+      onReconcile: (record) => { records.push(record); },
+    });
+  }, 90_000);
+
+  afterAll(async () => {
+    await operator?.stop();
+    for (const ns of [teamA, teamB, teamC, issuersNs]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
+    for (const name of issuers) await objects?.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
+    // Without the operator, nothing lifts the issuers' finalizers: a person's way out.
+    for (const name of issuers) {
+      const current = await objects?.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined) as { metadata: Record<string, unknown> } | undefined;
+      if (current !== undefined) await objects.replaceClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: { ...current, metadata: { ...current.metadata, finalizers: [] } } }).catch(() => undefined);
+    }
+    await emulator?.close();
+  });
+
+  it('gives a tenant with only `edit`, in a namespace with no platform credential, a working project key; refuses what the policy does not allow, with no create', async () => {
+    const issuer = `team-projects-${suffix}`;
+    await createIssuer(issuer, {
+      organizationId: ORG,
+      credentialsSecretRef: { name: 'org-admin' },
+      allow: [{ namespaces: { selector: { matchLabels: { [LABEL]: suffix } } }, kinds: ['Project'], projects: [PROJECT] }],
+    });
+    expect((await core.listNamespacedSecret({ namespace: teamA })).items.filter((s) => s.type !== 'kubernetes.io/service-account-token')).toEqual([]);
+    await asTenant(teamA, 'ProjectApiKey', 'app', { projectId: PROJECT, issuerRef: { name: issuer } });
+    const app = await until('ProjectApiKey', teamA, 'app', ready, 'Ready');
+    // The key works for its project, and it is the one status records.
+    const secret = await core.readNamespacedSecret({ namespace: teamA, name: 'app' });
+    const key = Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
+    const asKey = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: key, retry: { maxAttempts: 1 } });
+    await expect(asKey.getProject(PROJECT)).resolves.toMatchObject({ id: PROJECT });
+    expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).toContain(app.status?.keyId);
+
+    const before = await creates();
+    await asTenant(teamA, 'ProjectApiKey', 'other-project', { projectId: OTHER_PROJECT, issuerRef: { name: issuer } });
+    await asTenant(teamA, 'ApiKey', 'org-key', { scope: 'Organization', issuerRef: { name: issuer } });
+    await asTenant(teamC, 'ProjectApiKey', 'unlisted', { projectId: PROJECT, issuerRef: { name: issuer } });
+    await asTenant(teamC, 'ProjectApiKey', 'no-issuer', { projectId: PROJECT, issuerRef: { name: `missing-${suffix}` } });
+    const refused: [string, string, string, string, RegExp][] = [
+      ['ProjectApiKey', teamA, 'other-project', 'NotAllowed', new RegExp(`ClusterKeyIssuer ${issuer} does not allow Project keys of project ${OTHER_PROJECT}`)],
+      ['ApiKey', teamA, 'org-key', 'NotAllowed', new RegExp(`ClusterKeyIssuer ${issuer} does not allow Organization keys in namespace ${teamA}: its rules for this namespace allow only Project keys`)],
+      ['ProjectApiKey', teamC, 'unlisted', 'NotAllowed', new RegExp(`ClusterKeyIssuer ${issuer} does not allow namespace ${teamC}`)],
+      ['ProjectApiKey', teamC, 'no-issuer', 'IssuerNotFound', new RegExp(`ClusterKeyIssuer missing-${suffix} does not exist`)],
+    ];
+    for (const [kind, ns, name, reason, message] of refused) {
+      const r = await until(kind, ns, name, refusedWith(reason), reason);
+      expect(condition(r, 'Ready')).toMatchObject({ status: 'False', reason });
+      expect(condition(r, 'KeyIssued')).toMatchObject({ status: 'False', reason });
+      expect(condition(r, 'Ready')?.message).toMatch(message);
+      expect(r.status?.keyId).toBeUndefined();
+      await eventually(async () => ((await warnings(ns, name, reason)).some((m) => message.test(m)) ? true : undefined), 10_000, `${name}: a Warning event ${reason}`);
+      // No create was ever sent for it, nor anything but a refusal decided.
+      const mine = records.filter((x) => x.namespace === ns && x.name === name);
+      expect(mine.length).toBeGreaterThan(0);
+      expect(mine.filter((x) => x.createSent)).toEqual([]);
+      expect(new Set(mine.flatMap((x) => x.actions))).toEqual(new Set(['Blocked']));
+    }
+    expect(await creates()).toBe(before);
+  }, 120_000);
+
+  it('holds a rule\'s cap of 5 under 30 concurrent creates: 5 keys, 25 KeyLimitReached, 5 platform creates; a freed slot goes to one waiter', async () => {
+    const issuer = `capped-${suffix}`;
+    await createIssuer(issuer, {
+      organizationId: ORG,
+      credentialsSecretRef: { name: 'org-admin' },
+      allow: [{ namespaces: { names: [teamB] }, kinds: ['Project'], maxKeysPerNamespace: 5 }],
+    });
+    const before = await creates();
+    const names = Array.from({ length: 30 }, (_, i) => `race-${i}`);
+    await Promise.all(names.map((name) => asTenant(teamB, 'ProjectApiKey', name, { projectId: PROJECT, issuerRef: { name: issuer } })));
+    const settled = async (): Promise<KeyObject[] | undefined> => {
+      const all = await Promise.all(names.map((name) => read('ProjectApiKey', teamB, name)));
+      return all.every((r) => ready(r) || refusedWith('KeyLimitReached')(r)) ? all : undefined;
+    };
+    const all = await eventually(settled, 90_000, 'every racer Ready or refused');
+    const holders = all.filter(ready);
+    expect(holders).toHaveLength(5);
+    expect(all.filter(refusedWith('KeyLimitReached'))).toHaveLength(25);
+    for (const r of all.filter(refusedWith('KeyLimitReached'))) {
+      expect(condition(r, 'Ready')?.message).toMatch(new RegExp(`namespace ${teamB} holds 5 keys through ClusterKeyIssuer ${issuer}`));
+      expect(r.status?.keyId).toBeUndefined();
+    }
+    expect(await creates()).toBe(before + 5);
+
+    // One key goes: its slot goes to exactly one of the 25 waiting.
+    const freed = holders[0]!;
+    await objects.deleteNamespacedCustomObject({ group, version, namespace: teamB, plural: 'projectapikeys', name: freed.metadata.name });
+    const after = await eventually(async () => {
+      const left = (await Promise.all(names.filter((n) => n !== freed.metadata.name).map((name) => read('ProjectApiKey', teamB, name))));
+      return left.filter(ready).length === 5 ? left : undefined;
+    }, 60_000, 'a waiter took the freed slot');
+    expect(after.filter(ready)).toHaveLength(5);
+    expect(after.filter(refusedWith('KeyLimitReached'))).toHaveLength(24);
+    expect(await creates()).toBe(before + 6);
+    const live = (await alice.listOrganizationKeys(ORG)).map((k) => k.id);
+    expect(live).not.toContain(freed.status?.keyId);
+    // The waiters' creates stayed at one: the others were refused again, not created and revoked.
+    for (const r of after.filter(ready)) expect(live).toContain(r.status?.keyId);
+  }, 180_000);
+
+  it('keeps the key, same id, when a resource moves from namespace credentials to an issuer of the same user', async () => {
+    const issuer = `org-keys-${suffix}`;
+    await createIssuer(issuer, {
+      organizationId: ORG,
+      credentialsSecretRef: { name: 'org-admin' },
+      allow: [{ namespaces: { names: [teamC] }, kinds: ['Organization'] }],
+    });
+    await core.createNamespacedSecret({ namespace: teamC, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+    await objects.createNamespacedCustomObject({ group, version, namespace: teamC, plural: 'apikeys', body: {
+      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'deployer', namespace: teamC },
+      spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
+    } });
+    const first = await until('ApiKey', teamC, 'deployer', ready, 'Ready with namespace credentials');
+    const before = await creates();
+    await replaceCustomObject<KeyObject>(objects, { group, version, namespace: teamC, plural: 'apikeys', name: 'deployer' }, (r) => {
+      const { credentialsSecretRef: _dropped, ...spec } = r.spec;
+      r.spec = { ...spec, issuerRef: { name: issuer } };
+    });
+    // Moved: reconciled with the issuer's credentials (its generation observed), still Ready, same key.
+    const moved = await until('ApiKey', teamC, 'deployer', (r) => ready(r) && (condition(r, 'Ready') as Condition & { observedGeneration?: number }).observedGeneration === 2, 'Ready after the move');
+    expect(moved.status?.keyId).toBe(first.status?.keyId);
+    expect(await creates()).toBe(before);
+    expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).toContain(first.status?.keyId);
+  }, 90_000);
+});
