@@ -109,7 +109,7 @@ export interface OperatorOptions {
    * the suites share one apiserver: without it, each suite's operator would verify every suite's issuers.
    */
   issuerLabelSelector?: string;
-  /** Whether resources may name credentials of their own namespace (spec.credentialsSecretRef); default true (`--allow-namespace-credentials`). */
+  /** Whether resources may name credentials of their own namespace (spec.credentialsSecretRef); default true (`--namespace-credentials`). */
   allowNamespaceCredentials?: boolean;
   /** The organization id as a label of the inventory gauge (`--inventory-organization-label`); default off (docs/inventory.md, Metrics). */
   inventoryOrganizationLabel?: boolean;

@@ -23,6 +23,8 @@ const PROJECT = 'quiet-river-00000001';
 const OTHER_PROJECT = 'bold-meadow-00000002';
 const DRIFT_MS = 2_000;
 const LABEL = 'keys.neon.dev/test-issuer';
+/** This suite's issuers: its operator reconciles only these (the suites share one apiserver). */
+const SUITE_LABEL = 'keys.neon.dev/test-suite';
 
 interface Condition { type: string; status: string; reason: string; message: string }
 interface KeyObject {
@@ -43,7 +45,7 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
   let teamC: string;
   let alice: PlatformClient;
   let aliceKey: string;
-  const tenants = new Map<string, CustomObjectsApi>();
+  const tenants = new Map<string, Promise<CustomObjectsApi>>();
   const records: ReconcileRecord[] = [];
   const issuers: string[] = [];
   const suffix = Math.random().toString(36).slice(2, 8);
@@ -62,7 +64,7 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
   const warnings = async (namespace: string, name: string, reason: string): Promise<string[]> =>
     (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name},reason=${reason},type=Warning` })).items.map((e) => e.message ?? '');
   const createIssuer = async (name: string, spec: Record<string, unknown>): Promise<void> => {
-    await objects.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: { apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name }, spec } });
+    await objects.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: { apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name, labels: { [SUITE_LABEL]: suffix } }, spec } });
     issuers.push(name);
   };
   /** A tenant bound to the built-in `edit` ClusterRole in its namespace, and nothing else. */
@@ -81,8 +83,8 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     apiVersion: `${group}/${version}`, kind: 'ProjectApiKey', metadata: { name, namespace }, spec,
   });
   const asTenant = async (namespace: string, kind: string, name: string, spec: Record<string, unknown>): Promise<void> => {
-    const api = tenants.get(namespace) ?? await tenant(namespace);
-    tenants.set(namespace, api);
+    if (!tenants.has(namespace)) tenants.set(namespace, tenant(namespace));
+    const api = await tenants.get(namespace)!;
     await api.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), body: { ...projectKey(namespace, name, spec), kind } });
   };
 
@@ -109,6 +111,7 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       platformBaseUrl: emulator.baseUrl,
       namespaces: [issuersNs, teamA, teamB, teamC],
       issuerSecretsNamespace: issuersNs,
+      issuerLabelSelector: `${SUITE_LABEL}=${suffix}`,
       workers: 8,
       driftIntervalMs: DRIFT_MS,
       maxBackoffMs: 4_000,
