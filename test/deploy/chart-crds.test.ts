@@ -47,8 +47,9 @@ function chartCopy(name: string, group: string, options: { withoutUsage?: boolea
     writeFileSync(path, doc.toString());
   }
   if (options.layout === 'crds-folder') {
-    // The charts with a crds/ folder came before ApiKeyInventory: its CRD is new at the upgrade.
+    // The charts with a crds/ folder came before ApiKeyInventory and ClusterKeyIssuer: their CRDs are new at the upgrade.
     rmSync(join(crdFiles(copy), 'keys.neon.dev_apikeyinventories.yaml'));
+    rmSync(join(crdFiles(copy), 'keys.neon.dev_clusterkeyissuers.yaml'));
     cpSync(crdFiles(copy), join(copy, 'crds'), { recursive: true });
     rmSync(join(copy, 'files'), { recursive: true });
     rmSync(join(copy, 'templates', 'crds.yaml'));
@@ -89,7 +90,8 @@ describe('the chart upgrades its CRDs and keeps them on uninstall', () => {
   afterAll(async () => {
     // One command per kind of cleanup (each kubectl or helm is a process and a connection).
     await Promise.all(releases.map((release) => t?.helm(['uninstall', release.name, '--namespace', release.namespace, '--wait=false']).catch(() => undefined)));
-    const crds = groups.flatMap((group) => [`crd/apikeys.${group}`, `crd/projectapikeys.${group}`]);
+    // Every CRD of this suite's groups (the keys', the inventory's, the issuers').
+    const crds = groups.flatMap((group) => readdirSync(crdFiles(chartDir)).map((file) => `crd/${file.replace(/^keys\.neon\.dev_(.*)\.yaml$/, `$1.${group}`)}`));
     if (crds.length > 0) await t?.kubectl(['delete', ...crds, '--ignore-not-found', '--wait=false']).catch(() => undefined);
     if (namespaces.length > 0) await t?.kubectl(['delete', 'namespace', ...namespaces, '--ignore-not-found', '--wait=false']).catch(() => undefined);
     t?.dispose();
