@@ -180,6 +180,8 @@ describe('tenant roles aggregated to the built-in view and edit ClusterRoles', (
       const rules = (await rbac.readClusterRole({ name: role })).rules ?? [];
       expect([role, rules.flatMap((r) => r.resources ?? []).filter((r) => r.startsWith('clusterkeyissuers') || r === '*')]).toEqual([role, []]);
     }
+    // A policy's namespace selector matches labels the team cannot set: its own Namespace is not writable with edit.
+    expect(await refusal(() => editor.core.patchNamespace({ name: team, body: [{ op: 'add', path: '/metadata/labels/keys.neon.dev~1issuer', value: 'team-keys' }], dryRun: 'All' }))).toBe(403);
     // The issuers' credentials live in the operator's namespace (--issuer-secrets-namespace's default): out of every team's reach.
     for (const member of [editor, viewer]) {
       expect(await refusal(() => member.core.listNamespacedSecret({ namespace: OPERATOR_NAMESPACE }))).toBe(403);
