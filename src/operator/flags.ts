@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { parseGoDuration } from './go-duration.ts';
 import { DEFAULT_SIGNING_KEY_SECRET } from './keys/issuing/signing.ts';
+import { parseLabelSelector } from './keys/issuing/issuer-policy.ts';
 
 export interface FlagSpec {
   name: string;
@@ -74,6 +75,11 @@ export const FLAGS = [
       + 'Issuers are used only when every namespace is watched (not with --watch-namespace).',
   },
   {
+    name: 'issuer-label-selector', value: '<selector>', env: 'ISSUER_LABEL_SELECTOR', default: 'every issuer',
+    help: 'Use only the ClusterKeyIssuers with these labels (a Kubernetes label selector, e.g. keys.neon.dev/cluster=prod): for two installs of the operator in one cluster, '
+      + 'each with issuers of its own. A resource naming another issuer gets IssuerNotFound.',
+  },
+  {
     name: 'namespace-credentials', value: 'allow|forbid', env: 'NAMESPACE_CREDENTIALS', default: 'allow',
     help: 'forbid: a resource may not name credentials of its own namespace (spec.credentialsSecretRef): it gets NotAllowed and only issuers mint keys; '
       + 'a key issued before stays until its resource is deleted (and is revoked with those credentials then).',
@@ -112,6 +118,7 @@ export interface OperatorFlags {
   allowInsecurePlatformUrl: boolean;
   inventoryOrganizationLabel: boolean;
   issuerSecretsNamespace?: string;
+  issuerLabelSelector?: string;
   allowNamespaceCredentials: boolean;
   leaderElect: boolean;
   leaderElectionId: string;
@@ -175,6 +182,10 @@ export function readFlags(argv: readonly string[], env: Readonly<Record<string, 
   const namespaceCredentials = text('namespace-credentials') ?? 'allow';
   if (namespaceCredentials !== 'allow' && namespaceCredentials !== 'forbid') throw new FlagError(`--namespace-credentials: ${JSON.stringify(namespaceCredentials)} is not allow or forbid`);
   const issuerSecretsNamespace = text('issuer-secrets-namespace');
+  const issuerLabelSelector = text('issuer-label-selector');
+  if (issuerLabelSelector !== undefined && parseLabelSelector(issuerLabelSelector) === undefined) {
+    throw new FlagError(`--issuer-label-selector: ${JSON.stringify(issuerLabelSelector)} is not an equality-based label selector (a=b,c!=d,e,!f)`);
+  }
   if (issuerSecretsNamespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(issuerSecretsNamespace)) throw new FlagError(`--issuer-secrets-namespace: ${JSON.stringify(issuerSecretsNamespace)} is not a namespace name`);
   const kubeconfig = typeof values.kubeconfig === 'string' && values.kubeconfig !== '' ? values.kubeconfig : undefined;
   return {
@@ -192,6 +203,7 @@ export function readFlags(argv: readonly string[], env: Readonly<Record<string, 
     allowInsecurePlatformUrl: values['allow-insecure-platform-url'] === true || env.ALLOW_INSECURE_PLATFORM_URL === 'true',
     inventoryOrganizationLabel: values['inventory-organization-label'] === true || env.INVENTORY_ORGANIZATION_LABEL === 'true',
     ...(issuerSecretsNamespace !== undefined ? { issuerSecretsNamespace } : {}),
+    ...(issuerLabelSelector !== undefined ? { issuerLabelSelector } : {}),
     allowNamespaceCredentials: namespaceCredentials === 'allow',
     leaderElect: values['leader-elect'] === true,
     leaderElectionId: text('leader-election-id') ?? DEFAULT_LEADER_ELECTION_ID,

@@ -69,6 +69,7 @@ const start = async (leadership: Leadership): Promise<RunningOperator> => await 
   metrics,
   inventoryOrganizationLabel: f.inventoryOrganizationLabel,
   ...(f.issuerSecretsNamespace !== undefined ? { issuerSecretsNamespace: f.issuerSecretsNamespace } : {}),
+  ...(f.issuerLabelSelector !== undefined ? { issuerLabelSelector: f.issuerLabelSelector } : {}),
   allowNamespaceCredentials: f.allowNamespaceCredentials,
 });
 

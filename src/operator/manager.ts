@@ -13,6 +13,7 @@ import { FairLimiter } from './keys/issuing/fair-limiter.ts';
 import { credentialsUsers, issuerUsers, keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf, finalized, holdsKey, recordedKeyIds } from './keys/observing/cache-projection.ts';
 import { IssuerSlots } from './keys/issuing/issuer-slots.ts';
+import { parseLabelSelector } from './keys/issuing/issuer-policy.ts';
 import { DriftCache } from './keys/observing/drift.ts';
 import { EventRecorder } from './keys/status/events.ts';
 import { ApiServerWrites } from './keys/kube-writes.ts';
@@ -105,8 +106,9 @@ export interface OperatorOptions {
    */
   issuerSecretsNamespace?: string;
   /**
-   * Tests only: reconcile only the ClusterKeyIssuers with these labels. Issuers are cluster-wide, and
-   * the suites share one apiserver: without it, each suite's operator would verify every suite's issuers.
+   * Use only the ClusterKeyIssuers with these labels (`--issuer-label-selector`): two installs in one
+   * cluster each with issuers of their own; and the test suites, which share one apiserver (without
+   * it, each suite's operator would verify every suite's issuers).
    */
   issuerLabelSelector?: string;
   /** Whether resources may name credentials of their own namespace (spec.credentialsSecretRef); default true (`--namespace-credentials`). */
@@ -271,6 +273,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       // of namespaces when the issuers' namespace is named (the platform team granted issuers apart).
       issuerSecretsNamespace: issuersNamespace(options, watched, signingKeySecret.namespace),
       allowNamespaceCredentials: options.allowNamespaceCredentials ?? true,
+      ...(options.issuerLabelSelector !== undefined ? { issuerSelector: parseLabelSelector(options.issuerLabelSelector) ?? { matchExpressions: [{ key: 'keys.neon.dev/unparsable-selector', operator: 'Exists' as const }] } } : {}),
     },
     credentialsUsers: {
       holders: (namespace, name) => credentialsUsers(controller, namespace, name).filter((key) => {

@@ -4,7 +4,7 @@
 // make no platform request (a policy, a missing issuer, another organization, a namespace being
 // deleted, namespace credentials forbidden), while a deletion still revokes.
 import { describe, expect, it } from '@jest/globals';
-import { evaluatePolicy, selectorMatches, type PolicyRequest } from '../../../src/operator/keys/issuing/issuer-policy.ts';
+import { evaluatePolicy, parseLabelSelector, selectorMatches, type PolicyRequest } from '../../../src/operator/keys/issuing/issuer-policy.ts';
 import { pino } from 'pino';
 import { IssuerSlots } from '../../../src/operator/keys/issuing/issuer-slots.ts';
 import { reconcileCredentialsSecret } from '../../../src/operator/keys/issuing/credentials-in-use.ts';
@@ -42,6 +42,18 @@ describe('an issuer\'s policy', () => {
     expect(evaluatePolicy('i', [capped(2), capped(undefined)], request())).toEqual({ allowed: true, cap: undefined });
     // A rule that does not match the request sets nothing.
     expect(evaluatePolicy('i', [capped(2), { ...capped(9), projects: ['p-9'] }], request())).toEqual({ allowed: true, cap: 2 });
+  });
+
+  it('--issuer-label-selector: equality-based selectors as kubectl takes them, anything else refused', () => {
+    expect(parseLabelSelector('keys.neon.dev/cluster=prod, tier==a,team!=b,owned,!legacy')).toEqual({
+      matchLabels: { 'keys.neon.dev/cluster': 'prod', tier: 'a' },
+      matchExpressions: [{ key: 'team', operator: 'NotIn', values: ['b'] }, { key: 'owned', operator: 'Exists' }, { key: 'legacy', operator: 'DoesNotExist' }],
+    });
+    for (const bad of ['a in (b)', 'a=b=c', '', '=b', 'a=' + 'x'.repeat(64), 'UPPER_/x=1']) expect([bad, parseLabelSelector(bad)]).toEqual([bad, undefined]);
+    const selector = parseLabelSelector('keys.neon.dev/cluster=prod,!legacy')!;
+    expect(selectorMatches(selector, { 'keys.neon.dev/cluster': 'prod' })).toBe(true);
+    expect(selectorMatches(selector, { 'keys.neon.dev/cluster': 'prod', legacy: '' })).toBe(false);
+    expect(selectorMatches(selector, { 'keys.neon.dev/cluster': 'staging' })).toBe(false);
   });
 
   it('label selectors as Kubernetes reads them', () => {
@@ -110,7 +122,11 @@ describe('an issuer\'s cap (IssuerSlots)', () => {
 const ISSUER_NS = 'neon-key-operator-system';
 
 function issuerRig(allow: IssuerRule[], options: { allowNamespaceCredentials?: boolean } = {}): Rig {
-  const r = rig({ credentials: false, credentialsSettings: { issuerSecretsNamespace: ISSUER_NS, allowNamespaceCredentials: options.allowNamespaceCredentials ?? true } });
+  const r = rig({ credentials: false, credentialsSettings: {
+    issuerSecretsNamespace: ISSUER_NS, allowNamespaceCredentials: options.allowNamespaceCredentials ?? true,
+    // Issuers without labels are every install's; one labelled for another cluster is not this one's.
+    issuerSelector: parseLabelSelector('keys.neon.dev/cluster!=other')!,
+  } });
   r.kube.putSecret({ metadata: { name: 'org-admin', namespace: ISSUER_NS }, data: { apiKey: Buffer.from(ADMIN_KEY).toString('base64') } });
   r.kube.issuers.set('team', { apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ClusterKeyIssuer', metadata: { name: 'team', uid: 'i-1', resourceVersion: '1' }, spec: { organizationId: 'org-1', credentialsSecretRef: { name: 'org-admin' }, allow } });
   return r;
@@ -148,6 +164,7 @@ describe('a key through an issuer, against the fakes', () => {
     ['an issuer that does not exist', (r) => r.kube.issuers.clear(), throughIssuer('ProjectApiKey'), 'IssuerNotFound', /ClusterKeyIssuer team does not exist/],
     ['another organization than the issuer\'s', () => undefined, throughIssuer('ProjectApiKey', { organizationId: 'org-2' }), 'NotAllowed', /issues keys of organization org-1, not of spec.organizationId org-2/],
     ['a namespace being deleted', (r) => r.kube.namespaces.set(NAMESPACE, { labels: {}, terminating: true }), throughIssuer('ProjectApiKey'), 'NamespaceTerminating', /is being deleted/],
+    ['an issuer of another install (--issuer-label-selector)', (r) => { r.kube.issuers.get('team')!.metadata!.labels = { 'keys.neon.dev/cluster': 'other' }; }, throughIssuer('ProjectApiKey'), 'IssuerNotFound', /is not one of this operator's/],
   ])('refuses %s: Ready and KeyIssued False, a Warning, no platform request', async (_what, arrange, resource, reason, message) => {
     const r = issuerRig(allowProject);
     arrange(r);
@@ -167,7 +184,7 @@ describe('a key through an issuer, against the fakes', () => {
     r.kube.putResource(keyResource('ApiKey', 'ci'));
     await r.settle('ApiKey');
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.conditions?.find((c) => c.type === 'Ready'))
-      .toMatchObject({ status: 'False', reason: 'NotAllowed', message: expect.stringMatching(/--namespace-credentials=forbid|not allowed by the operator/) });
+      .toMatchObject({ status: 'False', reason: 'NotAllowed', message: expect.stringMatching(/--namespace-credentials forbid/) });
     expect(r.platform.calls).toEqual([]);
     r.kube.putResource(throughIssuer('ProjectApiKey'));
     await r.settle('ProjectApiKey');

@@ -11,14 +11,17 @@
 import type { KeyResource, ApiKeySpec, ProjectApiKeySpec } from '../../resources/schema.ts';
 import { ClusterKeyIssuerSpec, type IssuedKind } from '../../resources/issuer.ts';
 import type { KubeWrites, NamespaceInfo } from '../kube-writes.ts';
-import { evaluatePolicy } from './issuer-policy.ts';
+import { evaluatePolicy, selectorMatches } from './issuer-policy.ts';
+import type { LabelSelector } from '../../resources/issuer.ts';
 
 /** What the operator's settings say of credentials (manager.ts, flags.ts). */
 export interface CredentialsSettings {
   /** Where issuers' credentials Secrets live; undefined: issuers are not available (the namespaced mode). */
   issuerSecretsNamespace: string | undefined;
-  /** Whether spec.credentialsSecretRef may be used (--allow-namespace-credentials). */
+  /** Whether spec.credentialsSecretRef may be used (--namespace-credentials). */
   allowNamespaceCredentials: boolean;
+  /** Only issuers with these labels are this operator's (--issuer-label-selector); undefined: every issuer. */
+  issuerSelector?: LabelSelector;
 }
 
 /** Why nothing is minted for the resource now: the reason its conditions and event carry. */
@@ -64,7 +67,7 @@ export async function credentialsSource(kube: Pick<KubeWrites, 'readIssuer' | 'r
         ...source,
         refusal: {
           reason: 'NotAllowed',
-          message: 'credentials of the namespace (spec.credentialsSecretRef) are not allowed by the operator (--allow-namespace-credentials=false): name a ClusterKeyIssuer in spec.issuerRef; '
+          message: 'credentials of the namespace (spec.credentialsSecretRef) are not allowed by the operator (--namespace-credentials forbid): name a ClusterKeyIssuer in spec.issuerRef; '
             + 'a key issued before stays until the resource is deleted',
         },
       };
@@ -75,9 +78,10 @@ export async function credentialsSource(kube: Pick<KubeWrites, 'readIssuer' | 'r
   if (settings.issuerSecretsNamespace === undefined) {
     return { spec, refusal: { reason: 'IssuerNotFound', message: `ClusterKeyIssuer ${issuerName}: this operator watches a list of namespaces and cannot read cluster-scoped issuers; use spec.credentialsSecretRef, or install it for every namespace` } };
   }
-  const parsed = issuerObject !== undefined ? ClusterKeyIssuerSpec.safeParse(issuerObject.spec) : undefined;
-  if (issuerObject === undefined || parsed?.success !== true) {
-    const why = issuerObject === undefined ? 'does not exist' : 'has an invalid spec';
+  const ours = issuerObject !== undefined && (settings.issuerSelector === undefined || selectorMatches(settings.issuerSelector, issuerObject.metadata?.labels ?? {}));
+  const parsed = issuerObject !== undefined && ours ? ClusterKeyIssuerSpec.safeParse(issuerObject.spec) : undefined;
+  if (issuerObject === undefined || !ours || parsed?.success !== true) {
+    const why = issuerObject === undefined ? 'does not exist' : !ours ? 'is not one of this operator\'s (--issuer-label-selector)' : 'has an invalid spec';
     return { spec, refusal: { reason: 'IssuerNotFound', message: `ClusterKeyIssuer ${issuerName} ${why}; no key is issued until it does (ask your platform team)` } };
   }
   const issuerSpec = parsed.data;

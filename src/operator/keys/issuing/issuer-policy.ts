@@ -69,3 +69,33 @@ export function evaluatePolicy(issuer: string, rules: readonly IssuerRule[], req
   const cap = caps.includes(undefined) ? undefined : Math.max(...caps as number[]);
   return { allowed: true, cap };
 }
+
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+
+/**
+ * An equality-based label selector as kubectl takes it (`a=b,c!=d,e,!f`; `==` for `=`) as a
+ * LabelSelector; undefined when it is not one (set-based terms are not taken here).
+ */
+export function parseLabelSelector(text: string): LabelSelector | undefined {
+  const expressions: NonNullable<LabelSelector['matchExpressions']> = [];
+  const matchLabels: Record<string, string> = {};
+  if (text.length > 1024) return undefined;
+  for (const raw of text.split(',')) {
+    const term = raw.trim();
+    const equality = /^([^=!]+?)\s*(==|=|!=)\s*(.*)$/.exec(term);
+    if (equality !== null) {
+      const [, key = '', op, value = ''] = equality;
+      if (!LABEL_KEY.test(key) || !LABEL_VALUE.test(value)) return undefined;
+      if (op === '!=') expressions.push({ key, operator: 'NotIn', values: [value] });
+      else matchLabels[key] = value;
+    } else if (term.startsWith('!') && LABEL_KEY.test(term.slice(1).trim())) {
+      expressions.push({ key: term.slice(1).trim(), operator: 'DoesNotExist' });
+    } else if (LABEL_KEY.test(term)) {
+      expressions.push({ key: term, operator: 'Exists' });
+    } else {
+      return undefined;
+    }
+  }
+  return { ...(Object.keys(matchLabels).length > 0 ? { matchLabels } : {}), ...(expressions.length > 0 ? { matchExpressions: expressions } : {}) };
+}

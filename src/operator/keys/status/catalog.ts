@@ -62,7 +62,7 @@ export const REASONS: Record<Reason, ReasonDoc> = {
   },
   NotAllowed: {
     on: 'KeyIssued=False, Ready=False; Warning event',
-    meaning: 'the policy of the ClusterKeyIssuer in spec.issuerRef allows no such key for this namespace (its namespace, kind or project matches no rule), or --allow-namespace-credentials=false forbids spec.credentialsSecretRef: '
+    meaning: 'the policy of the ClusterKeyIssuer in spec.issuerRef allows no such key for this namespace (its namespace, kind or project matches no rule), or --namespace-credentials forbid forbids spec.credentialsSecretRef: '
       + 'no platform request is made. A key issued before stays live until the resource is deleted, but is no longer checked, repaired or rotated',
   },
   IssuerNotFound: {
