@@ -15,7 +15,7 @@ import { kubeconfigYaml } from '../harness/controlplane.ts';
 import { testCrdYaml } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { baseDir, chartDir, CommandError, parseYaml, root, tools, type K8sObject, type Tools } from './kube-tools.ts';
-import { clusterWideGrants, ownNamespaceGrants, reconcileGrants } from './rbac-contract.ts';
+import { clusterWideGrants, issuerEventsGrants, issuerGrants, ISSUER_EVENTS_NAMESPACE, ownNamespaceGrants, reconcileGrants } from './rbac-contract.ts';
 
 const suffix = randomBytes(3).toString('hex');
 const overlayDir = join(root, 'deploy/overlays/namespaced');
@@ -60,6 +60,8 @@ interface Mode {
   serviceAccount: string;
   watched: string[];
   unwatched: string;
+  /** Namespaced mode with issuers (the chart's issuerSecretsNamespace): their ClusterRole, events in default. */
+  issuers?: boolean;
 }
 
 describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per install mode', () => {
@@ -150,16 +152,20 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
   const expectMode = async (mode: Mode): Promise<void> => {
     const account = { namespace: mode.operatorNamespace, name: mode.serviceAccount };
     const namespaced = mode.watched.length > 0;
-    // The ClusterRole of the every-namespace mode shows in every namespace's listing, its issuer rules (cluster-scoped) too.
-    const reconcileIn = (namespace: string): readonly string[] => !namespaced ? clusterWideGrants : mode.watched.includes(namespace) ? reconcileGrants : [];
+    // The ClusterRole of the every-namespace mode shows in every namespace's listing, its issuer rules (cluster-scoped) too;
+    // so does the issuers' ClusterRole of a namespaced install with issuers.
+    const issuers = !namespaced || mode.issuers === true;
+    const reconcileIn = (namespace: string): readonly string[] => !namespaced ? clusterWideGrants
+      : [...mode.watched.includes(namespace) ? reconcileGrants : [], ...mode.issuers === true ? issuerGrants : []];
     await Promise.all([
-      ...[...new Set([mode.operatorNamespace, ...mode.watched, mode.unwatched])].map((namespace) => baselineIn(namespace)),
+      ...[...new Set([mode.operatorNamespace, ...mode.watched, mode.unwatched, ...mode.issuers === true ? [ISSUER_EVENTS_NAMESPACE] : []])].map((namespace) => baselineIn(namespace)),
       kubeconfigOf(account.namespace, account.name),
     ]);
     await Promise.all([
       expectListing(mode, mode.operatorNamespace, [...reconcileIn(mode.operatorNamespace), ...ownNamespaceGrants()]),
       ...mode.watched.map((namespace) => expectListing(mode, namespace, reconcileIn(namespace))),
       expectListing(mode, mode.unwatched, reconcileIn(mode.unwatched)),
+      ...mode.issuers === true ? [expectListing(mode, ISSUER_EVENTS_NAMESPACE, [...reconcileIn(ISSUER_EVENTS_NAMESPACE), ...issuerEventsGrants])] : [],
     ]);
 
     const checks: [string[], boolean][] = [
@@ -174,10 +180,13 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
       [['*', '*', '--all-namespaces'], false],
       // ClusterKeyIssuers: read and their finalizer and status written in cluster-wide mode only,
       // never created, deleted or patched; no finalizers subresource (nothing is owned by one).
-      [['get', 'clusterkeyissuers.keys.neon.dev'], !namespaced],
-      [['watch', 'clusterkeyissuers.keys.neon.dev'], !namespaced],
-      [['update', 'clusterkeyissuers.keys.neon.dev'], !namespaced],
-      [['patch', 'clusterkeyissuers.keys.neon.dev', '--subresource=status'], !namespaced],
+      [['get', 'clusterkeyissuers.keys.neon.dev'], issuers],
+      [['watch', 'clusterkeyissuers.keys.neon.dev'], issuers],
+      [['update', 'clusterkeyissuers.keys.neon.dev'], issuers],
+      [['patch', 'clusterkeyissuers.keys.neon.dev', '--subresource=status'], issuers],
+      // An issuer's events, in default: the ClusterRole's, or a Role there.
+      [['create', 'events', '-n', ISSUER_EVENTS_NAMESPACE], issuers],
+      [['get', 'events', '-n', ISSUER_EVENTS_NAMESPACE], false],
       [['create', 'clusterkeyissuers.keys.neon.dev'], false],
       [['delete', 'clusterkeyissuers.keys.neon.dev'], false],
       [['patch', 'clusterkeyissuers.keys.neon.dev'], false],
@@ -290,5 +299,15 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     releases.push({ name: release, namespace });
     await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false', '--set', `watchNamespaces={${watched.join(',')}}`]);
     await expectMode({ title: 'chart, watchNamespaces', operatorNamespace: namespace, serviceAccount: `${release}-neon-key-operator`, watched, unwatched });
+  });
+
+  it('namespaced mode with issuers, the chart with watchNamespaces and issuerSecretsNamespace (helm install): issuers cluster-wide, nothing else', async () => {
+    const namespace = await createNamespace(`can-i-${suffix}-chis`);
+    const watched = [await createNamespace(`can-i-${suffix}-chis-a`), await createNamespace(`can-i-${suffix}-chis-keys`)];
+    const unwatched = await createNamespace(`can-i-${suffix}-chis-other`);
+    const release = `cs-${suffix}`;
+    releases.push({ name: release, namespace });
+    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false', '--set', `watchNamespaces={${watched.join(',')}}`, '--set', `issuerSecretsNamespace=${watched[1]}`]);
+    await expectMode({ title: 'chart, watchNamespaces and issuerSecretsNamespace', operatorNamespace: namespace, serviceAccount: `${release}-neon-key-operator`, watched, unwatched, issuers: true });
   });
 });

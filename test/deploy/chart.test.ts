@@ -10,7 +10,7 @@ import {
   baseDir, byKind, chartDir, CommandError, parseYaml, permissions, root, tools,
   type K8sObject, type PolicyRule, type Tools,
 } from './kube-tools.ts';
-import { clusterWideGrants, ownNamespaceGrants, reconcileGrants } from './rbac-contract.ts';
+import { clusterWideGrants, issuerEventsGrants, issuerGrants, ISSUER_EVENTS_NAMESPACE, ownNamespaceGrants, reconcileGrants } from './rbac-contract.ts';
 import { FlagError, readFlags } from '../../src/operator/flags.ts';
 import { GO_DURATION_SOURCE, GO_ZERO_DURATION_SOURCE } from '../../src/operator/go-duration.ts';
 
@@ -143,7 +143,7 @@ describe('the Helm chart', () => {
     expect(await refused('extraArgs={--namespace-credentials=forbid}')).toContain('extraArgs');
     expect(await refused('namespaceCredentials=deny')).toContain('namespaceCredentials');
     expect(await refused('issuerSecretsNamespace=Platform_Keys')).toContain('issuerSecretsNamespace');
-    // Issuers need every namespace watched: a Secrets namespace for them with watchNamespaces is refused.
+    // With watchNamespaces, the issuers' namespace must be one of them (its Role reads their Secrets).
     expect(await refused('watchNamespaces={team-a},issuerSecretsNamespace=platform-keys')).toContain('issuerSecretsNamespace');
   });
 
@@ -325,10 +325,36 @@ describe('the Helm chart', () => {
     expect(bound).not.toContain(role.metadata.name);
     // The tenant roles never name issuers (cluster-scoped; a team only names one in spec.issuerRef).
     for (const tenant of objects.filter(tenantRole)) expect(rulesOf(tenant).flatMap((r) => r.resources ?? []).filter((r) => r.startsWith('clusterkeyissuers'))).toEqual([]);
-    // Not rendered without issuers (watchNamespaces), nor when asked not to, nor with rbac.create=false.
+    // Not rendered without issuers (watchNamespaces alone), nor when asked not to, nor with rbac.create=false.
     for (const set of [['watchNamespaces={team-a}'], ['rbac.issuerAdminRole=false'], ['rbac.create=false']]) {
       expect([set, (await t.template('neon-key-operator', 'ops', set)).filter(issuerAdminRole)]).toEqual([set, []]);
     }
+    const withIssuers = await t.template('neon-key-operator', 'ops', ['watchNamespaces={team-a,platform-keys}', 'issuerSecretsNamespace=platform-keys']);
+    expect(withIssuers.filter(issuerAdminRole).map((o) => o.metadata.name)).toEqual(['neon-key-operator-issuer-admin']);
+  });
+
+  it('with watchNamespaces and issuerSecretsNamespace (one of them): issuers through a ClusterRole on them alone, their events in default, no other cluster-wide right', async () => {
+    const objects = await t.template('keys', 'ops', ['watchNamespaces={team-a,platform-keys}', 'issuerSecretsNamespace=platform-keys']);
+    const container = operatorContainer(onlyOne(objects, 'Deployment') as Deployment);
+    expect(container.args).toEqual(expect.arrayContaining(['--watch-namespace=team-a,platform-keys', '--issuer-secrets-namespace=platform-keys']));
+    const clusterRole = onlyOne(operatorObjects(objects), 'ClusterRole');
+    expect(clusterRole.metadata.name).toBe('keys-neon-key-operator-issuers');
+    noWildcards(rulesOf(clusterRole));
+    expect(permissions(rulesOf(clusterRole))).toEqual(issuerGrants);
+    const binding = onlyOne(objects, 'ClusterRoleBinding') as K8sObject & { roleRef: { name: string }; subjects: object[] };
+    expect([binding.roleRef.name, binding.subjects]).toEqual([clusterRole.metadata.name, [{ kind: 'ServiceAccount', name: 'keys-neon-key-operator', namespace: 'ops' }]]);
+    // A Role per watched namespace as without issuers (the issuers' namespace among them), the own
+    // namespace's, and one in default creating events only.
+    const roles = byKind(objects, 'Role').map((r): [string | undefined, string, string[]] => [r.metadata.namespace, r.metadata.name, permissions(rulesOf(r))]);
+    expect(roles.sort()).toEqual([
+      [ISSUER_EVENTS_NAMESPACE, 'keys-neon-key-operator-issuer-events', [...issuerEventsGrants]],
+      ['ops', 'keys-neon-key-operator-leader-election', ownNamespaceGrants()],
+      ['platform-keys', 'keys-neon-key-operator', reconcileGrants],
+      ['team-a', 'keys-neon-key-operator', reconcileGrants],
+    ]);
+    // default watched: its Role creates events already, none is added.
+    const watchingDefault = await t.template('keys', 'ops', ['watchNamespaces={default,platform-keys}', 'issuerSecretsNamespace=platform-keys']);
+    expect(byKind(watchingDefault, 'Role').map((r) => r.metadata.name)).not.toContain('keys-neon-key-operator-issuer-events');
   });
 
   it('passes issuerSecretsNamespace and namespaceCredentials to the operator, and nothing for their defaults', async () => {

@@ -45,11 +45,11 @@ export const reconcileGrants: readonly string[] = [
 ].sort();
 
 /**
- * The ClusterKeyIssuers (cluster-scoped): cluster-wide mode only, added to the ClusterRole. With a
- * list of watched namespaces the operator reads no issuer (a resource naming one gets IssuerNotFound)
- * and holds no cluster-wide right. The credentials Secret of an issuer is read in
- * --issuer-secrets-namespace, and its events are created in `default`: both covered by the
- * ClusterRole's `secrets` get and `events` create above.
+ * The ClusterKeyIssuers (cluster-scoped): added to the ClusterRole of the cluster-wide mode, where an
+ * issuer's credentials Secret (in --issuer-secrets-namespace) and its events (in `default`) are
+ * covered by the `secrets` get and `events` create above. With a list of watched namespaces the
+ * operator reads no issuer (a resource naming one gets IssuerNotFound) and holds no cluster-wide
+ * right, unless issuers are asked for (below).
  */
 export const issuerGrants: readonly string[] = [
   // list + watch: the issuer informer (issuers/watches.ts listClusterCustomObject); get:
@@ -64,6 +64,15 @@ export const issuerGrants: readonly string[] = [
 
 /** The ClusterRole of the cluster-wide mode: the reconcile rules and the issuers'. */
 export const clusterWideGrants: readonly string[] = [...reconcileGrants, ...issuerGrants].sort();
+
+/**
+ * Issuers with a list of watched namespaces (manager.ts: --issuer-secrets-namespace given, naming one
+ * of them; the chart's issuerSecretsNamespace): issuerGrants in a ClusterRole of their own, the
+ * credentials Secret read with that namespace's Role, and an issuer's events
+ * (issuers/events.ts createNamespacedEvent) in `default`, unless it is watched: these.
+ */
+export const ISSUER_EVENTS_NAMESPACE = 'default';
+export const issuerEventsGrants: readonly string[] = grants('', ['events'], ['create']);
 
 export const LEASE_NAME = 'neon-key-operator';
 export const SIGNING_KEY_SECRET = 'neon-key-operator-signing-key';

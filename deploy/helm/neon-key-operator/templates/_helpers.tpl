@@ -103,7 +103,8 @@ may grant GET of the Namespace X).
 
 {{- /*
 ClusterKeyIssuers are cluster-scoped: their rules go in the ClusterRole of the every-namespace mode
-only (deploy/base/rbac.yaml says why each verb); with watchNamespaces the operator reads no issuer.
+(deploy/base/rbac.yaml says why each verb), or, with watchNamespaces, in a ClusterRole of their own
+when issuerSecretsNamespace is set; otherwise the operator reads no issuer.
 */}}
 {{- define "neon-key-operator.issuerRules" -}}
 - apiGroups: [keys.neon.dev]
