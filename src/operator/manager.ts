@@ -34,7 +34,7 @@ import { InventoryReconciler } from './inventory/reconciler.ts';
 import { inventoryWatches } from './inventory/watches.ts';
 import { ISSUER_KIND } from './resources/issuer.ts';
 import { IssuerEventRecorder } from './issuers/events.ts';
-import { registerIssuerGauge } from './issuers/metrics.ts';
+import { registerIssuerGauge, type IssuerReadiness } from './issuers/metrics.ts';
 import { IssuerReconciler } from './issuers/reconciler.ts';
 import { issuerWatches, type CachedIssuer } from './issuers/watches.ts';
 
@@ -176,6 +176,11 @@ function issuersNamespace(options: OperatorOptions, watched: readonly string[], 
 }
 
 export async function startOperator(options: OperatorOptions): Promise<RunningOperator> {
+  // The issuer gauge is registered before the first await: the leader metric turns 1 right before
+  // this call, and a scrape from then on finds the gauge the alert reads (no series until an issuer
+  // is reconciled).
+  let issuerReadiness: () => Iterable<IssuerReadiness> = () => [];
+  const unregisterIssuerGauge = options.metrics !== undefined ? registerIssuerGauge(options.metrics.registry, () => issuerReadiness()) : undefined;
   const logger = options.logger ?? createLogger();
   const identity = options.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
   const makePlatform = options.platformFactory ?? defaultPlatformFactory(options.metrics, options.allowInsecurePlatformUrl === true);
@@ -359,7 +364,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   await running.start();
   const metrics = options.metrics;
   const unregisterInventoryGauge = metrics !== undefined ? registerInventoryGauge(metrics.registry, () => inventory.counts(), options.inventoryOrganizationLabel === true) : undefined;
-  const unregisterIssuerGauge = metrics !== undefined ? registerIssuerGauge(metrics.registry, () => issuers.readiness()) : undefined;
+  issuerReadiness = () => issuers.readiness();
   metrics?.countStaleCachesWith(() => {
     const counts = new Map<string, number>();
     for (const c of running.staleCaches()) counts.set(c.kind, (counts.get(c.kind) ?? 0) + 1);

@@ -13,6 +13,8 @@ export interface IssuerReadiness {
 
 /** Registers the gauge; `issuers` is read at each scrape. Returns what unregisters it. */
 export function registerIssuerGauge(registry: Registry, issuers: () => Iterable<IssuerReadiness>): () => void {
+  // A start of the operator that failed after registering it left it there.
+  registry.removeSingleMetric(ISSUER_READY_METRIC);
   new Gauge({
     name: ISSUER_READY_METRIC,
     help: 'Whether each ClusterKeyIssuer is Ready (1) or not (0: its credentials are missing, refused, of the wrong kind or not an administrator\'s, the platform did not answer, or its deletion waits); the reason is its Ready condition\'s.',
