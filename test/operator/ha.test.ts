@@ -567,4 +567,62 @@ describe('two operator processes with leader election', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 180_000);
+  it('an issuer\'s cap holds across a leader change: 30 concurrent creates against maxKeysPerNamespace 5, the leader SIGKILLed in the race, end with 5 keys and 25 KeyLimitReached; no refused resource ever had a key made', async () => {
+    const objects = customObjects(cp.kubeConfig);
+    const core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    const capNs = await createNamespace(cp, 'ha-cap');
+    const issuersNs = await createNamespace(cp, 'ha-issuers');
+    const capLease = await leaseNamespaceFor('ha-cap-lease', { namespace: OPERATOR_NAMESPACE, name: OPERATOR_SERVICE_ACCOUNT });
+    const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
+    await core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'org-admin' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
+    const issuer = `ha-cap-${suffix}`;
+    const ORG = 'org-demo-00000001';
+    await objects.createClusterCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', plural: 'clusterkeyissuers', body: {
+      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ClusterKeyIssuer', metadata: { name: issuer, labels: { 'keys.neon.dev/test-suite': issuer } },
+      spec: { organizationId: ORG, credentialsSecretRef: { name: 'org-admin' }, allow: [{ namespaces: { names: [capNs] }, kinds: ['Project'], maxKeysPerNamespace: 5 }] },
+    } });
+    const flags = ['--issuer-secrets-namespace', issuersNs, '--issuer-label-selector', `keys.neon.dev/test-suite=${issuer}`];
+    const pair = await Promise.all(['cap-a', 'cap-b'].map(async (name) => start(`${name}-${suffix}`, kubeconfig, await freePort(), await freePort(), flags, capLease, `${capNs},${issuersNs}`)));
+    try {
+      const first = await eventually(async () => { const h = await holderIn(capLease); return h !== '' ? h : undefined; }, 30_000, 'a leader of the pair');
+      const leader = pair.find((r) => r.name === first)!;
+      const names = Array.from({ length: 30 }, (_, i) => `racer-${i}`);
+      const read = async (name: string): Promise<KeyResource & { metadata: { name: string } }> =>
+        await objects.getNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: capNs, plural: 'projectapikeys', name }) as KeyResource & { metadata: { name: string } };
+      await Promise.all(names.map((name) => objects.createNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: capNs, plural: 'projectapikeys', body: {
+        apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey', metadata: { name }, spec: { projectId: 'quiet-river-00000001', issuerRef: { name: issuer } },
+      } })));
+      // In the race: the leader dies once the first of its creates reached the platform.
+      await eventually(async () => ((await adminKeys()).some((k) => k.name.startsWith(`${capNs}-`)) ? true : undefined), 30_000, 'a first create of the race');
+      leader.child.kill('SIGKILL');
+      await once(leader.child, 'exit');
+      const standby = pair.find((r) => r !== leader)!;
+      await eventually(async () => ((await holderIn(capLease)) === standby.name ? true : undefined), LEASE_MS * 3, 'the standby holding the Lease');
+      const settled = await eventually(async () => {
+        const all = await Promise.all(names.map(read));
+        const reason = (r: KeyResource): string | undefined => r.status?.conditions?.find((c) => c.type === 'Ready')?.reason;
+        const done = all.every((r) => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true || reason(r) === 'KeyLimitReached');
+        return done ? all : undefined;
+      }, 90_000, 'every racer Ready or refused').catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+      const holders = settled.filter((r) => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true);
+      expect(holders).toHaveLength(5);
+      expect(settled.length - holders.length).toBe(25);
+      // Every key the platform ever made for the race (revoked ones too: a create the killed leader
+      // left in flight, recovered by its successor) belongs to one of the 5.
+      const made = (await adminKeys()).filter((k) => k.name.startsWith(`${capNs}-`));
+      const owners = new Set(made.map((k) => k.name.slice(`${capNs}-`.length).replace(/-[a-z0-9]{8}$/, '')));
+      expect([...owners].sort()).toEqual(holders.map((r) => r.metadata.name).sort());
+      expect(made.filter((k) => !k.revoked)).toHaveLength(5);
+      // Cleaned up by the surviving leader: every key revoked, every resource gone.
+      for (const name of names) await objects.deleteNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: capNs, plural: 'projectapikeys', name }).catch(() => undefined);
+      await eventually(async () => ((await adminKeys()).filter((k) => k.name.startsWith(`${capNs}-`) && !k.revoked).length === 0 ? true : undefined), 60_000, 'the race\'s keys revoked')
+        .catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+    } finally {
+      for (const r of pair) await stopReplica(r);
+      const current = await objects.getClusterCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', plural: 'clusterkeyissuers', name: issuer }).catch(() => undefined) as { metadata: Record<string, unknown> } | undefined;
+      if (current !== undefined) await objects.replaceClusterCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', plural: 'clusterkeyissuers', name: issuer, body: { ...current, metadata: { ...current.metadata, finalizers: [] } } }).catch(() => undefined);
+      await objects.deleteClusterCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', plural: 'clusterkeyissuers', name: issuer }).catch(() => undefined);
+      for (const ns of [capNs, issuersNs, capLease]) await core.deleteNamespace({ name: ns }).catch(() => undefined);
+    }
+  }, 400_000);
 });

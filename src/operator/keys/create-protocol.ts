@@ -294,6 +294,9 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
     }
   }
   logger.info({ attempt: pending.attempt, revoked: orphans.map((k) => k.id) }, 'recovered interrupted create');
+  // A first key under an issuer's cap: its slot stays its own for the create that starts again (issuer-slots.ts).
+  const issuer = ctx.source?.issuer;
+  if (issuer?.cap !== undefined && recorded === undefined) deps.slots?.keep(issuer.name, resource.metadata.namespace, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
   await updateMetadata(deps, resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   await deps.events.record(resource, 'Warning', 'CreateRecovered', orphans.length === 0
     ? `attempt ${pending.attempt} left no key on the platform; starting again`

@@ -84,10 +84,16 @@ describe('an issuer\'s cap (IssuerSlots)', () => {
     const taken = users.filter((key) => s.claim('issuer', 'ns', key, 5));
     expect(taken).toHaveLength(5);
     expect(s.size).toEqual({ claims: 5, waiting: 25, released: 0 });
-    // The intents come back through the cache: counted there, the claims let go; still 5 held.
+    // The intents come back through the cache: each counted once; still 5 held.
     for (const key of taken) holding.add(key);
     expect(s.held('issuer', 'ns')).toBe(5);
-    expect(s.size.claims).toBe(0);
+    // An intent cleared by a recovery that keeps its slot (keep()): the cache no longer shows it, the slot stays its own.
+    s.keep('issuer', 'ns', taken[1]!);
+    holding.delete(taken[1]!);
+    expect(s.held('issuer', 'ns')).toBe(5);
+    expect(s.available('issuer', 'ns', taken[1]!, 5)).toBe(true);
+    expect(s.available('issuer', 'ns', 'ProjectApiKey/ns/k29', 5)).toBe(false);
+    holding.add(taken[1]!);
     expect(s.claim('issuer', 'ns', 'ProjectApiKey/ns/k29', 5)).toBe(false);
     // One released: every waiter woken; the first to claim gets the slot, the others are refused again.
     s.release('issuer', 'ns', taken[0]!);

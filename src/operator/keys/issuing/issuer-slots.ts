@@ -24,7 +24,7 @@ export interface SlotView {
 export class IssuerSlots {
   readonly #view: SlotView;
   readonly #wake: (key: string) => void;
-  /** Claims whose intent the cache may not show yet: resource key to its `namespace/issuer`. */
+  /** Slots this process gave: resource key to its `namespace/issuer`, kept while the resource lives. */
   readonly #claims = new Map<string, string>();
   /** Resources whose keys were revoked as they are deleted, until the cache lets them go. */
   readonly #released = new Set<string>();
@@ -43,13 +43,10 @@ export class IssuerSlots {
     let held = 0;
     for (const key of users) {
       if (this.#released.has(key)) continue;
-      if (this.#view.holds(key)) {
-        held++;
-        // The cache shows it now: its claim is counted there.
-        this.#claims.delete(key);
-      } else if (this.#claims.get(key) === scope) {
-        held++;
-      }
+      // Counted once, from the cache or its claim. A claim stays while its resource lives (dropped
+      // when it is released, deleted, or its intent was not written): the cache may show an intent
+      // this process has cleared since (a recovery, keep()), and the slot must not go meanwhile.
+      if (this.#view.holds(key) || this.#claims.get(key) === scope) held++;
     }
     for (const [key, claimScope] of this.#claims) {
       // A claim of a resource gone from the cache (deleted) or naming another issuer now.
@@ -86,6 +83,15 @@ export class IssuerSlots {
     this.#claims.set(key, scope);
     this.#waiting.get(scope)?.delete(key);
     return true;
+  }
+
+  /**
+   * The resource keeps the slot its intent held while the intent is cleared (an interrupted create
+   * recovered, to be made again): without it, another resource could take the slot in between, and
+   * this one, whose key the platform did make (then revoked), would end refused.
+   */
+  keep(issuer: string, namespace: string, key: string): void {
+    this.#claims.set(key, `${namespace}/${issuer}`);
   }
 
   /** A claim whose intent was not written after all (a conflict, a refusal before the create). */
