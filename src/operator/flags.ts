@@ -72,7 +72,8 @@ export const FLAGS = [
   {
     name: 'issuer-secrets-namespace', value: '<ns>', env: 'ISSUER_SECRETS_NAMESPACE', default: '$POD_NAMESPACE',
     help: 'The one namespace whose Secrets a ClusterKeyIssuer may name as its credentials (spec.credentialsSecretRef): keep it a namespace no tenant can read. '
-      + 'Issuers are used only when every namespace is watched (not with --watch-namespace).',
+      + 'With every namespace watched, issuers are used by default; with --watch-namespace, only when this flag is given (list this namespace among the watched ones, '
+      + 'and grant the issuer rules of docs/install.md).',
   },
   {
     name: 'issuer-label-selector', value: '<selector>', env: 'ISSUER_LABEL_SELECTOR', default: 'every issuer',

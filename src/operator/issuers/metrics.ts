@@ -1,4 +1,4 @@
-// The issuers' gauge, for alerting (NeonKeyIssuerNotReady, docs/runbook.md):
+// The issuers' gauge, for alerting (NeonKeyOperatorIssuerNotReady, docs/runbook.md):
 // neon_key_operator_issuer_ready{issuer} is 1 while an issuer's Ready condition is True, 0 otherwise
 // (False or Unknown: its reason is on the resource). Read when scraped from what the last reconcile
 // of each issuer wrote; only the leader, which reconciles, reports it.

@@ -114,7 +114,7 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
 
 // Path segments that are fixed words of the API (docs/platform-api.md "Endpoints"); every other
 // segment is an identifier and becomes a placeholder named after the collection before it.
-const FIXED_SEGMENTS = new Set(['api_keys', 'organizations', 'projects', 'operations', 'branches', 'users', 'me', 'auth']);
+const FIXED_SEGMENTS = new Set(['api_keys', 'organizations', 'projects', 'operations', 'branches', 'users', 'me', 'auth', 'members']);
 const PLACEHOLDERS: Record<string, string> = {
   api_keys: '{key_id}',
   organizations: '{org_id}',
