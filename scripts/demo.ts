@@ -2,7 +2,8 @@
 // control plane (built from Go modules), the platform emulator, installs the CRDs and the RBAC from
 // deploy/base, runs the operator as a separate process with the token of its ServiceAccount (so it
 // has exactly the rights a cluster install grants), applies examples/, waits for Ready and shows
-// what a user wants to see. It then keeps running until Ctrl-C; `--once` exits after the tour.
+// what a user wants to see: a team's key through the platform team's ClusterKeyIssuer, then the
+// tour of a key's life. It then keeps running until Ctrl-C; `--once` exits after the tour.
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -23,6 +24,9 @@ const { values: flags } = parseArgs({
 });
 
 const demoNamespace = 'neon-demo';
+/** The team of examples/clusterkeyissuer.yaml: a namespace with no platform credential, and a member bound to `edit` there. */
+const teamNamespace = 'team-a';
+const teamMember = 'team-a-developer';
 const operatorNamespace = 'neon-key-operator-system';
 const operatorServiceAccount = 'neon-key-operator';
 /** The floor of spec.rotation.gracePeriod in this demo (1m in a cluster install): the tour rotates with a 5 s grace. */
@@ -124,7 +128,8 @@ try {
     apiVersion: 'v1', kind: 'Secret', metadata: { name: 'neon-admin', namespace: demoNamespace }, stringData: { apiKey: admin.personalKey },
   }), 'apply', '-f', '-');
   console.log(`secret/neon-admin created (the personal key of ${admin.name}, an administrator of ${Object.keys(admin.orgRoles ?? {}).join(', ')})`);
-  const skip = new Set(['namespace.yaml', 'credentials-secret.yaml']);
+  // The issuer's two files are the platform team's and a team's, applied by each in tourIssuer.
+  const skip = new Set(['namespace.yaml', 'credentials-secret.yaml', 'clusterkeyissuer.yaml', 'team-projectapikey.yaml']);
   for (const file of readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.yaml') && !skip.has(f)).sort()) {
     console.log((await kubectlIn(readFileSync(join(root, 'examples', file), 'utf8'), 'apply', '-n', demoNamespace, '-f', '-')).trim());
   }
@@ -158,6 +163,7 @@ try {
     }
   }
 
+  await tourIssuer();
   await tourInventory();
   await tourOperations();
   await tourSecretRepair();
@@ -187,8 +193,8 @@ interface KeyObject {
   status?: { keyId?: number; secretName?: string; conditions?: Condition[]; operations?: { id: string; action: string; status: string }[] };
 }
 
-function getKey(kind: 'apikeys' | 'projectapikeys', name: string): Promise<KeyObject> {
-  return kubectl('get', kind, name, '-n', demoNamespace, '-o', 'json').then((out) => JSON.parse(out) as KeyObject);
+function getKey(kind: 'apikeys' | 'projectapikeys', name: string, namespace = demoNamespace): Promise<KeyObject> {
+  return kubectl('get', kind, name, '-n', namespace, '-o', 'json').then((out) => JSON.parse(out) as KeyObject);
 }
 
 function conditionOf(o: KeyObject, type: string): Condition | undefined {
@@ -213,15 +219,16 @@ async function platformKeys(): Promise<Map<number, { name: string; revoked: bool
   return new Map(keys.map((k) => [k.id, k]));
 }
 
-async function secretValue(name: string, field = 'apiKey'): Promise<string | undefined> {
-  const out = await kubectl('get', 'secret', name, '-n', demoNamespace, '-o', 'json').catch(() => undefined);
+/** The key a Secret holds; `as` reads it as that user (impersonation), as a team member would. */
+async function secretValue(name: string, namespace = demoNamespace, ...as: string[]): Promise<string | undefined> {
+  const out = await kubectl('get', 'secret', name, '-n', namespace, '-o', 'json', ...as).catch(() => undefined);
   if (out === undefined) return undefined;
-  const encoded = (JSON.parse(out) as { data?: Record<string, string> }).data?.[field];
+  const encoded = (JSON.parse(out) as { data?: Record<string, string> }).data?.apiKey;
   return encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString('utf8');
 }
 
-async function eventsOf(name: string): Promise<string> {
-  return (await kubectl('get', 'events', '-n', demoNamespace, '--field-selector', `involvedObject.name=${name}`,
+async function eventsOf(name: string, namespace = demoNamespace): Promise<string> {
+  return (await kubectl('get', 'events', '-n', namespace, '--field-selector', `involvedObject.name=${name}`,
     '--sort-by=.lastTimestamp', '-o', 'custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message')).trimEnd();
 }
 
@@ -356,6 +363,76 @@ async function tourRotation(): Promise<void> {
   console.log(`the consumer made ${calls.total} calls through the rotation, ${failed} failed (${[...calls.byStatus].map(([status, count]) => `${count} x ${status}`).join(', ')})`);
   if (failed > 0) throw new Error(`${failed} of the consumer's calls failed during the rotation`);
   console.log(await eventsOf('app-neon'));
+}
+
+/**
+ * A team without a platform credential (docs/issuers.md). The platform team keeps an
+ * administrator's personal key in the operator's namespace and a ClusterKeyIssuer that allows the
+ * namespaces it labels (examples/clusterkeyissuer.yaml); a member of the team, bound to the
+ * built-in `edit` role in its namespace and to nothing else, declares a ProjectApiKey naming the
+ * issuer (examples/team-projectapikey.yaml). A project the issuer does not allow is refused before
+ * any platform request.
+ */
+async function tourIssuer(): Promise<void> {
+  step(`A team without a platform credential: a key for namespace ${teamNamespace} through a ClusterKeyIssuer`);
+  const orgId = Object.keys(admin?.orgRoles ?? {})[0] ?? 'org-demo-00000001';
+  const asMember = ['--as', teamMember];
+  // The platform team: the credentials where no team reads them, the issuer, the team's namespace labelled.
+  await kubectlIn(JSON.stringify({
+    apiVersion: 'v1', kind: 'Secret', metadata: { name: 'neon-org-admin', namespace: operatorNamespace }, stringData: { apiKey: admin?.personalKey ?? '' },
+  }), 'apply', '-f', '-');
+  console.log(`secret/neon-org-admin created in ${operatorNamespace} (the personal key of ${admin?.name ?? '?'}, an administrator of ${orgId})`);
+  console.log((await kubectlIn(readFileSync(join(root, 'examples', 'clusterkeyissuer.yaml'), 'utf8'), 'apply', '-f', '-')).trim());
+  await kubectl('wait', '--for=condition=Ready', 'clusterkeyissuer/team-keys', `--timeout=${flags.timeout}s`);
+  console.log((await kubectl('get', 'clusterkeyissuers', '-o', 'wide')).trimEnd());
+
+  // The team: one member, bound to `edit` in its namespace (which takes in the operator's tenant role).
+  await kubectl('create', 'rolebinding', 'developers-edit', '--clusterrole=edit', `--user=${teamMember}`, '-n', teamNamespace);
+  // `kubectl auth can-i` answers "no" with exit status 1.
+  const canI = (...args: string[]): Promise<string> => kubectl('auth', 'can-i', ...args, ...asMember).then((out) => out.trim(), () => 'no');
+  await until(`edit to grant projectapikeys in ${teamNamespace}`, async () => ((await canI('create', 'projectapikeys', '-n', teamNamespace)) === 'yes' ? true : undefined));
+  const secretsBefore = (await kubectl('get', 'secrets', '-n', teamNamespace, '-o', 'name')).trim();
+  console.log(`${teamMember}, with edit in ${teamNamespace}: create projectapikeys yes; `
+    + `get secret/neon-org-admin -n ${operatorNamespace} ${await canI('get', 'secret/neon-org-admin', '-n', operatorNamespace)}; `
+    + `label namespace/${teamNamespace} ${await canI('patch', `namespace/${teamNamespace}`)}; `
+    + `Secrets in ${teamNamespace}: ${secretsBefore === '' ? 'none' : secretsBefore.replace(/\n/g, ', ')}`);
+  console.log(`$ kubectl apply -f examples/team-projectapikey.yaml --as ${teamMember}`);
+  console.log((await kubectlIn(readFileSync(join(root, 'examples', 'team-projectapikey.yaml'), 'utf8'), 'apply', '-f', '-', ...asMember)).trim());
+  await kubectl('wait', '-n', teamNamespace, '--for=condition=Ready', 'projectapikey/billing-db', `--timeout=${flags.timeout}s`);
+  const issued = await getKey('projectapikeys', 'billing-db', teamNamespace);
+  console.log(`projectapikey/billing-db  key ${issued.status?.keyId}  Secret ${issued.status?.secretName}`);
+  for (const c of issued.status?.conditions ?? []) console.log(`  ${c.type.padEnd(18)} ${c.status.padEnd(6)} ${c.reason.padEnd(16)} ${c.message}`);
+  // The member reads its own key's Secret (edit may), and uses it; it never leaves this process.
+  const key = await secretValue(issued.status?.secretName ?? 'billing-db', teamNamespace, ...asMember);
+  if (key === undefined) throw new Error(`${teamMember} cannot read Secret billing-db`);
+  const projectId = issued.spec.projectId ?? '';
+  const own = await fetch(`${emulator.baseUrl}/projects/${projectId}`, { headers: { authorization: `Bearer ${key}` } });
+  await own.arrayBuffer();
+  if (own.status !== 200) throw new Error(`GET /projects/${projectId} with the team's key -> ${own.status}`);
+  console.log(`${teamMember} reads Secret billing-db; GET /projects/${projectId} with its key -> ${own.status}`);
+
+  // A project the issuer does not allow: refused (NotAllowed), and nothing asked of the platform.
+  const otherProject = 'bold-meadow-00000002';
+  const creates = async (): Promise<number> => ((await (await fetch(`${emulator.adminUrl}/requests`)).json()) as { method: string; route: string; count: number }[])
+    .filter((r) => r.method === 'POST' && r.route.endsWith('/api_keys')).reduce((n, r) => n + r.count, 0);
+  const createsBefore = await creates();
+  console.log(`$ kubectl apply --as ${teamMember}: projectapikey/web-db for project ${otherProject}, issuerRef team-keys`);
+  await kubectlIn(JSON.stringify({
+    apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey', metadata: { name: 'web-db', namespace: teamNamespace },
+    spec: { projectId: otherProject, issuerRef: { name: 'team-keys' } },
+  }), 'apply', '-f', '-', ...asMember);
+  const refused = await until('projectapikey/web-db refused', async () => {
+    const c = conditionOf(await getKey('projectapikeys', 'web-db', teamNamespace), 'Ready');
+    return c?.reason === 'NotAllowed' ? c : undefined;
+  });
+  console.log(`projectapikey/web-db  Ready ${refused.status} ${refused.reason}: ${refused.message}`);
+  console.log(await until('the Warning event of web-db', async () => {
+    const events = await eventsOf('web-db', teamNamespace);
+    return events.includes('NotAllowed') ? events : undefined;
+  }));
+  const createsAfter = await creates();
+  if (createsAfter !== createsBefore) throw new Error(`${createsAfter - createsBefore} key create(s) on the platform for a refused request`);
+  console.log(`key creates on the platform: ${createsBefore} before, ${createsAfter} after (none for web-db)`);
 }
 
 /**
