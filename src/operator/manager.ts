@@ -11,7 +11,7 @@ import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/issuing/create-admission.ts';
 import { FairLimiter } from './keys/issuing/fair-limiter.ts';
 import { credentialsUsers, issuerUsers, keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
-import { cachedConditionsOf, finalized, holdsKey, recordedKeyIds } from './keys/observing/cache-projection.ts';
+import { cachedConditionsOf, holdsKey, recordedKeyIds } from './keys/observing/cache-projection.ts';
 import { IssuerSlots } from './keys/issuing/issuer-slots.ts';
 import { parseLabelSelector } from './keys/issuing/issuer-policy.ts';
 import { DriftCache } from './keys/observing/drift.ts';
@@ -251,6 +251,10 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     // credentials already read (by the id of their key: the key itself is held by that client only).
     rest: {
       cacheStale: (kind, namespace) => controller.cacheStale(kind, namespace),
+      cachedGeneration: (kind, name) => {
+        const meta = controller.cachedMeta(kind, '', name);
+        return meta === undefined ? undefined : { uid: meta.uid, generation: meta.generation };
+      },
       cachedVersion: (kind, namespace, name) => {
         const meta = controller.cachedMeta(kind, namespace, name);
         return meta === undefined ? undefined : { uid: meta.uid, resourceVersion: meta.resourceVersion };
@@ -280,12 +284,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       allowNamespaceCredentials: options.allowNamespaceCredentials ?? true,
       ...(options.issuerLabelSelector !== undefined ? { issuerSelector: parseLabelSelector(options.issuerLabelSelector) ?? { matchExpressions: [{ key: 'keys.neon.dev/unparsable-selector', operator: 'Exists' as const }] } } : {}),
     },
-    credentialsUsers: {
-      holders: (namespace, name) => credentialsUsers(controller, namespace, name).filter((key) => {
-        const [kind = '', ns = '', resource = ''] = key.split('/');
-        return finalized(controller.cachedObject(kind, ns, resource));
-      }),
-    },
+    credentialsUsers: { holders: (namespace, name) => credentialsUsers(controller, namespace, name) },
     wake: (key) => controller.enqueue(key),
     slots: new IssuerSlots({
       users: (issuer, namespace) => issuerUsers(controller, issuer, namespace),

@@ -7,7 +7,7 @@
 // concurrent creates, and a freed slot goes to one waiter; a resource moved from namespace
 // credentials to an issuer of the same user keeps its key.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, RbacAuthorizationV1Api, type CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
@@ -241,4 +241,35 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     expect(await creates()).toBe(before);
     expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).toContain(first.status?.keyId);
   }, 90_000);
+  it('a key through an issuer rests (the issuer\'s verification does not wake it); a policy that stops allowing it reports NotAllowed and leaves the key live, and its delete still revokes it', async () => {
+    const issuer = `team-projects-${suffix}`;
+    const app = await read('ProjectApiKey', teamA, 'app');
+    const keyId = app.status?.keyId;
+    const mine = (since: number) => records.filter((r) => r.namespace === teamA && r.name === 'app' && r.startedAt >= since);
+    // Two drift intervals of passes, every one at rest: no apiserver read, no platform request but the drift list.
+    await eventually(async () => {
+      const recent = mine(Date.now() - 2.2 * DRIFT_MS);
+      return recent.length >= 2 && recent.every((r) => r.atRest === true) ? true : undefined;
+    }, 30_000, 'app at rest');
+    const issuerVersion = async (): Promise<string | undefined> => ((await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer })) as { metadata: { resourceVersion?: string } }).metadata.resourceVersion;
+    // The issuer's status written (its verifiedAt, as once an hour): its keys stay at rest.
+    const before = await issuerVersion();
+    const current = await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer }) as { status?: Record<string, unknown> };
+    await objects.patchClusterCustomObjectStatus({ group, version, plural: 'clusterkeyissuers', name: issuer, body: { status: { ...current.status, verifiedAt: new Date(Date.now() - 3_600_000).toISOString() } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    expect(await issuerVersion()).not.toBe(before);
+    const statusWritten = Date.now();
+    await eventually(async () => (mine(statusWritten).filter((r) => r.atRest === true).length >= 2 ? true : undefined), 30_000, 'app checked at rest twice after the status write');
+    expect(mine(statusWritten).filter((r) => r.atRest !== true)).toEqual([]);
+
+    // The policy no longer allows project keys there: reported, never revoked because of it.
+    await objects.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer, body: { spec: { allow: [{ namespaces: { names: [teamC] }, kinds: ['Project'] }] } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    const refused = await until('ProjectApiKey', teamA, 'app', refusedWith('NotAllowed'), 'NotAllowed once the policy changed');
+    expect(refused.status?.keyId).toBe(keyId);
+    expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).toContain(keyId);
+    await objects.deleteNamespacedCustomObject({ group, version, namespace: teamA, plural: 'projectapikeys', name: 'app' });
+    await eventually(async () => (await read('ProjectApiKey', teamA, 'app').then(() => undefined, () => true)), 30_000, 'app deleted');
+    expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).not.toContain(keyId);
+  }, 120_000);
 });

@@ -423,6 +423,11 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     await create('ApiKey', 'stranded', { scope: 'Organization', organizationId: org, keyName: 'stranded', credentialsSecretRef: { name: 'neon-stranded' } });
     await credentials('neon-stranded', aliceKey);
     const ready = await untilReady('ApiKey', 'stranded', 20_000);
+    // The operator keeps the credentials Secret while its key lives (keys.neon.dev/credentials-in-use):
+    // gone for good only when someone lifts that finalizer from it, as its owner may.
+    const kept = await core.readNamespacedSecret({ namespace, name: 'neon-stranded' });
+    expect(kept.metadata?.finalizers).toContain('keys.neon.dev/credentials-in-use');
+    await core.replaceNamespacedSecret({ namespace, name: 'neon-stranded', body: { ...kept, metadata: { ...kept.metadata, finalizers: [] } } });
     await core.deleteNamespacedSecret({ namespace, name: 'neon-stranded' });
     await remove('ApiKey', 'stranded');
     await untilCondition('ApiKey', 'stranded', 'Ready', (c) => c.reason === 'Deleting' && c.message.includes('CredentialsMissing'));
@@ -432,6 +437,20 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     });
     await untilGone('ApiKey', 'stranded');
     expect(await keysNamed('stranded')).toEqual([expect.objectContaining({ id: ready.status?.keyId, revoked: false })]);
+  });
+
+  it('a credentials Secret deleted while a key issued with it lives is kept until the key is revoked: the resource\'s delete revokes, then the Secret goes', async () => {
+    await create('ApiKey', 'kept-creds', { scope: 'Organization', organizationId: org, keyName: 'kept-creds', credentialsSecretRef: { name: 'neon-kept' } });
+    await credentials('neon-kept', aliceKey);
+    const ready = await untilReady('ApiKey', 'kept-creds', 20_000);
+    await core.deleteNamespacedSecret({ namespace, name: 'neon-kept' });
+    const terminating = await core.readNamespacedSecret({ namespace, name: 'neon-kept' });
+    expect(terminating.metadata?.deletionTimestamp).toBeDefined();
+    expect(terminating.metadata?.finalizers).toEqual(['keys.neon.dev/credentials-in-use']);
+    await remove('ApiKey', 'kept-creds');
+    await untilGone('ApiKey', 'kept-creds');
+    expect(await keysNamed('kept-creds')).toEqual([expect.objectContaining({ id: ready.status?.keyId, revoked: true })]);
+    await eventually(async () => (await core.readNamespacedSecret({ namespace, name: 'neon-kept' }).then(() => undefined, (e: { code?: number }) => (e.code === 404 ? true : undefined))), 20_000, 'the credentials Secret gone once no key needs it');
   });
 
   it('two operator instances reconciling the same resources never create two keys for one resource', async () => {

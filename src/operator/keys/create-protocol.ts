@@ -134,7 +134,7 @@ async function createClaimed(
     ...(decision.action.type === 'Create' && decision.action.abandons !== undefined ? { abandons: decision.action.abandons } : {}),
   };
   // The namespace's credentials are kept while this key may live: before anything is minted with them.
-  if (deps.credentialsUsers !== undefined) await keepCredentials(deps.kube, ctx.credentialsSecret, logger);
+  if (deps.credentialsUsers !== undefined) await keepCredentials(deps.kube, ctx.credentialsSecret, logger, deps.ownWrites);
   // The intent, with the resourceVersion we read: a conflict means someone else moved; never create then.
   let current = await updateMetadata(deps, resource, (m) => {
     if (addFinalizer && !(m.finalizers ?? []).includes(FINALIZER)) m.finalizers = [...(m.finalizers ?? []), FINALIZER];

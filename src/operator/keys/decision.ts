@@ -149,6 +149,8 @@ export interface Observation {
    * policy does not allow it, the issuer is missing, the namespace is being deleted. Never stops a
    * deletion; an interrupted create is still finished or recovered.
    */
+  /** The credentials are an issuer's (spec.issuerRef): their problems are the platform team's to fix. */
+  throughIssuer?: boolean;
   refusal?: { reason: 'NotAllowed' | 'IssuerNotFound' | 'NamespaceTerminating' | 'KeyLimitReached'; message: string };
   platform: {
     /**
@@ -249,13 +251,16 @@ export interface Decision {
 }
 
 const credentialsMessage: Record<Exclude<Credentials, 'Present'>, string> = {
-  SecretNotFound: 'the credentials Secret (spec.credentialsSecretRef in this namespace, or the one of the ClusterKeyIssuer in spec.issuerRef) does not exist; create it with a platform API key',
+  SecretNotFound: 'the credentials Secret named in spec.credentialsSecretRef does not exist in this namespace; create it with a platform API key',
   KeyNotFound: 'the credentials Secret has no (or an empty) entry named by spec.credentialsSecretRef.key; put a platform API key there',
   NotAKey: `the entry spec.credentialsSecretRef.key of the credentials Secret is not a platform API key (at most ${MAX_API_KEY_LENGTH} visible ASCII characters); put a platform API key there`,
 };
 
-function blockedOnCredentials(credentials: Exclude<Credentials, 'Present'>, doing: string): Decision {
-  return { action: { type: 'Blocked', retry: true }, reason: 'CredentialsMissing', message: `cannot ${doing}: ${credentialsMessage[credentials]}` };
+/** Through an issuer (spec.issuerRef), its credentials are the platform team's: said so. */
+const issuerCredentialsMessage = 'the credentials Secret of the ClusterKeyIssuer in spec.issuerRef is missing, empty or not a platform API key (its Ready condition says which); ask your platform team';
+
+function blockedOnCredentials(credentials: Exclude<Credentials, 'Present'>, doing: string, throughIssuer = false): Decision {
+  return { action: { type: 'Blocked', retry: true }, reason: 'CredentialsMissing', message: `cannot ${doing}: ${throughIssuer ? issuerCredentialsMessage : credentialsMessage[credentials]}` };
 }
 
 /**
@@ -325,7 +330,7 @@ function pendingDecision(o: Observation, pending: PendingAttempt, doing: string)
       message: `attempt ${pending.attempt} by ${pending.holder} is in flight; waiting for it`,
     };
   }
-  if (o.credentials !== 'Present') return blockedOnCredentials(o.credentials, `recover attempt ${pending.attempt} while ${doing}`);
+  if (o.credentials !== 'Present') return blockedOnCredentials(o.credentials, `recover attempt ${pending.attempt} while ${doing}`, o.throughIssuer);
   return {
     action: { type: 'Recover', attempt: pending },
     reason: 'Recovering',
@@ -347,7 +352,7 @@ export function decide(o: Observation): Decision {
     const retiring = o.retiringKeyIds ?? [];
     const andRetiring = retiring.length > 0 ? ` and retiring key(s) ${retiring.join(', ')}` : '';
     if (retiring.length > 0 && o.credentials !== 'Present') {
-      return { ...blockedOnCredentials(o.credentials, `revoke retiring key(s) ${retiring.join(', ')}`), reason: 'CredentialsMissing' };
+      return { ...blockedOnCredentials(o.credentials, `revoke retiring key(s) ${retiring.join(', ')}`, o.throughIssuer), reason: 'CredentialsMissing' };
     }
     if (o.deletionPolicy === 'Retain') {
       return {
@@ -358,7 +363,7 @@ export function decide(o: Observation): Decision {
     }
     if (keyId === undefined) return { action: { type: 'Release' }, reason: 'NoKey', message: 'no key was issued; nothing to revoke' };
     if (o.credentials !== 'Present') {
-      return { ...blockedOnCredentials(o.credentials, `revoke key ${keyId}`), reason: 'CredentialsMissing' };
+      return { ...blockedOnCredentials(o.credentials, `revoke key ${keyId}`, o.throughIssuer), reason: 'CredentialsMissing' };
     }
     return { action: retiring.length > 0 ? { type: 'Revoke', keyId, retiring } : { type: 'Revoke', keyId }, reason: 'Deleting', message: `revoking key ${keyId}${andRetiring}` };
   }
@@ -377,7 +382,7 @@ export function decide(o: Observation): Decision {
   const keyId = recordedKeyId(o);
   const create = (replaces: number | undefined, reason: Reason, message: string): Decision =>
     o.credentials !== 'Present'
-      ? { ...blockedOnCredentials(o.credentials, 'issue a key'), message: `${message}; cannot issue a key: ${credentialsMessage[o.credentials]}` }
+      ? { ...blockedOnCredentials(o.credentials, 'issue a key', o.throughIssuer), message: `${message}; cannot issue a key: ${(o.throughIssuer === true ? issuerCredentialsMessage : credentialsMessage[o.credentials])}` }
       : { action: replaces === undefined ? { type: 'Create' } : { type: 'Create', replaces }, reason, message };
 
   if (o.secretIsCredentials === true) {
@@ -470,7 +475,7 @@ export function decide(o: Observation): Decision {
       step = { step: { step: 'Wait', afterMs: 30_000, waitingFor: 'Platform' }, reason: 'CredentialsChanged', message: `retiring key ${o.retiring.keyId} was issued with other credentials than the current ones, which cannot see or revoke it; it stays recorded until the credentials that issued it are back` };
     }
     if (step.step.step === 'Revoke' && o.credentials !== 'Present') {
-      step = { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' }, reason: 'CredentialsMissing', message: `cannot revoke retiring key ${o.retiring.keyId}: ${credentialsMessage[o.credentials]}` };
+      step = { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' }, reason: 'CredentialsMissing', message: `cannot revoke retiring key ${o.retiring.keyId}: ${(o.throughIssuer === true ? issuerCredentialsMessage : credentialsMessage[o.credentials])}` };
     }
     const waiting = due ? `; the requested rotation waits until key ${o.retiring.keyId} is retired` : '';
     return { action: { type: 'Retire', keyId, retiring: o.retiring.keyId, step: step.step }, reason: step.reason, message: step.message + waiting };

@@ -178,6 +178,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     ...(abandon !== undefined && /^\d{1,15}$/.test(abandon) ? { abandonKey: Number(abandon) } : {}),
     secretIsCredentials: spec?.credentialsSecretRef !== undefined && spec.issuerRef === undefined && secretName === spec.credentialsSecretRef.name,
     ...(refusal !== undefined ? { refusal } : {}),
+    ...(source?.issuer !== undefined || spec?.issuerRef !== undefined ? { throughIssuer: true } : {}),
   };
   const credentialsSecret = namespaceRef !== undefined && credentialsAt?.namespace === meta.namespace ? creds : undefined;
   return { resource, spec, ...(source !== undefined ? { source } : {}), ...(credentialsSecret !== undefined ? { credentialsSecret } : {}), adapter, secretName, secretKey, secret, apiKey, credentials, ...(credentialsVersion !== undefined ? { credentialsVersion } : {}), fingerprint, listed, observation, rotation, logger };

@@ -172,6 +172,11 @@ export type RestBroken = 'rotation due' | 'cache stale' | 'resource' | 'secret' 
 export interface RestInputs {
   /** The identity of an object as the informers' caches hold it; undefined when not cached. */
   cachedVersion(kind: string, namespace: string, name: string): ObjectVersion | undefined;
+  /**
+   * The uid and metadata.generation of a cluster-scoped object as cached (a ClusterKeyIssuer): its
+   * spec's version, which its status writes do not move. undefined when not cached.
+   */
+  cachedGeneration?(kind: string, name: string): { uid: string | undefined; generation: number | undefined } | undefined;
   /** Whether the cache of `kind` in `namespace` is stale (its watch failing too long); undefined: never. */
   cacheStale?(kind: string, namespace: string): boolean;
   /** The platform client of credentials in use, by id; undefined once dropped. */

@@ -51,6 +51,8 @@ export class KeyReconciler implements Reconciler {
   readonly #checkAt = new Map<string, number>();
   /** Resources whose last write got 409: their next pass reads fresh, never a cached copy (#read). */
   readonly #readFresh = new Set<string>();
+  /** Credentials Secrets (uids) whose finalizer an at-rest pass made sure of, once per process (credentials-in-use.ts). */
+  readonly #keptOnce = new Set<string>();
   /** Resources that released their keys, until the cache lets them go: they need no credentials Secret (credentials-in-use.ts). */
   readonly #released = new Set<string>();
 
@@ -170,7 +172,7 @@ export class KeyReconciler implements Reconciler {
       if (this.#deps.cachedKey?.(kind, namespace, name) === undefined) this.#released.delete(key);
     }
     try {
-      return await reconcileCredentialsSecret(this.#deps.kube, users, this.#released, request.namespace, request.name, logger);
+      return await reconcileCredentialsSecret(this.#deps.kube, users, this.#released, request.namespace, request.name, logger, this.#deps.ownWrites);
     } catch (error) {
       if (statusCode(error) === 409) return { type: 'Retry' };
       throw error;
@@ -329,8 +331,15 @@ export class KeyReconciler implements Reconciler {
       case 'Retire':
         return retire(deps, ctx, decision, action);
       case 'InSync': {
-        // A key issued before the credentials Secret was kept (an older operator): kept from now on.
-        if (deps.credentialsUsers !== undefined) await keepCredentials(deps.kube, ctx.credentialsSecret, ctx.logger);
+        // A key issued before the credentials Secret was kept (an older operator): kept from now on,
+        // once per Secret and process (a person or a tool replacing the Secret whole drops the
+        // finalizer; it is put back by the next key minted with it, not by every check).
+        const credentials = ctx.credentialsSecret?.metadata?.uid;
+        if (deps.credentialsUsers !== undefined && credentials !== undefined && !this.#keptOnce.has(credentials)) {
+          if (this.#keptOnce.size >= 10_000) this.#keptOnce.clear();
+          this.#keptOnce.add(credentials);
+          await keepCredentials(deps.kube, ctx.credentialsSecret, ctx.logger, deps.ownWrites);
+        }
         // What this pass relies on, taken before it runs; kept once it succeeded (at-rest.ts).
         const verified = deps.rest !== undefined ? verifiedBefore(deps, ctx, action.keyId, shownReason(decision.reason), ctx.credentialsVersion) : undefined;
         const result = await inSync(deps, ctx, action.keyId);

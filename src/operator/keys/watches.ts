@@ -61,8 +61,11 @@ function secretOwner(secret: KubernetesObject): string | undefined {
   const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
   const ns = secret.metadata?.namespace;
   if (ns === undefined) return undefined;
-  // A credentials Secret kept for its keys: its own reconcile (issuing/credentials-in-use.ts).
-  if (owner === undefined && secret.metadata?.finalizers?.includes(CREDENTIALS_FINALIZER) === true) return `${CREDENTIALS_SECRET_KIND}/${ns}/${secret.metadata.name ?? ''}`;
+  // A credentials Secret kept for its keys, being deleted: its own reconcile lifts the finalizer once
+  // no resource needs it (issuing/credentials-in-use.ts). Its other changes are the keys' to see.
+  if (owner === undefined && secret.metadata?.deletionTimestamp !== undefined && secret.metadata.finalizers?.includes(CREDENTIALS_FINALIZER) === true) {
+    return `${CREDENTIALS_SECRET_KIND}/${ns}/${secret.metadata.name ?? ''}`;
+  }
   if (owner === undefined) return undefined;
   const [kind, name] = owner.split('/');
   if ((kind !== 'ApiKey' && kind !== 'ProjectApiKey') || name === undefined) return undefined;

@@ -377,13 +377,16 @@ export class Controller {
         if (ns === undefined) return;
         const ref = objectRef(watch.kind, ns, obj.metadata?.name ?? '');
         const resourceVersion = obj.metadata?.resourceVersion;
+        // A quiet write of ours to an input (a finalizer put on a credentials Secret) changed nothing
+        // the keys that name it read: it wakes none of them (own-writes.ts recordQuiet).
+        const ownInput = this.#o.ownWrites?.quiet(ref, resourceVersion) === true;
         const owner = ownerOf?.(obj);
         if (owner !== undefined) {
           if (deleted) this.#o.ownWrites?.forget(ref);
           this.#wake(owner, { ref, resourceVersion, deleted });
         }
         const value = reference?.valueOf(obj);
-        if (index === undefined || value === undefined) return;
+        if (index === undefined || value === undefined || ownInput) return;
         for (const key of index.keysOf(value)) this.#inputWakes.admit(key, () => this.#wake(key, { ref, resourceVersion, deleted, input: true }));
       };
     }
@@ -413,6 +416,9 @@ export class Controller {
     // An input is never this key's own write (even one this process wrote for another key: that
     // record is the owner's to consume).
     if (!event.deleted && event.input !== true && this.#o.ownWrites?.consume(event.ref, event.resourceVersion) === true) return;
+    // An input changed by a quiet write of ours (judged here too for an event held while the key was
+    // being reconciled: that reconcile's write is recorded by now).
+    if (!event.deleted && event.input === true && this.#o.ownWrites?.quiet(event.ref, event.resourceVersion) === true) return;
     const hold = this.#holds.get(key);
     if (hold !== undefined && !event.deleted && event.input !== true && Date.now() < hold.until
       && (event.ref !== key || (hold.generation === event.generation && hold.deleting === event.deleting))) return;

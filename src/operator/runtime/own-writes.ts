@@ -21,6 +21,8 @@ const KEEP = 8;
 
 export class OwnWrites {
   readonly #versions = new Map<string, string[]>();
+  /** The versions of quiet writes (recordQuiet), per object: at most KEEP each. */
+  readonly #quiet = new Map<string, string[]>();
 
   /**
    * A write of ours took `ref` (objectRef) from version `before`
@@ -47,6 +49,25 @@ export class OwnWrites {
     return true;
   }
 
+  /**
+   * A write of ours that changed nothing an object's readers read as an input (a finalizer put on a
+   * credentials Secret): recorded as any write, and its event wakes no key that names the object.
+   * Any other write of ours to an input (another key's Secret used as credentials) wakes them.
+   */
+  recordQuiet(ref: string, before: string | undefined, resourceVersion: string | undefined): void {
+    this.record(ref, before, resourceVersion);
+    if (resourceVersion === undefined || resourceVersion === '' || resourceVersion === before) return;
+    const quiet = this.#quiet.get(ref) ?? [];
+    quiet.push(resourceVersion);
+    if (quiet.length > KEEP) quiet.shift();
+    this.#quiet.set(ref, quiet);
+  }
+
+  /** Whether the object as seen is a quiet write of ours (recordQuiet), without consuming it. */
+  quiet(ref: string, resourceVersion: string | undefined): boolean {
+    return resourceVersion !== undefined && this.#quiet.get(ref)?.includes(resourceVersion) === true;
+  }
+
   /** Whether a write of ours to `ref` has not come back as an event yet: a cached copy of it is behind that write. */
   waiting(ref: string): boolean {
     return this.#versions.has(ref);
@@ -55,6 +76,7 @@ export class OwnWrites {
   /** The object is gone. */
   forget(ref: string): void {
     this.#versions.delete(ref);
+    this.#quiet.delete(ref);
   }
 
   /** Objects with versions waiting for their event (for tests and the memory benchmark). */

@@ -337,6 +337,18 @@ describe('Controller', () => {
     await until('a woken by its input', () => h.reconciler.calls.length === 2);
   });
 
+  it('a quiet write of ours to an input (a finalizer on a credentials Secret) wakes no key naming it; the next change by anyone else does', async () => {
+    const h = await start();
+    h.widgets.emit('add', widget('a', '1', { input: 'creds' }));
+    await until('a reconciled', () => h.reconciler.calls.length === 1);
+    h.ownWrites.recordQuiet('Input/ns/creds', '1', '2');
+    h.inputs.emit('update', input('creds', '2'));
+    await sleep(50);
+    expect(h.reconciler.calls).toHaveLength(1);
+    h.inputs.emit('update', input('creds', '3'));
+    await until('a woken by a change of its input', () => h.reconciler.calls.length === 2);
+  });
+
   it('waits after a refusal at least what it asked for, and at most maxBackoffMs otherwise', async () => {
     const h = await start({ maxBackoffMs: 50 });
     h.reconciler.results = [{ type: 'Backoff' }, { type: 'Backoff', minDelayMs: 120 }, { type: 'Done' }];

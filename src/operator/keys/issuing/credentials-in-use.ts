@@ -1,6 +1,6 @@
 // The credentials Secret of a namespace (spec.credentialsSecretRef) is kept while a resource still
 // needs it to revoke a key: a finalizer on that Secret, put there before a key is minted with it,
-// and lifted once no resource naming it holds the operator's finalizer any more (Crossplane's
+// and lifted once no resource names it any more (Crossplane's
 // ProviderConfig usages do the same for their credentials). Without it, `kubectl delete namespace`
 // deletes the credentials with everything else, and the resources' finalizers can no longer revoke:
 // keys stay live and the namespace stays Terminating. docs/security.md says what it does not
@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import type { ReconcileResult } from '../../runtime/controller.ts';
 import { CREDENTIALS_FINALIZER } from '../../resources/schema.ts';
 import type { KubeWrites } from '../kube-writes.ts';
+import { objectRef, type OwnWrites } from '../../runtime/own-writes.ts';
 
 /** The work-queue kind of a credentials Secret's own reconcile. */
 export const CREDENTIALS_SECRET_KIND = 'CredentialsSecret';
@@ -28,20 +29,47 @@ export function keepsCredentials(secret: V1Secret | undefined): boolean {
   return secret?.metadata?.finalizers?.includes(CREDENTIALS_FINALIZER) === true;
 }
 
+/** The writes of the finalizer under way, per Secret: the first creates of a namespace at once share one. */
+const keeping = new Map<string, Promise<void>>();
+
 /**
- * Puts the finalizer on the credentials Secret as read (an update with its resourceVersion: a
- * conflict fails the pass, which reads afresh). Nothing when it is there already, or when the Secret
- * is being deleted (no finalizer can be added then; the namespace is going and nothing is minted).
+ * Puts the finalizer on the credentials Secret as read (an update with its resourceVersion; on a
+ * conflict, once more on a fresh read). Nothing when it is there already, or when the Secret is
+ * being deleted (no finalizer can be added then; the namespace is going and nothing is minted).
+ * Concurrent calls for one Secret (a namespace's first creates) share one write.
  */
-export async function keepCredentials(kube: Pick<KubeWrites, 'replaceSecret'>, secret: V1Secret | undefined, logger: Logger): Promise<void> {
+export async function keepCredentials(kube: Pick<KubeWrites, 'readSecret' | 'replaceSecret'>, secret: V1Secret | undefined, logger: Logger, ownWrites?: OwnWrites): Promise<void> {
   const meta = secret?.metadata;
   if (secret === undefined || meta?.name === undefined || meta.namespace === undefined || keepsCredentials(secret) || meta.deletionTimestamp !== undefined) return;
-  await kube.replaceSecret(meta.namespace, meta.name, { ...secret, metadata: { ...meta, finalizers: [...meta.finalizers ?? [], CREDENTIALS_FINALIZER] } });
-  logger.info({ secret: meta.name }, 'credentials Secret kept while keys issued with it are live');
+  const { namespace, name } = meta as { namespace: string; name: string };
+  const ref = objectRef('Secret', namespace, name);
+  const under = keeping.get(ref);
+  if (under !== undefined) return under;
+  const put = async (current: V1Secret): Promise<void> => {
+    const m = current.metadata ?? {};
+    const written = await kube.replaceSecret(namespace, name, { ...current, metadata: { ...m, finalizers: [...m.finalizers ?? [], CREDENTIALS_FINALIZER] } });
+    // Its event wakes none of the resources naming the Secret: a finalizer is nothing they read.
+    ownWrites?.recordQuiet(ref, m.resourceVersion, written.metadata?.resourceVersion);
+    logger.info({ secret: name }, 'credentials Secret kept while keys issued with it are live');
+  };
+  const write = (async () => {
+    try {
+      await put(secret);
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 409) throw error;
+      const fresh = await kube.readSecret(namespace, name);
+      if (fresh !== undefined && !keepsCredentials(fresh) && fresh.metadata?.deletionTimestamp === undefined) await put(fresh);
+    }
+  })().finally(() => keeping.delete(ref));
+  keeping.set(ref, write);
+  return write;
 }
 
 export interface CredentialsUsers {
-  /** The work-queue keys of the resources naming the Secret whose cached copy holds the operator's finalizer. */
+  /**
+   * The work-queue keys of the resources naming the Secret, as cached. Any of them may hold or be
+   * about to mint a key with it (one whose intent is not in the cache yet): all count.
+   */
   holders(namespace: string, name: string): readonly string[];
 }
 
@@ -50,7 +78,7 @@ export interface CredentialsUsers {
  * `released` just now are not counted, whatever the cache still shows of them).
  */
 export async function reconcileCredentialsSecret(
-  kube: Pick<KubeWrites, 'readSecret' | 'replaceSecret'>, users: CredentialsUsers, released: ReadonlySet<string>, namespace: string, name: string, logger: Logger,
+  kube: Pick<KubeWrites, 'readSecret' | 'replaceSecret'>, users: CredentialsUsers, released: ReadonlySet<string>, namespace: string, name: string, logger: Logger, ownWrites?: OwnWrites,
 ): Promise<ReconcileResult> {
   const holders = users.holders(namespace, name).filter((key) => !released.has(key));
   const secret = await kube.readSecret(namespace, name);
@@ -61,7 +89,8 @@ export async function reconcileCredentialsSecret(
     return deleting ? { type: 'Done', requeueAfterMs: DELETING_RECHECK_MS } : { type: 'Done' };
   }
   const meta = secret.metadata ?? {};
-  await kube.replaceSecret(namespace, name, { ...secret, metadata: { ...meta, finalizers: (meta.finalizers ?? []).filter((f) => f !== CREDENTIALS_FINALIZER) } });
+  const written = await kube.replaceSecret(namespace, name, { ...secret, metadata: { ...meta, finalizers: (meta.finalizers ?? []).filter((f) => f !== CREDENTIALS_FINALIZER) } });
+  ownWrites?.recordQuiet(objectRef('Secret', namespace, name), meta.resourceVersion, written.metadata?.resourceVersion);
   logger.info({ secret: name, deleting }, 'credentials Secret released: no key issued with it is live any more');
   return { type: 'Done' };
 }

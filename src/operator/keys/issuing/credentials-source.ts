@@ -34,7 +34,7 @@ export interface CredentialsSource {
   /** The Secret holding the API key to act with. */
   secret?: { namespace: string; name: string; key: string };
   /** Through an issuer: its name, and the cap its rules set for this namespace (undefined: none). */
-  issuer?: { name: string; organizationId: string; cap: number | undefined; uid: string | undefined; resourceVersion: string | undefined };
+  issuer?: { name: string; organizationId: string; cap: number | undefined; uid: string | undefined; generation: number | undefined };
   /** The spec with what the issuer supplies (organizationId) filled in. */
   spec: ApiKeySpec | ProjectApiKeySpec;
   /** Set when no key may be minted now (and nothing at all be asked of the platform, unless deleting). */
@@ -89,7 +89,7 @@ export async function credentialsSource(kube: Pick<KubeWrites, 'readIssuer' | 'r
   const source: CredentialsSource = {
     spec: { ...spec, organizationId: spec.organizationId ?? organizationId },
     secret: { namespace: settings.issuerSecretsNamespace, name: issuerSpec.credentialsSecretRef.name, key: issuerSpec.credentialsSecretRef.key },
-    issuer: { name: issuerName, organizationId, cap: undefined, uid: issuerObject.metadata?.uid, resourceVersion: issuerObject.metadata?.resourceVersion },
+    issuer: { name: issuerName, organizationId, cap: undefined, uid: issuerObject.metadata?.uid, generation: issuerObject.metadata?.generation },
   };
   if (spec.organizationId !== undefined && spec.organizationId !== organizationId) {
     // Never acted on, not even to revoke: the issuer's credentials are of another organization.

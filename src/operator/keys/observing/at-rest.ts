@@ -46,8 +46,11 @@ export interface Verified {
   credentialsNamespace: string;
   credentialsName: string;
   credentials: ObjectVersion;
-  /** With spec.issuerRef: the ClusterKeyIssuer as read (a change of it, its policy, ends the rest). */
-  issuer?: { name: string } & ObjectVersion;
+  /**
+   * With spec.issuerRef: the ClusterKeyIssuer as read, by generation: a change of its spec (its
+   * policy, its credentials Secret) ends the rest; its status writes (its verification) do not.
+   */
+  issuer?: { name: string; uid: string | undefined; generation: number | undefined };
   /** The id of the platform client of those credentials (a digest of the key: manager.ts). */
   credentialsId: string;
   adapter: KeyAdapter;
@@ -125,7 +128,7 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
     credentialsNamespace: intern(source.namespace),
     credentialsName: intern(source.name),
     credentials,
-    ...(ctx.source?.issuer !== undefined ? { issuer: { name: intern(ctx.source.issuer.name), uid: ctx.source.issuer.uid, resourceVersion: ctx.source.issuer.resourceVersion } } : {}),
+    ...(ctx.source?.issuer !== undefined ? { issuer: { name: intern(ctx.source.issuer.name), uid: ctx.source.issuer.uid, generation: ctx.source.issuer.generation } } : {}),
     credentialsId: deps.platformFor(ctx.apiKey).credentialsId,
     adapter,
     keyId,
@@ -157,7 +160,10 @@ export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSin
   if (!sameVersion(inputs.cachedVersion('Secret', namespace, verified.secretName), verified.secret)) return 'secret';
   if (verified.credentialsNamespace !== namespace && inputs.cacheStale?.('Secret', verified.credentialsNamespace) === true) return 'cache stale';
   if (!sameVersion(inputs.cachedVersion('Secret', verified.credentialsNamespace, verified.credentialsName), verified.credentials)) return 'credentials';
-  if (verified.issuer !== undefined && !sameVersion(inputs.cachedVersion('ClusterKeyIssuer', '', verified.issuer.name), verified.issuer)) return 'credentials';
+  if (verified.issuer !== undefined) {
+    const cached = inputs.cachedGeneration?.('ClusterKeyIssuer', verified.issuer.name);
+    if (cached === undefined || cached.uid !== verified.issuer.uid || cached.generation === undefined || cached.generation !== verified.issuer.generation) return 'credentials';
+  }
   // Operations are told last: a change of them alone may be written without a full pass
   // (operations-patch.ts), so everything else must have been checked first.
   const operationsChanged = operationsOf(deps, verified.adapter, `${namespace}/${name}`) !== verified.operations;

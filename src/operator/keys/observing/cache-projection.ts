@@ -16,7 +16,7 @@ import type { CachedConditions } from '../reconcile-context.ts';
 import { knownReason } from '../status/conditions.ts';
 import { identityMeta } from '../../runtime/informer-cache.ts';
 import { intern, internShared } from '../../runtime/intern.ts';
-import { ANNOTATION_CREATE_PENDING, CREDENTIALS_FINALIZER, FINALIZER, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource, type KindName } from '../../resources/schema.ts';
+import { ANNOTATION_CREATE_PENDING, CREDENTIALS_FINALIZER, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource, type KindName } from '../../resources/schema.ts';
 import { ANNOTATION_OWNER } from '../secret/secret-writer.ts';
 
 /** An ApiKey or ProjectApiKey as the caches keep it. */
@@ -43,8 +43,6 @@ interface CachedKeyResource extends KubernetesObject {
    * cap, a resource with an intent may hold a key the platform made (issuing/issuer-slots.ts).
    */
   pending?: true;
-  /** It carries the operator's finalizer: it may still need its credentials to revoke (issuing/credentials-in-use.ts). */
-  finalized?: true;
 }
 
 /**
@@ -116,7 +114,6 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   const issuer = spec?.issuerRef?.name;
   const issuerName = typeof issuer === 'string' && issuer.length <= 253 ? issuer : undefined;
   const pending = obj.metadata?.annotations?.[ANNOTATION_CREATE_PENDING] !== undefined;
-  const finalized = obj.metadata?.finalizers?.includes(FINALIZER) === true;
   const conditions = (Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown; reason?: unknown }[] : []).map((c) => [String(c.type), String(c.status), knownReason(c.reason)] as const);
   const seed = seedOf(obj);
   // The spec and status projections are shared, frozen, by every resource that has the same
@@ -136,7 +133,6 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
     ...(retiring.length > 0 ? { retiringKeyIds: retiring } : {}),
     ...(seed !== undefined ? { seed } : {}),
     ...(pending ? { pending: true } : {}),
-    ...(finalized ? { finalized: true } : {}),
   };
   if (seed !== undefined) {
     seedChars += seed.length;
@@ -240,9 +236,4 @@ export function issuerOf(obj: KubernetesObject): readonly string[] {
 export function holdsKey(obj: KubernetesObject | undefined): boolean {
   const cached = obj as CachedKeyResource | undefined;
   return cached !== undefined && (cached.keyId !== undefined || cached.pending === true);
-}
-
-/** Whether a cached key resource carries the operator's finalizer (it may still revoke with its credentials). */
-export function finalized(obj: KubernetesObject | undefined): boolean {
-  return (obj as CachedKeyResource | undefined)?.finalized === true;
 }
