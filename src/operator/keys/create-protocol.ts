@@ -14,7 +14,7 @@ import { keepCredentials } from './issuing/credentials-in-use.ts';
 import { wrongCredentialsKind, type KeyKind } from './issuing/credentials-kind.ts';
 import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
 import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
-import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import { blockedInputs, keyOrganization, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeKeyRecord, writeStatus } from './status/resource-writes.ts';
 import { switchFields } from './rotation/rotation.ts';
 import { nextLook, rotationFields } from './rotation-schedule.ts';
@@ -221,6 +221,7 @@ async function createClaimed(
     ...(created.created_by !== undefined ? { createdBy: created.created_by } : {}),
     secretName: target,
     secretHash: hash,
+    ...keyOrganization(ctx),
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
   });
   logger.debug({ keyId: created.id }, 'status written');
@@ -249,6 +250,7 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
     createdAt: resource.status?.keyId === keyId && resource.status.createdAt !== undefined ? resource.status.createdAt : pending.startedAt,
     secretName: ctx.secretName,
     ...(value !== '' ? { secretHash: secretHash(resource, value) } : {}),
+    ...keyOrganization(ctx),
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
   });
   if (pending.replaces !== undefined && pending.replaces !== keyId && pending.rotation === undefined) await revokeReplaced(deps, ctx, pending.replaces);

@@ -122,7 +122,12 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   const fingerprint = apiKey !== undefined && credentials === 'Present' ? deps.signer.fingerprint(apiKey) : undefined;
   // Only a personal list depends on whose credentials ask: an organization's list shows every
   // key of the organization to each of its administrators, so absence there is absence.
-  const credentialsChanged = adapter?.listScope === 'personal' && fingerprint !== undefined && status.credentialsFingerprint !== undefined && status.credentialsFingerprint !== fingerprint;
+  // An organization's list shows its keys to any of its administrators, but never another
+  // organization's: credentials (an issuer) of another organization than the recorded key's cannot
+  // see it, and their NOT_FOUND says nothing of whether it is live (status.organizationId).
+  const organizationMoved = adapter !== undefined && adapter.listScope.startsWith('org:') && status.organizationId !== undefined && adapter.listScope !== `org:${status.organizationId}`;
+  const credentialsChanged = organizationMoved
+    || (adapter?.listScope === 'personal' && fingerprint !== undefined && status.credentialsFingerprint !== undefined && status.credentialsFingerprint !== fingerprint);
   let listed: ListedUse | undefined;
   // With an intent pending, the key is looked up only under other credentials than the ones that
   // issued it: whether they list it decides whether they may finish the intent (decision.ts).

@@ -149,6 +149,12 @@ export function platformOf(deps: KeyDeps, ctx: Context): { platform: KeyPlatform
   return deps.platformFor(ctx.apiKey);
 }
 
+/** status.organizationId of a key made for an organization (or a project of it): where the key lives, whoever names the credentials later. */
+export function keyOrganization(ctx: Pick<Context, 'adapter'>): { organizationId?: string } {
+  const scope = ctx.adapter?.listScope;
+  return scope?.startsWith('org:') === true ? { organizationId: scope.slice('org:'.length) } : {};
+}
+
 /** `namespace/name`: how the operations pollers name the owners of a project. */
 export function ownerOf(resource: KeyResource): string {
   return `${resource.metadata.namespace}/${resource.metadata.name}`;

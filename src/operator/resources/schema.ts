@@ -342,6 +342,10 @@ const statusFields = {
   lastUsedFromAddr: z.string().max(64).optional().meta({ description: 'Address the key was last used from.' }),
   secretName: z.string().max(253).optional().meta({ description: 'The Secret holding the key.' }),
   secretHash: z.string().max(128).optional().meta({ description: 'HMAC-SHA256 (keyed by the namespace and name of the resource) of the secret in the Secret, to detect edits. Never the secret.' }),
+  organizationId: z.string().max(64).optional().meta({
+    description: 'The organization of the recorded key (the one spec.organizationId or the issuer named when it was issued): '
+      + 'credentials of another organization (an issuerRef moved to an issuer of another one) never take it for revoked.',
+  }),
   credentialsFingerprint: z.string().max(64).optional().meta({
     description: 'Which credentials issued the key: an HMAC (keyed by a key only the operator holds) of the API key in the credentials Secret, never the key. '
       + 'A key issued with other credentials than the current ones is not mistaken for a revoked one.',

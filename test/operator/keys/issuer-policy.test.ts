@@ -10,7 +10,7 @@ import { IssuerSlots } from '../../../src/operator/keys/issuing/issuer-slots.ts'
 import { reconcileCredentialsSecret } from '../../../src/operator/keys/issuing/credentials-in-use.ts';
 import { CREDENTIALS_FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import type { IssuerRule } from '../../../src/operator/resources/issuer.ts';
-import { ADMIN_KEY, NAMESPACE, keyResource, rig, type Rig } from './fakes.ts';
+import { ADMIN_KEY, NAMESPACE, keyResource, platformError, rig, type Rig } from './fakes.ts';
 
 const request = (over: Partial<PolicyRequest> = {}): PolicyRequest => ({ namespace: 'team-a', namespaceLabels: { tier: 'prod', team: 'a' }, kind: 'Project', projectId: 'p-1', ...over });
 
@@ -182,6 +182,35 @@ describe('a key through an issuer, against the fakes', () => {
     expect(r.platform.calls).toEqual([]);
     // Nothing written but status: no finalizer, no intent, no Secret.
     expect(r.kube.calls.filter((c) => !c.startsWith('get') && !c.startsWith('readIssuer') && !c.startsWith('patch status'))).toEqual([]);
+  });
+
+  it('issuerRef moved to an issuer of another organization: the key is kept (never taken for revoked), reported, and its delete waits for the right credentials', async () => {
+    const r = issuerRig(allowProject);
+    r.kube.issuers.set('other-org', { apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ClusterKeyIssuer', metadata: { name: 'other-org', uid: 'i-2', resourceVersion: '1' }, spec: { organizationId: 'org-2', credentialsSecretRef: { name: 'org-admin' }, allow: allowProject } });
+    r.kube.putResource(throughIssuer('ProjectApiKey'));
+    await r.settle('ProjectApiKey');
+    const issued = r.kube.resource('ProjectApiKey', NAMESPACE, 'ci')!;
+    expect(issued.status).toMatchObject({ organizationId: 'org-1', keyId: expect.any(Number) });
+    const keyId = issued.status!.keyId!;
+    r.kube.putResource({ ...issued, spec: { ...issued.spec, issuerRef: { name: 'other-org' } } });
+    r.platform.calls.length = 0;
+    await r.settle('ProjectApiKey');
+    const moved = r.kube.resource('ProjectApiKey', NAMESPACE, 'ci')!;
+    expect(moved.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'NotAllowed', message: expect.stringMatching(`key ${keyId} was issued in organization org-1, and ClusterKeyIssuer other-org issues keys of organization org-2`) });
+    expect(r.platform.calls).toEqual([]);
+    // Deleted now: org-2's credentials do not find it (404); it is not taken for revoked.
+    r.kube.resources.set(`ProjectApiKey/${NAMESPACE}/ci`, { ...moved, metadata: { ...moved.metadata, deletionTimestamp: new Date().toISOString() } });
+    r.platform.failNext = { method: 'revoke', error: platformError('NOT_FOUND', 404) };
+    await r.reconcile('ProjectApiKey');
+    const waiting = r.kube.resource('ProjectApiKey', NAMESPACE, 'ci')!;
+    expect(waiting.metadata.finalizers).toContain('keys.neon.dev/finalizer');
+    expect(waiting.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ reason: 'Deleting', message: expect.stringMatching(/^CredentialsChanged: key \d+ was issued with other credentials/) });
+    expect(r.platform.keys.map((k) => k.id)).toContain(keyId);
+    // The issuer of its organization named again: revoked, released.
+    r.kube.resources.set(`ProjectApiKey/${NAMESPACE}/ci`, { ...waiting, spec: { ...waiting.spec, issuerRef: { name: 'team' } } });
+    await r.settle('ProjectApiKey');
+    expect(r.platform.keys.map((k) => k.id)).not.toContain(keyId);
+    expect(r.kube.resource('ProjectApiKey', NAMESPACE, 'ci')).toBeUndefined();
   });
 
   it('with namespace credentials forbidden: NotAllowed for credentialsSecretRef, no platform request; an issuer still works', async () => {

@@ -95,6 +95,12 @@ export async function credentialsSource(kube: Pick<KubeWrites, 'readIssuer' | 'r
     // Never acted on, not even to revoke: the issuer's credentials are of another organization.
     return { ...source, secret: undefined, refusal: { reason: 'NotAllowed', message: `ClusterKeyIssuer ${issuerName} issues keys of organization ${organizationId}, not of spec.organizationId ${spec.organizationId}` } } as CredentialsSource;
   }
+  const recorded = resource.status?.organizationId;
+  if (recorded !== undefined && recorded !== organizationId && spec.organizationId === undefined && !deleting) {
+    // The key it holds is of another organization (an issuerRef moved): nothing is checked, repaired
+    // or made with these credentials, which can neither see nor revoke it (observe.ts organizationMoved).
+    return { ...source, refusal: { reason: 'NotAllowed', message: `key ${resource.status?.keyId ?? '?'} was issued in organization ${recorded}, and ClusterKeyIssuer ${issuerName} issues keys of organization ${organizationId}: name an issuer of ${recorded} again` } };
+  }
   if (deleting) return source;
   if (terminating !== undefined) return { ...source, refusal: terminating };
   const verdict = evaluatePolicy(issuerName, issuerSpec.allow, {

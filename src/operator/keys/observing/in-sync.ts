@@ -4,7 +4,7 @@
 import type { ReconcileResult } from '../../runtime/controller.ts';
 import { readyConditions, rotatingCondition, type ConditionUpdate } from '../status/conditions.ts';
 import { nextLook, rotationFields } from '../rotation-schedule.ts';
-import { ownerOf, type Context, type KeyDeps } from '../reconcile-context.ts';
+import { keyOrganization, ownerOf, type Context, type KeyDeps } from '../reconcile-context.ts';
 import { writeStatus } from '../status/resource-writes.ts';
 import { secretValue } from '../secret/secret-writer.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
@@ -25,6 +25,8 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number, also?: 
   if (ctx.fingerprint !== undefined && ctx.listed !== undefined && status.credentialsFingerprint !== ctx.fingerprint) {
     extra.credentialsFingerprint = ctx.fingerprint;
   }
+  // Seen live in this organization's list: its organization, for a key recorded before status said it.
+  if (status.organizationId === undefined && ctx.listed !== undefined) Object.assign(extra, keyOrganization(ctx));
   // The key's use, from the list the drift check made (usage.ts): written only when it moved by the
   // granularity; InUse from the fresh value.
   Object.assign(extra, usageFields(ctx.listed, status));
