@@ -1,17 +1,25 @@
 // A hostile tenant: random actions, with its own ServiceAccount token only, over every field it can
 // write in its namespace (spec values valid and not, ids of other namespaces' keys and projects,
 // annotations and labels of its resources and Secrets up to the apiserver's sizes, Secret data,
-// replays of what the operator wrote, copies of the victims' objects, wake storms), and three
-// playbooks, each the attack of issue 24 step by step: the memory storm, the forgotten key, the
-// restart of workloads that never consented. Every action is journaled (world.ts).
+// replays of what the operator wrote, copies of the victims' objects, wake storms), and playbooks:
+// the three attacks of issue 24 step by step (the memory storm, the forgotten key, the restart of
+// workloads that never consented) and those of issue 40 (a cap raced with many creates, issuerRef
+// switched on a Ready key, the platform team's issuers, Namespace labels and Secrets asked for).
+// A tenant holds namespace credentials (an administrator's key in its Secret neon-admin) or, in
+// issuer mode, no platform key at all: its keys come through the issuers of issuers.ts, and what
+// it may write in spec.credentialsSecretRef is only what it has (garbage, the keys it was issued).
+// Every action is journaled (world.ts).
 // Left out on purpose, because they are the tenant's sanctioned ways to keep a key beyond its
 // resource (docs/security.md): deletionPolicy Retain, keys.neon.dev/release-without-revoke,
 // removing the finalizer, and keys.neon.dev/abandon-key naming the resource's own key.
 import { ApiException, PatchStrategy, setHeaderOptions, type V1Secret } from '@kubernetes/client-node';
 import type { Environment } from '../environment.ts';
 import { sleep } from '../options.ts';
+import { admin } from '../platform-faults.ts';
 import { GROUP, VERSION, type Cast, type Tenant } from './cluster.ts';
-import { id, plural, type Journal, type Kind, type ResourceWatch } from './world.ts';
+import { ISSUER_LABEL, ISSUERS_NAMESPACE, MISSING_ISSUER } from './issuers.ts';
+import type { Problem } from './victims.ts';
+import { id, plural, type Journal, type Kind, type ResourceWatch, type Seen } from './world.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const PENDING = 'keys.neon.dev/create-pending';
@@ -44,10 +52,24 @@ export interface AttackerContext {
 
 interface Saved { intents: string[]; secretMeta: Record<string, string>[]; values: string[] }
 
+/** The playbooks of each mode of tenant. The memory storm is a namespace-credentials attack (its credentials Secret churns). */
+const PLAYBOOKS = {
+  credentials: ['memory-storm', 'forgotten-key', 'restart-door', 'platform-objects'],
+  issuer: ['forgotten-key', 'restart-door', 'cap-race', 'issuer-switch', 'platform-objects'],
+} as const;
+export type Playbook = typeof PLAYBOOKS[keyof typeof PLAYBOOKS][number];
+
+/** Invariants an attacker checks itself, as it acts (audit.ts lists them with the others). */
+export const ATTACKER_INVARIANTS = ['tenants are refused the platform team\'s objects (403)', 'a refused request costs no platform create'] as const;
+
+/** The platform's record of a key (the emulator's admin API). */
+interface PlatformKey { id: number; name: string; revoked: boolean }
+
 export class Attacker {
   readonly #t: Tenant;
   readonly #c: AttackerContext;
   readonly #who: string;
+  readonly #issuerMode: boolean;
   readonly #saved: Saved = { intents: [], secretMeta: [], values: [] };
   /** Every value written into a credentials entry (the leak check searches the log for them). */
   readonly credentialValues = new Set<string>();
@@ -56,13 +78,24 @@ export class Attacker {
   readonly #busy = new Set<string>();
   #bulk = 0;
   readonly #bulkMade = new Set<string>();
-  readonly playbooks = { 'memory-storm': 0, 'forgotten-key': 0, 'restart-door': 0 };
+  readonly playbooks: Partial<Record<Playbook, number>>;
+  /** Each cap race: the issuer, its racers, how many held a key when it settled, how many were refused. */
+  readonly capRaces: { issuer: string; racers: number; holders: number; refused: number }[] = [];
+  /** What the attacker's own checks found (ATTACKER_INVARIANTS). */
+  readonly problems: Problem[] = [];
 
   constructor(tenant: Tenant, context: AttackerContext) {
     this.#t = tenant;
     this.#c = context;
     this.#who = `tenant-${tenant.index}`;
-    this.credentialValues.add(tenant.userKey);
+    this.#issuerMode = tenant.mode === 'issuer';
+    this.playbooks = Object.fromEntries(PLAYBOOKS[tenant.mode].map((p) => [p, 0]));
+    if (tenant.userKey !== undefined) this.credentialValues.add(tenant.userKey);
+  }
+
+  /** This tenant's playbooks, in their first round's order. */
+  get playbookNames(): readonly Playbook[] {
+    return PLAYBOOKS[this.#t.mode];
   }
 
   // ---- random helpers (every choice from the seeded source) ----
@@ -79,7 +112,7 @@ export class Attacker {
   get #ns(): string { return this.#t.namespace; }
 
   /** The tenant's resources as the administrator's watch sees them. */
-  #mine(): { kind: Kind; name: string; uid: string; keyId: number | undefined; secretName: string | undefined; ready: boolean; reason: string }[] {
+  #mine(): Seen[] {
     return [...this.#c.world.current.values()].filter((s) => s.namespace === this.#ns);
   }
 
@@ -118,18 +151,47 @@ export class Attacker {
     return this.#chance(0.9) ? { name } : { name, key: this.#pick(['token', 'missing-entry', this.#text(253, 'xyz'), 'apiKey']) };
   }
 
+  /** An issuer to name: the tenants' own (allowed to issuer tenants), the victims', one that does not exist, odd names. */
+  #issuerName(): string {
+    const roll = this.#r();
+    if (roll < 0.45) return 'tenant-keys';
+    if (roll < 0.65) return 'tenant-extra';
+    if (roll < 0.8) return 'victim-keys';
+    if (roll < 0.9) return MISSING_ISSUER;
+    if (roll < 0.95) return `issuer-${this.#text(this.#int(1, 40))}`;
+    return this.#pick(['Bad Name', this.#text(254, 'ab'), '']); // refused by admission
+  }
+
+  /**
+   * Where the key's credentials come from: an issuer tenant mostly names an issuer, else credentials
+   * of its namespace (what it has: garbage, the keys it was issued), now and then both or neither
+   * (refused by admission); a tenant with credentials now and then names an issuer (none allows it).
+   */
+  #source(): Record<string, unknown> {
+    const roll = this.#r();
+    if (!this.#issuerMode) return roll < 0.9 ? { credentialsSecretRef: this.#credentialsRef() } : { issuerRef: { name: this.#issuerName() } };
+    if (roll < 0.75) return { issuerRef: { name: this.#issuerName() } };
+    if (roll < 0.92) return { credentialsSecretRef: this.#credentialsRef() };
+    if (roll < 0.96) return { issuerRef: { name: 'tenant-keys' }, credentialsSecretRef: this.#credentialsRef() };
+    return {};
+  }
+
   #spec(kind: Kind, name: string): Record<string, unknown> {
     const { organizationId, projectIds, emulator } = this.#c.env;
     const otherProjects = emulator.bootstrap.projects.filter((p) => p.organizationId !== organizationId).map((p) => p.id);
     const org = this.#chance(0.85) ? organizationId : this.#pick(['org-does-not-exist-00000000', emulator.bootstrap.organizations.find((o) => o.id !== organizationId)?.id ?? 'org-other-1', 'ORG BAD', 'org-' + this.#text(60)]);
-    const spec: Record<string, unknown> = { credentialsSecretRef: this.#credentialsRef(), deletionPolicy: 'Revoke' };
+    const source = this.#source();
+    // Through an issuer organizationId may be left out (the issuer's), or given: the issuer's or another.
+    const orgOptional = source.issuerRef !== undefined && source.credentialsSecretRef === undefined && this.#chance(0.6);
+    const spec: Record<string, unknown> = { ...source, deletionPolicy: 'Revoke' };
     const keyName = this.#keyName(name);
     if (keyName !== undefined) spec.keyName = keyName;
     if (kind === 'ApiKey') {
-      spec.scope = this.#chance(0.6) ? 'Organization' : 'Personal';
-      if (spec.scope === 'Organization' || this.#chance(0.05)) spec.organizationId = org;
+      // A Personal key through an issuer is refused by admission: tried now and then.
+      spec.scope = this.#chance(this.#issuerMode ? 0.85 : 0.6) ? 'Organization' : 'Personal';
+      if ((spec.scope === 'Organization' && !orgOptional) || this.#chance(0.05)) spec.organizationId = org;
     } else {
-      spec.organizationId = org;
+      if (!orgOptional) spec.organizationId = org;
       spec.projectId = this.#chance(0.8) ? this.#pick(projectIds) : this.#pick([...otherProjects, 'no-such-project-12345678', 'p'.repeat(64)]);
     }
     if (this.#chance(0.5)) spec.secret = this.#secretTarget(name);
@@ -264,9 +326,71 @@ export class Attacker {
     if (roll < 68) return await this.#copySecret(some.secretName ?? some.name);
     if (roll < 72) return void await this.#bigSecret();
     if (roll < 77) return void await this.#act('secret.delete', this.#target('Secret', some.secretName ?? some.name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name: some.secretName ?? some.name }));
-    if (roll < 84) return await this.#rewriteCredentials(this.#pick(['creds-storm', 'creds-odd', 'neon-admin']));
+    if (roll < 84) return await this.#rewriteCredentials(this.#pick(this.#issuerMode ? ['creds-storm', 'creds-odd', 'neon-admin', 'own-key'] : ['creds-storm', 'creds-odd', 'neon-admin']));
+    if (roll < 89) return await this.#switchSource(some.kind, some.name);
+    if (roll < 91) return void await this.#platformProbe(this.#pick(this.#platformProbes()));
 
     await this.#observe();
+  }
+
+  /**
+   * spec.issuerRef and spec.credentialsSecretRef switched on a resource (whatever it holds): to an
+   * issuer (one that may not allow it, or not exist), or to credentials of the namespace (with the
+   * organizationId these need).
+   */
+  async #switchSource(kind: Kind, name: string): Promise<void> {
+    const toIssuer = this.#issuerMode ? this.#chance(0.7) : this.#chance(0.2);
+    const spec: Record<string, unknown> = toIssuer
+      ? { issuerRef: { name: this.#issuerMode && this.#chance(0.5) ? this.#pick(['tenant-keys', 'tenant-extra']) : this.#issuerName() }, credentialsSecretRef: null }
+      : { credentialsSecretRef: this.#chance(0.3) && this.#issuerMode ? { name: 'own-key' } : this.#credentialsRef(), issuerRef: null, organizationId: this.#c.env.organizationId };
+    await this.#patchResource(toIssuer ? 'resource.switch-to-issuer' : 'resource.switch-to-credentials', kind, name, { spec });
+  }
+
+  // ---- the platform team's objects (attacks 6 and 7 of issue 40): each must be refused, 403 ----
+
+  /** What a tenant may try on the issuers, its Namespace and the issuers' Secrets. */
+  #platformProbes(): { what: string; call: () => Promise<unknown> }[] {
+    const issuers = { group: GROUP, version: VERSION, plural: 'clusterkeyissuers' };
+    const target = this.#pick(this.#c.cast.issuers.map((i) => i.name));
+    const everything = { namespaces: { selector: {} }, kinds: ['Organization', 'Project'] };
+    const label = `/metadata/labels/${ISSUER_LABEL.replace('/', '~1')}`;
+    const secret = this.#pick(this.#c.cast.issuers.map((i) => i.secretName));
+    return [
+      { what: 'issuer.create', call: () => this.#t.objects.createClusterCustomObject({ ...issuers, body: {
+        apiVersion: `${GROUP}/${VERSION}`, kind: 'ClusterKeyIssuer', metadata: { name: `${this.#ns}-own` },
+        spec: { organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: secret }, allow: [everything] },
+      } }) },
+      { what: 'issuer.lift-cap', call: () => this.#t.objects.patchClusterCustomObject({ ...issuers, name: target, body: [{ op: 'replace', path: '/spec/allow/0/maxKeysPerNamespace', value: 100_000 }] }) },
+      { what: 'issuer.allow-all', call: () => this.#t.objects.patchClusterCustomObject({ ...issuers, name: target, body: [{ op: 'add', path: '/spec/allow/-', value: everything }] }) },
+      { what: 'issuer.name-namespace', call: () => this.#t.objects.patchClusterCustomObject({ ...issuers, name: target, body: { spec: { allow: [{ ...everything, namespaces: { names: [this.#ns] } }] } } }, merge) },
+      { what: 'issuer.delete', call: () => this.#t.objects.deleteClusterCustomObject({ ...issuers, name: target }) },
+      { what: 'issuer.read', call: () => this.#t.objects.getClusterCustomObject({ ...issuers, name: target }) },
+      { what: 'issuer.list', call: () => this.#t.objects.listClusterCustomObject(issuers) },
+      { what: 'issuer.status', call: () => this.#t.objects.patchClusterCustomObjectStatus({ ...issuers, name: target, body: [{ op: 'add', path: '/status', value: { resources: 0 } }] }) },
+      { what: 'namespace.label', call: () => this.#t.core.patchNamespace({ name: this.#ns, body: [{ op: 'add', path: label, value: this.#pick(['victim-keys', 'tenant-keys']) }] }) },
+      { what: 'namespace.unlabel', call: () => this.#t.core.patchNamespace({ name: this.#ns, body: { metadata: { labels: { [ISSUER_LABEL]: null } } } }, merge) },
+      { what: 'namespace.create-labelled', call: () => this.#t.core.createNamespace({ body: { metadata: { name: `${this.#ns}-twin`, labels: { [ISSUER_LABEL]: 'victim-keys' } } } }) },
+      { what: 'issuer-secrets.list', call: () => this.#t.core.listNamespacedSecret({ namespace: ISSUERS_NAMESPACE }) },
+      { what: 'issuer-secrets.read', call: () => this.#t.core.readNamespacedSecret({ namespace: ISSUERS_NAMESPACE, name: secret }) },
+      { what: 'issuer-secrets.replace', call: () => this.#t.core.replaceNamespacedSecret({ namespace: ISSUERS_NAMESPACE, name: secret, body: { metadata: { name: secret }, stringData: { apiKey: this.#text(64) } } }) },
+      { what: 'issuer-secrets.create', call: () => this.#t.core.createNamespacedSecret({ namespace: ISSUERS_NAMESPACE, body: { metadata: { name: `${this.#ns}-planted` }, stringData: { apiKey: this.#text(64) } } }) },
+    ];
+  }
+
+  /** One probe: anything but a 403 is a hole (journaled, and a problem of the campaign). */
+  async #platformProbe(probe: { what: string; call: () => Promise<unknown> }): Promise<void> {
+    let outcome: string;
+    try {
+      await probe.call();
+      outcome = 'ok';
+    } catch (error) {
+      outcome = error instanceof ApiException ? `refused ${error.code}` : `failed ${error instanceof Error ? error.message.slice(0, 80) : String(error)}`;
+    }
+    const a = this.#c.journal.add(this.#who, `platform.${probe.what}`, this.#ns, outcome);
+    // A failure to connect proves nothing either way; any answer of the apiserver but 403 is a hole.
+    if (outcome !== 'refused 403' && !outcome.startsWith('failed')) {
+      this.problems.push({ invariant: ATTACKER_INVARIANTS[0], detail: `${this.#who} ${probe.what}: ${outcome === 'ok' ? 'allowed' : outcome}, not 403`, context: [`#${a.n} t=${a.t}s ${a.who} ${a.action} ${a.target} (${outcome})`] });
+    }
   }
 
   async #deleteResource(r: { kind: Kind; name: string }): Promise<void> {
@@ -376,12 +500,20 @@ export class Attacker {
     });
   }
 
+  /** A key the tenant holds: its administrator's; in issuer mode, one it was issued (or what looks like one). */
+  #ownKey(): string {
+    if (this.#t.userKey !== undefined) return this.#t.userKey;
+    const issued = this.#saved.values.filter((v) => /^[a-z0-9]{64}$/.test(v));
+    return issued.length > 0 ? this.#pick(issued) : this.#text(64);
+  }
+
   async #rewriteCredentials(name: string, value?: string): Promise<void> {
     const roll = this.#r();
-    const others = this.#c.cast.tenants.filter((t) => t.index !== this.#t.index).map((t) => t.userKey);
+    const others = this.#c.cast.tenants.filter((t) => t.index !== this.#t.index && t.userKey !== undefined).map((t) => t.userKey!);
     // neon-admin always holds a key that works (its own or another tenant's administrator's): the
-    // tenant still wants keys issued; the others get anything.
-    const v = value ?? (name === 'neon-admin' ? (roll < 0.7 || others.length === 0 ? this.#t.userKey : this.#pick(others)) : roll < 0.3 ? this.#t.userKey : roll < 0.45 && others.length > 0 ? this.#pick(others) : roll < 0.65 ? this.#text(this.#int(65, 900 * KIB)) : roll < 0.75 ? '' : roll < 0.9 ? undefined : this.#text(64));
+    // tenant still wants keys issued; the others get anything. An issuer tenant has no such key:
+    // it writes the keys it was issued (organization and project keys, which mint nothing).
+    const v = value ?? (name === 'neon-admin' ? (roll < 0.7 || others.length === 0 || this.#issuerMode ? this.#ownKey() : this.#pick(others)) : roll < 0.3 ? this.#ownKey() : roll < 0.45 && others.length > 0 ? this.#pick(others) : roll < 0.65 ? this.#text(this.#int(65, 900 * KIB)) : roll < 0.75 ? '' : roll < 0.9 ? undefined : this.#text(64));
     if (v !== undefined && v.length >= 16) this.credentialValues.add(v);
     await this.#putSecret('credentials.rewrite', { metadata: { name }, data: v === undefined ? { other: Buffer.from(this.#text(16)).toString('base64') } : { apiKey: Buffer.from(v).toString('base64') } });
   }
@@ -397,12 +529,17 @@ export class Attacker {
     };
     // The Secret first, with the victim's signed annotations, so it is in place before any key.
     await this.#putSecret('secret.copy-victim', { metadata: { name, labels: MANAGED, annotations: v.secretAnnotations }, data: { apiKey: Buffer.from(this.#text(64)).toString('base64') } });
-    await this.#create(v.kind, name, { ...v.spec, credentialsSecretRef: { name: 'neon-admin' } }, metadata);
+    // The victim's issuer as it is (it does not allow this namespace), or the tenant's own source.
+    const { issuerRef, credentialsSecretRef: _, ...rest } = v.spec;
+    const source = issuerRef !== undefined && this.#chance(0.5) ? { issuerRef }
+      : this.#issuerMode ? { issuerRef: { name: 'tenant-keys' } }
+        : { credentialsSecretRef: { name: 'neon-admin' }, ...(v.spec.scope !== 'Personal' ? { organizationId: this.#c.env.organizationId } : {}) };
+    await this.#create(v.kind, name, { ...rest, ...source }, metadata);
   }
 
-  // ---- the playbooks of issue 24 ----
+  // ---- the playbooks ----
 
-  #untilSeen(kind: Kind, name: string, test: (s: { ready: boolean; keyId: number | undefined; reason: string }) => boolean, ms: number): Promise<boolean> {
+  #untilSeen(kind: Kind, name: string, test: (s: Seen) => boolean, ms: number): Promise<boolean> {
     return (async () => {
       const end = Date.now() + ms;
       while (Date.now() < end && !this.#c.over()) {
@@ -414,23 +551,28 @@ export class Attacker {
     })();
   }
 
-  /** 1: many big managed-labelled Secrets, an immutable ApiKey that never records a key, its credentials rewritten every 0.5 s. */
-  async memoryStorm(stormMs: number): Promise<void> {
-    await this.#playbook('memory-storm', 'storm', (name) => this.#memoryStorm(name, stormMs));
+  /** Runs one playbook (`stormMs`: how long a memory storm blows). */
+  async play(playbook: Playbook, stormMs: number): Promise<void> {
+    switch (playbook) {
+      // 1 (issue 24): many big managed-labelled Secrets, an immutable ApiKey that never records a key, its credentials rewritten every 0.5 s.
+      case 'memory-storm': return await this.#playbook(playbook, 'storm', (name) => this.#memoryStorm(name, stormMs));
+      // 2 (issue 24): a replayed fulfilled intent and replayed Secret annotations over a recorded newer key.
+      case 'forgotten-key': return await this.#playbook(playbook, 'forget', (name) => this.#forgottenKey(name));
+      // 3 (issue 24): rotations that name the platform team's workloads, with no grace.
+      case 'restart-door': return await this.#playbook(playbook, 'door', (name) => this.#restartDoor(name));
+      // Issue 40: many creates at once against an issuer's cap.
+      case 'cap-race': return await this.#playbook(playbook, 'cap', (name) => this.#capRace(name));
+      // Issue 40: issuerRef switched on a Ready key, and another create through the issuer it left.
+      case 'issuer-switch': return await this.#playbook(playbook, 'switch', (name) => this.#issuerSwitch(name));
+      // Issue 40: the issuers, the tenant's Namespace labels and the issuers' Secrets, each asked for once.
+      case 'platform-objects': return await this.#playbook(playbook, 'probe', async () => {
+        for (const probe of this.#platformProbes()) await this.#platformProbe(probe);
+      });
+    }
   }
 
-  /** 2: a replayed fulfilled intent and replayed Secret annotations over a recorded newer key. */
-  async forgottenKey(): Promise<void> {
-    await this.#playbook('forgotten-key', 'forget', (name) => this.#forgottenKey(name));
-  }
-
-  /** 3: rotations that name the platform team's workloads, with no grace. */
-  async restartDoor(): Promise<void> {
-    await this.#playbook('restart-door', 'door', (name) => this.#restartDoor(name));
-  }
-
-  async #playbook(playbook: keyof Attacker['playbooks'], prefix: string, body: (name: string) => Promise<void>): Promise<void> {
-    this.playbooks[playbook] += 1;
+  async #playbook(playbook: Playbook, prefix: string, body: (name: string) => Promise<void>): Promise<void> {
+    this.playbooks[playbook] = (this.playbooks[playbook] ?? 0) + 1;
     const name = this.#freshName(prefix);
     this.#busy.add(name);
     try {
@@ -438,6 +580,34 @@ export class Attacker {
     } finally {
       this.#busy.delete(name);
     }
+  }
+
+  /** An issuer tenant's key as its playbooks make it: a Project key of the first project through tenant-keys. */
+  #issuedSpec(issuer = 'tenant-keys'): Record<string, unknown> {
+    return { projectId: this.#c.env.projectIds[0], issuerRef: { name: issuer }, deletionPolicy: 'Revoke' };
+  }
+
+  /**
+   * Until the resource is Ready with a key (40 s at most). Refused for the cap (KeyLimitReached),
+   * the tenant makes room as a team would: it deletes one of its own resources holding a key
+   * through the same issuer, once.
+   */
+  async #untilIssued(kind: Kind, name: string): Promise<boolean> {
+    const end = Date.now() + 40_000;
+    let freed = false;
+    while (Date.now() < end && !this.#c.over()) {
+      const s = this.#c.world.current.get(id(this.#ns, kind, name));
+      if (s?.ready === true && s.keyId !== undefined) return true;
+      if (!freed && s?.reason === 'KeyLimitReached') {
+        const holder = this.#mine().find((r) => r.name !== name && !this.#busy.has(r.name) && r.issuer === s.issuer && r.keyId !== undefined && !r.deleting);
+        if (holder !== undefined) {
+          await this.#deleteResource(holder);
+          freed = true;
+        }
+      }
+      await sleep(200);
+    }
+    return false;
   }
 
   async #memoryStorm(name: string, stormMs: number): Promise<void> {
@@ -477,46 +647,158 @@ export class Attacker {
   }
 
   async #forgottenKey(name: string): Promise<void> {
-    if (!await this.#create('ApiKey', name, { scope: 'Organization', organizationId: this.#c.env.organizationId, keyName: `${this.#ns}-${name}`, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' })) return;
-    if (!await this.#untilSeen('ApiKey', name, (s) => s.ready && s.keyId !== undefined, 30_000)) return;
-    const first = this.#c.world.current.get(id(this.#ns, 'ApiKey', name))?.keyId;
-    const resource = await this.#t.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: 'apikeys', name }).catch(() => undefined) as { metadata: { annotations?: Record<string, string> } } | undefined;
+    // With namespace credentials an organization key, whose repairs stop when the credentials point
+    // at a missing Secret; through an issuer a project key, whose repairs stop at an issuer that
+    // does not exist.
+    const kind: Kind = this.#issuerMode ? 'ProjectApiKey' : 'ApiKey';
+    const source = this.#issuerMode ? 'issuerRef' : 'credentialsSecretRef';
+    const spec = this.#issuerMode ? { ...this.#issuedSpec(), keyName: `${this.#ns}-${name}` }
+      : { scope: 'Organization', organizationId: this.#c.env.organizationId, keyName: `${this.#ns}-${name}`, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' };
+    const stop = this.#issuerMode ? { name: MISSING_ISSUER } : { name: 'creds-missing' };
+    const restore = this.#issuerMode ? { name: 'tenant-keys' } : { name: 'neon-admin' };
+    if (!await this.#create(kind, name, spec)) return;
+    if (!await this.#untilIssued(kind, name)) return;
+    const first = this.#c.world.current.get(id(this.#ns, kind, name))?.keyId;
+    const resource = await this.#t.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(kind), name }).catch(() => undefined) as { metadata: { annotations?: Record<string, string> } } | undefined;
     const intent = resource?.metadata.annotations?.[PENDING];
     const secret = await this.#readSecret(name);
     const signed = Object.fromEntries(SIGNED.filter((k) => secret?.metadata?.annotations?.[k] !== undefined).map((k) => [k, secret!.metadata!.annotations![k]!]));
-    this.#c.journal.add(this.#who, intent === undefined ? 'playbook.forgotten-key.saved-secret-only' : 'playbook.forgotten-key.saved', this.#target('ApiKey', name), 'ok');
+    this.#c.journal.add(this.#who, intent === undefined ? 'playbook.forgotten-key.saved-secret-only' : 'playbook.forgotten-key.saved', this.#target(kind, name), 'ok');
     await this.#act('secret.delete', this.#target('Secret', name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name }));
-    if (!await this.#untilSeen('ApiKey', name, (s) => s.ready && s.keyId !== undefined && s.keyId !== first, 30_000)) return;
-    await this.#patchResource('resource.spec.credentialsSecretRef', 'ApiKey', name, { spec: { credentialsSecretRef: { name: 'creds-missing' } } });
-    await this.#untilSeen('ApiKey', name, (s) => !s.ready, 10_000);
-    if (intent !== undefined) await this.#patchResource('resource.annotations.replay-intent', 'ApiKey', name, { metadata: { annotations: { [PENDING]: intent } } });
+    if (!await this.#untilSeen(kind, name, (s) => s.ready && s.keyId !== undefined && s.keyId !== first, 30_000)) return;
+    await this.#patchResource(`resource.spec.${source}`, kind, name, { spec: { [source]: stop } });
+    await this.#untilSeen(kind, name, (s) => !s.ready, 10_000);
+    if (intent !== undefined) await this.#patchResource('resource.annotations.replay-intent', kind, name, { metadata: { annotations: { [PENDING]: intent } } });
     await this.#patchSecret('secret.replay-annotations', name, { metadata: { annotations: signed } });
-    await this.#patchResource('resource.spec.credentialsSecretRef', 'ApiKey', name, { spec: { credentialsSecretRef: { name: 'neon-admin' } } });
-    await this.#untilSeen('ApiKey', name, (s) => s.ready, 20_000);
+    await this.#patchResource(`resource.spec.${source}`, kind, name, { spec: { [source]: restore } });
+    await this.#untilSeen(kind, name, (s) => s.ready, 20_000);
     if (this.#chance(0.5)) {
       await sleep(3_000);
-      await this.#deleteResource({ kind: 'ApiKey', name });
+      await this.#deleteResource({ kind, name });
     }
   }
 
   async #restartDoor(name: string): Promise<void> {
     const rotation = { gracePeriod: '0s', maxGracePeriod: '0s', restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'platform-api' }, { kind: 'StatefulSet', name: 'platform-store' }] } };
-    if (!await this.#create('ApiKey', name, {
-      scope: 'Organization', organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke', rotation,
-    })) return;
-    await this.#untilSeen('ApiKey', name, (s) => s.ready, 30_000);
+    const kind: Kind = this.#issuerMode ? 'ProjectApiKey' : 'ApiKey';
+    const spec = this.#issuerMode ? { ...this.#issuedSpec(), rotation }
+      : { scope: 'Organization', organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke', rotation };
+    if (!await this.#create(kind, name, spec)) return;
+    if (this.#issuerMode) await this.#untilIssued(kind, name);
+    else await this.#untilSeen(kind, name, (s) => s.ready, 30_000);
     for (let i = 0; i < 3 && !this.#c.over(); i += 1) {
-      await this.#patchResource('resource.rotate', 'ApiKey', name, { metadata: { annotations: { 'keys.neon.dev/rotate': `door-${i}-${Date.now()}` } } });
+      await this.#patchResource('resource.rotate', kind, name, { metadata: { annotations: { 'keys.neon.dev/rotate': `door-${i}-${Date.now()}` } } });
       await sleep(3_000);
+    }
+  }
+
+  /**
+   * Ten creates at once through one capped issuer. Each racer ends Ready with a key or refused
+   * (KeyLimitReached); a refused one must have cost no platform create: no key was ever made with
+   * its name (`<namespace>-<name>-<8 characters>`). How many may hold a key is the audit's cap
+   * invariant (audit.ts).
+   */
+  async #capRace(prefix: string): Promise<void> {
+    const issuer = this.#pick(['tenant-keys', 'tenant-extra']);
+    const names = Array.from({ length: 10 }, (_, i) => `${prefix}-${i}`);
+    for (const name of names) this.#busy.add(name);
+    try {
+      const made = await Promise.all(names.map((name) => this.#create('ProjectApiKey', name, this.#issuedSpec(issuer))));
+      const racers = names.filter((_, i) => made[i]);
+      const seen = (name: string): Seen | undefined => this.#c.world.current.get(id(this.#ns, 'ProjectApiKey', name));
+      const refused = (s: Seen | undefined): boolean => s !== undefined && s.reason === 'KeyLimitReached' && s.keyId === undefined && s.settled;
+      const end = Date.now() + 60_000;
+      while (Date.now() < end && !this.#c.over() && !racers.every((n) => (seen(n)?.ready === true && seen(n)?.keyId !== undefined) || refused(seen(n)))) await sleep(300);
+      // Refused twice, 2 s apart (a waiter woken by a freed slot meanwhile is not one), and never recorded a key.
+      const first = racers.filter((n) => refused(seen(n)));
+      await sleep(2_000);
+      const still = first.filter((n) => refused(seen(n)) && ![...this.#c.world.recordedBy.values()].some((set) => set.has(id(this.#ns, 'ProjectApiKey', n))));
+      const keys = await admin<PlatformKey[]>(this.#c.env.emulator, 'GET', '/keys').catch(() => undefined);
+      const holders = racers.filter((n) => seen(n)?.keyId !== undefined).length;
+      this.#c.journal.add(this.#who, 'playbook.cap-race.settled', `${this.#ns}/${issuer}`, 'ok');
+      this.capRaces.push({ issuer, racers: racers.length, holders, refused: still.length });
+      for (const name of keys === undefined ? [] : still) {
+        const attempt = new RegExp(`^${this.#ns}-${name}-[a-z0-9]{8}$`);
+        const minted = keys!.filter((k) => attempt.test(k.name));
+        if (minted.length > 0) {
+          this.problems.push({
+            invariant: ATTACKER_INVARIANTS[1],
+            detail: `${this.#ns}/ProjectApiKey/${name} refused (KeyLimitReached, ${issuer}) but key(s) ${minted.map((k) => `${k.id} (${k.name}${k.revoked ? ', revoked' : ''})`).join(', ')} were made for it`,
+            context: this.#c.journal.about(id(this.#ns, 'ProjectApiKey', name)),
+          });
+        }
+      }
+      await sleep(3_000);
+      for (const name of racers) await this.#deleteResource({ kind: 'ProjectApiKey', name });
+    } finally {
+      for (const name of names) this.#busy.delete(name);
+    }
+  }
+
+  /**
+   * A Ready key's source switched: to the other issuer that allows it, to credentials of the
+   * namespace (the tenant's own issued key, which mints nothing, or whatever neon-admin holds), to an
+   * issuer that does not exist, and back; with its Secret deleted on the way now and then (a repair
+   * the credentials of the moment must not make, or must make right). Before, the namespace is
+   * filled up to the issuer's cap (probes through it until one is refused); once the key has moved
+   * away, the refused probe is looked at again: the slot the moved key holds must not go to it (the
+   * audit's cap invariant).
+   */
+  async #issuerSwitch(name: string): Promise<void> {
+    const kind: Kind = 'ProjectApiKey';
+    if (!await this.#create(kind, name, this.#issuedSpec())) return;
+    if (!await this.#untilIssued(kind, name)) return;
+    const value = (await this.#readSecret(name))?.data?.apiKey;
+    if (value !== undefined) {
+      this.credentialValues.add(Buffer.from(value, 'base64').toString('utf8'));
+      await this.#putSecret('credentials.rewrite', { metadata: { name: 'own-key' }, data: { apiKey: value } });
+    }
+    const probes: string[] = [];
+    try {
+      for (let i = 0; i < 5 && !this.#c.over(); i += 1) {
+        const probe = this.#freshName('probe');
+        this.#busy.add(probe);
+        probes.push(probe);
+        if (!await this.#create(kind, probe, this.#issuedSpec())) break;
+        await this.#untilSeen(kind, probe, (s) => (s.ready && s.keyId !== undefined) || s.reason === 'KeyLimitReached', 15_000);
+        if (this.#c.world.current.get(id(this.#ns, kind, probe))?.reason === 'KeyLimitReached') break;
+      }
+      const waiting = probes.at(-1);
+      const steps: [string, Record<string, unknown>][] = [
+        ['to-issuer', { issuerRef: { name: 'tenant-extra' } }],
+        ['to-credentials', { issuerRef: null, organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: this.#pick(['own-key', 'neon-admin', 'creds-missing']) } }],
+        ['to-missing-issuer', { credentialsSecretRef: null, issuerRef: { name: MISSING_ISSUER } }],
+        ['back', { issuerRef: { name: 'tenant-keys' } }],
+      ];
+      for (const [what, spec] of steps) {
+        if (this.#c.over()) break;
+        await this.#patchResource(`playbook.issuer-switch.${what}`, kind, name, { spec });
+        await sleep(2_000);
+        // The waiting probe looked at again (its own edit wakes it).
+        if (waiting !== undefined) await this.#patchResource('resource.labels', kind, waiting, { metadata: { labels: { 'example.com/nudge': what } } });
+        if (this.#chance(0.4)) await this.#act('secret.delete', this.#target('Secret', name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name }));
+        await sleep(3_000);
+      }
+      await this.#untilSeen(kind, name, (s) => s.ready, 20_000);
+      for (const probe of probes) await this.#deleteResource({ kind, name: probe });
+      if (this.#chance(0.5)) await this.#deleteResource({ kind, name });
+    } finally {
+      for (const probe of probes) this.#busy.delete(probe);
     }
   }
 
   /** Everything the tenant wrote that could hold a key, put right so its resources can be deleted (the end of the run). */
   async leave(): Promise<string[]> {
-    await this.#putSecret('leave.credentials', { metadata: { name: 'neon-admin' }, data: { apiKey: Buffer.from(this.#t.userKey).toString('base64') } });
+    // Credentials that can revoke: the administrator's key in neon-admin, or an issuer of the tenant's
+    // (an organization's list shows every organization and project key to each of its administrators).
+    if (this.#t.userKey !== undefined) await this.#putSecret('leave.credentials', { metadata: { name: 'neon-admin' }, data: { apiKey: Buffer.from(this.#t.userKey).toString('base64') } });
+    const source = this.#issuerMode ? { issuerRef: { name: 'tenant-keys' }, credentialsSecretRef: null } : { credentialsSecretRef: { name: 'neon-admin', key: 'apiKey' }, issuerRef: null };
     const names: string[] = [];
     for (const r of this.#mine()) {
-      await this.#patchResource('leave.credentials-ref', r.kind, r.name, { spec: { credentialsSecretRef: { name: 'neon-admin', key: 'apiKey' } } });
+      // A resource that named an issuer with no organizationId needs one with credentials of the namespace.
+      if (!await this.#patchResource('leave.credentials-ref', r.kind, r.name, { spec: source }) && !this.#issuerMode) {
+        await this.#patchResource('leave.credentials-ref', r.kind, r.name, { spec: { ...source, organizationId: this.#c.env.organizationId } });
+      }
       await this.#deleteResource(r);
       names.push(id(this.#ns, r.kind, r.name));
     }

@@ -7,18 +7,27 @@
 // - no key of another namespace touched: a victim's recorded key stays live, and what its Secret
 //   holds is a key of that very resource (victims.ts watches the Secrets' writes themselves);
 // - the platform team's workloads, which declared no consent, are never restarted or repointed;
-// - no secret value in the operator's log or metrics.
+// - no secret value in the operator's log or metrics;
+// - every key an issuer minted (made by its user: issuers.ts) is of a namespace, kind and project
+//   its policy allows, for a resource that asked for it;
+// - no namespace has more resources holding a key minted through an issuer than the issuer's cap
+//   for it, from that key's create to its resource's deletion (docs/issuers.md "Caps"), whatever
+//   the resource names since;
+// - (attacker.ts) the platform team's objects are refused to tenants (403), and a request refused
+//   for the cap costs no platform create.
 import { readFileSync } from 'node:fs';
 import { AppsV1Api } from '@kubernetes/client-node';
 import type { Environment } from '../environment.ts';
 import { admin } from '../platform-faults.ts';
+import { ATTACKER_INVARIANTS } from './attacker.ts';
 import type { Cast } from './cluster.ts';
+import { capFor, policyAllows, type IssuedKind } from './issuers.ts';
 import type { CagedOperator } from './operator.ts';
 import { mib } from './operator.ts';
 import type { Problem, Victims } from './victims.ts';
 import type { Journal, ResourceWatch } from './world.ts';
 
-interface PlatformKey { id: number; name: string; revoked: boolean }
+interface PlatformKey { id: number; name: string; kind: 'personal' | 'organization' | 'project'; userId: string | null; organizationId: string | null; projectId: string | null; revoked: boolean }
 
 /** A key is recorded within seconds of its create; a minute unrecorded and it is forgotten. */
 export const UNRECORDED_GRACE_S = 60;
@@ -32,7 +41,25 @@ export const INVARIANTS = [
   'no workload restarted without its consent',
   'victims converge within their bounds',
   'no secret value in the operator\'s log or metrics',
+  'no key minted through an issuer that its policy refuses',
+  'no namespace holds more keys through an issuer than its cap',
+  ...ATTACKER_INVARIANTS,
 ] as const;
+/** A key's attribution is looked at again for a while: its resource may not be in the watch yet. */
+const ISSUER_GRACE_MS = 10_000;
+/** Over a cap in two checks in a row (3 s apart). */
+const CAP_GRACE_MS = 2_500;
+
+/**
+ * Defects of the operator the campaign finds, reported apart (stdout, report.json knownDefects) so
+ * that a run fails only on new ones; each names its finding in docs/reliability.md. Remove an
+ * entry once it is fixed: its violations then fail the run again.
+ */
+export const KNOWN_DEFECTS = {
+  'cap-follows-issuerRef': 'an issuer\'s cap counts the resources that name it now, not those holding a key it minted: a resource moved to another issuer or to '
+    + 'credentials of the namespace frees its slot while its key lives, and one moved in takes none (docs/reliability.md, the hostile-tenant campaign, finding 8)',
+} as const;
+export type KnownDefect = keyof typeof KNOWN_DEFECTS;
 export type Invariant = typeof INVARIANTS[number];
 
 export class Auditor {
@@ -44,6 +71,8 @@ export class Auditor {
   readonly #victims: Victims;
   readonly #limitBytes: number;
   readonly problems: Problem[] = [];
+  /** Violations that are a known defect (KNOWN_DEFECTS). */
+  readonly knownDefects: (Problem & { defect: KnownDefect })[] = [];
   readonly #unrecordedSince = new Map<number, number>();
   readonly #reported = new Set<string>();
   readonly #revokedVictimKeys = new Map<number, number>();
@@ -54,6 +83,14 @@ export class Auditor {
   readonly #collected = new Map<string, number>();
   keys: PlatformKey[] = [];
   maxUnrecorded = 0;
+  /** Keys an issuer minted, found allowed (checked once). */
+  readonly #allowedIssued = new Set<number>();
+  readonly #refusedSince = new Map<number, number>();
+  readonly #overCapSince = new Map<string, number>();
+  /** The most resources of one namespace seen holding a key minted through each issuer, and its cap there. */
+  readonly issuerHeld = new Map<string, { held: number; cap: number }>();
+  /** Every check that found a namespace over an issuer's cap (a violation once it lasts ISSUER_GRACE_MS). */
+  readonly overCap: { t: number; scope: string; resources: string[] }[] = [];
 
   constructor(env: Environment, cast: Cast, world: ResourceWatch, journal: Journal, operator: CagedOperator, victims: Victims, limitBytes: number) {
     this.#env = env;
@@ -136,6 +173,7 @@ export class Auditor {
       }
     }
     this.maxUnrecorded = Math.max(this.maxUnrecorded, unrecorded);
+    this.#checkIssued(keys, byId, now, final);
 
     // A victim's recorded key is live (twice revoked in a row: not a watch that lags a rotation).
     const victimNamespaces = new Set(this.#cast.victimNamespaces);
@@ -158,6 +196,82 @@ export class Auditor {
         this.#add('no key of another namespace touched', `${write.secret} holds key ${write.keyId} (${key?.name ?? 'unknown to the platform'}), not a key of ${write.resource}`, this.#journal.recent(30));
       }
     }
+  }
+
+  /**
+   * Keys made by an issuer's user: each for a resource (one that recorded it, else those whose
+   * keyName it bears) in a namespace where the issuer's policy allows its kind and project; and per
+   * namespace, the resources holding such a key (status.keyId, live) within the issuer's cap.
+   */
+  #checkIssued(keys: PlatformKey[], byId: Map<number, PlatformKey>, now: number, final: boolean): void {
+    const issuers = new Map(this.#cast.issuers.map((i) => [i.userId, i]));
+    const labels = (namespace: string): Record<string, string> => this.#cast.namespaceLabels.get(namespace) ?? {};
+    const namespaceOf = (resource: string): string => resource.split('/')[0] ?? '';
+    for (const key of keys) {
+      const issuer = key.userId === null ? undefined : issuers.get(key.userId);
+      if (key.id <= this.#cast.keysBefore || issuer === undefined || this.#allowedIssued.has(key.id)) continue;
+      const kind: IssuedKind | undefined = key.kind === 'organization' ? 'Organization' : key.kind === 'project' ? 'Project' : undefined;
+      const base = key.name.replace(/-[a-z0-9]{8}$/, '');
+      const owners = [...this.#world.recordedBy.get(key.id) ?? this.#world.keyNames.get(base) ?? []];
+      const allowed = kind !== undefined && key.organizationId === this.#env.organizationId
+        && owners.some((o) => policyAllows(issuer, namespaceOf(o), labels(namespaceOf(o)), kind, key.projectId ?? undefined));
+      if (allowed) {
+        this.#allowedIssued.add(key.id);
+        this.#refusedSince.delete(key.id);
+        continue;
+      }
+      const since = this.#refusedSince.get(key.id) ?? now;
+      this.#refusedSince.set(key.id, since);
+      if (!final && now - since < ISSUER_GRACE_MS) continue;
+      this.#add('no key minted through an issuer that its policy refuses',
+        `key ${key.id} (${key.name}: ${key.kind}${key.projectId !== null ? ` of project ${key.projectId}` : ''}, organization ${key.organizationId}${key.revoked ? ', revoked' : ''}) minted through ClusterKeyIssuer ${issuer.name} for ${owners.length === 0 ? 'no resource' : owners.join(', ')}: its policy allows none of them`,
+        this.#attribution(key.name), `issued ${key.id}`);
+    }
+
+    // The cap: resources of a namespace whose recorded key that issuer minted, live.
+    const held = new Map<string, { resource: string; moved: boolean; text: string }[]>();
+    for (const [resource, seen] of this.#world.current) {
+      const key = seen.keyId === undefined ? undefined : byId.get(seen.keyId);
+      const issuer = key === undefined || key.revoked || key.userId === null ? undefined : issuers.get(key.userId);
+      if (issuer === undefined) continue;
+      const scope = `${seen.namespace}/${issuer.name}`;
+      const moved = (this.#world.sourcesHolding.get(seen.uid)?.size ?? 0) > 1;
+      const text = `${resource} (key ${key!.id}${seen.issuer === issuer.name ? '' : `, naming ${seen.issuer ?? 'credentials of the namespace'} now`}${moved ? ', moved while holding a key' : ''})`;
+      held.set(scope, [...held.get(scope) ?? [], { resource, moved, text }]);
+    }
+    for (const [scope, resources] of held) {
+      const [namespace = '', name = ''] = scope.split('/');
+      const issuer = this.#cast.issuers.find((i) => i.name === name)!;
+      const cap = capFor(issuer, namespace, labels(namespace));
+      const most = this.issuerHeld.get(scope);
+      if (most === undefined || resources.length > most.held) this.issuerHeld.set(scope, { held: resources.length, cap });
+      if (resources.length > cap && this.overCap.length < 200) this.overCap.push({ t: this.#journal.at(now), scope, resources: resources.map((r) => r.text) });
+      if (resources.length <= cap) {
+        this.#overCapSince.delete(scope);
+        continue;
+      }
+      // Seen over the cap in two checks in a row: a watch a step behind shows a resource with a key
+      // it still holds, never one it does not (a key is revoked before its resource goes).
+      const since = this.#overCapSince.get(scope) ?? now;
+      this.#overCapSince.set(scope, since);
+      if (!final && now - since < CAP_GRACE_MS) continue;
+      this.#overCapSince.delete(scope);
+      const problem = {
+        invariant: 'no namespace holds more keys through an issuer than its cap' as const,
+        detail: `namespace ${namespace}: ${resources.length} resources hold a key minted through ClusterKeyIssuer ${name}, whose cap there is ${cap}: ${resources.map((r) => r.text).join(', ')}`,
+        context: resources.flatMap((r) => this.#journal.about(r.resource, 6)),
+      };
+      // Within the cap but for resources that moved while holding a key: the known defect, reported apart.
+      const moved = resources.filter((r) => r.moved).length;
+      if (resources.length - moved <= cap) this.#known('cap-follows-issuerRef', problem, `cap ${scope} ${resources.map((r) => r.resource).sort().join(',')}`);
+      else this.#add(problem.invariant, problem.detail, problem.context, `cap ${scope} ${resources.map((r) => r.resource).sort().join(',')}`);
+    }
+  }
+
+  #known(defect: KnownDefect, problem: Problem, once: string): void {
+    if (this.#reported.has(once)) return;
+    this.#reported.add(once);
+    this.knownDefects.push({ defect, ...problem });
   }
 
   async #checkWorkloads(): Promise<void> {

@@ -7,8 +7,10 @@ export interface HostileOptions {
   seed: number;
   /** Seconds of attacks and victim workload (the settle phase and the audit come after). */
   durationS: number;
-  /** Hostile tenant namespaces. */
+  /** Hostile tenant namespaces holding platform credentials of their own (spec.credentialsSecretRef). */
   tenants: number;
+  /** Hostile tenant namespaces holding no platform key, served by ClusterKeyIssuers (spec.issuerRef). */
+  issuerTenants: number;
   /** Victim namespaces (of the same organization). */
   victimNamespaces: number;
   /** Victim resources kept alive per victim namespace. */
@@ -29,6 +31,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
       seed: { type: 'string', default: String(Date.now() % 1_000_000) },
       duration: { type: 'string', default: '300' },
       tenants: { type: 'string', default: '2' },
+      'issuer-tenants': { type: 'string', default: '2' },
       'victim-namespaces': { type: 'string', default: '2' },
       victims: { type: 'string', default: '4' },
       'memory-limit': { type: 'string', default: '256' },
@@ -40,7 +43,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
     strict: true,
   });
   if (values.help) {
-    console.log(`npm run hostile -- [--seed n] [--duration 300] [--tenants 2] [--victim-namespaces 2] [--victims 4]
+    console.log(`npm run hostile -- [--seed n] [--duration 300] [--tenants 2] [--issuer-tenants 2] [--victim-namespaces 2] [--victims 4]
                      [--memory-limit 256] [--no-enforce] [--settle 90] [--out .cache/hostile]`);
     process.exit(0);
   }
@@ -49,10 +52,14 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
     if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} must be a number in ${min}..${max}, got ${text}`);
     return n;
   };
+  const tenants = Math.round(num('tenants', values.tenants, 0, 10));
+  const issuerTenants = Math.round(num('issuer-tenants', values['issuer-tenants'], 0, 10));
+  if (tenants + issuerTenants === 0) throw new Error('--tenants and --issuer-tenants: at least one tenant');
   return {
     seed: Math.round(num('seed', values.seed, 0, 2 ** 31)),
     durationS: num('duration', values.duration, 10, 7_200),
-    tenants: Math.round(num('tenants', values.tenants, 1, 10)),
+    tenants,
+    issuerTenants,
     victimNamespaces: Math.round(num('victim-namespaces', values['victim-namespaces'], 1, 10)),
     victimsPerNamespace: Math.round(num('victims', values.victims, 1, 50)),
     memoryLimitMiB: num('memory-limit', values['memory-limit'], 64, 16_384),

@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import { startEnvironment, type Environment } from '../environment.ts';
 import { seededRandom, sleep } from '../options.ts';
 import { Attacker } from './attacker.ts';
-import { Auditor, INVARIANTS, UNRECORDED_GRACE_S } from './audit.ts';
+import { Auditor, INVARIANTS, KNOWN_DEFECTS, UNRECORDED_GRACE_S } from './audit.ts';
 import { castRoles } from './cluster.ts';
 import { memoryCage, type MemoryCage } from './memory.ts';
 import { CagedOperator, mib } from './operator.ts';
@@ -51,8 +51,8 @@ const stats = (values: number[]): { n: number; p50S: number; p99S: number; maxS:
 
 async function campaign(e: Environment): Promise<boolean> {
   cage = memoryCage(limitBytes, options.enforce);
-  log(`seed ${options.seed}; ${options.tenants} tenant(s), ${options.victimNamespaces} victim namespace(s) x ${options.victimsPerNamespace}; ${options.durationS}s of attacks; memory limit ${options.memoryLimitMiB} MiB: ${cage.how}`);
-  const cast = await castRoles(e, options.tenants, options.victimNamespaces);
+  log(`seed ${options.seed}; ${options.tenants} tenant(s) with namespace credentials, ${options.issuerTenants} through issuers, ${options.victimNamespaces} victim namespace(s) x ${options.victimsPerNamespace}; ${options.durationS}s of attacks; memory limit ${options.memoryLimitMiB} MiB: ${cage.how}`);
+  const cast = await castRoles(e, options.tenants, options.victimNamespaces, options.issuerTenants);
   const journal = new Journal(started);
   const world = new ResourceWatch(e.kubeConfig, e.objects);
   await world.start();
@@ -91,18 +91,18 @@ async function campaign(e: Environment): Promise<boolean> {
         await sleep(150 + random() * 300);
       }
     })());
-    // The playbooks, the first round early (a short run sees each; the memory storm first, its
-    // 120 big Secrets take the apiserver a while), then again every few minutes, in a seeded order.
-    const later = ['memory-storm', 'forgotten-key', 'restart-door'].sort(() => random() - 0.5);
+    // The playbooks of its mode, the first round early (a short run sees each; the memory storm
+    // first, its 120 big Secrets take the apiserver a while), then again every few minutes, in a
+    // seeded order.
+    const later = [...attacker.playbookNames].sort(() => random() - 0.5);
     tasks.push((async () => {
       let round = 0;
       while (!over()) {
-        for (const playbook of round === 0 ? ['memory-storm', 'forgotten-key', 'restart-door'] : later) {
-          const wait = round === 0 ? (playbook === 'memory-storm' ? 500 : 1_000 + random() * Math.min(15_000, options.durationS * 100)) : 30_000 + random() * 150_000;
+        for (const playbook of round === 0 ? attacker.playbookNames : later) {
+          const wait = round === 0 ? (playbook === 'memory-storm' ? 500 : 1_000 + random() * Math.min(15_000, options.durationS * 100) / 2) : 30_000 + random() * 150_000;
           await sleep(Math.min(wait, Math.max(0, attacksEnd - Date.now())));
           if (over()) break;
-          const run = playbook === 'memory-storm' ? attacker.memoryStorm(Math.min(45_000, Math.max(10_000, attacksEnd - Date.now())))
-            : playbook === 'forgotten-key' ? attacker.forgottenKey() : attacker.restartDoor();
+          const run = attacker.play(playbook, Math.min(45_000, Math.max(10_000, attacksEnd - Date.now())));
           runs.push(run.catch((error: unknown) => log(`playbook ${playbook}: ${String(error)}`)));
         }
         round += 1;
@@ -159,11 +159,11 @@ async function campaign(e: Environment): Promise<boolean> {
   const rssAtEnd = op.rssMiB();
   await op.stop();
   auditor.checkOperator();
-  const secretValues = new Set([...victims.values, ...auditor.tenantValues, ...attackers.flatMap((a) => [...a.credentialValues]), e.adminKey]);
+  const secretValues = new Set([...victims.values, ...auditor.tenantValues, ...attackers.flatMap((a) => [...a.credentialValues]), e.adminKey, ...cast.issuers.map((i) => i.userKey)]);
   const leaks = auditor.checkLeaks(join(out, 'operator.log'), secretValues);
 
   const latencies = { ready: stats(victims.latencies.ready), rotate: stats(victims.latencies.rotate), delete: stats(victims.latencies.delete) };
-  const problems: Problem[] = [...auditor.problems, ...victims.problems];
+  const problems: Problem[] = [...auditor.problems, ...victims.problems, ...attackers.flatMap((a) => a.problems)];
   if (latencies.ready.p99S > VICTIM_BOUNDS.readyP99S) problems.push({ invariant: 'victims converge within their bounds', detail: `apply -> Ready p99 ${latencies.ready.p99S} s over ${VICTIM_BOUNDS.readyP99S} s`, context: [] });
   for (const [what, bound] of [['ready', VICTIM_BOUNDS.readyMaxS], ['rotate', VICTIM_BOUNDS.rotateMaxS], ['delete', VICTIM_BOUNDS.deleteMaxS]] as const) {
     if (latencies[what].maxS > bound) problems.push({ invariant: 'victims converge within their bounds', detail: `${what} max ${latencies[what].maxS} s over ${bound} s`, context: [] });
@@ -182,12 +182,26 @@ async function campaign(e: Environment): Promise<boolean> {
       rssPerSecondMiB: op.timeline,
     },
     victims: { baseline, latencies, bounds: VICTIM_BOUNDS, counts: victims.counts },
-    tenants: { actions, totalActions: journal.actions.filter((a) => a.who.startsWith('tenant-')).length, playbooks: attackers.map((a) => a.playbooks) },
+    tenants: {
+      actions, totalActions: journal.actions.filter((a) => a.who.startsWith('tenant-')).length, playbooks: attackers.map((a) => a.playbooks),
+      modes: Object.fromEntries(cast.tenants.map((t) => [t.namespace, t.mode])),
+    },
+    issuers: {
+      // What went through them: keys each minted, the most resources of a namespace seen holding
+      // one (and the cap there), the refusals tenants' resources were given, the cap races.
+      minted: Object.fromEntries(cast.issuers.map((i) => [i.name, keysMade.filter((k) => k.userId === i.userId && k.kind !== 'personal').length])),
+      mostHeld: Object.fromEntries([...auditor.issuerHeld.entries()].map(([scope, v]) => [scope, `${v.held} of ${Number.isFinite(v.cap) ? v.cap : 'no cap'}`])),
+      refusals: Object.fromEntries([...world.reasonsSeen.entries()].filter(([reason]) => ['NotAllowed', 'IssuerNotFound', 'KeyLimitReached', 'NamespaceTerminating'].includes(reason)).map(([reason, set]) => [reason, set.size])),
+      capRaces: attackers.flatMap((a) => a.capRaces),
+      overCapChecks: auditor.overCap,
+      platformObjectsRefused: [...journal.counts.entries()].filter(([action]) => action.startsWith('platform.')).reduce((n, [, c]) => n + c.refused, 0),
+    },
     keys: { madeDuringRun: keysMade.length, revoked: keysMade.filter((k) => k.revoked).length, live: keysMade.filter((k) => !k.revoked).length, maxUnrecordedAtOnce: auditor.maxUnrecorded, unrecordedGraceS: UNRECORDED_GRACE_S },
     settle: { seconds: Number(settleS.toFixed(1)), deletedByTenants: left.length, leftAtEnd: stuck },
     leaks: { valuesSearched: leaks.searched, logBytes: leaks.logBytes, metricsExpositions: op.expositions.length },
     invariants: Object.fromEntries(Object.entries(invariants).map(([k, v]) => [k, v === 0 ? 'PASS' : `FAIL (${v})`])),
     violations: problems,
+    knownDefects: auditor.knownDefects,
   };
   writeFileSync(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(out, 'journal.log'), journal.actions.map((a) => JSON.stringify(a)).join('\n') + '\n');
@@ -205,6 +219,11 @@ async function campaign(e: Environment): Promise<boolean> {
     ['victim rotate -> new key Ready (s)', `p50 ${latencies.rotate.p50S} p99 ${latencies.rotate.p99S} max ${latencies.rotate.maxS} (bound ${VICTIM_BOUNDS.rotateMaxS})`],
     ['victim delete -> gone (s)', `p50 ${latencies.delete.p50S} p99 ${latencies.delete.p99S} max ${latencies.delete.maxS} (bound ${VICTIM_BOUNDS.deleteMaxS})`],
     ['platform keys made / revoked / live at the end', `${keysMade.length} / ${report.keys.revoked} / ${report.keys.live}`],
+    ['keys minted through issuers', JSON.stringify(report.issuers.minted)],
+    ['most resources of a namespace holding an issuer\'s key (cap)', JSON.stringify(report.issuers.mostHeld)],
+    ['tenant resources refused (distinct, by reason)', JSON.stringify(report.issuers.refusals)],
+    ['cap races (racers / held / refused)', report.issuers.capRaces.map((r) => `${r.issuer} ${r.racers}/${r.holders}/${r.refused}`).join(', ')],
+    ['platform team\'s objects asked for by tenants (403)', report.issuers.platformObjectsRefused],
     ['resources left after the settle', stuck.length],
     ['secret values searched in the log', `${leaks.searched} (${(leaks.logBytes / 1024 / 1024).toFixed(1)} MiB of log)`],
   ];
@@ -214,6 +233,11 @@ async function campaign(e: Environment): Promise<boolean> {
   for (const p of problems.slice(0, 30)) {
     console.log(`\n  VIOLATION [${p.invariant}] ${p.detail}`);
     for (const c of p.context.slice(0, 14)) console.log(`    ${c}`);
+  }
+  for (const [defect, what] of Object.entries(KNOWN_DEFECTS)) {
+    const seen = auditor.knownDefects.filter((k) => k.defect === defect);
+    if (seen.length > 0) console.log(`\nKNOWN ${defect} (${seen.length}, not counted as violations): ${what}`);
+    for (const k of seen.slice(0, 5)) console.log(`    ${k.detail}`);
   }
   for (const s of stuck.slice(0, 10)) console.log(`  left: ${s}`);
   console.log(`\nreport: ${join(out, 'report.json')}; journal: ${join(out, 'journal.log')}; operator log: ${join(out, 'operator.log')}`);

@@ -1,5 +1,7 @@
 // The other teams of the organization: ordinary ApiKeys (organization and personal) and
-// ProjectApiKeys in their own namespaces, created, rotated and deleted throughout, with the time
+// ProjectApiKeys in their own namespaces (every second victim namespace gets its organization and
+// project keys through the victims' ClusterKeyIssuer, issuers.ts), created, rotated and deleted
+// throughout, with the time
 // each took (apply -> Ready, rotate -> the new key Ready, delete -> gone), and a watch on their
 // Secrets: every write to one must be the operator's answer to its own team's request, holding a
 // key of its own resource.
@@ -25,6 +27,8 @@ export class Victims {
   readonly #journal: Journal;
   readonly #random: () => number;
   readonly #slots: Slot[] = [];
+  /** Victim namespaces whose organization and project keys come through the victims' issuer. */
+  readonly #issued: Set<string>;
   readonly #pending = new Map<string, Pending>();
   /** Rotations asked of each victim since its key last changed. */
   readonly #rotationsAsked = new Map<string, number>();
@@ -47,6 +51,7 @@ export class Victims {
     this.#journal = journal;
     this.#random = random;
     for (const namespace of cast.victimNamespaces) for (let index = 0; index < perNamespace; index += 1) this.#slots.push({ namespace, index, generation: 0 });
+    this.#issued = new Set(cast.issuers.some((i) => i.name === 'victim-keys') ? cast.victimNamespaces.filter((_, i) => i % 2 === 1) : []);
     world.onChange((before, after) => this.#observe(before, after));
   }
 
@@ -160,9 +165,13 @@ export class Victims {
     const keyName = `${slot.namespace}-v${slot.index}-g${slot.generation}`;
     const { organizationId, projectIds } = this.#env;
     const base = { keyName, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke', rotation: { gracePeriod: '1s', maxGracePeriod: '5s' } };
-    const spec = flavour === 0 ? { ...base, scope: 'Organization', organizationId }
-      : flavour === 1 ? { ...base, organizationId, projectId: projectIds[slot.index % projectIds.length] }
-        : { ...base, scope: 'Personal' };
+    // Through the victims' issuer: no credentials of the namespace, the organization the issuer's.
+    const { credentialsSecretRef: _, ...issued } = { ...base, issuerRef: { name: 'victim-keys' } };
+    const spec = this.#issued.has(slot.namespace) && flavour !== 2
+      ? (flavour === 0 ? { ...issued, scope: 'Organization' } : { ...issued, projectId: projectIds[slot.index % projectIds.length] })
+      : flavour === 0 ? { ...base, scope: 'Organization', organizationId }
+        : flavour === 1 ? { ...base, organizationId, projectId: projectIds[slot.index % projectIds.length] }
+          : { ...base, scope: 'Personal' };
     const key = id(slot.namespace, kind, name);
     this.#pending.set(key, { what: 'ready', since: Date.now() });
     this.#lastRequest.set(key, Date.now());

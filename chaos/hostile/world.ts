@@ -12,7 +12,7 @@ export const plural = (kind: Kind): string => (kind === 'ApiKey' ? 'apikeys' : '
 interface RawResource {
   kind: Kind;
   metadata: { name: string; namespace: string; uid: string; generation?: number; deletionTimestamp?: string; annotations?: Record<string, string> };
-  spec?: { keyName?: string };
+  spec?: { keyName?: string; projectId?: string; issuerRef?: { name?: string } };
   status?: {
     keyId?: number; keyName?: string; secretName?: string; observedGeneration?: number;
     retiringKeys?: { keyId: number }[];
@@ -26,6 +26,9 @@ export interface Seen {
   name: string;
   uid: string;
   keyName: string | undefined;
+  /** The issuer it names (spec.issuerRef), if any. */
+  issuer: string | undefined;
+  projectId: string | undefined;
   keyId: number | undefined;
   retiring: number[];
   secretName: string | undefined;
@@ -46,6 +49,8 @@ function project(r: RawResource, kind: Kind): Seen {
     name: r.metadata.name,
     uid: r.metadata.uid,
     keyName: r.spec?.keyName ?? `${r.metadata.namespace}-${r.metadata.name}`,
+    issuer: r.spec?.issuerRef?.name,
+    projectId: r.spec?.projectId,
     keyId: r.status?.keyId,
     retiring: (r.status?.retiringKeys ?? []).map((k) => k.keyId),
     secretName: r.status?.secretName,
@@ -61,6 +66,12 @@ export class ResourceWatch {
   readonly current = new Map<string, Seen>();
   /** Every keyName ever seen, with the resources that used it (for attribution of a key). */
   readonly keyNames = new Map<string, Set<string>>();
+  /** Every key id a resource ever recorded (status.keyId, status.retiringKeys), with those resources. */
+  readonly recordedBy = new Map<number, Set<string>>();
+  /** Every Ready reason seen, with the resources that had it. */
+  readonly reasonsSeen = new Map<string, Set<string>>();
+  /** Per resource (uid): the sources it named while it held a key (an issuer's name, or `credentials`). */
+  readonly sourcesHolding = new Map<string, Set<string>>();
   readonly #listeners: ((before: Seen | undefined, after: Seen | undefined) => void)[] = [];
   readonly #objects: CustomObjectsApi;
   readonly #watch: Watch;
@@ -86,6 +97,21 @@ export class ResourceWatch {
         const set = this.keyNames.get(after.keyName) ?? new Set<string>();
         set.add(key);
         this.keyNames.set(after.keyName, set);
+      }
+      if (after.keyId !== undefined) {
+        const set = this.sourcesHolding.get(after.uid) ?? new Set<string>();
+        set.add(after.issuer ?? 'credentials');
+        this.sourcesHolding.set(after.uid, set);
+      }
+      if (after.reason !== '') {
+        const set = this.reasonsSeen.get(after.reason) ?? new Set<string>();
+        set.add(key);
+        this.reasonsSeen.set(after.reason, set);
+      }
+      for (const keyId of [...(after.keyId !== undefined ? [after.keyId] : []), ...after.retiring]) {
+        const set = this.recordedBy.get(keyId) ?? new Set<string>();
+        set.add(key);
+        this.recordedBy.set(keyId, set);
       }
     } else {
       this.current.delete(key);
