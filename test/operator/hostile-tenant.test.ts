@@ -5,9 +5,15 @@
 // ProjectApiKeys and Secrets there, nothing else (no status, no other namespace). Every attack
 // must leave every victim key live and every victim Secret untouched, and the attacker's resource
 // must say clearly why it was refused. docs/security.md has the threat model.
+//
+// Issue 40 adds the issuer mode: a second tenant, bound to the same Role, holds NO platform key; its
+// namespace is served by ClusterKeyIssuers whose credentials live in the issuers' namespace. It must
+// get only what a policy allows it (namespaces, kinds, projects, caps), never a key made with an
+// issuer's credentials that the policy refuses, and it can neither write the policy nor read the
+// issuers' credentials (403). Every key an issuer mints is recognised by its user on the platform.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Writable } from 'node:stream';
-import { ApiException, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
@@ -18,6 +24,11 @@ import { createNamespace, customObjects, emulatorAdmin, eventually, installOpera
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
 const PROJECT = 'quiet-river-00000001';
+const OTHER_PROJECT = 'bold-meadow-00000002';
+/** The label the platform team puts on Namespaces an issuer selects (edit cannot write it). */
+const ISSUER_LABEL = 'keys.neon.dev/issuer';
+/** This suite's issuers: its operator reconciles only these (the suites share one apiserver). */
+const SUITE_LABEL = 'keys.neon.dev/test-suite';
 type Kind = 'ApiKey' | 'ProjectApiKey';
 interface Condition { type: string; status: string; reason: string; message: string }
 interface Resource {
@@ -25,9 +36,10 @@ interface Resource {
   spec: Record<string, unknown>;
   status?: { keyId?: number; keyName?: string; conditions?: Condition[]; retiringKeys?: { keyId: number }[] };
 }
-interface AdminKey { id: number; name: string; revoked: boolean; userId: string | null }
+interface AdminKey { id: number; name: string; kind: string; projectId: string | null; revoked: boolean; userId: string | null }
 
 const plural = (kind: Kind): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 describe('a hostile tenant cannot turn the operator against another team', () => {
   let cp: ControlPlane;
@@ -45,6 +57,15 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   let malloryKey: string;
   let carolKey: string;
   const victims: { kind: Kind; name: string; keyId: number; keyName: string; secretVersion: string }[] = [];
+  /** Issuer mode: the namespace of a tenant holding no platform key, its clients, the issuers' namespace. */
+  let issuerTenantNs: string;
+  let issuerTenant: CustomObjectsApi;
+  let issuerTenantCore: CoreV1Api;
+  let issuersNs: string;
+  /** The platform users whose personal keys the issuers hold: every key they make was minted through an issuer. */
+  const issuerUsers = new Map<string, string>();
+  const suffix = Math.random().toString(36).slice(2, 8);
+  const issuerNames: string[] = [];
   const logLines: string[] = [];
   const logger = createLogger({
     level: 'debug',
@@ -98,34 +119,71 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     adminCore = cp.kubeConfig.makeApiClient(CoreV1Api);
     victimNs = await createNamespace(cp, 'victim');
     attackerNs = await createNamespace(cp, 'attacker');
+    issuerTenantNs = await createNamespace(cp, 'issuer-tenant');
+    issuersNs = await createNamespace(cp, 'issuers');
     await adminCore.createNamespacedSecret({ namespace: victimNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
 
-    // The tenant: edit rights on the two kinds and on Secrets, in its own namespace only.
+    // The tenants: edit rights on the two kinds and on Secrets, in their own namespace only.
     const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-    await adminCore.createNamespacedServiceAccount({ namespace: attackerNs, body: { metadata: { name: 'tenant' } } });
-    await rbac.createNamespacedRole({ namespace: attackerNs, body: {
-      metadata: { name: 'tenant-edit' },
-      rules: [
-        { apiGroups: [group], resources: ['apikeys', 'projectapikeys'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-        { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-        { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
-      ],
-    } });
-    await rbac.createNamespacedRoleBinding({ namespace: attackerNs, body: {
-      metadata: { name: 'tenant-edit' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant-edit' },
-      subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: attackerNs }],
-    } });
-    const tenantConfig: KubeConfig = cp.kubeConfigForToken(await cp.mintServiceAccountToken(attackerNs, 'tenant'));
+    const tenantIdentity = async (namespace: string): Promise<KubeConfig> => {
+      await adminCore.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'tenant' } } });
+      await rbac.createNamespacedRole({ namespace, body: {
+        metadata: { name: 'tenant-edit' },
+        rules: [
+          { apiGroups: [group], resources: ['apikeys', 'projectapikeys'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+          { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+          { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
+        ],
+      } });
+      await rbac.createNamespacedRoleBinding({ namespace, body: {
+        metadata: { name: 'tenant-edit' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant-edit' },
+        subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
+      } });
+      const config = cp.kubeConfigForToken(await cp.mintServiceAccountToken(namespace, 'tenant'));
+      await eventually(async () => (await config.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace })) !== undefined || undefined, 10_000, 'the tenant Role in force');
+      return config;
+    };
+    const tenantConfig = await tenantIdentity(attackerNs);
     tenant = tenantConfig.makeApiClient(CustomObjectsApi);
     tenantCore = tenantConfig.makeApiClient(CoreV1Api);
-    await eventually(async () => (await tenantCore.listNamespacedSecret({ namespace: attackerNs })) !== undefined || undefined, 10_000, 'the tenant Role in force');
     await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: malloryKey } } });
+
+    // Issuer mode: the platform team's administrators (one per issuer, so a key names the issuer
+    // that minted it), their keys in the issuers' namespace, the label on the tenant's Namespace.
+    const issuerTenantConfig = await tenantIdentity(issuerTenantNs);
+    issuerTenant = issuerTenantConfig.makeApiClient(CustomObjectsApi);
+    issuerTenantCore = issuerTenantConfig.makeApiClient(CoreV1Api);
+    const ns = await adminCore.readNamespace({ name: issuerTenantNs });
+    await adminCore.replaceNamespace({ name: issuerTenantNs, body: { ...ns, metadata: { ...ns.metadata, labels: { ...ns.metadata?.labels, [ISSUER_LABEL]: `tenant-keys-${suffix}` } } } });
+    const rules: Record<string, Record<string, unknown>[]> = {
+      // Project keys of one project for the labelled namespace, at most 3; Organization keys nowhere.
+      'tenant-keys': [{ namespaces: { selector: { matchLabels: { [ISSUER_LABEL]: `tenant-keys-${suffix}` } } }, kinds: ['Project'], projects: [PROJECT], maxKeysPerNamespace: 3 }],
+      // Either kind, any project, for the tenant's namespace by name, no cap.
+      'tenant-extra': [{ namespaces: { names: [issuerTenantNs] }, kinds: ['Organization', 'Project'] }],
+      // One Project key per namespace.
+      'one-slot': [{ namespaces: { names: [issuerTenantNs] }, kinds: ['Project'], maxKeysPerNamespace: 1 }],
+      // The victims' issuer: their namespace only, and namespaces labelled for it.
+      'victim-keys': [{ namespaces: { names: [victimNs], selector: { matchLabels: { [ISSUER_LABEL]: `victim-keys-${suffix}` } } }, kinds: ['Organization', 'Project'] }],
+    };
+    for (const [base, allow] of Object.entries(rules)) {
+      const user = await adminApi<{ id: string; personalKey: string }>('POST', '/users', { name: `issuer-${base}`, orgRoles: { [org]: 'admin' } });
+      const name = `${base}-${suffix}`;
+      issuerUsers.set(user.id, name);
+      await adminCore.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: base }, stringData: { apiKey: user.personalKey } } });
+      await admin.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: {
+        apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name, labels: { [SUITE_LABEL]: suffix } },
+        spec: { organizationId: org, credentialsSecretRef: { name: base }, allow },
+      } });
+      issuerNames.push(name);
+    }
 
     operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp),
       platformBaseUrl: emulator.baseUrl,
-      namespaces: [victimNs, attackerNs],
+      namespaces: [victimNs, attackerNs, issuerTenantNs, issuersNs],
+      issuerSecretsNamespace: issuersNs,
+      issuerLabelSelector: `${SUITE_LABEL}=${suffix}`,
       workers: 4,
       driftIntervalMs: 1_500,
       pendingGraceMs: 2_000,
@@ -138,6 +196,8 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     const specs: [Kind, string, Record<string, unknown>][] = [
       ['ApiKey', 'victim-org', { scope: 'Organization', organizationId: org, keyName: 'victim-org', credentialsSecretRef: { name: 'neon-admin' } }],
       ['ProjectApiKey', 'victim-project', { organizationId: org, projectId: PROJECT, keyName: 'victim-project', credentialsSecretRef: { name: 'neon-admin' } }],
+      // And one through the victims' issuer.
+      ['ProjectApiKey', 'victim-issued', { projectId: PROJECT, keyName: 'victim-issued', issuerRef: { name: `victim-keys-${suffix}` } }],
     ];
     for (const [kind, name, spec] of specs) {
       await admin.createNamespacedCustomObject({ group, version, namespace: victimNs, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec } });
@@ -154,7 +214,12 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
 
   afterAll(async () => {
     await operator?.stop();
-    for (const ns of [victimNs, attackerNs]) if (ns !== undefined) await adminCore?.deleteNamespace({ name: ns }).catch(() => undefined);
+    for (const ns of [victimNs, attackerNs, issuerTenantNs, issuersNs]) if (ns !== undefined) await adminCore?.deleteNamespace({ name: ns }).catch(() => undefined);
+    // Without the operator, nothing lifts the issuers' finalizers: a person's way out.
+    for (const name of issuerNames) {
+      await admin?.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
+      await admin?.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] }).catch(() => undefined);
+    }
     await emulator?.close();
   });
 
@@ -519,6 +584,221 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     expect(await liveKeysOf('interrupted')).toEqual([]);
     await victimsIntact();
   });
+
+  // ---- issuer mode (issue 40): a tenant holding no platform key, served by ClusterKeyIssuers ----
+
+  /** The HTTP status of a refused call; undefined when it succeeded. */
+  const refusal = (call: () => Promise<unknown>): Promise<number | undefined> =>
+    call().then(() => undefined, (e: unknown) => (e instanceof ApiException ? e.code : -1));
+  const issuer = (base: string): { name: string } => ({ name: `${base}-${suffix}` });
+  /** The keys an issuer minted: made by its user. */
+  const mintedBy = async (base?: string): Promise<AdminKey[]> =>
+    (await platformKeys()).filter((k) => k.userId !== null && issuerUsers.has(k.userId) && k.kind !== 'personal' && (base === undefined || issuerUsers.get(k.userId) === `${base}-${suffix}`));
+  const issuedCreate = (kind: Kind, name: string, spec: Record<string, unknown>): Promise<unknown> =>
+    issuerTenant.createNamespacedCustomObject({ group, version, namespace: issuerTenantNs, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec } });
+  const issuedPatch = (kind: Kind, name: string, body: Record<string, unknown>): Promise<unknown> =>
+    issuerTenant.patchNamespacedCustomObject({ group, version, namespace: issuerTenantNs, plural: plural(kind), name, body }, mergePatch);
+  const readIssued = (kind: Kind, name: string): Promise<Resource | undefined> => get(admin, issuerTenantNs, kind, name).catch((e: unknown) => {
+    if (e instanceof ApiException && e.code === 404) return undefined;
+    throw e;
+  });
+  const untilIssued = (kind: Kind, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
+    eventually(async () => {
+      const r = await readIssued(kind, name);
+      return r !== undefined && test(r) ? r : undefined;
+    }, timeoutMs, `${issuerTenantNs}/${name}: ${what}`);
+  const reasonIs = (reason: string) => (r: Resource): boolean => condition(r, 'Ready')?.reason === reason;
+  const observed = (r: Resource): boolean => (r.status as { observedGeneration?: number } | undefined)?.observedGeneration === (r.metadata as { generation?: number }).generation;
+  /** Keys of a resource's attempts (`<namespace>-<name>-<8 characters>`, its default keyName). */
+  const attemptsOf = async (name: string): Promise<AdminKey[]> => (await platformKeys()).filter((k) => new RegExp(`^${issuerTenantNs}-${name}-[a-z0-9]{8}$`).test(k.name));
+  const deleteIssued = async (kind: Kind, names: readonly string[]): Promise<void> => {
+    for (const name of names) await issuerTenant.deleteNamespacedCustomObject({ group, version, namespace: issuerTenantNs, plural: plural(kind), name }).catch(() => undefined);
+    for (const name of names) await eventually(async () => ((await readIssued(kind, name)) === undefined ? true : undefined), 30_000, `${name} gone`);
+  };
+  /**
+   * For `forMs`: every live key of the resource's attempts is the one it records (read before or
+   * after the platform's list, the operator moving between the reads).
+   */
+  const onlyRecordedKeyLive = async (kind: Kind, name: string, forMs: number): Promise<void> => {
+    const until = Date.now() + forMs;
+    do {
+      const before = await readIssued(kind, name);
+      const live = (await attemptsOf(name)).filter((k) => !k.revoked).map((k) => k.id);
+      const after = await readIssued(kind, name);
+      const recorded = new Set([...recordedKeys(before), ...recordedKeys(after)]);
+      expect({ name, unrecorded: live.filter((id) => !recorded.has(id)) }).toEqual({ name, unrecorded: [] });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } while (Date.now() < until);
+  };
+
+  it("8. issuer mode: the tenant holds no platform key, and can neither create nor edit an issuer, label its Namespace, nor read the issuers' Secrets (403)", async () => {
+    expect((await issuerTenantCore.listNamespacedSecret({ namespace: issuerTenantNs })).items.filter((x) => x.type !== 'kubernetes.io/service-account-token').map((x) => x.metadata?.name)).toEqual([]);
+    const issuers = { group, version, plural: 'clusterkeyissuers' };
+    const own = {
+      apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name: `tenant-own-${suffix}`, labels: { [SUITE_LABEL]: suffix } },
+      spec: { organizationId: org, credentialsSecretRef: { name: 'tenant-keys' }, allow: [{ namespaces: { selector: {} }, kinds: ['Organization', 'Project'] }] },
+    };
+    const target = issuer('tenant-keys').name;
+    for (const [who, objects, core, ns] of [['issuer tenant', issuerTenant, issuerTenantCore, issuerTenantNs], ['namespace-credentials tenant', tenant, tenantCore, attackerNs]] as const) {
+      const answers = {
+        'create an issuer': await refusal(() => objects.createClusterCustomObject({ ...issuers, body: own })),
+        'lift its cap': await refusal(() => objects.patchClusterCustomObject({ ...issuers, name: target, body: [{ op: 'replace', path: '/spec/allow/0/maxKeysPerNamespace', value: 1000 }] })),
+        'allow every namespace': await refusal(() => objects.patchClusterCustomObject({ ...issuers, name: target, body: [{ op: 'add', path: '/spec/allow/-', value: { namespaces: { selector: {} }, kinds: ['Organization', 'Project'] } }] })),
+        'delete it': await refusal(() => objects.deleteClusterCustomObject({ ...issuers, name: target })),
+        'read it': await refusal(() => objects.getClusterCustomObject({ ...issuers, name: target })),
+        'list them': await refusal(() => objects.listClusterCustomObject(issuers)),
+        'write its status': await refusal(() => objects.patchClusterCustomObjectStatus({ ...issuers, name: target, body: [{ op: 'add', path: '/status', value: { resources: 0 } }] })),
+        'label its Namespace for the victims\' issuer': await refusal(() => core.patchNamespace({ name: ns, body: [{ op: 'add', path: `/metadata/labels/${ISSUER_LABEL.replace('/', '~1')}`, value: `victim-keys-${suffix}` }] })),
+        'create a labelled Namespace': await refusal(() => core.createNamespace({ body: { metadata: { name: `labelled-${suffix}`, labels: { [ISSUER_LABEL]: `victim-keys-${suffix}` } } } })),
+        "list the issuers' Secrets": await refusal(() => core.listNamespacedSecret({ namespace: issuersNs })),
+        "read an issuer's Secret": await refusal(() => core.readNamespacedSecret({ namespace: issuersNs, name: 'tenant-keys' })),
+        "replace an issuer's Secret": await refusal(() => core.replaceNamespacedSecret({ namespace: issuersNs, name: 'tenant-keys', body: { metadata: { name: 'tenant-keys' }, stringData: { apiKey: 'x'.repeat(64) } } })),
+        "plant a Secret in the issuers' namespace": await refusal(() => core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'planted' }, stringData: { apiKey: 'x'.repeat(64) } } })),
+      };
+      expect({ who, answers }).toEqual({ who, answers: Object.fromEntries(Object.keys(answers).map((k) => [k, 403])) });
+    }
+    // Nothing moved: the issuer's policy and the Namespace's labels as the platform team wrote them.
+    const current = await admin.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: target }) as { spec: { allow: { maxKeysPerNamespace?: number }[] } };
+    expect(current.spec.allow.map((r) => r.maxKeysPerNamespace)).toEqual([3]);
+    expect((await adminCore.readNamespace({ name: issuerTenantNs })).metadata?.labels?.[ISSUER_LABEL]).toBe(`tenant-keys-${suffix}`);
+  });
+
+  it('9. issuer mode: an issuer that does not allow the namespace, a kind or project it does not allow, another organization, an issuer that does not exist: refused, nothing minted', async () => {
+    const before = (await mintedBy()).map((k) => k.id);
+    const cases: [CustomObjectsApi, string, Kind, string, Record<string, unknown>, string, RegExp][] = [
+      [issuerTenant, issuerTenantNs, 'ProjectApiKey', 'victims-issuer', { projectId: PROJECT, issuerRef: issuer('victim-keys') }, 'NotAllowed', /does not allow namespace/],
+      [issuerTenant, issuerTenantNs, 'ApiKey', 'org-kind', { scope: 'Organization', issuerRef: issuer('tenant-keys') }, 'NotAllowed', /does not allow Organization keys/],
+      [issuerTenant, issuerTenantNs, 'ProjectApiKey', 'other-project', { projectId: OTHER_PROJECT, issuerRef: issuer('tenant-keys') }, 'NotAllowed', /does not allow Project keys of project/],
+      [issuerTenant, issuerTenantNs, 'ProjectApiKey', 'other-org', { organizationId: 'org-other-00000009', projectId: PROJECT, issuerRef: issuer('tenant-extra') }, 'NotAllowed', /issues keys of organization/],
+      [issuerTenant, issuerTenantNs, 'ProjectApiKey', 'no-issuer', { projectId: PROJECT, issuerRef: { name: `no-such-${suffix}` } }, 'IssuerNotFound', /does not exist/],
+      [tenant, attackerNs, 'ProjectApiKey', 'unlabelled', { projectId: PROJECT, issuerRef: issuer('tenant-keys') }, 'NotAllowed', /does not allow namespace/],
+      [tenant, attackerNs, 'ApiKey', 'victims-issuer', { scope: 'Organization', issuerRef: issuer('victim-keys') }, 'NotAllowed', /does not allow namespace/],
+    ];
+    for (const [objects, namespace, kind, name, spec] of cases) {
+      await objects.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec } });
+    }
+    // What admission refuses: a Personal key through an issuer, both sources, neither.
+    const invalid = {
+      personal: await refusal(() => issuedCreate('ApiKey', 'personal', { scope: 'Personal', issuerRef: issuer('tenant-extra') })),
+      both: await refusal(() => issuedCreate('ProjectApiKey', 'both', { organizationId: org, projectId: PROJECT, issuerRef: issuer('tenant-extra'), credentialsSecretRef: { name: 'neon-admin' } })),
+      neither: await refusal(() => issuedCreate('ProjectApiKey', 'neither', { projectId: PROJECT })),
+    };
+    expect(invalid).toEqual({ personal: 422, both: 422, neither: 422 });
+    for (const [, namespace, kind, name, , reason, message] of cases) {
+      const r = await eventually(async () => {
+        const current = await get(admin, namespace, kind, name);
+        return condition(current, 'Ready')?.reason === reason ? current : undefined;
+      }, 20_000, `${namespace}/${name}: ${reason}`);
+      expect({ name, message: condition(r, 'Ready')?.message, keyId: r.status?.keyId }).toEqual({ name, message: expect.stringMatching(message), keyId: undefined });
+    }
+    // Looked at again over two drift intervals (1.5 s): still nothing minted for any of them.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const keys = await platformKeys();
+    for (const [, namespace, , name] of cases) expect({ name, keys: keys.filter((k) => k.name.startsWith(`${namespace}-${name}-`)).map((k) => k.id) }).toEqual({ name, keys: [] });
+    expect((await mintedBy()).map((k) => k.id)).toEqual(before);
+    for (const [objects, namespace, kind, name] of cases) await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name });
+    await victimsIntact();
+  });
+
+  it('10. issuer mode: 12 creates at once against a cap of 3 make 3 keys and 9 KeyLimitReached, no key ever for a refused one; a freed slot goes to one waiter', async () => {
+    const names = Array.from({ length: 12 }, (_, i) => `racer-${i}`);
+    await Promise.all(names.map((name) => issuedCreate('ProjectApiKey', name, { projectId: PROJECT, issuerRef: issuer('tenant-keys') })));
+    const settled = async (): Promise<Resource[] | undefined> => {
+      const all = await Promise.all(names.map((name) => readIssued('ProjectApiKey', name)));
+      return all.every((r) => r !== undefined && ((ready(r) && r.status?.keyId !== undefined) || reasonIs('KeyLimitReached')(r))) ? all as Resource[] : undefined;
+    };
+    const all = await eventually(settled, 60_000, 'every racer Ready or KeyLimitReached');
+    const holders = all.filter(ready);
+    const waiting = all.filter(reasonIs('KeyLimitReached'));
+    expect({ holders: holders.length, waiting: waiting.length }).toEqual({ holders: 3, waiting: 9 });
+    for (const r of waiting) expect({ name: r.metadata.name, keys: (await attemptsOf(r.metadata.name)).map((k) => k.id) }).toEqual({ name: r.metadata.name, keys: [] });
+    const minted = (await mintedBy('tenant-keys')).filter((k) => names.some((n) => k.name.startsWith(`${issuerTenantNs}-${n}-`)));
+    expect(minted.map((k) => k.id).sort()).toEqual(holders.map((r) => r.status!.keyId!).sort());
+
+    // One holder deleted: its key revoked, its slot to exactly one waiter.
+    const freed = holders[0]!;
+    await deleteIssued('ProjectApiKey', [freed.metadata.name]);
+    const rest = names.filter((n) => n !== freed.metadata.name);
+    const after = await eventually(async () => {
+      const left = await Promise.all(rest.map((name) => readIssued('ProjectApiKey', name)));
+      return left.filter((r) => r !== undefined && ready(r)).length === 3 ? left as Resource[] : undefined;
+    }, 30_000, 'a waiter took the freed slot');
+    expect(after.filter(reasonIs('KeyLimitReached'))).toHaveLength(8);
+    const mintedAfter = (await mintedBy('tenant-keys')).filter((k) => names.some((n) => k.name.startsWith(`${issuerTenantNs}-${n}-`)));
+    expect({ minted: mintedAfter.length, live: mintedAfter.filter((k) => !k.revoked).length }).toEqual({ minted: 4, live: 3 });
+    // The waiters first: deleted after the holders, each would be woken by a holder's delete as it
+    // goes (and its pass fail on the resource gone: a line this suite's last test counts).
+    await deleteIssued('ProjectApiKey', after.filter(reasonIs('KeyLimitReached')).map((r) => r.metadata.name));
+    await deleteIssued('ProjectApiKey', rest);
+    expect((await mintedBy('tenant-keys')).filter((k) => !k.revoked)).toEqual([]);
+  }, 120_000);
+
+  it('11. issuer mode: issuerRef switched on a Ready key, to another issuer, to credentials of the namespace, to an issuer that does not exist and back: no key live and recorded nowhere, none left after the delete', async () => {
+    await issuedCreate('ProjectApiKey', 'switcher', { projectId: PROJECT, issuerRef: issuer('tenant-keys') });
+    const first = await untilIssued('ProjectApiKey', 'switcher', (r) => ready(r) && intentSettled(r), 'Ready');
+    const key1 = first.status!.keyId!;
+    // To another issuer that allows it: the same key (an organization's list shows it to both users).
+    await issuedPatch('ProjectApiKey', 'switcher', { spec: { issuerRef: issuer('tenant-extra') } });
+    const moved = await untilIssued('ProjectApiKey', 'switcher', (r) => observed(r) && ready(r), 'Ready through tenant-extra');
+    expect(moved.status?.keyId).toBe(key1);
+    // To credentials of the namespace: the tenant has none but what it was issued, a project key.
+    const value = (await issuerTenantCore.readNamespacedSecret({ namespace: issuerTenantNs, name: 'switcher' })).data?.apiKey ?? '';
+    await issuerTenantCore.createNamespacedSecret({ namespace: issuerTenantNs, body: { metadata: { name: 'own-key' }, data: { apiKey: value } } });
+    await issuedPatch('ProjectApiKey', 'switcher', { spec: { issuerRef: null, organizationId: org, credentialsSecretRef: { name: 'own-key' } } });
+    await untilIssued('ProjectApiKey', 'switcher', observed, 'the namespace credentials observed');
+    // Its Secret deleted meanwhile: nothing can mint with a project key; key 1 stays recorded.
+    await issuerTenantCore.deleteNamespacedSecret({ namespace: issuerTenantNs, name: 'switcher' });
+    await onlyRecordedKeyLive('ProjectApiKey', 'switcher', 3_000);
+    expect((await readIssued('ProjectApiKey', 'switcher'))?.status?.keyId).toBe(key1);
+    // To an issuer that does not exist.
+    await issuedPatch('ProjectApiKey', 'switcher', { spec: { credentialsSecretRef: null, issuerRef: { name: `no-such-${suffix}` } } });
+    const lost = await untilIssued('ProjectApiKey', 'switcher', (r) => observed(r) && reasonIs('IssuerNotFound')(r), 'IssuerNotFound');
+    expect(lost.status?.keyId).toBe(key1);
+    await onlyRecordedKeyLive('ProjectApiKey', 'switcher', 2_000);
+    // Back: its Secret is repaired through the issuer (a new key, key 1 revoked after it).
+    await issuedPatch('ProjectApiKey', 'switcher', { spec: { issuerRef: issuer('tenant-keys') } });
+    await untilIssued('ProjectApiKey', 'switcher', (r) => observed(r) && ready(r) && intentSettled(r) && r.status?.keyId !== key1, 'Ready with a repaired key');
+    await onlyRecordedKeyLive('ProjectApiKey', 'switcher', 2_000);
+    expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(true);
+    await deleteIssued('ProjectApiKey', ['switcher']);
+    expect((await attemptsOf('switcher')).filter((k) => !k.revoked)).toEqual([]);
+    await issuerTenantCore.deleteNamespacedSecret({ namespace: issuerTenantNs, name: 'own-key' });
+    await victimsIntact();
+  }, 90_000);
+
+  // The operator's defect (docs/reliability.md, the hostile-tenant campaign, finding 8): the cap counts
+  // the resources naming the issuer now, so the moved key's slot goes to the waiter. `failing` until
+  // the operator counts a key from its create to its resource's deletion (docs/issuers.md "Caps"):
+  // then this passes, and jest says so; make it an `it` again.
+  it.failing('11b. issuer mode: a key minted through a capped issuer keeps its slot when its resource moves to another issuer or to credentials of the namespace', async () => {
+    await issuedCreate('ProjectApiKey', 'holder', { projectId: PROJECT, issuerRef: issuer('one-slot') });
+    const held = await untilIssued('ProjectApiKey', 'holder', (r) => ready(r) && intentSettled(r), 'Ready');
+    await issuedCreate('ProjectApiKey', 'waiter', { projectId: PROJECT, issuerRef: issuer('one-slot') });
+    await untilIssued('ProjectApiKey', 'waiter', reasonIs('KeyLimitReached'), 'KeyLimitReached');
+    await issuerTenantCore.createNamespacedSecret({ namespace: issuerTenantNs, body: { metadata: { name: 'no-key' }, stringData: { apiKey: 'n'.repeat(64) } } });
+    const moves: [string, Record<string, unknown>][] = [
+      ['another issuer', { issuerRef: issuer('tenant-extra') }],
+      ['credentials of the namespace', { issuerRef: null, organizationId: org, credentialsSecretRef: { name: 'no-key' } }],
+    ];
+    try {
+      for (const [where, spec] of moves) {
+        await issuedPatch('ProjectApiKey', 'holder', { spec });
+        await untilIssued('ProjectApiKey', 'holder', observed, `moved to ${where}`);
+        // The waiter looked at again, over two drift intervals (1.5 s): still no slot.
+        await issuedPatch('ProjectApiKey', 'waiter', { metadata: { labels: { nudge: where.replaceAll(' ', '-') } } });
+        await new Promise((resolve) => setTimeout(resolve, 3_500));
+        const live = (await mintedBy('one-slot')).filter((k) => !k.revoked).map((k) => k.id);
+        const waiter = await readIssued('ProjectApiKey', 'waiter');
+        expect({ where, live, waiter: condition(waiter!, 'Ready')?.reason }).toEqual({ where, live: [held.status!.keyId!], waiter: 'KeyLimitReached' });
+      }
+    } finally {
+      // Back to the issuer that can revoke it, and both deleted.
+      await issuedPatch('ProjectApiKey', 'holder', { spec: { credentialsSecretRef: null, issuerRef: issuer('one-slot') } });
+      await deleteIssued('ProjectApiKey', ['waiter', 'holder']);
+      await issuerTenantCore.deleteNamespacedSecret({ namespace: issuerTenantNs, name: 'no-key' });
+    }
+    expect((await mintedBy('one-slot')).filter((k) => !k.revoked)).toEqual([]);
+  }, 90_000);
 
   it('the secret values never reach the log, and nothing failed unexpectedly', async () => {
     const all = logLines.join('');
