@@ -129,6 +129,13 @@ async function campaign(e: Environment): Promise<boolean> {
       await sleep(3_000);
     }
   })();
+  // The issuers' invariants every second: a cap race is over in seconds.
+  const issuerLoop = (async () => {
+    while (auditing) {
+      await auditor.checkIssuers().catch((error: unknown) => log(`audit of the issuers: ${String(error)}`));
+      await sleep(1_000);
+    }
+  })();
   await Promise.all(tasks);
   await Promise.all(runs);
   log(`attacks over: ${journal.actions.length} actions; the tenants put their credentials right and delete everything; settling (up to ${options.settleS}s)`);
@@ -149,6 +156,7 @@ async function campaign(e: Environment): Promise<boolean> {
   log(`settled in ${settleS.toFixed(1)}s; ${world.current.size} resource(s) left`);
   auditing = false;
   await auditLoop;
+  await issuerLoop;
 
   // (3) The final audit.
   await auditor.check(true);
