@@ -694,9 +694,9 @@ export class Attacker {
 
   /**
    * Ten creates at once through one capped issuer. Each racer ends Ready with a key or refused
-   * (KeyLimitReached); a refused one must have cost no platform create: no key was ever made with
-   * its name (`<namespace>-<name>-<8 characters>`). How many may hold a key is the audit's cap
-   * invariant (audit.ts).
+   * (KeyLimitReached); a refused one must have cost no platform create: no key, live or revoked,
+   * was ever made with its name (`<namespace>-<name>-<8 characters>`). How many may hold a key is
+   * the audit's cap invariant (audit.ts).
    */
   async #capRace(prefix: string): Promise<void> {
     const issuer = this.#pick(['tenant-keys', 'tenant-extra']);
@@ -709,11 +709,19 @@ export class Attacker {
       const refused = (s: Seen | undefined): boolean => s !== undefined && s.reason === 'KeyLimitReached' && s.keyId === undefined && s.settled;
       const end = Date.now() + 60_000;
       while (Date.now() < end && !this.#c.over() && !racers.every((n) => (seen(n)?.ready === true && seen(n)?.keyId !== undefined) || refused(seen(n)))) await sleep(300);
-      // Refused twice, 2 s apart (a waiter woken by a freed slot meanwhile is not one), and never recorded a key.
-      const first = racers.filter((n) => refused(seen(n)));
-      await sleep(2_000);
-      const still = first.filter((n) => refused(seen(n)) && ![...this.#c.world.recordedBy.values()].some((set) => set.has(id(this.#ns, 'ProjectApiKey', n))));
+      // The platform's keys first, then each refused racer read afresh: still refused, no key
+      // recorded, no intent (written before any create, so a racer woken by a slot freed meanwhile
+      // shows it), and never a key recorded in the watch.
       const keys = await admin<PlatformKey[]>(this.#c.env.emulator, 'GET', '/keys').catch(() => undefined);
+      const still: string[] = [];
+      for (const name of racers.filter((n) => refused(seen(n)))) {
+        const fresh = await this.#c.env.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: 'projectapikeys', name }).catch(() => undefined) as {
+          metadata: { annotations?: Record<string, string> }; status?: { keyId?: number; conditions?: { type: string; reason: string }[] };
+        } | undefined;
+        const reason = fresh?.status?.conditions?.find((c) => c.type === 'Ready')?.reason;
+        if (fresh !== undefined && reason === 'KeyLimitReached' && fresh.status?.keyId === undefined && fresh.metadata.annotations?.[PENDING] === undefined
+          && ![...this.#c.world.recordedBy.values()].some((set) => set.has(id(this.#ns, 'ProjectApiKey', name)))) still.push(name);
+      }
       const holders = racers.filter((n) => seen(n)?.keyId !== undefined).length;
       this.#c.journal.add(this.#who, 'playbook.cap-race.settled', `${this.#ns}/${issuer}`, 'ok');
       this.capRaces.push({ issuer, racers: racers.length, holders, refused: still.length });
