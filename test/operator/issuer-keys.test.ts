@@ -12,6 +12,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { soleLeadership } from '../../src/operator/runtime/write-fence.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, replaceCustomObject } from './support.ts';
@@ -272,4 +273,55 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     await eventually(async () => (await read('ProjectApiKey', teamA, 'app').then(() => undefined, () => true)), 30_000, 'app deleted');
     expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).not.toContain(keyId);
   }, 120_000);
+  it('the cap holds across a leader change: 30 concurrent creates against 5, the leader fenced and gone in the race (as a lost Lease leaves it), a new leader settles them: 5 keys, 25 KeyLimitReached, every key ever made a holder\'s', async () => {
+    const raceNs = await createNamespace(cp, 'issuer-race');
+    const label = `race-${suffix}`;
+    const issuer = `race-${suffix}`;
+    await objects.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: {
+      apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name: issuer, labels: { [SUITE_LABEL]: label } },
+      spec: { organizationId: ORG, credentialsSecretRef: { name: 'org-admin' }, allow: [{ namespaces: { names: [raceNs] }, kinds: ['Project'], maxKeysPerNamespace: 5 }] },
+    } });
+    issuers.push(issuer);
+    // A leader as the runtime runs one: every write fenced by its leadership (runtime/write-fence.ts).
+    const leader = async (identity: string, stopped: AbortController): Promise<RunningOperator> => startOperator({
+      kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespaces: [issuersNs, raceNs],
+      issuerSecretsNamespace: issuersNs, issuerLabelSelector: `${SUITE_LABEL}=${label}`, workers: 8, driftIntervalMs: DRIFT_MS, pendingGraceMs: 2_000, maxBackoffMs: 2_000,
+      logger: createLogger({ level: 'silent' }), identity, leadership: soleLeadership(stopped.signal),
+    });
+    const firstLease = new AbortController();
+    let first: RunningOperator | undefined = await leader('race-first', firstLease);
+    let second: RunningOperator | undefined;
+    try {
+      const names = Array.from({ length: 30 }, (_, i) => `racer-${i}`);
+      await Promise.all(names.map((name) => asTenant(raceNs, 'ProjectApiKey', name, { projectId: PROJECT, issuerRef: { name: issuer } })));
+      // The leader loses its Lease once the race's first create reached the platform: from that
+      // moment it writes nothing (a create in flight may still be answered, its outcome unrecorded).
+      const made = async (): Promise<{ id: number; name: string; revoked: boolean }[]> =>
+        (await emulatorAdmin<{ id: number; name: string; revoked: boolean }[]>(emulator.adminUrl, 'GET', '/keys')).filter((k) => k.name.startsWith(`${raceNs}-`));
+      await eventually(async () => ((await made()).length > 0 ? true : undefined), 30_000, 'a first create of the race');
+      firstLease.abort();
+      await first.stop();
+      first = undefined;
+      second = await leader('race-second', new AbortController());
+      const settled = await eventually(async () => {
+        const all = await Promise.all(names.map((name) => read('ProjectApiKey', raceNs, name)));
+        return all.every((r) => ready(r) || refusedWith('KeyLimitReached')(r)) ? all : undefined;
+      }, 90_000, 'every racer Ready or refused');
+      const holders = settled.filter(ready);
+      expect(holders).toHaveLength(5);
+      expect(settled.filter(refusedWith('KeyLimitReached'))).toHaveLength(25);
+      // Every key the platform ever made for the race (revoked ones too: a create the first leader
+      // left in flight, recovered by the second) is a holder's; 5 are live.
+      const keys = await made();
+      const owners = new Set(keys.map((k) => k.name.slice(`${raceNs}-`.length).replace(/-[a-z0-9]{8}$/, '')));
+      expect([...owners].sort()).toEqual(holders.map((r) => r.metadata.name).sort());
+      expect(keys.filter((k) => !k.revoked)).toHaveLength(5);
+      for (const name of names) await objects.deleteNamespacedCustomObject({ group, version, namespace: raceNs, plural: 'projectapikeys', name }).catch(() => undefined);
+      await eventually(async () => ((await made()).filter((k) => !k.revoked).length === 0 ? true : undefined), 60_000, 'the race\'s keys revoked');
+    } finally {
+      await first?.stop();
+      await second?.stop();
+      await core.deleteNamespace({ name: raceNs }).catch(() => undefined);
+    }
+  }, 240_000);
 });

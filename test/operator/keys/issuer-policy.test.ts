@@ -192,7 +192,7 @@ describe('a key through an issuer, against the fakes', () => {
     const issued = r.kube.resource('ProjectApiKey', NAMESPACE, 'ci')!;
     expect(issued.status).toMatchObject({ organizationId: 'org-1', keyId: expect.any(Number) });
     const keyId = issued.status!.keyId!;
-    r.kube.putResource({ ...issued, spec: { ...issued.spec, issuerRef: { name: 'other-org' } } });
+    r.kube.putResource({ ...issued, spec: { ...issued.spec, issuerRef: { name: 'other-org' } } } as KeyResource);
     r.platform.calls.length = 0;
     await r.settle('ProjectApiKey');
     const moved = r.kube.resource('ProjectApiKey', NAMESPACE, 'ci')!;
@@ -207,7 +207,7 @@ describe('a key through an issuer, against the fakes', () => {
     expect(waiting.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ reason: 'Deleting', message: expect.stringMatching(/^CredentialsChanged: key \d+ was issued with other credentials/) });
     expect(r.platform.keys.map((k) => k.id)).toContain(keyId);
     // The issuer of its organization named again: revoked, released.
-    r.kube.resources.set(`ProjectApiKey/${NAMESPACE}/ci`, { ...waiting, spec: { ...waiting.spec, issuerRef: { name: 'team' } } });
+    r.kube.resources.set(`ProjectApiKey/${NAMESPACE}/ci`, { ...waiting, spec: { ...waiting.spec, issuerRef: { name: 'team' } } } as KeyResource);
     await r.settle('ProjectApiKey');
     expect(r.platform.keys.map((k) => k.id)).not.toContain(keyId);
     expect(r.kube.resource('ProjectApiKey', NAMESPACE, 'ci')).toBeUndefined();
