@@ -13,10 +13,16 @@ describe('the operator flags', () => {
   it('have the documented defaults', () => {
     expect(read([])).toEqual({
       platformUrl: 'https://console.neon.tech/api/v2', workers: 16, driftIntervalMs: 300_000, pendingGraceMs: 120_000, minRotationGraceMs: 60_000,
-      signingKeySecret: 'neon-key-operator-signing-key', allowInsecurePlatformUrl: false, inventoryOrganizationLabel: false, leaderElect: false, leaderElectionId: 'neon-key-operator',
+      signingKeySecret: 'neon-key-operator-signing-key', allowInsecurePlatformUrl: false, inventoryOrganizationLabel: false, allowNamespaceCredentials: true, leaderElect: false, leaderElectionId: 'neon-key-operator',
       leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000,
       metrics: { host: '0.0.0.0', port: 8080 }, health: { host: '0.0.0.0', port: 8081 },
     });
+  });
+
+  it('the issuers\' flags: where their Secrets are, which issuers are this install\'s, whether namespace credentials are allowed', () => {
+    expect(read(['--issuer-secrets-namespace', 'platform-keys', '--issuer-label-selector', 'keys.neon.dev/cluster=prod', '--namespace-credentials', 'forbid']))
+      .toMatchObject({ issuerSecretsNamespace: 'platform-keys', issuerLabelSelector: 'keys.neon.dev/cluster=prod', allowNamespaceCredentials: false });
+    expect(read([], { NAMESPACE_CREDENTIALS: 'forbid', ISSUER_SECRETS_NAMESPACE: 'keys' })).toMatchObject({ allowNamespaceCredentials: false, issuerSecretsNamespace: 'keys' });
   });
 
   it('read the environment, and a flag wins over it', () => {
@@ -37,6 +43,9 @@ describe('the operator flags', () => {
     [['--workers=0'], '--workers: "0" is not a positive integer'],
     [['--metrics-bind-address=8080'], '--metrics-bind-address: "8080" is not <host>:<port>'],
     [['--no-such-flag'], "Unknown option '--no-such-flag'"],
+    [['--namespace-credentials=deny'], '--namespace-credentials: "deny" is not allow or forbid'],
+    [['--issuer-secrets-namespace=Team_A'], '--issuer-secrets-namespace: "Team_A" is not a namespace name'],
+    [['--issuer-label-selector=tier in (a)'], '--issuer-label-selector: "tier in (a)" is not an equality-based label selector'],
   ])('refuse %j, naming the flag', (argv, message) => {
     expect(() => readFlags(argv, {})).toThrow(FlagError);
     expect(() => readFlags(argv, {})).toThrow(message);
