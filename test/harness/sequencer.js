@@ -12,6 +12,8 @@ import { relative } from 'node:path';
 /** Suites of 5 s and more, in seconds. */
 const SECONDS = {
   'test/operator/rotation.test.ts': 85,
+  'test/operator/issuer-keys.test.ts': 75,
+  'test/operator/namespace-deletion.test.ts': 55,
   'test/chaos/hostile-campaign.test.ts': 80,
   'test/operator/hostile-memory.test.ts': 55,
   'test/operator/ha.test.ts': 55,
@@ -26,6 +28,8 @@ const SECONDS = {
   'test/platform/client-limiter.test.ts': 22,
   'test/alerts/operator-alerts.test.ts': 22,
   'test/operator/credentials-watch.test.ts': 19,
+  'test/operator/issuer-status.test.ts': 20,
+  'test/deploy/tenant-roles.test.ts': 17,
   'test/operator/key-usage.test.ts': 19,
   'test/operator/runtime/leader.test.ts': 18,
   'test/operator/bad-input.test.ts': 18,
@@ -45,7 +49,6 @@ const SECONDS = {
   'test/deploy/operator-with-chart.test.ts': 9,
   'test/operator/main.test.ts': 9,
   'test/deploy/image.test.ts': 8,
-  'test/deploy/tenant-roles.test.ts': 8,
   'test/operator/resources/crd-apiserver.test.ts': 8,
   'test/alerts/rules.test.ts': 7,
   'test/emulator/permissions.test.ts': 7,
