@@ -68,6 +68,8 @@ e2e_diagnostics() {
     kubectl -n "$ns" logs -l app.kubernetes.io/name=neon-key-operator --tail=60 --prefix 2>/dev/null >&2
   done
   kubectl -n "$app_ns" get projectapikeys 2>/dev/null | awk 'NR == 1 || $2 != "True"' | head -30 >&2
+  kubectl get clusterkeyissuers -o wide 2>/dev/null >&2
+  kubectl -n "$team_ns" get projectapikeys -o wide 2>/dev/null >&2
   # Not the emulator's log: its first line is the bootstrap record, with the administrator's key.
 }
 
@@ -185,6 +187,8 @@ EOF
   org_id=$(json "Object.entries($admin_js.orgRoles).find(([, role]) => role === \"admin\")[0]" <<<"$bootstrap")
   project_id=$(json "d.projects.find((p) => p.organizationId === '$org_id').id" <<<"$bootstrap") \
     || e2e_fail "organization $org_id has no project in the bootstrap record"
+  other_project_id=$(json "d.projects.find((p) => p.organizationId === '$org_id' && p.id !== '$project_id').id" <<<"$bootstrap") \
+    || e2e_fail "organization $org_id has no second project in the bootstrap record (scenario 11's refusal)"
   port_forward
   api="http://127.0.0.1:$e2e_local_port/api/v2"
   until_true 60 "the emulator through the port-forward" curl -fsS -o /dev/null --max-time 2 -H "Authorization: Bearer $admin_key" "$api/projects/$project_id"
@@ -334,6 +338,111 @@ scenario_consumer() {
   kubectl -n "$app_ns" wait --for=delete secret/consumer-neon --timeout=60s >/dev/null
   echo "deleted: key $key_id revoked, the consumer's next call got 401, the Secret collected"
   kubectl -n "$app_ns" delete deployment consumer --wait=false >/dev/null
+}
+
+# Scenario 11: a team gets a key through a ClusterKeyIssuer, holding no platform credential
+# (docs/issuers.md). The platform team keeps the administrator's personal key in a Secret of the
+# release's namespace (the default --issuer-secrets-namespace), labels the team's namespace, and
+# writes the issuer as a user bound to the chart's issuer-admin ClusterRole only. A developer bound
+# to the built-in `edit` role in that namespace and to nothing else (impersonated: kubectl --as)
+# can neither read the issuer's Secret nor write an issuer nor relabel the namespace; it declares a
+# ProjectApiKey naming the issuer and reads a working key from its Secret. One for a project the
+# issuer does not allow is refused (NotAllowed, a Warning) and nothing is minted for it. Deleting the
+# namespace revokes the key with the issuer's credentials; the issuer, used no more, is deleted.
+# The namespace itself goes when the namespace controller looks again (11-14 s after its keys,
+# docs/reliability.md): issuer_namespace_gone checks that at the end, not here.
+team_ns=e2e-team
+issuer=e2e-team-keys
+developer=e2e-developer
+platform_team=e2e-platform-team
+developer_can() { kubectl auth can-i "$@" --as="$developer" 2>/dev/null || true; } # yes or no (exit status 1)
+key_is_revoked() { [ "$(key_revoked "$1")" = true ]; }
+team_key() { # <name> <keyName> <project>: a ProjectApiKey naming the issuer, applied by the developer
+  kubectl -n "$team_ns" apply --as="$developer" -f - >/dev/null <<EOF
+apiVersion: keys.neon.dev/v1alpha1
+kind: ProjectApiKey
+metadata: { name: $1 }
+spec:
+  projectId: $3
+  keyName: $2
+  issuerRef: { name: $issuer }
+EOF
+}
+
+scenario_issuer() {
+  say "11. a key through a ClusterKeyIssuer for a namespace holding no platform credential, declared with edit; a project it does not allow refused"
+  kubectl -n "$helm_ns" create secret generic e2e-org-admin --from-file=apiKey=<(printf '%s' "$admin_key") >/dev/null
+  restricted_namespace "$team_ns"
+  kubectl label namespace "$team_ns" "keys.neon.dev/issuer=$issuer" >/dev/null
+  kubectl create clusterrolebinding "$platform_team" --clusterrole=neon-key-operator-issuer-admin --user="$platform_team" >/dev/null
+  kubectl -n "$team_ns" create rolebinding developers-edit --clusterrole=edit --user="$developer" >/dev/null
+  kubectl apply --as="$platform_team" -f - >/dev/null <<EOF
+apiVersion: keys.neon.dev/v1alpha1
+kind: ClusterKeyIssuer
+metadata: { name: $issuer }
+spec:
+  organizationId: $org_id
+  credentialsSecretRef: { name: e2e-org-admin, key: apiKey }
+  allow:
+    - namespaces: { selector: { matchLabels: { keys.neon.dev/issuer: $issuer } } }
+      kinds: [Project]
+      projects: [$project_id]
+      maxKeysPerNamespace: 2
+EOF
+  kubectl wait --for=condition=Ready "clusterkeyissuer/$issuer" --timeout="${e2e_timeout}s" >/dev/null
+  echo "issuer $issuer written by $platform_team (the chart's issuer-admin role): Ready" \
+    "$(kubectl get clusterkeyissuer "$issuer" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'), credentials of" \
+    "$(kubectl get clusterkeyissuer "$issuer" -o jsonpath='{.status.user.email}') in $helm_ns"
+
+  # The edit role takes in the chart's tenant role by aggregation (the controller-manager's, once
+  # the chart is installed).
+  until_true 60 "edit to grant $developer projectapikeys in $team_ns" sh -c "kubectl auth can-i create projectapikeys -n $team_ns --as=$developer | grep -qx yes"
+  [ "$(developer_can get secret/e2e-org-admin -n "$helm_ns")" = no ] || e2e_fail "$developer can read the issuer's Secret"
+  [ "$(developer_can create clusterkeyissuers)" = no ] || e2e_fail "$developer can create a ClusterKeyIssuer"
+  [ "$(developer_can patch "namespace/$team_ns")" = no ] || e2e_fail "$developer can relabel its Namespace"
+  [ -z "$(kubectl -n "$team_ns" get secrets -o name)" ] || e2e_fail "$team_ns holds Secrets before its key: $(kubectl -n "$team_ns" get secrets -o name | tr '\n' ' ')"
+  echo "$developer (edit in $team_ns) creates projectapikeys; cannot read secret/e2e-org-admin, write an issuer or relabel $team_ns; $team_ns holds no Secret"
+
+  team_key team-db team-issued "$project_id"
+  kubectl -n "$team_ns" wait --for=condition=Ready projectapikey/team-db --timeout="${e2e_timeout}s" >/dev/null
+  local key_id status
+  key_id=$(kubectl -n "$team_ns" get projectapikey team-db -o jsonpath='{.status.keyId}')
+  # The developer reads the key from its namespace's Secret and calls the platform with it (the
+  # key goes from kubectl to curl's header in a pipe, never into a variable or the output).
+  status=$(kubectl -n "$team_ns" get secret team-db --as="$developer" -o jsonpath='{.data.apiKey}' | base64 -d \
+    | sed 's/^/Authorization: Bearer /' | curl -sS -o /dev/null -w '%{http_code}' --max-time 10 -H @- "$api/projects/$project_id")
+  [ "$status" = 200 ] || e2e_fail "GET /projects/$project_id with the key the developer read from Secret team-db: $status"
+  echo "projectapikey/team-db Ready with key $key_id; the developer reads it from Secret team-db: GET /projects/$project_id -> $status"
+
+  team_key web-db team-refused "$other_project_id"
+  until_true "$e2e_timeout" "web-db refused (NotAllowed)" sh -c \
+    "[ \"\$(kubectl -n $team_ns get projectapikey web-db -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].reason}')\" = NotAllowed ]"
+  until_true 30 "a NotAllowed Warning on web-db" sh -c \
+    "kubectl -n $team_ns get events --field-selector involvedObject.name=web-db,reason=NotAllowed,type=Warning -o name | grep -q ."
+  local message minted
+  message=$(kubectl -n "$team_ns" get projectapikey web-db -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')
+  grep -qF "does not allow Project keys of project $other_project_id" <<<"$message" || e2e_fail "web-db's NotAllowed message: $message"
+  minted=$(admin_keys | json "d.filter((k) => k.name.startsWith('team-refused')).length")
+  [ "$minted" = 0 ] || e2e_fail "$minted key(s) minted for the refused web-db"
+  echo "projectapikey/web-db (project $other_project_id): Ready=False NotAllowed, a Warning, no key minted: $message"
+
+  # The namespace deleted with its keys: its one key revoked with the issuer's credentials, its
+  # resources gone, so the issuer's finalizer lets it go.
+  local t0
+  t0=$(date +%s)
+  kubectl delete namespace "$team_ns" --wait=false >/dev/null
+  until_true "$e2e_timeout" "key $key_id revoked with its namespace" key_is_revoked "$key_id"
+  kubectl delete clusterkeyissuer "$issuer" --as="$platform_team" --timeout=60s >/dev/null
+  echo "namespace $team_ns deleted: key $key_id revoked $(( $(date +%s) - t0 ))s later, its resources gone; the issuer deleted"
+  kubectl delete clusterrolebinding "$platform_team" >/dev/null
+  kubectl -n "$helm_ns" delete secret e2e-org-admin >/dev/null
+}
+
+issuer_namespace_gone() {
+  say "11. (end) the issuer's team namespace gone"
+  kubectl wait --for=delete "namespace/$team_ns" --timeout="${e2e_timeout}s" >/dev/null 2>&1 \
+    || e2e_fail "namespace $team_ns still there: $(kubectl get namespace "$team_ns" -o jsonpath='{.status.conditions}' 2>&1)"
+  echo "gone"
 }
 
 # Scenario 7: a rotation without downtime, with running consumers. Two consumer pods take the key
@@ -829,12 +938,14 @@ run_scenarios() {
   scenario_crd_upgrade
   scenario_pod_security
   scenario_consumer
+  scenario_issuer
   scenario_rotation
   # From here to the end, twice a second: no resource ever has two live keys.
   start_sampling "$e2e_work/keys.jsonl"
   scenario_failover
   scenario_upgrade
   failover_converged
+  issuer_namespace_gone
   scenario_uninstall
   scenario_alerts
   scenario_kustomize

@@ -13,13 +13,14 @@ sysctl -a 2>/dev/null | grep -vE '^(fs\.(dentry-state|file-nr|inode-nr|inode-sta
 echo "## mounts"
 awk '{ print $5, $9 }' /proc/self/mountinfo | sort
 echo "## cgroups"
-# Other work on this machine makes cgroups under process_api, and other e2e runs (another checkout
+# Other work on this machine makes cgroups under process_api, other e2e runs (another checkout
 # at the same time) their own subtree (nko-e2e-*, or /kubepods and buildah-* of an older version,
-# whose builds and pods used the top level): not this
+# whose builds and pods used the top level), and hostile campaigns (`npm run hostile`, and its run
+# in `npm test`) one memory cgroup each (nko-hostile-*, chaos/hostile/memory.ts): not this
 # run's to compare. This run's own subtree ($E2E_CGROUP) is compared: it must be gone at the end.
 {
   find /sys/fs/cgroup -mindepth 1 -type d -not -path '*/process_api*' 2>/dev/null \
-    | grep -vE "^/sys/fs/cgroup/[^/]+/(kubepods|nko-e2e-|buildah-)" || true
+    | grep -vE "^/sys/fs/cgroup/[^/]+/(kubepods|nko-e2e-|nko-hostile-|buildah-)" || true
   if [ -n "${E2E_CGROUP:-}" ]; then find /sys/fs/cgroup -mindepth 2 -path "/sys/fs/cgroup/*/$E2E_CGROUP*" -type d 2>/dev/null; fi
 } | sort
 echo "## network"
