@@ -3,11 +3,11 @@
 // thousands of keys by hand is not thousands of events. A message names the key (id, name, kind,
 // creator, last use): what the credentials could list anyway. Never which resource, in which
 // namespace, records a managed key, and never a secret.
-import { randomBytes } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_VERSION } from '../resources/schema.ts';
 import { INVENTORY_KIND, type ApiKeyInventory, type InventoryKey } from '../resources/inventory.ts';
+import { eventBody } from '../runtime/event-body.ts';
 
 export const MAX_KEY_EVENTS = 10;
 
@@ -56,22 +56,8 @@ export class InventoryEventRecorder implements InventoryEvents {
     const { namespace, name, uid, resourceVersion } = inventory.metadata;
     const now = new Date();
     try {
-      await this.#core.createNamespacedEvent({
-        namespace,
-        body: {
-          metadata: { name: `${name}.${now.getTime().toString(16)}${randomBytes(3).toString('hex')}`, namespace },
-          involvedObject: { apiVersion: API_VERSION, kind: INVENTORY_KIND, name, namespace, uid, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
-          type: reason === 'KeyUnused' ? 'Normal' : 'Warning',
-          reason,
-          message: message.slice(0, 1024),
-          source: { component: this.#component },
-          reportingComponent: this.#component,
-          reportingInstance: this.#component,
-          firstTimestamp: now,
-          lastTimestamp: now,
-          count: 1,
-        },
-      });
+      const body = eventBody({ apiVersion: API_VERSION, kind: INVENTORY_KIND, name, namespace, uid, resourceVersion }, reason === 'KeyUnused' ? 'Normal' : 'Warning', reason, message, this.#component, now);
+      await this.#core.createNamespacedEvent({ namespace, body });
     } catch (error) {
       this.#logger.warn({ err: error instanceof Error ? error.message : String(error), reason }, 'could not record event');
     }

@@ -1,14 +1,12 @@
 // An issuer's events: a Warning when it turns not Ready (its reason: what broke), a Normal one when it
 // is Ready again. An issuer is cluster-scoped, so its events live in the `default` namespace, where
 // Kubernetes puts the events of cluster-scoped objects (`kubectl describe clusterkeyissuer` finds them).
-import { randomBytes } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_VERSION } from '../resources/schema.ts';
 import { ISSUER_KIND, type ClusterKeyIssuer } from '../resources/issuer.ts';
 import type { ReadyUpdate } from './conditions.ts';
-
-const EVENTS_NAMESPACE = 'default';
+import { eventBody, eventNamespace } from '../runtime/event-body.ts';
 
 export interface IssuerEvents {
   record(issuer: Pick<ClusterKeyIssuer, 'metadata'>, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
@@ -37,22 +35,8 @@ export class IssuerEventRecorder implements IssuerEvents {
     const { name, uid, resourceVersion } = issuer.metadata;
     const now = new Date();
     try {
-      await this.#core.createNamespacedEvent({
-        namespace: EVENTS_NAMESPACE,
-        body: {
-          metadata: { name: `${name}.${now.getTime().toString(16)}${randomBytes(3).toString('hex')}`, namespace: EVENTS_NAMESPACE },
-          involvedObject: { apiVersion: API_VERSION, kind: ISSUER_KIND, name, uid, ...(resourceVersion !== undefined ? { resourceVersion } : {}) },
-          type,
-          reason,
-          message: message.slice(0, 1024),
-          source: { component: this.#component },
-          reportingComponent: this.#component,
-          reportingInstance: this.#component,
-          firstTimestamp: now,
-          lastTimestamp: now,
-          count: 1,
-        },
-      });
+      const body = eventBody({ apiVersion: API_VERSION, kind: ISSUER_KIND, name, uid, resourceVersion }, type, reason, message, this.#component, now);
+      await this.#core.createNamespacedEvent({ namespace: eventNamespace(body.involvedObject), body });
     } catch (error) {
       this.#logger.warn({ err: error instanceof Error ? error.message : String(error), reason }, 'could not record event');
     }

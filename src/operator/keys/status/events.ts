@@ -1,11 +1,12 @@
 // Kubernetes events (core v1) about key resources. Messages are built by the lifecycle from ids,
 // names and reasons only: a secret value never reaches an event. Repeats of the same event within
 // a window are dropped, so a resource stuck in backoff does not flood the namespace.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_VERSION, type KeyResource } from '../../resources/schema.ts';
 import type { Reason } from './conditions.ts';
+import { eventBody } from '../../runtime/event-body.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -33,29 +34,9 @@ export class EventRecorder {
     if (this.#recent.size > 10_000) this.#recent.clear();
     const timestamp = new Date(now);
     try {
-      await this.#core.createNamespacedEvent({
-        namespace: resource.metadata.namespace,
-        body: {
-          metadata: { name: `${resource.metadata.name}.${now.toString(16)}${randomBytes(3).toString('hex')}`, namespace: resource.metadata.namespace },
-          involvedObject: {
-            apiVersion: API_VERSION,
-            kind: resource.kind,
-            name: resource.metadata.name,
-            namespace: resource.metadata.namespace,
-            uid: resource.metadata.uid,
-            ...(resource.metadata.resourceVersion !== undefined ? { resourceVersion: resource.metadata.resourceVersion } : {}),
-          },
-          type,
-          reason,
-          message: message.slice(0, 1024),
-          source: { component: this.#component },
-          reportingComponent: this.#component,
-          reportingInstance: this.#component,
-          firstTimestamp: timestamp,
-          lastTimestamp: timestamp,
-          count: 1,
-        },
-      });
+      const { metadata: m } = resource;
+      const body = eventBody({ apiVersion: API_VERSION, kind: resource.kind, name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion }, type, reason, message, this.#component, timestamp);
+      await this.#core.createNamespacedEvent({ namespace: m.namespace, body });
     } catch (error) {
       // Events are best effort: never fail a reconcile over one.
       this.#logger.warn({ err: error, reason }, 'could not record event');
