@@ -2,7 +2,8 @@
 // contract, its CRDs and rules the same as the top-level crds/ and deploy/base (one truth each).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VersionApi } from '@kubernetes/client-node';
 import { controlPlane } from '../harness/index.ts';
@@ -113,6 +114,37 @@ describe('the Helm chart', () => {
       expect(out).toContain('0 chart(s) failed');
       expect(out).not.toMatch(/\[(WARNING|ERROR)\]/);
     }
+  });
+
+  it('is usable as a dependency: a parent chart (file:// dependency, resolved offline) with global values passes helm lint --strict and renders', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nko-parent-'));
+    try {
+      const parent = join(dir, 'platform');
+      mkdirSync(join(parent, 'templates'), { recursive: true });
+      writeFileSync(join(parent, 'Chart.yaml'), [
+        'apiVersion: v2', 'name: platform', 'description: A platform team\'s chart that bundles the operator.', 'version: 1.0.0',
+        'dependencies:', '  - name: neon-key-operator', `    version: "${chartVersion}"`, `    repository: file://${chartDir}`, '',
+      ].join('\n'));
+      // Helm gives every subchart the parent's global (and an empty one without it).
+      writeFileSync(join(parent, 'values.yaml'), 'global:\n  imageRegistry: registry.example\nneon-key-operator:\n  replicaCount: 1\n');
+      expect(await t.helm(['dependency', 'update', parent])).toContain('Saving 1 charts');
+      expect(readdirSync(join(parent, 'charts'))).toEqual([`neon-key-operator-${chartVersion}.tgz`]);
+      expect(await t.helm(['dependency', 'build', parent])).toContain('Saving 1 charts');
+      const lint = await t.helm(['lint', '--strict', '--with-subcharts', parent, '--kube-version', kubeVersion]);
+      expect(lint).toContain('2 chart(s) linted, 0 chart(s) failed');
+      expect(lint).not.toMatch(/\[(WARNING|ERROR)\]/);
+      const objects = parseYaml(await t.helm(['template', 'platform', parent, '--namespace', 'ops', '--kube-version', kubeVersion]));
+      expect(byKind(objects, 'Deployment').map((d) => [d.metadata.name, (d.spec as { replicas: number }).replicas])).toEqual([['platform-neon-key-operator', 1]]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('claims a lower bound of Kubernetes only: the next minor renders, 1.29 is refused', async () => {
+    expect(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')).toMatch(/^kubeVersion: ">=1\.30\.0-0"$/m);
+    const render = (version: string): Promise<string> => t.helm(['template', 'k', chartDir, '--namespace', 'ops', '--kube-version', version]);
+    expect(byKind(parseYaml(await render('1.38.0')), 'Deployment')).toHaveLength(1);
+    await expect(render('1.29.15')).rejects.toThrow(/chart requires kubeVersion: >=1\.30\.0-0 which is incompatible with Kubernetes v1\.29\.15/);
   });
 
   it('refuses unknown or malformed values through values.schema.json, offline', async () => {
