@@ -63,6 +63,9 @@ describe('npm run emulator', () => {
     });
     expect(first.code).toBe(0);
     expect(first.stderr).toContain('"msg":"request"');
+    // Each line carries its level by name, as the operator's do.
+    expect(first.stderr.trim().split('\n').map((l) => (JSON.parse(l) as { level: unknown }).level)).toContain('info');
+    expect(first.stderr).not.toMatch(/"level":\d/);
     for (const secret of key.split('|')) expect(first.stderr).not.toContain(secret);
 
     const second = await run(['--db', db], async (b) => {

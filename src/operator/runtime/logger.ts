@@ -11,6 +11,8 @@ export function createLogger(options: { level?: string; destination?: Destinatio
   return pino({
     level: options.level ?? process.env.LOG_LEVEL ?? 'info',
     base: { component: 'neon-key-operator' },
+    // The level as its name ("level":"info"), as log pipelines expect, not pino's number.
+    formatters: { level: (label) => ({ level: label }) },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
   }, options.destination);
 }
