@@ -6,7 +6,7 @@
 // tour of a key's life. It then keeps running until Ctrl-C; `--once` exits after the tour.
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +24,7 @@ const { values: flags } = parseArgs({
 });
 
 const demoNamespace = 'neon-demo';
-/** The team of examples/clusterkeyissuer.yaml: a namespace with no platform credential, and a member bound to `edit` there. */
+/** A team of the issuer of examples/platform-team: a namespace with no platform credential, and a member bound to `edit` there. */
 const teamNamespace = 'team-a';
 const teamMember = 'team-a-developer';
 const operatorNamespace = 'neon-key-operator-system';
@@ -120,19 +120,23 @@ try {
   });
   console.log(`operator pid ${operator.pid}, JSON logs in ${operatorLog}`);
 
-  step(`Applying examples/ in namespace ${demoNamespace}`);
-  console.log((await kubectl('apply', '-f', join(root, 'examples/namespace.yaml'))).trim());
-  // The credentials the operator acts with: the administrator's personal key from the emulator's
-  // bootstrap, in place of examples/credentials-secret.yaml and its placeholder.
-  await kubectlIn(JSON.stringify({
-    apiVersion: 'v1', kind: 'Secret', metadata: { name: 'neon-admin', namespace: demoNamespace }, stringData: { apiKey: admin.personalKey },
-  }), 'apply', '-f', '-');
-  console.log(`secret/neon-admin created (the personal key of ${admin.name}, an administrator of ${Object.keys(admin.orgRoles ?? {}).join(', ')})`);
-  // The issuer's two files are the platform team's and a team's, applied by each in tourIssuer.
-  const skip = new Set(['namespace.yaml', 'credentials-secret.yaml', 'clusterkeyissuer.yaml', 'team-projectapikey.yaml']);
-  for (const file of readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.yaml') && !skip.has(f)).sort()) {
-    console.log((await kubectlIn(readFileSync(join(root, 'examples', file), 'utf8'), 'apply', '-n', demoNamespace, '-f', '-')).trim());
-  }
+  // The commands of examples/README.md (and the chart's NOTES), with the emulator's administrator's
+  // personal key as the credentials: first the platform team's part, then the teams'.
+  step('The platform team: an administrator\'s key in the operator\'s namespace, the ClusterKeyIssuer (examples/platform-team)');
+  await kubectl('create', 'secret', 'generic', 'neon-org-admin', '-n', operatorNamespace, `--from-literal=apiKey=${admin.personalKey}`);
+  console.log(`secret/neon-org-admin created in ${operatorNamespace} (the personal key of ${admin.name}, an administrator of ${Object.keys(admin.orgRoles ?? {}).join(', ')})`);
+  console.log((await kubectl('apply', '-k', join(root, 'examples/platform-team'))).trim());
+  await kubectl('wait', '--for=condition=Ready', 'clusterkeyissuer/team-keys', `--timeout=${flags.timeout}s`);
+  console.log((await kubectl('get', 'clusterkeyissuers', '-o', 'wide')).trimEnd());
+  console.log((await kubectl('create', 'namespace', demoNamespace)).trim());
+  console.log((await kubectl('label', 'namespace', demoNamespace, 'keys.neon.dev/issuer=team-keys')).trim());
+
+  step(`A team's keys: kubectl -n ${demoNamespace} apply -k examples/ (through the issuer), then its own credential's`);
+  console.log((await kubectl('apply', '-n', demoNamespace, '-k', join(root, 'examples'))).trim());
+  console.log((await kubectl('apply', '-n', demoNamespace, '-f', join(root, 'examples/rotation.yaml'))).trim());
+  await kubectl('create', 'secret', 'generic', 'neon-admin', '-n', demoNamespace, `--from-literal=apiKey=${admin.personalKey}`);
+  console.log(`secret/neon-admin created in ${demoNamespace} (the same administrator's key, for the namespace's own keys and the inventory)`);
+  console.log((await kubectl('apply', '-n', demoNamespace, '-k', join(root, 'examples/namespace-credentials'))).trim());
 
   step('Waiting until every key is Ready');
   console.log((await kubectl('wait', '-n', demoNamespace, '--for=condition=Ready', 'apikeys,projectapikeys', '--all', `--timeout=${flags.timeout}s`)).trim());
@@ -150,16 +154,19 @@ try {
   }
 
   step('The Secrets, and each key working against the platform');
-  const secrets = JSON.parse(await kubectl('get', 'secrets', '-n', demoNamespace, '-l', 'app.kubernetes.io/managed-by=neon-key-operator', '-o', 'json')) as {
-    items: { metadata: { name: string; annotations?: Record<string, string> }; data?: Record<string, string> }[];
-  };
-  for (const secret of secrets.items) {
-    for (const [field, encoded] of Object.entries(secret.data ?? {})) {
-      const key = Buffer.from(encoded, 'base64').toString('utf8');
+  for (const kind of ['apikeys', 'projectapikeys']) {
+    const list = JSON.parse(await kubectl('get', kind, '-n', demoNamespace, '-o', 'json')) as { items: { spec: { secret?: { key?: string } }; status?: { secretName?: string } }[] };
+    for (const item of list.items) {
+      // The data key holding the key itself (spec.secret.key); a template adds others beside it.
+      const field = item.spec.secret?.key ?? 'apiKey';
+      const out = await kubectl('get', 'secret', item.status?.secretName ?? '', '-n', demoNamespace, '-o', 'json');
+      const secret = JSON.parse(out) as { metadata: { name: string; annotations?: Record<string, string> }; data?: Record<string, string> };
+      const key = Buffer.from(secret.data?.[field] ?? '', 'base64').toString('utf8');
       const response = await fetch(`${emulator.baseUrl}/projects`, { headers: { authorization: `Bearer ${key}` } });
       const body = await response.json() as { projects?: unknown[] };
+      const others = Object.keys(secret.data ?? {}).filter((k) => k !== field);
       console.log(`Secret ${secret.metadata.name} key "${field}" (key id ${secret.metadata.annotations?.['keys.neon.dev/key-id']}): `
-        + `GET /projects -> ${response.status}, ${body.projects?.length ?? 0} project(s) visible`);
+        + `GET /projects -> ${response.status}, ${body.projects?.length ?? 0} project(s) visible${others.length > 0 ? `; beside it: ${others.join(', ')}` : ''}`);
     }
   }
 
@@ -367,24 +374,18 @@ async function tourRotation(): Promise<void> {
 
 /**
  * A team without a platform credential (docs/issuers.md). The platform team keeps an
- * administrator's personal key in the operator's namespace and a ClusterKeyIssuer that allows the
- * namespaces it labels (examples/clusterkeyissuer.yaml); a member of the team, bound to the
- * built-in `edit` role in its namespace and to nothing else, declares a ProjectApiKey naming the
- * issuer (examples/team-projectapikey.yaml). A project the issuer does not allow is refused before
- * any platform request.
+ * administrator's personal key in the operator's namespace and the ClusterKeyIssuer of
+ * examples/platform-team, which allows the namespaces it labels; a member of the team, bound to the
+ * built-in `edit` role in its namespace and to nothing else, applies the team's examples there
+ * (kubectl -n team-a apply -k examples/). A project the issuer does not allow is refused before any
+ * platform request.
  */
 async function tourIssuer(): Promise<void> {
-  step(`A team without a platform credential: a key for namespace ${teamNamespace} through a ClusterKeyIssuer`);
-  const orgId = Object.keys(admin?.orgRoles ?? {})[0] ?? 'org-demo-00000001';
+  step(`A team without a platform credential: keys for namespace ${teamNamespace} through the ClusterKeyIssuer`);
   const asMember = ['--as', teamMember];
-  // The platform team: the credentials where no team reads them, the issuer, the team's namespace labelled.
-  await kubectlIn(JSON.stringify({
-    apiVersion: 'v1', kind: 'Secret', metadata: { name: 'neon-org-admin', namespace: operatorNamespace }, stringData: { apiKey: admin?.personalKey ?? '' },
-  }), 'apply', '-f', '-');
-  console.log(`secret/neon-org-admin created in ${operatorNamespace} (the personal key of ${admin?.name ?? '?'}, an administrator of ${orgId})`);
-  console.log((await kubectlIn(readFileSync(join(root, 'examples', 'clusterkeyissuer.yaml'), 'utf8'), 'apply', '-f', '-')).trim());
-  await kubectl('wait', '--for=condition=Ready', 'clusterkeyissuer/team-keys', `--timeout=${flags.timeout}s`);
-  console.log((await kubectl('get', 'clusterkeyissuers', '-o', 'wide')).trimEnd());
+  // The platform team: the team's namespace, labelled so that the issuer allows it.
+  console.log((await kubectl('create', 'namespace', teamNamespace)).trim());
+  console.log((await kubectl('label', 'namespace', teamNamespace, 'keys.neon.dev/issuer=team-keys')).trim());
 
   // The team: one member, bound to `edit` in its namespace (which takes in the operator's tenant role).
   await kubectl('create', 'rolebinding', 'developers-edit', '--clusterrole=edit', `--user=${teamMember}`, '-n', teamNamespace);
@@ -396,20 +397,20 @@ async function tourIssuer(): Promise<void> {
     + `get secret/neon-org-admin -n ${operatorNamespace} ${await canI('get', 'secret/neon-org-admin', '-n', operatorNamespace)}; `
     + `label namespace/${teamNamespace} ${await canI('patch', `namespace/${teamNamespace}`)}; `
     + `Secrets in ${teamNamespace}: ${secretsBefore === '' ? 'none' : secretsBefore.replace(/\n/g, ', ')}`);
-  console.log(`$ kubectl apply -f examples/team-projectapikey.yaml --as ${teamMember}`);
-  console.log((await kubectlIn(readFileSync(join(root, 'examples', 'team-projectapikey.yaml'), 'utf8'), 'apply', '-f', '-', ...asMember)).trim());
-  await kubectl('wait', '-n', teamNamespace, '--for=condition=Ready', 'projectapikey/billing-db', `--timeout=${flags.timeout}s`);
-  const issued = await getKey('projectapikeys', 'billing-db', teamNamespace);
-  console.log(`projectapikey/billing-db  key ${issued.status?.keyId}  Secret ${issued.status?.secretName}`);
-  for (const c of issued.status?.conditions ?? []) console.log(`  ${c.type.padEnd(18)} ${c.status.padEnd(6)} ${c.reason.padEnd(16)} ${c.message}`);
+  console.log(`$ kubectl -n ${teamNamespace} apply -k examples/ --as ${teamMember}`);
+  console.log((await kubectl('apply', '-n', teamNamespace, '-k', join(root, 'examples'), ...asMember)).trim());
+  await kubectl('wait', '-n', teamNamespace, '--for=condition=Ready', 'projectapikeys', '--all', `--timeout=${flags.timeout}s`);
+  console.log((await kubectl('get', 'neon', '-n', teamNamespace, '-o', 'wide')).trimEnd());
+  const issued = await getKey('projectapikeys', 'app-neon', teamNamespace);
+  for (const c of issued.status?.conditions ?? []) console.log(`  app-neon ${c.type.padEnd(18)} ${c.status.padEnd(6)} ${c.reason.padEnd(16)} ${c.message}`);
   // The member reads its own key's Secret (edit may), and uses it; it never leaves this process.
-  const key = await secretValue(issued.status?.secretName ?? 'billing-db', teamNamespace, ...asMember);
-  if (key === undefined) throw new Error(`${teamMember} cannot read Secret billing-db`);
+  const key = await secretValue(issued.status?.secretName ?? 'app-neon', teamNamespace, ...asMember);
+  if (key === undefined) throw new Error(`${teamMember} cannot read Secret app-neon`);
   const projectId = issued.spec.projectId ?? '';
   const own = await fetch(`${emulator.baseUrl}/projects/${projectId}`, { headers: { authorization: `Bearer ${key}` } });
   await own.arrayBuffer();
   if (own.status !== 200) throw new Error(`GET /projects/${projectId} with the team's key -> ${own.status}`);
-  console.log(`${teamMember} reads Secret billing-db; GET /projects/${projectId} with its key -> ${own.status}`);
+  console.log(`${teamMember} reads Secret app-neon; GET /projects/${projectId} with its key -> ${own.status}`);
 
   // A project the issuer does not allow: refused (NotAllowed), and nothing asked of the platform.
   const otherProject = 'bold-meadow-00000002';

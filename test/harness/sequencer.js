@@ -35,6 +35,7 @@ const SECONDS = {
   'test/operator/bad-input.test.ts': 18,
   'test/deploy/chart-crds.test.ts': 17,
   'test/deploy/chart.test.ts': 16,
+  'test/deploy/examples.test.ts': 28,
   'test/deploy/apply.test.ts': 15,
   'test/operator/operations-settled.test.ts': 14,
   'test/deploy/can-i.test.ts': 13,

@@ -5,6 +5,7 @@ import { ApiException, CoreV1Api, type CustomObjectsApi } from '@kubernetes/clie
 import { TEST_MIN_ROTATION_GRACE } from '../../harness/crds.ts';
 import { parseGoDuration } from '../../../src/operator/go-duration.ts';
 import { controlPlane, type ControlPlane } from '../../harness/index.ts';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createNamespace, customObjects, installOperatorManifests, kubectl, root } from '../support.ts';
 
@@ -118,11 +119,24 @@ describe('the CRDs on a real apiserver', () => {
     expect(withStatus.metadata.generation).toBe(1);
   });
 
-  it('admits every manifest in examples/', async () => {
-    await kubectl(cp, ['apply', '-f', join(root, 'examples/namespace.yaml')]);
-    for (const file of ['credentials-secret.yaml', 'apikey.yaml', 'projectapikey.yaml', 'rotation.yaml']) {
-      expect(await kubectl(cp, ['apply', '--dry-run=server', '-f', join(root, 'examples', file)])).toContain('(server dry run)');
+  it('admits every manifest in examples/: three kustomizations that name no namespace and hold no Secret, and rotation.yaml', async () => {
+    // Every file of examples/ is in one of its kustomizations, but rotation.yaml (its Deployment names an image of the user's).
+    const kustomizations = ['examples', 'examples/platform-team', 'examples/namespace-credentials'];
+    const listed = new Set<string>();
+    for (const dir of kustomizations) {
+      const text = await readFile(join(root, dir, 'kustomization.yaml'), 'utf8');
+      for (const m of text.matchAll(/^ {2}- (\S+\.yaml)$/gm)) listed.add(join(dir, m[1] ?? ''));
+      const objects = (await kubectl(cp, ['kustomize', join(root, dir)])).split(/^---$/m).map((d) => /^kind: (\S+)$/m.exec(d)?.[1]);
+      expect([dir, objects.filter((k) => k === 'Secret' || k === 'Namespace')]).toEqual([dir, []]);
+      // Only a cluster-scoped object names no namespace by nature; the others take the one kubectl is given.
+      expect([dir, / {2}namespace: /.test(await kubectl(cp, ['kustomize', join(root, dir)]))]).toEqual([dir, false]);
     }
+    const files = (await readdir(join(root, 'examples'), { recursive: true })).filter((f) => f.endsWith('.yaml') && !f.endsWith('kustomization.yaml')).map((f) => join('examples', f));
+    expect(files.filter((f) => !listed.has(f)).sort()).toEqual(['examples/rotation.yaml']);
+    for (const dir of kustomizations) {
+      expect(await kubectl(cp, ['apply', '--dry-run=server', '-n', namespace, '-k', join(root, dir)])).toContain('(server dry run)');
+    }
+    expect(await kubectl(cp, ['apply', '--dry-run=server', '-n', namespace, '-f', join(root, 'examples/rotation.yaml')])).toContain('(server dry run)');
   });
 
   it('answers kubectl by short name and category with the printer columns', async () => {
