@@ -348,7 +348,7 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     // Diagnosis (--fair-stages): the operator's event loop delay (prom-client's, reset at each scrape) and CPU seconds.
     const sampleOperator = async (): Promise<void> => {
       const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => '');
-      const value = (name: string): number => Number(new RegExp(`^neon_key_operator_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+      const value = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
       const sample = { at: Date.now(), loopMaxMs: 1000 * value('nodejs_eventloop_lag_max_seconds'), cpuS: value('process_cpu_seconds_total') };
       if (Number.isFinite(sample.loopMaxMs) && Number.isFinite(sample.cpuS)) operatorSamples.push(sample);
     };

@@ -2,7 +2,7 @@
 // controller-gen makes CRD reference docs and helm-docs makes a chart's values table):
 // - flags.md: the operator's flags (src/operator/flags.ts, the CLI's own definitions);
 // - helm-values.md: the chart's values (values.yaml, its comments, and values.schema.json);
-// - metrics.md: every metric of the registry (src/operator/keys/status/metrics.ts, the inventory's and issuers' gauges);
+// - metrics.md: every metric of the registry (src/operator/keys/status/metrics.ts, runtime/metrics.ts, the inventory's and issuers' gauges);
 // - conditions.md: condition types, reasons, the platform-failure table and the events
 //   (src/operator/keys/status/catalog.ts, conditions.ts's closed Reason union, platform-reasons.ts),
 //   and a ClusterKeyIssuer's reasons (src/operator/issuers/conditions.ts);
@@ -116,7 +116,8 @@ export function helmValuesTable(): string {
 
 export function metricsTable(): string {
   const registry = new Registry();
-  createMetrics(registry, { defaultMetrics: false });
+  // With leader election (leader_election_master_status), and the deprecated names of before controller-runtime's.
+  createMetrics(registry, { defaultMetrics: false, leaseName: 'neon-key-operator' });
   // The inventory's gauge as --inventory-organization-label shows it (without it, no organization label).
   registerInventoryGauge(registry, () => [], true);
   registerIssuerGauge(registry, () => []);

@@ -43,7 +43,7 @@ reuseKubeConnections(kubeConfig);
 const namespaces = parseWatchNamespaces(flags.namespaces);
 const identity = process.env.POD_NAME ?? hostname();
 const registry = new Registry();
-const metrics = createMetrics(registry, { version: BUILD.version, revision: BUILD.revision });
+const metrics = createMetrics(registry, { version: BUILD.version, revision: BUILD.revision, ...(flags.leaderElect ? { leaseName: flags.leaderElectionId } : {}) });
 
 const leaseNamespace = process.env.POD_NAMESPACE ?? 'neon-key-operator-system';
 // The process's identity in intents and in the platform's logs (its user agent): the pod's name, and
@@ -91,7 +91,7 @@ const manager = new Manager({
       retryPeriodMs: f.retryPeriodMs,
     },
   } : {}),
-  onLeading: (leading) => metrics.leader.set(leading ? 1 : 0),
+  onLeading: (leading) => metrics.setLeading(leading),
 });
 process.on('SIGTERM', () => manager.shutdown('SIGTERM'));
 process.on('SIGINT', () => manager.shutdown('SIGINT'));

@@ -25,6 +25,7 @@ import { createLogger } from './runtime/logger.ts';
 import { fenceKubeWrites, soleLeadership, type Leadership } from './runtime/write-fence.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/issuing/signing.ts';
 import type { ManagedKeysCount, OperatorMetrics } from './keys/status/metrics.ts';
+import type { ReconcileOutcome } from './runtime/metrics.ts';
 import type { ReconcileRecord } from './keys/reconcile-context.ts';
 import type { KindName } from './resources/schema.ts';
 import { INVENTORY_KIND } from './resources/inventory.ts';
@@ -70,7 +71,7 @@ export interface OperatorOptions {
    * LIST or WATCH (default 1 s doubling to 60 s), the server-side watch timeout (default 5 to 10 min).
    */
   informers?: ControllerOptions['reflector'];
-  onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
+  onReconciled?(kind: KindName, result: ReconcileOutcome, seconds: number): void;
   /** Every reconcile once it ended, per resource and in order (keys/reconcile-context.ts ReconcileRecord). */
   onReconcile?(record: ReconcileRecord): void;
   /** The operator's metrics (keys/status/metrics.ts): queue, reconcile and platform request instruments. */
@@ -351,12 +352,8 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ...(options.informers !== undefined ? { reflector: options.informers } : {}),
     onWatchRestart: (kind, restart) => options.metrics?.watchRestarts.inc({ resource: kind, reason: restart.reason }),
     onList: (kind) => options.metrics?.informerLists.inc({ resource: kind }),
-    onReconciled: (kind, result, seconds) => {
-      options.metrics?.reconcileTotal.inc({ kind, result });
-      options.metrics?.reconcileDuration.observe({ kind }, seconds);
-      options.onReconciled?.(kind as KindName, result, seconds);
-    },
-    ...(options.metrics !== undefined ? { queueMetrics: options.metrics.workQueue('keys') } : {}),
+    ...(options.onReconciled !== undefined ? { onReconciled: (kind, result, seconds) => options.onReconciled?.(kind as KindName, result, seconds) } : {}),
+    ...(options.metrics !== undefined ? { metrics: options.metrics.controller, queueMetrics: options.metrics.workQueue('keys') } : {}),
     signal: leadership.signal,
   });
   const running = controller;
@@ -369,16 +366,17 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     for (const c of running.staleCaches()) counts.set(c.kind, (counts.get(c.kind) ?? 0) + 1);
     return [...counts].map(([resource, value]) => ({ resource, value }));
   });
-  // managed_keys{kind,condition,status,reason}: counted from the informer caches when scraped, never from the platform.
+  // managed_keys{namespace,kind,condition,status,reason}: counted from the informer caches when scraped, never from the platform.
   metrics?.countManagedKeysWith(() => {
     const counts = new Map<string, ManagedKeysCount>();
     for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
       for (const obj of running.cached(kind)) {
+        const namespace = obj.metadata?.namespace ?? '';
         for (const c of (obj as { status?: { conditions?: { type: string; status: string; reason: string }[] } }).status?.conditions ?? []) {
-          const series = `${kind}\0${c.type}\0${c.status}\0${c.reason}`;
+          const series = `${namespace}\0${kind}\0${c.type}\0${c.status}\0${c.reason}`;
           const count = counts.get(series);
           if (count !== undefined) count.value++;
-          else counts.set(series, { labels: { kind, condition: c.type, status: c.status, reason: c.reason }, value: 1 });
+          else counts.set(series, { labels: { namespace, kind, condition: c.type, status: c.status, reason: c.reason }, value: 1 });
         }
       }
     }

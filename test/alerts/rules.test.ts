@@ -185,15 +185,26 @@ describe('the chart', () => {
     expect(JSON.parse(json)).toEqual(JSON.parse(readFileSync(dashboardFile, 'utf8')));
     const dashboard = JSON.parse(json) as { uid: string; title: string; panels: { title: string; type: string; targets?: { expr: string }[] }[] };
     expect(dashboard.uid).toBe('neon-key-operator');
-    // What the dashboard is for: convergence, keys by condition and reason, rotations, platform requests by status, queue depth.
+    // What the dashboard is for: convergence, keys by condition and reason, rotations, platform requests
+    // by status, queue depth; the generic families under controller-runtime's names, this operator's
+    // targets only (another controller serves them too).
     const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr).join('\n');
     for (const wanted of [
-      /reconcile_total/, /reconcile_duration_seconds_bucket/, /workqueue_depth/,
+      /controller_runtime_reconcile_total/, /controller_runtime_reconcile_time_seconds_bucket/, /workqueue_depth/, /leader_election_master_status/,
       /sum by \(kind, reason\) \(neon_key_operator_managed_keys\{[^}]*condition="Ready", status!="True"\}/,
       /sum by \(condition, status\) \(neon_key_operator_managed_keys/,
       /condition="Rotating"/, /retired_keys_total/,
       /sum by \(status\) \(rate\(neon_key_operator_platform_requests_total/,
     ]) expect(exprs).toMatch(wanted);
     for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) expect(panel.targets?.length).toBeGreaterThan(0);
+    for (const expr of exprs.split('\n').filter((e) => /\b(controller_runtime_|workqueue_|leader_election_|process_|nodejs_)/.test(e))) {
+      expect(expr).toContain('and on (job, instance) neon_key_operator_build_info');
+    }
+    expect(exprs).not.toMatch(/neon_key_operator_(reconcile|workqueue|leader|process|nodejs)/);
+  });
+
+  it('renders a ServiceMonitor whose endpoint honors the series\' labels (a key-state series keeps its resource\'s namespace)', async () => {
+    const monitor = await render(['metrics.serviceMonitor.enabled=true'], 'templates/servicemonitor.yaml') as unknown as { spec: { endpoints: { port: string; honorLabels?: boolean }[] } };
+    expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'metrics', honorLabels: true })]);
   });
 });

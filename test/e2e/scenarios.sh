@@ -848,6 +848,8 @@ global: { scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s }
 rule_files: ['$e2e_work/rules.yaml']
 scrape_configs:
   - job_name: neon-key-operator
+    # As the chart's ServiceMonitor (honorLabels): managed_keys keeps its resource's namespace.
+    honor_labels: true
     static_configs:$targets
 EOF
   prometheus=${E2E_PROMETHEUS:-$(bash "$e2e_root/test/prometheus/build.sh")/prometheus}
@@ -862,7 +864,7 @@ EOF
   loaded=$(prom_api rules | json 'd.data.groups.flatMap((g) => g.rules).filter((r) => r.type === "alerting").length')
   shipped=$(grep -c '^ *- alert: ' "$chart/files/prometheus-rules.yaml")
   [ "$loaded" = "$shipped" ] || e2e_fail "Prometheus loaded $loaded alerting rules, the chart ships $shipped"
-  until_true 30 "Prometheus seeing a leader" sh -c "curl -fsS --max-time 2 'http://127.0.0.1:$e2e_prometheus_port/api/v1/query?query=max(neon_key_operator_leader)' | grep -q '\"1\"\\]'"
+  until_true 30 "Prometheus seeing a leader" sh -c "curl -fsS --max-time 2 'http://127.0.0.1:$e2e_prometheus_port/api/v1/query?query=max(leader_election_master_status)' | grep -q '\"1\"\\]'"
   echo "Prometheus $("$prometheus" --version 2>&1 | head -1 | awk '{print $3}') on 127.0.0.1:$e2e_prometheus_port: both pods up, $loaded alerting rules loaded"
   # The image's build stamps its version (the Dockerfile's VERSION, package.json's here) into build_info.
   local version stamped
@@ -897,7 +899,8 @@ EOF
   [ $(( t_firing - active_at )) -ge 5000 ] || e2e_fail "NeonKeyOperatorCredentialsRefused seen firing $(( t_firing - active_at )) ms after it became active, before its 5s for"
   local labels
   labels=$(prom_api alerts | json "(({ labels: l }) => [l.namespace, l.kind, l.reason, l.severity].join(' '))(d.data.alerts.find((a) => a.labels.alertname === 'NeonKeyOperatorCredentialsRefused'))")
-  [ "$labels" = "$helm_ns ProjectApiKey CredentialsRefused warning" ] || e2e_fail "the alert's labels: $labels"
+  # The resource's namespace (its team's), not the operator's.
+  [ "$labels" = "$app_ns ProjectApiKey CredentialsRefused warning" ] || e2e_fail "the alert's labels: $labels"
   echo "revoked the credentials: Ready CredentialsRefused after $(( t_refused - t_revoked )) ms; the alert active after $(( active_at - t_revoked )) ms, firing after $(( t_firing - t_revoked )) ms ($labels)"
 
   fixed_id=$(personal_key alerts-credentials-2 "$e2e_work/alert-key-2")

@@ -57,7 +57,7 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     }
   };
   /** Reconciles counted by the operator's metrics (every kind and result). */
-  const reconciles = async (): Promise<number> => (await metrics.reconcileTotal.get()).values.reduce((n, v) => n + v.value, 0);
+  const reconciles = async (): Promise<number> => await total('controller_runtime_reconcile_total');
   /** A counter's total, or a histogram's count of observations, over every label. */
   const total = async (name: string): Promise<number> => (((await metrics.registry.getSingleMetric(name)?.get())?.values ?? []) as { value: number; metricName?: string }[])
     .filter((v) => v.metricName === undefined || v.metricName === `${name}_count`).reduce((n, v) => n + v.value, 0);
@@ -76,7 +76,7 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     const cached = new Map(operator.cacheContents().filter((o) => o.metadata?.namespace === namespace).map((o) => [`${o.kind}/${o.metadata?.name}`, o.metadata?.resourceVersion]));
     const current = [...secrets.items.map((o) => [`Secret/${o.metadata?.name}`, o.metadata?.resourceVersion] as const), ...keys.items.map((o) => [`ApiKey/${o.metadata.name}`, o.metadata.resourceVersion] as const)];
     if (cached.size !== current.length || current.some(([k, rv]) => cached.get(k) !== rv)) return undefined;
-    const [added, worked] = await Promise.all([total('neon_key_operator_workqueue_adds_total'), total('neon_key_operator_workqueue_work_duration_seconds')]);
+    const [added, worked] = await Promise.all([total('workqueue_adds_total'), total('workqueue_work_duration_seconds')]);
     return added > 0 && added === worked ? true : undefined;
   }, 20_000, 'the operator caught up with every write');
   const refusalsOf = (name: string): ReconcileRecord[] => records.filter((r) => r.name === name && r.result === 'Backoff');

@@ -121,14 +121,14 @@ describe('two operator processes with leader election', () => {
     return { status: response.status, body: await response.text() };
   };
   const leaderGauge = async (r: Replica): Promise<number | undefined> => {
-    const match = /^neon_key_operator_leader (\S+)$/m.exec((await get(r.metrics, '/metrics')).body);
+    const match = /^leader_election_master_status\{name="[^"]+"\} (\S+)$/m.exec((await get(r.metrics, '/metrics')).body);
     return match === null ? undefined : Number(match[1]);
   };
   /** The leader gauge, or undefined when the replica does not answer within 300 ms (stopped by SIGSTOP). */
   const gaugeNow = async (r: Replica): Promise<number | undefined> => {
     try {
       const response = await fetch(`http://127.0.0.1:${r.metrics}/metrics`, { signal: AbortSignal.timeout(300) });
-      const match = /^neon_key_operator_leader (\S+)$/m.exec(await response.text());
+      const match = /^leader_election_master_status\{name="[^"]+"\} (\S+)$/m.exec(await response.text());
       return match === null ? undefined : Number(match[1]);
     } catch {
       return undefined;
@@ -271,11 +271,11 @@ describe('two operator processes with leader election', () => {
     expect(leaderMetrics).toMatch(/neon_key_operator_platform_requests_total\{[^}]*method="POST"[^}]*route="\/api_keys"/);
     const standbyMetrics = (await get(standby.metrics, '/metrics')).body;
     expect(samples(standbyMetrics, 'neon_key_operator_platform_requests_total')).toEqual([]);
-    expect(samples(standbyMetrics, 'neon_key_operator_reconcile_total')).toEqual([]);
+    expect(samples(standbyMetrics, 'controller_runtime_reconcile_total')).toEqual([]);
     // The standby's controller never ran: nothing was ever queued.
-    expect(await total(standby, 'neon_key_operator_workqueue_adds_total')).toBe(0);
+    expect(await total(standby, 'workqueue_adds_total')).toBe(0);
     // The leader reconciled each resource and created its three keys.
-    expect(await total(leader, 'neon_key_operator_reconcile_total', { kind: 'ApiKey' })).toBeGreaterThanOrEqual(3);
+    expect(await total(leader, 'controller_runtime_reconcile_total', { controller: 'apikey' })).toBeGreaterThanOrEqual(3);
     expect(await creates(leader)).toBe(3);
     expect(await holder()).toBe(leader.name);
   }, 90_000);
@@ -315,7 +315,7 @@ describe('two operator processes with leader election', () => {
     const keys = await adminKeys();
     for (const name of ['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'crash-1', 'crash-2']) expect([name, liveKeys(keys, name).length]).toEqual([name, 1]);
     // The new leader's controller runs: it reconciled, and created at least the keys of after-1 and after-2.
-    expect(await total(standby, 'neon_key_operator_reconcile_total', { kind: 'ApiKey' })).toBeGreaterThanOrEqual(4);
+    expect(await total(standby, 'controller_runtime_reconcile_total', { controller: 'apikey' })).toBeGreaterThanOrEqual(4);
     expect(await creates(standby)).toBeGreaterThanOrEqual(2);
   }, 90_000);
 

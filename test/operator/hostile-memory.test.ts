@@ -70,7 +70,7 @@ describe('a tenant cannot make the operator run out of memory', () => {
   /** reconcile_total of ApiKeys, from the operator's /metrics. */
   const reconciles = async (): Promise<number> => {
     const body = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    return body.split('\n').filter((l) => l.startsWith('neon_key_operator_reconcile_total{') && l.includes('kind="ApiKey"'))
+    return body.split('\n').filter((l) => l.startsWith('controller_runtime_reconcile_total{') && l.includes('controller="apikey"'))
       .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
   };
 

@@ -74,9 +74,9 @@ describe('the operator process', () => {
     // and record an event): the reconcile is counted when it ends, a moment after Ready shows.
     const exposition = await eventually(async () => {
       const text = await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text();
-      return /neon_key_operator_reconcile_total\{[^}]*kind="ApiKey"[^}]*\} [1-9]/.test(text) ? text : undefined;
-    }, 15_000, 'reconcile_total');
-    expect(exposition).toMatch(/neon_key_operator_reconcile_total\{[^}]*kind="ApiKey"[^}]*\} [1-9]/);
+      return /controller_runtime_reconcile_total\{[^}]*controller="apikey"[^}]*\} [1-9]/.test(text) ? text : undefined;
+    }, 15_000, 'controller_runtime_reconcile_total');
+    expect(exposition).toMatch(/controller_runtime_reconcile_total\{[^}]*controller="apikey"[^}]*\} [1-9]/);
     expect(exposition).toMatch(/neon_key_operator_platform_requests_total\{[^}]*method="POST"/);
     // /metrics on the metrics address only, the probes on theirs only.
     expect((await fetch(`http://127.0.0.1:${health}/metrics`)).status).toBe(404);

@@ -15,6 +15,7 @@ import type { ReflectorOptions, WatchRestart } from './reflector.ts';
 import { objectRef, type OwnWrites } from './own-writes.ts';
 import { ReferenceIndex } from './reference-index.ts';
 import { RefusalLimiter } from './refusal-limiter.ts';
+import type { ControllerMetrics, ReconcileOutcome } from './metrics.ts';
 import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
 import { WakeLimiter, type WakeLimits } from './wake-limiter.ts';
 
@@ -102,7 +103,9 @@ export interface ControllerOptions {
   workers: number;
   /** Watch these namespaces (one informer each per watch), or all when undefined. */
   namespaces?: readonly string[];
-  onReconciled?(kind: string, result: 'success' | 'error' | 'requeue', seconds: number): void;
+  onReconciled?(kind: string, result: ReconcileOutcome, seconds: number): void;
+  /** controller-runtime's reconcile and worker metrics, by kind (runtime/metrics.ts). */
+  metrics?: ControllerMetrics;
   /** Ceiling of the per-item backoff after refusals (Backoff results). */
   maxBackoffMs?: number;
   queueMetrics?: WorkQueueMetrics;
@@ -150,6 +153,13 @@ interface WakeEvent {
   deleting?: boolean;
   /** About an object the key refers to (an input): never one of our writes, and it ends a backoff hold. */
   input?: boolean;
+}
+
+/** How controller-runtime's reconcileHandler would count a result (undefined: the reconcile threw). */
+function reconcileOutcome(result: ReconcileResult | undefined): ReconcileOutcome {
+  if (result === undefined) return 'error';
+  if (result.type !== 'Done') return 'requeue';
+  return result.requeueAfterMs !== undefined ? 'requeue_after' : 'success';
 }
 
 export class Controller {
@@ -285,6 +295,7 @@ export class Controller {
     }
     for (const watch of this.#o.clusterWatches ?? []) this.#watch(watch, undefined);
     await Promise.all(this.#informers.map((i) => i.start()));
+    this.#o.metrics?.started([...this.#caches.keys()]);
     this.#synced = true;
     this.#workers = Array.from({ length: this.#o.workers }, () => this.#work());
   }
@@ -446,6 +457,8 @@ export class Controller {
       const key = await this.#queue.get();
       if (key === undefined) return;
       // The worker is free once the reconcile ends or releases it (Worker.release), whichever comes first.
+      const kind = key.slice(0, key.indexOf('/'));
+      this.#o.metrics?.workers(kind, 1);
       let freeWorker!: () => void;
       const released = new Promise<void>((resolve) => { freeWorker = resolve; });
       const worker: Worker = {
@@ -456,6 +469,7 @@ export class Controller {
         ...(this.#o.signal !== undefined ? { signal: this.#o.signal } : {}),
       };
       await Promise.race([this.#reconcileOne(key, worker), released]);
+      this.#o.metrics?.workers(kind, -1);
     }
   }
 
@@ -476,7 +490,9 @@ export class Controller {
     this.#working.delete(key);
     this.#schedule(key, kind, namespace, name, result);
     for (const event of seen) this.#wake(key, event);
-    this.#o.onReconciled?.(kind, result === undefined ? 'error' : result.type === 'Done' ? 'success' : 'requeue', seconds);
+    const outcome = reconcileOutcome(result);
+    this.#o.metrics?.reconciled(kind, outcome, seconds);
+    this.#o.onReconciled?.(kind, outcome, seconds);
     this.#queue.done(key);
   }
 

@@ -33,16 +33,24 @@
 // out new work during SIGTERM would only delay the exit.
 
 export interface WorkQueueMetrics {
-  /** Current number of keys waiting, in both lanes (not counting delayed or in-flight keys). */
-  depth(n: number): void;
+  /**
+   * Keys waiting, in both lanes (not counting delayed or in-flight keys), after `key` entered (+1)
+   * or left (-1) the lane of `priority`.
+   */
+  depth(n: number, key: string, priority: Priority, delta: 1 | -1): void;
   /** A key entered the queue (after deduplication). */
-  add(): void;
+  add(key: string): void;
   /** Seconds a key waited between entering the queue and get(). */
-  queueLatency(seconds: number): void;
+  queueLatency(seconds: number, key: string): void;
   /** Seconds between get() and done(). */
-  workDuration(seconds: number): void;
+  workDuration(seconds: number, key: string): void;
   /** addRateLimited() was called. */
-  retry(): void;
+  retry(key: string): void;
+  /**
+   * Given, once, what reads the keys in flight (handed out, not done) and for how many seconds
+   * each has been: client-go's unfinished work, read when the metrics are scraped.
+   */
+  readUnfinishedWith?(read: () => Iterable<[string, number]>): void;
 }
 
 export interface Timers {
@@ -148,6 +156,7 @@ interface Delayed {
 /** A key waiting in a lane; `live` turns false when a promotion moves the key to the other lane. */
 interface Entry<K> {
   readonly key: K;
+  readonly priority: Priority;
   live: boolean;
 }
 
@@ -269,6 +278,7 @@ export class WorkQueue<K extends string> {
     this.#timers = options.timers ?? realTimers;
     this.#metrics = options.metrics;
     this.#limiter = new ControllerRateLimiter<K>(options.rateLimiter, () => this.#timers.now());
+    this.#metrics?.readUnfinishedWith?.(() => this.#unfinished());
     const flowOf = options.flowOf ?? (() => '');
     this.#normal = new FairLane<K>(flowOf);
     this.#low = new FairLane<K>(flowOf);
@@ -282,7 +292,7 @@ export class WorkQueue<K extends string> {
       if (priority === 'normal' && dirty === 'low') this.#promote(key);
       return;
     }
-    this.#metrics?.add();
+    this.#metrics?.add(key);
     this.#dirty.set(key, priority);
     if (this.#processing.has(key)) return; // done() re-queues it
     this.#enqueue(key, priority);
@@ -311,7 +321,7 @@ export class WorkQueue<K extends string> {
   }
 
   addRateLimited(key: K): void {
-    this.#metrics?.retry();
+    this.#metrics?.retry(key);
     this.addAfter(key, this.#limiter.when(key));
   }
 
@@ -346,7 +356,7 @@ export class WorkQueue<K extends string> {
     const started = this.#processing.get(key);
     if (started === undefined) return;
     this.#processing.delete(key);
-    this.#metrics?.workDuration((this.#timers.now() - started) / 1000);
+    this.#metrics?.workDuration((this.#timers.now() - started) / 1000, key);
     const priority = this.#dirty.get(key);
     if (priority !== undefined && !this.#shuttingDown) this.#enqueue(key, priority);
     if (this.#processing.size === 0) this.#drainWaiters.splice(0).forEach((resolve) => resolve());
@@ -369,10 +379,11 @@ export class WorkQueue<K extends string> {
     this.#delayed.clear();
     this.#normal.clear();
     this.#low.clear();
+    let waiting = this.#waiting.size;
+    for (const entry of this.#waiting.values()) this.#metrics?.depth(--waiting, entry.key, entry.priority, -1);
     this.#waiting.clear();
     this.#dirty.clear();
     this.#addedAt.clear();
-    this.#metrics?.depth(0);
     this.#waiters.splice(0).forEach((resolve) => resolve(undefined));
   }
 
@@ -391,7 +402,6 @@ export class WorkQueue<K extends string> {
       return;
     }
     this.#push(key, priority);
-    this.#metrics?.depth(this.#waiting.size);
   }
 
   /** A normal add of a key that is dirty at low priority: waiting, it moves to the normal lane. */
@@ -400,24 +410,34 @@ export class WorkQueue<K extends string> {
     const entry = this.#waiting.get(key);
     if (entry === undefined) return; // in flight: done() re-queues it at normal priority
     this.#low.retire(entry);
+    this.#waiting.delete(key);
+    this.#metrics?.depth(this.#waiting.size, key, 'low', -1);
     this.#push(key, 'normal'); // #addedAt is kept: latency counts from the first add
   }
 
   #push(key: K, priority: Priority): void {
-    const entry: Entry<K> = { key, live: true };
+    const entry: Entry<K> = { key, priority, live: true };
     this.#waiting.set(key, entry);
     (priority === 'normal' ? this.#normal : this.#low).push(entry);
+    this.#metrics?.depth(this.#waiting.size, key, priority, 1);
+  }
+
+  /** The keys in flight, with the seconds since each was handed out. */
+  *#unfinished(): Iterable<[string, number]> {
+    const now = this.#timers.now();
+    for (const [key, started] of this.#processing) yield [key, (now - started) / 1000];
   }
 
   #start(key: K): K {
     this.#dirty.delete(key);
+    const entry = this.#waiting.get(key);
     this.#waiting.delete(key);
     const now = this.#timers.now();
     const addedAt = this.#addedAt.get(key);
     this.#addedAt.delete(key);
-    if (addedAt !== undefined) this.#metrics?.queueLatency((now - addedAt) / 1000);
+    if (addedAt !== undefined) this.#metrics?.queueLatency((now - addedAt) / 1000, key);
     this.#processing.set(key, now);
-    this.#metrics?.depth(this.#waiting.size);
+    if (entry !== undefined) this.#metrics?.depth(this.#waiting.size, key, entry.priority, -1);
     return key;
   }
 }

@@ -24,13 +24,13 @@ describe('startHealthServer', () => {
   });
 
   it('answers /metrics on the metrics address, and not the probes', async () => {
-    const metrics = createMetrics(new Registry(), { defaultMetrics: false, version: '1.2.3', revision: 'abc123' });
-    metrics.leader.set(1);
+    const metrics = createMetrics(new Registry(), { defaultMetrics: false, version: '1.2.3', revision: 'abc123', leaseName: 'lease' });
+    metrics.setLeading(true);
     server = await startHealthServer({ port: 0, registry: metrics.registry });
     const m = await get('/metrics');
     expect(m.status).toBe(200);
     expect(m.type).toContain('text/plain');
-    expect(m.body).toContain('neon_key_operator_leader 1');
+    expect(m.body).toContain('leader_election_master_status{name="lease"} 1');
     expect(m.body).toMatch(/^neon_key_operator_build_info\{version="1\.2\.3",revision="abc123",node_version="v[0-9.]+"\} 1$/m);
     expect((await get('/healthz')).status).toBe(404);
     expect((await get('/readyz')).status).toBe(404);

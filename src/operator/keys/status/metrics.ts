@@ -1,6 +1,8 @@
-// Prometheus metrics of the operator (docs/design.md section 5.5): the runtime's (runtime/metrics.ts) and
-// the key domain's (drift checks, operations polls, platform requests, managed keys). Every name
-// carries the prefix `neon_key_operator_`. Label values are bounded and never carry a secret or an identifier:
+// Prometheus metrics of the operator (docs/design.md section 5.5): the runtime's (runtime/metrics.ts,
+// under controller-runtime's names) and the key domain's (drift checks, operations polls, platform
+// requests, managed keys), whose names carry the prefix `neon_key_operator_`. managed_keys carries
+// the resource's namespace as `namespace`, so that an alert reaches the team that owns it (the
+// chart's ServiceMonitor keeps it with honorLabels). Label values are bounded and never carry a secret or an identifier:
 // platform routes are TEMPLATES (`/projects/{project_id}/operations`), never concrete paths, and
 // routeTemplate() below is the one place that turns a path into one.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -16,7 +18,7 @@ export interface OperatorMetrics extends RuntimeMetrics {
   /** Operations polls by outcome: ok, key_refused (one owner's key refused, another tried), failed. */
   operationsPolls: Counter<'outcome'>;
   /** reason: the condition's, bounded to the operator's reasons or `Other` (conditions.ts knownReason). */
-  managedKeys: Gauge<'kind' | 'condition' | 'status' | 'reason'>;
+  managedKeys: Gauge<'namespace' | 'kind' | 'condition' | 'status' | 'reason'>;
   /**
    * Replaced keys that left status.retiringKeys, by outcome: revoked (no longer used), revoked_in_use
    * (maxGracePeriod ran out while it was still used: its consumers may now fail), gone (no longer on
@@ -34,7 +36,7 @@ export interface OperatorMetrics extends RuntimeMetrics {
 
 /** One series of managed_keys. */
 export interface ManagedKeysCount {
-  labels: { kind: string; condition: string; status: string; reason: string };
+  labels: { namespace: string; kind: string; condition: string; status: string; reason: string };
   value: number;
 }
 
@@ -42,8 +44,12 @@ export interface CreateMetricsOptions {
   /** build_info's version and revision (src/operator/build.ts). */
   version?: string;
   revision?: string;
-  /** Also register prom-client's process and Node.js metrics (with the same prefix). Default true. */
+  /** The leader Lease's name, with leader election (leader_election_master_status{name}). */
+  leaseName?: string;
+  /** Also register prom-client's process and Node.js metrics. Default true. */
   defaultMetrics?: boolean;
+  /** Also serve the runtime's names of before controller-runtime's, for one release. Default true. */
+  deprecated?: boolean;
 }
 
 export function createMetrics(registry: Registry = new Registry(), options: CreateMetricsOptions = {}): OperatorMetrics {
@@ -77,8 +83,8 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
   let countManaged: (() => Iterable<ManagedKeysCount>) | undefined;
   const managedKeys = new Gauge({
     name: `${METRIC_PREFIX}managed_keys`,
-    help: 'Managed resources by kind, condition type, status and reason (Other: not one of the operator\'s reasons), counted from the leader\'s caches when scraped.',
-    labelNames: ['kind', 'condition', 'status', 'reason'] as const,
+    help: 'Managed resources by namespace (the resource\'s), kind, condition type, status and reason (Other: not one of the operator\'s reasons), counted from the leader\'s caches when scraped.',
+    labelNames: ['namespace', 'kind', 'condition', 'status', 'reason'] as const,
     registers,
     collect() {
       if (countManaged === undefined) return;
