@@ -13,7 +13,7 @@ import { FairLimiter } from './keys/issuing/fair-limiter.ts';
 import { credentialsUsers, issuerUsers, keyWatches, projectKeysIn, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf, holdsKey, recordedKeyIds } from './keys/observing/cache-projection.ts';
 import { IssuerSlots } from './keys/issuing/issuer-slots.ts';
-import { parseLabelSelector } from './keys/issuing/issuer-policy.ts';
+import { parseLabelSelector, selectorMatches } from './keys/issuing/issuer-policy.ts';
 import { DriftCache } from './keys/observing/drift.ts';
 import { EventRecorder } from './keys/status/events.ts';
 import { ApiServerWrites } from './keys/kube-writes.ts';
@@ -32,7 +32,7 @@ import { INVENTORY_KIND } from './resources/inventory.ts';
 import { InventoryEventRecorder } from './inventory/events.ts';
 import { registerInventoryGauge } from './inventory/metrics.ts';
 import { InventoryReconciler } from './inventory/reconciler.ts';
-import { inventoryWatches } from './inventory/watches.ts';
+import { inventoryWatches, issuerInventories } from './inventory/watches.ts';
 import { ISSUER_KIND } from './resources/issuer.ts';
 import { IssuerEventRecorder } from './issuers/events.ts';
 import { registerIssuerGauge, type IssuerReadiness } from './issuers/metrics.ts';
@@ -215,6 +215,11 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   });
   const ownWrites = new OwnWrites();
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+  // The operator's own namespace ($POD_NAMESPACE, where its signing key and Lease live): the only one
+  // whose inventories may list through an issuer (inventory/credentials-source.ts).
+  const ownNamespace = signingKeySecret.namespace;
+  const issuerSelector = options.issuerLabelSelector === undefined ? undefined
+    : parseLabelSelector(options.issuerLabelSelector) ?? { matchExpressions: [{ key: 'keys.neon.dev/unparsable-selector', operator: 'Exists' as const }] };
   // A refreshed list that no longer shows a key (or a project) wakes the resources resting on it:
   // drift is caught when the list is taken, within one interval (drift.ts, DriftGone). A project
   // gone wakes every ProjectApiKey naming it, at rest or not (the resting ones among them): one
@@ -283,7 +288,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       // of namespaces when the issuers' namespace is named (the platform team granted issuers apart).
       issuerSecretsNamespace: issuersNamespace(options, watched, signingKeySecret.namespace),
       allowNamespaceCredentials: options.allowNamespaceCredentials ?? true,
-      ...(options.issuerLabelSelector !== undefined ? { issuerSelector: parseLabelSelector(options.issuerLabelSelector) ?? { matchExpressions: [{ key: 'keys.neon.dev/unparsable-selector', operator: 'Exists' as const }] } } : {}),
+      ...(issuerSelector !== undefined ? { issuerSelector } : {}),
     },
     credentialsUsers: { holders: (namespace, name) => credentialsUsers(controller, namespace, name) },
     wake: (key) => controller.enqueue(key),
@@ -307,6 +312,11 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     platformFor,
     managedKeyIds: () => recordedKeyIds(['ApiKey', 'ProjectApiKey'].flatMap((kind) => controller.cached(kind)), new Set()),
     events: new InventoryEventRecorder(core, 'neon-key-operator', logger),
+    issuers: {
+      ownNamespace,
+      secretsNamespace: issuersNamespace(options, watched, ownNamespace),
+      ours: (labels) => issuerSelector === undefined || selectorMatches(issuerSelector, labels),
+    },
     driftIntervalMs,
     ownWrites,
   });
@@ -325,7 +335,8 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       allowInsecureHttp: options.allowInsecurePlatformUrl === true,
       ...(options.metrics !== undefined ? { onResponse: (info) => options.metrics?.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) } : {}),
     }),
-    usersOf: (name) => issuerUsers(controller, name),
+    // Key resources naming it, and the inventories of the operator's namespace naming it.
+    usersOf: (name) => [...issuerUsers(controller, name), ...issuerInventories(controller, name)],
     wake: (key) => controller.enqueueLow(key),
     cached: (name) => controller.cachedObject(ISSUER_KIND, '', name) as CachedIssuer | undefined,
     events: new IssuerEventRecorder(core, 'neon-key-operator', logger),
@@ -340,7 +351,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
         : request.kind === ISSUER_KIND ? issuers.reconcile(request, log, worker)
           : reconciler.reconcile(request, log, worker)),
     },
-    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace)],
+    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace, ownNamespace)],
     // Issuers (cluster-scoped) once, whenever this operator uses them (issuersNamespace).
     ...(usesIssuers ? { clusterWatches: issuerWatches(objects, issuerSecretsNamespace, options.issuerLabelSelector) } : {}),
     logger,

@@ -6,7 +6,8 @@ import type { Condition } from '../resources/schema.ts';
 import { platformFailureReason, type Reason } from '../keys/index.ts';
 
 export type InventoryReason = 'Listed' | Extract<Reason,
-  'InvalidSpec' | 'CredentialsMissing' | 'CredentialsRefused' | 'CredentialsWrongKind' | 'NotFound' | 'RateLimited' | 'PlatformUnavailable' | 'Error'>;
+  'InvalidSpec' | 'CredentialsMissing' | 'CredentialsRefused' | 'CredentialsWrongKind' | 'NotFound' | 'RateLimited' | 'PlatformUnavailable' | 'Error'
+  | 'NotAllowed' | 'IssuerNotFound'>;
 
 export interface ReadyUpdate { status: 'True' | 'False'; reason: InventoryReason; message: string }
 

@@ -1,5 +1,5 @@
 // The inventory's events (docs/inventory.md, Events): a key not managed appeared, a managed key went
-// unused. At most MAX_KEY_EVENTS of each per list, then one that counts the rest, so a first list of
+// unused; and a Warning when an issuerRef is refused (NotAllowed, IssuerNotFound). At most MAX_KEY_EVENTS of each per list, then one that counts the rest, so a first list of
 // thousands of keys by hand is not thousands of events. A message names the key (id, name, kind,
 // creator, last use): what the credentials could list anyway. Never which resource, in which
 // namespace, records a managed key, and never a secret.
@@ -11,7 +11,7 @@ import { eventBody } from '../runtime/event-body.ts';
 
 export const MAX_KEY_EVENTS = 10;
 
-export type InventoryEventReason = 'KeyNotManaged' | 'KeyUnused';
+export type InventoryEventReason = 'KeyNotManaged' | 'KeyUnused' | 'NotAllowed' | 'IssuerNotFound';
 
 /** Keys that are news of one reason: the newest MAX_KEY_EVENTS, and how many there are. */
 export interface KeyNews { keys: InventoryKey[]; total: number }

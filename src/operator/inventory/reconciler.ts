@@ -1,5 +1,6 @@
 // The inventory controller's reconcile (docs/inventory.md): read the ApiKeyInventory and its
-// credentials Secret (of its own namespace only), read the key list through the drift cache (the
+// credentials Secret (of its own namespace, or of an issuer for an inventory of the operator's
+// namespace: credentials-source.ts), read the key list through the drift cache (the
 // very list the key domain takes for that scope and credentials: no request of its own when one is
 // taken), mark each key managed or not from the key ids the informers' caches of key resources record (no LIST),
 // and write the report to status. Report only: nothing is ever revoked or written on the platform.
@@ -10,9 +11,11 @@ import type { ReconcileResult, Reconciler, Request } from '../runtime/controller
 import { objectRef, type OwnWrites } from '../runtime/own-writes.ts';
 import { GROUP, VERSION } from '../resources/schema.ts';
 import { ApiKeyInventorySpec, INVENTORY_KIND, INVENTORY_PLURAL, type ApiKeyInventory, type ApiKeyInventoryStatus } from '../resources/inventory.ts';
+import { ISSUER_PLURAL } from '../resources/issuer.ts';
 import { parseGoDuration } from '../go-duration.ts';
 import { asPlatformFailure, listFor, type DriftCache, type KeyPlatform } from '../keys/index.ts';
 import { listFailed, listed, withReady, type ReadyUpdate } from './conditions.ts';
+import { inventorySource, type InventoryIssuers, type IssuerObject } from './credentials-source.ts';
 import { recordKeyEvents, type InventoryEvents } from './events.ts';
 import type { InventoryCounts } from './metrics.ts';
 import { inventoryView, type KeptListing } from './listing.ts';
@@ -31,7 +34,7 @@ function canonical(value: unknown): string {
 const MAX_AUTH = 256;
 
 export interface InventoryDeps {
-  objects: Pick<CustomObjectsApi, 'getNamespacedCustomObject' | 'patchNamespacedCustomObjectStatus'>;
+  objects: Pick<CustomObjectsApi, 'getNamespacedCustomObject' | 'patchNamespacedCustomObjectStatus' | 'getClusterCustomObject'>;
   core: Pick<CoreV1Api, 'readNamespacedSecret'>;
   drift: Pick<DriftCache, 'listing'>;
   /** The platform client of one credentials, with its id (the key domain's: keys/platform-clients.ts). */
@@ -39,6 +42,8 @@ export interface InventoryDeps {
   /** The key ids key resources of this cluster record (status.keyId, retiringKeys), from the caches: one scan per reconcile. */
   managedKeyIds(): ReadonlySet<number>;
   events: InventoryEvents;
+  /** Which inventories may name a ClusterKeyIssuer, and where its credentials are (credentials-source.ts). */
+  issuers: InventoryIssuers;
   driftIntervalMs: number;
   ownWrites?: OwnWrites;
   now?: () => number;
@@ -112,15 +117,30 @@ export class InventoryReconciler implements Reconciler {
     }
     const spec = parsed.data;
     const scope = spec.scope;
-    const organizationId = scope === 'Organization' ? spec.organizationId : undefined;
-    const apiKey = await this.#credentials(namespace, spec.credentialsSecretRef.name, spec.credentialsSecretRef.key);
+    const source = await inventorySource(namespace, spec, this.#d.issuers, (issuer) => this.#readIssuer(issuer));
+    if ('refusal' in source) {
+      const { reason, message } = source.refusal;
+      // No platform request. A change of the inventory wakes it; of the issuer, an issuer's
+      // reconcile (issuers/reconciler.ts: every resource naming it, inventories of this namespace too).
+      const wrote = await this.#writeStatus(inventory, {}, { status: 'False', reason, message });
+      if (wrote && reason !== 'InvalidSpec') {
+        logger.info({ reason }, 'inventory refused');
+        await this.#d.events.record(inventory, reason, message);
+      }
+      // An issuer made later wakes it (its first reconcile); one deleted by hand, or not this operator's, is read again each interval.
+      return reason === 'IssuerNotFound' ? { type: 'Done', requeueAfterMs: this.#d.driftIntervalMs } : { type: 'Done' };
+    }
+    const { secret, organizationId } = source;
+    const apiKey = await this.#credentials(secret.namespace, secret.name, secret.key);
     if (apiKey === 'missing' || apiKey === 'not-a-key') {
-      // The credentials Secret's watch wakes it when the Secret changes (keys/watches.ts, CREDENTIALS_INDEX).
+      // The credentials Secret's watch wakes it when the Secret changes (keys/watches.ts, CREDENTIALS_INDEX);
+      // an issuer's wakes the issuer, whose reconcile wakes it.
+      const what = source.issuer !== undefined ? `the credentials Secret ${secret.namespace}/${secret.name} of ClusterKeyIssuer ${source.issuer}` : `the credentials Secret ${secret.name}`;
       await this.#writeStatus(inventory, {}, {
         status: 'False', reason: 'CredentialsMissing',
         message: apiKey === 'missing'
-          ? `the credentials Secret ${spec.credentialsSecretRef.name} (key ${spec.credentialsSecretRef.key}) is missing or empty in this namespace; put a platform API key there`
-          : `the entry ${spec.credentialsSecretRef.key} of the credentials Secret ${spec.credentialsSecretRef.name} is not a platform API key (at most ${MAX_API_KEY_LENGTH} visible ASCII characters); put a platform API key there`,
+          ? `${what} (key ${secret.key}) is missing or empty${source.issuer !== undefined ? '' : ' in this namespace'}; put a platform API key there`
+          : `the entry ${secret.key} of ${what} is not a platform API key (at most ${MAX_API_KEY_LENGTH} visible ASCII characters); put a platform API key there`,
       });
       return { type: 'Done' };
     }
@@ -193,8 +213,18 @@ export class InventoryReconciler implements Reconciler {
     return auth;
   }
 
+  /** The ClusterKeyIssuer of this name, fresh from the apiserver; undefined when there is none. */
+  async #readIssuer(name: string): Promise<IssuerObject | undefined> {
+    try {
+      return await this.#d.objects.getClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, name }) as IssuerObject;
+    } catch (error) {
+      if (statusCode(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
   /**
-   * The API key in the credentials Secret of the inventory's own namespace: 'missing', 'not-a-key'
+   * The API key in the credentials Secret (of the inventory's own namespace, or an issuer's): 'missing', 'not-a-key'
    * (measured before it is decoded, as keys/observe.ts does: an entry of any size longer than any
    * API key never reaches a platform client), or the key.
    */
@@ -214,18 +244,19 @@ export class InventoryReconciler implements Reconciler {
 
   /**
    * Writes the report (fields absent from `fields` keep what status says: a failed list leaves the
-   * last report in place, dated by listedAt) and Ready, when anything changed.
+   * last report in place, dated by listedAt) and Ready, when anything changed; whether it wrote.
    */
-  async #writeStatus(inventory: ApiKeyInventory, fields: Omit<ApiKeyInventoryStatus, 'conditions' | 'observedGeneration'>, ready: ReadyUpdate): Promise<void> {
+  async #writeStatus(inventory: ApiKeyInventory, fields: Omit<ApiKeyInventoryStatus, 'conditions' | 'observedGeneration'>, ready: ReadyUpdate): Promise<boolean> {
     const generation = inventory.metadata.generation ?? 0;
     const current = inventory.status ?? {};
     const conditions = withReady(current.conditions, ready, generation, new Date(this.#now()));
     const next: ApiKeyInventoryStatus = { ...current, ...fields, observedGeneration: generation, conditions };
-    if (canonical(next) === canonical(current)) return;
+    if (canonical(next) === canonical(current)) return false;
     const patched = await this.#d.objects.patchNamespacedCustomObjectStatus({
       group: GROUP, version: VERSION, namespace: inventory.metadata.namespace, plural: INVENTORY_PLURAL, name: inventory.metadata.name,
       body: { metadata: { resourceVersion: inventory.metadata.resourceVersion }, status: next },
     }, mergePatch) as ApiKeyInventory;
     this.#d.ownWrites?.record(objectRef(INVENTORY_KIND, inventory.metadata.namespace, inventory.metadata.name), inventory.metadata.resourceVersion, patched.metadata?.resourceVersion);
+    return true;
   }
 }

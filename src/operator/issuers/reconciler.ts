@@ -1,9 +1,10 @@
 // One reconcile of a ClusterKeyIssuer (docs/design.md section 1.5): read it fresh, hold its finalizer,
 // verify its credentials (at most once per drift interval, or when its spec or its Secret changed),
 // and write status only when it changed (issuer-status.ts). While it is being deleted, its finalizer
-// stays as long as key resources name it (counted from the informers' caches, with no platform
-// request); once none does, the finalizer goes. A policy edit (a new generation) wakes every key
-// resource using the issuer, so the new policy applies at once.
+// stays as long as resources name it (key resources, and inventories of the operator's namespace;
+// counted from the informers' caches, with no platform request); once none does, the finalizer goes.
+// A policy edit (a new generation), or new credentials in its Secret, wakes every resource using the
+// issuer, so the change applies at once.
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat } from '../../platform/index.ts';
@@ -143,6 +144,7 @@ export class IssuerReconciler implements Reconciler {
     let readiness: Readiness;
     let verifiedAt: number | undefined;
     let nextCheck = this.#d.driftIntervalMs;
+    let credentialsChanged = false;
     const parsed = ClusterKeyIssuerSpec.safeParse(issuer.spec);
     if (!parsed.success) {
       readiness = invalidSpec(parsed.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ').slice(0, 1024));
@@ -157,6 +159,7 @@ export class IssuerReconciler implements Reconciler {
         delete state.verification;
       } else {
         const last = state.verification;
+        credentialsChanged = last !== undefined && last.secretVersion !== credentials.secretVersion;
         if (last !== undefined && last.generation === generation && last.secretVersion === credentials.secretVersion && now - last.at < this.#d.driftIntervalMs) {
           readiness = last.readiness;
           nextCheck = last.at + this.#d.driftIntervalMs - now;
@@ -180,6 +183,11 @@ export class IssuerReconciler implements Reconciler {
     if (previous?.status !== readiness.ready.status) {
       logger.info({ ready: readiness.ready.status, reason: readiness.ready.reason, resources: users.length }, 'issuer readiness changed');
       // Resources that waited for a usable issuer (or must learn it is no longer usable) look again.
+      for (const key of users) this.#d.wake(key);
+    } else if (credentialsChanged) {
+      // New credentials in its Secret, verified: every resource using the issuer looks again, as at a
+      // policy edit (an inventory of the operator's namespace lists with them at once).
+      logger.info({ resources: users.length }, 'issuer credentials changed; waking the resources that use it');
       for (const key of users) this.#d.wake(key);
     }
     return { type: 'Done', requeueAfterMs: Math.max(1_000, nextCheck) };

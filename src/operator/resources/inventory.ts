@@ -4,7 +4,7 @@
 // type, of the validation of what is read, and of the CRD (crd.ts, `npm run generate`).
 import { z } from 'zod';
 import { GO_DURATION_PATTERN } from '../go-duration.ts';
-import { Condition, CredentialsSecretRef, ORGANIZATION_ID_PATTERN, type API_VERSION, type ObjectMeta } from './schema.ts';
+import { Condition, CredentialsSecretRef, IssuerRef, ORGANIZATION_ID_PATTERN, type API_VERSION, type ObjectMeta } from './schema.ts';
 
 export const INVENTORY_KIND = 'ApiKeyInventory';
 export const INVENTORY_PLURAL = 'apikeyinventories';
@@ -17,12 +17,18 @@ export const ApiKeyInventorySpec = z.object({
     description: 'Organization: the organization and project-scoped keys of organizationId. Personal: the personal keys of the user whose key is in credentialsSecretRef.',
   }),
   organizationId: z.string().min(5).max(64).regex(ORGANIZATION_ID_PATTERN).optional().meta({
-    description: 'The platform organization id, e.g. org-cool-cherry-12345678; required for scope Organization, not allowed for Personal.',
+    description: 'The platform organization id, e.g. org-cool-cherry-12345678; required for scope Organization with credentialsSecretRef, '
+      + 'taken from the issuer with issuerRef (if given, it must be the issuer\'s); not allowed for Personal.',
   }),
-  credentialsSecretRef: CredentialsSecretRef.meta({
+  credentialsSecretRef: CredentialsSecretRef.optional().meta({
     description: 'The Secret, in the same namespace as this resource, holding the platform API key the list is taken with: '
       + 'for scope Organization, a personal key of a member of the organization or an organization key; for Personal, a personal key. '
-      + 'The inventory shows only what this key may list. Secrets of other namespaces are never read.',
+      + 'The inventory shows only what this key may list. Secrets of other namespaces are never read. Exactly one of credentialsSecretRef and issuerRef is set.',
+  }),
+  issuerRef: IssuerRef.optional().meta({
+    description: 'A ClusterKeyIssuer whose credentials take the list of its organization (scope Organization only). '
+      + 'Used only by an inventory in the operator\'s own namespace, where the platform team works: anywhere else it is refused (NotAllowed) without any platform request. '
+      + 'Exactly one of credentialsSecretRef and issuerRef is set.',
   }),
   unusedAfter: z.string().min(2).max(64).regex(GO_DURATION_PATTERN).default(DEFAULT_UNUSED_AFTER).meta({
     description: 'A key not used for this long (a Go duration, e.g. 2160h; at least 1s) is unused; a key never used counts from its creation.',
@@ -31,8 +37,10 @@ export const ApiKeyInventorySpec = z.object({
 }).meta({
   description: 'ApiKeyInventorySpec names the keys to report and the credentials to list them with. Nothing is ever revoked.',
   'x-kubernetes-validations': [
-    { rule: "self.scope != 'Organization' || has(self.organizationId)", message: 'organizationId is required when scope is Organization' },
+    { rule: "self.scope != 'Organization' || has(self.organizationId) || has(self.issuerRef)", message: 'organizationId is required when scope is Organization (unless issuerRef names an issuer)' },
     { rule: "self.scope != 'Personal' || !has(self.organizationId)", message: 'organizationId is not allowed when scope is Personal' },
+    { rule: "self.scope != 'Personal' || !has(self.issuerRef)", message: 'a Personal inventory is never taken through an issuer (it would list the issuer\'s user\'s own keys): use credentialsSecretRef' },
+    { rule: 'has(self.issuerRef) != has(self.credentialsSecretRef)', message: 'exactly one of issuerRef and credentialsSecretRef must be set' },
   ],
 });
 export type ApiKeyInventorySpec = z.infer<typeof ApiKeyInventorySpec>;
@@ -68,7 +76,8 @@ export const ApiKeyInventoryStatus = z.object({
   withoutDetails: count('Entries of notManagedKeys and unusedKeys shown without name, creator, project and address: the operator keeps those details, as the list is taken, for the newest 200 keys not managed and the newest 200 unused only (counts are always exact). '
     + 'Not 0 only when many keys changed between the list and this report; the next list (one drift interval) shows them.'),
   conditions: z.array(Condition).max(8).optional().meta({
-    description: 'Ready: True (Listed) once the list was taken; False with the platform reason the keys use (CredentialsMissing, CredentialsRefused, CredentialsWrongKind, NotFound, RateLimited, PlatformUnavailable, ...).',
+    description: 'Ready: True (Listed) once the list was taken; False with the platform reason the keys use (CredentialsMissing, CredentialsRefused, CredentialsWrongKind, NotFound, RateLimited, PlatformUnavailable, ...), '
+      + 'or NotAllowed / IssuerNotFound when issuerRef may not be used here or names no usable issuer.',
     'x-kubernetes-list-type': 'map',
     'x-kubernetes-list-map-keys': ['type'],
   }),

@@ -87,7 +87,7 @@ export const ClusterKeyIssuerStatus = z.object({
     role: z.string().max(32).optional().meta({ description: 'Their role in the organization (admin is required).' }),
   }).optional().meta({ description: 'Whose credentials the issuer holds, as last verified.' }),
   verifiedAt: timestamp('When the credentials were last verified (written when the result changes, and at most once an hour otherwise).').optional(),
-  resources: z.int().min(0).optional().meta({ description: 'How many ApiKeys and ProjectApiKeys name this issuer (spec.issuerRef).' }),
+  resources: z.int().min(0).optional().meta({ description: 'How many ApiKeys and ProjectApiKeys name this issuer (spec.issuerRef), and ApiKeyInventories of the operator\'s namespace (the only ones that may use it).' }),
   conditions: z.array(Condition).max(8).optional().meta({
     description: 'Ready: True (Verified) when the credentials are a personal key of an administrator of the organization; False with the reason otherwise.',
     'x-kubernetes-list-type': 'map',

@@ -94,7 +94,13 @@ describe('the generated CRDs', () => {
     expect(ApiKeyInventorySpec.safeParse({ organizationId: '../x', credentialsSecretRef: { name: 'c' } }).success).toBe(false);
     expect(ApiKeyInventorySpec.safeParse({ organizationId: 'org-a-1', credentialsSecretRef: { name: 'c' }, unusedAfter: '90 days' }).success).toBe(false);
     const rules = (customResourceDefinition('ApiKeyInventory').spec as Record<string, any>).versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'].map((v: { message: string }) => v.message); // eslint-disable-line @typescript-eslint/no-explicit-any
-    expect(rules).toEqual(['organizationId is required when scope is Organization', 'organizationId is not allowed when scope is Personal']);
+    expect(rules).toEqual([
+      'organizationId is required when scope is Organization (unless issuerRef names an issuer)',
+      'organizationId is not allowed when scope is Personal',
+      'a Personal inventory is never taken through an issuer (it would list the issuer\'s user\'s own keys): use credentialsSecretRef',
+      'exactly one of issuerRef and credentialsSecretRef must be set',
+    ]);
+    expect(ApiKeyInventorySpec.parse({ issuerRef: { name: 'platform' } })).toEqual({ scope: 'Organization', issuerRef: { name: 'platform' }, unusedAfter: '2160h' });
   });
 
   it.each(keyKinds)('%s names, printer columns, status subresource and category', (kind) => {
