@@ -26,7 +26,7 @@ const SECONDS = {
   'test/operator/truthful-status.test.ts': 24,
   'test/operator/watch-refused.test.ts': 23,
   'test/platform/client-limiter.test.ts': 22,
-  'test/alerts/operator-alerts.test.ts': 22,
+  'test/alerts/operator-alerts.test.ts': 29,
   'test/operator/credentials-watch.test.ts': 19,
   'test/operator/issuer-status.test.ts': 20,
   'test/deploy/tenant-roles.test.ts': 17,
