@@ -50,16 +50,6 @@ const ISSUER_GRACE_MS = 10_000;
 /** Over a cap in the checks of two seconds in a row (checkIssuers runs every second). */
 const CAP_GRACE_MS = 2_000;
 
-/**
- * Defects of the operator the campaign finds, reported apart (stdout, report.json knownDefects) so
- * that a run fails only on new ones; each names its finding in docs/reliability.md. Remove an
- * entry once it is fixed: its violations then fail the run again.
- */
-export const KNOWN_DEFECTS = {
-  'cap-follows-issuerRef': 'an issuer\'s cap counts the resources that name it now, not those holding a key it minted: a resource moved to another issuer or to '
-    + 'credentials of the namespace frees its slot while its key lives, and one moved in takes none (docs/reliability.md, the hostile-tenant campaign, finding 8)',
-} as const;
-export type KnownDefect = keyof typeof KNOWN_DEFECTS;
 export type Invariant = typeof INVARIANTS[number];
 
 export class Auditor {
@@ -71,8 +61,6 @@ export class Auditor {
   readonly #victims: Victims;
   readonly #limitBytes: number;
   readonly problems: Problem[] = [];
-  /** Violations that are a known defect (KNOWN_DEFECTS). */
-  readonly knownDefects: (Problem & { defect: KnownDefect })[] = [];
   readonly #unrecordedSince = new Map<number, number>();
   readonly #reported = new Set<string>();
   readonly #revokedVictimKeys = new Map<number, number>();
@@ -275,17 +263,8 @@ export class Auditor {
         detail: `namespace ${namespace}: ${resources.length} resources hold a key minted through ClusterKeyIssuer ${name}, whose cap there is ${cap}: ${resources.map((r) => r.text).join(', ')}`,
         context: resources.flatMap((r) => this.#journal.about(r.resource, 6)),
       };
-      // Within the cap but for resources that moved while holding a key: the known defect, reported apart.
-      const moved = resources.filter((r) => r.moved).length;
-      if (resources.length - moved <= cap) this.#known('cap-follows-issuerRef', problem, `cap ${scope} ${resources.map((r) => r.resource).sort().join(',')}`);
-      else this.#add(problem.invariant, problem.detail, problem.context, `cap ${scope} ${resources.map((r) => r.resource).sort().join(',')}`);
+      this.#add(problem.invariant, problem.detail, problem.context, `cap ${scope} ${resources.map((r) => r.resource).sort().join(',')}`);
     }
-  }
-
-  #known(defect: KnownDefect, problem: Problem, once: string): void {
-    if (this.#reported.has(once)) return;
-    this.#reported.add(once);
-    this.knownDefects.push({ defect, ...problem });
   }
 
   async #checkWorkloads(): Promise<void> {

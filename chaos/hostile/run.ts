@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import { startEnvironment, type Environment } from '../environment.ts';
 import { seededRandom, sleep } from '../options.ts';
 import { Attacker } from './attacker.ts';
-import { Auditor, INVARIANTS, KNOWN_DEFECTS, UNRECORDED_GRACE_S } from './audit.ts';
+import { Auditor, INVARIANTS, UNRECORDED_GRACE_S } from './audit.ts';
 import { castRoles } from './cluster.ts';
 import { memoryCage, type MemoryCage } from './memory.ts';
 import { CagedOperator, mib } from './operator.ts';
@@ -209,7 +209,6 @@ async function campaign(e: Environment): Promise<boolean> {
     leaks: { valuesSearched: leaks.searched, logBytes: leaks.logBytes, metricsExpositions: op.expositions.length },
     invariants: Object.fromEntries(Object.entries(invariants).map(([k, v]) => [k, v === 0 ? 'PASS' : `FAIL (${v})`])),
     violations: problems,
-    knownDefects: auditor.knownDefects,
   };
   writeFileSync(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(out, 'journal.log'), journal.actions.map((a) => JSON.stringify(a)).join('\n') + '\n');
@@ -241,11 +240,6 @@ async function campaign(e: Environment): Promise<boolean> {
   for (const p of problems.slice(0, 30)) {
     console.log(`\n  VIOLATION [${p.invariant}] ${p.detail}`);
     for (const c of p.context.slice(0, 14)) console.log(`    ${c}`);
-  }
-  for (const [defect, what] of Object.entries(KNOWN_DEFECTS)) {
-    const seen = auditor.knownDefects.filter((k) => k.defect === defect);
-    if (seen.length > 0) console.log(`\nKNOWN ${defect} (${seen.length}, not counted as violations): ${what}`);
-    for (const k of seen.slice(0, 5)) console.log(`    ${k.detail}`);
   }
   for (const s of stuck.slice(0, 10)) console.log(`  left: ${s}`);
   console.log(`\nreport: ${join(out, 'report.json')}; journal: ${join(out, 'journal.log')}; operator log: ${join(out, 'operator.log')}`);

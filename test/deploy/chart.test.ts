@@ -227,6 +227,7 @@ describe('the Helm chart', () => {
     const objects = await t.template('neon-key-operator', 'ops');
     expect(operatorObjects(objects).map((o) => o.kind).sort()).toEqual([
       'ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount',
+      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding',
     ]);
     expect(objects.filter(tenantRole).map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['ClusterRole/neon-key-operator-edit', 'ClusterRole/neon-key-operator-view']);
     expect(objects.filter(issuerAdminRole).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['ClusterRole/neon-key-operator-issuer-admin']);
@@ -241,7 +242,7 @@ describe('the Helm chart', () => {
         'app.kubernetes.io/managed-by': 'Helm',
         'helm.sh/chart': `neon-key-operator-${chartVersion}`,
       });
-      if (!o.kind.startsWith('Cluster') && o.kind !== 'CustomResourceDefinition') expect(o.metadata.namespace).toBe('ops');
+      if (!o.kind.startsWith('Cluster') && !o.kind.startsWith('ValidatingAdmissionPolicy') && o.kind !== 'CustomResourceDefinition') expect(o.metadata.namespace).toBe('ops');
     }
 
     const deployment = onlyOne(objects, 'Deployment') as Deployment;
@@ -534,6 +535,14 @@ describe('the Helm chart', () => {
     const issuerAdmin = (objects: K8sObject[]): [string, string[]][] => objects.filter(issuerAdminRole).map((o) => [o.metadata.name, permissions(rulesOf(o))]);
     expect(issuerAdmin(base)).toEqual([['neon-key-operator-issuer-admin', ISSUER_ADMIN_GRANTS]]);
     expect(issuerAdmin(base)).toEqual(issuerAdmin(chart));
+
+    // The issued keys' admission policy (docs/issuers.md, "Deletion"): the same name, rules and
+    // binding, the operator's ServiceAccount named from the release; off with rbac.issuedKeysPolicy=false.
+    const policy = (objects: K8sObject[]): unknown => byKind(objects, 'ValidatingAdmissionPolicy').concat(byKind(objects, 'ValidatingAdmissionPolicyBinding'))
+      .map((o) => ({ kind: o.kind, name: o.metadata.name, spec: (o as K8sObject & { spec: unknown }).spec }));
+    expect(policy(base)).toEqual(policy(chart));
+    expect(JSON.stringify(policy(chart))).toContain("request.userInfo.username != 'system:serviceaccount:neon-key-operator-system:neon-key-operator'");
+    expect(policy(await t.template('neon-key-operator', 'neon-key-operator-system', ['rbac.issuedKeysPolicy=false']))).toEqual([]);
 
     const baseLeader = onlyOne(base, 'Role', (n) => n.includes('leader'));
     const chartLeader = onlyOne(chart, 'Role', (n) => n.includes('leader'));

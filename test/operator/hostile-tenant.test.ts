@@ -11,6 +11,10 @@
 // get only what a policy allows it (namespaces, kinds, projects, caps), never a key made with an
 // issuer's credentials that the policy refuses, and it can neither write the policy nor read the
 // issuers' credentials (403). Every key an issuer mints is recognised by its user on the platform.
+// An ApiKeyInventory of its namespace naming an issuer lists nothing: an issuer's credentials see the
+// whole organization, and only the operator's namespace may list through one.
+// An ApiKeyInventory of its namespace naming an issuer lists nothing: an issuer's credentials see the
+// whole organization, and only the operator's namespace may list through one.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Writable } from 'node:stream';
 import { ApiException, CoreV1Api, CustomObjectsApi, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
@@ -130,7 +134,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       await rbac.createNamespacedRole({ namespace, body: {
         metadata: { name: 'tenant-edit' },
         rules: [
-          { apiGroups: [group], resources: ['apikeys', 'projectapikeys'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+          { apiGroups: [group], resources: ['apikeys', 'projectapikeys', 'apikeyinventories'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
           { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
           { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
         ],
@@ -766,11 +770,10 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   }, 90_000);
 
-  // The operator's defect (docs/reliability.md, the hostile-tenant campaign, finding 8): the cap counts
-  // the resources naming the issuer now, so the moved key's slot goes to the waiter. `failing` until
-  // the operator counts a key from its create to its resource's deletion (docs/issuers.md "Caps"):
-  // then this passes, and jest says so; make it an `it` again.
-  it.failing('11b. issuer mode: a key minted through a capped issuer keeps its slot when its resource moves to another issuer or to credentials of the namespace', async () => {
+  // Found by the hostile campaign (docs/reliability.md, finding 8): the cap counted the resources
+  // naming the issuer now, so the moved key's slot went to the waiter. It counts a key where it was
+  // made (status.issuer) from its intent to its resource's deletion (docs/issuers.md "Caps").
+  it('11b. issuer mode: a key minted through a capped issuer keeps its slot when its resource moves to another issuer or to credentials of the namespace', async () => {
     await issuedCreate('ProjectApiKey', 'holder', { projectId: PROJECT, issuerRef: issuer('one-slot') });
     const held = await untilIssued('ProjectApiKey', 'holder', (r) => ready(r) && intentSettled(r), 'Ready');
     await issuedCreate('ProjectApiKey', 'waiter', { projectId: PROJECT, issuerRef: issuer('one-slot') });
@@ -799,6 +802,46 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     }
     expect((await mintedBy('one-slot')).filter((k) => !k.revoked)).toEqual([]);
   }, 90_000);
+
+  it('12. issuer mode: an ApiKeyInventory naming an issuer (one that allows the namespace keys, the victims\', one that does not exist) lists nothing: NotAllowed, a Warning, no count, no key', async () => {
+    const at = { group, version, namespace: issuerTenantNs, plural: 'apikeyinventories' };
+    const named = [issuer('tenant-keys'), issuer('victim-keys'), { name: `no-such-${suffix}` }];
+    for (const [n, issuerRef] of named.entries()) {
+      await issuerTenant.createNamespacedCustomObject({ ...at, body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name: `inventory-${n}` }, spec: { issuerRef, unusedAfter: '1s' } } });
+    }
+    for (const [n, issuerRef] of named.entries()) {
+      const refused = await eventually(async () => {
+        const i = await issuerTenant.getNamespacedCustomObject({ ...at, name: `inventory-${n}` }) as { status?: Record<string, unknown> & { conditions?: Condition[] } };
+        return i.status?.conditions?.find((c) => c.type === 'Ready')?.reason === 'NotAllowed' ? i : undefined;
+      }, 20_000, `inventory-${n} NotAllowed`);
+      expect(refused.status?.conditions?.[0]?.message).toContain(`ClusterKeyIssuer ${issuerRef.name} is not used for this inventory`);
+      // Nothing of the organization: no list, no count, no key.
+      expect(Object.keys(refused.status ?? {}).sort()).toEqual(['conditions', 'observedGeneration']);
+      await eventually(async () => ((await adminCore.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: `involvedObject.name=inventory-${n},reason=NotAllowed,type=Warning` })).items.length > 0 ? true : undefined), 10_000, `inventory-${n} Warning`);
+    }
+    const events = (await adminCore.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: 'involvedObject.kind=ApiKeyInventory' })).items;
+    expect(events.map((e) => e.reason).filter((r) => r !== 'NotAllowed')).toEqual([]);
+  });
+
+  it('12. issuer mode: an ApiKeyInventory naming an issuer (one that allows the namespace keys, the victims\', one that does not exist) lists nothing: NotAllowed, a Warning, no count, no key', async () => {
+    const at = { group, version, namespace: issuerTenantNs, plural: 'apikeyinventories' };
+    const named = [issuer('tenant-keys'), issuer('victim-keys'), { name: `no-such-${suffix}` }];
+    for (const [n, issuerRef] of named.entries()) {
+      await issuerTenant.createNamespacedCustomObject({ ...at, body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name: `inventory-${n}` }, spec: { issuerRef, unusedAfter: '1s' } } });
+    }
+    for (const [n, issuerRef] of named.entries()) {
+      const refused = await eventually(async () => {
+        const i = await issuerTenant.getNamespacedCustomObject({ ...at, name: `inventory-${n}` }) as { status?: Record<string, unknown> & { conditions?: Condition[] } };
+        return i.status?.conditions?.find((c) => c.type === 'Ready')?.reason === 'NotAllowed' ? i : undefined;
+      }, 20_000, `inventory-${n} NotAllowed`);
+      expect(refused.status?.conditions?.[0]?.message).toContain(`ClusterKeyIssuer ${issuerRef.name} is not used for this inventory`);
+      // Nothing of the organization: no list, no count, no key.
+      expect(Object.keys(refused.status ?? {}).sort()).toEqual(['conditions', 'observedGeneration']);
+      await eventually(async () => ((await adminCore.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: `involvedObject.name=inventory-${n},reason=NotAllowed,type=Warning` })).items.length > 0 ? true : undefined), 10_000, `inventory-${n} Warning`);
+    }
+    const events = (await adminCore.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: 'involvedObject.kind=ApiKeyInventory' })).items;
+    expect(events.map((e) => e.reason).filter((r) => r !== 'NotAllowed')).toEqual([]);
+  });
 
   it('the secret values never reach the log, and nothing failed unexpectedly', async () => {
     const all = logLines.join('');

@@ -29,9 +29,9 @@ const SUITE_LABEL = 'keys.neon.dev/test-suite';
 
 interface Condition { type: string; status: string; reason: string; message: string }
 interface KeyObject {
-  metadata: { name: string; namespace: string; resourceVersion?: string };
+  metadata: { name: string; namespace: string; resourceVersion?: string; annotations?: Record<string, string> };
   spec: Record<string, unknown>;
-  status?: { keyId?: number; conditions?: Condition[] };
+  status?: { keyId?: number; issuer?: string; conditions?: Condition[] };
 }
 
 describe('keys through a ClusterKeyIssuer, for tenants without a platform credential', () => {
@@ -241,6 +241,26 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     expect(moved.status?.keyId).toBe(first.status?.keyId);
     expect(await creates()).toBe(before);
     expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).toContain(first.status?.keyId);
+  }, 90_000);
+  it('revokes a key an issuer made with its resource: moved to namespace credentials and annotated release-without-revoke, it is still revoked', async () => {
+    const issuer = `org-keys-${suffix}`;
+    await objects.createNamespacedCustomObject({ group, version, namespace: teamC, plural: 'apikeys', body: {
+      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'leaver', namespace: teamC },
+      spec: { scope: 'Organization', issuerRef: { name: issuer } },
+    } });
+    const issued = await until('ApiKey', teamC, 'leaver', ready, 'Ready through the issuer');
+    expect(issued.status?.issuer).toBe(issuer);
+    // To credentials of the namespace (the same user: the key stays), asking to be let go unrevoked.
+    await replaceCustomObject<KeyObject>(objects, { group, version, namespace: teamC, plural: 'apikeys', name: 'leaver' }, (r) => {
+      const { issuerRef: _dropped, ...spec } = r.spec;
+      r.spec = { ...spec, organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } };
+      r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/release-without-revoke': 'true' };
+    });
+    const moved = await until('ApiKey', teamC, 'leaver', (r) => ready(r) && (condition(r, 'Ready') as Condition & { observedGeneration?: number }).observedGeneration === 2, 'Ready with namespace credentials');
+    expect(moved.status).toMatchObject({ keyId: issued.status?.keyId, issuer });
+    await objects.deleteNamespacedCustomObject({ group, version, namespace: teamC, plural: 'apikeys', name: 'leaver' });
+    await eventually(async () => (await read('ApiKey', teamC, 'leaver').then(() => undefined, () => true)), 30_000, 'leaver deleted');
+    expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).not.toContain(issued.status?.keyId);
   }, 90_000);
   it('a key through an issuer rests (the issuer\'s verification does not wake it); a policy that stops allowing it reports NotAllowed and leaves the key live, and its delete still revokes it', async () => {
     const issuer = `team-projects-${suffix}`;

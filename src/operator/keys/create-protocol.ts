@@ -14,7 +14,7 @@ import { keepCredentials } from './issuing/credentials-in-use.ts';
 import { wrongCredentialsKind, type KeyKind } from './issuing/credentials-kind.ts';
 import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
 import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
-import { blockedInputs, keyOrganization, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import { blockedInputs, keyIssuer, keyOrganization, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeKeyRecord, writeStatus } from './status/resource-writes.ts';
 import { switchFields } from './rotation/rotation.ts';
 import { nextLook, rotationFields } from './rotation-schedule.ts';
@@ -66,7 +66,7 @@ export async function create(deps: KeyDeps, ctx: Context, decision: Decision, re
   if (ctx.adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
   // A first key through an issuer whose rule caps the namespace: its slot is taken now, before any
   // platform request, and kept from the intent on (issuing/issuer-slots.ts).
-  const slot = firstKeySlot(deps, ctx, replaces);
+  const slot = keySlot(deps, ctx);
   if (slot === 'refused') return capReached(deps, ctx);
   try {
     const { platform, credentialsId } = platformOf(deps, ctx);
@@ -90,15 +90,23 @@ interface Slot {
   unclaim(): void;
 }
 
-/** The slot of a first key under an issuer's cap: undefined when none is needed, 'refused' when none is free. */
-function firstKeySlot(deps: KeyDeps, ctx: Context, replaces: number | undefined): Slot | 'refused' | undefined {
+/**
+ * The slot of a key made under an issuer's cap: undefined when none is needed (no cap; it replaces a
+ * key made through the same issuer, whose slot it keeps), 'refused' when none is free.
+ */
+function keySlot(deps: KeyDeps, ctx: Context): Slot | 'refused' | undefined {
   const issuer = ctx.source?.issuer;
   const { slots } = deps;
-  if (slots === undefined || issuer?.cap === undefined || replaces !== undefined || ctx.observation.status.keyId !== undefined) return undefined;
+  if (slots === undefined || issuer?.cap === undefined || !needsSlot(ctx, issuer.name)) return undefined;
   const { namespace, name } = ctx.resource.metadata;
   const key = `${ctx.resource.kind}/${namespace}/${name}`;
   if (!slots.claim(issuer.name, namespace, key, issuer.cap)) return 'refused';
   return { written: false, unclaim: () => slots.unclaim(key) };
+}
+
+/** Whether a key made through `issuer` takes a slot: a first key, or one replacing a key made elsewhere (status.issuer). */
+function needsSlot(ctx: Pick<Context, 'resource' | 'observation'>, issuer: string): boolean {
+  return ctx.observation.status.keyId === undefined || ctx.resource.status?.issuer !== issuer;
 }
 
 /** The namespace's slots were all taken while this key waited for its turn: said as observe() would have. */
@@ -132,6 +140,7 @@ async function createClaimed(
     ...(rotation !== undefined && replaces !== undefined ? { rotation } : {}),
     // KeyAbandoned: the given-up key, so the intent fits the record it moves on from (decision.ts consistentIntent).
     ...(decision.action.type === 'Create' && decision.action.abandons !== undefined ? { abandons: decision.action.abandons } : {}),
+    ...(ctx.source?.issuer !== undefined ? { issuer: ctx.source.issuer.name } : {}),
   };
   // The namespace's credentials are kept while this key may live: before anything is minted with them.
   if (deps.credentialsUsers !== undefined) await keepCredentials(deps.kube, ctx.credentialsSecret, logger, deps.ownWrites);
@@ -222,6 +231,7 @@ async function createClaimed(
     secretName: target,
     secretHash: hash,
     ...keyOrganization(ctx),
+    ...keyIssuer(pending, current.status),
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
   });
   logger.debug({ keyId: created.id }, 'status written');
@@ -251,6 +261,7 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
     secretName: ctx.secretName,
     ...(value !== '' ? { secretHash: secretHash(resource, value) } : {}),
     ...keyOrganization(ctx),
+    ...keyIssuer(pending, resource.status),
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
   });
   if (pending.replaces !== undefined && pending.replaces !== keyId && pending.rotation === undefined) await revokeReplaced(deps, ctx, pending.replaces);
@@ -296,9 +307,9 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
     }
   }
   logger.info({ attempt: pending.attempt, revoked: orphans.map((k) => k.id) }, 'recovered interrupted create');
-  // A first key under an issuer's cap: its slot stays its own for the create that starts again (issuer-slots.ts).
+  // A key under an issuer's cap: its slot stays its own for the create that starts again (issuer-slots.ts).
   const issuer = ctx.source?.issuer;
-  if (issuer?.cap !== undefined && recorded === undefined) deps.slots?.keep(issuer.name, resource.metadata.namespace, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
+  if (issuer?.cap !== undefined && needsSlot(ctx, issuer.name)) deps.slots?.keep(issuer.name, resource.metadata.namespace, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
   await updateMetadata(deps, resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   await deps.events.record(resource, 'Warning', 'CreateRecovered', orphans.length === 0
     ? `attempt ${pending.attempt} left no key on the platform; starting again`

@@ -29,6 +29,12 @@ export interface PendingAttempt {
    * makes this intent consistent with status.keyId (consistentIntent) without a `replaces`.
    */
   abandons?: number;
+  /**
+   * The ClusterKeyIssuer whose credentials make the key (absent: credentials of the namespace): the
+   * cap of that issuer counts the key from its intent on (issuing/issuer-slots.ts), whatever
+   * spec.issuerRef says by then.
+   */
+  issuer?: string;
 }
 
 /** A key a rotation replaced (status.retiringKeys), as observed for its retirement. */

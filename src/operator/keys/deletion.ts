@@ -62,9 +62,10 @@ function releaseSlot(deps: KeyDeps, ctx: Context): void {
   // Its credentials Secret of the namespace may go once no other resource needs it (issuing/credentials-in-use.ts).
   const credentials = ctx.spec?.issuerRef === undefined ? ctx.spec?.credentialsSecretRef?.name : undefined;
   if (credentials !== undefined) deps.onCredentialsReleased?.(key, namespace, credentials);
-  const issuer = ctx.source?.issuer?.name ?? ctx.spec?.issuerRef?.name;
-  if (issuer === undefined) return;
-  deps.slots?.release(issuer, namespace, key);
+  // Where it named and where its keys were made (status.issuer, its intent's).
+  const pending = ctx.observation.pending;
+  const issuers = [ctx.source?.issuer?.name, ctx.spec?.issuerRef?.name, ctx.resource.status?.issuer, typeof pending === 'object' ? pending.issuer : undefined].filter((i) => i !== undefined);
+  if (issuers.length > 0) deps.slots?.release(issuers, namespace, key);
 }
 
 /**

@@ -154,6 +154,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     refusal = capRefusal(source.issuer.name, meta.namespace, cap);
   }
 
+  const issuerKey = typeof status.issuer === 'string' || spec?.issuerRef !== undefined || (resource.spec as { issuerRef?: unknown } | undefined)?.issuerRef !== undefined;
   const unhandledRequest = rotation.request !== undefined && rotation.request !== status.rotation?.lastRequest ? rotation.request : undefined;
   const observation: Observation = {
     now: deps.now(),
@@ -166,10 +167,12 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     pendingGraceMs: deps.pendingGraceMs,
     deleting: meta.deletionTimestamp !== undefined,
     hasFinalizer: meta.finalizers?.includes(FINALIZER) === true,
-    releaseWithoutRevoke: meta.annotations?.[ANNOTATION_RELEASE_WITHOUT_REVOKE] === 'true',
+    // A key made through an issuer (or a resource naming one) is revoked with its resource: neither
+    // the annotation nor Retain, both a tenant's to write, lets it outlive it (docs/issuers.md).
+    releaseWithoutRevoke: !issuerKey && meta.annotations?.[ANNOTATION_RELEASE_WITHOUT_REVOKE] === 'true',
     ...(parsed.ok ? {} : { specError: parsed.message }),
     // An invalid spec still honours an explicit Retain: a deletion must never revoke what a person asked to keep.
-    deletionPolicy: spec?.deletionPolicy ?? ((resource.spec as { deletionPolicy?: string } | undefined)?.deletionPolicy === 'Retain' ? 'Retain' : 'Revoke'),
+    deletionPolicy: issuerKey ? 'Revoke' : spec?.deletionPolicy ?? ((resource.spec as { deletionPolicy?: string } | undefined)?.deletionPolicy === 'Retain' ? 'Retain' : 'Revoke'),
     ...(intent !== undefined ? { pending: intent } : {}),
     status: {
       ...(status.keyId !== undefined ? { keyId: status.keyId } : {}),

@@ -9,7 +9,7 @@ import type { KeyAdapter, KeyPlatform, ListedUse } from './adapter.ts';
 import type { ReconcileResult, Worker } from '../runtime/controller.ts';
 import type { CreateAdmission } from './issuing/create-admission.ts';
 import type { BlockedInputs, InternalReason, Reason } from './status/conditions.ts';
-import type { Credentials, Decision, Observation } from './decision.ts';
+import type { Credentials, Decision, Observation, PendingAttempt } from './decision.ts';
 import type { DriftCache } from './observing/drift.ts';
 import type { EventRecorder } from './status/events.ts';
 import type { KubeWrites } from './kube-writes.ts';
@@ -153,6 +153,15 @@ export function platformOf(deps: KeyDeps, ctx: Context): { platform: KeyPlatform
 export function keyOrganization(ctx: Pick<Context, 'adapter'>): { organizationId?: string } {
   const scope = ctx.adapter?.listScope;
   return scope?.startsWith('org:') === true ? { organizationId: scope.slice('org:'.length) } : {};
+}
+
+/**
+ * status.issuer of a key recorded from an intent: the ClusterKeyIssuer that made it, whose cap
+ * counts it until its resource is deleted (issuing/issuer-slots.ts); null (a merge patch removing
+ * it) for a key made with credentials of the namespace.
+ */
+export function keyIssuer(pending: Pick<PendingAttempt, 'issuer'>, recorded: KeyResource['status']): { issuer?: string | null } {
+  return pending.issuer !== undefined ? { issuer: pending.issuer } : typeof recorded?.issuer === 'string' ? { issuer: null } : {};
 }
 
 /** `namespace/name`: how the operations pollers name the owners of a project. */

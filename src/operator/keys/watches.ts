@@ -10,13 +10,15 @@ import type { CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernete
 import type { Controller, Watch } from '../runtime/controller.ts';
 import { CREDENTIALS_FINALIZER, GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
 import { CREDENTIALS_SECRET_KIND } from './issuing/credentials-in-use.ts';
-import { credentialsSecretOf, issuerOf, trimKeyResource, trimSecret } from './observing/cache-projection.ts';
+import { credentialsSecretOf, issuerOf, slotsOf, trimKeyResource, trimSecret } from './observing/cache-projection.ts';
 import { ANNOTATION_OWNER } from './secret/secret-writer.ts';
 
 /** The index of the key resources by the credentials Secret they name (`namespace/name`). */
 export const CREDENTIALS_INDEX = 'credentialsSecret';
 /** The index of the key resources by the issuer they name: `namespace/issuer` and `/issuer` (cache-projection.ts issuerOf). */
 export const ISSUER_INDEX = 'issuer';
+/** The index of the key resources by the issuers whose cap counts them: `namespace/issuer` (cache-projection.ts slotsOf). */
+export const SLOT_INDEX = 'issuerSlot';
 /** The index of the ProjectApiKeys by the project they name (spec.projectId). */
 export const PROJECT_INDEX = 'project';
 
@@ -37,7 +39,7 @@ export function keyWatches(objects: CustomObjectsApi, namespace: string | undefi
         ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
         : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })) as ListPromise<KubernetesObject>,
       project: trimKeyResource,
-      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, [ISSUER_INDEX]: issuerOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
+      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, [ISSUER_INDEX]: issuerOf, [SLOT_INDEX]: slotsOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
     };
   });
   const secrets = namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`;
@@ -105,6 +107,11 @@ export function wakeProject(controller: Pick<Controller, 'indexed' | 'cachedObje
 /** The work-queue keys of the key resources naming the issuer: of one namespace, or of all when `namespace` is undefined. */
 export function issuerUsers(controller: Pick<Controller, 'indexed'>, issuer: string, namespace?: string): string[] {
   return [...controller.indexed(ISSUER_INDEX, `${namespace ?? ''}/${issuer}`)];
+}
+
+/** The work-queue keys of the key resources of `namespace` whose keys the issuer's cap counts there (issuing/issuer-slots.ts). */
+export function slotHolders(controller: Pick<Controller, 'indexed'>, issuer: string, namespace: string): string[] {
+  return [...controller.indexed(SLOT_INDEX, `${namespace}/${issuer}`)];
 }
 
 /** The work-queue keys of the key resources naming a credentials Secret of their namespace (the credentials index). */

@@ -76,6 +76,12 @@ const oneCredentialsSource = {
   message: 'exactly one of issuerRef and credentialsSecretRef must be set',
 };
 
+/** A key made with the platform team's credentials never outlives its resource (docs/issuers.md, "Deletion"). */
+const issuedKeysRevoked = {
+  rule: "!has(self.issuerRef) || self.deletionPolicy != 'Retain'",
+  message: 'deletionPolicy Retain is not allowed with issuerRef: a key made through an issuer is revoked with its resource',
+};
+
 export const CredentialsSecretRef = z.object({
   name: dnsSubdomain.meta({ description: 'Name of a Secret in the same namespace as this resource.' }),
   key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that holds the platform API key.' }),
@@ -258,6 +264,7 @@ export const ApiKeySpec = z.object({
     { rule: "self.scope != 'Personal' || !has(self.organizationId)", message: 'organizationId is not allowed when scope is Personal' },
     { rule: "self.scope != 'Personal' || !has(self.issuerRef)", message: 'a Personal key is never issued through an issuer (it would be as strong as the issuer\'s user): use credentialsSecretRef' },
     oneCredentialsSource,
+    issuedKeysRevoked,
     { rule: 'self.scope == oldSelf.scope', message: 'scope is immutable' },
     { rule: '!has(oldSelf.organizationId) || (has(self.organizationId) && self.organizationId == oldSelf.organizationId)', message: 'organizationId is immutable' },
     secretIsNotCredentials,
@@ -284,6 +291,7 @@ export const ProjectApiKeySpec = z.object({
   'x-kubernetes-validations': [
     { rule: 'has(self.organizationId) || has(self.issuerRef)', message: 'organizationId is required (unless issuerRef names an issuer)' },
     oneCredentialsSource,
+    issuedKeysRevoked,
     { rule: '!has(oldSelf.organizationId) || (has(self.organizationId) && self.organizationId == oldSelf.organizationId)', message: 'organizationId is immutable' },
     { rule: 'self.projectId == oldSelf.projectId', message: 'projectId is immutable' },
     secretIsNotCredentials,
@@ -345,6 +353,10 @@ const statusFields = {
   organizationId: z.string().max(64).optional().meta({
     description: 'The organization of the recorded key (the one spec.organizationId or the issuer named when it was issued): '
       + 'credentials of another organization (an issuerRef moved to an issuer of another one) never take it for revoked.',
+  }),
+  issuer: z.string().max(253).optional().meta({
+    description: 'The ClusterKeyIssuer whose credentials made the recorded key (absent: credentials of the namespace). '
+      + 'Its cap counts the key until the resource is deleted, whatever spec.issuerRef names later.',
   }),
   credentialsFingerprint: z.string().max(64).optional().meta({
     description: 'Which credentials issued the key: an HMAC (keyed by a key only the operator holds) of the API key in the credentials Secret, never the key. '

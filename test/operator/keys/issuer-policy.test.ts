@@ -71,9 +71,9 @@ describe('an issuer\'s policy', () => {
 });
 
 describe('an issuer\'s cap (IssuerSlots)', () => {
-  /** A namespace's resources naming the issuer, and which of them the cache shows holding a key. */
+  /** A namespace's resources naming the issuer, and which of them the cache shows holding a key made through it. */
   function slots(users: string[], holding: Set<string>, woken: string[]): IssuerSlots {
-    return new IssuerSlots({ users: () => users, holds: (key) => holding.has(key) }, (key) => woken.push(key));
+    return new IssuerSlots({ users: () => users, holders: (key) => (holding.has(key) ? ['issuer'] : []) }, (key) => woken.push(key));
   }
 
   it('30 claims at once: 5 taken, 25 refused and waiting; the claims count until the cache shows their intents', () => {
@@ -96,7 +96,7 @@ describe('an issuer\'s cap (IssuerSlots)', () => {
     holding.add(taken[1]!);
     expect(s.claim('issuer', 'ns', 'ProjectApiKey/ns/k29', 5)).toBe(false);
     // One released: every waiter woken; the first to claim gets the slot, the others are refused again.
-    s.release('issuer', 'ns', taken[0]!);
+    s.release(['issuer'], 'ns', taken[0]!);
     expect(woken).toHaveLength(25);
     const winners = woken.filter((key) => s.claim('issuer', 'ns', key, 5));
     expect(winners).toEqual([woken[0]]);
@@ -119,9 +119,36 @@ describe('an issuer\'s cap (IssuerSlots)', () => {
     const s = slots(['A/ns/a'], new Set(['A/ns/a']), []);
     expect(s.held('issuer', 'ns')).toBe(1);
     expect(s.available('issuer', 'ns', 'A/ns/x', 1)).toBe(false);
-    const other = new IssuerSlots({ users: (issuer, ns) => (issuer === 'issuer' && ns === 'ns' ? ['A/ns/a'] : []), holds: () => true }, () => undefined);
+    const other = new IssuerSlots({ users: (issuer, ns) => (issuer === 'issuer' && ns === 'ns' ? ['A/ns/a'] : []), holders: () => ['issuer'] }, () => undefined);
     expect(other.available('other', 'ns', 'A/ns/x', 1)).toBe(true);
     expect(other.available('issuer', 'ns2', 'A/ns2/x', 1)).toBe(true);
+  });
+
+  it('a key counts where it was made: moved to another issuer, it keeps that slot and takes none of the new one until a key is made there', () => {
+    // Resources by the issuer they name; keys by the issuer that made them (status.issuer).
+    const naming = new Map([['A/ns/holder', 'one'], ['A/ns/waiter', 'one']]);
+    const madeBy = new Map([['A/ns/holder', 'one']]);
+    const woken: string[] = [];
+    const s = new IssuerSlots({
+      users: (issuer) => [...new Set([...naming].filter(([, i]) => i === issuer).map(([k]) => k).concat([...madeBy].filter(([, i]) => i === issuer).map(([k]) => k)))],
+      holders: (key) => (madeBy.has(key) ? [madeBy.get(key)!] : []),
+    }, (key) => woken.push(key));
+    expect(s.claim('one', 'ns', 'A/ns/waiter', 1)).toBe(false);
+    // The holder moves to issuer two: its key, made by one, still holds one's slot; two counts none.
+    naming.set('A/ns/holder', 'two');
+    expect(s.held('one', 'ns')).toBe(1);
+    expect(s.claim('one', 'ns', 'A/ns/waiter', 1)).toBe(false);
+    expect(s.held('two', 'ns')).toBe(0);
+    // A key made through two (a repair) takes a slot of two; once status says two made it, one's slot frees.
+    expect(s.claim('two', 'ns', 'A/ns/holder', 1)).toBe(true);
+    expect(s.held('two', 'ns')).toBe(1);
+    madeBy.set('A/ns/holder', 'two');
+    expect(s.held('one', 'ns')).toBe(0);
+    expect(s.claim('one', 'ns', 'A/ns/waiter', 1)).toBe(true);
+    // Its deletion wakes the waiters of each issuer it named or held a key through.
+    expect(s.claim('two', 'ns', 'A/ns/late', 1)).toBe(false);
+    s.release(['one', 'two'], 'ns', 'A/ns/holder');
+    expect(woken).toEqual(['A/ns/late']);
   });
 });
 

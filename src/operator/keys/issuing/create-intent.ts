@@ -29,20 +29,40 @@ export function parseIntent(value: string | undefined, uid: string, signer: Sign
     if (typeof parsed.attempt !== 'string' || typeof parsed.startedAt !== 'string' || typeof parsed.holder !== 'string') return 'Malformed';
     if (parsed.replaces !== undefined && (typeof parsed.replaces !== 'number' || !Number.isSafeInteger(parsed.replaces))) return 'Malformed';
     if (parsed.abandons !== undefined && (typeof parsed.abandons !== 'number' || !Number.isSafeInteger(parsed.abandons))) return 'Malformed';
+    if (parsed.issuer !== undefined && (typeof parsed.issuer !== 'string' || parsed.issuer.length > ISSUER_NAME_MAX)) return 'Malformed';
     const rotation = parsed.rotation as unknown;
     if (rotation !== undefined && (typeof rotation !== 'object' || rotation === null
       || ((rotation as { request?: unknown }).request !== undefined && typeof (rotation as { request?: unknown }).request !== 'string'))) return 'Malformed';
     if (typeof parsed.sig !== 'string' || !signer.verify('intent', intentFields(uid, parsed as PendingAttempt), parsed.sig)) return 'Unsigned';
-    const { attempt, startedAt, holder, replaces, abandons } = parsed as PendingAttempt;
+    const { attempt, startedAt, holder, replaces, abandons, issuer } = parsed as PendingAttempt;
     const request = (rotation as { request?: string } | undefined)?.request;
     return {
       attempt, startedAt, holder,
       ...(replaces !== undefined ? { replaces } : {}),
       ...(abandons !== undefined ? { abandons } : {}),
+      ...(issuer !== undefined ? { issuer } : {}),
       ...(rotation !== undefined ? { rotation: request !== undefined ? { request } : {} } : {}),
     };
   } catch {
     return 'Malformed';
+  }
+}
+
+/** The longest issuer name an intent carries: a ClusterKeyIssuer's name is a DNS subdomain. */
+const ISSUER_NAME_MAX = 253;
+
+/**
+ * The issuer an intent names, read WITHOUT its signature, from a value of at most a few KiB (an
+ * intent is ~300 bytes; anything longer a tenant wrote names none): only to count a cap's slot
+ * (cache-projection.ts). A tenant who forges one counts against its own namespace alone.
+ */
+export function unverifiedIssuer(value: string | undefined): string | undefined {
+  if (value === undefined || value.length > 4_096) return undefined;
+  try {
+    const issuer = (JSON.parse(value) as { issuer?: unknown } | null)?.issuer;
+    return typeof issuer === 'string' && issuer.length > 0 && issuer.length <= ISSUER_NAME_MAX ? issuer : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -63,13 +83,15 @@ export function unverifiedAttempt(value: string | undefined): string | undefined
 /**
  * What the signature covers. The rotation marker is signed too: it decides whether the replaced key
  * is revoked at once or kept retiring; and the given-up key (`abandons`), which lets the intent
- * stand beside a recorded key (decision.ts consistentIntent). Each appended only when present, so
+ * stand beside a recorded key (decision.ts consistentIntent); and the issuer that makes the key,
+ * which status records with it (adopt). Each appended only when present, so
  * intents written before they existed still verify.
  */
 function intentFields(uid: string, p: PendingAttempt): (string | number | undefined)[] {
   const fields: (string | number | undefined)[] = [uid, p.attempt, p.startedAt, p.holder, p.replaces];
   if (p.rotation !== undefined) fields.push('rotation', p.rotation.request ?? '');
   if (p.abandons !== undefined) fields.push('abandons', p.abandons);
+  if (p.issuer !== undefined) fields.push('issuer', p.issuer);
   return fields;
 }
 

@@ -1,24 +1,29 @@
 // The cap of an issuer's rule (maxKeysPerNamespace, docs/issuers.md): how many key resources of one
-// namespace may hold a key through one ClusterKeyIssuer. A resource holds a key from the moment its
-// create intent is written (the platform may have made the key) until its deletion revoked it; the
-// keys of a rotation still retiring are its own and not counted again.
+// namespace may hold a key made through one ClusterKeyIssuer. A resource holds a slot of the issuer
+// that made its key (status.issuer, or its create intent's issuer) from the moment its intent is
+// written (the platform may have made the key) until its deletion revoked it, whatever it names
+// later: moved to another issuer or to credentials of the namespace, its key still counts where it
+// was made, and a key it brings along takes no slot of its new issuer until one is made there (a
+// repair, a rotation), which takes a slot like a first key. The keys of a rotation still retiring
+// are its own and not counted again.
 //
-// Counted from the informers' cache (the resources naming the issuer, with a recorded key or an
-// intent), plus the claims this process made whose intent the cache does not show yet. A claim is
-// taken synchronously, at the last step before the intent is written (create-protocol.ts), so two
-// concurrent creates of one process never both take the last slot. Across a leader change the new
-// leader's cache is listed after the old leader's writes were fenced (runtime/write-fence.ts): every
-// intent the old leader wrote is in it, and a claim it took without writing its intent made no key.
+// Counted from the informers' cache (the resources of the namespace naming the issuer or holding a
+// key made through it), plus the claims this process made whose intent the cache does not show
+// yet. A claim is taken synchronously, at the last step before the intent is written
+// (create-protocol.ts), so two concurrent creates of one process never both take the last slot.
+// Across a leader change the new leader's cache is listed after the old leader's writes were fenced
+// (runtime/write-fence.ts): every intent the old leader wrote is in it, and a claim it took without
+// writing its intent made no key.
 //
 // A refused resource waits (KeyLimitReached); when a key of the namespace is released, the waiters
 // are woken and the first to reach its create takes the slot, the others are refused again.
 
 /** What the slots read of the informers' cache. */
 export interface SlotView {
-  /** The work-queue keys of the resources of `namespace` naming `issuer`. */
+  /** The work-queue keys of the resources of `namespace` naming `issuer` or holding a key made through it. */
   users(issuer: string, namespace: string): readonly string[];
-  /** Whether the cached resource holds a key (a recorded key, or an intent). */
-  holds(key: string): boolean;
+  /** The issuers the cached resource holds a key through (a recorded key, or an intent). */
+  holders(key: string): readonly string[];
 }
 
 export class IssuerSlots {
@@ -46,13 +51,13 @@ export class IssuerSlots {
       // Counted once, from the cache or its claim. A claim stays while its resource lives (dropped
       // when it is released, deleted, or its intent was not written): the cache may show an intent
       // this process has cleared since (a recovery, keep()), and the slot must not go meanwhile.
-      if (this.#view.holds(key) || this.#claims.get(key) === scope) held++;
+      if (this.#view.holders(key).includes(issuer) || this.#claims.get(key) === scope) held++;
     }
     for (const [key, claimScope] of this.#claims) {
-      // A claim of a resource gone from the cache (deleted) or naming another issuer now.
+      // A claim of a resource gone from the cache (deleted), or neither naming the issuer nor holding a key of it now.
       if (claimScope === scope && !users.has(key)) this.#claims.delete(key);
     }
-    for (const key of this.#released) if (!this.#view.holds(key) || !users.has(key)) this.#released.delete(key);
+    for (const key of this.#released) if (this.#view.holders(key).length === 0 || !users.has(key)) this.#released.delete(key);
     return held;
   }
 
@@ -70,7 +75,8 @@ export class IssuerSlots {
   }
 
   /**
-   * Takes a slot for the resource's first key, or says there is none (the resource waits for one).
+   * Takes a slot for a key the resource makes through the issuer (its first, or one replacing a key
+   * made elsewhere), or says there is none (the resource waits for one).
    * Synchronous: the count and the claim are one step.
    */
   claim(issuer: string, namespace: string, key: string, cap: number): boolean {
@@ -99,15 +105,20 @@ export class IssuerSlots {
     this.#claims.delete(key);
   }
 
-  /** The resource's keys are revoked (or retained) and it is going: its slot goes to the waiters. */
-  release(issuer: string, namespace: string, key: string): void {
-    const scope = `${namespace}/${issuer}`;
+  /**
+   * The resource's keys are revoked (or retained) and it is going: its slots (of `issuers`, those it
+   * named and held keys through) go to their waiters.
+   */
+  release(issuers: Iterable<string>, namespace: string, key: string): void {
     this.#claims.delete(key);
     this.#released.add(key);
-    const waiting = this.#waiting.get(scope);
-    if (waiting === undefined) return;
-    this.#waiting.delete(scope);
-    for (const waiter of waiting) if (waiter !== key) this.#wake(waiter);
+    for (const issuer of new Set(issuers)) {
+      const scope = `${namespace}/${issuer}`;
+      const waiting = this.#waiting.get(scope);
+      if (waiting === undefined) continue;
+      this.#waiting.delete(scope);
+      for (const waiter of waiting) if (waiter !== key) this.#wake(waiter);
+    }
   }
 
   /** How many claims and waiters are kept (tests: nothing grows without bound). */

@@ -18,6 +18,7 @@ import { identityMeta } from '../../runtime/informer-cache.ts';
 import { intern, internShared } from '../../runtime/intern.ts';
 import { ANNOTATION_CREATE_PENDING, CREDENTIALS_FINALIZER, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource, type KindName } from '../../resources/schema.ts';
 import { ANNOTATION_OWNER } from '../secret/secret-writer.ts';
+import { unverifiedIssuer } from '../issuing/create-intent.ts';
 
 /** An ApiKey or ProjectApiKey as the caches keep it. */
 interface CachedKeyResource extends KubernetesObject {
@@ -43,6 +44,12 @@ interface CachedKeyResource extends KubernetesObject {
    * cap, a resource with an intent may hold a key the platform made (issuing/issuer-slots.ts).
    */
   pending?: true;
+  /**
+   * The ClusterKeyIssuers whose cap counts it (issuing/issuer-slots.ts): the one that made its
+   * recorded key (status.issuer) and the one its intent makes a key with (the intent's `issuer`,
+   * else spec.issuerRef for a first key). Usually one, or none.
+   */
+  slotIssuers?: readonly string[];
 }
 
 /**
@@ -104,7 +111,7 @@ function retiringKeyIds(status: { retiringKeys?: unknown } | undefined): number[
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown }; issuerRef?: { name?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown } };
+  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown }; issuerRef?: { name?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown; issuer?: unknown } };
   const keyId = safeId(status?.keyId);
   const retiring = retiringKeyIds(status);
   const credentials = spec?.credentialsSecretRef?.name;
@@ -113,7 +120,9 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   const credentialsName = typeof credentials === 'string' ? credentials : undefined;
   const issuer = spec?.issuerRef?.name;
   const issuerName = typeof issuer === 'string' && issuer.length <= 253 ? issuer : undefined;
-  const pending = obj.metadata?.annotations?.[ANNOTATION_CREATE_PENDING] !== undefined;
+  const intent = obj.metadata?.annotations?.[ANNOTATION_CREATE_PENDING];
+  const pending = intent !== undefined;
+  const slotIssuers = slotIssuersOf(keyId, status?.issuer, intent, issuerName);
   const conditions = (Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown; reason?: unknown }[] : []).map((c) => [String(c.type), String(c.status), knownReason(c.reason)] as const);
   const seed = seedOf(obj);
   // The spec and status projections are shared, frozen, by every resource that has the same
@@ -133,6 +142,7 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
     ...(retiring.length > 0 ? { retiringKeyIds: retiring } : {}),
     ...(seed !== undefined ? { seed } : {}),
     ...(pending ? { pending: true } : {}),
+    ...(slotIssuers.length > 0 ? { slotIssuers } : {}),
   };
   if (seed !== undefined) {
     seedChars += seed.length;
@@ -232,8 +242,28 @@ export function issuerOf(obj: KubernetesObject): readonly string[] {
   return name === undefined || ns === undefined ? [] : [intern(`${ns}/${name}`), intern(`/${name}`)];
 }
 
-/** What the cap counts of a cached key resource: does it hold a key (recorded, or an intent that may have made one), is it being deleted. */
-export function holdsKey(obj: KubernetesObject | undefined): boolean {
-  const cached = obj as CachedKeyResource | undefined;
-  return cached !== undefined && (cached.keyId !== undefined || cached.pending === true);
+/**
+ * The issuers whose cap counts a key resource: the one status records as having made its key, and
+ * the one a create under way makes a key with (its intent's, or for a first key the one it names).
+ * Status is the operator's alone; an intent a tenant forged counts in its own namespace only.
+ */
+function slotIssuersOf(keyId: number | undefined, recorded: unknown, intent: string | undefined, named: string | undefined): readonly string[] {
+  const issuers: string[] = [];
+  if (keyId !== undefined && typeof recorded === 'string' && recorded.length <= 253) issuers.push(intern(recorded));
+  if (intent !== undefined) {
+    const making = unverifiedIssuer(intent) ?? (keyId === undefined ? named : undefined);
+    if (making !== undefined && !issuers.includes(making)) issuers.push(intern(making));
+  }
+  return issuers;
+}
+
+/** What the cap counts of a cached key resource: the issuers it holds a key through (recorded, or an intent that may have made one). */
+export function slotIssuersOfCached(obj: KubernetesObject | undefined): readonly string[] {
+  return (obj as CachedKeyResource | undefined)?.slotIssuers ?? [];
+}
+
+/** The cached key resource by the issuers whose cap counts it, as `namespace/issuer` (the slot index). */
+export function slotsOf(obj: KubernetesObject): readonly string[] {
+  const ns = obj.metadata?.namespace;
+  return ns === undefined ? [] : slotIssuersOfCached(obj).map((issuer) => intern(`${ns}/${issuer}`));
 }
