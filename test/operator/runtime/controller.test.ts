@@ -490,4 +490,63 @@ describe('Controller', () => {
     await stopping;
     expect(stopped).toBe(true);
   });
+
+  it('reports each result as controller-runtime\'s reconcileHandler counts it, and the workers holding a key (not a released one)', async () => {
+    const outcomes: string[] = [];
+    let busy = 0;
+    let mostBusy = 0;
+    let kinds: readonly string[] = [];
+    let open!: () => void;
+    const slow = new Promise<void>((resolve) => { open = resolve; });
+    const script: Record<string, ReconcileResult[]> = {
+      done: [{ type: 'Done' }], later: [{ type: 'Done', requeueAfterMs: 60_000 }], retry: [{ type: 'Retry' }], next: [{ type: 'Continue' }], refused: [{ type: 'Backoff', minDelayMs: 60_000 }],
+    };
+    let thrown = false;
+    let waiting = false;
+    let informer: FakeInformer | undefined;
+    const controller = new Controller({
+      kubeConfig: new KubeConfig(),
+      reconciler: {
+        async reconcile(request: Request, _logger: unknown, worker?: Worker): Promise<ReconcileResult> {
+          if (request.name === 'thrown' && !thrown) {
+            thrown = true;
+            throw new Error('a bug');
+          }
+          if (request.name === 'released') {
+            waiting = true;
+            await worker?.release(slow);
+          }
+          return script[request.name]?.shift() ?? { type: 'Done' };
+        },
+      },
+      watches: () => [{ type: 'for', kind: 'Widget', path: '/widgets', project: (o) => o }],
+      logger: silent,
+      workers: 1,
+      informerFor: (watch) => (informer = new FakeInformer(watch)),
+      metrics: {
+        started: (started) => { kinds = started; },
+        reconciled: (kind, outcome) => outcomes.push(`${kind} ${outcome}`),
+        workers: (_kind, delta) => {
+          busy += delta;
+          mostBusy = Math.max(mostBusy, busy);
+        },
+      },
+    });
+    running = controller;
+    await controller.start();
+    expect(kinds).toEqual(['Widget']);
+    informer?.emit('add', widget('released', '1'));
+    await until('the released reconcile waiting, its worker given back', () => waiting && busy === 0);
+    for (const name of ['done', 'later', 'retry', 'next', 'refused', 'thrown']) informer?.emit('add', widget(name, '1'));
+    // done, later, retry twice, next twice, refused, thrown twice; the released one still waits.
+    await until('every other key reconciled', () => outcomes.length === 9);
+    expect(busy).toBe(0);
+    open();
+    await until('the released one ended', () => outcomes.length === 10);
+    expect(outcomes.sort()).toEqual([
+      'Widget error', 'Widget requeue', 'Widget requeue', 'Widget requeue', 'Widget requeue_after',
+      'Widget success', 'Widget success', 'Widget success', 'Widget success', 'Widget success',
+    ]);
+    expect([busy, mostBusy]).toEqual([0, 1]);
+  });
 });

@@ -291,6 +291,47 @@ describe('WorkQueue metrics hooks', () => {
   });
 });
 
+describe('WorkQueue metrics by key and lane', () => {
+  it('tells depth which key entered or left which lane: a promotion moves it, get and shutDown take it out', async () => {
+    const lanes = new Map<string, number>();
+    const metrics: WorkQueueMetrics = {
+      depth: (_n, key, priority, delta) => lanes.set(`${key} ${priority}`, (lanes.get(`${key} ${priority}`) ?? 0) + delta),
+      add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined,
+    };
+    const q = new WorkQueue<string>({ metrics });
+    q.add('a', { priority: 'low' });
+    q.add('b', { priority: 'low' });
+    q.add('c');
+    q.add('a'); // promoted
+    expect(Object.fromEntries(lanes)).toEqual({ 'a low': 0, 'a normal': 1, 'b low': 1, 'c normal': 1 });
+    expect(await q.get()).toBe('c');
+    expect(lanes.get('c normal')).toBe(0);
+    q.shutDown();
+    expect([...lanes.values()].every((n) => n === 0)).toBe(true);
+  });
+
+  it('gives the metrics a reader of the keys in flight and for how long (client-go\'s unfinished work)', async () => {
+    const timers = new FakeTimers();
+    let read: (() => Iterable<[string, number]>) | undefined;
+    const metrics: WorkQueueMetrics = {
+      depth: () => undefined, add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined,
+      readUnfinishedWith: (reader) => { read = reader; },
+    };
+    const q = new WorkQueue<string>({ timers, metrics });
+    q.add('a');
+    q.add('b');
+    const a = (await q.get())!;
+    timers.advance(2_000);
+    const b = (await q.get())!;
+    timers.advance(500);
+    expect(new Map(read?.())).toEqual(new Map([[a, 2.5], [b, 0.5]]));
+    q.done(a);
+    expect(new Map(read?.())).toEqual(new Map([[b, 0.5]]));
+    q.done(b);
+    expect([...read?.() ?? []]).toEqual([]);
+  });
+});
+
 describe('WorkQueue priorities', () => {
   it('hands out normal keys before low ones, FIFO within each lane', async () => {
     const q = new WorkQueue<string>();
