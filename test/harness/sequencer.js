@@ -36,6 +36,7 @@ const SECONDS = {
   'test/deploy/chart-crds.test.ts': 17,
   'test/deploy/chart.test.ts': 16,
   'test/deploy/examples.test.ts': 28,
+  'test/deploy/release.test.ts': 15,
   'test/deploy/apply.test.ts': 15,
   'test/operator/operations-settled.test.ts': 14,
   'test/deploy/can-i.test.ts': 13,
