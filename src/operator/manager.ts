@@ -13,7 +13,7 @@ import { FairLimiter } from './keys/issuing/fair-limiter.ts';
 import { credentialsUsers, issuerUsers, keyWatches, projectKeysIn, slotHolders, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf, recordedKeyIds, slotIssuersOfCached } from './keys/observing/cache-projection.ts';
 import { IssuerSlots } from './keys/issuing/issuer-slots.ts';
-import { parseLabelSelector } from './keys/issuing/issuer-policy.ts';
+import { parseLabelSelector, selectorMatches } from './keys/issuing/issuer-policy.ts';
 import { DriftCache } from './keys/observing/drift.ts';
 import { EventRecorder } from './keys/status/events.ts';
 import { ApiServerWrites } from './keys/kube-writes.ts';
@@ -25,13 +25,14 @@ import { createLogger } from './runtime/logger.ts';
 import { fenceKubeWrites, soleLeadership, type Leadership } from './runtime/write-fence.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './keys/issuing/signing.ts';
 import type { ManagedKeysCount, OperatorMetrics } from './keys/status/metrics.ts';
+import type { ReconcileOutcome } from './runtime/metrics.ts';
 import type { ReconcileRecord } from './keys/reconcile-context.ts';
 import type { KindName } from './resources/schema.ts';
 import { INVENTORY_KIND } from './resources/inventory.ts';
 import { InventoryEventRecorder } from './inventory/events.ts';
 import { registerInventoryGauge } from './inventory/metrics.ts';
 import { InventoryReconciler } from './inventory/reconciler.ts';
-import { inventoryWatches } from './inventory/watches.ts';
+import { inventoryWatches, issuerInventories } from './inventory/watches.ts';
 import { ISSUER_KIND } from './resources/issuer.ts';
 import { IssuerEventRecorder } from './issuers/events.ts';
 import { registerIssuerGauge, type IssuerReadiness } from './issuers/metrics.ts';
@@ -70,7 +71,7 @@ export interface OperatorOptions {
    * LIST or WATCH (default 1 s doubling to 60 s), the server-side watch timeout (default 5 to 10 min).
    */
   informers?: ControllerOptions['reflector'];
-  onReconciled?(kind: KindName, result: 'success' | 'error' | 'requeue', seconds: number): void;
+  onReconciled?(kind: KindName, result: ReconcileOutcome, seconds: number): void;
   /** Every reconcile once it ended, per resource and in order (keys/reconcile-context.ts ReconcileRecord). */
   onReconcile?(record: ReconcileRecord): void;
   /** The operator's metrics (keys/status/metrics.ts): queue, reconcile and platform request instruments. */
@@ -214,6 +215,11 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   });
   const ownWrites = new OwnWrites();
   const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+  // The operator's own namespace ($POD_NAMESPACE, where its signing key and Lease live): the only one
+  // whose inventories may list through an issuer (inventory/credentials-source.ts).
+  const ownNamespace = signingKeySecret.namespace;
+  const issuerSelector = options.issuerLabelSelector === undefined ? undefined
+    : parseLabelSelector(options.issuerLabelSelector) ?? { matchExpressions: [{ key: 'keys.neon.dev/unparsable-selector', operator: 'Exists' as const }] };
   // A refreshed list that no longer shows a key (or a project) wakes the resources resting on it:
   // drift is caught when the list is taken, within one interval (drift.ts, DriftGone). A project
   // gone wakes every ProjectApiKey naming it, at rest or not (the resting ones among them): one
@@ -282,7 +288,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       // of namespaces when the issuers' namespace is named (the platform team granted issuers apart).
       issuerSecretsNamespace: issuersNamespace(options, watched, signingKeySecret.namespace),
       allowNamespaceCredentials: options.allowNamespaceCredentials ?? true,
-      ...(options.issuerLabelSelector !== undefined ? { issuerSelector: parseLabelSelector(options.issuerLabelSelector) ?? { matchExpressions: [{ key: 'keys.neon.dev/unparsable-selector', operator: 'Exists' as const }] } } : {}),
+      ...(issuerSelector !== undefined ? { issuerSelector } : {}),
     },
     credentialsUsers: { holders: (namespace, name) => credentialsUsers(controller, namespace, name) },
     wake: (key) => controller.enqueue(key),
@@ -306,6 +312,11 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     platformFor,
     managedKeyIds: () => recordedKeyIds(['ApiKey', 'ProjectApiKey'].flatMap((kind) => controller.cached(kind)), new Set()),
     events: new InventoryEventRecorder(core, 'neon-key-operator', logger),
+    issuers: {
+      ownNamespace,
+      secretsNamespace: issuersNamespace(options, watched, ownNamespace),
+      ours: (labels) => issuerSelector === undefined || selectorMatches(issuerSelector, labels),
+    },
     driftIntervalMs,
     ownWrites,
   });
@@ -324,7 +335,8 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       allowInsecureHttp: options.allowInsecurePlatformUrl === true,
       ...(options.metrics !== undefined ? { onResponse: (info) => options.metrics?.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) } : {}),
     }),
-    usersOf: (name) => issuerUsers(controller, name),
+    // Key resources naming it, and the inventories of the operator's namespace naming it.
+    usersOf: (name) => [...issuerUsers(controller, name), ...issuerInventories(controller, name)],
     wake: (key) => controller.enqueueLow(key),
     cached: (name) => controller.cachedObject(ISSUER_KIND, '', name) as CachedIssuer | undefined,
     events: new IssuerEventRecorder(core, 'neon-key-operator', logger),
@@ -339,7 +351,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
         : request.kind === ISSUER_KIND ? issuers.reconcile(request, log, worker)
           : reconciler.reconcile(request, log, worker)),
     },
-    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace)],
+    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace, ownNamespace)],
     // Issuers (cluster-scoped) once, whenever this operator uses them (issuersNamespace).
     ...(usesIssuers ? { clusterWatches: issuerWatches(objects, issuerSecretsNamespace, options.issuerLabelSelector) } : {}),
     logger,
@@ -351,12 +363,8 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ...(options.informers !== undefined ? { reflector: options.informers } : {}),
     onWatchRestart: (kind, restart) => options.metrics?.watchRestarts.inc({ resource: kind, reason: restart.reason }),
     onList: (kind) => options.metrics?.informerLists.inc({ resource: kind }),
-    onReconciled: (kind, result, seconds) => {
-      options.metrics?.reconcileTotal.inc({ kind, result });
-      options.metrics?.reconcileDuration.observe({ kind }, seconds);
-      options.onReconciled?.(kind as KindName, result, seconds);
-    },
-    ...(options.metrics !== undefined ? { queueMetrics: options.metrics.workQueue('keys') } : {}),
+    ...(options.onReconciled !== undefined ? { onReconciled: (kind, result, seconds) => options.onReconciled?.(kind as KindName, result, seconds) } : {}),
+    ...(options.metrics !== undefined ? { metrics: options.metrics.controller, queueMetrics: options.metrics.workQueue('keys') } : {}),
     signal: leadership.signal,
   });
   const running = controller;
@@ -369,16 +377,17 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     for (const c of running.staleCaches()) counts.set(c.kind, (counts.get(c.kind) ?? 0) + 1);
     return [...counts].map(([resource, value]) => ({ resource, value }));
   });
-  // managed_keys{kind,condition,status,reason}: counted from the informer caches when scraped, never from the platform.
+  // managed_keys{namespace,kind,condition,status,reason}: counted from the informer caches when scraped, never from the platform.
   metrics?.countManagedKeysWith(() => {
     const counts = new Map<string, ManagedKeysCount>();
     for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
       for (const obj of running.cached(kind)) {
+        const namespace = obj.metadata?.namespace ?? '';
         for (const c of (obj as { status?: { conditions?: { type: string; status: string; reason: string }[] } }).status?.conditions ?? []) {
-          const series = `${kind}\0${c.type}\0${c.status}\0${c.reason}`;
+          const series = `${namespace}\0${kind}\0${c.type}\0${c.status}\0${c.reason}`;
           const count = counts.get(series);
           if (count !== undefined) count.value++;
-          else counts.set(series, { labels: { kind, condition: c.type, status: c.status, reason: c.reason }, value: 1 });
+          else counts.set(series, { labels: { namespace, kind, condition: c.type, status: c.status, reason: c.reason }, value: 1 });
         }
       }
     }
