@@ -115,6 +115,30 @@ describe('the first hour: the commands of the chart\'s NOTES, run as printed', (
     ]);
   });
 
+  it('prints, in namespaced mode, commands for the watched namespaces: the issuer\'s only with issuerSecretsNamespace; none with namespace credentials forbidden', async () => {
+    const printed = async (...set: string[]): Promise<string[]> => {
+      const out = await t.helm(['install', release, chartDir, '--namespace', releaseNs, '--set', 'crds.enabled=false', '--dry-run=server', ...set.flatMap((v) => ['--set', v])]);
+      return out.slice(out.indexOf('NOTES:')).split('\n').filter((l) => l.startsWith('  kubectl ') && !/ get (pods|lease)/.test(l)).map((l) => l.trim());
+    };
+    const ownCredentials = (ns: string): string[] => [
+      `kubectl -n ${ns} create secret generic neon-admin --from-literal=apiKey="$NEON_ADMIN_API_KEY"`,
+      `kubectl -n ${ns} apply -k examples/namespace-credentials`,
+      `kubectl -n ${ns} wait --for=condition=Ready apikeys --all`,
+      `kubectl -n ${ns} get neon`,
+    ];
+    expect(await printed('watchNamespaces={apps,web}')).toEqual(ownCredentials('web'));
+    expect(await printed('watchNamespaces={keys,apps}', 'issuerSecretsNamespace=keys')).toEqual([
+      'kubectl -n keys create secret generic neon-org-admin --from-literal=apiKey="$NEON_ADMIN_API_KEY"',
+      'kubectl apply -k examples/platform-team',
+      'kubectl label namespace apps keys.neon.dev/issuer=team-keys',
+      'kubectl -n apps apply -k examples/',
+      'kubectl -n apps wait --for=condition=Ready projectapikeys --all',
+      'kubectl -n apps get neon',
+      ...ownCredentials('apps'),
+    ]);
+    expect((await printed('namespaceCredentials=forbid')).filter((l) => l.includes('neon-admin') || l.includes('namespace-credentials'))).toEqual([]);
+  });
+
   it('gives team-a Ready keys through the issuer, holding no credential, and team-b a key with its own', async () => {
     for (const line of commands) {
       await shell(line);
