@@ -29,6 +29,7 @@ const MAY_IMPORT: Record<Room, Partial<Record<Room, string>>> = {
   observing: {
     secret: 'in-sync reads the key from its Secret to mirror operations; the caches keep a Secret by its owner annotation',
     status: 'conditions, reasons and the writes of a status; a drift check that fails reads as a reason',
+    issuing: "the caches count a cap's slot by the issuer a create intent names (create-intent.ts unverifiedIssuer)",
   },
   rotation: {
     secret: "the replaced key's Secret is deleted, and an immutable Secret's consumers repointed",
