@@ -6,7 +6,7 @@
 // ProjectApiKeys over 1,000 projects by default (10 keys a project), in 10 namespaces, fed to the
 // real Controller through an in-memory informer (the lookup reads the cache and the index; no
 // apiserver is involved in it).
-import type { CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Controller, type CachingInformer, type Watch } from '../src/operator/runtime/controller.ts';
@@ -90,7 +90,7 @@ export async function projectIndexBenchmark(opts: BenchOptions, sizes: ProjectIn
   const controller = new Controller({
     kubeConfig: new KubeConfig(),
     reconciler: { reconcile: async () => ({ type: 'Done' }) },
-    watches: (namespace) => keyWatches({} as CustomObjectsApi, namespace),
+    watches: (namespace) => keyWatches(namespace),
     logger: pino({ level: 'silent' }),
     workers: 4,
     namespaces: [...byNamespace.keys()],

@@ -351,9 +351,9 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
         : request.kind === ISSUER_KIND ? issuers.reconcile(request, log, worker)
           : reconciler.reconcile(request, log, worker)),
     },
-    watches: (namespace) => [...keyWatches(objects, namespace), ...inventoryWatches(objects, namespace, ownNamespace)],
+    watches: (namespace) => [...keyWatches(namespace), ...inventoryWatches(namespace, ownNamespace)],
     // Issuers (cluster-scoped) once, whenever this operator uses them (issuersNamespace).
-    ...(usesIssuers ? { clusterWatches: issuerWatches(objects, issuerSecretsNamespace, options.issuerLabelSelector) } : {}),
+    ...(usesIssuers ? { clusterWatches: issuerWatches(issuerSecretsNamespace, options.issuerLabelSelector) } : {}),
     logger,
     workers: options.workers ?? 16,
     ownWrites,

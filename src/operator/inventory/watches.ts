@@ -4,7 +4,7 @@
 // and, for the inventories of the operator's own namespace (the only ones that may use one), by the
 // ClusterKeyIssuer they name, so the issuer's reconcile counts them and wakes them when it changes.
 // The cache keeps identity and the names of the Secret and issuer, never the status lists.
-import type { CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller, Watch } from '../runtime/controller.ts';
 import { identityMeta } from '../runtime/informer-cache.ts';
 import { intern } from '../runtime/intern.ts';
@@ -42,14 +42,11 @@ function trimInventory(obj: KubernetesObject): KubernetesObject {
  * The inventory watch of one namespace (or of every namespace when undefined); `ownNamespace`: the
  * operator's, whose inventories alone are indexed by the issuer they name.
  */
-export function inventoryWatches(objects: CustomObjectsApi, namespace: string | undefined, ownNamespace: string): Watch[] {
+export function inventoryWatches(namespace: string | undefined, ownNamespace: string): Watch[] {
   return [{
     type: 'for',
     kind: INVENTORY_KIND,
     path: namespace === undefined ? `/apis/${GROUP}/${VERSION}/${INVENTORY_PLURAL}` : `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${INVENTORY_PLURAL}`,
-    list: (() => namespace === undefined
-      ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: INVENTORY_PLURAL })
-      : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: INVENTORY_PLURAL })) as ListPromise<KubernetesObject>,
     project: trimInventory,
     indexes: {
       [CREDENTIALS_INDEX]: credentialsSecretOf,

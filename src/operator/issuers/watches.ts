@@ -3,7 +3,7 @@
 // issuer itself. Indexed by its credentials Secret (`<issuer namespace>/<name>`), so the key
 // domain's Secret watch (keys/watches.ts, metadata only) wakes an issuer whose credentials change.
 // The cache keeps identity, whether the finalizer is held, and the Secret's name: never the policy.
-import type { CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Watch } from '../runtime/controller.ts';
 import { identityMeta } from '../runtime/informer-cache.ts';
 import { intern } from '../runtime/intern.ts';
@@ -35,12 +35,11 @@ function trimIssuer(obj: KubernetesObject): KubernetesObject {
  * The issuer watch: every ClusterKeyIssuer (or those `labelSelector` selects); `secretsNamespace` is
  * where their credentials Secrets live.
  */
-export function issuerWatches(objects: CustomObjectsApi, secretsNamespace: string, labelSelector?: string): Watch[] {
+export function issuerWatches(secretsNamespace: string, labelSelector?: string): Watch[] {
   return [{
     type: 'for',
     kind: ISSUER_KIND,
     path: `/apis/${GROUP}/${VERSION}/${ISSUER_PLURAL}`,
-    list: (() => objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, ...(labelSelector !== undefined ? { labelSelector } : {}) })) as ListPromise<KubernetesObject>,
     ...(labelSelector !== undefined ? { labelSelector } : {}),
     project: trimIssuer,
     indexes: {

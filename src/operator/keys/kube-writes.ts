@@ -6,7 +6,7 @@ import {
   ApiException, PatchStrategy, setHeaderOptions, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject,
   type V1DaemonSet, type V1Deployment, type V1Secret, type V1StatefulSet,
 } from '@kubernetes/client-node';
-import { listMetadata } from '../runtime/informer-cache.ts';
+import { listMetadata, listProjected } from '../runtime/paged-list.ts';
 import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
 import { ISSUER_PLURAL } from '../resources/issuer.ts';
 
@@ -57,11 +57,19 @@ export interface KubeWrites {
   listOwnedSecretMetadata(namespace: string, labelSelector: string, controllerUid: string, annotations: readonly string[]): Promise<V1Secret[]>;
   /** GET of a Deployment, StatefulSet or DaemonSet (rollout status); undefined when it does not exist. */
   readWorkload(namespace: string, kind: WorkloadKind, name: string): Promise<Workload | undefined>;
-  /** LIST of one kind of workload in a namespace (spec.rotation.restart.discover). */
-  listWorkloads(namespace: string, kind: WorkloadKind): Promise<Workload[]>;
+  /**
+   * LIST of one kind of workload in a namespace (spec.rotation.restart.discover), in pages, each
+   * workload handed to `pick` as it arrives and only what `pick` returns kept: a namespace's
+   * workloads are the tenant's to size (a pod template may be a MiB), so none is held as sent.
+   */
+  listWorkloads<T>(namespace: string, kind: WorkloadKind, pick: (workload: Workload) => T | undefined): Promise<T[]>;
   /** JSON patch of a workload: a restart (one pod template annotation, guarded by a test of the workload's consent; with spec.secret.immutable, its Secret references repointed too); the workload as patched. */
   patchWorkload(namespace: string, kind: WorkloadKind, name: string, ops: readonly JsonPatchOp[]): Promise<Workload>;
 }
+
+const WORKLOAD_PLURALS: Readonly<Record<WorkloadKind, string>> = { Deployment: 'deployments', StatefulSet: 'statefulsets', DaemonSet: 'daemonsets' };
+/** Workloads per page of a discover LIST: a page is at most 100 × the largest object as sent, never held whole. */
+const WORKLOAD_PAGE = 100;
 
 /** The longest annotation value listOwnedSecretMetadata keeps (the operator's own are far shorter: an id, a key name, a signature). */
 export const MAX_LISTED_ANNOTATION = 512;
@@ -191,10 +199,10 @@ export class ApiServerWrites implements KubeWrites {
     }
   }
 
-  async listWorkloads(namespace: string, kind: WorkloadKind): Promise<Workload[]> {
-    if (kind === 'Deployment') return (await this.#apps.listNamespacedDeployment({ namespace })).items;
-    if (kind === 'StatefulSet') return (await this.#apps.listNamespacedStatefulSet({ namespace })).items;
-    return (await this.#apps.listNamespacedDaemonSet({ namespace })).items;
+  async listWorkloads<T>(namespace: string, kind: WorkloadKind, pick: (workload: Workload) => T | undefined): Promise<T[]> {
+    // runtime/paged-list.ts: at most WORKLOAD_PAGE workloads a request, one held at a time.
+    const { items } = await listProjected(this.#kubeConfig, `/apis/apps/v1/namespaces/${namespace}/${WORKLOAD_PLURALS[kind]}`, { pageSize: WORKLOAD_PAGE, project: (obj) => pick(obj as Workload) });
+    return items;
   }
 
   async listOwnedSecretMetadata(namespace: string, labelSelector: string, controllerUid: string, annotations: readonly string[]): Promise<V1Secret[]> {

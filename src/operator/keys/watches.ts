@@ -6,7 +6,7 @@
 // (PartialObjectMetadata): no Secret's data ever reaches the operator through the watch; the
 // reconcile reads the Secrets it needs by name. One informer for both: a managed Secret is cached
 // once, and one watch per namespace reaches the apiserver.
-import type { CustomObjectsApi, KubernetesObject, ListPromise } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller, Watch } from '../runtime/controller.ts';
 import { CREDENTIALS_FINALIZER, GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
 import { CREDENTIALS_SECRET_KIND } from './issuing/credentials-in-use.ts';
@@ -28,16 +28,13 @@ function projectOf(obj: KubernetesObject): readonly string[] {
 }
 
 /** The watches of one namespace (or of every namespace when undefined). */
-export function keyWatches(objects: CustomObjectsApi, namespace: string | undefined): Watch[] {
+export function keyWatches(namespace: string | undefined): Watch[] {
   const watches: Watch[] = (Object.keys(KINDS) as KindName[]).map((kind) => {
     const plural = KINDS[kind].plural;
     return {
       type: 'for',
       kind,
       path: namespace === undefined ? `/apis/${GROUP}/${VERSION}/${plural}` : `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
-      list: (() => namespace === undefined
-        ? objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
-        : objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })) as ListPromise<KubernetesObject>,
       project: trimKeyResource,
       indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, [ISSUER_INDEX]: issuerOf, [SLOT_INDEX]: slotsOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
     };

@@ -8,7 +8,7 @@
 // Objects the reconciled ones refer to (an input such as a credentials Secret) are watched too,
 // metadata only, and wake exactly the keys that refer to them (reference-index.ts).
 import { randomUUID } from 'node:crypto';
-import type { Informer, KubeConfig, KubernetesObject, ListPromise, ObjectCache } from '@kubernetes/client-node';
+import type { Informer, KubeConfig, KubernetesObject, ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { makeMetadataInformer, makeTrimmedInformer } from './informer-cache.ts';
 import type { ReflectorOptions, WatchRestart } from './reflector.ts';
@@ -62,9 +62,8 @@ export interface Reconciler {
 export type CachingInformer = Informer<KubernetesObject> & ObjectCache<KubernetesObject>;
 
 interface WatchBase {
+  /** What the informer LISTs (in pages) and watches. */
   path: string;
-  /** The LIST of the informer; unused with `metadataOnly` (the runtime lists metadata itself). */
-  list?: ListPromise<KubernetesObject>;
   /** What the cache keeps of each object (informer-cache.ts): never more than the controller reads. */
   project(obj: KubernetesObject): KubernetesObject;
   labelSelector?: string;
@@ -328,8 +327,7 @@ export class Controller {
       },
     };
     if (watch.metadataOnly === true) return makeMetadataInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.project, watch.labelSelector, options);
-    if (watch.list === undefined) throw new Error(`the watch of ${watch.kind} at ${watch.path} has no list`);
-    return makeTrimmedInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.list, watch.project, watch.labelSelector, options);
+    return makeTrimmedInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.project, watch.labelSelector, options);
   }
 
   /**

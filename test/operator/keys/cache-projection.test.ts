@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
-import { listMetadata, makeMetadataInformer, makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
+import { makeMetadataInformer, makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
+import { listMetadata } from '../../../src/operator/runtime/paged-list.ts';
 import { SEED_MAX_CHARS, SEEDS_MAX_CHARS, cachedCopy, seedCharsKept, credentialsSecretOf, newKeyOrganization, recordedKeyIds, trimKeyResource, trimSecret } from '../../../src/operator/keys/observing/cache-projection.ts';
 import { controlPlane } from '../../harness/index.ts';
 
@@ -249,8 +250,7 @@ describe('makeTrimmedInformer against the apiserver', () => {
     // One Secret before the LIST, one after (seen through the watch); one unlabelled, never cached.
     await core.createNamespacedSecret({ namespace, body: labelled('listed', 'value-listed-0001') });
     await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'foreign', namespace }, stringData: { apiKey: 'value-foreign-0001' } } });
-    informer = makeTrimmedInformer<V1Secret>(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`,
-      () => core.listNamespacedSecret({ namespace, labelSelector: selector }) as never, trimSecret, selector);
+    informer = makeTrimmedInformer<V1Secret>(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, trimSecret, selector);
     const events: string[] = [];
     informer.on('add', (s) => events.push(`add ${s.metadata?.name}`));
     informer.on('update', (s) => events.push(`update ${s.metadata?.name}`));

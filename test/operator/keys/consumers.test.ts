@@ -106,20 +106,33 @@ describe('consumers', () => {
       expect(listedOnly.skipped).toEqual(['Deployment/reads-only']);
     });
 
-    it('a patch tests the consent it was decided on: withdrawn meanwhile, the patch fails and changes nothing', async () => {
+    it('discovery keeps names only: each consumer is read again before its restart, and its patch tests the consent read', async () => {
       const kube = new FakeKube();
       kube.putWorkload('Deployment', annotated('app-key'));
-      const [read] = (await consumersOf(kube, NAMESPACE, 'app-key', ['app-key'], { workloads: [{ kind: 'Deployment', name: 'w' }] })).consenting;
-      // Its owner takes consent back between the read and the patch.
+      const found = await consumersOf(kube, NAMESPACE, 'app-key', ['app-key'], { discover: true });
+      expect(found.consenting).toEqual([{ kind: 'Deployment', name: 'w' }]);
+      const move = { from: new Set<string>(), to: 'app-key', annotation: restartAnnotation('app-key') };
+      // Its owner takes consent back after discovery: the fresh read sees it, nothing is patched.
       delete kube.workloads.get(`Deployment/${NAMESPACE}/w`)!.metadata!.annotations;
-      const error = await restartConsumers(kube, NAMESPACE, { from: new Set(), to: 'app-key', annotation: restartAnnotation('app-key') }, 7, [read!]).catch((e: unknown) => e);
+      expect(await restartConsumers(kube, NAMESPACE, 'app-key', move, 7, found.consenting)).toEqual({ restarts: [], missing: [], skipped: ['Deployment/w'] });
+      expect(kube.workloads.get(`Deployment/${NAMESPACE}/w`)!.metadata?.generation).toBe(1);
+      // Taken back between that read and the patch: the patch's test fails, and changes nothing.
+      kube.putWorkload('Deployment', annotated('app-key'));
+      const read = kube.readWorkload.bind(kube);
+      kube.readWorkload = async (...args) => {
+        const workload = await read(...args);
+        delete kube.workloads.get(`Deployment/${NAMESPACE}/w`)!.metadata!.annotations;
+        return workload;
+      };
+      const error = await restartConsumers(kube, NAMESPACE, 'app-key', move, 7, found.consenting).catch((e: unknown) => e);
       expect(statusCode(error)).toBe(422);
       expect(kube.workloads.get(`Deployment/${NAMESPACE}/w`)!.metadata?.generation).toBe(1);
-      // With consent in place, the same call restarts it.
+      // With consent in place, the same call restarts it; one gone is missing.
+      kube.readWorkload = read;
       kube.putWorkload('Deployment', annotated('app-key'));
-      const [again] = (await consumersOf(kube, NAMESPACE, 'app-key', ['app-key'], { workloads: [{ kind: 'Deployment', name: 'w' }] })).consenting;
-      const { restarts } = await restartConsumers(kube, NAMESPACE, { from: new Set(), to: 'app-key', annotation: restartAnnotation('app-key') }, 7, [again!]);
+      const { restarts, missing } = await restartConsumers(kube, NAMESPACE, 'app-key', move, 7, [...found.consenting, { kind: 'StatefulSet', name: 'gone' }]);
       expect(restarts).toEqual([{ kind: 'Deployment', name: 'w', generation: 2 }]);
+      expect(missing).toEqual(['StatefulSet/gone']);
       expect(kube.workloads.get(`Deployment/${NAMESPACE}/w`)!.spec?.template.metadata?.annotations?.[restartAnnotation('app-key')]).toBe('7');
     });
 

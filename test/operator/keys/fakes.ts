@@ -218,9 +218,9 @@ export class FakeKube implements KubeWrites {
     return found === undefined ? undefined : clone(found);
   }
 
-  async listWorkloads(namespace: string, kind: WorkloadKind): Promise<Workload[]> {
+  async listWorkloads<T>(namespace: string, kind: WorkloadKind, pick: (workload: Workload) => T | undefined): Promise<T[]> {
     this.calls.push(`list ${kind} ${namespace}`);
-    return [...this.workloads.entries()].filter(([id]) => id.startsWith(`${kind}/${namespace}/`)).map(([, w]) => clone(w));
+    return [...this.workloads.entries()].filter(([id]) => id.startsWith(`${kind}/${namespace}/`)).map(([, w]) => pick(clone(w))).filter((kept) => kept !== undefined);
   }
 
   /** RFC 6902 as far as the operator uses it (test, replace, add); the generation moves when the template changed. */

@@ -2,7 +2,7 @@
 // ProjectApiKeys an operations change or a project gone from the platform wakes, looked up by
 // project through the index (issue 30), not by a scan of every cached ProjectApiKey.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { KubeConfig, type CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
+import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Controller } from '../../../src/operator/runtime/controller.ts';
 import { keyWatches, projectKeysIn, wakeProject } from '../../../src/operator/keys/watches.ts';
@@ -23,7 +23,7 @@ async function start(namespaces: string[]): Promise<{ controller: Controller; pr
     kubeConfig: new KubeConfig(),
     reconciler: { reconcile: async () => ({ type: 'Done' }) },
     // Never listed: the fake informers are fed by emit().
-    watches: (namespace) => keyWatches({} as CustomObjectsApi, namespace),
+    watches: (namespace) => keyWatches(namespace),
     logger: pino({ level: 'silent' }),
     workers: 1,
     namespaces,

@@ -10,7 +10,6 @@ import { OwnWrites } from '../../../src/operator/runtime/own-writes.ts';
 import { FakeInformer } from './fake-informer.ts';
 
 const silent = pino({ level: 'silent' });
-const list = async (): Promise<{ items: KubernetesObject[] }> => ({ items: [] });
 
 function widget(name: string, resourceVersion: string, extra: { generation?: number; deleting?: boolean; input?: string } = {}): KubernetesObject {
   return {
@@ -74,11 +73,11 @@ async function start(options: { maxBackoffMs?: number; namespaces?: string[]; wa
     options.watched?.push(namespace);
     return [
     {
-      type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o,
+      type: 'for', kind: 'Widget', path: '/widgets', project: (o) => o,
       indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`${o.metadata.namespace}/${o.metadata.annotations.input}`] : []) },
     },
     {
-      type: 'owns', kind: 'Part', path: '/parts', list, project: (o) => o,
+      type: 'owns', kind: 'Part', path: '/parts', project: (o) => o,
       ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/${o.metadata.namespace}/${o.metadata.annotations.owner}` : undefined),
     },
     { type: 'referenced', kind: 'Input', path: '/inputs', metadataOnly: true, project: (o) => o, index: 'input', valueOf: (o) => `${o.metadata?.namespace}/${o.metadata?.name}` },
@@ -286,7 +285,7 @@ describe('Controller', () => {
       reconciler,
       watches: () => [
         {
-          type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o,
+          type: 'for', kind: 'Widget', path: '/widgets', project: (o) => o,
           indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`${o.metadata.namespace}/${o.metadata.annotations.input}`] : []) },
         },
         {
@@ -410,7 +409,7 @@ describe('Controller', () => {
     const controller = new Controller({
       kubeConfig: new KubeConfig(),
       reconciler,
-      watches: () => [{ type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o }],
+      watches: () => [{ type: 'for', kind: 'Widget', path: '/widgets', project: (o) => o }],
       logger: silent,
       workers: 1,
       informerFor: (watch) => (informer = new FakeInformer(watch)),
@@ -439,7 +438,7 @@ describe('Controller', () => {
           return { type: 'Done' };
         },
       },
-      watches: () => [{ type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o }],
+      watches: () => [{ type: 'for', kind: 'Widget', path: '/widgets', project: (o) => o }],
       logger: silent,
       workers: 1,
       informerFor: (watch) => (informer = new FakeInformer(watch)),
@@ -474,7 +473,7 @@ describe('Controller', () => {
           return { type: 'Done' };
         },
       },
-      watches: () => [{ type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o }],
+      watches: () => [{ type: 'for', kind: 'Widget', path: '/widgets', project: (o) => o }],
       logger: silent,
       workers: 1,
       informerFor: (watch) => (informer = new FakeInformer(watch)),

@@ -59,13 +59,27 @@ export function consents(workload: Pick<Workload, 'metadata'> | undefined, secre
   return consentedSecrets(workload).includes(secretName);
 }
 
-/** A workload a rotation may restart: it consented, and this is how it was read. */
-export interface Consumer { kind: WorkloadKind; name: string; workload: Workload }
+/**
+ * A workload a rotation may restart: it consented when it was listed or read. Only its name is
+ * kept: it is read again right before its restart (restartConsumers), one at a time, so a
+ * namespace's workloads, of any size a tenant gave them, are never held together.
+ */
+export interface Consumer { kind: WorkloadKind; name: string }
 
 /** The candidates of spec.rotation.restart, sorted: those that consent, those that do not (skipped), listed ones that do not exist. */
 export interface Consumers { consenting: Consumer[]; skipped: string[]; missing: string[] }
 
+interface Candidate extends Consumer { consenting: boolean }
+
 const byId = (a: { kind: string; name: string }, b: { kind: string; name: string }): number => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`);
+
+/** What discovery keeps of a listed workload: a candidate (it consents, or its pod template reads one of `secretNames`), or nothing. */
+function candidate(kind: WorkloadKind, workload: Workload, consentName: string, secretNames: readonly string[]): Candidate | undefined {
+  const name = workload.metadata?.name;
+  if (name === undefined) return undefined;
+  const consenting = consents(workload, consentName);
+  return consenting || secretNames.some((n) => referencesSecret(workload.spec?.template, n)) ? { kind, name, consenting } : undefined;
+}
 
 /**
  * The workloads to restart for the Secret `consentName` (spec.secret.name, or the resource's
@@ -73,27 +87,23 @@ const byId = (a: { kind: string; name: string }, b: { kind: string; name: string
  * consent for it) and/or listed (same namespace), deduplicated; each kept only if it consents.
  */
 export async function consumersOf(kube: KubeWrites, namespace: string, consentName: string, secretNames: readonly string[], restart: NonNullable<RotationSpec['restart']>): Promise<Consumers> {
-  const found = new Map<string, Consumer>();
+  const found = new Map<string, Candidate>();
   const missing: string[] = [];
   if (restart.discover === true) {
     for (const kind of WORKLOAD_KINDS) {
-      for (const workload of await kube.listWorkloads(namespace, kind)) {
-        const name = workload.metadata?.name;
-        if (name === undefined) continue;
-        if (consents(workload, consentName) || secretNames.some((n) => referencesSecret(workload.spec?.template, n))) found.set(`${kind}/${name}`, { kind, name, workload });
-      }
+      for (const c of await kube.listWorkloads(namespace, kind, (workload) => candidate(kind, workload, consentName, secretNames))) found.set(`${kind}/${c.name}`, c);
     }
   }
   for (const { kind, name } of restart.workloads ?? []) {
     if (found.has(`${kind}/${name}`)) continue;
     const workload = await kube.readWorkload(namespace, kind, name);
     if (workload === undefined) missing.push(`${kind}/${name}`);
-    else found.set(`${kind}/${name}`, { kind, name, workload });
+    else found.set(`${kind}/${name}`, { kind, name, consenting: consents(workload, consentName) });
   }
   const all = [...found.values()].sort(byId);
   return {
-    consenting: all.filter((c) => consents(c.workload, consentName)),
-    skipped: all.filter((c) => !consents(c.workload, consentName)).map((c) => `${c.kind}/${c.name}`),
+    consenting: all.filter((c) => c.consenting).map(({ kind, name }) => ({ kind, name })),
+    skipped: all.filter((c) => !c.consenting).map((c) => `${c.kind}/${c.name}`),
     missing: missing.sort(),
   };
 }
@@ -105,7 +115,8 @@ function consentTest(workload: Workload): JsonPatchOp {
 
 /**
  * Restarts each consenting consumer, in `namespace` only, and returns what to wait for: each
- * workload with the generation its rollout must reach. One JSON patch each: the test of its consent,
+ * workload with the generation its rollout must reach. Each is read fresh first, one at a time: one
+ * gone meanwhile is missing, one that no longer consents for `consentName` is skipped. One JSON patch each: the test of its consent,
  * the restart annotation (`move.annotation`, the new key's id), and with spec.secret.immutable
  * (`move.from` not empty) its pod template repointed from the retired Secrets to `move.to`, each
  * reference tested for its old name and the whole for the resourceVersion read, so a concurrent
@@ -113,10 +124,20 @@ function consentTest(workload: Workload): JsonPatchOp {
  * same value: a repeat after a crash finds nothing to change, makes no patch, and the generation
  * it made is waited for (a template unchanged neither bumps the generation nor rolls the pods).
  */
-export async function restartConsumers(kube: KubeWrites, namespace: string, move: { from: ReadonlySet<string>; to: string; annotation: string }, newKeyId: number, consumers: readonly Consumer[]): Promise<{ restarts: Restart[]; missing: string[] }> {
+export async function restartConsumers(kube: KubeWrites, namespace: string, consentName: string, move: { from: ReadonlySet<string>; to: string; annotation: string }, newKeyId: number, consumers: readonly Consumer[]): Promise<{ restarts: Restart[]; missing: string[]; skipped: string[] }> {
   const restarts: Restart[] = [];
   const missing: string[] = [];
-  for (const { kind, name, workload } of consumers) {
+  const skipped: string[] = [];
+  for (const { kind, name } of consumers) {
+    const workload = await kube.readWorkload(namespace, kind, name);
+    if (workload === undefined) {
+      missing.push(`${kind}/${name}`);
+      continue;
+    }
+    if (!consents(workload, consentName)) {
+      skipped.push(`${kind}/${name}`);
+      continue;
+    }
     const template = workload.spec?.template;
     const repoint = repointOps(template, move.from, move.to);
     const ops = [...repoint, ...annotationOp(template, move.annotation, String(newKeyId))];
@@ -133,7 +154,7 @@ export async function restartConsumers(kube: KubeWrites, namespace: string, move
       missing.push(`${kind}/${name}`);
     }
   }
-  return { restarts, missing };
+  return { restarts, missing, skipped };
 }
 
 export type RolloutState = 'Complete' | 'Progressing' | 'Stalled';

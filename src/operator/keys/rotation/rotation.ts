@@ -77,7 +77,7 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
         // spec.secret.immutable: the consumers of any of this resource's Secrets, repointed to the current one.
         const retiredNames = immutableMode(ctx.spec) ? list.flatMap((k) => (k.secretName !== undefined && k.secretName !== ctx.secretName ? [k.secretName] : [])) : [];
         if (restart !== undefined) found = await consumersOf(deps.kube, resource.metadata.namespace, consentName, [ctx.secretName, ...retiredNames], restart);
-        result = await restartConsumers(deps.kube, resource.metadata.namespace, { from: new Set(retiredNames), to: ctx.secretName, annotation: restartAnnotation(consentName) }, action.keyId, found.consenting);
+        result = await restartConsumers(deps.kube, resource.metadata.namespace, consentName, { from: new Set(retiredNames), to: ctx.secretName, annotation: restartAnnotation(consentName) }, action.keyId, found.consenting);
       } catch (error) {
         const message = `restarting the consumers of Secret ${ctx.secretName} failed (${statusCode(error) ?? 'error'}); key ${entry.keyId} stays live and the restart is tried again`;
         ctx.logger.warn({ status: statusCode(error), err: error instanceof Error ? error.message : String(error) }, 'consumer restart failed');
@@ -89,11 +89,12 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
       update({ ...entry, restartedAt: iso(now), restarts: result.restarts.slice(0, MAX_TRACKED) });
       const names = result.restarts.map((r) => `${r.kind}/${r.name}`);
       const missing = [...found.missing, ...result.missing];
+      const skipped = [...found.skipped, ...result.skipped];
       const message = (names.length > 0 ? `restarted ${listed(names)} for key ${action.keyId}` : `no workload to restart consents for Secret ${consentName}`)
-        + (found.skipped.length > 0 ? `; not restarted, without ${ANNOTATION_RESTART_ON_ROTATION} naming ${consentName}: ${listed(found.skipped)}` : '')
+        + (skipped.length > 0 ? `; not restarted, without ${ANNOTATION_RESTART_ON_ROTATION} naming ${consentName}: ${listed(skipped)}` : '')
         + (missing.length > 0 ? `; not found: ${listed(missing)}` : '')
         + (names.length > MAX_TRACKED ? `; only the first ${MAX_TRACKED} rollouts are waited for` : '');
-      await deps.events.record(resource, found.skipped.length > 0 || missing.length > 0 ? 'Warning' : 'Normal', 'ConsumersRestarted', message);
+      await deps.events.record(resource, skipped.length > 0 || missing.length > 0 ? 'Warning' : 'Normal', 'ConsumersRestarted', message);
       return await inSync(deps, ctx, action.keyId, {
         conditions: [rotatingCondition(true, 'RetiringKey', `${message}; key ${entry.keyId} stays live until ${names.length > 0 ? 'their rollouts complete' : 'its grace period is over'}`)],
         fields: { retiringKeys: list },
