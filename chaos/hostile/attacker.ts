@@ -4,7 +4,8 @@
 // replays of what the operator wrote, copies of the victims' objects, wake storms), and playbooks:
 // the three attacks of issue 24 step by step (the memory storm, the forgotten key, the restart of
 // workloads that never consented) and those of issue 40 (a cap raced with many creates, issuerRef
-// switched on a Ready key, the platform team's issuers, Namespace labels and Secrets asked for).
+// switched on a Ready key, the platform team's issuers, Namespace labels and Secrets asked for, an
+// ApiKeyInventory naming an issuer, which lists the whole organization).
 // A tenant holds namespace credentials (an administrator's key in its Secret neon-admin) or, in
 // issuer mode, no platform key at all: its keys come through the issuers of issuers.ts, and what
 // it may write in spec.credentialsSecretRef is only what it has (garbage, the keys it was issued).
@@ -78,6 +79,8 @@ export class Attacker {
   readonly #busy = new Set<string>();
   #bulk = 0;
   readonly #bulkMade = new Set<string>();
+  /** The ApiKeyInventories it made (each naming an issuer). */
+  readonly #inventories: string[] = [];
   readonly playbooks: Partial<Record<Playbook, number>>;
   /** Each cap race: the issuer, its racers, how many held a key when it settled, how many were refused. */
   readonly capRaces: { issuer: string; racers: number; holders: number; refused: number }[] = [];
@@ -329,6 +332,7 @@ export class Attacker {
     if (roll < 84) return await this.#rewriteCredentials(this.#pick(this.#issuerMode ? ['creds-storm', 'creds-odd', 'neon-admin', 'own-key'] : ['creds-storm', 'creds-odd', 'neon-admin']));
     if (roll < 89) return await this.#switchSource(some.kind, some.name);
     if (roll < 91) return void await this.#platformProbe(this.#pick(this.#platformProbes()));
+    if (roll < 93) return await this.#issuerInventory();
 
     await this.#observe();
   }
@@ -391,6 +395,30 @@ export class Attacker {
     if (outcome !== 'refused 403' && !outcome.startsWith('failed')) {
       this.problems.push({ invariant: ATTACKER_INVARIANTS[0], detail: `${this.#who} ${probe.what}: ${outcome === 'ok' ? 'allowed' : outcome}, not 403`, context: [`#${a.n} t=${a.t}s ${a.who} ${a.action} ${a.target} (${outcome})`] });
     }
+  }
+
+  /**
+   * An ApiKeyInventory of the tenant's namespace naming an issuer (one it may use for keys, the
+   * victims', one that does not exist), with or without an organization, or one it made pointed at
+   * another issuer. An issuer's credentials list the whole organization: a tenant's inventory must get
+   * nothing through one (the audit: no list, no count, no key, no key event; NotAllowed).
+   */
+  async #issuerInventory(): Promise<void> {
+    const at = { group: GROUP, version: VERSION, namespace: this.#ns, plural: 'apikeyinventories' };
+    const issuerRef = { name: this.#issuerName() };
+    const existing = this.#inventories.length > 0 && (this.#inventories.length >= 6 || this.#chance(0.4)) ? this.#pick(this.#inventories) : undefined;
+    if (existing !== undefined) {
+      await this.#act('inventory.issuer-switch', `${this.#ns}/ApiKeyInventory/${existing}`, () => this.#t.objects.patchNamespacedCustomObject({ ...at, name: existing, body: { spec: { issuerRef } } }, merge));
+      return;
+    }
+    const spec: Record<string, unknown> = { issuerRef, unusedAfter: this.#pick(['1s', '2160h']) };
+    if (this.#chance(0.3)) spec.organizationId = this.#chance(0.7) ? this.#c.env.organizationId : this.#c.env.emulator.bootstrap.organizations.find((o) => o.id !== this.#c.env.organizationId)?.id ?? 'org-other-1';
+    if (this.#chance(0.05)) spec.scope = 'Personal'; // refused by admission
+    const name = this.#freshName('inv');
+    const made = await this.#act('inventory.issuer', `${this.#ns}/ApiKeyInventory/${name}`, () => this.#t.objects.createNamespacedCustomObject({
+      ...at, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKeyInventory', metadata: { name }, spec },
+    }));
+    if (made) this.#inventories.push(name);
   }
 
   async #deleteResource(r: { kind: Kind; name: string }): Promise<void> {
@@ -567,6 +595,7 @@ export class Attacker {
       // Issue 40: the issuers, the tenant's Namespace labels and the issuers' Secrets, each asked for once.
       case 'platform-objects': return await this.#playbook(playbook, 'probe', async () => {
         for (const probe of this.#platformProbes()) await this.#platformProbe(probe);
+        await this.#issuerInventory();
       });
     }
   }

@@ -13,9 +13,13 @@
 // - no namespace has more resources holding a key minted through an issuer than the issuer's cap
 //   for it, from that key's create to its resource's deletion (docs/issuers.md "Caps"), whatever
 //   the resource names since;
+// - a tenant's ApiKeyInventory naming an issuer gets nothing through it (no list, count or key, no
+//   event about a key) and, once reconciled, says NotAllowed: only the operator's namespace may list
+//   through an issuer, whose credentials see the whole organization;
 // - (attacker.ts) the platform team's objects are refused to tenants (403), and a request refused
 //   for the cap costs no platform create.
 import { readFileSync } from 'node:fs';
+import { GROUP, VERSION } from './cluster.ts';
 import { AppsV1Api } from '@kubernetes/client-node';
 import type { Environment } from '../environment.ts';
 import { admin } from '../platform-faults.ts';
@@ -43,6 +47,7 @@ export const INVARIANTS = [
   'no secret value in the operator\'s log or metrics',
   'no key minted through an issuer that its policy refuses',
   'no namespace holds more keys through an issuer than its cap',
+  'a tenant\'s inventory gets nothing through an issuer',
   ...ATTACKER_INVARIANTS,
 ] as const;
 /** A key's attribution is looked at again for a while: its resource may not be in the watch yet. */
@@ -77,6 +82,8 @@ export class Auditor {
   readonly #overCapSince = new Map<string, number>();
   /** The most resources of one namespace seen holding a key minted through each issuer, and its cap there. */
   readonly issuerHeld = new Map<string, { held: number; cap: number }>();
+  /** The tenants' inventories naming an issuer at the last check, and how many of them said NotAllowed. */
+  tenantInventories = { naming: 0, notAllowed: 0 };
   /** Every check that found a namespace over an issuer's cap (a violation once it lasts ISSUER_GRACE_MS). */
   readonly overCap: { t: number; scope: string; resources: string[] }[] = [];
 
@@ -117,6 +124,46 @@ export class Auditor {
     await this.#checkWorkloads();
     this.#victims.overdue(final);
     await this.#collectTenantValues();
+    await this.#checkInventories(final);
+  }
+
+  /**
+   * The tenants' ApiKeyInventories (each names an issuer: attacker.ts): none shows a list, a count or
+   * a key, none has an event about a key; at the end, each reconciled one says NotAllowed.
+   */
+  async #checkInventories(final: boolean): Promise<void> {
+    const tenants = new Set(this.#cast.tenants.map((t) => t.namespace));
+    type Inventory = { metadata: { namespace: string; name: string; generation?: number }; spec?: { issuerRef?: { name?: string } }; status?: Record<string, unknown> & { observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[] } };
+    let items: Inventory[];
+    try {
+      items = (await this.#env.objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'apikeyinventories' }) as { items: Inventory[] }).items;
+    } catch {
+      return;
+    }
+    const mine = items.filter((i) => tenants.has(i.metadata.namespace) && i.spec?.issuerRef?.name !== undefined);
+    const ready = (i: Inventory) => i.status?.conditions?.find((c) => c.type === 'Ready');
+    this.tenantInventories = { naming: mine.length, notAllowed: mine.filter((i) => ready(i)?.reason === 'NotAllowed').length };
+    for (const i of mine) {
+      const resource = `${i.metadata.namespace}/ApiKeyInventory/${i.metadata.name}`;
+      const got = ['listedAt', 'live', 'managed', 'notManaged', 'unused', 'neverUsed', 'notManagedKeys', 'unusedKeys'].filter((f) => i.status?.[f] !== undefined);
+      if (got.length > 0 || ready(i)?.status === 'True') {
+        this.#add('a tenant\'s inventory gets nothing through an issuer', `${resource} names ClusterKeyIssuer ${i.spec?.issuerRef?.name} and shows ${got.length > 0 ? got.join(', ') : 'Ready True'}`, this.#journal.on(resource), `inventory ${resource}`);
+      }
+      const settled = i.status?.observedGeneration === i.metadata.generation;
+      if (final && settled && ready(i)?.reason !== 'NotAllowed') {
+        this.#add('a tenant\'s inventory gets nothing through an issuer', `${resource} names ClusterKeyIssuer ${i.spec?.issuerRef?.name} and says ${ready(i)?.reason ?? 'nothing'}, not NotAllowed: ${ready(i)?.message ?? ''}`, this.#journal.on(resource), `inventory-reason ${resource}`);
+      }
+    }
+    for (const namespace of tenants) {
+      try {
+        const events = await this.#env.core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.kind=ApiKeyInventory' });
+        for (const e of events.items.filter((x) => x.reason === 'KeyNotManaged' || x.reason === 'KeyUnused')) {
+          this.#add('a tenant\'s inventory gets nothing through an issuer', `${namespace}/ApiKeyInventory/${e.involvedObject.name ?? ''} has a ${e.reason} event: ${e.message?.slice(0, 200) ?? ''}`, [], `inventory-event ${e.metadata?.uid ?? ''}`);
+        }
+      } catch {
+        // the apiserver is busy: next time
+      }
+    }
   }
 
   /** Exits and RSS so far (also after the last audit, until the operator is stopped). */

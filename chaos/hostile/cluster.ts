@@ -1,6 +1,6 @@
 // Who is who in a hostile-tenant campaign, on top of chaos's environment (control plane, CRDs, the
 // operator's RBAC, the emulator): tenant namespaces, each with a ServiceAccount whose token has only
-// a Role on ApiKeys, ProjectApiKeys and Secrets of its namespace (as test/operator/hostile-tenant.test.ts
+// a Role on ApiKeys, ProjectApiKeys, ApiKeyInventories and Secrets of its namespace (as test/operator/hostile-tenant.test.ts
 // sets one up); in each tenant namespace, the platform team's workloads, which never consented to be
 // restarted by a tenant's rotation; and victim namespaces of the same organization, holding the
 // administrator's key of chaos's environment. Two modes of tenant: with namespace credentials (its
@@ -99,7 +99,7 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
     await rbac.createNamespacedRole({ namespace, body: {
       metadata: { name: 'tenant-edit' },
       rules: [
-        { apiGroups: [GROUP], resources: ['apikeys', 'projectapikeys'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+        { apiGroups: [GROUP], resources: ['apikeys', 'projectapikeys', 'apikeyinventories'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
         { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
         { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
       ],

@@ -203,6 +203,8 @@ async function campaign(e: Environment): Promise<boolean> {
       capRaces: attackers.flatMap((a) => a.capRaces),
       overCapChecks: auditor.overCap,
       platformObjectsRefused: [...journal.counts.entries()].filter(([action]) => action.startsWith('platform.')).reduce((n, [, c]) => n + c.refused, 0),
+      // The tenants' ApiKeyInventories naming an issuer at the end, and those refused (NotAllowed).
+      tenantInventories: auditor.tenantInventories,
     },
     keys: { madeDuringRun: keysMade.length, revoked: keysMade.filter((k) => k.revoked).length, live: keysMade.filter((k) => !k.revoked).length, maxUnrecordedAtOnce: auditor.maxUnrecorded, unrecordedGraceS: UNRECORDED_GRACE_S },
     settle: { seconds: Number(settleS.toFixed(1)), deletedByTenants: left.length, leftAtEnd: stuck },
@@ -231,6 +233,7 @@ async function campaign(e: Environment): Promise<boolean> {
     ['tenant resources refused (distinct, by reason)', JSON.stringify(report.issuers.refusals)],
     ['cap races (racers / held / refused)', report.issuers.capRaces.map((r) => `${r.issuer} ${r.racers}/${r.holders}/${r.refused}`).join(', ')],
     ['platform team\'s objects asked for by tenants (403)', report.issuers.platformObjectsRefused],
+    ['tenant inventories naming an issuer / NotAllowed', `${auditor.tenantInventories.naming} / ${auditor.tenantInventories.notAllowed}`],
     ['resources left after the settle', stuck.length],
     ['secret values searched in the log', `${leaks.searched} (${(leaks.logBytes / 1024 / 1024).toFixed(1)} MiB of log)`],
   ];

@@ -53,8 +53,9 @@ export const reconcileGrants: readonly string[] = [
  */
 export const issuerGrants: readonly string[] = [
   // list + watch: the issuer informer (issuers/watches.ts listClusterCustomObject); get:
-  // issuers/reconciler.ts getClusterCustomObject and keys/kube-writes.ts readIssuer (the policy,
-  // fresh per key reconcile); update: issuers/reconciler.ts replaceClusterCustomObject (the finalizer
+  // issuers/reconciler.ts getClusterCustomObject, keys/kube-writes.ts readIssuer (the policy,
+  // fresh per key reconcile) and inventory/reconciler.ts (an inventory of the operator's namespace
+  // listing through an issuer); update: issuers/reconciler.ts replaceClusterCustomObject (the finalizer
   // keys.neon.dev/issuer-in-use, with the resourceVersion read). Never created, patched or deleted.
   ...grants('keys.neon.dev', ['clusterkeyissuers'], ['get', 'list', 'watch', 'update']),
   // issuers/reconciler.ts patchClusterCustomObjectStatus (merge patch). No clusterkeyissuers/finalizers:

@@ -29,6 +29,7 @@ const SECONDS = {
   'test/alerts/operator-alerts.test.ts': 29,
   'test/operator/credentials-watch.test.ts': 19,
   'test/operator/issuer-status.test.ts': 20,
+  'test/operator/issuer-inventory.test.ts': 15,
   'test/deploy/tenant-roles.test.ts': 17,
   'test/operator/key-usage.test.ts': 19,
   'test/operator/runtime/leader.test.ts': 18,

@@ -823,26 +823,6 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     expect(events.map((e) => e.reason).filter((r) => r !== 'NotAllowed')).toEqual([]);
   });
 
-  it('12. issuer mode: an ApiKeyInventory naming an issuer (one that allows the namespace keys, the victims\', one that does not exist) lists nothing: NotAllowed, a Warning, no count, no key', async () => {
-    const at = { group, version, namespace: issuerTenantNs, plural: 'apikeyinventories' };
-    const named = [issuer('tenant-keys'), issuer('victim-keys'), { name: `no-such-${suffix}` }];
-    for (const [n, issuerRef] of named.entries()) {
-      await issuerTenant.createNamespacedCustomObject({ ...at, body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name: `inventory-${n}` }, spec: { issuerRef, unusedAfter: '1s' } } });
-    }
-    for (const [n, issuerRef] of named.entries()) {
-      const refused = await eventually(async () => {
-        const i = await issuerTenant.getNamespacedCustomObject({ ...at, name: `inventory-${n}` }) as { status?: Record<string, unknown> & { conditions?: Condition[] } };
-        return i.status?.conditions?.find((c) => c.type === 'Ready')?.reason === 'NotAllowed' ? i : undefined;
-      }, 20_000, `inventory-${n} NotAllowed`);
-      expect(refused.status?.conditions?.[0]?.message).toContain(`ClusterKeyIssuer ${issuerRef.name} is not used for this inventory`);
-      // Nothing of the organization: no list, no count, no key.
-      expect(Object.keys(refused.status ?? {}).sort()).toEqual(['conditions', 'observedGeneration']);
-      await eventually(async () => ((await adminCore.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: `involvedObject.name=inventory-${n},reason=NotAllowed,type=Warning` })).items.length > 0 ? true : undefined), 10_000, `inventory-${n} Warning`);
-    }
-    const events = (await adminCore.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: 'involvedObject.kind=ApiKeyInventory' })).items;
-    expect(events.map((e) => e.reason).filter((r) => r !== 'NotAllowed')).toEqual([]);
-  });
-
   it('the secret values never reach the log, and nothing failed unexpectedly', async () => {
     const all = logLines.join('');
     for (const value of [aliceKey, malloryKey, carolKey]) expect(all.includes(value)).toBe(false);
