@@ -10,7 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Informer, KubeConfig, KubernetesObject, ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { makeMetadataInformer, makeTrimmedInformer } from './informer-cache.ts';
+import { cachedBytes, makeMetadataInformer, makeTrimmedInformer } from './informer-cache.ts';
+import { ObjectBudget } from './object-budget.ts';
 import type { ReflectorOptions, WatchRestart } from './reflector.ts';
 import { objectRef, type OwnWrites } from './own-writes.ts';
 import { ReferenceIndex } from './reference-index.ts';
@@ -114,6 +115,12 @@ export interface ControllerOptions {
   informerFor?(watch: Watch): CachingInformer;
   /** How often changes of inputs may wake one key (wake-limiter.ts); default DEFAULT_WAKE_LIMITS. */
   inputWakes?: WakeLimits;
+  /**
+   * Bytes of large objects (as sent) the reconciles may have in hand at once (object-budget.ts):
+   * each reads, writes and parses its object, so N workers on objects a tenant made large hold N
+   * times several copies. Default 4 MiB.
+   */
+  largeObjectBudgetBytes?: number;
   /** Given to every reconcile (Worker.signal): aborts when this process may no longer act. */
   signal?: AbortSignal;
   /** How the informers retry and time their watches (reflector.ts; tests shorten them). */
@@ -179,6 +186,8 @@ export class Controller {
   readonly #indexes = new Map<string, ReferenceIndex>();
   /** Wakes by an input's change, per key: a burst at once, then at most one per interval (wake-limiter.ts). */
   readonly #inputWakes: WakeLimiter;
+  /** Large objects in the reconciles' hands (object-budget.ts). */
+  readonly #objectBudget: ObjectBudget;
   #workers: Promise<void>[] = [];
   #stopped = false;
   #synced = false;
@@ -189,6 +198,7 @@ export class Controller {
     this.#queue = new WorkQueue<string>({ flowOf: (key) => key.slice(key.indexOf('/') + 1, key.indexOf('/', key.indexOf('/') + 1)), ...(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {}) });
     this.#refusals = new RefusalLimiter(options.maxBackoffMs !== undefined ? { maxDelayMs: options.maxBackoffMs } : {});
     this.#inputWakes = new WakeLimiter(options.inputWakes);
+    this.#objectBudget = new ObjectBudget(options.largeObjectBudgetBytes ?? 4 * 1024 * 1024);
   }
 
   /**
@@ -478,10 +488,16 @@ export class Controller {
     const started = performance.now();
     let result: ReconcileResult | undefined;
     this.#working.set(key, []);
+    // A large object waits for its share of the budget with its worker given back: other keys go on.
+    const weight = this.#objectBudget.weight(cachedBytes(this.cachedObject(kind, namespace, name)));
     try {
+      const turn = this.#objectBudget.take(weight);
+      if (turn !== undefined) await worker.release(turn);
       result = await this.#o.reconciler.reconcile({ kind, namespace, name }, logger, worker);
     } catch (error) {
       logger.error({ err: error instanceof Error ? { message: error.message, code: (error as { code?: unknown }).code } : String(error) }, 'reconcile failed');
+    } finally {
+      this.#objectBudget.give(weight);
     }
     const seconds = (performance.now() - started) / 1000;
     const seen = this.#working.get(key) ?? [];

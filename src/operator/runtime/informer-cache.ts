@@ -34,16 +34,38 @@ export function identityMeta(meta: V1ObjectMeta | undefined): V1ObjectMeta {
 }
 
 /**
+ * The size as sent (bytes of JSON) of the object a cached projection was made from, as last listed
+ * or watched: what a reconcile of it may have to hold (object-budget.ts). Whole-object informers only.
+ */
+const sizes = new WeakMap<object, number>();
+
+/** The size as sent of the object a cached projection was made from, if known. */
+export function cachedBytes(projection: KubernetesObject | undefined): number | undefined {
+  return projection === undefined ? undefined : sizes.get(projection);
+}
+
+/** `transform`, the projection's object size recorded. */
+function sized<T extends KubernetesObject>(transform: (obj: T) => T): (obj: T, bytes: number) => T {
+  return (obj, bytes) => {
+    const kept = transform(obj);
+    sizes.set(kept, bytes);
+    return kept;
+  };
+}
+
+/**
  * A Watch that hands every object through `transform` before the informer sees (and caches) it. A
  * watch event holds one object: client-node parses its line, this projects it, and only the
  * projection goes on (not the event as sent, which client-node offers as a third argument).
  */
-class TransformingWatch<T> extends Watch {
+class TransformingWatch<T extends KubernetesObject> extends Watch {
   readonly #transform: (obj: T) => T;
 
-  constructor(kubeConfig: KubeConfig, transform: (obj: T) => T) {
+  /** `measure`: record the size of each object (as JSON: its size as sent, near enough) with its projection. */
+  constructor(kubeConfig: KubeConfig, transform: (obj: T) => T, measure = false) {
     super(kubeConfig);
-    this.#transform = transform;
+    const measured = sized(transform);
+    this.#transform = measure ? (obj) => measured(obj, JSON.stringify(obj).length) : transform;
   }
 
   override watch(
@@ -73,8 +95,9 @@ export function makeTrimmedInformer<T extends KubernetesObject>(
   labelSelector?: string,
   options?: ReflectorOptions,
 ): Reflector<T> {
-  const list = pagedList<T>(kubeConfig, path, { pageSize: OBJECT_PAGE, project: (obj) => transform(obj as T), ...(labelSelector !== undefined ? { labelSelector } : {}) });
-  return new Reflector<T>(path, new TransformingWatch<T>(kubeConfig, transform), list, labelSelector, options);
+  const project = sized(transform);
+  const list = pagedList<T>(kubeConfig, path, { pageSize: OBJECT_PAGE, project: (obj, bytes) => project(obj as T, bytes), ...(labelSelector !== undefined ? { labelSelector } : {}) });
+  return new Reflector<T>(path, new TransformingWatch<T>(kubeConfig, transform, true), list, labelSelector, options);
 }
 
 // Metadata-only informers (client-go's metadatainformer): the apiserver answers a LIST or a watch

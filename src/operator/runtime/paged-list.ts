@@ -34,8 +34,8 @@ export interface PagedListOptions<T> {
   labelSelector?: string;
   /** Ask for PartialObjectMetadata: the objects' content is never sent. */
   metadataOnly?: boolean;
-  /** What is kept of each object, as it arrives; undefined: nothing. */
-  project(obj: KubernetesObject): T | undefined;
+  /** What is kept of each object, as it arrives (`bytes`: its size as sent); undefined: nothing. */
+  project(obj: KubernetesObject, bytes: number): T | undefined;
   maxObjectBytes?: number;
 }
 
@@ -88,7 +88,7 @@ async function listOnce<T>(kubeConfig: KubeConfig, path: string, options: PagedL
       throw new ListError(`list of ${path}: HTTP ${response.status}`, response.status);
     }
     const body = new ListItems(options.maxObjectBytes ?? MAX_OBJECT_BYTES, (json) => {
-      const kept = options.project(JSON.parse(json.toString('utf8')) as KubernetesObject);
+      const kept = options.project(JSON.parse(json.toString('utf8')) as KubernetesObject, json.length);
       if (kept !== undefined) items.push(kept);
     });
     for await (const chunk of response.body ?? []) body.write(chunk);
