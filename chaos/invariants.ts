@@ -18,6 +18,8 @@ interface Resource {
     keyId?: number;
     /** Keys replaced by a rotation, live until their grace ends (at most one at a time). */
     retiringKeys?: { keyId: number; since?: string }[];
+    /** Keys a repair replaced whose revoke failed, revoked on a later pass. */
+    replacedKeys?: { keyId: number }[];
     observedGeneration?: number;
     conditions?: { type: string; status: string; reason: string; message: string }[] };
 }
@@ -146,7 +148,7 @@ export async function auditKeys(env: Environment, live: Incarnation[], deleted: 
   for (const inc of live) {
     const status = (await getResource(env, inc))?.status;
     recorded.set(inc.keyName, status?.keyId);
-    retiring.set(inc.keyName, (status?.retiringKeys ?? []).map((k) => k.keyId));
+    retiring.set(inc.keyName, [...status?.retiringKeys ?? [], ...status?.replacedKeys ?? []].map((k) => k.keyId));
   }
   const audit: KeyAudit = { orphans: [], unrevokedAfterDelete: [], lostSecrets: [], inGrace: 0, unrecorded: [], attemptKeys: 0, revokedAttemptKeys: 0 };
   for (const key of keys) {

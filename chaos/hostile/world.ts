@@ -16,6 +16,7 @@ interface RawResource {
   status?: {
     keyId?: number; keyName?: string; secretName?: string; observedGeneration?: number;
     retiringKeys?: { keyId: number }[];
+    replacedKeys?: { keyId: number }[];
     conditions?: { type: string; status: string; reason: string; message: string }[];
   };
 }
@@ -52,7 +53,8 @@ function project(r: RawResource, kind: Kind): Seen {
     issuer: r.spec?.issuerRef?.name,
     projectId: r.spec?.projectId,
     keyId: r.status?.keyId,
-    retiring: (r.status?.retiringKeys ?? []).map((k) => k.keyId),
+    // Retiring after a rotation, or replaced by a repair and not revoked yet: recorded beside the key.
+    retiring: [...r.status?.retiringKeys ?? [], ...r.status?.replacedKeys ?? []].map((k) => k.keyId),
     secretName: r.status?.secretName,
     ready: ready?.status === 'True' && r.status?.observedGeneration === r.metadata.generation,
     reason: ready?.reason ?? '',

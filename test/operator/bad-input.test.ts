@@ -264,9 +264,10 @@ describe('bad and hostile input', () => {
       ["an administrator's credentials Secret of another namespace", 'ApiKey', 'creds-cross-ns', organization({ credentialsSecretRef: { name: 'stolen-admin' } }), 'Ready', 'CredentialsMissing', /does not exist in this namespace/],
       ['credentials the platform rejects', 'ApiKey', 'creds-bogus', organization({ credentialsSecretRef: { name: 'neon-bogus' } }), 'KeyIssued', 'Unauthorized', /rejected the credentials \(401\)/],
       ["a member's (non-admin) credentials asking for an organization key", 'ApiKey', 'member-org-key', organization({ credentialsSecretRef: { name: 'neon-member' } }), 'KeyIssued', 'Forbidden', /may not do this \(403\)/],
-      ["a non-member's credentials asking for an organization key", 'ApiKey', 'outsider-org-key', organization({ credentialsSecretRef: { name: 'neon-outsider' } }), 'KeyIssued', 'Forbidden', /may not do this \(403\)/],
-      ["a non-member's credentials asking for a project key", 'ProjectApiKey', 'outsider-project-key', project({ credentialsSecretRef: { name: 'neon-outsider' } }), 'KeyIssued', 'Forbidden', /may not do this \(403\)/],
-      ['an organization that does not exist', 'ApiKey', 'unknown-org', organization({ organizationId: 'org-nowhere-00000000' }), 'KeyIssued', 'Forbidden', /403/],
+      // Not a member: refused before any create or place in the organization's line (GET /users/me/organizations, issue 41).
+      ["a non-member's credentials asking for an organization key", 'ApiKey', 'outsider-org-key', organization({ credentialsSecretRef: { name: 'neon-outsider' } }), 'KeyIssued', 'NotAllowed', /do not belong to organization org-/],
+      ["a non-member's credentials asking for a project key", 'ProjectApiKey', 'outsider-project-key', project({ credentialsSecretRef: { name: 'neon-outsider' } }), 'KeyIssued', 'NotAllowed', /do not belong to organization org-/],
+      ['an organization that does not exist', 'ApiKey', 'unknown-org', organization({ organizationId: 'org-nowhere-00000000' }), 'KeyIssued', 'NotAllowed', /do not belong to organization org-nowhere-00000000/],
       ['a project that does not exist', 'ProjectApiKey', 'unknown-project', project({ projectId: 'no-such-project-000' }), 'KeyIssued', 'NotFound', /does not exist or is not visible/],
       ["a project outside the organization (someone's personal project)", 'ProjectApiKey', 'foreign-project', project({ projectId: 'calm-forest-00000003' }), 'KeyIssued', 'NotFound', /does not exist or is not visible/],
       // The default target is metadata.name, which the CRD's rules cannot see: the operator refuses it.

@@ -543,11 +543,12 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
-  it("7b. a repair interrupted before its revoke, then another user's credentials: the replaced key is not revoked with them, nor forgotten", async () => {
+  it("7b. a repair whose revoke fails, its intent stripped, then another user's credentials: the replaced key is not revoked with them, nor forgotten", async () => {
     const setCredentials = async (apiKey: string): Promise<void> => {
       const current = await tenantCore.readNamespacedSecret({ namespace: attackerNs, name: 'interrupted-creds' });
       await tenantCore.replaceNamespacedSecret({ namespace: attackerNs, name: 'interrupted-creds', body: { metadata: { name: 'interrupted-creds', resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } } });
     };
+    const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
     const intentOf = (r: Resource): { replaces?: number } | undefined => {
       const raw = r.metadata.annotations?.['keys.neon.dev/create-pending'];
       return raw === undefined ? undefined : JSON.parse(raw) as { replaces?: number };
@@ -557,12 +558,19 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     const first = await untilAttacker('ApiKey', 'interrupted', ready, 'Ready with key 1');
     const key1 = first.status!.keyId!;
     // The platform refuses every revoke of a personal key for now (an outage): the repair of the
-    // deleted Secret records key 2 and keeps its intent, which still has key 1 to revoke.
+    // deleted Secret records key 2 and, in the same write, key 1 in status.replacedKeys (issue 41:
+    // not in the intent alone, which the tenant can strip).
     await adminApi('PUT', '/faults', { rules: [{ method: 'DELETE', route: '/api/v2/api_keys/:key_id', probability: 1, kind: 'status', status: 503 }] });
     try {
       await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'interrupted' });
-      const repairing = await untilAttacker('ApiKey', 'interrupted', (r) => r.status?.keyId !== key1 && intentOf(r)?.replaces === key1, 'key 2 recorded, key 1 still to revoke');
+      const repairing = await untilAttacker('ApiKey', 'interrupted', (r) => r.status?.keyId !== undefined && r.status.keyId !== key1 && replacedOf(r).includes(key1), 'key 2 recorded, key 1 still to revoke');
       const key2 = repairing.status!.keyId!;
+      // The tenant strips the intent annotation (the operator may have cleared it already) and puts a forged one: key 1 stays recorded.
+      await attackerUpdate('ApiKey', 'interrupted', (r) => {
+        r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/create-pending': JSON.stringify({ attempt: 'interrupted-forged00', startedAt: new Date().toISOString(), holder: 'x', sig: 'x' }) };
+      });
+      await attackerUpdate('ApiKey', 'interrupted', (r) => { delete r.metadata.annotations?.['keys.neon.dev/create-pending']; });
+      expect(replacedOf(await get(admin, attackerNs, 'ApiKey', 'interrupted'))).toContain(key1);
       // Another user's credentials, then the platform back. Those credentials would get NOT_FOUND for key 1.
       await setCredentials(carolKey);
       await eventually(async () => {
@@ -571,13 +579,13 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       }, 8_000, 'CredentialsChanged').catch(() => undefined);
       await adminApi('DELETE', '/faults');
       const held = await untilAttacker('ApiKey', 'interrupted', (r) => intentOf(r) === undefined || condition(r, 'KeyIssued')?.reason === 'CredentialsChanged', 'the intent finished, or held');
-      // Key 1 is live, and still named by the intent it was replaced by: not dropped from the records.
+      // Key 1 is live, and still in status.replacedKeys: not dropped from the records.
       expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
-      expect({ keyId: held.status?.keyId, replaces: intentOf(held)?.replaces, reason: condition(held, 'KeyIssued')?.reason }).toEqual({ keyId: key2, replaces: key1, reason: 'CredentialsChanged' });
+      expect({ keyId: held.status?.keyId, replaced: replacedOf(held), reason: condition(held, 'KeyIssued')?.reason }).toEqual({ keyId: key2, replaced: [key1], reason: 'CredentialsChanged' });
 
       // The credentials that issued them, back: the repair finishes (key 1 revoked), key 2 is the only live key.
       await setCredentials(malloryKey);
-      await untilAttacker('ApiKey', 'interrupted', (r) => ready(r) && intentOf(r) === undefined && r.status?.keyId === key2, 'the repair finished');
+      await untilAttacker('ApiKey', 'interrupted', (r) => ready(r) && intentOf(r) === undefined && replacedOf(r).length === 0 && r.status?.keyId === key2, 'the repair finished');
       expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(true);
       expect(await liveKeysOf('interrupted')).toEqual([key2]);
     } finally {
@@ -821,6 +829,36 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     }
     const events = (await adminCore.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: 'involvedObject.kind=ApiKeyInventory' })).items;
     expect(events.map((e) => e.reason).filter((r) => r !== 'NotAllowed')).toEqual([]);
+  });
+
+  it('13. another team\'s organization named with credentials that do not belong to it: NotAllowed, no create sent, its line untouched', async () => {
+    // A user of no organization (the tenant's own account), its key in the tenant's namespace.
+    const outsiderKey = (await adminApi<{ personalKey: string }>('POST', '/users', { name: `outsider-${suffix}`, orgRoles: {} })).personalKey;
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'outsider' }, stringData: { apiKey: outsiderKey } } });
+    const requests = async (): Promise<{ creates: number; memberships: number }> => {
+      const all = await adminApi<{ method: string; route: string; count: number }[]>('GET', '/requests');
+      const count = (test: (r: { method: string; route: string }) => boolean): number => all.filter(test).reduce((n, r) => n + r.count, 0);
+      return { creates: count((r) => r.method === 'POST' && /organizations\/[^/]+\/api_keys$/.test(r.route)), memberships: count((r) => r.method === 'GET' && r.route.endsWith('/users/me/organizations')) };
+    };
+    const before = await requests();
+    for (const n of [1, 2, 3]) {
+      await attackerCreate('ProjectApiKey', `foreign-${n}`, { organizationId: org, projectId: PROJECT, credentialsSecretRef: { name: 'outsider' } });
+    }
+    for (const n of [1, 2, 3]) {
+      const refused = await untilAttacker('ProjectApiKey', `foreign-${n}`, (r) => condition(r, 'Ready')?.reason === 'NotAllowed', 'NotAllowed');
+      expect(condition(refused, 'Ready')?.message).toContain(`do not belong to organization ${org}`);
+      expect(refused.status?.keyId).toBeUndefined();
+    }
+    const after = await requests();
+    // No create reached the platform for them; their credentials' organizations were asked once for the three.
+    expect(after.creates - before.creates).toBe(0);
+    expect(after.memberships - before.memberships).toBe(1);
+    for (const n of [1, 2, 3]) await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'projectapikeys', name: `foreign-${n}` });
+    for (const n of [1, 2, 3]) {
+      await eventually(async () => (await get(admin, attackerNs, 'ProjectApiKey', `foreign-${n}`).then(() => undefined, () => true)), 30_000, `foreign-${n} gone`);
+    }
+    await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'outsider' });
+    await victimsIntact();
   });
 
   it('the secret values never reach the log, and nothing failed unexpectedly', async () => {

@@ -16,7 +16,7 @@ export type ListedUse = Pick<ListedKey, 'id' | 'last_used_at' | 'last_used_from_
 
 /** The methods of src/platform's PlatformClient the key domain calls. */
 export type KeyPlatform = Pick<PlatformClient,
-  'createPersonalKey' | 'createOrganizationKey' | 'listPersonalKeys' | 'listOrganizationKeys' | 'revokePersonalKey' | 'revokeOrganizationKey' | 'listProjects' | 'getAuth'>;
+  'createPersonalKey' | 'createOrganizationKey' | 'listPersonalKeys' | 'listOrganizationKeys' | 'revokePersonalKey' | 'revokeOrganizationKey' | 'listProjects' | 'getAuth' | 'listMyOrganizations'>;
 
 export interface KeyAdapter {
   /** Groups resources whose keys one list call shows (drift: one list per credentials and scope). */

@@ -4,7 +4,7 @@
 // Intents are signed for the resource's uid (create-intent.ts); the platform's answer is checked
 // (created-key.ts); a POST is never retried blindly (docs/security.md).
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER } from '../resources/schema.ts';
+import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource, type ReplacedKey } from '../resources/schema.ts';
 import { blockedConditions, deletingConditions, readyConditions, rotatingCondition, shownReason } from './status/conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './issuing/create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
@@ -13,7 +13,7 @@ import { capRefusal } from './issuing/credentials-source.ts';
 import { keepCredentials } from './issuing/credentials-in-use.ts';
 import { wrongCredentialsKind, type KeyKind } from './issuing/credentials-kind.ts';
 import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
-import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
+import { asPlatformFailure, failureReason, reportPlatformFailure } from './status/platform-failure.ts';
 import { blockedInputs, keyIssuer, keyOrganization, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeKeyRecord, writeStatus } from './status/resource-writes.ts';
 import { switchFields } from './rotation/rotation.ts';
@@ -204,10 +204,13 @@ async function createClaimed(
   }
   logger.debug({ keyId: created.id }, 'Secret written');
   const hash = secretHash(resource, created.key);
-  // Step 5: status, then what it replaces, then clear the intent. A rotation's replaced key joins
-  // status.retiringKeys in this same patch (rotation.ts): it is in status before and after.
+  // Step 5: what a repair replaces is revoked, then status, then the intent is cleared. A replaced
+  // key the platform did not revoke joins status.replacedKeys in the record's patch, and a
+  // rotation's joins status.retiringKeys (rotation.ts): it is in status before and after, never
+  // only in the intent, which whoever may edit the resource can remove (issue 41).
   // A new key (nothing replaced): status.keyName = the attempt fulfils the intent (decision.ts
   // fulfilledIntent), which stays on the resource instead of costing a write to clear it.
+  const unrevoked = replaces !== undefined && pending.rotation === undefined ? await revokeReplaced(deps, ctx, replaces) : undefined;
   const switched = switchFields(ctx, pending, created.id, deps.now());
   const createdAt = created.created_at ?? new Date(deps.now()).toISOString();
   // Not a rotation: the schedule counts from this key (or the last rotation); a request made
@@ -233,9 +236,9 @@ async function createClaimed(
     ...keyOrganization(ctx),
     ...keyIssuer(pending, current.status),
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
+    ...replacedFields(current.status, unrevoked, created.id),
   });
   logger.debug({ keyId: created.id }, 'status written');
-  if (replaces !== undefined && pending.rotation === undefined) await revokeReplaced(deps, ctx, replaces);
   if (replaces !== undefined) await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   // spec.secret.immutable: a rotation's replaced Secret stays until its key is revoked (rotation.ts).
   if (pending.rotation === undefined || !immutableMode(ctx.spec)) await deleteStaleSecret(deps, ctx, target);
@@ -252,6 +255,7 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
   const encoded = secret?.data?.[secretKey];
   const value = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
   // A rotation's replaced key moves to status.retiringKeys, idempotently (rotation.ts).
+  const unrevoked = pending.replaces !== undefined && pending.replaces !== keyId && pending.rotation === undefined ? await revokeReplaced(deps, ctx, pending.replaces) : undefined;
   const switched = switchFields(ctx, pending, keyId, deps.now());
   const current = await writeKeyRecord(deps, ctx, ctx.observation.deleting ? deletingConditions('Deleting', 'adopted the pending key before deleting') : [...readyConditions(keyId, ctx.secretName), ...switched.conditions], {
     ...switched.fields,
@@ -263,8 +267,8 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
     ...keyOrganization(ctx),
     ...keyIssuer(pending, resource.status),
     ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
+    ...replacedFields(resource.status, unrevoked, keyId),
   });
-  if (pending.replaces !== undefined && pending.replaces !== keyId && pending.rotation === undefined) await revokeReplaced(deps, ctx, pending.replaces);
   if (pending.rotation === undefined && immutableMode(ctx.spec)) await deleteStaleSecret(deps, ctx);
   await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
   await deps.events.record(resource, 'Normal', 'KeyAdopted', `recorded key ${keyId} (${pending.attempt}) found in Secret ${ctx.secretName} after an interrupted create`);
@@ -289,7 +293,7 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
   // replaced as a missing Secret's key is, new key first), nor a key retiring after a rotation
   // (status.retiringKeys: its retirement revokes it, once its consumers moved).
   const recorded = recordedKeyId(ctx.observation);
-  const retiring = ctx.observation.retiringKeyIds ?? [];
+  const retiring = [...ctx.observation.retiringKeyIds ?? [], ...ctx.observation.replacedKeyIds ?? []];
   const orphans: { id: number; name: string }[] = keys.filter((k) => k.name === pending.attempt && k.id !== recorded && !retiring.includes(k.id)
     && (k.created_at === undefined || !(Date.parse(k.created_at) < notBefore)));
   // The key this attempt was replacing: once status records another key (step 5 ran before the
@@ -347,15 +351,67 @@ async function refuseForeignSecret(deps: KeyDeps, ctx: Context, platform: KeyPla
  * replacement, only with the credentials that issued it or ones whose list shows it
  * (credentialsCanRevoke in decision.ts; docs/security.md, hostile campaign seed 24).
  */
-async function revokeReplaced(deps: KeyDeps, ctx: Context, keyId: number): Promise<void> {
+/**
+ * Revokes the key a repair replaces: undefined once it is gone, else the key as status will record
+ * it (status.replacedKeys), revoked again on a later pass (revokeReplacedKeys) or with the resource.
+ */
+async function revokeReplaced(deps: KeyDeps, ctx: Context, keyId: number): Promise<ReplacedKey | undefined> {
   const { adapter } = ctx;
-  if (adapter === undefined) return;
+  const status = ctx.resource.status;
+  const unrevoked: ReplacedKey = { keyId, ...(status?.keyId === keyId && status.keyName !== undefined ? { keyName: status.keyName } : {}), since: new Date(deps.now()).toISOString() };
+  if (adapter === undefined) return unrevoked;
   try {
     await adapter.revoke(platformOf(deps, ctx).platform, keyId);
+    return undefined;
   } catch (error) {
-    // Leave the intent in place: adoption will revoke it again on the next reconcile.
-    if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
+    const failure = asPlatformFailure(error);
+    if (failure?.code === 'NOT_FOUND') return undefined;
+    ctx.logger.warn({ keyId, code: failure?.code }, 'the replaced key was not revoked; recorded in status.replacedKeys');
+    await deps.events.record(ctx.resource, 'Warning', failureReason(failure, `revoking replaced key ${keyId}`).reason,
+      `could not revoke replaced key ${keyId} (${failure?.code ?? 'no answer'}); it stays in status.replacedKeys and is revoked on a later pass, or with the resource`);
+    return unrevoked;
   }
+}
+
+/** status.replacedKeys once a key is recorded: the unrevoked replaced key added, the new key never among them. */
+function replacedFields(status: KeyResource['status'], unrevoked: ReplacedKey | undefined, newKeyId: number): { replacedKeys?: ReplacedKey[] | null } {
+  const kept = (status?.replacedKeys ?? []).filter((k) => k.keyId !== newKeyId && k.keyId !== unrevoked?.keyId);
+  const next = unrevoked !== undefined ? [...kept, unrevoked] : kept;
+  if (next.length === (status?.replacedKeys ?? []).length && next.every((k, i) => k.keyId === status?.replacedKeys?.[i]?.keyId)) return {};
+  return { replacedKeys: next.length > 0 ? next.slice(-MAX_REPLACED_KEYS) : null };
+}
+
+/** At most this many replaced keys recorded (the CRD's bound): the oldest beyond it is the likeliest revoked already. */
+const MAX_REPLACED_KEYS = 8;
+
+/**
+ * A pass with status.replacedKeys: each is revoked (NOT_FOUND: gone already) and dropped from status;
+ * what the platform still refuses stays, for the next pass.
+ */
+export async function revokeReplacedKeys(deps: KeyDeps, ctx: Context, keyIds: readonly number[]): Promise<ReconcileResult> {
+  const { adapter, resource } = ctx;
+  if (adapter === undefined) throw new Error('revoke without a spec');
+  const { platform } = platformOf(deps, ctx);
+  const gone = new Set<number>();
+  let failed: { failure: ReturnType<typeof asPlatformFailure>; keyId: number } | undefined;
+  for (const keyId of keyIds) {
+    try {
+      await adapter.revoke(platform, keyId);
+      gone.add(keyId);
+    } catch (error) {
+      const failure = asPlatformFailure(error);
+      if (failure?.code === 'NOT_FOUND' && ctx.observation.credentialsChanged !== true) gone.add(keyId);
+      else failed ??= { failure, keyId };
+    }
+  }
+  if (gone.size > 0) {
+    const left = (resource.status?.replacedKeys ?? []).filter((k) => !gone.has(k.keyId));
+    await writeStatus(deps, ctx, [], { replacedKeys: left.length > 0 ? left : null });
+    await deps.events.record(resource, 'Normal', 'KeyRevoked', `revoked replaced key(s) ${[...gone].join(', ')}`);
+  }
+  if (failed === undefined) return { type: 'Continue' };
+  ctx.logger.warn({ keyId: failed.keyId, code: failed.failure?.code }, 'a replaced key is still not revoked');
+  return { type: 'Backoff', ...(failed.failure?.retryAfterMs !== undefined ? { minDelayMs: failed.failure.retryAfterMs } : {}) };
 }
 
 /** The intent annotation is unreadable or not signed for this resource: cleared, nothing revoked. */

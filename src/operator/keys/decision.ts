@@ -125,6 +125,8 @@ export interface Observation {
   /** The first key in status.retiringKeys, observed; every retiring key id in retiringKeyIds. */
   retiring?: RetiringObservation;
   retiringKeyIds?: number[];
+  /** status.replacedKeys: keys a repair replaced that the platform has not revoked yet. */
+  replacedKeyIds?: number[];
   /** This operator process: a restarted process is a different holder. */
   identity: string;
   /** How long another holder's intent is presumed in flight (longer than a create request can take). */
@@ -206,6 +208,8 @@ export type Action =
    * to be live (report), and it is looked at again after retryAfterMs.
    */
   | { type: 'Unverifiable'; keyId: number; report: boolean; retryAfterMs: number }
+  /** Revoke the keys a repair replaced that the platform did not revoke then (status.replacedKeys). */
+  | { type: 'RevokeReplaced'; keyIds: number[] }
   /** Deletion: revoke the key, and the keys still retiring (they are in no Secret any more). */
   | { type: 'Revoke'; keyId: number; retiring?: number[] }
   /** Deletion with deletionPolicy Retain: the key and its Secret stay, the Secret loses its owner; retiring keys are revoked. */
@@ -355,7 +359,8 @@ export function decide(o: Observation): Decision {
     if (pending === 'Malformed' || pending === 'Unsigned') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: REFUSED_INTENT[pending] };
     if (pending !== undefined) return pendingDecision(o, pending, 'deleting');
     const keyId = recordedKeyId(o);
-    const retiring = o.retiringKeyIds ?? [];
+    // The replaced keys not revoked yet go with the retiring ones: in no Secret, recorded only here.
+    const retiring = [...o.retiringKeyIds ?? [], ...o.replacedKeyIds ?? []];
     const andRetiring = retiring.length > 0 ? ` and retiring key(s) ${retiring.join(', ')}` : '';
     if (retiring.length > 0 && o.credentials !== 'Present') {
       return { ...blockedOnCredentials(o.credentials, `revoke retiring key(s) ${retiring.join(', ')}`, o.throughIssuer), reason: 'CredentialsMissing' };
@@ -383,6 +388,13 @@ export function decide(o: Observation): Decision {
   if (!o.hasFinalizer) return { action: { type: 'AddFinalizer' }, reason: 'Creating', message: 'adding the finalizer' };
   if (pending === 'Malformed' || pending === 'Unsigned') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: REFUSED_INTENT[pending] };
   if (pending !== undefined) return pendingDecision(o, pending, 'creating');
+  // A repair's replaced key the platform did not revoke then: before anything else, with the
+  // credentials that issued it (status.replacedKeys is its only record; other credentials'
+  // NOT_FOUND would say nothing: it stays recorded until those are back, or until the delete).
+  if ((o.replacedKeyIds ?? []).length > 0 && o.credentials === 'Present' && o.credentialsChanged !== true) {
+    const keyIds = o.replacedKeyIds ?? [];
+    return { action: { type: 'RevokeReplaced', keyIds }, reason: 'RevokingReplaced', message: `revoking replaced key(s) ${keyIds.join(', ')}` };
+  }
 
   const secret = o.secret;
   const keyId = recordedKeyId(o);

@@ -163,6 +163,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
       : {}),
     ...(retiring !== undefined ? { retiring } : {}),
     ...(retiringKeys.length > 0 ? { retiringKeyIds: retiringKeys.map((k) => k.keyId) } : {}),
+    ...((status.replacedKeys ?? []).length > 0 ? { replacedKeyIds: (status.replacedKeys ?? []).map((k) => k.keyId) } : {}),
     identity: deps.identity,
     pendingGraceMs: deps.pendingGraceMs,
     deleting: meta.deletionTimestamp !== undefined,

@@ -15,6 +15,7 @@ import type { EventRecorder } from './status/events.ts';
 import type { KubeWrites } from './kube-writes.ts';
 import type { OperationsPollers } from './observing/operations-poller.ts';
 import type { CredentialsKinds } from './issuing/credentials-kind.ts';
+import type { OrganizationMemberships } from './issuing/organization-membership.ts';
 import type { Signer } from './issuing/signing.ts';
 import type { CredentialsSettings, CredentialsSource } from './issuing/credentials-source.ts';
 import type { IssuerSlots } from './issuing/issuer-slots.ts';
@@ -34,6 +35,8 @@ export interface KeyDeps {
   signer: Signer;
   /** GET /auth answers per credentials (credentials-kind.ts). */
   credentialsKinds: CredentialsKinds;
+  /** GET /users/me/organizations answers per credentials: a create enters only its credentials' organizations' lines (organization-membership.ts). */
+  memberships: OrganizationMemberships;
   /** How long drift checks of a key may fail before its conditions say it is no longer known to be live. */
   unverifiedAfterMs: number;
   /** Counts drift checks by outcome (metrics). */

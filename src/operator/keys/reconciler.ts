@@ -3,11 +3,12 @@
 // (decision.ts, pure), run that one action, each in the file that says what it does:
 // create-protocol.ts, deletion.ts, in-sync.ts; conditions come from conditions.ts. Level-triggered:
 // the event that woke a reconcile is never trusted, only what is read here.
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Reconciler, ReconcileResult, Request, Worker } from '../runtime/controller.ts';
 import { FINALIZER, type KeyResource, type KindName } from '../resources/schema.ts';
 import { blockedConditions, creatingConditions, deletingConditions, findCondition, shownReason, unverifiableConditions } from './status/conditions.ts';
-import { adopt, clearPending, create, recover } from './create-protocol.ts';
+import { adopt, clearPending, create, recover, revokeReplacedKeys } from './create-protocol.ts';
 import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import { retire } from './rotation/rotation.ts';
@@ -27,11 +28,13 @@ import { objectRef } from '../runtime/own-writes.ts';
 import type { Priority } from './issuing/create-line.ts';
 import { sendsFor } from './issuing/fair-limiter.ts';
 import { CredentialsKinds } from './issuing/credentials-kind.ts';
+import { OrganizationMemberships } from './issuing/organization-membership.ts';
+import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
 import { CREDENTIALS_SECRET_KIND, keepCredentials, reconcileCredentialsSecret } from './issuing/credentials-in-use.ts';
-import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord, type RestBroken } from './reconcile-context.ts';
+import { blockedInputs, platformOf, type Context, type KeyDeps, type ReconcileRecord, type RestBroken } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './status/resource-writes.ts';
 
-export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | 'credentialsKinds' | 'onCredentialsReleased'> & {
+export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | 'credentialsKinds' | 'memberships' | 'onCredentialsReleased'> & {
   now?: () => number;
   /** Queues a work-queue key: a credentials Secret's own reconcile (issuing/credentials-in-use.ts). */
   wake?: (key: string) => void;
@@ -67,6 +70,7 @@ export class KeyReconciler implements Reconciler {
       now: options.now ?? Date.now,
       unverifiedAfterMs: options.unverifiedAfterMs ?? 2 * options.driftIntervalMs,
       credentialsKinds: new CredentialsKinds(options.driftIntervalMs),
+      memberships: new OrganizationMemberships(options.driftIntervalMs, options.now ?? Date.now),
     };
   }
 
@@ -217,8 +221,9 @@ export class KeyReconciler implements Reconciler {
     }
     // A new key of an organization whose creates are all under way: in line for its turn, unread.
     const admission = this.#deps.admission;
-    const organization = verified === undefined && admission !== undefined ? newKeyOrganization(this.#deps.cachedKey?.(kind, namespace, name)) : undefined;
-    if (organization !== undefined && admission?.waitsForTurn(organization, tracking) === true) {
+    const cachedKey = verified === undefined && admission !== undefined ? this.#deps.cachedKey?.(kind, namespace, name) : undefined;
+    const organization = newKeyOrganization(cachedKey);
+    if (organization !== undefined && this.#knownMember(cachedKey, organization) && admission?.waitsForTurn(organization, tracking) === true) {
       logger.debug({ organization }, 'new key waits for its turn in the organization');
       if (record !== undefined) record.deferred = true;
       await tellPlace(this.#deps, organization, tracking, undefined);
@@ -284,6 +289,21 @@ export class KeyReconciler implements Reconciler {
       record.reasons.push(decision.reason);
     }
     return await this.#act(ctx, decision, mayContinue);
+  }
+
+  /**
+   * Whether a new key, unread, may wait in its organization's line: through an issuer (the issuer's
+   * organization), or with a credentials Secret whose version in the cache was found a member
+   * (organization-membership.ts). Otherwise it is read, and its membership asked before its turn.
+   */
+  #knownMember(cachedKey: KubernetesObject | undefined, organization: string): boolean {
+    const spec = (cachedKey as { spec?: { issuerRef?: unknown; credentialsSecretRef?: { name?: string } } } | undefined)?.spec;
+    if (spec?.issuerRef !== undefined) return true;
+    const namespace = cachedKey?.metadata?.namespace;
+    const name = spec?.credentialsSecretRef?.name;
+    if (namespace === undefined || name === undefined) return false;
+    const version = this.#deps.cachedKey?.('Secret', namespace, name)?.metadata?.resourceVersion;
+    return version !== undefined && this.#deps.memberships.knownMember(`${namespace}/${name}@${version}`, organization);
   }
 
   /** `mayContinue`: after a metadata-only step, go on with the resource as written (once). */
@@ -360,6 +380,8 @@ export class KeyReconciler implements Reconciler {
       }
       case 'Unverifiable':
         return unverifiable(deps, ctx, decision, action);
+      case 'RevokeReplaced':
+        return revokeReplacedKeys(deps, ctx, action.keyIds);
       case 'Revoke':
         return revokeAndRelease(deps, ctx, action.keyId, action.retiring);
       case 'Retain':
@@ -383,6 +405,11 @@ async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (p
   const organization = adapter?.listScope.startsWith('org:') === true ? adapter.listScope.slice('org:'.length) : undefined;
   if (admission === undefined || worker === undefined || organization === undefined) return run(deps);
   const key = `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
+  // Credentials of the namespace: into the organization's line only once they are known to belong to it.
+  if (ctx.source?.issuer === undefined && ctx.apiKey !== undefined) {
+    const refused = await notAMember(deps, ctx, organization);
+    if (refused !== undefined) return refused;
+  }
   const slot = admission.admit(organization, key, priority);
   if (slot === undefined) {
     ctx.logger.debug({ organization }, 'create waits for its turn in the organization');
@@ -403,6 +430,29 @@ async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (p
   } finally {
     slot.done();
   }
+}
+
+/**
+ * Refuses a create whose credentials of the namespace do not belong to the organization it names
+ * (GET /users/me/organizations, organization-membership.ts): NotAllowed, a Warning, no platform
+ * create and no place in that organization's line. Undefined when they belong to it.
+ */
+async function notAMember(deps: KeyDeps, ctx: Context, organization: string): Promise<ReconcileResult | undefined> {
+  const { platform, credentialsId } = platformOf(deps, ctx);
+  const { namespace } = ctx.resource.metadata;
+  const secretName = ctx.spec?.credentialsSecretRef?.name;
+  if (secretName !== undefined && ctx.credentialsVersion?.resourceVersion !== undefined) deps.memberships.learn(`${namespace}/${secretName}@${ctx.credentialsVersion.resourceVersion}`, credentialsId);
+  let member: boolean;
+  try {
+    member = await deps.memberships.isMember(credentialsId, organization, () => platform.listMyOrganizations());
+  } catch (error) {
+    return reportPlatformFailure(deps, ctx, asPlatformFailure(error), `checking that the credentials belong to organization ${organization}`, error);
+  }
+  if (member) return undefined;
+  const message = `the credentials in Secret ${secretName ?? '?'} do not belong to organization ${organization} (GET /users/me/organizations does not list it): no key is created for it`;
+  await writeStatus(deps, ctx, blockedConditions(blockedInputs(ctx), 'NotAllowed', message, 'KeyIssued'));
+  await deps.events.record(ctx.resource, 'Warning', 'NotAllowed', message);
+  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
 }
 
 /**

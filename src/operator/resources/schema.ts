@@ -333,6 +333,13 @@ export const RetiringKey = z.object({
 });
 export type RetiringKey = z.infer<typeof RetiringKey>;
 
+export const ReplacedKey = z.object({
+  keyId: z.int().min(0).meta({ description: 'Platform id of the replaced key, live until it is revoked.' }),
+  keyName: z.string().max(64).optional().meta({ description: 'Its platform name.' }),
+  since: timestamp('When the new key replaced it.'),
+});
+export type ReplacedKey = z.infer<typeof ReplacedKey>;
+
 export const RotationStatus = z.object({
   lastRotatedAt: timestamp('When the Secret last switched to a new key by rotation.').optional(),
   nextRotationAt: timestamp('When the next scheduled rotation is due (from spec.rotation.interval and window).').optional(),
@@ -364,6 +371,10 @@ const statusFields = {
   }),
   rotation: RotationStatus.optional().meta({ description: 'Rotation bookkeeping (spec.rotation, keys.neon.dev/rotate).' }),
   retiringKeys: z.array(RetiringKey).max(4).optional().meta({ description: 'Keys replaced by a rotation, still live until their consumers moved; normally none or one.' }),
+  replacedKeys: z.array(ReplacedKey).max(8).optional().meta({
+    description: 'Keys a repair replaced whose revocation failed (the platform did not answer): revoked on a later pass or with the resource; '
+      + 'recorded here, where only the operator writes, so that no key is live and recorded nowhere. Normally absent.',
+  }),
   conditions: z.array(Condition).max(16).optional().meta({
     description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey; InUse with spec.usage.unusedAfter; Rotating once a rotation started).',
     'x-kubernetes-list-type': 'map',

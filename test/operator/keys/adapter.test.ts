@@ -18,6 +18,7 @@ function recorder(): { calls: string[]; platform: KeyPlatform } {
     revokeOrganizationKey: async (org, id) => { calls.push(`revokeOrg ${org} ${id}`); return revoked(id); },
     listProjects: async () => [],
     getAuth: async () => { calls.push('getAuth'); return { account_id: 'u', auth_method: 'api_key_user' }; },
+    listMyOrganizations: async () => [],
   };
   return { calls, platform };
 }

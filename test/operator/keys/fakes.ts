@@ -115,7 +115,8 @@ export class FakeKube implements KubeWrites {
     const stored = clone(current);
     // As the apiserver stores a custom resource (unstructured JSON re-encoded from Go maps): every
     // object's keys sorted. A status compared by its text would differ from what was written.
-    stored.status = sortedKeys(clone(status)) as KeyResource['status'];
+    // The operator sends its whole status as a merge patch: a member set to null is removed.
+    stored.status = sortedKeys(clone(Object.fromEntries(Object.entries(status).filter(([, v]) => v !== null)))) as KeyResource['status'];
     stored.metadata.resourceVersion = this.#next();
     this.resources.set(id, stored);
     return clone(stored);
@@ -261,6 +262,8 @@ export class FakePlatform implements KeyPlatform {
   readonly calls: string[] = [];
   readonly keys: FakeKey[] = [];
   projects = ['p-1'];
+  /** The organizations the credentials belong to (GET /users/me/organizations): every one a test names, unless set. */
+  organizations: string[] | undefined;
   #id = 1000;
   /** The id the next key gets (ids are sequential, as the emulator's). */
   get nextId(): number { return this.#id + 1; }
@@ -330,6 +333,12 @@ export class FakePlatform implements KeyPlatform {
     this.calls.push(`revokeOrg ${orgId} ${keyId}`);
     this.#maybeFail('revoke');
     return this.#revoke(keyId);
+  }
+
+  async listMyOrganizations(): Promise<{ id: string; name: string }[]> {
+    this.calls.push('listMyOrganizations');
+    this.#maybeFail('listMyOrganizations');
+    return (this.organizations ?? ['org-1', 'org-2', 'org-a', 'org-b']).map((id) => ({ id, name: id }));
   }
 
   async listProjects(): Promise<{ id: string; name: string; created_at: string; updated_at: string }[]> {

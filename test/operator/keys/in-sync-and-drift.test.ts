@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
 import type { OperationsSnapshot } from '../../../src/operator/keys/observing/operations-poller.ts';
-import type { KeyResource } from '../../../src/operator/resources/schema.ts';
+import { ANNOTATION_CREATE_PENDING, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
 
 const condition = (resource: KeyResource | undefined, type: string): string | undefined => {
@@ -110,6 +110,43 @@ describe('drift', () => {
     expect(r.platform.keys[0]!.id).not.toBe(old);
     expect(r.kube.secret(NAMESPACE, 'ci')).toBeDefined();
     expect(r.events.reasons()).toEqual(['Normal KeyIssued', 'Warning SecretMissing', 'Normal KeyIssued']);
+  });
+
+  it('a repair whose revoke of the replaced key fails records it in status: stripping the intent loses nothing, a later pass revokes it, and so does the delete', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const old = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    r.kube.secrets.delete(`${NAMESPACE}/ci`);
+    r.platform.failNext = { method: 'revoke', error: platformError('UNAVAILABLE', 503, 'retryable') };
+    await r.reconcile();
+    const repaired = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    expect(repaired.status?.keyId).not.toBe(old);
+    expect(repaired.status?.replacedKeys?.map((k) => k.keyId)).toEqual([old]);
+    expect(r.events.reasons()).toContain('Warning PlatformUnavailable');
+    // The intent is cleared by the operator, or stripped by whoever may edit the resource: status still names the key.
+    expect(repaired.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
+    expect(r.platform.keys.map((k) => k.id).sort()).toEqual([old, repaired.status!.keyId!].sort());
+    // The next pass revokes it and drops it from status.
+    await r.reconcile();
+    expect(r.platform.keys.map((k) => k.id)).toEqual([repaired.status!.keyId]);
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.replacedKeys).toBeUndefined();
+  });
+
+  it('a replaced key the platform still refuses to revoke is revoked with its resource', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    await r.reconcile();
+    const old = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    r.kube.secrets.delete(`${NAMESPACE}/ci`);
+    r.platform.failNext = { method: 'revoke', error: platformError('UNAVAILABLE', 503, 'retryable') };
+    await r.reconcile();
+    const current = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    const issued = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
+    r.kube.resources.set(`ApiKey/${NAMESPACE}/ci`, { ...issued, metadata: { ...issued.metadata, deletionTimestamp: new Date().toISOString() } });
+    expect(await r.reconcile()).toEqual({ type: 'Done' });
+    expect(r.platform.calls.filter((c) => c.startsWith('revokeOrg')).slice(-2).sort()).toEqual([`revokeOrg org-1 ${current}`, `revokeOrg org-1 ${old}`].sort());
+    expect(r.platform.keys).toEqual([]);
   });
 
   it('a key whose list the credentials may not read is reported unverifiable once that lasts, never revoked or replaced', async () => {

@@ -26,7 +26,7 @@ interface CachedKeyResource extends KubernetesObject {
   /** reason: one of the operator's reasons or `Other`, never what the resource says verbatim. */
   status: { conditions: { type: string; status: string; reason: string }[] };
   /**
-   * The platform ids of the keys its status records (status.keyId; status.retiringKeys, rare): an
+   * The platform ids of the keys its status records (status.keyId; status.retiringKeys and replacedKeys, rare): an
    * inventory marks a listed key managed by them (src/operator/inventory, recordedKeyIds()). Status
    * is written by the operator only (the status subresource), so a tenant cannot claim a key. A
    * number in the object (a small integer takes no allocation of its own), not an index: an index
@@ -104,14 +104,17 @@ function safeId(value: unknown): number | undefined {
   return Number.isSafeInteger(value) && (value as number) >= 0 ? value as number : undefined;
 }
 
-/** The retiring key ids a key resource's status records (status.retiringKeys is at most 4 long). */
-function retiringKeyIds(status: { retiringKeys?: unknown } | undefined): number[] {
-  if (!Array.isArray(status?.retiringKeys)) return [];
-  return (status.retiringKeys as { keyId?: unknown }[]).slice(0, 8).map((r) => safeId(r?.keyId)).filter((id) => id !== undefined);
+/**
+ * The key ids a key resource's status records beside its key: retiring after a rotation
+ * (status.retiringKeys, at most 4) and replaced by a repair, not revoked yet (status.replacedKeys, at most 8).
+ */
+function retiringKeyIds(status: { retiringKeys?: unknown; replacedKeys?: unknown } | undefined): number[] {
+  const ids = (list: unknown): number[] => (Array.isArray(list) ? (list as { keyId?: unknown }[]).slice(0, 8).map((r) => safeId(r?.keyId)).filter((id) => id !== undefined) : []);
+  return [...ids(status?.retiringKeys), ...ids(status?.replacedKeys)];
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown }; issuerRef?: { name?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown; issuer?: unknown } };
+  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown }; issuerRef?: { name?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown; replacedKeys?: unknown; issuer?: unknown } };
   const keyId = safeId(status?.keyId);
   const retiring = retiringKeyIds(status);
   const credentials = spec?.credentialsSecretRef?.name;

@@ -35,7 +35,7 @@ export type Reason =
  * KeyRetained, ...). Kept out of Reason, which holds only what users see (every one of them is
  * emitted: test/reference/reference.test.ts checks it, docs/reference/conditions.md lists them).
  */
-export type InternalReason = 'Adopting' | 'Recovering' | 'Deleted' | 'Retained' | 'NoKey';
+export type InternalReason = 'Adopting' | 'Recovering' | 'Deleted' | 'Retained' | 'NoKey' | 'RevokingReplaced';
 
 /** The reason users see for a decision's reason: an internal one reads as the progress it is part of. */
 export function shownReason(reason: Reason | InternalReason): Reason {
@@ -47,6 +47,8 @@ export function shownReason(reason: Reason | InternalReason): Reason {
     case 'Retained':
     case 'NoKey':
       return 'Deleting';
+    case 'RevokingReplaced':
+      return 'KeyRetired';
     default:
       return reason;
   }

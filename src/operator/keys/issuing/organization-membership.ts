@@ -1,0 +1,95 @@
+// Whether the credentials of a namespace belong to the organization a resource names (issue 41).
+//
+// spec.organizationId is the tenant's to write. Without this check a create for any organization
+// id entered that organization's line and fair limiter, and held a slot there until the platform
+// refused it (403/404): a tenant naming another team's organization took a share of that
+// organization's creates, and random ids grew the per-organization structures without bound. So a
+// create with credentials of the namespace is admitted to an organization's line only once GET
+// /users/me/organizations, asked with those credentials, lists it (an organization or
+// project-scoped key lists the one organization that owns it). An issuer's organization is its own
+// and verified by the issuer (src/operator/issuers): its creates are not asked again.
+//
+// Answers are remembered per credentials value for `ttlMs` (a membership rarely changes; new
+// credentials are other credentials, asked at once), at most MAX_CLIENTS of them, each at most
+// MAX_ORGANIZATIONS ids: bounded in bytes whatever the tenants name. A new key waits in its
+// organization's line before it is read only when its credentials Secret, at the version the cache
+// holds, was found a member (knownMember): a Secret edited since is asked again first.
+import { MAX_CLIENTS } from '../platform-clients.ts';
+
+/** The organizations of one credentials value kept at most (a user in more is asked again past these). */
+export const MAX_ORGANIZATIONS = 1_000;
+
+interface Known {
+  at: number;
+  organizations: ReadonlySet<string>;
+}
+
+export class OrganizationMemberships {
+  readonly #ttlMs: number;
+  readonly #now: () => number;
+  readonly #known = new Map<string, Known>();
+  readonly #asking = new Map<string, Promise<Known>>();
+  /** `namespace/name@resourceVersion` of a credentials Secret to the credentials value it held (its digest). */
+  readonly #secrets = new Map<string, string>();
+
+  constructor(ttlMs: number, now: () => number = Date.now) {
+    this.#ttlMs = ttlMs;
+    this.#now = now;
+  }
+
+  /** Whether the credentials belong to the organization: asked once per `ttlMs` (concurrent askers share one request). */
+  async isMember(credentialsId: string, organizationId: string, ask: () => Promise<readonly { id: string }[]>): Promise<boolean> {
+    const known = this.#fresh(credentialsId) ?? await this.#ask(credentialsId, ask);
+    return known.organizations.has(organizationId);
+  }
+
+  /** The credentials Secret at this version holds these credentials (learnt when a reconcile read it). */
+  learn(secretVersion: string, credentialsId: string): void {
+    this.#secrets.delete(secretVersion);
+    this.#secrets.set(secretVersion, credentialsId);
+    for (const key of this.#secrets.keys()) {
+      if (this.#secrets.size <= MAX_CLIENTS) break;
+      this.#secrets.delete(key);
+    }
+  }
+
+  /** Whether the credentials Secret at this version is known, now, to belong to the organization. */
+  knownMember(secretVersion: string, organizationId: string): boolean {
+    const credentialsId = this.#secrets.get(secretVersion);
+    return credentialsId !== undefined && this.#fresh(credentialsId)?.organizations.has(organizationId) === true;
+  }
+
+  /** What is kept (tests: bounded whatever the tenants name). */
+  get size(): { credentials: number; organizations: number; secrets: number } {
+    let organizations = 0;
+    for (const known of this.#known.values()) organizations += known.organizations.size;
+    return { credentials: this.#known.size, organizations, secrets: this.#secrets.size };
+  }
+
+  #fresh(credentialsId: string): Known | undefined {
+    const known = this.#known.get(credentialsId);
+    return known !== undefined && this.#now() - known.at < this.#ttlMs ? known : undefined;
+  }
+
+  async #ask(credentialsId: string, ask: () => Promise<readonly { id: string }[]>): Promise<Known> {
+    const asking = this.#asking.get(credentialsId);
+    if (asking !== undefined) return await asking;
+    const request = (async () => {
+      const organizations = new Set((await ask()).slice(0, MAX_ORGANIZATIONS).map((o) => o.id));
+      const known = { at: this.#now(), organizations };
+      this.#known.delete(credentialsId);
+      this.#known.set(credentialsId, known);
+      for (const [id, entry] of this.#known) {
+        if (this.#known.size <= MAX_CLIENTS && this.#now() - entry.at < this.#ttlMs) break;
+        this.#known.delete(id);
+      }
+      return known;
+    })();
+    this.#asking.set(credentialsId, request);
+    try {
+      return await request;
+    } finally {
+      this.#asking.delete(credentialsId);
+    }
+  }
+}
