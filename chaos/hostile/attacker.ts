@@ -5,19 +5,26 @@
 // the three attacks of issue 24 step by step (the memory storm, the forgotten key, the restart of
 // workloads that never consented) and those of issue 40 (a cap raced with many creates, issuerRef
 // switched on a Ready key, the platform team's issuers, Namespace labels and Secrets asked for, an
-// ApiKeyInventory naming an issuer, which lists the whole organization).
+// ApiKeyInventory naming an issuer, which lists the whole organization) and of issue 41 (creates
+// naming the victims' organization with a user's credentials that do not belong to it, and random
+// organization ids; the platform refusing revokes while the tenant deletes a Secret and strips or
+// forges the create intent; in issuer mode, Retain, release-without-revoke and the finalizer's
+// removal on a key an issuer made, before and after its delete).
 // A tenant holds namespace credentials (an administrator's key in its Secret neon-admin) or, in
 // issuer mode, no platform key at all: its keys come through the issuers of issuers.ts, and what
 // it may write in spec.credentialsSecretRef is only what it has (garbage, the keys it was issued).
 // Every action is journaled (world.ts).
 // Left out on purpose, because they are the tenant's sanctioned ways to keep a key beyond its
-// resource (docs/security.md): deletionPolicy Retain, keys.neon.dev/release-without-revoke,
-// removing the finalizer, and keys.neon.dev/abandon-key naming the resource's own key.
+// resource (docs/security.md): with credentials of the namespace, deletionPolicy Retain,
+// keys.neon.dev/release-without-revoke and removing the finalizer; in both modes
+// keys.neon.dev/abandon-key naming the resource's own key. Through an issuer the first three are
+// tried (the issuer-deletion playbook): none may keep the key.
 import { ApiException, PatchStrategy, setHeaderOptions, type V1Secret } from '@kubernetes/client-node';
 import type { Environment } from '../environment.ts';
 import { sleep } from '../options.ts';
 import { admin } from '../platform-faults.ts';
-import { GROUP, VERSION, type Cast, type Tenant } from './cluster.ts';
+import { FOREIGN_CREDENTIALS, GROUP, VERSION, type Cast, type Tenant } from './cluster.ts';
+import type { Disruptions } from './disruptions.ts';
 import { ISSUER_LABEL, ISSUERS_NAMESPACE, MISSING_ISSUER } from './issuers.ts';
 import type { Problem } from './victims.ts';
 import { id, plural, type Journal, type Kind, type ResourceWatch, type Seen } from './world.ts';
@@ -49,22 +56,36 @@ export interface AttackerContext {
   intel: () => VictimIntel[];
   /** Whether the attacks are over. */
   over: () => boolean;
+  /** The revoke outages (one at a time: the platform's faults are global). */
+  disruptions: Disruptions;
 }
 
 interface Saved { intents: string[]; secretMeta: Record<string, string>[]; values: string[] }
 
 /** The playbooks of each mode of tenant. The memory storm is a namespace-credentials attack (its credentials Secret churns). */
 const PLAYBOOKS = {
-  credentials: ['memory-storm', 'forgotten-key', 'restart-door', 'platform-objects'],
-  issuer: ['forgotten-key', 'restart-door', 'cap-race', 'issuer-switch', 'platform-objects'],
+  credentials: ['memory-storm', 'forgotten-key', 'restart-door', 'platform-objects', 'foreign-organization', 'revoke-outage'],
+  issuer: ['forgotten-key', 'restart-door', 'cap-race', 'issuer-switch', 'platform-objects', 'revoke-outage', 'issuer-deletion'],
 } as const;
 export type Playbook = typeof PLAYBOOKS[keyof typeof PLAYBOOKS][number];
 
 /** Invariants an attacker checks itself, as it acts (audit.ts lists them with the others). */
-export const ATTACKER_INVARIANTS = ['tenants are refused the platform team\'s objects (403)', 'a refused request costs no platform create'] as const;
+export const ATTACKER_INVARIANTS = [
+  'tenants are refused the platform team\'s objects (403)',
+  'a refused request costs no platform create',
+  'a resource naming an organization its credentials do not belong to ends NotAllowed',
+  'a key an issuer made is revoked with its resource, whatever the tenant does',
+] as const;
 
 /** The platform's record of a key (the emulator's admin API). */
 interface PlatformKey { id: number; name: string; revoked: boolean }
+
+/** A valid-looking organization id no organization has (`org-<word>-<word>-<8 digits>`, as the platform makes them). */
+function randomOrganizationId(r: () => number): string {
+  const words = ['amber', 'bold', 'calm', 'dawn', 'ember', 'frost', 'gale', 'holly', 'iris', 'jade', 'kite', 'lunar', 'moss', 'north', 'opal', 'pine'];
+  const word = (): string => words[Math.floor(r() * words.length)]!;
+  return `org-${word()}-${word()}-${String(Math.floor(r() * 1e8)).padStart(8, '0')}`;
+}
 
 export class Attacker {
   readonly #t: Tenant;
@@ -86,6 +107,12 @@ export class Attacker {
   readonly capRaces: { issuer: string; racers: number; holders: number; refused: number }[] = [];
   /** What the attacker's own checks found (ATTACKER_INVARIANTS). */
   readonly problems: Problem[] = [];
+  /** Foreign and random organization ids named (foreign-organization): resources, how many ended NotAllowed, by another reason. */
+  readonly foreign = { resources: 0, notAllowed: 0, otherwise: {} as Record<string, number> };
+  /** Revoke outages this tenant ran: its replaced key, whether it was in status.replacedKeys, when it ended revoked (s after the outage). */
+  readonly outages: { resource: string; ms: number; replaced: number | undefined; inStatus: boolean; revokedAfterS: number | null }[] = [];
+  /** Issuer-deletion attacks: the answers to Retain, the finalizer's removal (before, during the delete), and whether the key ended revoked. */
+  readonly issuerDeletions: { resource: string; keyId: number; retain: string; retainSwitch: string; finalizer: string; finalizerDeleting: string; heldByCredentials: boolean; revoked: boolean | null }[] = [];
 
   constructor(tenant: Tenant, context: AttackerContext) {
     this.#t = tenant;
@@ -150,7 +177,7 @@ export class Attacker {
 
   #credentialsRef(): Record<string, string> {
     const roll = this.#r();
-    const name = roll < 0.6 ? 'neon-admin' : roll < 0.75 ? 'creds-storm' : roll < 0.85 ? 'creds-odd' : roll < 0.95 ? 'creds-missing' : this.#text(this.#int(1, 253), 'abc');
+    const name = roll < 0.55 ? 'neon-admin' : roll < 0.6 && this.#t.foreignKey !== undefined ? FOREIGN_CREDENTIALS : roll < 0.75 ? 'creds-storm' : roll < 0.85 ? 'creds-odd' : roll < 0.95 ? 'creds-missing' : this.#text(this.#int(1, 253), 'abc');
     return this.#chance(0.9) ? { name } : { name, key: this.#pick(['token', 'missing-entry', this.#text(253, 'xyz'), 'apiKey']) };
   }
 
@@ -182,7 +209,7 @@ export class Attacker {
   #spec(kind: Kind, name: string): Record<string, unknown> {
     const { organizationId, projectIds, emulator } = this.#c.env;
     const otherProjects = emulator.bootstrap.projects.filter((p) => p.organizationId !== organizationId).map((p) => p.id);
-    const org = this.#chance(0.85) ? organizationId : this.#pick(['org-does-not-exist-00000000', emulator.bootstrap.organizations.find((o) => o.id !== organizationId)?.id ?? 'org-other-1', 'ORG BAD', 'org-' + this.#text(60)]);
+    const org = this.#chance(0.85) ? organizationId : this.#pick(['org-does-not-exist-00000000', emulator.bootstrap.organizations.find((o) => o.id !== organizationId)?.id ?? 'org-other-1', 'ORG BAD', 'org-' + this.#text(60), randomOrganizationId(() => this.#r()), randomOrganizationId(() => this.#r())]);
     const source = this.#source();
     // Through an issuer organizationId may be left out (the issuer's), or given: the issuer's or another.
     const orgOptional = source.issuerRef !== undefined && source.credentialsSecretRef === undefined && this.#chance(0.6);
@@ -597,6 +624,12 @@ export class Attacker {
         for (const probe of this.#platformProbes()) await this.#platformProbe(probe);
         await this.#issuerInventory();
       });
+      // Issue 41: the victims' organization named with credentials of a user who is not a member, and random organization ids.
+      case 'foreign-organization': return await this.#playbook(playbook, 'foreign', (name) => this.#foreignOrganization(name));
+      // Issue 41: revokes refused by the platform while the tenant deletes a Secret (a repair) and strips or forges the intent.
+      case 'revoke-outage': return await this.#playbook(playbook, 'outage', (name) => this.#revokeOutage(name));
+      // Issue 40/41: Retain, release-without-revoke and the finalizer's removal on a key an issuer made.
+      case 'issuer-deletion': return await this.#playbook(playbook, 'deletion', (name) => this.#issuerDeletion(name));
     }
   }
 
@@ -621,8 +654,8 @@ export class Attacker {
    * the tenant makes room as a team would: it deletes one of its own resources holding a key
    * through the same issuer, once.
    */
-  async #untilIssued(kind: Kind, name: string): Promise<boolean> {
-    const end = Date.now() + 40_000;
+  async #untilIssued(kind: Kind, name: string, ms = 40_000): Promise<boolean> {
+    const end = Date.now() + ms;
     let freed = false;
     while (Date.now() < end && !this.#c.over()) {
       const s = this.#c.world.current.get(id(this.#ns, kind, name));
@@ -824,12 +857,189 @@ export class Attacker {
     }
   }
 
+  /**
+   * Creates naming the victims' organization with the credentials of a user of no organization
+   * (foreign-creds), and naming random valid-looking organization ids with the tenant's own
+   * administrator (a member of the victims' organization only), both kinds. Each must end NotAllowed
+   * (audit.ts checks, from the platform tap, that none of their creates reached the platform).
+   */
+  async #foreignOrganization(prefix: string): Promise<void> {
+    const { organizationId, projectIds } = this.#c.env;
+    const plans: { kind: Kind; spec: Record<string, unknown> }[] = [];
+    for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
+      const scope = kind === 'ApiKey' ? { scope: 'Organization' } : { projectId: this.#pick(projectIds) };
+      plans.push({ kind, spec: { ...scope, organizationId, credentialsSecretRef: { name: FOREIGN_CREDENTIALS }, deletionPolicy: 'Revoke' } });
+      for (let i = 0; i < 2; i += 1) plans.push({ kind, spec: { ...scope, organizationId: randomOrganizationId(() => this.#r()), credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' } });
+    }
+    const names: { kind: Kind; name: string }[] = [];
+    try {
+      for (const [i, plan] of plans.entries()) {
+        const name = `${prefix}-${i}`;
+        this.#busy.add(name);
+        if (await this.#create(plan.kind, name, { ...plan.spec, keyName: `${this.#ns}-${name}` })) names.push({ kind: plan.kind, name });
+      }
+      const settled = (s: Seen | undefined): boolean => s !== undefined && s.reason !== '' && s.reason !== 'Creating' && s.reason !== 'Pending' && s.settled;
+      const end = Date.now() + 40_000;
+      while (Date.now() < end && !this.#c.over() && !names.every((n) => this.#c.world.current.get(id(this.#ns, n.kind, n.name))?.reason === 'NotAllowed')) await sleep(300);
+      for (const n of names) {
+        const s = this.#c.world.current.get(id(this.#ns, n.kind, n.name));
+        this.foreign.resources += 1;
+        if (s?.reason === 'NotAllowed' && s.keyId === undefined) {
+          this.foreign.notAllowed += 1;
+          continue;
+        }
+        const reason = s === undefined ? 'not seen' : s.keyId !== undefined ? `key ${s.keyId}` : s.reason === '' ? 'no condition' : s.reason;
+        this.foreign.otherwise[reason] = (this.foreign.otherwise[reason] ?? 0) + 1;
+        // Not reconciled within the wait (the attacks ended, a busy operator) is not a refusal of something else.
+        if (s !== undefined && (s.keyId !== undefined || settled(s)) && !this.#c.over()) {
+          this.problems.push({
+            invariant: ATTACKER_INVARIANTS[2],
+            detail: `${id(this.#ns, n.kind, n.name)} names organization ${String(plans[Number(n.name.split('-').at(-1))]?.spec.organizationId)} with credentials that do not belong to it, and is ${reason}${s.keyId === undefined ? `: ${s.message}` : ''}, not NotAllowed`,
+            context: this.#c.journal.about(id(this.#ns, n.kind, n.name)),
+          });
+        }
+      }
+      this.#c.journal.add(this.#who, 'playbook.foreign-organization.settled', `${this.#ns}/${prefix}`, 'ok');
+      for (const n of names) await this.#deleteResource(n);
+    } finally {
+      for (const [i] of plans.entries()) this.#busy.delete(`${prefix}-${i}`);
+    }
+  }
+
+  /**
+   * A Ready key; the platform answers 503 to every revoke for 10-20 s (disruptions.ts, one outage
+   * at a time); meanwhile the tenant deletes the key's Secret (a repair: a new key, the old one's
+   * revoke refused, so recorded in status.replacedKeys) and strips the create intent, forges one or
+   * puts the old one back. Then revokes work again: the replaced key must end revoked, never live
+   * and recorded nowhere (audit.ts), and after the resource's delete none of its keys is live.
+   */
+  async #revokeOutage(name: string): Promise<void> {
+    const kind: Kind = this.#issuerMode ? 'ProjectApiKey' : 'ApiKey';
+    const keyName = `${this.#ns}-${name}`;
+    const spec = this.#issuerMode ? { ...this.#issuedSpec(), keyName }
+      : { scope: 'Organization', organizationId: this.#c.env.organizationId, keyName, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' };
+    if (!await this.#create(kind, name, spec)) return;
+    if (!await this.#untilIssued(kind, name)) return;
+    const first = this.#c.world.current.get(id(this.#ns, kind, name))?.keyId;
+    const ms = this.#int(10, 20) * 1000;
+    const record = { resource: id(this.#ns, kind, name), ms, replaced: first, inStatus: false, revokedAfterS: null as number | null };
+    const saved = await this.#t.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(kind), name }).catch(() => undefined) as { metadata: { annotations?: Record<string, string> } } | undefined;
+    if (this.#c.over()) return;
+    const ran = await this.#c.disruptions.revokeOutage(this.#ns, ms, 30_000, this.#c.over, async (until) => {
+      this.#c.journal.add(this.#who, 'playbook.revoke-outage.begin', `${this.#ns}/${ms}ms`, 'ok');
+      await this.#act('secret.delete', this.#target('Secret', name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name }));
+      // The repair records the new key and, its revoke refused, the old one beside it.
+      await this.#untilSeen(kind, name, (s) => s.keyId !== undefined && s.keyId !== first, Math.max(0, until - Date.now() - 2_000));
+      record.inStatus = first !== undefined && (this.#c.world.current.get(id(this.#ns, kind, name))?.retiring.includes(first) ?? false);
+      const forged = JSON.stringify({ attempt: `${keyName}-forged00`, startedAt: new Date().toISOString(), holder: 'gone', ...(first !== undefined ? { replaces: first } : {}), sig: 'A'.repeat(43) });
+      const old = saved?.metadata.annotations?.[PENDING];
+      const edits: [string, string | null][] = [['strip-intent', null], ['forge-intent', forged], ...(old !== undefined ? [['replay-intent', old] as [string, string]] : []), ['strip-intent', null]];
+      for (const [what, value] of edits.filter(() => this.#chance(0.8))) {
+        await this.#patchResource(`playbook.revoke-outage.${what}`, kind, name, { metadata: { annotations: { [PENDING]: value } } });
+        await sleep(Math.min(1_500, Math.max(0, until - Date.now())));
+      }
+      return true;
+    });
+    if (ran === undefined) {
+      this.#c.journal.add(this.#who, 'playbook.revoke-outage.skipped', `${this.#ns}/${name}`, 'ok');
+      return;
+    }
+    const ended = Date.now();
+    this.#c.journal.add(this.#who, 'playbook.revoke-outage.end', this.#target(kind, name), 'ok');
+    // Until the replaced key is revoked (the audit judges it; this is the figure).
+    while (first !== undefined && Date.now() - ended < 60_000 && !this.#c.over()) {
+      const keys = await admin<PlatformKey[]>(this.#c.env.emulator, 'GET', '/keys').catch(() => []);
+      if (keys.find((k) => k.id === first)?.revoked === true) {
+        record.revokedAfterS = Math.round((Date.now() - ended) / 100) / 10;
+        break;
+      }
+      await sleep(500);
+    }
+    this.outages.push(record);
+    if (this.#chance(0.5)) await this.#deleteResource({ kind, name });
+  }
+
+  /**
+   * A key an issuer made, and the tenant's ways to keep a key beyond its resource, each of which an
+   * issuer's key must survive: deletionPolicy Retain (refused by the CRD with issuerRef: 422), Retain
+   * with a switch to credentials of the namespace in the same write (accepted: status.issuer stays,
+   * so the operator ignores it), keys.neon.dev/release-without-revoke, the finalizer removed before and
+   * during the delete (the admission policy: 403). The key must end revoked once the resource is gone.
+   */
+  async #issuerDeletion(name: string): Promise<void> {
+    const kind: Kind = 'ProjectApiKey';
+    const issuer = this.#pick(['tenant-keys', 'tenant-extra']);
+    if (!await this.#create(kind, name, { ...this.#issuedSpec(issuer), keyName: `${this.#ns}-${name}` })) return;
+    // A slot freed during a revoke outage takes the outage to be revoked: a longer wait.
+    if (!await this.#untilIssued(kind, name, 90_000)) {
+      this.#c.journal.add(this.#who, 'playbook.issuer-deletion.not-issued', this.#target(kind, name), 'ok');
+      return;
+    }
+    const keyId = this.#c.world.current.get(id(this.#ns, kind, name))?.keyId;
+    if (keyId === undefined) return;
+    const target = this.#target(kind, name);
+    const outcome = async (action: string, call: () => Promise<unknown>): Promise<string> => {
+      let result: string;
+      try {
+        await call();
+        result = 'ok';
+      } catch (error) {
+        result = error instanceof ApiException ? `refused ${error.code}` : `failed ${error instanceof Error ? error.message.slice(0, 80) : String(error)}`;
+      }
+      this.#c.journal.add(this.#who, `playbook.issuer-deletion.${action}`, target, result);
+      return result;
+    };
+    const at = { group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(kind), name };
+    const patch = (body: Record<string, unknown>) => () => this.#t.objects.patchNamespacedCustomObject({ ...at, body }, merge);
+    const record = { resource: target, keyId, retain: '', retainSwitch: 'not tried', finalizer: '', finalizerDeleting: 'not tried', heldByCredentials: false, revoked: null as boolean | null };
+    const problem = (detail: string): void => { this.problems.push({ invariant: ATTACKER_INVARIANTS[3], detail: `${target} (key ${keyId} made through an issuer): ${detail}`, context: this.#c.journal.about(target) }); };
+    record.retain = await outcome('retain', patch({ spec: { deletionPolicy: 'Retain' } }));
+    if (record.retain === 'ok') problem('deletionPolicy Retain accepted with issuerRef (the CRD refuses it: 422)');
+    if (this.#chance(0.5)) {
+      // Accepted: the resource names credentials of the namespace now, but status.issuer says who made its key.
+      record.retainSwitch = await outcome('retain-with-credentials', patch({ spec: { issuerRef: null, credentialsSecretRef: { name: this.#pick(['own-key', 'neon-admin', 'creds-missing']) }, organizationId: this.#c.env.organizationId, deletionPolicy: 'Retain' } }));
+    }
+    await outcome('release-without-revoke', patch({ metadata: { annotations: { 'keys.neon.dev/release-without-revoke': 'true' } } }));
+    record.finalizer = await outcome('remove-finalizer', patch({ metadata: { finalizers: null } }));
+    if (record.finalizer === 'ok') problem('the tenant removed the operator\'s finalizer (the admission policy refuses it: 403)');
+    await this.#deleteResource({ kind, name });
+    if (this.#c.world.current.has(id(this.#ns, kind, name))) {
+      record.finalizerDeleting = await outcome('remove-finalizer-deleting', patch({ metadata: { finalizers: null } }));
+      if (record.finalizerDeleting === 'ok') problem('the tenant removed the operator\'s finalizer while the resource was being deleted (the admission policy refuses it: 403)');
+    }
+    // Gone, and then its key revoked (the operator revokes before it lets the resource go). Moved to
+    // credentials of the namespace, the delete revokes with those (docs/issuers.md "Deletion"): ones
+    // that cannot revoke hold it, and the tenant puts the issuer back, as a team would.
+    await this.#untilGone(kind, name, 20_000);
+    if (record.retainSwitch === 'ok' && this.#c.world.current.has(id(this.#ns, kind, name)) && !this.#c.over()) {
+      record.heldByCredentials = true;
+      await outcome('back-to-issuer', patch({ spec: { issuerRef: { name: issuer }, credentialsSecretRef: null, deletionPolicy: 'Revoke' } }));
+    }
+    await this.#untilGone(kind, name, 40_000);
+    if (!this.#c.world.current.has(id(this.#ns, kind, name))) {
+      const end = Date.now() + 10_000;
+      while (record.revoked !== true && Date.now() < end) {
+        const keys = await admin<PlatformKey[]>(this.#c.env.emulator, 'GET', '/keys').catch(() => undefined);
+        record.revoked = keys === undefined ? record.revoked : keys.find((k) => k.id === keyId)?.revoked === true;
+        if (record.revoked !== true) await sleep(500);
+      }
+      if (record.revoked === false) problem('live 10 s after its resource is gone');
+    }
+    this.issuerDeletions.push(record);
+  }
+
+  async #untilGone(kind: Kind, name: string, ms: number): Promise<void> {
+    const end = Date.now() + ms;
+    while (Date.now() < end && !this.#c.over() && this.#c.world.current.has(id(this.#ns, kind, name))) await sleep(200);
+  }
+
   /** Everything the tenant wrote that could hold a key, put right so its resources can be deleted (the end of the run). */
   async leave(): Promise<string[]> {
     // Credentials that can revoke: the administrator's key in neon-admin, or an issuer of the tenant's
     // (an organization's list shows every organization and project key to each of its administrators).
     if (this.#t.userKey !== undefined) await this.#putSecret('leave.credentials', { metadata: { name: 'neon-admin' }, data: { apiKey: Buffer.from(this.#t.userKey).toString('base64') } });
-    const source = this.#issuerMode ? { issuerRef: { name: 'tenant-keys' }, credentialsSecretRef: null } : { credentialsSecretRef: { name: 'neon-admin', key: 'apiKey' }, issuerRef: null };
+    // deletionPolicy Revoke too: an issuer with Retain is refused (a resource the issuer-deletion playbook moved to credentials with Retain).
+    const source = this.#issuerMode ? { issuerRef: { name: 'tenant-keys' }, credentialsSecretRef: null, deletionPolicy: 'Revoke' } : { credentialsSecretRef: { name: 'neon-admin', key: 'apiKey' }, issuerRef: null };
     const names: string[] = [];
     for (const r of this.#mine()) {
       // A resource that named an issuer with no organizationId needs one with credentials of the namespace.

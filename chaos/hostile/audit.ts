@@ -16,9 +16,17 @@
 // - a tenant's ApiKeyInventory naming an issuer gets nothing through it (no list, count or key, no
 //   event about a key) and, once reconciled, says NotAllowed: only the operator's namespace may list
 //   through an issuer, whose credentials see the whole organization;
-// - (attacker.ts) the platform team's objects are refused to tenants (403), and a request refused
-//   for the cap costs no platform create.
+// - no organization key create reaches the platform (the tap between the operator and the emulator,
+//   platform-tap.ts) with credentials of a user who belongs to no organization (the tenants'
+//   foreign-creds), or for an organization other than the one every user of the campaign belongs to
+//   (random and other teams' organization ids): the operator asks GET /users/me/organizations first;
+// - a planned restart (a rollout) drains within the termination grace;
+// - (attacker.ts) the platform team's objects are refused to tenants (403), a request refused for
+//   the cap costs no platform create, a resource naming an organization its credentials do not
+//   belong to ends NotAllowed, and a key an issuer made is revoked with its resource whatever the
+//   tenant writes (Retain 422, the finalizer 403).
 import { readFileSync } from 'node:fs';
+import { credentialsDigest, type PlatformTap } from './platform-tap.ts';
 import { GROUP, VERSION } from './cluster.ts';
 import { AppsV1Api } from '@kubernetes/client-node';
 import type { Environment } from '../environment.ts';
@@ -48,6 +56,7 @@ export const INVARIANTS = [
   'no key minted through an issuer that its policy refuses',
   'no namespace holds more keys through an issuer than its cap',
   'a tenant\'s inventory gets nothing through an issuer',
+  'no create reaches the platform for an organization its credentials do not belong to',
   ...ATTACKER_INVARIANTS,
 ] as const;
 /** A key's attribution is looked at again for a while: its resource may not be in the watch yet. */
@@ -86,9 +95,15 @@ export class Auditor {
   tenantInventories = { naming: 0, notAllowed: 0 };
   /** Every check that found a namespace over an issuer's cap (a violation once it lasts ISSUER_GRACE_MS). */
   readonly overCap: { t: number; scope: string; resources: string[] }[] = [];
+  readonly #tap: PlatformTap;
+  #tapSeen = 0;
+  readonly #foreignDigests: Set<string>;
+  #restartsSeen = 0;
 
-  constructor(env: Environment, cast: Cast, world: ResourceWatch, journal: Journal, operator: CagedOperator, victims: Victims, limitBytes: number) {
+  constructor(env: Environment, cast: Cast, world: ResourceWatch, journal: Journal, operator: CagedOperator, victims: Victims, limitBytes: number, tap: PlatformTap) {
     this.#env = env;
+    this.#tap = tap;
+    this.#foreignDigests = new Set(cast.tenants.flatMap((t) => (t.foreignKey === undefined ? [] : [credentialsDigest(t.foreignKey)])));
     this.#cast = cast;
     this.#world = world;
     this.#journal = journal;
@@ -120,6 +135,7 @@ export class Auditor {
 
   async check(final = false): Promise<void> {
     this.checkOperator();
+    this.#checkCreates();
     await this.#checkKeys(final);
     await this.#checkWorkloads();
     this.#victims.overdue(final);
@@ -166,8 +182,29 @@ export class Auditor {
     }
   }
 
+  /**
+   * Every organization key create the operator sent since the last check: none with a foreign
+   * user's credentials, none for another organization than the campaign's (every user the campaign
+   * made, the tenants' administrators and the issuers', belongs to that one only; a tenant's garbage
+   * credentials list no organization).
+   */
+  #checkCreates(): void {
+    for (const create of this.#tap.creates.slice(this.#tapSeen)) {
+      const foreign = this.#foreignDigests.has(create.credentials);
+      if (!foreign && create.organizationId === this.#env.organizationId) continue;
+      this.#add('no create reaches the platform for an organization its credentials do not belong to',
+        `POST /organizations/${create.organizationId.slice(0, 80)}/api_keys sent ${foreign ? 'with the credentials of a user of no organization (a tenant\'s foreign-creds)' : 'for an organization no user of the campaign belongs to'}, answered ${create.status}`,
+        this.#mixContext(create.at, 10), `create ${create.at} ${create.organizationId.slice(0, 80)} ${create.credentials}`);
+    }
+    this.#tapSeen = this.#tap.creates.length;
+  }
+
   /** Exits and RSS so far (also after the last audit, until the operator is stopped). */
   checkOperator(): void {
+    for (const planned of this.#operator.restarts.slice(this.#restartsSeen)) {
+      if (planned.killed) this.#add('no operator restart or exit', `the planned restart of incarnation ${planned.incarnation - 1} did not drain within the termination grace: SIGKILL after 30 s`, this.#mixContext(planned.from, 30));
+    }
+    this.#restartsSeen = this.#operator.restarts.length;
     for (const exit of this.#operator.exits.slice(this.#exitsSeen)) {
       this.#add('no operator restart or exit', `incarnation ${exit.incarnation} exited at ${exit.at} (${exit.oomKilled ? 'OOM-killed by the memory limit' : `code ${exit.code}, signal ${exit.signal}`}; its peak RSS ${exit.peakRssMiB} MiB)`, this.#mixContext(Date.parse(exit.at), 30));
     }

@@ -6,12 +6,19 @@
 // administrator's key of chaos's environment. Two modes of tenant: with namespace credentials (its
 // own organization administrator on the platform, its key in the tenant's Secret neon-admin), and
 // with issuers (no platform key at all; its Namespace labelled by the platform team for the
-// ClusterKeyIssuers of issuers.ts, whose keys live where no tenant reads).
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import type { Environment } from '../environment.ts';
+// ClusterKeyIssuers of issuers.ts, whose keys live where no tenant reads). A tenant with namespace
+// credentials also holds the key of a user who belongs to no organization (foreign-creds), for the
+// creates it names the victims' organization with. The admission policy of deploy/base that keeps
+// the finalizer of a key an issuer made is applied here (chaos's environment applies only the RBAC
+// of deploy/base), so tenants meet it; the operator's ServiceAccount, whose token it runs with, and
+// the campaign's administrator (system:masters) are exempt from it, as there.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadAllYaml, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1ValidatingAdmissionPolicy, type V1ValidatingAdmissionPolicyBinding } from '@kubernetes/client-node';
+import { root, type Environment } from '../environment.ts';
 import { admin } from '../platform-faults.ts';
 import { sleep } from '../options.ts';
-import { ISSUER_LABEL, ISSUERS_NAMESPACE, issuerPolicies, type IssuerPlan } from './issuers.ts';
+import { ISSUER_LABEL, ISSUERS_NAMESPACE, issuerPolicies, MISSING_ISSUER, type IssuerPlan } from './issuers.ts';
 
 export const GROUP = 'keys.neon.dev';
 export const VERSION = 'v1alpha1';
@@ -26,7 +33,13 @@ export interface Tenant {
   core: CoreV1Api;
   /** The personal key of the tenant's organization administrator (in its Secret neon-admin); none in issuer mode. */
   userKey: string | undefined;
+  /** The personal key of a user of no organization (in its Secret foreign-creds); none in issuer mode. */
+  foreignKey: string | undefined;
 }
+
+/** The tenant's Secret holding a key of a user who belongs to no organization. */
+export const FOREIGN_CREDENTIALS = 'foreign-creds';
+export const FINALIZER = 'keys.neon.dev/finalizer';
 
 export interface PlatformWorkload { namespace: string; kind: 'Deployment' | 'StatefulSet'; name: string; generation: number; template: string }
 
@@ -115,6 +128,8 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
     // A tenant with namespace credentials: its team has an administrator of the same organization
     // as the victims. An issuer tenant holds no platform key.
     const user = mode === 'credentials' ? await admin<{ personalKey: string }>(env.emulator, 'POST', '/users', { name: `tenant-${i}-admin`, orgRoles: { [env.organizationId]: 'admin' } }) : undefined;
+    // And a user of no organization (issue 41: creates naming the victims' organization with credentials that do not belong to it).
+    const foreign = mode === 'credentials' ? await admin<{ personalKey: string }>(env.emulator, 'POST', '/users', { name: `tenant-${i}-foreign`, orgRoles: {} }) : undefined;
     for (let attempt = 0; ; attempt += 1) {
       try {
         if (user !== undefined) await tenantCore.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: user.personalKey } } });
@@ -125,7 +140,8 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
         await sleep(100); // the Role not in force yet
       }
     }
-    cast.tenants.push({ index: i, namespace, mode, objects: config.makeApiClient(CustomObjectsApi), core: tenantCore, userKey: user?.personalKey });
+    if (foreign !== undefined) await tenantCore.createNamespacedSecret({ namespace, body: { metadata: { name: FOREIGN_CREDENTIALS }, stringData: { apiKey: foreign.personalKey } } });
+    cast.tenants.push({ index: i, namespace, mode, objects: config.makeApiClient(CustomObjectsApi), core: tenantCore, userKey: user?.personalKey, foreignKey: foreign?.personalKey });
 
     // The platform team's workloads in the tenant's namespace (replicas 0: no node is needed, a
     // restart still shows as a new generation and pod template), reading the platform team's own
@@ -146,7 +162,42 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
       { namespace, kind: 'StatefulSet', name: 'platform-store', generation: statefulSet.metadata?.generation ?? 1, template: JSON.stringify(statefulSet.spec?.template) },
     );
   }
+  if (cast.tenants.length > 0) await issuedKeysPolicy(env, cast.tenants[0]!);
   const keys = await admin<{ id: number }[]>(env.emulator, 'GET', '/keys');
   cast.keysBefore = Math.max(0, ...keys.map((k) => k.id));
   return cast;
+}
+
+/**
+ * deploy/base/issued-keys-policy.yaml applied as it is, and in force: a probe resource naming an
+ * issuer, made by the administrator with the operator's finalizer, whose finalizer the tenant may
+ * not remove (403). The probe is removed by the administrator (system:masters, exempt).
+ */
+async function issuedKeysPolicy(env: Environment, tenant: Tenant): Promise<void> {
+  const api = env.kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+  const objects = loadAllYaml(readFileSync(join(root, 'deploy/base/issued-keys-policy.yaml'), 'utf8')) as { kind: string }[];
+  for (const o of objects) {
+    if (o.kind === 'ValidatingAdmissionPolicy') await api.createValidatingAdmissionPolicy({ body: o as V1ValidatingAdmissionPolicy });
+    if (o.kind === 'ValidatingAdmissionPolicyBinding') await api.createValidatingAdmissionPolicyBinding({ body: o as V1ValidatingAdmissionPolicyBinding });
+  }
+  const at = { group: GROUP, version: VERSION, namespace: tenant.namespace, plural: 'projectapikeys', name: 'policy-probe' };
+  const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  await env.objects.createNamespacedCustomObject({ ...at, body: {
+    apiVersion: `${GROUP}/${VERSION}`, kind: 'ProjectApiKey', metadata: { name: at.name, finalizers: [FINALIZER] },
+    spec: { projectId: env.projectIds[0], issuerRef: { name: MISSING_ISSUER } },
+  } });
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await tenant.objects.patchNamespacedCustomObject({ ...at, body: { metadata: { finalizers: null } } }, merge);
+      // Not in force yet: the finalizer back, and again.
+      await env.objects.patchNamespacedCustomObject({ ...at, body: { metadata: { finalizers: [FINALIZER] } } }, merge);
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 403 && String(error.body).includes(FINALIZER)) break;
+      if (attempt > 100) throw error;
+    }
+    if (attempt > 100) throw new Error('the issued keys\' admission policy is not in force after 20 s');
+    await sleep(200);
+  }
+  await env.objects.patchNamespacedCustomObject({ ...at, body: { metadata: { finalizers: null } } }, merge);
+  await env.objects.deleteNamespacedCustomObject(at).catch(() => undefined);
 }

@@ -1,7 +1,9 @@
 // The operator as its Pod runs it: the bundle the image ships (npm run bundle, built into the run's
 // folder), the image's node flags (the Dockerfile's ENTRYPOINT), inside the memory cage of the
-// chart's limit. Unlike chaos, nobody kills it on purpose: every exit is a restart the campaign
-// counts (an OOM kill among them), and it is started again, as the kubelet would.
+// chart's limit. Every exit it was not asked for is counted (an OOM kill among them), and it is
+// started again, as the kubelet would. A planned restart (restart()) is a rollout's: SIGTERM, the
+// drain (SIGKILL after the Pod's terminationGracePeriodSeconds), then a new incarnation at once; it
+// is counted apart, with its window (the SIGTERM to the new incarnation's "operator started").
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +16,12 @@ import { processMemory, type MemoryCage } from './memory.ts';
 const run = promisify(execFile);
 
 export interface OperatorExit { incarnation: number; at: string; code: number | null; signal: string | null; oomKilled: boolean; peakRssMiB: number }
+
+/** A planned restart: from its SIGTERM (ms) to the new incarnation's readiness (ms), how the old one ended. */
+export interface PlannedRestart { incarnation: number; from: number; drainedAt: number; readyAt: number | undefined; code: number | null; signal: string | null; killed: boolean }
+
+/** The deployment's terminationGracePeriodSeconds (deploy/base/deployment.yaml). */
+const TERMINATION_GRACE_MS = 30_000;
 
 /** The node flags of the image (the Dockerfile's ENTRYPOINT between `node` and the bundle). */
 function imageNodeFlags(): string[] {
@@ -33,6 +41,9 @@ export class CagedOperator {
   readonly #bundle: string;
   #child: ChildProcess | undefined;
   #stopping = false;
+  /** The child being stopped by restart(): its exit is planned. */
+  #restarting: ChildProcess | undefined;
+  readonly restarts: PlannedRestart[] = [];
   #sampler: NodeJS.Timeout | undefined;
   #metricsPort = 0;
   readonly nodeFlags = imageNodeFlags();
@@ -79,6 +90,7 @@ export class CagedOperator {
     this.starts += 1;
     this.#incarnationPeak = 0;
     this.#log.write(`${JSON.stringify({ hostile: 'start', incarnation: this.starts, at: new Date().toISOString() })}\n`);
+    const incarnation = this.starts;
     const [command, ...args] = this.#cage.wrap([process.execPath, ...this.nodeFlags, this.#bundle,
       `--kubeconfig=${this.#kubeconfig}`, `--platform-url=${this.#platformUrl}`,
       `--metrics-bind-address=127.0.0.1:${this.#metricsPort}`, '--health-probe-bind-address=127.0.0.1:0',
@@ -87,13 +99,17 @@ export class CagedOperator {
     const child = spawn(command!, args, { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', HOME: '/tmp' }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.readyAt = undefined;
     child.stdout?.on('data', (chunk: Buffer) => {
-      if (this.readyAt === undefined && this.#child === child && chunk.includes('"msg":"operator started"')) this.readyAt = Date.now();
+      if (this.readyAt === undefined && this.#child === child && chunk.includes('"msg":"operator started"')) {
+        this.readyAt = Date.now();
+        const planned = this.restarts.at(-1);
+        if (planned !== undefined && planned.incarnation === incarnation && planned.readyAt === undefined) planned.readyAt = this.readyAt;
+      }
     });
     child.stdout?.pipe(this.#log, { end: false });
     child.stderr?.pipe(this.#log, { end: false });
-    const incarnation = this.starts;
     child.once('exit', (code, signal) => {
       if (this.#stopping && this.#child === child) return;
+      if (this.#restarting === child) return;
       const oomKilled = this.#cage.oomKills() > oomBefore;
       this.exits.push({ incarnation, at: new Date().toISOString(), code, signal, oomKilled, peakRssMiB: mib(this.#incarnationPeak) });
       this.#log.write(`${JSON.stringify({ hostile: 'exit', incarnation, code, signal, oomKilled })}\n`);
@@ -102,6 +118,33 @@ export class CagedOperator {
     });
     this.#child = child;
     this.#sampler ??= setInterval(() => this.#sample(), 200);
+  }
+
+  /**
+   * A rollout's restart: SIGTERM, wait for the drain (SIGKILL after the termination grace), a new
+   * incarnation at once. Undefined when the operator was not running (an unplanned exit is being
+   * restarted already).
+   */
+  async restart(): Promise<PlannedRestart | undefined> {
+    const child = this.#child;
+    if (child === undefined || !this.running || this.#stopping) return undefined;
+    const planned: PlannedRestart = { incarnation: this.starts + 1, from: Date.now(), drainedAt: 0, readyAt: undefined, code: null, signal: null, killed: false };
+    this.#restarting = child;
+    this.#log.write(`${JSON.stringify({ hostile: 'restart', incarnation: this.starts, at: new Date().toISOString() })}\n`);
+    const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => {
+      planned.killed = true;
+      child.kill('SIGKILL');
+    }, TERMINATION_GRACE_MS);
+    [planned.code, planned.signal] = await exited;
+    clearTimeout(timer);
+    planned.drainedAt = Date.now();
+    this.restarts.push(planned);
+    this.#restarting = undefined;
+    if (this.#stopping) return planned;
+    await this.start();
+    return planned;
   }
 
   #sample(): void {

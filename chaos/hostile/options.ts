@@ -15,6 +15,8 @@ export interface HostileOptions {
   victimNamespaces: number;
   /** Victim resources kept alive per victim namespace. */
   victimsPerNamespace: number;
+  /** Planned operator restarts (a rollout's SIGTERM and a new incarnation), spread evenly over the attacks. */
+  restarts: number;
   /** The memory limit of the operator's container (the Helm chart's resources.limits.memory), MiB. */
   memoryLimitMiB: number;
   /** Enforce the limit with a memory cgroup (root only); off: RSS sampled and compared only. */
@@ -34,6 +36,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
       'issuer-tenants': { type: 'string', default: '2' },
       'victim-namespaces': { type: 'string', default: '2' },
       victims: { type: 'string', default: '4' },
+      restarts: { type: 'string', default: '5' },
       'memory-limit': { type: 'string', default: '256' },
       'no-enforce': { type: 'boolean', default: false },
       settle: { type: 'string', default: '90' },
@@ -44,7 +47,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
   });
   if (values.help) {
     console.log(`npm run hostile -- [--seed n] [--duration 300] [--tenants 2] [--issuer-tenants 2] [--victim-namespaces 2] [--victims 4]
-                     [--memory-limit 256] [--no-enforce] [--settle 90] [--out .cache/hostile]`);
+                     [--restarts 5] [--memory-limit 256] [--no-enforce] [--settle 90] [--out .cache/hostile]`);
     process.exit(0);
   }
   const num = (name: string, text: string, min: number, max: number): number => {
@@ -62,6 +65,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
     issuerTenants,
     victimNamespaces: Math.round(num('victim-namespaces', values['victim-namespaces'], 1, 10)),
     victimsPerNamespace: Math.round(num('victims', values.victims, 1, 50)),
+    restarts: Math.round(num('restarts', values.restarts, 0, 100)),
     memoryLimitMiB: num('memory-limit', values['memory-limit'], 64, 16_384),
     enforce: !values['no-enforce'],
     settleS: num('settle', values.settle, 10, 3_600),

@@ -7,7 +7,8 @@
 //
 // Phases: (0) the victim teams create their keys, the operator alone with them (the baseline);
 // (1) the tenants attack (attacker.ts) while the victims create, rotate and delete (victims.ts),
-// the invariants checked every 3 s (audit.ts); (2) the tenants put their credentials right and
+// the operator is restarted as a rollout would (--restarts, evenly spread), the invariants checked
+// every 3 s (audit.ts); (2) the tenants put their credentials right and
 // delete everything, the victims too, and the operator settles; (3) the final audit. Exit status
 // 1 on any violation, each reported with the actions that led to it. Figures: stdout and
 // <out>/report.json.
@@ -19,8 +20,10 @@ import { Attacker } from './attacker.ts';
 import { Auditor, INVARIANTS, UNRECORDED_GRACE_S } from './audit.ts';
 import { castRoles } from './cluster.ts';
 import { memoryCage, type MemoryCage } from './memory.ts';
+import { Disruptions, LEASE_TAKEOVER_MS, type Operation } from './disruptions.ts';
 import { CagedOperator, mib } from './operator.ts';
 import { parseHostileOptions } from './options.ts';
+import { PlatformTap } from './platform-tap.ts';
 import { percentile, Victims, VICTIM_BOUNDS, type Problem } from './victims.ts';
 import { Journal, ResourceWatch } from './world.ts';
 
@@ -37,6 +40,7 @@ const limitBytes = options.memoryLimitMiB * 1024 * 1024;
 let env: Environment | undefined;
 let operator: CagedOperator | undefined;
 let cage: MemoryCage | undefined;
+let tap: PlatformTap | undefined;
 process.once('exit', () => {
   operator?.killNow();
   cage?.remove();
@@ -51,12 +55,16 @@ const stats = (values: number[]): { n: number; p50S: number; p99S: number; maxS:
 
 async function campaign(e: Environment): Promise<boolean> {
   cage = memoryCage(limitBytes, options.enforce);
-  log(`seed ${options.seed}; ${options.tenants} tenant(s) with namespace credentials, ${options.issuerTenants} through issuers, ${options.victimNamespaces} victim namespace(s) x ${options.victimsPerNamespace}; ${options.durationS}s of attacks; memory limit ${options.memoryLimitMiB} MiB: ${cage.how}`);
+  log(`seed ${options.seed}; ${options.tenants} tenant(s) with namespace credentials, ${options.issuerTenants} through issuers, ${options.victimNamespaces} victim namespace(s) x ${options.victimsPerNamespace}; ${options.durationS}s of attacks, ${options.restarts} operator restart(s); memory limit ${options.memoryLimitMiB} MiB: ${cage.how}`);
   const cast = await castRoles(e, options.tenants, options.victimNamespaces, options.issuerTenants);
   const journal = new Journal(started);
   const world = new ResourceWatch(e.kubeConfig, e.objects);
   await world.start();
-  const op = new CagedOperator({ cage, kubeconfig: e.operatorKubeconfig, platformUrl: e.emulator.baseUrl, out });
+  // The operator talks to the platform through the tap, which notes every create it sends.
+  tap = await PlatformTap.start(e.emulator.baseUrl);
+  const platformTap = tap;
+  const disruptions = new Disruptions(e);
+  const op = new CagedOperator({ cage, kubeconfig: e.operatorKubeconfig, platformUrl: platformTap.baseUrl, out });
   operator = op;
   await op.build();
   await op.start();
@@ -66,9 +74,9 @@ async function campaign(e: Environment): Promise<boolean> {
   }
   log(`operator ready (${op.nodeFlags.join(' ')}), RSS ${op.rssMiB()} MiB`);
 
-  const victims = new Victims(e, cast, world, journal, random, options.victimsPerNamespace);
+  const victims = new Victims(e, cast, world, journal, random, options.victimsPerNamespace, disruptions);
   await victims.start();
-  const auditor = new Auditor(e, cast, world, journal, op, victims, limitBytes);
+  const auditor = new Auditor(e, cast, world, journal, op, victims, limitBytes, platformTap);
 
   // (0) The baseline: every victim slot created with the operator to itself.
   const calmStart = Date.now();
@@ -81,7 +89,7 @@ async function campaign(e: Environment): Promise<boolean> {
   const attacksEnd = Date.now() + options.durationS * 1000;
   const over = (): boolean => Date.now() > attacksEnd;
   await victims.refreshIntel();
-  const attackers = cast.tenants.map((t) => new Attacker(t, { env: e, cast, journal, world, random, intel: () => victims.intel, over }));
+  const attackers = cast.tenants.map((t) => new Attacker(t, { env: e, cast, journal, world, random, intel: () => victims.intel, over, disruptions }));
   const tasks: Promise<unknown>[] = [];
   const runs: Promise<unknown>[] = [];
   for (const attacker of attackers) {
@@ -113,6 +121,22 @@ async function campaign(e: Environment): Promise<boolean> {
     while (!over()) {
       await victims.step();
       await sleep(300 + random() * 600);
+    }
+  })());
+  // The rollouts: SIGTERM, the drain, a new incarnation, at duration/(n+1), 2 duration/(n+1), ...
+  // (5 restarts: every sixth of the run). The window lasts until the new incarnation is ready.
+  const attacksStart = attacksEnd - options.durationS * 1000;
+  tasks.push((async () => {
+    for (let i = 1; i <= options.restarts && !over(); i += 1) {
+      await sleep(Math.max(0, attacksStart + i * options.durationS * 1000 / (options.restarts + 1) - Date.now()));
+      if (over()) break;
+      const window = { from: Date.now(), to: undefined as number | undefined, by: 'rollout' };
+      disruptions.restarts.push(window);
+      journal.add('campaign', 'operator.restart', `incarnation ${op.starts}`, 'ok');
+      const planned = await op.restart();
+      for (let wait = 0; op.readyAt === undefined && wait < 600; wait += 1) await sleep(100);
+      window.to = op.readyAt ?? Date.now();
+      log(`operator restarted (rollout ${i} of ${options.restarts}): drained in ${planned === undefined ? '?' : ((planned.drainedAt - planned.from) / 1000).toFixed(1)}s, ready ${((window.to - window.from) / 1000).toFixed(1)}s after the SIGTERM`);
     }
   })());
   let auditing = true;
@@ -154,6 +178,7 @@ async function campaign(e: Environment): Promise<boolean> {
   while (world.current.size > 0 && !quiet() && Date.now() - settleStart < options.settleS * 1000) await sleep(500);
   const settleS = (Date.now() - settleStart) / 1000;
   log(`settled in ${settleS.toFixed(1)}s; ${world.current.size} resource(s) left`);
+  for (let i = 0; disruptions.revokeOutages.some((w) => w.to === undefined) && i < 300; i += 1) await sleep(100);
   auditing = false;
   await auditLoop;
   await issuerLoop;
@@ -171,11 +196,23 @@ async function campaign(e: Environment): Promise<boolean> {
   const leaks = auditor.checkLeaks(join(out, 'operator.log'), secretValues);
 
   const latencies = { ready: stats(victims.latencies.ready), rotate: stats(victims.latencies.rotate), delete: stats(victims.latencies.delete) };
+  // Apart: the operations no restart or revoke outage overlapped (held to the bounds), and those one
+  // did (each held to its bound and what disruptions.ts allows for the windows it overlaps).
+  const spans = (what: Operation, disturbed: boolean) => victims.spans.filter((x) => x.what === what && disruptions.disturbed(what, x.since, x.since + x.ms) === disturbed);
+  const split = (what: Operation) => ({ outside: stats(spans(what, false).map((x) => x.ms)), disturbed: stats(spans(what, true).map((x) => x.ms)) });
+  const windows = { ready: split('ready'), rotate: split('rotate'), delete: split('delete') };
   const problems: Problem[] = [...auditor.problems, ...victims.problems, ...attackers.flatMap((a) => a.problems)];
-  if (latencies.ready.p99S > VICTIM_BOUNDS.readyP99S) problems.push({ invariant: 'victims converge within their bounds', detail: `apply -> Ready p99 ${latencies.ready.p99S} s over ${VICTIM_BOUNDS.readyP99S} s`, context: [] });
+  if (windows.ready.outside.p99S > VICTIM_BOUNDS.readyP99S) problems.push({ invariant: 'victims converge within their bounds', detail: `apply -> Ready p99 ${windows.ready.outside.p99S} s over ${VICTIM_BOUNDS.readyP99S} s (outside the restarts and revoke outages)`, context: [] });
   for (const [what, bound] of [['ready', VICTIM_BOUNDS.readyMaxS], ['rotate', VICTIM_BOUNDS.rotateMaxS], ['delete', VICTIM_BOUNDS.deleteMaxS]] as const) {
-    if (latencies[what].maxS > bound) problems.push({ invariant: 'victims converge within their bounds', detail: `${what} max ${latencies[what].maxS} s over ${bound} s`, context: [] });
+    if (windows[what].outside.maxS > bound) problems.push({ invariant: 'victims converge within their bounds', detail: `${what} max ${windows[what].outside.maxS} s over ${bound} s (outside the restarts and revoke outages)`, context: [] });
+    for (const x of spans(what, true)) {
+      const allowed = bound * 1000 + disruptions.allowanceMs(what, x.since, x.since + x.ms);
+      if (x.ms > allowed) problems.push({ invariant: 'victims converge within their bounds', detail: `${what} took ${(x.ms / 1000).toFixed(1)} s at t=${journal.at(x.since)}s, over ${(allowed / 1000).toFixed(1)} s (its bound and the restarts or revoke outages it overlapped)`, context: [] });
+    }
   }
+  const outages = attackers.flatMap((a) => a.outages);
+  const issuerDeletions = attackers.flatMap((a) => a.issuerDeletions);
+  const foreign = attackers.reduce((f, a) => ({ resources: f.resources + a.foreign.resources, notAllowed: f.notAllowed + a.foreign.notAllowed, otherwise: { ...f.otherwise, ...Object.fromEntries(Object.entries(a.foreign.otherwise).map(([k, v]) => [k, v + (f.otherwise[k] ?? 0)])) } }), { resources: 0, notAllowed: 0, otherwise: {} as Record<string, number> });
   const keysMade = auditor.keys.filter((k) => k.id > cast.keysBefore);
   const invariants = Object.fromEntries(INVARIANTS.map((name) => [name, problems.filter((p) => p.invariant === name).length]));
   const actions = Object.fromEntries([...journal.counts.entries()].sort((a, b) => a[0].localeCompare(b[0])));
@@ -186,10 +223,23 @@ async function campaign(e: Environment): Promise<boolean> {
     memoryLimit: { MiB: options.memoryLimitMiB, how: cage.how, enforced: cage.enforced },
     operator: {
       nodeFlags: op.nodeFlags, starts: op.starts, exits: op.exits, oomKills: cage.oomKills(),
+      plannedRestarts: op.restarts.map((r) => ({ incarnation: r.incarnation, atS: journal.at(r.from), drainS: Number(((r.drainedAt - r.from) / 1000).toFixed(1)), readyAfterS: r.readyAt === undefined ? null : Number(((r.readyAt - r.from) / 1000).toFixed(1)), code: r.code, signal: r.signal, killed: r.killed })),
       peakRssMiB: mib(op.peakRss), cgroupPeakMiB: cage.peakBytes() === undefined ? null : mib(cage.peakBytes()!), rssAtEndMiB: rssAtEnd, rssSamples: op.samples,
       rssPerSecondMiB: op.timeline,
     },
-    victims: { baseline, latencies, bounds: VICTIM_BOUNDS, counts: victims.counts },
+    victims: { baseline, latencies, windows, bounds: VICTIM_BOUNDS, leaseTakeoverS: LEASE_TAKEOVER_MS / 1000, counts: victims.counts },
+    disruptions: {
+      revokeOutages: disruptions.revokeOutages.map((w) => ({ by: w.by, atS: journal.at(w.from), seconds: Number((((w.to ?? Date.now()) - w.from) / 1000).toFixed(1)), revokesRefused: w.revokesRefused })),
+      replacedKeys: outages,
+    },
+    organizations: {
+      // Creates naming the victims' organization with a foreign user's credentials, or random organization ids.
+      foreign,
+      creates: platformTap.creates.length,
+      refusedCreatesReached: platformTap.creates.filter((c) => c.organizationId !== e.organizationId).length,
+      membershipChecks: platformTap.membershipChecks,
+    },
+    issuerDeletions,
     tenants: {
       actions, totalActions: journal.actions.filter((a) => a.who.startsWith('tenant-')).length, playbooks: attackers.map((a) => a.playbooks),
       modes: Object.fromEntries(cast.tenants.map((t) => [t.namespace, t.mode])),
@@ -220,13 +270,19 @@ async function campaign(e: Environment): Promise<boolean> {
     ['seed', options.seed],
     ['wall clock (s)', report.wallClockSeconds],
     ['memory limit', `${options.memoryLimitMiB} MiB, ${cage.how}`],
-    ['operator starts / exits (OOM kills)', `${op.starts} / ${op.exits.length} (${cage.oomKills()})`],
+    ['operator starts / planned restarts / exits (OOM kills)', `${op.starts} / ${op.restarts.length} (drains ${op.restarts.map((r) => ((r.drainedAt - r.from) / 1000).toFixed(1)).join(', ')} s; ready after ${op.restarts.map((r) => (r.readyAt === undefined ? '?' : ((r.readyAt - r.from) / 1000).toFixed(1))).join(', ')} s) / ${op.exits.length} (${cage.oomKills()})`],
     ['operator peak RSS (MiB)', `${mib(op.peakRss)}${cage.peakBytes() === undefined ? '' : ` (cgroup peak ${mib(cage.peakBytes()!)})`}; at the end ${rssAtEnd}`],
     ['tenant actions', `${report.tenants.totalActions} (${Object.values(actions).reduce((n, c) => n + c.refused, 0)} refused by the apiserver); playbooks ${JSON.stringify(report.tenants.playbooks)}`],
     ['victim operations', `${victims.counts.creates} creates, ${victims.counts.rotations} rotations, ${victims.counts.deletes} deletes`],
     ['victim apply -> Ready (s)', `baseline p50 ${baseline.p50S} max ${baseline.maxS}; under attack p50 ${latencies.ready.p50S} p99 ${latencies.ready.p99S} max ${latencies.ready.maxS} (bounds p99 ${VICTIM_BOUNDS.readyP99S}, max ${VICTIM_BOUNDS.readyMaxS})`],
     ['victim rotate -> new key Ready (s)', `p50 ${latencies.rotate.p50S} p99 ${latencies.rotate.p99S} max ${latencies.rotate.maxS} (bound ${VICTIM_BOUNDS.rotateMaxS})`],
     ['victim delete -> gone (s)', `p50 ${latencies.delete.p50S} p99 ${latencies.delete.p99S} max ${latencies.delete.maxS} (bound ${VICTIM_BOUNDS.deleteMaxS})`],
+    ...(['ready', 'rotate', 'delete'] as const).map((what): [string, string] => [`victim ${what}: outside / overlapping restarts or outages (s)`, `n ${windows[what].outside.n} p99 ${windows[what].outside.p99S} max ${windows[what].outside.maxS} / n ${windows[what].disturbed.n} p99 ${windows[what].disturbed.p99S} max ${windows[what].disturbed.maxS}`]),
+    ['revoke outages (s, revokes refused)', report.disruptions.revokeOutages.map((w) => `${w.by} ${w.seconds} (${w.revokesRefused})`).join(', ')],
+    ['replaced keys in status / revoked after the outage (s)', outages.map((o) => `${o.replaced ?? '?'}${o.inStatus ? '' : ' (not seen in status)'} ${o.revokedAfterS ?? 'not yet'}`).join(', ')],
+    ['foreign/random organization resources: NotAllowed / otherwise', `${foreign.notAllowed} of ${foreign.resources} / ${JSON.stringify(foreign.otherwise)}`],
+    ['organization creates sent / for another organization / membership checks', `${platformTap.creates.length} / ${report.organizations.refusedCreatesReached} / ${platformTap.membershipChecks}`],
+    ['issuer-deletion attacks (Retain, Retain with credentials, finalizer, finalizer deleting, delete held by credentials, key revoked)', issuerDeletions.map((d) => `${d.retain}/${d.retainSwitch}/${d.finalizer}/${d.finalizerDeleting}/${d.heldByCredentials ? 'held' : '-'}/${String(d.revoked)}`).join(', ')],
     ['platform keys made / revoked / live at the end', `${keysMade.length} / ${report.keys.revoked} / ${report.keys.live}`],
     ['keys minted through issuers', JSON.stringify(report.issuers.minted)],
     ['most resources of a namespace holding an issuer\'s key (cap)', JSON.stringify(report.issuers.mostHeld)],
@@ -258,6 +314,7 @@ try {
   console.error(`hostile: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
 } finally {
   operator?.killNow();
+  await tap?.close().catch(() => undefined);
   await env?.stop().catch(() => undefined);
   cage?.remove();
 }

@@ -1,5 +1,5 @@
 // The hostile-tenant campaign (chaos/hostile, `npm run hostile`), short: 60 s of attacks with a fixed
-// seed, the operator under the chart's memory limit. It runs as `npm run hostile` does, a process
+// seed, the operator under the chart's memory limit and restarted once as a rollout would. It runs as `npm run hostile` does, a process
 // with its own control plane (the tenants' ~1 MiB Secrets stay out of the shared one), and every
 // invariant it checks must hold. The campaign must also have done what it claims: a test that
 // attacked nothing would pass for nothing.
@@ -14,7 +14,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const SEED = 24;
 
 interface Report {
-  operator: { starts: number; peakRssMiB: number };
+  operator: { starts: number; peakRssMiB: number; plannedRestarts: unknown[] };
   victims: { counts: { creates: number; rotations: number; deletes: number }; latencies: { ready: { n: number } } };
   tenants: { totalActions: number; playbooks: Record<string, number>[] };
   invariants: Record<string, string>;
@@ -54,7 +54,7 @@ describe('a hostile-tenant campaign (seed 24, 60 s)', () => {
     if (process.env.TEST_CONTROLPLANE === 'off') throw new Error('this suite starts a control plane: run it with `npm run jest`, not test:unit');
     const out = mkdtempSync(join(tmpdir(), 'nko-hostile-'));
     try {
-      const child = spawn(process.execPath, [join(root, 'chaos/hostile/run.ts'), `--seed=${SEED}`, '--duration=60', '--settle=30', `--out=${out}`], {
+      const child = spawn(process.execPath, [join(root, 'chaos/hostile/run.ts'), `--seed=${SEED}`, '--duration=60', '--settle=30', '--restarts=1', `--out=${out}`], {
         cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' },
       });
       let output = '';
@@ -72,6 +72,7 @@ describe('a hostile-tenant campaign (seed 24, 60 s)', () => {
       for (const playbooks of report.tenants.playbooks) for (const [name, runs] of Object.entries(playbooks)) expect({ name, ran: runs > 0 }).toEqual({ name, ran: true });
       expect(report.victims.latencies.ready.n).toBeGreaterThan(5);
       expect(report.victims.counts.rotations).toBeGreaterThan(5);
+      expect(report.operator.plannedRestarts).toHaveLength(1);
       // Every invariant held; a violation is shown with the actions that led to it.
       // With the operator's own log lines of the resources and keys it names, so a failure in CI,
       // whose machine is gone, can be read from its output alone.
