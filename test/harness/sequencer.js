@@ -11,6 +11,7 @@ import { relative } from 'node:path';
 
 /** Suites of 5 s and more, in seconds. */
 const SECONDS = {
+  'test/operator/fat-objects.test.ts': 110,
   'test/operator/rotation.test.ts': 85,
   'test/operator/issuer-keys.test.ts': 75,
   'test/operator/namespace-deletion.test.ts': 55,

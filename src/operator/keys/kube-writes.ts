@@ -68,8 +68,8 @@ export interface KubeWrites {
 }
 
 const WORKLOAD_PLURALS: Readonly<Record<WorkloadKind, string>> = { Deployment: 'deployments', StatefulSet: 'statefulsets', DaemonSet: 'daemonsets' };
-/** Workloads per page of a discover LIST: a page is at most 100 × the largest object as sent, never held whole. */
-const WORKLOAD_PAGE = 100;
+/** Workloads per page of a discover LIST: a page is at most 50 × the largest object as sent, never held whole. */
+const WORKLOAD_PAGE = 50;
 
 /** The longest annotation value listOwnedSecretMetadata keeps (the operator's own are far shorter: an id, a key name, a signature). */
 export const MAX_LISTED_ANNOTATION = 512;
@@ -206,9 +206,9 @@ export class ApiServerWrites implements KubeWrites {
   }
 
   async listOwnedSecretMetadata(namespace: string, labelSelector: string, controllerUid: string, annotations: readonly string[]): Promise<V1Secret[]> {
-    // PartialObjectMetadata (runtime/informer-cache.ts): no Secret's data is sent; pages of 100,
-    // each projected as it arrives, so at most one page of tenant-sized metadata is held.
-    const list = listMetadata(this.#kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, labelSelector, 100, (obj) => ownedSecretMetadata(obj, controllerUid, annotations));
+    // PartialObjectMetadata (runtime/paged-list.ts): no Secret's data is sent; in pages, each object
+    // projected as it arrives, so at most one object's tenant-sized metadata is held.
+    const list = listMetadata(this.#kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, labelSelector, undefined, (obj) => ownedSecretMetadata(obj, controllerUid, annotations));
     return (await list()).items;
   }
 

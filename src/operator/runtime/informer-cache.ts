@@ -82,10 +82,10 @@ class TransformingWatch<T extends KubernetesObject> extends Watch {
 }
 
 /**
- * Objects per page of a LIST of whole objects: a page is at most 100 × the largest object as sent
+ * Objects per page of a LIST of whole objects: a page is at most 50 × the largest object as sent
  * (about 2 MiB as JSON), read as a stream and never held: one object at a time (paged-list.ts).
  */
-const OBJECT_PAGE = 100;
+const OBJECT_PAGE = 50;
 
 /** An informer (reflector.ts) whose LIST goes in pages and whose LIST items and watch events are each passed through `transform` as they arrive. */
 export function makeTrimmedInformer<T extends KubernetesObject>(
