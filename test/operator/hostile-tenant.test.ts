@@ -597,6 +597,39 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
+  it('7c. a create whose answer is lost, its intent then stripped by the tenant: the key it made is still found (by the resource\'s tag) and revoked, none live after the delete', async () => {
+    const route = '/api/v2/organizations/:org_id/api_keys';
+    const intentOf = (r: Resource): string | undefined => r.metadata.annotations?.['keys.neon.dev/create-pending'];
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'stripped-creds' }, stringData: { apiKey: malloryKey } } }).catch(() => undefined);
+    // The create's answer is dropped after the platform made the key, and no list answers meanwhile:
+    // the operator cannot recover the attempt (recovery lists its keys) while the tenant removes its intent.
+    await adminApi('PUT', '/faults', { rules: [
+      { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
+      { method: 'GET', route, probability: 1, kind: 'status', status: 503 },
+    ] });
+    let key1: number;
+    let key2: number;
+    try {
+      await attackerCreate('ApiKey', 'stripped', { scope: 'Organization', organizationId: org, keyName: 'stripped', credentialsSecretRef: { name: 'stripped-creds' } });
+      key1 = await eventually(async () => (await liveKeysOf('stripped'))[0], 20_000, 'the attempt\'s key made on the platform');
+      await untilAttacker('ApiKey', 'stripped', (r) => intentOf(r) !== undefined && r.status?.keyId === undefined, 'the intent left for recovery');
+      await attackerUpdate('ApiKey', 'stripped', (r) => { delete r.metadata.annotations?.['keys.neon.dev/create-pending']; });
+      // With the intent gone, a new attempt gets the resource its key; the lost attempt's key is recorded nowhere and still live.
+      key2 = (await untilAttacker('ApiKey', 'stripped', (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1, 'Ready with a new key')).status!.keyId!;
+      expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
+    } finally {
+      await adminApi('DELETE', '/faults');
+    }
+    // Once a list answers: found by the resource's tag, past the pending grace, and revoked.
+    await eventually(async () => ((await platformKeys()).find((k) => k.id === key1)?.revoked === true ? true : undefined), 30_000, 'the lost attempt\'s key revoked');
+    expect(await liveKeysOf('stripped')).toEqual([key2]);
+    await eventually(async () => ((await eventReasons('stripped')).includes('CreateRecovered') ? true : undefined), 10_000, 'the CreateRecovered event');
+    await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'stripped' });
+    await gone('stripped');
+    expect(await liveKeysOf('stripped')).toEqual([]);
+    await victimsIntact();
+  });
+
   // ---- issuer mode (issue 40): a tenant holding no platform key, served by ClusterKeyIssuers ----
 
   /** The HTTP status of a refused call; undefined when it succeeded. */

@@ -132,7 +132,7 @@ async function createClaimed(
     logger.info({ reason: decision.reason, replaces }, 'repairing drift');
   }
   const pending: PendingAttempt = {
-    attempt: attemptName(ctx.spec.keyName ?? defaultKeyName(resource)),
+    attempt: attemptName(ctx.spec.keyName ?? defaultKeyName(resource), deps.signer.attemptTag(resource.metadata.uid)),
     startedAt: new Date(deps.now()).toISOString(),
     holder: deps.identity,
     ...(replaces !== undefined ? { replaces } : {}),
@@ -383,6 +383,35 @@ function replacedFields(status: KeyResource['status'], unrevoked: ReplacedKey | 
 
 /** At most this many replaced keys recorded (the CRD's bound): the oldest beyond it is the likeliest revoked already. */
 const MAX_REPLACED_KEYS = 8;
+
+/**
+ * Keys of this resource's attempts that nothing records (their intent was stripped or replaced
+ * before its create was resolved): revoked, as recovery would have (docs/design.md section 3.1).
+ * Never in a Secret; nothing in status changes.
+ */
+export async function revokeOrphans(deps: KeyDeps, ctx: Context, keyIds: readonly number[]): Promise<ReconcileResult> {
+  const { adapter, resource, logger } = ctx;
+  if (adapter === undefined) throw new Error('revoke without a spec');
+  const { platform } = platformOf(deps, ctx);
+  const revoked: number[] = [];
+  for (const keyId of keyIds) {
+    try {
+      await adapter.revoke(platform, keyId);
+      revoked.push(keyId);
+    } catch (error) {
+      const failure = asPlatformFailure(error);
+      if (failure?.code === 'NOT_FOUND') continue;
+      logger.warn({ keyId, code: failure?.code }, 'a key of an interrupted create is still not revoked');
+      return { type: 'Backoff', ...(failure?.retryAfterMs !== undefined ? { minDelayMs: failure.retryAfterMs } : {}) };
+    }
+  }
+  deps.drift.revokedTagged(platformOf(deps, ctx).credentialsId, adapter.listScope, keyIds);
+  logger.info({ revoked }, 'revoked keys of an interrupted create whose intent was gone');
+  if (revoked.length > 0) {
+    await deps.events.record(resource, 'Warning', 'CreateRecovered', `revoked key(s) ${revoked.join(', ')}, made by an interrupted create of this resource whose intent annotation was removed or replaced; recorded nowhere`);
+  }
+  return { type: 'Continue' };
+}
 
 /**
  * A pass with status.replacedKeys: each is revoked (NOT_FOUND: gone already) and dropped from status;

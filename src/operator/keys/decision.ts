@@ -127,6 +127,8 @@ export interface Observation {
   retiringKeyIds?: number[];
   /** status.replacedKeys: keys a repair replaced that the platform has not revoked yet. */
   replacedKeyIds?: number[];
+  /** Keys of this resource's attempts (their names carry its tag) recorded nowhere: left by a create whose intent was lost (observe.ts orphanKeys). */
+  orphanKeyIds?: number[];
   /** This operator process: a restarted process is a different holder. */
   identity: string;
   /** How long another holder's intent is presumed in flight (longer than a create request can take). */
@@ -210,6 +212,8 @@ export type Action =
   | { type: 'Unverifiable'; keyId: number; report: boolean; retryAfterMs: number }
   /** Revoke the keys a repair replaced that the platform did not revoke then (status.replacedKeys). */
   | { type: 'RevokeReplaced'; keyIds: number[] }
+  /** Revoke the keys an interrupted create left whose intent is gone (stripped, replaced): recorded nowhere, never in a Secret. */
+  | { type: 'RevokeOrphans'; keyIds: number[] }
   /** Deletion: revoke the key, and the keys still retiring (they are in no Secret any more). */
   | { type: 'Revoke'; keyId: number; retiring?: number[] }
   /** Deletion with deletionPolicy Retain: the key and its Secret stay, the Secret loses its owner; retiring keys are revoked. */
@@ -359,8 +363,9 @@ export function decide(o: Observation): Decision {
     if (pending === 'Malformed' || pending === 'Unsigned') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: REFUSED_INTENT[pending] };
     if (pending !== undefined) return pendingDecision(o, pending, 'deleting');
     const keyId = recordedKeyId(o);
-    // The replaced keys not revoked yet go with the retiring ones: in no Secret, recorded only here.
-    const retiring = [...o.retiringKeyIds ?? [], ...o.replacedKeyIds ?? []];
+    // The replaced keys not revoked yet go with the retiring ones: in no Secret, recorded only here;
+    // and the keys of an interrupted create whose intent is gone (orphanKeyIds).
+    const retiring = [...o.retiringKeyIds ?? [], ...o.replacedKeyIds ?? [], ...o.orphanKeyIds ?? []];
     const andRetiring = retiring.length > 0 ? ` and retiring key(s) ${retiring.join(', ')}` : '';
     if (retiring.length > 0 && o.credentials !== 'Present') {
       return { ...blockedOnCredentials(o.credentials, `revoke retiring key(s) ${retiring.join(', ')}`, o.throughIssuer), reason: 'CredentialsMissing' };
@@ -371,6 +376,10 @@ export function decide(o: Observation): Decision {
         reason: 'Retained',
         message: (keyId === undefined ? 'no key was issued' : `deletionPolicy Retain: key ${keyId} and its Secret are kept`) + (retiring.length > 0 ? `; retiring key(s) ${retiring.join(', ')} revoked` : ''),
       };
+    }
+    if (keyId === undefined && (o.orphanKeyIds ?? []).length > 0) {
+      const keyIds = o.orphanKeyIds ?? [];
+      return { action: { type: 'RevokeOrphans', keyIds }, reason: 'Deleting', message: `revoking key(s) ${keyIds.join(', ')} of an interrupted create whose intent is gone` };
     }
     if (keyId === undefined) return { action: { type: 'Release' }, reason: 'NoKey', message: 'no key was issued; nothing to revoke' };
     if (o.credentials !== 'Present') {
@@ -394,6 +403,10 @@ export function decide(o: Observation): Decision {
   if ((o.replacedKeyIds ?? []).length > 0 && o.credentials === 'Present' && o.credentialsChanged !== true) {
     const keyIds = o.replacedKeyIds ?? [];
     return { action: { type: 'RevokeReplaced', keyIds }, reason: 'RevokingReplaced', message: `revoking replaced key(s) ${keyIds.join(', ')}` };
+  }
+  if ((o.orphanKeyIds ?? []).length > 0 && o.credentials === 'Present' && o.credentialsChanged !== true) {
+    const keyIds = o.orphanKeyIds ?? [];
+    return { action: { type: 'RevokeOrphans', keyIds }, reason: 'RevokingReplaced', message: `revoking key(s) ${keyIds.join(', ')} of an interrupted create whose intent is gone` };
   }
 
   const secret = o.secret;

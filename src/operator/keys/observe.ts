@@ -18,6 +18,7 @@ import { checkRecordedKey, type FailingSince } from './observing/drift-check.ts'
 import { capRefusal, credentialsSource, type CredentialsSettings } from './issuing/credentials-source.ts';
 import type { Context, KeyDeps } from './reconcile-context.ts';
 import { locateSecret, observeSecret } from './secret/secret-writer.ts';
+import { orphanKeys } from './observing/orphans.ts';
 import { recordedValues, secretInLine, templateOf } from './secret/secret-template.ts';
 
 /** Without settings (tests of one action): namespace credentials allowed, no issuers. */
@@ -142,6 +143,27 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     }));
     if (listed !== undefined) platform.listed = true;
   }
+  // Keys an interrupted create of this resource left, whatever became of its intent (stripped or
+  // replaced by whoever may edit the resource: issue 41): named with this resource's attempt tag in
+  // the list just checked, recorded nowhere on it, made after the resource and long enough ago that
+  // no create of this process is still on its way to record it.
+  // Being deleted, the list is taken if none was lately (shared by the scope's resources), and any age counts: no create runs any more.
+  const deleting = meta.deletionTimestamp !== undefined;
+  const releasing = deleting && meta.annotations?.[ANNOTATION_RELEASE_WITHOUT_REVOKE] === 'true' && typeof status.issuer !== 'string' && parsedSpec?.issuerRef === undefined;
+  let orphans: number[] = [];
+  if (pending === undefined && !releasing && adapter !== undefined && apiKey !== undefined && credentials === 'Present' && (listed !== undefined || deleting) && !refused) {
+    const client = deps.platformFor(apiKey);
+    try {
+      if (deleting) await deps.drift.ensureList(client.credentialsId, adapter, client.platform);
+      orphans = orphanKeys(deps, {
+        credentialsId: client.credentialsId, listScope: adapter.listScope, uid: meta.uid, createdAt: parseTime(meta.creationTimestamp as unknown as string | undefined),
+        recorded: [recorded, ...retiringKeys.map((k) => k.keyId), ...(status.replacedKeys ?? []).map((k) => k.keyId)], minAgeMs: deleting ? 0 : deps.pendingGraceMs,
+      });
+    } catch (error) {
+      // The list not taken: the deletion goes on as before (its revokes meet the same failure).
+      logger.debug({ err: error }, 'no list for the interrupted creates\' keys');
+    }
+  }
   const abandon = meta.annotations?.[ANNOTATION_ABANDON_KEY];
   // The cap of the issuer's rule, for a first key only (issuer-slots.ts): refused here, before any
   // write; taken for good at the intent (create-protocol.ts).
@@ -164,6 +186,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     ...(retiring !== undefined ? { retiring } : {}),
     ...(retiringKeys.length > 0 ? { retiringKeyIds: retiringKeys.map((k) => k.keyId) } : {}),
     ...((status.replacedKeys ?? []).length > 0 ? { replacedKeyIds: (status.replacedKeys ?? []).map((k) => k.keyId) } : {}),
+    ...(orphans.length > 0 ? { orphanKeyIds: orphans } : {}),
     identity: deps.identity,
     pendingGraceMs: deps.pendingGraceMs,
     deleting: meta.deletionTimestamp !== undefined,

@@ -184,7 +184,7 @@ export interface ObjectVersion {
 }
 
 /** What ended a rest: which input changed since the last full pass (ReconcileRecord.restBroken). */
-export type RestBroken = 'rotation due' | 'cache stale' | 'resource' | 'secret' | 'credentials' | 'operations' | 'client dropped' | 'key absent' | 'project gone' | 'check failed' | 'usage';
+export type RestBroken = 'rotation due' | 'cache stale' | 'resource' | 'secret' | 'credentials' | 'operations' | 'client dropped' | 'key absent' | 'project gone' | 'check failed' | 'usage' | 'orphan';
 
 /** What the at-rest check reads of the process: its caches, and its platform clients by id. */
 export interface RestInputs {

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { Reconciler, ReconcileResult, Request, Worker } from '../runtime/controller.ts';
 import { FINALIZER, type KeyResource, type KindName } from '../resources/schema.ts';
 import { blockedConditions, creatingConditions, deletingConditions, findCondition, shownReason, unverifiableConditions } from './status/conditions.ts';
-import { adopt, clearPending, create, recover, revokeReplacedKeys } from './create-protocol.ts';
+import { adopt, clearPending, create, recover, revokeOrphans, revokeReplacedKeys } from './create-protocol.ts';
 import { decide, type Decision } from './decision.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import { retire } from './rotation/rotation.ts';
@@ -70,7 +70,8 @@ export class KeyReconciler implements Reconciler {
       now: options.now ?? Date.now,
       unverifiedAfterMs: options.unverifiedAfterMs ?? 2 * options.driftIntervalMs,
       credentialsKinds: new CredentialsKinds(options.driftIntervalMs),
-      memberships: new OrganizationMemberships(options.driftIntervalMs, options.now ?? Date.now),
+      // A membership changes rarely: asked again every 5 minutes (or drift interval, if longer), and at once for other credentials.
+      memberships: new OrganizationMemberships(Math.max(options.driftIntervalMs, MEMBERSHIP_TTL_MS), options.now ?? Date.now),
     };
   }
 
@@ -382,6 +383,8 @@ export class KeyReconciler implements Reconciler {
         return unverifiable(deps, ctx, decision, action);
       case 'RevokeReplaced':
         return revokeReplacedKeys(deps, ctx, action.keyIds);
+      case 'RevokeOrphans':
+        return revokeOrphans(deps, ctx, action.keyIds);
       case 'Revoke':
         return revokeAndRelease(deps, ctx, action.keyId, action.retiring);
       case 'Retain':
@@ -431,6 +434,9 @@ async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (p
     slot.done();
   }
 }
+
+/** How long an answer of GET /users/me/organizations is kept (organization-membership.ts). */
+const MEMBERSHIP_TTL_MS = 5 * 60_000;
 
 /**
  * Refuses a create whose credentials of the namespace do not belong to the organization it names

@@ -55,7 +55,7 @@ export const ANNOTATION_PURPOSE = 'keys.neon.dev/purpose';
 export const ANNOTATION_ROTATED_PREFIX = 'keys.neon.dev/rotated.';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'neon-key-operator';
-/** The platform appends "-" and 8 random characters to keyName; key names hold at most 64. */
+/** The operator appends "-" and 8 characters (the resource's tag and 3 random ones) to keyName; key names hold at most 64. */
 export const KEY_NAME_MAX = 64 - 9;
 
 
@@ -165,7 +165,7 @@ export const DeletionPolicy = z.enum(['Revoke', 'Retain']).default('Revoke').met
 });
 
 const keyName = z.string().min(1).max(KEY_NAME_MAX).regex(/^[A-Za-z0-9][-_.A-Za-z0-9]*$/).meta({
-  description: `Name of the key in the platform console; the operator appends "-" and 8 random characters. `
+  description: `Name of the key in the platform console; the operator appends "-" and 8 characters (5 of the resource's own tag, 3 random). `
     + `At most ${KEY_NAME_MAX} characters. Defaults to <namespace>-<name>.`,
 });
 

@@ -4,7 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
 import type { OperationsSnapshot } from '../../../src/operator/keys/observing/operations-poller.ts';
-import { ANNOTATION_CREATE_PENDING, type KeyResource } from '../../../src/operator/resources/schema.ts';
+import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
 
 const condition = (resource: KeyResource | undefined, type: string): string | undefined => {
@@ -147,6 +147,52 @@ describe('drift', () => {
     expect(await r.reconcile()).toEqual({ type: 'Done' });
     expect(r.platform.calls.filter((c) => c.startsWith('revokeOrg')).slice(-2).sort()).toEqual([`revokeOrg org-1 ${current}`, `revokeOrg org-1 ${old}`].sort());
     expect(r.platform.keys).toEqual([]);
+  });
+
+  it('a key an interrupted create left, its intent stripped, is found by the resource\'s tag in the drift list and revoked; a key of the same name base by hand, a fresh one and one older than the resource are not', async () => {
+    const clock = later();
+    const r = rig({ now: clock.now, drift: new DriftCache(60_000, clock.now) });
+    r.platform.now = clock.now;
+    const resource = keyResource();
+    resource.metadata.creationTimestamp = new Date(clock.now()).toISOString();
+    const tag = r.signer.attemptTag(resource.metadata.uid);
+    // Made before the resource existed (the tag is a coincidence there): never its.
+    clock.advance(-30_000);
+    const before = (await r.platform.createOrganizationKey('org-1', { keyName: `ci-deployer-${tag}old` })).id;
+    clock.advance(30_000);
+    r.kube.putResource(resource);
+    await r.reconcile();
+    const recorded = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyName).toMatch(new RegExp(`^ci-deployer-${tag}[a-z0-9]{3}$`));
+    // An attempt whose answer was lost and whose intent was then removed, and a person's key named like the resource's.
+    const orphan = (await r.platform.createOrganizationKey('org-1', { keyName: `ci-deployer-${tag}zzz` })).id;
+    const byHand = (await r.platform.createOrganizationKey('org-1', { keyName: 'ci-deployer-abcdefgh' })).id;
+    // Within --pending-grace (the rig's 2 minutes) of its create it may still be on its way to a record: left alone.
+    clock.advance(121_000);
+    const late = (await r.platform.createOrganizationKey('org-1', { keyName: `ci-deployer-${tag}new` })).id;
+    await r.settle();
+    expect(r.platform.keys.map((k) => k.id).sort()).toEqual([before, recorded, byHand, late].sort());
+    expect(r.events.reasons()).toContain('Warning CreateRecovered');
+    expect(r.events.events.find((e) => e.startsWith('Warning CreateRecovered'))).toContain(`revoked key(s) ${orphan},`);
+    // Past it, the late one too (the resource at rest is looked at again for it).
+    clock.advance(121_000);
+    await r.settle();
+    expect(r.platform.keys.map((k) => k.id).sort()).toEqual([before, recorded, byHand].sort());
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId).toBe(recorded);
+  });
+
+  it('a resource deleted with no key but a key an interrupted create left: that key is revoked before the finalizer goes', async () => {
+    const r = rig();
+    const resource = keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] });
+    resource.metadata.creationTimestamp = new Date(Date.now() - 60_000).toISOString();
+    const orphan = (await r.platform.createOrganizationKey('org-1', { keyName: `ci-deployer-${r.signer.attemptTag(resource.metadata.uid)}abc` })).id;
+    resource.metadata.deletionTimestamp = new Date().toISOString();
+    r.kube.putResource(resource);
+    r.platform.calls.length = 0;
+    await r.settle();
+    expect(r.platform.calls).toEqual(['listOrg org-1', `revokeOrg org-1 ${orphan}`]);
+    expect(r.platform.keys).toEqual([]);
+    expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')).toBeUndefined();
   });
 
   it('a key whose list the credentials may not read is reported unverifiable once that lasts, never revoked or replaced', async () => {

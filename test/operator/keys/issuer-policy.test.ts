@@ -187,7 +187,7 @@ describe('a key through an issuer, against the fakes', () => {
     r.kube.resources.set(`ProjectApiKey/${NAMESPACE}/ci`, { ...issued, metadata: { ...issued.metadata, deletionTimestamp: new Date().toISOString() } });
     r.platform.calls.length = 0;
     await r.settle('ProjectApiKey');
-    expect(r.platform.calls).toEqual([`revokeOrg org-1 ${issued.status?.keyId}`]);
+    expect(r.platform.calls).toEqual(['listOrg org-1', `revokeOrg org-1 ${issued.status?.keyId}`]);
     expect(r.kube.resource('ProjectApiKey', NAMESPACE, 'ci')).toBeUndefined();
   });
 

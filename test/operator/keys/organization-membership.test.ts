@@ -29,6 +29,8 @@ describe('OrganizationMemberships', () => {
     for (let i = 0; i < MAX_CLIENTS + 20; i++) await memberships.isMember(`creds-${i}`, 'org-0', async () => many);
     expect(memberships.size.credentials).toBe(MAX_CLIENTS);
     expect(memberships.size.organizations).toBe(MAX_CLIENTS * MAX_ORGANIZATIONS);
+    // An organization past the kept ones is asked about again, never taken as not a member.
+    expect(await memberships.isMember(`creds-${MAX_CLIENTS + 19}`, `org-${MAX_ORGANIZATIONS + 10}`, async () => many)).toBe(true);
     for (let i = 0; i < MAX_CLIENTS + 20; i++) memberships.learn(`ns/creds@${i}`, `creds-${i}`);
     expect(memberships.size.secrets).toBe(MAX_CLIENTS);
   });

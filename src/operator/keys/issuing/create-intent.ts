@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { PendingAttempt, RefusedIntent } from '../decision.ts';
 import { KEY_NAME_MAX, type KeyResource } from '../../resources/schema.ts';
-import type { Signer } from './signing.ts';
+import { ATTEMPT_TAG_LENGTH, type Signer } from './signing.ts';
 
 /** The annotation's value: the attempt and the operator's signature over it and the uid. */
 export function encodeIntent(signer: Signer, uid: string, pending: PendingAttempt): string {
@@ -97,13 +97,28 @@ function intentFields(uid: string, p: PendingAttempt): (string | number | undefi
 
 const ATTEMPT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
-export function attemptName(base: string): string {
-  const bytes = randomBytes(8);
-  let suffix = '';
+/**
+ * An attempt's key name: `<base>-<tag><3 random characters>`, the tag the resource's (Signer
+ * attemptTag: 5 characters from its uid under the signing key). A key of an attempt whose intent was
+ * lost or stripped is still known as this resource's by its name (attemptTagOf, observe.ts orphans);
+ * the random part keeps attempts of one resource apart.
+ */
+export function attemptName(base: string, tag: string): string {
+  const bytes = randomBytes(ATTEMPT_SUFFIX - tag.length);
+  let suffix = tag;
   for (const b of bytes) suffix += ATTEMPT_ALPHABET[b % ATTEMPT_ALPHABET.length];
   return `${base.slice(0, KEY_NAME_MAX)}-${suffix}`;
 }
 
+/** The characters after the last `-` of an attempt's name. */
+const ATTEMPT_SUFFIX = 8;
+const ATTEMPT_NAME = /-([a-z0-9]{8})$/;
+
+/** The resource tag an attempt's key name carries (attemptName), or undefined for any other name. */
+export function attemptTagOf(name: string): string | undefined {
+  const suffix = ATTEMPT_NAME.exec(name)?.[1];
+  return suffix?.slice(0, ATTEMPT_TAG_LENGTH);
+}
 
 /** The key name of a resource without spec.keyName: `<namespace>-<name>`, cut to the platform's limit. */
 export function defaultKeyName(resource: Pick<KeyResource, 'metadata'>): string {

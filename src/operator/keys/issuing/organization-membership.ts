@@ -11,17 +11,20 @@
 //
 // Answers are remembered per credentials value for `ttlMs` (a membership rarely changes; new
 // credentials are other credentials, asked at once), at most MAX_CLIENTS of them, each at most
-// MAX_ORGANIZATIONS ids: bounded in bytes whatever the tenants name. A new key waits in its
+// MAX_ORGANIZATIONS ids: bounded in bytes whatever the tenants name (256 × 100 ids of at most 64
+// characters: under 3 MiB however used, about 20 KiB for a few credentials). A new key waits in its
 // organization's line before it is read only when its credentials Secret, at the version the cache
 // holds, was found a member (knownMember): a Secret edited since is asked again first.
 import { MAX_CLIENTS } from '../platform-clients.ts';
 
-/** The organizations of one credentials value kept at most (a user in more is asked again past these). */
-export const MAX_ORGANIZATIONS = 1_000;
+/** The organizations of one credentials value kept at most: for a user in more, one not kept is asked about again each time. */
+export const MAX_ORGANIZATIONS = 100;
 
 interface Known {
   at: number;
   organizations: ReadonlySet<string>;
+  /** The answer listed more than MAX_ORGANIZATIONS: absence from the set says nothing. */
+  truncated: boolean;
 }
 
 export class OrganizationMemberships {
@@ -40,7 +43,8 @@ export class OrganizationMemberships {
   /** Whether the credentials belong to the organization: asked once per `ttlMs` (concurrent askers share one request). */
   async isMember(credentialsId: string, organizationId: string, ask: () => Promise<readonly { id: string }[]>): Promise<boolean> {
     const known = this.#fresh(credentialsId) ?? await this.#ask(credentialsId, ask);
-    return known.organizations.has(organizationId);
+    if (known.organizations.has(organizationId) || !known.truncated) return known.organizations.has(organizationId);
+    return (await ask()).some((o) => o.id === organizationId);
   }
 
   /** The credentials Secret at this version holds these credentials (learnt when a reconcile read it). */
@@ -75,8 +79,9 @@ export class OrganizationMemberships {
     const asking = this.#asking.get(credentialsId);
     if (asking !== undefined) return await asking;
     const request = (async () => {
-      const organizations = new Set((await ask()).slice(0, MAX_ORGANIZATIONS).map((o) => o.id));
-      const known = { at: this.#now(), organizations };
+      const answer = await ask();
+      const organizations = new Set(answer.slice(0, MAX_ORGANIZATIONS).map((o) => o.id));
+      const known = { at: this.#now(), organizations, truncated: answer.length > MAX_ORGANIZATIONS };
       this.#known.delete(credentialsId);
       this.#known.set(credentialsId, known);
       for (const [id, entry] of this.#known) {

@@ -16,6 +16,10 @@ const KEY_BYTES = 32;
 
 type Field = string | number | undefined;
 
+/** The characters of an attempt's name suffix (create-intent.ts), and how many of them are the resource's tag. */
+const TAG_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+export const ATTEMPT_TAG_LENGTH = 5;
+
 export class Signer {
   readonly #key: Buffer;
 
@@ -34,6 +38,19 @@ export class Signer {
     const expected = Buffer.from(this.sign(purpose, fields));
     const given = Buffer.from(signature);
     return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  /**
+   * The tag of a resource's create attempts (create-intent.ts attemptName): 5 characters of
+   * [a-z0-9] from an HMAC of its uid, so that a key an interrupted create made is known as this
+   * resource's by its name alone, whatever became of the intent, and nobody without the signing key
+   * can name a key so.
+   */
+  attemptTag(uid: string): string {
+    const digest = createHmac('sha256', this.#key).update(`attempt\n${uid}`).digest();
+    let tag = '';
+    for (let i = 0; i < ATTEMPT_TAG_LENGTH; i++) tag += TAG_ALPHABET[digest[i]! % TAG_ALPHABET.length];
+    return tag;
   }
 
   /**

@@ -31,6 +31,7 @@ import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift-ch
 import { ownerOf, type Context, type KeyDeps, type ObjectVersion, type RestBroken, type RestInputs } from '../reconcile-context.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
 import { intern } from '../../runtime/intern.ts';
+import { isOrphanAge } from './orphans.ts';
 
 /** What a full reconcile ending in InSync verified, kept per resource (no secret in it). */
 export interface Verified {
@@ -56,6 +57,9 @@ export interface Verified {
   adapter: KeyAdapter;
   keyId: number;
   createdAt: string | undefined;
+  /** The resource's attempt tag and creation time: a key an interrupted create left ends the rest (observe.ts orphanKeys). */
+  attemptTag: string;
+  resourceCreatedMs: number | undefined;
   /** status.lastUsedAt / lastUsedFromAddr once that pass's status was written. */
   usage: { lastUsedAt?: string; lastUsedFromAddr?: string };
   unusedAfter: string | undefined;
@@ -133,6 +137,8 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
     adapter,
     keyId,
     createdAt: status.createdAt,
+    attemptTag: deps.signer.attemptTag(resource.metadata.uid),
+    resourceCreatedMs: resource.metadata.creationTimestamp !== undefined ? Date.parse(resource.metadata.creationTimestamp as unknown as string) : undefined,
     usage,
     unusedAfter,
     inUse: inUseOf(unusedAfter, ctx.listed, usage, status.createdAt, deps.now()),
@@ -140,6 +146,14 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
     nextRotationAt: ctx.rotation.schedule.nextAt,
     reason,
   };
+}
+
+/** A key of this resource's attempts that nothing records, in the list just checked (no request). */
+function hasOrphans(deps: KeyDeps, verified: Verified): boolean {
+  const list = deps.drift.tagged(verified.credentialsId, verified.adapter.listScope, verified.attemptTag);
+  const created = verified.resourceCreatedMs;
+  if (list === undefined || created === undefined || !Number.isFinite(created)) return false;
+  return list.keys.some((k) => k.id !== verified.keyId && isOrphanAge(k, created, list.at, deps.pendingGraceMs));
 }
 
 /**
@@ -177,6 +191,7 @@ export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSin
     return 'check failed';
   }
   if (found.key !== 'Live') return 'key absent';
+  if (hasOrphans(deps, verified)) return 'orphan';
   if (found.project === 'NotInOrganization') return 'project gone';
   // The key's use as status shows it: the same, or the full pass writes it.
   if (Object.keys(usageFields(found.listed, verified.usage)).length > 0) return 'usage';

@@ -3,6 +3,7 @@
 // share the snapshot; concurrent refreshes share one request. The check one reconcile makes of its
 // recorded key through these lists is drift-check.ts.
 import type { KeyAdapter, KeyPlatform, ListedKey, ListedUse } from '../adapter.ts';
+import { attemptTagOf } from '../issuing/create-intent.ts';
 
 /**
  * What a reader of a whole list (an inventory, src/operator/inventory) keeps of it: made from the
@@ -27,6 +28,27 @@ export const MAX_DRIFT_LISTS = 1_024;
 
 interface Snapshot<T> { at: number; value: T }
 
+/** A listed key whose name carries an attempt tag: its id and creation time (ms). */
+export interface TaggedKey { id: number; createdAt: number | undefined }
+
+/**
+ * The keys of a list by the attempt tag their names carry (about 100 bytes a key named by the
+ * operator; a key named otherwise costs nothing).
+ */
+function taggedKeys(listed: readonly ListedKey[]): Map<string, TaggedKey[]> {
+  const byTag = new Map<string, TaggedKey[]>();
+  for (const key of listed) {
+    const tag = attemptTagOf(key.name);
+    if (tag === undefined) continue;
+    const createdAt = key.created_at !== undefined ? Date.parse(key.created_at) : Number.NaN;
+    const entry = { id: key.id, createdAt: Number.isFinite(createdAt) ? createdAt : undefined };
+    const keys = byTag.get(tag);
+    if (keys === undefined) byTag.set(tag, [entry]);
+    else keys.push(entry);
+  }
+  return byTag;
+}
+
 function listedUse(key: ListedKey): ListedUse {
   return { id: key.id, last_used_at: key.last_used_at, last_used_from_addr: key.last_used_from_addr };
 }
@@ -49,6 +71,8 @@ export class DriftCache {
   readonly #keys = new Map<string, Snapshot<Map<number, ListedUse>>>();
   readonly #projects = new Map<string, Snapshot<Set<string>>>();
   readonly #inflight = new Map<string, Promise<unknown>>();
+  /** Per key list: its keys by attempt tag, as last taken (tagged()). */
+  readonly #tagged = new Map<string, { at: number; keys: Map<string, TaggedKey[]> }>();
   readonly #failures = new Map<string, { at: number; error: unknown }>();
   /**
    * The lists checks asked for within the last interval and a half, with what refreshes them: taken
@@ -120,6 +144,7 @@ export class DriftCache {
     this.#failures.delete(id);
     this.#views.delete(id);
     this.#issued.delete(id);
+    this.#tagged.delete(id);
   }
 
   /** How many lists are kept (tests: bounded). */
@@ -177,6 +202,34 @@ export class DriftCache {
   }
 
   /**
+   * The keys of the list last taken for these credentials and scope (no request) whose names carry
+   * a resource's attempt tag (create-intent.ts attemptTagOf), with when each was made and when the
+   * list was taken: what its interrupted creates may have left (observe.ts, orphans).
+   */
+  tagged(credentialsId: string, listScope: string, tag: string): { at: number; keys: readonly TaggedKey[] } | undefined {
+    const list = this.#tagged.get(`keys|${credentialsId}|${listScope}`);
+    return list === undefined ? undefined : { at: list.at, keys: list.keys.get(tag) ?? [] };
+  }
+
+  /** Keys revoked by this process: gone from the tagged keys of the list until it is taken again. */
+  revokedTagged(credentialsId: string, listScope: string, ids: readonly number[]): void {
+    const list = this.#tagged.get(`keys|${credentialsId}|${listScope}`);
+    if (list === undefined) return;
+    for (const [tag, keys] of list.keys) {
+      const left = keys.filter((k) => !ids.includes(k.id));
+      if (left.length === 0) list.keys.delete(tag);
+      else if (left.length !== keys.length) list.keys.set(tag, left);
+    }
+  }
+
+  /** The list of these credentials and scope taken within the interval (shared, as the checks'), for a resource being deleted. */
+  async ensureList(credentialsId: string, adapter: KeyAdapter, platform: KeyPlatform): Promise<void> {
+    const { id, refresh, load, gone } = this.#keyList(credentialsId, adapter, platform);
+    this.#asked(id, refresh);
+    await this.#fresh(this.#keys, id, load, this.#intervalMs, gone);
+  }
+
+  /**
    * A key was just issued (its create answered) for the resource `resource` (its work-queue key):
    * its list is taken each interval from now on, and a list that does not show it wakes the
    * resource, at rest or not (#issued).
@@ -204,6 +257,7 @@ export class DriftCache {
         if (at - view.askedAt > 1.5 * this.#intervalMs) views?.delete(viewId);
         else Object.assign(view, { at, value: view.make(listed, at) });
       }
+      this.#tagged.set(id, { at, keys: taggedKeys(listed) });
       return new Map(listed.map((k) => [k.id, listedUse(k)] as const));
     };
     const gone = (before: Map<number, ListedUse> | undefined, after: Map<number, ListedUse>, at: number): void => {

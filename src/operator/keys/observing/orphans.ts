@@ -1,0 +1,28 @@
+// Keys an interrupted create of a resource left, found by their names (issue 41). The create
+// intent is on the resource, where whoever may edit it can strip or replace it; an attempt whose
+// answer was lost (the operator restarted, the connection dropped) and whose intent is then gone
+// would leave a live key recorded nowhere. Every attempt's name carries the resource's tag (five
+// characters from its uid under the signing key: issuing/signing.ts attemptTag), so the drift list
+// of its credentials and scope shows such keys; those made after the resource, recorded nowhere on
+// it (its key, retiring and replaced keys) and old enough that no create is still on its way to
+// record them (--pending-grace, the age past which another process's intent counts as
+// interrupted: 2 minutes by default) are revoked (RevokeOrphans), on a drift pass or at its
+// deletion (at any age: no create runs then).
+import type { KeyDeps } from '../reconcile-context.ts';
+import type { TaggedKey } from './drift.ts';
+
+/** created_at has second precision and the platform's clock is not ours. */
+const CLOCK_MARGIN_MS = 5_000;
+
+/** A tagged key made after the resource (less the clocks' margin), and at least `minAgeMs` before the list was taken. */
+export function isOrphanAge(key: TaggedKey, resourceCreatedMs: number, listedAt: number, minAgeMs: number): boolean {
+  return key.createdAt !== undefined && key.createdAt >= resourceCreatedMs - CLOCK_MARGIN_MS && key.createdAt <= listedAt - minAgeMs;
+}
+
+/** The keys of a list carrying the resource's attempt tag and recorded nowhere on it (drift.ts tagged). */
+export function orphanKeys(deps: Pick<KeyDeps, 'drift' | 'signer'>, o: { credentialsId: string; listScope: string; uid: string; createdAt: number | undefined; recorded: readonly (number | undefined)[]; minAgeMs: number }): number[] {
+  const list = deps.drift.tagged(o.credentialsId, o.listScope, deps.signer.attemptTag(o.uid));
+  const created = o.createdAt;
+  if (list === undefined || list.keys.length === 0 || created === undefined || !Number.isFinite(created)) return [];
+  return list.keys.filter((k) => !o.recorded.includes(k.id) && isOrphanAge(k, created, list.at, o.minAgeMs)).map((k) => k.id);
+}
