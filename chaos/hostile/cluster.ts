@@ -10,8 +10,9 @@
 // credentials also holds the key of a user who belongs to no organization (foreign-creds), for the
 // creates it names the victims' organization with. The admission policy of deploy/base that keeps
 // the finalizer of a key an issuer made is applied here (chaos's environment applies only the RBAC
-// of deploy/base), so tenants meet it; the operator's ServiceAccount, whose token it runs with, and
-// the campaign's administrator (system:masters) are exempt from it, as there.
+// of deploy/base), so tenants meet it; it exempts whoever may update the finalizers subresource: the
+// operator (its ServiceAccount's token, with the RBAC of deploy/base) and the campaign's
+// administrator (system:masters), not the tenants' Role.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadAllYaml, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1ValidatingAdmissionPolicy, type V1ValidatingAdmissionPolicyBinding } from '@kubernetes/client-node';
@@ -171,7 +172,7 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
 /**
  * deploy/base/issued-keys-policy.yaml applied as it is, and in force: a probe resource naming an
  * issuer, made by the administrator with the operator's finalizer, whose finalizer the tenant may
- * not remove (403). The probe is removed by the administrator (system:masters, exempt).
+ * not remove (403). The probe is removed by the administrator (system:masters: exempt).
  */
 async function issuedKeysPolicy(env: Environment, tenant: Tenant): Promise<void> {
   const api = env.kubeConfig.makeApiClient(AdmissionregistrationV1Api);

@@ -227,7 +227,11 @@ async function campaign(e: Environment): Promise<boolean> {
       peakRssMiB: mib(op.peakRss), cgroupPeakMiB: cage.peakBytes() === undefined ? null : mib(cage.peakBytes()!), rssAtEndMiB: rssAtEnd, rssSamples: op.samples,
       rssPerSecondMiB: op.timeline,
     },
-    victims: { baseline, latencies, windows, bounds: VICTIM_BOUNDS, leaseTakeoverS: LEASE_TAKEOVER_MS / 1000, counts: victims.counts },
+    victims: {
+      baseline, latencies, windows, bounds: VICTIM_BOUNDS, leaseTakeoverS: LEASE_TAKEOVER_MS / 1000, counts: victims.counts,
+      // Every measured operation: when it was asked for (s since the start), how long it took, whether a window overlapped it.
+      operations: victims.spans.map((x) => ({ what: x.what, atS: journal.at(x.since), seconds: Number((x.ms / 1000).toFixed(2)), disturbed: disruptions.disturbed(x.what, x.since, x.since + x.ms) })),
+    },
     disruptions: {
       revokeOutages: disruptions.revokeOutages.map((w) => ({ by: w.by, atS: journal.at(w.from), seconds: Number((((w.to ?? Date.now()) - w.from) / 1000).toFixed(1)), revokesRefused: w.revokesRefused })),
       replacedKeys: outages,

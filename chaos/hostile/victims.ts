@@ -197,9 +197,17 @@ export class Victims {
       this.#journal.add('victims', 'victim.create', key, 'ok');
       this.counts.creates += 1;
     } catch (error) {
+      // An apiserver in trouble (etcd timing out) may answer 500 to a create it committed: the
+      // resource is the team's all the same, and the operator gives it a key.
+      const exists = !(error instanceof ApiException && error.code < 500)
+        && await this.#env.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: slot.namespace, plural: plural(kind), name }).then(() => true, () => false);
+      this.#journal.add('victims', 'victim.create', key, `${exists ? 'committed, answered' : 'failed'} ${error instanceof ApiException ? error.code : String(error)}`);
+      if (exists) {
+        this.counts.creates += 1;
+        return;
+      }
       delete slot.live;
       this.#pending.delete(key);
-      this.#journal.add('victims', 'victim.create', key, `failed ${error instanceof ApiException ? error.code : String(error)}`);
     }
   }
 
