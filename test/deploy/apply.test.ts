@@ -137,7 +137,7 @@ describe('the manifests applied to a real apiserver', () => {
     // No --wait: this control plane has no nodes, the pods stay Pending; the API objects are what counts.
     // crds.enabled=false: the CRDs exist already (applied with kubectl above and by other suites), and
     // a release never takes over objects it did not make; as for a second release in one cluster.
-    const out = await t.helm(['install', release, chartDir, '--namespace', ns, '--set', 'crds.enabled=false']);
+    const out = await t.helm(['install', release, chartDir, '--namespace', ns, '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false']);
     expect(out).toContain('STATUS: deployed');
     expect(out).toContain('Watching: every namespace');
     const sa = `${release}-neon-key-operator`;
@@ -206,7 +206,7 @@ describe('the manifests applied to a real apiserver', () => {
   it('installs with helm for a watched namespace only: rights there, none elsewhere', async () => {
     const release = `nkw-${suffix}`;
     releases.push({ name: release, namespace: ns });
-    const out = await t.helm(['install', release, chartDir, '--namespace', ns, '--set', 'crds.enabled=false', '--set', `watchNamespaces={${watched.join(',')}}`]);
+    const out = await t.helm(['install', release, chartDir, '--namespace', ns, '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false', '--set', `watchNamespaces={${watched.join(',')}}`]);
     expect(out).toContain(`Watching: ${watched.join(', ')}`);
     const sa = `${release}-neon-key-operator`;
     for (const namespace of watched) {
@@ -230,7 +230,7 @@ describe('the manifests applied to a real apiserver', () => {
     expect(await settles(true, sa, ns, 'create', 'secrets', ns)).toBe(true);
 
     // An upgrade back to the defaults (every namespace) swaps the Roles for the ClusterRole.
-    await t.helm(['upgrade', release, chartDir, '--namespace', ns, '--reset-values', '--set', 'crds.enabled=false']);
+    await t.helm(['upgrade', release, chartDir, '--namespace', ns, '--reset-values', '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false']);
     expect(await settles(true, sa, ns, 'list', 'secrets', unwatched)).toBe(true);
     expect(await settles(false, sa, ns, 'get', 'leases', watched[0], 'coordination.k8s.io')).toBe(false);
     const roles = await t.kubectl(['get', 'roles', '-n', watched[0] as string, '-l', `app.kubernetes.io/instance=${release}`, '-o', 'name']);

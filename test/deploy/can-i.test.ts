@@ -287,7 +287,7 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     const release = `ci-${suffix}`;
     releases.push({ name: release, namespace });
     // crds.enabled=false: the CRDs exist already (applied with kubectl); a release never takes them over.
-    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false']);
+    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false']);
     await expectMode({ title: 'chart, default values', operatorNamespace: namespace, serviceAccount: `${release}-neon-key-operator`, watched: [], unwatched });
   });
 
@@ -297,7 +297,7 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     const unwatched = await createNamespace(`can-i-${suffix}-chns-other`);
     const release = `cn-${suffix}`;
     releases.push({ name: release, namespace });
-    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false', '--set', `watchNamespaces={${watched.join(',')}}`]);
+    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false', '--set', `watchNamespaces={${watched.join(',')}}`]);
     await expectMode({ title: 'chart, watchNamespaces', operatorNamespace: namespace, serviceAccount: `${release}-neon-key-operator`, watched, unwatched });
   });
 
@@ -307,7 +307,7 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     const unwatched = await createNamespace(`can-i-${suffix}-chis-other`);
     const release = `cs-${suffix}`;
     releases.push({ name: release, namespace });
-    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false', '--set', `watchNamespaces={${watched.join(',')}}`, '--set', `issuerSecretsNamespace=${watched[1]}`]);
+    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false', '--set', `watchNamespaces={${watched.join(',')}}`, '--set', `issuerSecretsNamespace=${watched[1]}`]);
     await expectMode({ title: 'chart, watchNamespaces and issuerSecretsNamespace', operatorNamespace: namespace, serviceAccount: `${release}-neon-key-operator`, watched, unwatched, issuers: true });
   });
 });

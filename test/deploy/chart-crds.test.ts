@@ -80,7 +80,7 @@ describe('the chart upgrades its CRDs and keeps them on uninstall', () => {
     await t.kubectl(['wait', '--for=condition=Established', '--timeout=30s', `crd/apikeys.${group}`, `crd/projectapikeys.${group}`]);
   };
   const install = async (verb: 'install' | 'upgrade', release: string, namespace: string, chart: string): Promise<string> =>
-    await t.helm([verb, release, chart, '--namespace', namespace, '--set', 'rbac.aggregateToDefaultRoles=false']);
+    await t.helm([verb, release, chart, '--namespace', namespace, '--set', 'rbac.aggregateToDefaultRoles=false', '--set', 'rbac.issuedKeysPolicy=false']);
 
   beforeAll(async () => {
     const cp = await controlPlane();

@@ -78,7 +78,7 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
   it('issues a ProjectApiKey in each of two watched namespaces as the elected leader, serves probes and metrics on the pod IP, and revokes the key on delete', async () => {
     // The release watches the two application namespaces only: the narrowest RBAC the chart renders.
     // crds.enabled=false: the CRDs exist already (applied with kubectl); a release never takes them over.
-    await t.helm(['install', release, chartDir, '--namespace', ns, '--set', 'crds.enabled=false', '--set', `watchNamespaces={${appNs},${otherAppNs}}`]);
+    await t.helm(['install', release, chartDir, '--namespace', ns, '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false', '--set', `watchNamespaces={${appNs},${otherAppNs}}`]);
     const rendered = parseYaml(await t.helm(['get', 'manifest', release, '--namespace', ns]));
     const deployment = byKind(rendered, 'Deployment')[0] as K8sObject & {
       spec: { template: { spec: { serviceAccountName: string; containers: { args: string[]; env: EnvVar[] }[] } } };

@@ -402,13 +402,7 @@ export class Controller {
         const owner = ownerOf?.(obj);
         if (owner !== undefined) {
           if (deleted) this.#o.ownWrites?.forget(ref);
-          // Through the same limiter as an input's wakes: whoever may write an object of the
-          // namespace may name any resource there its owner (issue 41), and writing it in a loop
-          // must not reconcile that resource once per write. The first wakes go at once; our own
-          // writes (which wake nobody: #wake) take no token.
-          const event = { ref, resourceVersion, deleted };
-          if (!deleted && this.#o.ownWrites?.mine(ref, resourceVersion) === true) this.#wake(owner, event);
-          else this.#inputWakes.admit(owner, () => this.#wake(owner, event));
+          this.#wake(owner, { ref, resourceVersion, deleted });
         }
         const value = reference?.valueOf(obj);
         if (index === undefined || value === undefined || ownInput) return;

@@ -14,7 +14,9 @@
 // otherwise queue a new resource, a spec change or a deletion behind all of them.
 //
 // - add(key, { priority: 'low' }) and addAfter(key, ms, { priority: 'low' }) use the low lane;
-//   get() hands out a low key only when no normal one waits; each lane is FIFO;
+//   get() hands out a low key when no normal one waits, and one in every LOW_SHARE handouts while
+//   both lanes have keys (so that a stream of normal adds, a tenant writing its own resources in a
+//   loop, cannot starve the keys a restart listed: issue 41); each lane is FIFO;
 // - a key waits in one lane at most: a normal add of a key waiting in the low lane promotes it
 //   (its queue latency still counts from the first add); a low add never demotes;
 // - a key re-added while in flight is re-queued by done() with the highest priority it was
@@ -141,6 +143,9 @@ export interface WorkQueueOptions {
 }
 
 export type Priority = 'normal' | 'low';
+
+/** While both lanes have keys, one handout in this many is a low one. */
+export const LOW_SHARE = 8;
 
 export interface AddOptions {
   /** Default 'normal'. */
@@ -273,6 +278,10 @@ export class WorkQueue<K extends string> {
   readonly #metrics: WorkQueueMetrics | undefined;
   readonly #timers: Timers;
   #shuttingDown = false;
+  /** Normal keys handed out in a row while low ones waited (LOW_SHARE). */
+  #normalStreak = 0;
+  /** Keys waiting in the low lane. */
+  #lowWaiting = 0;
 
   constructor(options: WorkQueueOptions = {}) {
     this.#timers = options.timers ?? realTimers;
@@ -347,7 +356,7 @@ export class WorkQueue<K extends string> {
    */
   get(): Promise<K | undefined> {
     if (this.#shuttingDown) return Promise.resolve(undefined);
-    const entry = this.#normal.shift() ?? this.#low.shift();
+    const entry = this.#next();
     if (entry !== undefined) return Promise.resolve(this.#start(entry.key));
     return new Promise((resolve) => this.#waiters.push(resolve));
   }
@@ -379,6 +388,7 @@ export class WorkQueue<K extends string> {
     this.#delayed.clear();
     this.#normal.clear();
     this.#low.clear();
+    this.#lowWaiting = 0;
     let waiting = this.#waiting.size;
     for (const entry of this.#waiting.values()) this.#metrics?.depth(--waiting, entry.key, entry.priority, -1);
     this.#waiting.clear();
@@ -404,12 +414,33 @@ export class WorkQueue<K extends string> {
     this.#push(key, priority);
   }
 
+  /** Normal first; a low key once LOW_SHARE - 1 normal ones went in a row while it waited. */
+  #next(): Entry<K> | undefined {
+    if (this.#lowWaiting === 0) {
+      this.#normalStreak = 0;
+      return this.#normal.shift();
+    }
+    if (this.#normalStreak < LOW_SHARE - 1) {
+      const entry = this.#normal.shift();
+      if (entry !== undefined) {
+        this.#normalStreak++;
+        return entry;
+      }
+    }
+    this.#normalStreak = 0;
+    const low = this.#low.shift();
+    if (low === undefined) return this.#normal.shift();
+    this.#lowWaiting--;
+    return low;
+  }
+
   /** A normal add of a key that is dirty at low priority: waiting, it moves to the normal lane. */
   #promote(key: K): void {
     this.#dirty.set(key, 'normal');
     const entry = this.#waiting.get(key);
     if (entry === undefined) return; // in flight: done() re-queues it at normal priority
     this.#low.retire(entry);
+    this.#lowWaiting--;
     this.#waiting.delete(key);
     this.#metrics?.depth(this.#waiting.size, key, 'low', -1);
     this.#push(key, 'normal'); // #addedAt is kept: latency counts from the first add
@@ -418,6 +449,7 @@ export class WorkQueue<K extends string> {
   #push(key: K, priority: Priority): void {
     const entry: Entry<K> = { key, priority, live: true };
     this.#waiting.set(key, entry);
+    if (priority === 'low') this.#lowWaiting++;
     (priority === 'normal' ? this.#normal : this.#low).push(entry);
     this.#metrics?.depth(this.#waiting.size, key, priority, 1);
   }

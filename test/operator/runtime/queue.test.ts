@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ControllerRateLimiter, WorkQueue, type Timers, type WorkQueueMetrics } from '../../../src/operator/runtime/queue.ts';
+import { ControllerRateLimiter, LOW_SHARE, WorkQueue, type Timers, type WorkQueueMetrics } from '../../../src/operator/runtime/queue.ts';
 
 /** A manual clock: timers fire only when the test advances time. */
 class FakeTimers implements Timers {
@@ -346,6 +346,25 @@ describe('WorkQueue priorities', () => {
     expect(order).toEqual(['n1', 'n2', 'low1', 'low2', 'low3']);
   });
 
+  it('a stream of normal adds cannot starve the low lane: one handout in LOW_SHARE is a low key while both wait', async () => {
+    const q = new WorkQueue<string>();
+    for (let i = 0; i < 3; i++) q.add(`low${i}`, { priority: 'low' });
+    // A tenant writing its own resources in a loop: a normal key is always waiting.
+    let n = 0;
+    for (let i = 0; i < 2 * LOW_SHARE; i++) q.add(`n${n++}`);
+    const order: string[] = [];
+    for (let i = 0; i < 3 * LOW_SHARE; i++) {
+      const key = (await q.get())!;
+      order.push(key);
+      q.done(key);
+      q.add(`n${n++}`);
+    }
+    const lows = order.map((k, i) => [k, i] as const).filter(([k]) => k.startsWith('low')).map(([, i]) => i);
+    expect(lows).toEqual([LOW_SHARE - 1, 2 * LOW_SHARE - 1, 3 * LOW_SHARE - 1]);
+    // With no low key waiting, normal keys only, in order.
+    expect(order.filter((k) => k.startsWith('n')).slice(0, 3)).toEqual(['n0', 'n1', 'n2']);
+  });
+
   it('a normal key added while low ones wait still goes first', async () => {
     const q = new WorkQueue<string>();
     q.add('low1', { priority: 'low' });
@@ -508,7 +527,7 @@ describe('WorkQueue priorities', () => {
     expect(q.len()).toBe(0);
   });
 
-  it('stays FIFO per lane with 10,000 keys and many promotions', async () => {
+  it('stays FIFO per lane with 10,000 keys and many promotions, a low key in every LOW_SHARE while normal ones remain', async () => {
     const q = new WorkQueue<string>();
     const n = 10_000;
     const keys = Array.from({ length: n }, (_, i) => `k${i}`);
@@ -523,7 +542,12 @@ describe('WorkQueue priorities', () => {
       out.push(key);
       q.done(key);
     }
-    expect(out).toEqual([...promoted, ...keys.filter((_, i) => i % 3 === 2)]);
+    const low = keys.filter((_, i) => i % 3 === 2);
+    const isLow = new Set(low);
+    expect(out.filter((k) => !isLow.has(k))).toEqual(promoted);
+    expect(out.filter((k) => isLow.has(k))).toEqual(low);
+    const lastNormal = out.findLastIndex((k) => !isLow.has(k));
+    expect(out.slice(0, lastNormal + 1).map((k) => isLow.has(k))).toEqual(out.slice(0, lastNormal + 1).map((_, i) => i % LOW_SHARE === LOW_SHARE - 1));
   });
 });
 

@@ -116,52 +116,6 @@ describe('a controller with an input rewritten in a storm', () => {
   });
 });
 
-describe('a controller with an owned object rewritten in a storm', () => {
-  it('reconciles its owner a few times, not once per write (an object naming any resource of the namespace its owner)', async () => {
-    const calls: string[] = [];
-    const informers: FakeInformer[] = [];
-    const controller = new Controller({
-      kubeConfig: new KubeConfig(),
-      reconciler: {
-        async reconcile(request: Request): Promise<ReconcileResult> {
-          calls.push(request.name);
-          return { type: 'Done' };
-        },
-      },
-      watches: () => [
-        { type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o },
-        { type: 'owns', kind: 'Part', path: '/parts', metadataOnly: true, project: (o) => o, ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/ns/${o.metadata.annotations.owner}` : undefined) },
-      ],
-      logger: pino({ level: 'silent' }),
-      workers: 2,
-      inputWakes: { burst: 2, everyMs: 300 },
-      informerFor: (watch) => {
-        const informer = new FakeInformer(watch);
-        informers.push(informer);
-        return informer;
-      },
-    });
-    stops.push(() => controller.stop());
-    await controller.start();
-    const [widgets, parts] = informers as [FakeInformer, FakeInformer];
-    widgets.emit('add', { kind: 'Widget', metadata: { name: 'a', namespace: 'ns', resourceVersion: '1', generation: 1 } });
-    await until(() => calls.length === 1);
-    // 60 writes of an object that names the widget its owner, 20 ms apart.
-    const started = performance.now();
-    for (let i = 0; i < 60; i++) {
-      parts.emit('update', { kind: 'Part', metadata: { name: 'forged', namespace: 'ns', resourceVersion: String(10 + i), annotations: { owner: 'a' } } });
-      await sleep(20);
-    }
-    await sleep(700);
-    const elapsed = performance.now() - started;
-    const woken = calls.length - 1;
-    // The burst at once, then one per interval and one trailing: never one per write.
-    expect(woken).toBeGreaterThanOrEqual(2);
-    expect(woken).toBeLessThanOrEqual(2 + Math.ceil(elapsed / 300) + 1);
-    expect(woken).toBeLessThan(30);
-  });
-});
-
 async function until(f: () => boolean, ms = 2_000): Promise<void> {
   const deadline = performance.now() + ms;
   while (!f()) {
