@@ -207,7 +207,7 @@ async function createClaimed(
   // Step 5: what a repair replaces is revoked, then status, then the intent is cleared. A replaced
   // key the platform did not revoke joins status.replacedKeys in the record's patch, and a
   // rotation's joins status.retiringKeys (rotation.ts): it is in status before and after, never
-  // only in the intent, which whoever may edit the resource can remove (issue 41).
+  // only in the intent, which whoever may edit the resource can remove.
   // A new key (nothing replaced): status.keyName = the attempt fulfils the intent (decision.ts
   // fulfilledIntent), which stays on the resource instead of costing a write to clear it.
   const unrevoked = replaces !== undefined && pending.rotation === undefined ? await revokeReplaced(deps, ctx, replaces) : undefined;
@@ -392,20 +392,13 @@ const MAX_REPLACED_KEYS = 8;
 export async function revokeOrphans(deps: KeyDeps, ctx: Context, keyIds: readonly number[]): Promise<ReconcileResult> {
   const { adapter, resource, logger } = ctx;
   if (adapter === undefined) throw new Error('revoke without a spec');
-  const { platform } = platformOf(deps, ctx);
-  const revoked: number[] = [];
-  for (const keyId of keyIds) {
-    try {
-      await adapter.revoke(platform, keyId);
-      revoked.push(keyId);
-    } catch (error) {
-      const failure = asPlatformFailure(error);
-      if (failure?.code === 'NOT_FOUND') continue;
-      logger.warn({ keyId, code: failure?.code }, 'a key of an interrupted create is still not revoked');
-      return { type: 'Backoff', ...(failure?.retryAfterMs !== undefined ? { minDelayMs: failure.retryAfterMs } : {}) };
-    }
+  const { platform, credentialsId } = platformOf(deps, ctx);
+  const { revoked, failed } = await revokeEach(adapter, platform, keyIds, true);
+  if (failed !== undefined) {
+    logger.warn({ keyId: failed.keyId, code: failed.failure?.code }, 'a key of an interrupted create is still not revoked');
+    return backoffAfter(failed.failure);
   }
-  deps.drift.revokedTagged(platformOf(deps, ctx).credentialsId, adapter.listScope, keyIds);
+  deps.drift.revokedTagged(credentialsId, adapter.listScope, keyIds);
   logger.info({ revoked }, 'revoked keys of an interrupted create whose intent was gone');
   if (revoked.length > 0) {
     await deps.events.record(resource, 'Warning', 'CreateRecovered', `revoked key(s) ${revoked.join(', ')}, made by an interrupted create of this resource whose intent annotation was removed or replaced; recorded nowhere`);
@@ -421,26 +414,42 @@ export async function revokeReplacedKeys(deps: KeyDeps, ctx: Context, keyIds: re
   const { adapter, resource } = ctx;
   if (adapter === undefined) throw new Error('revoke without a spec');
   const { platform } = platformOf(deps, ctx);
-  const gone = new Set<number>();
-  let failed: { failure: ReturnType<typeof asPlatformFailure>; keyId: number } | undefined;
-  for (const keyId of keyIds) {
-    try {
-      await adapter.revoke(platform, keyId);
-      gone.add(keyId);
-    } catch (error) {
-      const failure = asPlatformFailure(error);
-      if (failure?.code === 'NOT_FOUND' && ctx.observation.credentialsChanged !== true) gone.add(keyId);
-      else failed ??= { failure, keyId };
-    }
-  }
-  if (gone.size > 0) {
-    const left = (resource.status?.replacedKeys ?? []).filter((k) => !gone.has(k.keyId));
+  const { gone, failed } = await revokeEach(adapter, platform, keyIds, ctx.observation.credentialsChanged !== true);
+  if (gone.length > 0) {
+    const left = (resource.status?.replacedKeys ?? []).filter((k) => !gone.includes(k.keyId));
     await writeStatus(deps, ctx, [], { replacedKeys: left.length > 0 ? left : null });
-    await deps.events.record(resource, 'Normal', 'KeyRevoked', `revoked replaced key(s) ${[...gone].join(', ')}`);
+    await deps.events.record(resource, 'Normal', 'KeyRevoked', `revoked replaced key(s) ${gone.join(', ')}`);
   }
   if (failed === undefined) return { type: 'Continue' };
   ctx.logger.warn({ keyId: failed.keyId, code: failed.failure?.code }, 'a replaced key is still not revoked');
-  return { type: 'Backoff', ...(failed.failure?.retryAfterMs !== undefined ? { minDelayMs: failed.failure.retryAfterMs } : {}) };
+  return backoffAfter(failed.failure);
+}
+
+/**
+ * Revokes each key: `revoked` the platform revoked now, `gone` those and the ones it no longer has
+ * (NOT_FOUND, when `trustNotFound`: credentials that issued them), `failed` the first it refused.
+ */
+async function revokeEach(adapter: NonNullable<Context['adapter']>, platform: KeyPlatform, keyIds: readonly number[], trustNotFound: boolean):
+  Promise<{ revoked: number[]; gone: number[]; failed?: { keyId: number; failure: ReturnType<typeof asPlatformFailure> } }> {
+  const revoked: number[] = [];
+  const gone: number[] = [];
+  let failed: { keyId: number; failure: ReturnType<typeof asPlatformFailure> } | undefined;
+  for (const keyId of keyIds) {
+    try {
+      await adapter.revoke(platform, keyId);
+      revoked.push(keyId);
+      gone.push(keyId);
+    } catch (error) {
+      const failure = asPlatformFailure(error);
+      if (failure?.code === 'NOT_FOUND' && trustNotFound) gone.push(keyId);
+      else failed ??= { keyId, failure };
+    }
+  }
+  return { revoked, gone, ...(failed !== undefined ? { failed } : {}) };
+}
+
+function backoffAfter(failure: ReturnType<typeof asPlatformFailure>): ReconcileResult {
+  return { type: 'Backoff', ...(failure?.retryAfterMs !== undefined ? { minDelayMs: failure.retryAfterMs } : {}) };
 }
 
 /** The intent annotation is unreadable or not signed for this resource: cleared, nothing revoked. */

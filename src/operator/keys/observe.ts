@@ -144,7 +144,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     if (listed !== undefined) platform.listed = true;
   }
   // Keys an interrupted create of this resource left, whatever became of its intent (stripped or
-  // replaced by whoever may edit the resource: issue 41): named with this resource's attempt tag in
+  // replaced by whoever may edit the resource): named with this resource's attempt tag in
   // the list just checked, recorded nowhere on it, made after the resource and long enough ago that
   // no create of this process is still on its way to record it.
   // Being deleted, the list is taken if none was lately (shared by the scope's resources), and any age counts: no create runs any more.

@@ -16,7 +16,7 @@
 // - add(key, { priority: 'low' }) and addAfter(key, ms, { priority: 'low' }) use the low lane;
 //   get() hands out a low key when no normal one waits, and one in every LOW_SHARE handouts while
 //   both lanes have keys (so that a stream of normal adds, a tenant writing its own resources in a
-//   loop, cannot starve the keys a restart listed: issue 41); each lane is FIFO;
+//   loop, cannot starve the keys a restart listed); each lane is FIFO;
 // - a key waits in one lane at most: a normal add of a key waiting in the low lane promotes it
 //   (its queue latency still counts from the first add); a low add never demotes;
 // - a key re-added while in flight is re-queued by done() with the highest priority it was

@@ -1,4 +1,4 @@
-// Whether the credentials of a namespace belong to the organization a resource names (issue 41).
+// Whether the credentials of a namespace belong to the organization a resource names.
 //
 // spec.organizationId is the tenant's to write. Without this check a create for any organization
 // id entered that organization's line and fair limiter, and held a slot there until the platform

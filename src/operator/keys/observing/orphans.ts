@@ -1,4 +1,4 @@
-// Keys an interrupted create of a resource left, found by their names (issue 41). The create
+// Keys an interrupted create of a resource left, found by their names. The create
 // intent is on the resource, where whoever may edit it can strip or replace it; an attempt whose
 // answer was lost (the operator restarted, the connection dropped) and whose intent is then gone
 // would leave a live key recorded nowhere. Every attempt's name carries the resource's tag (five
