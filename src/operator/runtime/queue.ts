@@ -5,9 +5,10 @@
 // - a key is never handed to two workers at once: an add() while it is being processed marks it
 //   dirty, and done() puts it back in the queue;
 // - addAfter() delays an add (requeue-after); of two delays for one key the earlier wins;
-// - addRateLimited() delays by max(per-item exponential backoff 5 ms .. 5 min, global token
-//   bucket 10 qps burst 100), like DefaultControllerRateLimiter; forget() resets the item;
-//   addPaced() delays by the token bucket only (a next step, not a failure).
+// - addRateLimited() delays by max(per-item exponential backoff 5 ms .. 5 min, token bucket
+//   10 qps burst 100), like DefaultControllerRateLimiter, but with a bucket per flow (below), not
+//   one per controller; forget() resets the item; addPaced() delays by the token bucket only (a
+//   next step, not a failure).
 //
 // Plus two priorities, like controller-runtime's priorityqueue (pkg/controller/priorityqueue):
 // with 1,000+ resources, the periodic drift requeues and the informers' initial LIST would
@@ -72,15 +73,26 @@ export interface RateLimiterOptions {
   baseDelayMs?: number;
   /** Cap of the per-item delay. Default 5 min. */
   maxDelayMs?: number;
-  /** Global token bucket refill rate. Default 10 per second. */
+  /** Token bucket refill rate, per flow. Default 10 per second. */
   qps?: number;
-  /** Global token bucket size. Default 100. */
+  /** Token bucket size, per flow. Default 100. */
   burst?: number;
+}
+
+/** A token bucket of one flow; a bucket refilled to its burst is dropped (an absent one is full). */
+interface Bucket {
+  tokens: number;
+  last: number;
 }
 
 /**
  * client-go's DefaultControllerRateLimiter: the max of an ItemExponentialFailureRateLimiter and a
- * BucketRateLimiter. Exported for its tests and for callers that need a delay without a queue.
+ * BucketRateLimiter, with one bucket per flow (a key's namespace) instead of one for the whole
+ * controller. A single bucket goes into debt (rate.Limiter.Reserve) under one namespace's requeue
+ * storm, and every other namespace's paced step then waits for that debt; with a bucket per flow,
+ * a flow's storm delays only its own keys. The total rate stays bounded by the workers, which the
+ * queue hands out in turns between flows. Exported for its tests and for callers that need a delay
+ * without a queue.
  */
 export class ControllerRateLimiter<K extends string> {
   readonly #baseDelayMs: number;
@@ -88,18 +100,19 @@ export class ControllerRateLimiter<K extends string> {
   readonly #qps: number;
   readonly #burst: number;
   readonly #now: () => number;
+  readonly #flowOf: (key: K) => string;
   readonly #failures = new Map<K, number>();
-  #tokens: number;
-  #last: number;
+  readonly #buckets = new Map<string, Bucket>();
+  /** Buckets kept after the last sweep of full ones; the next sweep runs at twice as many. */
+  #sweptTo = 0;
 
-  constructor(options: RateLimiterOptions = {}, now: () => number = realTimers.now) {
+  constructor(options: RateLimiterOptions = {}, now: () => number = realTimers.now, flowOf: (key: K) => string = () => '') {
     this.#baseDelayMs = options.baseDelayMs ?? 5;
     this.#maxDelayMs = options.maxDelayMs ?? 5 * 60_000;
     this.#qps = options.qps ?? 10;
     this.#burst = options.burst ?? 100;
     this.#now = now;
-    this.#tokens = this.#burst;
-    this.#last = now();
+    this.#flowOf = flowOf;
   }
 
   /** The delay before the next attempt at key; records one more failure of key. */
@@ -108,7 +121,7 @@ export class ControllerRateLimiter<K extends string> {
     this.#failures.set(key, failures + 1);
     // 2^failures overflows to Infinity long after it passes the cap; min() handles both.
     const itemDelay = Math.min(this.#baseDelayMs * 2 ** failures, this.#maxDelayMs);
-    return Math.max(itemDelay, this.#reserve());
+    return Math.max(itemDelay, this.#reserve(key));
   }
 
   numRequeues(key: K): number {
@@ -119,18 +132,46 @@ export class ControllerRateLimiter<K extends string> {
     this.#failures.delete(key);
   }
 
-  /** The global token bucket's wait alone (no failure recorded). */
-  pace(): number {
-    return this.#reserve();
+  /** The wait of key's flow's token bucket alone (no failure recorded). */
+  pace(key: K): number {
+    return this.#reserve(key);
   }
 
-  /** Takes one token (possibly going into debt, like rate.Limiter.Reserve) and returns the wait. */
-  #reserve(): number {
+  /** Buckets held: flows whose bucket is not full (a full one holds no state). */
+  get bucketsHeld(): number {
+    this.#sweep(true);
+    return this.#buckets.size;
+  }
+
+  /** Takes one token of key's flow (possibly going into debt, like rate.Limiter.Reserve) and returns the wait. */
+  #reserve(key: K): number {
     const now = this.#now();
-    this.#tokens = Math.min(this.#burst, this.#tokens + ((now - this.#last) * this.#qps) / 1000);
-    this.#last = now;
-    this.#tokens -= 1;
-    return this.#tokens >= 0 ? 0 : (-this.#tokens / this.#qps) * 1000;
+    const flow = this.#flowOf(key);
+    let bucket = this.#buckets.get(flow);
+    if (bucket === undefined) {
+      this.#sweep(false); // before the new bucket joins: it is full until this reserve takes its token
+      bucket = { tokens: this.#burst, last: now };
+      this.#buckets.set(flow, bucket);
+    }
+    this.#refill(bucket, now);
+    bucket.tokens -= 1;
+    return bucket.tokens >= 0 ? 0 : (-bucket.tokens / this.#qps) * 1000;
+  }
+
+  #refill(bucket: Bucket, now: number): void {
+    bucket.tokens = Math.min(this.#burst, bucket.tokens + ((now - bucket.last) * this.#qps) / 1000);
+    bucket.last = now;
+  }
+
+  /** Drops the buckets that refilled to their burst, when their count doubled since the last sweep (or always). */
+  #sweep(always: boolean): void {
+    if (!always && this.#buckets.size < Math.max(64, this.#sweptTo * 2)) return;
+    const now = this.#now();
+    for (const [flow, bucket] of this.#buckets) {
+      this.#refill(bucket, now);
+      if (bucket.tokens >= this.#burst) this.#buckets.delete(flow);
+    }
+    this.#sweptTo = this.#buckets.size;
   }
 }
 
@@ -286,9 +327,9 @@ export class WorkQueue<K extends string> {
   constructor(options: WorkQueueOptions = {}) {
     this.#timers = options.timers ?? realTimers;
     this.#metrics = options.metrics;
-    this.#limiter = new ControllerRateLimiter<K>(options.rateLimiter, () => this.#timers.now());
-    this.#metrics?.readUnfinishedWith?.(() => this.#unfinished());
     const flowOf = options.flowOf ?? (() => '');
+    this.#limiter = new ControllerRateLimiter<K>(options.rateLimiter, () => this.#timers.now(), flowOf);
+    this.#metrics?.readUnfinishedWith?.(() => this.#unfinished());
     this.#normal = new FairLane<K>(flowOf);
     this.#low = new FairLane<K>(flowOf);
   }
@@ -335,11 +376,11 @@ export class WorkQueue<K extends string> {
   }
 
   /**
-   * Adds key under the global token bucket only: the next step of a protocol, which is no
+   * Adds key under its flow's token bucket only: the next step of a protocol, which is no
    * failure, so neither counts as one nor waits for the key's failures (forget() is the caller's).
    */
   addPaced(key: K): void {
-    this.addAfter(key, this.#limiter.pace());
+    this.addAfter(key, this.#limiter.pace(key));
   }
 
   forget(key: K): void {

@@ -214,6 +214,44 @@ describe('ControllerRateLimiter', () => {
   });
 });
 
+describe('token buckets per flow', () => {
+  const byNamespace = (key: string): string => key.split('/')[1] ?? '';
+
+  it('a requeue storm in one namespace delays no other namespace\'s paced step', () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers, flowOf: byNamespace });
+    // A tenant rewrites an invalid intent on 1,000 of its resources: each pass clears it and steps on, paced.
+    for (let i = 0; i < 1_000; i++) q.addPaced(`ApiKey/storm/k${i}`);
+    // Its own bucket (burst 100, 10/s) is 900 tokens in debt: its last key waits 90 s.
+    timers.advance(89_999);
+    expect(q.len()).toBe(999);
+    timers.advance(1);
+    expect(q.len()).toBe(1_000);
+    for (let i = 0; i < 1_000; i++) q.addPaced(`ApiKey/storm/again${i}`);
+    // Another namespace's recovery step, paced: no wait at all (with one bucket for the controller it waited 90 s).
+    q.addPaced('ApiKey/quiet/recover');
+    expect(q.len()).toBe(1_001);
+    // And its failures back off from their own count only.
+    const limiter = new ControllerRateLimiter<string>({}, () => timers.now(), byNamespace);
+    for (let i = 0; i < 1_000; i++) limiter.pace(`ApiKey/storm/k${i}`);
+    expect(limiter.when('ApiKey/quiet/k0')).toBe(5);
+    expect(limiter.when('ApiKey/storm/k1000')).toBeGreaterThan(90_000);
+  });
+
+  it('keeps a bucket only for flows in debt: 10,000 namespaces leave nothing once refilled', () => {
+    let now = 0;
+    const limiter = new ControllerRateLimiter<string>({ qps: 10, burst: 2 }, () => now, byNamespace);
+    for (let i = 0; i < 10_000; i++) limiter.pace(`ApiKey/ns${i}/k`);
+    expect(limiter.bucketsHeld).toBe(10_000);
+    now = 100; // one token back each: every bucket is full again
+    expect(limiter.bucketsHeld).toBe(0);
+    // A flow that comes back starts full (burst 2), as if it had never left.
+    expect(limiter.pace('ApiKey/ns1/k')).toBe(0);
+    expect(limiter.pace('ApiKey/ns1/k')).toBe(0);
+    expect(limiter.pace('ApiKey/ns1/k')).toBeCloseTo(100);
+  });
+});
+
 describe('WorkQueue shutdown', () => {
   it('get() returns undefined after shutDown, for waiting and new callers, and adds are ignored', async () => {
     const q = new WorkQueue<string>();
