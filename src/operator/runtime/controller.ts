@@ -186,6 +186,13 @@ export class Controller {
   readonly #indexes = new Map<string, ReferenceIndex>();
   /** Wakes by an input's change, per key: a burst at once, then at most one per interval (wake-limiter.ts). */
   readonly #inputWakes: WakeLimiter;
+  /**
+   * Wakes by an owned object's change (an object naming the key its owner), per key, limited apart
+   * from the inputs' so that neither takes the other's tokens: whoever may write an object of the
+   * namespace may name any resource there its owner, and writing it in a loop must not reconcile
+   * that resource once per write.
+   */
+  readonly #ownerWakes: WakeLimiter;
   /** Large objects in the reconciles' hands (object-budget.ts). */
   readonly #objectBudget: ObjectBudget;
   #workers: Promise<void>[] = [];
@@ -198,6 +205,7 @@ export class Controller {
     this.#queue = new WorkQueue<string>({ flowOf: (key) => key.slice(key.indexOf('/') + 1, key.indexOf('/', key.indexOf('/') + 1)), ...(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {}) });
     this.#refusals = new RefusalLimiter(options.maxBackoffMs !== undefined ? { maxDelayMs: options.maxBackoffMs } : {});
     this.#inputWakes = new WakeLimiter(options.inputWakes);
+    this.#ownerWakes = new WakeLimiter(options.inputWakes);
     this.#objectBudget = new ObjectBudget(options.largeObjectBudgetBytes ?? 4 * 1024 * 1024);
   }
 
@@ -402,7 +410,10 @@ export class Controller {
         const owner = ownerOf?.(obj);
         if (owner !== undefined) {
           if (deleted) this.#o.ownWrites?.forget(ref);
-          this.#wake(owner, { ref, resourceVersion, deleted });
+          // Our own writes take no token (they wake nobody: #wake); the first others' go at once.
+          const event = { ref, resourceVersion, deleted };
+          if (!deleted && this.#o.ownWrites?.mine(ref, resourceVersion) === true) this.#wake(owner, event);
+          else this.#ownerWakes.admit(owner, () => this.#wake(owner, event));
         }
         const value = reference?.valueOf(obj);
         if (index === undefined || value === undefined || ownInput) return;
@@ -542,6 +553,7 @@ export class Controller {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#inputWakes.stop();
+    this.#ownerWakes.stop();
     await Promise.all(this.#informers.map((i) => i.stop()));
     await this.#queue.shutDownWithDrain();
     await Promise.all(this.#workers);

@@ -68,6 +68,11 @@ export class OwnWrites {
     return resourceVersion !== undefined && this.#quiet.get(ref)?.includes(resourceVersion) === true;
   }
 
+  /** Whether the object as seen is one of our writes, without consuming it. */
+  mine(ref: string, resourceVersion: string | undefined): boolean {
+    return resourceVersion !== undefined && this.#versions.get(ref)?.includes(resourceVersion) === true;
+  }
+
   /** Whether a write of ours to `ref` has not come back as an event yet: a cached copy of it is behind that write. */
   waiting(ref: string): boolean {
     return this.#versions.has(ref);

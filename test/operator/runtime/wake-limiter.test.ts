@@ -116,6 +116,57 @@ describe('a controller with an input rewritten in a storm', () => {
   });
 });
 
+describe('a controller with an owned object rewritten in a storm', () => {
+  it('reconciles its owner the burst, not once per write, and leaves the inputs\' wakes of that key untouched', async () => {
+    const calls: string[] = [];
+    const informers: FakeInformer[] = [];
+    const controller = new Controller({
+      kubeConfig: new KubeConfig(),
+      reconciler: {
+        async reconcile(request: Request): Promise<ReconcileResult> {
+          calls.push(request.name);
+          return { type: 'Done' };
+        },
+      },
+      watches: () => [
+        {
+          type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o,
+          indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`ns/${o.metadata.annotations.input}`] : []) },
+        },
+        { type: 'referenced', kind: 'Input', path: '/inputs', metadataOnly: true, project: (o) => o, index: 'input', valueOf: (o) => `ns/${o.metadata?.name}` },
+        // Any object of the namespace may name a widget its owner (as any Secret may carry keys.neon.dev/owner).
+        { type: 'owns', kind: 'Part', path: '/parts', metadataOnly: true, project: (o) => o, ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/ns/${o.metadata.annotations.owner}` : undefined) },
+      ],
+      logger: pino({ level: 'silent' }),
+      workers: 2,
+      // An interval no test waits for: past the burst, nothing more comes while the test runs.
+      inputWakes: { burst: 2, everyMs: 3_600_000 },
+      informerFor: (watch) => {
+        const informer = new FakeInformer(watch);
+        informers.push(informer);
+        return informer;
+      },
+    });
+    stops.push(() => controller.stop());
+    await controller.start();
+    const [widgets, inputs, parts] = informers as [FakeInformer, FakeInformer, FakeInformer];
+    widgets.emit('add', { kind: 'Widget', metadata: { name: 'a', namespace: 'ns', resourceVersion: '1', generation: 1, annotations: { input: 'creds' } } });
+    await until(() => calls.length === 1);
+    // 60 writes of an object naming the widget its owner, each given the turns a reconcile needs.
+    for (let i = 0; i < 60; i++) {
+      parts.emit('update', { kind: 'Part', metadata: { name: 'forged', namespace: 'ns', resourceVersion: String(10 + i), annotations: { owner: 'a' } } });
+      for (let t = 0; t < 5; t++) await tick();
+    }
+    // The burst, then nothing until the interval: without the limiter, one pass per write.
+    expect(calls.length - 1).toBe(2);
+    // Its credentials change: woken at once, the owner storm took none of the inputs' tokens.
+    inputs.emit('update', { kind: 'Input', metadata: { name: 'creds', namespace: 'ns', resourceVersion: '100' } });
+    await until(() => calls.length === 4);
+  });
+});
+
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 async function until(f: () => boolean, ms = 2_000): Promise<void> {
   const deadline = performance.now() + ms;
   while (!f()) {
