@@ -3,9 +3,14 @@
 // the platform's answer, which is then dropped. The counts need only a few numbers a key, kept for
 // every key in typed arrays (25 bytes a key); the status lists show the newest 50 keys not managed
 // and the newest 50 unused, so the details a list entry shows (name, creator, project, address) are
-// kept only for the newest KEPT_DETAILS keys not managed and the newest KEPT_DETAILS unused, as the
-// list is taken, each string cut to what status shows. A list as large as the platform may answer
-// (the client reads at most 16 MiB) keeps no more details than a small one.
+// kept only for the newest KEPT_DETAILS keys not managed and the newest KEPT_DETAILS unused of each
+// unusedAfter asked for, as the list is taken, each string cut to what status shows. A list as large
+// as the platform may answer (the client reads at most 16 MiB) keeps no more details than a small one.
+//
+// Every view of one list (one per unusedAfter) is the same KeptListing: the columns are made and
+// sorted once per list, whatever the number of views, and a view of an unusedAfter the list was not
+// taken for is that same object, given without a new list (inventoryView's `from`): its counts are
+// exact from the columns; only the details of its unused keys may be missing until the next list.
 import type { ListedKey, ListingView } from '../keys/index.ts';
 
 /**
@@ -41,8 +46,14 @@ export interface KeptListing {
   readonly lastUsedMs: Float64Array;
   /** NEVER_USED, PROJECT_SCOPED. */
   readonly flags: Uint8Array;
-  /** The details kept, by key id (at most 2 × KEPT_DETAILS). */
+  /** The details kept, by key id (at most KEPT_DETAILS, and KEPT_DETAILS more for each of `unusedDetailsFor`). */
   readonly details: ReadonlyMap<number, KeptDetail>;
+  /**
+   * The unusedAfter values (ms) whose newest unused keys' details were kept as the list was taken
+   * (the views asked for then: at most 4, drift.ts). A view of another value lists the unused keys
+   * whose details were not kept without them (status.withoutDetails) until the next list.
+   */
+  readonly unusedDetailsFor: ReadonlySet<number>;
 }
 
 /**
@@ -60,17 +71,50 @@ export function unusedFrom(createdMs: number, lastUsedMs: number, unusedAfterMs:
   return (Number.isFinite(base) ? base : 0) + unusedAfterMs;
 }
 
+const VIEW_PREFIX = 'unusedAfter=';
+
+/** What one list keeps while it is taken: the kept listing, and the platform's entries in row order (to read details from). */
+interface Taking { at: number; kept: KeptListing & { details: Map<number, KeptDetail>; unusedDetailsFor: Set<number> }; rows: readonly ListedKey[] }
+
 /**
- * What an inventory with `unusedAfterMs` keeps of a list: a view of the drift cache, one per
- * unusedAfter (inventories on the same list and unusedAfter share it). `recorded`: the key ids key
- * resources of this cluster record as the list is taken (managed, so no details kept unless unused).
+ * The listing being made of each answer, while the drift cache makes its views from it (one after
+ * the other, the same answer and time): the second view of a list adds its details to the first's
+ * columns instead of sorting again. Held only as long as the answer itself.
+ */
+const taking = new WeakMap<readonly ListedKey[], Taking>();
+
+/**
+ * What an inventory with `unusedAfterMs` reads of a list: a view of the drift cache, one per
+ * unusedAfter (inventories on the same list and unusedAfter share it; views of one list share what
+ * is kept). `recorded`: the key ids key resources of this cluster record as the list is taken
+ * (managed, so no details kept unless unused). `from`: a view of another unusedAfter made from the
+ * same list answers this one (no new list: the counts are exact, unused keys' details as kept).
  */
 export function inventoryView(unusedAfterMs: number, recorded: () => ReadonlySet<number>, keptDetails = KEPT_DETAILS): ListingView<KeptListing> {
-  return { id: `unusedAfter=${unusedAfterMs}`, make: (listed, at) => keep(listed, at, unusedAfterMs, recorded(), keptDetails) };
+  return {
+    id: `${VIEW_PREFIX}${unusedAfterMs}`,
+    make: (listed, at) => {
+      let t = taking.get(listed);
+      if (t === undefined || t.at !== at) {
+        t = columns(listed, at, recorded(), keptDetails);
+        taking.set(listed, t);
+      }
+      keepUnused(t, unusedAfterMs, keptDetails);
+      return t.kept;
+    },
+    from: (otherId, other) => (otherId.startsWith(VIEW_PREFIX) ? other as KeptListing : undefined),
+  };
 }
 
-/** `keptDetails`: KEPT_DETAILS but in tests. */
+/** What a list keeps for one unusedAfter (`keptDetails`: KEPT_DETAILS but in tests). */
 export function keep(listed: readonly ListedKey[], at: number, unusedAfterMs: number, recorded: ReadonlySet<number>, keptDetails = KEPT_DETAILS): KeptListing {
+  const t = columns(listed, at, recorded, keptDetails);
+  keepUnused(t, unusedAfterMs, keptDetails);
+  return t.kept;
+}
+
+/** The columns of every key, newest first, and the details of the newest `keptDetails` keys not managed. */
+function columns(listed: readonly ListedKey[], at: number, recorded: ReadonlySet<number>, keptDetails: number): Taking {
   const created = listed.map((k) => Date.parse(k.created_at));
   // A creation time that does not parse sorts as the oldest (a NaN would make the order arbitrary).
   const sortable = (i: number): number => { const t = created[i] as number; return Number.isFinite(t) ? t : -Infinity; };
@@ -81,19 +125,32 @@ export function keep(listed: readonly ListedKey[], at: number, unusedAfterMs: nu
   const lastUsedMs = new Float64Array(size);
   const flags = new Uint8Array(size);
   const details = new Map<number, KeptDetail>();
+  const rows: ListedKey[] = [];
   let notManaged = 0;
-  let unused = 0;
   for (const [row, i] of order.entries()) {
     const key = listed[i] as ListedKey;
+    rows.push(key);
     ids[row] = key.id;
     createdMs[row] = created[i] as number;
     lastUsedMs[row] = key.last_used_at === null ? Number.NaN : Date.parse(key.last_used_at);
     flags[row] = (key.last_used_at === null ? NEVER_USED : 0) | (key.project_id !== undefined ? PROJECT_SCOPED : 0);
-    const isNotManaged = !recorded.has(key.id) && notManaged++ < keptDetails;
-    const isUnused = unusedFrom(createdMs[row] as number, lastUsedMs[row] as number, unusedAfterMs) <= at && unused++ < keptDetails;
-    if (isNotManaged || isUnused) details.set(key.id, detailOf(key));
+    if (!recorded.has(key.id) && notManaged++ < keptDetails) details.set(key.id, detailOf(key));
   }
-  return { size, ids, createdMs, lastUsedMs, flags, details };
+  return { at, rows, kept: { size, ids, createdMs, lastUsedMs, flags, details, unusedDetailsFor: new Set() } };
+}
+
+/** Adds the details of the newest `keptDetails` keys unused at the list's time under `unusedAfterMs`. */
+function keepUnused(t: Taking, unusedAfterMs: number, keptDetails: number): void {
+  const { kept, at, rows } = t;
+  if (kept.unusedDetailsFor.has(unusedAfterMs)) return;
+  kept.unusedDetailsFor.add(unusedAfterMs);
+  let unused = 0;
+  for (let row = 0; row < kept.size && unused < keptDetails; row++) {
+    if (unusedFrom(kept.createdMs[row] as number, kept.lastUsedMs[row] as number, unusedAfterMs) > at) continue;
+    unused++;
+    const key = rows[row] as ListedKey;
+    if (!kept.details.has(key.id)) kept.details.set(key.id, detailOf(key));
+  }
 }
 
 function detailOf(key: ListedKey): KeptDetail {

@@ -4,6 +4,8 @@
 // the emulator is test/operator/inventory.test.ts.
 import { describe, expect, it } from '@jest/globals';
 import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
+import { inventoryView, keep } from '../../../src/operator/inventory/listing.ts';
+import { report } from '../../../src/operator/inventory/report.ts';
 import { adapterFor, listFor, type KeyPlatform, type ListedKey } from '../../../src/operator/keys/adapter.ts';
 import type { ListingView } from '../../../src/operator/keys/observing/drift.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
@@ -96,6 +98,71 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     expect(p.calls()).toBe(5);
     await cache.listing('cred-a', listFor('org-a-4'), p.platform, names('a'));
     expect(p.calls()).toBe(6);
+  });
+
+  it('a view that another view of the same list answers (from) costs no list: the list\'s age alone decides when it is taken again', async () => {
+    let now = 1_000_000;
+    const cache = new DriftCache(60_000, () => now);
+    const p = counting();
+    const derivable = (id: string): ReturnType<typeof names> & { derived: number } => {
+      const view = Object.assign(names(id), { derived: 0, from: (_: string, other: unknown) => { view.derived++; return other as { id: number; name: string }[]; } });
+      return view;
+    };
+    const first = derivable('v-0');
+    await cache.listing('cred-a', listFor('org-a-6'), p.platform, first);
+    // 40 views asked one after the other (a spec edited in a loop): none takes the list, none is made from an answer.
+    const views = Array.from({ length: 40 }, (_, i) => derivable(`v-${i + 1}`));
+    for (const view of views) expect((await cache.listing('cred-a', listFor('org-a-6'), p.platform, view)).view).toHaveLength(2);
+    expect([p.calls(), first.made, views.reduce((n, v) => n + v.made, 0), views.reduce((n, v) => n + v.derived, 0)]).toEqual([1, 1, 0, 40]);
+    // An interval on, the list is taken once, and the four views asked last are made from it.
+    now += 60_000;
+    cache.refreshDue();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(p.calls()).toBe(2);
+    expect(views.slice(-4).map((v) => v.made)).toEqual([1, 1, 1, 1]);
+    expect(views.slice(0, -4).every((v) => v.made === 0)).toBe(true);
+    // A view that cannot be made from the others (no from) still takes the list once more.
+    await cache.listing('cred-a', listFor('org-a-6'), p.platform, names('plain'));
+    expect(p.calls()).toBe(3);
+  });
+
+  it('inventory views: one listing per list whatever the unusedAfter; another unusedAfter is answered from it with exact counts, unused keys\' details from the next list', async () => {
+    let now = Date.parse('2026-11-26T00:00:00Z');
+    const H = 3_600_000;
+    const cache = new DriftCache(60_000, () => now);
+    let calls = 0;
+    // 300 keys never used, one an hour, all managed: the only details kept are the unused ones'.
+    const keys = Array.from({ length: 300 }, (_, i) => ({ ...listed(1 + i), created_at: new Date(now - (300 - i) * H).toISOString().replace(/\.\d+Z$/, 'Z') }));
+    const platform = { listOrganizationKeys: async () => { calls++; return keys; } } as unknown as KeyPlatform;
+    const recorded = new Set(keys.map((k) => k.id));
+    const ask = (unusedAfterMs: number) => cache.listing('cred-a', listFor('org-a-7'), platform, inventoryView(unusedAfterMs, () => recorded));
+    const reportOf = (r: Awaited<ReturnType<typeof ask>>, unusedAfterMs: number) => report({ listing: r.view, isManaged: () => true, unusedAfterMs, listedAt: r.at, scope: 'Organization' });
+    const first = await ask(250 * H);
+    expect(calls).toBe(1);
+    expect([...first.view.unusedDetailsFor]).toEqual([250 * H]);
+    expect(first.view.details.size).toBe(51);
+    // Another unusedAfter: the same listing (no list, no sort), exact counts and entries; the unused
+    // keys' details were kept for 250h only, so its 50 entries are shown without them, and counted.
+    const other = await ask(10 * H);
+    expect(calls).toBe(1);
+    expect(other.view).toBe(first.view);
+    const expected = report({ listing: keep(keys, other.at, 10 * H, recorded), isManaged: () => true, unusedAfterMs: 10 * H, listedAt: other.at, scope: 'Organization' });
+    const derived = reportOf(other, 10 * H);
+    expect([derived.live, derived.unused, derived.neverUsed]).toEqual([300, 291, 300]);
+    expect([derived.live, derived.unused, derived.neverUsed]).toEqual([expected.live, expected.unused, expected.neverUsed]);
+    expect(derived.unusedKeys.map((k) => k.id)).toEqual(expected.unusedKeys.map((k) => k.id));
+    expect([derived.withoutDetails, expected.withoutDetails]).toEqual([50, 0]);
+    // The next list keeps the details of both: the 10h view shows them all.
+    now += 60_000;
+    cache.refreshDue();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toBe(2);
+    const next = await ask(10 * H);
+    expect(calls).toBe(2);
+    expect(next.view).not.toBe(first.view);
+    expect(new Set(next.view.unusedDetailsFor)).toEqual(new Set([250 * H, 10 * H]));
+    expect(reportOf(next, 10 * H).withoutDetails).toBe(0);
+    expect((await ask(250 * H)).view).toBe(next.view);
   });
 
   it('a view no reader asked for in an interval and a half is no longer made, though the checks keep the list', async () => {

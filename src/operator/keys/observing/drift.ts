@@ -11,7 +11,16 @@ import { attemptTagOf } from '../issuing/create-intent.ts';
  * key's use only). The maker bounds what it keeps (inventory/listing.ts); `id` names what it keeps,
  * so readers that keep the same share it.
  */
-export interface ListingView<T> { id: string; make(listed: readonly ListedKey[], at: number): T }
+export interface ListingView<T> {
+  id: string;
+  make(listed: readonly ListedKey[], at: number): T;
+  /**
+   * This view from another one made from the same list (`other`, of id `otherId`), or undefined
+   * when that does not keep enough: a reader asking for a view the list was not taken for then gets
+   * it without a new list (the list's age alone decides when it is taken again).
+   */
+  from?(otherId: string, other: unknown): T | undefined;
+}
 
 /** The most views kept of one list (readers keeping different things); past it, the least recently asked goes. */
 const MAX_LISTING_VIEWS = 4;
@@ -286,8 +295,8 @@ export class DriftCache {
    * inventory beside them costs no platform request of its own; taken again each interval
    * (refreshDue) while an inventory or a check asks for it. What is kept of it is the reader's
    * `view` (made when the list is taken; the answer itself is dropped). Only when the list was taken
-   * before any reader of this view asked (its snapshot kept each key's use only) is it taken once
-   * more, at once. Throws the list's failure (remembered for the interval, as for the checks).
+   * before any reader of this view asked (its snapshot kept each key's use only), and no view made
+   * from it answers this one (`view.from`), is it taken once more, at once. Throws the list's failure (remembered for the interval, as for the checks).
    */
   async listing<T>(credentialsId: string, list: Pick<KeyAdapter, 'listScope' | 'list'>, platform: KeyPlatform, view: ListingView<T>): Promise<{ at: number; view: T }> {
     const { id, refresh, load, gone } = this.#keyList(credentialsId, list, platform);
@@ -304,7 +313,10 @@ export class DriftCache {
     }
     const snapshot = await this.#fresh(this.#keys, id, load, this.#intervalMs, gone);
     let made = this.#views.get(id)?.get(view.id);
-    if (made === undefined || made.at < snapshot.at) {
+    const other = made === undefined || made.at >= snapshot.at ? undefined : [...this.#views.get(id) ?? []].find(([otherId, v]) => otherId !== view.id && v.at === snapshot.at);
+    const derived = other === undefined ? undefined : view.from?.(other[0], other[1].value);
+    if (made !== undefined && derived !== undefined) Object.assign(made, { at: snapshot.at, value: derived });
+    else if (made === undefined || made.at < snapshot.at) {
       await this.#fresh(this.#keys, id, load, 0, gone);
       made = this.#views.get(id)?.get(view.id);
     }
