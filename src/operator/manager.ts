@@ -18,6 +18,7 @@ import { DriftCache } from './keys/observing/drift.ts';
 import { EventRecorder } from './keys/status/events.ts';
 import { ApiServerWrites } from './keys/kube-writes.ts';
 import { KeyReconciler } from './keys/reconciler.ts';
+import type { MembershipsKept } from './keys/issuing/organization-membership.ts';
 import { PlatformClients } from './keys/platform-clients.ts';
 import { OperationsPollers, type OperationsClient } from './keys/observing/operations-poller.ts';
 import { OwnWrites } from './runtime/own-writes.ts';
@@ -132,17 +133,46 @@ export interface RunningOperator {
   staleCaches(): string[];
   /** Every object the informers' caches hold (tests and heap audits: what the process keeps of the cluster). */
   cacheContents(): readonly KubernetesObject[];
+  /**
+   * What is kept per organization (tests: bounded whatever organization ids the tenants name): org key
+   * limiters (of the default platform clients), organizations with a create line, credentials values
+   * with their organizations (GET /users/me/organizations), and the projects polled for operations.
+   */
+  perOrganization(): { limiters: number; lines: number; memberships: MembershipsKept; pollers: number };
   stop(): Promise<void>;
 }
+
+/** The limiter of each organization, as PlatformClient asks for it, and how many are kept. */
+export interface OrgKeyLimiters<B> {
+  (orgId: string): B;
+  /** Limiters kept now (tests: bounded). */
+  readonly size: number;
+}
+
+/** How often, at most, the limiters are looked over for idle ones (at a look-up). */
+const ORG_LIMITERS_PRUNE_MS = 1_000;
 
 /**
  * One limiter per organization for org key creation, shared by every worker and credentials:
  * the platform limits key creation per organization (10/s each), so one process-wide bucket would
  * cap an operator serving many organizations at 10 keys/s in total.
+ *
+ * Kept only while it holds something: at a look-up at least a second after the last, every idle
+ * limiter is dropped (its idle(): nobody waits, nothing in flight, nothing in its window, nothing
+ * that would make a new one behave differently); one made again later is the same. A limiter that
+ * cannot tell (no idle()) is kept. So the count is the organizations with a create waiting, in
+ * flight or answered within the limiter's memory (10 s for the org key limiter: its round trips),
+ * plus those with a 429 in their history (docs/security.md, Bounds), whatever ids were ever named.
  */
-export function orgKeyLimiters<B>(make: () => B): (orgId: string) => B {
+export function orgKeyLimiters<B extends object>(make: () => B, now: () => number = () => performance.now()): OrgKeyLimiters<B> {
   const buckets = new Map<string, B>();
-  return (orgId) => {
+  let prunedAt = Number.NEGATIVE_INFINITY;
+  const limiterFor = (orgId: string): B => {
+    const at = now();
+    if (at - prunedAt >= ORG_LIMITERS_PRUNE_MS) {
+      prunedAt = at;
+      for (const [id, bucket] of buckets) if ((bucket as { idle?: () => boolean }).idle?.() === true) buckets.delete(id);
+    }
     let bucket = buckets.get(orgId);
     if (bucket === undefined) {
       bucket = make();
@@ -150,16 +180,23 @@ export function orgKeyLimiters<B>(make: () => B): (orgId: string) => B {
     }
     return bucket;
   };
+  return Object.defineProperty(limiterFor, 'size', { get: () => buckets.size }) as OrgKeyLimiters<B>;
 }
 
-function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsecureHttp: boolean): PlatformFactory {
-  // ONE limiter per organization for org key creation, across every worker and credentials
-  // (docs/design.md section 5.3): at most 10 creations in any second as the platform counts them, each
-  // counted from its answer (src/platform/sliding-window.ts).
-  // Its waiters in fair turns between namespaces, a broken key first, and its permits spread while
-  // several namespaces create (keys/issuing/fair-limiter.ts): 90 ms apart at least, a little under
-  // the even 100 ms, so that a round trip's jitter does not hold back a slot free on time.
-  const orgKeyLimiter = orgKeyLimiters(() => new FairLimiter(orgKeyCreationLimiter(), { spacingMs: 900 / ORG_KEY_CREATIONS_PER_SECOND }));
+/**
+ * The org key limiters every platform client of the operator shares (docs/design.md section 5.3): at
+ * most 10 creations in any second as the platform counts them, each counted from its answer
+ * (src/platform/sliding-window.ts). Their waiters go in fair turns between namespaces, a broken key
+ * first, and their permits are spread while several namespaces create (keys/issuing/fair-limiter.ts):
+ * 90 ms apart at least, a little under the even 100 ms, so that a round trip's jitter does not hold
+ * back a slot free on time.
+ */
+export function operatorOrgKeyLimiters(): OrgKeyLimiters<FairLimiter> {
+  return orgKeyLimiters(() => new FairLimiter(orgKeyCreationLimiter(), { spacingMs: 900 / ORG_KEY_CREATIONS_PER_SECOND }));
+}
+
+function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsecureHttp: boolean, orgKeyLimiter: OrgKeyLimiters<FairLimiter>): PlatformFactory {
+  // ONE limiter per organization for org key creation, across every worker and credentials.
   return ({ baseUrl, apiKey, beforeWrite, userAgent }) => new PlatformClient({
     baseUrl,
     apiKey,
@@ -184,7 +221,8 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const unregisterIssuerGauge = options.metrics !== undefined ? registerIssuerGauge(options.metrics.registry, () => issuerReadiness()) : undefined;
   const logger = options.logger ?? createLogger();
   const identity = options.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
-  const makePlatform = options.platformFactory ?? defaultPlatformFactory(options.metrics, options.allowInsecurePlatformUrl === true);
+  const orgLimiters = operatorOrgKeyLimiters();
+  const makePlatform = options.platformFactory ?? defaultPlatformFactory(options.metrics, options.allowInsecurePlatformUrl === true, orgLimiters);
   const stopped = new AbortController();
   const leadership = options.leadership ?? soleLeadership(stopped.signal);
   // Every platform write asks the fence first; the user agent names this process in the platform's logs.
@@ -236,6 +274,17 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       else controller.enqueueLow(key);
     }
   });
+  // Three times the platform's creations per second per organization under way at once (from a
+  // key's turn to the platform's answer to its create): the limiter's 10 slots each have the next
+  // create waiting, and 10 more keys are read and their intents written meanwhile, which on a
+  // loaded machine takes about a second. The rest of a wave waits in its organization's line,
+  // holding no worker (create-admission.ts).
+  const admission = new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => {
+    // When a waiting key's turn came, apart from when a worker took it up (bench/fairness.ts --fair-stages).
+    const [kind, namespace, name] = key.split('/');
+    logger.debug({ kind, namespace, name }, 'turn');
+    controller.enqueue(key);
+  } });
   const reconciler = new KeyReconciler({
     kube: new ApiServerWrites(objects, core, kubeConfig.makeApiClient(AppsV1Api), kubeConfig),
     platformFor,
@@ -272,17 +321,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       platformById: (credentialsId) => clients.byId(credentialsId),
     },
     ...(options.onReconcile !== undefined ? { onReconcile: options.onReconcile } : {}),
-    // Three times the platform's creations per second per organization under way at once (from a
-    // key's turn to the platform's answer to its create): the limiter's 10 slots each have the next
-    // create waiting, and 10 more keys are read and their intents written meanwhile, which on a
-    // loaded machine takes about a second. The rest of a wave waits in its organization's line,
-    // holding no worker (create-admission.ts).
-    admission: new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => {
-      // When a waiting key's turn came, apart from when a worker took it up (bench/fairness.ts --fair-stages).
-      const [kind, namespace, name] = key.split('/');
-      logger.debug({ kind, namespace, name }, 'turn');
-      controller.enqueue(key);
-    } }),
+    admission,
     credentialsSettings: {
       // Issuers are cluster-scoped: read with every namespace watched (a ClusterRole), or with a list
       // of namespaces when the issuers' namespace is named (the platform team granted issuers apart).
@@ -421,6 +460,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ready: () => running.synced,
     staleCaches: () => running.staleCaches().map((c) => `${c.kind} cache of ${c.namespace === undefined ? 'every namespace' : `namespace ${c.namespace}`} is stale: its watch has failed for ${Math.round(c.failingForMs / 1000)} s${c.error !== undefined ? ` (${c.error})` : ''}`),
     cacheContents: () => running.cacheContents(),
+    perOrganization: () => ({ limiters: orgLimiters.size, lines: admission.size, memberships: reconciler.memberships, pollers: pollers.projects().length }),
     stop: () => {
       metrics?.countManagedKeysWith(undefined);
       metrics?.countStaleCachesWith(undefined);

@@ -67,6 +67,16 @@ export class RoundTripCredit {
     this.#cautionMs = Math.min(this.#cautionMs * 2, MAX_CAUTION_WINDOWS * this.#windowMs);
   }
 
+  /**
+   * Nothing kept can change a credit from `now` on: no round trip within SAMPLE_WINDOWS, no caution
+   * in effect, and never a 429 (the next caution would be doubled). A new RoundTripCredit is then the same.
+   */
+  idle(now: number): boolean {
+    const newest = this.#samples.at(-1);
+    return (newest === undefined || newest.at < now - SAMPLE_WINDOWS * this.#windowMs)
+      && now >= this.#cautionUntil && this.#cautionMs === FIRST_CAUTION_WINDOWS * this.#windowMs;
+  }
+
   /** Milliseconds a slot answered before `now` may be reused ahead of a full window after its answer. */
   creditMs(now: number): number {
     if (now < this.#cautionUntil) return 0;

@@ -69,6 +69,8 @@ export interface Permit {
 export interface RateLimiter {
   /** Resolves when the request may leave; rejects with the signal's reason if it aborts first. */
   take(signal?: AbortSignal): Promise<Permit>;
+  /** A new limiter in its place would behave exactly as this one from now on (it may be dropped); absent: never. */
+  idle?(): boolean;
 }
 
 export interface SlidingWindowOptions {
@@ -114,6 +116,17 @@ export class SlidingWindowLimiter implements RateLimiter {
 
   take(signal?: AbortSignal): Promise<Permit> {
     return this.#waiters.take(signal);
+  }
+
+  /**
+   * Dropping this limiter and making a new one would change nothing: nobody waits, no request is in
+   * flight, every slot's last answer is a whole span old (its window holds no creation), and the
+   * latency credit keeps nothing that still counts (round-trip-credit.ts idle). Then every slot is
+   * free whatever the credit, as a new limiter's are, and stays so until it is taken.
+   */
+  idle(): boolean {
+    const now = this.#clock.now();
+    return this.#waiters.length === 0 && this.#slots.every((slot) => slot.answeredAt + this.#spanMs <= now) && this.#credit.idle(now);
   }
 
   /** The slot free soonest, and when, with the credit as it stands `now` (the moment a request would leave). */

@@ -28,7 +28,8 @@ import { objectRef } from '../runtime/own-writes.ts';
 import type { Priority } from './issuing/create-line.ts';
 import { sendsFor } from './issuing/fair-limiter.ts';
 import { CredentialsKinds } from './issuing/credentials-kind.ts';
-import { OrganizationMemberships } from './issuing/organization-membership.ts';
+import { OrganizationMemberships, type MembershipsKept } from './issuing/organization-membership.ts';
+import { ISSUER_KIND } from '../resources/issuer.ts';
 import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
 import { CREDENTIALS_SECRET_KIND, keepCredentials, reconcileCredentialsSecret } from './issuing/credentials-in-use.ts';
 import { blockedInputs, platformOf, type Context, type KeyDeps, type ReconcileRecord, type RestBroken } from './reconcile-context.ts';
@@ -73,6 +74,11 @@ export class KeyReconciler implements Reconciler {
       // A membership changes rarely: asked again every 5 minutes (or drift interval, if longer), and at once for other credentials.
       memberships: new OrganizationMemberships(Math.max(options.driftIntervalMs, MEMBERSHIP_TTL_MS), options.now ?? Date.now),
     };
+  }
+
+  /** The answers of GET /users/me/organizations kept (tests: bounded, organization-membership.ts). */
+  get memberships(): MembershipsKept {
+    return this.#deps.memberships.size;
   }
 
   /**
@@ -293,16 +299,22 @@ export class KeyReconciler implements Reconciler {
   }
 
   /**
-   * Whether a new key, unread, may wait in its organization's line: through an issuer (the issuer's
-   * organization), or with a credentials Secret whose version in the cache was found a member
-   * (organization-membership.ts). Otherwise it is read, and its membership asked before its turn.
+   * Whether a new key, unread, may wait in the line of the organization it names: through an issuer
+   * whose generation in the cache had a create of this namespace let into that organization's line,
+   * or with a credentials Secret whose version in the cache was found a member
+   * (organization-membership.ts). Otherwise it is read, and its issuer or membership checked before
+   * any turn: the organization is the tenant's to write, beside an issuerRef too.
    */
   #knownMember(cachedKey: KubernetesObject | undefined, organization: string): boolean {
-    const spec = (cachedKey as { spec?: { issuerRef?: unknown; credentialsSecretRef?: { name?: string } } } | undefined)?.spec;
-    if (spec?.issuerRef !== undefined) return true;
+    const spec = (cachedKey as { spec?: { issuerRef?: { name?: string }; credentialsSecretRef?: { name?: string } } } | undefined)?.spec;
     const namespace = cachedKey?.metadata?.namespace;
+    if (namespace === undefined) return false;
+    if (spec?.issuerRef !== undefined) {
+      const issuer = spec.issuerRef.name === undefined ? undefined : this.#deps.cachedKey?.(ISSUER_KIND, '', spec.issuerRef.name)?.metadata;
+      return issuer?.uid !== undefined && this.#deps.memberships.knownIssuer(issuerVersion(namespace, spec.issuerRef.name ?? '', issuer.uid, issuer.generation), organization);
+    }
     const name = spec?.credentialsSecretRef?.name;
-    if (namespace === undefined || name === undefined) return false;
+    if (name === undefined) return false;
     const version = this.#deps.cachedKey?.('Secret', namespace, name)?.metadata?.resourceVersion;
     return version !== undefined && this.#deps.memberships.knownMember(`${namespace}/${name}@${version}`, organization);
   }
@@ -406,12 +418,21 @@ async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (p
   const { admission } = deps;
   const { adapter, worker, resource } = ctx;
   const organization = adapter?.listScope.startsWith('org:') === true ? adapter.listScope.slice('org:'.length) : undefined;
-  if (admission === undefined || worker === undefined || organization === undefined) return run(deps);
-  const key = `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
-  // Credentials of the namespace: into the organization's line only once they are known to belong to it.
-  if (ctx.source?.issuer === undefined && ctx.apiKey !== undefined) {
+  if (organization === undefined) return run(deps);
+  const issuer = ctx.source?.issuer;
+  // Credentials of the namespace: into the organization's line, and to its limiter (the platform
+  // client's, per organization), only once they are known to belong to it, whatever the create is
+  // for (a first key, a repair, a rotation, one started again after an interrupted one). An
+  // issuer's create is of the issuer's organization (credentials-source.ts refuses any other).
+  if (issuer === undefined) {
     const refused = await notAMember(deps, ctx, organization);
     if (refused !== undefined) return refused;
+  }
+  if (admission === undefined || worker === undefined) return run(deps);
+  const key = `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
+  // A new key of this namespace through this issuer generation may wait for this organization unread from now on (#knownMember).
+  if (issuer?.uid !== undefined && issuer.organizationId === organization) {
+    deps.memberships.learnIssuer(issuerVersion(resource.metadata.namespace, issuer.name, issuer.uid, issuer.generation), organization);
   }
   const slot = admission.admit(organization, key, priority);
   if (slot === undefined) {
@@ -433,6 +454,11 @@ async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (p
   } finally {
     slot.done();
   }
+}
+
+/** A ClusterKeyIssuer at one generation, for one namespace's keys (organization-membership.ts knownIssuer). */
+function issuerVersion(namespace: string, issuer: string, uid: string, generation: number | undefined): string {
+  return `${namespace}/${issuer}@${uid}@${generation ?? ''}`;
 }
 
 /** How long an answer of GET /users/me/organizations is kept (organization-membership.ts). */

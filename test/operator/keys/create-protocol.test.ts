@@ -22,7 +22,8 @@ describe('the create protocol', () => {
     const result = await r.reconcile();
     expect(result).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
     const key = r.platform.keys[0]!;
-    expect(r.platform.calls).toEqual(['getAuth', `createOrg org-1 ${key.name}`]);
+    // The credentials' organizations first (organization-membership.ts): nothing enters the organization's line or limiter before.
+    expect(r.platform.calls).toEqual(['listMyOrganizations', 'getAuth', `createOrg org-1 ${key.name}`]);
     expect(key.name).toMatch(/^ci-deployer-[a-z0-9]{8}$/);
     // Three apiserver writes and the event (issue 14): the finalizer with the intent, the Secret,
     // the status that records the key and so fulfils the intent (no write to clear it).
@@ -50,7 +51,7 @@ describe('the create protocol', () => {
     const r = rig();
     r.kube.putResource(keyResource('ProjectApiKey', 'pk'));
     expect(await r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
-    expect(r.platform.calls).toEqual(['getAuth', `createOrg org-1 ${r.platform.keys[0]!.name} p-1`]);
+    expect(r.platform.calls).toEqual(['listMyOrganizations', 'getAuth', `createOrg org-1 ${r.platform.keys[0]!.name} p-1`]);
   });
 
   it("a ProjectApiKey's status is written once, with its project's operations (polled already, or by the first poll its key starts)", async () => {
@@ -87,7 +88,7 @@ describe('the create protocol', () => {
     r.platform.answerCreate = undefined;
     // Recovery: list, revoke the attempt's key, clear the intent; then the next step, which creates afresh.
     expect(await r.reconcile()).toEqual({ type: 'Continue' });
-    expect(r.platform.calls.slice(2)).toEqual(['listOrg org-1', `revokeOrg org-1 ${lost.id}`]);
+    expect(r.platform.calls.slice(3)).toEqual(['listOrg org-1', `revokeOrg org-1 ${lost.id}`]);
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
     expect(r.events.reasons()).toEqual(['Warning CreateOutcomeUnknown', 'Warning CreateRecovered']);
     expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
@@ -113,7 +114,7 @@ describe('the create protocol', () => {
     r.platform.answerCreate = (key) => ({ ...key, name: 'someone-else' });
     expect(await r.reconcile()).toEqual({ type: 'Backoff' });
     expect(r.platform.keys).toEqual([]);
-    expect(r.platform.calls[2]).toMatch(/^revokeOrg org-1 \d+$/);
+    expect(r.platform.calls[3]).toMatch(/^revokeOrg org-1 \d+$/);
     expect(r.kube.secret(NAMESPACE, 'ci')).toBeUndefined();
     const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
     expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
@@ -176,8 +177,8 @@ describe('the create protocol', () => {
     const { ApiException } = await import('@kubernetes/client-node');
     r.kube.failNext = { call: 'update', error: new ApiException(409, 'conflict', {}, {}) };
     expect(await r.reconcile()).toEqual({ type: 'Retry' });
-    // The credentials check may have asked who the credentials are; nothing was created.
-    expect(r.platform.calls.filter((c) => c !== 'getAuth')).toEqual([]);
+    // The credentials checks may have asked who the credentials are and their organizations; nothing was created.
+    expect(r.platform.calls.filter((c) => c !== 'getAuth' && c !== 'listMyOrganizations')).toEqual([]);
     expect(r.platform.keys).toEqual([]);
   });
 
@@ -187,7 +188,7 @@ describe('the create protocol', () => {
     r.platform.auth = { account_id: 'org-1', auth_method: 'api_key_org' };
     expect(await r.reconcile()).toEqual({ type: 'Backoff' });
     expect(await r.reconcile()).toEqual({ type: 'Backoff' });
-    expect(r.platform.calls).toEqual(['getAuth']);
+    expect(r.platform.calls).toEqual(['listMyOrganizations', 'getAuth']);
     const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
     expect(condition(resource, 'KeyIssued')).toBe('False CredentialsWrongKind');
     expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
@@ -301,7 +302,7 @@ describe('the create protocol', () => {
     resource.metadata.generation = 2;
     r.kube.putResource(resource);
     expect(await r.reconcile()).toEqual({ type: 'Continue' });
-    expect(r.platform.calls.slice(2)).toEqual(['listOrg org-1', `revokeOrg org-1 ${lost.id}`]);
+    expect(r.platform.calls.slice(3)).toEqual(['listOrg org-1', `revokeOrg org-1 ${lost.id}`]);
     expect(r.events.reasons()).toEqual(['Warning CreateOutcomeUnknown', 'Warning CreateRecovered']);
     expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
     const recorded = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status;

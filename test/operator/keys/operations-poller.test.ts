@@ -318,6 +318,20 @@ describe('OperationsPollers against the emulator', () => {
     expect(counted.calls).toBe(after);
   });
 
+  it('an owner moved to another project leaves the one before: 1,000 projects named in turn by one resource leave one poller', async () => {
+    const counted = counting(client);
+    pollers = new OperationsPollers({ clientForKey: () => counted, onUpdate: () => undefined, fastIntervalMs: 20, slowIntervalMs: 50 });
+    pollers.ensure(projectId, 'ns/other', 'ko');
+    for (let i = 0; i < 1_000; i++) pollers.ensure(`p-moved-${i}`, 'ns/a', 'ka');
+    expect(pollers.projects().sort()).toEqual([projectId, 'p-moved-999'].sort());
+    pollers.ensure(projectId, 'ns/a', 'ka');
+    expect(pollers.projects()).toEqual([projectId]);
+    pollers.release(projectId, 'ns/a');
+    expect(pollers.projects()).toEqual([projectId]); // ns/other still polls it
+    pollers.release(projectId, 'ns/other');
+    expect(pollers.projects()).toEqual([]);
+  });
+
   it('reports Unknown with the error code and backs off instead of hot-looping on a bad credential', async () => {
     const bad = counting(new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: 'x'.repeat(64) }));
     const rec = recorder();

@@ -152,6 +152,16 @@ export class CreateAdmission {
     if (org.line.waitingIn(namespace) === 0) org.toldIn.delete(namespace);
   }
 
+  /**
+   * Organizations kept (tests: bounded). One is kept only while a create of it is under way, a slot
+   * is kept for a woken key (at most `keepMs`) or a key waits in its line: the organizations with
+   * creates in progress, never every id ever named. Only an organization the credentials belong to
+   * gets here (the reconciler's admitted(), organization-membership.ts).
+   */
+  get size(): number {
+    return this.#orgs.size;
+  }
+
   /** Keys waiting in line, over every organization (metrics, tests). */
   waiting(): number {
     let n = 0;

@@ -132,6 +132,11 @@ class RecentShareLine {
     return item;
   }
 
+  /** Nothing waits and no namespace had a permit within the window: a new line would serve alike. */
+  empty(): boolean {
+    return this.active() === 0;
+  }
+
   /** Namespaces with items waiting or a permit in the window. */
   active(): number {
     this.#forgetOld();
@@ -166,6 +171,18 @@ export class FairLimiter implements RateLimiter {
     this.#spacingMs = options.spacingMs ?? 0;
     this.#clock = options.clock ?? realClock;
     this.#line = new RecentShareLine(options.recentMs ?? 5_000, () => this.#clock.now());
+  }
+
+  /**
+   * A new FairLimiter over a new inner limiter would behave exactly as this one from now on, so it
+   * may be dropped (manager.ts orgKeyLimiters): nobody waits or is at the inner limiter, no hand-off
+   * waits for the spacing, the last permit is a spacing old, no namespace's permits are within the
+   * window, and the inner limiter is idle (sliding-window.ts: nothing in its window). An inner
+   * limiter that cannot tell is never idle.
+   */
+  idle(): boolean {
+    return this.#waiters.size === 0 && !this.#taking && this.#cancelSpacing === undefined
+      && this.#lastGrantAt + this.#spacingMs <= this.#clock.now() && this.#line.empty() && this.#inner.idle?.() === true;
   }
 
   take(signal?: AbortSignal): Promise<Permit> {

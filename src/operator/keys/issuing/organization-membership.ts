@@ -14,7 +14,10 @@
 // MAX_ORGANIZATIONS ids: bounded in bytes whatever the tenants name (256 × 100 ids of at most 64
 // characters: under 3 MiB however used, about 20 KiB for a few credentials). A new key waits in its
 // organization's line before it is read only when its credentials Secret, at the version the cache
-// holds, was found a member (knownMember): a Secret edited since is asked again first.
+// holds, was found a member (knownMember): a Secret edited since is asked again first. A new key
+// through a ClusterKeyIssuer waits there unread only when a create of its namespace through that
+// issuer, at the generation the cache holds, was let into that very organization's line
+// (knownIssuer): an issuerRef alone says nothing of the organization a tenant writes beside it.
 import { MAX_CLIENTS } from '../platform-clients.ts';
 
 /** The organizations of one credentials value kept at most: for a user in more, one not kept is asked about again each time. */
@@ -27,6 +30,14 @@ interface Known {
   truncated: boolean;
 }
 
+/** What OrganizationMemberships keeps: credentials values, organization ids of their answers, credentials Secrets' versions, issuers' generations. */
+export interface MembershipsKept {
+  credentials: number;
+  organizations: number;
+  secrets: number;
+  issuers: number;
+}
+
 export class OrganizationMemberships {
   readonly #ttlMs: number;
   readonly #now: () => number;
@@ -34,6 +45,8 @@ export class OrganizationMemberships {
   readonly #asking = new Map<string, Promise<Known>>();
   /** `namespace/name@resourceVersion` of a credentials Secret to the credentials value it held (its digest). */
   readonly #secrets = new Map<string, string>();
+  /** `namespace/issuer@uid@generation` to the organization a create of that namespace through that issuer was admitted to. */
+  readonly #issuers = new Map<string, string>();
 
   constructor(ttlMs: number, now: () => number = Date.now) {
     this.#ttlMs = ttlMs;
@@ -57,6 +70,21 @@ export class OrganizationMemberships {
     }
   }
 
+  /** A create of the namespace through the issuer at this generation (`namespace/issuer@uid@generation`) went to the organization's line. */
+  learnIssuer(issuerVersion: string, organizationId: string): void {
+    this.#issuers.delete(issuerVersion);
+    this.#issuers.set(issuerVersion, organizationId);
+    for (const key of this.#issuers.keys()) {
+      if (this.#issuers.size <= MAX_CLIENTS) break;
+      this.#issuers.delete(key);
+    }
+  }
+
+  /** Whether a create of the namespace through the issuer at this generation went to this organization's line. */
+  knownIssuer(issuerVersion: string, organizationId: string): boolean {
+    return this.#issuers.get(issuerVersion) === organizationId;
+  }
+
   /** Whether the credentials Secret at this version is known, now, to belong to the organization. */
   knownMember(secretVersion: string, organizationId: string): boolean {
     const credentialsId = this.#secrets.get(secretVersion);
@@ -64,10 +92,10 @@ export class OrganizationMemberships {
   }
 
   /** What is kept (tests: bounded whatever the tenants name). */
-  get size(): { credentials: number; organizations: number; secrets: number } {
+  get size(): MembershipsKept {
     let organizations = 0;
     for (const known of this.#known.values()) organizations += known.organizations.size;
-    return { credentials: this.#known.size, organizations, secrets: this.#secrets.size };
+    return { credentials: this.#known.size, organizations, secrets: this.#secrets.size, issuers: this.#issuers.size };
   }
 
   #fresh(credentialsId: string): Known | undefined {

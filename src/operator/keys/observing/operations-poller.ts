@@ -16,7 +16,9 @@
 // Ownership: ensure(projectId, owner, apiKey) / release(projectId, owner) keep the owners of a
 // project (the reconciler passes `namespace/name` of each ProjectApiKey) with each one's issued key.
 // Both are idempotent, which suits a level-triggered reconciler that calls ensure() on every pass;
-// the poller runs while it has owners.
+// the poller runs while it has owners. An owner is of one project at a time (a ProjectApiKey names one):
+// ensured for another project, it leaves the one before, so the pollers are at most the
+// ProjectApiKeys with an issued key, whatever projects a resource was moved through.
 //
 // Whose key lists: owners of one project may be different teams. The poller lists with one owner's
 // key (the last that worked); a key the platform refuses (401/403) is dropped and the next owner's
@@ -193,6 +195,8 @@ export class OperationsPollers {
   readonly #limit: number;
   readonly #logger: Logger | undefined;
   readonly #projects = new Map<string, ProjectPoller>();
+  /** The project each owner is of. */
+  readonly #ownerProject = new Map<string, string>();
   #stopped = false;
 
   constructor(options: OperationsPollersOptions) {
@@ -211,6 +215,9 @@ export class OperationsPollers {
    */
   ensure(projectId: string, owner: string, apiKey?: string): void {
     if (this.#stopped) return;
+    const before = this.#ownerProject.get(owner);
+    if (before !== undefined && before !== projectId) this.release(before, owner);
+    this.#ownerProject.set(owner, projectId);
     const poller = this.#poller(projectId);
     const current = poller.owners.get(owner);
     if (apiKey === undefined) {
@@ -226,6 +233,7 @@ export class OperationsPollers {
 
   /** Removes owner; the last owner gone stops the project's poller. */
   release(projectId: string, owner: string): void {
+    if (this.#ownerProject.get(owner) === projectId) this.#ownerProject.delete(owner);
     const poller = this.#projects.get(projectId);
     if (poller === undefined) return;
     poller.owners.delete(owner);
@@ -265,6 +273,7 @@ export class OperationsPollers {
       if (poller.polling !== undefined) inFlight.push(poller.polling);
     }
     this.#projects.clear();
+    this.#ownerProject.clear();
     await Promise.allSettled(inFlight);
   }
 
