@@ -10,7 +10,7 @@ import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/issuing/create-admission.ts';
 import { FairLimiter } from './keys/issuing/fair-limiter.ts';
-import { credentialsUsers, issuerUsers, keyWatches, projectKeysIn, slotHolders, wakeProject } from './keys/watches.ts';
+import { credentialsUsers, issuerUsers, keyWatches, projectKeysIn, secretNameHolders, slotHolders, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf, recordedKeyIds, slotIssuersOfCached } from './keys/observing/cache-projection.ts';
 import { IssuerSlots } from './keys/issuing/issuer-slots.ts';
 import { parseLabelSelector, selectorMatches } from './keys/issuing/issuer-policy.ts';
@@ -338,6 +338,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
         return slotIssuersOfCached(controller.cachedObject(kind, namespace, name));
       },
     }, (key) => controller.enqueue(key)),
+    secretNameHolders: (namespace, name) => secretNameHolders(controller, namespace, name),
     cachedKey: options.cacheDelivery === undefined
       ? (kind, namespace, name) => controller.cachedObject(kind, namespace, name)
       : (kind, namespace, name) => options.cacheDelivery?.(kind, namespace, name, controller.cachedObject(kind, namespace, name)),

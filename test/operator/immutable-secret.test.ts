@@ -234,4 +234,52 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     await eventually(async () => ((await secretsOf('guarded')).join() === foreign ? true : undefined), 30_000, 'Secrets of guarded deleted');
     expect(await liveIds('guarded')).toEqual([]);
   });
+  it('a Secret name belongs to one resource: a later one naming it gets no key, and a consenting workload is restarted once per rotation', async () => {
+    const rotation = { gracePeriod: '1s', maxGracePeriod: '30s', restart: { discover: true } };
+    await create('first', { secret: { name: 'shared-key', immutable: true }, rotation });
+    const owner = await untilReady('first');
+    const secret = `shared-key-${owner.status!.keyId}`;
+    await apps.createNamespacedDeployment({
+      namespace,
+      body: {
+        metadata: { name: 'shared-consumer', annotations: { 'keys.neon.dev/restart-on-rotation': 'shared-key' } },
+        spec: {
+          replicas: 0,
+          selector: { matchLabels: { app: 'shared-consumer' } },
+          template: {
+            metadata: { labels: { app: 'shared-consumer' } },
+            spec: { containers: [{ name: 'api', image: 'example.invalid/api:1', env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }] }] },
+          },
+        },
+      },
+    });
+    // The same Secret name, created after it: each key would go to its own Secret (shared-key-<id>), and
+    // each rotation of each would restart the workload that consented to shared-key.
+    await create('second', { secret: { name: 'shared-key', immutable: true }, rotation });
+    const refused = await eventually(async () => {
+      const r = await get('second');
+      return condition(r, 'Ready') === 'False SecretConflict' ? r : undefined;
+    }, 20_000, 'second refused');
+    expect(refused.status?.conditions?.find((c) => c.type === 'Ready')?.message).toContain('ApiKey/first');
+    expect(refused.status?.keyId).toBeUndefined();
+
+    const before = (await apps.readNamespacedDeployment({ namespace, name: 'shared-consumer' })).metadata!.generation!;
+    await annotate('second', { 'keys.neon.dev/rotate': 'r1' });
+    await annotate('first', { 'keys.neon.dev/rotate': 'r1' });
+    const rotated = await eventually(async () => {
+      const r = await get('first');
+      return condition(r, 'Rotating') === 'False RotationComplete' ? r : undefined;
+    }, 40_000, 'first rotated');
+    const consumer = await apps.readNamespacedDeployment({ namespace, name: 'shared-consumer' });
+    expect(consumer.metadata?.generation).toBe(before + 1);
+    expect(consumer.spec!.template.spec!.containers[0]!.env![0]!.valueFrom!.secretKeyRef!.name).toBe(`shared-key-${rotated.status!.keyId}`);
+    // The later resource made no key on the platform, before or after its rotation was asked for.
+    expect(await keysNamed('second')).toEqual([]);
+    expect(condition(await get('second'), 'Ready')).toBe('False SecretConflict');
+
+    // Once the first is gone, the name is the second's (looked at again within a drift interval).
+    await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'first' });
+    const taken = await untilReady('second');
+    expect(taken.status?.secretName).toBe(`shared-key-${taken.status!.keyId}`);
+  });
 });

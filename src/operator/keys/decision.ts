@@ -151,6 +151,12 @@ export interface Observation {
   abandonKey?: number;
   /** spec.secret names the credentials Secret (the default name can collide, which the CRD cannot see). */
   secretIsCredentials?: boolean;
+  /**
+   * Another resource of the namespace, created before this one, names the same Secret name with one
+   * of the two writing immutable Secrets (`Kind/name`): the name is that resource's, so this one
+   * issues no key and starts no rotation (observe.ts secretNameOwner).
+   */
+  secretNameTakenBy?: string;
   /** The Secret named by spec.secret (or metadata.name); undefined when it does not exist. */
   secret?: SecretObservation;
   credentials: Credentials;
@@ -430,6 +436,14 @@ export function decide(o: Observation): Decision {
       message: 'a Secret of that name exists and is not controlled by this resource (no controller owner reference with its uid); delete it or choose another spec.secret.name',
     };
   }
+  if (keyId === undefined && o.secretNameTakenBy !== undefined) {
+    return {
+      action: { type: 'Blocked', retry: false },
+      reason: 'SecretConflict',
+      message: `${o.secretNameTakenBy}, created earlier, names the same Secret (spec.secret.name, default metadata.name) and one of the two writes immutable Secrets: `
+        + 'a Secret name belongs to one resource of the namespace, so that a workload consenting to it is restarted once per rotation; choose another spec.secret.name',
+    };
+  }
   if (keyId === undefined) return create(undefined, 'Creating', 'issuing a key');
   if (o.platform.project === 'NotInOrganization') {
     return {
@@ -513,6 +527,14 @@ export function decide(o: Observation): Decision {
   }
   // Without credentials nothing can be issued: the live key stays, and the rotation waits for them;
   // nor with credentials that cannot revoke the key it would replace (as for a repair, above).
+  if (due && o.secretNameTakenBy !== undefined) {
+    return {
+      action: { type: 'Blocked', retry: false },
+      reason: 'SecretConflict',
+      message: `key ${keyId} is due for rotation and stays live, not rotated: ${o.secretNameTakenBy}, created earlier, names the same Secret and one of the two writes immutable Secrets; `
+        + 'a Secret name belongs to one resource of the namespace, so that a workload consenting to it is restarted once per rotation; choose another spec.secret.name',
+    };
+  }
   if (due && o.credentials === 'Present' && !replaceable) return cannotReplace(`key ${keyId} is due for rotation`);
   if (due && o.credentials === 'Present') {
     const request = rotation.request;

@@ -5,11 +5,11 @@
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat } from '../../platform/index.ts';
 import {
-  ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_ROTATE, FINALIZER, parseSpec, type KeyResource,
+  ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_ROTATE, FINALIZER, parseSpec, type KeyResource, type KindName,
 } from '../resources/schema.ts';
 import { adapterFor, type KeyAdapter, type ListedUse } from './adapter.ts';
 import { observeRollouts, type Restart } from './rotation/consumers.ts';
-import { baseSecretName } from './secret/immutable-secret.ts';
+import { baseSecretName, immutableMode } from './secret/immutable-secret.ts';
 import { asPlatformFailure, unverifiableReason } from './status/platform-failure.ts';
 import { gracePeriods, requestToken, schedule, type RotationContext } from './rotation-schedule.ts';
 import { parseIntent, unverifiedAttempt } from './issuing/create-intent.ts';
@@ -178,6 +178,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
 
   const issuerKey = typeof status.issuer === 'string' || spec?.issuerRef !== undefined || (resource.spec as { issuerRef?: unknown } | undefined)?.issuerRef !== undefined;
   const unhandledRequest = rotation.request !== undefined && rotation.request !== status.rotation?.lastRequest ? rotation.request : undefined;
+  const secretNameTakenBy = meta.deletionTimestamp === undefined && spec !== undefined ? await secretNameOwner(deps, resource, spec) : undefined;
   const observation: Observation = {
     now: deps.now(),
     ...(unhandledRequest !== undefined || rotation.schedule.nextAt !== undefined
@@ -209,11 +210,45 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     credentialsChanged,
     ...(abandon !== undefined && /^\d{1,15}$/.test(abandon) ? { abandonKey: Number(abandon) } : {}),
     secretIsCredentials: spec?.credentialsSecretRef !== undefined && spec.issuerRef === undefined && secretName === spec.credentialsSecretRef.name,
+    ...(secretNameTakenBy !== undefined ? { secretNameTakenBy } : {}),
     ...(refusal !== undefined ? { refusal } : {}),
     ...(source?.issuer !== undefined || spec?.issuerRef !== undefined ? { throughIssuer: true } : {}),
   };
   const credentialsSecret = namespaceRef !== undefined && credentialsAt?.namespace === meta.namespace ? creds : undefined;
   return { resource, spec, ...(source !== undefined ? { source } : {}), ...(credentialsSecret !== undefined ? { credentialsSecret } : {}), adapter, secretName, secretKey, secret, apiKey, credentials, ...(credentialsVersion !== undefined ? { credentialsVersion } : {}), fingerprint, listed, observation, rotation, logger };
+}
+
+/** The most other resources naming one Secret name that a pass reads to find which was first. */
+const MAX_NAME_HOLDERS_READ = 8;
+
+/**
+ * The resource of the namespace that owns this resource's Secret name, when it is another one
+ * (`Kind/name`): with spec.secret.immutable on either side, several resources may name one Secret
+ * name without writing the same Secret, and each rotation of each would restart the workloads
+ * consenting to that name. The name belongs to the resource created first (creationTimestamp, then
+ * kind and name), read fresh; the others issue no key and start no rotation (decision.ts).
+ * Two mutable resources naming one Secret are told apart by who controls the Secret, as before.
+ */
+async function secretNameOwner(deps: KeyDeps, resource: KeyResource, spec: NonNullable<Context['spec']>): Promise<string | undefined> {
+  const { namespace, name } = resource.metadata;
+  const secretName = baseSecretName(resource, spec);
+  const immutable = immutableMode(spec);
+  const self = `${resource.kind}/${namespace}/${name}`;
+  const others = (deps.secretNameHolders?.(namespace, secretName) ?? []).filter((h) => h.key !== self && (immutable || h.immutable)).slice(0, MAX_NAME_HOLDERS_READ);
+  type Rank = [number, string, string];
+  const rank = (kind: string, r: KeyResource): Rank => [Date.parse(r.metadata.creationTimestamp ?? '') || 0, kind, r.metadata.name];
+  const before = (a: Rank, b: Rank): boolean => (a[0] !== b[0] ? a[0] < b[0] : a[1] !== b[1] ? a[1] < b[1] : a[2] < b[2]);
+  const mine = rank(resource.kind, resource);
+  for (const { key } of others) {
+    const [kind = '', , otherName = ''] = key.split('/');
+    const other = await deps.kube.readResource(kind as KindName, namespace, otherName);
+    if (other === undefined || other.metadata.deletionTimestamp !== undefined) continue;
+    const otherSecret = (other.spec as { secret?: { name?: unknown; immutable?: unknown } } | undefined)?.secret;
+    const otherSecretName = typeof otherSecret?.name === 'string' ? otherSecret.name : other.metadata.name;
+    if (otherSecretName !== secretName || !(immutable || otherSecret?.immutable === true)) continue; // the cache was behind
+    if (before(rank(kind, other), mine)) return `${kind}/${otherName}`;
+  }
+  return undefined;
 }
 
 function parseTime(value: string | undefined): number | undefined {

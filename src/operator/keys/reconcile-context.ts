@@ -70,6 +70,8 @@ export interface KeyDeps {
   onCredentialsReleased?: (key: string, namespace: string, secret: string) => void;
   /** The caps of issuers' rules (issuing/issuer-slots.ts); without it no cap is enforced. */
   slots?: IssuerSlots;
+  /** The key resources of a namespace whose Secret name is `name` (watches.ts secretNameHolders); without it none is looked for. */
+  secretNameHolders?: (namespace: string, name: string) => { key: string; immutable: boolean }[];
   /** A key resource as the informers' cache holds it (cache-projection.ts), for a new key's turn without a read. */
   cachedKey?: (kind: string, namespace: string, name: string) => KubernetesObject | undefined;
 }

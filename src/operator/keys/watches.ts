@@ -10,7 +10,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller, Watch } from '../runtime/controller.ts';
 import { CREDENTIALS_FINALIZER, GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
 import { CREDENTIALS_SECRET_KIND } from './issuing/credentials-in-use.ts';
-import { credentialsSecretOf, issuerOf, slotsOf, trimKeyResource, trimSecret } from './observing/cache-projection.ts';
+import { credentialsSecretOf, explicitSecretNameOf, issuerOf, secretNameOfCached, slotsOf, trimKeyResource, trimSecret } from './observing/cache-projection.ts';
 import { ANNOTATION_OWNER } from './secret/secret-writer.ts';
 
 /** The index of the key resources by the credentials Secret they name (`namespace/name`). */
@@ -19,6 +19,8 @@ export const CREDENTIALS_INDEX = 'credentialsSecret';
 export const ISSUER_INDEX = 'issuer';
 /** The index of the key resources by the issuers whose cap counts them: `namespace/issuer` (cache-projection.ts slotsOf). */
 export const SLOT_INDEX = 'issuerSlot';
+/** The index of the key resources by the Secret name they set in spec.secret.name (`namespace/name`); the default (metadata.name) is not indexed. */
+export const SECRET_NAME_INDEX = 'secretName';
 /** The index of the ProjectApiKeys by the project they name (spec.projectId). */
 export const PROJECT_INDEX = 'project';
 
@@ -36,7 +38,7 @@ export function keyWatches(namespace: string | undefined): Watch[] {
       kind,
       path: namespace === undefined ? `/apis/${GROUP}/${VERSION}/${plural}` : `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
       project: trimKeyResource,
-      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, [ISSUER_INDEX]: issuerOf, [SLOT_INDEX]: slotsOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
+      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, [ISSUER_INDEX]: issuerOf, [SLOT_INDEX]: slotsOf, [SECRET_NAME_INDEX]: explicitSecretNameOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
     };
   });
   const secrets = namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`;
@@ -114,4 +116,22 @@ export function slotHolders(controller: Pick<Controller, 'indexed'>, issuer: str
 /** The work-queue keys of the key resources naming a credentials Secret of their namespace (the credentials index). */
 export function credentialsUsers(controller: Pick<Controller, 'indexed'>, namespace: string, name: string): string[] {
   return [...controller.indexed(CREDENTIALS_INDEX, `${namespace}/${name}`)];
+}
+
+/**
+ * The key resources of `namespace` whose Secret name (spec.secret.name, else their own name) is
+ * `name`, with whether each writes immutable Secrets: the ones that set it (the Secret name index)
+ * and the ApiKey and ProjectApiKey named `name` that leave it to its default.
+ */
+export function secretNameHolders(controller: Pick<Controller, 'indexed' | 'cachedObject'>, namespace: string, name: string): { key: string; immutable: boolean }[] {
+  const holders = [...controller.indexed(SECRET_NAME_INDEX, `${namespace}/${name}`)].map((key) => {
+    const [kind = '', , resource = ''] = key.split('/');
+    return { key, immutable: secretNameOfCached(controller.cachedObject(kind, namespace, resource)).immutable };
+  });
+  for (const kind of Object.keys(KINDS) as KindName[]) {
+    const cached = controller.cachedObject(kind, namespace, name);
+    if (cached === undefined || (cached as { secretName?: string }).secretName !== undefined) continue;
+    holders.push({ key: `${kind}/${namespace}/${name}`, immutable: secretNameOfCached(cached).immutable });
+  }
+  return holders;
 }

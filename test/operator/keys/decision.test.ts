@@ -47,6 +47,9 @@ const rows: Row[] = [
   ['an empty credentials entry blocks creation', { credentials: 'KeyNotFound' }, 'Blocked', 'CredentialsMissing'],
   ['a foreign Secret of the target name blocks creation', { secret: { owned: false, verified: false } }, 'Blocked', 'SecretConflict', { retry: false }],
   ['a foreign Secret blocks even with a recorded key', { status: recorded, secret: { owned: false, verified: false, keyId: 7 } }, 'Blocked', 'SecretConflict'],
+  ['a Secret name an older resource holds (immutable on one side) blocks the first key', { secretNameTakenBy: 'ApiKey/first' }, 'Blocked', 'SecretConflict', { retry: false }],
+  ['a Secret name an older resource holds: a recorded key stays InSync', { status: recorded, secret: synced, platform: listed, secretNameTakenBy: 'ApiKey/first' }, 'InSync', 'Ready'],
+  ['a Secret name an older resource holds: a due rotation is not started, the key kept', { status: recorded, secret: synced, platform: listed, rotation: { request: 't1' }, secretNameTakenBy: 'ApiKey/first' }, 'Blocked', 'SecretConflict'],
 
   // steady state and drift
   ['a recorded key with its Secret in sync is InSync', { status: recorded, secret: synced }, 'InSync', 'Ready', { keyId: 7 }],

@@ -50,6 +50,13 @@ interface CachedKeyResource extends KubernetesObject {
    * else spec.issuerRef for a first key). Usually one, or none.
    */
   slotIssuers?: readonly string[];
+  /**
+   * spec.secret.name, when it is set (else the Secret's name is metadata.name): with `immutable`,
+   * what finds the other resources of the namespace naming the same Secret name (secretNameHolders).
+   */
+  secretName?: string;
+  /** spec.secret.immutable: each key in its own Secret, named after the Secret name. */
+  immutable?: true;
 }
 
 /**
@@ -114,7 +121,7 @@ function retiringKeyIds(status: { retiringKeys?: unknown; replacedKeys?: unknown
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown }; issuerRef?: { name?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown; replacedKeys?: unknown; issuer?: unknown } };
+  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown }; issuerRef?: { name?: unknown }; secret?: { name?: unknown; immutable?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown; replacedKeys?: unknown; issuer?: unknown } };
   const keyId = safeId(status?.keyId);
   const retiring = retiringKeyIds(status);
   const credentials = spec?.credentialsSecretRef?.name;
@@ -128,6 +135,7 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   const slotIssuers = slotIssuersOf(keyId, status?.issuer, intent, issuerName);
   const conditions = (Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown; reason?: unknown }[] : []).map((c) => [String(c.type), String(c.status), knownReason(c.reason)] as const);
   const seed = seedOf(obj);
+  const secretName = typeof spec?.secret?.name === 'string' && spec.secret.name.length <= 253 ? spec.secret.name : undefined;
   // The spec and status projections are shared, frozen, by every resource that has the same
   // (runtime/intern.ts internShared): about 0.3 KiB a resource at 10,000 (issue 14).
   const projected: CachedKeyResource = {
@@ -146,6 +154,8 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
     ...(seed !== undefined ? { seed } : {}),
     ...(pending ? { pending: true } : {}),
     ...(slotIssuers.length > 0 ? { slotIssuers } : {}),
+    ...(secretName !== undefined ? { secretName: intern(secretName) } : {}),
+    ...(spec?.secret?.immutable === true ? { immutable: true } : {}),
   };
   if (seed !== undefined) {
     seedChars += seed.length;
@@ -263,6 +273,19 @@ function slotIssuersOf(keyId: number | undefined, recorded: unknown, intent: str
 /** What the cap counts of a cached key resource: the issuers it holds a key through (recorded, or an intent that may have made one). */
 export function slotIssuersOfCached(obj: KubernetesObject | undefined): readonly string[] {
   return (obj as CachedKeyResource | undefined)?.slotIssuers ?? [];
+}
+
+/** The Secret name a cached key resource names in spec.secret.name, as `namespace/name` (the Secret name index); none for the default. */
+export function explicitSecretNameOf(obj: KubernetesObject): readonly string[] {
+  const name = (obj as CachedKeyResource).secretName;
+  const ns = obj.metadata?.namespace;
+  return name === undefined || ns === undefined ? [] : [intern(`${ns}/${name}`)];
+}
+
+/** The Secret name of a cached key resource (spec.secret.name, else its own name) and whether it is immutable. */
+export function secretNameOfCached(obj: KubernetesObject | undefined): { name: string | undefined; immutable: boolean } {
+  const cached = obj as CachedKeyResource | undefined;
+  return { name: cached?.secretName ?? cached?.metadata?.name, immutable: cached?.immutable === true };
 }
 
 /** The cached key resource by the issuers whose cap counts it, as `namespace/issuer` (the slot index). */
