@@ -543,6 +543,10 @@ describe('the Helm chart', () => {
     expect(policy(base)).toEqual(policy(chart));
     expect(JSON.stringify(policy(chart))).toContain("request.userInfo.username != 'system:serviceaccount:neon-key-operator-system:neon-key-operator'");
     expect(policy(await t.template('neon-key-operator', 'neon-key-operator-system', ['rbac.issuedKeysPolicy=false']))).toEqual([]);
+    // With watchNamespaces, it governs those namespaces only: installs watching other namespaces keep theirs.
+    const scoped = byKind(await t.template('team-b-keys', 'ops-b', ['watchNamespaces={team-b,team-c}']), 'ValidatingAdmissionPolicy')[0] as K8sObject & { spec: { matchConstraints: Record<string, unknown> } };
+    expect(scoped.spec.matchConstraints.namespaceSelector).toEqual({ matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-b', 'team-c'] }] });
+    expect((byKind(chart, 'ValidatingAdmissionPolicy')[0] as K8sObject & { spec: { matchConstraints: Record<string, unknown> } }).spec.matchConstraints.namespaceSelector).toBeUndefined();
 
     const baseLeader = onlyOne(base, 'Role', (n) => n.includes('leader'));
     const chartLeader = onlyOne(chart, 'Role', (n) => n.includes('leader'));
@@ -577,5 +581,7 @@ describe('the Helm chart', () => {
     }
     const args = (onlyOne(overlay, 'Deployment') as Deployment).spec.template.spec.containers[0]?.args;
     expect(args).toContain('--watch-namespace=team-a,team-b');
+    // No issuers in the overlay, so no issued keys' policy, which would match every namespace there.
+    expect(byKind(overlay, 'ValidatingAdmissionPolicy').concat(byKind(overlay, 'ValidatingAdmissionPolicyBinding'))).toEqual([]);
   });
 });
