@@ -6,6 +6,8 @@ import { parseArgs } from 'node:util';
 import { parseGoDuration } from './go-duration.ts';
 import { DEFAULT_SIGNING_KEY_SECRET } from './keys/issuing/signing.ts';
 import { parseLabelSelector } from './keys/issuing/issuer-policy.ts';
+import { CLUSTER_NAME_MAX, clusterNameProblem } from './keys/issuing/key-names.ts';
+import { organizationShareProblem } from './keys/issuing/organization-share.ts';
 
 export interface FlagSpec {
   name: string;
@@ -85,6 +87,17 @@ export const FLAGS = [
     help: 'forbid: a resource may not name credentials of its own namespace (spec.credentialsSecretRef): it gets NotAllowed and only issuers mint keys; '
       + 'a key issued before stays until its resource is deleted (and is revoked with those credentials then).',
   },
+  {
+    name: 'cluster-name', value: '<name>', env: 'CLUSTER_NAME', default: 'none',
+    help: `This cluster's name in the names of the keys it issues, \`<keyName>.<name>.<tag>\` (at most ${CLUSTER_NAME_MAX} of a-z, 0-9 and '-'): `
+      + 'give every cluster creating keys in one organization its own, and each ApiKeyInventory tells the others\' keys from keys made by hand (docs/clusters.md). '
+      + 'None: `<keyName>-<tag>`, as before cluster names.',
+  },
+  {
+    name: 'organization-rate-share', value: '<fraction>', env: 'ORGANIZATION_RATE_SHARE', default: '1',
+    help: 'This cluster\'s share of each organization\'s 10 key creations a second, from 0.1 to 1, in whole creations (0.5: 5 a second; 0.33: 3): '
+      + 'clusters creating keys in one organization with shares adding up to at most 1 never draw a 429 together (docs/clusters.md).',
+  },
   { name: 'leader-elect', default: 'off', help: 'Reconcile only while holding a Lease in $POD_NAMESPACE; identity $POD_NAME.' },
   {
     name: 'leader-election-id', value: '<name>', default: DEFAULT_LEADER_ELECTION_ID,
@@ -121,6 +134,9 @@ export interface OperatorFlags {
   issuerSecretsNamespace?: string;
   issuerLabelSelector?: string;
   allowNamespaceCredentials: boolean;
+  /** '' for none. */
+  clusterName: string;
+  organizationRateShare: number;
   leaderElect: boolean;
   leaderElectionId: string;
   leaseDurationMs: number;
@@ -188,6 +204,13 @@ export function readFlags(argv: readonly string[], env: Readonly<Record<string, 
     throw new FlagError(`--issuer-label-selector: ${JSON.stringify(issuerLabelSelector)} is not an equality-based label selector (a=b,c!=d,e,!f)`);
   }
   if (issuerSecretsNamespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(issuerSecretsNamespace)) throw new FlagError(`--issuer-secrets-namespace: ${JSON.stringify(issuerSecretsNamespace)} is not a namespace name`);
+  const clusterName = text('cluster-name') ?? '';
+  const clusterProblem = clusterNameProblem(clusterName);
+  if (clusterProblem !== undefined) throw new FlagError(`--cluster-name: ${JSON.stringify(clusterName)} is not a cluster name (${clusterProblem})`);
+  const shareText = text('organization-rate-share') ?? '1';
+  const share = /^([0-9]+\.?[0-9]*|\.[0-9]+)$/.test(shareText) ? Number(shareText) : Number.NaN;
+  const shareProblem = organizationShareProblem(share);
+  if (shareProblem !== undefined) throw new FlagError(`--organization-rate-share: ${JSON.stringify(shareText)} is not ${shareProblem}`);
   const kubeconfig = typeof values.kubeconfig === 'string' && values.kubeconfig !== '' ? values.kubeconfig : undefined;
   return {
     ...(kubeconfig !== undefined ? { kubeconfig } : {}),
@@ -206,6 +229,8 @@ export function readFlags(argv: readonly string[], env: Readonly<Record<string, 
     ...(issuerSecretsNamespace !== undefined ? { issuerSecretsNamespace } : {}),
     ...(issuerLabelSelector !== undefined ? { issuerLabelSelector } : {}),
     allowNamespaceCredentials: namespaceCredentials === 'allow',
+    clusterName,
+    organizationRateShare: share,
     leaderElect: values['leader-elect'] === true,
     leaderElectionId: text('leader-election-id') ?? DEFAULT_LEADER_ELECTION_ID,
     leaseDurationMs: duration('leader-elect-lease-duration', '15s') as number,

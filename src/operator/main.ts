@@ -71,6 +71,8 @@ const start = async (leadership: Leadership): Promise<RunningOperator> => await 
   ...(f.issuerSecretsNamespace !== undefined ? { issuerSecretsNamespace: f.issuerSecretsNamespace } : {}),
   ...(f.issuerLabelSelector !== undefined ? { issuerLabelSelector: f.issuerLabelSelector } : {}),
   allowNamespaceCredentials: f.allowNamespaceCredentials,
+  clusterName: f.clusterName,
+  organizationRateShare: f.organizationRateShare,
 });
 
 const manager = new Manager({

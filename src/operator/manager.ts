@@ -5,11 +5,12 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { ORG_KEY_CREATIONS_PER_SECOND, PlatformClient, orgKeyCreationLimiter } from '../platform/index.ts';
+import { PlatformClient, SlidingWindowLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import { CreateAdmission } from './keys/issuing/create-admission.ts';
 import { FairLimiter } from './keys/issuing/fair-limiter.ts';
+import { organizationSlots } from './keys/issuing/organization-share.ts';
 import { credentialsUsers, issuerUsers, keyWatches, projectKeysIn, secretNameHolders, slotHolders, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf, recordedKeyIds, slotIssuersOfCached } from './keys/observing/cache-projection.ts';
 import { IssuerSlots } from './keys/issuing/issuer-slots.ts';
@@ -117,6 +118,10 @@ export interface OperatorOptions {
   allowNamespaceCredentials?: boolean;
   /** The organization id as a label of the inventory gauge (`--inventory-organization-label`); default off (docs/inventory.md, Metrics). */
   inventoryOrganizationLabel?: boolean;
+  /** This cluster's name in the names of the keys it issues (`--cluster-name`, docs/clusters.md); default none. */
+  clusterName?: string;
+  /** This cluster's share of each organization's key creations (`--organization-rate-share`, docs/clusters.md); default 1. */
+  organizationRateShare?: number;
   /**
    * Tests only: what the key reconciler is shown of a key resource in the informers' cache (given
    * what the cache holds), for a fake of the watch's delivery (a late watch, whose copy is behind
@@ -185,14 +190,15 @@ export function orgKeyLimiters<B extends object>(make: () => B, now: () => numbe
 
 /**
  * The org key limiters every platform client of the operator shares (docs/design.md section 5.3): at
- * most 10 creations in any second as the platform counts them, each counted from its answer
+ * most `slots` creations in any second as the platform counts them (10, or this cluster's share of
+ * them: keys/issuing/organization-share.ts), each counted from its answer
  * (src/platform/sliding-window.ts). Their waiters go in fair turns between namespaces, a broken key
  * first, and their permits are spread while several namespaces create (keys/issuing/fair-limiter.ts):
- * 90 ms apart at least, a little under the even 100 ms, so that a round trip's jitter does not hold
- * back a slot free on time.
+ * 0.9 of the even spacing apart at least (90 ms at 10 a second), so that a round trip's jitter does
+ * not hold back a slot free on time.
  */
-export function operatorOrgKeyLimiters(): OrgKeyLimiters<FairLimiter> {
-  return orgKeyLimiters(() => new FairLimiter(orgKeyCreationLimiter(), { spacingMs: 900 / ORG_KEY_CREATIONS_PER_SECOND }));
+export function operatorOrgKeyLimiters(slots = organizationSlots()): OrgKeyLimiters<FairLimiter> {
+  return orgKeyLimiters(() => new FairLimiter(new SlidingWindowLimiter({ limit: slots }), { spacingMs: 900 / slots }));
 }
 
 function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsecureHttp: boolean, orgKeyLimiter: OrgKeyLimiters<FairLimiter>): PlatformFactory {
@@ -221,7 +227,9 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const unregisterIssuerGauge = options.metrics !== undefined ? registerIssuerGauge(options.metrics.registry, () => issuerReadiness()) : undefined;
   const logger = options.logger ?? createLogger();
   const identity = options.identity ?? `${hostname()}-${randomBytes(4).toString('hex')}`;
-  const orgLimiters = operatorOrgKeyLimiters();
+  // This cluster's creations a second per organization: its share of the platform's 10 (organization-share.ts).
+  const slots = organizationSlots(options.organizationRateShare);
+  const orgLimiters = operatorOrgKeyLimiters(slots);
   const makePlatform = options.platformFactory ?? defaultPlatformFactory(options.metrics, options.allowInsecurePlatformUrl === true, orgLimiters);
   const stopped = new AbortController();
   const leadership = options.leadership ?? soleLeadership(stopped.signal);
@@ -233,7 +241,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const kubeConfig = fenceKubeWrites(options.kubeConfig, leadership);
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const signingKeySecret = options.signingKeySecret ?? { namespace: 'neon-key-operator-system', name: DEFAULT_SIGNING_KEY_SECRET };
-  const signer = new Signer(options.signingKey ?? await loadSigningKey(core, signingKeySecret.namespace, signingKeySecret.name, logger));
+  const signer = new Signer(options.signingKey ?? await loadSigningKey(core, signingKeySecret.namespace, signingKeySecret.name, logger), { cluster: options.clusterName ?? '' });
   // One client per credentials in use, bounded in count and idle time (keys/platform-clients.ts).
   const clients = new PlatformClients((apiKey) => factory({ baseUrl: options.platformBaseUrl, apiKey }));
   const platformFor = (apiKey: string): { platform: KeyPlatform; credentialsId: string } => clients.for(apiKey);
@@ -274,12 +282,12 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       else controller.enqueueLow(key);
     }
   });
-  // Three times the platform's creations per second per organization under way at once (from a
-  // key's turn to the platform's answer to its create): the limiter's 10 slots each have the next
+  // Three times this cluster's creations per second per organization under way at once (from a
+  // key's turn to the platform's answer to its create): the limiter's slots each have the next
   // create waiting, and 10 more keys are read and their intents written meanwhile, which on a
   // loaded machine takes about a second. The rest of a wave waits in its organization's line,
   // holding no worker (create-admission.ts).
-  const admission = new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * ORG_KEY_CREATIONS_PER_SECOND, wake: (key) => {
+  const admission = new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * slots, wake: (key) => {
     // When a waiting key's turn came, apart from when a worker took it up (bench/fairness.ts --fair-stages).
     const [kind, namespace, name] = key.split('/');
     logger.debug({ kind, namespace, name }, 'turn');
@@ -358,6 +366,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       ours: (labels) => issuerSelector === undefined || selectorMatches(issuerSelector, labels),
     },
     driftIntervalMs,
+    clusterName: signer.cluster,
     ownWrites,
   });
   // The ClusterKeyIssuers (cluster-scoped): reconciled only when every namespace is watched (a
@@ -446,7 +455,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     }, (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, 'drift sweep failed')).finally(() => { sweeping = false; });
   }, Math.max(10, Math.min(SWEEP_TICK_MS, driftIntervalMs / 10)));
   sweeper.unref();
-  logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 16 }, 'operator started');
+  logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 16, cluster: signer.cluster, createsPerSecondPerOrganization: slots }, 'operator started');
   // Leadership lost: the pollers and the sweeps end at once (their platform calls aborted), the
   // reconciles in flight at their next step; the manager then stops the rest.
   const ended = (): void => {

@@ -179,6 +179,25 @@ describe('the Helm chart', () => {
     expect(await refused('watchNamespaces={team-a},issuerSecretsNamespace=platform-keys')).toContain('issuerSecretsNamespace');
   });
 
+  it('passes a cluster name and a share of the organizations\' rate as the flags the operator reads, refuses what it would refuse, and neither by default', async () => {
+    const argsOf = async (set: string[]): Promise<string[]> => operatorContainer(onlyOne(await t.template('keys', 'ops', set), 'Deployment') as Deployment).args;
+    const ours = (args: string[]): string[] => args.filter((a) => /^--(cluster-name|organization-rate-share)=/.test(a));
+    expect(ours(await argsOf([]))).toEqual([]);
+    expect(ours(await argsOf(['organizationRateShare=1.0']))).toEqual([]);
+    const args = await argsOf(['clusterName=prod-eu-1', 'organizationRateShare=0.5']);
+    expect(ours(args)).toEqual(['--cluster-name=prod-eu-1', '--organization-rate-share=0.5']);
+    const flags = readFlags(ours(args), {});
+    expect(typeof flags === 'object' ? [flags.clusterName, flags.organizationRateShare] : flags).toEqual(['prod-eu-1', 0.5]);
+    // A number, as a values file gives it (--set passes 0.5 as a string, taken too).
+    const fromJson = parseYaml(await t.helm(['template', 'd', chartDir, '--namespace', 'ops', '--kube-version', kubeVersion, '--set-json', 'organizationRateShare=0.3']));
+    expect(ours(operatorContainer(onlyOne(fromJson, 'Deployment') as Deployment).args)).toEqual(['--organization-rate-share=0.3']);
+    for (const set of ['clusterName=Prod', 'clusterName=prod.eu', 'clusterName=prod-', `clusterName=${'c'.repeat(21)}`, 'organizationRateShare=0.05', 'organizationRateShare=1.5', 'organizationRateShare=half',
+      'extraArgs={--cluster-name=prod}', 'extraArgs={--organization-rate-share=0.5}']) {
+      const refused = await t.template('bad', 'ops', [set]).then(() => undefined, (error: unknown) => (error instanceof CommandError ? error.stderr : String(error)));
+      expect(refused).toContain(set.replace(/[=.].*$/, ''));
+    }
+  });
+
   it('refuses the durations the operator refuses, and passes those it reads (one grammar: Go\'s)', async () => {
     // The schema's pattern is the operator's grammar (src/operator/go-duration.ts), character for character.
     const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as { definitions: Record<string, { pattern: string; not: { pattern: string } }> };

@@ -13,7 +13,8 @@ describe('the operator flags', () => {
   it('have the documented defaults', () => {
     expect(read([])).toEqual({
       platformUrl: 'https://console.neon.tech/api/v2', workers: 16, driftIntervalMs: 300_000, pendingGraceMs: 120_000, minRotationGraceMs: 60_000,
-      signingKeySecret: 'neon-key-operator-signing-key', allowInsecurePlatformUrl: false, inventoryOrganizationLabel: false, allowNamespaceCredentials: true, leaderElect: false, leaderElectionId: 'neon-key-operator',
+      signingKeySecret: 'neon-key-operator-signing-key', allowInsecurePlatformUrl: false, inventoryOrganizationLabel: false, allowNamespaceCredentials: true,
+      clusterName: '', organizationRateShare: 1, leaderElect: false, leaderElectionId: 'neon-key-operator',
       leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000,
       metrics: { host: '0.0.0.0', port: 8080 }, health: { host: '0.0.0.0', port: 8081 },
     });
@@ -23,6 +24,14 @@ describe('the operator flags', () => {
     expect(read(['--issuer-secrets-namespace', 'platform-keys', '--issuer-label-selector', 'keys.neon.dev/cluster=prod', '--namespace-credentials', 'forbid']))
       .toMatchObject({ issuerSecretsNamespace: 'platform-keys', issuerLabelSelector: 'keys.neon.dev/cluster=prod', allowNamespaceCredentials: false });
     expect(read([], { NAMESPACE_CREDENTIALS: 'forbid', ISSUER_SECRETS_NAMESPACE: 'keys' })).toMatchObject({ allowNamespaceCredentials: false, issuerSecretsNamespace: 'keys' });
+  });
+
+  it('a cluster\'s name and its share of each organization\'s creations: from the flag or the environment, refused when unusable', () => {
+    expect(read(['--cluster-name', 'prod-eu-1', '--organization-rate-share', '0.5'])).toMatchObject({ clusterName: 'prod-eu-1', organizationRateShare: 0.5 });
+    expect(read([], { CLUSTER_NAME: 'staging', ORGANIZATION_RATE_SHARE: '.25' })).toMatchObject({ clusterName: 'staging', organizationRateShare: 0.25 });
+    expect(read(['--organization-rate-share=1.0'])).toMatchObject({ organizationRateShare: 1 });
+    for (const name of ['Prod', 'prod.eu', 'prod-', 'c'.repeat(21)]) expect(() => read(['--cluster-name', name])).toThrow(/--cluster-name/);
+    for (const share of ['0', '0.05', '1.5', 'half', '1e-1', '-0.5']) expect(() => read(['--organization-rate-share', share])).toThrow(/--organization-rate-share/);
   });
 
   it('read the environment, and a flag wins over it', () => {

@@ -28,13 +28,20 @@ function describe(key: InventoryKey): string {
   return `key ${key.id}${name} (${kind}, created ${key.createdAt}${by}, ${used})`;
 }
 
+/** What the key's name says made it (origins.ts), when it says anything. */
+function namedAs(key: InventoryKey): string {
+  if (key.origin === 'ThisCluster') return '; it is named as this cluster names its keys';
+  if (key.origin !== 'OtherCluster') return '';
+  return key.cluster !== undefined ? `; it is named as cluster ${key.cluster} names its keys` : '; it is named as a cluster without a cluster name names its keys';
+}
+
 /** The events of one list: each key in turn, at most MAX_KEY_EVENTS per reason, then a count of the rest. */
 export async function recordKeyEvents(events: InventoryEvents, inventory: Pick<ApiKeyInventory, 'metadata'>, appeared: KeyNews, wentUnused: KeyNews): Promise<void> {
   const each = async ({ keys, total }: KeyNews, reason: InventoryEventReason, what: (key: InventoryKey) => string, rest: (n: number) => string): Promise<void> => {
     for (const key of keys.slice(0, MAX_KEY_EVENTS)) await events.record(inventory, reason, what(key));
     if (total > MAX_KEY_EVENTS) await events.record(inventory, reason, rest(total - MAX_KEY_EVENTS));
   };
-  await each(appeared, 'KeyNotManaged', (k) => `${describe(k)} is live and not managed by any ApiKey or ProjectApiKey of this cluster`,
+  await each(appeared, 'KeyNotManaged', (k) => `${describe(k)} is live and not managed by any ApiKey or ProjectApiKey of this cluster${namedAs(k)}`,
     (n) => `and ${n} more keys not managed appeared; status.notManagedKeys lists the newest`);
   await each(wentUnused, 'KeyUnused', (k) => `managed ${describe(k)} has not been used within spec.unusedAfter`,
     (n) => `and ${n} more managed keys went unused; status.unusedKeys lists the newest`);

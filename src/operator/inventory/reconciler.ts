@@ -19,6 +19,7 @@ import { inventorySource, type InventoryIssuers, type IssuerObject } from './cre
 import { recordKeyEvents, type InventoryEvents } from './events.ts';
 import type { InventoryCounts } from './metrics.ts';
 import { inventoryView, type KeptListing } from './listing.ts';
+import { originsOf, withOrigins } from './origins.ts';
 import { report, reportStatus } from './report.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -45,6 +46,8 @@ export interface InventoryDeps {
   /** Which inventories may name a ClusterKeyIssuer, and where its credentials are (credentials-source.ts). */
   issuers: InventoryIssuers;
   driftIntervalMs: number;
+  /** This cluster's name (--cluster-name), '' or absent for none: what a key's name must carry to be this cluster's (origins.ts). */
+  clusterName?: string;
   ownWrites?: OwnWrites;
   now?: () => number;
 }
@@ -147,7 +150,8 @@ export class InventoryReconciler implements Reconciler {
     const client = this.#d.platformFor(apiKey);
     let listing: { at: number; view: KeptListing };
     try {
-      listing = await this.#d.drift.listing(client.credentialsId, listFor(organizationId), client.platform as KeyPlatform, inventoryView(unusedAfterMs, () => this.#d.managedKeyIds()));
+      const view = withOrigins(inventoryView(unusedAfterMs, () => this.#d.managedKeyIds()), this.#d.clusterName ?? '');
+      listing = await this.#d.drift.listing(client.credentialsId, listFor(organizationId), client.platform as KeyPlatform, view);
     } catch (error) {
       const failure = asPlatformFailure(error);
       let auth: AuthDetails | undefined;
@@ -172,12 +176,14 @@ export class InventoryReconciler implements Reconciler {
     const isManaged = (id: number): boolean => recorded.has(id) || released.has(id);
     const previousAt = known?.listedAt ?? (sameSpec && inventory.status?.listedAt !== undefined ? Date.parse(inventory.status.listedAt) : undefined);
     const fresh = previousAt === undefined || listing.at > previousAt + (known === undefined ? 999 : 0);
+    const origins = originsOf(listing.view, this.#d.clusterName ?? '');
     const r = report({
       listing: listing.view,
       isManaged,
       unusedAfterMs,
       listedAt: listing.at,
       scope,
+      ...(origins !== undefined ? { origins: { rows: origins, cluster: this.#d.clusterName ?? '' } } : {}),
       ...(previousAt !== undefined && Number.isFinite(previousAt) && fresh ? { previous: { listedAt: previousAt, ...(known !== undefined ? { notManaged: known.notManaged } : {}) } } : {}),
     });
     const counts: InventoryCounts = { namespace, name, organizationId, live: r.live, managed: r.managed, notManaged: r.notManaged, unused: r.unused };

@@ -1,15 +1,20 @@
 // The inventory's report (docs/inventory.md): a pure function of the platform's list, of which ids
-// this cluster records, of spec.unusedAfter and of the time the list was taken. It counts, lists
+// this cluster records, of what each key's name says made it (origins.ts), of spec.unusedAfter and
+// of the time the list was taken. It counts, lists
 // (newest first, bounded) and says which keys are news since the last list: a key not managed that
 // appeared, a managed key that went unused (the events).
 import { INVENTORY_LIST_MAX, type ApiKeyInventoryStatus, type InventoryKey } from '../resources/inventory.ts';
 import { MAX_KEY_EVENTS, type KeyNews } from './events.ts';
 import { NEVER_USED, PROJECT_SCOPED, unusedFrom, type KeptListing } from './listing.ts';
+import { nameOrigin } from '../keys/index.ts';
+import { OTHER_CLUSTER, THIS_CLUSTER } from './origins.ts';
 
 export interface Report {
   live: number;
   managed: number;
   notManaged: number;
+  /** The keys not managed by what their names say made them (with `origins` only). */
+  notManagedByOrigin?: { thisCluster: number; otherCluster: number; byHand: number };
   unused: number;
   neverUsed: number;
   notManagedKeys: InventoryKey[];
@@ -31,6 +36,8 @@ export interface ReportInput {
   listedAt: number;
   /** Personal keys, or an organization's keys. */
   scope: 'Personal' | 'Organization';
+  /** What each row's name says made it (origins.ts), and this cluster's name ('' for none). */
+  origins?: { rows: Uint8Array; cluster: string };
   /**
    * What the previous report knew: when its list was taken and, when this process made it, the ids
    * it found not managed. Without it (a new inventory) nothing is news.
@@ -44,7 +51,7 @@ function timestamp(ms: number): string | undefined {
 }
 
 /** The entry of row `row`: with its details when kept, else what the columns say (no name, creator, project or address). */
-function inventoryKey(listing: KeptListing, row: number, scope: ReportInput['scope'], managed: boolean): InventoryKey {
+function inventoryKey(listing: KeptListing, row: number, scope: ReportInput['scope'], managed: boolean, origins?: ReportInput['origins']): InventoryKey {
   const id = listing.ids[row] as number;
   const detail = listing.details.get(id);
   const projectScoped = ((listing.flags[row] as number) & PROJECT_SCOPED) !== 0;
@@ -60,14 +67,24 @@ function inventoryKey(listing: KeptListing, row: number, scope: ReportInput['sco
     ...(lastUsedAt !== undefined ? { lastUsedAt } : {}),
     ...(detail !== undefined && detail.lastUsedFromAddr !== '' ? { lastUsedFromAddr: detail.lastUsedFromAddr } : {}),
     managed,
+    ...(!managed && origins !== undefined ? originFields(origins.rows[row] as number, detail?.name, origins.cluster) : {}),
   };
 }
 
+/** A key's origin fields: the column's, with the other cluster's name read from the name when it was kept. */
+function originFields(code: number, name: string | undefined, cluster: string): Pick<InventoryKey, 'origin' | 'cluster'> {
+  if (code === THIS_CLUSTER) return { origin: 'ThisCluster' };
+  if (code !== OTHER_CLUSTER) return { origin: 'ByHand' };
+  const read = name !== undefined ? nameOrigin(name, cluster) : undefined;
+  return read?.origin === 'OtherCluster' && read.cluster !== undefined ? { origin: 'OtherCluster', cluster: read.cluster } : { origin: 'OtherCluster' };
+}
+
 export function report(input: ReportInput): Report {
-  const { listing, isManaged, unusedAfterMs, listedAt, scope, previous } = input;
+  const { listing, isManaged, unusedAfterMs, listedAt, scope, previous, origins } = input;
   const out: Report = { live: listing.size, managed: 0, notManaged: 0, unused: 0, neverUsed: 0, notManagedKeys: [], unusedKeys: [], withoutDetails: 0, appeared: { keys: [], total: 0 }, wentUnused: { keys: [], total: 0 } };
+  const byOrigin = origins !== undefined ? { thisCluster: 0, otherCluster: 0, byHand: 0 } : undefined;
   const listed = (row: number, managed: boolean): InventoryKey => {
-    const key = inventoryKey(listing, row, scope, managed);
+    const key = inventoryKey(listing, row, scope, managed, origins);
     if (key.name === undefined) out.withoutDetails++;
     return key;
   };
@@ -80,6 +97,12 @@ export function report(input: ReportInput): Report {
     const unused = unusedAt <= listedAt;
     if (managed) out.managed++;
     else out.notManaged++;
+    if (!managed && byOrigin !== undefined) {
+      const code = origins?.rows[row];
+      if (code === THIS_CLUSTER) byOrigin.thisCluster++;
+      else if (code === OTHER_CLUSTER) byOrigin.otherCluster++;
+      else byOrigin.byHand++;
+    }
     if (unused) out.unused++;
     if (((listing.flags[row] as number) & NEVER_USED) !== 0) out.neverUsed++;
     if (!managed && out.notManagedKeys.length < INVENTORY_LIST_MAX) out.notManagedKeys.push(listed(row, managed));
@@ -88,9 +111,10 @@ export function report(input: ReportInput): Report {
       // Not managed and not so before: by the ids this process saw, else by creation after the previous list.
       const isNew = previous.notManaged !== undefined ? !previous.notManaged.has(id) : createdMs > previous.listedAt;
       const news = !managed && isNew ? out.appeared : managed && unused && unusedAt > previous.listedAt ? out.wentUnused : undefined;
-      if (news !== undefined && news.total++ < MAX_KEY_EVENTS) news.keys.push(inventoryKey(listing, row, scope, managed));
+      if (news !== undefined && news.total++ < MAX_KEY_EVENTS) news.keys.push(inventoryKey(listing, row, scope, managed, origins));
     }
   }
+  if (byOrigin !== undefined) out.notManagedByOrigin = byOrigin;
   return out;
 }
 
@@ -101,6 +125,7 @@ export function reportStatus(r: Report, listedAt: number): Omit<ApiKeyInventoryS
     live: r.live,
     managed: r.managed,
     notManaged: r.notManaged,
+    ...(r.notManagedByOrigin !== undefined ? { notManagedByOrigin: r.notManagedByOrigin } : {}),
     unused: r.unused,
     neverUsed: r.neverUsed,
     notManagedKeys: r.notManagedKeys,

@@ -132,7 +132,7 @@ async function createClaimed(
     logger.info({ reason: decision.reason, replaces }, 'repairing drift');
   }
   const pending: PendingAttempt = {
-    attempt: attemptName(ctx.spec.keyName ?? defaultKeyName(resource), deps.signer.attemptTag(resource.metadata.uid)),
+    attempt: attemptName(ctx.spec.keyName ?? defaultKeyName(resource), deps.signer.attemptTag(resource.metadata.uid), deps.signer.cluster),
     startedAt: new Date(deps.now()).toISOString(),
     holder: deps.identity,
     ...(replaces !== undefined ? { replaces } : {}),

@@ -57,6 +57,12 @@ export const InventoryKey = z.object({
   lastUsedAt: timestamp('Its last use, as the platform reports it (absent: never used).').optional(),
   lastUsedFromAddr: z.string().max(64).optional().meta({ description: 'Where it was last used from.' }),
   managed: z.boolean().meta({ description: 'Recorded by an ApiKey or ProjectApiKey of this cluster (which one, and in which namespace, is never shown).' }),
+  origin: z.enum(['ThisCluster', 'OtherCluster', 'ByHand']).optional().meta({
+    description: 'Of a key not managed: what its name says made it (docs/clusters.md). ThisCluster: named as this cluster names its keys, yet recorded by none of its resources; '
+      + 'OtherCluster: named as another cluster names them (cluster); ByHand: in no operator\'s format (the console, a script, another tool). '
+      + 'Anyone who can create keys can choose any name: this is what the name says, never proof.',
+  }),
+  cluster: z.string().max(64).optional().meta({ description: 'With origin OtherCluster: the cluster name the key\'s name carries; absent for the format without a cluster name (a cluster without --cluster-name, or this one before it had its name).' }),
 });
 export type InventoryKey = z.infer<typeof InventoryKey>;
 
@@ -68,7 +74,12 @@ export const ApiKeyInventoryStatus = z.object({
   listedAt: timestamp('When the platform list shown here was taken (it is taken again once per drift interval).').optional(),
   live: count('Live keys in the list.'),
   managed: count('Live keys recorded by an ApiKey or ProjectApiKey of this cluster.'),
-  notManaged: count('Live keys no resource of this cluster records: made by hand, by scripts, or by clusters gone.'),
+  notManaged: count('Live keys no resource of this cluster records: made by hand, by scripts, by other clusters, or by clusters gone.'),
+  notManagedByOrigin: z.object({
+    thisCluster: z.int().min(0).meta({ description: 'Named as this cluster names its keys (left by a cluster restored under this name, or by a create of this cluster that its resource never recorded).' }),
+    otherCluster: z.int().min(0).meta({ description: 'Named as another cluster names its keys (another --cluster-name, or none).' }),
+    byHand: z.int().min(0).meta({ description: 'In no operator\'s format: made by hand, by scripts, by other tools.' }),
+  }).optional().meta({ description: 'The keys not managed, by what their names say made them (they add up to notManaged); names can be forged, so this is a report, never a reason to revoke.' }),
   unused: count('Live keys, managed or not, not used within spec.unusedAfter (a key never used counts from its creation).'),
   neverUsed: count('Live keys the platform reports no use of, whatever their age (most of them are also unused once older than spec.unusedAfter).'),
   notManagedKeys: keyList(`The keys not managed, newest first; at most ${INVENTORY_LIST_MAX} (notManaged is the total).`),

@@ -2,10 +2,13 @@
 // that names an attempt before its POST, so a crash between the platform's answer and the Secret
 // never loses track of the key. It lives on the resource, where tenants can write too: it is
 // signed for the resource's uid (signing.ts), and an intent that does not verify is never acted on.
-import { randomBytes } from 'node:crypto';
 import type { PendingAttempt, RefusedIntent } from '../decision.ts';
 import { KEY_NAME_MAX, type KeyResource } from '../../resources/schema.ts';
-import { ATTEMPT_TAG_LENGTH, type Signer } from './signing.ts';
+import type { Signer } from './signing.ts';
+import { nameParts, tagKey } from './key-names.ts';
+
+/** An attempt's key name: key-names.ts. */
+export { attemptName } from './key-names.ts';
 
 /** The annotation's value: the attempt and the operator's signature over it and the uid. */
 export function encodeIntent(signer: Signer, uid: string, pending: PendingAttempt): string {
@@ -95,29 +98,13 @@ function intentFields(uid: string, p: PendingAttempt): (string | number | undefi
   return fields;
 }
 
-const ATTEMPT_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
-
 /**
- * An attempt's key name: `<base>-<tag><3 random characters>`, the tag the resource's (Signer
- * attemptTag: 5 characters from its uid under the signing key). A key of an attempt whose intent was
- * lost or stripped is still known as this resource's by its name (attemptTagOf, observe.ts orphans);
- * the random part keeps attempts of one resource apart.
+ * The tag key an attempt's key name carries (key-names.ts tagKey: the resource's tag, with the
+ * cluster when the name has one), or undefined for any other name.
  */
-export function attemptName(base: string, tag: string): string {
-  const bytes = randomBytes(ATTEMPT_SUFFIX - tag.length);
-  let suffix = tag;
-  for (const b of bytes) suffix += ATTEMPT_ALPHABET[b % ATTEMPT_ALPHABET.length];
-  return `${base.slice(0, KEY_NAME_MAX)}-${suffix}`;
-}
-
-/** The characters after the last `-` of an attempt's name. */
-const ATTEMPT_SUFFIX = 8;
-const ATTEMPT_NAME = /-([a-z0-9]{8})$/;
-
-/** The resource tag an attempt's key name carries (attemptName), or undefined for any other name. */
 export function attemptTagOf(name: string): string | undefined {
-  const suffix = ATTEMPT_NAME.exec(name)?.[1];
-  return suffix?.slice(0, ATTEMPT_TAG_LENGTH);
+  const parts = nameParts(name);
+  return parts === undefined ? undefined : tagKey(parts.tag, parts.cluster);
 }
 
 /** The key name of a resource without spec.keyName: `<namespace>-<name>`, cut to the platform's limit. */

@@ -9,6 +9,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { ANNOTATION_PURPOSE } from '../../resources/schema.ts';
+import { ATTEMPT_TAG_LENGTH, clusterNameProblem } from './key-names.ts';
 
 export const DEFAULT_SIGNING_KEY_SECRET = 'neon-key-operator-signing-key';
 const DATA_KEY = 'key';
@@ -16,16 +17,24 @@ const KEY_BYTES = 32;
 
 type Field = string | number | undefined;
 
-/** The characters of an attempt's name suffix (create-intent.ts), and how many of them are the resource's tag. */
+/** The characters of an attempt's name suffix (key-names.ts). */
 const TAG_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
-export const ATTEMPT_TAG_LENGTH = 5;
 
 export class Signer {
   readonly #key: Buffer;
+  /**
+   * The name of this install's cluster (--cluster-name), '' for none: part of the names of the keys
+   * its attempts make (key-names.ts), beside the tag this signer computes.
+   */
+  readonly cluster: string;
 
-  constructor(key: Buffer) {
+  constructor(key: Buffer, options: { cluster?: string } = {}) {
     if (key.length < KEY_BYTES) throw new RangeError(`a signing key has at least ${KEY_BYTES} bytes`);
     this.#key = key;
+    const cluster = options.cluster ?? '';
+    const problem = clusterNameProblem(cluster);
+    if (problem !== undefined) throw new RangeError(`cluster name ${JSON.stringify(cluster.slice(0, 64))}: ${problem}`);
+    this.cluster = cluster;
   }
 
   /** base64url HMAC-SHA256 of the purpose and fields, encoded as a JSON array (no two tuples share an encoding). */
@@ -41,7 +50,7 @@ export class Signer {
   }
 
   /**
-   * The tag of a resource's create attempts (create-intent.ts attemptName): 5 characters of
+   * The tag of a resource's create attempts (key-names.ts attemptName): 5 characters of
    * [a-z0-9] from an HMAC of its uid, so that a key an interrupted create made is known as this
    * resource's by its name alone, whatever became of the intent, and nobody without the signing key
    * can name a key so.

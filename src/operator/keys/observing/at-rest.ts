@@ -31,7 +31,7 @@ import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift-ch
 import { ownerOf, type Context, type KeyDeps, type ObjectVersion, type RestBroken, type RestInputs } from '../reconcile-context.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
 import { intern } from '../../runtime/intern.ts';
-import { isOrphanAge } from './orphans.ts';
+import { isOrphanAge, ownTagged } from './orphans.ts';
 
 /** What a full reconcile ending in InSync verified, kept per resource (no secret in it). */
 export interface Verified {
@@ -150,7 +150,7 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
 
 /** A key of this resource's attempts that nothing records, in the list just checked (no request). */
 function hasOrphans(deps: KeyDeps, verified: Verified): boolean {
-  const list = deps.drift.tagged(verified.credentialsId, verified.adapter.listScope, verified.attemptTag);
+  const list = ownTagged(deps.drift, verified.credentialsId, verified.adapter.listScope, verified.attemptTag, deps.signer.cluster);
   const created = verified.resourceCreatedMs;
   if (list === undefined || created === undefined || !Number.isFinite(created)) return false;
   return list.keys.some((k) => k.id !== verified.keyId && isOrphanAge(k, created, list.at, deps.pendingGraceMs));

@@ -7,9 +7,12 @@
 // it (its key, retiring and replaced keys) and old enough that no create is still on its way to
 // record them (--pending-grace, the age past which another process's intent counts as
 // interrupted: 2 minutes by default) are revoked (RevokeOrphans), on a drift pass or at its
-// deletion (at any age: no create runs then).
+// deletion (at any age: no create runs then). Only names in this cluster's format count, and the
+// format without a cluster name (keys made before the name was given): a key named like another
+// cluster's, whose tag may equal this resource's by chance (5 characters), is never revoked here.
 import type { KeyDeps } from '../reconcile-context.ts';
-import type { TaggedKey } from './drift.ts';
+import { ownTagKeys } from '../issuing/key-names.ts';
+import type { DriftCache, TaggedKey } from './drift.ts';
 
 /** created_at has second precision and the platform's clock is not ours. */
 const CLOCK_MARGIN_MS = 5_000;
@@ -19,9 +22,23 @@ export function isOrphanAge(key: TaggedKey, resourceCreatedMs: number, listedAt:
   return key.createdAt !== undefined && key.createdAt >= resourceCreatedMs - CLOCK_MARGIN_MS && key.createdAt <= listedAt - minAgeMs;
 }
 
+/**
+ * The keys of the list last taken (no request) whose names carry the resource's tag `tag` in this
+ * cluster's format (`cluster`) or in the format without a cluster name (key-names.ts ownTagKeys).
+ */
+export function ownTagged(drift: Pick<DriftCache, 'tagged'>, credentialsId: string, listScope: string, tag: string, cluster: string): { at: number; keys: readonly TaggedKey[] } | undefined {
+  let found: { at: number; keys: readonly TaggedKey[] } | undefined;
+  for (const key of ownTagKeys(tag, cluster)) {
+    const list = drift.tagged(credentialsId, listScope, key);
+    if (list === undefined) continue;
+    found = found === undefined ? list : { at: found.at, keys: [...found.keys, ...list.keys] };
+  }
+  return found;
+}
+
 /** The keys of a list carrying the resource's attempt tag and recorded nowhere on it (drift.ts tagged). */
 export function orphanKeys(deps: Pick<KeyDeps, 'drift' | 'signer'>, o: { credentialsId: string; listScope: string; uid: string; createdAt: number | undefined; recorded: readonly (number | undefined)[]; minAgeMs: number }): number[] {
-  const list = deps.drift.tagged(o.credentialsId, o.listScope, deps.signer.attemptTag(o.uid));
+  const list = ownTagged(deps.drift, o.credentialsId, o.listScope, deps.signer.attemptTag(o.uid), deps.signer.cluster);
   const created = o.createdAt;
   if (list === undefined || list.keys.length === 0 || created === undefined || !Number.isFinite(created)) return [];
   return list.keys.filter((k) => !o.recorded.includes(k.id) && isOrphanAge(k, created, list.at, o.minAgeMs)).map((k) => k.id);

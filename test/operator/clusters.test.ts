@@ -1,0 +1,207 @@
+// Several clusters on one organization (docs/clusters.md), on a real kube-apiserver + etcd and the
+// emulator over HTTP: two operators in this process, each watching a namespace of its own as two
+// clusters would, with cluster names staging and prod and half the organization's rate each. Each
+// names its keys `<keyName>.<cluster>.<tag>`; each inventory reports the other's keys as another
+// cluster's, a key by hand as such, and a name forged like its own as its own, yet a name decides
+// no revoke: a key carrying a resource's tag in another cluster's format is left live, while the
+// same tag in this cluster's format (and in the format without a name, an upgrade's) is revoked
+// as an orphan. Then prod is restored from a backup without status and without the Secrets the
+// operator wrote, under a new name (prod-r1, prod's signing key restored too): every restored key
+// resource gets a key of its own, no old key is used or revoked by it, and its inventory lists
+// prod's keys as another cluster's for a person to revoke.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
+import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { createLogger } from '../../src/operator/runtime/logger.ts';
+import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { Signer } from '../../src/operator/keys/issuing/signing.ts';
+import { PlatformClient } from '../../src/platform/index.ts';
+import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+
+const group = 'keys.neon.dev';
+const version = 'v1alpha1';
+const ORG = 'org-demo-00000001';
+const DRIFT_MS = 1_500;
+/** 55 characters: the longest spec.keyName. */
+const LONG_KEY_NAME = `long-${'x'.repeat(50)}`;
+
+interface Condition { type: string; status: string; reason: string }
+interface ApiKey { metadata: { name: string; uid: string; annotations?: Record<string, string>; finalizers?: string[] }; spec: Record<string, unknown>; status?: { keyId?: number; keyName?: string; conditions?: Condition[] } }
+interface Listed { id: number; name?: string; managed: boolean; origin?: string; cluster?: string }
+interface Inventory {
+  status?: {
+    listedAt?: string; live?: number; managed?: number; notManaged?: number;
+    notManagedByOrigin?: { thisCluster: number; otherCluster: number; byHand: number };
+    notManagedKeys?: Listed[]; conditions?: Condition[];
+  };
+}
+
+describe('two clusters on one organization', () => {
+  let cp: ControlPlane;
+  let emulator: Emulator;
+  let objects: CustomObjectsApi;
+  let core: CoreV1Api;
+  let alice: PlatformClient;
+  const operators: RunningOperator[] = [];
+  const namespaces: string[] = [];
+  const signingKeys = { staging: randomBytes(32), prod: randomBytes(32) };
+  let staging: string;
+  let prod: string;
+  let prodOperator: RunningOperator;
+
+  const start = async (cluster: string, namespace: string, signingKey: Buffer): Promise<RunningOperator> => {
+    const operator = await startOperator({
+      kubeConfig: await operatorKubeConfig(cp),
+      platformBaseUrl: emulator.baseUrl,
+      namespaces: [namespace],
+      workers: 4,
+      driftIntervalMs: DRIFT_MS,
+      pendingGraceMs: 2_000,
+      maxBackoffMs: 4_000,
+      logger: createLogger({ level: 'silent' }),
+      identity: cluster,
+      signingKey,
+      clusterName: cluster,
+      organizationRateShare: 0.5,
+    });
+    operators.push(operator);
+    return operator;
+  };
+  const createKey = (namespace: string, name: string, keyName?: string): Promise<unknown> => objects.createNamespacedCustomObject({
+    group, version, namespace, plural: 'apikeys',
+    body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, namespace }, spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' }, ...(keyName !== undefined ? { keyName } : {}) } },
+  });
+  const readKey = async (namespace: string, name: string): Promise<ApiKey> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }) as ApiKey;
+  const readyKey = (namespace: string, name: string): Promise<ApiKey> => eventually(async () => {
+    const key = await readKey(namespace, name);
+    return key.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && key.status.keyId !== undefined ? key : undefined;
+  }, 60_000, `${namespace}/${name} Ready`);
+  const createInventory = (namespace: string): Promise<unknown> => objects.createNamespacedCustomObject({
+    group, version, namespace, plural: 'apikeyinventories',
+    body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name: 'org', namespace }, spec: { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } } },
+  });
+  const inventoryUntil = (namespace: string, test: (i: Inventory) => boolean, what: string): Promise<Inventory> => eventually(async () => {
+    const i = await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeyinventories', name: 'org' }) as Inventory;
+    return test(i) ? i : undefined;
+  }, 60_000, `inventory of ${namespace}: ${what}`);
+  const liveKeys = async (): Promise<{ id: number; name: string }[]> => (await alice.listOrganizationKeys(ORG)).map((k) => ({ id: k.id, name: k.name }));
+
+  beforeAll(async () => {
+    cp = await controlPlane();
+    await installOperatorManifests(cp);
+    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
+    objects = customObjects(cp.kubeConfig);
+    core = cp.kubeConfig.makeApiClient(CoreV1Api);
+    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
+    staging = await createNamespace(cp, 'cluster-staging');
+    prod = await createNamespace(cp, 'cluster-prod');
+    namespaces.push(staging, prod);
+    for (const ns of [staging, prod]) await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+    await start('staging', staging, signingKeys.staging);
+    prodOperator = await start('prod', prod, signingKeys.prod);
+  }, 90_000);
+
+  afterAll(async () => {
+    for (const operator of operators) await operator.stop();
+    // prod's resources keep the finalizer of an operator that is stopped: lifted here, or the namespace never goes.
+    for (const ns of namespaces) {
+      const keys = await objects?.listNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }).catch(() => ({ items: [] })) as { items: ApiKey[] };
+      for (const key of keys.items) {
+        await objects.patchNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name: key.metadata.name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] })
+          .catch(() => undefined);
+      }
+      await core?.deleteNamespace({ name: ns }).catch(() => undefined);
+    }
+    await emulator?.close();
+  });
+
+  it('names each cluster\'s keys after it, and each inventory tells the other\'s keys from keys by hand and from its own', async () => {
+    for (const ns of [staging, prod]) {
+      await createKey(ns, 'web');
+      await createKey(ns, 'worker');
+      await createKey(ns, 'long', LONG_KEY_NAME);
+    }
+    const keysOf = async (ns: string): Promise<ApiKey[]> => [await readyKey(ns, 'web'), await readyKey(ns, 'worker'), await readyKey(ns, 'long')];
+    const stagingKeys = await keysOf(staging);
+    const prodKeys = await keysOf(prod);
+    expect(stagingKeys[0]?.status?.keyName).toMatch(new RegExp(`^${staging}-web\\.staging\\.[a-z0-9]{8}$`));
+    expect(prodKeys[1]?.status?.keyName).toMatch(new RegExp(`^${prod}-worker\\.prod\\.[a-z0-9]{8}$`));
+    // The longest keyName is cut so that the name holds the platform's 64 characters.
+    expect(stagingKeys[2]?.status?.keyName).toMatch(new RegExp(`^${LONG_KEY_NAME.slice(0, 64 - 2 - 'staging'.length - 8)}\\.staging\\.[a-z0-9]{8}$`));
+    expect(stagingKeys[2]?.status?.keyName).toHaveLength(64);
+    // Made directly on the platform: by hand; in the format without a cluster name; forged in staging's.
+    const byHand = await alice.createOrganizationKey(ORG, { keyName: 'console-made' });
+    const unnamed = await alice.createOrganizationKey(ORG, { keyName: 'old-web-abcde123' });
+    const forged = await alice.createOrganizationKey(ORG, { keyName: 'forged.staging.zzzzz123' });
+    const live = await liveKeys();
+    expect(live).toHaveLength(9);
+    await createInventory(staging);
+    await createInventory(prod);
+    const counted = (i: Inventory): boolean => i.status?.live === 9 && i.status.managed === 3;
+    const fromStaging = await inventoryUntil(staging, counted, '9 live, 3 managed');
+    const fromProd = await inventoryUntil(prod, counted, '9 live, 3 managed');
+    // staging: prod's 3 and the unnamed one are another cluster's; the forged one its own; one by hand.
+    expect(fromStaging.status?.notManagedByOrigin).toEqual({ thisCluster: 1, otherCluster: 4, byHand: 1 });
+    expect(fromProd.status?.notManagedByOrigin).toEqual({ thisCluster: 0, otherCluster: 5, byHand: 1 });
+    const entry = (i: Inventory, id: number | undefined): Listed | undefined => i.status?.notManagedKeys?.find((k) => k.id === id);
+    for (const key of prodKeys) expect(entry(fromStaging, key.status?.keyId)).toEqual(expect.objectContaining({ managed: false, origin: 'OtherCluster', cluster: 'prod' }));
+    for (const key of stagingKeys) expect(entry(fromProd, key.status?.keyId)).toEqual(expect.objectContaining({ managed: false, origin: 'OtherCluster', cluster: 'staging' }));
+    expect(entry(fromStaging, byHand.id)).toEqual(expect.objectContaining({ origin: 'ByHand' }));
+    expect(entry(fromStaging, unnamed.id)).toEqual(expect.objectContaining({ origin: 'OtherCluster' }));
+    expect(entry(fromStaging, unnamed.id)?.cluster).toBeUndefined();
+    expect(entry(fromStaging, forged.id)).toEqual(expect.objectContaining({ origin: 'ThisCluster' }));
+    expect(entry(fromProd, forged.id)).toEqual(expect.objectContaining({ origin: 'OtherCluster', cluster: 'staging' }));
+    // A name decides nothing: every key is still live after both inventories and the drift passes.
+    expect((await liveKeys()).map((k) => k.id).sort()).toEqual(live.map((k) => k.id).sort());
+  }, 180_000);
+
+  it('revokes as an orphan a key with a resource\'s tag in its own format or the format without a name, never in another cluster\'s', async () => {
+    const web = await readKey(staging, 'web');
+    const tag = new Signer(signingKeys.staging).attemptTag(web.metadata.uid);
+    const own = await alice.createOrganizationKey(ORG, { keyName: `left.staging.${tag}abc` });
+    const upgraded = await alice.createOrganizationKey(ORG, { keyName: `left-${tag}abc` });
+    const others = await alice.createOrganizationKey(ORG, { keyName: `left.prod.${tag}abc` });
+    await eventually(async () => {
+      const ids = (await liveKeys()).map((k) => k.id);
+      return !ids.includes(own.id) && !ids.includes(upgraded.id) ? true : undefined;
+    }, 60_000, 'the orphans in staging\'s formats revoked');
+    const revokedAt = Date.now();
+    // The key in prod's format was in the list that showed the other two; one more list after it still shows it.
+    const after = await inventoryUntil(staging, (i) => Date.parse(i.status?.listedAt ?? '') >= revokedAt + 1_000, 'a list after the revokes');
+    expect(after.status?.notManagedKeys?.find((k) => k.id === others.id)).toEqual(expect.objectContaining({ origin: 'OtherCluster', cluster: 'prod' }));
+    expect((await liveKeys()).map((k) => k.id)).toContain(others.id);
+  }, 120_000);
+
+  it('restores prod from a backup under a new name: a key of its own for each resource, the old keys left live and listed as prod\'s', async () => {
+    const names = ['web', 'worker', 'long'];
+    const backup = await Promise.all(names.map((name) => readKey(prod, name)));
+    const oldIds = backup.map((k) => k.status?.keyId);
+    // The old cluster is gone; its keys stay live on the platform.
+    await prodOperator.stop();
+    const restored = await createNamespace(cp, 'cluster-prod-r1');
+    namespaces.push(restored);
+    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+    await core.createNamespacedSecret({ namespace: restored, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+    // What a backup restores: spec, labels and annotations (the fulfilled create intent, signed for the old uid); no status, no key Secret.
+    for (const key of backup) {
+      await objects.createNamespacedCustomObject({ group, version, namespace: restored, plural: 'apikeys', body: {
+        apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: key.metadata.name, namespace: restored, annotations: key.metadata.annotations ?? {} }, spec: key.spec,
+      } });
+    }
+    await createInventory(restored);
+    await start('prod-r1', restored, signingKeys.prod);
+    const now = await Promise.all(names.map((name) => readyKey(restored, name)));
+    const newIds = now.map((k) => k.status?.keyId);
+    for (const key of now) expect(key.status?.keyName).toMatch(/\.prod-r1\.[a-z0-9]{8}$/);
+    expect(newIds.filter((id) => oldIds.includes(id))).toEqual([]);
+    const live = await liveKeys();
+    // The old keys are live (nothing revoked them), each restored resource has exactly one key of its cluster's.
+    expect(live.map((k) => k.id)).toEqual(expect.arrayContaining(oldIds as number[]));
+    expect(live.filter((k) => k.name.includes('.prod-r1.')).map((k) => k.id).sort()).toEqual([...newIds as number[]].sort());
+    const report = await inventoryUntil(restored, (i) => i.status?.managed === 3 && i.status.live === live.length, `${live.length} live, 3 managed`);
+    for (const id of oldIds) expect(report.status?.notManagedKeys?.find((k) => k.id === id)).toEqual(expect.objectContaining({ managed: false, origin: 'OtherCluster', cluster: 'prod' }));
+  }, 180_000);
+});
