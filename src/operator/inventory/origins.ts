@@ -4,8 +4,8 @@
 // so this is reported as what the name says and decides nothing (nothing is revoked by it).
 //
 // One byte a key, in the listing's row order, made when the list is taken (the view's make) beside
-// the columns of listing.ts and kept as long as they are (a WeakMap on the listing): every view of
-// one list shares it.
+// the columns of listing.ts (25 bytes a key) and kept as long as they are (a WeakMap on the
+// listing): every view of one list shares it.
 import { nameOrigin, type ListedKey, type ListingView, type NameOrigin } from '../keys/index.ts';
 import type { KeptListing } from './listing.ts';
 
@@ -32,7 +32,6 @@ function column(listed: readonly ListedKey[], kept: KeptListing, cluster: string
 
 /** `view`, whose listings also carry each row's origin (originsOf) as seen by the cluster named `cluster` ('' for none). */
 export function withOrigins(view: ListingView<KeptListing>, cluster: string): ListingView<KeptListing> {
-  const { bytes } = view;
   return {
     ...view,
     make: (listed, at) => {
@@ -40,7 +39,6 @@ export function withOrigins(view: ListingView<KeptListing>, cluster: string): Li
       if (originColumns.get(kept)?.cluster !== cluster) originColumns.set(kept, { cluster, rows: column(listed, kept, cluster) });
       return kept;
     },
-    ...(bytes !== undefined ? { bytes: (kept: KeptListing) => bytes(kept) + (originColumns.get(kept)?.rows.length ?? 0) } : {}),
   };
 }
 
