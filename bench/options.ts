@@ -20,6 +20,8 @@ export interface BenchOptions {
   emulatorMain?: string;
   /** How long the idle-churn benchmark idles (bench/idle-churn.ts). */
   idleChurnMinutes: number;
+  /** Keys each cluster of the clusters benchmark applies (bench/clusters.ts). */
+  clustersKeys: number;
   /** The fairness benchmark's sizes (bench/fairness.ts). */
   fairness: FairnessBenchOptions;
   /** The inventory benchmark's sizes (bench/inventory-operator.ts). */

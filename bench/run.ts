@@ -7,6 +7,7 @@
 //   [--inventory-drift-interval 1m] [--inventory-intervals 3] [--inventory-deadline 1800] (bench/inventory-operator.ts).
 // Fairness between namespaces (`--only fairness`): [--fair-flood 1000] [--fair-floods 10] [--fair-flood-each 200] [--fair-drift-interval 10s]
 //   [--fair-scenarios 0,1,2 (a subset: diagnosis, with --no-write)] [--fair-stages (the steady keys' stages, from the operator's debug log)] (bench/fairness.ts).
+// Two clusters on one organization (`--only clusters`): [--clusters-keys 500] (keys in each cluster; bench/clusters.ts).
 // Runs the selected benchmarks, prints each one's figures and writes them to docs/benchmarks.md.
 // Each benchmark owns one marked section (<!-- bench:NAME --> … <!-- /bench:NAME -->), replaced in
 // place on every run; the rest of the file (other benchmarks' sections, prose) is left as it is.
@@ -19,6 +20,7 @@ import { projectIndexBenchmark } from './project-index.ts';
 import { idleChurnBenchmark } from './idle-churn.ts';
 import { fairnessBenchmark } from './fairness.ts';
 import { inventoryBenchmark } from './inventory-operator.ts';
+import { clustersBenchmark } from './clusters.ts';
 import type { BenchOptions } from './options.ts';
 import { describeMachine, machineInfo } from './machine.ts';
 
@@ -31,6 +33,7 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'idle-churn', title: 'Operator: idle with Secret churn in another namespace (issue 30)', run: (opts) => idleChurnBenchmark(opts, opts.idleChurnMinutes) },
   { name: 'fairness', title: 'Operator: one team\'s flood and another team\'s keys (issue 25)', run: (opts) => fairnessBenchmark(opts, opts.fairness) },
   { name: 'inventory', title: 'Inventory on the whole operator: 10,000 managed keys plus 1,000 others (issue 28)', run: inventoryBenchmark },
+  { name: 'clusters', title: 'Two clusters on one organization, half its rate each (issue 42)', run: (opts) => clustersBenchmark(opts, opts.clustersKeys) },
 ];
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -103,6 +106,8 @@ const { values } = parseArgs({
     'inventory-intervals': { type: 'string', default: '3' },
     'inventory-deadline': { type: 'string', default: '1800' },
     'fair-scenarios': { type: 'string' },
+    // clusters benchmark
+    'clusters-keys': { type: 'string', default: '500' },
     'fair-stages': { type: 'boolean', default: false },
   },
   strict: true,
@@ -123,6 +128,7 @@ const options: BenchOptions = {
   ...(values.profile !== undefined ? { profileDir: resolve(values.profile) } : {}),
   ...(values['emulator-main'] !== undefined ? { emulatorMain: resolve(values['emulator-main']) } : {}),
   idleChurnMinutes: positive('idle-churn-minutes', values['idle-churn-minutes']),
+  clustersKeys: Math.floor(positive('clusters-keys', values['clusters-keys'])),
   fairness: {
     flood: Math.floor(positive('fair-flood', values['fair-flood'])),
     floods: Math.floor(positive('fair-floods', values['fair-floods'])),
