@@ -103,6 +103,7 @@ export function inventoryView(unusedAfterMs: number, recorded: () => ReadonlySet
       return t.kept;
     },
     from: (otherId, other) => (otherId.startsWith(VIEW_PREFIX) ? other as KeptListing : undefined),
+    bytes: keptBytes,
   };
 }
 
@@ -161,4 +162,25 @@ function detailOf(key: ListedKey): KeptDetail {
     ...(key.project_id !== undefined ? { projectId: own(key.project_id) } : {}),
     ...(by !== undefined ? { createdBy: { id: own(by.id, 60), name: own(by.name, 60) } } : {}),
   };
+}
+
+/**
+ * Heap held by a listing besides its columns' bytes (its objects and arrays) and by each detail
+ * besides its strings (its map entry and objects), measured on Node 24; a string kept costs its
+ * header (24 bytes at most) and its characters.
+ */
+const LISTING_BYTES = 1_024;
+const DETAIL_BYTES = 240;
+
+function stringBytes(value: string | undefined): number {
+  return value === undefined || value.length === 0 ? 0 : 24 + 2 * value.length;
+}
+
+/** The bytes a listing holds, for the drift cache's budget (keys/observing/drift.ts, MAX_DRIFT_BYTES). */
+export function keptBytes(kept: KeptListing): number {
+  let bytes = LISTING_BYTES + kept.ids.byteLength + kept.createdMs.byteLength + kept.lastUsedMs.byteLength + kept.flags.byteLength;
+  for (const d of kept.details.values()) {
+    bytes += DETAIL_BYTES + stringBytes(d.name) + stringBytes(d.lastUsedFromAddr) + stringBytes(d.projectId) + stringBytes(d.createdBy?.id) + stringBytes(d.createdBy?.name);
+  }
+  return bytes;
 }

@@ -14,6 +14,9 @@ export const OTHER_CLUSTER = 2;
 /** Made by hand: in no operator's format. */
 export const BY_HAND = 0;
 
+/** Heap held by a listing's origins besides their bytes (the array's objects and the map's entry). */
+const ORIGINS_BYTES = 256;
+
 /** By listing: its origins as seen by one cluster (one per process but in tests). */
 const originColumns = new WeakMap<KeptListing, { cluster: string; rows: Uint8Array }>();
 
@@ -39,6 +42,8 @@ export function withOrigins(view: ListingView<KeptListing>, cluster: string): Li
       if (originColumns.get(kept)?.cluster !== cluster) originColumns.set(kept, { cluster, rows: column(listed, kept, cluster) });
       return kept;
     },
+    // The origins' column (one byte a row, and its objects) is held as long as the listing.
+    bytes: (kept) => (view.bytes?.(kept) ?? 0) + kept.size + ORIGINS_BYTES,
   };
 }
 

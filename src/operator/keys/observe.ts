@@ -19,6 +19,7 @@ import { capRefusal, credentialsSource, type CredentialsSettings } from './issui
 import type { Context, KeyDeps } from './reconcile-context.ts';
 import { locateSecret, observeSecret } from './secret/secret-writer.ts';
 import { orphanKeys } from './observing/orphans.ts';
+import { ownTagKeys } from './issuing/key-names.ts';
 import { recordedValues, secretInLine, templateOf } from './secret/secret-template.ts';
 
 /** Without settings (tests of one action): namespace credentials allowed, no issuers. */
@@ -154,7 +155,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   if (pending === undefined && !releasing && adapter !== undefined && apiKey !== undefined && credentials === 'Present' && (listed !== undefined || deleting) && !refused) {
     const client = deps.platformFor(apiKey);
     try {
-      if (deleting) await deps.drift.ensureList(client.credentialsId, adapter, client.platform);
+      if (deleting) await deps.drift.ensureList(client.credentialsId, adapter, client.platform, ownTagKeys(deps.signer.attemptTag(meta.uid), deps.signer.cluster));
       orphans = orphanKeys(deps, {
         credentialsId: client.credentialsId, listScope: adapter.listScope, uid: meta.uid, createdAt: parseTime(meta.creationTimestamp as unknown as string | undefined),
         recorded: [recorded, ...retiringKeys.map((k) => k.keyId), ...(status.replacedKeys ?? []).map((k) => k.keyId)], minAgeMs: deleting ? 0 : deps.pendingGraceMs,
