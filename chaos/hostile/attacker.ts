@@ -9,7 +9,10 @@
 // naming the victims' organization with a user's credentials that do not belong to it, and random
 // organization ids; the platform refusing revokes while the tenant deletes a Secret and strips or
 // forges the create intent; in issuer mode, Retain, release-without-revoke and the finalizer's
-// removal on a key an issuer made, before and after its delete).
+// removal on a key an issuer made, before and after its delete; a create whose answer the platform
+// drops after committing it while the tenant strips or replaces the intent; many Deployments of
+// its own, consenting or not, some fat, rotated with rotation.restart.discover; a storm of invalid
+// intents over many resources while victims' creates lose their answers too).
 // A tenant holds namespace credentials (an administrator's key in its Secret neon-admin) or, in
 // issuer mode, no platform key at all: its keys come through the issuers of issuers.ts, and what
 // it may write in spec.credentialsSecretRef is only what it has (garbage, the keys it was issued).
@@ -19,13 +22,14 @@
 // keys.neon.dev/release-without-revoke and removing the finalizer; in both modes
 // keys.neon.dev/abandon-key naming the resource's own key. Through an issuer the first three are
 // tried (the issuer-deletion playbook): none may keep the key.
-import { ApiException, PatchStrategy, setHeaderOptions, type V1Secret } from '@kubernetes/client-node';
-import type { Environment } from '../environment.ts';
+import { ApiException, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Secret } from '@kubernetes/client-node';
+import { CHAOS_MIN_ROTATION_GRACE, type Environment } from '../environment.ts';
 import { sleep } from '../options.ts';
 import { admin } from '../platform-faults.ts';
-import { FOREIGN_CREDENTIALS, GROUP, VERSION, type Cast, type Tenant } from './cluster.ts';
+import { DISCOVER_SECRET, FOREIGN_CREDENTIALS, GROUP, RESTART_CONSENT, VERSION, type Cast, type Tenant } from './cluster.ts';
 import type { Disruptions } from './disruptions.ts';
 import { ISSUER_LABEL, ISSUERS_NAMESPACE, MISSING_ISSUER } from './issuers.ts';
+import type { DroppedCreate, PlatformTap } from './platform-tap.ts';
 import type { Problem } from './victims.ts';
 import { id, plural, type Journal, type Kind, type ResourceWatch, type Seen } from './world.ts';
 
@@ -56,16 +60,18 @@ export interface AttackerContext {
   intel: () => VictimIntel[];
   /** Whether the attacks are over. */
   over: () => boolean;
-  /** The revoke outages (one at a time: the platform's faults are global). */
+  /** The revoke outages (one at a time: the platform's faults are global) and the requeue storms. */
   disruptions: Disruptions;
+  /** Between the operator and the platform: drops a chosen create's answer after its commit. */
+  tap: PlatformTap;
 }
 
 interface Saved { intents: string[]; secretMeta: Record<string, string>[]; values: string[] }
 
 /** The playbooks of each mode of tenant. The memory storm is a namespace-credentials attack (its credentials Secret churns). */
 const PLAYBOOKS = {
-  credentials: ['memory-storm', 'forgotten-key', 'restart-door', 'platform-objects', 'foreign-organization', 'revoke-outage'],
-  issuer: ['forgotten-key', 'restart-door', 'cap-race', 'issuer-switch', 'platform-objects', 'revoke-outage', 'issuer-deletion'],
+  credentials: ['memory-storm', 'forgotten-key', 'restart-door', 'platform-objects', 'foreign-organization', 'revoke-outage', 'lost-create', 'discover', 'requeue-storm'],
+  issuer: ['forgotten-key', 'restart-door', 'cap-race', 'issuer-switch', 'platform-objects', 'revoke-outage', 'issuer-deletion', 'lost-create', 'discover', 'requeue-storm'],
 } as const;
 export type Playbook = typeof PLAYBOOKS[keyof typeof PLAYBOOKS][number];
 
@@ -75,7 +81,14 @@ export const ATTACKER_INVARIANTS = [
   'a refused request costs no platform create',
   'a resource naming an organization its credentials do not belong to ends NotAllowed',
   'a key an issuer made is revoked with its resource, whatever the tenant does',
+  'a workload is restarted only with its consent, for its own namespace, at most once per rotation',
 ] as const;
+
+/** A Deployment's annotations but the Deployment controller's own (deployment.kubernetes.io/revision). */
+const ownAnnotations = (d: V1Deployment): string => JSON.stringify(Object.entries(d.metadata?.annotations ?? {}).filter(([k]) => !k.startsWith('deployment.kubernetes.io/')).sort());
+
+/** A victim's create (the victims' keyNames: victims.ts), for the drops of the requeue storm. */
+const VICTIM_ATTEMPT = /^victim-\d+-v\d+-g\d+-[a-z0-9]{8}$/;
 
 /** The platform's record of a key (the emulator's admin API). */
 interface PlatformKey { id: number; name: string; revoked: boolean }
@@ -113,6 +126,13 @@ export class Attacker {
   readonly outages: { resource: string; ms: number; replaced: number | undefined; inStatus: boolean; revokedAfterS: number | null }[] = [];
   /** Issuer-deletion attacks: the answers to Retain, the finalizer's removal (before, during the delete), and whether the key ended revoked. */
   readonly issuerDeletions: { resource: string; keyId: number; retain: string; retainSwitch: string; finalizer: string; finalizerDeleting: string; heldByCredentials: boolean; revoked: boolean | null }[] = [];
+  /** Lost creates (lost-create): the dropped key, what the tenant did to the intent and when, what became of the key (s after the drop). */
+  readonly lostCreates: { resource: string; keyId: number | undefined; edit: string; editBeforeCut: boolean; fate: 'recorded' | 'revoked' | 'live, unrecorded' | 'unknown'; afterS: number | null }[] = [];
+  /** Discover rounds: workloads (consenting / fat), rotations completed, restarts seen of the consenting and of the others. */
+  readonly discovers: { base: string; workloads: number; consenting: number; fat: number; resources: number; rotations: number; restarts: number; othersChanged: number }[] = [];
+  /** Requeue storms: resources, intent writes, victims' creates whose answer was dropped (their key ids). */
+  readonly storms: { resources: number; writes: number; seconds: number; victimDrops: DroppedCreate[] }[] = [];
+  #discovering = false;
 
   constructor(tenant: Tenant, context: AttackerContext) {
     this.#t = tenant;
@@ -505,7 +525,7 @@ export class Attacker {
   async #rotate(kind: Kind, name: string): Promise<void> {
     // Rotations that name the platform team's workloads, with no grace, asked again and again.
     if (this.#chance(0.5)) {
-      await this.#patchResource('resource.rotation-restart', kind, name, { spec: { rotation: { gracePeriod: '0s', maxGracePeriod: '0s', restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'platform-api' }, { kind: 'StatefulSet', name: 'platform-store' }] } } } });
+      await this.#patchResource('resource.rotation-restart', kind, name, { spec: { rotation: { gracePeriod: CHAOS_MIN_ROTATION_GRACE, maxGracePeriod: CHAOS_MIN_ROTATION_GRACE, restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'platform-api' }, { kind: 'StatefulSet', name: 'platform-store' }] } } } });
     }
     await this.#patchResource('resource.rotate', kind, name, { metadata: { annotations: { 'keys.neon.dev/rotate': `r${Date.now()}-${this.#int(0, 1e6)}` } } });
   }
@@ -630,6 +650,12 @@ export class Attacker {
       case 'revoke-outage': return await this.#playbook(playbook, 'outage', (name) => this.#revokeOutage(name));
       // Issue 40/41: Retain, release-without-revoke and the finalizer's removal on a key an issuer made.
       case 'issuer-deletion': return await this.#playbook(playbook, 'deletion', (name) => this.#issuerDeletion(name));
+      // Issue 41: a create committed by the platform whose answer is lost, while the tenant strips or replaces the intent.
+      case 'lost-create': return await this.#playbook(playbook, 'lost', (name) => this.#lostCreate(name));
+      // Issue 41: many workloads of its own, consenting or not, some fat, and rotations that discover them.
+      case 'discover': return await this.#playbook(playbook, 'disc', (name) => this.#discover(name));
+      // Issue 41: invalid intents rewritten on many resources in a loop while victims recover from lost creates.
+      case 'requeue-storm': return await this.#playbook(playbook, 'flood', (name) => this.#requeueStorm(name, stormMs));
     }
   }
 
@@ -741,7 +767,7 @@ export class Attacker {
   }
 
   async #restartDoor(name: string): Promise<void> {
-    const rotation = { gracePeriod: '0s', maxGracePeriod: '0s', restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'platform-api' }, { kind: 'StatefulSet', name: 'platform-store' }] } };
+    const rotation = { gracePeriod: CHAOS_MIN_ROTATION_GRACE, maxGracePeriod: CHAOS_MIN_ROTATION_GRACE, restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'platform-api' }, { kind: 'StatefulSet', name: 'platform-store' }] } };
     const kind: Kind = this.#issuerMode ? 'ProjectApiKey' : 'ApiKey';
     const spec = this.#issuerMode ? { ...this.#issuedSpec(), rotation }
       : { scope: 'Organization', organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke', rotation };
@@ -1026,6 +1052,222 @@ export class Attacker {
       if (record.revoked === false) problem('live 10 s after its resource is gone');
     }
     this.issuerDeletions.push(record);
+  }
+
+  /** The spec of a playbook's key: an organization ApiKey with neon-admin, or through an issuer a ProjectApiKey of `issuer`. */
+  #playbookKey(keyName: string, issuer = 'tenant-keys'): { kind: Kind; spec: Record<string, unknown> } {
+    return this.#issuerMode
+      ? { kind: 'ProjectApiKey', spec: { ...this.#issuedSpec(issuer), keyName } }
+      : { kind: 'ApiKey', spec: { scope: 'Organization', organizationId: this.#c.env.organizationId, keyName, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' } };
+  }
+
+  /** A platform key's state (the emulator's admin API): undefined when the platform does not answer. */
+  async #platformKey(keyId: number): Promise<PlatformKey | null | undefined> {
+    const keys = await admin<PlatformKey[]>(this.#c.env.emulator, 'GET', '/keys').catch(() => undefined);
+    return keys === undefined ? undefined : keys.find((k) => k.id === keyId) ?? null;
+  }
+
+  /**
+   * The platform commits a create but its answer never reaches the operator (the tap cuts the
+   * connection: drop-after-commit), and the tenant strips the create intent, forges one or puts an
+   * older one back, before the cut (the operator finds no intent of its attempt when it recovers)
+   * or right after it. The key so made must end recorded by the resource or revoked (the orphan
+   * path: its name carries the resource's tag), never live and recorded nowhere (audit.ts); the
+   * figure here is which, and when.
+   */
+  async #lostCreate(name: string): Promise<void> {
+    const keyName = `${this.#ns}-${name}`;
+    const { kind, spec } = this.#playbookKey(keyName);
+    const target = this.#target(kind, name);
+    const older = this.#saved.intents.length > 0 ? this.#pick(this.#saved.intents) : undefined;
+    const forged = JSON.stringify({ attempt: `${keyName}-forged00`, startedAt: new Date().toISOString(), holder: 'gone', sig: 'A'.repeat(43) });
+    const edits: [string, string | null][] = [['strip-intent', null], ['forge-intent', forged], ...(older !== undefined ? [['replay-older-intent', older] as [string, string]] : [])];
+    const [edit, value] = this.#pick(edits);
+    const beforeCut = this.#chance(0.7);
+    // Long: the tenant's own storms and big writes may hold its namespace's turn in the work queue a while.
+    const drop = this.#c.tap.dropCreate((n) => n.startsWith(`${keyName}-`), 120_000, async () => {
+      await this.#patchResource(`playbook.lost-create.${edit}`, kind, name, { metadata: { annotations: { [PENDING]: value } } });
+    }, !beforeCut);
+    if (!await this.#create(kind, name, spec)) {
+      await drop;
+      return;
+    }
+    // Through an issuer, refused for the cap: the tenant makes room as a team would.
+    if (this.#issuerMode) void this.#untilIssued(kind, name, 120_000);
+    const dropped = await drop;
+    if (dropped === undefined) {
+      this.#c.journal.add(this.#who, 'playbook.lost-create.no-create', target, 'ok');
+      return;
+    }
+    this.#c.journal.add(this.#who, 'playbook.lost-create.dropped', `${target} key ${dropped.keyId ?? '?'}`, 'ok');
+    const record = { resource: target, keyId: dropped.keyId, edit, editBeforeCut: beforeCut, fate: 'unknown' as 'recorded' | 'revoked' | 'live, unrecorded' | 'unknown', afterS: null as number | null };
+    // Until the dropped key is revoked, or recorded by the resource (its key, or one it retires or replaced).
+    const end = Date.now() + 90_000;
+    while (dropped.keyId !== undefined && Date.now() < end) {
+      const key = await this.#platformKey(dropped.keyId);
+      const seen = this.#c.world.current.get(id(this.#ns, kind, name));
+      const afterS = Math.round((Date.now() - dropped.at) / 100) / 10;
+      if (key?.revoked === true) {
+        Object.assign(record, { fate: 'revoked', afterS });
+        break;
+      }
+      if (seen !== undefined && (seen.keyId === dropped.keyId || seen.retiring.includes(dropped.keyId))) Object.assign(record, { fate: 'recorded', afterS });
+      else if (key !== undefined) Object.assign(record, { fate: 'live, unrecorded', afterS });
+      // Recorded: watched a little longer (a record may still move on), then left to the audit.
+      if (record.fate === 'recorded' && afterS > 20) break;
+      await sleep(500);
+    }
+    this.lostCreates.push(record);
+    this.#c.journal.add(this.#who, 'playbook.lost-create.settled', `${target} key ${dropped.keyId ?? '?'} ${record.fate}`, 'ok');
+    if (this.#chance(0.5)) await this.#deleteResource({ kind, name });
+  }
+
+  /**
+   * Many Deployments of the tenant's own reading DISCOVER_SECRET (replicas 0), half consenting to
+   * restarts for it (keys.neon.dev/restart-on-rotation), some fat (200 KiB of annotations and a 300
+   * KiB environment value), and resources naming that Secret with rotation.restart.discover,
+   * rotated a few times. Then: a workload that did not consent is never changed; a consenting one
+   * is restarted (its generation) at most as many times as the resources holding that Secret name
+   * rotated (keys made for them, less their first); the victims' consenting workload is another
+   * namespace's (audit.ts). Only one round of a tenant at a time: the bound is per Secret name.
+   */
+  async #discover(name: string): Promise<void> {
+    if (this.#discovering) return;
+    this.#discovering = true;
+    const apps = this.#t.apps;
+    const workloads: { name: string; consents: boolean; fat: boolean; generation: number; template: string; annotations: string }[] = [];
+    const resources: { kind: Kind; name: string; keyName: string }[] = [];
+    try {
+      const count = this.#int(8, 16);
+      for (let i = 0; i < count && !this.#c.over(); i += 1) {
+        const consents = i % 2 === 0;
+        const fat = i % 5 === 1 || i % 5 === 4;
+        const workload = `${name}-w${i}`;
+        const annotations: Record<string, string> = consents ? { [RESTART_CONSENT]: this.#pick([DISCOVER_SECRET, `other, ${DISCOVER_SECRET}`]) } : this.#chance(0.3) ? { [RESTART_CONSENT]: 'another-secret' } : {};
+        if (fat) annotations['example.com/blob'] = this.#text(200 * KIB);
+        const body: V1Deployment = {
+          metadata: { name: workload, labels: { 'example.com/discover': name }, annotations },
+          spec: { replicas: 0, selector: { matchLabels: { app: workload } }, template: {
+            metadata: { labels: { app: workload } },
+            spec: { containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom: [{ secretRef: { name: DISCOVER_SECRET } }], ...(fat ? { env: [{ name: 'BLOB', value: this.#text(300 * KIB) }] } : {}) }] },
+          } },
+        };
+        let made: V1Deployment | undefined;
+        await this.#act(`playbook.discover.workload${consents ? '.consenting' : ''}${fat ? '.fat' : ''}`, `${this.#ns}/Deployment/${workload}`, async () => { made = await apps.createNamespacedDeployment({ namespace: this.#ns, body }); });
+        if (made !== undefined) workloads.push({ name: workload, consents, fat, generation: made.metadata?.generation ?? 1, template: JSON.stringify(made.spec?.template), annotations: ownAnnotations(made) });
+      }
+      // One resource holds the Secret name; now and then a second names it too (an older one holds it).
+      const rotation = { gracePeriod: CHAOS_MIN_ROTATION_GRACE, maxGracePeriod: CHAOS_MIN_ROTATION_GRACE, restart: { discover: true } };
+      for (let i = 0; i < (this.#chance(0.4) ? 2 : 1); i += 1) {
+        const keyName = `${this.#ns}-${name}-k${i}`;
+        const { kind, spec } = this.#playbookKey(keyName, 'tenant-extra');
+        const r = { kind, name: `${name}-k${i}`, keyName };
+        this.#busy.add(r.name);
+        if (await this.#create(kind, r.name, { ...spec, secret: { name: DISCOVER_SECRET }, rotation })) resources.push(r);
+        if (i === 0) await this.#untilIssued(kind, r.name);
+      }
+      for (let round = 0; round < 3 && !this.#c.over(); round += 1) {
+        for (const r of resources) {
+          const before = this.#c.world.current.get(id(this.#ns, r.kind, r.name))?.keyId;
+          await this.#patchResource('playbook.discover.rotate', r.kind, r.name, { metadata: { annotations: { 'keys.neon.dev/rotate': `disc-${round}-${Date.now()}` } } });
+          await this.#untilSeen(r.kind, r.name, (s) => s.keyId !== before && s.retiring.length === 0, 20_000);
+        }
+      }
+      // The restarts of the last rotation land within seconds of it.
+      await sleep(3_000);
+      // The workloads first, then the keys: a restart seen was made for a key the list then has.
+      const read = await Promise.all(workloads.map(async (w) => ({ w, now: await apps.readNamespacedDeployment({ namespace: this.#ns, name: w.name }).catch(() => undefined) })));
+      const keys = await admin<PlatformKey[]>(this.#c.env.emulator, 'GET', '/keys').catch(() => undefined);
+      if (keys === undefined) return;
+      const rotations = resources.reduce((n, r) => n + Math.max(0, keys.filter((k) => k.name.startsWith(`${r.keyName}-`)).length - 1), 0);
+      const figure = { base: `${this.#ns}/${DISCOVER_SECRET}`, workloads: workloads.length, consenting: workloads.filter((w) => w.consents).length, fat: workloads.filter((w) => w.fat).length, resources: resources.length, rotations, restarts: 0, othersChanged: 0 };
+      for (const { w, now } of read) {
+        if (now === undefined) continue;
+        const restarts = (now.metadata?.generation ?? w.generation) - w.generation;
+        const target = `${this.#ns}/Deployment/${w.name}`;
+        const context = this.#c.journal.on(`${this.#ns}/`, 120).filter((a) => /discover/.test(a)).slice(-12);
+        if (w.consents) {
+          figure.restarts += restarts;
+          if (restarts > rotations) this.problems.push({ invariant: ATTACKER_INVARIANTS[4], detail: `${target} (consenting to ${DISCOVER_SECRET}) restarted ${restarts} times for ${rotations} rotation(s) of the ${resources.length} resource(s) holding that Secret name`, context });
+        } else if (restarts !== 0 || JSON.stringify(now.spec?.template) !== w.template || ownAnnotations(now) !== w.annotations) {
+          figure.othersChanged += 1;
+          this.problems.push({ invariant: ATTACKER_INVARIANTS[4], detail: `${target} (no consent to ${DISCOVER_SECRET}) was changed: generation ${w.generation} -> ${now.metadata?.generation}`, context });
+        }
+      }
+      this.discovers.push(figure);
+      this.#c.journal.add(this.#who, 'playbook.discover.settled', `${this.#ns}/${name} ${rotations} rotations, ${figure.restarts} restarts`, 'ok');
+    } finally {
+      for (const r of resources) {
+        await this.#deleteResource(r);
+        this.#busy.delete(r.name);
+      }
+      for (const w of workloads) await this.#act('playbook.discover.workload-delete', `${this.#ns}/Deployment/${w.name}`, () => apps.deleteNamespacedDeployment({ namespace: this.#ns, name: w.name }));
+      this.#discovering = false;
+    }
+  }
+
+  /**
+   * A storm of wakes: 12 resources of the tenant (a few holding keys, the others waiting on
+   * credentials or an issuer that are missing), each given an invalid create intent (garbage, a
+   * fake signature, a forged attempt) again and again for the storm's length; meanwhile the answers
+   * of two victims' creates are dropped after the platform committed them (the tap), so their
+   * recovery (the paced retry after an ambiguous create) and the victims' rotations run through the
+   * storm. The victims' times over the storms are reported apart (run.ts) and held to the bounds.
+   */
+  async #requeueStorm(prefix: string, stormMs: number): Promise<void> {
+    const names = Array.from({ length: 12 }, (_, i) => `${prefix}-${i}`);
+    for (const n of names) this.#busy.add(n);
+    const made: { kind: Kind; name: string }[] = [];
+    const figure = { resources: 0, writes: 0, seconds: 0, victimDrops: [] as DroppedCreate[] };
+    try {
+      for (const [i, n] of names.entries()) {
+        const { kind, spec } = this.#playbookKey(`${this.#ns}-${n}`);
+        const idle = this.#issuerMode ? { issuerRef: { name: MISSING_ISSUER } } : { credentialsSecretRef: { name: 'creds-missing' } };
+        if (await this.#create(kind, n, i < (this.#issuerMode ? 1 : 3) ? spec : { ...spec, ...idle })) made.push({ kind, name: n });
+      }
+      figure.resources = made.length;
+      if (made.length === 0 || this.#c.over()) return;
+      const window = { from: Date.now(), to: undefined as number | undefined, by: this.#ns };
+      this.#c.disruptions.storms.push(window);
+      const end = Date.now() + Math.max(10_000, stormMs);
+      this.#c.journal.add(this.#who, 'playbook.requeue-storm.begin', `${this.#ns}/${prefix}`, 'ok');
+      const drops = (async () => {
+        const victimDrops = this.#c.disruptions.victimDrops;
+        for (let i = 0; i < 2 && Date.now() < end - 5_000; i += 1) {
+          // One armed at a time across the storms, and a victim's resource dropped once (not its recovery's create as well).
+          while (victimDrops.armed && Date.now() < end - 5_000) await sleep(500);
+          if (victimDrops.armed) break;
+          victimDrops.armed = true;
+          const d = await this.#c.tap.dropCreate((n) => VICTIM_ATTEMPT.test(n) && !victimDrops.bases.has(n.slice(0, -9)), Math.max(0, end - Date.now() - 5_000))
+            .finally(() => { victimDrops.armed = false; });
+          if (d !== undefined) {
+            victimDrops.bases.add(d.keyName.slice(0, -9));
+            figure.victimDrops.push(d);
+            this.#c.journal.add(this.#who, 'playbook.requeue-storm.victim-create-dropped', `${d.keyName} key ${d.keyId ?? '?'}`, 'ok');
+          }
+        }
+      })();
+      const invalid = (): string => this.#pick([
+        this.#text(this.#int(1, 64), '{}[]":,ab'),
+        JSON.stringify({ attempt: `${this.#ns}-x-${this.#text(8)}`, startedAt: new Date().toISOString(), holder: 'storm', sig: this.#text(43) }),
+        JSON.stringify({ attempt: 42, sig: null }),
+      ]);
+      // Four writers over the resources, as fast as the apiserver takes them.
+      await Promise.all(Array.from({ length: 4 }, async (_, w) => {
+        for (let i = w; Date.now() < end && !this.#c.over(); i += 4) {
+          const r = made[i % made.length]!;
+          if (await this.#patchResource('playbook.requeue-storm.intent', r.kind, r.name, { metadata: { annotations: { [PENDING]: invalid() } } })) figure.writes += 1;
+        }
+      }));
+      window.to = Date.now();
+      figure.seconds = Math.round((window.to - window.from) / 100) / 10;
+      await drops;
+      this.#c.journal.add(this.#who, 'playbook.requeue-storm.end', `${this.#ns}/${prefix} ${figure.writes} writes`, 'ok');
+    } finally {
+      this.storms.push(figure);
+      for (const r of made) await this.#deleteResource(r);
+      for (const n of names) this.#busy.delete(n);
+    }
   }
 
   async #untilGone(kind: Kind, name: string, ms: number): Promise<void> {

@@ -13,6 +13,10 @@
 // of deploy/base), so tenants meet it; it exempts whoever may update the finalizers subresource: the
 // operator (its ServiceAccount's token, with the RBAC of deploy/base) and the campaign's
 // administrator (system:masters), not the tenants' Role.
+// A tenant also writes Deployments of its namespace, as the built-in edit role lets a team do (its
+// own workloads, consenting or not to restarts: the discover playbook). In each victim namespace a
+// Deployment of the victims consents to restarts for DISCOVER_SECRET, the Secret name the tenants'
+// discover playbooks use: only a rotation in its own namespace may restart it, and none does.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadAllYaml, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1ValidatingAdmissionPolicy, type V1ValidatingAdmissionPolicyBinding } from '@kubernetes/client-node';
@@ -32,6 +36,7 @@ export interface Tenant {
   /** The tenant's own clients: its ServiceAccount's token, nothing else. */
   objects: CustomObjectsApi;
   core: CoreV1Api;
+  apps: AppsV1Api;
   /** The personal key of the tenant's organization administrator (in its Secret neon-admin); none in issuer mode. */
   userKey: string | undefined;
   /** The personal key of a user of no organization (in its Secret foreign-creds); none in issuer mode. */
@@ -41,8 +46,12 @@ export interface Tenant {
 /** The tenant's Secret holding a key of a user who belongs to no organization. */
 export const FOREIGN_CREDENTIALS = 'foreign-creds';
 export const FINALIZER = 'keys.neon.dev/finalizer';
+/** The Secret name (spec.secret.name) the tenants' discover playbooks rotate, and the victims' consenting Deployment reads. */
+export const DISCOVER_SECRET = 'app-db';
+export const RESTART_CONSENT = 'keys.neon.dev/restart-on-rotation';
 
-export interface PlatformWorkload { namespace: string; kind: 'Deployment' | 'StatefulSet'; name: string; generation: number; template: string }
+/** A workload that must never be restarted by a tenant: the platform team's (no consent), or a victim's consenting to DISCOVER_SECRET (`consents`). */
+export interface PlatformWorkload { namespace: string; kind: 'Deployment' | 'StatefulSet'; name: string; generation: number; template: string; consents?: string }
 
 export interface Cast {
   tenants: Tenant[];
@@ -87,6 +96,14 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
     await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: env.adminKey } } });
     cast.victimNamespaces.push(namespace);
     cast.namespaceLabels.set(namespace, {});
+    const consumer = await apps.createNamespacedDeployment({ namespace, body: {
+      metadata: { name: 'consumer-app', annotations: { [RESTART_CONSENT]: DISCOVER_SECRET } },
+      spec: { replicas: 0, selector: { matchLabels: { app: 'consumer-app' } }, template: {
+        metadata: { labels: { app: 'consumer-app' } },
+        spec: { containers: [{ name: 'app', image: 'example.invalid/consumer-app:1', envFrom: [{ secretRef: { name: DISCOVER_SECRET } }] }] },
+      } },
+    } });
+    cast.workloads.push({ namespace, kind: 'Deployment', name: 'consumer-app', generation: consumer.metadata?.generation ?? 1, template: JSON.stringify(consumer.spec?.template), consents: DISCOVER_SECRET });
   }
 
   // The issuers, before the tenants that use them: a user each, its key in the operator's namespace.
@@ -116,6 +133,7 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
         { apiGroups: [GROUP], resources: ['apikeys', 'projectapikeys', 'apikeyinventories'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
         { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
         { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
+        { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
       ],
     } });
     await rbac.createNamespacedRoleBinding({ namespace, body: {
@@ -142,7 +160,7 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
       }
     }
     if (foreign !== undefined) await tenantCore.createNamespacedSecret({ namespace, body: { metadata: { name: FOREIGN_CREDENTIALS }, stringData: { apiKey: foreign.personalKey } } });
-    cast.tenants.push({ index: i, namespace, mode, objects: config.makeApiClient(CustomObjectsApi), core: tenantCore, userKey: user?.personalKey, foreignKey: foreign?.personalKey });
+    cast.tenants.push({ index: i, namespace, mode, objects: config.makeApiClient(CustomObjectsApi), core: tenantCore, apps: config.makeApiClient(AppsV1Api), userKey: user?.personalKey, foreignKey: foreign?.personalKey });
 
     // The platform team's workloads in the tenant's namespace (replicas 0: no node is needed, a
     // restart still shows as a new generation and pod template), reading the platform team's own

@@ -8,6 +8,11 @@
 //   victim's delete that overlaps one may take twice the outage beyond its bound (its revoke fails
 //   until the outage ends, and the failure backoff doubles: the first retry after the outage comes
 //   at most about one outage later).
+// - requeue storms (attacker.ts, the requeue-storm playbook): a tenant rewrites invalid create
+//   intents on many of its resources in a loop, and the answers of a few victims' creates are
+//   dropped after the platform committed them (platform-tap.ts). They add nothing to the bounds:
+//   the work queue's per-namespace token bucket is there so that one namespace's storm does not
+//   delay another's work; the operations they overlap are reported apart all the same.
 import type { Environment } from '../environment.ts';
 import { admin } from '../platform-faults.ts';
 
@@ -22,6 +27,10 @@ export class Disruptions {
   readonly #env: Environment;
   readonly restarts: Window[] = [];
   readonly revokeOutages: (Window & { revokesRefused: number })[] = [];
+  /** Requeue storms: no allowance, their operations reported apart (run.ts). */
+  readonly storms: Window[] = [];
+  /** The storms' drops of victims' create answers: one armed at a time, each victim's key name base once. */
+  readonly victimDrops = { armed: false, bases: new Set<string>() };
   #outage: Promise<void> | undefined;
 
   constructor(env: Environment) {
@@ -34,6 +43,11 @@ export class Disruptions {
     let extra = this.restarts.some(overlaps) ? LEASE_TAKEOVER_MS : 0;
     if (what === 'delete') for (const w of this.revokeOutages.filter(overlaps)) extra += 2 * ((w.to ?? Date.now()) - w.from);
     return extra;
+  }
+
+  /** Whether an operation from `since` to `until` overlaps a requeue storm. */
+  inStorm(since: number, until: number): boolean {
+    return this.storms.some((w) => w.from <= until && (w.to ?? Date.now()) >= since);
   }
 
   /** Whether an operation from `since` to `until` overlaps any window (its figures are kept apart). */

@@ -23,6 +23,8 @@ export interface HostileOptions {
   enforce: boolean;
   /** Seconds the operator gets after the attacks to settle before the final audit. */
   settleS: number;
+  /** Playbooks not run (attacker.ts names; to tell what a class costs the victims by a run without it). */
+  skip: string[];
   out: string;
 }
 
@@ -40,6 +42,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
       'memory-limit': { type: 'string', default: '256' },
       'no-enforce': { type: 'boolean', default: false },
       settle: { type: 'string', default: '90' },
+      skip: { type: 'string', default: '' },
       out: { type: 'string', default: '.cache/hostile' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -47,7 +50,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
   });
   if (values.help) {
     console.log(`npm run hostile -- [--seed n] [--duration 300] [--tenants 2] [--issuer-tenants 2] [--victim-namespaces 2] [--victims 4]
-                     [--restarts 5] [--memory-limit 256] [--no-enforce] [--settle 90] [--out .cache/hostile]`);
+                     [--restarts 5] [--memory-limit 256] [--no-enforce] [--settle 90] [--skip playbook,...] [--out .cache/hostile]`);
     process.exit(0);
   }
   const num = (name: string, text: string, min: number, max: number): number => {
@@ -69,6 +72,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
     memoryLimitMiB: num('memory-limit', values['memory-limit'], 64, 16_384),
     enforce: !values['no-enforce'],
     settleS: num('settle', values.settle, 10, 3_600),
+    skip: values.skip.split(',').map((p) => p.trim()).filter((p) => p !== ''),
     out: values.out,
   };
 }

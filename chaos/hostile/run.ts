@@ -89,7 +89,7 @@ async function campaign(e: Environment): Promise<boolean> {
   const attacksEnd = Date.now() + options.durationS * 1000;
   const over = (): boolean => Date.now() > attacksEnd;
   await victims.refreshIntel();
-  const attackers = cast.tenants.map((t) => new Attacker(t, { env: e, cast, journal, world, random, intel: () => victims.intel, over, disruptions }));
+  const attackers = cast.tenants.map((t) => new Attacker(t, { env: e, cast, journal, world, random, intel: () => victims.intel, over, disruptions, tap: platformTap }));
   const tasks: Promise<unknown>[] = [];
   const runs: Promise<unknown>[] = [];
   for (const attacker of attackers) {
@@ -102,11 +102,12 @@ async function campaign(e: Environment): Promise<boolean> {
     // The playbooks of its mode, the first round early (a short run sees each; the memory storm
     // first, its 120 big Secrets take the apiserver a while), then again every few minutes, in a
     // seeded order.
-    const later = [...attacker.playbookNames].sort(() => random() - 0.5);
+    const mine = attacker.playbookNames.filter((p) => !options.skip.includes(p));
+    const later = [...mine].sort(() => random() - 0.5);
     tasks.push((async () => {
       let round = 0;
       while (!over()) {
-        for (const playbook of round === 0 ? attacker.playbookNames : later) {
+        for (const playbook of round === 0 ? mine : later) {
           const wait = round === 0 ? (playbook === 'memory-storm' ? 500 : 1_000 + random() * Math.min(15_000, options.durationS * 100) / 2) : 30_000 + random() * 150_000;
           await sleep(Math.min(wait, Math.max(0, attacksEnd - Date.now())));
           if (over()) break;
@@ -214,6 +215,23 @@ async function campaign(e: Environment): Promise<boolean> {
   const issuerDeletions = attackers.flatMap((a) => a.issuerDeletions);
   const foreign = attackers.reduce((f, a) => ({ resources: f.resources + a.foreign.resources, notAllowed: f.notAllowed + a.foreign.notAllowed, otherwise: { ...f.otherwise, ...Object.fromEntries(Object.entries(a.foreign.otherwise).map(([k, v]) => [k, v + (f.otherwise[k] ?? 0)])) } }), { resources: 0, notAllowed: 0, otherwise: {} as Record<string, number> });
   const keysMade = auditor.keys.filter((k) => k.id > cast.keysBefore);
+  // The requeue storms: the victims' operations they overlapped (held to the bounds like the others),
+  // and each victim create whose answer was dropped meanwhile, with its apply -> Ready.
+  const inStorm = (what: Operation) => victims.spans.filter((x) => x.what === what && disruptions.inStorm(x.since, x.since + x.ms)).map((x) => x.ms);
+  const victimDrops = attackers.flatMap((a) => a.storms.flatMap((st) => st.victimDrops)).map((d) => {
+    const base = d.keyName.replace(/-[a-z0-9]{8}$/, '');
+    const resources = new Set(world.keyNames.get(base) ?? []);
+    const span = victims.spans.find((x) => x.what === 'ready' && resources.has(x.resource));
+    return { keyName: d.keyName, keyId: d.keyId ?? null, atS: journal.at(d.at), resource: [...resources][0] ?? null, applyToReadyS: span === undefined ? null : Number((span.ms / 1000).toFixed(2)) };
+  });
+  const storms = {
+    runs: attackers.flatMap((a) => a.storms),
+    windows: disruptions.storms.map((w) => ({ by: w.by, atS: journal.at(w.from), seconds: Number((((w.to ?? Date.now()) - w.from) / 1000).toFixed(1)) })),
+    victimsDuring: { ready: stats(inStorm('ready')), rotate: stats(inStorm('rotate')), delete: stats(inStorm('delete')) },
+    victimDrops,
+  };
+  const lostCreates = attackers.flatMap((a) => a.lostCreates);
+  const discovers = attackers.flatMap((a) => a.discovers);
   const invariants = Object.fromEntries(INVARIANTS.map((name) => [name, problems.filter((p) => p.invariant === name).length]));
   const actions = Object.fromEntries([...journal.counts.entries()].sort((a, b) => a[0].localeCompare(b[0])));
   const report = {
@@ -230,7 +248,7 @@ async function campaign(e: Environment): Promise<boolean> {
     victims: {
       baseline, latencies, windows, bounds: VICTIM_BOUNDS, leaseTakeoverS: LEASE_TAKEOVER_MS / 1000, counts: victims.counts,
       // Every measured operation: when it was asked for (s since the start), how long it took, whether a window overlapped it.
-      operations: victims.spans.map((x) => ({ what: x.what, atS: journal.at(x.since), seconds: Number((x.ms / 1000).toFixed(2)), disturbed: disruptions.disturbed(x.what, x.since, x.since + x.ms) })),
+      operations: victims.spans.map((x) => ({ what: x.what, resource: x.resource, atS: journal.at(x.since), seconds: Number((x.ms / 1000).toFixed(2)), disturbed: disruptions.disturbed(x.what, x.since, x.since + x.ms), inStorm: disruptions.inStorm(x.since, x.since + x.ms) })),
     },
     disruptions: {
       revokeOutages: disruptions.revokeOutages.map((w) => ({ by: w.by, atS: journal.at(w.from), seconds: Number((((w.to ?? Date.now()) - w.from) / 1000).toFixed(1)), revokesRefused: w.revokesRefused })),
@@ -244,6 +262,11 @@ async function campaign(e: Environment): Promise<boolean> {
       membershipChecks: platformTap.membershipChecks,
     },
     issuerDeletions,
+    // Creates whose answer the tap dropped after the commit while the tenant edited the intent: what became of each key.
+    lostCreates,
+    // Rotations with rotation.restart.discover over the tenants' own workloads.
+    discovers,
+    storms,
     tenants: {
       actions, totalActions: journal.actions.filter((a) => a.who.startsWith('tenant-')).length, playbooks: attackers.map((a) => a.playbooks),
       modes: Object.fromEntries(cast.tenants.map((t) => [t.namespace, t.mode])),
@@ -282,6 +305,11 @@ async function campaign(e: Environment): Promise<boolean> {
     ['victim rotate -> new key Ready (s)', `p50 ${latencies.rotate.p50S} p99 ${latencies.rotate.p99S} max ${latencies.rotate.maxS} (bound ${VICTIM_BOUNDS.rotateMaxS})`],
     ['victim delete -> gone (s)', `p50 ${latencies.delete.p50S} p99 ${latencies.delete.p99S} max ${latencies.delete.maxS} (bound ${VICTIM_BOUNDS.deleteMaxS})`],
     ...(['ready', 'rotate', 'delete'] as const).map((what): [string, string] => [`victim ${what}: outside / overlapping restarts or outages (s)`, `n ${windows[what].outside.n} p99 ${windows[what].outside.p99S} max ${windows[what].outside.maxS} / n ${windows[what].disturbed.n} p99 ${windows[what].disturbed.p99S} max ${windows[what].disturbed.maxS}`]),
+    ['lost creates: key fate (s after the drop), the intent edit', lostCreates.map((l) => `${l.keyId ?? '?'} ${l.fate} ${l.afterS ?? ''} (${l.edit}${l.editBeforeCut ? ' before the cut' : ' after'})`).join(', ')],
+    ['discover rounds: workloads (consenting, fat) / resources / rotations / restarts of the consenting (sum) / others changed', discovers.map((d) => `${d.workloads} (${d.consenting}, ${d.fat}) / ${d.resources} / ${d.rotations} / ${d.restarts} / ${d.othersChanged}`).join(', ')],
+    ['requeue storms: resources, intent writes, seconds', storms.runs.map((r) => `${r.resources}, ${r.writes}, ${r.seconds}`).join('; ')],
+    ['victims during storms: apply p50 / p99 / max, rotate max (s)', `n ${storms.victimsDuring.ready.n} ${storms.victimsDuring.ready.p50S} / ${storms.victimsDuring.ready.p99S} / ${storms.victimsDuring.ready.maxS}, rotate n ${storms.victimsDuring.rotate.n} max ${storms.victimsDuring.rotate.maxS}`],
+    ['victim creates with their answer dropped: apply -> Ready (s)', victimDrops.map((d) => `${d.resource ?? d.keyName} ${d.applyToReadyS ?? 'not Ready'}`).join(', ')],
     ['revoke outages (s, revokes refused)', report.disruptions.revokeOutages.map((w) => `${w.by} ${w.seconds} (${w.revokesRefused})`).join(', ')],
     ['replaced keys in status / revoked after the outage (s)', outages.map((o) => `${o.replaced ?? '?'}${o.inStatus ? '' : ' (not seen in status)'} ${o.revokedAfterS ?? 'not yet'}`).join(', ')],
     ['foreign/random organization resources: NotAllowed / otherwise', `${foreign.notAllowed} of ${foreign.resources} / ${JSON.stringify(foreign.otherwise)}`],

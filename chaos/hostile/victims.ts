@@ -18,7 +18,7 @@ const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 export const VICTIM_BOUNDS = { readyP99S: 15, readyMaxS: 30, rotateMaxS: 30, deleteMaxS: 30 };
 
 /** One measured operation: when it was asked for and how long it took (ms). */
-export interface Span { what: Operation; since: number; ms: number }
+export interface Span { what: Operation; since: number; ms: number; resource: string }
 
 interface Live { kind: Kind; name: string; keyName: string; scope: 'Organization' | 'Personal' | 'Project' }
 interface Slot { namespace: string; index: number; generation: number; live?: Live }
@@ -78,16 +78,16 @@ export class Victims {
     const pending = this.#pending.get(key);
     const now = Date.now();
     if (after === undefined) {
-      if (pending?.what === 'delete') this.#measured('delete', pending.since, now);
+      if (pending?.what === 'delete') this.#measured('delete', pending.since, now, key);
       this.#pending.delete(key);
       return;
     }
     if (pending?.what === 'ready' && after.ready && after.settled && after.keyId !== undefined) {
-      this.#measured('ready', pending.since, now);
+      this.#measured('ready', pending.since, now, key);
       this.#pending.delete(key);
     }
     if (pending?.what === 'rotate' && after.ready && after.settled && after.keyId !== undefined && after.keyId !== pending.fromKeyId) {
-      this.#measured('rotate', pending.since, now);
+      this.#measured('rotate', pending.since, now, key);
       this.#pending.delete(key);
     }
     if (before?.keyId !== undefined && after.keyId !== undefined && before.keyId !== after.keyId) {
@@ -102,9 +102,9 @@ export class Victims {
     }
   }
 
-  #measured(what: Operation, since: number, now: number): void {
+  #measured(what: Operation, since: number, now: number, resource: string): void {
     this.latencies[what].push(now - since);
-    this.spans.push({ what, since, ms: now - since });
+    this.spans.push({ what, since, ms: now - since, resource });
   }
 
   async start(): Promise<void> {

@@ -12,6 +12,11 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const SEED = 24;
+/**
+ * The classes of the long runs only (docs/reliability.md, playbooks 10-12): a lost create's orphan,
+ * discover over many workloads and a requeue storm take minutes of a loaded machine to judge.
+ */
+const LONG_RUN_ONLY = ['lost-create', 'discover', 'requeue-storm'];
 
 interface Report {
   operator: { starts: number; peakRssMiB: number; plannedRestarts: unknown[] };
@@ -54,7 +59,7 @@ describe('a hostile-tenant campaign (seed 24, 60 s)', () => {
     if (process.env.TEST_CONTROLPLANE === 'off') throw new Error('this suite starts a control plane: run it with `npm run jest`, not test:unit');
     const out = mkdtempSync(join(tmpdir(), 'nko-hostile-'));
     try {
-      const child = spawn(process.execPath, [join(root, 'chaos/hostile/run.ts'), `--seed=${SEED}`, '--duration=60', '--settle=30', '--restarts=1', `--out=${out}`], {
+      const child = spawn(process.execPath, [join(root, 'chaos/hostile/run.ts'), `--seed=${SEED}`, '--duration=60', '--settle=30', '--restarts=1', `--skip=${LONG_RUN_ONLY.join(',')}`, `--out=${out}`], {
         cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' },
       });
       let output = '';
@@ -69,7 +74,9 @@ describe('a hostile-tenant campaign (seed 24, 60 s)', () => {
       }
       // It attacked: every playbook ran, hundreds of actions, the victims worked throughout.
       expect(report.tenants.totalActions).toBeGreaterThan(100);
-      for (const playbooks of report.tenants.playbooks) for (const [name, runs] of Object.entries(playbooks)) expect({ name, ran: runs > 0 }).toEqual({ name, ran: true });
+      for (const playbooks of report.tenants.playbooks) {
+        for (const [name, runs] of Object.entries(playbooks)) if (!LONG_RUN_ONLY.includes(name)) expect({ name, ran: runs > 0 }).toEqual({ name, ran: true });
+      }
       expect(report.victims.latencies.ready.n).toBeGreaterThan(5);
       expect(report.victims.counts.rotations).toBeGreaterThan(5);
       expect(report.operator.plannedRestarts).toHaveLength(1);
