@@ -95,7 +95,8 @@ describe('two clusters on one organization', () => {
     objects = customObjects(cp.kubeConfig);
     core = cp.kubeConfig.makeApiClient(CoreV1Api);
     const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
+    // Its creates share the organization's 10 a second with the two operators': a 429 waits its Retry-After.
+    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 5 } });
     staging = await createNamespace(cp, 'cluster-staging');
     prod = await createNamespace(cp, 'cluster-prod');
     namespaces.push(staging, prod);
@@ -201,6 +202,9 @@ describe('two clusters on one organization', () => {
     // The old keys are live (nothing revoked them), each restored resource has exactly one key of its cluster's.
     expect(live.map((k) => k.id)).toEqual(expect.arrayContaining(oldIds as number[]));
     expect(live.filter((k) => k.name.includes('.prod-r1.')).map((k) => k.id).sort()).toEqual([...newIds as number[]].sort());
+    // Each restored resource's intent, signed for its old uid, was cleared without revoking anything: one InvalidAnnotation each.
+    const invalid = (await core.listNamespacedEvent({ namespace: restored, fieldSelector: 'involvedObject.kind=ApiKey,reason=InvalidAnnotation' })).items;
+    expect(invalid.map((e) => e.involvedObject.name).sort()).toEqual([...names].sort());
     const report = await inventoryUntil(restored, (i) => i.status?.managed === 3 && i.status.live === live.length, `${live.length} live, 3 managed`);
     for (const id of oldIds) expect(report.status?.notManagedKeys?.find((k) => k.id === id)).toEqual(expect.objectContaining({ managed: false, origin: 'OtherCluster', cluster: 'prod' }));
   }, 180_000);
