@@ -11,6 +11,7 @@ import { relative } from 'node:path';
 
 /** Suites of 5 s and more, in seconds. */
 const SECONDS = {
+  'test/operator/organization-bounds.test.ts': 1100,
   'test/operator/fat-objects.test.ts': 110,
   'test/operator/rotation.test.ts': 85,
   'test/operator/issuer-keys.test.ts': 75,
@@ -23,7 +24,6 @@ const SECONDS = {
   'test/operator/at-rest.test.ts': 44,
   'test/operator/fair-turns.test.ts': 35,
   'test/operator/inventory.test.ts': 28,
-  'test/operator/clusters.test.ts': 24,
   'test/operator/inventory-edits.test.ts': 42,
   'test/operator/create-turns.test.ts': 26,
   'test/operator/truthful-status.test.ts': 24,
