@@ -24,6 +24,7 @@ const SECONDS = {
   'test/operator/at-rest.test.ts': 44,
   'test/operator/fair-turns.test.ts': 35,
   'test/operator/inventory.test.ts': 28,
+  'test/operator/clusters.test.ts': 24,
   'test/operator/inventory-edits.test.ts': 42,
   'test/operator/create-turns.test.ts': 26,
   'test/operator/truthful-status.test.ts': 24,
