@@ -25,8 +25,12 @@ const version = 'v1alpha1';
 const VICTIM_ORG = 'org-victim-00000001';
 const TENANT_ORG = 'org-tenant-00000002';
 const SUITE_LABEL = 'keys.neon.dev/test-suite';
-/** Distinct organization ids the tenant names through its resources (ORG_BOUNDS_IDS for a shorter run). */
-const NAMED = Number(process.env.ORG_BOUNDS_IDS ?? 10_000);
+/**
+ * Distinct organization ids the tenant names through its resources: 300 in CI (about 20 s), where
+ * the bounds are the same constants as at any count; ORG_BOUNDS_IDS=10000 for the issue's full run
+ * (about 17 minutes: docs/testing.md).
+ */
+const NAMED = Number(process.env.ORG_BOUNDS_IDS ?? 300);
 /** The tenant's namespaces for them (each namespace's steps are paced apart: runtime/queue.ts) and resources in each, made again with each next id. */
 const NAMED_NAMESPACES = 5;
 const PER_NAMESPACE = 4;
