@@ -15,9 +15,10 @@
 // otherwise queue a new resource, a spec change or a deletion behind all of them.
 //
 // - add(key, { priority: 'low' }) and addAfter(key, ms, { priority: 'low' }) use the low lane;
-//   get() hands out a low key when no normal one waits, and one in every LOW_SHARE handouts while
-//   both lanes have keys (so that a stream of normal adds, a tenant writing its own resources in a
-//   loop, cannot starve the keys a restart listed); each lane is FIFO;
+//   get() hands out a low key when no normal one waits, one in every LOW_SHARE handouts while
+//   both lanes have keys, and one that has waited LOW_MAX_WAIT_MS before normal ones (so that a
+//   stream of normal adds, a tenant writing its own resources in a loop, cannot starve the keys a
+//   restart listed, however few reconciles a second the operator manages); each lane is FIFO;
 // - a key waits in one lane at most: a normal add of a key waiting in the low lane promotes it
 //   (its queue latency still counts from the first add); a low add never demotes;
 // - a key re-added while in flight is re-queued by done() with the highest priority it was
@@ -188,6 +189,12 @@ export type Priority = 'normal' | 'low';
 /** While both lanes have keys, one handout in this many is a low one. */
 export const LOW_SHARE = 8;
 
+/**
+ * A low key that has waited this long is handed out before normal ones: on an operator doing a few
+ * reconciles a second, one handout in LOW_SHARE still left what a restart listed waiting a minute.
+ */
+export const LOW_MAX_WAIT_MS = 5_000;
+
 export interface AddOptions {
   /** Default 'normal'. */
   priority?: Priority;
@@ -242,6 +249,15 @@ class Lane<K> {
     if (this.#retired >= 1024 && this.#retired * 2 >= this.#entries.length - this.#head) this.#compact();
   }
 
+  /** The oldest live entry, left in place; undefined when none is left. */
+  peek(): Entry<K> | undefined {
+    for (let i = this.#head; i < this.#entries.length; i++) {
+      const entry = this.#entries[i]!;
+      if (entry.live) return entry;
+    }
+    return undefined;
+  }
+
   /** Entries still to be handed out. */
   get live(): number {
     return this.#entries.length - this.#head - this.#retired;
@@ -290,6 +306,15 @@ class FairLane<K extends string> {
       if (entry === undefined) continue; // only retired entries were left
       if (lane.live > 0) this.#flows.set(flow, lane);
       return entry;
+    }
+    return undefined;
+  }
+
+  /** The entry shift() would return, left in place. */
+  peek(): Entry<K> | undefined {
+    for (const lane of this.#flows.values()) {
+      const entry = lane.peek();
+      if (entry !== undefined) return entry;
     }
     return undefined;
   }
@@ -455,13 +480,18 @@ export class WorkQueue<K extends string> {
     this.#push(key, priority);
   }
 
-  /** Normal first; a low key once LOW_SHARE - 1 normal ones went in a row while it waited. */
+  /**
+   * Normal first; a low key once LOW_SHARE - 1 normal ones went in a row while it waited, or once
+   * the low key whose turn it is has waited LOW_MAX_WAIT_MS.
+   */
   #next(): Entry<K> | undefined {
     if (this.#lowWaiting === 0) {
       this.#normalStreak = 0;
       return this.#normal.shift();
     }
-    if (this.#normalStreak < LOW_SHARE - 1) {
+    const head = this.#low.peek();
+    const aged = head !== undefined && this.#timers.now() - (this.#addedAt.get(head.key) ?? Infinity) >= LOW_MAX_WAIT_MS;
+    if (this.#normalStreak < LOW_SHARE - 1 && !aged) {
       const entry = this.#normal.shift();
       if (entry !== undefined) {
         this.#normalStreak++;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ControllerRateLimiter, LOW_SHARE, WorkQueue, type Timers, type WorkQueueMetrics } from '../../../src/operator/runtime/queue.ts';
+import { ControllerRateLimiter, LOW_MAX_WAIT_MS, LOW_SHARE, WorkQueue, type Timers, type WorkQueueMetrics } from '../../../src/operator/runtime/queue.ts';
 
 /** A manual clock: timers fire only when the test advances time. */
 class FakeTimers implements Timers {
@@ -385,7 +385,7 @@ describe('WorkQueue priorities', () => {
   });
 
   it('a stream of normal adds cannot starve the low lane: one handout in LOW_SHARE is a low key while both wait', async () => {
-    const q = new WorkQueue<string>();
+    const q = new WorkQueue<string>({ timers: new FakeTimers() }); // a clock that stands still: no low key ages
     for (let i = 0; i < 3; i++) q.add(`low${i}`, { priority: 'low' });
     // A tenant writing its own resources in a loop: a normal key is always waiting.
     let n = 0;
@@ -565,8 +565,32 @@ describe('WorkQueue priorities', () => {
     expect(q.len()).toBe(0);
   });
 
+  it('hands out a low key that waited LOW_MAX_WAIT_MS before normal ones, however few handouts went by', async () => {
+    const timers = new FakeTimers();
+    const q = new WorkQueue<string>({ timers });
+    q.add('listed', { priority: 'low' }); // what a restart listed
+    timers.advance(1_000);
+    q.add('listed-later', { priority: 'low' });
+    for (let i = 0; i < 4; i++) q.add(`n${i}`);
+    expect(await q.get()).toBe('n0');
+    q.done('n0');
+    timers.advance(LOW_MAX_WAIT_MS - 1_001);
+    expect(await q.get()).toBe('n1'); // not yet: 1 ms short
+    q.done('n1');
+    timers.advance(1);
+    // A slow operator: two handouts in 5 s, far from LOW_SHARE; the low key whose turn it is has waited long enough.
+    expect(await q.get()).toBe('listed');
+    q.done('listed');
+    // The next low key has waited 1 s less: normal keys again until it has waited as long.
+    expect(await q.get()).toBe('n2');
+    q.done('n2');
+    timers.advance(1_000);
+    expect(await q.get()).toBe('listed-later');
+    expect(await q.get()).toBe('n3');
+  });
+
   it('stays FIFO per lane with 10,000 keys and many promotions, a low key in every LOW_SHARE while normal ones remain', async () => {
-    const q = new WorkQueue<string>();
+    const q = new WorkQueue<string>({ timers: new FakeTimers() });
     const n = 10_000;
     const keys = Array.from({ length: n }, (_, i) => `k${i}`);
     for (const key of keys) q.add(key, { priority: 'low' });
