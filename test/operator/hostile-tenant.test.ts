@@ -630,6 +630,42 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
+  it('7d. the same lost create, its orphan\'s revoke then refused by the platform: the key is recorded in status.replacedKeys at once, revoked and dropped once revokes work', async () => {
+    const route = '/api/v2/organizations/:org_id/api_keys';
+    const intentOf = (r: Resource): string | undefined => r.metadata.annotations?.['keys.neon.dev/create-pending'];
+    const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'refused-creds' }, stringData: { apiKey: malloryKey } } }).catch(() => undefined);
+    await adminApi('PUT', '/faults', { rules: [
+      { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
+      { method: 'GET', route, probability: 1, kind: 'status', status: 503 },
+    ] });
+    let key1: number;
+    let key2: number;
+    try {
+      await attackerCreate('ApiKey', 'refused', { scope: 'Organization', organizationId: org, keyName: 'refused', credentialsSecretRef: { name: 'refused-creds' } });
+      key1 = await eventually(async () => (await liveKeysOf('refused'))[0], 20_000, 'the attempt\'s key made on the platform');
+      await untilAttacker('ApiKey', 'refused', (r) => intentOf(r) !== undefined && r.status?.keyId === undefined, 'the intent left for recovery');
+      await attackerUpdate('ApiKey', 'refused', (r) => { delete r.metadata.annotations?.['keys.neon.dev/create-pending']; });
+      key2 = (await untilAttacker('ApiKey', 'refused', (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1, 'Ready with a new key')).status!.keyId!;
+      // Lists answer again, revokes of the organization's keys do not (an outage), in one change of the rules.
+      await adminApi('PUT', '/faults', { rules: [{ method: 'DELETE', route: `${route}/:key_id`, probability: 1, kind: 'status', status: 503 }] });
+      // Found by its tag, its revoke refused: recorded where only the operator writes, while still live.
+      const recorded = await untilAttacker('ApiKey', 'refused', (r) => replacedOf(r).includes(key1), 'the lost attempt\'s key in status.replacedKeys', 30_000);
+      expect({ keyId: recorded.status?.keyId, replaced: replacedOf(recorded) }).toEqual({ keyId: key2, replaced: [key1] });
+      expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
+    } finally {
+      await adminApi('DELETE', '/faults');
+    }
+    // Revokes work again: revoked from status.replacedKeys and dropped from it; the new key the only one live.
+    await untilAttacker('ApiKey', 'refused', (r) => replacedOf(r).length === 0 && r.status?.keyId === key2 && ready(r), 'status.replacedKeys emptied', 30_000);
+    expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(true);
+    expect(await liveKeysOf('refused')).toEqual([key2]);
+    await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'refused' });
+    await gone('refused');
+    expect(await liveKeysOf('refused')).toEqual([]);
+    await victimsIntact();
+  });
+
   // ---- issuer mode (issue 40): a tenant holding no platform key, served by ClusterKeyIssuers ----
 
   /** The HTTP status of a refused call; undefined when it succeeded. */

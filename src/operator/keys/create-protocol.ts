@@ -385,17 +385,39 @@ function replacedFields(status: KeyResource['status'], unrevoked: ReplacedKey | 
 const MAX_REPLACED_KEYS = 8;
 
 /**
+ * status.replacedKeys with the orphans not revoked added, in the room the bound leaves: a key
+ * recorded there already is never pushed out for one, which its tag finds again while unrecorded.
+ */
+function orphansRecorded(status: KeyResource['status'], keyIds: readonly number[], since: string): { replacedKeys: ReplacedKey[]; added: number[] } {
+  const kept = status?.replacedKeys ?? [];
+  const added = keyIds.filter((id) => !kept.some((k) => k.keyId === id)).slice(0, Math.max(0, MAX_REPLACED_KEYS - kept.length));
+  return { replacedKeys: [...kept, ...added.map((keyId) => ({ keyId, since }))], added };
+}
+
+/**
  * Keys of this resource's attempts that nothing records (their intent was stripped or replaced
  * before its create was resolved): revoked, as recovery would have (docs/design.md section 3.1).
- * Never in a Secret; nothing in status changes.
+ * Never in a Secret. Those the platform does not revoke now join status.replacedKeys in this pass,
+ * revoked from there on a later pass (revokeReplacedKeys) or with the resource: found with the
+ * credentials of this pass, which are the ones status names (decide() asks for them). Being
+ * deleted, status does not change: the resource stays until they are revoked.
  */
 export async function revokeOrphans(deps: KeyDeps, ctx: Context, keyIds: readonly number[]): Promise<ReconcileResult> {
   const { adapter, resource, logger } = ctx;
   if (adapter === undefined) throw new Error('revoke without a spec');
   const { platform, credentialsId } = platformOf(deps, ctx);
-  const { revoked, failed } = await revokeEach(adapter, platform, keyIds, true);
+  const { revoked, gone, failed } = await revokeEach(adapter, platform, keyIds, true);
   if (failed !== undefined) {
-    logger.warn({ keyId: failed.keyId, code: failed.failure?.code }, 'a key of an interrupted create is still not revoked');
+    if (revoked.length > 0) deps.drift.revokedTagged(credentialsId, adapter.listScope, revoked);
+    const unrevoked = keyIds.filter((id) => !gone.includes(id));
+    // Being deleted, the resource stays until they are revoked, and every pass finds them again at any age.
+    const recorded = ctx.observation.deleting ? { replacedKeys: [], added: [] } : orphansRecorded(resource.status, unrevoked, new Date(deps.now()).toISOString());
+    if (recorded.added.length > 0) await writeStatus(deps, ctx, [], { replacedKeys: recorded.replacedKeys });
+    logger.warn({ keyId: failed.keyId, code: failed.failure?.code, recorded: recorded.added }, 'a key of an interrupted create is still not revoked');
+    await deps.events.record(resource, 'Warning', failureReason(failed.failure, `revoking key ${failed.keyId}`).reason,
+      `could not revoke key(s) ${unrevoked.join(', ')} of an interrupted create whose intent is gone (${failed.failure?.code ?? 'no answer'}); `
+      + (recorded.added.length > 0 ? `recorded in status.replacedKeys (${recorded.added.join(', ')}), ` : '')
+      + 'revoked on a later pass, or with the resource');
     return backoffAfter(failed.failure);
   }
   deps.drift.revokedTagged(credentialsId, adapter.listScope, keyIds);
@@ -413,9 +435,11 @@ export async function revokeOrphans(deps: KeyDeps, ctx: Context, keyIds: readonl
 export async function revokeReplacedKeys(deps: KeyDeps, ctx: Context, keyIds: readonly number[]): Promise<ReconcileResult> {
   const { adapter, resource } = ctx;
   if (adapter === undefined) throw new Error('revoke without a spec');
-  const { platform } = platformOf(deps, ctx);
+  const { platform, credentialsId } = platformOf(deps, ctx);
   const { gone, failed } = await revokeEach(adapter, platform, keyIds, ctx.observation.credentialsChanged !== true);
   if (gone.length > 0) {
+    // An interrupted create's key recorded here leaves the list of tagged keys too (orphanKeys).
+    deps.drift.revokedTagged(credentialsId, adapter.listScope, gone);
     const left = (resource.status?.replacedKeys ?? []).filter((k) => !gone.includes(k.keyId));
     await writeStatus(deps, ctx, [], { replacedKeys: left.length > 0 ? left : null });
     await deps.events.record(resource, 'Normal', 'KeyRevoked', `revoked replaced key(s) ${gone.join(', ')}`);
