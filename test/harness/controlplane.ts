@@ -175,6 +175,10 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
       `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
       `--initial-cluster=default=http://127.0.0.1:${etcdPeer}`,
       '--unsafe-no-fsync',
+      // Every version of an object is kept until the apiserver compacts (every 5 min): the fat-objects
+      // suite rewrites objects of about 1.3 MiB (finalizer, status), more than etcd's default 2 GiB
+      // quota in its larger run, which would then refuse every write (NOSPACE).
+      '--quota-backend-bytes=8589934592',
       '--log-level=warn',
     ]);
 
