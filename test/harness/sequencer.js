@@ -12,7 +12,7 @@ import { relative } from 'node:path';
 /** Suites of 5 s and more, in seconds. */
 const SECONDS = {
   'test/operator/organization-bounds.test.ts': 130,
-  'test/operator/fat-objects.test.ts': 110,
+  'test/operator/fat-objects.test.ts': 250,
   'test/operator/rotation.test.ts': 85,
   'test/operator/issuer-keys.test.ts': 75,
   'test/operator/namespace-deletion.test.ts': 55,
