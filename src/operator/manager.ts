@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { PlatformClient, SlidingWindowLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
+import type { WakeLimits } from './runtime/wake-limiter.ts';
 import { CreateAdmission } from './keys/issuing/create-admission.ts';
 import { FairLimiter } from './keys/issuing/fair-limiter.ts';
 import { organizationSlots } from './keys/issuing/organization-share.ts';
@@ -66,6 +67,8 @@ export interface OperatorOptions {
   /** Distinguishes this process in intents; a new one per start. */
   identity?: string;
   maxBackoffMs?: number;
+  /** How often an input's changes may wake one key (runtime/wake-limiter.ts); default DEFAULT_WAKE_LIMITS. */
+  inputWakes?: WakeLimits;
   /** A cache whose watch has failed this long is stale: not ready, not trusted at rest. Default 3 minutes (`--cache-stale-after`). */
   cacheStaleAfterMs?: number;
   /**
@@ -408,6 +411,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ownWrites,
     ...(watched.length > 0 ? { namespaces: watched } : {}),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
+    ...(options.inputWakes !== undefined ? { inputWakes: options.inputWakes } : {}),
     ...(options.cacheStaleAfterMs !== undefined ? { cacheStaleAfterMs: options.cacheStaleAfterMs } : {}),
     ...(options.informers !== undefined ? { reflector: options.informers } : {}),
     onWatchRestart: (kind, restart) => options.metrics?.watchRestarts.inc({ resource: kind, reason: restart.reason }),
