@@ -64,7 +64,7 @@ describe('the generated CRDs', () => {
     const status = spec.versions[0].schema.openAPIV3Schema.properties.status.properties;
     expect(status.notManagedKeys.maxItems).toBe(50);
     expect(status.unusedKeys.maxItems).toBe(50);
-    expect(Object.keys(status.notManagedKeys.items.properties)).toEqual(['id', 'name', 'kind', 'projectId', 'createdAt', 'createdBy', 'lastUsedAt', 'lastUsedFromAddr', 'managed']);
+    expect(Object.keys(status.notManagedKeys.items.properties)).toEqual(['id', 'name', 'kind', 'projectId', 'createdAt', 'createdBy', 'lastUsedAt', 'lastUsedFromAddr', 'managed', 'origin', 'cluster']);
   });
 
   it('ClusterKeyIssuer: cluster-scoped, short name nki, no category (kubectl get neon lists a namespace\'s keys), status subresource, the columns Ready, Organization, Resources, Age', () => {
