@@ -73,7 +73,10 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     const adminKey = boot.users.find((u) => u.name === 'bench')?.personalKey ?? '';
     const requests = async (): Promise<RequestCount[]> => await (await fetch(`${boot.adminUrl}/requests`)).json() as RequestCount[];
     const count = (rs: RequestCount[], pick: (r: RequestCount) => boolean) => rs.filter(pick).reduce((s, r) => s + r.count, 0);
-    await fetch(`${boot.adminUrl}/faults`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rules: [{ probability: 1, kind: 'latency', latencyMs: LATENCY_MS }] }) });
+    await fetch(`${boot.adminUrl}/faults`, {
+      method: 'PUT', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ rules: [{ probability: 1, kind: 'latency', latencyMs: LATENCY_MS }] }),
+    });
 
     await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=bench', '-f', join(ROOT, 'crds')]);
     await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=bench', '-k', join(ROOT, 'deploy/base')]);
@@ -105,7 +108,9 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
         subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: teamOf(namespace) }],
       } });
       for (let i = 0; ; i++) {
-        const review = await authz.createSubjectAccessReview({ body: { spec: { user: teamOf(namespace), groups: ['system:authenticated'], resourceAttributes: { namespace, verb: 'create', group: GROUP, resource: 'apikeys' } } } });
+        const review = await authz.createSubjectAccessReview({ body: { spec: {
+          user: teamOf(namespace), groups: ['system:authenticated'], resourceAttributes: { namespace, verb: 'create', group: GROUP, resource: 'apikeys' },
+        } } });
         if (review.status?.allowed === true) break;
         if (i > 300) throw new Error(`${teamOf(namespace)} may not create ApiKeys in ${namespace} after 30 s`);
         await sleep(100);
@@ -166,7 +171,8 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     /** When the first apply was sent (wall clock, from the flood's lines): the figures count from it, not from the flood process's start. */
     let firstSent = Number.POSITIVE_INFINITY;
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(process.execPath, [join(ROOT, 'bench/fairness-flood.ts'), JSON.stringify({ kubeconfig: info.kubeconfigPath, organization: ORG, namespaces: CLUSTERS.map((c) => c.namespace), names })],
+      const job = { kubeconfig: info.kubeconfigPath, organization: ORG, namespaces: CLUSTERS.map((c) => c.namespace), names };
+      const child = spawn(process.execPath, [join(ROOT, 'bench/fairness-flood.ts'), JSON.stringify(job)],
         { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '' } });
       children.add(child);
       let buffered = '';
@@ -230,17 +236,27 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
       const entries = s.notManagedKeys ?? [];
       const asOther = entries.filter((k) => k.origin === 'OtherCluster' && k.cluster === other).length;
       log(`   inventory of ${name}: live ${s.live}, managed ${s.managed}, not managed ${s.notManaged} (${JSON.stringify(s.notManagedByOrigin)}); ${asOther} of ${entries.length} listed as ${other}'s`);
-      return `${name}'s: live ${fmt(s.live ?? 0)}, managed ${fmt(s.managed ?? 0)}, not managed ${fmt(s.notManaged ?? 0)}: **${fmt(s.notManagedByOrigin?.otherCluster ?? 0)} another cluster's, ${fmt(s.notManagedByOrigin?.byHand ?? 0)} by hand**, ${fmt(s.notManagedByOrigin?.thisCluster ?? 0)} named like its own (the ${entries.length} listed: ${asOther} as ${other}'s)`;
+      const origins = s.notManagedByOrigin;
+      return `${name}'s: live ${fmt(s.live ?? 0)}, managed ${fmt(s.managed ?? 0)}, not managed ${fmt(s.notManaged ?? 0)}: `
+        + `**${fmt(origins?.otherCluster ?? 0)} another cluster's, ${fmt(origins?.byHand ?? 0)} by hand**, ${fmt(origins?.thisCluster ?? 0)} named like its own `
+        + `(the ${entries.length} listed: ${asOther} as ${other}'s)`;
     });
     for (const f of figures) {
-      rows.push(`| ${f.name} (\`--organization-rate-share=${SHARE}\`): ${fmt(keys)} keys in namespace ${f.namespace} | ${f.ready === keys ? 'every key Ready' : `**${f.ready} of ${keys} Ready**`} (${f.named} named \`<keyName>.${f.name}.<tag>\`); first apply → last Ready ${fmt(f.seconds, 1)} s: ${fmt(f.rate, 2)} keys/s, **${fmt(f.rate / shareRate, 3)} of its share** (${shareRate}/s) | ≥ 0.95, every key Ready |`);
+      const ready = f.ready === keys ? 'every key Ready' : `**${f.ready} of ${keys} Ready**`;
+      rows.push(`| ${f.name} (\`--organization-rate-share=${SHARE}\`): ${fmt(keys)} keys in namespace ${f.namespace} | ${ready} (${f.named} named \`<keyName>.${f.name}.<tag>\`); `
+        + `first apply → last Ready ${fmt(f.seconds, 1)} s: ${fmt(f.rate, 2)} keys/s, **${fmt(f.rate / shareRate, 3)} of its share** (${shareRate}/s) | ≥ 0.95, every key Ready |`);
     }
     rows.push(`| both: the organization's creates, 429s | ${fmt(creates)} creates; **${four29} 429s** | 0 429s |`);
     rows.push(`| each ApiKeyInventory of the organization, after both floods | ${inventoryText.join('; ')} | the other's ${fmt(keys)} as another cluster's, none by hand |`);
     const loadText = loadsDuring.length > 0 ? `${fmt(Math.min(...loadsDuring), 1)}–${fmt(Math.max(...loadsDuring), 1)}` : '–';
     log(`clusters: host load (1-minute average) during the floods ${loadText}`);
     return [
-      `One organization; the emulator in its own process (\`:memory:\`, 10 key creations per second per organization) with ${LATENCY_MS} ms added to every platform request; two operators, each in its own process (\`node src/operator/main.ts\`, 16 workers, \`--drift-interval=30s\`, the deploy/base ServiceAccount's token, a signing key of its own), each with \`--watch-namespace\` of its own namespace, \`--cluster-name\` alpha or beta and \`--organization-rate-share=${SHARE}\`: two clusters apart but for the organization. The local control plane on loopback. Each namespace's ${fmt(keys)} keys are applied by its team (a user bound to \`edit\` there, impersonated), 32 at a time per namespace, both namespaces at once, from a process of their own. Apply → Ready from the bench's watch of every ApiKey (first apply: when the first create of either flood was sent). Host load (1-minute average, sampled every 5 s) during the floods: **${loadText}**.`,
+      `One organization; the emulator in its own process (\`:memory:\`, 10 key creations per second per organization) with ${LATENCY_MS} ms added to every platform request; `
+        + 'two operators, each in its own process (`node src/operator/main.ts`, 16 workers, `--drift-interval=30s`, the deploy/base ServiceAccount\'s token, a signing key of its own), '
+        + `each with \`--watch-namespace\` of its own namespace, \`--cluster-name\` alpha or beta and \`--organization-rate-share=${SHARE}\`: two clusters apart but for the organization. `
+        + `The local control plane on loopback. Each namespace's ${fmt(keys)} keys are applied by its team (a user bound to \`edit\` there, impersonated), 32 at a time per namespace, `
+        + 'both namespaces at once, from a process of their own. Apply → Ready from the bench\'s watch of every ApiKey (first apply: when the first create of either flood was sent). '
+        + `Host load (1-minute average, sampled every 5 s) during the floods: **${loadText}**.`,
       '',
       '| scenario | measured | goal |',
       '|---|---|---|',

@@ -28,7 +28,11 @@ const DRIFT_MS = 1_500;
 const LONG_KEY_NAME = `long-${'x'.repeat(50)}`;
 
 interface Condition { type: string; status: string; reason: string }
-interface ApiKey { metadata: { name: string; uid: string; annotations?: Record<string, string>; finalizers?: string[] }; spec: Record<string, unknown>; status?: { keyId?: number; keyName?: string; conditions?: Condition[] } }
+interface ApiKey {
+  metadata: { name: string; uid: string; annotations?: Record<string, string>; finalizers?: string[] };
+  spec: Record<string, unknown>;
+  status?: { keyId?: number; keyName?: string; conditions?: Condition[] };
+}
 interface Listed { id: number; name?: string; managed: boolean; origin?: string; cluster?: string }
 interface Inventory {
   status?: {
@@ -71,7 +75,10 @@ describe('two clusters on one organization', () => {
   };
   const createKey = (namespace: string, name: string, keyName?: string): Promise<unknown> => objects.createNamespacedCustomObject({
     group, version, namespace, plural: 'apikeys',
-    body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, namespace }, spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' }, ...(keyName !== undefined ? { keyName } : {}) } },
+    body: {
+      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, namespace },
+      spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' }, ...(keyName !== undefined ? { keyName } : {}) },
+    },
   });
   const readKey = async (namespace: string, name: string): Promise<ApiKey> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }) as ApiKey;
   const readyKey = (namespace: string, name: string): Promise<ApiKey> => eventually(async () => {
