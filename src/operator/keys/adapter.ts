@@ -31,7 +31,7 @@ export interface KeyAdapter {
 /**
  * The adapter of each distinct scope, shared by every resource of it: an adapter is a pure function
  * of its kind, organization and project, and one per resource (an object and three closures) was
- * about 0.4 KiB each at rest (issue 14). Bounded as runtime/intern.ts is: past it, a new one each.
+ * about 0.4 KiB each at rest. Bounded as runtime/intern.ts is: past it, a new one each.
  */
 const adapters = new Map<string, KeyAdapter>();
 const MAX_ADAPTERS = 4_096;

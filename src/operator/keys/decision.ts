@@ -96,7 +96,7 @@ export interface SecretObservation {
    */
   verified: boolean;
   /**
-   * Owned and signed in the format before issue 24 (uid, key id and name only: the signature says
+   * Owned and signed in the first format (uid, key id and name only: the signature says
    * nothing of the value it holds). Believed only for the key status records (observe.ts), then
    * re-signed (RewriteSecret, `resign`).
    */
@@ -239,7 +239,7 @@ export function recordedKeyId(o: Pick<Observation, 'status' | 'secret'>): number
 /**
  * An intent whose attempt is the recorded key (status.keyName, with status.keyId): the create it
  * announced completed, since status is written only after the Secret holds the key (step 5). A new
- * key's create leaves its intent in place rather than paying one more write to clear it (issue 14);
+ * key's create leaves its intent in place rather than paying one more write to clear it;
  * it is no pending attempt (no adoption, no recovery, no write) and is replaced by the next create's
  * intent. Only an intent with nothing left to do: one that replaces a key (drift repair, rotation)
  * still has that key to revoke or retire after the status write, so it is cleared as before, and an
@@ -470,7 +470,7 @@ export function decide(o: Observation): Decision {
   if (o.platform.key === 'Absent') return create(keyId, 'RevokedExternally', `key ${keyId} was revoked outside the operator; issuing a new one`);
   // A key is replaced (or rotated) only with credentials that can revoke it: other credentials than
   // the ones that issued it, which have not shown it in their list, would make the new key the
-  // record and get NOT_FOUND for the old one, which then stays live, recorded nowhere (issue 24,
+  // record and get NOT_FOUND for the old one, which then stays live, recorded nowhere (docs/reliability.md,
   // hostile campaign seed 7: a tenant switching a Personal key's credentials between users). Shown
   // means in the list itself: a key presumed live for being newer than the list is not (seed 24:
   // the credentials switched within seconds of the key's create, then its Secret edited).

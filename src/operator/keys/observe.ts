@@ -84,7 +84,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   const adapter = spec !== undefined && !(spec.organizationId === undefined && (resource.kind === 'ProjectApiKey' || (spec as { scope?: string }).scope === 'Organization')) ? adapterFor(resource, spec) : undefined;
   const secretObservation = observeSecret(resource, secret, secretKey, deps.signer);
   if (secretObservation?.legacy === true && (status.keyId === undefined || secretObservation.keyId === status.keyId)) {
-    // Signed before issue 24 (the value not covered): believed for the key status records (or,
+    // Signed in the first format (the value not covered): believed for the key status records (or,
     // status lost, as before), never for another; re-signed once its value is checked against
     // status.secretHash (RewriteSecret). Replayed old annotations of another key stay unverified.
     secretObservation.verified = true;

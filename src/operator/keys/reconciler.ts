@@ -116,8 +116,8 @@ export class KeyReconciler implements Reconciler {
    * The drift check of every resource at rest whose check is due (changedSince: the caches and the
    * drift list, no apiserver request), made here and not as a pass through the work queue: at
    * 10,000 resources at rest a pass each per interval (a worker, a logger, metrics, a timer, the
-   * queue's bookkeeping) cost about half a millisecond of CPU each, more than the check itself
-   * (issue 14). Returns the work-queue keys of the resources no longer at rest, for the manager to
+   * queue's bookkeeping) cost about half a millisecond of CPU each, more than the check itself.
+   * Returns the work-queue keys of the resources no longer at rest, for the manager to
    * wake: their pass sees what changed (the same check again, then the operations patch or a full
    * pass). The manager calls this about every second.
    */
@@ -328,8 +328,8 @@ export class KeyReconciler implements Reconciler {
       case 'Nothing':
         return { type: 'Done' };
       case 'AddFinalizer': {
-        // A new key: the finalizer goes in the intent's metadata update (one write instead of two,
-        // issue 14), with the resourceVersion read, as each did alone. What comes next is decided on
+        // A new key: the finalizer goes in the intent's metadata update (one write instead of two),
+        // with the resourceVersion read, as each did alone. What comes next is decided on
         // this same observation as it would be with the finalizer on: only a Create of a first key
         // joins them (not spec.secret.immutable, whose Secrets are looked up only once the finalizer
         // is on: secret-writer.ts locateSecret); anything else adds the finalizer alone, as before.
@@ -345,7 +345,7 @@ export class KeyReconciler implements Reconciler {
         const updated = await updateMetadata(deps, resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; });
         // Go on with the resource as written, once: a requeue here went through the queue's global
         // rate limit (10/s, like client-go's), which every new key paid on its way to the create,
-        // and which then paced a wave of new keys below the platform's own 10/s (bench, issue 7).
+        // and which then paced a wave of new keys below the platform's own 10/s (bench).
         return mayContinue ? this.#reconcileResource(updated, ctx.logger, false, ctx.record, ctx.worker) : { type: 'Continue' };
       }
       case 'Blocked':

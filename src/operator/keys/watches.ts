@@ -2,7 +2,7 @@
 // wake the resource itself), and every Secret's metadata, in one informer per namespace: a Secret
 // the operator manages (the managed-by label) wakes the resource named by its owner annotation,
 // and any Secret wakes the resources whose credentialsSecretRef names it (a credentials Secret
-// carries no label of ours), at once, even out of a refusal backoff (issue 13). Metadata-only
+// carries no label of ours), at once, even out of a refusal backoff. Metadata-only
 // (PartialObjectMetadata): no Secret's data ever reaches the operator through the watch; the
 // reconcile reads the Secrets it needs by name. One informer for both: a managed Secret is cached
 // once, and one watch per namespace reaches the apiserver.
@@ -76,8 +76,7 @@ function secretOwner(secret: KubernetesObject): string | undefined {
 /**
  * The work-queue keys of the cached ProjectApiKeys naming one of these projects (of this
  * organization, when one is given), from the project index: O(keys of those projects), where a
- * scan of every cached ProjectApiKey per changed project was O(projects × keys) (issue 30;
- * docs/benchmarks.md "Operations change").
+ * scan of every cached ProjectApiKey per changed project was O(projects × keys) (docs/benchmarks.md "Operations change").
  */
 export function projectKeysIn(controller: Pick<Controller, 'indexed' | 'cachedObject'>, projectIds: readonly string[], organizationId?: string): string[] {
   const keys: string[] = [];

@@ -25,7 +25,7 @@
 //   re-added with; two delayed adds of one key merge into one, at the earlier time and the higher
 //   priority.
 //
-// And fair turns between flows (issue 25), like the fairness by namespace proposed for
+// And fair turns between flows, like the fairness by namespace proposed for
 // controller-runtime's priority queue: with `flowOf` (the controller's: a key's namespace), each
 // lane is one FIFO per flow, and get() takes from the flows in turn. One namespace that applies
 // 1,000 resources (or whose keys are all woken at once) then delays another namespace's key by one

@@ -1,5 +1,5 @@
 // An informer with client-go's reflector behaviour (tools/cache/reflector.go), in place of
-// client-node's ListWatch (issue 30). What ListWatch did, and what this does instead:
+// client-node's ListWatch. What ListWatch did, and what this does instead:
 //
 // - A watch error stopped the ListWatch (an 'error' event) and the controller restarted it after a
 //   fixed second, with ListWatch's own delay reset by start(): a refused namespace got a request
@@ -250,7 +250,7 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
       // full past a dispatch budget, as a burst of thousands of creates does). One that delivered
       // events resumes from its version at once, as client-go's reflector does: backing it off
       // (1 s, 2 s, 4 s, 8 s in a burst that closed it every few seconds) left every key of the
-      // burst seconds late, the one another team applied meanwhile too (issue 25). The backoff is
+      // burst seconds late, the one another team applied meanwhile too. The backoff is
       // for failures: a watch closed soon without an event waits it (above), and so does one that
       // stayed open a while without an event and not long enough to count as healthy.
       this.#current();

@@ -1,8 +1,8 @@
 // How often a change of an input may wake a key (an object it refers to: a credentials Secret).
 // An input's change wakes its keys at once, even out of a refusal backoff (controller.ts), so
 // whoever may write the input could otherwise buy a full reconcile per write: a Secret rewritten
-// every half second was a pass every half second, each reading the resource and its Secrets
-// (issue 24). A token bucket per key, like client-go's BucketRateLimiter but per item: a few changes
+// every half second was a pass every half second, each reading the resource and its Secrets.
+// A token bucket per key, like client-go's BucketRateLimiter but per item: a few changes
 // in a row (credentials broken, then fixed) wake at once; past the burst, at most one wake per
 // interval, and the last change of a storm always wakes its key (one trailing wake, with the
 // latest event), so nothing is missed, only merged.

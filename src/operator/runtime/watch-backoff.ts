@@ -3,7 +3,7 @@
 // lengthens a pause, so at the cap an informer sends at most one request per `maxMs`. It is reset
 // only by a watch that stayed open a while (reflector.ts), never by one that opened and failed at
 // once: client-node's ListWatch reset its delay on every start, so an apiserver refusing a namespace
-// got a request (and a log line) every second from every informer (issue 30).
+// got a request (and a log line) every second from every informer.
 
 export interface WatchBackoffOptions {
   /** The first pause. Default 1 s. */

@@ -1,4 +1,4 @@
-// Which creates of an organization go now, and which wait for their turn (issue 14).
+// Which creates of an organization go now, and which wait for their turn.
 //
 // The platform lets an organization create 10 keys per second (src/platform/sliding-window.ts is
 // the client's limiter). A wave of 1,000 new keys of one organization is 100 s of creates; if each
@@ -22,7 +22,7 @@
 // A slot kept for a key that does not come back for a create (deleted meanwhile, or created by an
 // earlier pass) is given to the next in line when that key's reconcile ends, or after `keepMs`.
 //
-// The line is not first come, first served (issue 25): turns go fairly between the namespaces
+// The line is not first come, first served: turns go fairly between the namespaces
 // with creates waiting, and a broken key goes before a first create (create-line.ts).
 
 import { CreateLine, namespaceOf, type Place, type Priority } from './create-line.ts';
@@ -127,7 +127,7 @@ export class CreateAdmission {
    * most `tellPerNamespace` keys of a namespace while it has keys waiting: the count starts again
    * only once its backlog is gone. Each told key costs a status write (and a read, for a key sent
    * to the line unread), so in a wave of 1,000 new keys of one namespace a handful are told, not
-   * all 1,000, however slowly the wave is applied: a new key's writes stay at the four of issue 14
+   * all 1,000, however slowly the wave is applied: a new key's writes stay at four
    * (finalizer and intent, Secret, status, event) plus a few per wave. Never rewritten while the
    * key waits.
    */

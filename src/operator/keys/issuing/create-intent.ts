@@ -22,7 +22,7 @@ export function encodeIntent(signer: Signer, uid: string, pending: PendingAttemp
  * is Unsigned and cleared without revoking anything, since recovery revokes what the intent names.
  * A signed intent holds whatever spec.keyName says now: its attempt is a name this operator chose
  * for this resource (`<keyName then>-<8 random chars>`), so an edit of spec.keyName between the
- * intent and its outcome never turns the attempt's key into one nobody records (issue 24; before
+ * intent and its outcome never turns the attempt's key into one nobody records (before
  * the signature, the attempt had to start with the current keyName, which lost that key).
  */
 export function parseIntent(value: string | undefined, uid: string, signer: Signer): PendingAttempt | RefusedIntent | undefined {

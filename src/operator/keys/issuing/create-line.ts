@@ -1,4 +1,4 @@
-// One organization's line of creates, served in fair turns between namespaces (issue 25).
+// One organization's line of creates, served in fair turns between namespaces.
 //
 // Every namespace that uses keys of one organization draws on the platform's 10 creates per second
 // of that organization. First come, first served, one namespace that applies 10,000 keys leaves

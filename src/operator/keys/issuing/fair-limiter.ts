@@ -1,4 +1,4 @@
-// The organization's rate limiter, served in fair turns too (issue 25).
+// The organization's rate limiter, served in fair turns too.
 //
 // A create that has its turn in the organization's line (create-admission.ts) is read and its
 // intent written, then it waits for the platform's rate limit (src/platform/sliding-window.ts),
@@ -30,7 +30,7 @@
 // most every `spacingMs` (a little under the window over the limit: 90 ms), and a clump spreads
 // out over one round of the window. The rate is the same (each slot still goes again a window after its answer);
 // what it costs is one round's spreading, under a second, when a backlog begins. A namespace alone
-// is not spread (nobody waits behind its clump; issue 14's convergence keeps its figure): a burst
+// is not spread (nobody waits behind its clump; the convergence keeps its figure): a burst
 // of up to 10 creates still goes at once.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Permit, RateLimiter } from '../../../platform/index.ts';

@@ -1,4 +1,4 @@
-// At rest (issue 14): a drift pass that finds nothing changed makes no apiserver request. A full
+// At rest: a drift pass that finds nothing changed makes no apiserver request. A full
 // reconcile reads the resource and two Secrets fresh from the apiserver; at 10,000 Ready keys that
 // was 30,000 GETs per drift interval, and most of the operator's CPU at rest, to learn nothing.
 //
@@ -21,7 +21,7 @@
 // watch event that carries it arrives; that event wakes the resource (keys/watches.ts: the
 // resource itself, its managed Secret by owner, its credentials Secret by the credentials index),
 // and the pass it wakes sees the new version. Writes keep optimistic concurrency either way. A
-// cache whose watch has failed for longer than the bound (`--cache-stale-after`, issue 30) may
+// cache whose watch has failed for longer than the bound (`--cache-stale-after`) may
 // miss that event for good: a Secret deleted meanwhile would pass for in sync. Its resources are not
 // trusted at rest ('cache stale'): each drift check is a full pass with fresh reads until the watch
 // is back.

@@ -137,7 +137,7 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   const seed = seedOf(obj);
   const secretName = typeof spec?.secret?.name === 'string' && spec.secret.name.length <= 253 ? spec.secret.name : undefined;
   // The spec and status projections are shared, frozen, by every resource that has the same
-  // (runtime/intern.ts internShared): about 0.3 KiB a resource at 10,000 (issue 14).
+  // (runtime/intern.ts internShared): about 0.3 KiB a resource at 10,000.
   const projected: CachedKeyResource = {
     ...(obj.apiVersion !== undefined ? { apiVersion: intern(obj.apiVersion) } : {}),
     ...(obj.kind !== undefined ? { kind: intern(obj.kind) } : {}),

@@ -212,7 +212,7 @@ export class DriftCache {
    * Per list: keys issued lately (issued()) that no list has shown yet, with when their create was
    * answered and their resource's work-queue key. Such a key is in no list before it, so the
    * comparison of two lists (DriftGone) never sees it go: one revoked a few seconds after its
-   * create was found only at the second check of its resource, 2.5 intervals later (issue 25).
+   * create was found only at the second check of its resource, 2.5 intervals later.
    * An entry leaves once a list shows the key (from then on the comparison covers it), two intervals
    * after the answer (a list taken after the answer that does not show it has woken its resource),
    * or with its list.

@@ -76,7 +76,7 @@ const FIRST_POLL_LOOK_MS = 5;
  * already has its snapshot at once (the new key is one more owner); the first key of a project
  * waits for the poll that ensure() starts at once, at most FIRST_POLL_WAIT_MS. Otherwise the
  * snapshot would come moments after the create's status write and cost a second status write of
- * every new key (issue 14); should the poll take longer, that second write is what happens.
+ * every new key; should the poll take longer, that second write is what happens.
  */
 export async function mirrorOperationsOfNewKey(deps: KeyDeps, ctx: Pick<Context, 'adapter' | 'resource'>, issued: string): Promise<ReturnType<typeof mirrorOperations>> {
   const first = mirrorOperations(deps, ctx, issued);

@@ -1,4 +1,4 @@
-// An operations change at rest (issue 14): when the only input that changed since a resource's last
+// An operations change at rest: when the only input that changed since a resource's last
 // full InSync pass is its project's operations snapshot (at-rest.ts says 'operations', every other
 // check held), the status a full pass would write differs from the one it rests on in two places
 // only: the OperationsSettled condition and status.operations. A full pass would read the resource

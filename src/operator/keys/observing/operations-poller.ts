@@ -116,7 +116,7 @@ function shown(status: string): string {
 /**
  * When an operation was created, as a second-precision RFC 3339 time (or "an unknown time"). Not
  * an age: a message that changed with every poll would make every poll a new snapshot, and each
- * snapshot rewrites the status of every ProjectApiKey of the project (issue 14).
+ * snapshot rewrites the status of every ProjectApiKey of the project.
  */
 function createdAt(op: Operation): string {
   const ms = Date.parse(op.created_at);

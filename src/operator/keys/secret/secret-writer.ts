@@ -57,14 +57,14 @@ interface SignedKey {
 }
 
 /**
- * The fields signed (issue 24). 'v2' sets them apart from the format before (signatureFieldsV1):
+ * The fields signed. 'v2' sets them apart from the format before (signatureFieldsV1):
  * the two never share an encoding (signing.ts).
  */
 function signatureFields(resource: Pick<KeyResource, 'metadata'>, key: SignedKey): (string | number | undefined)[] {
   return [resource.metadata.uid, key.id, key.name, 'v2', key.hash, key.replaces];
 }
 
-/** The format before issue 24: uid, key id and name, nothing of the value. Read for the upgrade only, never written. */
+/** The first format: uid, key id and name, nothing of the value. Read for the upgrade only, never written. */
 function signatureFieldsV1(resource: Pick<KeyResource, 'metadata'>, keyId: number, keyName: string | undefined): (string | number | undefined)[] {
   return [resource.metadata.uid, keyId, keyName];
 }

@@ -27,7 +27,7 @@ export interface OperatorMetrics extends RuntimeMetrics {
   retiredKeys: Counter<'outcome'>;
   /**
    * managed_keys is counted when it is scraped, with this (undefined: left as set). A count on a
-   * timer cost CPU at rest whether anyone read it or not (issue 14).
+   * timer cost CPU at rest whether anyone read it or not.
    */
   countManagedKeysWith(count: (() => Iterable<ManagedKeysCount>) | undefined): void;
   /** Records one platform request; `path` is turned into a template with routeTemplate(). */

@@ -1,7 +1,7 @@
 // The one table from a failed platform call to a condition reason, shared by the key lifecycle
 // (platform-failure.ts: KeyIssued, Ready, events) and the operations mirror (operations-poller.ts:
 // OperationsSettled), so that a 5xx, a 429, a 401/403 or a timeout reads the same reason on every
-// condition of every resource (issue 12). Keyed by src/platform's PlatformErrorCode (never by a
+// condition of every resource. Keyed by src/platform's PlatformErrorCode (never by a
 // status or a message): a code added there fails the typecheck here until it has a row.
 import type { PlatformError, PlatformErrorCode } from '../../../platform/index.ts';
 import type { Reason } from './conditions.ts';
