@@ -436,14 +436,7 @@ export function decide(o: Observation): Decision {
       message: 'a Secret of that name exists and is not controlled by this resource (no controller owner reference with its uid); delete it or choose another spec.secret.name',
     };
   }
-  if (keyId === undefined && o.secretNameTakenBy !== undefined) {
-    return {
-      action: { type: 'Blocked', retry: false },
-      reason: 'SecretConflict',
-      message: `${o.secretNameTakenBy}, created earlier, names the same Secret (spec.secret.name, default metadata.name) and one of the two writes immutable Secrets: `
-        + 'a Secret name belongs to one resource of the namespace, so that a workload consenting to it is restarted once per rotation; choose another spec.secret.name',
-    };
-  }
+  if (keyId === undefined && o.secretNameTakenBy !== undefined) return secretNameTaken(o.secretNameTakenBy, 'no key is issued');
   if (keyId === undefined) return create(undefined, 'Creating', 'issuing a key');
   if (o.platform.project === 'NotInOrganization') {
     return {
@@ -527,14 +520,7 @@ export function decide(o: Observation): Decision {
   }
   // Without credentials nothing can be issued: the live key stays, and the rotation waits for them;
   // nor with credentials that cannot revoke the key it would replace (as for a repair, above).
-  if (due && o.secretNameTakenBy !== undefined) {
-    return {
-      action: { type: 'Blocked', retry: false },
-      reason: 'SecretConflict',
-      message: `key ${keyId} is due for rotation and stays live, not rotated: ${o.secretNameTakenBy}, created earlier, names the same Secret and one of the two writes immutable Secrets; `
-        + 'a Secret name belongs to one resource of the namespace, so that a workload consenting to it is restarted once per rotation; choose another spec.secret.name',
-    };
-  }
+  if (due && o.secretNameTakenBy !== undefined) return secretNameTaken(o.secretNameTakenBy, `key ${keyId} is due for rotation and stays live, not rotated`);
   if (due && o.credentials === 'Present' && !replaceable) return cannotReplace(`key ${keyId} is due for rotation`);
   if (due && o.credentials === 'Present') {
     const request = rotation.request;
@@ -547,6 +533,16 @@ export function decide(o: Observation): Decision {
     };
   }
   return { action: { type: 'InSync', keyId }, reason: 'Ready', message: `key ${keyId} is live and its secret is in the Secret` };
+}
+
+/** Another resource owns the Secret name (Observation.secretNameTakenBy): `what` this one does not do, and why. */
+function secretNameTaken(owner: string, what: string): Decision {
+  return {
+    action: { type: 'Blocked', retry: false },
+    reason: 'SecretConflict',
+    message: `${what}: ${owner}, created earlier, names the same Secret (spec.secret.name, default metadata.name) and one of the two writes immutable Secrets; `
+      + 'a Secret name belongs to one resource of the namespace, so that a workload consenting to it is restarted once per rotation; choose another spec.secret.name',
+  };
 }
 
 /**
