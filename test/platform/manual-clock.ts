@@ -2,6 +2,7 @@
 // and a way to start many takes at once.
 import type { RateLimiter } from '../../src/platform/sliding-window.ts';
 import type { BucketClock } from '../../src/platform/token-bucket.ts';
+import { realClock } from '../../src/platform/waiter-queue.ts';
 
 /** A manual clock: time moves only through `advance`, which fires due timers in order. */
 export function manualClock(): BucketClock & { advance(ms: number): Promise<void>; pending(): number } {
@@ -47,4 +48,26 @@ export function takeAll(limiter: RateLimiter, clock: BucketClock, n: number, sig
     else clock.schedule(() => permit.done(), answerAfterMs);
   }));
   return { times, done };
+}
+
+/**
+ * The real clock and real timers, recording the wait each timer was asked for (a limiter's own
+ * decision, which a slow machine does not change: it only fires the timers late) and how many
+ * timers have fired.
+ */
+export function recordingRealClock(): BucketClock & { asked: number[]; fired(): number } {
+  const asked: number[] = [];
+  let fired = 0;
+  return {
+    asked,
+    fired: () => fired,
+    now: () => realClock.now(),
+    schedule(fn, ms) {
+      asked.push(ms);
+      return realClock.schedule(() => {
+        fired++;
+        fn();
+      }, ms);
+    },
+  };
 }
