@@ -10,9 +10,13 @@
 // organization ids; the platform refusing revokes while the tenant deletes a Secret and strips or
 // forges the create intent; in issuer mode, Retain, release-without-revoke and the finalizer's
 // removal on a key an issuer made, before and after its delete; a create whose answer the platform
-// drops after committing it while the tenant strips or replaces the intent; many Deployments of
-// its own, consenting or not, some fat, rotated with rotation.restart.discover; a storm of invalid
-// intents over many resources while victims' creates lose their answers too).
+// drops after committing it while the tenant strips or replaces the intent; many Deployments,
+// StatefulSets and DaemonSets of its own, consenting or not, some fat, rotated with
+// rotation.restart.discover or naming them in restart.workloads; a storm of invalid intents over many
+// resources while victims' creates lose their answers too). Random actions also write
+// spec.rotation.window, ApiKeyInventories taken with credentials of the namespace (their
+// credentialsSecretRef repointed, unusedAfter rewritten in a loop), and lift
+// keys.neon.dev/credentials-in-use from the tenant's own credentials Secrets.
 // A tenant holds namespace credentials (an administrator's key in its Secret neon-admin) or, in
 // issuer mode, no platform key at all: its keys come through the issuers of issuers.ts, and what
 // it may write in spec.credentialsSecretRef is only what it has (garbage, the keys it was issued).
@@ -22,11 +26,12 @@
 // keys.neon.dev/release-without-revoke and removing the finalizer; in both modes
 // keys.neon.dev/abandon-key naming the resource's own key. Through an issuer the first three are
 // tried (the issuer-deletion playbook): none may keep the key.
-import { ApiException, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Secret } from '@kubernetes/client-node';
+import { ApiException, PatchStrategy, setHeaderOptions, type V1DaemonSet, type V1Deployment, type V1Secret, type V1StatefulSet } from '@kubernetes/client-node';
 import { CHAOS_MIN_ROTATION_GRACE, type Environment } from '../environment.ts';
+import { CREDENTIALS_FINALIZER } from '../../src/operator/resources/schema.ts';
 import { sleep } from '../options.ts';
 import { admin } from '../platform-faults.ts';
-import { DISCOVER_SECRET, FOREIGN_CREDENTIALS, GROUP, RESTART_CONSENT, VERSION, type Cast, type Tenant } from './cluster.ts';
+import { DISCOVER_SECRET, FOREIGN_CREDENTIALS, GROUP, NO_NODE, RESTART_CONSENT, VERSION, type Cast, type Tenant } from './cluster.ts';
 import type { Disruptions } from './disruptions.ts';
 import { ISSUER_LABEL, ISSUERS_NAMESPACE, MISSING_ISSUER } from './issuers.ts';
 import type { DroppedCreate, PlatformTap } from './platform-tap.ts';
@@ -84,8 +89,14 @@ export const ATTACKER_INVARIANTS = [
   'a workload is restarted only with its consent, for its own namespace, at most once per rotation',
 ] as const;
 
-/** A Deployment's annotations but the Deployment controller's own (deployment.kubernetes.io/revision). */
-const ownAnnotations = (d: V1Deployment): string => JSON.stringify(Object.entries(d.metadata?.annotations ?? {}).filter(([k]) => !k.startsWith('deployment.kubernetes.io/')).sort());
+/** The workloads a rotation may restart (src/operator/keys/rotation/consumers.ts): each kind's restart is its pod template's annotation. */
+const WORKLOAD_KINDS = ['Deployment', 'StatefulSet', 'DaemonSet'] as const;
+type WorkloadKind = typeof WORKLOAD_KINDS[number];
+type Workload = V1Deployment | V1StatefulSet | V1DaemonSet;
+
+/** A workload's annotations but its controller's own (deployment.kubernetes.io/revision, a DaemonSet's template generation). */
+const ownAnnotations = (d: Workload): string => JSON.stringify(Object.entries(d.metadata?.annotations ?? {})
+  .filter(([k]) => !k.startsWith('deployment.kubernetes.io/') && k !== 'deprecated.daemonset.template.generation').sort());
 
 /** A victim's create (the victims' keyNames: victims.ts), for the drops of the requeue storm. */
 const VICTIM_ATTEMPT = /^victim-\d+-v\d+-g\d+-[a-z0-9]{8}$/;
@@ -115,6 +126,8 @@ export class Attacker {
   readonly #bulkMade = new Set<string>();
   /** The ApiKeyInventories it made (each naming an issuer). */
   readonly #inventories: string[] = [];
+  /** The ApiKeyInventories it made with credentials of its namespace. */
+  readonly #credentialInventories: string[] = [];
   readonly playbooks: Partial<Record<Playbook, number>>;
   /** Each cap race: the issuer, its racers, how many held a key when it settled, how many were refused. */
   readonly capRaces: { issuer: string; racers: number; holders: number; refused: number }[] = [];
@@ -128,8 +141,11 @@ export class Attacker {
   readonly issuerDeletions: { resource: string; keyId: number; retain: string; retainSwitch: string; finalizer: string; finalizerDeleting: string; heldByCredentials: boolean; revoked: boolean | null }[] = [];
   /** Lost creates (lost-create): the dropped key, what the tenant did to the intent and when, what became of the key (s after the drop). */
   readonly lostCreates: { resource: string; keyId: number | undefined; edit: string; editBeforeCut: boolean; fate: 'recorded' | 'revoked' | 'live, unrecorded' | 'unknown'; afterS: number | null }[] = [];
-  /** Discover rounds: workloads (consenting / fat), rotations completed, restarts seen of the consenting and of the others. */
-  readonly discovers: { base: string; workloads: number; consenting: number; fat: number; resources: number; rotations: number; restarts: number; othersChanged: number }[] = [];
+  /** Discover rounds: workloads (consenting / fat), how they were named, rotations completed, restarts seen of the consenting and of the others, by kind. */
+  readonly discovers: {
+    base: string; workloads: number; consenting: number; fat: number; resources: number; discover: boolean; named: number; rotations: number; restarts: number; othersChanged: number;
+    unnamedChanged: number; byKind: Record<string, { workloads: number; consenting: number; restarts: number; othersChanged: number }>;
+  }[] = [];
   /** Requeue storms: resources, intent writes, victims' creates whose answer was dropped (their key ids). */
   readonly storms: { resources: number; writes: number; seconds: number; victimDrops: DroppedCreate[] }[] = [];
   #discovering = false;
@@ -380,6 +396,9 @@ export class Attacker {
     if (roll < 89) return await this.#switchSource(some.kind, some.name);
     if (roll < 91) return void await this.#platformProbe(this.#pick(this.#platformProbes()));
     if (roll < 93) return await this.#issuerInventory();
+    if (roll < 94.5) return await this.#rotationWindow(some.kind, some.name);
+    if (roll < 95.5) return await this.#credentialsInventory();
+    if (roll < 97) return await this.#liftCredentialsFinalizer();
 
     await this.#observe();
   }
@@ -466,6 +485,88 @@ export class Attacker {
       ...at, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKeyInventory', metadata: { name }, spec },
     }));
     if (made) this.#inventories.push(name);
+  }
+
+  /**
+   * spec.rotation.window on a resource: valid ones (all day, across midnight in a time zone, some
+   * days), one of an unknown time zone (valid for admission, reported in the Rotating condition), and
+   * invalid ones (refused by admission), or removed; now and then with a scheduled interval, and a
+   * rotation asked at once (requested ones do not wait for the window).
+   */
+  async #rotationWindow(kind: Kind, name: string): Promise<void> {
+    const clock = (): string => `${String(this.#int(0, 23)).padStart(2, '0')}:${String(this.#int(0, 59)).padStart(2, '0')}`;
+    const days = (): string[] => ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'].filter(() => this.#chance(0.5));
+    const windows: [string, Record<string, unknown> | null][] = [
+      ['all-day', { start: '00:00', end: '23:59' }],
+      ['midnight', { start: '22:00', end: '02:00', timeZone: this.#pick(['Europe/Berlin', 'America/New_York', 'Asia/Kolkata']), daysOfWeek: ['Sat', 'Sun'] }],
+      ['random', { start: clock(), end: clock(), ...(this.#chance(0.5) ? { daysOfWeek: [...days(), 'Mon'] } : {}) }],
+      ['empty', { start: '01:00', end: '01:00' }],
+      ['unknown-zone', { start: clock(), end: clock(), timeZone: this.#pick(['Mars/Olympus_Mons', 'UTC+99', this.#text(64, 'abc/')]) }],
+      ['invalid', this.#pick([{ start: '24:00', end: '25:61' }, { start: '9:00', end: '10:00' }, { start: '10:00' }, { start: '10:00', end: '11:00', daysOfWeek: [] },
+        { start: '10:00', end: '11:00', daysOfWeek: ['Funday'] }, { start: '10:00', end: '11:00', timeZone: this.#text(65) }, { start: '10:00', end: '11:00', timeZone: '' }])],
+      ['removed', null],
+    ];
+    const [what, window] = this.#pick(windows);
+    const rotation: Record<string, unknown> = { window };
+    if (this.#chance(0.4)) rotation.interval = '1m';
+    await this.#patchResource(`resource.rotation-window.${what}`, kind, name, { spec: { rotation } });
+    if (this.#chance(0.3)) await this.#patchResource('resource.rotate', kind, name, { metadata: { annotations: { 'keys.neon.dev/rotate': `w${Date.now()}` } } });
+  }
+
+  /**
+   * An ApiKeyInventory taken with credentials of the namespace (the tenant's own Secret, a victim's
+   * Secret name, which in this namespace is the tenant's or nothing, one missing), made or repointed,
+   * then its unusedAfter rewritten in a loop for a few seconds, valid and invalid values. What it
+   * lists is what the tenant's own credentials may list (docs/security.md); the audit holds only the
+   * inventories naming an issuer to nothing.
+   */
+  async #credentialsInventory(): Promise<void> {
+    const at = { group: GROUP, version: VERSION, namespace: this.#ns, plural: 'apikeyinventories' };
+    const victims = this.#c.intel();
+    const roll = this.#r();
+    const secret = roll < 0.5 ? (this.#issuerMode ? 'own-key' : 'neon-admin') : roll < 0.8 && victims.length > 0 ? this.#pick(victims).name : 'creds-missing';
+    const existing = this.#credentialInventories.length > 0 && (this.#credentialInventories.length >= 2 || this.#chance(0.6)) ? this.#pick(this.#credentialInventories) : undefined;
+    let name: string;
+    if (existing !== undefined) {
+      name = existing;
+      await this.#act('inventory.credentials-switch', `${this.#ns}/ApiKeyInventory/${name}`,
+        () => this.#t.objects.patchNamespacedCustomObject({ ...at, name, body: { spec: { credentialsSecretRef: { name: secret } } } }, merge));
+    } else {
+      name = this.#freshName('cinv');
+      const personal = this.#chance(0.2);
+      const spec = { credentialsSecretRef: { name: secret }, ...(personal ? { scope: 'Personal' } : { organizationId: this.#c.env.organizationId }), unusedAfter: '720h' };
+      if (!await this.#act('inventory.credentials', `${this.#ns}/ApiKeyInventory/${name}`, () => this.#t.objects.createNamespacedCustomObject({
+        ...at, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKeyInventory', metadata: { name }, spec },
+      }))) return;
+      this.#credentialInventories.push(name);
+    }
+    const end = Date.now() + this.#int(2, 5) * 1000;
+    while (Date.now() < end && !this.#c.over()) {
+      const unusedAfter = this.#pick(['1s', '90s', '1h30m', '720h', '2160h', `${this.#int(1, 100_000)}s`, '0s', '500ms', 'abc', '']);
+      await this.#act('inventory.unused-after', `${this.#ns}/ApiKeyInventory/${name}`, () => this.#t.objects.patchNamespacedCustomObject({ ...at, name, body: { spec: { unusedAfter } } }, merge));
+    }
+  }
+
+  /**
+   * keys.neon.dev/credentials-in-use lifted from one of the tenant's credentials Secrets, and now and
+   * then that Secret deleted afterwards (never neon-admin: the tenant keeps minting). docs/security.md
+   * promises no more here: the keys issued with a deleted Secret stay live and their resources hold
+   * their deletion (CredentialsMissing) until credentials come back (leave() puts them back); what the
+   * audit holds still: no resource goes while its key lives.
+   */
+  async #liftCredentialsFinalizer(): Promise<void> {
+    const name = this.#pick(this.#issuerMode ? ['own-key', 'creds-storm', 'creds-odd'] : ['neon-admin', 'neon-admin', 'creds-storm', 'creds-odd']);
+    const secret = await this.#readSecret(name);
+    const finalizers = secret?.metadata?.finalizers ?? [];
+    if (!finalizers.includes(CREDENTIALS_FINALIZER)) {
+      this.#c.journal.add(this.#who, 'credentials.finalizer-absent', this.#target('Secret', name), secret === undefined ? 'no Secret' : 'ok');
+      return;
+    }
+    const kept = finalizers.filter((f) => f !== CREDENTIALS_FINALIZER);
+    const lifted = await this.#patchSecret('credentials.finalizer-lift', name, { metadata: { finalizers: kept, resourceVersion: secret?.metadata?.resourceVersion } });
+    if (lifted && name !== 'neon-admin' && this.#chance(0.4)) {
+      await this.#act('credentials.delete-unkept', this.#target('Secret', name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name }));
+    }
   }
 
   async #deleteResource(r: { kind: Kind; name: string }): Promise<void> {
@@ -1122,42 +1223,82 @@ export class Attacker {
     if (this.#chance(0.5)) await this.#deleteResource({ kind, name });
   }
 
+  /** Creates, reads or deletes a workload of the tenant's namespace, with its own token. */
+  #workloadCall(kind: WorkloadKind, op: 'create', name: string, body: Workload): Promise<Workload>;
+  #workloadCall(kind: WorkloadKind, op: 'read' | 'delete', name: string): Promise<unknown>;
+  #workloadCall(kind: WorkloadKind, op: 'create' | 'read' | 'delete', name: string, body?: Workload): Promise<unknown> {
+    const apps = this.#t.apps;
+    const namespace = this.#ns;
+    if (op === 'create') {
+      if (kind === 'Deployment') return apps.createNamespacedDeployment({ namespace, body: body as V1Deployment });
+      if (kind === 'StatefulSet') return apps.createNamespacedStatefulSet({ namespace, body: body as V1StatefulSet });
+      return apps.createNamespacedDaemonSet({ namespace, body: body as V1DaemonSet });
+    }
+    if (op === 'read') {
+      if (kind === 'Deployment') return apps.readNamespacedDeployment({ namespace, name });
+      if (kind === 'StatefulSet') return apps.readNamespacedStatefulSet({ namespace, name });
+      return apps.readNamespacedDaemonSet({ namespace, name });
+    }
+    if (kind === 'Deployment') return apps.deleteNamespacedDeployment({ namespace, name });
+    if (kind === 'StatefulSet') return apps.deleteNamespacedStatefulSet({ namespace, name });
+    return apps.deleteNamespacedDaemonSet({ namespace, name });
+  }
+
   /**
-   * Many Deployments of the tenant's own reading DISCOVER_SECRET (replicas 0), half consenting to
-   * restarts for it (keys.neon.dev/restart-on-rotation), some fat (200 KiB of annotations and a 300
-   * KiB environment value), and resources naming that Secret with rotation.restart.discover,
-   * rotated a few times. Then: a workload that did not consent is never changed; a consenting one
-   * is restarted (its generation) at most as many times as the resources holding that Secret name
-   * rotated (keys made for them, less their first); the victims' consenting workload is another
-   * namespace's (audit.ts). Only one round of a tenant at a time: the bound is per Secret name.
+   * Many workloads of the tenant's own reading DISCOVER_SECRET, Deployments, StatefulSets (replicas
+   * 0) and DaemonSets (a node selector no node matches), half consenting to restarts for it
+   * (keys.neon.dev/restart-on-rotation), some fat (200 KiB of annotations and a 300 KiB environment
+   * value), and resources naming that Secret, rotated a few times: with rotation.restart.discover, or
+   * (half the rounds) restart.workloads naming some consenting workloads of each kind and one that did
+   * not consent, with or without discover. Then: a workload that did not consent is never changed; a
+   * consenting one is restarted (its pod template's annotation: its generation) at most as many times
+   * as the resources holding that Secret name rotated (keys made for them, less their first); without
+   * discover, a consenting workload not named is not changed either; the victims' consenting workloads
+   * are another namespace's (audit.ts). Only one round of a tenant at a time: the bound is per Secret name.
    */
   async #discover(name: string): Promise<void> {
     if (this.#discovering) return;
     this.#discovering = true;
-    const apps = this.#t.apps;
-    const workloads: { name: string; consents: boolean; fat: boolean; generation: number; template: string; annotations: string }[] = [];
+    const workloads: { kind: WorkloadKind; name: string; consents: boolean; fat: boolean; generation: number; template: string; annotations: string }[] = [];
     const resources: { kind: Kind; name: string; keyName: string }[] = [];
     try {
       const count = this.#int(8, 16);
       for (let i = 0; i < count && !this.#c.over(); i += 1) {
+        // Every kind both consenting and not within the first six.
+        const kind = WORKLOAD_KINDS[i % 3]!;
         const consents = i % 2 === 0;
         const fat = i % 5 === 1 || i % 5 === 4;
         const workload = `${name}-w${i}`;
         const annotations: Record<string, string> = consents ? { [RESTART_CONSENT]: this.#pick([DISCOVER_SECRET, `other, ${DISCOVER_SECRET}`]) } : this.#chance(0.3) ? { [RESTART_CONSENT]: 'another-secret' } : {};
         if (fat) annotations['example.com/blob'] = this.#text(200 * KIB);
-        const body: V1Deployment = {
-          metadata: { name: workload, labels: { 'example.com/discover': name }, annotations },
-          spec: { replicas: 0, selector: { matchLabels: { app: workload } }, template: {
-            metadata: { labels: { app: workload } },
-            spec: { containers: [{ name: 'app', image: 'example.invalid/app:1', envFrom: [{ secretRef: { name: DISCOVER_SECRET } }], ...(fat ? { env: [{ name: 'BLOB', value: this.#text(300 * KIB) }] } : {}) }] },
-          } },
+        const selector = { matchLabels: { app: workload } };
+        const template = {
+          metadata: { labels: { app: workload } },
+          spec: {
+            ...(kind === 'DaemonSet' ? { nodeSelector: NO_NODE } : {}),
+            containers: [{
+              name: 'app', image: 'example.invalid/app:1', envFrom: [{ secretRef: { name: DISCOVER_SECRET } }],
+              ...(fat ? { env: [{ name: 'BLOB', value: this.#text(300 * KIB) }] } : {}),
+            }],
+          },
         };
-        let made: V1Deployment | undefined;
-        await this.#act(`playbook.discover.workload${consents ? '.consenting' : ''}${fat ? '.fat' : ''}`, `${this.#ns}/Deployment/${workload}`, async () => { made = await apps.createNamespacedDeployment({ namespace: this.#ns, body }); });
-        if (made !== undefined) workloads.push({ name: workload, consents, fat, generation: made.metadata?.generation ?? 1, template: JSON.stringify(made.spec?.template), annotations: ownAnnotations(made) });
+        const spec = kind === 'Deployment' ? { replicas: 0, selector, template } : kind === 'StatefulSet' ? { replicas: 0, serviceName: workload, selector, template } : { selector, template };
+        let made: Workload | undefined;
+        await this.#act(`playbook.discover.${kind.toLowerCase()}${consents ? '.consenting' : ''}${fat ? '.fat' : ''}`, `${this.#ns}/${kind}/${workload}`, async () => {
+          made = await this.#workloadCall(kind, 'create', workload, { metadata: { name: workload, labels: { 'example.com/discover': name }, annotations }, spec } as Workload);
+        });
+        if (made === undefined) continue;
+        workloads.push({ kind, name: workload, consents, fat, generation: made.metadata?.generation ?? 1, template: JSON.stringify(made.spec?.template), annotations: ownAnnotations(made) });
       }
+      // Half the rounds name workloads: up to two consenting ones of each kind, one that did not consent, one missing.
+      const named = this.#chance(0.5)
+        ? [...WORKLOAD_KINDS.flatMap((kind) => workloads.filter((w) => w.kind === kind && w.consents).slice(0, this.#int(1, 2))),
+          ...workloads.filter((w) => !w.consents).slice(0, 1)].map((w) => ({ kind: w.kind, name: w.name }))
+        : [];
+      const discover = named.length === 0 || this.#chance(0.5);
+      const restart = { discover, ...(named.length > 0 ? { workloads: [...named, { kind: this.#pick(WORKLOAD_KINDS), name: `${name}-missing` }] } : {}) };
       // One resource holds the Secret name; now and then a second names it too (an older one holds it).
-      const rotation = { gracePeriod: CHAOS_MIN_ROTATION_GRACE, maxGracePeriod: CHAOS_MIN_ROTATION_GRACE, restart: { discover: true } };
+      const rotation = { gracePeriod: CHAOS_MIN_ROTATION_GRACE, maxGracePeriod: CHAOS_MIN_ROTATION_GRACE, restart };
       for (let i = 0; i < (this.#chance(0.4) ? 2 : 1); i += 1) {
         const keyName = `${this.#ns}-${name}-k${i}`;
         const { kind, spec } = this.#playbookKey(keyName, 'tenant-extra');
@@ -1176,22 +1317,39 @@ export class Attacker {
       // The restarts of the last rotation land within seconds of it.
       await sleep(3_000);
       // The workloads first, then the keys: a restart seen was made for a key the list then has.
-      const read = await Promise.all(workloads.map(async (w) => ({ w, now: await apps.readNamespacedDeployment({ namespace: this.#ns, name: w.name }).catch(() => undefined) })));
+      const read = await Promise.all(workloads.map(async (w) => ({ w, now: await this.#workloadCall(w.kind, 'read', w.name).then((x) => x as Workload, () => undefined) })));
       const keys = await admin<PlatformKey[]>(this.#c.env.emulator, 'GET', '/keys').catch(() => undefined);
       if (keys === undefined) return;
       const rotations = resources.reduce((n, r) => n + Math.max(0, keys.filter((k) => k.name.startsWith(`${r.keyName}-`)).length - 1), 0);
-      const figure = { base: `${this.#ns}/${DISCOVER_SECRET}`, workloads: workloads.length, consenting: workloads.filter((w) => w.consents).length, fat: workloads.filter((w) => w.fat).length, resources: resources.length, rotations, restarts: 0, othersChanged: 0 };
+      const byKind = Object.fromEntries(WORKLOAD_KINDS.map((k) => [k, { workloads: 0, consenting: 0, restarts: 0, othersChanged: 0 }]));
+      const figure = {
+        base: `${this.#ns}/${DISCOVER_SECRET}`, workloads: workloads.length, consenting: workloads.filter((w) => w.consents).length, fat: workloads.filter((w) => w.fat).length,
+        resources: resources.length, discover, named: named.length, rotations, restarts: 0, othersChanged: 0, unnamedChanged: 0, byKind,
+      };
+      const isNamed = (w: { kind: WorkloadKind; name: string }): boolean => named.some((n) => n.kind === w.kind && n.name === w.name);
       for (const { w, now } of read) {
         if (now === undefined) continue;
+        const kindFigure = byKind[w.kind]!;
+        kindFigure.workloads += 1;
         const restarts = (now.metadata?.generation ?? w.generation) - w.generation;
-        const target = `${this.#ns}/Deployment/${w.name}`;
+        const changed = restarts !== 0 || JSON.stringify(now.spec?.template) !== w.template || ownAnnotations(now) !== w.annotations;
+        const target = `${this.#ns}/${w.kind}/${w.name}`;
         const context = this.#c.journal.on(`${this.#ns}/`, 120).filter((a) => /discover/.test(a)).slice(-12);
         if (w.consents) {
+          kindFigure.consenting += 1;
+          kindFigure.restarts += restarts;
           figure.restarts += restarts;
           if (restarts > rotations) this.problems.push({ invariant: ATTACKER_INVARIANTS[4], detail: `${target} (consenting to ${DISCOVER_SECRET}) restarted ${restarts} times for ${rotations} rotation(s) of the ${resources.length} resource(s) holding that Secret name`, context });
-        } else if (restarts !== 0 || JSON.stringify(now.spec?.template) !== w.template || ownAnnotations(now) !== w.annotations) {
+          if (!discover && !isNamed(w) && changed) {
+            figure.unnamedChanged += 1;
+            const detail = `${target} (consenting to ${DISCOVER_SECRET}, not named in restart.workloads, discover false) was changed: generation ${w.generation} -> ${now.metadata?.generation}`;
+            this.problems.push({ invariant: ATTACKER_INVARIANTS[4], detail, context });
+          }
+        } else if (changed) {
+          kindFigure.othersChanged += 1;
           figure.othersChanged += 1;
-          this.problems.push({ invariant: ATTACKER_INVARIANTS[4], detail: `${target} (no consent to ${DISCOVER_SECRET}) was changed: generation ${w.generation} -> ${now.metadata?.generation}`, context });
+          const detail = `${target} (no consent to ${DISCOVER_SECRET}${isNamed(w) ? ', named in restart.workloads' : ''}) was changed: generation ${w.generation} -> ${now.metadata?.generation}`;
+          this.problems.push({ invariant: ATTACKER_INVARIANTS[4], detail, context });
         }
       }
       this.discovers.push(figure);
@@ -1201,7 +1359,7 @@ export class Attacker {
         await this.#deleteResource(r);
         this.#busy.delete(r.name);
       }
-      for (const w of workloads) await this.#act('playbook.discover.workload-delete', `${this.#ns}/Deployment/${w.name}`, () => apps.deleteNamespacedDeployment({ namespace: this.#ns, name: w.name }));
+      for (const w of workloads) await this.#act('playbook.discover.workload-delete', `${this.#ns}/${w.kind}/${w.name}`, () => this.#workloadCall(w.kind, 'delete', w.name));
       this.#discovering = false;
     }
   }

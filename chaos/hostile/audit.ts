@@ -174,7 +174,9 @@ export class Auditor {
     for (const namespace of tenants) {
       try {
         const events = await this.#env.core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.kind=ApiKeyInventory' });
-        for (const e of events.items.filter((x) => x.reason === 'KeyNotManaged' || x.reason === 'KeyUnused')) {
+        // Only those of inventories naming an issuer: one taken with the tenant's own credentials shows what they may list.
+        const naming = new Set(mine.filter((i) => i.metadata.namespace === namespace).map((i) => i.metadata.name));
+        for (const e of events.items.filter((x) => (x.reason === 'KeyNotManaged' || x.reason === 'KeyUnused') && naming.has(x.involvedObject.name ?? ''))) {
           this.#add('a tenant\'s inventory gets nothing through an issuer', `${namespace}/ApiKeyInventory/${e.involvedObject.name ?? ''} has a ${e.reason} event: ${e.message?.slice(0, 200) ?? ''}`, [], `inventory-event ${e.metadata?.uid ?? ''}`);
         }
       } catch {
@@ -358,7 +360,8 @@ export class Auditor {
       try {
         const current = w.kind === 'Deployment'
           ? await apps.readNamespacedDeployment({ namespace: w.namespace, name: w.name })
-          : await apps.readNamespacedStatefulSet({ namespace: w.namespace, name: w.name });
+          : w.kind === 'StatefulSet' ? await apps.readNamespacedStatefulSet({ namespace: w.namespace, name: w.name })
+            : await apps.readNamespacedDaemonSet({ namespace: w.namespace, name: w.name });
         const template = JSON.stringify(current.spec?.template);
         if (current.metadata?.generation !== w.generation || template !== w.template) {
           const annotations = Object.entries(current.spec?.template.metadata?.annotations ?? {}).map(([k, v]) => `${k}=${v}`).join(', ');

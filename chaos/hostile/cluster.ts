@@ -13,10 +13,11 @@
 // of deploy/base), so tenants meet it; it exempts whoever may update the finalizers subresource: the
 // operator (its ServiceAccount's token, with the RBAC of deploy/base) and the campaign's
 // administrator (system:masters), not the tenants' Role.
-// A tenant also writes Deployments of its namespace, as the built-in edit role lets a team do (its
-// own workloads, consenting or not to restarts: the discover playbook). In each victim namespace a
-// Deployment of the victims consents to restarts for DISCOVER_SECRET, the Secret name the tenants'
-// discover playbooks use: only a rotation in its own namespace may restart it, and none does.
+// A tenant also writes Deployments, StatefulSets and DaemonSets of its namespace, as the built-in edit
+// role lets a team do (its own workloads, consenting or not to restarts: the discover playbook). In
+// each victim namespace a workload of each kind consents to restarts for DISCOVER_SECRET, the Secret
+// name the tenants' discover playbooks use: only a rotation in its own namespace may restart them, and
+// none does.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadAllYaml, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1ValidatingAdmissionPolicy, type V1ValidatingAdmissionPolicyBinding } from '@kubernetes/client-node';
@@ -51,7 +52,10 @@ export const DISCOVER_SECRET = 'app-db';
 export const RESTART_CONSENT = 'keys.neon.dev/restart-on-rotation';
 
 /** A workload that must never be restarted by a tenant: the platform team's (no consent), or a victim's consenting to DISCOVER_SECRET (`consents`). */
-export interface PlatformWorkload { namespace: string; kind: 'Deployment' | 'StatefulSet'; name: string; generation: number; template: string; consents?: string }
+export interface PlatformWorkload { namespace: string; kind: 'Deployment' | 'StatefulSet' | 'DaemonSet'; name: string; generation: number; template: string; consents?: string }
+
+/** A DaemonSet pod template's node selector no node matches: no pod runs (the control plane has no nodes anyway). */
+export const NO_NODE = { 'example.com/no-such-node': 'true' };
 
 export interface Cast {
   tenants: Tenant[];
@@ -96,14 +100,26 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
     await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: env.adminKey } } });
     cast.victimNamespaces.push(namespace);
     cast.namespaceLabels.set(namespace, {});
-    const consumer = await apps.createNamespacedDeployment({ namespace, body: {
-      metadata: { name: 'consumer-app', annotations: { [RESTART_CONSENT]: DISCOVER_SECRET } },
-      spec: { replicas: 0, selector: { matchLabels: { app: 'consumer-app' } }, template: {
-        metadata: { labels: { app: 'consumer-app' } },
-        spec: { containers: [{ name: 'app', image: 'example.invalid/consumer-app:1', envFrom: [{ secretRef: { name: DISCOVER_SECRET } }] }] },
-      } },
-    } });
-    cast.workloads.push({ namespace, kind: 'Deployment', name: 'consumer-app', generation: consumer.metadata?.generation ?? 1, template: JSON.stringify(consumer.spec?.template), consents: DISCOVER_SECRET });
+    const consumerTemplate = (app: string, nodeSelector?: Record<string, string>) => ({
+      metadata: { labels: { app } },
+      spec: { ...(nodeSelector !== undefined ? { nodeSelector } : {}), containers: [{ name: 'app', image: 'example.invalid/consumer-app:1', envFrom: [{ secretRef: { name: DISCOVER_SECRET } }] }] },
+    });
+    const consenting = (name: string) => ({ name, annotations: { [RESTART_CONSENT]: DISCOVER_SECRET } });
+    const consumers = [
+      { kind: 'Deployment' as const, made: await apps.createNamespacedDeployment({ namespace, body: {
+        metadata: consenting('consumer-app'), spec: { replicas: 0, selector: { matchLabels: { app: 'consumer-app' } }, template: consumerTemplate('consumer-app') },
+      } }) },
+      { kind: 'StatefulSet' as const, made: await apps.createNamespacedStatefulSet({ namespace, body: {
+        metadata: consenting('consumer-store'),
+        spec: { replicas: 0, serviceName: 'consumer-store', selector: { matchLabels: { app: 'consumer-store' } }, template: consumerTemplate('consumer-store') },
+      } }) },
+      { kind: 'DaemonSet' as const, made: await apps.createNamespacedDaemonSet({ namespace, body: {
+        metadata: consenting('consumer-agent'), spec: { selector: { matchLabels: { app: 'consumer-agent' } }, template: consumerTemplate('consumer-agent', NO_NODE) },
+      } }) },
+    ];
+    for (const { kind, made } of consumers) {
+      cast.workloads.push({ namespace, kind, name: made.metadata?.name ?? '', generation: made.metadata?.generation ?? 1, template: JSON.stringify(made.spec?.template), consents: DISCOVER_SECRET });
+    }
   }
 
   // The issuers, before the tenants that use them: a user each, its key in the operator's namespace.
@@ -133,7 +149,7 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
         { apiGroups: [GROUP], resources: ['apikeys', 'projectapikeys', 'apikeyinventories'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
         { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
         { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
-        { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+        { apiGroups: ['apps'], resources: ['deployments', 'statefulsets', 'daemonsets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
       ],
     } });
     await rbac.createNamespacedRoleBinding({ namespace, body: {
