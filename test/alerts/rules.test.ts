@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { knownReason } from '../../src/operator/keys/status/conditions.ts';
+import { INVENTORY_METRIC, INVENTORY_STATES } from '../../src/operator/inventory/metrics.ts';
 import { alertRules, chartDir, dashboardFile, helmTool, prometheusBin, root, ruleGroups, rulesFile, run, runbookFile, type RuleGroup } from './monitoring-tools.ts';
 
 const promtoolCases = join(root, 'test/alerts/rules.promtool.yaml');
@@ -80,6 +81,13 @@ describe('the alert rules', () => {
     const named = alertRules().flatMap((r) => [...r.expr.matchAll(/reason(?:=|!=|=~|!~)"([^"]+)"/g)].flatMap((m) => m[1]?.split('|') ?? []));
     expect(named.length).toBeGreaterThan(20);
     for (const reason of named) expect(knownReason(reason)).toBe(reason);
+  });
+
+  it('name only states the inventory gauge writes', () => {
+    const exprs = alertRules().map((r) => r.expr).filter((e) => e.includes(INVENTORY_METRIC));
+    const named = exprs.flatMap((e) => [...e.matchAll(/state(?:=|!=|=~|!~)"([^"]+)"/g)].flatMap((m) => m[1]?.split('|') ?? []));
+    expect(named).toContain('unmanaged_by_hand');
+    for (const state of named) expect(INVENTORY_STATES).toContain(state);
   });
 });
 

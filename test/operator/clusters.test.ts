@@ -8,17 +8,20 @@
 // as an orphan. Then prod is restored from a backup without status and without the Secrets the
 // operator wrote, under a new name (prod-r1, prod's signing key restored too): every restored key
 // resource gets a key of its own, no old key is used or revoked by it, and its inventory lists
-// prod's keys as another cluster's for a person to revoke.
+// prod's keys as another cluster's for a person to revoke. What the inventory counts by origin is
+// in its -o wide columns and, split by state, in the inventory gauge.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { Signer } from '../../src/operator/keys/issuing/signing.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, kubectl, operatorKubeConfig } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -54,8 +57,10 @@ describe('two clusters on one organization', () => {
   let staging: string;
   let prod: string;
   let prodOperator: RunningOperator;
+  /** staging's metrics: its inventory gauge. */
+  const stagingMetrics: OperatorMetrics = createMetrics(new Registry(), { defaultMetrics: false });
 
-  const start = async (cluster: string, namespace: string, signingKey: Buffer): Promise<RunningOperator> => {
+  const start = async (cluster: string, namespace: string, signingKey: Buffer, metrics?: OperatorMetrics): Promise<RunningOperator> => {
     const operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp),
       platformBaseUrl: emulator.baseUrl,
@@ -69,6 +74,7 @@ describe('two clusters on one organization', () => {
       signingKey,
       clusterName: cluster,
       organizationRateShare: 0.5,
+      ...(metrics !== undefined ? { metrics } : {}),
     });
     operators.push(operator);
     return operator;
@@ -108,7 +114,7 @@ describe('two clusters on one organization', () => {
     prod = await createNamespace(cp, 'cluster-prod');
     namespaces.push(staging, prod);
     for (const ns of [staging, prod]) await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    await start('staging', staging, signingKeys.staging);
+    await start('staging', staging, signingKeys.staging, stagingMetrics);
     prodOperator = await start('prod', prod, signingKeys.prod);
   }, 90_000);
 
@@ -162,6 +168,18 @@ describe('two clusters on one organization', () => {
     expect(entry(fromStaging, unnamed.id)?.cluster).toBeUndefined();
     expect(entry(fromStaging, forged.id)).toEqual(expect.objectContaining({ origin: 'ThisCluster' }));
     expect(entry(fromProd, forged.id)).toEqual(expect.objectContaining({ origin: 'OtherCluster', cluster: 'staging' }));
+    // kubectl get -o wide: another cluster's keys and keys by hand in columns of their own.
+    const [header = '', row = ''] = (await kubectl(cp, ['get', 'naki', 'org', '-n', staging, '-o', 'wide'])).trim().split('\n');
+    const cells = row.trim().split(/\s{2,}/);
+    const wide = Object.fromEntries(header.trim().split(/\s{2,}/).map((name, i) => [name, cells[i]]));
+    expect(wide).toEqual(expect.objectContaining({ 'NOT MANAGED': '6', 'OTHER CLUSTER': '4', 'BY HAND': '1' }));
+    // The gauge: unmanaged, and split by origin into parts that add up to it.
+    const scrape = await stagingMetrics.registry.metrics();
+    const series = (state: string): string => `neon_key_operator_inventory_keys{namespace="${staging}",inventory="org",state="${state}"}`;
+    for (const [state, count] of [['unmanaged', 6], ['unmanaged_this_cluster', 1], ['unmanaged_other_cluster', 4], ['unmanaged_by_hand', 1], ['managed', 3], ['live', 9]] as const) {
+      expect(scrape).toContain(`${series(state)} ${count}\n`);
+    }
+    expect(scrape).not.toContain(ORG);
     // A name decides nothing: every key is still live after both inventories and the drift passes.
     expect((await liveKeys()).map((k) => k.id).sort()).toEqual(live.map((k) => k.id).sort());
   }, 180_000);

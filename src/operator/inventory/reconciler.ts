@@ -186,7 +186,7 @@ export class InventoryReconciler implements Reconciler {
       ...(origins !== undefined ? { origins: { rows: origins, cluster: this.#d.clusterName ?? '' } } : {}),
       ...(previousAt !== undefined && Number.isFinite(previousAt) && fresh ? { previous: { listedAt: previousAt, ...(known !== undefined ? { notManaged: known.notManaged } : {}) } } : {}),
     });
-    const counts: InventoryCounts = { namespace, name, organizationId, live: r.live, managed: r.managed, notManaged: r.notManaged, unused: r.unused };
+    const counts: InventoryCounts = { namespace, name, organizationId, live: r.live, managed: r.managed, notManaged: r.notManaged, unused: r.unused, notManagedByOrigin: r.notManagedByOrigin };
     const managed = new Set<number>();
     const notManaged = new Set<number>();
     for (const id of listing.view.ids) (isManaged(id) ? managed : notManaged).add(id);

@@ -58,6 +58,9 @@ const inventoryColumns = [
   { name: 'Managed', type: 'integer', jsonPath: '.status.managed' },
   { name: 'Not Managed', type: 'integer', jsonPath: '.status.notManaged' },
   { name: 'Unused', type: 'integer', jsonPath: '.status.unused' },
+  // -o wide: the keys not managed whose names are another cluster's format, and those in no operator's (docs/clusters.md).
+  { name: 'Other Cluster', type: 'integer', jsonPath: '.status.notManagedByOrigin.otherCluster', priority: 1 },
+  { name: 'By Hand', type: 'integer', jsonPath: '.status.notManagedByOrigin.byHand', priority: 1 },
   { name: 'Listed', type: 'date', jsonPath: '.status.listedAt', priority: 1 },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];

@@ -55,13 +55,20 @@ describe('the generated CRDs', () => {
     expect(status.properties.conditions['x-kubernetes-list-type']).toBe('map');
   });
 
-  it('ApiKeyInventory: short name naki, category neon, status subresource, the columns Live, Managed, Not Managed, Unused, Age; tenants cannot set status', () => {
+  it('ApiKeyInventory: short name naki, category neon, status subresource, the columns Live, Managed, Not Managed, Unused, Age (and Other Cluster, By Hand with -o wide); tenants cannot set status', () => {
     const spec = customResourceDefinition('ApiKeyInventory').spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(spec.names).toEqual(expect.objectContaining({ kind: 'ApiKeyInventory', plural: 'apikeyinventories', shortNames: ['naki'], categories: ['neon'] }));
     expect(spec.versions[0].subresources).toEqual({ status: {} });
     const columns = spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => c.priority === undefined).map((c: { name: string }) => c.name);
     expect(columns).toEqual(['Ready', 'Live', 'Managed', 'Not Managed', 'Unused', 'Age']);
+    // -o wide adds the not-managed keys by origin: another cluster's, and made by hand (docs/clusters.md).
+    const wide = spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => c.priority === 1);
+    expect(wide.map((c: { name: string }) => c.name)).toEqual(['Reason', 'Organization', 'Other Cluster', 'By Hand', 'Listed']);
+    expect(wide.find((c: { name: string }) => c.name === 'Other Cluster')).toEqual({ name: 'Other Cluster', type: 'integer', jsonPath: '.status.notManagedByOrigin.otherCluster', priority: 1 });
+    expect(wide.find((c: { name: string }) => c.name === 'By Hand')).toEqual({ name: 'By Hand', type: 'integer', jsonPath: '.status.notManagedByOrigin.byHand', priority: 1 });
     const status = spec.versions[0].schema.openAPIV3Schema.properties.status.properties;
+    // Each column's path is a field of the status.
+    expect(Object.keys(status.notManagedByOrigin.properties).sort()).toEqual(['byHand', 'otherCluster', 'thisCluster']);
     expect(status.notManagedKeys.maxItems).toBe(50);
     expect(status.unusedKeys.maxItems).toBe(50);
     expect(Object.keys(status.notManagedKeys.items.properties)).toEqual(['id', 'name', 'kind', 'projectId', 'createdAt', 'createdBy', 'lastUsedAt', 'lastUsedFromAddr', 'managed', 'origin', 'cluster']);
