@@ -18,7 +18,7 @@ import { ReferenceIndex } from './reference-index.ts';
 import { RefusalLimiter } from './refusal-limiter.ts';
 import type { ControllerMetrics, ReconcileOutcome } from './metrics.ts';
 import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
-import { WakeLimiter, type WakeLimits } from './wake-limiter.ts';
+import { WakeLimiter, type WakeClock, type WakeLimits } from './wake-limiter.ts';
 
 /** What the worker does with the key after a reconcile. */
 export type ReconcileResult =
@@ -115,6 +115,8 @@ export interface ControllerOptions {
   informerFor?(watch: Watch): CachingInformer;
   /** How often changes of inputs may wake one key (wake-limiter.ts); default DEFAULT_WAKE_LIMITS. */
   inputWakes?: WakeLimits;
+  /** The wake limiters' time and timers (tests move it themselves). */
+  wakeClock?: WakeClock;
   /**
    * Bytes of large objects (as sent) the reconciles may have in hand at once (object-budget.ts):
    * each reads, writes and parses its object, so N workers on objects a tenant made large hold N
@@ -204,8 +206,8 @@ export class Controller {
     // Keys are kind/namespace/name; the queue hands them out in turns between namespaces (runtime/queue.ts).
     this.#queue = new WorkQueue<string>({ flowOf: (key) => key.slice(key.indexOf('/') + 1, key.indexOf('/', key.indexOf('/') + 1)), ...(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {}) });
     this.#refusals = new RefusalLimiter(options.maxBackoffMs !== undefined ? { maxDelayMs: options.maxBackoffMs } : {});
-    this.#inputWakes = new WakeLimiter(options.inputWakes);
-    this.#ownerWakes = new WakeLimiter(options.inputWakes);
+    this.#inputWakes = new WakeLimiter(options.inputWakes, options.wakeClock);
+    this.#ownerWakes = new WakeLimiter(options.inputWakes, options.wakeClock);
     this.#objectBudget = new ObjectBudget(options.largeObjectBudgetBytes ?? 4 * 1024 * 1024);
   }
 

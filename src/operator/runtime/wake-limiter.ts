@@ -16,11 +16,27 @@ export interface WakeLimits {
 
 export const DEFAULT_WAKE_LIMITS: WakeLimits = { burst: 3, everyMs: 5_000 };
 
+/** Time and timers; tests pass a clock they move themselves. */
+export interface WakeClock {
+  now(): number;
+  /** Runs `fn` after `ms`; returns a function that cancels it. */
+  schedule(fn: () => void, ms: number): () => void;
+}
+
+const realWakeClock: WakeClock = {
+  now: () => Date.now(),
+  schedule(fn, ms) {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
 interface Bucket {
   tokens: number;
   at: number;
   /** The trailing wake, with the latest event's callback. */
-  pending?: { timer: ReturnType<typeof setTimeout>; wake: () => void };
+  pending?: { cancel: () => void; wake: () => void };
 }
 
 /** Buckets kept before idle (full, nothing pending) ones are dropped: one per key woken lately. */
@@ -28,15 +44,15 @@ const PRUNE_ABOVE = 1_024;
 
 export class WakeLimiter {
   readonly #limits: WakeLimits;
-  readonly #now: () => number;
+  readonly #clock: WakeClock;
   readonly #buckets = new Map<string, Bucket>();
   #stopped = false;
   /** The size past which idle buckets are dropped: twice what was left after the last prune (amortized O(1) per wake). */
   #pruneAbove = PRUNE_ABOVE;
 
-  constructor(limits: WakeLimits = DEFAULT_WAKE_LIMITS, now: () => number = Date.now) {
+  constructor(limits: WakeLimits = DEFAULT_WAKE_LIMITS, clock: WakeClock = realWakeClock) {
     this.#limits = limits;
-    this.#now = now;
+    this.#clock = clock;
   }
 
   /** Runs `wake` now if the key has a token left, else once its next token comes (the latest `wake` of those that wait). */
@@ -57,15 +73,14 @@ export class WakeLimiter {
       return;
     }
     const delay = Math.ceil((1 - bucket.tokens) * this.#limits.everyMs);
-    const timer = setTimeout(() => {
+    const cancel = this.#clock.schedule(() => {
       const pending = bucket.pending;
       bucket.pending = undefined;
       if (this.#stopped || pending === undefined) return;
       this.#refill(key).tokens -= 1;
       pending.wake();
     }, delay);
-    timer.unref();
-    bucket.pending = { timer, wake };
+    bucket.pending = { cancel, wake };
   }
 
   /** How many keys have a bucket (tests: bounded). */
@@ -75,12 +90,12 @@ export class WakeLimiter {
 
   stop(): void {
     this.#stopped = true;
-    for (const bucket of this.#buckets.values()) if (bucket.pending !== undefined) clearTimeout(bucket.pending.timer);
+    for (const bucket of this.#buckets.values()) bucket.pending?.cancel();
     this.#buckets.clear();
   }
 
   #refill(key: string): Bucket {
-    const now = this.#now();
+    const now = this.#clock.now();
     let bucket = this.#buckets.get(key);
     if (bucket === undefined) {
       bucket = { tokens: this.#limits.burst, at: now };
@@ -94,7 +109,7 @@ export class WakeLimiter {
 
   /** Drops the buckets that are full again with nothing pending: a new bucket is the same. */
   #prune(): void {
-    const now = this.#now();
+    const now = this.#clock.now();
     for (const [key, bucket] of this.#buckets) {
       if (bucket.pending === undefined && bucket.tokens + (now - bucket.at) / this.#limits.everyMs >= this.#limits.burst) this.#buckets.delete(key);
     }

@@ -8,6 +8,7 @@ import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Controller, type ControllerOptions, type ReconcileResult, type Request, type Watch } from '../../../src/operator/runtime/controller.ts';
 import { WakeLimiter } from '../../../src/operator/runtime/wake-limiter.ts';
+import { manualClock } from '../../platform/manual-clock.ts';
 import { FakeInformer } from './fake-informer.ts';
 
 const list = async (): Promise<{ items: KubernetesObject[] }> => ({ items: [] });
@@ -20,24 +21,27 @@ afterEach(async () => {
 
 describe('the input wake limiter', () => {
   it('wakes a burst at once, then one per interval, and always the last of a storm with its latest event', async () => {
-    const limiter = new WakeLimiter({ burst: 2, everyMs: 200 });
+    // A clock this test moves: which writes wake depends on the limiter's time, not on this machine's speed.
+    const clock = manualClock();
+    const limiter = new WakeLimiter({ burst: 2, everyMs: 200 }, clock);
     stops.push(() => limiter.stop());
     const woken: string[] = [];
-    const started = performance.now();
     for (let i = 0; i < 30; i++) {
       limiter.admit('k', () => woken.push(`k${i}`));
-      await sleep(10);
+      await clock.advance(10);
     }
-    // 300 ms of writes every 10 ms: two at once, then the ones the interval allows.
-    expect(woken.slice(0, 2)).toEqual(['k0', 'k1']);
-    await sleep(450);
-    const elapsed = performance.now() - started;
-    expect(woken.length).toBeLessThanOrEqual(2 + Math.ceil(elapsed / 200));
-    // The last write was delivered (merged into a trailing wake), nothing after it.
-    expect(woken.at(-1)).toBe('k29');
-    const count = woken.length;
-    await sleep(250);
-    expect(woken).toHaveLength(count);
+    // 300 ms of writes every 10 ms: two at once; the third (at 20 ms, 0.1 token refilled) waits
+    // for the token due at 200 ms and wakes with the latest write by then (k19); the next token
+    // comes at 400 ms, with the storm's last write (k29).
+    expect(woken).toEqual(['k0', 'k1', 'k19']);
+    await clock.advance(99);
+    expect(woken).toEqual(['k0', 'k1', 'k19']);
+    await clock.advance(1);
+    expect(woken).toEqual(['k0', 'k1', 'k19', 'k29']);
+    // Nothing after it: no timer is left, however far time moves.
+    expect(clock.pending()).toBe(0);
+    await clock.advance(60_000);
+    expect(woken).toEqual(['k0', 'k1', 'k19', 'k29']);
     // Another key has its own bucket.
     limiter.admit('other', () => woken.push('other'));
     expect(woken.at(-1)).toBe('other');
@@ -45,12 +49,12 @@ describe('the input wake limiter', () => {
 
   it('keeps a bucket only for keys woken lately, and wakes nothing once stopped', async () => {
     // Its own clock: which buckets are full again depends on time, not on how fast this machine runs the loop.
-    let now = 1_000_000;
-    const limiter = new WakeLimiter({ burst: 1, everyMs: 5 }, () => now);
+    const clock = manualClock();
+    const limiter = new WakeLimiter({ burst: 1, everyMs: 5 }, clock);
     for (let i = 0; i < 3_000; i++) limiter.admit(`key-${i}`, () => undefined);
     // All woken this instant: every bucket is live (empty), none can go.
     expect(limiter.size).toBe(3_000);
-    now += 20;
+    await clock.advance(20);
     // Keys woken once each, long since: their buckets are full again, and dropped the first time the
     // map outgrows its bound (twice the buckets live at the last look) as new keys come.
     for (let i = 0; i < 1_200; i++) limiter.admit(`again-${i}`, () => undefined);
@@ -59,32 +63,44 @@ describe('the input wake limiter', () => {
     let late = false;
     limiter.admit('storm', () => undefined);
     limiter.admit('storm', () => { late = true; });
+    expect(clock.pending()).toBe(1);
     limiter.stop();
-    await sleep(30);
+    // Its trailing wake's timer is gone, and nothing wakes when the time comes.
+    expect(clock.pending()).toBe(0);
+    await clock.advance(1_000);
     expect(late).toBe(false);
   });
 });
 
 describe('a controller with an input rewritten in a storm', () => {
   it('reconciles the key that names it a few times, not once per write, even out of a refusal backoff, and after the last write', async () => {
-    const { calls, informers } = await widgetController({ type: 'Backoff' }, { maxBackoffMs: 60_000, inputWakes: { burst: 2, everyMs: 300 } });
+    // The wake limiter's clock is this test's; the refusal backoff is an hour, so every pass after
+    // the first is a wake by the input.
+    const clock = manualClock();
+    const { calls, informers } = await widgetController({ type: 'Backoff', minDelayMs: 3_600_000 }, { maxBackoffMs: 3_600_000, inputWakes: { burst: 2, everyMs: 300 }, wakeClock: clock });
     const [widgets, inputs] = informers as [FakeInformer, FakeInformer];
     widgets.emit('add', { kind: 'Widget', metadata: { name: 'a', namespace: 'ns', resourceVersion: '1', generation: 1, annotations: { input: 'creds' } } });
     await until(() => calls.length === 1);
-    // 1.2 s of writes every 20 ms: 60 writes.
-    const started = performance.now();
+    for (let t = 0; t < 20; t++) await tick();
+    // 1.2 s of writes every 20 ms: 60 writes, each given the turns a reconcile needs.
     for (let i = 0; i < 60; i++) {
       inputs.emit('update', { kind: 'Input', metadata: { name: 'creds', namespace: 'ns', resourceVersion: String(10 + i) } });
-      await sleep(20);
+      for (let t = 0; t < 20; t++) await tick();
+      await clock.advance(20);
+      for (let t = 0; t < 20; t++) await tick();
     }
-    await sleep(700);
-    const elapsed = performance.now() - started;
-    const woken = calls.length - 1;
-    // At most the burst and one per interval (and one trailing), plus the refusal backoff's own
-    // retries (1 s, then 2 s), never one per write; at least the burst.
-    expect(woken).toBeGreaterThanOrEqual(2);
-    expect(woken).toBeLessThanOrEqual(2 + Math.ceil(elapsed / 300) + 1 + 2);
-    expect(woken).toBeLessThan(30);
+    // Two at once (0, 20 ms), then one per 300 ms as the tokens come (300, 601, 902 ms: each
+    // a millisecond rounded up), so far 5 passes for 60 writes; the last write (1,180 ms) waits
+    // for the next token and wakes the key once more when it comes.
+    expect(calls.length - 1).toBe(5);
+    await clock.advance(300);
+    await until(() => calls.length - 1 >= 6);
+    expect(calls.length - 1).toBe(6);
+    // Nothing more to come: no wake waits for a token, however far time moves.
+    expect(clock.pending()).toBe(0);
+    await clock.advance(60_000);
+    for (let t = 0; t < 5; t++) await tick();
+    expect(calls.length - 1).toBe(6);
   });
 });
 
@@ -106,9 +122,9 @@ describe('a controller with an owned object rewritten in a storm', () => {
     // The burst, then nothing until the interval: without the limiter, one pass per write.
     expect(calls.length - 1).toBe(2);
     // Its credentials change: woken, the owner storm took none of the inputs' tokens (a shared
-    // limiter would hold it for the hour-long interval; the wait is only a loaded machine's margin).
+    // limiter would hold it for the hour-long interval, longer than the test's timeout).
     inputs.emit('update', { kind: 'Input', metadata: { name: 'creds', namespace: 'ns', resourceVersion: '100' } });
-    await until(() => calls.length === 4, 60_000);
+    await until(() => calls.length === 4);
   });
 });
 
@@ -116,7 +132,7 @@ describe('a controller with an owned object rewritten in a storm', () => {
  * A started controller of Widgets, each naming an Input by its `input` annotation, with fake
  * informers (in the order of the watches) and every reconciled name in `calls`.
  */
-async function widgetController(result: ReconcileResult, options: Pick<ControllerOptions, 'maxBackoffMs' | 'inputWakes'>, more: Watch[] = []): Promise<{ calls: string[]; informers: FakeInformer[] }> {
+async function widgetController(result: ReconcileResult, options: Pick<ControllerOptions, 'maxBackoffMs' | 'inputWakes' | 'wakeClock'>, more: Watch[] = []): Promise<{ calls: string[]; informers: FakeInformer[] }> {
   const calls: string[] = [];
   const informers: FakeInformer[] = [];
   const controller = new Controller({
@@ -151,10 +167,7 @@ async function widgetController(result: ReconcileResult, options: Pick<Controlle
 
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-async function until(f: () => boolean, ms = 2_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!f()) {
-    if (performance.now() > deadline) throw new Error('timed out');
-    await sleep(5);
-  }
+/** Waits for `f` to hold, however long that takes on this machine (the test's own timeout ends a wait that never ends). */
+async function until(f: () => boolean): Promise<void> {
+  while (!f()) await sleep(5);
 }
