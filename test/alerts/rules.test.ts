@@ -83,6 +83,33 @@ describe('the alert rules', () => {
     for (const reason of named) expect(knownReason(reason)).toBe(reason);
   });
 
+  it('the dashboard\'s inventory panel shows the not-managed keys split by origin, each once, adding up to unmanaged', async () => {
+    const dashboard = JSON.parse(readFileSync(dashboardFile, 'utf8')) as { panels: { title: string; targets?: { expr: string }[] }[] };
+    const expr = dashboard.panels.find((p) => p.title === 'Keys not managed, by origin')?.targets?.[0]?.expr ?? '';
+    expect(expr).toContain(INVENTORY_METRIC);
+    // The panel's query with "All" chosen, on one inventory's series as the operator writes them and this operator's build_info.
+    const series = (state: string, value: number): object => ({ series: `${INVENTORY_METRIC}{namespace="team-a",job="nko",instance="a",inventory="org",state="${state}"}`, values: `${value}x5` });
+    const counts = { live: 9, managed: 3, unmanaged: 6, unused: 2, unmanaged_this_cluster: 1, unmanaged_other_cluster: 4, unmanaged_by_hand: 1 };
+    const split = { unmanaged_this_cluster: 1, unmanaged_other_cluster: 4, unmanaged_by_hand: 1 };
+    expect(Object.keys(counts).sort()).toEqual([...INVENTORY_STATES].sort());
+    expect(Object.values(split).reduce((a, b) => a + b)).toBe(counts.unmanaged);
+    writeFileSync(join(scratch, 'panel.yaml'), stringify({
+      rule_files: [],
+      tests: [{
+        interval: '1m',
+        input_series: [...Object.entries(counts).map(([state, value]) => series(state, value)), { series: 'neon_key_operator_build_info{namespace="nko",job="nko",instance="a"}', values: '1x5' }],
+        promql_expr_test: [{
+          expr: expr.replaceAll('$tenant', '.*').replaceAll('$namespace', '.*'),
+          eval_time: '2m',
+          exp_samples: Object.entries(split).map(([state, value]) => ({ labels: `{namespace="team-a",inventory="org",state="${state}"}`, value })),
+        }],
+      }],
+    }));
+    const out = await run(promtool, ['test', 'rules', join(scratch, 'panel.yaml')]);
+    expect(`${out.stdout}${out.stderr}`).toContain('SUCCESS');
+    expect(out.code).toBe(0);
+  });
+
   it('name only states the inventory gauge writes', () => {
     const exprs = alertRules().map((r) => r.expr).filter((e) => e.includes(INVENTORY_METRIC));
     const named = exprs.flatMap((e) => [...e.matchAll(/state(?:=|!=|=~|!~)"([^"]+)"/g)].flatMap((m) => m[1]?.split('|') ?? []));
@@ -193,9 +220,9 @@ describe('the chart', () => {
     expect(JSON.parse(json)).toEqual(JSON.parse(readFileSync(dashboardFile, 'utf8')));
     const dashboard = JSON.parse(json) as { uid: string; title: string; panels: { title: string; type: string; targets?: { expr: string }[] }[] };
     expect(dashboard.uid).toBe('neon-key-operator');
-    // What the dashboard is for: convergence, keys by condition and reason, rotations, platform requests
-    // by status, queue depth; the generic families under controller-runtime's names, this operator's
-    // targets only (another controller serves them too).
+    // What the dashboard is for: convergence, keys by condition and reason, rotations, inventories'
+    // keys not managed by origin, platform requests by status, queue depth; the generic families under
+    // controller-runtime's names, this operator's targets only (another controller serves them too).
     const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr).join('\n');
     for (const wanted of [
       /controller_runtime_reconcile_total/, /controller_runtime_reconcile_time_seconds_bucket/, /workqueue_depth/, /leader_election_master_status/,
@@ -203,6 +230,7 @@ describe('the chart', () => {
       /sum by \(condition, status\) \(neon_key_operator_managed_keys/,
       /condition="Rotating"/, /retired_keys_total/,
       /sum by \(status\) \(rate\(neon_key_operator_platform_requests_total/,
+      /max by \(namespace, inventory, state\) \(neon_key_operator_inventory_keys\{[^}]*state=~"unmanaged_\.\+"\}/,
     ]) expect(exprs).toMatch(wanted);
     for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) expect(panel.targets?.length).toBeGreaterThan(0);
     for (const expr of exprs.split('\n').filter((e) => /\b(controller_runtime_|workqueue_|leader_election_|process_|nodejs_)/.test(e))) {
