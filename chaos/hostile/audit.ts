@@ -1,8 +1,9 @@
 // The invariants of the hostile-tenant campaign, checked every few seconds while it runs and once
 // more at the end, each violation with the actions that led to it:
 // - the operator never exits (an OOM kill of the memory cage counts) and its RSS stays under the limit;
-// - every live platform key made during the run is recorded by an existing resource (status.keyId
-//   or status.retiringKeys); one unrecorded for longer than a create takes to be recorded is a
+// - every live platform key made during the run is recorded by an existing resource (status.keyId,
+//   retiringKeys or replacedKeys, or by name in status.lostAttempts: status, which only the operator
+//   writes); one unrecorded for longer than a create takes to be recorded is a
 //   forgotten key (at the end, after the resources were deleted: none at all);
 // - no key of another namespace touched: a victim's recorded key stays live, and what its Secret
 //   holds is a key of that very resource (victims.ts watches the Secrets' writes themselves);
@@ -228,10 +229,12 @@ export class Auditor {
     this.keys = keys;
     const byId = new Map(keys.map((k) => [k.id, k]));
     const recorded = this.#world.recorded();
+    // Recorded by name: a create whose answer was lost, in its resource's status.lostAttempts.
+    const recordedNames = this.#world.recordedNames();
     const now = Date.now();
     let unrecorded = 0;
     for (const key of keys) {
-      if (key.id <= this.#cast.keysBefore || key.revoked || recorded.has(key.id)) {
+      if (key.id <= this.#cast.keysBefore || key.revoked || recorded.has(key.id) || recordedNames.has(key.name)) {
         this.#unrecordedSince.delete(key.id);
         continue;
       }

@@ -17,6 +17,7 @@ interface RawResource {
     keyId?: number; keyName?: string; secretName?: string; observedGeneration?: number;
     retiringKeys?: { keyId: number }[];
     replacedKeys?: { keyId: number }[];
+    lostAttempts?: { keyName: string }[];
     conditions?: { type: string; status: string; reason: string; message: string }[];
   };
 }
@@ -32,6 +33,8 @@ export interface Seen {
   projectId: string | undefined;
   keyId: number | undefined;
   retiring: number[];
+  /** Names of creates whose answer was lost (status.lostAttempts): a key of such a name is recorded by it. */
+  lostAttempts: string[];
   secretName: string | undefined;
   ready: boolean;
   reason: string;
@@ -55,6 +58,7 @@ function project(r: RawResource, kind: Kind): Seen {
     keyId: r.status?.keyId,
     // Retiring after a rotation, or replaced by a repair and not revoked yet: recorded beside the key.
     retiring: [...r.status?.retiringKeys ?? [], ...r.status?.replacedKeys ?? []].map((k) => k.keyId),
+    lostAttempts: (r.status?.lostAttempts ?? []).map((l) => l.keyName),
     secretName: r.status?.secretName,
     ready: ready?.status === 'True' && r.status?.observedGeneration === r.metadata.generation,
     reason: ready?.reason ?? '',
@@ -150,13 +154,20 @@ export class ResourceWatch {
     }
   }
 
-  /** Key ids recorded by an existing resource (status.keyId, status.retiringKeys). */
+  /** Key ids recorded by an existing resource (status.keyId, status.retiringKeys, status.replacedKeys). */
   recorded(): Map<number, string> {
     const out = new Map<number, string>();
     for (const [key, seen] of this.current) {
       if (seen.keyId !== undefined) out.set(seen.keyId, key);
       for (const k of seen.retiring) out.set(k, key);
     }
+    return out;
+  }
+
+  /** Key names recorded by an existing resource (status.lostAttempts: creates whose answer was lost), as status, written by the operator only. */
+  recordedNames(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const [key, seen] of this.current) for (const name of seen.lostAttempts) out.set(name, key);
     return out;
   }
 

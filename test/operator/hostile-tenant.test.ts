@@ -666,6 +666,80 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
+  /** status.lostAttempts: the names of creates whose answer was lost. */
+  const lostOf = (r: Resource): string[] => ((r.status as { lostAttempts?: { keyName: string }[] } | undefined)?.lostAttempts ?? []).map((l) => l.keyName);
+
+  it('7e. a lost create whose intent the tenant strips at once: its name is in status.lostAttempts in the failure\'s pass, its key revoked once lists answer and the name dropped', async () => {
+    const route = '/api/v2/organizations/:org_id/api_keys';
+    const intentOf = (r: Resource): string | undefined => r.metadata.annotations?.['keys.neon.dev/create-pending'];
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'lost-creds' }, stringData: { apiKey: malloryKey } } }).catch(() => undefined);
+    // No list answers (neither recovery nor the drift list can find the key): only status can say it exists.
+    await adminApi('PUT', '/faults', { rules: [
+      { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
+      { method: 'GET', route, probability: 1, kind: 'status', status: 503 },
+    ] });
+    let key1: number;
+    let attempt: string;
+    let key2: number;
+    try {
+      await attackerCreate('ApiKey', 'lost', { scope: 'Organization', organizationId: org, keyName: 'lost', credentialsSecretRef: { name: 'lost-creds' } });
+      key1 = await eventually(async () => (await liveKeysOf('lost'))[0], 20_000, 'the attempt\'s key made on the platform');
+      attempt = (await platformKeys()).find((k) => k.id === key1)!.name;
+      // The intent left for recovery, and the attempt already in status: written in the pass the answer was lost.
+      const failed = await untilAttacker('ApiKey', 'lost', (r) => intentOf(r) !== undefined && r.status?.keyId === undefined && lostOf(r).length > 0, 'the attempt in status.lostAttempts');
+      expect(lostOf(failed)).toEqual([attempt]);
+      expect(JSON.parse(intentOf(failed)!)).toMatchObject({ attempt });
+      await attackerUpdate('ApiKey', 'lost', (r) => { delete r.metadata.annotations?.['keys.neon.dev/create-pending']; });
+      // A new create goes ahead: the name keeps the lost key recorded meanwhile.
+      const renewed = await untilAttacker('ApiKey', 'lost', (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1, 'Ready with a new key');
+      key2 = renewed.status!.keyId!;
+      expect(lostOf(await get(admin, attackerNs, 'ApiKey', 'lost'))).toEqual([attempt]);
+      expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
+    } finally {
+      await adminApi('DELETE', '/faults');
+    }
+    // Lists answer: the key of the listed name revoked, the name dropped in that write.
+    await eventually(async () => ((await platformKeys()).find((k) => k.id === key1)?.revoked === true ? true : undefined), 30_000, 'the lost attempt\'s key revoked');
+    const settled = await untilAttacker('ApiKey', 'lost', (r) => lostOf(r).length === 0, 'status.lostAttempts emptied', 30_000);
+    expect(settled.status?.keyId).toBe(key2);
+    expect(await liveKeysOf('lost')).toEqual([key2]);
+    await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'lost' });
+    await gone('lost');
+    expect(await liveKeysOf('lost')).toEqual([]);
+    await victimsIntact();
+  });
+
+  it('7f. a lost create, then revokes refused (503) while lists answer: Ready with a new key without waiting for revokes, the lost key in status.replacedKeys meanwhile, revoked and dropped once they work', async () => {
+    const route = '/api/v2/organizations/:org_id/api_keys';
+    const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
+    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'outage-creds' }, stringData: { apiKey: malloryKey } } }).catch(() => undefined);
+    await adminApi('PUT', '/faults', { rules: [
+      { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
+      { method: 'DELETE', route: `${route}/:key_id`, probability: 1, kind: 'status', status: 503 },
+    ] });
+    let key1: number;
+    let key2: number;
+    try {
+      await attackerCreate('ApiKey', 'outage', { scope: 'Organization', organizationId: org, keyName: 'outage', credentialsSecretRef: { name: 'outage-creds' } });
+      key1 = await eventually(async () => (await liveKeysOf('outage'))[0], 20_000, 'the attempt\'s key made on the platform');
+      // Recovery finds it, its revoke is refused: recorded by id, and the create starts again at once.
+      const renewed = await untilAttacker('ApiKey', 'outage', (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1, 'Ready with a new key while revokes are refused', 30_000);
+      key2 = renewed.status!.keyId!;
+      expect({ replaced: replacedOf(renewed), lost: lostOf(renewed) }).toEqual({ replaced: [key1], lost: [] });
+      expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
+      expect(await eventReasons('outage')).toContain('CreateRecovered');
+    } finally {
+      await adminApi('DELETE', '/faults');
+    }
+    await untilAttacker('ApiKey', 'outage', (r) => replacedOf(r).length === 0 && r.status?.keyId === key2 && ready(r), 'status.replacedKeys emptied', 30_000);
+    expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(true);
+    expect(await liveKeysOf('outage')).toEqual([key2]);
+    await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'outage' });
+    await gone('outage');
+    expect(await liveKeysOf('outage')).toEqual([]);
+    await victimsIntact();
+  });
+
   // ---- issuer mode (issue 40): a tenant holding no platform key, served by ClusterKeyIssuers ----
 
   /** The HTTP status of a refused call; undefined when it succeeded. */

@@ -4,7 +4,7 @@
 // Intents are signed for the resource's uid (create-intent.ts); the platform's answer is checked
 // (created-key.ts); a POST is never retried blindly (docs/security.md).
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource, type ReplacedKey } from '../resources/schema.ts';
+import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER, MAX_LOST_ATTEMPTS, type KeyResource, type LostAttempt, type ReplacedKey } from '../resources/schema.ts';
 import { blockedConditions, deletingConditions, readyConditions, rotatingCondition, shownReason } from './status/conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './issuing/create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
@@ -12,7 +12,8 @@ import { checkCreatedKey } from './issuing/created-key.ts';
 import { capRefusal } from './issuing/credentials-source.ts';
 import { keepCredentials } from './issuing/credentials-in-use.ts';
 import { wrongCredentialsKind, type KeyKind } from './issuing/credentials-kind.ts';
-import { recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
+import { MAX_REPLACED_KEYS, recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
+import { attemptListFingerprint } from './observing/orphans.ts';
 import { asPlatformFailure, failureReason, reportPlatformFailure } from './status/platform-failure.ts';
 import { blockedInputs, keyIssuer, keyOrganization, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeKeyRecord, writeStatus } from './status/resource-writes.ts';
@@ -22,6 +23,24 @@ import { immutableMode } from './secret/immutable-secret.ts';
 import { deleteStaleSecret, SecretConflictError, secretHash, targetSecretName, writeSecret } from './secret/secret-writer.ts';
 import { usageConditions } from './observing/usage.ts';
 import { mirrorOperationsOfNewKey } from './observing/in-sync.ts';
+
+/** status.lostAttempts with `entry` added; decide() starts no create while the list is full, so the bound holds. */
+function lostAttemptsWith(status: KeyResource['status'], entry: LostAttempt): LostAttempt[] {
+  return [...(status?.lostAttempts ?? []).filter((l) => l.keyName !== entry.keyName), entry].slice(-MAX_LOST_ATTEMPTS);
+}
+
+/** status.lostAttempts without `names`: null (the field removed) when none is left, undefined when nothing changes. */
+function lostAttemptsWithout(status: KeyResource['status'], names: readonly string[]): { lostAttempts: LostAttempt[] | null } | undefined {
+  const kept = (status?.lostAttempts ?? []).filter((l) => !names.includes(l.keyName));
+  if (kept.length === (status?.lostAttempts ?? []).length) return undefined;
+  return { lostAttempts: kept.length > 0 ? kept : null };
+}
+
+/** Which credentials and list sent an attempt: only their list saying it has no key of its name drops it (orphans.ts lostAttemptKeys). */
+function credentialsOfAttempt(deps: KeyDeps, ctx: Context, listScope: string): { credentialsFingerprint?: string } {
+  const fingerprint = attemptListFingerprint(deps.signer, ctx.fingerprint, listScope);
+  return fingerprint !== undefined ? { credentialsFingerprint: fingerprint } : {};
+}
 
 /** Keys made this long before their intent are not the intent's (clocks differ). */
 const RECOVERY_CLOCK_MARGIN_MS = 5 * 60_000;
@@ -166,8 +185,14 @@ async function createClaimed(
     if (failure === undefined || failure.disposition === 'ambiguous') {
       // The key may exist: leave the intent for recovery (never a blind retry of the POST).
       logger.warn({ attempt: pending.attempt, code: failure?.code }, 'create outcome unknown; recovering');
+      // And in status, in this pass: the intent is the tenant's to strip or replace, status.lostAttempts
+      // is not. One status write, on this path only.
+      await writeKeyRecord(deps, { ...ctx, resource: current }, [], { lostAttempts: lostAttemptsWith(current.status, {
+        keyName: pending.attempt, since: pending.startedAt, ...credentialsOfAttempt(deps, ctx, adapter.listScope),
+      }) });
       await deps.events.record(resource, 'Warning', 'CreateOutcomeUnknown',
-        `creating key ${pending.attempt} failed ambiguously (${failure?.code ?? 'error'}); the operator will revoke any key of that name and try again`);
+        `creating key ${pending.attempt} failed ambiguously (${failure?.code ?? 'error'}); recorded in status.lostAttempts, `
+        + 'the operator will revoke any key of that name and try again');
       return { type: 'Retry' };
     }
     // A definite refusal: no key was made. Clear the intent and report.
@@ -275,50 +300,88 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
   return { type: 'Continue' };
 }
 
-/** The outcome of the attempt is unknown: revoke every live key of that name, clear the intent. */
+/**
+ * The outcome of the attempt is unknown: revoke every live key of that name (and of the names in
+ * status.lostAttempts), clear the intent. A key the platform does not revoke now joins
+ * status.replacedKeys, while it has room, and the create starts again without waiting for the
+ * outage to end; revoked from there on a later pass (revokeReplacedKeys) or with the resource.
+ */
 export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttempt): Promise<ReconcileResult> {
   const { resource, adapter, logger } = ctx;
   if (adapter === undefined) throw new Error('recover without a spec');
-  const { platform } = platformOf(deps, ctx);
+  const { platform, credentialsId } = platformOf(deps, ctx);
   let keys;
   try {
     keys = await adapter.list(platform);
   } catch (error) {
     return reportPlatformFailure(deps, ctx, asPlatformFailure(error), `recovering attempt ${pending.attempt}`, error);
   }
+  const listedAt = deps.now();
+  const lost = resource.status?.lostAttempts ?? [];
   // The attempt's name is random and signed for this resource, so only its own keys carry it;
   // and none made well before the intent (clocks differ: a margin of RECOVERY_CLOCK_MARGIN_MS).
-  const notBefore = Date.parse(pending.startedAt) - RECOVERY_CLOCK_MARGIN_MS;
+  // The same for each lost attempt, from when it was sent.
+  const notBefore = new Map<string, number>([...lost.map((l): [string, number] => [l.keyName, Date.parse(l.since) - RECOVERY_CLOCK_MARGIN_MS]),
+    [pending.attempt, Date.parse(pending.startedAt) - RECOVERY_CLOCK_MARGIN_MS]]);
   // Never the recorded key (status wrote this attempt's key before the Secret was lost: it is
   // replaced as a missing Secret's key is, new key first), nor a key retiring after a rotation
   // (status.retiringKeys: its retirement revokes it, once its consumers moved).
   const recorded = recordedKeyId(ctx.observation);
   const retiring = [...ctx.observation.retiringKeyIds ?? [], ...ctx.observation.replacedKeyIds ?? []];
-  const orphans: { id: number; name: string }[] = keys.filter((k) => k.name === pending.attempt && k.id !== recorded && !retiring.includes(k.id)
-    && (k.created_at === undefined || !(Date.parse(k.created_at) < notBefore)));
+  const orphans: { id: number; name: string }[] = keys.filter((k) => notBefore.has(k.name) && k.id !== recorded && !retiring.includes(k.id)
+    && (k.created_at === undefined || !(Date.parse(k.created_at) < (notBefore.get(k.name) ?? 0))));
   // The key this attempt was replacing: once status records another key (step 5 ran before the
   // interruption, then the Secret was lost), only this intent remembers it, and clearing the
   // intent would leave it live and unrecorded. It was being replaced anyway: revoke it too.
   if (pending.replaces !== undefined && pending.replaces !== recorded && !retiring.includes(pending.replaces) && !orphans.some((k) => k.id === pending.replaces)) {
     orphans.push({ id: pending.replaces, name: `(replaced key ${pending.replaces})` });
   }
+  const refused: { id: number; name: string; failure: ReturnType<typeof asPlatformFailure>; error: unknown }[] = [];
   for (const orphan of orphans) {
     try {
       await adapter.revoke(platform, orphan.id);
     } catch (error) {
       const failure = asPlatformFailure(error);
-      if (failure?.code !== 'NOT_FOUND') return reportPlatformFailure(deps, ctx, failure, `revoking orphaned key ${orphan.id}`, error);
+      if (failure?.code !== 'NOT_FOUND') refused.push({ ...orphan, failure, error });
     }
   }
-  logger.info({ attempt: pending.attempt, revoked: orphans.map((k) => k.id) }, 'recovered interrupted create');
+  const revoked = orphans.filter((o) => !refused.some((r) => r.id === o.id));
+  deps.drift.revokedTagged(credentialsId, adapter.listScope, revoked.map((o) => o.id));
+  // Not revoked now: recorded in status.replacedKeys if the bound leaves room for all of them, else as before: report, back off.
+  const held = resource.status?.replacedKeys ?? [];
+  const added = refused.filter((r) => !held.some((k) => k.keyId === r.id));
+  const first = refused[0];
+  if (first !== undefined && held.length + added.length > MAX_REPLACED_KEYS) {
+    return reportPlatformFailure(deps, ctx, first.failure, `revoking orphaned key ${first.id}`, first.error);
+  }
+  const since = new Date(listedAt).toISOString();
+  const replacedKeys = added.length > 0
+    ? [...held, ...added.map((r): ReplacedKey => ({ keyId: r.id, ...(notBefore.has(r.name) ? { keyName: r.name } : {}), since }))]
+    : undefined;
+  // A lost attempt leaves status.lostAttempts once its key is revoked or recorded in replacedKeys, or
+  // once this list (of the credentials that sent it, taken --pending-grace after it) shows none.
+  const fingerprint = credentialsOfAttempt(deps, ctx, adapter.listScope).credentialsFingerprint;
+  const settled = lost.filter((l) => orphans.some((o) => o.name === l.keyName)
+    || (l.credentialsFingerprint !== undefined && l.credentialsFingerprint === fingerprint && listedAt >= Date.parse(l.since) + deps.pendingGraceMs)).map((l) => l.keyName);
+  const dropped = lostAttemptsWithout(resource.status, settled);
+  let current = resource;
+  if (replacedKeys !== undefined || dropped !== undefined) {
+    current = await writeKeyRecord(deps, ctx, [], { ...(replacedKeys !== undefined ? { replacedKeys } : {}), ...dropped });
+  }
+  logger.info({ attempt: pending.attempt, revoked: revoked.map((k) => k.id), recorded: added.map((k) => k.id) }, 'recovered interrupted create');
   // A key under an issuer's cap: its slot stays its own for the create that starts again (issuer-slots.ts).
   const issuer = ctx.source?.issuer;
   if (issuer?.cap !== undefined && needsSlot(ctx, issuer.name)) deps.slots?.keep(issuer.name, resource.metadata.namespace, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
-  await updateMetadata(deps, resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  if (first !== undefined) {
+    await deps.events.record(resource, 'Warning', failureReason(first.failure, `revoking key ${first.id}`).reason,
+      `could not revoke key(s) ${refused.map((r) => r.id).join(', ')} of interrupted attempt ${pending.attempt} (${first.failure?.code ?? 'no answer'}); `
+      + 'recorded in status.replacedKeys, revoked on a later pass or with the resource; starting again');
+  }
   await deps.events.record(resource, 'Warning', 'CreateRecovered', orphans.length === 0
     ? `attempt ${pending.attempt} left no key on the platform; starting again`
-    : `revoked ${orphans.length} key(s) of interrupted attempt ${pending.attempt} (ids ${orphans.map((k) => k.id).join(', ')}), whose secret was lost`
-      + `${orphans.some((k) => k.id === pending.replaces) ? ` (with key ${pending.replaces}, which it was replacing)` : ''}; starting again`);
+    : `revoked ${revoked.length} key(s) of interrupted attempt ${pending.attempt} (ids ${revoked.map((k) => k.id).join(', ') || 'none'}), whose secret was lost`
+      + `${revoked.some((k) => k.id === pending.replaces) ? ` (with key ${pending.replaces}, which it was replacing)` : ''}; starting again`);
   return { type: 'Continue' };
 }
 
@@ -381,8 +444,6 @@ function replacedFields(status: KeyResource['status'], unrevoked: ReplacedKey | 
   return { replacedKeys: next.length > 0 ? next.slice(-MAX_REPLACED_KEYS) : null };
 }
 
-/** At most this many replaced keys recorded (the CRD's bound): the oldest beyond it is the likeliest revoked already. */
-const MAX_REPLACED_KEYS = 8;
 
 /**
  * status.replacedKeys with the orphans not revoked added, in the room the bound leaves: a key
@@ -402,17 +463,23 @@ function orphansRecorded(status: KeyResource['status'], keyIds: readonly number[
  * credentials of this pass, which are the ones status names (decide() asks for them). Being
  * deleted, status does not change: the resource stays until they are revoked.
  */
-export async function revokeOrphans(deps: KeyDeps, ctx: Context, keyIds: readonly number[]): Promise<ReconcileResult> {
+export async function revokeOrphans(deps: KeyDeps, ctx: Context, keyIds: readonly number[], lost: readonly { keyId: number; keyName: string }[] = [], noKey: readonly string[] = []): Promise<ReconcileResult> {
   const { adapter, resource, logger } = ctx;
   if (adapter === undefined) throw new Error('revoke without a spec');
   const { platform, credentialsId } = platformOf(deps, ctx);
   const { revoked, gone, failed } = await revokeEach(adapter, platform, keyIds, true);
+  // status.lostAttempts: the names known to have left no key, and those whose key is gone or recorded by id now.
+  const settledNames = (recordedIds: readonly number[]): string[] => [...noKey, ...lost.filter((k) => gone.includes(k.keyId) || recordedIds.includes(k.keyId)).map((k) => k.keyName)];
   if (failed !== undefined) {
     if (revoked.length > 0) deps.drift.revokedTagged(credentialsId, adapter.listScope, revoked);
     const unrevoked = keyIds.filter((id) => !gone.includes(id));
     // Being deleted, the resource stays until they are revoked, and every pass finds them again at any age.
     const recorded = ctx.observation.deleting ? { replacedKeys: [], added: [] } : orphansRecorded(resource.status, unrevoked, new Date(deps.now()).toISOString());
-    if (recorded.added.length > 0) await writeStatus(deps, ctx, [], { replacedKeys: recorded.replacedKeys });
+    const inReplaced = recorded.replacedKeys.map((k) => k.keyId);
+    const dropped = ctx.observation.deleting ? undefined : lostAttemptsWithout(resource.status, settledNames(inReplaced));
+    if (recorded.added.length > 0 || dropped !== undefined) {
+      await writeStatus(deps, ctx, [], { ...(recorded.added.length > 0 ? { replacedKeys: recorded.replacedKeys } : {}), ...dropped });
+    }
     logger.warn({ keyId: failed.keyId, code: failed.failure?.code, recorded: recorded.added }, 'a key of an interrupted create is still not revoked');
     await deps.events.record(resource, 'Warning', failureReason(failed.failure, `revoking key ${failed.keyId}`).reason,
       `could not revoke key(s) ${unrevoked.join(', ')} of an interrupted create whose intent is gone (${failed.failure?.code ?? 'no answer'}); `
@@ -421,9 +488,11 @@ export async function revokeOrphans(deps: KeyDeps, ctx: Context, keyIds: readonl
     return backoffAfter(failed.failure);
   }
   deps.drift.revokedTagged(credentialsId, adapter.listScope, keyIds);
-  logger.info({ revoked }, 'revoked keys of an interrupted create whose intent was gone');
+  const dropped = ctx.observation.deleting ? undefined : lostAttemptsWithout(resource.status, settledNames([]));
+  if (dropped !== undefined) await writeStatus(deps, ctx, [], dropped);
+  logger.info({ revoked, settled: dropped !== undefined ? settledNames([]) : [] }, 'revoked keys of an interrupted create whose intent was gone');
   if (revoked.length > 0) {
-    await deps.events.record(resource, 'Warning', 'CreateRecovered', `revoked key(s) ${revoked.join(', ')}, made by an interrupted create of this resource whose intent annotation was removed or replaced; recorded nowhere`);
+    await deps.events.record(resource, 'Warning', 'CreateRecovered', `revoked key(s) ${revoked.join(', ')}, made by an interrupted create of this resource whose intent annotation was removed or replaced; recorded nowhere, or by name only (status.lostAttempts)`);
   }
   return { type: 'Continue' };
 }

@@ -8,6 +8,7 @@
 
 import type { InternalReason, Reason } from './status/conditions.ts';
 import { MAX_API_KEY_LENGTH } from '../../platform/index.ts';
+import { MAX_LOST_ATTEMPTS } from '../resources/schema.ts';
 
 export interface PendingAttempt {
   /** The key name sent to the platform: <keyName>-<8 random chars>. */
@@ -129,6 +130,11 @@ export interface Observation {
   replacedKeyIds?: number[];
   /** Keys of this resource's attempts (their names carry its tag) recorded nowhere: left by a create whose intent was lost (observe.ts orphanKeys). */
   orphanKeyIds?: number[];
+  /**
+   * status.lostAttempts (creates whose answer was lost), with what the list last taken shows of
+   * them (observing/orphans.ts lostAttemptKeys): their live keys, and the names known to have none.
+   */
+  lostAttempts?: { names: string[]; keys: { keyId: number; keyName: string }[]; gone: string[] };
   /** This operator process: a restarted process is a different holder. */
   identity: string;
   /** How long another holder's intent is presumed in flight (longer than a create request can take). */
@@ -218,8 +224,11 @@ export type Action =
   | { type: 'Unverifiable'; keyId: number; report: boolean; retryAfterMs: number }
   /** Revoke the keys a repair replaced that the platform did not revoke then (status.replacedKeys). */
   | { type: 'RevokeReplaced'; keyIds: number[] }
-  /** Revoke the keys an interrupted create left whose intent is gone (stripped, replaced): recorded nowhere, never in a Secret. */
-  | { type: 'RevokeOrphans'; keyIds: number[] }
+  /**
+   * Revoke the keys an interrupted create left whose intent is gone (stripped, replaced): recorded
+   * nowhere, or by name only (status.lostAttempts: `lost` are theirs, `gone` the names to drop); never in a Secret.
+   */
+  | { type: 'RevokeOrphans'; keyIds: number[]; lost?: { keyId: number; keyName: string }[]; gone?: string[] }
   /** Deletion: revoke the key, and the keys still retiring (they are in no Secret any more). */
   | { type: 'Revoke'; keyId: number; retiring?: number[] }
   /** Deletion with deletionPolicy Retain: the key and its Secret stay, the Secret loses its owner; retiring keys are revoked. */
@@ -256,6 +265,34 @@ export function fulfilledIntent(pending: Observation['pending'], status: Observa
 /** The intent decide() acts on: none when the one present is fulfilled. */
 export function activeIntent(o: Pick<Observation, 'pending' | 'status'>): Observation['pending'] {
   return fulfilledIntent(o.pending, o.status) ? undefined : o.pending;
+}
+
+/** status.replacedKeys holds at most this many keys (the CRD's bound). */
+export const MAX_REPLACED_KEYS = 8;
+
+/**
+ * The RevokeOrphans of this pass, if any: tag-found orphans, keys of status.lostAttempts' names,
+ * and names known to have left no key (dropped).
+ */
+function orphansToRevoke(o: Observation, reason: Reason | InternalReason): Decision | undefined {
+  const lost = o.lostAttempts?.keys ?? [];
+  const gone = o.lostAttempts?.gone ?? [];
+  const keyIds = [...new Set([...o.orphanKeyIds ?? [], ...lost.map((k) => k.keyId)])];
+  if (keyIds.length === 0 && gone.length === 0) return undefined;
+  return {
+    action: { type: 'RevokeOrphans', keyIds, ...(lost.length > 0 ? { lost } : {}), ...(gone.length > 0 ? { gone } : {}) },
+    reason,
+    message: keyIds.length > 0
+      ? `revoking key(s) ${keyIds.join(', ')} of an interrupted create whose intent is gone`
+      : `attempt(s) ${gone.join(', ')}, whose answer was lost, left no key; dropping them from status.lostAttempts`,
+  };
+}
+
+/** Names in status.lostAttempts the list last taken says nothing of yet: no key of theirs in it, and not known to have none. */
+export function lostUnresolved(o: Pick<Observation, 'lostAttempts'>): string[] {
+  const lost = o.lostAttempts;
+  if (lost === undefined) return [];
+  return lost.names.filter((n) => !lost.gone.includes(n) && !lost.keys.some((k) => k.keyName === n));
 }
 
 const REFUSED_INTENT: Record<RefusedIntent, string> = {
@@ -371,10 +408,24 @@ export function decide(o: Observation): Decision {
     const keyId = recordedKeyId(o);
     // The replaced keys not revoked yet go with the retiring ones: in no Secret, recorded only here;
     // and the keys of an interrupted create whose intent is gone (orphanKeyIds).
-    const retiring = [...o.retiringKeyIds ?? [], ...o.replacedKeyIds ?? [], ...o.orphanKeyIds ?? []];
+    const lostKeyIds = (o.lostAttempts?.keys ?? []).map((k) => k.keyId).filter((id) => !(o.orphanKeyIds ?? []).includes(id));
+    const retiring = [...o.retiringKeyIds ?? [], ...o.replacedKeyIds ?? [], ...o.orphanKeyIds ?? [], ...lostKeyIds];
     const andRetiring = retiring.length > 0 ? ` and retiring key(s) ${retiring.join(', ')}` : '';
     if (retiring.length > 0 && o.credentials !== 'Present') {
       return { ...blockedOnCredentials(o.credentials, `revoke retiring key(s) ${retiring.join(', ')}`, o.throughIssuer), reason: 'CredentialsMissing' };
+    }
+    // A lost attempt no list has answered for yet (status.lostAttempts): the finalizer stays until
+    // a list of the credentials that made it shows its key (revoked) or, past the pending grace, none.
+    const unresolved = lostUnresolved(o);
+    if (unresolved.length > 0) {
+      if (o.credentials !== 'Present') return { ...blockedOnCredentials(o.credentials, `look for the keys of lost attempt(s) ${unresolved.join(', ')}`, o.throughIssuer), reason: 'CredentialsMissing' };
+      const found = [...o.orphanKeyIds ?? [], ...lostKeyIds];
+      if (found.length > 0) return { action: { type: 'RevokeOrphans', keyIds: found }, reason: 'Deleting', message: `revoking key(s) ${found.join(', ')} of an interrupted create` };
+      return {
+        action: { type: 'Blocked', retry: true },
+        reason: 'Deleting',
+        message: `waiting for a list of the credentials that sent lost attempt(s) ${unresolved.join(', ')}, taken --pending-grace after them, to show their key (revoked then) or none`,
+      };
     }
     if (o.deletionPolicy === 'Retain') {
       return {
@@ -383,8 +434,8 @@ export function decide(o: Observation): Decision {
         message: (keyId === undefined ? 'no key was issued' : `deletionPolicy Retain: key ${keyId} and its Secret are kept`) + (retiring.length > 0 ? `; retiring key(s) ${retiring.join(', ')} revoked` : ''),
       };
     }
-    if (keyId === undefined && (o.orphanKeyIds ?? []).length > 0) {
-      const keyIds = o.orphanKeyIds ?? [];
+    if (keyId === undefined && (o.orphanKeyIds ?? []).length + lostKeyIds.length > 0) {
+      const keyIds = [...o.orphanKeyIds ?? [], ...lostKeyIds];
       return { action: { type: 'RevokeOrphans', keyIds }, reason: 'Deleting', message: `revoking key(s) ${keyIds.join(', ')} of an interrupted create whose intent is gone` };
     }
     if (keyId === undefined) return { action: { type: 'Release' }, reason: 'NoKey', message: 'no key was issued; nothing to revoke' };
@@ -403,18 +454,35 @@ export function decide(o: Observation): Decision {
   if (!o.hasFinalizer) return { action: { type: 'AddFinalizer' }, reason: 'Creating', message: 'adding the finalizer' };
   if (pending === 'Malformed' || pending === 'Unsigned') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: REFUSED_INTENT[pending] };
   if (pending !== undefined) return pendingDecision(o, pending, 'creating');
-  // A repair's replaced key the platform did not revoke then: before anything else, with the
-  // credentials that issued it (status.replacedKeys is its only record; other credentials'
-  // NOT_FOUND would say nothing: it stays recorded until those are back, or until the delete).
-  if ((o.replacedKeyIds ?? []).length > 0 && o.credentials === 'Present' && o.credentialsChanged !== true) {
-    const keyIds = o.replacedKeyIds ?? [];
-    return { action: { type: 'RevokeReplaced', keyIds }, reason: 'RevokingReplaced', message: `revoking replaced key(s) ${keyIds.join(', ')}` };
+  const revoking = o.credentials === 'Present' && o.credentialsChanged !== true;
+  // Keys of this resource's attempts recorded nowhere, or by name only: revoked (or moved to
+  // status.replacedKeys) before anything else.
+  const orphans = revoking ? orphansToRevoke(o, 'RevokingReplaced') : undefined;
+  if (orphans !== undefined) return orphans;
+  const next = keyDecision(o);
+  // A repair's replaced key the platform did not revoke then: with the credentials that issued it
+  // (status.replacedKeys is its only record; other credentials' NOT_FOUND would say nothing: it
+  // stays recorded until those are back, or until the delete). Before anything else but a new key
+  // while the list has room for what it may add: recorded there, it waits for no outage to end.
+  const replaced = o.replacedKeyIds ?? [];
+  if (replaced.length > 0 && revoking && !(next.action.type === 'Create' && replaced.length < MAX_REPLACED_KEYS)) {
+    return { action: { type: 'RevokeReplaced', keyIds: replaced }, reason: 'RevokingReplaced', message: `revoking replaced key(s) ${replaced.join(', ')}` };
   }
-  if ((o.orphanKeyIds ?? []).length > 0 && o.credentials === 'Present' && o.credentialsChanged !== true) {
-    const keyIds = o.orphanKeyIds ?? [];
-    return { action: { type: 'RevokeOrphans', keyIds }, reason: 'RevokingReplaced', message: `revoking key(s) ${keyIds.join(', ')} of an interrupted create whose intent is gone` };
+  // A create may go ahead while lost attempts are recorded (status.lostAttempts keeps their keys
+  // accounted for), but not one more than the list holds: its own answer could be lost too.
+  const lost = o.lostAttempts?.names ?? [];
+  if (next.action.type === 'Create' && lost.length >= MAX_LOST_ATTEMPTS) {
+    return {
+      action: { type: 'Wait', afterMs: Math.max(1_000, o.pendingGraceMs) },
+      reason: 'Recovering',
+      message: `the answers of ${lost.length} creates were lost (${lost.join(', ')}); no new key until a list of the platform's keys shows what became of one of them`,
+    };
   }
+  return next;
+}
 
+/** What to do about the recorded key (or its absence) once no intent, orphan or replaced key comes first. */
+function keyDecision(o: Observation): Decision {
   const secret = o.secret;
   const keyId = recordedKeyId(o);
   const create = (replaces: number | undefined, reason: Reason, message: string): Decision =>

@@ -18,7 +18,7 @@ import { checkRecordedKey, type FailingSince } from './observing/drift-check.ts'
 import { capRefusal, credentialsSource, type CredentialsSettings } from './issuing/credentials-source.ts';
 import type { Context, KeyDeps } from './reconcile-context.ts';
 import { locateSecret, observeSecret } from './secret/secret-writer.ts';
-import { orphanKeys } from './observing/orphans.ts';
+import { attemptListFingerprint, lostAttemptKeys, orphanKeys } from './observing/orphans.ts';
 import { ownTagKeys } from './issuing/key-names.ts';
 import { recordedValues, secretInLine, templateOf } from './secret/secret-template.ts';
 
@@ -165,6 +165,26 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
       logger.debug({ err: error }, 'no list for the interrupted creates\' keys');
     }
   }
+  // Creates whose answer was lost (status.lostAttempts): their keys, at any age, in a list taken if
+  // none was lately, whatever became of the intent; rare, so one list per pass at most meanwhile.
+  const lostEntries = status.lostAttempts ?? [];
+  let lostAttempts: Observation['lostAttempts'];
+  if (lostEntries.length > 0) {
+    lostAttempts = { names: lostEntries.map((l) => l.keyName), keys: [], gone: [] };
+    if (pending === undefined && !releasing && adapter !== undefined && apiKey !== undefined && credentials === 'Present' && !refused) {
+      const client = deps.platformFor(apiKey);
+      try {
+        await deps.drift.ensureList(client.credentialsId, adapter, client.platform, ownTagKeys(deps.signer.attemptTag(meta.uid), deps.signer.cluster));
+        lostAttempts = lostAttemptKeys(deps, {
+          credentialsId: client.credentialsId, listScope: adapter.listScope, uid: meta.uid, lost: lostEntries,
+          fingerprint: attemptListFingerprint(deps.signer, fingerprint, adapter.listScope), recorded: [recorded, ...retiringKeys.map((k) => k.keyId), ...(status.replacedKeys ?? []).map((k) => k.keyId)],
+          graceMs: deps.pendingGraceMs,
+        });
+      } catch (error) {
+        logger.debug({ err: error }, 'no list for the lost attempts\' keys');
+      }
+    }
+  }
   const abandon = meta.annotations?.[ANNOTATION_ABANDON_KEY];
   // The cap of the issuer's rule, for a first key only (issuer-slots.ts): refused here, before any
   // write; taken for good at the intent (create-protocol.ts).
@@ -189,6 +209,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     ...(retiringKeys.length > 0 ? { retiringKeyIds: retiringKeys.map((k) => k.keyId) } : {}),
     ...((status.replacedKeys ?? []).length > 0 ? { replacedKeyIds: (status.replacedKeys ?? []).map((k) => k.keyId) } : {}),
     ...(orphans.length > 0 ? { orphanKeyIds: orphans } : {}),
+    ...(lostAttempts !== undefined ? { lostAttempts } : {}),
     identity: deps.identity,
     pendingGraceMs: deps.pendingGraceMs,
     deleting: meta.deletionTimestamp !== undefined,

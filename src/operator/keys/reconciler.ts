@@ -396,7 +396,7 @@ export class KeyReconciler implements Reconciler {
       case 'RevokeReplaced':
         return revokeReplacedKeys(deps, ctx, action.keyIds);
       case 'RevokeOrphans':
-        return revokeOrphans(deps, ctx, action.keyIds);
+        return revokeOrphans(deps, ctx, action.keyIds, action.lost, action.gone);
       case 'Revoke':
         return revokeAndRelease(deps, ctx, action.keyId, action.retiring);
       case 'Retain':

@@ -340,6 +340,19 @@ export const ReplacedKey = z.object({
 });
 export type ReplacedKey = z.infer<typeof ReplacedKey>;
 
+/** At most this many lost attempts recorded (the CRD's bound); a full list stops new creates until one is resolved. */
+export const MAX_LOST_ATTEMPTS = 4;
+
+export const LostAttempt = z.object({
+  keyName: z.string().max(64).meta({ description: 'The attempt\'s key name: any platform key of this name is this resource\'s, and is revoked.' }),
+  since: timestamp('When the create was sent.'),
+  credentialsFingerprint: z.string().max(64).optional().meta({
+    description: 'Which credentials and list made the attempt: an HMAC (keyed by a key only the operator holds), never the key. '
+      + 'Only their list showing no key of the name drops the entry.',
+  }),
+});
+export type LostAttempt = z.infer<typeof LostAttempt>;
+
 export const RotationStatus = z.object({
   lastRotatedAt: timestamp('When the Secret last switched to a new key by rotation.').optional(),
   nextRotationAt: timestamp('When the next scheduled rotation is due (from spec.rotation.interval and window).').optional(),
@@ -374,6 +387,11 @@ const statusFields = {
   replacedKeys: z.array(ReplacedKey).max(8).optional().meta({
     description: 'Keys a repair replaced whose revocation failed (the platform did not answer): revoked on a later pass or with the resource; '
       + 'recorded here, where only the operator writes, so that no key is live and recorded nowhere. Normally absent.',
+  }),
+  lostAttempts: z.array(LostAttempt).max(MAX_LOST_ATTEMPTS).optional().meta({
+    description: 'Creates whose answer was lost (the platform may have made the key): a key of such a name is revoked when a list shows it, '
+      + 'and the entry dropped then, or once a list taken --pending-grace after it shows none. Recorded here, where only the operator writes, '
+      + 'so that the key is found again whatever becomes of the create-pending annotation. Normally absent.',
   }),
   conditions: z.array(Condition).max(16).optional().meta({
     description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey; InUse with spec.usage.unusedAfter; Rotating once a rotation started).',

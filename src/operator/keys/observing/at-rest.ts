@@ -118,9 +118,9 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
   const resourceVersion = resource.metadata.resourceVersion;
   const source = ctx.source?.secret;
   if (resourceVersion === undefined || spec === undefined || adapter === undefined || ctx.apiKey === undefined || credentials === undefined || secret === undefined || source === undefined) return undefined;
-  // A retirement in progress, a schedule or grace error (reported on each pass), credentials not yet
+  // A retirement in progress, lost attempts, a schedule or grace error (reported on each pass), credentials not yet
   // recorded as the key's: the next pass has something to do.
-  if ((status.retiringKeys ?? []).length > 0 || (status.replacedKeys ?? []).length > 0 || ctx.rotation.schedule.error !== undefined || ctx.rotation.graceError !== undefined) return undefined;
+  if ((status.retiringKeys ?? []).length > 0 || (status.replacedKeys ?? []).length > 0 || (status.lostAttempts ?? []).length > 0 || ctx.rotation.schedule.error !== undefined || ctx.rotation.graceError !== undefined) return undefined;
   if (ctx.listed === undefined && status.credentialsFingerprint !== ctx.fingerprint) return undefined;
   const used = { ...status.lastUsedAt !== undefined ? { lastUsedAt: status.lastUsedAt } : {}, ...status.lastUsedFromAddr !== undefined ? { lastUsedFromAddr: status.lastUsedFromAddr } : {}, ...usageFields(ctx.listed, status) };
   const usage = used.lastUsedAt === undefined && used.lastUsedFromAddr === undefined ? NO_USAGE : used;

@@ -91,7 +91,8 @@ function stringBytes(value: string | null | undefined): number {
 interface Snapshot<T> { at: number; value: T; bytes?: number; covers?: ReadonlySet<number> }
 
 /** A listed key whose name carries an attempt tag: its id and creation time (ms). */
-export interface TaggedKey { id: number; createdAt: number | undefined }
+/** `rand`: the 3 random characters that end its name (after the tag), which tell one attempt of the resource from another. */
+export interface TaggedKey { id: number; createdAt: number | undefined; rand: string }
 
 /**
  * The keys of a list by the attempt tag their names carry (TAGGED_KEY_BYTES a key named by the
@@ -103,7 +104,7 @@ function taggedKeys(listed: readonly ListedKey[]): Map<string, TaggedKey[]> {
     const tag = attemptTagOf(key.name);
     if (tag === undefined) continue;
     const createdAt = key.created_at !== undefined ? Date.parse(key.created_at) : Number.NaN;
-    const entry = { id: key.id, createdAt: Number.isFinite(createdAt) ? createdAt : undefined };
+    const entry = { id: key.id, createdAt: Number.isFinite(createdAt) ? createdAt : undefined, rand: key.name.slice(-3) };
     const keys = byTag.get(tag);
     if (keys === undefined) byTag.set(tag, [entry]);
     else keys.push(entry);
@@ -113,7 +114,7 @@ function taggedKeys(listed: readonly ListedKey[]): Map<string, TaggedKey[]> {
 
 function taggedBytes(byTag: ReadonlyMap<string, readonly TaggedKey[]>): number {
   let bytes = 0;
-  for (const [tag, keys] of byTag) bytes += TAG_BYTES + stringBytes(tag) + keys.length * TAGGED_KEY_BYTES;
+  for (const [tag, keys] of byTag) bytes += TAG_BYTES + stringBytes(tag) + keys.length * (TAGGED_KEY_BYTES + STRING_BYTES + 3);
   return bytes;
 }
 

@@ -10,9 +10,13 @@
 // deletion (at any age: no create runs then). Only names in this cluster's format count, and the
 // format without a cluster name (keys made before the name was given): a key named like another
 // cluster's, whose tag may equal this resource's by chance (5 characters), is never revoked here.
+// A create whose answer was lost is recorded by name in status.lostAttempts in the same pass
+// (create-protocol.ts), which only the operator writes: a key of such a name is revoked at any age
+// (lostAttemptKeys), the operator knowing that attempt ended, and before any grace has passed.
 import type { KeyDeps } from '../reconcile-context.ts';
 import { ownTagKeys } from '../issuing/key-names.ts';
 import type { DriftCache, TaggedKey } from './drift.ts';
+import type { LostAttempt } from '../../resources/schema.ts';
 
 /** created_at has second precision and the platform's clock is not ours. */
 const CLOCK_MARGIN_MS = 5_000;
@@ -42,4 +46,43 @@ export function orphanKeys(deps: Pick<KeyDeps, 'drift' | 'signer'>, o: { credent
   const created = o.createdAt;
   if (list === undefined || list.keys.length === 0 || created === undefined || !Number.isFinite(created)) return [];
   return list.keys.filter((k) => !o.recorded.includes(k.id) && isOrphanAge(k, created, list.at, o.minAgeMs)).map((k) => k.id);
+}
+
+/** What the list last taken shows of the attempts in status.lostAttempts (decision.ts Observation.lostAttempts). */
+export interface LostAttemptsSeen {
+  /** Every name listed. */
+  names: string[];
+  /** Live keys of a listed name, recorded nowhere else: revoked at any age (the operator knows the attempt ended). */
+  keys: { keyId: number; keyName: string }[];
+  /** Names a list of the credentials that made them, taken at least `graceMs` after the create, shows no key of: dropped. */
+  gone: string[];
+}
+
+/**
+ * The keys of the attempts status.lostAttempts names, in the list of the attempt tag last taken (no
+ * request): a key's name is the attempt's when it carries the resource's tag and ends in the same
+ * 3 random characters. `fingerprint`: the credentials and list of this pass (as the entries record
+ * theirs); another list's silence says nothing of an attempt.
+ */
+export function lostAttemptKeys(deps: Pick<KeyDeps, 'drift' | 'signer'>, o: {
+  credentialsId: string; listScope: string; uid: string; lost: readonly LostAttempt[]; fingerprint: string | undefined; recorded: readonly (number | undefined)[]; graceMs: number;
+}): LostAttemptsSeen {
+  const seen: LostAttemptsSeen = { names: o.lost.map((l) => l.keyName), keys: [], gone: [] };
+  const list = ownTagged(deps.drift, o.credentialsId, o.listScope, deps.signer.attemptTag(o.uid), deps.signer.cluster);
+  if (list === undefined) return seen;
+  for (const lost of o.lost) {
+    const matching = list.keys.filter((k) => k.rand === lost.keyName.slice(-3));
+    const live = matching.filter((k) => !o.recorded.includes(k.id));
+    seen.keys.push(...live.map((k) => ({ keyId: k.id, keyName: lost.keyName })));
+    const since = Date.parse(lost.since);
+    if (live.length === 0 && lost.credentialsFingerprint !== undefined && lost.credentialsFingerprint === o.fingerprint && Number.isFinite(since) && list.at >= since + o.graceMs) {
+      seen.gone.push(lost.keyName);
+    }
+  }
+  return seen;
+}
+
+/** The fingerprint a lost attempt records: of the credentials (their fingerprint) and of the list (scope) that shows its keys. */
+export function attemptListFingerprint(signer: Pick<KeyDeps['signer'], 'fingerprint'>, credentialsFingerprint: string | undefined, listScope: string): string | undefined {
+  return credentialsFingerprint === undefined ? undefined : signer.fingerprint(`lost attempt\n${listScope}\n${credentialsFingerprint}`);
 }
