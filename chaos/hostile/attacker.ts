@@ -149,6 +149,7 @@ export class Attacker {
   /** Requeue storms: resources, intent writes, victims' creates whose answer was dropped (their key ids). */
   readonly storms: { resources: number; writes: number; seconds: number; victimDrops: DroppedCreate[] }[] = [];
   #discovering = false;
+  #discoverRounds = 0;
 
   constructor(tenant: Tenant, context: AttackerContext) {
     this.#t = tenant;
@@ -396,9 +397,9 @@ export class Attacker {
     if (roll < 89) return await this.#switchSource(some.kind, some.name);
     if (roll < 91) return void await this.#platformProbe(this.#pick(this.#platformProbes()));
     if (roll < 93) return await this.#issuerInventory();
-    if (roll < 94.5) return await this.#rotationWindow(some.kind, some.name);
-    if (roll < 95.5) return await this.#credentialsInventory();
-    if (roll < 97) return await this.#liftCredentialsFinalizer();
+    if (roll < 95) return await this.#rotationWindow(some.kind, some.name);
+    if (roll < 96) return await this.#credentialsInventory();
+    if (roll < 98) return await this.#liftCredentialsFinalizer();
 
     await this.#observe();
   }
@@ -555,15 +556,18 @@ export class Attacker {
    * audit holds still: no resource goes while its key lives.
    */
   async #liftCredentialsFinalizer(): Promise<void> {
-    const name = this.#pick(this.#issuerMode ? ['own-key', 'creds-storm', 'creds-odd'] : ['neon-admin', 'neon-admin', 'creds-storm', 'creds-odd']);
-    const secret = await this.#readSecret(name);
-    const finalizers = secret?.metadata?.finalizers ?? [];
-    if (!finalizers.includes(CREDENTIALS_FINALIZER)) {
-      this.#c.journal.add(this.#who, 'credentials.finalizer-absent', this.#target('Secret', name), secret === undefined ? 'no Secret' : 'ok');
+    // One that carries it (a whole rewrite of a credentials Secret drops it too, and the operator puts it back at its next create).
+    const names = this.#issuerMode ? ['own-key', 'creds-storm', 'creds-odd'] : ['neon-admin', 'creds-storm', 'creds-odd'];
+    const kept = (await Promise.all(names.map((n) => this.#readSecret(n)))).filter((x) => x?.metadata?.finalizers?.includes(CREDENTIALS_FINALIZER) === true);
+    if (kept.length === 0) {
+      this.#c.journal.add(this.#who, 'credentials.finalizer-absent', `${this.#ns}/Secret/*`, 'ok');
       return;
     }
-    const kept = finalizers.filter((f) => f !== CREDENTIALS_FINALIZER);
-    const lifted = await this.#patchSecret('credentials.finalizer-lift', name, { metadata: { finalizers: kept, resourceVersion: secret?.metadata?.resourceVersion } });
+    const secret = this.#pick(kept);
+    const name = secret?.metadata?.name ?? '';
+    const finalizers = secret?.metadata?.finalizers ?? [];
+    const rest = finalizers.filter((f) => f !== CREDENTIALS_FINALIZER);
+    const lifted = await this.#patchSecret('credentials.finalizer-lift', name, { metadata: { finalizers: rest, resourceVersion: secret?.metadata?.resourceVersion } });
     if (lifted && name !== 'neon-admin' && this.#chance(0.4)) {
       await this.#act('credentials.delete-unkept', this.#target('Secret', name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name }));
     }
@@ -1248,9 +1252,9 @@ export class Attacker {
    * Many workloads of the tenant's own reading DISCOVER_SECRET, Deployments, StatefulSets (replicas
    * 0) and DaemonSets (a node selector no node matches), half consenting to restarts for it
    * (keys.neon.dev/restart-on-rotation), some fat (200 KiB of annotations and a 300 KiB environment
-   * value), and resources naming that Secret, rotated a few times: with rotation.restart.discover, or
-   * (half the rounds) restart.workloads naming some consenting workloads of each kind and one that did
-   * not consent, with or without discover. Then: a workload that did not consent is never changed; a
+   * value), and resources naming that Secret, rotated a few times: with rotation.restart.discover,
+   * restart.workloads naming some consenting workloads of each kind and one that did not consent with
+   * discover, or those named only (in turn). Then: a workload that did not consent is never changed; a
    * consenting one is restarted (its pod template's annotation: its generation) at most as many times
    * as the resources holding that Secret name rotated (keys made for them, less their first); without
    * discover, a consenting workload not named is not changed either; the victims' consenting workloads
@@ -1290,12 +1294,12 @@ export class Attacker {
         if (made === undefined) continue;
         workloads.push({ kind, name: workload, consents, fat, generation: made.metadata?.generation ?? 1, template: JSON.stringify(made.spec?.template), annotations: ownAnnotations(made) });
       }
-      // Half the rounds name workloads: up to two consenting ones of each kind, one that did not consent, one missing.
-      const named = this.#chance(0.5)
-        ? [...WORKLOAD_KINDS.flatMap((kind) => workloads.filter((w) => w.kind === kind && w.consents).slice(0, this.#int(1, 2))),
-          ...workloads.filter((w) => !w.consents).slice(0, 1)].map((w) => ({ kind: w.kind, name: w.name }))
-        : [];
-      const discover = named.length === 0 || this.#chance(0.5);
+      // In turn (by tenant and round, so a short run sees each): discover alone; workloads named (up to two
+      // consenting ones of each kind, one that did not consent, one missing) and discover; named only.
+      const mode = (this.#t.index + 1 + this.#discoverRounds++) % 3;
+      const named = mode === 0 ? [] : [...WORKLOAD_KINDS.flatMap((kind) => workloads.filter((w) => w.kind === kind && w.consents).slice(0, this.#int(1, 2))),
+        ...workloads.filter((w) => !w.consents).slice(0, 1)].map((w) => ({ kind: w.kind, name: w.name }));
+      const discover = mode !== 2;
       const restart = { discover, ...(named.length > 0 ? { workloads: [...named, { kind: this.#pick(WORKLOAD_KINDS), name: `${name}-missing` }] } : {}) };
       // One resource holds the Secret name; now and then a second names it too (an older one holds it).
       const rotation = { gracePeriod: CHAOS_MIN_ROTATION_GRACE, maxGracePeriod: CHAOS_MIN_ROTATION_GRACE, restart };
