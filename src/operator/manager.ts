@@ -67,6 +67,8 @@ export interface OperatorOptions {
   /** Distinguishes this process in intents; a new one per start. */
   identity?: string;
   maxBackoffMs?: number;
+  /** The first refusal's backoff, doubled per refusal up to maxBackoffMs (default 1 s). */
+  minBackoffMs?: number;
   /** How often an input's changes may wake one key (runtime/wake-limiter.ts); default DEFAULT_WAKE_LIMITS. */
   inputWakes?: WakeLimits;
   /** A cache whose watch has failed this long is stale: not ready, not trusted at rest. Default 3 minutes (`--cache-stale-after`). */
@@ -411,6 +413,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     ownWrites,
     ...(watched.length > 0 ? { namespaces: watched } : {}),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
+    ...(options.minBackoffMs !== undefined ? { minBackoffMs: options.minBackoffMs } : {}),
     ...(options.inputWakes !== undefined ? { inputWakes: options.inputWakes } : {}),
     ...(options.cacheStaleAfterMs !== undefined ? { cacheStaleAfterMs: options.cacheStaleAfterMs } : {}),
     ...(options.informers !== undefined ? { reflector: options.informers } : {}),

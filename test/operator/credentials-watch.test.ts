@@ -18,6 +18,8 @@ import { createNamespace, customObjects, eventually, installOperatorManifests, o
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
 const BOGUS = 'b'.repeat(64);
+/** Waits that claim nothing about speed end with their test (its timeout), not before. */
+const UNTIL_THE_TEST_ENDS = 115_000;
 
 interface Condition { type: string; status: string; reason: string }
 interface Resource { status?: { conditions?: Condition[] } }
@@ -78,21 +80,8 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     if (cached.size !== current.length || current.some(([k, rv]) => cached.get(k) !== rv)) return undefined;
     const [added, worked] = await Promise.all([total('workqueue_adds_total'), total('workqueue_work_duration_seconds')]);
     return added > 0 && added === worked ? true : undefined;
-  }, 20_000, 'the operator caught up with every write');
+  }, UNTIL_THE_TEST_ENDS, 'the operator caught up with every write');
   const refusalsOf = (name: string): ReconcileRecord[] => records.filter((r) => r.name === name && r.result === 'Backoff');
-
-  /**
-   * Waits until `name` was refused `n` times in a row (Backoff results), and returns the backoff it
-   * now holds in, measured: the refusal limiter doubles the delay per refusal, so the hold after
-   * the n-th is twice the measured gap between the (n-1)-th and the n-th.
-   */
-  const holdingAfter = async (name: string, n: number): Promise<{ lastRefusalAt: number; holdMs: number }> => {
-    await eventually(async () => (refusalsOf(name).length >= n ? true : undefined), 30_000, `${name} refused ${n} times`);
-    const refusals = refusalsOf(name);
-    const last = refusals[refusals.length - 1]!;
-    const previous = refusals[refusals.length - 2]!;
-    return { lastRefusalAt: last.endedAt, holdMs: 2 * (last.endedAt - previous.endedAt) };
-  };
 
   beforeAll(async () => {
     cp = await controlPlane();
@@ -108,14 +97,16 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
       kubeConfig: await operatorKubeConfig(cp),
       platformBaseUrl: emulator.baseUrl,
       namespace,
-      // Long: only a watch event can explain a reconcile within seconds.
-      driftIntervalMs: 120_000,
+      // An hour, longer than any test here may run: only a watch event can explain a reconcile
+      // of a key that was refused (its backoff) or verified (its drift check).
+      driftIntervalMs: 3_600_000,
       // The wakes are what this suite measures, not their limit (test/operator/runtime/wake-limiter.test.ts):
       // its writes of creds-bogus (created, fixed, broken, fixed again within seconds) fit the burst
       // whatever the machine's speed, where the default 3 left the fourth waiting for its token.
       inputWakes: { burst: 10, everyMs: 5_000 },
       unverifiedAfterMs: 1,
-      maxBackoffMs: 120_000,
+      minBackoffMs: 3_600_000,
+      maxBackoffMs: 3_600_000,
       logger: pino({ level: 'silent' }),
       metrics,
       onReconcile: (record) => records.push(record),
@@ -128,79 +119,80 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     await emulator?.close();
   });
 
-  it('CredentialsMissing and Unauthorized, holding in a refusal backoff, are woken within 2 s of the Secret being created or fixed, and Ready before the backoff ends', async () => {
+  it('CredentialsMissing and Unauthorized, holding in a refusal backoff of an hour, are woken by the Secret being created or fixed', async () => {
     await putSecret('creds-bogus', BOGUS);
     await create('missing', 'creds-missing');
     await create('unauthorized', 'creds-bogus');
     await until('missing', 'Ready', (c) => c.reason === 'CredentialsMissing');
     await until('unauthorized', 'Ready', (c) => c.reason === 'Unauthorized');
-    // Refused four times: 1 s, 2 s, 4 s, now holding 8 s.
-    const [missing, unauthorized] = await Promise.all([holdingAfter('missing', 4), holdingAfter('unauthorized', 4)]);
-    for (const hold of [missing, unauthorized]) expect(hold.holdMs).toBeGreaterThanOrEqual(6_000);
+    // Refused once each, now holding for an hour: nothing but a wake by the Secret can bring them back.
+    await caughtUp();
+    expect(refusalsOf('missing')).toHaveLength(1);
+    expect(refusalsOf('unauthorized')).toHaveLength(1);
 
     const fixedAt = Date.now();
     await Promise.all([putSecret('creds-missing', aliceKey), putSecret('creds-bogus', aliceKey)]);
+    // Waited for without a bound of its own: the backoff and the drift check are an hour away.
     await Promise.all([
-      until('missing', 'Ready', (c) => c.status === 'True', 10_000),
-      until('unauthorized', 'Ready', (c) => c.status === 'True', 10_000),
+      until('missing', 'Ready', (c) => c.status === 'True', UNTIL_THE_TEST_ENDS),
+      until('unauthorized', 'Ready', (c) => c.status === 'True', UNTIL_THE_TEST_ENDS),
     ]);
     const readyAfterMs = Date.now() - fixedAt;
-    const heldFor = Math.min(missing.lastRefusalAt + missing.holdMs, unauthorized.lastRefusalAt + unauthorized.holdMs) - fixedAt;
-    // The reconcile that made each Ready started after the fix, within 2 s of it: woken by it, not
-    // by its timer. The 2 s bound is on the wake (the Secret's watch event, the queue), which is
-    // what "at once" promises; the create's own platform call and writes come after it, and on a
-    // loaded CI machine (load 16-28 on 2 cores) took the whole past 2 s while the wake did not.
+    // The reconcile that made each Ready started after the fix and sent the create.
     const wokenAfterMs: number[] = [];
     for (const name of ['missing', 'unauthorized']) {
       // (Reported once it ended: the status it wrote may be read first.)
-      const woken = await eventually(async () => records.find((r) => r.name === name && r.startedAt >= fixedAt && r.createSent), 5_000, `${name}'s create reported`);
+      const woken = await eventually(async () => records.find((r) => r.name === name && r.startedAt >= fixedAt && r.createSent), UNTIL_THE_TEST_ENDS, `${name}'s create reported`);
       expect(woken.actions).toContain('Create');
       wokenAfterMs.push(woken.startedAt - fixedAt);
     }
-    console.log(`credentials fixed: woken after ${wokenAfterMs.join(' / ')} ms, Ready after ${readyAfterMs} ms; the backoff would have held ${heldFor} ms more (holds ${missing.holdMs} / ${unauthorized.holdMs} ms)`);
-    for (const ms of wokenAfterMs) expect(ms).toBeLessThan(2_000);
-    // Ready long before the backoff (at least 6 s from the last refusal) would have let it try again.
-    expect(readyAfterMs).toBeLessThan(heldFor);
-  }, 60_000);
+    // A measurement, not a bound (how fast is the machine's business; npm run bench measures it).
+    console.log(`credentials fixed: woken after ${wokenAfterMs.join(' / ')} ms, Ready after ${readyAfterMs} ms (backoff and drift interval: 1 h)`);
+    expect(refusalsOf('missing')).toHaveLength(1);
+    expect(refusalsOf('unauthorized')).toHaveLength(1);
+  }, 120_000);
 
-  it('CredentialsRefused (a recorded key that cannot be checked) is cleared at once when the Secret is fixed (woken within 2 s), far below the drift interval', async () => {
+  it('CredentialsRefused (a recorded key that cannot be checked) is cleared by the Secret being fixed, not by the drift check an hour away', async () => {
     // Both Ready keys share creds-bogus (now alice's): break it, then fix it.
     await putSecret('creds-bogus', BOGUS);
-    await until('unauthorized', 'KeyIssued', (c) => c.reason === 'CredentialsRefused', 10_000);
+    await until('unauthorized', 'KeyIssued', (c) => c.reason === 'CredentialsRefused', UNTIL_THE_TEST_ENDS);
     const fixedAt = Date.now();
     await putSecret('creds-bogus', aliceKey);
-    await until('unauthorized', 'Ready', (c) => c.status === 'True', 10_000);
+    await until('unauthorized', 'Ready', (c) => c.status === 'True', UNTIL_THE_TEST_ENDS);
     const readyAfterMs = Date.now() - fixedAt;
-    // Woken by the fix (the reconcile that cleared it started within 2 s of it, as above), Ready
-    // within the 10 s of the wait above: far below the drift interval, the only other way back.
-    const woken = await eventually(async () => records.find((r) => r.name === 'unauthorized' && r.startedAt >= fixedAt && r.reasons.includes('Ready')), 5_000, 'the reconcile that cleared it reported');
-    console.log(`credentials refused then fixed: woken after ${woken.startedAt - fixedAt} ms, Ready after ${readyAfterMs} ms (drift interval 120 s)`);
-    expect(woken.startedAt - fixedAt).toBeLessThan(2_000);
-  }, 30_000);
+    const woken = await eventually(async () => records.find((r) => r.name === 'unauthorized' && r.startedAt >= fixedAt && r.reasons.includes('Ready')), UNTIL_THE_TEST_ENDS, 'the reconcile that cleared it reported');
+    console.log(`credentials refused then fixed: woken after ${woken.startedAt - fixedAt} ms, Ready after ${readyAfterMs} ms (drift interval 1 h)`);
+    expect(woken.startedAt).toBeGreaterThanOrEqual(fixedAt);
+  }, 120_000);
 
   it('a change of a Secret no resource names wakes nothing; a change of a credentials Secret wakes exactly the resources naming it', async () => {
     await create('other', 'creds-other');
     await putSecret('creds-other', aliceKey);
     await until('other', 'Ready', (c) => c.status === 'True');
-    // Quiet: every resource Ready, the next drift check two minutes away, and the operator caught
+    // Quiet: every resource Ready, the next drift check an hour away, and the operator caught
     // up with every write (creds-other's own event may wake "other" once more after it was Ready).
     await caughtUp();
     const before = await reconciles();
     await putSecret('unrelated', 'nothing-to-do-with-keys');
     await putSecret('unrelated', 'still-nothing');
     await core.deleteNamespacedSecret({ namespace, name: 'unrelated' });
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // A later write on the same watch: once the cache holds it, every event before it was handled,
+    // and caughtUp() also waits for any wake they queued to be worked.
+    await putSecret('marker-1', 'nothing-either');
+    await caughtUp();
     expect(await reconciles()).toBe(before);
 
     // creds-missing is named by "missing" only: one reconcile, of it.
     const since = Date.now();
     await core.patchNamespacedSecret({ namespace, name: 'creds-missing', body: [{ op: 'add', path: '/metadata/annotations', value: { touched: 'yes' } }] });
-    await eventually(async () => ((await reconciles()) > before ? true : undefined), 5_000, 'a reconcile');
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await eventually(async () => ((await reconciles()) > before ? true : undefined), UNTIL_THE_TEST_ENDS, 'a reconcile');
+    // Any other wake the patch caused was queued before the cache holds the later marker, and worked once caught up.
+    await putSecret('marker-2', 'nothing-either');
+    await caughtUp();
     // Which resources were reconciled first (a failure then names the extra one), then how many passes.
     expect(records.filter((r) => r.startedAt >= since).map((r) => r.name)).toEqual(['missing']);
     expect(await reconciles()).toBe(before + 1);
-  }, 30_000);
+  }, 120_000);
 
   it('the operator\'s caches hold the credentials Secrets\' identity, never their value', async () => {
     const cached = operator.cacheContents();

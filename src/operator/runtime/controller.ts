@@ -108,6 +108,8 @@ export interface ControllerOptions {
   metrics?: ControllerMetrics;
   /** Ceiling of the per-item backoff after refusals (Backoff results). */
   maxBackoffMs?: number;
+  /** The first refusal's backoff, doubled per refusal (default 1 s). */
+  minBackoffMs?: number;
   queueMetrics?: WorkQueueMetrics;
   /** The versions the reconciler wrote: their events do not wake the key again (own-writes.ts). */
   ownWrites?: OwnWrites;
@@ -205,7 +207,10 @@ export class Controller {
     this.#o = options;
     // Keys are kind/namespace/name; the queue hands them out in turns between namespaces (runtime/queue.ts).
     this.#queue = new WorkQueue<string>({ flowOf: (key) => key.slice(key.indexOf('/') + 1, key.indexOf('/', key.indexOf('/') + 1)), ...(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {}) });
-    this.#refusals = new RefusalLimiter(options.maxBackoffMs !== undefined ? { maxDelayMs: options.maxBackoffMs } : {});
+    this.#refusals = new RefusalLimiter({
+      ...(options.maxBackoffMs !== undefined ? { maxDelayMs: options.maxBackoffMs } : {}),
+      ...(options.minBackoffMs !== undefined ? { baseDelayMs: options.minBackoffMs } : {}),
+    });
     this.#inputWakes = new WakeLimiter(options.inputWakes, options.wakeClock);
     this.#ownerWakes = new WakeLimiter(options.inputWakes, options.wakeClock);
     this.#objectBudget = new ObjectBudget(options.largeObjectBudgetBytes ?? 4 * 1024 * 1024);
