@@ -161,15 +161,28 @@ async function createClaimed(
     ...(decision.action.type === 'Create' && decision.action.abandons !== undefined ? { abandons: decision.action.abandons } : {}),
     ...(ctx.source?.issuer !== undefined ? { issuer: ctx.source.issuer.name } : {}),
   };
-  // The namespace's credentials are kept while this key may live: before anything is minted with them.
-  if (deps.credentialsUsers !== undefined) await keepCredentials(deps.kube, ctx.credentialsSecret, logger, deps.ownWrites);
+  // The namespace's credentials are kept while this key may live: before anything is minted with
+  // them, so before the POST, written beside the intent (two apiserver writes at once, not in a row).
+  const kept = deps.credentialsUsers !== undefined ? keepCredentials(deps.kube, ctx.credentialsSecret, logger, deps.ownWrites) : Promise.resolve();
   // The intent, with the resourceVersion we read: a conflict means someone else moved; never create then.
   let current = await updateMetadata(deps, resource, (m) => {
     if (addFinalizer && !(m.finalizers ?? []).includes(FINALIZER)) m.finalizers = [...(m.finalizers ?? []), FINALIZER];
     m.annotations = { ...m.annotations, [ANNOTATION_CREATE_PENDING]: encodeIntent(deps.signer, resource.metadata.uid, pending) };
     // Given up for the key it named; a later key is not given up by it.
     delete m.annotations[ANNOTATION_ABANDON_KEY];
+  }).catch(async (error: unknown) => {
+    await kept.catch(() => undefined);
+    throw error;
   });
+  try {
+    await kept;
+  } catch (error) {
+    // Not kept: no POST, and the intent is taken back (the slot with it); one left behind is recovered as any unfinished attempt.
+    await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; }).catch(() => {
+      if (slot !== undefined) slot.written = true;
+    });
+    throw error;
+  }
   if (slot !== undefined) slot.written = true;
   logger.info({ attempt: pending.attempt }, 'creating key');
   if (ctx.record !== undefined) ctx.record.createSent = true;

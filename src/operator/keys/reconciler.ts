@@ -27,6 +27,7 @@ import { cachedCopy, newKeyOrganization } from './observing/cache-projection.ts'
 import { objectRef } from '../runtime/own-writes.ts';
 import type { Priority } from './issuing/create-line.ts';
 import { sendsFor } from './issuing/fair-limiter.ts';
+import { startCreateChecks } from './issuing/create-head-start.ts';
 import { CredentialsKinds } from './issuing/credentials-kind.ts';
 import { OrganizationMemberships, type MembershipsKept } from './issuing/organization-membership.ts';
 import { ISSUER_KIND } from '../resources/issuer.ts';
@@ -420,6 +421,8 @@ async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (p
   const organization = adapter?.listScope.startsWith('org:') === true ? adapter.listScope.slice('org:'.length) : undefined;
   if (organization === undefined) return run(deps);
   const issuer = ctx.source?.issuer;
+  // The credentials' kind and the credentials Secret's finalizer, beside the membership check (issuing/create-head-start.ts).
+  startCreateChecks(deps, ctx);
   // Credentials of the namespace: into the organization's line, and to its limiter (the platform
   // client's, per organization), only once they are known to belong to it, whatever the create is
   // for (a first key, a repair, a rotation, one started again after an interrupted one). An

@@ -22,8 +22,9 @@ describe('the create protocol', () => {
     const result = await r.reconcile();
     expect(result).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
     const key = r.platform.keys[0]!;
-    // The credentials' organizations first (organization-membership.ts): nothing enters the organization's line or limiter before.
-    expect(r.platform.calls).toEqual(['listMyOrganizations', 'getAuth', `createOrg org-1 ${key.name}`]);
+    // The credentials' kind asked beside their organizations (create-head-start.ts), the create after both:
+    // nothing enters the organization's line or limiter before the organizations' answer (organization-membership.ts).
+    expect(r.platform.calls).toEqual(['getAuth', 'listMyOrganizations', `createOrg org-1 ${key.name}`]);
     expect(key.name).toMatch(/^ci-deployer-[a-z0-9]{8}$/);
     // Three apiserver writes and the event (issue 14): the finalizer with the intent, the Secret,
     // the status that records the key and so fulfils the intent (no write to clear it).
@@ -51,7 +52,7 @@ describe('the create protocol', () => {
     const r = rig();
     r.kube.putResource(keyResource('ProjectApiKey', 'pk'));
     expect(await r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
-    expect(r.platform.calls).toEqual(['listMyOrganizations', 'getAuth', `createOrg org-1 ${r.platform.keys[0]!.name} p-1`]);
+    expect(r.platform.calls).toEqual(['getAuth', 'listMyOrganizations', `createOrg org-1 ${r.platform.keys[0]!.name} p-1`]);
   });
 
   it("a ProjectApiKey's status is written once, with its project's operations (polled already, or by the first poll its key starts)", async () => {
@@ -188,7 +189,7 @@ describe('the create protocol', () => {
     r.platform.auth = { account_id: 'org-1', auth_method: 'api_key_org' };
     expect(await r.reconcile()).toEqual({ type: 'Backoff' });
     expect(await r.reconcile()).toEqual({ type: 'Backoff' });
-    expect(r.platform.calls).toEqual(['listMyOrganizations', 'getAuth']);
+    expect(r.platform.calls).toEqual(['getAuth', 'listMyOrganizations']);
     const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
     expect(condition(resource, 'KeyIssued')).toBe('False CredentialsWrongKind');
     expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();

@@ -33,4 +33,24 @@ describe('which kind of key the credentials hold', () => {
     await kinds.of('a', ask);
     expect(asked).toBe(3);
   });
+
+  it('concurrent askers with one credentials share one question; a failed one is shared and not remembered', async () => {
+    const kinds = new CredentialsKinds(60_000, () => 0);
+    let asked = 0;
+    let answer: (auth: typeof user) => void = () => undefined;
+    const ask = () => { asked += 1; return new Promise<typeof user>((resolve) => { answer = resolve; }); };
+    const waiting = Array.from({ length: 16 }, () => kinds.of('a', ask));
+    expect(asked).toBe(1);
+    answer(user);
+    expect(await Promise.all(waiting)).toEqual(Array.from({ length: 16 }, () => user));
+    await kinds.of('a', ask);
+    expect(asked).toBe(1);
+
+    let failed = 0;
+    const failing = async (): Promise<typeof user> => { failed += 1; throw new Error('503'); };
+    const results = await Promise.allSettled([kinds.of('b', failing), kinds.of('b', failing), kinds.of('b', failing)]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(failed).toBe(1);
+    expect(await kinds.of('b', async () => user)).toEqual(user);
+  });
 });

@@ -33,6 +33,14 @@ export function keepsCredentials(secret: V1Secret | undefined): boolean {
 const keeping = new Map<string, Promise<void>>();
 
 /**
+ * `Secret/namespace/name@resourceVersion` of copies the finalizer was written over, newest last: a
+ * create that read the Secret before that write and comes to keep it after (its check started
+ * early, reconciler.ts) has nothing to write, instead of a 409 and a fresh read in its way to the POST.
+ */
+const keptOver = new Set<string>();
+const MAX_KEPT_OVER = 1_000;
+
+/**
  * Puts the finalizer on the credentials Secret as read (an update with its resourceVersion; on a
  * conflict, once more on a fresh read). Nothing when it is there already, or when the Secret is
  * being deleted (no finalizer can be added then; the namespace is going and nothing is minted).
@@ -45,9 +53,15 @@ export async function keepCredentials(kube: Pick<KubeWrites, 'readSecret' | 'rep
   const ref = objectRef('Secret', namespace, name);
   const under = keeping.get(ref);
   if (under !== undefined) return under;
+  if (keptOver.has(`${ref}@${meta.resourceVersion}`)) return;
   const put = async (current: V1Secret): Promise<void> => {
     const m = current.metadata ?? {};
     const written = await kube.replaceSecret(namespace, name, { ...current, metadata: { ...m, finalizers: [...m.finalizers ?? [], CREDENTIALS_FINALIZER] } });
+    keptOver.add(`${ref}@${meta.resourceVersion}`);
+    for (const over of keptOver) {
+      if (keptOver.size <= MAX_KEPT_OVER) break;
+      keptOver.delete(over);
+    }
     // Its event wakes none of the resources naming the Secret: a finalizer is nothing they read.
     ownWrites?.recordQuiet(ref, m.resourceVersion, written.metadata?.resourceVersion);
     logger.info({ secret: name }, 'credentials Secret kept while keys issued with it are live');

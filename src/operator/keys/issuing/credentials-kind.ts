@@ -36,6 +36,8 @@ export class CredentialsKinds {
   readonly #ttlMs: number;
   readonly #now: () => number;
   readonly #known = new Map<string, { at: number; auth: AuthDetails }>();
+  /** Questions under way: the first creates of a namespace at once (one per worker) share one GET /auth. */
+  readonly #asking = new Map<string, Promise<AuthDetails>>();
 
   constructor(ttlMs: number, now: () => number = Date.now) {
     this.#ttlMs = ttlMs;
@@ -45,6 +47,15 @@ export class CredentialsKinds {
   async of(credentialsId: string, ask: () => Promise<AuthDetails>): Promise<AuthDetails> {
     const known = this.#known.get(credentialsId);
     if (known !== undefined && this.#now() - known.at < this.#ttlMs) return known.auth;
+    const asking = this.#asking.get(credentialsId);
+    if (asking !== undefined) return await asking;
+    // A failed question is shared by those who asked with it, and not remembered: the next asks again.
+    const request = this.#ask(credentialsId, ask).finally(() => this.#asking.delete(credentialsId));
+    this.#asking.set(credentialsId, request);
+    return await request;
+  }
+
+  async #ask(credentialsId: string, ask: () => Promise<AuthDetails>): Promise<AuthDetails> {
     const auth = await ask();
     this.#known.set(credentialsId, { at: this.#now(), auth });
     for (const [id, entry] of this.#known) if (this.#now() - entry.at >= this.#ttlMs) this.#known.delete(id);
