@@ -50,6 +50,8 @@ export interface ReflectorOptions {
   /** Ask for bookmarks. Default true; false only to measure what they spare (bench/idle-churn.ts). */
   bookmarks?: boolean;
   now?: () => number;
+  /** Starts the pause between rounds; returns a function that cancels it. Default setTimeout (tests watch the pauses). */
+  pauseTimer?: (done: () => void, ms: number) => () => void;
   /** Told after each round, before the pause. */
   onRestart?(restart: WatchRestart): void;
   /** Told of each LIST sent (the first one, and every relist). */
@@ -60,6 +62,11 @@ export interface ReflectorOptions {
 
 type Verb = 'add' | 'update' | 'delete' | 'change' | 'error' | 'connect';
 type Callback<T> = (obj: T) => void;
+
+function defaultPauseTimer(done: () => void, ms: number): () => void {
+  const timer = setTimeout(done, ms);
+  return () => clearTimeout(timer);
+}
 
 /** A watch open this long without an error has been accepted: the cache is current again. */
 const CONFIRM_OPEN_MS = 1_000;
@@ -264,9 +271,9 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
     this.#o.onRestart?.({ ...restart, delayMs, failures: this.#backoff.failures });
     if (delayMs === 0 || this.#stopped) return;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, delayMs);
+      const cancel = (this.#o.pauseTimer ?? defaultPauseTimer)(resolve, delayMs);
       this.#wakeSleep = () => {
-        clearTimeout(timer);
+        cancel();
         resolve();
       };
     });
