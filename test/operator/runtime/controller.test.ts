@@ -55,6 +55,11 @@ interface Harness {
   ownWrites: OwnWrites;
   results: string[];
   informers: FakeInformer[];
+  /**
+   * Resolves once every key that entered the work queue has been worked: an event's wake enters
+   * the queue while the event is handled, so a key an earlier event woke has been reconciled by then.
+   */
+  settled(): Promise<void>;
 }
 
 let running: Controller | undefined;
@@ -99,11 +104,14 @@ async function start(options: { maxBackoffMs?: number; namespaces?: string[]; wa
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
     ...(options.namespaces !== undefined ? { namespaces: options.namespaces } : {}),
     ...(options.cacheStaleAfterMs !== undefined ? { cacheStaleAfterMs: options.cacheStaleAfterMs } : {}),
-    queueMetrics: { depth: () => undefined, add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => options.retries?.push('retry') },
+    queueMetrics: { depth: () => undefined, add: () => void queued++, queueLatency: () => undefined, workDuration: () => void worked++, retry: () => options.retries?.push('retry') },
   });
+  let queued = 0;
+  let worked = 0;
   running = controller;
   await controller.start();
-  return { controller, reconciler, widgets: informers[0]!, parts: informers[1]!, inputs: informers[2]!, ownWrites, results, informers };
+  const settled = (): Promise<void> => until('every queued key worked', () => queued === worked && reconciler.calls.length === results.length, 50_000);
+  return { controller, reconciler, widgets: informers[0]!, parts: informers[1]!, inputs: informers[2]!, ownWrites, results, informers, settled };
 }
 
 async function until(what: string, f: () => boolean, ms = 2_000): Promise<void> {
@@ -139,7 +147,7 @@ describe('Controller', () => {
     expect(h.controller.cachedObject('Widget', '', 'c')?.metadata?.resourceVersion).toBe('1');
     h.ownWrites.record('Widget//c', '1', '2');
     h.widgets.emit('update', cluster('2'));
-    await sleep(50);
+    await h.settled();
     expect(h.reconciler.calls).toHaveLength(2);
     h.widgets.emit('update', cluster('3'));
     await until('c woken by another writer', () => h.reconciler.calls.length === 3);
@@ -159,7 +167,7 @@ describe('Controller', () => {
     h.ownWrites.record('Part/ns/p', undefined, '7');
     h.widgets.emit('update', widget('a', '2'));
     h.parts.emit('add', part('p', 'a', '7'));
-    await sleep(50);
+    await h.settled();
     expect(h.reconciler.calls).toEqual([]);
     h.widgets.emit('update', widget('a', '3'));
     await until('a reconciled', () => h.reconciler.calls.length === 1);
@@ -176,7 +184,7 @@ describe('Controller', () => {
     h.ownWrites.record('Widget/ns/a', '1', '2');
     h.reconciler.gate = undefined;
     release();
-    await sleep(50);
+    await h.settled();
     expect(h.reconciler.calls).toEqual(['Widget/ns/a']);
 
     // Someone else's change during a reconcile runs the key again after it.
@@ -229,7 +237,7 @@ describe('Controller', () => {
     // Status writes by others, its owned objects: held (the delay is at least 1 s).
     h.widgets.emit('update', widget('a', '2', { generation: 1 }));
     h.parts.emit('update', part('p', 'a', '3'));
-    await sleep(100);
+    await h.settled();
     expect(h.reconciler.calls).toEqual(['Widget/ns/a']);
     // A new generation (spec change) wakes it at once.
     h.reconciler.results = [{ type: 'Backoff' }];
@@ -251,12 +259,12 @@ describe('Controller', () => {
     // An input nobody names, and an owned object: nothing wakes (held, the delay is at least 1 s).
     h.inputs.emit('update', input('unrelated', '5'));
     h.parts.emit('update', part('p', 'a', '6'));
-    await sleep(100);
+    await h.settled();
     expect(h.reconciler.calls).toHaveLength(3);
     // The input a and b name changes: both wake at once, c does not.
     h.inputs.emit('update', input('creds', '7'));
     await until('a and b woken', () => h.reconciler.calls.length === 5);
-    await sleep(50);
+    await h.settled();
     expect(h.reconciler.calls.slice(3).sort()).toEqual(['Widget/ns/a', 'Widget/ns/b']);
     // b now names another input: the index follows (the old one no longer wakes it).
     h.widgets.emit('update', widget('b', '8', { input: 'other', generation: 2 }));
@@ -264,7 +272,7 @@ describe('Controller', () => {
     await until('settled', () => h.results.length === 6);
     h.inputs.emit('add', input('creds', '9'));
     await until('a woken', () => h.reconciler.calls.length === 7);
-    await sleep(50);
+    await h.settled();
     expect(h.reconciler.calls[6]).toBe('Widget/ns/a');
     // A deleted input wakes too (the credentials are gone); a deleted widget leaves the index.
     h.widgets.emit('delete', widget('a', '10', { input: 'creds' }));
@@ -342,7 +350,7 @@ describe('Controller', () => {
     await until('a reconciled', () => h.reconciler.calls.length === 1);
     h.ownWrites.recordQuiet('Input/ns/creds', '1', '2');
     h.inputs.emit('update', input('creds', '2'));
-    await sleep(50);
+    await h.settled();
     expect(h.reconciler.calls).toHaveLength(1);
     h.inputs.emit('update', input('creds', '3'));
     await until('a woken by a change of its input', () => h.reconciler.calls.length === 2);
