@@ -131,7 +131,7 @@ describe('Controller', () => {
     h.parts.emit('add', part('p', 'b', '2'));
     h.parts.emit('add', part('orphan', undefined, '3'));
     await until('b reconciled', () => h.reconciler.calls.length === 2);
-    await sleep(30);
+    await h.settled();
     expect(h.reconciler.calls).toEqual(['Widget/ns/a', 'Widget/ns/b']);
     expect(h.results).toEqual(['Widget success', 'Widget success']);
     expect(h.controller.cached('Widget').map((o) => o.metadata?.name)).toEqual(['a']);
@@ -288,9 +288,16 @@ describe('Controller', () => {
     const reconciler = new ScriptedReconciler();
     const informers: FakeInformer[] = [];
     const ownWrites = new OwnWrites();
+    let queued = 0;
+    let worked = 0;
+    let ended = 0;
+    // Every key that entered the work queue was worked, and every reconcile started has ended.
+    const settled = (): Promise<void> => until('every queued key worked', () => queued === worked && reconciler.calls.length === ended, 50_000);
     const controller = new Controller({
       kubeConfig: new KubeConfig(),
       reconciler,
+      onReconciled: () => void ended++,
+      queueMetrics: { depth: () => undefined, add: () => void queued++, queueLatency: () => undefined, workDuration: () => void worked++, retry: () => undefined },
       watches: () => [
         {
           type: 'for', kind: 'Widget', path: '/widgets', project: (o) => o,
@@ -325,12 +332,12 @@ describe('Controller', () => {
     ownWrites.record('Part/ns/p', '5', '6');
     parts.emit('update', part('p', 'b', '6'));
     await until('a woken', () => reconciler.calls.length === 5);
-    await sleep(50);
+    await settled();
     expect(reconciler.calls[4]).toBe('Widget/ns/a');
     expect(reconciler.calls).toHaveLength(5);
     // An object nobody owns nor names: nothing.
     parts.emit('add', part('q', undefined, '7'));
-    await sleep(50);
+    await settled();
     expect(reconciler.calls).toHaveLength(5);
   });
 
