@@ -17,9 +17,12 @@ export default tseslint.config(
     // and libraries, never the domain, the resources' schema or the platform client.
     files: ['src/operator/runtime/**'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [{ regex: '^\\.\\./', message: 'src/operator/runtime imports nothing outside itself (no domain, schema or platform code)' }],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ regex: '^\\.\\./', message: 'src/operator/runtime imports nothing outside itself (no domain, schema or platform code)' }],
+        },
+      ],
     },
   },
   {

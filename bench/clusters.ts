@@ -27,16 +27,33 @@ const ORG = 'org-clusters-0001';
 const ORG_RATE = 10;
 const SHARE = 0.5;
 const LATENCY_MS = 100;
-const CLUSTERS = [{ name: 'alpha', namespace: 'cluster-alpha' }, { name: 'beta', namespace: 'cluster-beta' }] as const;
+const CLUSTERS = [
+  { name: 'alpha', namespace: 'cluster-alpha' },
+  { name: 'beta', namespace: 'cluster-beta' },
+] as const;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
-interface RequestCount { method: string; route: string; status: number; count: number }
-interface Condition { type: string; status: string }
-interface KeyObject { metadata: { name: string; namespace: string; resourceVersion?: string }; status?: { keyName?: string; conditions?: Condition[] } }
+interface RequestCount {
+  method: string;
+  route: string;
+  status: number;
+  count: number;
+}
+interface Condition {
+  type: string;
+  status: string;
+}
+interface KeyObject {
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  status?: { keyName?: string; conditions?: Condition[] };
+}
 interface InventoryStatus {
-  listedAt?: string; live?: number; managed?: number; notManaged?: number;
+  listedAt?: string;
+  live?: number;
+  managed?: number;
+  notManaged?: number;
   notManagedByOrigin?: { thisCluster: number; otherCluster: number; byHand: number };
   notManagedKeys?: { id: number; origin?: string; cluster?: string }[];
 }
@@ -57,24 +74,36 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
   const loads: number[] = [];
   const sampler = setInterval(() => loads.push(loadavg()[0] ?? 0), 5_000);
   try {
-    const binDir = await new Promise<string>((resolve, reject) => execFile('bash', [join(ROOT, 'test/controlplane/build.sh')], { encoding: 'utf8' },
-      (err, stdout) => (err === null ? resolve(stdout.trim()) : reject(err))));
+    const binDir = await new Promise<string>((resolve, reject) =>
+      execFile('bash', [join(ROOT, 'test/controlplane/build.sh')], { encoding: 'utf8' }, (err, stdout) =>
+        err === null ? resolve(stdout.trim()) : reject(err),
+      ),
+    );
     log('clusters: starting control plane');
     cp = await startControlPlane({ binDir });
     const info = cp.info;
-    const kubectl = (args: string[]) => new Promise<string>((resolve, reject) => {
-      execFile(join(binDir, 'kubectl'), args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: info.kubeconfigPath, HOME: '/tmp' }, maxBuffer: 1 << 26 },
-        (err, stdout, stderr) => (err === null ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || err.message}`))));
-    });
+    const kubectl = (args: string[]) =>
+      new Promise<string>((resolve, reject) => {
+        execFile(
+          join(binDir, 'kubectl'),
+          args,
+          { encoding: 'utf8', env: { ...process.env, KUBECONFIG: info.kubeconfigPath, HOME: '/tmp' }, maxBuffer: 1 << 26 },
+          (err, stdout, stderr) => (err === null ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || err.message}`))),
+        );
+      });
     const seedFile = join(dir, 'seed.json');
-    writeFileSync(seedFile, JSON.stringify({ organizations: [{ id: ORG, name: 'clusters' }], users: [{ name: 'bench', email: 'bench@example.com', orgRoles: { [ORG]: 'admin' } }] }));
+    writeFileSync(
+      seedFile,
+      JSON.stringify({ organizations: [{ id: ORG, name: 'clusters' }], users: [{ name: 'bench', email: 'bench@example.com', orgRoles: { [ORG]: 'admin' } }] }),
+    );
     emulator = await spawnChild(['src/emulator/main.ts', '--port=0', '--db=:memory:', `--seed=${seedFile}`, '--log-level=error']);
     const boot = emulator.firstLine as { baseUrl: string; adminUrl: string; users: { name: string; personalKey: string }[] };
     const adminKey = boot.users.find((u) => u.name === 'bench')?.personalKey ?? '';
-    const requests = async (): Promise<RequestCount[]> => await (await fetch(`${boot.adminUrl}/requests`)).json() as RequestCount[];
+    const requests = async (): Promise<RequestCount[]> => (await (await fetch(`${boot.adminUrl}/requests`)).json()) as RequestCount[];
     const count = (rs: RequestCount[], pick: (r: RequestCount) => boolean) => rs.filter(pick).reduce((s, r) => s + r.count, 0);
     await fetch(`${boot.adminUrl}/faults`, {
-      method: 'PUT', headers: { 'content-type': 'application/json' },
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ rules: [{ probability: 1, kind: 'latency', latencyMs: LATENCY_MS }] }),
     });
 
@@ -84,13 +113,22 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     // Two clusters have two signing keys: the second operator's is granted to the same ServiceAccount by name, as deploy/base grants the first's.
     const secondKey = 'neon-key-operator-signing-key-beta';
     const grant = join(dir, 'second-signing-key.yaml');
-    writeFileSync(grant, [
-      'apiVersion: rbac.authorization.k8s.io/v1', 'kind: Role', 'metadata: {name: bench-second-signing-key, namespace: neon-key-operator-system}',
-      `rules: [{apiGroups: [""], resources: [secrets], resourceNames: [${secondKey}], verbs: [get]}]`, '---',
-      'apiVersion: rbac.authorization.k8s.io/v1', 'kind: RoleBinding', 'metadata: {name: bench-second-signing-key, namespace: neon-key-operator-system}',
-      'roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: bench-second-signing-key}',
-      'subjects: [{kind: ServiceAccount, name: neon-key-operator, namespace: neon-key-operator-system}]', '',
-    ].join('\n'));
+    writeFileSync(
+      grant,
+      [
+        'apiVersion: rbac.authorization.k8s.io/v1',
+        'kind: Role',
+        'metadata: {name: bench-second-signing-key, namespace: neon-key-operator-system}',
+        `rules: [{apiGroups: [""], resources: [secrets], resourceNames: [${secondKey}], verbs: [get]}]`,
+        '---',
+        'apiVersion: rbac.authorization.k8s.io/v1',
+        'kind: RoleBinding',
+        'metadata: {name: bench-second-signing-key, namespace: neon-key-operator-system}',
+        'roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: bench-second-signing-key}',
+        'subjects: [{kind: ServiceAccount, name: neon-key-operator, namespace: neon-key-operator-system}]',
+        '',
+      ].join('\n'),
+    );
     await kubectl(['apply', '-f', grant]);
     const kc = new KubeConfig();
     kc.loadFromFile(info.kubeconfigPath);
@@ -103,21 +141,40 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     for (const { namespace } of CLUSTERS) {
       await core.createNamespace({ body: { metadata: { name: namespace } } });
       await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
-      await rbac.createNamespacedRoleBinding({ namespace, body: {
-        metadata: { name: 'team' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: teamOf(namespace) }],
-      } });
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name: 'team' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: teamOf(namespace) }],
+        },
+      });
       for (let i = 0; ; i++) {
-        const review = await authz.createSubjectAccessReview({ body: { spec: {
-          user: teamOf(namespace), groups: ['system:authenticated'], resourceAttributes: { namespace, verb: 'create', group: GROUP, resource: 'apikeys' },
-        } } });
+        const review = await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user: teamOf(namespace),
+              groups: ['system:authenticated'],
+              resourceAttributes: { namespace, verb: 'create', group: GROUP, resource: 'apikeys' },
+            },
+          },
+        });
         if (review.status?.allowed === true) break;
         if (i > 300) throw new Error(`${teamOf(namespace)} may not create ApiKeys in ${namespace} after 30 s`);
         await sleep(100);
       }
-      await objects.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'apikeyinventories', body: {
-        apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKeyInventory', metadata: { name: 'org' }, spec: { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
-      } });
+      await objects.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: 'apikeyinventories',
+        body: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind: 'ApiKeyInventory',
+          metadata: { name: 'org' },
+          spec: { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
+        },
+      });
     }
 
     // Ready of every ApiKey, as watched.
@@ -126,16 +183,29 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     const watch = new Watch(kc);
     const startWatch = async (from?: string): Promise<void> => {
       let last = from;
-      const again = () => { if (!stopped) void startWatch(last).catch(() => setTimeout(again, 1_000)); };
-      watches.push(await watch.watch(`/apis/${GROUP}/${VERSION}/apikeys`, { allowWatchBookmarks: 'true', ...(last !== undefined ? { resourceVersion: last } : {}) }, (type, obj) => {
-        const object = obj as KeyObject & { code?: number };
-        if (type === 'ERROR') { if (object.code === 410) last = undefined; return; }
-        last = object.metadata?.resourceVersion ?? last;
-        if (type === 'BOOKMARK') return;
-        const id = `${object.metadata.namespace}/${object.metadata.name}`;
-        if (object.status?.keyName !== undefined) keyNames.set(id, object.status.keyName);
-        if (object.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && !readyAt.has(id)) readyAt.set(id, performance.now());
-      }, () => setTimeout(again, 200)));
+      const again = () => {
+        if (!stopped) void startWatch(last).catch(() => setTimeout(again, 1_000));
+      };
+      watches.push(
+        await watch.watch(
+          `/apis/${GROUP}/${VERSION}/apikeys`,
+          { allowWatchBookmarks: 'true', ...(last !== undefined ? { resourceVersion: last } : {}) },
+          (type, obj) => {
+            const object = obj as KeyObject & { code?: number };
+            if (type === 'ERROR') {
+              if (object.code === 410) last = undefined;
+              return;
+            }
+            last = object.metadata?.resourceVersion ?? last;
+            if (type === 'BOOKMARK') return;
+            const id = `${object.metadata.namespace}/${object.metadata.name}`;
+            if (object.status?.keyName !== undefined) keyNames.set(id, object.status.keyName);
+            if (object.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && !readyAt.has(id))
+              readyAt.set(id, performance.now());
+          },
+          () => setTimeout(again, 200),
+        ),
+      );
     };
     await startWatch();
 
@@ -145,17 +215,35 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     writeFileSync(operatorKubeconfig, kubeconfigYaml(info, token, 'neon-key-operator'), { mode: 0o600 });
     for (const [i, { name, namespace }] of CLUSTERS.entries()) {
       const [metricsPort, healthPort] = [await freePort(), await freePort()];
-      const operator = spawn(process.execPath, [join(ROOT, 'src/operator/main.ts'), `--kubeconfig=${operatorKubeconfig}`, `--platform-url=${boot.baseUrl}`,
-        `--metrics-bind-address=127.0.0.1:${metricsPort}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`, '--drift-interval=30s',
-        `--watch-namespace=${namespace}`, `--cluster-name=${name}`, `--organization-rate-share=${SHARE}`, `--signing-key-secret=${i === 0 ? 'neon-key-operator-signing-key' : secondKey}`,
-      ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: 'info' } });
+      const operator = spawn(
+        process.execPath,
+        [
+          join(ROOT, 'src/operator/main.ts'),
+          `--kubeconfig=${operatorKubeconfig}`,
+          `--platform-url=${boot.baseUrl}`,
+          `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+          `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+          '--drift-interval=30s',
+          `--watch-namespace=${namespace}`,
+          `--cluster-name=${name}`,
+          `--organization-rate-share=${SHARE}`,
+          `--signing-key-secret=${i === 0 ? 'neon-key-operator-signing-key' : secondKey}`,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: 'info' } },
+      );
       operators.push(operator);
       const logStream = createWriteStream(join(dir, `operator-${name}.log`));
       operator.stdout?.pipe(logStream);
       operator.stderr?.pipe(logStream);
       for (let j = 0; ; j++) {
         if (operator.exitCode !== null) throw new Error(`operator ${name} exited (${operator.exitCode})`);
-        if (await fetch(`http://127.0.0.1:${healthPort}/readyz`).then((r) => r.ok, () => false)) break;
+        if (
+          await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
+            (r) => r.ok,
+            () => false,
+          )
+        )
+          break;
         if (j > 600) throw new Error(`operator ${name} not ready after 60 s`);
         await sleep(100);
       }
@@ -172,8 +260,11 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     let firstSent = Number.POSITIVE_INFINITY;
     await new Promise<void>((resolve, reject) => {
       const job = { kubeconfig: info.kubeconfigPath, organization: ORG, namespaces: CLUSTERS.map((c) => c.namespace), names };
-      const child = spawn(process.execPath, [join(ROOT, 'bench/fairness-flood.ts'), JSON.stringify(job)],
-        { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '' } });
+      const child = spawn(process.execPath, [join(ROOT, 'bench/fairness-flood.ts'), JSON.stringify(job)], {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, NODE_OPTIONS: '' },
+      });
       children.add(child);
       let buffered = '';
       child.stdout?.on('data', (chunk: Buffer) => {
@@ -206,7 +297,9 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
       return { name, namespace, ready: ready.length, seconds, rate: ready.length / seconds, named };
     });
     for (const f of figures) {
-      log(`   ${f.name}: ${f.ready}/${keys} Ready in ${fmt(f.seconds, 1)} s: ${fmt(f.rate, 2)} keys/s, ${fmt(f.rate / shareRate, 3)} of its share (${shareRate}/s); ${f.named} named .${f.name}.`);
+      log(
+        `   ${f.name}: ${f.ready}/${keys} Ready in ${fmt(f.seconds, 1)} s: ${fmt(f.rate, 2)} keys/s, ${fmt(f.rate / shareRate, 3)} of its share (${shareRate}/s); ${f.named} named .${f.name}.`,
+      );
     }
     const four29 = count(rs, (r) => r.status === 429);
     const creates = count(rs, (r) => r.method === 'POST' && r.route.endsWith('/api_keys') && r.status === 200);
@@ -217,7 +310,13 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     for (const { namespace } of CLUSTERS) {
       const end = performance.now() + 180_000;
       for (;;) {
-        const inventory = await objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'apikeyinventories', name: 'org' }) as { status?: InventoryStatus };
+        const inventory = (await objects.getNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: 'apikeyinventories',
+          name: 'org',
+        })) as { status?: InventoryStatus };
         const s = inventory.status;
         if (s !== undefined && Date.parse(s.listedAt ?? '') >= doneAt - 1_000 && s.live === 2 * keys) {
           inventories.set(namespace, s);
@@ -235,28 +334,36 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
       const other = CLUSTERS.find((c) => c.name !== name)?.name;
       const entries = s.notManagedKeys ?? [];
       const asOther = entries.filter((k) => k.origin === 'OtherCluster' && k.cluster === other).length;
-      log(`   inventory of ${name}: live ${s.live}, managed ${s.managed}, not managed ${s.notManaged} (${JSON.stringify(s.notManagedByOrigin)}); ${asOther} of ${entries.length} listed as ${other}'s`);
+      log(
+        `   inventory of ${name}: live ${s.live}, managed ${s.managed}, not managed ${s.notManaged} (${JSON.stringify(s.notManagedByOrigin)}); ${asOther} of ${entries.length} listed as ${other}'s`,
+      );
       const origins = s.notManagedByOrigin;
-      return `${name}'s: live ${fmt(s.live ?? 0)}, managed ${fmt(s.managed ?? 0)}, not managed ${fmt(s.notManaged ?? 0)}: `
-        + `**${fmt(origins?.otherCluster ?? 0)} another cluster's, ${fmt(origins?.byHand ?? 0)} by hand**, ${fmt(origins?.thisCluster ?? 0)} named like its own `
-        + `(the ${entries.length} listed: ${asOther} as ${other}'s)`;
+      return (
+        `${name}'s: live ${fmt(s.live ?? 0)}, managed ${fmt(s.managed ?? 0)}, not managed ${fmt(s.notManaged ?? 0)}: ` +
+        `**${fmt(origins?.otherCluster ?? 0)} another cluster's, ${fmt(origins?.byHand ?? 0)} by hand**, ${fmt(origins?.thisCluster ?? 0)} named like its own ` +
+        `(the ${entries.length} listed: ${asOther} as ${other}'s)`
+      );
     });
     for (const f of figures) {
       const ready = f.ready === keys ? 'every key Ready' : `**${f.ready} of ${keys} Ready**`;
-      rows.push(`| ${f.name} (\`--organization-rate-share=${SHARE}\`): ${fmt(keys)} keys in namespace ${f.namespace} | ${ready} (${f.named} named \`<keyName>.${f.name}.<tag>\`); `
-        + `first apply → last Ready ${fmt(f.seconds, 1)} s: ${fmt(f.rate, 2)} keys/s, **${fmt(f.rate / shareRate, 3)} of its share** (${shareRate}/s) | ≥ 0.95, every key Ready |`);
+      rows.push(
+        `| ${f.name} (\`--organization-rate-share=${SHARE}\`): ${fmt(keys)} keys in namespace ${f.namespace} | ${ready} (${f.named} named \`<keyName>.${f.name}.<tag>\`); ` +
+          `first apply → last Ready ${fmt(f.seconds, 1)} s: ${fmt(f.rate, 2)} keys/s, **${fmt(f.rate / shareRate, 3)} of its share** (${shareRate}/s) | ≥ 0.95, every key Ready |`,
+      );
     }
     rows.push(`| both: the organization's creates, 429s | ${fmt(creates)} creates; **${four29} 429s** | 0 429s |`);
-    rows.push(`| each ApiKeyInventory of the organization, after both floods | ${inventoryText.join('; ')} | the other's ${fmt(keys)} as another cluster's, none by hand |`);
+    rows.push(
+      `| each ApiKeyInventory of the organization, after both floods | ${inventoryText.join('; ')} | the other's ${fmt(keys)} as another cluster's, none by hand |`,
+    );
     const loadText = loadsDuring.length > 0 ? `${fmt(Math.min(...loadsDuring), 1)}–${fmt(Math.max(...loadsDuring), 1)}` : '–';
     log(`clusters: host load (1-minute average) during the floods ${loadText}`);
     return [
-      `One organization; the emulator in its own process (\`:memory:\`, 10 key creations per second per organization) with ${LATENCY_MS} ms added to every platform request; `
-        + 'two operators, each in its own process (`node src/operator/main.ts`, 16 workers, `--drift-interval=30s`, the deploy/base ServiceAccount\'s token, a signing key of its own), '
-        + `each with \`--watch-namespace\` of its own namespace, \`--cluster-name\` alpha or beta and \`--organization-rate-share=${SHARE}\`: two clusters apart but for the organization. `
-        + `The local control plane on loopback. Each namespace's ${fmt(keys)} keys are applied by its team (a user bound to \`edit\` there, impersonated), 32 at a time per namespace, `
-        + 'both namespaces at once, from a process of their own. Apply → Ready from the bench\'s watch of every ApiKey (first apply: when the first create of either flood was sent). '
-        + `Host load (1-minute average, sampled every 5 s) during the floods: **${loadText}**.`,
+      `One organization; the emulator in its own process (\`:memory:\`, 10 key creations per second per organization) with ${LATENCY_MS} ms added to every platform request; ` +
+        "two operators, each in its own process (`node src/operator/main.ts`, 16 workers, `--drift-interval=30s`, the deploy/base ServiceAccount's token, a signing key of its own), " +
+        `each with \`--watch-namespace\` of its own namespace, \`--cluster-name\` alpha or beta and \`--organization-rate-share=${SHARE}\`: two clusters apart but for the organization. ` +
+        `The local control plane on loopback. Each namespace's ${fmt(keys)} keys are applied by its team (a user bound to \`edit\` there, impersonated), 32 at a time per namespace, ` +
+        "both namespaces at once, from a process of their own. Apply → Ready from the bench's watch of every ApiKey (first apply: when the first create of either flood was sent). " +
+        `Host load (1-minute average, sampled every 5 s) during the floods: **${loadText}**.`,
       '',
       '| scenario | measured | goal |',
       '|---|---|---|',

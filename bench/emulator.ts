@@ -23,7 +23,11 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const OPS_FOR_THROUGHPUT = 100_000;
 const STORE_SIZES = [10_000, 100_000, 1_000_000];
 
-export interface Child { proc: ChildProcess; firstLine: Record<string, unknown>; stop(): Promise<void> }
+export interface Child {
+  proc: ChildProcess;
+  firstLine: Record<string, unknown>;
+  stop(): Promise<void>;
+}
 
 /** A node child process (args after node, run in the repository) and the JSON of its first stdout line. */
 export async function spawnChild(args: string[]): Promise<Child> {
@@ -64,7 +68,17 @@ interface BootstrapRecord {
 }
 
 const startEmulatorProcess = (opts: BenchOptions, db: string) =>
-  spawnChild([...(opts.profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : []), opts.emulatorMain ?? 'src/emulator/main.ts', '--port', '0', '--db', db, '--no-control-plane', '--log-level', 'silent']);
+  spawnChild([
+    ...(opts.profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : []),
+    opts.emulatorMain ?? 'src/emulator/main.ts',
+    '--port',
+    '0',
+    '--db',
+    db,
+    '--no-control-plane',
+    '--log-level',
+    'silent',
+  ]);
 
 /** Operation i (1-based) of the seeded project: a UUID-shaped id and a creation time 1 ms after i - 1. */
 const opId = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
@@ -76,11 +90,14 @@ function seedOperations(db: string, projectId: string, from: number, to: number,
     raw.exec('PRAGMA synchronous = OFF');
     const branch = raw.prepare('SELECT id FROM branches WHERE project_id = ? AND is_default = 1').get(projectId) as { id: string };
     const endpoint = raw.prepare('SELECT id FROM endpoints WHERE project_id = ?').get(projectId) as { id: string } | undefined;
-    raw.prepare(`INSERT INTO operations (id, project_id, branch_id, endpoint_id, action, status, failures_count, created_us, updated_us, finished_us)
+    raw
+      .prepare(
+        `INSERT INTO operations (id, project_id, branch_id, endpoint_id, action, status, failures_count, created_us, updated_us, finished_us)
       WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?)
       SELECT printf('00000000-0000-4000-8000-%012x', i), ?, ?, CASE WHEN i % 4 < 2 THEN NULL ELSE ? END,
         CASE i % 4 WHEN 0 THEN 'create_branch' WHEN 1 THEN 'create_timeline' WHEN 2 THEN 'start_compute' ELSE 'check_availability' END,
-        'finished', 0, ? + i * 1000, ? + i * 1000 + 700000, ? + i * 1000 + 700000 FROM n`)
+        'finished', 0, ? + i * 1000, ? + i * 1000 + 700000, ? + i * 1000 + 700000 FROM n`,
+      )
       .run(from + 1, to, projectId, branch.id, endpoint?.id ?? null, t0Us, t0Us, t0Us);
     raw.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   } finally {
@@ -91,7 +108,12 @@ function seedOperations(db: string, projectId: string, from: number, to: number,
 const randomInt = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1));
 
 /** A request shape; `origin`/`pid` name another emulator process than the main one (diagnostic rows). */
-interface Case { name: string; request: (i: number) => RequestSpec; origin?: string; pid?: number }
+interface Case {
+  name: string;
+  request: (i: number) => RequestSpec;
+  origin?: string;
+  pid?: number;
+}
 
 function fmt(n: number, digits = 0): string {
   return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
@@ -162,16 +184,27 @@ export async function emulatorBenchmark(opts: BenchOptions): Promise<string> {
       const firstPage = await check(base);
       const deepPage = await check(listDeep(size).request(0).path);
       const oneOp = await check(getOp(size).request(0).path);
-      for (const [label, text] of [['first page', firstPage], ['deep page', deepPage]] as const) {
+      for (const [label, text] of [
+        ['first page', firstPage],
+        ['deep page', deepPage],
+      ] as const) {
         const n = (JSON.parse(text) as { operations: unknown[] }).operations.length;
         if (n !== 10) throw new Error(`${label}: expected 10 operations, got ${n}`);
       }
 
       // Warm-up: JIT and SQLite page cache.
-      await runLoad({ origin, connections: opts.connections, durationMs: 1000, maxRequests: 1e6, request: (i) => [getOp(size), listFirst, listDeep(size)][i % 3]?.request(i) ?? { path: base } });
+      await runLoad({
+        origin,
+        connections: opts.connections,
+        durationMs: 1000,
+        maxRequests: 1e6,
+        request: (i) => [getOp(size), listFirst, listDeep(size)][i % 3]?.request(i) ?? { path: base },
+      });
 
       if (size === throughputAt) {
-        log(`throughput at ${fmt(size)} operations: ${opts.rounds} round(s) × 4 cases × (emulator, bare), ${opts.durationMs / 1000} s each, ${opts.connections} connections`);
+        log(
+          `throughput at ${fmt(size)} operations: ${opts.rounds} round(s) × 4 cases × (emulator, bare), ${opts.durationMs / 1000} s each, ${opts.connections} connections`,
+        );
         const bodiesFile = join(dir, 'bodies.json');
         writeFileSync(bodiesFile, JSON.stringify({ get: oneOp, list: firstPage }));
         bodySizes = `get-operation ${fmt(Buffer.byteLength(oneOp))} B, list-operations page (10 operations) ${fmt(Buffer.byteLength(firstPage))} B`;
@@ -187,12 +220,21 @@ export async function emulatorBenchmark(opts: BenchOptions): Promise<string> {
         const memBase = `/api/v2/projects/${memBoot.projects.find((p) => p.name === 'demo-api')?.id ?? ''}/operations`;
         const memOrigin = memBoot.baseUrl.replace(/\/api\/v2$/, '');
         const memAuth = { authorization: `Bearer ${memKey}`, accept: 'application/json' };
-        const memOps = ((await (await fetch(`${memOrigin}${memBase}`, { headers: memAuth })).json()) as { operations: { id: string }[] }).operations.map((o) => o.id);
+        const memOps = ((await (await fetch(`${memOrigin}${memBase}`, { headers: memAuth })).json()) as { operations: { id: string }[] }).operations.map(
+          (o) => o.id,
+        );
         if (memOps.length === 0) throw new Error('the :memory: emulator has no seed operations');
-        const cases: Case[] = [getOp(size), listFirst, listDeep(size), {
-          name: 'get-operation, `:memory:` store (diagnostic)', origin: memOrigin, pid: mem.proc.pid,
-          request: (i) => ({ path: `${memBase}/${memOps[i % memOps.length] ?? ''}`, headers: memAuth }),
-        }];
+        const cases: Case[] = [
+          getOp(size),
+          listFirst,
+          listDeep(size),
+          {
+            name: 'get-operation, `:memory:` store (diagnostic)',
+            origin: memOrigin,
+            pid: mem.proc.pid,
+            request: (i) => ({ path: `${memBase}/${memOps[i % memOps.length] ?? ''}`, headers: memAuth }),
+          },
+        ];
         const results = new Map<string, { emu: LoadResult[]; bare: LoadResult[] }>(cases.map((c) => [c.name, { emu: [], bare: [] }]));
         for (let round = 1; round <= opts.rounds; round++) {
           for (const c of cases) {
@@ -200,12 +242,18 @@ export async function emulatorBenchmark(opts: BenchOptions): Promise<string> {
             for (const target of ['emu', 'bare'] as const) {
               const r = await runLoad({
                 origin: target === 'emu' ? (c.origin ?? origin) : bareOrigin,
-                connections: opts.connections, durationMs: opts.durationMs, maxRequests: opts.maxRequests, warmupMs: 500,
-                request: c.request, serverPid: target === 'emu' ? (c.pid ?? emuPid) : bare.proc.pid,
+                connections: opts.connections,
+                durationMs: opts.durationMs,
+                maxRequests: opts.maxRequests,
+                warmupMs: 500,
+                request: c.request,
+                serverPid: target === 'emu' ? (c.pid ?? emuPid) : bare.proc.pid,
               });
               assertClean(`${target} ${c.name}`, r);
               entry[target].push(r);
-              log(`  round ${round} ${c.name} ${target}: ${fmt(r.rps)} req/s, p50 ${ms(summarize(r.latencies).p50)} ms, p99 ${ms(summarize(r.latencies).p99)} ms, server CPU ${pct(r.serverCpuPct)} (${us(r.serverCpuUsPerRequest)} µs/request), client CPU ${pct(r.clientCpuPct)}`);
+              log(
+                `  round ${round} ${c.name} ${target}: ${fmt(r.rps)} req/s, p50 ${ms(summarize(r.latencies).p50)} ms, p99 ${ms(summarize(r.latencies).p99)} ms, server CPU ${pct(r.serverCpuPct)} (${us(r.serverCpuUsPerRequest)} µs/request), client CPU ${pct(r.clientCpuPct)}`,
+              );
             }
           }
         }
@@ -221,7 +269,9 @@ export async function emulatorBenchmark(opts: BenchOptions): Promise<string> {
           const b = best(entry.bare);
           const es = summarize(e.latencies);
           const bs = summarize(b.latencies);
-          throughputRows.push(`| ${c.name} | **${fmt(e.rps)}** (${entry.emu.map((r) => fmt(r.rps)).join(' / ')}) | ${fmt(b.rps)} (${entry.bare.map((r) => fmt(r.rps)).join(' / ')}) | **${(e.rps / b.rps).toFixed(2)}** | ${ms(es.p50)} / ${ms(es.p99)} | ${ms(bs.p50)} / ${ms(bs.p99)} | ${us(cpu(entry.emu))} | ${us(cpu(entry.bare))} | ${(cpu(entry.emu) / cpu(entry.bare)).toFixed(1)} | ${pct(e.serverCpuPct)} / ${pct(e.clientCpuPct)} | ${pct(b.serverCpuPct)} / ${pct(b.clientCpuPct)} | ${fmt(e.meanBytes)} |`);
+          throughputRows.push(
+            `| ${c.name} | **${fmt(e.rps)}** (${entry.emu.map((r) => fmt(r.rps)).join(' / ')}) | ${fmt(b.rps)} (${entry.bare.map((r) => fmt(r.rps)).join(' / ')}) | **${(e.rps / b.rps).toFixed(2)}** | ${ms(es.p50)} / ${ms(es.p99)} | ${ms(bs.p50)} / ${ms(bs.p99)} | ${us(cpu(entry.emu))} | ${us(cpu(entry.bare))} | ${(cpu(entry.emu) / cpu(entry.bare)).toFixed(1)} | ${pct(e.serverCpuPct)} / ${pct(e.clientCpuPct)} | ${pct(b.serverCpuPct)} / ${pct(b.clientCpuPct)} | ${fmt(e.meanBytes)} |`,
+          );
         }
       }
 
@@ -229,7 +279,15 @@ export async function emulatorBenchmark(opts: BenchOptions): Promise<string> {
       for (const c of [listFirst, listDeep(size)]) {
         const runs: LoadResult[] = [];
         for (let round = 1; round <= opts.rounds; round++) {
-          const r = await runLoad({ origin, connections: 1, durationMs: opts.latencyDurationMs, maxRequests: opts.latencyMaxRequests, warmupMs: 200, request: c.request, serverPid: emuPid });
+          const r = await runLoad({
+            origin,
+            connections: 1,
+            durationMs: opts.latencyDurationMs,
+            maxRequests: opts.latencyMaxRequests,
+            warmupMs: 200,
+            request: c.request,
+            serverPid: emuPid,
+          });
           assertClean(`latency ${c.name}`, r);
           runs.push(r);
           const s = summarize(r.latencies);
@@ -237,7 +295,9 @@ export async function emulatorBenchmark(opts: BenchOptions): Promise<string> {
         }
         const best = runs.reduce((a, b) => (summarize(b.latencies).p99 < summarize(a.latencies).p99 ? b : a));
         const s = summarize(best.latencies);
-        latencyRows.push(`| ${fmt(size)} | ${c.name} | **${ms(s.p50)}** | **${ms(s.p99)}** | ${ms(s.max)} | ${fmt(s.count)} | ${runs.map((r) => `${ms(summarize(r.latencies).p50)}/${ms(summarize(r.latencies).p99)}`).join(' · ')} |`);
+        latencyRows.push(
+          `| ${fmt(size)} | ${c.name} | **${ms(s.p50)}** | **${ms(s.p99)}** | ${ms(s.max)} | ${fmt(s.count)} | ${runs.map((r) => `${ms(summarize(r.latencies).p50)}/${ms(summarize(r.latencies).p99)}`).join(' · ')} |`,
+        );
       }
       await emu.stop();
     }

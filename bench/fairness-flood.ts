@@ -8,7 +8,12 @@
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { asTeam } from './fairness-flood-team.ts';
 
-interface FloodJob { kubeconfig: string; organization: string; namespaces: string[]; names: string[] }
+interface FloodJob {
+  kubeconfig: string;
+  organization: string;
+  namespaces: string[];
+  names: string[];
+}
 
 const job = JSON.parse(process.argv[2] ?? '{}') as FloodJob;
 const kc = new KubeConfig();
@@ -20,10 +25,18 @@ async function apply(namespace: string, name: string): Promise<void> {
   const sent = Date.now();
   for (let attempt = 0; ; attempt++) {
     try {
-      await objectsOf.get(namespace)!.createNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys', body: {
-        apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name },
-        spec: { scope: 'Organization', organizationId: job.organization, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
-      } });
+      await objectsOf.get(namespace)!.createNamespacedCustomObject({
+        group: 'keys.neon.dev',
+        version: 'v1alpha1',
+        namespace,
+        plural: 'apikeys',
+        body: {
+          apiVersion: 'keys.neon.dev/v1alpha1',
+          kind: 'ApiKey',
+          metadata: { name },
+          spec: { scope: 'Organization', organizationId: job.organization, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
+        },
+      });
       break;
     } catch (e) {
       const code = (e as { code?: number }).code;
@@ -37,9 +50,13 @@ async function apply(namespace: string, name: string): Promise<void> {
   process.stdout.write(`${JSON.stringify({ id: `${namespace}/${name}`, sent, answered: Date.now() })}\n`);
 }
 
-await Promise.all(job.namespaces.map(async (namespace) => {
-  let next = 0;
-  await Promise.all(Array.from({ length: 32 }, async () => {
-    while (next < job.names.length) await apply(namespace, job.names[next++] as string);
-  }));
-}));
+await Promise.all(
+  job.namespaces.map(async (namespace) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (next < job.names.length) await apply(namespace, job.names[next++] as string);
+      }),
+    );
+  }),
+);

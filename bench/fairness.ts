@@ -37,11 +37,26 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const ms = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '–' : `${fmt(n)} ms`);
 
-interface RequestCount { method: string; route: string; status: number; count: number }
-interface Condition { type: string; status: string }
-interface KeyObject { metadata: { name: string; namespace: string; resourceVersion?: string }; status?: { keyId?: number; conditions?: Condition[] } }
+interface RequestCount {
+  method: string;
+  route: string;
+  status: number;
+  count: number;
+}
+interface Condition {
+  type: string;
+  status: string;
+}
+interface KeyObject {
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  status?: { keyId?: number; conditions?: Condition[] };
+}
 
-interface OperatorSample { at: number; loopMaxMs: number; cpuS: number }
+interface OperatorSample {
+  at: number;
+  loopMaxMs: number;
+  cpuS: number;
+}
 
 export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOptions): Promise<string> {
   const { log } = opts;
@@ -58,25 +73,40 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
   };
   process.once('exit', killOperator);
   try {
-    const binDir = await new Promise<string>((resolve, reject) => execFile('bash', [join(ROOT, 'test/controlplane/build.sh')], { encoding: 'utf8' },
-      (err, stdout) => (err === null ? resolve(stdout.trim()) : reject(err))));
+    const binDir = await new Promise<string>((resolve, reject) =>
+      execFile('bash', [join(ROOT, 'test/controlplane/build.sh')], { encoding: 'utf8' }, (err, stdout) =>
+        err === null ? resolve(stdout.trim()) : reject(err),
+      ),
+    );
     log('fairness: starting control plane');
     cp = await startControlPlane({ binDir });
     const info = cp.info;
-    const kubectl = (args: string[]) => new Promise<string>((resolve, reject) => {
-      execFile(join(binDir, 'kubectl'), args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: info.kubeconfigPath, HOME: '/tmp' }, maxBuffer: 1 << 26 },
-        (err, stdout, stderr) => (err === null ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || err.message}`))));
-    });
+    const kubectl = (args: string[]) =>
+      new Promise<string>((resolve, reject) => {
+        execFile(
+          join(binDir, 'kubectl'),
+          args,
+          { encoding: 'utf8', env: { ...process.env, KUBECONFIG: info.kubeconfigPath, HOME: '/tmp' }, maxBuffer: 1 << 26 },
+          (err, stdout, stderr) => (err === null ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || err.message}`))),
+        );
+      });
     const seedFile = join(dir, 'seed.json');
-    writeFileSync(seedFile, JSON.stringify({ organizations: [{ id: ORG, name: 'fair' }], users: [{ name: 'bench', email: 'bench@example.com', orgRoles: { [ORG]: 'admin' } }] }));
+    writeFileSync(
+      seedFile,
+      JSON.stringify({ organizations: [{ id: ORG, name: 'fair' }], users: [{ name: 'bench', email: 'bench@example.com', orgRoles: { [ORG]: 'admin' } }] }),
+    );
     emulator = await spawnChild(['src/emulator/main.ts', '--port=0', '--db=:memory:', `--seed=${seedFile}`, '--log-level=error']);
     const boot = emulator.firstLine as { baseUrl: string; adminUrl: string; users: { name: string; personalKey: string }[] };
     const adminKey = boot.users.find((u) => u.name === 'bench')?.personalKey ?? '';
-    const requests = async (): Promise<RequestCount[]> => await (await fetch(`${boot.adminUrl}/requests`)).json() as RequestCount[];
+    const requests = async (): Promise<RequestCount[]> => (await (await fetch(`${boot.adminUrl}/requests`)).json()) as RequestCount[];
     const count = (rs: RequestCount[], pick: (r: RequestCount) => boolean) => rs.filter(pick).reduce((s, r) => s + r.count, 0);
     const is429 = (r: RequestCount) => r.status === 429;
     const isCreate = (r: RequestCount) => r.method === 'POST' && r.route.endsWith('/api_keys') && r.status === 200;
-    await fetch(`${boot.adminUrl}/faults`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rules: [{ probability: 1, kind: 'latency', latencyMs: LATENCY_MS }] }) });
+    await fetch(`${boot.adminUrl}/faults`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ rules: [{ probability: 1, kind: 'latency', latencyMs: LATENCY_MS }] }),
+    });
 
     await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=bench', '-f', join(ROOT, 'crds')]);
     await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=bench', '-k', join(ROOT, 'deploy/base')]);
@@ -105,15 +135,32 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     const keyIdOf = new Map<string, number>();
     const secretKeyAt = new Map<string, { t: number; keyId: string }[]>();
     const watch = new Watch(kc);
-    const startWatch = async (path: string, query: Record<string, string>, onEvent: (obj: KeyObject & Record<string, unknown>) => void, from?: string): Promise<void> => {
+    const startWatch = async (
+      path: string,
+      query: Record<string, string>,
+      onEvent: (obj: KeyObject & Record<string, unknown>) => void,
+      from?: string,
+    ): Promise<void> => {
       let last = from;
-      const again = () => { if (!stopped) void startWatch(path, query, onEvent, last).catch(() => setTimeout(again, 1_000)); };
-      watches.push(await watch.watch(path, { ...query, allowWatchBookmarks: 'true', ...(last !== undefined ? { resourceVersion: last } : {}) }, (type, obj) => {
-        const object = obj as KeyObject & Record<string, unknown> & { code?: number };
-        if (type === 'ERROR') { if (object.code === 410) last = undefined; return; }
-        last = object.metadata?.resourceVersion ?? last;
-        if (type !== 'BOOKMARK') onEvent(object);
-      }, () => setTimeout(again, 200)));
+      const again = () => {
+        if (!stopped) void startWatch(path, query, onEvent, last).catch(() => setTimeout(again, 1_000));
+      };
+      watches.push(
+        await watch.watch(
+          path,
+          { ...query, allowWatchBookmarks: 'true', ...(last !== undefined ? { resourceVersion: last } : {}) },
+          (type, obj) => {
+            const object = obj as KeyObject & Record<string, unknown> & { code?: number };
+            if (type === 'ERROR') {
+              if (object.code === 410) last = undefined;
+              return;
+            }
+            last = object.metadata?.resourceVersion ?? last;
+            if (type !== 'BOOKMARK') onEvent(object);
+          },
+          () => setTimeout(again, 200),
+        ),
+      );
     };
     await startWatch(`/apis/${GROUP}/${VERSION}/apikeys`, {}, (obj) => {
       const id = `${obj.metadata.namespace}/${obj.metadata.name}`;
@@ -146,13 +193,25 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     const namespace = async (name: string): Promise<void> => {
       await core.createNamespace({ body: { metadata: { name } } });
       await core.createNamespacedSecret({ namespace: name, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
-      await rbac.createNamespacedRoleBinding({ namespace: name, body: {
-        metadata: { name: 'team' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: teamOf(name) }],
-      } });
+      await rbac.createNamespacedRoleBinding({
+        namespace: name,
+        body: {
+          metadata: { name: 'team' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: teamOf(name) }],
+        },
+      });
       // The aggregated rule reaches `edit` through kube-controller-manager: wait until the team may create keys.
       for (let i = 0; ; i++) {
-        const review = await authz.createSubjectAccessReview({ body: { spec: { user: teamOf(name), groups: ['system:authenticated'], resourceAttributes: { namespace: name, verb: 'create', group: GROUP, resource: 'apikeys' } } } });
+        const review = await authz.createSubjectAccessReview({
+          body: {
+            spec: {
+              user: teamOf(name),
+              groups: ['system:authenticated'],
+              resourceAttributes: { namespace: name, verb: 'create', group: GROUP, resource: 'apikeys' },
+            },
+          },
+        });
         if (review.status?.allowed === true) break;
         if (i > 300) throw new Error(`${teamOf(name)} may not create ApiKeys in ${name} after 30 s`);
         await sleep(100);
@@ -192,7 +251,11 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       for (const line of readFileSync(join(dir, 'operator.log'), 'utf8').split('\n')) {
         if (!line.includes(`"namespace":"${ns}"`)) continue;
         let entry: { time: number; namespace: string; name: string; msg: string };
-        try { entry = JSON.parse(line) as typeof entry; } catch { continue; }
+        try {
+          entry = JSON.parse(line) as typeof entry;
+        } catch {
+          continue;
+        }
         const id = `${entry.namespace}/${entry.name}`;
         const seen = at.get(id) ?? new Map<string, number>();
         at.set(id, seen);
@@ -208,13 +271,27 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
         const times = [accepted, ...STAGES.map((s) => seen.get(s) ?? (s === 'turn' ? seen.get('first reconcile') : undefined) ?? Number.NaN), ready];
         rows.push({ id, steps: times.slice(1).map((t, i) => t - (times[i] as number)), total: ready - accepted });
       }
-      const names = ['→ first reconcile', '→ turn (waited)', '→ read (a worker)', '→ decided (Secrets)', '→ creating key', '→ key created', '→ Secret written', '→ status written', '→ Ready seen'];
+      const names = [
+        '→ first reconcile',
+        '→ turn (waited)',
+        '→ read (a worker)',
+        '→ decided (Secrets)',
+        '→ creating key',
+        '→ key created',
+        '→ Secret written',
+        '→ status written',
+        '→ Ready seen',
+      ];
       log(`   stages of namespace ${ns} (${rows.length} keys, ms from the step before; apply answered first):`);
       names.forEach((n, i) => {
-        const xs = rows.map((r) => r.steps[i] as number).filter(Number.isFinite).sort((a, b) => a - b);
+        const xs = rows
+          .map((r) => r.steps[i] as number)
+          .filter(Number.isFinite)
+          .sort((a, b) => a - b);
         log(`     ${n.padEnd(20)} p50 ${ms(percentile(xs, 50))}, p99 ${ms(percentile(xs, 99))}, max ${ms(xs.at(-1))}`);
       });
-      for (const r of rows.sort((a, b) => b.total - a.total).slice(0, 8)) log(`     slow ${r.id}: ${fmt(r.total)} ms = ${r.steps.map((x) => fmt(x)).join(' + ')}`);
+      for (const r of rows.sort((a, b) => b.total - a.total).slice(0, 8))
+        log(`     slow ${r.id}: ${fmt(r.total)} ms = ${r.steps.map((x) => fmt(x)).join(' + ')}`);
     };
     /**
      * Diagnosis (--fair-stages): how late the watches see new ApiKeys of `namespaces`, by when the
@@ -229,7 +306,9 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
           const entry = JSON.parse(line) as { time: number; namespace: string; name: string };
           const id = `${entry.namespace}/${entry.name}`;
           if (!operatorSeen.has(id)) operatorSeen.set(id, entry.time);
-        } catch { /* a partial line */ }
+        } catch {
+          /* a partial line */
+        }
       }
       const buckets = new Map<number, { bench: number[]; operator: number[]; apply: number[] }>();
       for (const [id, accepted] of acceptedWall) {
@@ -255,22 +334,34 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
         l.seconds += (after.at - before.at) / 1000;
         loop.set(bucket, l);
       }
-      log('   watch lag (ms from the apply\'s answer to the first event), by when the apply was answered; the operator\'s event loop delay (max) and CPU in that bucket:');
+      log(
+        "   watch lag (ms from the apply's answer to the first event), by when the apply was answered; the operator's event loop delay (max) and CPU in that bucket:",
+      );
       for (const [bucket, b] of [...buckets].sort((x, y) => x[0] - y[0])) {
         b.bench.sort((x, y) => x - y);
         b.operator.sort((x, y) => x - y);
         b.apply.sort((x, y) => x - y);
         const l = loop.get(bucket);
-        const loopText = l !== undefined && l.seconds > 0 ? `; loop delay max ${ms(l.lagMs)}, CPU ${fmt(100 * l.cpuS / l.seconds)} %` : '';
-        log(`     ${String(bucket * 5).padStart(4)}–${bucket * 5 + 5} s: ${b.bench.length} applies (sent → answered p50 ${ms(percentile(b.apply, 50))} max ${ms(b.apply.at(-1))}); bench p50 ${ms(percentile(b.bench, 50))} max ${ms(b.bench.at(-1))}; operator p50 ${ms(percentile(b.operator, 50))} max ${ms(b.operator.at(-1))}${loopText}`);
+        const loopText = l !== undefined && l.seconds > 0 ? `; loop delay max ${ms(l.lagMs)}, CPU ${fmt((100 * l.cpuS) / l.seconds)} %` : '';
+        log(
+          `     ${String(bucket * 5).padStart(4)}–${bucket * 5 + 5} s: ${b.bench.length} applies (sent → answered p50 ${ms(percentile(b.apply, 50))} max ${ms(b.apply.at(-1))}); bench p50 ${ms(percentile(b.bench, 50))} max ${ms(b.bench.at(-1))}; operator p50 ${ms(percentile(b.operator, 50))} max ${ms(b.operator.at(-1))}${loopText}`,
+        );
       }
     };
     const applyKey = async (ns: string, name: string): Promise<number> => {
       const at = performance.now();
-      await objectsOf(ns).createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'apikeys', body: {
-        apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKey', metadata: { name },
-        spec: { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
-      } });
+      await objectsOf(ns).createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: ns,
+        plural: 'apikeys',
+        body: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind: 'ApiKey',
+          metadata: { name },
+          spec: { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
+        },
+      });
       acceptedAt.set(`${ns}/${name}`, performance.now());
       acceptedWall.set(`${ns}/${name}`, Date.now());
       sentWall.set(`${ns}/${name}`, Date.now() - (performance.now() - at));
@@ -280,26 +371,30 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
      * Flooding namespaces apply `names` each, 32 at a time, from a process of their own
      * (bench/fairness-flood.ts): the measuring process applies only the steady keys and watches.
      */
-    const applyMany = (namespaces: string[], names: string[]): Promise<void> => new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [join(ROOT, 'bench/fairness-flood.ts'), JSON.stringify({ kubeconfig: info.kubeconfigPath, organization: ORG, namespaces, names })],
-        { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '' } });
-      floodChildren.add(child);
-      let buffered = '';
-      child.stdout?.on('data', (chunk: Buffer) => {
-        buffered += chunk.toString('utf8');
-        for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
-          const { id, sent, answered } = JSON.parse(buffered.slice(0, nl)) as { id: string; sent: number; answered: number };
-          buffered = buffered.slice(nl + 1);
-          sentWall.set(id, sent);
-          acceptedWall.set(id, answered);
-        }
+    const applyMany = (namespaces: string[], names: string[]): Promise<void> =>
+      new Promise((resolve, reject) => {
+        const child = spawn(
+          process.execPath,
+          [join(ROOT, 'bench/fairness-flood.ts'), JSON.stringify({ kubeconfig: info.kubeconfigPath, organization: ORG, namespaces, names })],
+          { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: '' } },
+        );
+        floodChildren.add(child);
+        let buffered = '';
+        child.stdout?.on('data', (chunk: Buffer) => {
+          buffered += chunk.toString('utf8');
+          for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+            const { id, sent, answered } = JSON.parse(buffered.slice(0, nl)) as { id: string; sent: number; answered: number };
+            buffered = buffered.slice(nl + 1);
+            sentWall.set(id, sent);
+            acceptedWall.set(id, answered);
+          }
+        });
+        child.once('exit', (code) => {
+          floodChildren.delete(child);
+          if (code === 0) resolve();
+          else reject(new Error(`the flood of ${namespaces.join(', ')} exited with ${code}`));
+        });
       });
-      child.once('exit', (code) => {
-        floodChildren.delete(child);
-        if (code === 0) resolve();
-        else reject(new Error(`the flood of ${namespaces.join(', ')} exited with ${code}`));
-      });
-    });
     const allReady = async (ids: string[], deadlineMs: number): Promise<boolean> => {
       const end = performance.now() + deadlineMs;
       while (performance.now() < end) {
@@ -309,22 +404,33 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       return false;
     };
     /** One key every 2 s in `ns` until `until` resolves; apply → Ready of each (ms), once Ready; and from the apiserver's answer to the apply. */
-    const steady = (ns: string, until: Promise<unknown>): Promise<{ lat: number[]; fromAccepted: number[] }> => (async () => {
-      let done = false;
-      void until.then(() => { done = true; }, () => { done = true; });
-      const applied: [string, number][] = [];
-      for (let i = 0; !done; i++) {
-        const name = `steady-${String(i).padStart(3, '0')}`;
-        applied.push([`${ns}/${name}`, await applyKey(ns, name)]);
-        await sleep(STEADY_EVERY_MS);
-      }
-      await allReady(applied.map(([id]) => id), 60_000);
-      const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
-      return {
-        lat: sorted(applied.map(([id, at]) => (readyAt.get(id) ?? Number.POSITIVE_INFINITY) - at)),
-        fromAccepted: sorted(applied.map(([id]) => (readyAt.get(id) ?? Number.POSITIVE_INFINITY) - (acceptedAt.get(id) ?? Number.NaN))),
-      };
-    })();
+    const steady = (ns: string, until: Promise<unknown>): Promise<{ lat: number[]; fromAccepted: number[] }> =>
+      (async () => {
+        let done = false;
+        void until.then(
+          () => {
+            done = true;
+          },
+          () => {
+            done = true;
+          },
+        );
+        const applied: [string, number][] = [];
+        for (let i = 0; !done; i++) {
+          const name = `steady-${String(i).padStart(3, '0')}`;
+          applied.push([`${ns}/${name}`, await applyKey(ns, name)]);
+          await sleep(STEADY_EVERY_MS);
+        }
+        await allReady(
+          applied.map(([id]) => id),
+          60_000,
+        );
+        const sorted = (xs: number[]) => xs.sort((a, b) => a - b);
+        return {
+          lat: sorted(applied.map(([id, at]) => (readyAt.get(id) ?? Number.POSITIVE_INFINITY) - at)),
+          fromAccepted: sorted(applied.map(([id]) => (readyAt.get(id) ?? Number.POSITIVE_INFINITY) - (acceptedAt.get(id) ?? Number.NaN))),
+        };
+      })();
 
     // The operator, as its ServiceAccount, in its own process.
     const token = (await kubectl(['create', 'token', 'neon-key-operator', '-n', 'neon-key-operator-system', '--duration=2h'])).trim();
@@ -333,21 +439,40 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     const [metricsPort, healthPort] = [await freePort(), await freePort()];
     // With --profile the operator runs with --cpu-prof: its profile of the whole run is written when SIGTERM stops it (below).
     const profile = opts.profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`, '--cpu-prof-name=operator-fairness.cpuprofile'] : [];
-    operator = spawn(process.execPath, [...profile, join(ROOT, 'src/operator/main.ts'), `--kubeconfig=${operatorKubeconfig}`, `--platform-url=${boot.baseUrl}`,
-      `--metrics-bind-address=127.0.0.1:${metricsPort}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`, `--drift-interval=${o.driftInterval}`,
-    ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: o.stages === true ? 'debug' : 'info' } });
+    operator = spawn(
+      process.execPath,
+      [
+        ...profile,
+        join(ROOT, 'src/operator/main.ts'),
+        `--kubeconfig=${operatorKubeconfig}`,
+        `--platform-url=${boot.baseUrl}`,
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+        `--drift-interval=${o.driftInterval}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: o.stages === true ? 'debug' : 'info' } },
+    );
     const logStream = createWriteStream(join(dir, 'operator.log'));
     operator.stdout?.pipe(logStream);
     operator.stderr?.pipe(logStream);
     for (let i = 0; ; i++) {
       if (operator.exitCode !== null) throw new Error(`operator exited (${operator.exitCode})`);
-      if (await fetch(`http://127.0.0.1:${healthPort}/readyz`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       if (i > 600) throw new Error('operator not ready after 60 s');
       await sleep(100);
     }
     // Diagnosis (--fair-stages): the operator's event loop delay (prom-client's, reset at each scrape) and CPU seconds.
     const sampleOperator = async (): Promise<void> => {
-      const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => '');
+      const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then(
+        (r) => r.text(),
+        () => '',
+      );
       const value = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
       const sample = { at: Date.now(), loopMaxMs: 1000 * value('nodejs_eventloop_lag_max_seconds'), cpuS: value('process_cpu_seconds_total') };
       if (Number.isFinite(sample.loopMaxMs) && Number.isFinite(sample.cpuS)) operatorSamples.push(sample);
@@ -364,12 +489,17 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       log(`fairness 0: ${o.flood} keys of one namespace alone`);
       const t0 = performance.now();
       await applyMany(['alone'], names);
-      const ok = await allReady(names.map((n) => `alone/${n}`), o.flood * 1_000);
+      const ok = await allReady(
+        names.map((n) => `alone/${n}`),
+        o.flood * 1_000,
+      );
       const last = Math.max(...names.map((n) => readyAt.get(`alone/${n}`) ?? Number.NaN));
       const rs = await requests();
       const rate = o.flood / ((last - t0) / 1000);
       log(`   ${fmt((last - t0) / 1000, 1)} s, ${fmt(rate / ORG_RATE, 3)} of 10/s, 429s ${count(rs, is429)}`);
-      rows.push(`| 0. one namespace alone: ${fmt(o.flood)} keys at once (issue 14's convergence at ${LATENCY_MS} ms) | ${ok ? '' : 'NOT ALL READY; '}first apply → last Ready ${fmt((last - t0) / 1000, 1)} s: **${fmt(rate / ORG_RATE, 3)} of 10/s**, **${count(rs, is429)} 429s**, ${fmt(count(rs, isCreate))} creates | ≥ 0.95, 0 429s |`);
+      rows.push(
+        `| 0. one namespace alone: ${fmt(o.flood)} keys at once (issue 14's convergence at ${LATENCY_MS} ms) | ${ok ? '' : 'NOT ALL READY; '}first apply → last Ready ${fmt((last - t0) / 1000, 1)} s: **${fmt(rate / ORG_RATE, 3)} of 10/s**, **${count(rs, is429)} 429s**, ${fmt(count(rs, isCreate))} creates | ≥ 0.95, 0 429s |`,
+      );
     }
 
     // ---- 1. one flood, a steady namespace, repairs in a quiet one.
@@ -385,7 +515,10 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       const t0 = performance.now();
       const flooding = (async () => {
         await applyMany(['flood'], names);
-        return await allReady(names.map((n) => `flood/${n}`), o.flood * 1_000);
+        return await allReady(
+          names.map((n) => `flood/${n}`),
+          o.flood * 1_000,
+        );
       })();
       const steadyLatencies = steady('steady', flooding);
       const repairs = (async () => {
@@ -404,7 +537,10 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
           replaced ??= secretKeyAt.get('quiet/revoked-outside')?.find((s) => s.t > revokedAt && s.keyId !== String(revokedKey))?.t;
           await sleep(100);
         }
-        return { secretDeleted: secretBack === undefined ? undefined : secretBack - deletedAt, revoked: replaced === undefined ? undefined : replaced - revokedAt };
+        return {
+          secretDeleted: secretBack === undefined ? undefined : secretBack - deletedAt,
+          revoked: replaced === undefined ? undefined : replaced - revokedAt,
+        };
       })();
       const ok = await flooding;
       const last = Math.max(...names.map((n) => readyAt.get(`flood/${n}`) ?? Number.NaN));
@@ -413,14 +549,24 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       const rs = await requests();
       const seconds = (last - t0) / 1000;
       const creates = count(rs, isCreate);
-      log(`   flood ${fmt(seconds, 1)} s (${fmt(o.flood / seconds / ORG_RATE, 3)} of 10/s); steady p50 ${ms(percentile(lat, 50))} p99 ${ms(percentile(lat, 99))} max ${ms(Math.max(...lat))} (from accepted p99 ${ms(percentile(fromAccepted, 99))}); Secret deleted ${ms(repaired.secretDeleted)}, revoked ${ms(repaired.revoked)}; 429s ${count(rs, is429)}`);
-      rows.push(`| 1. one flood: namespace steady's apply → Ready, one key every 2 s (${lat.length} keys) while namespace flood applies ${fmt(o.flood)} | p50 ${ms(percentile(lat, 50))}, **p99 ${ms(percentile(lat, 99))}, max ${ms(Math.max(...lat))}**; from the apiserver's answer to the apply: p50 ${ms(percentile(fromAccepted, 50))}, p99 ${ms(percentile(fromAccepted, 99))} | p99 ≤ 1.5 s, max ≤ 3 s |`);
+      log(
+        `   flood ${fmt(seconds, 1)} s (${fmt(o.flood / seconds / ORG_RATE, 3)} of 10/s); steady p50 ${ms(percentile(lat, 50))} p99 ${ms(percentile(lat, 99))} max ${ms(Math.max(...lat))} (from accepted p99 ${ms(percentile(fromAccepted, 99))}); Secret deleted ${ms(repaired.secretDeleted)}, revoked ${ms(repaired.revoked)}; 429s ${count(rs, is429)}`,
+      );
+      rows.push(
+        `| 1. one flood: namespace steady's apply → Ready, one key every 2 s (${lat.length} keys) while namespace flood applies ${fmt(o.flood)} | p50 ${ms(percentile(lat, 50))}, **p99 ${ms(percentile(lat, 99))}, max ${ms(Math.max(...lat))}**; from the apiserver's answer to the apply: p50 ${ms(percentile(fromAccepted, 50))}, p99 ${ms(percentile(fromAccepted, 99))} | p99 ≤ 1.5 s, max ≤ 3 s |`,
+      );
       if (o.stages === true) stages('steady');
       const toCreate = untilCreate('steady');
-      rows.push(`| 1. namespace steady: the apiserver's answer to the apply → the operator sends the platform create (its log) | p50 ${ms(percentile(toCreate, 50))}, p99 ${ms(percentile(toCreate, 99))}, max ${ms(Math.max(...toCreate))} | |`);
-      rows.push(`| 1. the flood: first apply → its last key Ready | ${ok ? '' : 'NOT ALL READY; '}${fmt(seconds, 1)} s: ${fmt(o.flood / seconds / ORG_RATE, 3)} of 10/s for the flood alone, **${fmt(creates / seconds / ORG_RATE, 3)} of 10/s** with the steady namespace's and the repairs' creates (${fmt(creates)} in all); **${count(rs, is429)} 429s** | ≥ 0.95, 0 429s |`);
+      rows.push(
+        `| 1. namespace steady: the apiserver's answer to the apply → the operator sends the platform create (its log) | p50 ${ms(percentile(toCreate, 50))}, p99 ${ms(percentile(toCreate, 99))}, max ${ms(Math.max(...toCreate))} | |`,
+      );
+      rows.push(
+        `| 1. the flood: first apply → its last key Ready | ${ok ? '' : 'NOT ALL READY; '}${fmt(seconds, 1)} s: ${fmt(o.flood / seconds / ORG_RATE, 3)} of 10/s for the flood alone, **${fmt(creates / seconds / ORG_RATE, 3)} of 10/s** with the steady namespace's and the repairs' creates (${fmt(creates)} in all); **${count(rs, is429)} 429s** | ≥ 0.95, 0 429s |`,
+      );
       rows.push(`| 1. repair in namespace quiet during the flood: Secret deleted → a new key in its Secret | **${ms(repaired.secretDeleted)}** | ≤ 2 s |`);
-      rows.push(`| 1. repair in namespace quiet during the flood: key revoked outside → a new key in its Secret (drift interval ${o.driftInterval}) | **${ms(repaired.revoked)}** | ≤ ${fmt(driftMs / 1000 + 2)} s |`);
+      rows.push(
+        `| 1. repair in namespace quiet during the flood: key revoked outside → a new key in its Secret (drift interval ${o.driftInterval}) | **${ms(repaired.revoked)}** | ≤ ${fmt(driftMs / 1000 + 2)} s |`,
+      );
     }
 
     // ---- 2. ten floods and a steady namespace.
@@ -436,7 +582,10 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       if (o.stages === true) await sampleOperator();
       const flooding = (async () => {
         await applyMany(floods, names);
-        return await allReady(floods.flatMap((ns) => names.map((n) => `${ns}/${n}`)), o.floods * o.floodEach * 1_000);
+        return await allReady(
+          floods.flatMap((ns) => names.map((n) => `${ns}/${n}`)),
+          o.floods * o.floodEach * 1_000,
+        );
       })();
       const { lat, fromAccepted } = await steady('eleventh', flooding);
       const ok = await flooding;
@@ -448,13 +597,19 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
         stages('eleventh');
         watchLag([...floods, 'eleventh'], t0Wall);
       }
-      log(`   floods ${fmt(seconds, 1)} s; eleventh p50 ${ms(percentile(lat, 50))} p99 ${ms(percentile(lat, 99))} max ${ms(Math.max(...lat))} (from accepted p99 ${ms(percentile(fromAccepted, 99))}); 429s ${count(rs, is429)}`);
-      rows.push(`| 2. ten floods: namespace eleventh's apply → Ready, one key every 2 s (${lat.length} keys) while ${o.floods} namespaces apply ${fmt(o.floodEach)} keys each | p50 ${ms(percentile(lat, 50))}, **p99 ${ms(percentile(lat, 99))}**, max ${ms(Math.max(...lat))} (from the apiserver's answer to the apply: p99 ${ms(percentile(fromAccepted, 99))}); the floods ${ok ? '' : 'NOT ALL READY, '}${fmt(seconds, 1)} s (${fmt(count(rs, isCreate) / seconds / ORG_RATE, 3)} of 10/s), ${count(rs, is429)} 429s | p99 ≤ 2 s |`);
+      log(
+        `   floods ${fmt(seconds, 1)} s; eleventh p50 ${ms(percentile(lat, 50))} p99 ${ms(percentile(lat, 99))} max ${ms(Math.max(...lat))} (from accepted p99 ${ms(percentile(fromAccepted, 99))}); 429s ${count(rs, is429)}`,
+      );
+      rows.push(
+        `| 2. ten floods: namespace eleventh's apply → Ready, one key every 2 s (${lat.length} keys) while ${o.floods} namespaces apply ${fmt(o.floodEach)} keys each | p50 ${ms(percentile(lat, 50))}, **p99 ${ms(percentile(lat, 99))}**, max ${ms(Math.max(...lat))} (from the apiserver's answer to the apply: p99 ${ms(percentile(fromAccepted, 99))}); the floods ${ok ? '' : 'NOT ALL READY, '}${fmt(seconds, 1)} s (${fmt(count(rs, isCreate) / seconds / ORG_RATE, 3)} of 10/s), ${count(rs, is429)} 429s | p99 ≤ 2 s |`,
+      );
     }
 
     if (runs(2)) {
       const toCreate = untilCreate('eleventh');
-      rows.push(`| 2. namespace eleventh: the apiserver's answer to the apply → the operator sends the platform create (its log) | p50 ${ms(percentile(toCreate, 50))}, p99 ${ms(percentile(toCreate, 99))}, max ${ms(Math.max(...toCreate))} | |`);
+      rows.push(
+        `| 2. namespace eleventh: the apiserver's answer to the apply → the operator sends the platform create (its log) | p50 ${ms(percentile(toCreate, 50))}, p99 ${ms(percentile(toCreate, 99))}, max ${ms(Math.max(...toCreate))} | |`,
+      );
     }
     // Who was served at which priority level (API Priority and Fairness): the teams' applies must be
     // global-default, not exempt, or the flood is not one a tenant can send.
@@ -464,7 +619,10 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       const level = /priority_level="([^"]+)"/.exec(line)?.[1] ?? '?';
       byLevel.set(level, (byLevel.get(level) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
     }
-    const levels = [...byLevel].sort((a, b) => b[1] - a[1]).map(([level, n]) => `${level} ${fmt(n)}`).join(', ');
+    const levels = [...byLevel]
+      .sort((a, b) => b[1] - a[1])
+      .map(([level, n]) => `${level} ${fmt(n)}`)
+      .join(', ');
     log(`fairness: apiserver requests by priority level: ${levels}`);
     return [
       `One organization; the emulator in its own process (\`:memory:\`, 10 key creations per second per organization) with ${LATENCY_MS} ms added to every platform request; the operator in its own process (\`node src/operator/main.ts\`, 16 workers, \`--drift-interval=${o.driftInterval}\`, the deploy/base ServiceAccount's token); the local control plane on loopback. Apply → Ready from the bench's watch of every ApiKey (apply: when the create was sent); a repair ends when the bench's watch of the managed Secrets sees another key id in the Secret. Keys are applied 32 at a time per flooding namespace, from a process of their own (the measuring process applies only the steady keys), each namespace's by its team (a user bound to \`edit\` there, impersonated), so the apiserver serves them at the priority level of a tenant's tools. Requests the apiserver dispatched, by priority level: ${levels}.`,
@@ -488,7 +646,9 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       try {
         copyFileSync(join(dir, 'operator.log'), kept);
         log(`fairness: the operator's log is kept in ${kept}`);
-      } catch { /* no log */ }
+      } catch {
+        /* no log */
+      }
     }
     rmSync(dir, { recursive: true, force: true });
   }

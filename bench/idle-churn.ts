@@ -43,7 +43,10 @@ async function counter(metrics: OperatorMetrics, name: string): Promise<Map<stri
 }
 
 function diff(before: Map<string, number>, after: Map<string, number>): string {
-  const parts = [...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`);
+  const parts = [...after]
+    .map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const)
+    .filter(([, v]) => v > 0)
+    .map(([k, v]) => `${k} ${v}`);
   return parts.length === 0 ? 'none' : parts.join(', ');
 }
 
@@ -53,20 +56,42 @@ export async function idleChurnBenchmark(opts: BenchOptions, minutes: number): P
   let cp: RunningControlPlane | undefined;
   let emulator: Awaited<ReturnType<typeof startEmulator>> | undefined;
   const contenders: Contender[] = [
-    { name: 'as shipped (bookmarks, 5-10 min watches)', namespace: 'idle-shipped', informers: {}, metrics: createMetrics(new Registry(), { defaultMetrics: false }), notReady: [], samples: 0 },
-    { name: 'as before issue 30 (no bookmarks, dropped after 30 s of silence)', namespace: 'idle-before', informers: { bookmarks: false, inactivityMs: 30_000 }, metrics: createMetrics(new Registry(), { defaultMetrics: false }), notReady: [], samples: 0 },
+    {
+      name: 'as shipped (bookmarks, 5-10 min watches)',
+      namespace: 'idle-shipped',
+      informers: {},
+      metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+      notReady: [],
+      samples: 0,
+    },
+    {
+      name: 'as before issue 30 (no bookmarks, dropped after 30 s of silence)',
+      namespace: 'idle-before',
+      informers: { bookmarks: false, inactivityMs: 30_000 },
+      metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+      notReady: [],
+      samples: 0,
+    },
   ];
   let churning = true;
   try {
-    const binDir = await new Promise<string>((resolve, reject) => execFile('bash', [join(ROOT, 'test/controlplane/build.sh')], { encoding: 'utf8' },
-      (err, stdout) => (err === null ? resolve(stdout.trim()) : reject(err))));
+    const binDir = await new Promise<string>((resolve, reject) =>
+      execFile('bash', [join(ROOT, 'test/controlplane/build.sh')], { encoding: 'utf8' }, (err, stdout) =>
+        err === null ? resolve(stdout.trim()) : reject(err),
+      ),
+    );
     log('idle-churn: starting control plane');
     cp = await startControlPlane({ binDir });
     const info = cp.info;
-    const kubectl = (args: string[]): Promise<string> => new Promise((resolve, reject) => {
-      execFile(join(binDir, 'kubectl'), args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: info.kubeconfigPath, HOME: '/tmp' } },
-        (err, stdout, stderr) => (err === null ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || err.message}`))));
-    });
+    const kubectl = (args: string[]): Promise<string> =>
+      new Promise((resolve, reject) => {
+        execFile(
+          join(binDir, 'kubectl'),
+          args,
+          { encoding: 'utf8', env: { ...process.env, KUBECONFIG: info.kubeconfigPath, HOME: '/tmp' } },
+          (err, stdout, stderr) => (err === null ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || err.message}`))),
+        );
+      });
     await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=bench', '-f', join(ROOT, 'crds')]);
     await kubectl(['wait', '--for=condition=Established', 'crd/apikeys.keys.neon.dev', 'crd/projectapikeys.keys.neon.dev', '--timeout=60s']);
     const kc = new KubeConfig();
@@ -82,10 +107,18 @@ export async function idleChurnBenchmark(opts: BenchOptions, minutes: number): P
       await core.createNamespace({ body: { metadata: { name: c.namespace } } });
       await core.createNamespacedSecret({ namespace: c.namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
       for (let i = 0; i < KEYS; i++) {
-        await objects.createNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: c.namespace, plural: 'apikeys', body: {
-          apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: `key-${i}` },
-          spec: { scope: 'Organization', organizationId: org, keyName: `${c.namespace}-${i}`, credentialsSecretRef: { name: 'neon-admin' } },
-        } });
+        await objects.createNamespacedCustomObject({
+          group: 'keys.neon.dev',
+          version: 'v1alpha1',
+          namespace: c.namespace,
+          plural: 'apikeys',
+          body: {
+            apiVersion: 'keys.neon.dev/v1alpha1',
+            kind: 'ApiKey',
+            metadata: { name: `key-${i}` },
+            spec: { scope: 'Organization', organizationId: org, keyName: `${c.namespace}-${i}`, credentialsSecretRef: { name: 'neon-admin' } },
+          },
+        });
       }
       const operatorKc = new KubeConfig();
       operatorKc.loadFromFile(info.kubeconfigPath);
@@ -95,8 +128,14 @@ export async function idleChurnBenchmark(opts: BenchOptions, minutes: number): P
         registry: c.metrics.registry,
         start: async () => {
           c.operator = await startOperator({
-            kubeConfig: operatorKc, platformBaseUrl: emulator!.baseUrl, namespaces: [c.namespace], workers: 4,
-            signingKey: Buffer.alloc(32, 7), logger: silent, metrics: c.metrics, identity: `idle-${c.namespace}`,
+            kubeConfig: operatorKc,
+            platformBaseUrl: emulator!.baseUrl,
+            namespaces: [c.namespace],
+            workers: 4,
+            signingKey: Buffer.alloc(32, 7),
+            logger: silent,
+            metrics: c.metrics,
+            identity: `idle-${c.namespace}`,
             ...(c.informers !== undefined ? { informers: c.informers } : {}),
           });
           return c.operator;
@@ -109,14 +148,21 @@ export async function idleChurnBenchmark(opts: BenchOptions, minutes: number): P
     const deadline = Date.now() + 120_000;
     for (const c of contenders) {
       for (;;) {
-        const list = await objects.listNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: c.namespace, plural: 'apikeys' }) as { items: { status?: { conditions?: { type: string; status: string }[] } }[] };
+        const list = (await objects.listNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: c.namespace, plural: 'apikeys' })) as {
+          items: { status?: { conditions?: { type: string; status: string }[] } }[];
+        };
         if (list.items.filter((r) => r.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True')).length === KEYS) break;
         if (Date.now() > deadline) throw new Error(`${c.namespace}: keys not Ready in time`);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
     log(`idle-churn: ${KEYS} keys Ready in each namespace; idle for ${minutes} min with ${CHURN_PER_SECOND} Secret writes/s in namespace churn`);
-    const before = await Promise.all(contenders.map(async (c) => ({ lists: await counter(c.metrics, 'neon_key_operator_informer_lists_total'), restarts: await counter(c.metrics, 'neon_key_operator_watch_restarts_total') })));
+    const before = await Promise.all(
+      contenders.map(async (c) => ({
+        lists: await counter(c.metrics, 'neon_key_operator_informer_lists_total'),
+        restarts: await counter(c.metrics, 'neon_key_operator_watch_restarts_total'),
+      })),
+    );
     // The churn: Secrets in another namespace created, updated and deleted, round after round.
     let writes = 0;
     let writeErrors = 0;
@@ -148,8 +194,12 @@ export async function idleChurnBenchmark(opts: BenchOptions, minutes: number): P
       }
       if (Date.now() >= nextReport) {
         nextReport += 60_000;
-        const lists = await Promise.all(contenders.map(async (c, k) => diff(before[k]!.lists, await counter(c.metrics, 'neon_key_operator_informer_lists_total'))));
-        log(`idle-churn: ${((Date.now() - started) / 60_000).toFixed(0)} min, ${writes} churn writes; relists: ${contenders.map((c, k) => `${c.namespace} ${lists[k]}`).join('; ')}; not ready: ${contenders.map((c) => `${c.namespace} ${c.notReady.length}`).join(', ')}`);
+        const lists = await Promise.all(
+          contenders.map(async (c, k) => diff(before[k]!.lists, await counter(c.metrics, 'neon_key_operator_informer_lists_total'))),
+        );
+        log(
+          `idle-churn: ${((Date.now() - started) / 60_000).toFixed(0)} min, ${writes} churn writes; relists: ${contenders.map((c, k) => `${c.namespace} ${lists[k]}`).join('; ')}; not ready: ${contenders.map((c) => `${c.namespace} ${c.notReady.length}`).join(', ')}`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
@@ -160,7 +210,9 @@ export async function idleChurnBenchmark(opts: BenchOptions, minutes: number): P
       const lists = diff(before[k]!.lists, await counter(c.metrics, 'neon_key_operator_informer_lists_total'));
       const restarts = diff(before[k]!.restarts, await counter(c.metrics, 'neon_key_operator_watch_restarts_total'));
       const reasons = [...new Set(c.notReady.flatMap((n) => n.reasons))];
-      rows.push(`| ${c.name} | ${lists} | ${restarts} | ${c.notReady.length} of ${c.samples}${reasons.length > 0 ? ` (${reasons.slice(0, 3).join('; ')})` : ''} |`);
+      rows.push(
+        `| ${c.name} | ${lists} | ${restarts} | ${c.notReady.length} of ${c.samples}${reasons.length > 0 ? ` (${reasons.slice(0, 3).join('; ')})` : ''} |`,
+      );
     }
     return [
       `${minutes} min idle: ${KEYS} Ready ApiKeys in each operator's namespace, nothing changes there; meanwhile ${writes.toLocaleString('en-US')} Secret writes (create, replace, delete; ${CHURN_PER_SECOND}/s${writeErrors > 0 ? `, ${writeErrors} refused` : ''}) in another namespace, which move the Secrets' resourceVersion on. Two operators in one process (each its own namespace, the default drift interval of 5 min), the local control plane (its apiserver's default watch cache). /readyz is the manager's readiness, sampled every second.`,

@@ -19,7 +19,9 @@ import { inventoryView } from '../src/operator/inventory/listing.ts';
 import { ReferenceIndex } from '../src/operator/runtime/reference-index.ts';
 import type { KeyResource } from '../src/operator/resources/schema.ts';
 
-const { values } = parseArgs({ options: { managed: { type: 'string', default: '10000' }, others: { type: 'string', default: '1000' }, intervals: { type: 'string', default: '10' } } });
+const { values } = parseArgs({
+  options: { managed: { type: 'string', default: '10000' }, others: { type: 'string', default: '1000' }, intervals: { type: 'string', default: '10' } },
+});
 const MANAGED = Number(values.managed);
 const OTHERS = Number(values.others);
 const INTERVALS = Number(values.intervals);
@@ -38,14 +40,16 @@ const mib = (bytes: number): string => (bytes / 1024 / 1024).toFixed(2);
 
 /** A listing as the platform client parses it (fresh objects and strings each time, as JSON.parse makes them). */
 function platformList(): ListedKey[] {
-  const text = JSON.stringify(Array.from({ length: MANAGED + OTHERS }, (_, i) => ({
-    id: 1_000_000 + i,
-    name: i < MANAGED ? `team-${i % 50}-app-${i}-x1y2z3w4` : `console-${i}`,
-    created_at: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString().replace(/\.\d+Z$/, 'Z'),
-    created_by: { id: 'c7f884ea-62fe-467d-a73b-98ae071b3df6', name: 'alice', image: 'https://example.com/alice.png' },
-    last_used_at: i % 3 === 0 ? null : new Date(Date.UTC(2026, 10, 1) + i * 1000).toISOString().replace(/\.\d+Z$/, 'Z'),
-    last_used_from_addr: i % 3 === 0 ? '' : `10.0.${(i >> 8) & 255}.${i & 255}`,
-  })));
+  const text = JSON.stringify(
+    Array.from({ length: MANAGED + OTHERS }, (_, i) => ({
+      id: 1_000_000 + i,
+      name: i < MANAGED ? `team-${i % 50}-app-${i}-x1y2z3w4` : `console-${i}`,
+      created_at: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+      created_by: { id: 'c7f884ea-62fe-467d-a73b-98ae071b3df6', name: 'alice', image: 'https://example.com/alice.png' },
+      last_used_at: i % 3 === 0 ? null : new Date(Date.UTC(2026, 10, 1) + i * 1000).toISOString().replace(/\.\d+Z$/, 'Z'),
+      last_used_from_addr: i % 3 === 0 ? '' : `10.0.${(i >> 8) & 255}.${i & 255}`,
+    })),
+  );
   return JSON.parse(text) as ListedKey[];
 }
 
@@ -59,7 +63,12 @@ const view = inventoryView(UNUSED_AFTER_MS, () => managedIds);
 async function lists(withInventory: boolean): Promise<number> {
   let now = 1_000_000;
   let calls = 0;
-  const platform = { listOrganizationKeys: async () => { calls++; return platformList(); } } as unknown as KeyPlatform;
+  const platform = {
+    listOrganizationKeys: async () => {
+      calls++;
+      return platformList();
+    },
+  } as unknown as KeyPlatform;
   const cache = new DriftCache(60_000, () => now);
   for (let interval = 0; interval < INTERVALS; interval++) {
     cache.refreshDue();
@@ -85,12 +94,21 @@ async function snapshotHeap(withInventory: boolean): Promise<number> {
 }
 
 function resources(withKeyId: boolean): ReturnType<typeof trimKeyResource>[] {
-  return Array.from({ length: MANAGED }, (_, i) => trimKeyResource({
-    apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey',
-    metadata: { name: `app-${i}`, namespace: `team-${i % 50}`, uid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, resourceVersion: String(100_000 + i), generation: 1 },
-    spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
-    status: { ...(withKeyId ? { keyId: 1_000_000 + i } : {}), conditions: [{ type: 'Ready', status: 'True', reason: 'Ready' }] },
-  } as never));
+  return Array.from({ length: MANAGED }, (_, i) =>
+    trimKeyResource({
+      apiVersion: 'keys.neon.dev/v1alpha1',
+      kind: 'ApiKey',
+      metadata: {
+        name: `app-${i}`,
+        namespace: `team-${i % 50}`,
+        uid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        resourceVersion: String(100_000 + i),
+        generation: 1,
+      },
+      spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
+      status: { ...(withKeyId ? { keyId: 1_000_000 + i } : {}), conditions: [{ type: 'Ready', status: 'True', reason: 'Ready' }] },
+    } as never),
+  );
 }
 
 function projectionHeap(withKeyId: boolean): number {
@@ -130,7 +148,8 @@ for (let round = 0; round < 9; round++) {
 }
 keepTimes.sort((a, b) => a - b);
 const cached = resources(true);
-const listing = (await new DriftCache(60_000).listing('c', listFor(ORG), { listOrganizationKeys: async () => platformList() } as unknown as KeyPlatform, view)).view;
+const listing = (await new DriftCache(60_000).listing('c', listFor(ORG), { listOrganizationKeys: async () => platformList() } as unknown as KeyPlatform, view))
+  .view;
 const times: number[] = [];
 let counted = 0;
 for (let round = 0; round < 9; round++) {
@@ -143,11 +162,25 @@ for (let round = 0; round < 9; round++) {
 times.sort((a, b) => a - b);
 if (counted !== MANAGED) throw new Error(`counted ${counted} managed, expected ${MANAGED}`);
 
-console.log(`| measurement (${MANAGED.toLocaleString('en')} managed keys + ${OTHERS.toLocaleString('en')} others, one organization, ${INTERVALS} drift intervals) | result |`);
+console.log(
+  `| measurement (${MANAGED.toLocaleString('en')} managed keys + ${OTHERS.toLocaleString('en')} others, one organization, ${INTERVALS} drift intervals) | result |`,
+);
 console.log('|---|---|');
-console.log(`| platform lists: drift checks alone / with an inventory on the same credentials | ${listsAlone} / ${listsWithInventory} (**${listsWithInventory - listsAlone} more**: the list the checks took before the inventory first read it, taken once more; none after) |`);
-console.log(`| heap of the drift list: use only (no inventory) / with what an inventory keeps of it (counts of every key, details of ${listing.details.size} keys) | ${mib(snapshotAlone)} / ${mib(snapshotWithInventory)} MiB (**+${mib(snapshotWithInventory - snapshotAlone)} MiB**, ${((snapshotWithInventory - snapshotAlone) / (MANAGED + OTHERS)).toFixed(0)} B a key) |`);
-console.log(`| heap of ${MANAGED.toLocaleString('en')} cached key resources: without / with status.keyId kept | ${mib(projectionWithout)} / ${mib(projectionWith)} MiB (**${((projectionWith - projectionWithout) / MANAGED).toFixed(1)} B a resource**) |`);
-console.log(`| (not kept) an index of the recorded ids instead, ${MANAGED.toLocaleString('en')} entries | ${mib(index)} MiB (${(index / MANAGED).toFixed(0)} B a resource) |`);
-console.log(`| what an inventory keeps of a list, made when the list is taken (columns, newest-first sort, details; median of 9) | **${keepTimes[4]?.toFixed(1)} ms** (min ${keepTimes[0]?.toFixed(1)}, max ${keepTimes[8]?.toFixed(1)}) |`);
-console.log(`| one inventory reconcile's work: scan of the cached ids + report (median of 9) | **${times[4]?.toFixed(1)} ms** (min ${times[0]?.toFixed(1)}, max ${times[8]?.toFixed(1)}) |`);
+console.log(
+  `| platform lists: drift checks alone / with an inventory on the same credentials | ${listsAlone} / ${listsWithInventory} (**${listsWithInventory - listsAlone} more**: the list the checks took before the inventory first read it, taken once more; none after) |`,
+);
+console.log(
+  `| heap of the drift list: use only (no inventory) / with what an inventory keeps of it (counts of every key, details of ${listing.details.size} keys) | ${mib(snapshotAlone)} / ${mib(snapshotWithInventory)} MiB (**+${mib(snapshotWithInventory - snapshotAlone)} MiB**, ${((snapshotWithInventory - snapshotAlone) / (MANAGED + OTHERS)).toFixed(0)} B a key) |`,
+);
+console.log(
+  `| heap of ${MANAGED.toLocaleString('en')} cached key resources: without / with status.keyId kept | ${mib(projectionWithout)} / ${mib(projectionWith)} MiB (**${((projectionWith - projectionWithout) / MANAGED).toFixed(1)} B a resource**) |`,
+);
+console.log(
+  `| (not kept) an index of the recorded ids instead, ${MANAGED.toLocaleString('en')} entries | ${mib(index)} MiB (${(index / MANAGED).toFixed(0)} B a resource) |`,
+);
+console.log(
+  `| what an inventory keeps of a list, made when the list is taken (columns, newest-first sort, details; median of 9) | **${keepTimes[4]?.toFixed(1)} ms** (min ${keepTimes[0]?.toFixed(1)}, max ${keepTimes[8]?.toFixed(1)}) |`,
+);
+console.log(
+  `| one inventory reconcile's work: scan of the cached ids + report (median of 9) | **${times[4]?.toFixed(1)} ms** (min ${times[0]?.toFixed(1)}, max ${times[8]?.toFixed(1)}) |`,
+);

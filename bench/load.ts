@@ -4,7 +4,12 @@
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 
-export interface RequestSpec { path: string; method?: 'GET' | 'POST' | 'PUT' | 'DELETE'; headers?: Record<string, string>; body?: string }
+export interface RequestSpec {
+  path: string;
+  method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  headers?: Record<string, string>;
+  body?: string;
+}
 
 export interface LoadOptions {
   /** http://127.0.0.1:PORT (loopback only: the benchmarks measure the server, not a network). */
@@ -154,7 +159,13 @@ export function percentile(sorted: Float64Array | readonly number[], p: number):
   return sorted[rank - 1] ?? Number.NaN;
 }
 
-export interface LatencySummary { p50: number; p90: number; p99: number; max: number; count: number }
+export interface LatencySummary {
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  count: number;
+}
 
 export function summarize(sorted: Float64Array): LatencySummary {
   return { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: percentile(sorted, 100), count: sorted.length };

@@ -16,7 +16,9 @@ export interface MachineInfo {
 
 function cpuModel(): string {
   try {
-    const line = readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('model name'));
+    const line = readFileSync('/proc/cpuinfo', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('model name'));
     if (line !== undefined) return line.slice(line.indexOf(':') + 1).trim();
   } catch {
     // Not Linux: fall back to what os.cpus() reports.

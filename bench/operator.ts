@@ -73,8 +73,12 @@ function threadCpuSeconds(pid: number): Map<string, number> {
 }
 /** "main 0.41, V8 DefaultWorke 1.2, ...": CPU s/min of each thread name between two readings. */
 function threadShare(a: Map<string, number>, b: Map<string, number>, minutes: number): string {
-  return [...b].map(([name, s]) => [name, (s - (a.get(name) ?? 0)) / minutes] as const).filter(([, x]) => x >= 0.005)
-    .sort((x, y) => y[1] - x[1]).map(([name, x]) => `${name} ${fmt(x, 2)}`).join(', ');
+  return [...b]
+    .map(([name, s]) => [name, (s - (a.get(name) ?? 0)) / minutes] as const)
+    .filter(([, x]) => x >= 0.005)
+    .sort((x, y) => y[1] - x[1])
+    .map(([name, x]) => `${name} ${fmt(x, 2)}`)
+    .join(', ');
 }
 export function procRssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -87,7 +91,11 @@ export function procRssBytes(pid: number): number {
  * by name, and the machine's busy time (/proc/stat). Read before and after a phase, the difference
  * says which process held the cores.
  */
-interface CpuTally { byProcess: Map<string, number>; busy: number; wall: number }
+interface CpuTally {
+  byProcess: Map<string, number>;
+  busy: number;
+  wall: number;
+}
 function cpuTally(names: Map<number, string>): CpuTally {
   const procs = new Map<number, { ppid: number; comm: string; cpu: number }>();
   for (const entry of readdirSync('/proc')) {
@@ -122,19 +130,27 @@ function cpuTally(names: Map<number, string>): CpuTally {
 /** "operator 45 %, kube-apiserver 60 %, ...; machine 190 % of 200 %": percent of one core over the phase. */
 function cpuShare(a: CpuTally, b: CpuTally): string {
   const wall = b.wall - a.wall;
-  const rows = [...b.byProcess].map(([name, cpu]) => [name, (cpu - (a.byProcess.get(name) ?? 0)) / wall * 100] as const)
-    .filter(([, pct]) => pct >= 0.5).sort((x, y) => y[1] - x[1]);
-  return `${rows.map(([name, pct]) => `${name} ${fmt(pct)} %`).join(', ')}; whole machine ${fmt((b.busy - a.busy) / wall * 100)} % of ${availableParallelism() * 100} %`;
+  const rows = [...b.byProcess]
+    .map(([name, cpu]) => [name, ((cpu - (a.byProcess.get(name) ?? 0)) / wall) * 100] as const)
+    .filter(([, pct]) => pct >= 0.5)
+    .sort((x, y) => y[1] - x[1]);
+  return `${rows.map(([name, pct]) => `${name} ${fmt(pct)} %`).join(', ')}; whole machine ${fmt(((b.busy - a.busy) / wall) * 100)} % of ${availableParallelism() * 100} %`;
 }
 
 export async function limited<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await fn(items[next++] as T);
+    }),
+  );
 }
 
-interface Metrics { reconcile: Record<string, number>; heapUsed: number; heapTotal: number }
+interface Metrics {
+  reconcile: Record<string, number>;
+  heapUsed: number;
+  heapTotal: number;
+}
 async function scrape(url: string): Promise<Metrics> {
   const text = await (await fetch(url)).text();
   const reconcile: Record<string, number> = {};
@@ -155,9 +171,20 @@ async function scrapeCounter(url: string, name: string): Promise<number> {
 }
 const delta = (a: Metrics, b: Metrics, result: string) => (b.reconcile[result] ?? 0) - (a.reconcile[result] ?? 0);
 
-export interface RequestCount { method: string; route: string; status: number; count: number }
+export interface RequestCount {
+  method: string;
+  route: string;
+  status: number;
+  count: number;
+}
 
-export interface EmulatorProcess { pid: number; baseUrl: string; adminUrl: string; bootstrap: Bootstrap; close(): Promise<void> }
+export interface EmulatorProcess {
+  pid: number;
+  baseUrl: string;
+  adminUrl: string;
+  bootstrap: Bootstrap;
+  close(): Promise<void>;
+}
 
 /**
  * The platform in its own process (`npm run emulator`), as the real one is its own service: in the
@@ -178,7 +205,9 @@ export async function startEmulatorProcess(dir: string, seed: Seed): Promise<Emu
   const seedFile = join(dir, 'seed.json');
   writeFileSync(seedFile, JSON.stringify(seed));
   const child = await spawnChild(['src/emulator/main.ts', '--port=0', '--db=:memory:', `--seed=${seedFile}`, '--log-level=warn']);
-  const killChild = () => { if (child.proc.exitCode === null) child.proc.kill('SIGKILL'); };
+  const killChild = () => {
+    if (child.proc.exitCode === null) child.proc.kill('SIGKILL');
+  };
   process.once('exit', killChild);
   const bootstrap = child.firstLine as unknown as Bootstrap;
   return {
@@ -195,11 +224,14 @@ export async function startEmulatorProcess(dir: string, seed: Seed): Promise<Emu
 
 /** A Chrome DevTools Protocol session with the operator's inspector (node --inspect), over Node's WebSocket. */
 export async function inspectorSession(port: number): Promise<{ call(method: string, params?: Record<string, unknown>): Promise<unknown>; close(): void }> {
-  const targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json() as { webSocketDebuggerUrl: string }[];
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
   const url = targets[0]?.webSocketDebuggerUrl;
-  if (url === undefined) throw new Error('the operator\'s inspector lists no target');
+  if (url === undefined) throw new Error("the operator's inspector lists no target");
   const ws = new WebSocket(url);
-  await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
+  await new Promise((resolve, reject) => {
+    ws.onopen = resolve;
+    ws.onerror = reject;
+  });
   const pending = new Map<number, (result: unknown) => void>();
   ws.onmessage = (event) => {
     const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
@@ -207,10 +239,11 @@ export async function inspectorSession(port: number): Promise<{ call(method: str
   };
   let id = 0;
   return {
-    call: (method, params) => new Promise((resolve) => {
-      pending.set(++id, resolve);
-      ws.send(JSON.stringify({ id, method, ...params !== undefined ? { params } : {} }));
-    }),
+    call: (method, params) =>
+      new Promise((resolve) => {
+        pending.set(++id, resolve);
+        ws.send(JSON.stringify({ id, method, ...(params !== undefined ? { params } : {}) }));
+      }),
     close: () => ws.close(),
   };
 }
@@ -221,7 +254,7 @@ export function imageNodeFlags(dockerfile = readFileSync(join(ROOT, 'Dockerfile'
   const argv = JSON.parse(line?.slice('ENTRYPOINT '.length) ?? 'null') as string[] | null;
   const node = argv?.indexOf('node') ?? -1;
   const main = argv?.indexOf('dist/operator/main.js') ?? -1;
-  if (argv === null || node < 0 || main < node) throw new Error('the Dockerfile\'s ENTRYPOINT does not run node dist/operator/main.js');
+  if (argv === null || node < 0 || main < node) throw new Error("the Dockerfile's ENTRYPOINT does not run node dist/operator/main.js");
   return argv.slice(node + 1, main);
 }
 
@@ -235,40 +268,58 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
   const watches: AbortController[] = [];
   let stopped = false;
   let ok = false;
-  const killOperator = () => { if (operator !== undefined && operator.exitCode === null) operator.kill('SIGKILL'); };
+  const killOperator = () => {
+    if (operator !== undefined && operator.exitCode === null) operator.kill('SIGKILL');
+  };
   process.once('exit', killOperator);
   try {
-    const binDir = await new Promise<string>((resolve, reject) => execFile('bash', [join(ROOT, 'test/controlplane/build.sh')], { encoding: 'utf8' },
-      (err, stdout) => (err === null ? resolve(stdout.trim()) : reject(err))));
+    const binDir = await new Promise<string>((resolve, reject) =>
+      execFile('bash', [join(ROOT, 'test/controlplane/build.sh')], { encoding: 'utf8' }, (err, stdout) =>
+        err === null ? resolve(stdout.trim()) : reject(err),
+      ),
+    );
     log('starting control plane');
     cp = await startControlPlane({ binDir });
     const info = cp.info;
-    const kubectl = (args: string[], input?: string) => new Promise<string>((resolve, reject) => {
-      const child = execFile(join(binDir, 'kubectl'), args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: info.kubeconfigPath, HOME: '/tmp' }, maxBuffer: 1 << 28 },
-        (err, stdout, stderr) => (err === null ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || err.message}`))));
-      child.stdin?.end(input);
-    });
+    const kubectl = (args: string[], input?: string) =>
+      new Promise<string>((resolve, reject) => {
+        const child = execFile(
+          join(binDir, 'kubectl'),
+          args,
+          { encoding: 'utf8', env: { ...process.env, KUBECONFIG: info.kubeconfigPath, HOME: '/tmp' }, maxBuffer: 1 << 28 },
+          (err, stdout, stderr) => (err === null ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr.trim() || err.message}`))),
+        );
+        child.stdin?.end(input);
+      });
 
     const orgs = Array.from({ length: o.organizations }, (_, i) => `org-bench-${String(i + 1).padStart(2, '0')}`);
     emulator = await startEmulatorProcess(dir, {
-        organizations: orgs.map((id) => ({ id, name: id })),
-        users: [{ name: 'bench', email: 'bench@example.com', orgRoles: Object.fromEntries(orgs.map((id) => [id, 'admin' as const])) }],
-        projects: [
-          ...orgs.flatMap((org, i) => Array.from({ length: PROJECTS_PER_ORG }, (_, p) => ({
-            id: `bench-${String(i + 1).padStart(2, '0')}-${p + 1}`, name: `bench-${i + 1}-${p + 1}`, organizationId: org, ownerUserId: 'bench',
-          }))),
-          // Phase 5a moves this one out of its organization.
-          { id: DRIFT_PROJECT, name: DRIFT_PROJECT, organizationId: orgs[0] as string, ownerUserId: 'bench' },
-        ],
+      organizations: orgs.map((id) => ({ id, name: id })),
+      users: [{ name: 'bench', email: 'bench@example.com', orgRoles: Object.fromEntries(orgs.map((id) => [id, 'admin' as const])) }],
+      projects: [
+        ...orgs.flatMap((org, i) =>
+          Array.from({ length: PROJECTS_PER_ORG }, (_, p) => ({
+            id: `bench-${String(i + 1).padStart(2, '0')}-${p + 1}`,
+            name: `bench-${i + 1}-${p + 1}`,
+            organizationId: org,
+            ownerUserId: 'bench',
+          })),
+        ),
+        // Phase 5a moves this one out of its organization.
+        { id: DRIFT_PROJECT, name: DRIFT_PROJECT, organizationId: orgs[0] as string, ownerUserId: 'bench' },
+      ],
     });
     const emu = emulator;
     const adminKey = emu.bootstrap.users.find((u) => u.name === 'bench')?.personalKey;
     if (adminKey === undefined) throw new Error('no personal key for the bench user');
     const projectOf = (org: number, i: number) => `bench-${String(org + 1).padStart(2, '0')}-${(i % PROJECTS_PER_ORG) + 1}`;
-    const requests = async (): Promise<RequestCount[]> => await (await fetch(`${emu.adminUrl}/requests`)).json() as RequestCount[];
-    const resetRequests = async () => { await fetch(`${emu.adminUrl}/requests`, { method: 'DELETE' }); };
+    const requests = async (): Promise<RequestCount[]> => (await (await fetch(`${emu.adminUrl}/requests`)).json()) as RequestCount[];
+    const resetRequests = async () => {
+      await fetch(`${emu.adminUrl}/requests`, { method: 'DELETE' });
+    };
     const count429 = (rs: RequestCount[]) => rs.filter((r) => r.status === 429).reduce((s, r) => s + r.count, 0);
-    const countCreates = (rs: RequestCount[]) => rs.filter((r) => r.method === 'POST' && r.route.endsWith('/api_keys') && r.status === 200).reduce((s, r) => s + r.count, 0);
+    const countCreates = (rs: RequestCount[]) =>
+      rs.filter((r) => r.method === 'POST' && r.route.endsWith('/api_keys') && r.status === 200).reduce((s, r) => s + r.count, 0);
 
     log('installing CRDs and deploy/base');
     await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=bench', '-f', join(ROOT, 'crds')]);
@@ -294,19 +345,31 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     // still for a minute or more while the operator went on issuing keys). 410 Gone: from now.
     const startWatch = async (path: string, query: Record<string, string>, onEvent: (obj: Record<string, unknown>) => void, from?: string) => {
       let last = from;
-      const again = () => { if (!stopped) void startWatch(path, query, onEvent, last).catch(() => setTimeout(again, 1_000)); };
-      watches.push(await watch.watch(path, { ...query, allowWatchBookmarks: 'true', ...(last !== undefined ? { resourceVersion: last } : {}) }, (type, obj) => {
-        const o = obj as Record<string, unknown> & { metadata?: { resourceVersion?: string }; code?: number };
-        if (type === 'ERROR') {
-          if (o.code === 410) last = undefined;
-          return;
-        }
-        last = o.metadata?.resourceVersion ?? last;
-        if (type !== 'BOOKMARK') onEvent(o);
-      }, (err: unknown) => {
-        if (!stopped) log(`   (the watch of ${path.split('/').pop() ?? path} ended${err instanceof Error ? ` (${err.message})` : ''}; going on from version ${last ?? 'now'})`);
-        setTimeout(again, 200);
-      }));
+      const again = () => {
+        if (!stopped) void startWatch(path, query, onEvent, last).catch(() => setTimeout(again, 1_000));
+      };
+      watches.push(
+        await watch.watch(
+          path,
+          { ...query, allowWatchBookmarks: 'true', ...(last !== undefined ? { resourceVersion: last } : {}) },
+          (type, obj) => {
+            const o = obj as Record<string, unknown> & { metadata?: { resourceVersion?: string }; code?: number };
+            if (type === 'ERROR') {
+              if (o.code === 410) last = undefined;
+              return;
+            }
+            last = o.metadata?.resourceVersion ?? last;
+            if (type !== 'BOOKMARK') onEvent(o);
+          },
+          (err: unknown) => {
+            if (!stopped)
+              log(
+                `   (the watch of ${path.split('/').pop() ?? path} ended${err instanceof Error ? ` (${err.message})` : ''}; going on from version ${last ?? 'now'})`,
+              );
+            setTimeout(again, 200);
+          },
+        ),
+      );
     };
     await startWatch(`/apis/${GROUP}/${VERSION}/namespaces/${NS}/${PLURAL}`, {}, (obj) => {
       const name = (obj.metadata as { name: string }).name;
@@ -332,27 +395,50 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     // As the image runs it: the build of the image (`npm run build`: tsc, then the operator bundled
     // into dist/operator/main.js) with the image's node flags.
     log('building dist/ (npm run build)');
-    await new Promise<void>((resolve, reject) => execFile('npm', ['run', '--silent', 'build'], { cwd: ROOT },
-      (err, _stdout, stderr) => (err === null ? resolve() : reject(new Error(`npm run build: ${err.message}\n${stderr}`)))));
+    await new Promise<void>((resolve, reject) =>
+      execFile('npm', ['run', '--silent', 'build'], { cwd: ROOT }, (err, _stdout, stderr) =>
+        err === null ? resolve() : reject(new Error(`npm run build: ${err.message}\n${stderr}`)),
+      ),
+    );
     const nodeFlags = imageNodeFlags();
     log(`operator node flags (from the Dockerfile's ENTRYPOINT): ${nodeFlags.join(' ')}`);
-    operator = spawn(process.execPath, [
-      // With --profile the operator's soak is profiled through its inspector (below): the window at rest alone.
-      ...nodeFlags, '--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`, `--inspect=127.0.0.1:${inspectPort}`,
-      join(ROOT, 'dist/operator/main.js'), `--kubeconfig=${operatorKubeconfig}`, `--platform-url=${emu.baseUrl}`,
-      `--metrics-bind-address=127.0.0.1:${metricsPort}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`,
-      `--drift-interval=${o.driftInterval}`, ...(o.workers !== undefined ? [`--workers=${o.workers}`] : []),
-    ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
+    operator = spawn(
+      process.execPath,
+      [
+        // With --profile the operator's soak is profiled through its inspector (below): the window at rest alone.
+        ...nodeFlags,
+        '--heapsnapshot-signal=SIGUSR2',
+        `--diagnostic-dir=${dir}`,
+        `--inspect=127.0.0.1:${inspectPort}`,
+        join(ROOT, 'dist/operator/main.js'),
+        `--kubeconfig=${operatorKubeconfig}`,
+        `--platform-url=${emu.baseUrl}`,
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+        `--drift-interval=${o.driftInterval}`,
+        ...(o.workers !== undefined ? [`--workers=${o.workers}`] : []),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } },
+    );
     const logStream = createWriteStream(operatorLog);
     operator.stdout?.pipe(logStream);
     operator.stderr?.pipe(logStream);
     const pid = operator.pid as number;
-    const processNames = new Map([[pid, 'operator'], [emu.pid, 'emulator']]);
+    const processNames = new Map([
+      [pid, 'operator'],
+      [emu.pid, 'emulator'],
+    ]);
     const driftMs = parseGoDuration(o.driftInterval) ?? 300_000;
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     for (let i = 0; ; i++) {
       if (operator.exitCode !== null) throw new Error(`operator exited (${operator.exitCode}); log ${operatorLog}`);
-      if (await fetch(`http://127.0.0.1:${healthPort}/readyz`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       if (i > 600) throw new Error('operator not ready after 60 s');
       await sleep(100);
     }
@@ -365,7 +451,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const inspector = await inspectorSession(inspectPort);
     const liveHeap = async (): Promise<number> => {
       await inspector.call('HeapProfiler.collectGarbage');
-      const usage = await inspector.call('Runtime.getHeapUsage') as { usedSize: number };
+      const usage = (await inspector.call('Runtime.getHeapUsage')) as { usedSize: number };
       return usage.usedSize;
     };
     const snapshot = async (label: string): Promise<void> => {
@@ -379,7 +465,8 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       }
       if (file === undefined) return;
       let size = -1;
-      for (;;) { // written when its size stops changing
+      for (;;) {
+        // written when its size stops changing
         await sleep(3000);
         const now = statSync(join(dir, file)).size;
         if (now === size) break;
@@ -393,7 +480,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const m0 = await scrape(metricsUrl);
 
     const keyBody = (name: string, org: number, i: number, project = projectOf(org, i)) => ({
-      apiVersion: `${GROUP}/${VERSION}`, kind: 'ProjectApiKey', metadata: { name, namespace: NS },
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'ProjectApiKey',
+      metadata: { name, namespace: NS },
       spec: { organizationId: orgs[org], projectId: project, keyName: name, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' },
     });
     const createAt = new Map<string, number>();
@@ -409,7 +498,10 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
         if (ready === names.length) return true;
         if (performance.now() > end) return false;
         if (operator?.exitCode !== null) throw new Error(`operator exited; log ${operatorLog}`);
-        if (performance.now() - lastLog > 15_000) { lastLog = performance.now(); log(`  ${fmt(ready)} / ${fmt(names.length)} Ready`); }
+        if (performance.now() - lastLog > 15_000) {
+          lastLog = performance.now();
+          log(`  ${fmt(ready)} / ${fmt(names.length)} Ready`);
+        }
         await sleep(200);
       }
     };
@@ -418,7 +510,10 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       const t = performance.now();
       await limited(keys, 32, async (k) => await create(k.name, k.org, k.i));
       const createdIn = (performance.now() - t) / 1000;
-      const allReady = await waitReady(keys.map((k) => k.name), deadlineSeconds * 1000);
+      const allReady = await waitReady(
+        keys.map((k) => k.name),
+        deadlineSeconds * 1000,
+      );
       const ready = keys.filter((k) => readyAt.has(k.name)).length;
       const seconds = ((allReady ? Math.max(...keys.map((k) => readyAt.get(k.name) as number)) : performance.now()) - t) / 1000;
       return { createdIn, allReady, ready, seconds, keysPerSecond: ready / seconds };
@@ -473,7 +568,11 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       }
       return counts;
     };
-    const since = (a: Map<string, number>, b: Map<string, number>) => [...b].map(([k, n]) => [k, n - (a.get(k) ?? 0)] as const).filter(([, n]) => n > 0).sort((x, y) => y[1] - x[1]);
+    const since = (a: Map<string, number>, b: Map<string, number>) =>
+      [...b]
+        .map(([k, n]) => [k, n - (a.get(k) ?? 0)] as const)
+        .filter(([, n]) => n > 0)
+        .sort((x, y) => y[1] - x[1]);
     const WRITE_VERBS = ['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY'];
     /** The operator's writes per issued key: every write on keys, Secrets and events but the bench's own creates. */
     const writesPerKey = (counts: (readonly [string, number])[], issued: number, created = issued) => {
@@ -494,7 +593,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const cpu1a = procCpuSeconds(pid);
     const tally1a = cpuTally(processNames);
     let converging = true;
-    const waveDone = wave(conv, Math.max(o.keys / ORG_RATE + 60, o.convergenceDeadlineSeconds)).finally(() => { converging = false; });
+    const waveDone = wave(conv, Math.max(o.keys / ORG_RATE + 60, o.convergenceDeadlineSeconds)).finally(() => {
+      converging = false;
+    });
     const beside = await (async () => {
       await sleep(2_000); // the wave's creates are under way
       return await oneAtATime('beside', Math.min(1, o.organizations - 1), () => converging, 1_000);
@@ -508,9 +609,13 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const cpu1 = procCpuSeconds(pid) - cpu1a;
     const writes1 = writesPerKey(api1, o.keys + beside.count);
     if (!c1.allReady) log(`   deadline: ${c1.ready} of ${o.keys} Ready; going on`);
-    log(`   ${fmt(c1.seconds, 1)} s, ${fmt(c1.keysPerSecond, 2)} keys/s, 429s ${count429(convRequests)}, failed reconciles ${delta(m0, m1, 'error')}; writes per issued key ${fmt(writes1.perKey, 2)} (${writes1.list}); reads ${fmt(writes1.readsPerKey, 2)} (${writes1.reads})`);
+    log(
+      `   ${fmt(c1.seconds, 1)} s, ${fmt(c1.keysPerSecond, 2)} keys/s, 429s ${count429(convRequests)}, failed reconciles ${delta(m0, m1, 'error')}; writes per issued key ${fmt(writes1.perKey, 2)} (${writes1.list}); reads ${fmt(writes1.readsPerKey, 2)} (${writes1.reads})`,
+    );
     log(`   CPU during the wave: ${share1}`);
-    log(`   beside the wave: ${beside.count} keys, Secret p50 ${fmt(percentile(beside.secret, 50), 1)} ms p99 ${fmt(percentile(beside.secret, 99), 1)} ms; ${beside.working}/${beside.count} keys work`);
+    log(
+      `   beside the wave: ${beside.count} keys, Secret p50 ${fmt(percentile(beside.secret, 50), 1)} ms p99 ${fmt(percentile(beside.secret, 99), 1)} ms; ${beside.working}/${beside.count} keys work`,
+    );
 
     // ---- 2. latency: 100 keys one after another (organization 2 if there is one), ≥ 110 ms apart.
     const LAT_KEYS = 100;
@@ -522,7 +627,10 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     while (performance.now() - quietSince < 5_000 && performance.now() - quietStarted < 180_000) {
       const m = await scrape(metricsUrl);
       const count = Object.values(m.reconcile).reduce((a, b) => a + b, 0);
-      if (count !== lastCount) { lastCount = count; quietSince = performance.now(); }
+      if (count !== lastCount) {
+        lastCount = count;
+        quietSince = performance.now();
+      }
       await sleep(500);
     }
     const settleSeconds = (performance.now() - quietStarted) / 1000;
@@ -551,7 +659,11 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     log(`4. ${fmt(more)} more keys: ${fmt(o.wavePerOrg)} in each of ${o.organizations} organizations at once (deadline ${o.memoryDeadlineSeconds} s)`);
     await resetRequests();
     const api4a = await apiserverRequests();
-    const mem = Array.from({ length: more }, (_, i) => ({ name: `mem-${String(i).padStart(5, '0')}`, org: i % o.organizations, i: Math.floor(i / o.organizations) }));
+    const mem = Array.from({ length: more }, (_, i) => ({
+      name: `mem-${String(i).padStart(5, '0')}`,
+      org: i % o.organizations,
+      i: Math.floor(i / o.organizations),
+    }));
     const cpu4a = procCpuSeconds(pid);
     const tally4a = cpuTally(processNames);
     const c4 = await wave(mem, o.memoryDeadlineSeconds);
@@ -562,19 +674,25 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const writes4 = writesPerKey(api4, c4.ready);
     // Phase 5a's key in the project that will leave its organization.
     await create('drift-project', 0, 0, DRIFT_PROJECT);
-    if (!await waitReady(['drift-project'], 60_000)) throw new Error('drift-project not Ready in 60 s');
+    if (!(await waitReady(['drift-project'], 60_000))) throw new Error('drift-project not Ready in 60 s');
     const nObjects = existing + more + 1;
     const nReady = [...conv.map((k) => k.name), ...mem.map((k) => k.name)].filter((n) => readyAt.has(n)).length + beside.count + LAT_KEYS + 1;
     await sleep(10_000); // let status patches and informer events settle
     const rss4 = procRssBytes(pid);
     const m4 = await scrape(metricsUrl);
     log(`   CPU during the wave: ${share4}`);
-    log(`   ${fmt(c4.ready)} / ${fmt(more)} Ready in ${fmt(c4.seconds, 1)} s (${fmt(c4.keysPerSecond, 1)} keys/s); writes per issued key ${fmt(writes4.perKey, 2)}; RSS ${mb(rss4)} MiB`);
+    log(
+      `   ${fmt(c4.ready)} / ${fmt(more)} Ready in ${fmt(c4.seconds, 1)} s (${fmt(c4.keysPerSecond, 1)} keys/s); writes per issued key ${fmt(writes4.perKey, 2)}; RSS ${mb(rss4)} MiB`,
+    );
 
     // Soak, at rest: nothing changes. The emulator's control plane stops starting its own operations
     // (suspend compute, check availability) and those under way end first; 4b measures what they cost.
     const controlPlane = async (activity: boolean) => {
-      const res = await fetch(`${emu.adminUrl}/control-plane`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ activity }) });
+      const res = await fetch(`${emu.adminUrl}/control-plane`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ activity }),
+      });
       await res.arrayBuffer();
       if (!res.ok) throw new Error(`PUT /admin/control-plane: HTTP ${res.status}`);
     };
@@ -594,7 +712,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     }
     const apiFirst = since(apiFirstA, await apiserverRequests());
     const firstPassWrites = writesPerKey(apiFirst, more, 0);
-    log(`   first drift passes: per key of phase 4, writes ${fmt(firstPassWrites.perKey, 2)} (${firstPassWrites.list || 'none'}), reads ${fmt(firstPassWrites.readsPerKey, 2)}`);
+    log(
+      `   first drift passes: per key of phase 4, writes ${fmt(firstPassWrites.perKey, 2)} (${firstPassWrites.list || 'none'}), reads ${fmt(firstPassWrites.readsPerKey, 2)}`,
+    );
     log(`   soak ${o.soakSeconds} s, the emulator's own operations off`);
     await resetRequests();
     const api5a = await apiserverRequests();
@@ -615,7 +735,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const cpu5 = (procCpuSeconds(pid) - cpu5a) / soakMinutes;
     const threads5 = threadShare(threads5a, threadCpuSeconds(pid), soakMinutes);
     if (opts.profileDir !== undefined) {
-      const { profile } = await inspector.call('Profiler.stop') as { profile: unknown };
+      const { profile } = (await inspector.call('Profiler.stop')) as { profile: unknown };
       mkdirSync(opts.profileDir, { recursive: true });
       writeFileSync(join(opts.profileDir, 'operator-soak.cpuprofile'), JSON.stringify(profile));
       log(`   the soak's CPU profile of the operator: ${join(opts.profileDir, 'operator-soak.cpuprofile')}`);
@@ -625,7 +745,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const api5Total = api5.reduce((sum, [, n]) => sum + n, 0);
     const soakRequests = (await requests()).sort((a, b) => b.count - a.count);
     const soakPlatform = soakRequests.reduce((s, r) => s + r.count, 0) / soakMinutes;
-    log(`   soak: ${fmt(cpu5, 2)} CPU s/min; apiserver requests on keys, Secrets, events: ${fmt(api5Total, 1)}/min (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'}); platform ${fmt(soakPlatform, 1)}/min`);
+    log(
+      `   soak: ${fmt(cpu5, 2)} CPU s/min; apiserver requests on keys, Secrets, events: ${fmt(api5Total, 1)}/min (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'}); platform ${fmt(soakPlatform, 1)}/min`,
+    );
     const mEnd = await scrape(metricsUrl);
     const liveN = await liveHeap();
     log(`   live heap with ${nReady} keys ${mb(liveN)} MiB`);
@@ -659,7 +781,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const platform4b = (await requests()).reduce((sum, r) => sum + r.count, 0) / minutes4b;
     const polls4b = await scrapeCounter(metricsUrl, 'operations_polls_total');
     const statusWrites4b = api4b.filter(([k]) => k.startsWith('PATCH') && k.endsWith('/status')).reduce((sum, [, n]) => sum + n, 0);
-    log(`   operator ${fmt(cpu4b, 2)} CPU s/min; apiserver ${fmt(api4bTotal, 1)}/min (${api4b.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'}); platform ${fmt(platform4b, 1)}/min`);
+    log(
+      `   operator ${fmt(cpu4b, 2)} CPU s/min; apiserver ${fmt(api4bTotal, 1)}/min (${api4b.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'}); platform ${fmt(platform4b, 1)}/min`,
+    );
 
     // ---- 5b. one organization behind a slow platform, alone (drift repairs running beside it took
     // the CPU the wave needed: the 2026-11-23 run); then 5a. drift from rest.
@@ -677,8 +801,16 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       const deletedKey = keyOf(deleted as string);
       await core.deleteNamespacedSecret({ namespace: NS, name: deleted as string });
       const editedKey = keyOf(edited as string);
-      await core.patchNamespacedSecret({ namespace: NS, name: edited as string, body: [{ op: 'replace', path: '/data/apiKey', value: Buffer.from('edited by hand').toString('base64') }] });
-      const moved = await fetch(`${emu.adminUrl}/projects/${DRIFT_PROJECT}/transfer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ organizationId: null }) });
+      await core.patchNamespacedSecret({
+        namespace: NS,
+        name: edited as string,
+        body: [{ op: 'replace', path: '/data/apiKey', value: Buffer.from('edited by hand').toString('base64') }],
+      });
+      const moved = await fetch(`${emu.adminUrl}/projects/${DRIFT_PROJECT}/transfer`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ organizationId: null }),
+      });
       await moved.arrayBuffer();
       if (!moved.ok) throw new Error(`moving ${DRIFT_PROJECT} out of its organization: HTTP ${moved.status}`);
       const caught: Record<string, number | undefined> = {};
@@ -696,7 +828,11 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       return checks.map(([label]) => ({ label, seconds: caught[label] }));
     };
     const slow = async () => {
-      await fetch(`${emu.adminUrl}/faults`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rules: [{ probability: 1, kind: 'latency', latencyMs: o.latencyMs }] }) });
+      await fetch(`${emu.adminUrl}/faults`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ rules: [{ probability: 1, kind: 'latency', latencyMs: o.latencyMs }] }),
+      });
       await resetRequests();
       const slowOrg = Math.min(2, o.organizations - 1);
       const keys = Array.from({ length: o.keys }, (_, i) => ({ name: `slow-${String(i).padStart(5, '0')}`, org: slowOrg, i }));
@@ -717,7 +853,8 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
 
     // ---- the section.
     const perKey = (rss4 - rss1) / (nReady - c1.ready);
-    const routes = (rs: RequestCount[], perMinute: number) => rs.map((r) => `| ${r.method} ${r.route} | ${r.status} | ${fmt(r.count)} | ${fmt(r.count / perMinute, 1)} |`);
+    const routes = (rs: RequestCount[], perMinute: number) =>
+      rs.map((r) => `| ${r.method} ${r.route} | ${r.status} | ${fmt(r.count)} | ${fmt(r.count / perMinute, 1)} |`);
     const lines = [
       `The operator (\`dist/operator/main.js\` with the image's node flags \`${nodeFlags.join(' ')}\`, ${o.workers ?? 16} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (its own process, \`:memory:\`, time scale 1 with its own background operations, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`), live heap from its inspector (\`--inspect\` on loopback: a full GC, then the heap used); apiserver requests from the apiserver's \`apiserver_request_total\` (keys, Secrets, events; watches left out; the bench's own creates subtracted). Writes per issued key count every write on those (events included) during the wave, divided by the keys it issued.`,
       '',
@@ -739,7 +876,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       `| 4. memory: operator RSS with ${fmt(nObjects)} ProjectApiKeys (${fmt(nReady)} Ready, so as many Secrets) cached | **RSS ${mb(rss4)} MiB**, heap used ${mb(m4.heapUsed)} MiB (of ${mb(m4.heapTotal)}) | ≤ 160 MiB at 10,000 |`,
       `| 4. RSS with no keys / ${fmt(c1.ready)} Ready / ${fmt(nReady)} Ready; per extra resource + Secret | ${mb(rss0)} / ${mb(rss1)} / ${mb(rss4)} MiB; **${fmt(perKey / 1024, 1)} KiB** → at 10,000: ${mb(rss1 + perKey * (10_000 - c1.ready))} MiB | |`,
       `| 4. live heap (heap used after a full GC, through the operator's inspector): no keys / ${fmt(nReady)} Ready keys | ${mb(live0)} / ${mb(liveN)} MiB → **${fmt((liveN - live0) / nReady / 1024, 1)} KiB live heap per resource + Secret** | |`,
-      `| 4. soak (at rest): ${fmt(soakMinutes, 1)} min, ${c4.allReady ? 'nothing changes (the emulator\'s own operations off)' : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | **CPU ${fmt(cpu5, 2)} s/min** (by thread: ${threads5}); **apiserver requests on keys, Secrets, events ${fmt(api5Total, 1)}/min**${api5.length > 0 ? ` (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ')})` : ''}; platform requests ${fmt(soakPlatform, 1)}/min; RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | ≤ 1 CPU s/min; O(changes); flat |`,
+      `| 4. soak (at rest): ${fmt(soakMinutes, 1)} min, ${c4.allReady ? "nothing changes (the emulator's own operations off)" : 'no new resources, but the operator was still converging the backlog of phase 4'}, ${samples.length} samples | **CPU ${fmt(cpu5, 2)} s/min** (by thread: ${threads5}); **apiserver requests on keys, Secrets, events ${fmt(api5Total, 1)}/min**${api5.length > 0 ? ` (${api5.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ')})` : ''}; platform requests ${fmt(soakPlatform, 1)}/min; RSS ${mb(samples[0]?.rss ?? 0)} → ${mb(samples.at(-1)?.rss ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.rss)) / 2 ** 20, 2)} MiB/min); heap used ${mb(samples[0]?.heap ?? 0)} → ${mb(samples.at(-1)?.heap ?? 0)} MiB (slope ${fmt(slope(samples.map((x) => x.heap)) / 2 ** 20, 2)} MiB/min; lowest in 1st / 2nd half ${mb(heapFirstHalfMin)} / ${mb(heapSecondHalfMin)} MiB); failed reconciles ${fmt(delta(m4, mEnd, 'error'))} | ≤ 1 CPU s/min; O(changes); flat |`,
       `| 4b. the emulator's own operations on (${fmt(minutes4b, 1)} min): each change of a project's operations is mirrored into the OperationsSettled condition of every ProjectApiKey of the project (${fmt(nReady / (o.organizations * PROJECTS_PER_ORG), 0)} per project here) | operator **${fmt(cpu4b, 2)} CPU s/min**; apiserver requests ${fmt(api4bTotal, 1)}/min (${api4b.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'})${statusWrites4b > 0 ? `: **${fmt((cpu4b / statusWrites4b) * 1000, 2)} ms of operator CPU per status write**` : ''}; platform requests ${fmt(platform4b, 1)}/min; operations polls ${fmt(polls4b - polls4ba)} | O(changes × keys of the project) |`,
       `| 5a. drift from rest, after 5b, drift interval ${o.driftInterval}: time from the change to the repair or report | ${driftResults.map((d) => `${d.label}: **${d.seconds === undefined ? `not caught in ${fmt((2 * driftMs + 60_000) / 1000)} s` : `${fmt(d.seconds, 1)} s`}**`).join('; ')} | within a drift interval |`,
       `| 5b. convergence: ${fmt(o.keys)} keys of one organization with ${o.latencyMs} ms added by the emulator to every platform request (created in ${fmt(s5.createdIn, 1)} s) | **${s5.allReady ? '' : `only ${fmt(s5.ready)} Ready at the deadline, `}${fmt(s5.seconds, 1)} s, ${fmt(s5.keysPerSecond / ORG_RATE, 3)} of 10/s**; 429s **${fmt(s5.count429)}** / ${fmt(s5.creates)} keys created | ≥ 0.95, ≤ 1 429 per 1,000 |`,

@@ -72,7 +72,10 @@ export interface ProjectIndexSizes {
   organizations: number;
 }
 
-export async function projectIndexBenchmark(opts: BenchOptions, sizes: ProjectIndexSizes = { keys: 10_000, projects: 1_000, namespaces: 10, organizations: 10 }): Promise<string> {
+export async function projectIndexBenchmark(
+  opts: BenchOptions,
+  sizes: ProjectIndexSizes = { keys: 10_000, projects: 1_000, namespaces: 10, organizations: 10 },
+): Promise<string> {
   const { keys, projects, namespaces, organizations } = sizes;
   const projectId = (p: number): string => `project-${String(p).padStart(8, '0')}`;
   const orgOf = (p: number): string => `org-${p % organizations}`;
@@ -81,11 +84,12 @@ export async function projectIndexBenchmark(opts: BenchOptions, sizes: ProjectIn
     const ns = `team-${i % namespaces}`;
     const p = i % projects;
     const obj = {
-      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
+      apiVersion: 'keys.neon.dev/v1alpha1',
+      kind: 'ProjectApiKey',
       metadata: { name: `key-${i}`, namespace: ns, uid: `uid-${i}`, resourceVersion: String(i + 1), generation: 1 },
       spec: { projectId: projectId(p), organizationId: orgOf(p), keyName: `key-${i}`, credentialsSecretRef: { name: 'neon-admin' } },
     } as KubernetesObject;
-    byNamespace.set(ns, [...byNamespace.get(ns) ?? [], obj]);
+    byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), obj]);
   }
   const controller = new Controller({
     kubeConfig: new KubeConfig(),
@@ -94,10 +98,12 @@ export async function projectIndexBenchmark(opts: BenchOptions, sizes: ProjectIn
     logger: pino({ level: 'silent' }),
     workers: 4,
     namespaces: [...byNamespace.keys()],
-    informerFor: (watch: Watch) => new ListedInformer(watch.kind === 'ProjectApiKey' ? byNamespace.get(/namespaces\/([^/]+)\//.exec(watch.path)?.[1] ?? '') ?? [] : [], trimKeyResource),
+    informerFor: (watch: Watch) =>
+      new ListedInformer(watch.kind === 'ProjectApiKey' ? (byNamespace.get(/namespaces\/([^/]+)\//.exec(watch.path)?.[1] ?? '') ?? []) : [], trimKeyResource),
   });
   await controller.start();
-  if (controller.cached('ProjectApiKey').length !== keys) throw new Error(`cached ${controller.cached('ProjectApiKey').length} ProjectApiKeys, expected ${keys}`);
+  if (controller.cached('ProjectApiKey').length !== keys)
+    throw new Error(`cached ${controller.cached('ProjectApiKey').length} ProjectApiKeys, expected ${keys}`);
 
   type Lookup = (ids: readonly string[], org?: string) => string[];
   const variants: [string, Lookup][] = [
@@ -106,8 +112,12 @@ export async function projectIndexBenchmark(opts: BenchOptions, sizes: ProjectIn
   ];
   // The same answer from both, for every project.
   for (let p = 0; p < projects; p++) {
-    const a = variants[0]![1]([projectId(p)]).sort().join();
-    const b = variants[1]![1]([projectId(p)]).sort().join();
+    const a = variants[0]![1]([projectId(p)])
+      .sort()
+      .join();
+    const b = variants[1]![1]([projectId(p)])
+      .sort()
+      .join();
     if (a !== b) throw new Error(`the lookups disagree for ${projectId(p)}`);
   }
 
@@ -140,7 +150,14 @@ export async function projectIndexBenchmark(opts: BenchOptions, sizes: ProjectIn
     const bestGone = roundsGone.reduce((a, b) => (mean(a) <= mean(b) ? a : b));
     results.set(name, mean(best));
     opts.log(`project-index: ${name}: mean ${mean(best).toFixed(1)} µs per change (rounds ${roundsOne.map((r) => mean(r).toFixed(1)).join(', ')})`);
-    rows.push(`| ${name} | **${mean(best).toFixed(1)} µs** (p99 ${percentile([...best].sort((a, b) => a - b), 99).toFixed(1)}; rounds ${roundsOne.map((r) => mean(r).toFixed(1)).join(', ')}) | ${(mean(best) * projects / 1_000).toFixed(1)} ms | ${mean(bestGone).toFixed(1)} µs |`);
+    rows.push(
+      `| ${name} | **${mean(best).toFixed(1)} µs** (p99 ${percentile(
+        [...best].sort((a, b) => a - b),
+        99,
+      ).toFixed(
+        1,
+      )}; rounds ${roundsOne.map((r) => mean(r).toFixed(1)).join(', ')}) | ${((mean(best) * projects) / 1_000).toFixed(1)} ms | ${mean(bestGone).toFixed(1)} µs |`,
+    );
   }
   await controller.stop();
   const before = results.get(variants[0]![0]) ?? 0;

@@ -24,14 +24,22 @@ import { clustersBenchmark } from './clusters.ts';
 import type { BenchOptions } from './options.ts';
 import { describeMachine, machineInfo } from './machine.ts';
 
-interface Benchmark { name: string; title: string; run(opts: BenchOptions): Promise<string> }
+interface Benchmark {
+  name: string;
+  title: string;
+  run(opts: BenchOptions): Promise<string>;
+}
 
 const BENCHMARKS: Benchmark[] = [
   { name: 'emulator', title: 'Platform API emulator', run: emulatorBenchmark },
   { name: 'operator', title: 'Operator', run: operatorBenchmark },
   { name: 'project-index', title: 'Operator: the cost of an operations change (issue 30)', run: (opts) => projectIndexBenchmark(opts) },
-  { name: 'idle-churn', title: 'Operator: idle with Secret churn in another namespace (issue 30)', run: (opts) => idleChurnBenchmark(opts, opts.idleChurnMinutes) },
-  { name: 'fairness', title: 'Operator: one team\'s flood and another team\'s keys (issue 25)', run: (opts) => fairnessBenchmark(opts, opts.fairness) },
+  {
+    name: 'idle-churn',
+    title: 'Operator: idle with Secret churn in another namespace (issue 30)',
+    run: (opts) => idleChurnBenchmark(opts, opts.idleChurnMinutes),
+  },
+  { name: 'fairness', title: "Operator: one team's flood and another team's keys (issue 25)", run: (opts) => fairnessBenchmark(opts, opts.fairness) },
   { name: 'inventory', title: 'Inventory on the whole operator: 10,000 managed keys plus 1,000 others (issue 28)', run: inventoryBenchmark },
   { name: 'clusters', title: 'Two clusters on one organization, half its rate each (issue 42)', run: (opts) => clustersBenchmark(opts, opts.clustersKeys) },
 ];

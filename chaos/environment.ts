@@ -66,10 +66,22 @@ export async function startEnvironment(out: string): Promise<Environment> {
     // Only the identity and RBAC of deploy/base: the operator runs here as a process, not a Pod.
     const base = loadAllYaml(await kubectl(undefined, 'kustomize', join(root, 'deploy/base'))) as { kind: string }[];
     const rbacKinds = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
-    await kubectl(base.filter((o) => rbacKinds.has(o.kind)).map((o) => JSON.stringify(o)).join('\n'), 'apply', '--server-side', '--field-manager=chaos', '-f', '-');
+    await kubectl(
+      base
+        .filter((o) => rbacKinds.has(o.kind))
+        .map((o) => JSON.stringify(o))
+        .join('\n'),
+      'apply',
+      '--server-side',
+      '--field-manager=chaos',
+      '-f',
+      '-',
+    );
     const core = kubeConfig.makeApiClient(CoreV1Api);
     const token = await core.createNamespacedServiceAccountToken({
-      namespace: OPERATOR_NAMESPACE, name: OPERATOR_SERVICE_ACCOUNT, body: { spec: { audiences: [], expirationSeconds: 24 * 3600 } },
+      namespace: OPERATOR_NAMESPACE,
+      name: OPERATOR_SERVICE_ACCOUNT,
+      body: { spec: { audiences: [], expirationSeconds: 24 * 3600 } },
     });
     const operatorKubeconfig = join(out, 'operator.kubeconfig');
     writeFileSync(operatorKubeconfig, kubeconfigYaml(controlPlane.info, token.status?.token ?? '', OPERATOR_SERVICE_ACCOUNT), { mode: 0o600 });
@@ -83,8 +95,15 @@ export async function startEnvironment(out: string): Promise<Environment> {
     await core.createNamespacedSecret({ namespace: NAMESPACE, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: admin.personalKey } } });
     const started = emulator;
     return {
-      controlPlane, emulator, kubeConfig, core, objects: kubeConfig.makeApiClient(CustomObjectsApi),
-      operatorKubeconfig, organizationId, projectIds, adminKey: admin.personalKey,
+      controlPlane,
+      emulator,
+      kubeConfig,
+      core,
+      objects: kubeConfig.makeApiClient(CustomObjectsApi),
+      operatorKubeconfig,
+      organizationId,
+      projectIds,
+      adminKey: admin.personalKey,
       stop: async () => {
         await started.close();
         await controlPlane.stop();

@@ -21,15 +21,27 @@ interface Resource {
     /** Keys a repair replaced whose revoke failed, revoked on a later pass. */
     replacedKeys?: { keyId: number }[];
     observedGeneration?: number;
-    conditions?: { type: string; status: string; reason: string; message: string }[] };
+    conditions?: { type: string; status: string; reason: string; message: string }[];
+  };
 }
-export interface AdminKey { id: number; name: string; kind: string; revoked: boolean }
+export interface AdminKey {
+  id: number;
+  name: string;
+  kind: string;
+  revoked: boolean;
+}
 
 const ATTEMPT = /^(chaos-\d+-g\d+)-[a-z0-9]{8}$/;
 
 async function getResource(env: Environment, inc: Incarnation): Promise<Resource | undefined> {
   try {
-    return await env.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: plural(inc.kind), name: inc.name }) as Resource;
+    return (await env.objects.getNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: NAMESPACE,
+      plural: plural(inc.kind),
+      name: inc.name,
+    })) as Resource;
   } catch (error) {
     if (error instanceof ApiException && error.code === 404) return undefined;
     throw error;
@@ -60,7 +72,10 @@ export async function authenticates(env: Environment, key: string): Promise<bool
   return response.status === 200;
 }
 
-export interface ResourceProblem { resource: string; problem: string }
+export interface ResourceProblem {
+  resource: string;
+  problem: string;
+}
 
 /** One look at every resource: what keeps it from being settled, with a working key. */
 export async function unsettled(env: Environment, live: Incarnation[], deleted: Incarnation[], checked: Map<string, boolean>): Promise<ResourceProblem[]> {
@@ -68,18 +83,39 @@ export async function unsettled(env: Environment, live: Incarnation[], deleted: 
   for (const inc of live) {
     const id = `${inc.kind}/${inc.name}`;
     const r = await getResource(env, inc);
-    if (r === undefined) { problems.push({ resource: id, problem: 'missing' }); continue; }
+    if (r === undefined) {
+      problems.push({ resource: id, problem: 'missing' });
+      continue;
+    }
     const ready = r.status?.conditions?.find((c) => c.type === 'Ready');
-    if (ready?.status !== 'True') { problems.push({ resource: id, problem: `Ready ${ready?.status ?? 'absent'} ${ready?.reason ?? ''}: ${ready?.message ?? ''}` }); continue; }
-    if (r.status?.observedGeneration !== r.metadata.generation) { problems.push({ resource: id, problem: 'observedGeneration behind' }); continue; }
-    if (!intentSettled(r)) { problems.push({ resource: id, problem: 'create intent still pending' }); continue; }
+    if (ready?.status !== 'True') {
+      problems.push({ resource: id, problem: `Ready ${ready?.status ?? 'absent'} ${ready?.reason ?? ''}: ${ready?.message ?? ''}` });
+      continue;
+    }
+    if (r.status?.observedGeneration !== r.metadata.generation) {
+      problems.push({ resource: id, problem: 'observedGeneration behind' });
+      continue;
+    }
+    if (!intentSettled(r)) {
+      problems.push({ resource: id, problem: 'create intent still pending' });
+      continue;
+    }
     // A retiring key is revoked within maxGracePeriod (8 s in the workload) of the switch: one
     // still recorded long after that was forgotten by the rotation.
     const overdue = r.status?.retiringKeys?.find((k) => k.since === undefined || Date.now() - Date.parse(k.since) > 60_000);
-    if (overdue !== undefined) { problems.push({ resource: id, problem: `key ${overdue.keyId} still retiring since ${overdue.since ?? '(unknown)'}` }); continue; }
+    if (overdue !== undefined) {
+      problems.push({ resource: id, problem: `key ${overdue.keyId} still retiring since ${overdue.since ?? '(unknown)'}` });
+      continue;
+    }
     const secret = await secretValue(env, inc.name);
-    if (secret === undefined) { problems.push({ resource: id, problem: 'Ready but its Secret is missing' }); continue; }
-    if (secret.keyId !== String(r.status?.keyId)) { problems.push({ resource: id, problem: `Secret holds key ${secret.keyId}, status says ${r.status?.keyId}` }); continue; }
+    if (secret === undefined) {
+      problems.push({ resource: id, problem: 'Ready but its Secret is missing' });
+      continue;
+    }
+    if (secret.keyId !== String(r.status?.keyId)) {
+      problems.push({ resource: id, problem: `Secret holds key ${secret.keyId}, status says ${r.status?.keyId}` });
+      continue;
+    }
     let ok = checked.get(secret.value);
     if (ok !== true) {
       ok = await authenticates(env, secret.value);
@@ -97,7 +133,13 @@ export async function unsettled(env: Environment, live: Incarnation[], deleted: 
   return problems;
 }
 
-export async function converge(env: Environment, live: Incarnation[], deleted: Incarnation[], deadlineMs: number, log: (text: string) => void): Promise<{ problems: ResourceProblem[]; seconds: number }> {
+export async function converge(
+  env: Environment,
+  live: Incarnation[],
+  deleted: Incarnation[],
+  deadlineMs: number,
+  log: (text: string) => void,
+): Promise<{ problems: ResourceProblem[]; seconds: number }> {
   const started = Date.now();
   let problems: ResourceProblem[];
   const checked = new Map<string, boolean>();
@@ -148,23 +190,38 @@ export async function auditKeys(env: Environment, live: Incarnation[], deleted: 
   for (const inc of live) {
     const status = (await getResource(env, inc))?.status;
     recorded.set(inc.keyName, status?.keyId);
-    retiring.set(inc.keyName, [...status?.retiringKeys ?? [], ...status?.replacedKeys ?? []].map((k) => k.keyId));
+    retiring.set(
+      inc.keyName,
+      [...(status?.retiringKeys ?? []), ...(status?.replacedKeys ?? [])].map((k) => k.keyId),
+    );
   }
   const audit: KeyAudit = { orphans: [], unrevokedAfterDelete: [], lostSecrets: [], inGrace: 0, unrecorded: [], attemptKeys: 0, revokedAttemptKeys: 0 };
   for (const key of keys) {
     const match = ATTEMPT.exec(key.name);
     if (match === null) continue;
     audit.attemptKeys += 1;
-    if (key.revoked) { audit.revokedAttemptKeys += 1; continue; }
+    if (key.revoked) {
+      audit.revokedAttemptKeys += 1;
+      continue;
+    }
     const keyName = match[1] ?? '';
     const owner = byKeyName.get(keyName);
     const graced = retiring.get(keyName) ?? [];
     if (owner === undefined || (recorded.get(keyName) !== key.id && !graced.includes(key.id))) {
-      audit.unrecorded.push(`key ${key.id} (${key.name}) live, recorded by no resource (${owner === undefined ? 'none of that name exists' : `it records ${String(recorded.get(keyName))}, retiring [${graced.join(', ')}]`})`);
+      audit.unrecorded.push(
+        `key ${key.id} (${key.name}) live, recorded by no resource (${owner === undefined ? 'none of that name exists' : `it records ${String(recorded.get(keyName))}, retiring [${graced.join(', ')}]`})`,
+      );
     }
-    if (deletedNames.has(keyName)) { audit.unrevokedAfterDelete.push(`key ${key.id} (${key.name})`); continue; }
-    if (owner !== undefined && recorded.get(keyName) !== key.id && graced.length === 1 && graced[0] === key.id) { audit.inGrace += 1; continue; }
-    if (owner === undefined || recorded.get(keyName) !== key.id) audit.orphans.push(`key ${key.id} (${key.name}), resource records ${owner === undefined ? 'nothing' : String(recorded.get(keyName))}`);
+    if (deletedNames.has(keyName)) {
+      audit.unrevokedAfterDelete.push(`key ${key.id} (${key.name})`);
+      continue;
+    }
+    if (owner !== undefined && recorded.get(keyName) !== key.id && graced.length === 1 && graced[0] === key.id) {
+      audit.inGrace += 1;
+      continue;
+    }
+    if (owner === undefined || recorded.get(keyName) !== key.id)
+      audit.orphans.push(`key ${key.id} (${key.name}), resource records ${owner === undefined ? 'nothing' : String(recorded.get(keyName))}`);
   }
   const liveIds = new Set(keys.filter((k) => !k.revoked).map((k) => k.id));
   for (const inc of live) {
@@ -174,7 +231,13 @@ export async function auditKeys(env: Environment, live: Incarnation[], deleted: 
   return audit;
 }
 
-export interface LeakAudit { secretsKnown: number; leaked: string[]; logLines: number; events: number; expositions: number }
+export interface LeakAudit {
+  secretsKnown: number;
+  leaked: string[];
+  logLines: number;
+  events: number;
+  expositions: number;
+}
 
 /** Every secret value ever seen, searched for in every log line, event, status and metrics exposition. */
 export async function auditLeaks(env: Environment, secrets: Set<string>, logFile: string, expositions: string[]): Promise<LeakAudit> {
@@ -182,13 +245,23 @@ export async function auditLeaks(env: Environment, secrets: Set<string>, logFile
   const events = (await env.core.listNamespacedEvent({ namespace: NAMESPACE })).items;
   const eventText = JSON.stringify(events);
   const statuses = JSON.stringify([
-    ...((await env.objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: 'apikeys' })) as { items: unknown[] }).items,
-    ...((await env.objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: 'projectapikeys' })) as { items: unknown[] }).items,
+    ...((await env.objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: 'apikeys' })) as { items: unknown[] })
+      .items,
+    ...(
+      (await env.objects.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: 'projectapikeys' })) as { items: unknown[] }
+    ).items,
   ]);
   const metrics = expositions.join('\n');
   const leaked: string[] = [];
   for (const secret of secrets) {
-    const where = [['log', logs], ['events', eventText], ['status', statuses], ['metrics', metrics]].filter(([, text]) => text?.includes(secret)).map(([w]) => w);
+    const where = [
+      ['log', logs],
+      ['events', eventText],
+      ['status', statuses],
+      ['metrics', metrics],
+    ]
+      .filter(([, text]) => text?.includes(secret))
+      .map(([w]) => w);
     if (where.length > 0) leaked.push(`${secret.slice(0, 4)}… in ${where.join(', ')}`);
   }
   return { secretsKnown: secrets.size, leaked, logLines: logs.split('\n').length, events: events.length, expositions: expositions.length };

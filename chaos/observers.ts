@@ -15,7 +15,9 @@ function keepWatching(kubeConfig: KubeConfig, path: string, onObject: (type: str
     if (!stopped() && !ended) setTimeout(begin, 500).unref();
   };
   const begin = (): void => {
-    watch.watch(path, {}, onObject, again).then((controller) => { current = controller; }, again);
+    watch.watch(path, {}, onObject, again).then((controller) => {
+      current = controller;
+    }, again);
   };
   begin();
   return () => {
@@ -33,7 +35,12 @@ export class SecretCollector {
 
   constructor(kubeConfig: KubeConfig, core: CoreV1Api) {
     this.#core = core;
-    this.#end = keepWatching(kubeConfig, `/api/v1/namespaces/${NAMESPACE}/secrets`, (_type, obj) => this.#add(obj as V1Secret), () => this.#stopped);
+    this.#end = keepWatching(
+      kubeConfig,
+      `/api/v1/namespaces/${NAMESPACE}/secrets`,
+      (_type, obj) => this.#add(obj as V1Secret),
+      () => this.#stopped,
+    );
     // Belt and braces: a value written while the watch was down is caught by a list.
     this.#timer = setInterval(() => void this.sweep(), 2_000);
   }
@@ -69,13 +76,20 @@ export class IntentWatcher {
 
   constructor(kubeConfig: KubeConfig, onIntent: (attempt: string) => void) {
     for (const plural of ['apikeys', 'projectapikeys']) {
-      this.#ends.push(keepWatching(kubeConfig, `/apis/keys.neon.dev/v1alpha1/namespaces/${NAMESPACE}/${plural}`, (_type, obj) => {
-        const value = (obj as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[PENDING];
-        if (value === undefined || this.#seen.has(value)) return;
-        this.#seen.add(value);
-        this.intents += 1;
-        onIntent(value);
-      }, () => this.#stopped));
+      this.#ends.push(
+        keepWatching(
+          kubeConfig,
+          `/apis/keys.neon.dev/v1alpha1/namespaces/${NAMESPACE}/${plural}`,
+          (_type, obj) => {
+            const value = (obj as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[PENDING];
+            if (value === undefined || this.#seen.has(value)) return;
+            this.#seen.add(value);
+            this.intents += 1;
+            onIntent(value);
+          },
+          () => this.#stopped,
+        ),
+      );
     }
   }
 

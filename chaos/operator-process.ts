@@ -49,17 +49,21 @@ export class OperatorProcess {
     this.#metricsPort = await freePort();
     this.starts += 1;
     this.#log.write(`${JSON.stringify({ chaos: 'start', incarnation: this.starts, at: new Date().toISOString() })}\n`);
-    const child = spawn(process.execPath, [
-      join(root, 'src/operator/main.ts'),
-      `--kubeconfig=${this.#o.kubeconfig}`,
-      `--platform-url=${this.#o.platformUrl}`,
-      `--metrics-bind-address=127.0.0.1:${this.#metricsPort}`,
-      '--health-probe-bind-address=127.0.0.1:0',
-      `--drift-interval=${this.#o.driftInterval}`,
-      `--pending-grace=${this.#o.pendingGrace}`,
-      `--min-rotation-grace=${CHAOS_MIN_ROTATION_GRACE}`,
-      '--workers=4',
-    ], { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        join(root, 'src/operator/main.ts'),
+        `--kubeconfig=${this.#o.kubeconfig}`,
+        `--platform-url=${this.#o.platformUrl}`,
+        `--metrics-bind-address=127.0.0.1:${this.#metricsPort}`,
+        '--health-probe-bind-address=127.0.0.1:0',
+        `--drift-interval=${this.#o.driftInterval}`,
+        `--pending-grace=${this.#o.pendingGrace}`,
+        `--min-rotation-grace=${CHAOS_MIN_ROTATION_GRACE}`,
+        '--workers=4',
+      ],
+      { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     this.readyAt = undefined;
     this.#startedAt = Date.now();
     child.stdout?.on('data', (chunk: Buffer) => {

@@ -5,8 +5,21 @@
 // of faulted requests the --fault-rate.
 import type { Emulator } from '../src/emulator/server.ts';
 
-interface Rule { method?: string; route?: string; probability: number; kind: 'latency' | 'status' | 'reset' | 'drop-after-commit'; latencyMs?: number; status?: number }
-export interface InjectedFault { kind: string; status?: number; route?: string; method?: string; injected: number }
+interface Rule {
+  method?: string;
+  route?: string;
+  probability: number;
+  kind: 'latency' | 'status' | 'reset' | 'drop-after-commit';
+  latencyMs?: number;
+  status?: number;
+}
+export interface InjectedFault {
+  kind: string;
+  status?: number;
+  route?: string;
+  method?: string;
+  injected: number;
+}
 
 const CREATE_ROUTES = ['/api/v2/organizations/:org_id/api_keys', '/api/v2/api_keys'];
 
@@ -55,7 +68,7 @@ export class PlatformFaults {
   }
 
   async disable(): Promise<void> {
-    this.#done.push(...await this.current());
+    this.#done.push(...(await this.current()));
     await admin(this.#emulator, 'DELETE', '/faults');
   }
 
@@ -66,7 +79,7 @@ export class PlatformFaults {
   /** Injections by kind (status faults by status), over the whole run. */
   async injected(): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
-    for (const rule of [...this.#done, ...await this.current()]) {
+    for (const rule of [...this.#done, ...(await this.current())]) {
       const label = rule.kind === 'status' ? `status ${rule.status}` : rule.kind === 'latency' ? 'latency' : rule.kind;
       out[label] = (out[label] ?? 0) + rule.injected;
     }

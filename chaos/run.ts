@@ -31,14 +31,22 @@ const log = (text: string): void => console.log(`[chaos ${elapsed()}] ${text}`);
 const DRIFT_INTERVAL = '3s';
 const PENDING_GRACE = '10s';
 
-log(`seed ${options.seed}; ${options.resources} resources, ${options.durationS}s of workload, ${options.kills} kills, fault rate ${options.faultRate}, kube faults ${options.kubeFaults ? 'on' : 'off'}`);
+log(
+  `seed ${options.seed}; ${options.resources} resources, ${options.durationS}s of workload, ${options.kills} kills, fault rate ${options.faultRate}, kube faults ${options.kubeFaults ? 'on' : 'off'}`,
+);
 let env: Environment | undefined;
 let operator: OperatorProcess | undefined;
 process.once('exit', () => operator?.killNow());
 
 async function campaign(e: Environment): Promise<boolean> {
   const logFile = join(out, 'operator.log');
-  const op = new OperatorProcess({ kubeconfig: e.operatorKubeconfig, platformUrl: e.emulator.baseUrl, logFile, driftInterval: DRIFT_INTERVAL, pendingGrace: PENDING_GRACE });
+  const op = new OperatorProcess({
+    kubeconfig: e.operatorKubeconfig,
+    platformUrl: e.emulator.baseUrl,
+    logFile,
+    driftInterval: DRIFT_INTERVAL,
+    pendingGrace: PENDING_GRACE,
+  });
   operator = op;
   const faults = new PlatformFaults(e.emulator);
   const secrets = new SecretCollector(e.kubeConfig, e.core);
@@ -95,13 +103,18 @@ async function campaign(e: Environment): Promise<boolean> {
     while (Date.now() < workloadEnds) {
       const created = await workload.step();
       const incarnation = op.starts;
-      if (created !== undefined && op.readyAt !== undefined && random() < 0.3) setTimeout(() => void killAndRestart('after-create', incarnation), 30 + random() * 400);
+      if (created !== undefined && op.readyAt !== undefined && random() < 0.3)
+        setTimeout(() => void killAndRestart('after-create', incarnation), 30 + random() * 400);
       await sleep(100 + random() * 400);
     }
   })();
   const kubeLoop = (async () => {
     if (!options.kubeFaults) return;
-    for (const [at, name, kill] of [[0.35, 'kube-apiserver', false], [0.55, 'etcd', false], [0.75, 'kube-apiserver', true]] as const) {
+    for (const [at, name, kill] of [
+      [0.35, 'kube-apiserver', false],
+      [0.55, 'etcd', false],
+      [0.75, 'kube-apiserver', true],
+    ] as const) {
       const wait = started + (workloadEnds - started) * at - Date.now();
       if (wait > 0) await sleep(wait);
       const t0 = Date.now();
@@ -114,7 +127,9 @@ async function campaign(e: Environment): Promise<boolean> {
   })();
   const progress = setInterval(() => {
     void op.scrapeMetrics();
-    log(`kills ${op.kills}, crashes ${op.crashes.length}, live ${workload.live.length}, deleted ${workload.deleted.length}, intents ${intents.intents}, secrets seen ${secrets.values.size}`);
+    log(
+      `kills ${op.kills}, crashes ${op.crashes.length}, live ${workload.live.length}, deleted ${workload.deleted.length}, intents ${intents.intents}, secrets seen ${secrets.values.size}`,
+    );
   }, 15_000);
   // Crashes the campaign did not cause are restarted (as a Deployment would) and counted.
   const supervisor = setInterval(() => {
@@ -166,14 +181,34 @@ async function campaign(e: Environment): Promise<boolean> {
     options,
     wallClockSeconds: Math.round((Date.now() - started) / 1000),
     convergenceSeconds: Math.round(convergence.seconds),
-    kills: { total: op.kills, inCreateWindow: killsInCreateWindow, afterCreate: killsAfterCreate, random: op.kills - killsInCreateWindow - killsAfterCreate, operatorStarts: op.starts },
+    kills: {
+      total: op.kills,
+      inCreateWindow: killsInCreateWindow,
+      afterCreate: killsAfterCreate,
+      random: op.kills - killsInCreateWindow - killsAfterCreate,
+      operatorStarts: op.starts,
+    },
     crashes: op.crashes,
     kubeRestarts,
     workload: { ...c, resourcesAtEnd: workload.live.length, createIntentsSeen: intents.intents },
     platformFaults: { injected, total: faultsTotal, shareOfRequests: Number((faultsTotal / Math.max(1, requests.total)).toFixed(3)) },
     platformRequests: { total: requests.total, byOperator: operatorRequests, bound: requestBound, byStatus: requests.byStatus, byRoute: requests.byRoute },
-    keys: { attemptKeys: keys.attemptKeys, revoked: keys.revokedAttemptKeys, inGrace: keys.inGrace, orphans: keys.orphans, unrecorded: keys.unrecorded, unrevokedAfterDelete: keys.unrevokedAfterDelete, lostSecrets: keys.lostSecrets },
-    leaks: { secretsTracked: leaks.secretsKnown, leaked: leaks.leaked, logLinesSearched: leaks.logLines, eventsSearched: leaks.events, metricsExpositions: leaks.expositions },
+    keys: {
+      attemptKeys: keys.attemptKeys,
+      revoked: keys.revokedAttemptKeys,
+      inGrace: keys.inGrace,
+      orphans: keys.orphans,
+      unrecorded: keys.unrecorded,
+      unrevokedAfterDelete: keys.unrevokedAfterDelete,
+      lostSecrets: keys.lostSecrets,
+    },
+    leaks: {
+      secretsTracked: leaks.secretsKnown,
+      leaked: leaks.leaked,
+      logLinesSearched: leaks.logLines,
+      eventsSearched: leaks.events,
+      metricsExpositions: leaks.expositions,
+    },
     unsettled: convergence.problems,
     invariants,
   };
@@ -183,13 +218,24 @@ async function campaign(e: Environment): Promise<boolean> {
   const rows: [string, string | number][] = [
     ['seed', options.seed],
     ['wall clock (s)', report.wallClockSeconds],
-    ['operator SIGKILLs survived', `${op.kills} (${killsInCreateWindow} timed on a create intent, ${killsAfterCreate} right after a create, ${report.kills.random} random)`],
+    [
+      'operator SIGKILLs survived',
+      `${op.kills} (${killsInCreateWindow} timed on a create intent, ${killsAfterCreate} right after a create, ${report.kills.random} random)`,
+    ],
     ['operator crashes (unplanned exits)', op.crashes.length],
     ['control plane restarts', kubeRestarts.length === 0 ? 'none' : kubeRestarts.join('; ')],
-    ['workload', `${c.creates} creates, ${c.deletes} deletes, ${c.secretDeletes} Secrets deleted, ${c.secretEdits} Secrets edited, ${c.externalRevokes} keys revoked outside, ${c.rotations} rotations requested`],
-    ['platform faults injected', `${faultsTotal} (${Object.entries(injected).map(([k, v]) => `${k} ${v}`).join(', ')})`],
+    [
+      'workload',
+      `${c.creates} creates, ${c.deletes} deletes, ${c.secretDeletes} Secrets deleted, ${c.secretEdits} Secrets edited, ${c.externalRevokes} keys revoked outside, ${c.rotations} rotations requested`,
+    ],
+    [
+      'platform faults injected',
+      `${faultsTotal} (${Object.entries(injected)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')})`,
+    ],
     ['platform requests', `${requests.total} (operator ${operatorRequests}, bound ${requestBound}); faulted share ${report.platformFaults.shareOfRequests}`],
-    ['attempt keys created / revoked / live in a rotation\'s grace at the end', `${keys.attemptKeys} / ${keys.revokedAttemptKeys} / ${keys.inGrace}`],
+    ["attempt keys created / revoked / live in a rotation's grace at the end", `${keys.attemptKeys} / ${keys.revokedAttemptKeys} / ${keys.inGrace}`],
     ['convergence after faults stopped (s)', report.convergenceSeconds],
     ['orphaned live keys', keys.orphans.length],
     ['issued keys live and unrecorded', keys.unrecorded.length],
@@ -202,7 +248,8 @@ async function campaign(e: Environment): Promise<boolean> {
   console.log('');
   for (const [name, ok] of Object.entries(invariants)) console.log(`${ok ? 'PASS' : 'FAIL'}  ${name}`);
   for (const p of convergence.problems.slice(0, 20)) console.log(`  unsettled ${p.resource}: ${p.problem}`);
-  for (const o of [...keys.orphans, ...keys.unrecorded, ...keys.unrevokedAfterDelete, ...keys.lostSecrets, ...leaks.leaked, ...op.crashes].slice(0, 20)) console.log(`  ${o}`);
+  for (const o of [...keys.orphans, ...keys.unrecorded, ...keys.unrevokedAfterDelete, ...keys.lostSecrets, ...leaks.leaked, ...op.crashes].slice(0, 20))
+    console.log(`  ${o}`);
   console.log(`\nreport: ${join(out, 'report.json')}; operator log: ${logFile}`);
   return Object.values(invariants).every(Boolean);
 }
@@ -213,7 +260,7 @@ try {
   log(`control plane ${env.controlPlane.info.server}, platform ${env.emulator.baseUrl}`);
   ok = await campaign(env);
 } catch (error) {
-  console.error(`chaos: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+  console.error(`chaos: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 } finally {
   operator?.killNow();
   await env?.stop().catch(() => undefined);

@@ -22,7 +22,11 @@ export interface Incarnation {
   createdAt: number;
 }
 
-interface Slot { index: number; incarnation: number; live?: Incarnation }
+interface Slot {
+  index: number;
+  incarnation: number;
+  live?: Incarnation;
+}
 
 export interface WorkloadCounts {
   creates: number;
@@ -45,7 +49,16 @@ export class Workload {
   readonly #random: () => number;
   readonly #slots: Slot[];
   readonly deleted: Incarnation[] = [];
-  readonly counts: WorkloadCounts = { creates: 0, deletes: 0, secretDeletes: 0, secretEdits: 0, externalRevokes: 0, rotations: 0, errors: 0, platformRequests: 0 };
+  readonly counts: WorkloadCounts = {
+    creates: 0,
+    deletes: 0,
+    secretDeletes: 0,
+    secretEdits: 0,
+    externalRevokes: 0,
+    rotations: 0,
+    errors: 0,
+    platformRequests: 0,
+  };
 
   constructor(env: Environment, resources: number, random: () => number) {
     this.#env = env;
@@ -99,13 +112,25 @@ export class Workload {
     // the old key is kept for a short grace, so kills land in every step of a rotation.
     const rotation = { gracePeriod: '2s', maxGracePeriod: '8s', ...(slot.index % 2 === 0 ? { interval: '1m' } : {}) };
     const base = { keyName, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke', rotation };
-    const spec = flavour === 0 ? { ...base, scope: 'Personal' }
-      : flavour === 1 ? { ...base, scope: 'Organization', organizationId }
-        : { ...base, organizationId, projectId: projectIds[slot.index % projectIds.length] };
-    const incarnation: Incarnation = { kind, name, keyName, scope: flavour === 0 ? 'Personal' : flavour === 1 ? 'Organization' : 'Project', createdAt: Date.now() };
+    const spec =
+      flavour === 0
+        ? { ...base, scope: 'Personal' }
+        : flavour === 1
+          ? { ...base, scope: 'Organization', organizationId }
+          : { ...base, organizationId, projectId: projectIds[slot.index % projectIds.length] };
+    const incarnation: Incarnation = {
+      kind,
+      name,
+      keyName,
+      scope: flavour === 0 ? 'Personal' : flavour === 1 ? 'Organization' : 'Project',
+      createdAt: Date.now(),
+    };
     try {
       await this.#env.objects.createNamespacedCustomObject({
-        group: GROUP, version: VERSION, namespace: NAMESPACE, plural: plural(kind),
+        group: GROUP,
+        version: VERSION,
+        namespace: NAMESPACE,
+        plural: plural(kind),
         body: { apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name, namespace: NAMESPACE }, spec },
       });
     } catch (error) {
@@ -123,7 +148,13 @@ export class Workload {
 
   async #delete(slot: Slot, live: Incarnation): Promise<void> {
     try {
-      await this.#env.objects.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: plural(live.kind), name: live.name });
+      await this.#env.objects.deleteNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: NAMESPACE,
+        plural: plural(live.kind),
+        name: live.name,
+      });
     } catch (error) {
       if (!(error instanceof ApiException && error.code === 404)) {
         this.counts.errors += 1;
@@ -137,10 +168,17 @@ export class Workload {
 
   async #rotate(live: Incarnation): Promise<void> {
     try {
-      await this.#env.objects.patchNamespacedCustomObject({
-        group: GROUP, version: VERSION, namespace: NAMESPACE, plural: plural(live.kind), name: live.name,
-        body: { metadata: { annotations: { 'keys.neon.dev/rotate': `chaos-${Date.now()}` } } },
-      }, merge);
+      await this.#env.objects.patchNamespacedCustomObject(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace: NAMESPACE,
+          plural: plural(live.kind),
+          name: live.name,
+          body: { metadata: { annotations: { 'keys.neon.dev/rotate': `chaos-${Date.now()}` } } },
+        },
+        merge,
+      );
       this.counts.rotations += 1;
     } catch (error) {
       if (!(error instanceof ApiException && error.code === 404)) this.counts.errors += 1;
@@ -158,9 +196,14 @@ export class Workload {
 
   async #editSecret(live: Incarnation): Promise<void> {
     try {
-      await this.#env.core.patchNamespacedSecret({
-        namespace: NAMESPACE, name: live.name, body: { data: { apiKey: Buffer.from('tampered').toString('base64') } },
-      }, merge);
+      await this.#env.core.patchNamespacedSecret(
+        {
+          namespace: NAMESPACE,
+          name: live.name,
+          body: { data: { apiKey: Buffer.from('tampered').toString('base64') } },
+        },
+        merge,
+      );
       this.counts.secretEdits += 1;
     } catch (error) {
       if (!(error instanceof ApiException && error.code === 404)) this.counts.errors += 1;
@@ -170,7 +213,13 @@ export class Workload {
   async #revokeExternally(live: Incarnation): Promise<void> {
     let keyId: number | undefined;
     try {
-      const resource = await this.#env.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: plural(live.kind), name: live.name }) as { status?: { keyId?: number } };
+      const resource = (await this.#env.objects.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: NAMESPACE,
+        plural: plural(live.kind),
+        name: live.name,
+      })) as { status?: { keyId?: number } };
       keyId = resource.status?.keyId;
     } catch {
       this.counts.errors += 1;
@@ -183,7 +232,9 @@ export class Workload {
       this.counts.platformRequests += 1;
       try {
         const response = await fetch(`${this.#env.emulator.baseUrl}${path}`, {
-          method: 'DELETE', headers: { authorization: `Bearer ${this.#env.adminKey}` }, signal: AbortSignal.timeout(5_000),
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${this.#env.adminKey}` },
+          signal: AbortSignal.timeout(5_000),
         });
         await response.body?.cancel();
         if (response.ok || response.status === 404) {

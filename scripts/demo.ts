@@ -49,8 +49,9 @@ const kubeconfig = controlPlane.info.kubeconfigPath;
 // `kubectl wait`) would stall the platform the operator is talking to.
 const kubectlIn = (input: string | undefined, ...args: string[]): Promise<string> =>
   new Promise((resolve, reject) => {
-    const child = execFile(join(binDir, 'kubectl'), args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: kubeconfig } },
-      (error, stdout, stderr) => (error === null ? resolve(stdout) : reject(new Error(`kubectl ${args[0]}: ${stderr.trim() || error.message}`))));
+    const child = execFile(join(binDir, 'kubectl'), args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: kubeconfig } }, (error, stdout, stderr) =>
+      error === null ? resolve(stdout) : reject(new Error(`kubectl ${args[0]}: ${stderr.trim() || error.message}`)),
+    );
     child.stdin?.end(input);
   });
 const kubectl = (...args: string[]): Promise<string> => kubectlIn(undefined, ...args);
@@ -59,8 +60,7 @@ console.log(`apiserver ${controlPlane.info.server}`);
 step('Starting the platform emulator');
 // Operations run 4 times slower than the platform's usual timings, so the tour can show one in progress.
 const emulator = await startEmulator({ db: ':memory:', timeScale: 4 });
-const admin = emulator.bootstrap.users.find((u) =>
-  Object.values(u.orgRoles ?? {}).includes('admin') && u.personalKey !== undefined);
+const admin = emulator.bootstrap.users.find((u) => Object.values(u.orgRoles ?? {}).includes('admin') && u.personalKey !== undefined);
 if (admin === undefined || admin.personalKey === undefined) throw new Error('the emulator seed has no organization administrator');
 console.log(`platform API ${emulator.baseUrl}  (console: ${emulator.baseUrl.replace(/\/api\/v2$/, '')}/console)`);
 
@@ -87,11 +87,18 @@ try {
   // --min-rotation-grace), so the tour's rotation ends in seconds; a cluster install keeps 1m.
   const crds = (Object.keys(CRD_FILES) as CrdKind[]).map((kind) => renderCrdYaml(kind, { minRotationGrace: DEMO_MIN_GRACE })).join('\n');
   console.log((await kubectlIn(crds, 'apply', '--server-side', '-f', '-')).trim());
-  await kubectl('wait', '--for=condition=Established', ...Object.values(CRD_FILES).map((file) => `crd/${file.replace(/^keys\.neon\.dev_(.*)\.yaml$/, '$1.keys.neon.dev')}`));
+  await kubectl(
+    'wait',
+    '--for=condition=Established',
+    ...Object.values(CRD_FILES).map((file) => `crd/${file.replace(/^keys\.neon\.dev_(.*)\.yaml$/, '$1.keys.neon.dev')}`),
+  );
   // Only the identity and RBAC of deploy/base: this control plane has no nodes to run the Deployment.
   const base = loadAllYaml(await kubectl('kustomize', join(root, 'deploy/base'))) as { kind: string }[];
   const rbacKinds = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
-  const rbac = base.filter((o) => rbacKinds.has(o.kind)).map((o) => JSON.stringify(o)).join('\n');
+  const rbac = base
+    .filter((o) => rbacKinds.has(o.kind))
+    .map((o) => JSON.stringify(o))
+    .join('\n');
   console.log((await kubectlIn(rbac, 'apply', '--server-side', '-f', '-')).trim());
 
   step(`Running the operator as ServiceAccount ${operatorNamespace}/${operatorServiceAccount}`);
@@ -99,16 +106,20 @@ try {
   const operatorKubeconfig = join(workDir, 'operator.kubeconfig');
   writeFileSync(operatorKubeconfig, kubeconfigYaml(controlPlane.info, token, operatorServiceAccount), { mode: 0o600 });
   const operatorLog = join(workDir, 'operator.log');
-  operator = spawn(process.execPath, [
-    join(root, 'src/operator/main.ts'),
-    `--kubeconfig=${operatorKubeconfig}`,
-    `--platform-url=${emulator.baseUrl}`,
-    '--metrics-bind-address=127.0.0.1:0',
-    '--health-probe-bind-address=127.0.0.1:0',
-    // Drift checked every 10 s (default 5m), so the tour's project operations are polled at that pace too.
-    '--drift-interval=10s',
-    `--min-rotation-grace=${DEMO_MIN_GRACE}`,
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  operator = spawn(
+    process.execPath,
+    [
+      join(root, 'src/operator/main.ts'),
+      `--kubeconfig=${operatorKubeconfig}`,
+      `--platform-url=${emulator.baseUrl}`,
+      '--metrics-bind-address=127.0.0.1:0',
+      '--health-probe-bind-address=127.0.0.1:0',
+      // Drift checked every 10 s (default 5m), so the tour's project operations are polled at that pace too.
+      '--drift-interval=10s',
+      `--min-rotation-grace=${DEMO_MIN_GRACE}`,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const log = createWriteStream(operatorLog);
   operator.stdout?.pipe(log);
   operator.stderr?.pipe(log);
@@ -122,9 +133,11 @@ try {
 
   // The commands of examples/README.md (and the chart's NOTES), with the emulator's administrator's
   // personal key as the credentials: first the platform team's part, then the teams'.
-  step('The platform team: an administrator\'s key in the operator\'s namespace, the ClusterKeyIssuer (examples/platform-team)');
+  step("The platform team: an administrator's key in the operator's namespace, the ClusterKeyIssuer (examples/platform-team)");
   await kubectl('create', 'secret', 'generic', 'neon-org-admin', '-n', operatorNamespace, `--from-literal=apiKey=${admin.personalKey}`);
-  console.log(`secret/neon-org-admin created in ${operatorNamespace} (the personal key of ${admin.name}, an administrator of ${Object.keys(admin.orgRoles ?? {}).join(', ')})`);
+  console.log(
+    `secret/neon-org-admin created in ${operatorNamespace} (the personal key of ${admin.name}, an administrator of ${Object.keys(admin.orgRoles ?? {}).join(', ')})`,
+  );
   console.log((await kubectl('apply', '-k', join(root, 'examples/platform-team'))).trim());
   await kubectl('wait', '--for=condition=Ready', 'clusterkeyissuer/team-keys', `--timeout=${flags.timeout}s`);
   console.log((await kubectl('get', 'clusterkeyissuers', '-o', 'wide')).trimEnd());
@@ -145,7 +158,11 @@ try {
   step('Conditions');
   for (const kind of ['apikeys', 'projectapikeys']) {
     const list = JSON.parse(await kubectl('get', kind, '-n', demoNamespace, '-o', 'json')) as {
-      items: { kind: string; metadata: { name: string }; status?: { keyId?: number; secretName?: string; conditions?: { type: string; status: string; reason: string; message: string }[] } }[];
+      items: {
+        kind: string;
+        metadata: { name: string };
+        status?: { keyId?: number; secretName?: string; conditions?: { type: string; status: string; reason: string; message: string }[] };
+      }[];
     };
     for (const item of list.items) {
       console.log(`${item.kind}/${item.metadata.name}  key ${item.status?.keyId}  Secret ${item.status?.secretName}`);
@@ -155,7 +172,9 @@ try {
 
   step('The Secrets, and each key working against the platform');
   for (const kind of ['apikeys', 'projectapikeys']) {
-    const list = JSON.parse(await kubectl('get', kind, '-n', demoNamespace, '-o', 'json')) as { items: { spec: { secret?: { key?: string } }; status?: { secretName?: string } }[] };
+    const list = JSON.parse(await kubectl('get', kind, '-n', demoNamespace, '-o', 'json')) as {
+      items: { spec: { secret?: { key?: string } }; status?: { secretName?: string } }[];
+    };
     for (const item of list.items) {
       // The data key holding the key itself (spec.secret.key); a template adds others beside it.
       const field = item.spec.secret?.key ?? 'apiKey';
@@ -163,10 +182,12 @@ try {
       const secret = JSON.parse(out) as { metadata: { name: string; annotations?: Record<string, string> }; data?: Record<string, string> };
       const key = Buffer.from(secret.data?.[field] ?? '', 'base64').toString('utf8');
       const response = await fetch(`${emulator.baseUrl}/projects`, { headers: { authorization: `Bearer ${key}` } });
-      const body = await response.json() as { projects?: unknown[] };
+      const body = (await response.json()) as { projects?: unknown[] };
       const others = Object.keys(secret.data ?? {}).filter((k) => k !== field);
-      console.log(`Secret ${secret.metadata.name} key "${field}" (key id ${secret.metadata.annotations?.['keys.neon.dev/key-id']}): `
-        + `GET /projects -> ${response.status}, ${body.projects?.length ?? 0} project(s) visible${others.length > 0 ? `; beside it: ${others.join(', ')}` : ''}`);
+      console.log(
+        `Secret ${secret.metadata.name} key "${field}" (key id ${secret.metadata.annotations?.['keys.neon.dev/key-id']}): ` +
+          `GET /projects -> ${response.status}, ${body.projects?.length ?? 0} project(s) visible${others.length > 0 ? `; beside it: ${others.join(', ')}` : ''}`,
+      );
     }
   }
 
@@ -192,7 +213,12 @@ try {
 // The tour: what the operator does over a key's life, each step shown with what a user would look
 // at (conditions, events, the platform's own record of the key).
 
-interface Condition { type: string; status: string; reason: string; message: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
 interface KeyObject {
   kind: string;
   metadata: { name: string };
@@ -222,7 +248,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, every
 /** The platform's own record of every key (the emulator's admin API; the real console shows the same). */
 async function platformKeys(): Promise<Map<number, { name: string; revoked: boolean }>> {
   const response = await fetch(`${emulator.baseUrl.replace(/\/api\/v2$/, '')}/admin/keys`);
-  const keys = await response.json() as { id: number; name: string; revoked: boolean }[];
+  const keys = (await response.json()) as { id: number; name: string; revoked: boolean }[];
   return new Map(keys.map((k) => [k.id, k]));
 }
 
@@ -235,8 +261,19 @@ async function secretValue(name: string, namespace = demoNamespace, ...as: strin
 }
 
 async function eventsOf(name: string, namespace = demoNamespace): Promise<string> {
-  return (await kubectl('get', 'events', '-n', namespace, '--field-selector', `involvedObject.name=${name}`,
-    '--sort-by=.lastTimestamp', '-o', 'custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message')).trimEnd();
+  return (
+    await kubectl(
+      'get',
+      'events',
+      '-n',
+      namespace,
+      '--field-selector',
+      `involvedObject.name=${name}`,
+      '--sort-by=.lastTimestamp',
+      '-o',
+      'custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message',
+    )
+  ).trimEnd();
 }
 
 async function tourOperations(): Promise<void> {
@@ -251,14 +288,16 @@ async function tourOperations(): Promise<void> {
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ branch: { name: 'demo-feature' }, endpoints: [{ type: 'read_write' }] }),
   });
-  const created = await response.json() as { operations?: { id: string; action: string; status: string }[] };
+  const created = (await response.json()) as { operations?: { id: string; action: string; status: string }[] };
   const ids = (created.operations ?? []).map((o) => o.id);
-  console.log(`POST /projects/${projectId}/branches with the Secret's key -> ${response.status}; operations: `
-    + (created.operations ?? []).map((o) => `${o.action} (${o.status})`).join(', '));
-  console.log('OperationsSettled of projectapikey/app-neon as it changes (the operator polls the project\'s operations):');
+  console.log(
+    `POST /projects/${projectId}/branches with the Secret's key -> ${response.status}; operations: ` +
+      (created.operations ?? []).map((o) => `${o.action} (${o.status})`).join(', '),
+  );
+  console.log("OperationsSettled of projectapikey/app-neon as it changes (the operator polls the project's operations):");
   const started = Date.now();
   let last = '';
-  const done = await until('the branch\'s operations mirrored as finished', async () => {
+  const done = await until("the branch's operations mirrored as finished", async () => {
     const o = await getKey('projectapikeys', 'app-neon');
     const c = conditionOf(o, 'OperationsSettled');
     const line = c === undefined ? '(not reported yet)' : `${c.status.padEnd(7)} ${c.reason.padEnd(20)} ${c.message}`;
@@ -285,8 +324,9 @@ async function tourSecretRepair(): Promise<void> {
   await until(`key ${oldId} revoked`, async () => ((await platformKeys()).get(oldId ?? -1)?.revoked === true ? true : undefined));
   const key = await secretValue(secretName);
   const check = await fetch(`${emulator.baseUrl}/projects`, { headers: { authorization: `Bearer ${key ?? ''}` } });
-  console.log(`Secret ${secretName} is back with key ${after.status?.keyId} (GET /projects with it -> ${check.status}); `
-    + `the platform says key ${oldId} is revoked`);
+  console.log(
+    `Secret ${secretName} is back with key ${after.status?.keyId} (GET /projects with it -> ${check.status}); ` + `the platform says key ${oldId} is revoked`,
+  );
   console.log(await eventsOf('ci-deployer'));
 }
 
@@ -312,17 +352,29 @@ async function tourRotation(): Promise<void> {
   // whose rollout completes once the deployment controller saw the new template (npm run e2e shows
   // the same with running pods). The calls are made here instead, each with the key the Secret
   // holds at that moment, as a pod that re-reads its mounted Secret would.
-  await kubectlIn(JSON.stringify({
-    // Its owner consents to restarts when Secret app-neon rotates: without the annotation, no rotation touches it.
-    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'demo-consumer', namespace: demoNamespace, annotations: { 'keys.neon.dev/restart-on-rotation': 'app-neon' } },
-    spec: {
-      replicas: 0, selector: { matchLabels: { app: 'demo-consumer' } },
-      template: {
-        metadata: { labels: { app: 'demo-consumer' } },
-        spec: { containers: [{ name: 'app', image: 'demo-consumer:none', env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: 'app-neon', key: 'apiKey' } } }] }] },
+  await kubectlIn(
+    JSON.stringify({
+      // Its owner consents to restarts when Secret app-neon rotates: without the annotation, no rotation touches it.
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'demo-consumer', namespace: demoNamespace, annotations: { 'keys.neon.dev/restart-on-rotation': 'app-neon' } },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: 'demo-consumer' } },
+        template: {
+          metadata: { labels: { app: 'demo-consumer' } },
+          spec: {
+            containers: [
+              { name: 'app', image: 'demo-consumer:none', env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: 'app-neon', key: 'apiKey' } } }] },
+            ],
+          },
+        },
       },
-    },
-  }), 'apply', '-f', '-');
+    }),
+    'apply',
+    '-f',
+    '-',
+  );
   const rotation = { gracePeriod: '5s', maxGracePeriod: '2m', restart: { discover: true } };
   await kubectl('patch', 'projectapikey', 'app-neon', '-n', demoNamespace, '--type=merge', '-p', JSON.stringify({ spec: { rotation } }));
   console.log(`deployment/demo-consumer takes NEON_API_KEY from Secret app-neon; projectapikey/app-neon spec.rotation: ${JSON.stringify(rotation)}`);
@@ -350,10 +402,11 @@ async function tourRotation(): Promise<void> {
   const started = Date.now();
   let last = '';
   const settled = await until('the rotation to complete (Rotating False)', async () => {
-    const o = await getKey('projectapikeys', 'app-neon') as KeyObject & { status?: { retiringKeys?: { keyId: number }[] } };
+    const o = (await getKey('projectapikeys', 'app-neon')) as KeyObject & { status?: { retiringKeys?: { keyId: number }[] } };
     const c = conditionOf(o, 'Rotating');
-    const line = `key ${o.status?.keyId}${(o.status?.retiringKeys ?? []).map((k) => `, retiring ${k.keyId}`).join('')}; `
-      + (c === undefined ? 'Rotating (not reported yet)' : `Rotating ${c.status} ${c.reason}: ${c.message}`);
+    const line =
+      `key ${o.status?.keyId}${(o.status?.retiringKeys ?? []).map((k) => `, retiring ${k.keyId}`).join('')}; ` +
+      (c === undefined ? 'Rotating (not reported yet)' : `Rotating ${c.status} ${c.reason}: ${c.message}`);
     if (line !== last) {
       console.log(`  +${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s  ${line}`);
       last = line;
@@ -365,9 +418,13 @@ async function tourRotation(): Promise<void> {
   const record = (await platformKeys()).get(oldId ?? -1);
   if (record?.revoked !== true) throw new Error(`the rotation completed but key ${oldId} is still live on the platform`);
   const failed = [...calls.byStatus].filter(([status]) => status !== 200).reduce((n, [, count]) => n + count, 0);
-  const template = JSON.parse(await kubectl('get', 'deployment', 'demo-consumer', '-n', demoNamespace, '-o', 'jsonpath={.spec.template.metadata.annotations}') || '{}') as Record<string, string>;
+  const template = JSON.parse(
+    (await kubectl('get', 'deployment', 'demo-consumer', '-n', demoNamespace, '-o', 'jsonpath={.spec.template.metadata.annotations}')) || '{}',
+  ) as Record<string, string>;
   console.log(`key ${settled.status?.keyId} is in the Secret; key ${oldId} is revoked; deployment/demo-consumer's pod template: ${JSON.stringify(template)}`);
-  console.log(`the consumer made ${calls.total} calls through the rotation, ${failed} failed (${[...calls.byStatus].map(([status, count]) => `${count} x ${status}`).join(', ')})`);
+  console.log(
+    `the consumer made ${calls.total} calls through the rotation, ${failed} failed (${[...calls.byStatus].map(([status, count]) => `${count} x ${status}`).join(', ')})`,
+  );
   if (failed > 0) throw new Error(`${failed} of the consumer's calls failed during the rotation`);
   console.log(await eventsOf('app-neon'));
 }
@@ -390,13 +447,21 @@ async function tourIssuer(): Promise<void> {
   // The team: one member, bound to `edit` in its namespace (which takes in the operator's tenant role).
   await kubectl('create', 'rolebinding', 'developers-edit', '--clusterrole=edit', `--user=${teamMember}`, '-n', teamNamespace);
   // `kubectl auth can-i` answers "no" with exit status 1.
-  const canI = (...args: string[]): Promise<string> => kubectl('auth', 'can-i', ...args, ...asMember).then((out) => out.trim(), () => 'no');
-  await until(`edit to grant projectapikeys in ${teamNamespace}`, async () => ((await canI('create', 'projectapikeys', '-n', teamNamespace)) === 'yes' ? true : undefined));
+  const canI = (...args: string[]): Promise<string> =>
+    kubectl('auth', 'can-i', ...args, ...asMember).then(
+      (out) => out.trim(),
+      () => 'no',
+    );
+  await until(`edit to grant projectapikeys in ${teamNamespace}`, async () =>
+    (await canI('create', 'projectapikeys', '-n', teamNamespace)) === 'yes' ? true : undefined,
+  );
   const secretsBefore = (await kubectl('get', 'secrets', '-n', teamNamespace, '-o', 'name')).trim();
-  console.log(`${teamMember}, with edit in ${teamNamespace}: create projectapikeys yes; `
-    + `get secret/neon-org-admin -n ${operatorNamespace} ${await canI('get', 'secret/neon-org-admin', '-n', operatorNamespace)}; `
-    + `label namespace/${teamNamespace} ${await canI('patch', `namespace/${teamNamespace}`)}; `
-    + `Secrets in ${teamNamespace}: ${secretsBefore === '' ? 'none' : secretsBefore.replace(/\n/g, ', ')}`);
+  console.log(
+    `${teamMember}, with edit in ${teamNamespace}: create projectapikeys yes; ` +
+      `get secret/neon-org-admin -n ${operatorNamespace} ${await canI('get', 'secret/neon-org-admin', '-n', operatorNamespace)}; ` +
+      `label namespace/${teamNamespace} ${await canI('patch', `namespace/${teamNamespace}`)}; ` +
+      `Secrets in ${teamNamespace}: ${secretsBefore === '' ? 'none' : secretsBefore.replace(/\n/g, ', ')}`,
+  );
   console.log(`$ kubectl -n ${teamNamespace} apply -k examples/ --as ${teamMember}`);
   console.log((await kubectl('apply', '-n', teamNamespace, '-k', join(root, 'examples'), ...asMember)).trim());
   await kubectl('wait', '-n', teamNamespace, '--for=condition=Ready', 'projectapikeys', '--all', `--timeout=${flags.timeout}s`);
@@ -414,23 +479,35 @@ async function tourIssuer(): Promise<void> {
 
   // A project the issuer does not allow: refused (NotAllowed), and nothing asked of the platform.
   const otherProject = 'bold-meadow-00000002';
-  const creates = async (): Promise<number> => ((await (await fetch(`${emulator.adminUrl}/requests`)).json()) as { method: string; route: string; count: number }[])
-    .filter((r) => r.method === 'POST' && r.route.endsWith('/api_keys')).reduce((n, r) => n + r.count, 0);
+  const creates = async (): Promise<number> =>
+    ((await (await fetch(`${emulator.adminUrl}/requests`)).json()) as { method: string; route: string; count: number }[])
+      .filter((r) => r.method === 'POST' && r.route.endsWith('/api_keys'))
+      .reduce((n, r) => n + r.count, 0);
   const createsBefore = await creates();
   console.log(`$ kubectl apply --as ${teamMember}: projectapikey/web-db for project ${otherProject}, issuerRef team-keys`);
-  await kubectlIn(JSON.stringify({
-    apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey', metadata: { name: 'web-db', namespace: teamNamespace },
-    spec: { projectId: otherProject, issuerRef: { name: 'team-keys' } },
-  }), 'apply', '-f', '-', ...asMember);
+  await kubectlIn(
+    JSON.stringify({
+      apiVersion: 'keys.neon.dev/v1alpha1',
+      kind: 'ProjectApiKey',
+      metadata: { name: 'web-db', namespace: teamNamespace },
+      spec: { projectId: otherProject, issuerRef: { name: 'team-keys' } },
+    }),
+    'apply',
+    '-f',
+    '-',
+    ...asMember,
+  );
   const refused = await until('projectapikey/web-db refused', async () => {
     const c = conditionOf(await getKey('projectapikeys', 'web-db', teamNamespace), 'Ready');
     return c?.reason === 'NotAllowed' ? c : undefined;
   });
   console.log(`projectapikey/web-db  Ready ${refused.status} ${refused.reason}: ${refused.message}`);
-  console.log(await until('the Warning event of web-db', async () => {
-    const events = await eventsOf('web-db', teamNamespace);
-    return events.includes('NotAllowed') ? events : undefined;
-  }));
+  console.log(
+    await until('the Warning event of web-db', async () => {
+      const events = await eventsOf('web-db', teamNamespace);
+      return events.includes('NotAllowed') ? events : undefined;
+    }),
+  );
   const createsAfter = await creates();
   if (createsAfter !== createsBefore) throw new Error(`${createsAfter - createsBefore} key create(s) on the platform for a refused request`);
   console.log(`key creates on the platform: ${createsBefore} before, ${createsAfter} after (none for web-db)`);
@@ -449,13 +526,26 @@ async function tourInventory(): Promise<void> {
     headers: { authorization: `Bearer ${admin?.personalKey ?? ''}`, 'content-type': 'application/json' },
     body: JSON.stringify({ key_name: 'made-by-hand' }),
   });
-  const byHand = await response.json() as { id: number };
+  const byHand = (await response.json()) as { id: number };
   console.log(`POST /organizations/${orgId}/api_keys (key_name made-by-hand) -> ${response.status}, key id ${byHand.id}: no resource records it`);
-  await kubectlIn(JSON.stringify({
-    apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKeyInventory', metadata: { name: 'demo-org', namespace: demoNamespace },
-    spec: { organizationId: orgId, credentialsSecretRef: { name: 'neon-admin' }, unusedAfter: '720h' },
-  }), 'apply', '-f', '-');
-  type Inventory = { status?: { live?: number; notManagedKeys?: { id: number; name: string; kind: string; createdBy?: string; lastUsedAt?: string }[]; conditions?: { type: string; status: string }[] } };
+  await kubectlIn(
+    JSON.stringify({
+      apiVersion: 'keys.neon.dev/v1alpha1',
+      kind: 'ApiKeyInventory',
+      metadata: { name: 'demo-org', namespace: demoNamespace },
+      spec: { organizationId: orgId, credentialsSecretRef: { name: 'neon-admin' }, unusedAfter: '720h' },
+    }),
+    'apply',
+    '-f',
+    '-',
+  );
+  type Inventory = {
+    status?: {
+      live?: number;
+      notManagedKeys?: { id: number; name: string; kind: string; createdBy?: string; lastUsedAt?: string }[];
+      conditions?: { type: string; status: string }[];
+    };
+  };
   const deadline = Date.now() + Number(flags.timeout) * 1000;
   let inventory: Inventory = {};
   while (Date.now() < deadline) {
@@ -466,7 +556,9 @@ async function tourInventory(): Promise<void> {
   if (!(inventory.status?.notManagedKeys ?? []).some((k) => k.id === byHand.id)) throw new Error('the inventory did not list the key made by hand');
   console.log(await kubectl('get', 'naki', '-n', demoNamespace, '-o', 'wide'));
   for (const key of inventory.status?.notManagedKeys ?? []) {
-    console.log(`not managed: key ${key.id} "${key.name}" (${key.kind}, created by ${key.createdBy ?? '?'}, ${key.lastUsedAt !== undefined ? `last used ${key.lastUsedAt}` : 'never used'})`);
+    console.log(
+      `not managed: key ${key.id} "${key.name}" (${key.kind}, created by ${key.createdBy ?? '?'}, ${key.lastUsedAt !== undefined ? `last used ${key.lastUsedAt}` : 'never used'})`,
+    );
   }
   console.log('The operator only reports it; to revoke it, a person decides (docs/inventory.md, "Report only").');
 }

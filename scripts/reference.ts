@@ -32,7 +32,10 @@ type Json = Record<string, unknown>;
 
 /** A table cell: one line, pipes escaped. */
 function cell(text: string): string {
-  return text.replace(/\s*\n\s*/g, ' ').replace(/\|/g, '\\|').trim();
+  return text
+    .replace(/\s*\n\s*/g, ' ')
+    .replace(/\|/g, '\\|')
+    .trim();
 }
 
 function code(text: string): string {
@@ -44,12 +47,15 @@ function table(head: string[], rows: string[][]): string {
 }
 
 export function flagsTable(): string {
-  return table(['flag', 'environment', 'default', 'meaning'], FLAGS.map((f) => [
-    code(`--${f.name}${'value' in f ? ` ${f.value}` : ''}`),
-    'env' in f ? code(`$${f.env}`) : '',
-    f.default.includes(' ') ? f.default : code(f.default),
-    f.help,
-  ]));
+  return table(
+    ['flag', 'environment', 'default', 'meaning'],
+    FLAGS.map((f) => [
+      code(`--${f.name}${'value' in f ? ` ${f.value}` : ''}`),
+      'env' in f ? code(`$${f.env}`) : '',
+      f.default.includes(' ') ? f.default : code(f.default),
+      f.help,
+    ]),
+  );
 }
 
 /** The schema of a values path (following $ref), or undefined. */
@@ -75,7 +81,8 @@ function schemaSummary(node: Json | undefined): string {
   if (typeof node.description === 'string' && node.description.startsWith('A Go duration')) parts.push('Go duration > 0');
   else if (typeof node.description === 'string' && node.description.startsWith('A Prometheus duration')) parts.push('Prometheus duration');
   else if (typeof node.pattern === 'string') parts.push(`pattern ${code(node.pattern)}`);
-  if (node.not !== undefined && typeof (node.not as Json).pattern === 'string' && !parts.includes('Go duration > 0')) parts.push(`not ${code((node.not as Json).pattern as string)}`);
+  if (node.not !== undefined && typeof (node.not as Json).pattern === 'string' && !parts.includes('Go duration > 0'))
+    parts.push(`not ${code((node.not as Json).pattern as string)}`);
   return parts.join(', ');
 }
 
@@ -85,7 +92,11 @@ function comment(pair: Pair, map: { commentBefore?: string | null }, first: bool
   const text = key.commentBefore ?? (first ? map.commentBefore : undefined) ?? '';
   // The paragraph right above the key (the file's header is another paragraph).
   const paragraphs = text.split(/\n\s*\n/);
-  return (paragraphs[paragraphs.length - 1] ?? '').split('\n').map((l) => l.replace(/^\s?/, '')).join(' ').trim();
+  return (paragraphs[paragraphs.length - 1] ?? '')
+    .split('\n')
+    .map((l) => l.replace(/^\s?/, ''))
+    .join(' ')
+    .trim();
 }
 
 export function helmValuesTable(): string {
@@ -122,35 +133,48 @@ export function metricsTable(): string {
   registerInventoryGauge(registry, () => [], true);
   registerIssuerGauge(registry, () => []);
   const metrics = registry.getMetricsAsArray() as unknown as { name: string; help: string; type: string; labelNames?: readonly string[] }[];
-  return table(['metric', 'type', 'labels', 'meaning'], metrics.map((m) => [
-    code(m.name), m.type, (m.labelNames ?? []).map(code).join(', '), m.help,
-  ]));
+  return table(
+    ['metric', 'type', 'labels', 'meaning'],
+    metrics.map((m) => [code(m.name), m.type, (m.labelNames ?? []).map(code).join(', '), m.help]),
+  );
 }
 
 export function conditionTypesTable(): string {
-  return table(['condition', 'meaning'], Object.entries(CONDITION_TYPES).map(([type, meaning]) => [code(type), meaning]));
+  return table(
+    ['condition', 'meaning'],
+    Object.entries(CONDITION_TYPES).map(([type, meaning]) => [code(type), meaning]),
+  );
 }
 
 export function reasonsTable(): string {
-  return table(['reason', 'where', 'meaning'], Object.entries(REASONS).map(([reason, doc]) => [code(reason), doc.on, doc.meaning]));
+  return table(
+    ['reason', 'where', 'meaning'],
+    Object.entries(REASONS).map(([reason, doc]) => [code(reason), doc.on, doc.meaning]),
+  );
 }
 
 /** The reasons of a ClusterKeyIssuer's Ready condition (src/operator/issuers/conditions.ts). */
 export function issuerReasonsTable(): string {
-  return table(['reason', 'meaning'], Object.entries(ISSUER_REASONS).map(([reason, meaning]) => [code(reason), meaning]));
+  return table(
+    ['reason', 'meaning'],
+    Object.entries(ISSUER_REASONS).map(([reason, meaning]) => [code(reason), meaning]),
+  );
 }
 
 export function platformFailuresTable(): string {
   const byReason = new Map<string, string[]>();
-  for (const [codeName, reason] of Object.entries(PLATFORM_FAILURE_REASONS)) byReason.set(reason, [...byReason.get(reason) ?? [], codeName]);
-  return table(['platform answer (src/platform `code`)', 'reason'], [
-    ...[...byReason].map(([reason, codes]) => [codes.map(code).join(', '), code(reason)]),
-    ['anything that is not a platform answer (a bug)', code('Error')],
-  ]);
+  for (const [codeName, reason] of Object.entries(PLATFORM_FAILURE_REASONS)) byReason.set(reason, [...(byReason.get(reason) ?? []), codeName]);
+  return table(
+    ['platform answer (src/platform `code`)', 'reason'],
+    [...[...byReason].map(([reason, codes]) => [codes.map(code).join(', '), code(reason)]), ['anything that is not a platform answer (a bug)', code('Error')]],
+  );
 }
 
 export function eventsTable(): string {
-  return table(['event', 'type', 'meaning'], Object.entries(EVENTS).map(([reason, type]) => [code(reason), type, REASONS[reason as keyof typeof REASONS].meaning]));
+  return table(
+    ['event', 'type', 'meaning'],
+    Object.entries(EVENTS).map(([reason, type]) => [code(reason), type, REASONS[reason as keyof typeof REASONS].meaning]),
+  );
 }
 
 export function annotationsTable(): string {
@@ -159,10 +183,10 @@ export function annotationsTable(): string {
 }
 
 export function labelsAndFinalizersTable(): string {
-  return table(['name', 'kind', 'on', 'meaning'], [
-    ...LABELS.map((l) => [code(l.name), 'label', l.on, l.meaning]),
-    ...FINALIZERS.map((f) => [code(f.name), 'finalizer', f.on, f.meaning]),
-  ]);
+  return table(
+    ['name', 'kind', 'on', 'meaning'],
+    [...LABELS.map((l) => [code(l.name), 'label', l.on, l.meaning]), ...FINALIZERS.map((f) => [code(f.name), 'finalizer', f.on, f.meaning])],
+  );
 }
 
 function validation(node: Json): string {
@@ -174,7 +198,8 @@ function validation(node: Json): string {
   if (typeof node.minimum === 'number') parts.push(`≥ ${node.minimum}`);
   if (typeof node.format === 'string') parts.push(node.format);
   if (typeof node.pattern === 'string') parts.push(node.pattern.includes('(ns|us|') ? 'Go duration' : `pattern ${code(node.pattern)}`);
-  for (const rule of (node['x-kubernetes-validations'] as { message?: string }[] | undefined) ?? []) if (rule.message !== undefined) parts.push(`rule: ${rule.message}`);
+  for (const rule of (node['x-kubernetes-validations'] as { message?: string }[] | undefined) ?? [])
+    if (rule.message !== undefined) parts.push(`rule: ${rule.message}`);
   return parts.join('; ');
 }
 
@@ -185,22 +210,36 @@ function typeOf(node: Json): string {
   return String(node.type ?? 'any');
 }
 
-interface FieldRow { path: string; kind: KindName; cells: string[] }
+interface FieldRow {
+  path: string;
+  kind: KindName;
+  cells: string[];
+}
 
 function fieldRows(kind: KindName, part: 'spec' | 'status'): FieldRow[] {
-  const version = (customResourceDefinition(kind).spec as { versions: unknown[] }).versions[0] as { schema: { openAPIV3Schema: { properties: Record<string, Json> } } };
+  const version = (customResourceDefinition(kind).spec as { versions: unknown[] }).versions[0] as {
+    schema: { openAPIV3Schema: { properties: Record<string, Json> } };
+  };
   const rows: FieldRow[] = [];
   const walk = (node: Json, path: string, required: boolean): void => {
     if (path !== '') {
       rows.push({
-        path, kind,
-        cells: [typeOf(node), required ? 'yes' : '', node.default !== undefined ? code(JSON.stringify(node.default)) : '', validation(node), String(node.description ?? '')],
+        path,
+        kind,
+        cells: [
+          typeOf(node),
+          required ? 'yes' : '',
+          node.default !== undefined ? code(JSON.stringify(node.default)) : '',
+          validation(node),
+          String(node.description ?? ''),
+        ],
       });
     }
-    const object = node.type === 'array' ? (node.items ?? {}) as Json : node;
+    const object = node.type === 'array' ? ((node.items ?? {}) as Json) : node;
     const properties = object.properties as Record<string, Json> | undefined;
     const requiredList = (object.required as string[] | undefined) ?? [];
-    for (const [name, child] of Object.entries(properties ?? {})) walk(child, `${path}${path === '' ? '' : node.type === 'array' ? '[].' : '.'}${name}`, requiredList.includes(name));
+    for (const [name, child] of Object.entries(properties ?? {}))
+      walk(child, `${path}${path === '' ? '' : node.type === 'array' ? '[].' : '.'}${name}`, requiredList.includes(name));
   };
   walk(version.schema.openAPIV3Schema.properties[part] as Json, '', false);
   return rows;
@@ -234,7 +273,10 @@ export function referenceBlocks(): Record<string, Record<string, string>> {
     'docs/reference/helm-values.md': { 'helm-values': helmValuesTable() },
     'docs/reference/metrics.md': { metrics: metricsTable() },
     'docs/reference/conditions.md': {
-      'condition-types': conditionTypesTable(), reasons: reasonsTable(), 'platform-failures': platformFailuresTable(), events: eventsTable(),
+      'condition-types': conditionTypesTable(),
+      reasons: reasonsTable(),
+      'platform-failures': platformFailuresTable(),
+      events: eventsTable(),
       'issuer-reasons': issuerReasonsTable(),
     },
     'docs/reference/annotations.md': { annotations: annotationsTable(), 'labels-and-finalizers': labelsAndFinalizersTable() },

@@ -51,14 +51,21 @@ async function helmBinary(): Promise<string> {
 async function packageChart(out: string, version: string): Promise<string> {
   const helm = await helmBinary();
   const home = join(out, '.helm');
-  const env = { PATH: process.env.PATH, HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') };
+  const env = {
+    PATH: process.env.PATH,
+    HOME: home,
+    HELM_CACHE_HOME: join(home, 'cache'),
+    HELM_CONFIG_HOME: join(home, 'config'),
+    HELM_DATA_HOME: join(home, 'data'),
+  };
   try {
     await run(helm, ['lint', '--strict', CHART], { env });
     await run(helm, ['package', CHART, '--destination', out], { env });
     const file = join(out, `neon-key-operator-${version}.tgz`);
     // The package holds the chart as checked in: its Chart.yaml, values and schema.
     const { stdout } = await run(helm, ['show', 'chart', file], { env });
-    if (!new RegExp(`^version: ${version.replace(/\./g, '\\.')}$`, 'm').test(stdout)) throw new ReleaseError(`helm package wrote ${file} without version ${version}`);
+    if (!new RegExp(`^version: ${version.replace(/\./g, '\\.')}$`, 'm').test(stdout))
+      throw new ReleaseError(`helm package wrote ${file} without version ${version}`);
     return file;
   } finally {
     rmSync(home, { recursive: true, force: true });
@@ -72,12 +79,18 @@ async function packageChart(out: string, version: string): Promise<string> {
  * is made, then kept to what the dependencies reach in its own dependency graph.
  */
 async function sbom(out: string, name: string, version: string, dependencies: string[]): Promise<{ file: string; components: number }> {
-  const { stdout } = await run('npm', ['sbom', '--sbom-format=cyclonedx', '--sbom-type=application', '--package-lock-only'], { cwd: root, maxBuffer: 64 << 20 });
+  const { stdout } = await run('npm', ['sbom', '--sbom-format=cyclonedx', '--sbom-type=application', '--package-lock-only'], {
+    cwd: root,
+    maxBuffer: 64 << 20,
+  });
   const bom = JSON.parse(stdout) as CycloneDx;
   const edges = new Map(bom.dependencies.map((d) => [d.ref, d.dependsOn ?? []]));
   const rootRef = bom.metadata.component['bom-ref'];
   const direct = (edges.get(rootRef) ?? []).filter((ref) => dependencies.some((d) => ref.startsWith(`${d}@`)));
-  if (direct.length !== dependencies.length) throw new ReleaseError(`the SBOM lacks dependencies of package.json: ${dependencies.filter((d) => !direct.some((ref) => ref.startsWith(`${d}@`))).join(', ')}`);
+  if (direct.length !== dependencies.length)
+    throw new ReleaseError(
+      `the SBOM lacks dependencies of package.json: ${dependencies.filter((d) => !direct.some((ref) => ref.startsWith(`${d}@`))).join(', ')}`,
+    );
   const reached = new Set<string>();
   const queue = [...direct];
   for (let ref = queue.shift(); ref !== undefined; ref = queue.shift()) {
@@ -100,9 +113,11 @@ async function sbom(out: string, name: string, version: string, dependencies: st
 async function imageDigest(archive: string): Promise<string> {
   // buildah writes index.json at the top; tar -C dir . writes ./index.json.
   const read = (name: string): Promise<string> => run('tar', ['-xOf', archive, name], { maxBuffer: 1 << 20 }).then((r) => r.stdout);
-  const stdout = await read('index.json').catch(() => read('./index.json')).catch(() => {
-    throw new ReleaseError(`${archive} is not an OCI archive (no index.json)`);
-  });
+  const stdout = await read('index.json')
+    .catch(() => read('./index.json'))
+    .catch(() => {
+      throw new ReleaseError(`${archive} is not an OCI archive (no index.json)`);
+    });
   const index = JSON.parse(stdout) as { manifests?: { mediaType?: string; digest?: string }[] };
   const manifests = index.manifests ?? [];
   if (manifests.length !== 1 || !/^sha256:[0-9a-f]{64}$/.test(manifests[0]?.digest ?? '')) {
@@ -123,10 +138,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const files: string[] = [];
 
-  const [chart, bom] = await Promise.all([
-    packageChart(out, chartVersion),
-    sbom(out, 'neon-key-operator', pkg.version, Object.keys(pkg.dependencies)),
-  ]);
+  const [chart, bom] = await Promise.all([packageChart(out, chartVersion), sbom(out, 'neon-key-operator', pkg.version, Object.keys(pkg.dependencies))]);
   files.push(chart, bom.file);
   console.log(`chart   ${basename(chart)}`);
   console.log(`sbom    ${basename(bom.file)}: ${bom.components} npm packages`);

@@ -71,18 +71,43 @@ export interface AttackerContext {
   tap: PlatformTap;
 }
 
-interface Saved { intents: string[]; secretMeta: Record<string, string>[]; values: string[] }
+interface Saved {
+  intents: string[];
+  secretMeta: Record<string, string>[];
+  values: string[];
+}
 
 /** The playbooks of each mode of tenant. The memory storm is a namespace-credentials attack (its credentials Secret churns). */
 const PLAYBOOKS = {
-  credentials: ['memory-storm', 'forgotten-key', 'restart-door', 'platform-objects', 'foreign-organization', 'revoke-outage', 'lost-create', 'discover', 'requeue-storm'],
-  issuer: ['forgotten-key', 'restart-door', 'cap-race', 'issuer-switch', 'platform-objects', 'revoke-outage', 'issuer-deletion', 'lost-create', 'discover', 'requeue-storm'],
+  credentials: [
+    'memory-storm',
+    'forgotten-key',
+    'restart-door',
+    'platform-objects',
+    'foreign-organization',
+    'revoke-outage',
+    'lost-create',
+    'discover',
+    'requeue-storm',
+  ],
+  issuer: [
+    'forgotten-key',
+    'restart-door',
+    'cap-race',
+    'issuer-switch',
+    'platform-objects',
+    'revoke-outage',
+    'issuer-deletion',
+    'lost-create',
+    'discover',
+    'requeue-storm',
+  ],
 } as const;
-export type Playbook = typeof PLAYBOOKS[keyof typeof PLAYBOOKS][number];
+export type Playbook = (typeof PLAYBOOKS)[keyof typeof PLAYBOOKS][number];
 
 /** Invariants an attacker checks itself, as it acts (audit.ts lists them with the others). */
 export const ATTACKER_INVARIANTS = [
-  'tenants are refused the platform team\'s objects (403)',
+  "tenants are refused the platform team's objects (403)",
   'a refused request costs no platform create',
   'a resource naming an organization its credentials do not belong to ends NotAllowed',
   'a key an issuer made is revoked with its resource, whatever the tenant does',
@@ -91,18 +116,26 @@ export const ATTACKER_INVARIANTS = [
 
 /** The workloads a rotation may restart (src/operator/keys/rotation/consumers.ts): each kind's restart is its pod template's annotation. */
 const WORKLOAD_KINDS = ['Deployment', 'StatefulSet', 'DaemonSet'] as const;
-type WorkloadKind = typeof WORKLOAD_KINDS[number];
+type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
 type Workload = V1Deployment | V1StatefulSet | V1DaemonSet;
 
 /** A workload's annotations but its controller's own (deployment.kubernetes.io/revision, a DaemonSet's template generation). */
-const ownAnnotations = (d: Workload): string => JSON.stringify(Object.entries(d.metadata?.annotations ?? {})
-  .filter(([k]) => !k.startsWith('deployment.kubernetes.io/') && k !== 'deprecated.daemonset.template.generation').sort());
+const ownAnnotations = (d: Workload): string =>
+  JSON.stringify(
+    Object.entries(d.metadata?.annotations ?? {})
+      .filter(([k]) => !k.startsWith('deployment.kubernetes.io/') && k !== 'deprecated.daemonset.template.generation')
+      .sort(),
+  );
 
 /** A victim's create (the victims' keyNames: victims.ts), for the drops of the requeue storm. */
 const VICTIM_ATTEMPT = /^victim-\d+-v\d+-g\d+-[a-z0-9]{8}$/;
 
 /** The platform's record of a key (the emulator's admin API). */
-interface PlatformKey { id: number; name: string; revoked: boolean }
+interface PlatformKey {
+  id: number;
+  name: string;
+  revoked: boolean;
+}
 
 /** A valid-looking organization id no organization has (`org-<word>-<word>-<8 digits>`, as the platform makes them). */
 function randomOrganizationId(r: () => number): string {
@@ -138,13 +171,39 @@ export class Attacker {
   /** Revoke outages this tenant ran: its replaced key, whether it was in status.replacedKeys, when it ended revoked (s after the outage). */
   readonly outages: { resource: string; ms: number; replaced: number | undefined; inStatus: boolean; revokedAfterS: number | null }[] = [];
   /** Issuer-deletion attacks: the answers to Retain, the finalizer's removal (before, during the delete), and whether the key ended revoked. */
-  readonly issuerDeletions: { resource: string; keyId: number; retain: string; retainSwitch: string; finalizer: string; finalizerDeleting: string; heldByCredentials: boolean; revoked: boolean | null }[] = [];
+  readonly issuerDeletions: {
+    resource: string;
+    keyId: number;
+    retain: string;
+    retainSwitch: string;
+    finalizer: string;
+    finalizerDeleting: string;
+    heldByCredentials: boolean;
+    revoked: boolean | null;
+  }[] = [];
   /** Lost creates (lost-create): the dropped key, what the tenant did to the intent and when, what became of the key (s after the drop). */
-  readonly lostCreates: { resource: string; keyId: number | undefined; edit: string; editBeforeCut: boolean; fate: 'recorded' | 'revoked' | 'live, unrecorded' | 'unknown'; afterS: number | null }[] = [];
+  readonly lostCreates: {
+    resource: string;
+    keyId: number | undefined;
+    edit: string;
+    editBeforeCut: boolean;
+    fate: 'recorded' | 'revoked' | 'live, unrecorded' | 'unknown';
+    afterS: number | null;
+  }[] = [];
   /** Discover rounds: workloads (consenting / fat), how they were named, rotations completed, restarts seen of the consenting and of the others, by kind. */
   readonly discovers: {
-    base: string; workloads: number; consenting: number; fat: number; resources: number; discover: boolean; named: number; rotations: number; restarts: number; othersChanged: number;
-    unnamedChanged: number; byKind: Record<string, { workloads: number; consenting: number; restarts: number; othersChanged: number }>;
+    base: string;
+    workloads: number;
+    consenting: number;
+    fat: number;
+    resources: number;
+    discover: boolean;
+    named: number;
+    rotations: number;
+    restarts: number;
+    othersChanged: number;
+    unnamedChanged: number;
+    byKind: Record<string, { workloads: number; consenting: number; restarts: number; othersChanged: number }>;
   }[] = [];
   /** Requeue storms: resources, intent writes, victims' creates whose answer was dropped (their key ids). */
   readonly storms: { resources: number; writes: number; seconds: number; victimDrops: DroppedCreate[] }[] = [];
@@ -166,17 +225,27 @@ export class Attacker {
   }
 
   // ---- random helpers (every choice from the seeded source) ----
-  #r(): number { return this.#c.random(); }
-  #chance(p: number): boolean { return this.#r() < p; }
-  #int(lo: number, hi: number): number { return lo + Math.floor(this.#r() * (hi - lo + 1)); }
-  #pick<T>(items: readonly T[]): T { return items[Math.floor(this.#r() * items.length)] as T; }
+  #r(): number {
+    return this.#c.random();
+  }
+  #chance(p: number): boolean {
+    return this.#r() < p;
+  }
+  #int(lo: number, hi: number): number {
+    return lo + Math.floor(this.#r() * (hi - lo + 1));
+  }
+  #pick<T>(items: readonly T[]): T {
+    return items[Math.floor(this.#r() * items.length)] as T;
+  }
   #text(length: number, alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789'): string {
     // Long values: a random block repeated (the content matters less than the size; cheap to make).
     const block = Array.from({ length: Math.min(length, 4096) }, () => alphabet[Math.floor(this.#r() * alphabet.length)]).join('');
     return block.repeat(Math.ceil(length / block.length)).slice(0, length);
   }
 
-  get #ns(): string { return this.#t.namespace; }
+  get #ns(): string {
+    return this.#t.namespace;
+  }
 
   /** The tenant's resources as the administrator's watch sees them. */
   #mine(): Seen[] {
@@ -214,7 +283,18 @@ export class Attacker {
 
   #credentialsRef(): Record<string, string> {
     const roll = this.#r();
-    const name = roll < 0.55 ? 'neon-admin' : roll < 0.6 && this.#t.foreignKey !== undefined ? FOREIGN_CREDENTIALS : roll < 0.75 ? 'creds-storm' : roll < 0.85 ? 'creds-odd' : roll < 0.95 ? 'creds-missing' : this.#text(this.#int(1, 253), 'abc');
+    const name =
+      roll < 0.55
+        ? 'neon-admin'
+        : roll < 0.6 && this.#t.foreignKey !== undefined
+          ? FOREIGN_CREDENTIALS
+          : roll < 0.75
+            ? 'creds-storm'
+            : roll < 0.85
+              ? 'creds-odd'
+              : roll < 0.95
+                ? 'creds-missing'
+                : this.#text(this.#int(1, 253), 'abc');
     return this.#chance(0.9) ? { name } : { name, key: this.#pick(['token', 'missing-entry', this.#text(253, 'xyz'), 'apiKey']) };
   }
 
@@ -246,7 +326,16 @@ export class Attacker {
   #spec(kind: Kind, name: string): Record<string, unknown> {
     const { organizationId, projectIds, emulator } = this.#c.env;
     const otherProjects = emulator.bootstrap.projects.filter((p) => p.organizationId !== organizationId).map((p) => p.id);
-    const org = this.#chance(0.85) ? organizationId : this.#pick(['org-does-not-exist-00000000', emulator.bootstrap.organizations.find((o) => o.id !== organizationId)?.id ?? 'org-other-1', 'ORG BAD', 'org-' + this.#text(60), randomOrganizationId(() => this.#r()), randomOrganizationId(() => this.#r())]);
+    const org = this.#chance(0.85)
+      ? organizationId
+      : this.#pick([
+          'org-does-not-exist-00000000',
+          emulator.bootstrap.organizations.find((o) => o.id !== organizationId)?.id ?? 'org-other-1',
+          'ORG BAD',
+          'org-' + this.#text(60),
+          randomOrganizationId(() => this.#r()),
+          randomOrganizationId(() => this.#r()),
+        ]);
     const source = this.#source();
     // Through an issuer organizationId may be left out (the issuer's), or given: the issuer's or another.
     const orgOptional = source.issuerRef !== undefined && source.credentialsSecretRef === undefined && this.#chance(0.6);
@@ -269,7 +358,8 @@ export class Attacker {
 
   #secretTarget(name: string): Record<string, unknown> {
     const target: Record<string, unknown> = {};
-    if (this.#chance(0.4)) target.name = this.#pick([`${name}-out`, 'shared-out', this.#c.cast.workloadSecret, 'neon-admin', 'creds-storm', `bulk-${this.#int(0, 5)}`]);
+    if (this.#chance(0.4))
+      target.name = this.#pick([`${name}-out`, 'shared-out', this.#c.cast.workloadSecret, 'neon-admin', 'creds-storm', `bulk-${this.#int(0, 5)}`]);
     if (this.#chance(0.2)) target.key = this.#pick(['token', 'apiKey', this.#text(200, 'k')]);
     if (this.#chance(0.3)) target.immutable = true;
     if (this.#chance(0.4)) {
@@ -296,7 +386,11 @@ export class Attacker {
     if (this.#chance(0.6)) {
       rotation.restart = {
         discover: this.#chance(0.5),
-        workloads: [{ kind: 'Deployment', name: 'platform-api' }, { kind: 'StatefulSet', name: 'platform-store' }, { kind: 'DaemonSet', name: 'no-such' }].filter(() => this.#chance(0.7)),
+        workloads: [
+          { kind: 'Deployment', name: 'platform-api' },
+          { kind: 'StatefulSet', name: 'platform-store' },
+          { kind: 'DaemonSet', name: 'no-such' },
+        ].filter(() => this.#chance(0.7)),
       };
     }
     return rotation;
@@ -305,16 +399,31 @@ export class Attacker {
   // ---- actions ----
 
   async #create(kind: Kind, name: string, spec: Record<string, unknown>, metadata: Record<string, unknown> = {}): Promise<boolean> {
-    return await this.#act('resource.create', this.#target(kind, name), () => this.#t.objects.createNamespacedCustomObject({
-      group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(kind),
-      body: { apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name, ...metadata }, spec },
-    }));
+    return await this.#act('resource.create', this.#target(kind, name), () =>
+      this.#t.objects.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: this.#ns,
+        plural: plural(kind),
+        body: { apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name, ...metadata }, spec },
+      }),
+    );
   }
 
   async #patchResource(action: string, kind: Kind, name: string, body: Record<string, unknown>): Promise<boolean> {
-    return await this.#act(action, this.#target(kind, name), () => this.#t.objects.patchNamespacedCustomObject({
-      group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(kind), name, body,
-    }, merge));
+    return await this.#act(action, this.#target(kind, name), () =>
+      this.#t.objects.patchNamespacedCustomObject(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace: this.#ns,
+          plural: plural(kind),
+          name,
+          body,
+        },
+        merge,
+      ),
+    );
   }
 
   async #patchSecret(action: string, name: string, body: Record<string, unknown>): Promise<boolean> {
@@ -330,7 +439,11 @@ export class Attacker {
       } catch (error) {
         if (!(error instanceof ApiException && error.code === 409)) throw error;
         const current = await this.#t.core.readNamespacedSecret({ namespace: this.#ns, name });
-        await this.#t.core.replaceNamespacedSecret({ namespace: this.#ns, name, body: { ...secret, metadata: { ...secret.metadata, resourceVersion: current.metadata?.resourceVersion } } });
+        await this.#t.core.replaceNamespacedSecret({
+          namespace: this.#ns,
+          name,
+          body: { ...secret, metadata: { ...secret.metadata, resourceVersion: current.metadata?.resourceVersion } },
+        });
       }
     });
   }
@@ -347,7 +460,13 @@ export class Attacker {
   async #observe(): Promise<void> {
     for (const r of this.#mine()) {
       try {
-        const full = await this.#t.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(r.kind), name: r.name }) as { metadata: { annotations?: Record<string, string> } };
+        const full = (await this.#t.objects.getNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace: this.#ns,
+          plural: plural(r.kind),
+          name: r.name,
+        })) as { metadata: { annotations?: Record<string, string> } };
         const intent = full.metadata.annotations?.[PENDING];
         if (intent !== undefined && intent.includes('"sig"') && !this.#saved.intents.includes(intent)) this.#saved.intents.push(intent);
       } catch {
@@ -385,17 +504,26 @@ export class Attacker {
     if (roll < 23) return await this.#editSpec(some.kind, some.name);
     if (roll < 26) return await this.#bigAnnotations(some.kind, some.name);
     if (roll < 36) return await this.#operatorAnnotations(some.kind, some.name, some.keyId);
-    if (roll < 39) return void await this.#patchResource('resource.labels', some.kind, some.name, { metadata: { labels: { ...MANAGED, [`example.com/l${this.#int(0, 9)}`]: this.#text(this.#int(0, 63), 'ab') } } });
+    if (roll < 39)
+      return void (await this.#patchResource('resource.labels', some.kind, some.name, {
+        metadata: { labels: { ...MANAGED, [`example.com/l${this.#int(0, 9)}`]: this.#text(this.#int(0, 63), 'ab') } },
+      }));
     if (roll < 45) return await this.#rotate(some.kind, some.name);
     if (roll < 50) return await this.#deleteResource(some);
     if (roll < 58) return await this.#secretData(some.secretName ?? some.name);
     if (roll < 64) return await this.#replaySecretAnnotations(some.secretName ?? some.name);
     if (roll < 68) return await this.#copySecret(some.secretName ?? some.name);
-    if (roll < 72) return void await this.#bigSecret();
-    if (roll < 77) return void await this.#act('secret.delete', this.#target('Secret', some.secretName ?? some.name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name: some.secretName ?? some.name }));
-    if (roll < 84) return await this.#rewriteCredentials(this.#pick(this.#issuerMode ? ['creds-storm', 'creds-odd', 'neon-admin', 'own-key'] : ['creds-storm', 'creds-odd', 'neon-admin']));
+    if (roll < 72) return void (await this.#bigSecret());
+    if (roll < 77)
+      return void (await this.#act('secret.delete', this.#target('Secret', some.secretName ?? some.name), () =>
+        this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name: some.secretName ?? some.name }),
+      ));
+    if (roll < 84)
+      return await this.#rewriteCredentials(
+        this.#pick(this.#issuerMode ? ['creds-storm', 'creds-odd', 'neon-admin', 'own-key'] : ['creds-storm', 'creds-odd', 'neon-admin']),
+      );
     if (roll < 89) return await this.#switchSource(some.kind, some.name);
-    if (roll < 91) return void await this.#platformProbe(this.#pick(this.#platformProbes()));
+    if (roll < 91) return void (await this.#platformProbe(this.#pick(this.#platformProbes())));
     if (roll < 93) return await this.#issuerInventory();
     if (roll < 95) return await this.#rotationWindow(some.kind, some.name);
     if (roll < 96) return await this.#credentialsInventory();
@@ -412,8 +540,15 @@ export class Attacker {
   async #switchSource(kind: Kind, name: string): Promise<void> {
     const toIssuer = this.#issuerMode ? this.#chance(0.7) : this.#chance(0.2);
     const spec: Record<string, unknown> = toIssuer
-      ? { issuerRef: { name: this.#issuerMode && this.#chance(0.5) ? this.#pick(['tenant-keys', 'tenant-extra']) : this.#issuerName() }, credentialsSecretRef: null }
-      : { credentialsSecretRef: this.#chance(0.3) && this.#issuerMode ? { name: 'own-key' } : this.#credentialsRef(), issuerRef: null, organizationId: this.#c.env.organizationId };
+      ? {
+          issuerRef: { name: this.#issuerMode && this.#chance(0.5) ? this.#pick(['tenant-keys', 'tenant-extra']) : this.#issuerName() },
+          credentialsSecretRef: null,
+        }
+      : {
+          credentialsSecretRef: this.#chance(0.3) && this.#issuerMode ? { name: 'own-key' } : this.#credentialsRef(),
+          issuerRef: null,
+          organizationId: this.#c.env.organizationId,
+        };
     await this.#patchResource(toIssuer ? 'resource.switch-to-issuer' : 'resource.switch-to-credentials', kind, name, { spec });
   }
 
@@ -427,24 +562,79 @@ export class Attacker {
     const label = `/metadata/labels/${ISSUER_LABEL.replace('/', '~1')}`;
     const secret = this.#pick(this.#c.cast.issuers.map((i) => i.secretName));
     return [
-      { what: 'issuer.create', call: () => this.#t.objects.createClusterCustomObject({ ...issuers, body: {
-        apiVersion: `${GROUP}/${VERSION}`, kind: 'ClusterKeyIssuer', metadata: { name: `${this.#ns}-own` },
-        spec: { organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: secret }, allow: [everything] },
-      } }) },
-      { what: 'issuer.lift-cap', call: () => this.#t.objects.patchClusterCustomObject({ ...issuers, name: target, body: [{ op: 'replace', path: '/spec/allow/0/maxKeysPerNamespace', value: 100_000 }] }) },
-      { what: 'issuer.allow-all', call: () => this.#t.objects.patchClusterCustomObject({ ...issuers, name: target, body: [{ op: 'add', path: '/spec/allow/-', value: everything }] }) },
-      { what: 'issuer.name-namespace', call: () => this.#t.objects.patchClusterCustomObject({ ...issuers, name: target, body: { spec: { allow: [{ ...everything, namespaces: { names: [this.#ns] } }] } } }, merge) },
+      {
+        what: 'issuer.create',
+        call: () =>
+          this.#t.objects.createClusterCustomObject({
+            ...issuers,
+            body: {
+              apiVersion: `${GROUP}/${VERSION}`,
+              kind: 'ClusterKeyIssuer',
+              metadata: { name: `${this.#ns}-own` },
+              spec: { organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: secret }, allow: [everything] },
+            },
+          }),
+      },
+      {
+        what: 'issuer.lift-cap',
+        call: () =>
+          this.#t.objects.patchClusterCustomObject({
+            ...issuers,
+            name: target,
+            body: [{ op: 'replace', path: '/spec/allow/0/maxKeysPerNamespace', value: 100_000 }],
+          }),
+      },
+      {
+        what: 'issuer.allow-all',
+        call: () => this.#t.objects.patchClusterCustomObject({ ...issuers, name: target, body: [{ op: 'add', path: '/spec/allow/-', value: everything }] }),
+      },
+      {
+        what: 'issuer.name-namespace',
+        call: () =>
+          this.#t.objects.patchClusterCustomObject(
+            { ...issuers, name: target, body: { spec: { allow: [{ ...everything, namespaces: { names: [this.#ns] } }] } } },
+            merge,
+          ),
+      },
       { what: 'issuer.delete', call: () => this.#t.objects.deleteClusterCustomObject({ ...issuers, name: target }) },
       { what: 'issuer.read', call: () => this.#t.objects.getClusterCustomObject({ ...issuers, name: target }) },
       { what: 'issuer.list', call: () => this.#t.objects.listClusterCustomObject(issuers) },
-      { what: 'issuer.status', call: () => this.#t.objects.patchClusterCustomObjectStatus({ ...issuers, name: target, body: [{ op: 'add', path: '/status', value: { resources: 0 } }] }) },
-      { what: 'namespace.label', call: () => this.#t.core.patchNamespace({ name: this.#ns, body: [{ op: 'add', path: label, value: this.#pick(['victim-keys', 'tenant-keys']) }] }) },
-      { what: 'namespace.unlabel', call: () => this.#t.core.patchNamespace({ name: this.#ns, body: { metadata: { labels: { [ISSUER_LABEL]: null } } } }, merge) },
-      { what: 'namespace.create-labelled', call: () => this.#t.core.createNamespace({ body: { metadata: { name: `${this.#ns}-twin`, labels: { [ISSUER_LABEL]: 'victim-keys' } } } }) },
+      {
+        what: 'issuer.status',
+        call: () =>
+          this.#t.objects.patchClusterCustomObjectStatus({ ...issuers, name: target, body: [{ op: 'add', path: '/status', value: { resources: 0 } }] }),
+      },
+      {
+        what: 'namespace.label',
+        call: () => this.#t.core.patchNamespace({ name: this.#ns, body: [{ op: 'add', path: label, value: this.#pick(['victim-keys', 'tenant-keys']) }] }),
+      },
+      {
+        what: 'namespace.unlabel',
+        call: () => this.#t.core.patchNamespace({ name: this.#ns, body: { metadata: { labels: { [ISSUER_LABEL]: null } } } }, merge),
+      },
+      {
+        what: 'namespace.create-labelled',
+        call: () => this.#t.core.createNamespace({ body: { metadata: { name: `${this.#ns}-twin`, labels: { [ISSUER_LABEL]: 'victim-keys' } } } }),
+      },
       { what: 'issuer-secrets.list', call: () => this.#t.core.listNamespacedSecret({ namespace: ISSUERS_NAMESPACE }) },
       { what: 'issuer-secrets.read', call: () => this.#t.core.readNamespacedSecret({ namespace: ISSUERS_NAMESPACE, name: secret }) },
-      { what: 'issuer-secrets.replace', call: () => this.#t.core.replaceNamespacedSecret({ namespace: ISSUERS_NAMESPACE, name: secret, body: { metadata: { name: secret }, stringData: { apiKey: this.#text(64) } } }) },
-      { what: 'issuer-secrets.create', call: () => this.#t.core.createNamespacedSecret({ namespace: ISSUERS_NAMESPACE, body: { metadata: { name: `${this.#ns}-planted` }, stringData: { apiKey: this.#text(64) } } }) },
+      {
+        what: 'issuer-secrets.replace',
+        call: () =>
+          this.#t.core.replaceNamespacedSecret({
+            namespace: ISSUERS_NAMESPACE,
+            name: secret,
+            body: { metadata: { name: secret }, stringData: { apiKey: this.#text(64) } },
+          }),
+      },
+      {
+        what: 'issuer-secrets.create',
+        call: () =>
+          this.#t.core.createNamespacedSecret({
+            namespace: ISSUERS_NAMESPACE,
+            body: { metadata: { name: `${this.#ns}-planted` }, stringData: { apiKey: this.#text(64) } },
+          }),
+      },
     ];
   }
 
@@ -460,7 +650,11 @@ export class Attacker {
     const a = this.#c.journal.add(this.#who, `platform.${probe.what}`, this.#ns, outcome);
     // A failure to connect proves nothing either way; any answer of the apiserver but 403 is a hole.
     if (outcome !== 'refused 403' && !outcome.startsWith('failed')) {
-      this.problems.push({ invariant: ATTACKER_INVARIANTS[0], detail: `${this.#who} ${probe.what}: ${outcome === 'ok' ? 'allowed' : outcome}, not 403`, context: [`#${a.n} t=${a.t}s ${a.who} ${a.action} ${a.target} (${outcome})`] });
+      this.problems.push({
+        invariant: ATTACKER_INVARIANTS[0],
+        detail: `${this.#who} ${probe.what}: ${outcome === 'ok' ? 'allowed' : outcome}, not 403`,
+        context: [`#${a.n} t=${a.t}s ${a.who} ${a.action} ${a.target} (${outcome})`],
+      });
     }
   }
 
@@ -475,16 +669,24 @@ export class Attacker {
     const issuerRef = { name: this.#issuerName() };
     const existing = this.#inventories.length > 0 && (this.#inventories.length >= 6 || this.#chance(0.4)) ? this.#pick(this.#inventories) : undefined;
     if (existing !== undefined) {
-      await this.#act('inventory.issuer-switch', `${this.#ns}/ApiKeyInventory/${existing}`, () => this.#t.objects.patchNamespacedCustomObject({ ...at, name: existing, body: { spec: { issuerRef } } }, merge));
+      await this.#act('inventory.issuer-switch', `${this.#ns}/ApiKeyInventory/${existing}`, () =>
+        this.#t.objects.patchNamespacedCustomObject({ ...at, name: existing, body: { spec: { issuerRef } } }, merge),
+      );
       return;
     }
     const spec: Record<string, unknown> = { issuerRef, unusedAfter: this.#pick(['1s', '2160h']) };
-    if (this.#chance(0.3)) spec.organizationId = this.#chance(0.7) ? this.#c.env.organizationId : this.#c.env.emulator.bootstrap.organizations.find((o) => o.id !== this.#c.env.organizationId)?.id ?? 'org-other-1';
+    if (this.#chance(0.3))
+      spec.organizationId = this.#chance(0.7)
+        ? this.#c.env.organizationId
+        : (this.#c.env.emulator.bootstrap.organizations.find((o) => o.id !== this.#c.env.organizationId)?.id ?? 'org-other-1');
     if (this.#chance(0.05)) spec.scope = 'Personal'; // refused by admission
     const name = this.#freshName('inv');
-    const made = await this.#act('inventory.issuer', `${this.#ns}/ApiKeyInventory/${name}`, () => this.#t.objects.createNamespacedCustomObject({
-      ...at, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKeyInventory', metadata: { name }, spec },
-    }));
+    const made = await this.#act('inventory.issuer', `${this.#ns}/ApiKeyInventory/${name}`, () =>
+      this.#t.objects.createNamespacedCustomObject({
+        ...at,
+        body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKeyInventory', metadata: { name }, spec },
+      }),
+    );
     if (made) this.#inventories.push(name);
   }
 
@@ -503,15 +705,26 @@ export class Attacker {
       ['random', { start: clock(), end: clock(), ...(this.#chance(0.5) ? { daysOfWeek: [...days(), 'Mon'] } : {}) }],
       ['empty', { start: '01:00', end: '01:00' }],
       ['unknown-zone', { start: clock(), end: clock(), timeZone: this.#pick(['Mars/Olympus_Mons', 'UTC+99', this.#text(64, 'abc/')]) }],
-      ['invalid', this.#pick([{ start: '24:00', end: '25:61' }, { start: '9:00', end: '10:00' }, { start: '10:00' }, { start: '10:00', end: '11:00', daysOfWeek: [] },
-        { start: '10:00', end: '11:00', daysOfWeek: ['Funday'] }, { start: '10:00', end: '11:00', timeZone: this.#text(65) }, { start: '10:00', end: '11:00', timeZone: '' }])],
+      [
+        'invalid',
+        this.#pick([
+          { start: '24:00', end: '25:61' },
+          { start: '9:00', end: '10:00' },
+          { start: '10:00' },
+          { start: '10:00', end: '11:00', daysOfWeek: [] },
+          { start: '10:00', end: '11:00', daysOfWeek: ['Funday'] },
+          { start: '10:00', end: '11:00', timeZone: this.#text(65) },
+          { start: '10:00', end: '11:00', timeZone: '' },
+        ]),
+      ],
       ['removed', null],
     ];
     const [what, window] = this.#pick(windows);
     const rotation: Record<string, unknown> = { window };
     if (this.#chance(0.4)) rotation.interval = '1m';
     await this.#patchResource(`resource.rotation-window.${what}`, kind, name, { spec: { rotation } });
-    if (this.#chance(0.3)) await this.#patchResource('resource.rotate', kind, name, { metadata: { annotations: { 'keys.neon.dev/rotate': `w${Date.now()}` } } });
+    if (this.#chance(0.3))
+      await this.#patchResource('resource.rotate', kind, name, { metadata: { annotations: { 'keys.neon.dev/rotate': `w${Date.now()}` } } });
   }
 
   /**
@@ -526,25 +739,41 @@ export class Attacker {
     const victims = this.#c.intel();
     const roll = this.#r();
     const secret = roll < 0.5 ? (this.#issuerMode ? 'own-key' : 'neon-admin') : roll < 0.8 && victims.length > 0 ? this.#pick(victims).name : 'creds-missing';
-    const existing = this.#credentialInventories.length > 0 && (this.#credentialInventories.length >= 2 || this.#chance(0.6)) ? this.#pick(this.#credentialInventories) : undefined;
+    const existing =
+      this.#credentialInventories.length > 0 && (this.#credentialInventories.length >= 2 || this.#chance(0.6))
+        ? this.#pick(this.#credentialInventories)
+        : undefined;
     let name: string;
     if (existing !== undefined) {
       name = existing;
-      await this.#act('inventory.credentials-switch', `${this.#ns}/ApiKeyInventory/${name}`,
-        () => this.#t.objects.patchNamespacedCustomObject({ ...at, name, body: { spec: { credentialsSecretRef: { name: secret } } } }, merge));
+      await this.#act('inventory.credentials-switch', `${this.#ns}/ApiKeyInventory/${name}`, () =>
+        this.#t.objects.patchNamespacedCustomObject({ ...at, name, body: { spec: { credentialsSecretRef: { name: secret } } } }, merge),
+      );
     } else {
       name = this.#freshName('cinv');
       const personal = this.#chance(0.2);
-      const spec = { credentialsSecretRef: { name: secret }, ...(personal ? { scope: 'Personal' } : { organizationId: this.#c.env.organizationId }), unusedAfter: '720h' };
-      if (!await this.#act('inventory.credentials', `${this.#ns}/ApiKeyInventory/${name}`, () => this.#t.objects.createNamespacedCustomObject({
-        ...at, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKeyInventory', metadata: { name }, spec },
-      }))) return;
+      const spec = {
+        credentialsSecretRef: { name: secret },
+        ...(personal ? { scope: 'Personal' } : { organizationId: this.#c.env.organizationId }),
+        unusedAfter: '720h',
+      };
+      if (
+        !(await this.#act('inventory.credentials', `${this.#ns}/ApiKeyInventory/${name}`, () =>
+          this.#t.objects.createNamespacedCustomObject({
+            ...at,
+            body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ApiKeyInventory', metadata: { name }, spec },
+          }),
+        ))
+      )
+        return;
       this.#credentialInventories.push(name);
     }
     const end = Date.now() + this.#int(2, 5) * 1000;
     while (Date.now() < end && !this.#c.over()) {
       const unusedAfter = this.#pick(['1s', '90s', '1h30m', '720h', '2160h', `${this.#int(1, 100_000)}s`, '0s', '500ms', 'abc', '']);
-      await this.#act('inventory.unused-after', `${this.#ns}/ApiKeyInventory/${name}`, () => this.#t.objects.patchNamespacedCustomObject({ ...at, name, body: { spec: { unusedAfter } } }, merge));
+      await this.#act('inventory.unused-after', `${this.#ns}/ApiKeyInventory/${name}`, () =>
+        this.#t.objects.patchNamespacedCustomObject({ ...at, name, body: { spec: { unusedAfter } } }, merge),
+      );
     }
   }
 
@@ -567,14 +796,18 @@ export class Attacker {
     const name = secret?.metadata?.name ?? '';
     const finalizers = secret?.metadata?.finalizers ?? [];
     const rest = finalizers.filter((f) => f !== CREDENTIALS_FINALIZER);
-    const lifted = await this.#patchSecret('credentials.finalizer-lift', name, { metadata: { finalizers: rest, resourceVersion: secret?.metadata?.resourceVersion } });
+    const lifted = await this.#patchSecret('credentials.finalizer-lift', name, {
+      metadata: { finalizers: rest, resourceVersion: secret?.metadata?.resourceVersion },
+    });
     if (lifted && name !== 'neon-admin' && this.#chance(0.4)) {
       await this.#act('credentials.delete-unkept', this.#target('Secret', name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name }));
     }
   }
 
   async #deleteResource(r: { kind: Kind; name: string }): Promise<void> {
-    await this.#act('resource.delete', this.#target(r.kind, r.name), () => this.#t.objects.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(r.kind), name: r.name }));
+    await this.#act('resource.delete', this.#target(r.kind, r.name), () =>
+      this.#t.objects.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(r.kind), name: r.name }),
+    );
   }
 
   async #editSpec(kind: Kind, name: string): Promise<void> {
@@ -603,8 +836,20 @@ export class Attacker {
       annotations = { [PENDING]: this.#pick(this.#saved.intents) };
       what = 'replay-intent';
     } else if (roll < 0.5) {
-      const forged = { attempt: victim?.keyName ?? `${name}-abcdefgh`, startedAt: '2001-01-01T00:00:00Z', holder: 'gone', ...(victim?.keyId !== undefined ? { replaces: victim.keyId } : {}) };
-      annotations = { [PENDING]: this.#pick([JSON.stringify(forged), JSON.stringify({ ...forged, sig: 'A'.repeat(43) }), victim?.intent ?? '{', this.#text(this.#int(1, 200 * KIB))]) };
+      const forged = {
+        attempt: victim?.keyName ?? `${name}-abcdefgh`,
+        startedAt: '2001-01-01T00:00:00Z',
+        holder: 'gone',
+        ...(victim?.keyId !== undefined ? { replaces: victim.keyId } : {}),
+      };
+      annotations = {
+        [PENDING]: this.#pick([
+          JSON.stringify(forged),
+          JSON.stringify({ ...forged, sig: 'A'.repeat(43) }),
+          victim?.intent ?? '{',
+          this.#text(this.#int(1, 200 * KIB)),
+        ]),
+      };
       what = 'forge-intent';
     } else if (roll < 0.7) {
       annotations = { 'keys.neon.dev/rotate': this.#text(this.#pick([1, 64, 65, 4096, 200 * KIB])) };
@@ -617,7 +862,8 @@ export class Attacker {
     } else {
       // Status-looking annotations, and what the operator writes on Secrets, on the resource.
       annotations = {
-        'keys.neon.dev/key-id': String(victim?.keyId ?? 1), 'keys.neon.dev/key-name': victim?.keyName ?? 'x',
+        'keys.neon.dev/key-id': String(victim?.keyId ?? 1),
+        'keys.neon.dev/key-name': victim?.keyName ?? 'x',
         'keys.neon.dev/signature': victim?.secretAnnotations['keys.neon.dev/signature'] ?? 'B'.repeat(43),
         'keys.neon.dev/status': JSON.stringify({ keyId: victim?.keyId, conditions: [{ type: 'Ready', status: 'True' }] }),
         'keys.neon.dev/owner': victim === undefined ? 'ApiKey/x' : `${victim.kind}/${victim.name}`,
@@ -630,7 +876,21 @@ export class Attacker {
   async #rotate(kind: Kind, name: string): Promise<void> {
     // Rotations that name the platform team's workloads, with no grace, asked again and again.
     if (this.#chance(0.5)) {
-      await this.#patchResource('resource.rotation-restart', kind, name, { spec: { rotation: { gracePeriod: CHAOS_MIN_ROTATION_GRACE, maxGracePeriod: CHAOS_MIN_ROTATION_GRACE, restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'platform-api' }, { kind: 'StatefulSet', name: 'platform-store' }] } } } });
+      await this.#patchResource('resource.rotation-restart', kind, name, {
+        spec: {
+          rotation: {
+            gracePeriod: CHAOS_MIN_ROTATION_GRACE,
+            maxGracePeriod: CHAOS_MIN_ROTATION_GRACE,
+            restart: {
+              discover: true,
+              workloads: [
+                { kind: 'Deployment', name: 'platform-api' },
+                { kind: 'StatefulSet', name: 'platform-store' },
+              ],
+            },
+          },
+        },
+      });
     }
     await this.#patchResource('resource.rotate', kind, name, { metadata: { annotations: { 'keys.neon.dev/rotate': `r${Date.now()}-${this.#int(0, 1e6)}` } } });
   }
@@ -638,7 +898,16 @@ export class Attacker {
   async #secretData(secretName: string): Promise<void> {
     const roll = this.#r();
     const other = this.#saved.values.length > 0 ? this.#pick(this.#saved.values) : undefined;
-    const value = roll < 0.25 ? this.#text(this.#int(100 * KIB, 900 * KIB)) : roll < 0.4 ? '' : roll < 0.6 ? this.#text(this.#int(1, 80), '!@#$%^&*()_+ \n\t') : roll < 0.8 && other !== undefined ? other : this.#text(64);
+    const value =
+      roll < 0.25
+        ? this.#text(this.#int(100 * KIB, 900 * KIB))
+        : roll < 0.4
+          ? ''
+          : roll < 0.6
+            ? this.#text(this.#int(1, 80), '!@#$%^&*()_+ \n\t')
+            : roll < 0.8 && other !== undefined
+              ? other
+              : this.#text(64);
     const key = this.#chance(0.85) ? 'apiKey' : this.#pick(['token', 'other']);
     await this.#patchSecret('secret.data', secretName, { data: { [key]: Buffer.from(value).toString('base64') } });
   }
@@ -646,13 +915,23 @@ export class Attacker {
   async #replaySecretAnnotations(secretName: string): Promise<void> {
     const saved = this.#saved.secretMeta.length > 0 ? this.#pick(this.#saved.secretMeta) : undefined;
     const victim = this.#c.intel().length > 0 ? this.#pick(this.#c.intel()) : undefined;
-    const annotations = saved !== undefined && this.#chance(0.7) ? saved : victim?.secretAnnotations ?? {};
-    const uids = [...this.#mine().map((r) => ({ uid: r.uid, kind: r.kind, name: r.name })), ...(victim !== undefined ? [{ uid: victim.uid, kind: victim.kind, name: victim.name }] : [])];
+    const annotations = saved !== undefined && this.#chance(0.7) ? saved : (victim?.secretAnnotations ?? {});
+    const uids = [
+      ...this.#mine().map((r) => ({ uid: r.uid, kind: r.kind, name: r.name })),
+      ...(victim !== undefined ? [{ uid: victim.uid, kind: victim.kind, name: victim.name }] : []),
+    ];
     const owner = uids.length > 0 && this.#chance(0.4) ? this.#pick(uids) : undefined;
     await this.#patchSecret('secret.replay-annotations', secretName, {
       metadata: {
-        annotations, labels: MANAGED,
-        ...(owner !== undefined ? { ownerReferences: [{ apiVersion: `${GROUP}/${VERSION}`, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: false }] } : {}),
+        annotations,
+        labels: MANAGED,
+        ...(owner !== undefined
+          ? {
+              ownerReferences: [
+                { apiVersion: `${GROUP}/${VERSION}`, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: false },
+              ],
+            }
+          : {}),
       },
     });
   }
@@ -665,8 +944,16 @@ export class Attacker {
     const name = owner !== undefined && this.#chance(0.5) ? `${owner.name}-${owner.keyId ?? 1}` : this.#freshName('copy-');
     await this.#putSecret('secret.copy', {
       metadata: {
-        name, labels: source.metadata?.labels ?? MANAGED, annotations: source.metadata?.annotations ?? {},
-        ...(owner !== undefined ? { ownerReferences: [{ apiVersion: `${GROUP}/${VERSION}`, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: false }] } : {}),
+        name,
+        labels: source.metadata?.labels ?? MANAGED,
+        annotations: source.metadata?.annotations ?? {},
+        ...(owner !== undefined
+          ? {
+              ownerReferences: [
+                { apiVersion: `${GROUP}/${VERSION}`, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: false },
+              ],
+            }
+          : {}),
       },
       data: source.data ?? {},
     });
@@ -675,7 +962,11 @@ export class Attacker {
   /** A managed-labelled Secret near the apiserver's ~1 MiB, made or rewritten. */
   async #bigSecret(size = this.#int(500, 1000) * KIB, name = `bulk-${this.#bulk++ % 160}`): Promise<boolean> {
     return await this.#putSecret('secret.big', {
-      metadata: { name, labels: MANAGED, annotations: { 'keys.neon.dev/owner': this.#pick(['ApiKey/r1', 'ProjectApiKey/r2', this.#text(this.#int(1, 200 * KIB))]) } },
+      metadata: {
+        name,
+        labels: MANAGED,
+        annotations: { 'keys.neon.dev/owner': this.#pick(['ApiKey/r1', 'ProjectApiKey/r2', this.#text(this.#int(1, 200 * KIB))]) },
+      },
       data: { apiKey: Buffer.from(this.#text(size - 400)).toString('base64') },
     });
   }
@@ -693,9 +984,28 @@ export class Attacker {
     // neon-admin always holds a key that works (its own or another tenant's administrator's): the
     // tenant still wants keys issued; the others get anything. An issuer tenant has no such key:
     // it writes the keys it was issued (organization and project keys, which mint nothing).
-    const v = value ?? (name === 'neon-admin' ? (roll < 0.7 || others.length === 0 || this.#issuerMode ? this.#ownKey() : this.#pick(others)) : roll < 0.3 ? this.#ownKey() : roll < 0.45 && others.length > 0 ? this.#pick(others) : roll < 0.65 ? this.#text(this.#int(65, 900 * KIB)) : roll < 0.75 ? '' : roll < 0.9 ? undefined : this.#text(64));
+    const v =
+      value ??
+      (name === 'neon-admin'
+        ? roll < 0.7 || others.length === 0 || this.#issuerMode
+          ? this.#ownKey()
+          : this.#pick(others)
+        : roll < 0.3
+          ? this.#ownKey()
+          : roll < 0.45 && others.length > 0
+            ? this.#pick(others)
+            : roll < 0.65
+              ? this.#text(this.#int(65, 900 * KIB))
+              : roll < 0.75
+                ? ''
+                : roll < 0.9
+                  ? undefined
+                  : this.#text(64));
     if (v !== undefined && v.length >= 16) this.credentialValues.add(v);
-    await this.#putSecret('credentials.rewrite', { metadata: { name }, data: v === undefined ? { other: Buffer.from(this.#text(16)).toString('base64') } : { apiKey: Buffer.from(v).toString('base64') } });
+    await this.#putSecret('credentials.rewrite', {
+      metadata: { name },
+      data: v === undefined ? { other: Buffer.from(this.#text(16)).toString('base64') } : { apiKey: Buffer.from(v).toString('base64') },
+    });
   }
 
   async #copyVictim(): Promise<void> {
@@ -705,15 +1015,25 @@ export class Attacker {
     const name = this.#chance(0.5) && !this.#mine().some((r) => r.name === v.name) ? v.name : this.#freshName('copy-r');
     const metadata: Record<string, unknown> = {
       finalizers: ['keys.neon.dev/finalizer'],
-      annotations: { ...(v.intent !== undefined ? { [PENDING]: v.intent } : { [PENDING]: JSON.stringify({ attempt: v.keyName, startedAt: '2001-01-01T00:00:00Z', holder: 'gone', replaces: v.keyId }) }) },
+      annotations: {
+        ...(v.intent !== undefined
+          ? { [PENDING]: v.intent }
+          : { [PENDING]: JSON.stringify({ attempt: v.keyName, startedAt: '2001-01-01T00:00:00Z', holder: 'gone', replaces: v.keyId }) }),
+      },
     };
     // The Secret first, with the victim's signed annotations, so it is in place before any key.
-    await this.#putSecret('secret.copy-victim', { metadata: { name, labels: MANAGED, annotations: v.secretAnnotations }, data: { apiKey: Buffer.from(this.#text(64)).toString('base64') } });
+    await this.#putSecret('secret.copy-victim', {
+      metadata: { name, labels: MANAGED, annotations: v.secretAnnotations },
+      data: { apiKey: Buffer.from(this.#text(64)).toString('base64') },
+    });
     // The victim's issuer as it is (it does not allow this namespace), or the tenant's own source.
     const { issuerRef, credentialsSecretRef: _, ...rest } = v.spec;
-    const source = issuerRef !== undefined && this.#chance(0.5) ? { issuerRef }
-      : this.#issuerMode ? { issuerRef: { name: 'tenant-keys' } }
-        : { credentialsSecretRef: { name: 'neon-admin' }, ...(v.spec.scope !== 'Personal' ? { organizationId: this.#c.env.organizationId } : {}) };
+    const source =
+      issuerRef !== undefined && this.#chance(0.5)
+        ? { issuerRef }
+        : this.#issuerMode
+          ? { issuerRef: { name: 'tenant-keys' } }
+          : { credentialsSecretRef: { name: 'neon-admin' }, ...(v.spec.scope !== 'Personal' ? { organizationId: this.#c.env.organizationId } : {}) };
     await this.#create(v.kind, name, { ...rest, ...source }, metadata);
   }
 
@@ -735,32 +1055,44 @@ export class Attacker {
   async play(playbook: Playbook, stormMs: number): Promise<void> {
     switch (playbook) {
       // 1 (issue 24): many big managed-labelled Secrets, an immutable ApiKey that never records a key, its credentials rewritten every 0.5 s.
-      case 'memory-storm': return await this.#playbook(playbook, 'storm', (name) => this.#memoryStorm(name, stormMs));
+      case 'memory-storm':
+        return await this.#playbook(playbook, 'storm', (name) => this.#memoryStorm(name, stormMs));
       // 2 (issue 24): a replayed fulfilled intent and replayed Secret annotations over a recorded newer key.
-      case 'forgotten-key': return await this.#playbook(playbook, 'forget', (name) => this.#forgottenKey(name));
+      case 'forgotten-key':
+        return await this.#playbook(playbook, 'forget', (name) => this.#forgottenKey(name));
       // 3 (issue 24): rotations that name the platform team's workloads, with no grace.
-      case 'restart-door': return await this.#playbook(playbook, 'door', (name) => this.#restartDoor(name));
+      case 'restart-door':
+        return await this.#playbook(playbook, 'door', (name) => this.#restartDoor(name));
       // Issue 40: many creates at once against an issuer's cap.
-      case 'cap-race': return await this.#playbook(playbook, 'cap', (name) => this.#capRace(name));
+      case 'cap-race':
+        return await this.#playbook(playbook, 'cap', (name) => this.#capRace(name));
       // Issue 40: issuerRef switched on a Ready key, and another create through the issuer it left.
-      case 'issuer-switch': return await this.#playbook(playbook, 'switch', (name) => this.#issuerSwitch(name));
+      case 'issuer-switch':
+        return await this.#playbook(playbook, 'switch', (name) => this.#issuerSwitch(name));
       // Issue 40: the issuers, the tenant's Namespace labels and the issuers' Secrets, each asked for once.
-      case 'platform-objects': return await this.#playbook(playbook, 'probe', async () => {
-        for (const probe of this.#platformProbes()) await this.#platformProbe(probe);
-        await this.#issuerInventory();
-      });
+      case 'platform-objects':
+        return await this.#playbook(playbook, 'probe', async () => {
+          for (const probe of this.#platformProbes()) await this.#platformProbe(probe);
+          await this.#issuerInventory();
+        });
       // Issue 41: the victims' organization named with credentials of a user who is not a member, and random organization ids.
-      case 'foreign-organization': return await this.#playbook(playbook, 'foreign', (name) => this.#foreignOrganization(name));
+      case 'foreign-organization':
+        return await this.#playbook(playbook, 'foreign', (name) => this.#foreignOrganization(name));
       // Issue 41: revokes refused by the platform while the tenant deletes a Secret (a repair) and strips or forges the intent.
-      case 'revoke-outage': return await this.#playbook(playbook, 'outage', (name) => this.#revokeOutage(name));
+      case 'revoke-outage':
+        return await this.#playbook(playbook, 'outage', (name) => this.#revokeOutage(name));
       // Issue 40/41: Retain, release-without-revoke and the finalizer's removal on a key an issuer made.
-      case 'issuer-deletion': return await this.#playbook(playbook, 'deletion', (name) => this.#issuerDeletion(name));
+      case 'issuer-deletion':
+        return await this.#playbook(playbook, 'deletion', (name) => this.#issuerDeletion(name));
       // Issue 41: a create committed by the platform whose answer is lost, while the tenant strips or replaces the intent.
-      case 'lost-create': return await this.#playbook(playbook, 'lost', (name) => this.#lostCreate(name));
+      case 'lost-create':
+        return await this.#playbook(playbook, 'lost', (name) => this.#lostCreate(name));
       // Issue 41: many workloads of its own, consenting or not, some fat, and rotations that discover them.
-      case 'discover': return await this.#playbook(playbook, 'disc', (name) => this.#discover(name));
+      case 'discover':
+        return await this.#playbook(playbook, 'disc', (name) => this.#discover(name));
       // Issue 41: invalid intents rewritten on many resources in a loop while victims recover from lost creates.
-      case 'requeue-storm': return await this.#playbook(playbook, 'flood', (name) => this.#requeueStorm(name, stormMs));
+      case 'requeue-storm':
+        return await this.#playbook(playbook, 'flood', (name) => this.#requeueStorm(name, stormMs));
     }
   }
 
@@ -811,13 +1143,24 @@ export class Attacker {
     const bulk = (async () => {
       // Made once: a long run's later storms find them there (rewriting 120 MiB each time would fill etcd).
       for (let i = 0; i < batch.length && !this.#c.over(); i += 4) {
-        await Promise.all(batch.slice(i, i + 4).filter((name) => !this.#bulkMade.has(name)).map(async (name) => {
-          if (await this.#bigSecret(1000 * KIB, name)) this.#bulkMade.add(name);
-        }));
+        await Promise.all(
+          batch
+            .slice(i, i + 4)
+            .filter((name) => !this.#bulkMade.has(name))
+            .map(async (name) => {
+              if (await this.#bigSecret(1000 * KIB, name)) this.#bulkMade.add(name);
+            }),
+        );
       }
     })();
     await this.#putSecret('credentials.rewrite', { metadata: { name: 'creds-storm' }, data: { other: Buffer.from('no apiKey entry').toString('base64') } });
-    await this.#create('ApiKey', name, { scope: 'Organization', organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: 'creds-storm' }, secret: { immutable: true }, deletionPolicy: 'Revoke' });
+    await this.#create('ApiKey', name, {
+      scope: 'Organization',
+      organizationId: this.#c.env.organizationId,
+      credentialsSecretRef: { name: 'creds-storm' },
+      secret: { immutable: true },
+      deletionPolicy: 'Revoke',
+    });
     const end = Date.now() + stormMs;
     // A write every 0.5 s, whatever the previous one's answer time (at most two in flight).
     let inFlight = 0;
@@ -828,11 +1171,17 @@ export class Attacker {
         const value = i % 4 === 3 ? this.#text(900 * KIB) : undefined;
         if (value !== undefined) this.credentialValues.add(value);
         inFlight += 1;
-        writes.push((async () => {
-          await this.#putSecret('credentials.storm', { metadata: { name: 'creds-storm' }, data: value === undefined ? { other: Buffer.from(`n${i}`).toString('base64') } : { apiKey: Buffer.from(value).toString('base64') } });
-          if (i % 2 === 0) await this.#patchResource('resource.annotation-churn', 'ApiKey', name, { metadata: { annotations: { 'example.com/churn': String(i) } } });
-          inFlight -= 1;
-        })());
+        writes.push(
+          (async () => {
+            await this.#putSecret('credentials.storm', {
+              metadata: { name: 'creds-storm' },
+              data: value === undefined ? { other: Buffer.from(`n${i}`).toString('base64') } : { apiKey: Buffer.from(value).toString('base64') },
+            });
+            if (i % 2 === 0)
+              await this.#patchResource('resource.annotation-churn', 'ApiKey', name, { metadata: { annotations: { 'example.com/churn': String(i) } } });
+            inFlight -= 1;
+          })(),
+        );
       }
       await sleep(500);
     }
@@ -845,20 +1194,36 @@ export class Attacker {
     // does not exist.
     const kind: Kind = this.#issuerMode ? 'ProjectApiKey' : 'ApiKey';
     const source = this.#issuerMode ? 'issuerRef' : 'credentialsSecretRef';
-    const spec = this.#issuerMode ? { ...this.#issuedSpec(), keyName: `${this.#ns}-${name}` }
-      : { scope: 'Organization', organizationId: this.#c.env.organizationId, keyName: `${this.#ns}-${name}`, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' };
+    const spec = this.#issuerMode
+      ? { ...this.#issuedSpec(), keyName: `${this.#ns}-${name}` }
+      : {
+          scope: 'Organization',
+          organizationId: this.#c.env.organizationId,
+          keyName: `${this.#ns}-${name}`,
+          credentialsSecretRef: { name: 'neon-admin' },
+          deletionPolicy: 'Revoke',
+        };
     const stop = this.#issuerMode ? { name: MISSING_ISSUER } : { name: 'creds-missing' };
     const restore = this.#issuerMode ? { name: 'tenant-keys' } : { name: 'neon-admin' };
-    if (!await this.#create(kind, name, spec)) return;
-    if (!await this.#untilIssued(kind, name)) return;
+    if (!(await this.#create(kind, name, spec))) return;
+    if (!(await this.#untilIssued(kind, name))) return;
     const first = this.#c.world.current.get(id(this.#ns, kind, name))?.keyId;
-    const resource = await this.#t.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(kind), name }).catch(() => undefined) as { metadata: { annotations?: Record<string, string> } } | undefined;
+    const resource = (await this.#t.objects
+      .getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(kind), name })
+      .catch(() => undefined)) as { metadata: { annotations?: Record<string, string> } } | undefined;
     const intent = resource?.metadata.annotations?.[PENDING];
     const secret = await this.#readSecret(name);
-    const signed = Object.fromEntries(SIGNED.filter((k) => secret?.metadata?.annotations?.[k] !== undefined).map((k) => [k, secret!.metadata!.annotations![k]!]));
-    this.#c.journal.add(this.#who, intent === undefined ? 'playbook.forgotten-key.saved-secret-only' : 'playbook.forgotten-key.saved', this.#target(kind, name), 'ok');
+    const signed = Object.fromEntries(
+      SIGNED.filter((k) => secret?.metadata?.annotations?.[k] !== undefined).map((k) => [k, secret!.metadata!.annotations![k]!]),
+    );
+    this.#c.journal.add(
+      this.#who,
+      intent === undefined ? 'playbook.forgotten-key.saved-secret-only' : 'playbook.forgotten-key.saved',
+      this.#target(kind, name),
+      'ok',
+    );
     await this.#act('secret.delete', this.#target('Secret', name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name }));
-    if (!await this.#untilSeen(kind, name, (s) => s.ready && s.keyId !== undefined && s.keyId !== first, 30_000)) return;
+    if (!(await this.#untilSeen(kind, name, (s) => s.ready && s.keyId !== undefined && s.keyId !== first, 30_000))) return;
     await this.#patchResource(`resource.spec.${source}`, kind, name, { spec: { [source]: stop } });
     await this.#untilSeen(kind, name, (s) => !s.ready, 10_000);
     if (intent !== undefined) await this.#patchResource('resource.annotations.replay-intent', kind, name, { metadata: { annotations: { [PENDING]: intent } } });
@@ -872,11 +1237,22 @@ export class Attacker {
   }
 
   async #restartDoor(name: string): Promise<void> {
-    const rotation = { gracePeriod: CHAOS_MIN_ROTATION_GRACE, maxGracePeriod: CHAOS_MIN_ROTATION_GRACE, restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'platform-api' }, { kind: 'StatefulSet', name: 'platform-store' }] } };
+    const rotation = {
+      gracePeriod: CHAOS_MIN_ROTATION_GRACE,
+      maxGracePeriod: CHAOS_MIN_ROTATION_GRACE,
+      restart: {
+        discover: true,
+        workloads: [
+          { kind: 'Deployment', name: 'platform-api' },
+          { kind: 'StatefulSet', name: 'platform-store' },
+        ],
+      },
+    };
     const kind: Kind = this.#issuerMode ? 'ProjectApiKey' : 'ApiKey';
-    const spec = this.#issuerMode ? { ...this.#issuedSpec(), rotation }
+    const spec = this.#issuerMode
+      ? { ...this.#issuedSpec(), rotation }
       : { scope: 'Organization', organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke', rotation };
-    if (!await this.#create(kind, name, spec)) return;
+    if (!(await this.#create(kind, name, spec))) return;
     if (this.#issuerMode) await this.#untilIssued(kind, name);
     else await this.#untilSeen(kind, name, (s) => s.ready, 30_000);
     for (let i = 0; i < 3 && !this.#c.over(); i += 1) {
@@ -901,19 +1277,31 @@ export class Attacker {
       const seen = (name: string): Seen | undefined => this.#c.world.current.get(id(this.#ns, 'ProjectApiKey', name));
       const refused = (s: Seen | undefined): boolean => s !== undefined && s.reason === 'KeyLimitReached' && s.keyId === undefined && s.settled;
       const end = Date.now() + 60_000;
-      while (Date.now() < end && !this.#c.over() && !racers.every((n) => (seen(n)?.ready === true && seen(n)?.keyId !== undefined) || refused(seen(n)))) await sleep(300);
+      while (Date.now() < end && !this.#c.over() && !racers.every((n) => (seen(n)?.ready === true && seen(n)?.keyId !== undefined) || refused(seen(n))))
+        await sleep(300);
       // The platform's keys first, then each refused racer read afresh: still refused, no key
       // recorded, no intent (written before any create, so a racer woken by a slot freed meanwhile
       // shows it), and never a key recorded in the watch.
       const keys = await admin<PlatformKey[]>(this.#c.env.emulator, 'GET', '/keys').catch(() => undefined);
       const still: string[] = [];
       for (const name of racers.filter((n) => refused(seen(n)))) {
-        const fresh = await this.#c.env.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: 'projectapikeys', name }).catch(() => undefined) as {
-          metadata: { annotations?: Record<string, string> }; status?: { keyId?: number; conditions?: { type: string; reason: string }[] };
-        } | undefined;
+        const fresh = (await this.#c.env.objects
+          .getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: 'projectapikeys', name })
+          .catch(() => undefined)) as
+          | {
+              metadata: { annotations?: Record<string, string> };
+              status?: { keyId?: number; conditions?: { type: string; reason: string }[] };
+            }
+          | undefined;
         const reason = fresh?.status?.conditions?.find((c) => c.type === 'Ready')?.reason;
-        if (fresh !== undefined && reason === 'KeyLimitReached' && fresh.status?.keyId === undefined && fresh.metadata.annotations?.[PENDING] === undefined
-          && ![...this.#c.world.recordedBy.values()].some((set) => set.has(id(this.#ns, 'ProjectApiKey', name)))) still.push(name);
+        if (
+          fresh !== undefined &&
+          reason === 'KeyLimitReached' &&
+          fresh.status?.keyId === undefined &&
+          fresh.metadata.annotations?.[PENDING] === undefined &&
+          ![...this.#c.world.recordedBy.values()].some((set) => set.has(id(this.#ns, 'ProjectApiKey', name)))
+        )
+          still.push(name);
       }
       const holders = racers.filter((n) => seen(n)?.keyId !== undefined).length;
       this.#c.journal.add(this.#who, 'playbook.cap-race.settled', `${this.#ns}/${issuer}`, 'ok');
@@ -947,8 +1335,8 @@ export class Attacker {
    */
   async #issuerSwitch(name: string): Promise<void> {
     const kind: Kind = 'ProjectApiKey';
-    if (!await this.#create(kind, name, this.#issuedSpec())) return;
-    if (!await this.#untilIssued(kind, name)) return;
+    if (!(await this.#create(kind, name, this.#issuedSpec()))) return;
+    if (!(await this.#untilIssued(kind, name))) return;
     const value = (await this.#readSecret(name))?.data?.apiKey;
     if (value !== undefined) {
       this.credentialValues.add(Buffer.from(value, 'base64').toString('utf8'));
@@ -960,14 +1348,21 @@ export class Attacker {
         const probe = this.#freshName('probe');
         this.#busy.add(probe);
         probes.push(probe);
-        if (!await this.#create(kind, probe, this.#issuedSpec())) break;
+        if (!(await this.#create(kind, probe, this.#issuedSpec()))) break;
         await this.#untilSeen(kind, probe, (s) => (s.ready && s.keyId !== undefined) || s.reason === 'KeyLimitReached', 15_000);
         if (this.#c.world.current.get(id(this.#ns, kind, probe))?.reason === 'KeyLimitReached') break;
       }
       const waiting = probes.at(-1);
       const steps: [string, Record<string, unknown>][] = [
         ['to-issuer', { issuerRef: { name: 'tenant-extra' } }],
-        ['to-credentials', { issuerRef: null, organizationId: this.#c.env.organizationId, credentialsSecretRef: { name: this.#pick(['own-key', 'neon-admin', 'creds-missing']) } }],
+        [
+          'to-credentials',
+          {
+            issuerRef: null,
+            organizationId: this.#c.env.organizationId,
+            credentialsSecretRef: { name: this.#pick(['own-key', 'neon-admin', 'creds-missing']) },
+          },
+        ],
         ['to-missing-issuer', { credentialsSecretRef: null, issuerRef: { name: MISSING_ISSUER } }],
         ['back', { issuerRef: { name: 'tenant-keys' } }],
       ];
@@ -977,7 +1372,8 @@ export class Attacker {
         await sleep(2_000);
         // The waiting probe looked at again (its own edit wakes it).
         if (waiting !== undefined) await this.#patchResource('resource.labels', kind, waiting, { metadata: { labels: { 'example.com/nudge': what } } });
-        if (this.#chance(0.4)) await this.#act('secret.delete', this.#target('Secret', name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name }));
+        if (this.#chance(0.4))
+          await this.#act('secret.delete', this.#target('Secret', name), () => this.#t.core.deleteNamespacedSecret({ namespace: this.#ns, name }));
         await sleep(3_000);
       }
       await this.#untilSeen(kind, name, (s) => s.ready, 20_000);
@@ -1000,7 +1396,11 @@ export class Attacker {
     for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
       const scope = kind === 'ApiKey' ? { scope: 'Organization' } : { projectId: this.#pick(projectIds) };
       plans.push({ kind, spec: { ...scope, organizationId, credentialsSecretRef: { name: FOREIGN_CREDENTIALS }, deletionPolicy: 'Revoke' } });
-      for (let i = 0; i < 2; i += 1) plans.push({ kind, spec: { ...scope, organizationId: randomOrganizationId(() => this.#r()), credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' } });
+      for (let i = 0; i < 2; i += 1)
+        plans.push({
+          kind,
+          spec: { ...scope, organizationId: randomOrganizationId(() => this.#r()), credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' },
+        });
     }
     const names: { kind: Kind; name: string }[] = [];
     try {
@@ -1011,7 +1411,8 @@ export class Attacker {
       }
       const settled = (s: Seen | undefined): boolean => s !== undefined && s.reason !== '' && s.reason !== 'Creating' && s.reason !== 'Pending' && s.settled;
       const end = Date.now() + 40_000;
-      while (Date.now() < end && !this.#c.over() && !names.every((n) => this.#c.world.current.get(id(this.#ns, n.kind, n.name))?.reason === 'NotAllowed')) await sleep(300);
+      while (Date.now() < end && !this.#c.over() && !names.every((n) => this.#c.world.current.get(id(this.#ns, n.kind, n.name))?.reason === 'NotAllowed'))
+        await sleep(300);
       for (const n of names) {
         const s = this.#c.world.current.get(id(this.#ns, n.kind, n.name));
         this.foreign.resources += 1;
@@ -1047,14 +1448,17 @@ export class Attacker {
   async #revokeOutage(name: string): Promise<void> {
     const kind: Kind = this.#issuerMode ? 'ProjectApiKey' : 'ApiKey';
     const keyName = `${this.#ns}-${name}`;
-    const spec = this.#issuerMode ? { ...this.#issuedSpec(), keyName }
+    const spec = this.#issuerMode
+      ? { ...this.#issuedSpec(), keyName }
       : { scope: 'Organization', organizationId: this.#c.env.organizationId, keyName, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' };
-    if (!await this.#create(kind, name, spec)) return;
-    if (!await this.#untilIssued(kind, name)) return;
+    if (!(await this.#create(kind, name, spec))) return;
+    if (!(await this.#untilIssued(kind, name))) return;
     const first = this.#c.world.current.get(id(this.#ns, kind, name))?.keyId;
     const ms = this.#int(10, 20) * 1000;
     const record = { resource: id(this.#ns, kind, name), ms, replaced: first, inStatus: false, revokedAfterS: null as number | null };
-    const saved = await this.#t.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(kind), name }).catch(() => undefined) as { metadata: { annotations?: Record<string, string> } } | undefined;
+    const saved = (await this.#t.objects
+      .getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(kind), name })
+      .catch(() => undefined)) as { metadata: { annotations?: Record<string, string> } } | undefined;
     if (this.#c.over()) return;
     const ran = await this.#c.disruptions.revokeOutage(this.#ns, ms, 30_000, this.#c.over, async (until) => {
       this.#c.journal.add(this.#who, 'playbook.revoke-outage.begin', `${this.#ns}/${ms}ms`, 'ok');
@@ -1062,9 +1466,20 @@ export class Attacker {
       // The repair records the new key and, its revoke refused, the old one beside it.
       await this.#untilSeen(kind, name, (s) => s.keyId !== undefined && s.keyId !== first, Math.max(0, until - Date.now() - 2_000));
       record.inStatus = first !== undefined && (this.#c.world.current.get(id(this.#ns, kind, name))?.retiring.includes(first) ?? false);
-      const forged = JSON.stringify({ attempt: `${keyName}-forged00`, startedAt: new Date().toISOString(), holder: 'gone', ...(first !== undefined ? { replaces: first } : {}), sig: 'A'.repeat(43) });
+      const forged = JSON.stringify({
+        attempt: `${keyName}-forged00`,
+        startedAt: new Date().toISOString(),
+        holder: 'gone',
+        ...(first !== undefined ? { replaces: first } : {}),
+        sig: 'A'.repeat(43),
+      });
       const old = saved?.metadata.annotations?.[PENDING];
-      const edits: [string, string | null][] = [['strip-intent', null], ['forge-intent', forged], ...(old !== undefined ? [['replay-intent', old] as [string, string]] : []), ['strip-intent', null]];
+      const edits: [string, string | null][] = [
+        ['strip-intent', null],
+        ['forge-intent', forged],
+        ...(old !== undefined ? [['replay-intent', old] as [string, string]] : []),
+        ['strip-intent', null],
+      ];
       for (const [what, value] of edits.filter(() => this.#chance(0.8))) {
         await this.#patchResource(`playbook.revoke-outage.${what}`, kind, name, { metadata: { annotations: { [PENDING]: value } } });
         await sleep(Math.min(1_500, Math.max(0, until - Date.now())));
@@ -1100,9 +1515,9 @@ export class Attacker {
   async #issuerDeletion(name: string): Promise<void> {
     const kind: Kind = 'ProjectApiKey';
     const issuer = this.#pick(['tenant-keys', 'tenant-extra']);
-    if (!await this.#create(kind, name, { ...this.#issuedSpec(issuer), keyName: `${this.#ns}-${name}` })) return;
+    if (!(await this.#create(kind, name, { ...this.#issuedSpec(issuer), keyName: `${this.#ns}-${name}` }))) return;
     // A slot freed during a revoke outage takes the outage to be revoked: a longer wait.
-    if (!await this.#untilIssued(kind, name, 90_000)) {
+    if (!(await this.#untilIssued(kind, name, 90_000))) {
       this.#c.journal.add(this.#who, 'playbook.issuer-deletion.not-issued', this.#target(kind, name), 'ok');
       return;
     }
@@ -1122,21 +1537,47 @@ export class Attacker {
     };
     const at = { group: GROUP, version: VERSION, namespace: this.#ns, plural: plural(kind), name };
     const patch = (body: Record<string, unknown>) => () => this.#t.objects.patchNamespacedCustomObject({ ...at, body }, merge);
-    const record = { resource: target, keyId, retain: '', retainSwitch: 'not tried', finalizer: '', finalizerDeleting: 'not tried', heldByCredentials: false, revoked: null as boolean | null };
-    const problem = (detail: string): void => { this.problems.push({ invariant: ATTACKER_INVARIANTS[3], detail: `${target} (key ${keyId} made through an issuer): ${detail}`, context: this.#c.journal.about(target) }); };
+    const record = {
+      resource: target,
+      keyId,
+      retain: '',
+      retainSwitch: 'not tried',
+      finalizer: '',
+      finalizerDeleting: 'not tried',
+      heldByCredentials: false,
+      revoked: null as boolean | null,
+    };
+    const problem = (detail: string): void => {
+      this.problems.push({
+        invariant: ATTACKER_INVARIANTS[3],
+        detail: `${target} (key ${keyId} made through an issuer): ${detail}`,
+        context: this.#c.journal.about(target),
+      });
+    };
     record.retain = await outcome('retain', patch({ spec: { deletionPolicy: 'Retain' } }));
     if (record.retain === 'ok') problem('deletionPolicy Retain accepted with issuerRef (the CRD refuses it: 422)');
     if (this.#chance(0.5)) {
       // Accepted: the resource names credentials of the namespace now, but status.issuer says who made its key.
-      record.retainSwitch = await outcome('retain-with-credentials', patch({ spec: { issuerRef: null, credentialsSecretRef: { name: this.#pick(['own-key', 'neon-admin', 'creds-missing']) }, organizationId: this.#c.env.organizationId, deletionPolicy: 'Retain' } }));
+      record.retainSwitch = await outcome(
+        'retain-with-credentials',
+        patch({
+          spec: {
+            issuerRef: null,
+            credentialsSecretRef: { name: this.#pick(['own-key', 'neon-admin', 'creds-missing']) },
+            organizationId: this.#c.env.organizationId,
+            deletionPolicy: 'Retain',
+          },
+        }),
+      );
     }
     await outcome('release-without-revoke', patch({ metadata: { annotations: { 'keys.neon.dev/release-without-revoke': 'true' } } }));
     record.finalizer = await outcome('remove-finalizer', patch({ metadata: { finalizers: null } }));
-    if (record.finalizer === 'ok') problem('the tenant removed the operator\'s finalizer (the admission policy refuses it: 403)');
+    if (record.finalizer === 'ok') problem("the tenant removed the operator's finalizer (the admission policy refuses it: 403)");
     await this.#deleteResource({ kind, name });
     if (this.#c.world.current.has(id(this.#ns, kind, name))) {
       record.finalizerDeleting = await outcome('remove-finalizer-deleting', patch({ metadata: { finalizers: null } }));
-      if (record.finalizerDeleting === 'ok') problem('the tenant removed the operator\'s finalizer while the resource was being deleted (the admission policy refuses it: 403)');
+      if (record.finalizerDeleting === 'ok')
+        problem("the tenant removed the operator's finalizer while the resource was being deleted (the admission policy refuses it: 403)");
     }
     // Gone, and then its key revoked (the operator revokes before it lets the resource go). Moved to
     // credentials of the namespace, the delete revokes with those (docs/issuers.md "Deletion"): ones
@@ -1163,13 +1604,22 @@ export class Attacker {
   #playbookKey(keyName: string, issuer = 'tenant-keys'): { kind: Kind; spec: Record<string, unknown> } {
     return this.#issuerMode
       ? { kind: 'ProjectApiKey', spec: { ...this.#issuedSpec(issuer), keyName } }
-      : { kind: 'ApiKey', spec: { scope: 'Organization', organizationId: this.#c.env.organizationId, keyName, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke' } };
+      : {
+          kind: 'ApiKey',
+          spec: {
+            scope: 'Organization',
+            organizationId: this.#c.env.organizationId,
+            keyName,
+            credentialsSecretRef: { name: 'neon-admin' },
+            deletionPolicy: 'Revoke',
+          },
+        };
   }
 
   /** A platform key's state (the emulator's admin API): undefined when the platform does not answer. */
   async #platformKey(keyId: number): Promise<PlatformKey | null | undefined> {
     const keys = await admin<PlatformKey[]>(this.#c.env.emulator, 'GET', '/keys').catch(() => undefined);
-    return keys === undefined ? undefined : keys.find((k) => k.id === keyId) ?? null;
+    return keys === undefined ? undefined : (keys.find((k) => k.id === keyId) ?? null);
   }
 
   /**
@@ -1186,14 +1636,23 @@ export class Attacker {
     const target = this.#target(kind, name);
     const older = this.#saved.intents.length > 0 ? this.#pick(this.#saved.intents) : undefined;
     const forged = JSON.stringify({ attempt: `${keyName}-forged00`, startedAt: new Date().toISOString(), holder: 'gone', sig: 'A'.repeat(43) });
-    const edits: [string, string | null][] = [['strip-intent', null], ['forge-intent', forged], ...(older !== undefined ? [['replay-older-intent', older] as [string, string]] : [])];
+    const edits: [string, string | null][] = [
+      ['strip-intent', null],
+      ['forge-intent', forged],
+      ...(older !== undefined ? [['replay-older-intent', older] as [string, string]] : []),
+    ];
     const [edit, value] = this.#pick(edits);
     const beforeCut = this.#chance(0.7);
     // Long: the tenant's own storms and big writes may hold its namespace's turn in the work queue a while.
-    const drop = this.#c.tap.dropCreate((n) => n.startsWith(`${keyName}-`), 120_000, async () => {
-      await this.#patchResource(`playbook.lost-create.${edit}`, kind, name, { metadata: { annotations: { [PENDING]: value } } });
-    }, !beforeCut);
-    if (!await this.#create(kind, name, spec)) {
+    const drop = this.#c.tap.dropCreate(
+      (n) => n.startsWith(`${keyName}-`),
+      120_000,
+      async () => {
+        await this.#patchResource(`playbook.lost-create.${edit}`, kind, name, { metadata: { annotations: { [PENDING]: value } } });
+      },
+      !beforeCut,
+    );
+    if (!(await this.#create(kind, name, spec))) {
       await drop;
       return;
     }
@@ -1205,7 +1664,14 @@ export class Attacker {
       return;
     }
     this.#c.journal.add(this.#who, 'playbook.lost-create.dropped', `${target} key ${dropped.keyId ?? '?'}`, 'ok');
-    const record = { resource: target, keyId: dropped.keyId, edit, editBeforeCut: beforeCut, fate: 'unknown' as 'recorded' | 'revoked' | 'live, unrecorded' | 'unknown', afterS: null as number | null };
+    const record = {
+      resource: target,
+      keyId: dropped.keyId,
+      edit,
+      editBeforeCut: beforeCut,
+      fate: 'unknown' as 'recorded' | 'revoked' | 'live, unrecorded' | 'unknown',
+      afterS: null as number | null,
+    };
     // Until the dropped key is revoked, or recorded by the resource (its key, or one it retires or replaced).
     const end = Date.now() + 90_000;
     while (dropped.keyId !== undefined && Date.now() < end) {
@@ -1273,32 +1739,65 @@ export class Attacker {
         const consents = i % 2 === 0;
         const fat = i % 5 === 1 || i % 5 === 4;
         const workload = `${name}-w${i}`;
-        const annotations: Record<string, string> = consents ? { [RESTART_CONSENT]: this.#pick([DISCOVER_SECRET, `other, ${DISCOVER_SECRET}`]) } : this.#chance(0.3) ? { [RESTART_CONSENT]: 'another-secret' } : {};
+        const annotations: Record<string, string> = consents
+          ? { [RESTART_CONSENT]: this.#pick([DISCOVER_SECRET, `other, ${DISCOVER_SECRET}`]) }
+          : this.#chance(0.3)
+            ? { [RESTART_CONSENT]: 'another-secret' }
+            : {};
         if (fat) annotations['example.com/blob'] = this.#text(200 * KIB);
         const selector = { matchLabels: { app: workload } };
         const template = {
           metadata: { labels: { app: workload } },
           spec: {
             ...(kind === 'DaemonSet' ? { nodeSelector: NO_NODE } : {}),
-            containers: [{
-              name: 'app', image: 'example.invalid/app:1', envFrom: [{ secretRef: { name: DISCOVER_SECRET } }],
-              ...(fat ? { env: [{ name: 'BLOB', value: this.#text(300 * KIB) }] } : {}),
-            }],
+            containers: [
+              {
+                name: 'app',
+                image: 'example.invalid/app:1',
+                envFrom: [{ secretRef: { name: DISCOVER_SECRET } }],
+                ...(fat ? { env: [{ name: 'BLOB', value: this.#text(300 * KIB) }] } : {}),
+              },
+            ],
           },
         };
-        const spec = kind === 'Deployment' ? { replicas: 0, selector, template } : kind === 'StatefulSet' ? { replicas: 0, serviceName: workload, selector, template } : { selector, template };
+        const spec =
+          kind === 'Deployment'
+            ? { replicas: 0, selector, template }
+            : kind === 'StatefulSet'
+              ? { replicas: 0, serviceName: workload, selector, template }
+              : { selector, template };
         let made: Workload | undefined;
-        await this.#act(`playbook.discover.${kind.toLowerCase()}${consents ? '.consenting' : ''}${fat ? '.fat' : ''}`, `${this.#ns}/${kind}/${workload}`, async () => {
-          made = await this.#workloadCall(kind, 'create', workload, { metadata: { name: workload, labels: { 'example.com/discover': name }, annotations }, spec } as Workload);
-        });
+        await this.#act(
+          `playbook.discover.${kind.toLowerCase()}${consents ? '.consenting' : ''}${fat ? '.fat' : ''}`,
+          `${this.#ns}/${kind}/${workload}`,
+          async () => {
+            made = await this.#workloadCall(kind, 'create', workload, {
+              metadata: { name: workload, labels: { 'example.com/discover': name }, annotations },
+              spec,
+            } as Workload);
+          },
+        );
         if (made === undefined) continue;
-        workloads.push({ kind, name: workload, consents, fat, generation: made.metadata?.generation ?? 1, template: JSON.stringify(made.spec?.template), annotations: ownAnnotations(made) });
+        workloads.push({
+          kind,
+          name: workload,
+          consents,
+          fat,
+          generation: made.metadata?.generation ?? 1,
+          template: JSON.stringify(made.spec?.template),
+          annotations: ownAnnotations(made),
+        });
       }
       // In turn (by tenant and round, so a short run sees each): discover alone; workloads named (up to two
       // consenting ones of each kind, one that did not consent, one missing) and discover; named only.
       const mode = (this.#t.index + 1 + this.#discoverRounds++) % 3;
-      const named = mode === 0 ? [] : [...WORKLOAD_KINDS.flatMap((kind) => workloads.filter((w) => w.kind === kind && w.consents).slice(0, this.#int(1, 2))),
-        ...workloads.filter((w) => !w.consents).slice(0, 1)].map((w) => ({ kind: w.kind, name: w.name }));
+      const named =
+        mode === 0
+          ? []
+          : [
+              ...WORKLOAD_KINDS.flatMap((kind) => workloads.filter((w) => w.kind === kind && w.consents).slice(0, this.#int(1, 2))),
+              ...workloads.filter((w) => !w.consents).slice(0, 1),
+            ].map((w) => ({ kind: w.kind, name: w.name }));
       const discover = mode !== 2;
       const restart = { discover, ...(named.length > 0 ? { workloads: [...named, { kind: this.#pick(WORKLOAD_KINDS), name: `${name}-missing` }] } : {}) };
       // One resource holds the Secret name; now and then a second names it too (an older one holds it).
@@ -1314,21 +1813,41 @@ export class Attacker {
       for (let round = 0; round < 3 && !this.#c.over(); round += 1) {
         for (const r of resources) {
           const before = this.#c.world.current.get(id(this.#ns, r.kind, r.name))?.keyId;
-          await this.#patchResource('playbook.discover.rotate', r.kind, r.name, { metadata: { annotations: { 'keys.neon.dev/rotate': `disc-${round}-${Date.now()}` } } });
+          await this.#patchResource('playbook.discover.rotate', r.kind, r.name, {
+            metadata: { annotations: { 'keys.neon.dev/rotate': `disc-${round}-${Date.now()}` } },
+          });
           await this.#untilSeen(r.kind, r.name, (s) => s.keyId !== before && s.retiring.length === 0, 20_000);
         }
       }
       // The restarts of the last rotation land within seconds of it.
       await sleep(3_000);
       // The workloads first, then the keys: a restart seen was made for a key the list then has.
-      const read = await Promise.all(workloads.map(async (w) => ({ w, now: await this.#workloadCall(w.kind, 'read', w.name).then((x) => x as Workload, () => undefined) })));
+      const read = await Promise.all(
+        workloads.map(async (w) => ({
+          w,
+          now: await this.#workloadCall(w.kind, 'read', w.name).then(
+            (x) => x as Workload,
+            () => undefined,
+          ),
+        })),
+      );
       const keys = await admin<PlatformKey[]>(this.#c.env.emulator, 'GET', '/keys').catch(() => undefined);
       if (keys === undefined) return;
       const rotations = resources.reduce((n, r) => n + Math.max(0, keys.filter((k) => k.name.startsWith(`${r.keyName}-`)).length - 1), 0);
       const byKind = Object.fromEntries(WORKLOAD_KINDS.map((k) => [k, { workloads: 0, consenting: 0, restarts: 0, othersChanged: 0 }]));
       const figure = {
-        base: `${this.#ns}/${DISCOVER_SECRET}`, workloads: workloads.length, consenting: workloads.filter((w) => w.consents).length, fat: workloads.filter((w) => w.fat).length,
-        resources: resources.length, discover, named: named.length, rotations, restarts: 0, othersChanged: 0, unnamedChanged: 0, byKind,
+        base: `${this.#ns}/${DISCOVER_SECRET}`,
+        workloads: workloads.length,
+        consenting: workloads.filter((w) => w.consents).length,
+        fat: workloads.filter((w) => w.fat).length,
+        resources: resources.length,
+        discover,
+        named: named.length,
+        rotations,
+        restarts: 0,
+        othersChanged: 0,
+        unnamedChanged: 0,
+        byKind,
       };
       const isNamed = (w: { kind: WorkloadKind; name: string }): boolean => named.some((n) => n.kind === w.kind && n.name === w.name);
       for (const { w, now } of read) {
@@ -1338,12 +1857,20 @@ export class Attacker {
         const restarts = (now.metadata?.generation ?? w.generation) - w.generation;
         const changed = restarts !== 0 || JSON.stringify(now.spec?.template) !== w.template || ownAnnotations(now) !== w.annotations;
         const target = `${this.#ns}/${w.kind}/${w.name}`;
-        const context = this.#c.journal.on(`${this.#ns}/`, 120).filter((a) => /discover/.test(a)).slice(-12);
+        const context = this.#c.journal
+          .on(`${this.#ns}/`, 120)
+          .filter((a) => /discover/.test(a))
+          .slice(-12);
         if (w.consents) {
           kindFigure.consenting += 1;
           kindFigure.restarts += restarts;
           figure.restarts += restarts;
-          if (restarts > rotations) this.problems.push({ invariant: ATTACKER_INVARIANTS[4], detail: `${target} (consenting to ${DISCOVER_SECRET}) restarted ${restarts} times for ${rotations} rotation(s) of the ${resources.length} resource(s) holding that Secret name`, context });
+          if (restarts > rotations)
+            this.problems.push({
+              invariant: ATTACKER_INVARIANTS[4],
+              detail: `${target} (consenting to ${DISCOVER_SECRET}) restarted ${restarts} times for ${rotations} rotation(s) of the ${resources.length} resource(s) holding that Secret name`,
+              context,
+            });
           if (!discover && !isNamed(w) && changed) {
             figure.unnamedChanged += 1;
             const detail = `${target} (consenting to ${DISCOVER_SECRET}, not named in restart.workloads, discover false) was changed: generation ${w.generation} -> ${now.metadata?.generation}`;
@@ -1363,7 +1890,8 @@ export class Attacker {
         await this.#deleteResource(r);
         this.#busy.delete(r.name);
       }
-      for (const w of workloads) await this.#act('playbook.discover.workload-delete', `${this.#ns}/${w.kind}/${w.name}`, () => this.#workloadCall(w.kind, 'delete', w.name));
+      for (const w of workloads)
+        await this.#act('playbook.discover.workload-delete', `${this.#ns}/${w.kind}/${w.name}`, () => this.#workloadCall(w.kind, 'delete', w.name));
       this.#discovering = false;
     }
   }
@@ -1400,8 +1928,11 @@ export class Attacker {
           while (victimDrops.armed && Date.now() < end - 5_000) await sleep(500);
           if (victimDrops.armed) break;
           victimDrops.armed = true;
-          const d = await this.#c.tap.dropCreate((n) => VICTIM_ATTEMPT.test(n) && !victimDrops.bases.has(n.slice(0, -9)), Math.max(0, end - Date.now() - 5_000))
-            .finally(() => { victimDrops.armed = false; });
+          const d = await this.#c.tap
+            .dropCreate((n) => VICTIM_ATTEMPT.test(n) && !victimDrops.bases.has(n.slice(0, -9)), Math.max(0, end - Date.now() - 5_000))
+            .finally(() => {
+              victimDrops.armed = false;
+            });
           if (d !== undefined) {
             victimDrops.bases.add(d.keyName.slice(0, -9));
             figure.victimDrops.push(d);
@@ -1409,18 +1940,22 @@ export class Attacker {
           }
         }
       })();
-      const invalid = (): string => this.#pick([
-        this.#text(this.#int(1, 64), '{}[]":,ab'),
-        JSON.stringify({ attempt: `${this.#ns}-x-${this.#text(8)}`, startedAt: new Date().toISOString(), holder: 'storm', sig: this.#text(43) }),
-        JSON.stringify({ attempt: 42, sig: null }),
-      ]);
+      const invalid = (): string =>
+        this.#pick([
+          this.#text(this.#int(1, 64), '{}[]":,ab'),
+          JSON.stringify({ attempt: `${this.#ns}-x-${this.#text(8)}`, startedAt: new Date().toISOString(), holder: 'storm', sig: this.#text(43) }),
+          JSON.stringify({ attempt: 42, sig: null }),
+        ]);
       // Four writers over the resources, as fast as the apiserver takes them.
-      await Promise.all(Array.from({ length: 4 }, async (_, w) => {
-        for (let i = w; Date.now() < end && !this.#c.over(); i += 4) {
-          const r = made[i % made.length]!;
-          if (await this.#patchResource('playbook.requeue-storm.intent', r.kind, r.name, { metadata: { annotations: { [PENDING]: invalid() } } })) figure.writes += 1;
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: 4 }, async (_, w) => {
+          for (let i = w; Date.now() < end && !this.#c.over(); i += 4) {
+            const r = made[i % made.length]!;
+            if (await this.#patchResource('playbook.requeue-storm.intent', r.kind, r.name, { metadata: { annotations: { [PENDING]: invalid() } } }))
+              figure.writes += 1;
+          }
+        }),
+      );
       window.to = Date.now();
       figure.seconds = Math.round((window.to - window.from) / 100) / 10;
       await drops;
@@ -1441,13 +1976,16 @@ export class Attacker {
   async leave(): Promise<string[]> {
     // Credentials that can revoke: the administrator's key in neon-admin, or an issuer of the tenant's
     // (an organization's list shows every organization and project key to each of its administrators).
-    if (this.#t.userKey !== undefined) await this.#putSecret('leave.credentials', { metadata: { name: 'neon-admin' }, data: { apiKey: Buffer.from(this.#t.userKey).toString('base64') } });
+    if (this.#t.userKey !== undefined)
+      await this.#putSecret('leave.credentials', { metadata: { name: 'neon-admin' }, data: { apiKey: Buffer.from(this.#t.userKey).toString('base64') } });
     // deletionPolicy Revoke too: an issuer with Retain is refused (a resource the issuer-deletion playbook moved to credentials with Retain).
-    const source = this.#issuerMode ? { issuerRef: { name: 'tenant-keys' }, credentialsSecretRef: null, deletionPolicy: 'Revoke' } : { credentialsSecretRef: { name: 'neon-admin', key: 'apiKey' }, issuerRef: null };
+    const source = this.#issuerMode
+      ? { issuerRef: { name: 'tenant-keys' }, credentialsSecretRef: null, deletionPolicy: 'Revoke' }
+      : { credentialsSecretRef: { name: 'neon-admin', key: 'apiKey' }, issuerRef: null };
     const names: string[] = [];
     for (const r of this.#mine()) {
       // A resource that named an issuer with no organizationId needs one with credentials of the namespace.
-      if (!await this.#patchResource('leave.credentials-ref', r.kind, r.name, { spec: source }) && !this.#issuerMode) {
+      if (!(await this.#patchResource('leave.credentials-ref', r.kind, r.name, { spec: source })) && !this.#issuerMode) {
         await this.#patchResource('leave.credentials-ref', r.kind, r.name, { spec: { ...source, organizationId: this.#c.env.organizationId } });
       }
       await this.#deleteResource(r);

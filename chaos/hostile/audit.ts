@@ -41,7 +41,15 @@ import { mib } from './operator.ts';
 import type { Problem, Victims } from './victims.ts';
 import type { Journal, ResourceWatch } from './world.ts';
 
-interface PlatformKey { id: number; name: string; kind: 'personal' | 'organization' | 'project'; userId: string | null; organizationId: string | null; projectId: string | null; revoked: boolean }
+interface PlatformKey {
+  id: number;
+  name: string;
+  kind: 'personal' | 'organization' | 'project';
+  userId: string | null;
+  organizationId: string | null;
+  projectId: string | null;
+  revoked: boolean;
+}
 
 /** A key is recorded within seconds of its create; a minute unrecorded and it is forgotten. */
 export const UNRECORDED_GRACE_S = 60;
@@ -50,14 +58,14 @@ export const INVARIANTS = [
   'no operator restart or exit',
   'operator RSS under the memory limit',
   'no orphaned or unrecorded live key',
-  'no key survives its resource\'s delete',
+  "no key survives its resource's delete",
   'no key of another namespace touched',
   'no workload restarted without its consent',
   'victims converge within their bounds',
-  'no secret value in the operator\'s log or metrics',
+  "no secret value in the operator's log or metrics",
   'no key minted through an issuer that its policy refuses',
   'no namespace holds more keys through an issuer than its cap',
-  'a tenant\'s inventory gets nothing through an issuer',
+  "a tenant's inventory gets nothing through an issuer",
   'no create reaches the platform for an organization its credentials do not belong to',
   ...ATTACKER_INVARIANTS,
 ] as const;
@@ -66,7 +74,7 @@ const ISSUER_GRACE_MS = 10_000;
 /** Over a cap in the checks of two seconds in a row (checkIssuers runs every second). */
 const CAP_GRACE_MS = 2_000;
 
-export type Invariant = typeof INVARIANTS[number];
+export type Invariant = (typeof INVARIANTS)[number];
 
 export class Auditor {
   readonly #env: Environment;
@@ -102,7 +110,16 @@ export class Auditor {
   readonly #foreignDigests: Set<string>;
   #restartsSeen = 0;
 
-  constructor(env: Environment, cast: Cast, world: ResourceWatch, journal: Journal, operator: CagedOperator, victims: Victims, limitBytes: number, tap: PlatformTap) {
+  constructor(
+    env: Environment,
+    cast: Cast,
+    world: ResourceWatch,
+    journal: Journal,
+    operator: CagedOperator,
+    victims: Victims,
+    limitBytes: number,
+    tap: PlatformTap,
+  ) {
     this.#env = env;
     this.#tap = tap;
     this.#foreignDigests = new Set(cast.tenants.flatMap((t) => (t.foreignKey === undefined ? [] : [credentialsDigest(t.foreignKey)])));
@@ -123,14 +140,18 @@ export class Auditor {
   /** What the tenants were doing over the `seconds` before a moment (ms), by action, and the last ones. */
   #mixContext(at: number, seconds: number): string[] {
     const t = this.#journal.at(at);
-    const mix = Object.entries(this.#journal.mix(t - seconds, t)).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, v]) => `${k} x${v}`).join(', ');
+    const mix = Object.entries(this.#journal.mix(t - seconds, t))
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 10)
+      .map(([k, v]) => `${k} x${v}`)
+      .join(', ');
     return [`at t=${t}s; actions of the ${seconds} s before: ${mix}`, ...this.#journal.before(t, seconds, 'victims')];
   }
 
   /** Who asked for a key of this name: the resources that used its keyName, and what was done to them. */
   #attribution(keyName: string): string[] {
     const base = keyName.replace(/-[a-z0-9]{8}$/, '');
-    const owners = [...this.#world.keyNames.get(base) ?? []];
+    const owners = [...(this.#world.keyNames.get(base) ?? [])];
     if (owners.length === 0) return [`no resource ever had keyName ${base}`];
     return owners.flatMap((o) => [`resource ${o}${this.#world.current.has(o) ? '' : ' (deleted)'}:`, ...this.#journal.about(o, 14).map((a) => `  ${a}`)]);
   }
@@ -151,10 +172,15 @@ export class Auditor {
    */
   async #checkInventories(final: boolean): Promise<void> {
     const tenants = new Set(this.#cast.tenants.map((t) => t.namespace));
-    type Inventory = { metadata: { namespace: string; name: string; generation?: number }; spec?: { issuerRef?: { name?: string } }; status?: Record<string, unknown> & { observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[] } };
+    type Inventory = {
+      metadata: { namespace: string; name: string; generation?: number };
+      spec?: { issuerRef?: { name?: string } };
+      status?: Record<string, unknown> & { observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[] };
+    };
     let items: Inventory[];
     try {
-      items = (await this.#env.objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'apikeyinventories' }) as { items: Inventory[] }).items;
+      items = ((await this.#env.objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'apikeyinventories' })) as { items: Inventory[] })
+        .items;
     } catch {
       return;
     }
@@ -163,13 +189,25 @@ export class Auditor {
     this.tenantInventories = { naming: mine.length, notAllowed: mine.filter((i) => ready(i)?.reason === 'NotAllowed').length };
     for (const i of mine) {
       const resource = `${i.metadata.namespace}/ApiKeyInventory/${i.metadata.name}`;
-      const got = ['listedAt', 'live', 'managed', 'notManaged', 'unused', 'neverUsed', 'notManagedKeys', 'unusedKeys'].filter((f) => i.status?.[f] !== undefined);
+      const got = ['listedAt', 'live', 'managed', 'notManaged', 'unused', 'neverUsed', 'notManagedKeys', 'unusedKeys'].filter(
+        (f) => i.status?.[f] !== undefined,
+      );
       if (got.length > 0 || ready(i)?.status === 'True') {
-        this.#add('a tenant\'s inventory gets nothing through an issuer', `${resource} names ClusterKeyIssuer ${i.spec?.issuerRef?.name} and shows ${got.length > 0 ? got.join(', ') : 'Ready True'}`, this.#journal.on(resource), `inventory ${resource}`);
+        this.#add(
+          "a tenant's inventory gets nothing through an issuer",
+          `${resource} names ClusterKeyIssuer ${i.spec?.issuerRef?.name} and shows ${got.length > 0 ? got.join(', ') : 'Ready True'}`,
+          this.#journal.on(resource),
+          `inventory ${resource}`,
+        );
       }
       const settled = i.status?.observedGeneration === i.metadata.generation;
       if (final && settled && ready(i)?.reason !== 'NotAllowed') {
-        this.#add('a tenant\'s inventory gets nothing through an issuer', `${resource} names ClusterKeyIssuer ${i.spec?.issuerRef?.name} and says ${ready(i)?.reason ?? 'nothing'}, not NotAllowed: ${ready(i)?.message ?? ''}`, this.#journal.on(resource), `inventory-reason ${resource}`);
+        this.#add(
+          "a tenant's inventory gets nothing through an issuer",
+          `${resource} names ClusterKeyIssuer ${i.spec?.issuerRef?.name} and says ${ready(i)?.reason ?? 'nothing'}, not NotAllowed: ${ready(i)?.message ?? ''}`,
+          this.#journal.on(resource),
+          `inventory-reason ${resource}`,
+        );
       }
     }
     for (const namespace of tenants) {
@@ -178,7 +216,12 @@ export class Auditor {
         // Only those of inventories naming an issuer: one taken with the tenant's own credentials shows what they may list.
         const naming = new Set(mine.filter((i) => i.metadata.namespace === namespace).map((i) => i.metadata.name));
         for (const e of events.items.filter((x) => (x.reason === 'KeyNotManaged' || x.reason === 'KeyUnused') && naming.has(x.involvedObject.name ?? ''))) {
-          this.#add('a tenant\'s inventory gets nothing through an issuer', `${namespace}/ApiKeyInventory/${e.involvedObject.name ?? ''} has a ${e.reason} event: ${e.message?.slice(0, 200) ?? ''}`, [], `inventory-event ${e.metadata?.uid ?? ''}`);
+          this.#add(
+            "a tenant's inventory gets nothing through an issuer",
+            `${namespace}/ApiKeyInventory/${e.involvedObject.name ?? ''} has a ${e.reason} event: ${e.message?.slice(0, 200) ?? ''}`,
+            [],
+            `inventory-event ${e.metadata?.uid ?? ''}`,
+          );
         }
       } catch {
         // the apiserver is busy: next time
@@ -196,9 +239,12 @@ export class Auditor {
     for (const create of this.#tap.creates.slice(this.#tapSeen)) {
       const foreign = this.#foreignDigests.has(create.credentials);
       if (!foreign && create.organizationId === this.#env.organizationId) continue;
-      this.#add('no create reaches the platform for an organization its credentials do not belong to',
-        `POST /organizations/${create.organizationId.slice(0, 80)}/api_keys sent ${foreign ? 'with the credentials of a user of no organization (a tenant\'s foreign-creds)' : 'for an organization no user of the campaign belongs to'}, answered ${create.status}`,
-        this.#mixContext(create.at, 10), `create ${create.at} ${create.organizationId.slice(0, 80)} ${create.credentials}`);
+      this.#add(
+        'no create reaches the platform for an organization its credentials do not belong to',
+        `POST /organizations/${create.organizationId.slice(0, 80)}/api_keys sent ${foreign ? "with the credentials of a user of no organization (a tenant's foreign-creds)" : 'for an organization no user of the campaign belongs to'}, answered ${create.status}`,
+        this.#mixContext(create.at, 10),
+        `create ${create.at} ${create.organizationId.slice(0, 80)} ${create.credentials}`,
+      );
     }
     this.#tapSeen = this.#tap.creates.length;
   }
@@ -206,16 +252,29 @@ export class Auditor {
   /** Exits and RSS so far (also after the last audit, until the operator is stopped). */
   checkOperator(): void {
     for (const planned of this.#operator.restarts.slice(this.#restartsSeen)) {
-      if (planned.killed) this.#add('no operator restart or exit', `the planned restart of incarnation ${planned.incarnation - 1} did not drain within the termination grace: SIGKILL after 30 s`, this.#mixContext(planned.from, 30));
+      if (planned.killed)
+        this.#add(
+          'no operator restart or exit',
+          `the planned restart of incarnation ${planned.incarnation - 1} did not drain within the termination grace: SIGKILL after 30 s`,
+          this.#mixContext(planned.from, 30),
+        );
     }
     this.#restartsSeen = this.#operator.restarts.length;
     for (const exit of this.#operator.exits.slice(this.#exitsSeen)) {
-      this.#add('no operator restart or exit', `incarnation ${exit.incarnation} exited at ${exit.at} (${exit.oomKilled ? 'OOM-killed by the memory limit' : `code ${exit.code}, signal ${exit.signal}`}; its peak RSS ${exit.peakRssMiB} MiB)`, this.#mixContext(Date.parse(exit.at), 30));
+      this.#add(
+        'no operator restart or exit',
+        `incarnation ${exit.incarnation} exited at ${exit.at} (${exit.oomKilled ? 'OOM-killed by the memory limit' : `code ${exit.code}, signal ${exit.signal}`}; its peak RSS ${exit.peakRssMiB} MiB)`,
+        this.#mixContext(Date.parse(exit.at), 30),
+      );
     }
     this.#exitsSeen = this.#operator.exits.length;
     if (!this.#overLimit && this.#operator.peakRss > this.#limitBytes) {
       this.#overLimit = true;
-      this.#add('operator RSS under the memory limit', `RSS reached ${mib(this.#operator.peakRss)} MiB (limit ${mib(this.#limitBytes)} MiB)`, this.#mixContext(this.#operator.peakAt, 30));
+      this.#add(
+        'operator RSS under the memory limit',
+        `RSS reached ${mib(this.#operator.peakRss)} MiB (limit ${mib(this.#limitBytes)} MiB)`,
+        this.#mixContext(this.#operator.peakAt, 30),
+      );
     }
   }
 
@@ -243,11 +302,14 @@ export class Auditor {
       this.#unrecordedSince.set(key.id, since);
       if (final || now - since > UNRECORDED_GRACE_S * 1000) {
         const base = key.name.replace(/-[a-z0-9]{8}$/, '');
-        const owners = [...this.#world.keyNames.get(base) ?? []];
+        const owners = [...(this.#world.keyNames.get(base) ?? [])];
         const deleted = owners.length > 0 && owners.every((o) => !this.#world.current.has(o));
-        this.#add(deleted ? 'no key survives its resource\'s delete' : 'no orphaned or unrecorded live key',
+        this.#add(
+          deleted ? "no key survives its resource's delete" : 'no orphaned or unrecorded live key',
           `key ${key.id} (${key.name}) live and recorded by no resource for ${((now - since) / 1000).toFixed(0)} s${final ? ' (at the end)' : ''}`,
-          this.#attribution(key.name), `key ${key.id}`);
+          this.#attribution(key.name),
+          `key ${key.id}`,
+        );
       }
     }
     this.maxUnrecorded = Math.max(this.maxUnrecorded, unrecorded);
@@ -263,7 +325,13 @@ export class Auditor {
       }
       const first = this.#revokedVictimKeys.get(seen.keyId);
       if (first === undefined) this.#revokedVictimKeys.set(seen.keyId, now);
-      else if (now - first > 5_000) this.#add('no key of another namespace touched', `${key}: its recorded key ${seen.keyId} was revoked`, this.#journal.recent(60).filter((a) => !a.includes(' victims ')), `revoked ${seen.keyId}`);
+      else if (now - first > 5_000)
+        this.#add(
+          'no key of another namespace touched',
+          `${key}: its recorded key ${seen.keyId} was revoked`,
+          this.#journal.recent(60).filter((a) => !a.includes(' victims ')),
+          `revoked ${seen.keyId}`,
+        );
     }
     // What a victim's Secret holds is a key issued for that resource.
     for (const write of this.#victims.secretWrites.splice(0)) {
@@ -271,7 +339,11 @@ export class Auditor {
       const key = byId.get(Number(write.keyId));
       const keyName = this.#world.current.get(write.resource)?.keyName;
       if (key === undefined || (keyName !== undefined && !key.name.startsWith(`${keyName}-`))) {
-        this.#add('no key of another namespace touched', `${write.secret} holds key ${write.keyId} (${key?.name ?? 'unknown to the platform'}), not a key of ${write.resource}`, this.#journal.recent(30));
+        this.#add(
+          'no key of another namespace touched',
+          `${write.secret} holds key ${write.keyId} (${key?.name ?? 'unknown to the platform'}), not a key of ${write.resource}`,
+          this.#journal.recent(30),
+        );
       }
     }
   }
@@ -304,9 +376,11 @@ export class Auditor {
       if (key.id <= this.#cast.keysBefore || issuer === undefined || this.#allowedIssued.has(key.id)) continue;
       const kind: IssuedKind | undefined = key.kind === 'organization' ? 'Organization' : key.kind === 'project' ? 'Project' : undefined;
       const base = key.name.replace(/-[a-z0-9]{8}$/, '');
-      const owners = [...this.#world.recordedBy.get(key.id) ?? this.#world.keyNames.get(base) ?? []];
-      const allowed = kind !== undefined && key.organizationId === this.#env.organizationId
-        && owners.some((o) => policyAllows(issuer, namespaceOf(o), labels(namespaceOf(o)), kind, key.projectId ?? undefined));
+      const owners = [...(this.#world.recordedBy.get(key.id) ?? this.#world.keyNames.get(base) ?? [])];
+      const allowed =
+        kind !== undefined &&
+        key.organizationId === this.#env.organizationId &&
+        owners.some((o) => policyAllows(issuer, namespaceOf(o), labels(namespaceOf(o)), kind, key.projectId ?? undefined));
       if (allowed) {
         this.#allowedIssued.add(key.id);
         this.#refusedSince.delete(key.id);
@@ -315,9 +389,12 @@ export class Auditor {
       const since = this.#refusedSince.get(key.id) ?? now;
       this.#refusedSince.set(key.id, since);
       if (!final && now - since < ISSUER_GRACE_MS) continue;
-      this.#add('no key minted through an issuer that its policy refuses',
+      this.#add(
+        'no key minted through an issuer that its policy refuses',
         `key ${key.id} (${key.name}: ${key.kind}${key.projectId !== null ? ` of project ${key.projectId}` : ''}, organization ${key.organizationId}${key.revoked ? ', revoked' : ''}) minted through ClusterKeyIssuer ${issuer.name} for ${owners.length === 0 ? 'no resource' : owners.join(', ')}: its policy allows none of them`,
-        this.#attribution(key.name), `issued ${key.id}`);
+        this.#attribution(key.name),
+        `issued ${key.id}`,
+      );
     }
 
     // The cap: resources of a namespace whose recorded key that issuer minted, live.
@@ -329,7 +406,7 @@ export class Auditor {
       const scope = `${seen.namespace}/${issuer.name}`;
       const moved = (this.#world.sourcesHolding.get(seen.uid)?.size ?? 0) > 1;
       const text = `${resource} (key ${key!.id}${seen.issuer === issuer.name ? '' : `, naming ${seen.issuer ?? 'credentials of the namespace'} now`}${moved ? ', moved while holding a key' : ''})`;
-      held.set(scope, [...held.get(scope) ?? [], { resource, moved, text }]);
+      held.set(scope, [...(held.get(scope) ?? []), { resource, moved, text }]);
     }
     for (const [scope, resources] of held) {
       const [namespace = '', name = ''] = scope.split('/');
@@ -353,7 +430,15 @@ export class Auditor {
         detail: `namespace ${namespace}: ${resources.length} resources hold a key minted through ClusterKeyIssuer ${name}, whose cap there is ${cap}: ${resources.map((r) => r.text).join(', ')}`,
         context: resources.flatMap((r) => this.#journal.about(r.resource, 6)),
       };
-      this.#add(problem.invariant, problem.detail, problem.context, `cap ${scope} ${resources.map((r) => r.resource).sort().join(',')}`);
+      this.#add(
+        problem.invariant,
+        problem.detail,
+        problem.context,
+        `cap ${scope} ${resources
+          .map((r) => r.resource)
+          .sort()
+          .join(',')}`,
+      );
     }
   }
 
@@ -361,23 +446,39 @@ export class Auditor {
     const apps = this.#env.kubeConfig.makeApiClient(AppsV1Api);
     for (const w of this.#cast.workloads) {
       try {
-        const current = w.kind === 'Deployment'
-          ? await apps.readNamespacedDeployment({ namespace: w.namespace, name: w.name })
-          : w.kind === 'StatefulSet' ? await apps.readNamespacedStatefulSet({ namespace: w.namespace, name: w.name })
-            : await apps.readNamespacedDaemonSet({ namespace: w.namespace, name: w.name });
+        const current =
+          w.kind === 'Deployment'
+            ? await apps.readNamespacedDeployment({ namespace: w.namespace, name: w.name })
+            : w.kind === 'StatefulSet'
+              ? await apps.readNamespacedStatefulSet({ namespace: w.namespace, name: w.name })
+              : await apps.readNamespacedDaemonSet({ namespace: w.namespace, name: w.name });
         const template = JSON.stringify(current.spec?.template);
         if (current.metadata?.generation !== w.generation || template !== w.template) {
-          const annotations = Object.entries(current.spec?.template.metadata?.annotations ?? {}).map(([k, v]) => `${k}=${v}`).join(', ');
+          const annotations = Object.entries(current.spec?.template.metadata?.annotations ?? {})
+            .map(([k, v]) => `${k}=${v}`)
+            .join(', ');
           // A victim's workload consenting to the Secret name the tenants rotate: restarted from another namespace.
           if (w.consents !== undefined) {
-            this.#add(ATTACKER_INVARIANTS[4],
+            this.#add(
+              ATTACKER_INVARIANTS[4],
               `${w.namespace}/${w.kind}/${w.name} (consenting to restarts for ${w.consents}, which no resource of its namespace rotates) changed: generation ${w.generation} -> ${current.metadata?.generation}; pod template annotations now {${annotations}}`,
-              this.#journal.recent(60).filter((a) => /discover|rotat/.test(a)).slice(-10), `${w.namespace}/${w.kind}/${w.name}`);
+              this.#journal
+                .recent(60)
+                .filter((a) => /discover|rotat/.test(a))
+                .slice(-10),
+              `${w.namespace}/${w.kind}/${w.name}`,
+            );
             continue;
           }
-          this.#add('no workload restarted without its consent',
+          this.#add(
+            'no workload restarted without its consent',
             `${w.namespace}/${w.kind}/${w.name} changed: generation ${w.generation} -> ${current.metadata?.generation}; pod template annotations now {${annotations}}`,
-            this.#journal.on(`${w.namespace}/`, 60).filter((a) => /rotat|door/.test(a)).slice(-10), `${w.namespace}/${w.kind}/${w.name}`);
+            this.#journal
+              .on(`${w.namespace}/`, 60)
+              .filter((a) => /rotat|door/.test(a))
+              .slice(-10),
+            `${w.namespace}/${w.kind}/${w.name}`,
+          );
         }
       } catch {
         // the apiserver is busy: next time
@@ -411,15 +512,26 @@ export class Auditor {
     for (const value of values) {
       // A long value is looked for by two 48-character slices of it (the log may hold a part).
       const needles = value.length <= 64 ? [value] : [value.slice(0, 48), value.slice(Math.floor(value.length / 2), Math.floor(value.length / 2) + 48)];
-      const where = [['log', log], ['metrics', metrics]].filter(([, text]) => needles.some((n) => text!.includes(n))).map(([w]) => w);
-      if (where.length > 0) this.#add('no secret value in the operator\'s log or metrics', `a secret value (${value.length} characters, ${value.slice(0, 4)}...) in the operator's ${where.join(' and ')}`, []);
+      const where = [
+        ['log', log],
+        ['metrics', metrics],
+      ]
+        .filter(([, text]) => needles.some((n) => text!.includes(n)))
+        .map(([w]) => w);
+      if (where.length > 0)
+        this.#add(
+          "no secret value in the operator's log or metrics",
+          `a secret value (${value.length} characters, ${value.slice(0, 4)}...) in the operator's ${where.join(' and ')}`,
+          [],
+        );
     }
     return { searched: values.size, logBytes: log.length };
   }
 
   /** Resources still present at the end, with why (their keys stay recorded by them). */
   stuck(): string[] {
-    return [...this.#world.current.entries()].map(([key, s]) => `${key}: ${s.deleting ? 'deleting' : 'not deleted'}, Ready ${s.ready} ${s.reason}: ${s.message.slice(0, 160)}`);
+    return [...this.#world.current.entries()].map(
+      ([key, s]) => `${key}: ${s.deleting ? 'deleting' : 'not deleted'}, Ready ${s.ready} ${s.reason}: ${s.message.slice(0, 160)}`,
+    );
   }
 }
-

@@ -20,7 +20,20 @@
 // none does.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadAllYaml, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1ValidatingAdmissionPolicy, type V1ValidatingAdmissionPolicyBinding } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  ApiException,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  loadAllYaml,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+  type V1ValidatingAdmissionPolicy,
+  type V1ValidatingAdmissionPolicyBinding,
+} from '@kubernetes/client-node';
 import { root, type Environment } from '../environment.ts';
 import { admin } from '../platform-faults.ts';
 import { sleep } from '../options.ts';
@@ -52,7 +65,14 @@ export const DISCOVER_SECRET = 'app-db';
 export const RESTART_CONSENT = 'keys.neon.dev/restart-on-rotation';
 
 /** A workload that must never be restarted by a tenant: the platform team's (no consent), or a victim's consenting to DISCOVER_SECRET (`consents`). */
-export interface PlatformWorkload { namespace: string; kind: 'Deployment' | 'StatefulSet' | 'DaemonSet'; name: string; generation: number; template: string; consents?: string }
+export interface PlatformWorkload {
+  namespace: string;
+  kind: 'Deployment' | 'StatefulSet' | 'DaemonSet';
+  name: string;
+  generation: number;
+  template: string;
+  consents?: string;
+}
 
 /** A DaemonSet pod template's node selector no node matches: no pod runs (the control plane has no nodes anyway). */
 export const NO_NODE = { 'example.com/no-such-node': 'true' };
@@ -102,36 +122,81 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
     cast.namespaceLabels.set(namespace, {});
     const consumerTemplate = (app: string, nodeSelector?: Record<string, string>) => ({
       metadata: { labels: { app } },
-      spec: { ...(nodeSelector !== undefined ? { nodeSelector } : {}), containers: [{ name: 'app', image: 'example.invalid/consumer-app:1', envFrom: [{ secretRef: { name: DISCOVER_SECRET } }] }] },
+      spec: {
+        ...(nodeSelector !== undefined ? { nodeSelector } : {}),
+        containers: [{ name: 'app', image: 'example.invalid/consumer-app:1', envFrom: [{ secretRef: { name: DISCOVER_SECRET } }] }],
+      },
     });
     const consenting = (name: string) => ({ name, annotations: { [RESTART_CONSENT]: DISCOVER_SECRET } });
     const consumers = [
-      { kind: 'Deployment' as const, made: await apps.createNamespacedDeployment({ namespace, body: {
-        metadata: consenting('consumer-app'), spec: { replicas: 0, selector: { matchLabels: { app: 'consumer-app' } }, template: consumerTemplate('consumer-app') },
-      } }) },
-      { kind: 'StatefulSet' as const, made: await apps.createNamespacedStatefulSet({ namespace, body: {
-        metadata: consenting('consumer-store'),
-        spec: { replicas: 0, serviceName: 'consumer-store', selector: { matchLabels: { app: 'consumer-store' } }, template: consumerTemplate('consumer-store') },
-      } }) },
-      { kind: 'DaemonSet' as const, made: await apps.createNamespacedDaemonSet({ namespace, body: {
-        metadata: consenting('consumer-agent'), spec: { selector: { matchLabels: { app: 'consumer-agent' } }, template: consumerTemplate('consumer-agent', NO_NODE) },
-      } }) },
+      {
+        kind: 'Deployment' as const,
+        made: await apps.createNamespacedDeployment({
+          namespace,
+          body: {
+            metadata: consenting('consumer-app'),
+            spec: { replicas: 0, selector: { matchLabels: { app: 'consumer-app' } }, template: consumerTemplate('consumer-app') },
+          },
+        }),
+      },
+      {
+        kind: 'StatefulSet' as const,
+        made: await apps.createNamespacedStatefulSet({
+          namespace,
+          body: {
+            metadata: consenting('consumer-store'),
+            spec: {
+              replicas: 0,
+              serviceName: 'consumer-store',
+              selector: { matchLabels: { app: 'consumer-store' } },
+              template: consumerTemplate('consumer-store'),
+            },
+          },
+        }),
+      },
+      {
+        kind: 'DaemonSet' as const,
+        made: await apps.createNamespacedDaemonSet({
+          namespace,
+          body: {
+            metadata: consenting('consumer-agent'),
+            spec: { selector: { matchLabels: { app: 'consumer-agent' } }, template: consumerTemplate('consumer-agent', NO_NODE) },
+          },
+        }),
+      },
     ];
     for (const { kind, made } of consumers) {
-      cast.workloads.push({ namespace, kind, name: made.metadata?.name ?? '', generation: made.metadata?.generation ?? 1, template: JSON.stringify(made.spec?.template), consents: DISCOVER_SECRET });
+      cast.workloads.push({
+        namespace,
+        kind,
+        name: made.metadata?.name ?? '',
+        generation: made.metadata?.generation ?? 1,
+        template: JSON.stringify(made.spec?.template),
+        consents: DISCOVER_SECRET,
+      });
     }
   }
 
   // The issuers, before the tenants that use them: a user each, its key in the operator's namespace.
   const issuerNamespaces = Array.from({ length: issuerTenants }, (_, i) => `tenant-${tenants + i}`);
   for (const { name, allow } of issuerPolicies(issuerNamespaces, cast.victimNamespaces, env.projectIds)) {
-    const user = await admin<{ id: string; personalKey: string }>(env.emulator, 'POST', '/users', { name: `issuer-${name}`, orgRoles: { [env.organizationId]: 'admin' } });
+    const user = await admin<{ id: string; personalKey: string }>(env.emulator, 'POST', '/users', {
+      name: `issuer-${name}`,
+      orgRoles: { [env.organizationId]: 'admin' },
+    });
     const secretName = `issuer-${name}`;
     await core.createNamespacedSecret({ namespace: ISSUERS_NAMESPACE, body: { metadata: { name: secretName }, stringData: { apiKey: user.personalKey } } });
-    await env.objects.createClusterCustomObject({ group: GROUP, version: VERSION, plural: 'clusterkeyissuers', body: {
-      apiVersion: `${GROUP}/${VERSION}`, kind: 'ClusterKeyIssuer', metadata: { name },
-      spec: { organizationId: env.organizationId, credentialsSecretRef: { name: secretName }, allow },
-    } });
+    await env.objects.createClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'clusterkeyissuers',
+      body: {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'ClusterKeyIssuer',
+        metadata: { name },
+        spec: { organizationId: env.organizationId, credentialsSecretRef: { name: secretName }, allow },
+      },
+    });
     cast.issuers.push({ name, userId: user.id, userKey: user.personalKey, secretName, allow });
   }
 
@@ -143,31 +208,54 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
     await core.createNamespace({ body: { metadata: { name: namespace, labels } } });
     cast.namespaceLabels.set(namespace, labels);
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'tenant' } } });
-    await rbac.createNamespacedRole({ namespace, body: {
-      metadata: { name: 'tenant-edit' },
-      rules: [
-        { apiGroups: [GROUP], resources: ['apikeys', 'projectapikeys', 'apikeyinventories'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-        { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-        { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
-        { apiGroups: ['apps'], resources: ['deployments', 'statefulsets', 'daemonsets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-      ],
-    } });
-    await rbac.createNamespacedRoleBinding({ namespace, body: {
-      metadata: { name: 'tenant-edit' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant-edit' },
-      subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
-    } });
-    const token = await core.createNamespacedServiceAccountToken({ namespace, name: 'tenant', body: { spec: { audiences: [], expirationSeconds: 24 * 3600 } } });
+    await rbac.createNamespacedRole({
+      namespace,
+      body: {
+        metadata: { name: 'tenant-edit' },
+        rules: [
+          {
+            apiGroups: [GROUP],
+            resources: ['apikeys', 'projectapikeys', 'apikeyinventories'],
+            verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+          },
+          { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+          { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
+          {
+            apiGroups: ['apps'],
+            resources: ['deployments', 'statefulsets', 'daemonsets'],
+            verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+          },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: 'tenant-edit' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant-edit' },
+        subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
+      },
+    });
+    const token = await core.createNamespacedServiceAccountToken({
+      namespace,
+      name: 'tenant',
+      body: { spec: { audiences: [], expirationSeconds: 24 * 3600 } },
+    });
     const config = kubeConfigForToken(env.kubeConfig, token.status?.token ?? '');
     const tenantCore = config.makeApiClient(CoreV1Api);
     // A tenant with namespace credentials: its team has an administrator of the same organization
     // as the victims. An issuer tenant holds no platform key.
-    const user = mode === 'credentials' ? await admin<{ personalKey: string }>(env.emulator, 'POST', '/users', { name: `tenant-${i}-admin`, orgRoles: { [env.organizationId]: 'admin' } }) : undefined;
+    const user =
+      mode === 'credentials'
+        ? await admin<{ personalKey: string }>(env.emulator, 'POST', '/users', { name: `tenant-${i}-admin`, orgRoles: { [env.organizationId]: 'admin' } })
+        : undefined;
     // And a user of no organization (issue 41: creates naming the victims' organization with credentials that do not belong to it).
-    const foreign = mode === 'credentials' ? await admin<{ personalKey: string }>(env.emulator, 'POST', '/users', { name: `tenant-${i}-foreign`, orgRoles: {} }) : undefined;
+    const foreign =
+      mode === 'credentials' ? await admin<{ personalKey: string }>(env.emulator, 'POST', '/users', { name: `tenant-${i}-foreign`, orgRoles: {} }) : undefined;
     for (let attempt = 0; ; attempt += 1) {
       try {
-        if (user !== undefined) await tenantCore.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: user.personalKey } } });
+        if (user !== undefined)
+          await tenantCore.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: user.personalKey } } });
         else await tenantCore.listNamespacedSecret({ namespace });
         break;
       } catch (error) {
@@ -175,8 +263,18 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
         await sleep(100); // the Role not in force yet
       }
     }
-    if (foreign !== undefined) await tenantCore.createNamespacedSecret({ namespace, body: { metadata: { name: FOREIGN_CREDENTIALS }, stringData: { apiKey: foreign.personalKey } } });
-    cast.tenants.push({ index: i, namespace, mode, objects: config.makeApiClient(CustomObjectsApi), core: tenantCore, apps: config.makeApiClient(AppsV1Api), userKey: user?.personalKey, foreignKey: foreign?.personalKey });
+    if (foreign !== undefined)
+      await tenantCore.createNamespacedSecret({ namespace, body: { metadata: { name: FOREIGN_CREDENTIALS }, stringData: { apiKey: foreign.personalKey } } });
+    cast.tenants.push({
+      index: i,
+      namespace,
+      mode,
+      objects: config.makeApiClient(CustomObjectsApi),
+      core: tenantCore,
+      apps: config.makeApiClient(AppsV1Api),
+      userKey: user?.personalKey,
+      foreignKey: foreign?.personalKey,
+    });
 
     // The platform team's workloads in the tenant's namespace (replicas 0: no node is needed, a
     // restart still shows as a new generation and pod template), reading the platform team's own
@@ -186,15 +284,35 @@ export async function castRoles(env: Environment, tenants: number, victimNamespa
       spec: { containers: [{ name: 'api', image: 'example.invalid/platform-api:1', envFrom: [{ secretRef: { name: workloadSecret } }] }] },
     };
     await core.createNamespacedSecret({ namespace, body: { metadata: { name: workloadSecret }, stringData: { password: 'platform-team-secret' } } });
-    const deployment = await apps.createNamespacedDeployment({ namespace, body: {
-      metadata: { name: 'platform-api' }, spec: { replicas: 0, selector: { matchLabels: { app: 'platform-api' } }, template },
-    } });
-    const statefulSet = await apps.createNamespacedStatefulSet({ namespace, body: {
-      metadata: { name: 'platform-store' }, spec: { replicas: 0, serviceName: 'platform-store', selector: { matchLabels: { app: 'platform-api' } }, template },
-    } });
+    const deployment = await apps.createNamespacedDeployment({
+      namespace,
+      body: {
+        metadata: { name: 'platform-api' },
+        spec: { replicas: 0, selector: { matchLabels: { app: 'platform-api' } }, template },
+      },
+    });
+    const statefulSet = await apps.createNamespacedStatefulSet({
+      namespace,
+      body: {
+        metadata: { name: 'platform-store' },
+        spec: { replicas: 0, serviceName: 'platform-store', selector: { matchLabels: { app: 'platform-api' } }, template },
+      },
+    });
     cast.workloads.push(
-      { namespace, kind: 'Deployment', name: 'platform-api', generation: deployment.metadata?.generation ?? 1, template: JSON.stringify(deployment.spec?.template) },
-      { namespace, kind: 'StatefulSet', name: 'platform-store', generation: statefulSet.metadata?.generation ?? 1, template: JSON.stringify(statefulSet.spec?.template) },
+      {
+        namespace,
+        kind: 'Deployment',
+        name: 'platform-api',
+        generation: deployment.metadata?.generation ?? 1,
+        template: JSON.stringify(deployment.spec?.template),
+      },
+      {
+        namespace,
+        kind: 'StatefulSet',
+        name: 'platform-store',
+        generation: statefulSet.metadata?.generation ?? 1,
+        template: JSON.stringify(statefulSet.spec?.template),
+      },
     );
   }
   if (cast.tenants.length > 0) await issuedKeysPolicy(env, cast.tenants[0]!);
@@ -217,10 +335,15 @@ async function issuedKeysPolicy(env: Environment, tenant: Tenant): Promise<void>
   }
   const at = { group: GROUP, version: VERSION, namespace: tenant.namespace, plural: 'projectapikeys', name: 'policy-probe' };
   const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-  await env.objects.createNamespacedCustomObject({ ...at, body: {
-    apiVersion: `${GROUP}/${VERSION}`, kind: 'ProjectApiKey', metadata: { name: at.name, finalizers: [FINALIZER] },
-    spec: { projectId: env.projectIds[0], issuerRef: { name: MISSING_ISSUER } },
-  } });
+  await env.objects.createNamespacedCustomObject({
+    ...at,
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'ProjectApiKey',
+      metadata: { name: at.name, finalizers: [FINALIZER] },
+      spec: { projectId: env.projectIds[0], issuerRef: { name: MISSING_ISSUER } },
+    },
+  });
   for (let attempt = 0; ; attempt += 1) {
     try {
       await tenant.objects.patchNamespacedCustomObject({ ...at, body: { metadata: { finalizers: null } } }, merge);
@@ -230,7 +353,7 @@ async function issuedKeysPolicy(env: Environment, tenant: Tenant): Promise<void>
       if (error instanceof ApiException && error.code === 403 && String(error.body).includes(FINALIZER)) break;
       if (attempt > 100) throw error;
     }
-    if (attempt > 100) throw new Error('the issued keys\' admission policy is not in force after 20 s');
+    if (attempt > 100) throw new Error("the issued keys' admission policy is not in force after 20 s");
     await sleep(200);
   }
   await env.objects.patchNamespacedCustomObject({ ...at, body: { metadata: { finalizers: null } } }, merge);

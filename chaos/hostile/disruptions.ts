@@ -20,7 +20,11 @@ import { admin } from '../platform-faults.ts';
 export const LEASE_TAKEOVER_MS = 15_000;
 const REVOKE_ROUTES = ['/api/v2/api_keys/:key_id', '/api/v2/organizations/:org_id/api_keys/:key_id'];
 
-export interface Window { from: number; to: number | undefined; by: string }
+export interface Window {
+  from: number;
+  to: number | undefined;
+  by: string;
+}
 export type Operation = 'ready' | 'rotate' | 'delete';
 
 export class Disruptions {
@@ -68,11 +72,15 @@ export class Disruptions {
     }
     if (cancelled()) return undefined;
     let done!: () => void;
-    this.#outage = new Promise<void>((resolve) => { done = resolve; });
+    this.#outage = new Promise<void>((resolve) => {
+      done = resolve;
+    });
     const window = { from: Date.now(), to: undefined as number | undefined, by, revokesRefused: 0 };
     this.revokeOutages.push(window);
     try {
-      await admin(this.#env.emulator, 'PUT', '/faults', { rules: REVOKE_ROUTES.map((route) => ({ method: 'DELETE', route, probability: 1, kind: 'status', status: 503 })) });
+      await admin(this.#env.emulator, 'PUT', '/faults', {
+        rules: REVOKE_ROUTES.map((route) => ({ method: 'DELETE', route, probability: 1, kind: 'status', status: 503 })),
+      });
       const until = Date.now() + ms;
       const result = await Promise.all([during(until), new Promise((resolve) => setTimeout(resolve, ms))]);
       return result[0];

@@ -38,7 +38,11 @@ export interface IssuerPlan {
 }
 
 /** The issuers' names and rules for these namespaces and projects (the users are made by cluster.ts). */
-export function issuerPolicies(issuerTenants: readonly string[], victimNamespaces: readonly string[], projectIds: readonly string[]): { name: string; allow: Rule[] }[] {
+export function issuerPolicies(
+  issuerTenants: readonly string[],
+  victimNamespaces: readonly string[],
+  projectIds: readonly string[],
+): { name: string; allow: Rule[] }[] {
   const first = projectIds[0] ?? '';
   return [
     {
@@ -54,7 +58,9 @@ export function issuerPolicies(issuerTenants: readonly string[], victimNamespace
     },
     {
       name: 'victim-keys',
-      allow: [{ namespaces: { names: [...victimNamespaces], selector: { matchLabels: { [ISSUER_LABEL]: 'victim-keys' } } }, kinds: ['Organization', 'Project'] }],
+      allow: [
+        { namespaces: { names: [...victimNamespaces], selector: { matchLabels: { [ISSUER_LABEL]: 'victim-keys' } } }, kinds: ['Organization', 'Project'] },
+      ],
     },
   ];
 }
@@ -66,8 +72,19 @@ function namespaceMatches(rule: Rule, namespace: string, labels: Readonly<Record
 }
 
 /** Whether the issuer may mint a key of this kind (and project) for the namespace. */
-export function policyAllows(issuer: Pick<IssuerPlan, 'allow'>, namespace: string, labels: Readonly<Record<string, string>>, kind: IssuedKind, projectId: string | undefined): boolean {
-  return issuer.allow.some((r) => namespaceMatches(r, namespace, labels) && r.kinds.includes(kind) && (kind !== 'Project' || r.projects === undefined || (projectId !== undefined && r.projects.includes(projectId))));
+export function policyAllows(
+  issuer: Pick<IssuerPlan, 'allow'>,
+  namespace: string,
+  labels: Readonly<Record<string, string>>,
+  kind: IssuedKind,
+  projectId: string | undefined,
+): boolean {
+  return issuer.allow.some(
+    (r) =>
+      namespaceMatches(r, namespace, labels) &&
+      r.kinds.includes(kind) &&
+      (kind !== 'Project' || r.projects === undefined || (projectId !== undefined && r.projects.includes(projectId))),
+  );
 }
 
 /**

@@ -51,7 +51,14 @@ function removeStale(parent: string): void {
 }
 
 export function memoryCage(limitBytes: number, enforce: boolean): MemoryCage {
-  const none = (how: string): MemoryCage => ({ how, enforced: false, wrap: (argv) => argv, oomKills: () => 0, peakBytes: () => undefined, remove: () => undefined });
+  const none = (how: string): MemoryCage => ({
+    how,
+    enforced: false,
+    wrap: (argv) => argv,
+    oomKills: () => 0,
+    peakBytes: () => undefined,
+    remove: () => undefined,
+  });
   if (!enforce) return none('not enforced (--no-enforce): RSS compared with the limit');
   if (process.getuid?.() !== 0) return none('not enforced (not root: no cgroup can be made): RSS compared with the limit');
   const v2 = '/sys/fs/cgroup';
@@ -95,7 +102,9 @@ export function memoryCage(limitBytes: number, enforce: boolean): MemoryCage {
       } catch {
         // the killed process is still being torn down
         const until = Date.now() + 20;
-        while (Date.now() < until) { /* a few ms */ }
+        while (Date.now() < until) {
+          /* a few ms */
+        }
       }
     }
   };
@@ -119,6 +128,6 @@ export function memoryCage(limitBytes: number, enforce: boolean): MemoryCage {
 export function processMemory(pid: number): { rss: number; peak: number } | undefined {
   const status = read(`/proc/${pid}/status`);
   if (status === undefined) return undefined;
-  const kib = (name: string): number => (Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0)) * 1024;
+  const kib = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
   return { rss: kib('VmRSS'), peak: kib('VmHWM') };
 }

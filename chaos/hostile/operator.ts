@@ -15,21 +15,38 @@ import { processMemory, type MemoryCage } from './memory.ts';
 
 const run = promisify(execFile);
 
-export interface OperatorExit { incarnation: number; at: string; code: number | null; signal: string | null; oomKilled: boolean; peakRssMiB: number }
+export interface OperatorExit {
+  incarnation: number;
+  at: string;
+  code: number | null;
+  signal: string | null;
+  oomKilled: boolean;
+  peakRssMiB: number;
+}
 
 /** A planned restart: from its SIGTERM (ms) to the new incarnation's readiness (ms), how the old one ended. */
-export interface PlannedRestart { incarnation: number; from: number; drainedAt: number; readyAt: number | undefined; code: number | null; signal: string | null; killed: boolean }
+export interface PlannedRestart {
+  incarnation: number;
+  from: number;
+  drainedAt: number;
+  readyAt: number | undefined;
+  code: number | null;
+  signal: string | null;
+  killed: boolean;
+}
 
 /** The deployment's terminationGracePeriodSeconds (deploy/base/deployment.yaml). */
 const TERMINATION_GRACE_MS = 30_000;
 
 /** The node flags of the image (the Dockerfile's ENTRYPOINT between `node` and the bundle). */
 function imageNodeFlags(): string[] {
-  const line = readFileSync(join(root, 'Dockerfile'), 'utf8').split('\n').find((l) => l.startsWith('ENTRYPOINT '));
+  const line = readFileSync(join(root, 'Dockerfile'), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('ENTRYPOINT '));
   const argv = JSON.parse(line?.slice('ENTRYPOINT '.length) ?? 'null') as string[] | null;
   const node = argv?.indexOf('node') ?? -1;
   const main = argv?.indexOf('dist/operator/main.js') ?? -1;
-  if (argv === null || node < 0 || main < node) throw new Error('the Dockerfile\'s ENTRYPOINT does not run node dist/operator/main.js');
+  if (argv === null || node < 0 || main < node) throw new Error("the Dockerfile's ENTRYPOINT does not run node dist/operator/main.js");
   return argv.slice(node + 1, main);
 }
 
@@ -91,10 +108,18 @@ export class CagedOperator {
     this.#incarnationPeak = 0;
     this.#log.write(`${JSON.stringify({ hostile: 'start', incarnation: this.starts, at: new Date().toISOString() })}\n`);
     const incarnation = this.starts;
-    const [command, ...args] = this.#cage.wrap([process.execPath, ...this.nodeFlags, this.#bundle,
-      `--kubeconfig=${this.#kubeconfig}`, `--platform-url=${this.#platformUrl}`,
-      `--metrics-bind-address=127.0.0.1:${this.#metricsPort}`, '--health-probe-bind-address=127.0.0.1:0',
-      '--drift-interval=10s', '--pending-grace=10s', '--workers=4']);
+    const [command, ...args] = this.#cage.wrap([
+      process.execPath,
+      ...this.nodeFlags,
+      this.#bundle,
+      `--kubeconfig=${this.#kubeconfig}`,
+      `--platform-url=${this.#platformUrl}`,
+      `--metrics-bind-address=127.0.0.1:${this.#metricsPort}`,
+      '--health-probe-bind-address=127.0.0.1:0',
+      '--drift-interval=10s',
+      '--pending-grace=10s',
+      '--workers=4',
+    ]);
     const oomBefore = this.#cage.oomKills();
     const child = spawn(command!, args, { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', HOME: '/tmp' }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.readyAt = undefined;
@@ -128,7 +153,15 @@ export class CagedOperator {
   async restart(): Promise<PlannedRestart | undefined> {
     const child = this.#child;
     if (child === undefined || !this.running || this.#stopping) return undefined;
-    const planned: PlannedRestart = { incarnation: this.starts + 1, from: Date.now(), drainedAt: 0, readyAt: undefined, code: null, signal: null, killed: false };
+    const planned: PlannedRestart = {
+      incarnation: this.starts + 1,
+      from: Date.now(),
+      drainedAt: 0,
+      readyAt: undefined,
+      code: null,
+      signal: null,
+      killed: false,
+    };
     this.#restarting = child;
     this.#log.write(`${JSON.stringify({ hostile: 'restart', incarnation: this.starts, at: new Date().toISOString() })}\n`);
     const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
@@ -202,4 +235,4 @@ export class CagedOperator {
   }
 }
 
-export const mib = (bytes: number): number => Math.round(bytes / 1024 / 1024 * 10) / 10;
+export const mib = (bytes: number): number => Math.round((bytes / 1024 / 1024) * 10) / 10;

@@ -72,7 +72,10 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
     memoryLimitMiB: num('memory-limit', values['memory-limit'], 64, 16_384),
     enforce: !values['no-enforce'],
     settleS: num('settle', values.settle, 10, 3_600),
-    skip: values.skip.split(',').map((p) => p.trim()).filter((p) => p !== ''),
+    skip: values.skip
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== ''),
     out: values.out,
   };
 }

@@ -16,7 +16,11 @@ const ORGANIZATION_CREATE = /^\/api\/v2\/organizations\/([^/?]+)\/api_keys\/?(?:
 const PERSONAL_CREATE = /^\/api\/v2\/api_keys\/?(?:\?.*)?$/;
 
 /** A create whose answer the tap drops once the platform has committed it. */
-export interface DroppedCreate { at: number; keyName: string; keyId: number | undefined }
+export interface DroppedCreate {
+  at: number;
+  keyName: string;
+  keyId: number | undefined;
+}
 
 interface ArmedDrop {
   /** Whether a create of this key name is the one to drop. */
@@ -27,7 +31,12 @@ interface ArmedDrop {
   resolve: (dropped: DroppedCreate) => void;
 }
 
-export interface TappedCreate { at: number; organizationId: string; credentials: string; status: number }
+export interface TappedCreate {
+  at: number;
+  organizationId: string;
+  credentials: string;
+  status: number;
+}
 
 /** The digest the tap records for a credentials value (never the value itself). */
 export const credentialsDigest = (apiKey: string): string => createHash('sha256').update(apiKey).digest('hex').slice(0, 16);
@@ -54,7 +63,8 @@ export class PlatformTap {
       if (req.method === 'GET' && path.startsWith('/api/v2/users/me/organizations')) this.membershipChecks += 1;
       const bearer = /^Bearer (.+)$/i.exec(String(req.headers.authorization ?? ''))?.[1] ?? '';
       const note = (status: number): void => {
-        if (create !== null) this.creates.push({ at: Date.now(), organizationId: decodeURIComponent(create[1] ?? ''), credentials: credentialsDigest(bearer), status });
+        if (create !== null)
+          this.creates.push({ at: Date.now(), organizationId: decodeURIComponent(create[1] ?? ''), credentials: credentialsDigest(bearer), status });
       };
       const anyCreate = req.method === 'POST' && (create !== null || PERSONAL_CREATE.test(path));
       if (anyCreate && this.#armed.size > 0) {
@@ -78,7 +88,14 @@ export class PlatformTap {
     });
   }
 
-  #forward(req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | undefined, note: (status: number) => void, drop: { armed: ArmedDrop; keyName: string } | undefined): void {
+  #forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    body: Buffer | undefined,
+    note: (status: number) => void,
+    drop: { armed: ArmedDrop; keyName: string } | undefined,
+  ): void {
     const upstream = request({ host: this.#target.hostname, port: this.#target.port, method: req.method, path, headers: req.headers }, (answer) => {
       const status = answer.statusCode ?? 0;
       note(status);
@@ -87,22 +104,26 @@ export class PlatformTap {
         this.#armed.delete(drop.armed);
         const chunks: Buffer[] = [];
         answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-        answer.on('end', () => void (async () => {
-          let keyId: number | undefined;
-          try {
-            const id = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: unknown }).id;
-            keyId = typeof id === 'number' ? id : undefined;
-          } catch {
-            // the answer's body is not the tap's to judge
-          }
-          const dropped = { at: Date.now(), keyName: drop.keyName, keyId };
-          this.dropped.push(dropped);
-          if (!drop.armed.after) await drop.armed.hook?.(dropped).catch(() => undefined);
-          res.socket?.destroy();
-          res.destroy();
-          drop.armed.resolve(dropped);
-          if (drop.armed.after) await drop.armed.hook?.(dropped).catch(() => undefined);
-        })());
+        answer.on(
+          'end',
+          () =>
+            void (async () => {
+              let keyId: number | undefined;
+              try {
+                const id = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: unknown }).id;
+                keyId = typeof id === 'number' ? id : undefined;
+              } catch {
+                // the answer's body is not the tap's to judge
+              }
+              const dropped = { at: Date.now(), keyName: drop.keyName, keyId };
+              this.dropped.push(dropped);
+              if (!drop.armed.after) await drop.armed.hook?.(dropped).catch(() => undefined);
+              res.socket?.destroy();
+              res.destroy();
+              drop.armed.resolve(dropped);
+              if (drop.armed.after) await drop.armed.hook?.(dropped).catch(() => undefined);
+            })(),
+        );
         return;
       }
       res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -124,12 +145,21 @@ export class PlatformTap {
    * connection cut: drop-after-commit), running `hook` before the cut, or right after it with
    * `after`. Resolves with the dropped create; undefined after `ms` without one (disarmed).
    */
-  async dropCreate(matches: (keyName: string) => boolean, ms: number, hook?: (dropped: DroppedCreate) => Promise<void>, after = false): Promise<DroppedCreate | undefined> {
+  async dropCreate(
+    matches: (keyName: string) => boolean,
+    ms: number,
+    hook?: (dropped: DroppedCreate) => Promise<void>,
+    after = false,
+  ): Promise<DroppedCreate | undefined> {
     let armed!: ArmedDrop;
-    const dropped = new Promise<DroppedCreate>((resolve) => { armed = { matches, hook, after, resolve }; });
+    const dropped = new Promise<DroppedCreate>((resolve) => {
+      armed = { matches, hook, after, resolve };
+    });
     this.#armed.add(armed);
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), ms); });
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), ms);
+    });
     const result = await Promise.race([dropped, timeout]);
     clearTimeout(timer);
     // Disarmed: a create in flight when the wait ends is answered as usual.

@@ -55,7 +55,9 @@ const stats = (values: number[]): { n: number; p50S: number; p99S: number; maxS:
 
 async function campaign(e: Environment): Promise<boolean> {
   cage = memoryCage(limitBytes, options.enforce);
-  log(`seed ${options.seed}; ${options.tenants} tenant(s) with namespace credentials, ${options.issuerTenants} through issuers, ${options.victimNamespaces} victim namespace(s) x ${options.victimsPerNamespace}; ${options.durationS}s of attacks, ${options.restarts} operator restart(s); memory limit ${options.memoryLimitMiB} MiB: ${cage.how}`);
+  log(
+    `seed ${options.seed}; ${options.tenants} tenant(s) with namespace credentials, ${options.issuerTenants} through issuers, ${options.victimNamespaces} victim namespace(s) x ${options.victimsPerNamespace}; ${options.durationS}s of attacks, ${options.restarts} operator restart(s); memory limit ${options.memoryLimitMiB} MiB: ${cage.how}`,
+  );
   const cast = await castRoles(e, options.tenants, options.victimNamespaces, options.issuerTenants);
   const journal = new Journal(started);
   const world = new ResourceWatch(e.kubeConfig, e.objects);
@@ -89,57 +91,74 @@ async function campaign(e: Environment): Promise<boolean> {
   const attacksEnd = Date.now() + options.durationS * 1000;
   const over = (): boolean => Date.now() > attacksEnd;
   await victims.refreshIntel();
-  const attackers = cast.tenants.map((t) => new Attacker(t, { env: e, cast, journal, world, random, intel: () => victims.intel, over, disruptions, tap: platformTap }));
+  const attackers = cast.tenants.map(
+    (t) => new Attacker(t, { env: e, cast, journal, world, random, intel: () => victims.intel, over, disruptions, tap: platformTap }),
+  );
   const tasks: Promise<unknown>[] = [];
   const runs: Promise<unknown>[] = [];
   for (const attacker of attackers) {
-    tasks.push((async () => {
-      while (!over()) {
-        await attacker.step();
-        await sleep(150 + random() * 300);
-      }
-    })());
+    tasks.push(
+      (async () => {
+        while (!over()) {
+          await attacker.step();
+          await sleep(150 + random() * 300);
+        }
+      })(),
+    );
     // The playbooks of its mode, the first round early (a short run sees each; the memory storm
     // first, its 120 big Secrets take the apiserver a while), then again every few minutes, in a
     // seeded order.
     const mine = attacker.playbookNames.filter((p) => !options.skip.includes(p));
     const later = [...mine].sort(() => random() - 0.5);
-    tasks.push((async () => {
-      let round = 0;
-      while (!over()) {
-        for (const playbook of round === 0 ? mine : later) {
-          const wait = round === 0 ? (playbook === 'memory-storm' ? 500 : 1_000 + random() * Math.min(15_000, options.durationS * 100) / 2) : 30_000 + random() * 150_000;
-          await sleep(Math.min(wait, Math.max(0, attacksEnd - Date.now())));
-          if (over()) break;
-          const run = attacker.play(playbook, Math.min(45_000, Math.max(10_000, attacksEnd - Date.now())));
-          runs.push(run.catch((error: unknown) => log(`playbook ${playbook}: ${String(error)}`)));
+    tasks.push(
+      (async () => {
+        let round = 0;
+        while (!over()) {
+          for (const playbook of round === 0 ? mine : later) {
+            const wait =
+              round === 0
+                ? playbook === 'memory-storm'
+                  ? 500
+                  : 1_000 + (random() * Math.min(15_000, options.durationS * 100)) / 2
+                : 30_000 + random() * 150_000;
+            await sleep(Math.min(wait, Math.max(0, attacksEnd - Date.now())));
+            if (over()) break;
+            const run = attacker.play(playbook, Math.min(45_000, Math.max(10_000, attacksEnd - Date.now())));
+            runs.push(run.catch((error: unknown) => log(`playbook ${playbook}: ${String(error)}`)));
+          }
+          round += 1;
         }
-        round += 1;
-      }
-    })());
+      })(),
+    );
   }
-  tasks.push((async () => {
-    while (!over()) {
-      await victims.step();
-      await sleep(300 + random() * 600);
-    }
-  })());
+  tasks.push(
+    (async () => {
+      while (!over()) {
+        await victims.step();
+        await sleep(300 + random() * 600);
+      }
+    })(),
+  );
   // The rollouts: SIGTERM, the drain, a new incarnation, at duration/(n+1), 2 duration/(n+1), ...
   // (5 restarts: every sixth of the run). The window lasts until the new incarnation is ready.
   const attacksStart = attacksEnd - options.durationS * 1000;
-  tasks.push((async () => {
-    for (let i = 1; i <= options.restarts && !over(); i += 1) {
-      await sleep(Math.max(0, attacksStart + i * options.durationS * 1000 / (options.restarts + 1) - Date.now()));
-      if (over()) break;
-      const window = { from: Date.now(), to: undefined as number | undefined, by: 'rollout' };
-      disruptions.restarts.push(window);
-      journal.add('campaign', 'operator.restart', `incarnation ${op.starts}`, 'ok');
-      const planned = await op.restart();
-      for (let wait = 0; op.readyAt === undefined && wait < 600; wait += 1) await sleep(100);
-      window.to = op.readyAt ?? Date.now();
-      log(`operator restarted (rollout ${i} of ${options.restarts}): drained in ${planned === undefined ? '?' : ((planned.drainedAt - planned.from) / 1000).toFixed(1)}s, ready ${((window.to - window.from) / 1000).toFixed(1)}s after the SIGTERM`);
-    }
-  })());
+  tasks.push(
+    (async () => {
+      for (let i = 1; i <= options.restarts && !over(); i += 1) {
+        await sleep(Math.max(0, attacksStart + (i * options.durationS * 1000) / (options.restarts + 1) - Date.now()));
+        if (over()) break;
+        const window = { from: Date.now(), to: undefined as number | undefined, by: 'rollout' };
+        disruptions.restarts.push(window);
+        journal.add('campaign', 'operator.restart', `incarnation ${op.starts}`, 'ok');
+        const planned = await op.restart();
+        for (let wait = 0; op.readyAt === undefined && wait < 600; wait += 1) await sleep(100);
+        window.to = op.readyAt ?? Date.now();
+        log(
+          `operator restarted (rollout ${i} of ${options.restarts}): drained in ${planned === undefined ? '?' : ((planned.drainedAt - planned.from) / 1000).toFixed(1)}s, ready ${((window.to - window.from) / 1000).toFixed(1)}s after the SIGTERM`,
+        );
+      }
+    })(),
+  );
   let auditing = true;
   const auditLoop = (async () => {
     let n = 0;
@@ -148,7 +167,9 @@ async function campaign(e: Environment): Promise<boolean> {
       if (n % 2 === 0) await victims.refreshIntel().catch(() => undefined);
       if (n % 5 === 0) {
         await op.scrapeMetrics();
-        log(`RSS ${op.rssMiB()} MiB (peak ${mib(op.peakRss)}), exits ${op.exits.length}, actions ${journal.actions.length}, victims ${victims.latencies.ready.length} Ready / ${victims.counts.rotations} rotations / ${victims.counts.deletes} deletes, unrecorded keys ${auditor.maxUnrecorded}, violations ${auditor.problems.length + victims.problems.length}`);
+        log(
+          `RSS ${op.rssMiB()} MiB (peak ${mib(op.peakRss)}), exits ${op.exits.length}, actions ${journal.actions.length}, victims ${victims.latencies.ready.length} Ready / ${victims.counts.rotations} rotations / ${victims.counts.deletes} deletes, unrecorded keys ${auditor.maxUnrecorded}, violations ${auditor.problems.length + victims.problems.length}`,
+        );
       }
       n += 1;
       await sleep(3_000);
@@ -167,13 +188,15 @@ async function campaign(e: Environment): Promise<boolean> {
 
   // (2) Everything deleted, the operator settles.
   const left: string[] = [];
-  for (const attacker of attackers) left.push(...await attacker.leave());
+  for (const attacker of attackers) left.push(...(await attacker.leave()));
   await victims.leave();
   // Settled: nothing left, or what is left has not moved for 8 s and no victim is among it (a
   // tenant's resource the operator cannot delete keeps its key recorded: reported, not a violation).
   const settleStart = Date.now();
   let lastChange = Date.now();
-  world.onChange(() => { lastChange = Date.now(); });
+  world.onChange(() => {
+    lastChange = Date.now();
+  });
   const victimNamespaces = new Set(cast.victimNamespaces);
   const quiet = (): boolean => Date.now() - lastChange > 8_000 && ![...world.current.values()].some((s) => victimNamespaces.has(s.namespace));
   while (world.current.size > 0 && !quiet() && Date.now() - settleStart < options.settleS * 1000) await sleep(500);
@@ -193,37 +216,78 @@ async function campaign(e: Environment): Promise<boolean> {
   const rssAtEnd = op.rssMiB();
   await op.stop();
   auditor.checkOperator();
-  const secretValues = new Set([...victims.values, ...auditor.tenantValues, ...attackers.flatMap((a) => [...a.credentialValues]), e.adminKey, ...cast.issuers.map((i) => i.userKey)]);
+  const secretValues = new Set([
+    ...victims.values,
+    ...auditor.tenantValues,
+    ...attackers.flatMap((a) => [...a.credentialValues]),
+    e.adminKey,
+    ...cast.issuers.map((i) => i.userKey),
+  ]);
   const leaks = auditor.checkLeaks(join(out, 'operator.log'), secretValues);
 
   const latencies = { ready: stats(victims.latencies.ready), rotate: stats(victims.latencies.rotate), delete: stats(victims.latencies.delete) };
   // Apart: the operations no restart or revoke outage overlapped (held to the bounds), and those one
   // did (each held to its bound and what disruptions.ts allows for the windows it overlaps).
-  const spans = (what: Operation, disturbed: boolean) => victims.spans.filter((x) => x.what === what && disruptions.disturbed(what, x.since, x.since + x.ms) === disturbed);
+  const spans = (what: Operation, disturbed: boolean) =>
+    victims.spans.filter((x) => x.what === what && disruptions.disturbed(what, x.since, x.since + x.ms) === disturbed);
   const split = (what: Operation) => ({ outside: stats(spans(what, false).map((x) => x.ms)), disturbed: stats(spans(what, true).map((x) => x.ms)) });
   const windows = { ready: split('ready'), rotate: split('rotate'), delete: split('delete') };
   const problems: Problem[] = [...auditor.problems, ...victims.problems, ...attackers.flatMap((a) => a.problems)];
-  if (windows.ready.outside.p99S > VICTIM_BOUNDS.readyP99S) problems.push({ invariant: 'victims converge within their bounds', detail: `apply -> Ready p99 ${windows.ready.outside.p99S} s over ${VICTIM_BOUNDS.readyP99S} s (outside the restarts and revoke outages)`, context: [] });
-  for (const [what, bound] of [['ready', VICTIM_BOUNDS.readyMaxS], ['rotate', VICTIM_BOUNDS.rotateMaxS], ['delete', VICTIM_BOUNDS.deleteMaxS]] as const) {
-    if (windows[what].outside.maxS > bound) problems.push({ invariant: 'victims converge within their bounds', detail: `${what} max ${windows[what].outside.maxS} s over ${bound} s (outside the restarts and revoke outages)`, context: [] });
+  if (windows.ready.outside.p99S > VICTIM_BOUNDS.readyP99S)
+    problems.push({
+      invariant: 'victims converge within their bounds',
+      detail: `apply -> Ready p99 ${windows.ready.outside.p99S} s over ${VICTIM_BOUNDS.readyP99S} s (outside the restarts and revoke outages)`,
+      context: [],
+    });
+  for (const [what, bound] of [
+    ['ready', VICTIM_BOUNDS.readyMaxS],
+    ['rotate', VICTIM_BOUNDS.rotateMaxS],
+    ['delete', VICTIM_BOUNDS.deleteMaxS],
+  ] as const) {
+    if (windows[what].outside.maxS > bound)
+      problems.push({
+        invariant: 'victims converge within their bounds',
+        detail: `${what} max ${windows[what].outside.maxS} s over ${bound} s (outside the restarts and revoke outages)`,
+        context: [],
+      });
     for (const x of spans(what, true)) {
       const allowed = bound * 1000 + disruptions.allowanceMs(what, x.since, x.since + x.ms);
-      if (x.ms > allowed) problems.push({ invariant: 'victims converge within their bounds', detail: `${what} took ${(x.ms / 1000).toFixed(1)} s at t=${journal.at(x.since)}s, over ${(allowed / 1000).toFixed(1)} s (its bound and the restarts or revoke outages it overlapped)`, context: [] });
+      if (x.ms > allowed)
+        problems.push({
+          invariant: 'victims converge within their bounds',
+          detail: `${what} took ${(x.ms / 1000).toFixed(1)} s at t=${journal.at(x.since)}s, over ${(allowed / 1000).toFixed(1)} s (its bound and the restarts or revoke outages it overlapped)`,
+          context: [],
+        });
     }
   }
   const outages = attackers.flatMap((a) => a.outages);
   const issuerDeletions = attackers.flatMap((a) => a.issuerDeletions);
-  const foreign = attackers.reduce((f, a) => ({ resources: f.resources + a.foreign.resources, notAllowed: f.notAllowed + a.foreign.notAllowed, otherwise: { ...f.otherwise, ...Object.fromEntries(Object.entries(a.foreign.otherwise).map(([k, v]) => [k, v + (f.otherwise[k] ?? 0)])) } }), { resources: 0, notAllowed: 0, otherwise: {} as Record<string, number> });
+  const foreign = attackers.reduce(
+    (f, a) => ({
+      resources: f.resources + a.foreign.resources,
+      notAllowed: f.notAllowed + a.foreign.notAllowed,
+      otherwise: { ...f.otherwise, ...Object.fromEntries(Object.entries(a.foreign.otherwise).map(([k, v]) => [k, v + (f.otherwise[k] ?? 0)])) },
+    }),
+    { resources: 0, notAllowed: 0, otherwise: {} as Record<string, number> },
+  );
   const keysMade = auditor.keys.filter((k) => k.id > cast.keysBefore);
   // The requeue storms: the victims' operations they overlapped (held to the bounds like the others),
   // and each victim create whose answer was dropped meanwhile, with its apply -> Ready.
   const inStorm = (what: Operation) => victims.spans.filter((x) => x.what === what && disruptions.inStorm(x.since, x.since + x.ms)).map((x) => x.ms);
-  const victimDrops = attackers.flatMap((a) => a.storms.flatMap((st) => st.victimDrops)).map((d) => {
-    const base = d.keyName.replace(/-[a-z0-9]{8}$/, '');
-    const resources = new Set(world.keyNames.get(base) ?? []);
-    const span = victims.spans.find((x) => x.what === 'ready' && resources.has(x.resource));
-    return { keyName: d.keyName, keyId: d.keyId ?? null, atS: journal.at(d.at), resource: [...resources][0] ?? null, applyToReadyS: span === undefined ? null : Number((span.ms / 1000).toFixed(2)) };
-  });
+  const victimDrops = attackers
+    .flatMap((a) => a.storms.flatMap((st) => st.victimDrops))
+    .map((d) => {
+      const base = d.keyName.replace(/-[a-z0-9]{8}$/, '');
+      const resources = new Set(world.keyNames.get(base) ?? []);
+      const span = victims.spans.find((x) => x.what === 'ready' && resources.has(x.resource));
+      return {
+        keyName: d.keyName,
+        keyId: d.keyId ?? null,
+        atS: journal.at(d.at),
+        resource: [...resources][0] ?? null,
+        applyToReadyS: span === undefined ? null : Number((span.ms / 1000).toFixed(2)),
+      };
+    });
   const storms = {
     runs: attackers.flatMap((a) => a.storms),
     windows: disruptions.storms.map((w) => ({ by: w.by, atS: journal.at(w.from), seconds: Number((((w.to ?? Date.now()) - w.from) / 1000).toFixed(1)) })),
@@ -240,18 +304,49 @@ async function campaign(e: Environment): Promise<boolean> {
     wallClockSeconds: Math.round((Date.now() - started) / 1000),
     memoryLimit: { MiB: options.memoryLimitMiB, how: cage.how, enforced: cage.enforced },
     operator: {
-      nodeFlags: op.nodeFlags, starts: op.starts, exits: op.exits, oomKills: cage.oomKills(),
-      plannedRestarts: op.restarts.map((r) => ({ incarnation: r.incarnation, atS: journal.at(r.from), drainS: Number(((r.drainedAt - r.from) / 1000).toFixed(1)), readyAfterS: r.readyAt === undefined ? null : Number(((r.readyAt - r.from) / 1000).toFixed(1)), code: r.code, signal: r.signal, killed: r.killed })),
-      peakRssMiB: mib(op.peakRss), cgroupPeakMiB: cage.peakBytes() === undefined ? null : mib(cage.peakBytes()!), rssAtEndMiB: rssAtEnd, rssSamples: op.samples,
+      nodeFlags: op.nodeFlags,
+      starts: op.starts,
+      exits: op.exits,
+      oomKills: cage.oomKills(),
+      plannedRestarts: op.restarts.map((r) => ({
+        incarnation: r.incarnation,
+        atS: journal.at(r.from),
+        drainS: Number(((r.drainedAt - r.from) / 1000).toFixed(1)),
+        readyAfterS: r.readyAt === undefined ? null : Number(((r.readyAt - r.from) / 1000).toFixed(1)),
+        code: r.code,
+        signal: r.signal,
+        killed: r.killed,
+      })),
+      peakRssMiB: mib(op.peakRss),
+      cgroupPeakMiB: cage.peakBytes() === undefined ? null : mib(cage.peakBytes()!),
+      rssAtEndMiB: rssAtEnd,
+      rssSamples: op.samples,
       rssPerSecondMiB: op.timeline,
     },
     victims: {
-      baseline, latencies, windows, bounds: VICTIM_BOUNDS, leaseTakeoverS: LEASE_TAKEOVER_MS / 1000, counts: victims.counts,
+      baseline,
+      latencies,
+      windows,
+      bounds: VICTIM_BOUNDS,
+      leaseTakeoverS: LEASE_TAKEOVER_MS / 1000,
+      counts: victims.counts,
       // Every measured operation: when it was asked for (s since the start), how long it took, whether a window overlapped it.
-      operations: victims.spans.map((x) => ({ what: x.what, resource: x.resource, atS: journal.at(x.since), seconds: Number((x.ms / 1000).toFixed(2)), disturbed: disruptions.disturbed(x.what, x.since, x.since + x.ms), inStorm: disruptions.inStorm(x.since, x.since + x.ms) })),
+      operations: victims.spans.map((x) => ({
+        what: x.what,
+        resource: x.resource,
+        atS: journal.at(x.since),
+        seconds: Number((x.ms / 1000).toFixed(2)),
+        disturbed: disruptions.disturbed(x.what, x.since, x.since + x.ms),
+        inStorm: disruptions.inStorm(x.since, x.since + x.ms),
+      })),
     },
     disruptions: {
-      revokeOutages: disruptions.revokeOutages.map((w) => ({ by: w.by, atS: journal.at(w.from), seconds: Number((((w.to ?? Date.now()) - w.from) / 1000).toFixed(1)), revokesRefused: w.revokesRefused })),
+      revokeOutages: disruptions.revokeOutages.map((w) => ({
+        by: w.by,
+        atS: journal.at(w.from),
+        seconds: Number((((w.to ?? Date.now()) - w.from) / 1000).toFixed(1)),
+        revokesRefused: w.revokesRefused,
+      })),
       replacedKeys: outages,
     },
     organizations: {
@@ -268,7 +363,9 @@ async function campaign(e: Environment): Promise<boolean> {
     discovers,
     storms,
     tenants: {
-      actions, totalActions: journal.actions.filter((a) => a.who.startsWith('tenant-')).length, playbooks: attackers.map((a) => a.playbooks),
+      actions,
+      totalActions: journal.actions.filter((a) => a.who.startsWith('tenant-')).length,
+      playbooks: attackers.map((a) => a.playbooks),
       modes: Object.fromEntries(cast.tenants.map((t) => [t.namespace, t.mode])),
     },
     issuers: {
@@ -276,14 +373,24 @@ async function campaign(e: Environment): Promise<boolean> {
       // one (and the cap there), the refusals tenants' resources were given, the cap races.
       minted: Object.fromEntries(cast.issuers.map((i) => [i.name, keysMade.filter((k) => k.userId === i.userId && k.kind !== 'personal').length])),
       mostHeld: Object.fromEntries([...auditor.issuerHeld.entries()].map(([scope, v]) => [scope, `${v.held} of ${Number.isFinite(v.cap) ? v.cap : 'no cap'}`])),
-      refusals: Object.fromEntries([...world.reasonsSeen.entries()].filter(([reason]) => ['NotAllowed', 'IssuerNotFound', 'KeyLimitReached', 'NamespaceTerminating'].includes(reason)).map(([reason, set]) => [reason, set.size])),
+      refusals: Object.fromEntries(
+        [...world.reasonsSeen.entries()]
+          .filter(([reason]) => ['NotAllowed', 'IssuerNotFound', 'KeyLimitReached', 'NamespaceTerminating'].includes(reason))
+          .map(([reason, set]) => [reason, set.size]),
+      ),
       capRaces: attackers.flatMap((a) => a.capRaces),
       overCapChecks: auditor.overCap,
       platformObjectsRefused: [...journal.counts.entries()].filter(([action]) => action.startsWith('platform.')).reduce((n, [, c]) => n + c.refused, 0),
       // The tenants' ApiKeyInventories naming an issuer at the end, and those refused (NotAllowed).
       tenantInventories: auditor.tenantInventories,
     },
-    keys: { madeDuringRun: keysMade.length, revoked: keysMade.filter((k) => k.revoked).length, live: keysMade.filter((k) => !k.revoked).length, maxUnrecordedAtOnce: auditor.maxUnrecorded, unrecordedGraceS: UNRECORDED_GRACE_S },
+    keys: {
+      madeDuringRun: keysMade.length,
+      revoked: keysMade.filter((k) => k.revoked).length,
+      live: keysMade.filter((k) => !k.revoked).length,
+      maxUnrecordedAtOnce: auditor.maxUnrecorded,
+      unrecordedGraceS: UNRECORDED_GRACE_S,
+    },
     settle: { seconds: Number(settleS.toFixed(1)), deletedByTenants: left.length, leftAtEnd: stuck },
     leaks: { valuesSearched: leaks.searched, logBytes: leaks.logBytes, metricsExpositions: op.expositions.length },
     invariants: Object.fromEntries(Object.entries(invariants).map(([k, v]) => [k, v === 0 ? 'PASS' : `FAIL (${v})`])),
@@ -297,30 +404,71 @@ async function campaign(e: Environment): Promise<boolean> {
     ['seed', options.seed],
     ['wall clock (s)', report.wallClockSeconds],
     ['memory limit', `${options.memoryLimitMiB} MiB, ${cage.how}`],
-    ['operator starts / planned restarts / exits (OOM kills)', `${op.starts} / ${op.restarts.length} (drains ${op.restarts.map((r) => ((r.drainedAt - r.from) / 1000).toFixed(1)).join(', ')} s; ready after ${op.restarts.map((r) => (r.readyAt === undefined ? '?' : ((r.readyAt - r.from) / 1000).toFixed(1))).join(', ')} s) / ${op.exits.length} (${cage.oomKills()})`],
-    ['operator peak RSS (MiB)', `${mib(op.peakRss)}${cage.peakBytes() === undefined ? '' : ` (cgroup peak ${mib(cage.peakBytes()!)})`}; at the end ${rssAtEnd}`],
-    ['tenant actions', `${report.tenants.totalActions} (${Object.values(actions).reduce((n, c) => n + c.refused, 0)} refused by the apiserver); playbooks ${JSON.stringify(report.tenants.playbooks)}`],
+    [
+      'operator starts / planned restarts / exits (OOM kills)',
+      `${op.starts} / ${op.restarts.length} (drains ${op.restarts.map((r) => ((r.drainedAt - r.from) / 1000).toFixed(1)).join(', ')} s; ready after ${op.restarts.map((r) => (r.readyAt === undefined ? '?' : ((r.readyAt - r.from) / 1000).toFixed(1))).join(', ')} s) / ${op.exits.length} (${cage.oomKills()})`,
+    ],
+    [
+      'operator peak RSS (MiB)',
+      `${mib(op.peakRss)}${cage.peakBytes() === undefined ? '' : ` (cgroup peak ${mib(cage.peakBytes()!)})`}; at the end ${rssAtEnd}`,
+    ],
+    [
+      'tenant actions',
+      `${report.tenants.totalActions} (${Object.values(actions).reduce((n, c) => n + c.refused, 0)} refused by the apiserver); playbooks ${JSON.stringify(report.tenants.playbooks)}`,
+    ],
     ['victim operations', `${victims.counts.creates} creates, ${victims.counts.rotations} rotations, ${victims.counts.deletes} deletes`],
-    ['victim apply -> Ready (s)', `baseline p50 ${baseline.p50S} max ${baseline.maxS}; under attack p50 ${latencies.ready.p50S} p99 ${latencies.ready.p99S} max ${latencies.ready.maxS} (bounds p99 ${VICTIM_BOUNDS.readyP99S}, max ${VICTIM_BOUNDS.readyMaxS})`],
-    ['victim rotate -> new key Ready (s)', `p50 ${latencies.rotate.p50S} p99 ${latencies.rotate.p99S} max ${latencies.rotate.maxS} (bound ${VICTIM_BOUNDS.rotateMaxS})`],
+    [
+      'victim apply -> Ready (s)',
+      `baseline p50 ${baseline.p50S} max ${baseline.maxS}; under attack p50 ${latencies.ready.p50S} p99 ${latencies.ready.p99S} max ${latencies.ready.maxS} (bounds p99 ${VICTIM_BOUNDS.readyP99S}, max ${VICTIM_BOUNDS.readyMaxS})`,
+    ],
+    [
+      'victim rotate -> new key Ready (s)',
+      `p50 ${latencies.rotate.p50S} p99 ${latencies.rotate.p99S} max ${latencies.rotate.maxS} (bound ${VICTIM_BOUNDS.rotateMaxS})`,
+    ],
     ['victim delete -> gone (s)', `p50 ${latencies.delete.p50S} p99 ${latencies.delete.p99S} max ${latencies.delete.maxS} (bound ${VICTIM_BOUNDS.deleteMaxS})`],
-    ...(['ready', 'rotate', 'delete'] as const).map((what): [string, string] => [`victim ${what}: outside / overlapping restarts or outages (s)`, `n ${windows[what].outside.n} p99 ${windows[what].outside.p99S} max ${windows[what].outside.maxS} / n ${windows[what].disturbed.n} p99 ${windows[what].disturbed.p99S} max ${windows[what].disturbed.maxS}`]),
-    ['lost creates: key fate (s after the drop), the intent edit', lostCreates.map((l) => `${l.keyId ?? '?'} ${l.fate} ${l.afterS ?? ''} (${l.edit}${l.editBeforeCut ? ' before the cut' : ' after'})`).join(', ')],
-    ['discover rounds: workloads (consenting, fat) / resources / rotations / restarts of the consenting (sum) / others changed', discovers.map((d) => `${d.workloads} (${d.consenting}, ${d.fat}) / ${d.resources} / ${d.rotations} / ${d.restarts} / ${d.othersChanged}`).join(', ')],
+    ...(['ready', 'rotate', 'delete'] as const).map((what): [string, string] => [
+      `victim ${what}: outside / overlapping restarts or outages (s)`,
+      `n ${windows[what].outside.n} p99 ${windows[what].outside.p99S} max ${windows[what].outside.maxS} / n ${windows[what].disturbed.n} p99 ${windows[what].disturbed.p99S} max ${windows[what].disturbed.maxS}`,
+    ]),
+    [
+      'lost creates: key fate (s after the drop), the intent edit',
+      lostCreates.map((l) => `${l.keyId ?? '?'} ${l.fate} ${l.afterS ?? ''} (${l.edit}${l.editBeforeCut ? ' before the cut' : ' after'})`).join(', '),
+    ],
+    [
+      'discover rounds: workloads (consenting, fat) / resources / rotations / restarts of the consenting (sum) / others changed',
+      discovers.map((d) => `${d.workloads} (${d.consenting}, ${d.fat}) / ${d.resources} / ${d.rotations} / ${d.restarts} / ${d.othersChanged}`).join(', '),
+    ],
     ['requeue storms: resources, intent writes, seconds', storms.runs.map((r) => `${r.resources}, ${r.writes}, ${r.seconds}`).join('; ')],
-    ['victims during storms: apply p50 / p99 / max, rotate max (s)', `n ${storms.victimsDuring.ready.n} ${storms.victimsDuring.ready.p50S} / ${storms.victimsDuring.ready.p99S} / ${storms.victimsDuring.ready.maxS}, rotate n ${storms.victimsDuring.rotate.n} max ${storms.victimsDuring.rotate.maxS}`],
-    ['victim creates with their answer dropped: apply -> Ready (s)', victimDrops.map((d) => `${d.resource ?? d.keyName} ${d.applyToReadyS ?? 'not Ready'}`).join(', ')],
+    [
+      'victims during storms: apply p50 / p99 / max, rotate max (s)',
+      `n ${storms.victimsDuring.ready.n} ${storms.victimsDuring.ready.p50S} / ${storms.victimsDuring.ready.p99S} / ${storms.victimsDuring.ready.maxS}, rotate n ${storms.victimsDuring.rotate.n} max ${storms.victimsDuring.rotate.maxS}`,
+    ],
+    [
+      'victim creates with their answer dropped: apply -> Ready (s)',
+      victimDrops.map((d) => `${d.resource ?? d.keyName} ${d.applyToReadyS ?? 'not Ready'}`).join(', '),
+    ],
     ['revoke outages (s, revokes refused)', report.disruptions.revokeOutages.map((w) => `${w.by} ${w.seconds} (${w.revokesRefused})`).join(', ')],
-    ['replaced keys in status / revoked after the outage (s)', outages.map((o) => `${o.replaced ?? '?'}${o.inStatus ? '' : ' (not seen in status)'} ${o.revokedAfterS ?? 'not yet'}`).join(', ')],
+    [
+      'replaced keys in status / revoked after the outage (s)',
+      outages.map((o) => `${o.replaced ?? '?'}${o.inStatus ? '' : ' (not seen in status)'} ${o.revokedAfterS ?? 'not yet'}`).join(', '),
+    ],
     ['foreign/random organization resources: NotAllowed / otherwise', `${foreign.notAllowed} of ${foreign.resources} / ${JSON.stringify(foreign.otherwise)}`],
-    ['organization creates sent / for another organization / membership checks', `${platformTap.creates.length} / ${report.organizations.refusedCreatesReached} / ${platformTap.membershipChecks}`],
-    ['issuer-deletion attacks (Retain, Retain with credentials, finalizer, finalizer deleting, delete held by credentials, key revoked)', issuerDeletions.map((d) => `${d.retain}/${d.retainSwitch}/${d.finalizer}/${d.finalizerDeleting}/${d.heldByCredentials ? 'held' : '-'}/${String(d.revoked)}`).join(', ')],
+    [
+      'organization creates sent / for another organization / membership checks',
+      `${platformTap.creates.length} / ${report.organizations.refusedCreatesReached} / ${platformTap.membershipChecks}`,
+    ],
+    [
+      'issuer-deletion attacks (Retain, Retain with credentials, finalizer, finalizer deleting, delete held by credentials, key revoked)',
+      issuerDeletions
+        .map((d) => `${d.retain}/${d.retainSwitch}/${d.finalizer}/${d.finalizerDeleting}/${d.heldByCredentials ? 'held' : '-'}/${String(d.revoked)}`)
+        .join(', '),
+    ],
     ['platform keys made / revoked / live at the end', `${keysMade.length} / ${report.keys.revoked} / ${report.keys.live}`],
     ['keys minted through issuers', JSON.stringify(report.issuers.minted)],
-    ['most resources of a namespace holding an issuer\'s key (cap)', JSON.stringify(report.issuers.mostHeld)],
+    ["most resources of a namespace holding an issuer's key (cap)", JSON.stringify(report.issuers.mostHeld)],
     ['tenant resources refused (distinct, by reason)', JSON.stringify(report.issuers.refusals)],
     ['cap races (racers / held / refused)', report.issuers.capRaces.map((r) => `${r.issuer} ${r.racers}/${r.holders}/${r.refused}`).join(', ')],
-    ['platform team\'s objects asked for by tenants (403)', report.issuers.platformObjectsRefused],
+    ["platform team's objects asked for by tenants (403)", report.issuers.platformObjectsRefused],
     ['tenant inventories naming an issuer / NotAllowed', `${auditor.tenantInventories.naming} / ${auditor.tenantInventories.notAllowed}`],
     ['resources left after the settle', stuck.length],
     ['secret values searched in the log', `${leaks.searched} (${(leaks.logBytes / 1024 / 1024).toFixed(1)} MiB of log)`],
@@ -343,7 +491,7 @@ try {
   log(`control plane ${env.controlPlane.info.server}, platform ${env.emulator.baseUrl}`);
   ok = await campaign(env);
 } catch (error) {
-  console.error(`hostile: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+  console.error(`hostile: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 } finally {
   operator?.killNow();
   await tap?.close().catch(() => undefined);

@@ -18,12 +18,36 @@ const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 export const VICTIM_BOUNDS = { readyP99S: 15, readyMaxS: 30, rotateMaxS: 30, deleteMaxS: 30 };
 
 /** One measured operation: when it was asked for and how long it took (ms). */
-export interface Span { what: Operation; since: number; ms: number; resource: string }
+export interface Span {
+  what: Operation;
+  since: number;
+  ms: number;
+  resource: string;
+}
 
-interface Live { kind: Kind; name: string; keyName: string; scope: 'Organization' | 'Personal' | 'Project' }
-interface Slot { namespace: string; index: number; generation: number; live?: Live }
-interface Pending { what: 'ready' | 'rotate' | 'delete'; since: number; fromKeyId?: number; flagged?: boolean }
-export interface Problem { invariant: string; detail: string; context: string[] }
+interface Live {
+  kind: Kind;
+  name: string;
+  keyName: string;
+  scope: 'Organization' | 'Personal' | 'Project';
+}
+interface Slot {
+  namespace: string;
+  index: number;
+  generation: number;
+  live?: Live;
+}
+interface Pending {
+  what: 'ready' | 'rotate' | 'delete';
+  since: number;
+  fromKeyId?: number;
+  flagged?: boolean;
+}
+export interface Problem {
+  invariant: string;
+  detail: string;
+  context: string[];
+}
 
 export class Victims {
   readonly #env: Environment;
@@ -113,9 +137,16 @@ export class Victims {
       const follow = async (): Promise<void> => {
         if (this.#stopped) return;
         try {
-          this.#watches.push(await watch.watch(`/api/v1/namespaces/${namespace}/secrets`, {}, (type, secret: V1Secret) => this.#secretEvent(namespace, type, secret), () => {
-            if (!this.#stopped) setTimeout(() => void follow(), 300).unref();
-          }));
+          this.#watches.push(
+            await watch.watch(
+              `/api/v1/namespaces/${namespace}/secrets`,
+              {},
+              (type, secret: V1Secret) => this.#secretEvent(namespace, type, secret),
+              () => {
+                if (!this.#stopped) setTimeout(() => void follow(), 300).unref();
+              },
+            ),
+          );
         } catch {
           if (!this.#stopped) setTimeout(() => void follow(), 300).unref();
         }
@@ -137,11 +168,16 @@ export class Victims {
     const seen = this.#world.current.get(resource);
     if (type === 'DELETED') {
       if (seen !== undefined && !seen.deleting && slot?.live !== undefined) {
-        this.problems.push({ invariant: 'no key of another namespace touched', detail: `${namespace}/Secret/${name} deleted while its resource ${resource} lives`, context: this.#journal.recent(30) });
+        this.problems.push({
+          invariant: 'no key of another namespace touched',
+          detail: `${namespace}/Secret/${name} deleted while its resource ${resource} lives`,
+          context: this.#journal.recent(30),
+        });
       }
       return;
     }
-    if (type === 'ADDED' && secret.metadata?.creationTimestamp !== undefined && Date.now() - new Date(secret.metadata.creationTimestamp).getTime() > 5_000) return; // a list of old ones
+    if (type === 'ADDED' && secret.metadata?.creationTimestamp !== undefined && Date.now() - new Date(secret.metadata.creationTimestamp).getTime() > 5_000)
+      return; // a list of old ones
     const keyId = secret.metadata?.annotations?.['keys.neon.dev/key-id'];
     this.secretWrites.push({ secret: `${namespace}/Secret/${name}`, resource, keyId, at: Date.now() });
     const asked = this.#lastRequest.get(resource);
@@ -182,26 +218,46 @@ export class Victims {
     const base = { keyName, credentialsSecretRef: { name: 'neon-admin' }, deletionPolicy: 'Revoke', rotation: { gracePeriod: '1s', maxGracePeriod: '5s' } };
     // Through the victims' issuer: no credentials of the namespace, the organization the issuer's.
     const { credentialsSecretRef: _, ...issued } = { ...base, issuerRef: { name: 'victim-keys' } };
-    const spec = this.#issued.has(slot.namespace) && flavour !== 2
-      ? (flavour === 0 ? { ...issued, scope: 'Organization' } : { ...issued, projectId: projectIds[slot.index % projectIds.length] })
-      : flavour === 0 ? { ...base, scope: 'Organization', organizationId }
-        : flavour === 1 ? { ...base, organizationId, projectId: projectIds[slot.index % projectIds.length] }
-          : { ...base, scope: 'Personal' };
+    const spec =
+      this.#issued.has(slot.namespace) && flavour !== 2
+        ? flavour === 0
+          ? { ...issued, scope: 'Organization' }
+          : { ...issued, projectId: projectIds[slot.index % projectIds.length] }
+        : flavour === 0
+          ? { ...base, scope: 'Organization', organizationId }
+          : flavour === 1
+            ? { ...base, organizationId, projectId: projectIds[slot.index % projectIds.length] }
+            : { ...base, scope: 'Personal' };
     const key = id(slot.namespace, kind, name);
     this.#pending.set(key, { what: 'ready', since: Date.now() });
     this.#lastRequest.set(key, Date.now());
     // Known before the create returns: the operator may write its Secret first.
     slot.live = { kind, name, keyName, scope: flavour === 0 ? 'Organization' : flavour === 1 ? 'Project' : 'Personal' };
     try {
-      await this.#env.objects.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: slot.namespace, plural: plural(kind), body: { apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name }, spec } });
+      await this.#env.objects.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: slot.namespace,
+        plural: plural(kind),
+        body: { apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name }, spec },
+      });
       this.#journal.add('victims', 'victim.create', key, 'ok');
       this.counts.creates += 1;
     } catch (error) {
       // An apiserver in trouble (etcd timing out) may answer 500 to a create it committed: the
       // resource is the team's all the same, and the operator gives it a key.
-      const exists = !(error instanceof ApiException && error.code < 500)
-        && await this.#env.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: slot.namespace, plural: plural(kind), name }).then(() => true, () => false);
-      this.#journal.add('victims', 'victim.create', key, `${exists ? 'committed, answered' : 'failed'} ${error instanceof ApiException ? error.code : String(error)}`);
+      const exists =
+        !(error instanceof ApiException && error.code < 500) &&
+        (await this.#env.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: slot.namespace, plural: plural(kind), name }).then(
+          () => true,
+          () => false,
+        ));
+      this.#journal.add(
+        'victims',
+        'victim.create',
+        key,
+        `${exists ? 'committed, answered' : 'failed'} ${error instanceof ApiException ? error.code : String(error)}`,
+      );
       if (exists) {
         this.counts.creates += 1;
         return;
@@ -217,7 +273,17 @@ export class Victims {
     this.#lastRequest.set(key, Date.now());
     this.#pending.set(key, { what: 'rotate', since: Date.now(), ...(fromKeyId !== undefined ? { fromKeyId } : {}) });
     try {
-      await this.#env.objects.patchNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(live.kind), name: live.name, body: { metadata: { annotations: { 'keys.neon.dev/rotate': `v${Date.now()}` } } } }, merge);
+      await this.#env.objects.patchNamespacedCustomObject(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: plural(live.kind),
+          name: live.name,
+          body: { metadata: { annotations: { 'keys.neon.dev/rotate': `v${Date.now()}` } } },
+        },
+        merge,
+      );
       this.#journal.add('victims', 'victim.rotate', key, 'ok');
       this.counts.rotations += 1;
     } catch (error) {
@@ -233,7 +299,13 @@ export class Victims {
     this.#pending.set(key, { what: 'delete', since: Date.now() });
     this.#lastRequest.set(key, Date.now());
     try {
-      await this.#env.objects.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: slot.namespace, plural: plural(live.kind), name: live.name });
+      await this.#env.objects.deleteNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: slot.namespace,
+        plural: plural(live.kind),
+        name: live.name,
+      });
       this.#journal.add('victims', 'victim.delete', key, 'ok');
       this.counts.deletes += 1;
       delete slot.live;
@@ -256,7 +328,10 @@ export class Victims {
       this.problems.push({
         invariant: 'victims converge within their bounds',
         detail: `${key}: ${p.what} not done after ${age.toFixed(1)} s (bound ${bound[p.what]} s${allowed > bound[p.what] ? `, ${allowed.toFixed(1)} s with the restarts or revoke outages it overlaps` : ''})${seen === undefined ? '' : `; Ready ${seen.ready} ${seen.reason}: ${seen.message}`}${final ? ' (at the end)' : ''}`,
-        context: this.#journal.recent(bound[p.what] + 5).filter((a) => !a.includes(' victims ')).slice(-12),
+        context: this.#journal
+          .recent(bound[p.what] + 5)
+          .filter((a) => !a.includes(' victims '))
+          .slice(-12),
       });
     }
   }
@@ -265,12 +340,25 @@ export class Victims {
   async refreshIntel(): Promise<void> {
     for (const { namespace, live } of this.live) {
       try {
-        const r = await this.#env.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(live.kind), name: live.name }) as {
-          metadata: { uid: string; annotations?: Record<string, string> }; spec: Record<string, unknown>; status?: { keyId?: number; keyName?: string };
+        const r = (await this.#env.objects.getNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: plural(live.kind),
+          name: live.name,
+        })) as {
+          metadata: { uid: string; annotations?: Record<string, string> };
+          spec: Record<string, unknown>;
+          status?: { keyId?: number; keyName?: string };
         };
         const secret = await this.#env.core.readNamespacedSecret({ namespace, name: live.name }).catch(() => undefined);
         this.#intel.set(id(namespace, live.kind, live.name), {
-          kind: live.kind, name: live.name, uid: r.metadata.uid, spec: r.spec, keyName: r.status?.keyName ?? live.keyName, keyId: r.status?.keyId,
+          kind: live.kind,
+          name: live.name,
+          uid: r.metadata.uid,
+          spec: r.spec,
+          keyName: r.status?.keyName ?? live.keyName,
+          keyId: r.status?.keyId,
           intent: r.metadata.annotations?.['keys.neon.dev/create-pending'],
           secretAnnotations: Object.fromEntries(Object.entries(secret?.metadata?.annotations ?? {}).filter(([k]) => k.startsWith('keys.neon.dev/'))),
         });

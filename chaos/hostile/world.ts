@@ -14,7 +14,10 @@ interface RawResource {
   metadata: { name: string; namespace: string; uid: string; generation?: number; deletionTimestamp?: string; annotations?: Record<string, string> };
   spec?: { keyName?: string; projectId?: string; issuerRef?: { name?: string } };
   status?: {
-    keyId?: number; keyName?: string; secretName?: string; observedGeneration?: number;
+    keyId?: number;
+    keyName?: string;
+    secretName?: string;
+    observedGeneration?: number;
     retiringKeys?: { keyId: number }[];
     replacedKeys?: { keyId: number }[];
     lostAttempts?: { keyName: string }[];
@@ -57,7 +60,7 @@ function project(r: RawResource, kind: Kind): Seen {
     projectId: r.spec?.projectId,
     keyId: r.status?.keyId,
     // Retiring after a rotation, or replaced by a repair and not revoked yet: recorded beside the key.
-    retiring: [...r.status?.retiringKeys ?? [], ...r.status?.replacedKeys ?? []].map((k) => k.keyId),
+    retiring: [...(r.status?.retiringKeys ?? []), ...(r.status?.replacedKeys ?? [])].map((k) => k.keyId),
     lostAttempts: (r.status?.lostAttempts ?? []).map((l) => l.keyName),
     secretName: r.status?.secretName,
     ready: ready?.status === 'True' && r.status?.observedGeneration === r.metadata.generation,
@@ -133,22 +136,30 @@ export class ResourceWatch {
     if (this.#stopped) return;
     let listed: { items: RawResource[]; metadata: { resourceVersion: string } };
     try {
-      listed = await this.#objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: plural(kind) }) as typeof listed;
+      listed = (await this.#objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural: plural(kind) })) as typeof listed;
     } catch {
       setTimeout(() => void this.#follow(kind), 500).unref();
       return;
     }
     const names = new Set(listed.items.map((r) => id(r.metadata.namespace, kind, r.metadata.name)));
-    for (const [key, seen] of this.current) if (seen.kind === kind && !names.has(key)) this.#apply(kind, 'DELETED', { kind, metadata: { name: seen.name, namespace: seen.namespace, uid: seen.uid } });
+    for (const [key, seen] of this.current)
+      if (seen.kind === kind && !names.has(key))
+        this.#apply(kind, 'DELETED', { kind, metadata: { name: seen.name, namespace: seen.namespace, uid: seen.uid } });
     for (const item of listed.items) this.#apply(kind, 'MODIFIED', item);
     const again = (): void => {
       if (!this.#stopped) setTimeout(() => void this.#follow(kind), 200).unref();
     };
     try {
-      this.#controllers.push(await this.#watch.watch(`/apis/${GROUP}/${VERSION}/${plural(kind)}`, { resourceVersion: listed.metadata.resourceVersion, allowWatchBookmarks: false },
-        (type, obj: RawResource) => {
-          if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') this.#apply(kind, type, obj);
-        }, again));
+      this.#controllers.push(
+        await this.#watch.watch(
+          `/apis/${GROUP}/${VERSION}/${plural(kind)}`,
+          { resourceVersion: listed.metadata.resourceVersion, allowWatchBookmarks: false },
+          (type, obj: RawResource) => {
+            if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') this.#apply(kind, type, obj);
+          },
+          again,
+        ),
+      );
     } catch {
       again();
     }
@@ -177,7 +188,14 @@ export class ResourceWatch {
   }
 }
 
-export interface Action { n: number; t: number; who: string; action: string; target: string; outcome: string }
+export interface Action {
+  n: number;
+  t: number;
+  who: string;
+  action: string;
+  target: string;
+  outcome: string;
+}
 
 export class Journal {
   readonly actions: Action[] = [];
@@ -201,20 +219,29 @@ export class Journal {
 
   /** The actions on a target (namespace/Kind/name or namespace/Secret/name, or a prefix of one). */
   on(targetPrefix: string, limit = 12): string[] {
-    return this.actions.filter((a) => a.target.startsWith(targetPrefix)).slice(-limit).map(format);
+    return this.actions
+      .filter((a) => a.target.startsWith(targetPrefix))
+      .slice(-limit)
+      .map(format);
   }
 
   /** The actions on a resource and on the Secret of its name (where the operator writes its key by default). */
   about(resource: string, limit = 12): string[] {
     const [namespace, , name] = resource.split('/');
     const secret = `${namespace}/Secret/${name}`;
-    return this.actions.filter((a) => a.target === resource || a.target === secret).slice(-limit).map(format);
+    return this.actions
+      .filter((a) => a.target === resource || a.target === secret)
+      .slice(-limit)
+      .map(format);
   }
 
   /** The last actions before now (optionally of one who). */
   recent(seconds: number, who?: string, limit = 12): string[] {
     const since = (Date.now() - this.#started) / 1000 - seconds;
-    return this.actions.filter((a) => a.t >= since && (who === undefined || a.who === who)).slice(-limit).map(format);
+    return this.actions
+      .filter((a) => a.t >= since && (who === undefined || a.who === who))
+      .slice(-limit)
+      .map(format);
   }
 
   /** Seconds since the start of the run at a wall-clock time (ms). */
@@ -224,7 +251,10 @@ export class Journal {
 
   /** The last actions before a moment (seconds since the start), not those of `but`. */
   before(tS: number, seconds: number, but: string, limit = 8): string[] {
-    return this.actions.filter((a) => a.t <= tS && a.t >= tS - seconds && a.who !== but).slice(-limit).map(format);
+    return this.actions
+      .filter((a) => a.t <= tS && a.t >= tS - seconds && a.who !== but)
+      .slice(-limit)
+      .map(format);
   }
 
   /** Actions by kind over a window, e.g. { 'secret.big': 40, ... } (what was going on at a moment). */

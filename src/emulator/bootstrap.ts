@@ -10,24 +10,53 @@ import { createProject } from './routes/projects.ts';
 import type { OrgRole, Store } from './store.ts';
 
 const Role = z.enum(['admin', 'member']);
-export const SeedSchema = z.object({
-  organizations: z.array(z.object({ id: z.string().regex(/^[a-z0-9-]{1,60}$/).optional(), name: z.string().min(1) }).strict()).default([]),
-  users: z.array(z.object({
-    id: z.string().min(1).optional(),
-    name: z.string().min(1),
-    email: z.string().optional(),
-    /** Keys are organization ids or names of the seed's organizations. */
-    orgRoles: z.record(z.string(), Role).optional(),
-  }).strict()).default([]),
-  projects: z.array(z.object({
-    id: z.string().regex(/^[a-z0-9-]{1,60}$/).optional(),
-    name: z.string().min(1),
-    /** An organization id or name from the seed; null for a personal project. */
-    organizationId: z.string().nullable(),
-    /** A user id or name from the seed; defaults to the first admin of the organization. */
-    ownerUserId: z.string().optional(),
-  }).strict()).default([]),
-}).strict();
+export const SeedSchema = z
+  .object({
+    organizations: z
+      .array(
+        z
+          .object({
+            id: z
+              .string()
+              .regex(/^[a-z0-9-]{1,60}$/)
+              .optional(),
+            name: z.string().min(1),
+          })
+          .strict(),
+      )
+      .default([]),
+    users: z
+      .array(
+        z
+          .object({
+            id: z.string().min(1).optional(),
+            name: z.string().min(1),
+            email: z.string().optional(),
+            /** Keys are organization ids or names of the seed's organizations. */
+            orgRoles: z.record(z.string(), Role).optional(),
+          })
+          .strict(),
+      )
+      .default([]),
+    projects: z
+      .array(
+        z
+          .object({
+            id: z
+              .string()
+              .regex(/^[a-z0-9-]{1,60}$/)
+              .optional(),
+            name: z.string().min(1),
+            /** An organization id or name from the seed; null for a personal project. */
+            organizationId: z.string().nullable(),
+            /** A user id or name from the seed; defaults to the first admin of the organization. */
+            ownerUserId: z.string().optional(),
+          })
+          .strict(),
+      )
+      .default([]),
+  })
+  .strict();
 
 export type Seed = z.input<typeof SeedSchema>;
 
@@ -106,7 +135,9 @@ export function bootstrapRecord(store: Store, urls: { baseUrl: string; adminUrl:
     users: store.users().map((u) => {
       const key = issued.get(u.id);
       return {
-        id: u.id, name: u.name, email: u.email,
+        id: u.id,
+        name: u.name,
+        email: u.email,
         orgRoles: Object.fromEntries(memberships.filter((m) => m.user_id === u.id).map((m) => [m.org_id, m.role])),
         ...(key !== undefined ? { personalKey: key } : {}),
       };

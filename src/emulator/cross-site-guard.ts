@@ -41,14 +41,22 @@ function mediaType(contentType: string | undefined): string {
 /** Throws the emulator's error (403, or 415 for the content type) for a request a browser could have been made to send. */
 export function refuseCrossSite(req: IncomingMessage, method: string): void {
   if (req.headers.origin !== undefined) {
-    throw forbidden('cross-site request refused: the admin API and the console take no request with an Origin header (browsers add it; the emulator\'s own clients never do)');
+    throw forbidden(
+      "cross-site request refused: the admin API and the console take no request with an Origin header (browsers add it; the emulator's own clients never do)",
+    );
   }
   const host = req.headers.host;
   if (host === undefined || !isLoopbackHost(host)) {
-    throw forbidden(`request refused: Host ${JSON.stringify(host ?? '').slice(0, 100)} is not a loopback name; the admin API and the console answer to 127.0.0.1, localhost or [::1] only`);
+    throw forbidden(
+      `request refused: Host ${JSON.stringify(host ?? '').slice(0, 100)} is not a loopback name; the admin API and the console answer to 127.0.0.1, localhost or [::1] only`,
+    );
   }
   // POST, PUT and PATCH always carry a command; a DELETE only when it has a body.
   if (STATE_CHANGING.has(method) && (method !== 'DELETE' || hasBody(req)) && mediaType(req.headers['content-type']) !== 'application/json') {
-    throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `${method} to the admin API needs Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? '').slice(0, 100)})`);
+    throw new ApiError(
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+      `${method} to the admin API needs Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? '').slice(0, 100)})`,
+    );
   }
 }

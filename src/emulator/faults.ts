@@ -5,15 +5,17 @@
 // until `times` injections.
 import { z } from 'zod';
 
-const FaultRule = z.object({
-  method: z.string().min(1).optional(),
-  route: z.string().min(1).optional(),
-  probability: z.number().min(0).max(1),
-  kind: z.enum(['latency', 'status', 'reset', 'drop-after-commit']),
-  latencyMs: z.number().int().min(0).max(600_000).optional(),
-  status: z.number().int().min(400).max(599).optional(),
-  times: z.number().int().min(0).optional(),
-}).strict();
+const FaultRule = z
+  .object({
+    method: z.string().min(1).optional(),
+    route: z.string().min(1).optional(),
+    probability: z.number().min(0).max(1),
+    kind: z.enum(['latency', 'status', 'reset', 'drop-after-commit']),
+    latencyMs: z.number().int().min(0).max(600_000).optional(),
+    status: z.number().int().min(400).max(599).optional(),
+    times: z.number().int().min(0).optional(),
+  })
+  .strict();
 
 export const FaultRules = z.object({ rules: z.array(FaultRule).max(100) }).strict();
 

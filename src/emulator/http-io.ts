@@ -61,7 +61,11 @@ export function asObject(body: unknown, what = 'request body'): Record<string, u
 }
 
 /** Validates input against a zod schema; the first problem becomes a 400 naming the field. */
-export function parseInput<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, value: unknown, what = 'request body'): T {
+export function parseInput<T>(
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } },
+  value: unknown,
+  what = 'request body',
+): T {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const issue = r.error.issues[0];

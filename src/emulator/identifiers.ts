@@ -3,8 +3,50 @@
 // UUIDs, and 64-character lower-case alphanumeric key secrets.
 import { createHash, randomBytes, randomInt, randomUUID } from 'node:crypto';
 
-const ADJECTIVES = ['autumn', 'bitter', 'bold', 'calm', 'crimson', 'dark', 'floral', 'frosty', 'lively', 'misty', 'morning', 'patient', 'quiet', 'shiny', 'silent', 'spring', 'still', 'twilight', 'wandering', 'winter'];
-const NOUNS = ['bird', 'boat', 'bread', 'brook', 'cloud', 'dew', 'field', 'forest', 'king', 'leaf', 'meadow', 'moon', 'night', 'river', 'salad', 'smoke', 'sound', 'term', 'wind', 'wave'];
+const ADJECTIVES = [
+  'autumn',
+  'bitter',
+  'bold',
+  'calm',
+  'crimson',
+  'dark',
+  'floral',
+  'frosty',
+  'lively',
+  'misty',
+  'morning',
+  'patient',
+  'quiet',
+  'shiny',
+  'silent',
+  'spring',
+  'still',
+  'twilight',
+  'wandering',
+  'winter',
+];
+const NOUNS = [
+  'bird',
+  'boat',
+  'bread',
+  'brook',
+  'cloud',
+  'dew',
+  'field',
+  'forest',
+  'king',
+  'leaf',
+  'meadow',
+  'moon',
+  'night',
+  'river',
+  'salad',
+  'smoke',
+  'sound',
+  'term',
+  'wind',
+  'wave',
+];
 
 function pick(words: readonly string[]): string {
   return words[randomInt(words.length)] ?? 'x';

@@ -32,7 +32,10 @@ if (!Number.isFinite(timeScale) || timeScale <= 0) throw new Error(`--time-scale
 // Synchronous writes: the SIGTERM path ends in process.exit(), which would drop lines an async
 // destination still buffers (seen under load: the request lines of a run missing from stderr).
 // The level as its name ("level":"info"), as the operator logs it.
-const logger = pino({ level: values['log-level'], redact: LOG_REDACT_PATHS, formatters: { level: (label) => ({ level: label }) } }, pino.destination({ dest: 2, sync: true }));
+const logger = pino(
+  { level: values['log-level'], redact: LOG_REDACT_PATHS, formatters: { level: (label) => ({ level: label }) } },
+  pino.destination({ dest: 2, sync: true }),
+);
 const seed = values.seed === undefined ? undefined : SeedSchema.parse(JSON.parse(readFileSync(values.seed, 'utf8')));
 
 const emulator = await startEmulator({ host: values.host, port, db: values.db, seed, timeScale, logger, controlPlaneActivity: !values['no-control-plane'] });

@@ -15,11 +15,23 @@ import { isoMicros, nowMicros } from './clock.ts';
 import { newUuid } from './identifiers.ts';
 import type { OperationRow, OperationStatus, Store } from './store.ts';
 
-export interface OperationSpec { action: string; branchId: string; endpointId?: string; status: 'scheduling' | 'running' }
+export interface OperationSpec {
+  action: string;
+  branchId: string;
+  endpointId?: string;
+  status: 'scheduling' | 'running';
+}
 
 /** Durations at timeScale 1, in milliseconds, of the realistic platform. */
 const SCHEDULING_MS: Record<string, number> = { start_compute: 500, suspend_compute: 200, check_availability: 800 };
-const RUNNING_MS: Record<string, number> = { create_timeline: 1500, create_branch: 1200, start_compute: 2000, suspend_compute: 800, check_availability: 3000, delete_tenant: 1000 };
+const RUNNING_MS: Record<string, number> = {
+  create_timeline: 1500,
+  create_branch: 1200,
+  start_compute: 2000,
+  suspend_compute: 800,
+  check_availability: 3000,
+  delete_tenant: 1000,
+};
 const RETRY_AFTER_FAILURE_MS = 5000;
 const SUSPEND_AFTER_INACTIVE_MS = 300_000;
 const CHECK_AVAILABILITY_EVERY_MS = 600_000;
@@ -84,8 +96,10 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
   };
 
   const delayFor = (op: OperationRow) =>
-    op.status === 'scheduling' ? scale(SCHEDULING_MS[op.action] ?? 500)
-      : op.status === 'failed' ? scale(RETRY_AFTER_FAILURE_MS)
+    op.status === 'scheduling'
+      ? scale(SCHEDULING_MS[op.action] ?? 500)
+      : op.status === 'failed'
+        ? scale(RETRY_AFTER_FAILURE_MS)
         : scale(RUNNING_MS[op.action] ?? 1000);
 
   function advance(opId: string): void {
@@ -93,7 +107,14 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
     const op = store.operationById(opId);
     if (op === undefined || isFinal(op.status)) return;
     const now = nowMicros();
-    const next = { status: op.status, failures_count: op.failures_count, error: op.error, updated_us: now, finished_us: op.finished_us, fail_times: op.fail_times };
+    const next = {
+      status: op.status,
+      failures_count: op.failures_count,
+      error: op.error,
+      updated_us: now,
+      finished_us: op.finished_us,
+      fail_times: op.fail_times,
+    };
     if (op.status === 'scheduling' || op.status === 'failed') {
       next.status = 'running';
     } else if (op.gives_up === 1) {
@@ -128,10 +149,20 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
     for (const spec of specs) {
       const created = store.nextCreatedMicros(projectId, nowMicros());
       const row: Omit<OperationRow, 'seq'> = {
-        id: newUuid(), project_id: projectId, branch_id: spec.branchId, endpoint_id: spec.endpointId ?? null, action: spec.action,
-        status: spec.status, failures_count: 0, error: null, created_us: created, updated_us: created, finished_us: null,
+        id: newUuid(),
+        project_id: projectId,
+        branch_id: spec.branchId,
+        endpoint_id: spec.endpointId ?? null,
+        action: spec.action,
+        status: spec.status,
+        failures_count: 0,
+        error: null,
+        created_us: created,
+        updated_us: created,
+        finished_us: null,
         // One budget per operation: an operation set to end in error does not also fail once first.
-        gives_up: 0, fail_times: 0,
+        gives_up: 0,
+        fail_times: 0,
       };
       if (store.takeErrorNext(projectId)) row.gives_up = 1;
       else if (store.takeFailNext(projectId)) row.fail_times = 1;
@@ -156,13 +187,16 @@ export function startOperationsEngine(store: Store, opts: { timeScale: number; c
       tick = undefined;
       return;
     }
-    tick = setInterval(() => {
-      try {
-        controlPlaneTick();
-      } catch (err) {
-        opts.logger.error({ err }, 'control plane tick failed');
-      }
-    }, Math.max(10, scale(CONTROL_PLANE_TICK_MS)));
+    tick = setInterval(
+      () => {
+        try {
+          controlPlaneTick();
+        } catch (err) {
+          opts.logger.error({ err }, 'control plane tick failed');
+        }
+      },
+      Math.max(10, scale(CONTROL_PLANE_TICK_MS)),
+    );
   };
   setActivity(opts.controlPlaneActivity);
 

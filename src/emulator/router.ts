@@ -32,7 +32,12 @@ export interface RequestContext {
   body(): Promise<unknown>;
 }
 
-export interface Reply { status: number; body: unknown; headers?: Record<string, string>; html?: boolean }
+export interface Reply {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+  html?: boolean;
+}
 
 export interface Route {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
@@ -42,7 +47,11 @@ export interface Route {
   handle(ctx: RequestContext): Promise<Reply> | Reply;
 }
 
-interface Compiled { route: Route; pattern: RegExp; names: string[] }
+interface Compiled {
+  route: Route;
+  pattern: RegExp;
+  names: string[];
+}
 
 export interface Router {
   match(method: string, path: string): { route: Route; params: Record<string, string> } | { allowed: string[] } | undefined;

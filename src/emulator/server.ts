@@ -51,12 +51,36 @@ export interface Emulator {
 }
 
 /** Secrets never reach the logs: the Authorization header and any key-shaped field are redacted. */
-export const LOG_REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'key', '*.key', 'personalKey', '*.personalKey', 'secret'];
+export const LOG_REDACT_PATHS = [
+  'req.headers.authorization',
+  'headers.authorization',
+  'authorization',
+  'key',
+  '*.key',
+  'personalKey',
+  '*.personalKey',
+  'secret',
+];
 
 /** Every route the emulator serves: the public API, the admin API and the console (docs/emulator.md documents each). */
-export const EMULATOR_ROUTES: readonly Route[] = [...apiKeyRoutes, ...memberRoutes, ...projectRoutes, ...operationRoutes, ...userRoutes, ...adminRoutes, ...consoleRoutes];
+export const EMULATOR_ROUTES: readonly Route[] = [
+  ...apiKeyRoutes,
+  ...memberRoutes,
+  ...projectRoutes,
+  ...operationRoutes,
+  ...userRoutes,
+  ...adminRoutes,
+  ...consoleRoutes,
+];
 
-const ERROR_CODES: Record<number, string> = { 423: 'LOCKED', 429: 'TOO_MANY_REQUESTS', 500: 'INTERNAL_ERROR', 502: 'BAD_GATEWAY', 503: 'SERVICE_UNAVAILABLE', 504: 'GATEWAY_TIMEOUT' };
+const ERROR_CODES: Record<number, string> = {
+  423: 'LOCKED',
+  429: 'TOO_MANY_REQUESTS',
+  500: 'INTERNAL_ERROR',
+  502: 'BAD_GATEWAY',
+  503: 'SERVICE_UNAVAILABLE',
+  504: 'GATEWAY_TIMEOUT',
+};
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 
@@ -65,7 +89,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const store = openStore(options.db ?? ':memory:');
   const engine = startOperationsEngine(store, { timeScale: options.timeScale ?? 1, controlPlaneActivity: options.controlPlaneActivity ?? true, logger });
   const parts: EmulatorParts = {
-    store, engine, logger,
+    store,
+    engine,
+    logger,
     faults: faultInjector(),
     orgKeyLimiter: slidingWindowLimiter(10, 1000),
     requests: requestCounter(),
@@ -98,13 +124,29 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
     // The user agent says which client sent it (the operator names its process in it): who wrote what, and when.
     const userAgent = String(req.headers['user-agent'] ?? '').slice(0, 200);
-    res.on('close', () => logger.info({ reqId: requestId, method, route: template ?? path, status: res.headersSent ? res.statusCode : 0, ms: Math.round(performance.now() - started), userAgent }, 'request'));
+    res.on('close', () =>
+      logger.info(
+        {
+          reqId: requestId,
+          method,
+          route: template ?? path,
+          status: res.headersSent ? res.statusCode : 0,
+          ms: Math.round(performance.now() - started),
+          userAgent,
+        },
+        'request',
+      ),
+    );
 
     if (matched === undefined) throw new ApiError(404, 'NOT_FOUND', `no route for ${method} ${path.slice(0, 200)}`);
-    if (!('route' in matched)) throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; allowed: ${matched.allowed.join(', ')}`, { allow: matched.allowed.join(', ') });
+    if (!('route' in matched))
+      throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; allowed: ${matched.allowed.join(', ')}`, {
+        allow: matched.allowed.join(', '),
+      });
     const { route, params } = matched;
     const isPublic = route.template.startsWith('/api/v2');
-    if (!isPublic && !LOOPBACK.test(req.socket.remoteAddress ?? '')) throw new ApiError(403, 'PERMISSION_DENIED', 'the admin API and the console answer loopback clients only');
+    if (!isPublic && !LOOPBACK.test(req.socket.remoteAddress ?? ''))
+      throw new ApiError(403, 'PERMISSION_DENIED', 'the admin API and the console answer loopback clients only');
     // Loopback is not enough: a web page in the developer's browser connects from loopback too (cross-site-guard.ts).
     if (!isPublic) refuseCrossSite(req, method);
 
@@ -126,7 +168,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     let bodyPromise: Promise<unknown> | undefined;
     const principal = route.auth ? authenticate(store, req) : undefined;
     const ctx: RequestContext = {
-      req, res, params, query, requestId, parts,
+      req,
+      res,
+      params,
+      query,
+      requestId,
+      parts,
       get principal() {
         if (principal === undefined) throw new Error(`route ${route.template} is not authenticated`);
         return principal;

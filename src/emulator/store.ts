@@ -8,27 +8,84 @@ export type KeyKind = 'personal' | 'organization' | 'project';
 export type OperationStatus = 'scheduling' | 'running' | 'finished' | 'failed' | 'error' | 'cancelling' | 'cancelled' | 'skipped';
 export type EndpointType = 'read_write' | 'read_only';
 
-export interface OrganizationRow { id: string; name: string; created_ms: number }
-export interface UserRow { id: string; name: string; email: string; created_ms: number }
+export interface OrganizationRow {
+  id: string;
+  name: string;
+  created_ms: number;
+}
+export interface UserRow {
+  id: string;
+  name: string;
+  email: string;
+  created_ms: number;
+}
 /** A user's membership of an organization: its id and joined time are made when the user joins; a role change keeps both. */
-export interface MembershipRow { org_id: string; user_id: string; role: OrgRole; id: string; joined_ms: number }
+export interface MembershipRow {
+  org_id: string;
+  user_id: string;
+  role: OrgRole;
+  id: string;
+  joined_ms: number;
+}
 export interface ProjectRow {
-  id: string; name: string; org_id: string | null; owner_user_id: string; region_id: string; pg_version: number;
-  created_ms: number; updated_ms: number; deleted_ms: number | null; fail_next: number;
+  id: string;
+  name: string;
+  org_id: string | null;
+  owner_user_id: string;
+  region_id: string;
+  pg_version: number;
+  created_ms: number;
+  updated_ms: number;
+  deleted_ms: number | null;
+  fail_next: number;
   /** How many of the next operations end in `error` (admin fail-next-operations, outcome error). */
   error_next: number;
 }
-export interface BranchRow { id: string; project_id: string; name: string; parent_id: string | null; is_default: number; created_ms: number }
+export interface BranchRow {
+  id: string;
+  project_id: string;
+  name: string;
+  parent_id: string | null;
+  is_default: number;
+  created_ms: number;
+}
 export interface EndpointRow {
-  id: string; project_id: string; branch_id: string; type: EndpointType; state: 'active' | 'idle'; last_active_ms: number; last_check_ms: number; created_ms: number;
+  id: string;
+  project_id: string;
+  branch_id: string;
+  type: EndpointType;
+  state: 'active' | 'idle';
+  last_active_ms: number;
+  last_check_ms: number;
+  created_ms: number;
 }
 export interface KeyRow {
-  id: number; hash: Uint8Array; name: string; kind: KeyKind; user_id: string; org_id: string | null; project_id: string | null;
-  created_ms: number; revoked_ms: number | null; last_used_ms: number | null; last_used_from_addr: string | null;
+  id: number;
+  hash: Uint8Array;
+  name: string;
+  kind: KeyKind;
+  user_id: string;
+  org_id: string | null;
+  project_id: string | null;
+  created_ms: number;
+  revoked_ms: number | null;
+  last_used_ms: number | null;
+  last_used_from_addr: string | null;
 }
 export interface OperationRow {
-  seq: number; id: string; project_id: string; branch_id: string; endpoint_id: string | null; action: string; status: OperationStatus;
-  failures_count: number; error: string | null; created_us: number; updated_us: number; finished_us: number | null; fail_times: number;
+  seq: number;
+  id: string;
+  project_id: string;
+  branch_id: string;
+  endpoint_id: string | null;
+  action: string;
+  status: OperationStatus;
+  failures_count: number;
+  error: string | null;
+  created_us: number;
+  updated_us: number;
+  finished_us: number | null;
+  fail_times: number;
   /** 1: this operation ends in `error` instead of finishing (it is not retried). */
   gives_up: number;
 }
@@ -153,25 +210,48 @@ export function openStore(path: string) {
     },
     user: (id: string) => get<UserRow>('SELECT * FROM users WHERE id = ?', id),
     users: () => all<UserRow>('SELECT * FROM users ORDER BY created_ms, rowid'),
-    role: (orgId: string, userId: string) =>
-      get<{ role: OrgRole }>('SELECT role FROM memberships WHERE org_id = ? AND user_id = ?', orgId, userId)?.role,
+    role: (orgId: string, userId: string) => get<{ role: OrgRole }>('SELECT role FROM memberships WHERE org_id = ? AND user_id = ?', orgId, userId)?.role,
     /** Makes the user a member (a new member id, joined now) or changes their role (id and joined time kept). */
     setRole(orgId: string, userId: string, role: OrgRole, nowMs: number): void {
-      run('INSERT INTO memberships (org_id, user_id, role, id, joined_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role',
-        orgId, userId, role, newUuid(), nowMs);
+      run(
+        'INSERT INTO memberships (org_id, user_id, role, id, joined_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role',
+        orgId,
+        userId,
+        role,
+        newUuid(),
+        nowMs,
+      );
     },
     removeMember: (orgId: string, userId: string) => Number(run('DELETE FROM memberships WHERE org_id = ? AND user_id = ?', orgId, userId).changes) > 0,
     memberships: () => all<MembershipRow>('SELECT * FROM memberships ORDER BY org_id, user_id'),
     /** The members of an organization with their email, in no particular order (the caller sorts). */
     membersOf: (orgId: string) =>
-      all<MembershipRow & { email: string }>('SELECT m.org_id, m.user_id, m.role, m.id, m.joined_ms, u.email FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.org_id = ?', orgId),
+      all<MembershipRow & { email: string }>(
+        'SELECT m.org_id, m.user_id, m.role, m.id, m.joined_ms, u.email FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.org_id = ?',
+        orgId,
+      ),
     organizationsOf: (userId: string) =>
-      all<OrganizationRow & { role: OrgRole }>('SELECT o.*, m.role FROM organizations o JOIN memberships m ON m.org_id = o.id WHERE m.user_id = ? ORDER BY o.created_ms, o.rowid', userId),
+      all<OrganizationRow & { role: OrgRole }>(
+        'SELECT o.*, m.role FROM organizations o JOIN memberships m ON m.org_id = o.id WHERE m.user_id = ? ORDER BY o.created_ms, o.rowid',
+        userId,
+      ),
 
     // Projects, branches, endpoints.
     insertProject(p: ProjectRow): void {
-      run('INSERT INTO projects (id, name, org_id, owner_user_id, region_id, pg_version, created_ms, updated_ms, deleted_ms, fail_next, error_next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        p.id, p.name, p.org_id, p.owner_user_id, p.region_id, p.pg_version, p.created_ms, p.updated_ms, p.deleted_ms, p.fail_next, p.error_next);
+      run(
+        'INSERT INTO projects (id, name, org_id, owner_user_id, region_id, pg_version, created_ms, updated_ms, deleted_ms, fail_next, error_next) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        p.id,
+        p.name,
+        p.org_id,
+        p.owner_user_id,
+        p.region_id,
+        p.pg_version,
+        p.created_ms,
+        p.updated_ms,
+        p.deleted_ms,
+        p.fail_next,
+        p.error_next,
+      );
     },
     /** A live (not deleted) project. */
     project: (id: string) => get<ProjectRow>('SELECT * FROM projects WHERE id = ? AND deleted_ms IS NULL', id),
@@ -194,13 +274,30 @@ export function openStore(path: string) {
     /** Takes one from the project's error-next budget; true when this operation must end in `error`. */
     takeErrorNext: (id: string) => Number(run('UPDATE projects SET error_next = error_next - 1 WHERE id = ? AND error_next > 0', id).changes) > 0,
     insertBranch(b: BranchRow): void {
-      run('INSERT INTO branches (id, project_id, name, parent_id, is_default, created_ms) VALUES (?, ?, ?, ?, ?, ?)', b.id, b.project_id, b.name, b.parent_id, b.is_default, b.created_ms);
+      run(
+        'INSERT INTO branches (id, project_id, name, parent_id, is_default, created_ms) VALUES (?, ?, ?, ?, ?, ?)',
+        b.id,
+        b.project_id,
+        b.name,
+        b.parent_id,
+        b.is_default,
+        b.created_ms,
+      );
     },
     branch: (projectId: string, id: string) => get<BranchRow>('SELECT * FROM branches WHERE project_id = ? AND id = ?', projectId, id),
     defaultBranch: (projectId: string) => get<BranchRow>('SELECT * FROM branches WHERE project_id = ? AND is_default = 1', projectId),
     insertEndpoint(e: EndpointRow): void {
-      run('INSERT INTO endpoints (id, project_id, branch_id, type, state, last_active_ms, last_check_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-        e.id, e.project_id, e.branch_id, e.type, e.state, e.last_active_ms, e.last_check_ms, e.created_ms);
+      run(
+        'INSERT INTO endpoints (id, project_id, branch_id, type, state, last_active_ms, last_check_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        e.id,
+        e.project_id,
+        e.branch_id,
+        e.type,
+        e.state,
+        e.last_active_ms,
+        e.last_check_ms,
+        e.created_ms,
+      );
     },
     /** Endpoints of live projects: what the control plane suspends and checks. */
     liveEndpoints: () => all<EndpointRow>('SELECT e.* FROM endpoints e JOIN projects p ON p.id = e.project_id WHERE p.deleted_ms IS NULL'),
@@ -213,15 +310,25 @@ export function openStore(path: string) {
 
     // API keys.
     insertKey(k: Omit<KeyRow, 'id' | 'revoked_ms' | 'last_used_ms' | 'last_used_from_addr'>): number {
-      const r = run('INSERT INTO api_keys (hash, name, kind, user_id, org_id, project_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        k.hash, k.name, k.kind, k.user_id, k.org_id, k.project_id, k.created_ms);
+      const r = run(
+        'INSERT INTO api_keys (hash, name, kind, user_id, org_id, project_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        k.hash,
+        k.name,
+        k.kind,
+        k.user_id,
+        k.org_id,
+        k.project_id,
+        k.created_ms,
+      );
       return Number(r.lastInsertRowid);
     },
     keyByHash: (hash: Uint8Array) => get<KeyRow>('SELECT * FROM api_keys WHERE hash = ?', hash),
     key: (id: number) => get<KeyRow>('SELECT * FROM api_keys WHERE id = ?', id),
     keys: () => all<KeyRow>('SELECT * FROM api_keys ORDER BY id'),
-    livePersonalKeys: (userId: string) => all<KeyRow>("SELECT * FROM api_keys WHERE user_id = ? AND kind = 'personal' AND revoked_ms IS NULL ORDER BY id", userId),
-    liveOrganizationKeys: (orgId: string) => all<KeyRow>("SELECT * FROM api_keys WHERE org_id = ? AND kind IN ('organization','project') AND revoked_ms IS NULL ORDER BY id", orgId),
+    livePersonalKeys: (userId: string) =>
+      all<KeyRow>("SELECT * FROM api_keys WHERE user_id = ? AND kind = 'personal' AND revoked_ms IS NULL ORDER BY id", userId),
+    liveOrganizationKeys: (orgId: string) =>
+      all<KeyRow>("SELECT * FROM api_keys WHERE org_id = ? AND kind IN ('organization','project') AND revoked_ms IS NULL ORDER BY id", orgId),
     revokeKey(id: number, nowMs: number): void {
       run('UPDATE api_keys SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL', nowMs, id);
     },
@@ -238,14 +345,36 @@ export function openStore(path: string) {
       return next;
     },
     insertOperation(o: Omit<OperationRow, 'seq'>): void {
-      run('INSERT INTO operations (id, project_id, branch_id, endpoint_id, action, status, failures_count, error, created_us, updated_us, finished_us, fail_times, gives_up) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        o.id, o.project_id, o.branch_id, o.endpoint_id, o.action, o.status, o.failures_count, o.error, o.created_us, o.updated_us, o.finished_us, o.fail_times, o.gives_up);
+      run(
+        'INSERT INTO operations (id, project_id, branch_id, endpoint_id, action, status, failures_count, error, created_us, updated_us, finished_us, fail_times, gives_up) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        o.id,
+        o.project_id,
+        o.branch_id,
+        o.endpoint_id,
+        o.action,
+        o.status,
+        o.failures_count,
+        o.error,
+        o.created_us,
+        o.updated_us,
+        o.finished_us,
+        o.fail_times,
+        o.gives_up,
+      );
     },
     operation: (projectId: string, id: string) => get<OperationRow>('SELECT * FROM operations WHERE project_id = ? AND id = ?', projectId, id),
     operationById: (id: string) => get<OperationRow>('SELECT * FROM operations WHERE id = ?', id),
     updateOperation(id: string, fields: Pick<OperationRow, 'status' | 'failures_count' | 'error' | 'updated_us' | 'finished_us' | 'fail_times'>): void {
-      run('UPDATE operations SET status = ?, failures_count = ?, error = ?, updated_us = ?, finished_us = ?, fail_times = ? WHERE id = ?',
-        fields.status, fields.failures_count, fields.error, fields.updated_us, fields.finished_us, fields.fail_times, id);
+      run(
+        'UPDATE operations SET status = ?, failures_count = ?, error = ?, updated_us = ?, finished_us = ?, fail_times = ? WHERE id = ?',
+        fields.status,
+        fields.failures_count,
+        fields.error,
+        fields.updated_us,
+        fields.finished_us,
+        fields.fail_times,
+        id,
+      );
     },
     /** One page, newest first, strictly older than `beforeUs` (keyset paging on operations_page). */
     operationsPage(projectId: string, beforeUs: number | undefined, limit: number): OperationRow[] {
@@ -255,7 +384,8 @@ export function openStore(path: string) {
     },
     // `error` is final in the emulator (operations-engine.ts): not resumed. The first condition is
     // the partial index's own, so operations_open still serves the query.
-    openOperations: () => all<OperationRow>("SELECT * FROM operations WHERE status NOT IN ('finished','skipped','cancelled') AND status <> 'error' ORDER BY created_us"),
+    openOperations: () =>
+      all<OperationRow>("SELECT * FROM operations WHERE status NOT IN ('finished','skipped','cancelled') AND status <> 'error' ORDER BY created_us"),
   };
   return store;
 }

@@ -5,7 +5,10 @@
 // stamped: version "dev".
 import { readFileSync } from 'node:fs';
 
-export interface BuildInfo { version: string; revision: string }
+export interface BuildInfo {
+  version: string;
+  revision: string;
+}
 
 export const BUILD_FILE = 'build.json';
 

@@ -25,7 +25,14 @@ export const GO_ZERO_DURATION_SOURCE = `0|((0+(\\.0*)?|\\.0+)(${GO_DURATION_UNIT
 
 const PART = new RegExp(`([0-9]*(?:\\.[0-9]*)?)(${GO_DURATION_UNITS})`, 'g');
 const UNIT_NS: Record<string, bigint> = {
-  ns: 1n, us: 1_000n, '\u00b5s': 1_000n, '\u03bcs': 1_000n, ms: 1_000_000n, s: 1_000_000_000n, m: 60_000_000_000n, h: 3_600_000_000_000n,
+  ns: 1n,
+  us: 1_000n,
+  '\u00b5s': 1_000n,
+  '\u03bcs': 1_000n,
+  ms: 1_000_000n,
+  s: 1_000_000_000n,
+  m: 60_000_000_000n,
+  h: 3_600_000_000_000n,
 };
 const MAX_NS = (1n << 63n) - 1n;
 
@@ -39,7 +46,7 @@ export function parseGoDurationNs(text: string): bigint | undefined {
     const scale = UNIT_NS[unit] ?? 0n;
     // Go: the whole part times the unit must not overflow; the fraction is scaled and truncated.
     let ns = BigInt(whole === '' ? '0' : whole) * scale;
-    if (fraction !== '') ns += BigInt(fraction) * scale / 10n ** BigInt(fraction.length);
+    if (fraction !== '') ns += (BigInt(fraction) * scale) / 10n ** BigInt(fraction.length);
     total += ns;
     if (total > MAX_NS) return undefined;
   }

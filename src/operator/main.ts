@@ -43,37 +43,42 @@ reuseKubeConnections(kubeConfig);
 const namespaces = parseWatchNamespaces(flags.namespaces);
 const identity = process.env.POD_NAME ?? hostname();
 const registry = new Registry();
-const metrics = createMetrics(registry, { version: BUILD.version, revision: BUILD.revision, ...(flags.leaderElect ? { leaseName: flags.leaderElectionId } : {}) });
+const metrics = createMetrics(registry, {
+  version: BUILD.version,
+  revision: BUILD.revision,
+  ...(flags.leaderElect ? { leaseName: flags.leaderElectionId } : {}),
+});
 
 const leaseNamespace = process.env.POD_NAMESPACE ?? 'neon-key-operator-system';
 // The process's identity in intents and in the platform's logs (its user agent): the pod's name, and
 // a suffix of its own, since a restarted container is another process.
 const processIdentity = `${identity}-${randomBytes(4).toString('hex')}`;
 const f = flags;
-const start = async (leadership: Leadership): Promise<RunningOperator> => await startOperator({
-  kubeConfig,
-  identity: processIdentity,
-  leadership,
-  platformBaseUrl: f.platformUrl,
-  workers: f.workers,
-  ...(namespaces !== undefined ? { namespaces } : {}),
-  driftIntervalMs: f.driftIntervalMs,
-  pendingGraceMs: f.pendingGraceMs,
-  ...(f.unverifiedAfterMs !== undefined ? { unverifiedAfterMs: f.unverifiedAfterMs } : {}),
-  minRotationGraceMs: f.minRotationGraceMs,
-  ...(f.cacheStaleAfterMs !== undefined ? { cacheStaleAfterMs: f.cacheStaleAfterMs } : {}),
-  ...(f.watchBackoffMaxMs !== undefined ? { informers: { backoff: { maxMs: f.watchBackoffMaxMs } } } : {}),
-  signingKeySecret: { namespace: leaseNamespace, name: f.signingKeySecret },
-  allowInsecurePlatformUrl: f.allowInsecurePlatformUrl,
-  logger,
-  metrics,
-  inventoryOrganizationLabel: f.inventoryOrganizationLabel,
-  ...(f.issuerSecretsNamespace !== undefined ? { issuerSecretsNamespace: f.issuerSecretsNamespace } : {}),
-  ...(f.issuerLabelSelector !== undefined ? { issuerLabelSelector: f.issuerLabelSelector } : {}),
-  allowNamespaceCredentials: f.allowNamespaceCredentials,
-  clusterName: f.clusterName,
-  organizationRateShare: f.organizationRateShare,
-});
+const start = async (leadership: Leadership): Promise<RunningOperator> =>
+  await startOperator({
+    kubeConfig,
+    identity: processIdentity,
+    leadership,
+    platformBaseUrl: f.platformUrl,
+    workers: f.workers,
+    ...(namespaces !== undefined ? { namespaces } : {}),
+    driftIntervalMs: f.driftIntervalMs,
+    pendingGraceMs: f.pendingGraceMs,
+    ...(f.unverifiedAfterMs !== undefined ? { unverifiedAfterMs: f.unverifiedAfterMs } : {}),
+    minRotationGraceMs: f.minRotationGraceMs,
+    ...(f.cacheStaleAfterMs !== undefined ? { cacheStaleAfterMs: f.cacheStaleAfterMs } : {}),
+    ...(f.watchBackoffMaxMs !== undefined ? { informers: { backoff: { maxMs: f.watchBackoffMaxMs } } } : {}),
+    signingKeySecret: { namespace: leaseNamespace, name: f.signingKeySecret },
+    allowInsecurePlatformUrl: f.allowInsecurePlatformUrl,
+    logger,
+    metrics,
+    inventoryOrganizationLabel: f.inventoryOrganizationLabel,
+    ...(f.issuerSecretsNamespace !== undefined ? { issuerSecretsNamespace: f.issuerSecretsNamespace } : {}),
+    ...(f.issuerLabelSelector !== undefined ? { issuerLabelSelector: f.issuerLabelSelector } : {}),
+    allowNamespaceCredentials: f.allowNamespaceCredentials,
+    clusterName: f.clusterName,
+    organizationRateShare: f.organizationRateShare,
+  });
 
 const manager = new Manager({
   kubeConfig,
@@ -82,17 +87,19 @@ const manager = new Manager({
   probes: f.health,
   metrics: f.metrics,
   start,
-  ...(f.leaderElect ? {
-    leaderElection: {
-      namespace: leaseNamespace,
-      name: f.leaderElectionId,
-      identity,
-      // client-go / controller-runtime defaults; LeaderElector rejects lease <= renew <= retry.
-      leaseDurationMs: f.leaseDurationMs,
-      renewDeadlineMs: f.renewDeadlineMs,
-      retryPeriodMs: f.retryPeriodMs,
-    },
-  } : {}),
+  ...(f.leaderElect
+    ? {
+        leaderElection: {
+          namespace: leaseNamespace,
+          name: f.leaderElectionId,
+          identity,
+          // client-go / controller-runtime defaults; LeaderElector rejects lease <= renew <= retry.
+          leaseDurationMs: f.leaseDurationMs,
+          renewDeadlineMs: f.renewDeadlineMs,
+          retryPeriodMs: f.retryPeriodMs,
+        },
+      }
+    : {}),
   onLeading: (leading) => metrics.setLeading(leading),
 });
 process.on('SIGTERM', () => manager.shutdown('SIGTERM'));

@@ -208,15 +208,16 @@ export function operatorOrgKeyLimiters(slots = organizationSlots()): OrgKeyLimit
 
 function defaultPlatformFactory(metrics: OperatorMetrics | undefined, allowInsecureHttp: boolean, orgKeyLimiter: OrgKeyLimiters<FairLimiter>): PlatformFactory {
   // ONE limiter per organization for org key creation, across every worker and credentials.
-  return ({ baseUrl, apiKey, beforeWrite, userAgent }) => new PlatformClient({
-    baseUrl,
-    apiKey,
-    beforeWrite,
-    userAgent,
-    orgKeyLimiter,
-    allowInsecureHttp,
-    ...(metrics !== undefined ? { onResponse: (info) => metrics.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) } : {}),
-  });
+  return ({ baseUrl, apiKey, beforeWrite, userAgent }) =>
+    new PlatformClient({
+      baseUrl,
+      apiKey,
+      beforeWrite,
+      userAgent,
+      orgKeyLimiter,
+      allowInsecureHttp,
+      ...(metrics !== undefined ? { onResponse: (info) => metrics.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) } : {}),
+    });
 }
 
 /** Where issuers' Secrets live, or undefined when this operator uses no issuers (OperatorOptions.issuerSecretsNamespace). */
@@ -246,14 +247,16 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const kubeConfig = fenceKubeWrites(options.kubeConfig, leadership);
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const signingKeySecret = options.signingKeySecret ?? { namespace: 'neon-key-operator-system', name: DEFAULT_SIGNING_KEY_SECRET };
-  const signer = new Signer(options.signingKey ?? await loadSigningKey(core, signingKeySecret.namespace, signingKeySecret.name, logger), { cluster: options.clusterName ?? '' });
+  const signer = new Signer(options.signingKey ?? (await loadSigningKey(core, signingKeySecret.namespace, signingKeySecret.name, logger)), {
+    cluster: options.clusterName ?? '',
+  });
   // One client per credentials in use, bounded in count and idle time (keys/platform-clients.ts).
   const clients = new PlatformClients((apiKey) => factory({ baseUrl: options.platformBaseUrl, apiKey }));
   const platformFor = (apiKey: string): { platform: KeyPlatform; credentialsId: string } => clients.for(apiKey);
   const evictIdleClients = setInterval(() => clients.evictIdle(), 60_000);
   evictIdleClients.unref();
   const driftIntervalMs = options.driftIntervalMs ?? 300_000;
-  const watched = [...new Set([...options.namespaces ?? [], ...options.namespace !== undefined ? [options.namespace] : []])].sort();
+  const watched = [...new Set([...(options.namespaces ?? []), ...(options.namespace !== undefined ? [options.namespace] : [])])].sort();
   // Created before the controller it wakes; onUpdate runs only once polls start (after start()).
   // The operations poller of a project lists with the issued keys of its ProjectApiKeys: one client
   // per owner, replaced when its key changes and dropped with its owner.
@@ -269,8 +272,10 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // The operator's own namespace ($POD_NAMESPACE, where its signing key and Lease live): the only one
   // whose inventories may list through an issuer (inventory/credentials-source.ts).
   const ownNamespace = signingKeySecret.namespace;
-  const issuerSelector = options.issuerLabelSelector === undefined ? undefined
-    : parseLabelSelector(options.issuerLabelSelector) ?? { matchExpressions: [{ key: 'keys.neon.dev/unparsable-selector', operator: 'Exists' as const }] };
+  const issuerSelector =
+    options.issuerLabelSelector === undefined
+      ? undefined
+      : (parseLabelSelector(options.issuerLabelSelector) ?? { matchExpressions: [{ key: 'keys.neon.dev/unparsable-selector', operator: 'Exists' as const }] });
   // A refreshed list that no longer shows a key (or a project) wakes the resources resting on it:
   // drift is caught when the list is taken, within one interval (drift.ts, DriftGone). A project
   // gone wakes every ProjectApiKey naming it, at rest or not (the resting ones among them): one
@@ -280,8 +285,13 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // turns between namespaces: runtime/queue.ts), with the keys issued lately that no list showed
   // (drift.ts, issued()), at rest or not.
   const drift = new DriftCache(driftIntervalMs, Date.now, (gone) => {
-    const woken = gone.what === 'projects' ? projectKeysIn(controller, gone.ids, gone.organizationId) : [...new Set([...reconciler.restingOn(gone), ...gone.resources])];
-    if (woken.length > 0) logger.info({ what: gone.what, ids: gone.ids.slice(0, 20), resources: woken.length }, 'gone from the platform\'s list; waking the resources that rest on it');
+    const woken =
+      gone.what === 'projects' ? projectKeysIn(controller, gone.ids, gone.organizationId) : [...new Set([...reconciler.restingOn(gone), ...gone.resources])];
+    if (woken.length > 0)
+      logger.info(
+        { what: gone.what, ids: gone.ids.slice(0, 20), resources: woken.length },
+        "gone from the platform's list; waking the resources that rest on it",
+      );
     for (const key of woken) {
       if (gone.what === 'keys') controller.enqueue(key);
       else controller.enqueueLow(key);
@@ -292,12 +302,15 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // create waiting, and 10 more keys are read and their intents written meanwhile, which on a
   // loaded machine takes about a second. The rest of a wave waits in its organization's line,
   // holding no worker (create-admission.ts).
-  const admission = new CreateAdmission({ perOrganization: options.createsPerOrganization ?? 3 * slots, wake: (key) => {
-    // When a waiting key's turn came, apart from when a worker took it up (bench/fairness.ts --fair-stages).
-    const [kind, namespace, name] = key.split('/');
-    logger.debug({ kind, namespace, name }, 'turn');
-    controller.enqueue(key);
-  } });
+  const admission = new CreateAdmission({
+    perOrganization: options.createsPerOrganization ?? 3 * slots,
+    wake: (key) => {
+      // When a waiting key's turn came, apart from when a worker took it up (bench/fairness.ts --fair-stages).
+      const [kind, namespace, name] = key.split('/');
+      logger.debug({ kind, namespace, name }, 'turn');
+      controller.enqueue(key);
+    },
+  });
   const reconciler = new KeyReconciler({
     kube: new ApiServerWrites(objects, core, kubeConfig.makeApiClient(AppsV1Api), kubeConfig),
     platformFor,
@@ -344,17 +357,21 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     },
     credentialsUsers: { holders: (namespace, name) => credentialsUsers(controller, namespace, name) },
     wake: (key) => controller.enqueue(key),
-    slots: new IssuerSlots({
-      users: (issuer, namespace) => [...new Set([...issuerUsers(controller, issuer, namespace), ...slotHolders(controller, issuer, namespace)])],
-      holders: (key) => {
-        const [kind = '', namespace = '', name = ''] = key.split('/');
-        return slotIssuersOfCached(controller.cachedObject(kind, namespace, name));
+    slots: new IssuerSlots(
+      {
+        users: (issuer, namespace) => [...new Set([...issuerUsers(controller, issuer, namespace), ...slotHolders(controller, issuer, namespace)])],
+        holders: (key) => {
+          const [kind = '', namespace = '', name = ''] = key.split('/');
+          return slotIssuersOfCached(controller.cachedObject(kind, namespace, name));
+        },
       },
-    }, (key) => controller.enqueue(key)),
+      (key) => controller.enqueue(key),
+    ),
     secretNameHolders: (namespace, name) => secretNameHolders(controller, namespace, name),
-    cachedKey: options.cacheDelivery === undefined
-      ? (kind, namespace, name) => controller.cachedObject(kind, namespace, name)
-      : (kind, namespace, name) => options.cacheDelivery?.(kind, namespace, name, controller.cachedObject(kind, namespace, name)),
+    cachedKey:
+      options.cacheDelivery === undefined
+        ? (kind, namespace, name) => controller.cachedObject(kind, namespace, name)
+        : (kind, namespace, name) => options.cacheDelivery?.(kind, namespace, name, controller.cachedObject(kind, namespace, name)),
   });
   // The inventories (docs/inventory.md): their lists through the drift cache, managed ids from the
   // key resources' caches (the ids their status records; no LIST), their own events; report only.
@@ -363,7 +380,11 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
     core,
     drift,
     platformFor,
-    managedKeyIds: () => recordedKeyIds(['ApiKey', 'ProjectApiKey'].flatMap((kind) => controller.cached(kind)), new Set()),
+    managedKeyIds: () =>
+      recordedKeyIds(
+        ['ApiKey', 'ProjectApiKey'].flatMap((kind) => controller.cached(kind)),
+        new Set(),
+      ),
     events: new InventoryEventRecorder(core, 'neon-key-operator', logger),
     issuers: {
       ownNamespace,
@@ -381,14 +402,17 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const issuers = new IssuerReconciler({
     objects,
     core,
-    platformFor: (apiKey) => new PlatformClient({
-      baseUrl: options.platformBaseUrl,
-      apiKey,
-      beforeWrite: () => leadership.check(),
-      userAgent,
-      allowInsecureHttp: options.allowInsecurePlatformUrl === true,
-      ...(options.metrics !== undefined ? { onResponse: (info) => options.metrics?.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) } : {}),
-    }),
+    platformFor: (apiKey) =>
+      new PlatformClient({
+        baseUrl: options.platformBaseUrl,
+        apiKey,
+        beforeWrite: () => leadership.check(),
+        userAgent,
+        allowInsecureHttp: options.allowInsecurePlatformUrl === true,
+        ...(options.metrics !== undefined
+          ? { onResponse: (info) => options.metrics?.observePlatformRequest(info.method, info.route, info.status, info.durationMs / 1000) }
+          : {}),
+      }),
     // Key resources naming it, and the inventories of the operator's namespace naming it.
     usersOf: (name) => [...issuerUsers(controller, name), ...issuerInventories(controller, name)],
     wake: (key) => controller.enqueueLow(key),
@@ -401,9 +425,12 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const controller: Controller = new Controller({
     kubeConfig: options.kubeConfig,
     reconciler: {
-      reconcile: (request, log, worker) => (request.kind === INVENTORY_KIND ? inventory.reconcile(request, log)
-        : request.kind === ISSUER_KIND ? issuers.reconcile(request, log, worker)
-          : reconciler.reconcile(request, log, worker)),
+      reconcile: (request, log, worker) =>
+        request.kind === INVENTORY_KIND
+          ? inventory.reconcile(request, log)
+          : request.kind === ISSUER_KIND
+            ? issuers.reconcile(request, log, worker)
+            : reconciler.reconcile(request, log, worker),
     },
     watches: (namespace) => [...keyWatches(namespace), ...inventoryWatches(namespace, ownNamespace)],
     // Issuers (cluster-scoped) once, whenever this operator uses them (issuersNamespace).
@@ -426,7 +453,8 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const running = controller;
   await running.start();
   const metrics = options.metrics;
-  const unregisterInventoryGauge = metrics !== undefined ? registerInventoryGauge(metrics.registry, () => inventory.counts(), options.inventoryOrganizationLabel === true) : undefined;
+  const unregisterInventoryGauge =
+    metrics !== undefined ? registerInventoryGauge(metrics.registry, () => inventory.counts(), options.inventoryOrganizationLabel === true) : undefined;
   issuerReadiness = () => issuers.readiness();
   metrics?.countStaleCachesWith(() => {
     const counts = new Map<string, number>();
@@ -452,17 +480,37 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // The drift checks of resources at rest (KeyReconciler.sweep): those that are due, about every
   // second (a tenth of the interval when that is shorter); one sweep at a time.
   let sweeping = false;
-  const sweeper = setInterval(() => {
-    // The drift lists first: one an interval old is taken again now, whatever the checks (drift.ts).
-    drift.refreshDue();
-    if (sweeping) return;
-    sweeping = true;
-    reconciler.sweep().then((woken) => {
-      for (const key of woken) controller.enqueueLow(key);
-    }, (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, 'drift sweep failed')).finally(() => { sweeping = false; });
-  }, Math.max(10, Math.min(SWEEP_TICK_MS, driftIntervalMs / 10)));
+  const sweeper = setInterval(
+    () => {
+      // The drift lists first: one an interval old is taken again now, whatever the checks (drift.ts).
+      drift.refreshDue();
+      if (sweeping) return;
+      sweeping = true;
+      reconciler
+        .sweep()
+        .then(
+          (woken) => {
+            for (const key of woken) controller.enqueueLow(key);
+          },
+          (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, 'drift sweep failed'),
+        )
+        .finally(() => {
+          sweeping = false;
+        });
+    },
+    Math.max(10, Math.min(SWEEP_TICK_MS, driftIntervalMs / 10)),
+  );
   sweeper.unref();
-  logger.info({ identity, namespaces: watched.length > 0 ? watched : '(all)', workers: options.workers ?? 16, cluster: signer.cluster, createsPerSecondPerOrganization: slots }, 'operator started');
+  logger.info(
+    {
+      identity,
+      namespaces: watched.length > 0 ? watched : '(all)',
+      workers: options.workers ?? 16,
+      cluster: signer.cluster,
+      createsPerSecondPerOrganization: slots,
+    },
+    'operator started',
+  );
   // Leadership lost: the pollers and the sweeps end at once (their platform calls aborted), the
   // reconciles in flight at their next step; the manager then stops the rest.
   const ended = (): void => {
@@ -475,7 +523,13 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   return {
     identity,
     ready: () => running.synced,
-    staleCaches: () => running.staleCaches().map((c) => `${c.kind} cache of ${c.namespace === undefined ? 'every namespace' : `namespace ${c.namespace}`} is stale: its watch has failed for ${Math.round(c.failingForMs / 1000)} s${c.error !== undefined ? ` (${c.error})` : ''}`),
+    staleCaches: () =>
+      running
+        .staleCaches()
+        .map(
+          (c) =>
+            `${c.kind} cache of ${c.namespace === undefined ? 'every namespace' : `namespace ${c.namespace}`} is stale: its watch has failed for ${Math.round(c.failingForMs / 1000)} s${c.error !== undefined ? ` (${c.error})` : ''}`,
+        ),
     cacheContents: () => running.cacheContents(),
     perOrganization: () => ({ limiters: orgLimiters.size, lines: admission.size, memberships: reconciler.memberships, pollers: pollers.projects().length }),
     stop: () => {
@@ -486,10 +540,13 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       clearInterval(sweeper);
       clearInterval(evictIdleClients);
       leadership.signal.removeEventListener('abort', ended);
-      stopping ??= running.stop().then(() => pollers.stop()).then(() => {
-        stopped.abort();
-        logger.info('operator stopped');
-      });
+      stopping ??= running
+        .stop()
+        .then(() => pollers.stop())
+        .then(() => {
+          stopped.abort();
+          logger.info('operator stopped');
+        });
       return stopping;
     },
   };

@@ -192,7 +192,9 @@ export class PlatformClient {
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`baseUrl must be https (or http to loopback), got ${url.protocol}`);
     if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && options.allowInsecureHttp !== true) {
-      throw new TypeError(`baseUrl ${url.origin} is plain http to a host that is not loopback: the API key would travel in clear text; use https, or allow it explicitly (allowInsecureHttp)`);
+      throw new TypeError(
+        `baseUrl ${url.origin} is plain http to a host that is not loopback: the API key would travel in clear text; use https, or allow it explicitly (allowInsecureHttp)`,
+      );
     }
     if (typeof options.apiKey !== 'string' || options.apiKey === '') throw new TypeError('apiKey must be a non-empty string');
     if (!isApiKeyFormat(options.apiKey)) throw new TypeError(`apiKey must be at most ${MAX_API_KEY_LENGTH} visible ASCII characters`);
@@ -232,7 +234,13 @@ export class PlatformClient {
    * a project-scoped key, the one organization that owns the key.
    */
   async listMyOrganizations(opts?: CallOptions): Promise<Organization[]> {
-    const res = await this.#call({ method: 'GET', route: ROUTES.myOrganizations, path: '/users/me/organizations', schema: OrganizationsResponseSchema, signal: opts?.signal });
+    const res = await this.#call({
+      method: 'GET',
+      route: ROUTES.myOrganizations,
+      path: '/users/me/organizations',
+      schema: OrganizationsResponseSchema,
+      signal: opts?.signal,
+    });
     return res.organizations;
   }
 
@@ -279,7 +287,14 @@ export class PlatformClient {
 
   /** POST /api_keys: a personal key of the caller. Not retried on an ambiguous failure. */
   createPersonalKey(keyName: string, opts?: CallOptions): Promise<CreatedKey> {
-    return this.#call({ method: 'POST', route: ROUTES.apiKeys, path: '/api_keys', body: { key_name: keyName }, schema: CreatedKeySchema, signal: opts?.signal });
+    return this.#call({
+      method: 'POST',
+      route: ROUTES.apiKeys,
+      path: '/api_keys',
+      body: { key_name: keyName },
+      schema: CreatedKeySchema,
+      signal: opts?.signal,
+    });
   }
 
   /** GET /api_keys */
@@ -309,7 +324,13 @@ export class PlatformClient {
 
   /** GET /organizations/{org}/api_keys (organization and project-scoped keys of the organization). */
   listOrganizationKeys(orgId: string, opts?: CallOptions): Promise<ApiKeyListItem[]> {
-    return this.#call({ method: 'GET', route: ROUTES.orgApiKeys, path: `/organizations/${seg(orgId)}/api_keys`, schema: ApiKeyListSchema, signal: opts?.signal });
+    return this.#call({
+      method: 'GET',
+      route: ROUTES.orgApiKeys,
+      path: `/organizations/${seg(orgId)}/api_keys`,
+      schema: ApiKeyListSchema,
+      signal: opts?.signal,
+    });
   }
 
   /**
@@ -366,7 +387,13 @@ export class PlatformClient {
 
   /** GET /projects/{id} */
   async getProject(projectId: string, opts?: CallOptions): Promise<Project> {
-    const res = await this.#call({ method: 'GET', route: ROUTES.project, path: `/projects/${seg(projectId)}`, schema: ProjectResponseSchema, signal: opts?.signal });
+    const res = await this.#call({
+      method: 'GET',
+      route: ROUTES.project,
+      path: `/projects/${seg(projectId)}`,
+      schema: ProjectResponseSchema,
+      signal: opts?.signal,
+    });
     return res.project;
   }
 
@@ -376,7 +403,11 @@ export class PlatformClient {
    * requests). The compute is asked for explicitly: the OpenAPI document creates one "only if it was
    * specified in the request", and without it the branch starts no start_compute.
    */
-  async createBranch(projectId: string, body?: { name?: string; parent_id?: string }, opts?: CallOptions): Promise<{ branch: Branch; operations: Operation[] }> {
+  async createBranch(
+    projectId: string,
+    body?: { name?: string; parent_id?: string },
+    opts?: CallOptions,
+  ): Promise<{ branch: Branch; operations: Operation[] }> {
     const branch: { name?: string; parent_id?: string } = {};
     if (body?.name !== undefined) branch.name = body.name;
     if (body?.parent_id !== undefined) branch.parent_id = body.parent_id;
@@ -581,7 +612,10 @@ export class PlatformClient {
     const parsed = spec.schema.safeParse(json);
     if (!parsed.success) {
       // Issue paths and codes only, never the received values: a create response holds a secret.
-      const where = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.code}`).join('; ');
+      const where = parsed.error.issues
+        .slice(0, 5)
+        .map((i) => `${i.path.join('.') || '(root)'}: ${i.code}`)
+        .join('; ');
       throw invalidResponse(context, responseHeaders, `body does not match the schema (${where})`, statusCode);
     }
     return parsed.data;
@@ -651,7 +685,10 @@ export class PlatformClient {
    * anything shaped like a key (64 lower-case alphanumerics, docs/design.md section 6), is masked.
    */
   #redact(text: string): string {
-    return text.split(this.#apiKey).join('[REDACTED]').replace(/\b[a-z0-9]{64}\b/g, '[REDACTED]');
+    return text
+      .split(this.#apiKey)
+      .join('[REDACTED]')
+      .replace(/\b[a-z0-9]{64}\b/g, '[REDACTED]');
   }
 }
 
@@ -676,7 +713,12 @@ function invalidResponse(ctx: AttemptContext, headers: Record<string, string | s
 
 function abortedError(method: string, route: string, sent: boolean): PlatformError {
   const c = classify(method, { kind: 'aborted', sent });
-  return new PlatformError({ ...c, method, route, message: `${method} ${route} aborted by the caller${c.disposition === 'ambiguous' ? ' after the request was sent' : ''}` });
+  return new PlatformError({
+    ...c,
+    method,
+    route,
+    message: `${method} ${route} aborted by the caller${c.disposition === 'ambiguous' ? ' after the request was sent' : ''}`,
+  });
 }
 
 /**

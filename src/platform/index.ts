@@ -16,4 +16,16 @@ export { TokenBucket } from './token-bucket.ts';
 export type { BucketClock, TokenBucketOptions } from './token-bucket.ts';
 export { SlidingWindowLimiter, orgKeyCreationLimiter, ORG_KEY_CREATIONS_PER_SECOND } from './sliding-window.ts';
 export type { Permit, RateLimiter, SlidingWindowOptions } from './sliding-window.ts';
-export type { ApiKeyListItem, AuthDetails, Branch, CreatedKey, CurrentUser, Operation, OperationsPage, Organization, OrganizationMember, Project, RevokedKey } from './schemas.ts';
+export type {
+  ApiKeyListItem,
+  AuthDetails,
+  Branch,
+  CreatedKey,
+  CurrentUser,
+  Operation,
+  OperationsPage,
+  Organization,
+  OrganizationMember,
+  Project,
+  RevokedKey,
+} from './schemas.ts';

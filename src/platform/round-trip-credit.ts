@@ -73,8 +73,11 @@ export class RoundTripCredit {
    */
   idle(now: number): boolean {
     const newest = this.#samples.at(-1);
-    return (newest === undefined || newest.at < now - SAMPLE_WINDOWS * this.#windowMs)
-      && now >= this.#cautionUntil && this.#cautionMs === FIRST_CAUTION_WINDOWS * this.#windowMs;
+    return (
+      (newest === undefined || newest.at < now - SAMPLE_WINDOWS * this.#windowMs) &&
+      now >= this.#cautionUntil &&
+      this.#cautionMs === FIRST_CAUTION_WINDOWS * this.#windowMs
+    );
   }
 
   /** Milliseconds a slot answered before `now` may be reused ahead of a full window after its answer. */

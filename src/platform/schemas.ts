@@ -39,7 +39,10 @@ export const ApiKeyListItemSchema = z.object({
   name: z.string(),
   created_at: timestamp,
   created_by: z.object({ id: z.string(), name: z.string(), image: z.string().optional() }).optional(),
-  last_used_at: timestamp.nullable().optional().transform((v) => v ?? null),
+  last_used_at: timestamp
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
   last_used_from_addr: z.string(),
   project_id: z.string().optional(),
 });
@@ -51,7 +54,10 @@ export const RevokedKeySchema = z.object({
   id: keyId,
   name: z.string(),
   revoked: z.boolean(),
-  last_used_at: timestamp.nullable().optional().transform((v) => v ?? null),
+  last_used_at: timestamp
+    .nullable()
+    .optional()
+    .transform((v) => v ?? null),
   last_used_from_addr: z.string(),
 });
 export type RevokedKey = z.output<typeof RevokedKeySchema>;
@@ -176,23 +182,25 @@ export const OrganizationsResponseSchema = z.object({ organizations: z.array(Org
  * on; `role` is a plain string (the platform has more roles than admin and member, and may add
  * others), so a caller compares it with 'admin' and reads anything else as "not an administrator".
  */
-export const OrganizationMemberSchema = z.object({
-  member: z.object({
-    id: z.string().min(1),
-    user_id: z.string().min(1),
-    org_id: z.string().optional(),
-    role: z.string().min(1),
-    joined_at: timestamp.optional(),
-  }),
-  user: z.object({ email: z.string().optional() }).optional(),
-}).transform(({ member, user }) => ({
-  id: member.id,
-  userId: member.user_id,
-  role: member.role,
-  ...(member.org_id !== undefined ? { orgId: member.org_id } : {}),
-  ...(member.joined_at !== undefined ? { joinedAt: member.joined_at } : {}),
-  ...(user?.email !== undefined ? { email: user.email } : {}),
-}));
+export const OrganizationMemberSchema = z
+  .object({
+    member: z.object({
+      id: z.string().min(1),
+      user_id: z.string().min(1),
+      org_id: z.string().optional(),
+      role: z.string().min(1),
+      joined_at: timestamp.optional(),
+    }),
+    user: z.object({ email: z.string().optional() }).optional(),
+  })
+  .transform(({ member, user }) => ({
+    id: member.id,
+    userId: member.user_id,
+    role: member.role,
+    ...(member.org_id !== undefined ? { orgId: member.org_id } : {}),
+    ...(member.joined_at !== undefined ? { joinedAt: member.joined_at } : {}),
+    ...(user?.email !== undefined ? { email: user.email } : {}),
+  }));
 export type OrganizationMember = z.output<typeof OrganizationMemberSchema>;
 
 /**

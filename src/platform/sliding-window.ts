@@ -107,11 +107,14 @@ export class SlidingWindowLimiter implements RateLimiter {
     this.#clock = o.clock ?? realClock;
     this.#slots = Array.from({ length: o.limit }, () => ({ answeredAt: Number.NEGATIVE_INFINITY, credited: false }));
     this.#credit = new RoundTripCredit(o.limit, windowMs);
-    this.#waiters = new WaiterQueue<Permit>({
-      // The slot free soonest must be free now (Infinity while every slot is in flight).
-      waitMs: (now) => this.#soonest(now).freeAt - now,
-      grant: (now) => this.#occupy(now),
-    }, this.#clock);
+    this.#waiters = new WaiterQueue<Permit>(
+      {
+        // The slot free soonest must be free now (Infinity while every slot is in flight).
+        waitMs: (now) => this.#soonest(now).freeAt - now,
+        grant: (now) => this.#occupy(now),
+      },
+      this.#clock,
+    );
   }
 
   take(signal?: AbortSignal): Promise<Permit> {

@@ -37,17 +37,20 @@ export class TokenBucket implements RateLimiter {
     this.#clock = o.clock ?? realClock;
     this.#tokens = burst;
     this.#last = this.#clock.now();
-    this.#waiters = new WaiterQueue<Permit>({
-      waitMs: (now) => {
-        this.#refill(now);
-        return this.#tokens >= 1 ? 0 : (1 - this.#tokens) / this.#perMs;
+    this.#waiters = new WaiterQueue<Permit>(
+      {
+        waitMs: (now) => {
+          this.#refill(now);
+          return this.#tokens >= 1 ? 0 : (1 - this.#tokens) / this.#perMs;
+        },
+        grant: (now) => {
+          this.#tokens -= 1;
+          // A bucket counts departures only: nothing to do when the request is answered.
+          return { grantedAt: now, done: () => undefined };
+        },
       },
-      grant: (now) => {
-        this.#tokens -= 1;
-        // A bucket counts departures only: nothing to do when the request is answered.
-        return { grantedAt: now, done: () => undefined };
-      },
-    }, this.#clock);
+      this.#clock,
+    );
   }
 
   #refill(t: number): void {

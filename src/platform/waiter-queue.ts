@@ -107,10 +107,13 @@ export class WaiterQueue<T> {
     const wait = this.#gate.waitMs(now);
     // Infinity: the gate waits for something other than time (a poke() will come).
     if (!Number.isFinite(wait)) return;
-    this.#cancelTimer = this.#clock.schedule(() => {
-      this.#cancelTimer = undefined;
-      this.#pump();
-    }, Math.max(1, Math.ceil(wait)));
+    this.#cancelTimer = this.#clock.schedule(
+      () => {
+        this.#cancelTimer = undefined;
+        this.#pump();
+      },
+      Math.max(1, Math.ceil(wait)),
+    );
   }
 
   #stopTimer(): void {

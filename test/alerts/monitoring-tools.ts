@@ -24,7 +24,10 @@ export interface Rule {
   labels?: Record<string, string>;
   annotations: Record<string, string>;
 }
-export interface RuleGroup { name: string; rules: Rule[] }
+export interface RuleGroup {
+  name: string;
+  rules: Rule[];
+}
 
 /** The bin folder of promtool and prometheus: built on first use (minutes), then reused. */
 export function prometheusBin(): string {
@@ -35,29 +38,61 @@ function controlPlaneBin(): string {
   return execFileSync('bash', [join(root, 'test/controlplane/build.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
 }
 
-export interface Output { code: number | null; stdout: string; stderr: string }
+export interface Output {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 export function run(file: string, args: string[], env: NodeJS.ProcessEnv = { PATH: process.env.PATH }): Promise<Output> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 
 /** helm with a throwaway HOME, removed by dispose(). */
-export function helmTool(): { template(set: string[], showOnly?: string, namespace?: string): Promise<Output>; lint(set: string[]): Promise<Output>; dispose(): void } {
+export function helmTool(): {
+  template(set: string[], showOnly?: string, namespace?: string): Promise<Output>;
+  lint(set: string[]): Promise<Output>;
+  dispose(): void;
+} {
   const helm = join(controlPlaneBin(), 'helm');
   const home = mkdtempSync(join(tmpdir(), 'nko-helm-'));
-  const env = { PATH: process.env.PATH, HOME: home, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') };
+  const env = {
+    PATH: process.env.PATH,
+    HOME: home,
+    HELM_CACHE_HOME: join(home, 'cache'),
+    HELM_CONFIG_HOME: join(home, 'config'),
+    HELM_DATA_HOME: join(home, 'data'),
+  };
   const sets = (set: string[]): string[] => set.flatMap((s) => ['--set', s]);
   return {
-    template: (set, showOnly, namespace = 'ops') => run(helm, ['template', 'neon-key-operator', chartDir, '--namespace', namespace, '--kube-version', KUBE_VERSION,
-      ...(showOnly !== undefined ? ['--show-only', showOnly] : []), ...sets(set)], env),
+    template: (set, showOnly, namespace = 'ops') =>
+      run(
+        helm,
+        [
+          'template',
+          'neon-key-operator',
+          chartDir,
+          '--namespace',
+          namespace,
+          '--kube-version',
+          KUBE_VERSION,
+          ...(showOnly !== undefined ? ['--show-only', showOnly] : []),
+          ...sets(set),
+        ],
+        env,
+      ),
     lint: (set) => run(helm, ['lint', '--strict', chartDir, '--kube-version', KUBE_VERSION, ...sets(set)], env),
     dispose: () => rmSync(home, { recursive: true, force: true }),
   };
@@ -82,17 +117,31 @@ export function dashboardExprs(): string[] {
  * own, and controller-runtime's, client-go's and prom-client's families it serves.
  */
 export function metricNames(exprs: readonly string[]): string[] {
-  return [...new Set(exprs.flatMap((e) => e.match(/\b(?:neon_key_operator_|controller_runtime_|workqueue_|leader_election_|process_|nodejs_)[a-z0-9_]+/g) ?? []))].sort();
+  return [
+    ...new Set(exprs.flatMap((e) => e.match(/\b(?:neon_key_operator_|controller_runtime_|workqueue_|leader_election_|process_|nodejs_)[a-z0-9_]+/g) ?? [])),
+  ].sort();
 }
 
 /** The families the operator serves under controller-runtime's, client-go's and prom-client's names (docs/reference/metrics.md). */
 export const GENERIC_FAMILIES = [
-  'controller_runtime_reconcile_total', 'controller_runtime_reconcile_errors_total', 'controller_runtime_reconcile_time_seconds',
-  'controller_runtime_active_workers', 'workqueue_depth', 'workqueue_adds_total', 'workqueue_queue_duration_seconds',
-  'workqueue_work_duration_seconds', 'workqueue_retries_total', 'workqueue_unfinished_work_seconds',
-  'workqueue_longest_running_processor_seconds', 'leader_election_master_status',
-  'process_cpu_seconds_total', 'process_resident_memory_bytes', 'process_start_time_seconds', 'process_open_fds',
-  'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes',
+  'controller_runtime_reconcile_total',
+  'controller_runtime_reconcile_errors_total',
+  'controller_runtime_reconcile_time_seconds',
+  'controller_runtime_active_workers',
+  'workqueue_depth',
+  'workqueue_adds_total',
+  'workqueue_queue_duration_seconds',
+  'workqueue_work_duration_seconds',
+  'workqueue_retries_total',
+  'workqueue_unfinished_work_seconds',
+  'workqueue_longest_running_processor_seconds',
+  'leader_election_master_status',
+  'process_cpu_seconds_total',
+  'process_resident_memory_bytes',
+  'process_start_time_seconds',
+  'process_open_fds',
+  'nodejs_eventloop_lag_p99_seconds',
+  'nodejs_heap_size_used_bytes',
 ] as const;
 
 export interface ServiceMonitorEndpoint {
@@ -106,7 +155,12 @@ export interface ServiceMonitorEndpoint {
 }
 export interface ServiceMonitor {
   metadata: { name: string; namespace: string };
-  spec: { selector: { matchLabels?: Record<string, string> }; namespaceSelector?: { matchNames?: string[] }; jobLabel?: string; endpoints: ServiceMonitorEndpoint[] };
+  spec: {
+    selector: { matchLabels?: Record<string, string> };
+    namespaceSelector?: { matchNames?: string[] };
+    jobLabel?: string;
+    endpoints: ServiceMonitorEndpoint[];
+  };
 }
 export interface Service {
   metadata: { name: string; namespace: string; labels?: Record<string, string> };
@@ -125,10 +179,15 @@ const metaLabel = (label: string): string => label.replace(/[^a-zA-Z0-9_]/g, '_'
  * and port; namespace, service, pod, container, job, endpoint from the meta labels; the endpoint's own
  * relabelings after), with the endpoint's honorLabels, path, interval and metricRelabelings.
  */
-export function scrapeConfigsOf(monitor: ServiceMonitor, service: Service, target: { address: string; pod: string; container: string }): Record<string, unknown>[] {
+export function scrapeConfigsOf(
+  monitor: ServiceMonitor,
+  service: Service,
+  target: { address: string; pod: string; container: string },
+): Record<string, unknown>[] {
   const port = (name: string | undefined): { name?: string; port: number } | undefined => service.spec.ports.find((p) => p.name === name);
   return monitor.spec.endpoints.map((endpoint, index) => {
-    if (endpoint.port === undefined || port(endpoint.port) === undefined) throw new Error(`endpoint ${index} names port ${endpoint.port ?? '(none)'}, which Service ${service.metadata.name} does not have`);
+    if (endpoint.port === undefined || port(endpoint.port) === undefined)
+      throw new Error(`endpoint ${index} names port ${endpoint.port ?? '(none)'}, which Service ${service.metadata.name} does not have`);
     const meta: Record<string, string> = {
       __meta_kubernetes_namespace: service.metadata.namespace,
       __meta_kubernetes_service_name: service.metadata.name,
@@ -142,7 +201,8 @@ export function scrapeConfigsOf(monitor: ServiceMonitor, service: Service, targe
     }
     const selected = Object.entries(monitor.spec.selector.matchLabels ?? {}).map(([label, value]) => ({
       source_labels: [`__meta_kubernetes_service_label_${metaLabel(label)}`, `__meta_kubernetes_service_labelpresent_${metaLabel(label)}`],
-      regex: `(${value});true`, action: 'keep',
+      regex: `(${value});true`,
+      action: 'keep',
     }));
     const namespaces = monitor.spec.namespaceSelector?.matchNames ?? [monitor.metadata.namespace];
     return {
@@ -162,7 +222,16 @@ export function scrapeConfigsOf(monitor: ServiceMonitor, service: Service, targe
         { source_labels: ['__meta_kubernetes_pod_name'], target_label: 'pod' },
         { source_labels: ['__meta_kubernetes_pod_container_name'], target_label: 'container' },
         { source_labels: ['__meta_kubernetes_service_name'], target_label: 'job', replacement: '${1}' },
-        ...(monitor.spec.jobLabel !== undefined ? [{ source_labels: [`__meta_kubernetes_service_label_${metaLabel(monitor.spec.jobLabel)}`], target_label: 'job', regex: '(.+)', replacement: '${1}' }] : []),
+        ...(monitor.spec.jobLabel !== undefined
+          ? [
+              {
+                source_labels: [`__meta_kubernetes_service_label_${metaLabel(monitor.spec.jobLabel)}`],
+                target_label: 'job',
+                regex: '(.+)',
+                replacement: '${1}',
+              },
+            ]
+          : []),
         { target_label: 'endpoint', replacement: endpoint.port },
         ...(endpoint.relabelings ?? []).map(relabelConfig),
       ],

@@ -49,7 +49,9 @@ const AGAINST_LIFE: Partial<Record<`${Room} -> ${Room}`, string>> = {};
  * rooms may import it; it imports the rooms for types only (KeyDeps names each room's service), and
  * never the top of keys/ (the reconciler, observe, create-protocol, deletion, watches, index).
  */
-const FRAME = new Set(['reconcile-context.ts', 'decision.ts', 'adapter.ts', 'platform-clients.ts', 'kube-writes.ts', 'rotation-schedule.ts'].map((f) => `${KEYS}${f}`));
+const FRAME = new Set(
+  ['reconcile-context.ts', 'decision.ts', 'adapter.ts', 'platform-clients.ts', 'kube-writes.ts', 'rotation-schedule.ts'].map((f) => `${KEYS}${f}`),
+);
 
 type Place = { at: 'room'; room: Room } | { at: 'frame' } | { at: 'top' } | { at: 'unknown room'; folder: string } | { at: 'outside' };
 
@@ -106,7 +108,7 @@ describe('the imports of src/', () => {
     expect(found.map((c) => describeCircle(c, edges))).toEqual([]);
   });
 
-  it('run along a key\'s life in the key domain: a room imports the frame and the rooms before it, never one after it', () => {
+  it("run along a key's life in the key domain: a room imports the frame and the rooms before it, never one after it", () => {
     expect(stageViolations(edges)).toEqual([]);
   });
 
@@ -117,9 +119,11 @@ describe('the imports of src/', () => {
 
 describe('the map of the key domain', () => {
   it('lets a room import only the rooms before it, or one after it with a reason (AGAINST_LIFE)', () => {
-    const against = ROOMS.flatMap((from) => (Object.keys(MAY_IMPORT[from]) as Room[])
-      .filter((to) => ROOMS.indexOf(to) >= ROOMS.indexOf(from) && AGAINST_LIFE[`${from} -> ${to}`] === undefined)
-      .map((to) => `${from} -> ${to}`));
+    const against = ROOMS.flatMap((from) =>
+      (Object.keys(MAY_IMPORT[from]) as Room[])
+        .filter((to) => ROOMS.indexOf(to) >= ROOMS.indexOf(from) && AGAINST_LIFE[`${from} -> ${to}`] === undefined)
+        .map((to) => `${from} -> ${to}`),
+    );
     expect(against).toEqual([]);
   });
 });
@@ -127,9 +131,22 @@ describe('the map of the key domain', () => {
 describe('the checks themselves', () => {
   it('finds each circle of a small graph, and nothing in a graph without one', () => {
     const nodes = ['a', 'b', 'c', 'd', 'e', 'f'];
-    const graph = [['a', 'b'], ['b', 'c'], ['c', 'a'], ['d', 'a'], ['d', 'e'], ['e', 'd'], ['f', 'f']].map(([from = '', to = '']) => ({ from, to }));
+    const graph = [
+      ['a', 'b'],
+      ['b', 'c'],
+      ['c', 'a'],
+      ['d', 'a'],
+      ['d', 'e'],
+      ['e', 'd'],
+      ['f', 'f'],
+    ].map(([from = '', to = '']) => ({ from, to }));
     expect(circles(nodes, graph)).toEqual([['a', 'b', 'c'], ['d', 'e'], ['f']]);
-    expect(circles(nodes, graph.filter((e) => !(e.from === 'c' && e.to === 'a') && e.from !== 'e' && e.from !== 'f'))).toEqual([]);
+    expect(
+      circles(
+        nodes,
+        graph.filter((e) => !(e.from === 'c' && e.to === 'a') && e.from !== 'e' && e.from !== 'f'),
+      ),
+    ).toEqual([]);
   });
 
   describe('on a scratch tree', () => {
@@ -152,7 +169,7 @@ describe('the checks themselves', () => {
     });
   });
 
-  it('refuses an arrow against a key\'s life, a room off the map, the top imported from below, and a frame that imports a room for more than types', () => {
+  it("refuses an arrow against a key's life, a room off the map, the top imported from below, and a frame that imports a room for more than types", () => {
     const edge = (from: string, to: string, typeOnly = false): ImportEdge => ({ from: `${KEYS}${from}`, to: `${KEYS}${to}`, typeOnly });
     const found = stageViolations([
       edge('secret/secret-writer.ts', 'rotation/rotation.ts'),
@@ -172,6 +189,8 @@ describe('the checks themselves', () => {
       expect.stringContaining('keys/vault/ is no room of the map'),
     ]);
     expect(faceViolations([{ from: 'src/operator/inventory/reconciler.ts', to: `${KEYS}observing/drift.ts`, typeOnly: true }])).toHaveLength(1);
-    expect(faceViolations([{ from: 'src/operator/issuers/watches.ts', to: `${KEYS}watches.ts`, typeOnly: false }])).toEqual(['src/operator/issuers/watches.ts -> src/operator/keys/watches.ts: issuers/ imports the key domain only through keys/index.ts']);
+    expect(faceViolations([{ from: 'src/operator/issuers/watches.ts', to: `${KEYS}watches.ts`, typeOnly: false }])).toEqual([
+      'src/operator/issuers/watches.ts -> src/operator/keys/watches.ts: issuers/ imports the key domain only through keys/index.ts',
+    ]);
   });
 });

@@ -14,11 +14,12 @@ export interface ImportEdge {
 
 /** Every .ts file under `dir`, as paths relative to `root`, sorted. */
 export function sourceFiles(root: string, dir: string): string[] {
-  const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => {
-    const path = join(d, e.name);
-    if (e.isDirectory()) return walk(path);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [relative(root, path)] : [];
-  });
+  const walk = (d: string): string[] =>
+    readdirSync(d, { withFileTypes: true }).flatMap((e) => {
+      const path = join(d, e.name);
+      if (e.isDirectory()) return walk(path);
+      return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [relative(root, path)] : [];
+    });
   return walk(join(root, dir)).sort();
 }
 

@@ -48,7 +48,10 @@ function operatorLines(out: string, v: Report['violations'][number]): string {
     const ids = [entry.keyId, entry.replaces, entry.revoked, entry.retiring].flat();
     if (!mine && !ids.some((id) => keys.has(Number(id))) && entry.hostile === undefined) continue;
     const { level, time, pid, hostname, reconcileId, ...rest } = entry;
-    void level; void pid; void hostname; void reconcileId;
+    void level;
+    void pid;
+    void hostname;
+    void reconcileId;
     lines.push(`${typeof time === 'number' ? new Date(time).toISOString().slice(11, 23) : ''} ${JSON.stringify(rest)}`.slice(0, 400));
   }
   return lines.length === 0 ? '' : `\n    the operator's log about them (${lines.length} lines, the last 40):\n      ${lines.slice(-40).join('\n      ')}`;
@@ -59,12 +62,30 @@ describe('a hostile-tenant campaign (seed 24, 60 s)', () => {
     if (process.env.TEST_CONTROLPLANE === 'off') throw new Error('this suite starts a control plane: run it with `npm run jest`, not test:unit');
     const out = mkdtempSync(join(tmpdir(), 'nko-hostile-'));
     try {
-      const child = spawn(process.execPath, [join(root, 'chaos/hostile/run.ts'), `--seed=${SEED}`, '--duration=60', '--settle=30', '--restarts=1', `--skip=${LONG_RUN_ONLY.join(',')}`, `--out=${out}`], {
-        cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' },
-      });
+      const child = spawn(
+        process.execPath,
+        [
+          join(root, 'chaos/hostile/run.ts'),
+          `--seed=${SEED}`,
+          '--duration=60',
+          '--settle=30',
+          '--restarts=1',
+          `--skip=${LONG_RUN_ONLY.join(',')}`,
+          `--out=${out}`,
+        ],
+        {
+          cwd: root,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: { ...process.env, NODE_OPTIONS: '' },
+        },
+      );
       let output = '';
-      child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
-      child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+      });
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
       let report: Report;
       try {

@@ -1,15 +1,7 @@
 // The test control plane is a real one: the behaviours the operator depends on are those of
 // kube-apiserver + etcd, not of a fake.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  ApiException,
-  ApiextensionsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  RbacAuthorizationV1Api,
-  VersionApi,
-  Watch,
-} from '@kubernetes/client-node';
+import { ApiException, ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, VersionApi, Watch } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { controlPlane, kubernetesVersionUnderTest, type ControlPlane } from '../harness/index.ts';
 
@@ -65,29 +57,31 @@ describe('the test control plane', () => {
           group,
           scope: 'Namespaced',
           names: { plural, singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
-          versions: [{
-            name: version,
-            served: true,
-            storage: true,
-            subresources: { status: {} },
-            schema: {
-              openAPIV3Schema: {
-                type: 'object',
-                properties: {
-                  spec: {
-                    type: 'object',
-                    required: ['size', 'color'],
-                    properties: { size: { type: 'integer' }, color: { type: 'string' } },
-                    x_kubernetes_validations: [
-                      { rule: 'self.size <= 10', message: 'size must be at most 10' },
-                      { rule: 'self.color == oldSelf.color', message: 'color is immutable' },
-                    ],
+          versions: [
+            {
+              name: version,
+              served: true,
+              storage: true,
+              subresources: { status: {} },
+              schema: {
+                openAPIV3Schema: {
+                  type: 'object',
+                  properties: {
+                    spec: {
+                      type: 'object',
+                      required: ['size', 'color'],
+                      properties: { size: { type: 'integer' }, color: { type: 'string' } },
+                      x_kubernetes_validations: [
+                        { rule: 'self.size <= 10', message: 'size must be at most 10' },
+                        { rule: 'self.color == oldSelf.color', message: 'color is immutable' },
+                      ],
+                    },
+                    status: { type: 'object', properties: { phase: { type: 'string' } } },
                   },
-                  status: { type: 'object', properties: { phase: { type: 'string' } } },
                 },
               },
             },
-          }],
+          ],
         },
       },
     });
@@ -102,8 +96,10 @@ describe('the test control plane', () => {
 
   afterAll(async () => {
     await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await cp?.kubeConfig.makeApiClient(ApiextensionsV1Api)
-      .deleteCustomResourceDefinition({ name: `${plural}.${group}` }).catch(() => undefined);
+    await cp?.kubeConfig
+      .makeApiClient(ApiextensionsV1Api)
+      .deleteCustomResourceDefinition({ name: `${plural}.${group}` })
+      .catch(() => undefined);
   });
 
   it('reports the Kubernetes version it was built at (test/controlplane/go.mod, or the one npm run test:k8s names)', async () => {
@@ -116,52 +112,98 @@ describe('the test control plane', () => {
   });
 
   it('rejects an object that breaks a CEL rule with the rule message', async () => {
-    const error = await rejection(objects.createNamespacedCustomObject({
-      group, version, namespace, plural, body: widget('too-big', 11),
-    }));
+    const error = await rejection(
+      objects.createNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural,
+        body: widget('too-big', 11),
+      }),
+    );
     expect(error.code).toBe(422);
     expect(String(error.body)).toContain('size must be at most 10');
   });
 
   it('enforces a CEL transition rule on update', async () => {
-    const created = await objects.createNamespacedCustomObject({
-      group, version, namespace, plural, body: widget('immutable', 1),
-    }) as Widget;
-    const error = await rejection(objects.replaceNamespacedCustomObject({
-      group, version, namespace, plural, name: 'immutable',
-      body: { ...created, spec: { ...created.spec, color: 'red' } },
-    }));
+    const created = (await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural,
+      body: widget('immutable', 1),
+    })) as Widget;
+    const error = await rejection(
+      objects.replaceNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural,
+        name: 'immutable',
+        body: { ...created, spec: { ...created.spec, color: 'red' } },
+      }),
+    );
     expect(error.code).toBe(422);
     expect(String(error.body)).toContain('color is immutable');
   });
 
   it('keeps generation when only the status subresource changes', async () => {
-    const created = await objects.createNamespacedCustomObject({
-      group, version, namespace, plural, body: widget('status', 2),
-    }) as Widget;
+    const created = (await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural,
+      body: widget('status', 2),
+    })) as Widget;
     expect(created.metadata.generation).toBe(1);
-    const withStatus = await objects.replaceNamespacedCustomObjectStatus({
-      group, version, namespace, plural, name: 'status', body: { ...created, status: { phase: 'Ready' } },
-    }) as Widget;
+    const withStatus = (await objects.replaceNamespacedCustomObjectStatus({
+      group,
+      version,
+      namespace,
+      plural,
+      name: 'status',
+      body: { ...created, status: { phase: 'Ready' } },
+    })) as Widget;
     expect(withStatus.status?.phase).toBe('Ready');
     expect(withStatus.metadata.generation).toBe(1);
     expect(withStatus.metadata.resourceVersion).not.toBe(created.metadata.resourceVersion);
-    const specChanged = await objects.replaceNamespacedCustomObject({
-      group, version, namespace, plural, name: 'status', body: { ...withStatus, spec: { ...withStatus.spec, size: 3 } },
-    }) as Widget;
+    const specChanged = (await objects.replaceNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural,
+      name: 'status',
+      body: { ...withStatus, spec: { ...withStatus.spec, size: 3 } },
+    })) as Widget;
     expect(specChanged.metadata.generation).toBe(2);
   });
 
   it('refuses an update carrying a stale resourceVersion with 409 Conflict', async () => {
-    const created = await objects.createNamespacedCustomObject({
-      group, version, namespace, plural, body: widget('conflict', 1),
-    }) as Widget;
+    const created = (await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural,
+      body: widget('conflict', 1),
+    })) as Widget;
     await objects.replaceNamespacedCustomObject({
-      group, version, namespace, plural, name: 'conflict', body: { ...created, spec: { ...created.spec, size: 2 } },
+      group,
+      version,
+      namespace,
+      plural,
+      name: 'conflict',
+      body: { ...created, spec: { ...created.spec, size: 2 } },
     });
-    const error = await rejection(objects.replaceNamespacedCustomObject({
-      group, version, namespace, plural, name: 'conflict', body: { ...created, spec: { ...created.spec, size: 3 } },
-    }));
+    const error = await rejection(
+      objects.replaceNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural,
+        name: 'conflict',
+        body: { ...created, spec: { ...created.spec, size: 3 } },
+      }),
+    );
     expect(error.code).toBe(409);
   });
 
@@ -171,10 +213,15 @@ describe('the test control plane', () => {
     body.metadata.finalizers = ['smoke.test.dev/hold'];
     await objects.createNamespacedCustomObject({ group, version, namespace, plural, body });
     await objects.deleteNamespacedCustomObject({ group, version, namespace, plural, name });
-    const held = await objects.getNamespacedCustomObject({ group, version, namespace, plural, name }) as Widget;
+    const held = (await objects.getNamespacedCustomObject({ group, version, namespace, plural, name })) as Widget;
     expect(held.metadata.deletionTimestamp).toBeDefined();
     await objects.replaceNamespacedCustomObject({
-      group, version, namespace, plural, name, body: { ...held, metadata: { ...held.metadata, finalizers: [] } },
+      group,
+      version,
+      namespace,
+      plural,
+      name,
+      body: { ...held, metadata: { ...held.metadata, finalizers: [] } },
     });
     const gone = await rejection(objects.getNamespacedCustomObject({ group, version, namespace, plural, name }));
     expect(gone.code).toBe(404);
@@ -182,27 +229,38 @@ describe('the test control plane', () => {
 
   it('streams watch events for changes made after the watch started', async () => {
     const seen: string[] = [];
-    const list = await objects.listNamespacedCustomObject({ group, version, namespace, plural }) as { metadata: { resourceVersion: string } };
+    const list = (await objects.listNamespacedCustomObject({ group, version, namespace, plural })) as { metadata: { resourceVersion: string } };
     const watching = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`watch saw only ${seen.join(', ')}`)), 20_000);
-      void new Watch(cp.kubeConfig).watch(
-        `/apis/${group}/${version}/namespaces/${namespace}/${plural}`,
-        { resourceVersion: list.metadata.resourceVersion, allowWatchBookmarks: true },
-        (type: string, object: Widget) => {
-          if (object.metadata.name === 'watched') seen.push(type);
-          if (seen.includes('DELETED')) {
-            clearTimeout(timer);
-            resolve();
-          }
-        },
-        (error: unknown) => { if (error) reject(error); },
-      ).then((controller) => { watchController = controller; });
+      void new Watch(cp.kubeConfig)
+        .watch(
+          `/apis/${group}/${version}/namespaces/${namespace}/${plural}`,
+          { resourceVersion: list.metadata.resourceVersion, allowWatchBookmarks: true },
+          (type: string, object: Widget) => {
+            if (object.metadata.name === 'watched') seen.push(type);
+            if (seen.includes('DELETED')) {
+              clearTimeout(timer);
+              resolve();
+            }
+          },
+          (error: unknown) => {
+            if (error) reject(error);
+          },
+        )
+        .then((controller) => {
+          watchController = controller;
+        });
     });
     let watchController: AbortController | undefined;
     // The watch is registered asynchronously; changes made a moment later are still after its resourceVersion.
-    const created = await objects.createNamespacedCustomObject({ group, version, namespace, plural, body: widget('watched', 1) }) as Widget;
+    const created = (await objects.createNamespacedCustomObject({ group, version, namespace, plural, body: widget('watched', 1) })) as Widget;
     await objects.replaceNamespacedCustomObject({
-      group, version, namespace, plural, name: 'watched', body: { ...created, spec: { ...created.spec, size: 5 } },
+      group,
+      version,
+      namespace,
+      plural,
+      name: 'watched',
+      body: { ...created, spec: { ...created.spec, size: 5 } },
     });
     await objects.deleteNamespacedCustomObject({ group, version, namespace, plural, name: 'watched' });
     await watching;

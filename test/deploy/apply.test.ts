@@ -38,13 +38,24 @@ describe('the manifests applied to a real apiserver', () => {
    * changes nothing, and other suites of this run apply deploy/base for real under their own manager.
    */
   const dryRun = async (manifests: string): Promise<string> => {
-    const { stdout, stderr } = await t.kubectlOutput(['apply', '--server-side', '--dry-run=server', '--force-conflicts', '--field-manager=deploy-test', '-f', '-'], manifests);
+    const { stdout, stderr } = await t.kubectlOutput(
+      ['apply', '--server-side', '--dry-run=server', '--force-conflicts', '--field-manager=deploy-test', '-f', '-'],
+      manifests,
+    );
     expect(stderr).toBe('');
     return stdout;
   };
 
   /** What the apiserver's authorizer answers for the ServiceAccount. */
-  const can = async (serviceAccount: string, saNamespace: string, verb: string, resource: string, namespace?: string, group = '', name?: string): Promise<boolean> => {
+  const can = async (
+    serviceAccount: string,
+    saNamespace: string,
+    verb: string,
+    resource: string,
+    namespace?: string,
+    group = '',
+    name?: string,
+  ): Promise<boolean> => {
     const [plural, subresource] = resource.split('/');
     const review = await authz.createSubjectAccessReview({
       body: {
@@ -89,7 +100,8 @@ describe('the manifests applied to a real apiserver', () => {
   afterAll(async () => {
     // One command per kind of cleanup (each kubectl or helm is a process and a connection).
     await Promise.all(releases.map((release) => t?.helm(['uninstall', release.name, '--namespace', release.namespace, '--wait=false']).catch(() => undefined)));
-    if (createdNamespaces.length > 0) await t?.kubectl(['delete', 'namespace', ...createdNamespaces, '--ignore-not-found', '--wait=false']).catch(() => undefined);
+    if (createdNamespaces.length > 0)
+      await t?.kubectl(['delete', 'namespace', ...createdNamespaces, '--ignore-not-found', '--wait=false']).catch(() => undefined);
     t?.dispose();
   });
 
@@ -97,23 +109,48 @@ describe('the manifests applied to a real apiserver', () => {
     // A release name of its own: "neon-key-operator" would name the ClusterRole of deploy/base.
     const manifests = await t.helm(['template', `dry-${suffix}`, chartDir, '--namespace', ns, '--kube-version', kubeVersion]);
     const out = await dryRun(manifests);
-    for (const kind of ['serviceaccount', 'clusterrole.rbac.authorization.k8s.io', 'clusterrolebinding.rbac.authorization.k8s.io',
-      'role.rbac.authorization.k8s.io', 'rolebinding.rbac.authorization.k8s.io', 'deployment.apps', 'poddisruptionbudget.policy', 'service']) {
+    for (const kind of [
+      'serviceaccount',
+      'clusterrole.rbac.authorization.k8s.io',
+      'clusterrolebinding.rbac.authorization.k8s.io',
+      'role.rbac.authorization.k8s.io',
+      'rolebinding.rbac.authorization.k8s.io',
+      'deployment.apps',
+      'poddisruptionbudget.policy',
+      'service',
+    ]) {
       expect(out).toMatch(new RegExp(`^${kind.replace(/\./g, '\\.')}/\\S+ serverside-applied \\(server dry run\\)$`, 'm'));
     }
   });
 
   it('admits the chart output with watchNamespaces and a NetworkPolicy, a ServiceMonitor left out (server-side dry run)', async () => {
-    const set = [`watchNamespaces={${watched.join(',')}}`, 'workers=4', 'driftInterval=2m', 'replicaCount=3',
-      'networkPolicy.enabled=true', 'networkPolicy.apiServer.cidrs={127.0.0.1/32}', 'networkPolicy.metricsFrom[0].podSelector.matchLabels.app=prometheus'];
-    const manifests = await t.helm(['template', `dryns-${suffix}`, chartDir, '--namespace', ns, '--kube-version', kubeVersion, ...set.flatMap((s) => ['--set', s])]);
+    const set = [
+      `watchNamespaces={${watched.join(',')}}`,
+      'workers=4',
+      'driftInterval=2m',
+      'replicaCount=3',
+      'networkPolicy.enabled=true',
+      'networkPolicy.apiServer.cidrs={127.0.0.1/32}',
+      'networkPolicy.metricsFrom[0].podSelector.matchLabels.app=prometheus',
+    ];
+    const manifests = await t.helm([
+      'template',
+      `dryns-${suffix}`,
+      chartDir,
+      '--namespace',
+      ns,
+      '--kube-version',
+      kubeVersion,
+      ...set.flatMap((s) => ['--set', s]),
+    ]);
     const out = await dryRun(manifests);
     // A Role per watched namespace, and the one in the release namespace.
     expect(out.match(/^role\.rbac\.authorization\.k8s\.io\/\S+ serverside-applied/gm)).toHaveLength(watched.length + 1);
     expect(out).toMatch(/^networkpolicy\.networking\.k8s\.io\/\S+ serverside-applied \(server dry run\)$/m);
     // No cluster-wide grant to the operator; the tenant roles (for people, aggregated into view/edit) are the only ClusterRoles.
     expect(out.match(/^clusterrole\.rbac\.authorization\.k8s\.io\/\S+/gm)?.sort()).toEqual([
-      `clusterrole.rbac.authorization.k8s.io/dryns-${suffix}-neon-key-operator-edit`, `clusterrole.rbac.authorization.k8s.io/dryns-${suffix}-neon-key-operator-view`,
+      `clusterrole.rbac.authorization.k8s.io/dryns-${suffix}-neon-key-operator-edit`,
+      `clusterrole.rbac.authorization.k8s.io/dryns-${suffix}-neon-key-operator-view`,
     ]);
     expect(out).not.toContain('clusterrolebinding');
   });
@@ -123,7 +160,7 @@ describe('the manifests applied to a real apiserver', () => {
     const manifests = await t.kubectl(['kustomize', baseDir]);
     const objects = parseYaml(manifests);
     // The namespaced objects need their namespace to exist: a dry run of the Namespace creates nothing.
-    for (const name of new Set(objects.flatMap((o) => o.kind === 'Namespace' ? [o.metadata.name] : o.metadata.namespace ?? []))) {
+    for (const name of new Set(objects.flatMap((o) => (o.kind === 'Namespace' ? [o.metadata.name] : (o.metadata.namespace ?? []))))) {
       await createNamespace(name, true);
     }
     const out = await dryRun(manifests);
@@ -189,14 +226,23 @@ describe('the manifests applied to a real apiserver', () => {
       ['update', 'namespaces', anywhere, '', anywhere],
     ];
     for (const [verb, resource, namespace, group, name] of allowed) {
-      expect([verb, resource, namespace, name, await settles(true, sa, ns, verb, resource, namespace, group, name)]).toEqual([verb, resource, namespace, name, true]);
+      expect([verb, resource, namespace, name, await settles(true, sa, ns, verb, resource, namespace, group, name)]).toEqual([
+        verb,
+        resource,
+        namespace,
+        name,
+        true,
+      ]);
     }
     for (const [verb, resource, namespace, group, name] of denied) {
       expect([verb, resource, namespace, name, await can(sa, ns, verb, resource, namespace, group, name)]).toEqual([verb, resource, namespace, name, false]);
     }
 
     const uninstalled = await t.helm(['uninstall', release, '--namespace', ns, '--wait=false']);
-    releases.splice(releases.findIndex((r) => r.name === release), 1);
+    releases.splice(
+      releases.findIndex((r) => r.name === release),
+      1,
+    );
     expect(uninstalled).toContain(`release "${release}" uninstalled`);
     expect(await settles(false, sa, ns, 'list', 'secrets', anywhere)).toBe(false);
     // The CRDs were not the release's (crds.enabled=false): the custom resources (and the keys) outlive it.
@@ -206,7 +252,19 @@ describe('the manifests applied to a real apiserver', () => {
   it('installs with helm for a watched namespace only: rights there, none elsewhere', async () => {
     const release = `nkw-${suffix}`;
     releases.push({ name: release, namespace: ns });
-    const out = await t.helm(['install', release, chartDir, '--namespace', ns, '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false', '--set', `watchNamespaces={${watched.join(',')}}`]);
+    const out = await t.helm([
+      'install',
+      release,
+      chartDir,
+      '--namespace',
+      ns,
+      '--set',
+      'crds.enabled=false',
+      '--set',
+      'rbac.issuedKeysPolicy=false',
+      '--set',
+      `watchNamespaces={${watched.join(',')}}`,
+    ]);
     expect(out).toContain(`Watching: ${watched.join(', ')}`);
     const sa = `${release}-neon-key-operator`;
     for (const namespace of watched) {

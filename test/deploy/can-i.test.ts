@@ -64,7 +64,7 @@ interface Mode {
   issuers?: boolean;
 }
 
-describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per install mode', () => {
+describe("kubectl auth can-i --list as the operator's ServiceAccount, per install mode", () => {
   let cp: ControlPlane;
   let t: Tools;
   const namespaces: string[] = [];
@@ -128,7 +128,7 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
    */
   const expectListing = async (mode: Mode, namespace: string, grants: readonly string[]): Promise<void> => {
     const account = { namespace: mode.operatorNamespace, name: mode.serviceAccount };
-    const expected = [...new Set([...await baselineIn(namespace), ...grants])].sort();
+    const expected = [...new Set([...(await baselineIn(namespace)), ...grants])].sort();
     const deadline = Date.now() + 10_000;
     let listed = await listFor(account, namespace);
     while (JSON.stringify(listed) !== JSON.stringify(expected) && Date.now() < deadline) {
@@ -155,17 +155,19 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     // The ClusterRole of the every-namespace mode shows in every namespace's listing, its issuer rules (cluster-scoped) too;
     // so does the issuers' ClusterRole of a namespaced install with issuers.
     const issuers = !namespaced || mode.issuers === true;
-    const reconcileIn = (namespace: string): readonly string[] => !namespaced ? clusterWideGrants
-      : [...mode.watched.includes(namespace) ? reconcileGrants : [], ...mode.issuers === true ? issuerGrants : []];
+    const reconcileIn = (namespace: string): readonly string[] =>
+      !namespaced ? clusterWideGrants : [...(mode.watched.includes(namespace) ? reconcileGrants : []), ...(mode.issuers === true ? issuerGrants : [])];
     await Promise.all([
-      ...[...new Set([mode.operatorNamespace, ...mode.watched, mode.unwatched, ...mode.issuers === true ? [ISSUER_EVENTS_NAMESPACE] : []])].map((namespace) => baselineIn(namespace)),
+      ...[...new Set([mode.operatorNamespace, ...mode.watched, mode.unwatched, ...(mode.issuers === true ? [ISSUER_EVENTS_NAMESPACE] : [])])].map((namespace) =>
+        baselineIn(namespace),
+      ),
       kubeconfigOf(account.namespace, account.name),
     ]);
     await Promise.all([
       expectListing(mode, mode.operatorNamespace, [...reconcileIn(mode.operatorNamespace), ...ownNamespaceGrants()]),
       ...mode.watched.map((namespace) => expectListing(mode, namespace, reconcileIn(namespace))),
       expectListing(mode, mode.unwatched, reconcileIn(mode.unwatched)),
-      ...mode.issuers === true ? [expectListing(mode, ISSUER_EVENTS_NAMESPACE, [...reconcileIn(ISSUER_EVENTS_NAMESPACE), ...issuerEventsGrants])] : [],
+      ...(mode.issuers === true ? [expectListing(mode, ISSUER_EVENTS_NAMESPACE, [...reconcileIn(ISSUER_EVENTS_NAMESPACE), ...issuerEventsGrants])] : []),
     ]);
 
     const checks: [string[], boolean][] = [
@@ -210,26 +212,36 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
       }
     };
     const reads = await Promise.all([...mode.watched, mode.unwatched].map(async (namespace) => [mode.title, namespace, await getNamespace(namespace)]));
-    expect(reads).toEqual([...mode.watched, mode.unwatched].map((namespace) => [mode.title, namespace, namespaced && !mode.watched.includes(namespace) ? 'forbidden' : `namespace/${namespace}`]));
+    expect(reads).toEqual(
+      [...mode.watched, mode.unwatched].map((namespace) => [
+        mode.title,
+        namespace,
+        namespaced && !mode.watched.includes(namespace) ? 'forbidden' : `namespace/${namespace}`,
+      ]),
+    );
   };
 
   /** Renames the namespaces and cluster-scoped names of kustomize output, keeps its RBAC objects. */
-  const relocate = (objects: K8sObject[], rename: Record<string, string>): K8sObject[] => objects.filter((o) => RBAC_KINDS.has(o.kind)).map((o) => {
-    const copy = structuredClone(o) as K8sObject & { roleRef?: { kind: string; name: string }; subjects?: { namespace?: string }[] };
-    const to = (namespace: string): string => {
-      const renamed = rename[namespace];
-      if (renamed === undefined) throw new Error(`namespace ${namespace} of ${o.kind}/${o.metadata.name} has no test name`);
-      return renamed;
-    };
-    if (copy.metadata.namespace !== undefined) copy.metadata.namespace = to(copy.metadata.namespace);
-    else copy.metadata.name = `${copy.metadata.name}-${suffix}`;
-    if (copy.roleRef?.kind === 'ClusterRole') copy.roleRef.name = `${copy.roleRef.name}-${suffix}`;
-    for (const subject of copy.subjects ?? []) if (subject.namespace !== undefined) subject.namespace = to(subject.namespace);
-    return copy;
-  });
+  const relocate = (objects: K8sObject[], rename: Record<string, string>): K8sObject[] =>
+    objects
+      .filter((o) => RBAC_KINDS.has(o.kind))
+      .map((o) => {
+        const copy = structuredClone(o) as K8sObject & { roleRef?: { kind: string; name: string }; subjects?: { namespace?: string }[] };
+        const to = (namespace: string): string => {
+          const renamed = rename[namespace];
+          if (renamed === undefined) throw new Error(`namespace ${namespace} of ${o.kind}/${o.metadata.name} has no test name`);
+          return renamed;
+        };
+        if (copy.metadata.namespace !== undefined) copy.metadata.namespace = to(copy.metadata.namespace);
+        else copy.metadata.name = `${copy.metadata.name}-${suffix}`;
+        if (copy.roleRef?.kind === 'ClusterRole') copy.roleRef.name = `${copy.roleRef.name}-${suffix}`;
+        for (const subject of copy.subjects ?? []) if (subject.namespace !== undefined) subject.namespace = to(subject.namespace);
+        return copy;
+      });
   const applyRelocated = async (dirToBuild: string, rename: Record<string, string>): Promise<void> => {
     const objects = relocate(parseYaml(await t.kubectl(['kustomize', dirToBuild])), rename);
-    for (const o of objects) if (o.metadata.namespace === undefined) clusterObjects.push(`${o.kind.toLowerCase()}.rbac.authorization.k8s.io/${o.metadata.name}`);
+    for (const o of objects)
+      if (o.metadata.namespace === undefined) clusterObjects.push(`${o.kind.toLowerCase()}.rbac.authorization.k8s.io/${o.metadata.name}`);
     await t.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
   };
 
@@ -264,7 +276,13 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     const rename = { 'neon-key-operator-system': await createNamespace(`can-i-${suffix}-base`) };
     await applyRelocated(baseDir, rename);
     const unwatched = await createNamespace(`can-i-${suffix}-base-other`);
-    await expectMode({ title: 'deploy/base', operatorNamespace: rename['neon-key-operator-system'], serviceAccount: 'neon-key-operator', watched: [], unwatched });
+    await expectMode({
+      title: 'deploy/base',
+      operatorNamespace: rename['neon-key-operator-system'],
+      serviceAccount: 'neon-key-operator',
+      watched: [],
+      unwatched,
+    });
   });
 
   it('namespaced mode, deploy/overlays/namespaced: the contract in the watched namespaces only, no Secret anywhere else', async () => {
@@ -276,8 +294,11 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     await applyRelocated(overlayDir, rename);
     const unwatched = await createNamespace(`can-i-${suffix}-ovl-other`);
     await expectMode({
-      title: 'deploy/overlays/namespaced', operatorNamespace: rename['neon-key-operator-system'], serviceAccount: 'neon-key-operator',
-      watched: [rename['team-a'], rename['team-b']], unwatched,
+      title: 'deploy/overlays/namespaced',
+      operatorNamespace: rename['neon-key-operator-system'],
+      serviceAccount: 'neon-key-operator',
+      watched: [rename['team-a'], rename['team-b']],
+      unwatched,
     });
   });
 
@@ -297,7 +318,19 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     const unwatched = await createNamespace(`can-i-${suffix}-chns-other`);
     const release = `cn-${suffix}`;
     releases.push({ name: release, namespace });
-    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false', '--set', `watchNamespaces={${watched.join(',')}}`]);
+    await t.helm([
+      'install',
+      release,
+      chartDir,
+      '--namespace',
+      namespace,
+      '--set',
+      'crds.enabled=false',
+      '--set',
+      'rbac.issuedKeysPolicy=false',
+      '--set',
+      `watchNamespaces={${watched.join(',')}}`,
+    ]);
     await expectMode({ title: 'chart, watchNamespaces', operatorNamespace: namespace, serviceAccount: `${release}-neon-key-operator`, watched, unwatched });
   });
 
@@ -307,7 +340,28 @@ describe('kubectl auth can-i --list as the operator\'s ServiceAccount, per insta
     const unwatched = await createNamespace(`can-i-${suffix}-chis-other`);
     const release = `cs-${suffix}`;
     releases.push({ name: release, namespace });
-    await t.helm(['install', release, chartDir, '--namespace', namespace, '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false', '--set', `watchNamespaces={${watched.join(',')}}`, '--set', `issuerSecretsNamespace=${watched[1]}`]);
-    await expectMode({ title: 'chart, watchNamespaces and issuerSecretsNamespace', operatorNamespace: namespace, serviceAccount: `${release}-neon-key-operator`, watched, unwatched, issuers: true });
+    await t.helm([
+      'install',
+      release,
+      chartDir,
+      '--namespace',
+      namespace,
+      '--set',
+      'crds.enabled=false',
+      '--set',
+      'rbac.issuedKeysPolicy=false',
+      '--set',
+      `watchNamespaces={${watched.join(',')}}`,
+      '--set',
+      `issuerSecretsNamespace=${watched[1]}`,
+    ]);
+    await expectMode({
+      title: 'chart, watchNamespaces and issuerSecretsNamespace',
+      operatorNamespace: namespace,
+      serviceAccount: `${release}-neon-key-operator`,
+      watched,
+      unwatched,
+      issuers: true,
+    });
   });
 });

@@ -63,19 +63,25 @@ describe('the chart upgrades its CRDs and keeps them on uninstall', () => {
   const releases: { name: string; namespace: string }[] = [];
   const groups = [`z${suffix}a.crdtest.neon.dev`, `z${suffix}b.crdtest.neon.dev`];
 
-  const apiKey = (group: string, name: string, usage: boolean): string => JSON.stringify({
-    apiVersion: `${group}/v1alpha1`,
-    kind: 'ApiKey',
-    metadata: { name },
-    spec: {
-      scope: 'Organization', organizationId: 'org-cool-cherry-12345678', credentialsSecretRef: { name: 'neon-admin' },
-      ...usage ? { usage: { unusedAfter: '720h' } } : {},
-    },
-  });
+  const apiKey = (group: string, name: string, usage: boolean): string =>
+    JSON.stringify({
+      apiVersion: `${group}/v1alpha1`,
+      kind: 'ApiKey',
+      metadata: { name },
+      spec: {
+        scope: 'Organization',
+        organizationId: 'org-cool-cherry-12345678',
+        credentialsSecretRef: { name: 'neon-admin' },
+        ...(usage ? { usage: { unusedAfter: '720h' } } : {}),
+      },
+    });
   const spec = async (group: string, namespace: string, name: string): Promise<{ usage?: unknown }> =>
     JSON.parse(await t.kubectl(['get', `apikeys.${group}`, name, '-n', namespace, '-o', 'jsonpath={.spec}'])) as { usage?: unknown };
   const crdExists = async (group: string): Promise<boolean> =>
-    (await t.kubectl(['get', 'crd', `apikeys.${group}`, `projectapikeys.${group}`, '--ignore-not-found', '-o', 'name'])).trim().split('\n').filter((l) => l !== '').length === 2;
+    (await t.kubectl(['get', 'crd', `apikeys.${group}`, `projectapikeys.${group}`, '--ignore-not-found', '-o', 'name']))
+      .trim()
+      .split('\n')
+      .filter((l) => l !== '').length === 2;
   const establish = async (group: string): Promise<void> => {
     await t.kubectl(['wait', '--for=condition=Established', '--timeout=30s', `crd/apikeys.${group}`, `crd/projectapikeys.${group}`]);
   };
@@ -125,13 +131,19 @@ describe('the chart upgrades its CRDs and keeps them on uninstall', () => {
     expect((await spec(group, ns, 'pruned')).usage).toEqual({ unusedAfter: '720h' });
 
     const out = await t.helm(['uninstall', release, '--namespace', ns]);
-    releases.splice(releases.findIndex((r) => r.name === release), 1);
+    releases.splice(
+      releases.findIndex((r) => r.name === release),
+      1,
+    );
     expect(out).toMatch(/These resources were kept due to the resource policy:[\s\S]*CustomResourceDefinition/);
     expect(await crdExists(group)).toBe(true);
-    expect((await t.kubectl(['get', `apikeys.${group}`, '-n', ns, '-o', 'name'])).trim().split('\n').sort()).toEqual([`apikey.${group}/kept`, `apikey.${group}/pruned`]);
+    expect((await t.kubectl(['get', `apikeys.${group}`, '-n', ns, '-o', 'name'])).trim().split('\n').sort()).toEqual([
+      `apikey.${group}/kept`,
+      `apikey.${group}/pruned`,
+    ]);
   });
 
-  it('CRDs installed from an older chart\'s crds/ folder: helm refuses to take them over until they are adopted, then upgrades them', async () => {
+  it("CRDs installed from an older chart's crds/ folder: helm refuses to take them over until they are adopted, then upgrades them", async () => {
     const group = groups[1] as string;
     const ns = await namespace(`crds-b-${suffix}`);
     const release = `crds-b-${suffix}`;
@@ -142,10 +154,13 @@ describe('the chart upgrades its CRDs and keeps them on uninstall', () => {
     expect(await spec(group, ns, 'old')).not.toHaveProperty('usage');
 
     const current = chartCopy('current-b', group);
-    const refused = await install('upgrade', release, ns, current).then(() => '', (error: unknown) => {
-      if (error instanceof CommandError) return error.stderr;
-      throw error;
-    });
+    const refused = await install('upgrade', release, ns, current).then(
+      () => '',
+      (error: unknown) => {
+        if (error instanceof CommandError) return error.stderr;
+        throw error;
+      },
+    );
     expect(refused).toMatch(/exists and cannot be imported into the current release: invalid ownership metadata/);
 
     // The adoption docs/install.md gives: the ownership marks helm looks for, on both CRDs.
@@ -155,12 +170,17 @@ describe('the chart upgrades its CRDs and keeps them on uninstall', () => {
     await install('upgrade', release, ns, current);
     expect(await t.kubectl(['get', `crd/apikeys.${group}`, '-o', 'jsonpath={.metadata.annotations.helm\\.sh/resource-policy}'])).toBe('keep');
     // The upgrade brings the inventory's CRD, new in this chart.
-    expect((await t.kubectl(['get', 'crd', `apikeyinventories.${group}`, '-o', 'name'])).trim()).toBe(`customresourcedefinition.apiextensions.k8s.io/apikeyinventories.${group}`);
+    expect((await t.kubectl(['get', 'crd', `apikeyinventories.${group}`, '-o', 'name'])).trim()).toBe(
+      `customresourcedefinition.apiextensions.k8s.io/apikeyinventories.${group}`,
+    );
     await t.kubectl(['apply', '-n', ns, '-f', '-'], apiKey(group, 'old', true));
     expect((await spec(group, ns, 'old')).usage).toEqual({ unusedAfter: '720h' });
 
     await t.helm(['uninstall', release, '--namespace', ns]);
-    releases.splice(releases.findIndex((r) => r.name === release), 1);
+    releases.splice(
+      releases.findIndex((r) => r.name === release),
+      1,
+    );
     expect(await crdExists(group)).toBe(true);
     expect((await t.kubectl(['get', `apikeys.${group}`, 'old', '-n', ns, '-o', 'name'])).trim()).toBe(`apikey.${group}/old`);
   });

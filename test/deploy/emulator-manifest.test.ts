@@ -13,14 +13,22 @@ import { freePort } from '../harness/controlplane.ts';
 import { controlPlane } from '../harness/index.ts';
 import { chartDir, parseYaml, root, tools, type K8sObject, type Tools } from './kube-tools.ts';
 
-interface Container { name: string; image: string; command: string[]; args: string[]; ports: { containerPort: number }[] }
+interface Container {
+  name: string;
+  image: string;
+  command: string[];
+  args: string[];
+  ports: { containerPort: number }[];
+}
 type Deployment = K8sObject & { spec: { template: { spec: { containers: Container[] } } } };
 
 const manifestPath = join(root, 'deploy/emulator/emulator.yaml');
 const objects = parseYaml(readFileSync(manifestPath, 'utf8'));
 const deployment = objects.find((o) => o.kind === 'Deployment') as Deployment;
 const container = deployment.spec.template.spec.containers[0] as Container;
-const podIp = Object.values(networkInterfaces()).flat().find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
+const podIp = Object.values(networkInterfaces())
+  .flat()
+  .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
 
 /** Runs the container's command with node from src/ (dist/ is the image's build of the same file), on `port`. */
 function runDocumented(args: string[]): { child: ChildProcess; bootstrap: Promise<{ baseUrl: string }> } {
@@ -30,7 +38,9 @@ function runDocumented(args: string[]): { child: ChildProcess; bootstrap: Promis
   const child = spawn(join(root, 'node_modules/.bin/node'), [join(root, 'src/emulator/main.ts'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => { err += d; });
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    err += d;
+  });
   const bootstrap = new Promise<{ baseUrl: string }>((resolve, reject) => {
     child.stdout?.setEncoding('utf8').on('data', (d: string) => {
       out += d;
@@ -62,7 +72,7 @@ describe('the emulator manifest (deploy/emulator/emulator.yaml)', () => {
     t?.dispose();
   });
 
-  it('is admitted by the apiserver, restricted Pod Security included, with the chart\'s image', async () => {
+  it("is admitted by the apiserver, restricted Pod Security included, with the chart's image", async () => {
     const chart = readFileSync(join(chartDir, 'Chart.yaml'), 'utf8');
     expect(container.image).toBe(`ghcr.io/neon-key-operator/neon-key-operator:${/^appVersion: "?([^"\s]+)"?$/m.exec(chart)?.[1]}`);
     // PodSecurity checks a Deployment's pod template with a warning (it enforces on pods): none.

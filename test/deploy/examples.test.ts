@@ -28,14 +28,22 @@ const OWN_CREDENTIALS_TEAM = 'team-b';
 /** This suite's operator reconciles only the issuer it labels (issuers are cluster-wide; the suites share the apiserver). */
 const SUITE_LABEL = 'keys.neon.dev/test-suite';
 
-interface Condition { type: string; status: string; reason: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+}
 interface KeyResource {
   metadata: { name: string };
   status?: { keyId?: number; secretName?: string; conditions?: Condition[] };
 }
-interface SecretObject { metadata: { name: string; resourceVersion: string; labels?: Record<string, string> }; type?: string; data?: Record<string, string> }
+interface SecretObject {
+  metadata: { name: string; resourceVersion: string; labels?: Record<string, string> };
+  type?: string;
+  data?: Record<string, string>;
+}
 
-describe('the first hour: the commands of the chart\'s NOTES, run as printed', () => {
+describe("the first hour: the commands of the chart's NOTES, run as printed", () => {
   let cp: ControlPlane;
   let t: Tools;
   let emulator: Emulator;
@@ -55,7 +63,8 @@ describe('the first hour: the commands of the chart\'s NOTES, run as printed', (
   const getJson = async <T>(...args: string[]): Promise<T> => JSON.parse(await t.kubectl(['get', ...args, '-o', 'json'])) as T;
   const secretsOf = async (namespace: string): Promise<SecretObject[]> =>
     (await getJson<{ items: SecretObject[] }>('secrets', '-n', namespace)).items.filter((s) => s.type !== 'kubernetes.io/service-account-token');
-  const platformKeys = async (): Promise<{ id: number; revoked: boolean }[]> => await (await fetch(`${emulator.adminUrl}/keys`)).json() as { id: number; revoked: boolean }[];
+  const platformKeys = async (): Promise<{ id: number; revoked: boolean }[]> =>
+    (await (await fetch(`${emulator.adminUrl}/keys`)).json()) as { id: number; revoked: boolean }[];
   const ready = (r: KeyResource): boolean => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
   beforeAll(async () => {
@@ -70,7 +79,10 @@ describe('the first hour: the commands of the chart\'s NOTES, run as printed', (
     // The NOTES of a default install into releaseNs (the CRDs exist already: a release never takes them over).
     const out = await t.helm(['install', release, chartDir, '--namespace', releaseNs, '--set', 'crds.enabled=false', '--dry-run=server']);
     const notes = out.slice(out.indexOf('NOTES:'));
-    commands = notes.split('\n').filter((l) => l.startsWith('  kubectl ')).map((l) => l.trim());
+    commands = notes
+      .split('\n')
+      .filter((l) => l.startsWith('  kubectl '))
+      .map((l) => l.trim());
     // The operator as installed: every namespace it is told of, the issuers' Secrets in the release's
     // namespace, and only the issuer this suite labels.
     operator = await startOperator({
@@ -96,7 +108,7 @@ describe('the first hour: the commands of the chart\'s NOTES, run as printed', (
     if (home !== undefined) rmSync(home, { recursive: true, force: true });
   });
 
-  it('prints the platform team\'s and the teams\' commands, with kubectl -n team-a apply -k examples/', () => {
+  it("prints the platform team's and the teams' commands, with kubectl -n team-a apply -k examples/", () => {
     expect(commands).toEqual([
       `kubectl -n ${releaseNs} get pods -l app.kubernetes.io/instance=${release}`,
       `kubectl -n ${releaseNs} get lease`,
@@ -115,10 +127,24 @@ describe('the first hour: the commands of the chart\'s NOTES, run as printed', (
     ]);
   });
 
-  it('prints, in namespaced mode, commands for the watched namespaces: the issuer\'s only with issuerSecretsNamespace; none with namespace credentials forbidden', async () => {
+  it("prints, in namespaced mode, commands for the watched namespaces: the issuer's only with issuerSecretsNamespace; none with namespace credentials forbidden", async () => {
     const printed = async (...set: string[]): Promise<string[]> => {
-      const out = await t.helm(['install', release, chartDir, '--namespace', releaseNs, '--set', 'crds.enabled=false', '--dry-run=server', ...set.flatMap((v) => ['--set', v])]);
-      return out.slice(out.indexOf('NOTES:')).split('\n').filter((l) => l.startsWith('  kubectl ') && !/ get (pods|lease)/.test(l)).map((l) => l.trim());
+      const out = await t.helm([
+        'install',
+        release,
+        chartDir,
+        '--namespace',
+        releaseNs,
+        '--set',
+        'crds.enabled=false',
+        '--dry-run=server',
+        ...set.flatMap((v) => ['--set', v]),
+      ]);
+      return out
+        .slice(out.indexOf('NOTES:'))
+        .split('\n')
+        .filter((l) => l.startsWith('  kubectl ') && !/ get (pods|lease)/.test(l))
+        .map((l) => l.trim());
     };
     const ownCredentials = (ns: string): string[] => [
       `kubectl -n ${ns} create secret generic neon-admin --from-literal=apiKey="$NEON_ADMIN_API_KEY"`,
@@ -146,7 +172,10 @@ describe('the first hour: the commands of the chart\'s NOTES, run as printed', (
       if (line === 'kubectl apply -k examples/platform-team') await t.kubectl(['label', 'clusterkeyissuer', 'team-keys', `${SUITE_LABEL}=${suffix}`]);
     }
     const keys = await getJson<{ items: KeyResource[] }>('projectapikeys', '-n', TEAM);
-    expect(keys.items.map((k) => [k.metadata.name, ready(k)]).sort()).toEqual([['app-neon', true], ['billing-db', true]]);
+    expect(keys.items.map((k) => [k.metadata.name, ready(k)]).sort()).toEqual([
+      ['app-neon', true],
+      ['billing-db', true],
+    ]);
     expect(ready(await getJson<KeyResource>('apikey', 'ci-deployer', '-n', OWN_CREDENTIALS_TEAM))).toBe(true);
 
     // team-a holds the keys' Secrets and nothing else; each key works for the project.
@@ -155,7 +184,10 @@ describe('the first hour: the commands of the chart\'s NOTES, run as printed', (
     const billing = secrets.find((s) => s.metadata.name === 'billing-db');
     expect(Object.keys(billing?.data ?? {}).sort()).toEqual(['NEON_API_KEY', 'NEON_API_URL', 'NEON_PROJECT_ID']);
     expect(billing?.metadata.labels?.['app.kubernetes.io/part-of']).toBe('billing');
-    for (const [name, field] of [['app-neon', 'apiKey'], ['billing-db', 'NEON_API_KEY']] as const) {
+    for (const [name, field] of [
+      ['app-neon', 'apiKey'],
+      ['billing-db', 'NEON_API_KEY'],
+    ] as const) {
       const key = Buffer.from(secrets.find((s) => s.metadata.name === name)?.data?.[field] ?? '', 'base64').toString('utf8');
       const response = await fetch(`${emulator.baseUrl}/projects/quiet-river-00000001`, { headers: { authorization: `Bearer ${key}` } });
       expect([name, response.status]).toEqual([name, 200]);
@@ -165,14 +197,16 @@ describe('the first hour: the commands of the chart\'s NOTES, run as printed', (
   });
 
   it('applies again without overwriting a credential or issuing a key, and deleting the examples revokes their keys', async () => {
-    const credentials = async (): Promise<string[]> => [
-      ...(await secretsOf(releaseNs)).filter((s) => s.metadata.name === 'neon-org-admin'),
-      ...(await secretsOf(OWN_CREDENTIALS_TEAM)).filter((s) => s.metadata.name === 'neon-admin'),
-    ].map((s) => `${s.metadata.name}@${s.metadata.resourceVersion}`);
-    const keyIds = async (): Promise<(number | undefined)[]> => [
-      ...(await getJson<{ items: KeyResource[] }>('projectapikeys', '-n', TEAM)).items,
-      ...(await getJson<{ items: KeyResource[] }>('apikeys', '-n', OWN_CREDENTIALS_TEAM)).items,
-    ].map((k) => k.status?.keyId);
+    const credentials = async (): Promise<string[]> =>
+      [
+        ...(await secretsOf(releaseNs)).filter((s) => s.metadata.name === 'neon-org-admin'),
+        ...(await secretsOf(OWN_CREDENTIALS_TEAM)).filter((s) => s.metadata.name === 'neon-admin'),
+      ].map((s) => `${s.metadata.name}@${s.metadata.resourceVersion}`);
+    const keyIds = async (): Promise<(number | undefined)[]> =>
+      [
+        ...(await getJson<{ items: KeyResource[] }>('projectapikeys', '-n', TEAM)).items,
+        ...(await getJson<{ items: KeyResource[] }>('apikeys', '-n', OWN_CREDENTIALS_TEAM)).items,
+      ].map((k) => k.status?.keyId);
     const before = { credentials: await credentials(), keyIds: await keyIds() };
     expect(before.credentials).toHaveLength(2);
     for (const line of commands.filter((l) => l.includes(' apply -k '))) await shell(line);

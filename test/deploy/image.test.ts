@@ -10,7 +10,11 @@ import { root } from './kube-tools.ts';
 
 const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
 // Instructions with their continuation lines joined, comments dropped.
-const instructions = dockerfile.replace(/\\\n\s*/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+const instructions = dockerfile
+  .replace(/\\\n\s*/g, ' ')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter((l) => l !== '' && !l.startsWith('#'));
 const stages = ((): Map<string, string[]> => {
   const out = new Map<string, string[]>();
   let current: string[] = [];
@@ -27,7 +31,10 @@ const stages = ((): Map<string, string[]> => {
 })();
 const runtime = stages.get('runtime') ?? [];
 const build = stages.get('build') ?? [];
-const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { devDependencies: Record<string, string>; dependencies: Record<string, string> };
+const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  devDependencies: Record<string, string>;
+  dependencies: Record<string, string>;
+};
 
 describe('the container image', () => {
   it('builds in one stage and runs from another, on the Node version the tests run on', () => {
@@ -94,7 +101,9 @@ describe('the container image', () => {
     // Identifiers stay: stack traces in the logs name the functions.
     expect(bundle).not.toMatch(/--minify(?!-whitespace|-syntax)/);
     // esbuild is a pinned devDependency of ours, not something another package happens to bring.
-    const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; dev?: boolean; devDependencies?: Record<string, string> }> };
+    const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string; dev?: boolean; devDependencies?: Record<string, string> }>;
+    };
     expect(packageJson.devDependencies.esbuild).toMatch(/^\d+\.\d+\.\d+$/);
     expect(lock.packages['']?.devDependencies?.esbuild).toBe(packageJson.devDependencies.esbuild);
     expect(lock.packages['node_modules/esbuild']).toMatchObject({ version: packageJson.devDependencies.esbuild, dev: true });
@@ -106,7 +115,9 @@ describe('the container image', () => {
       writeFileSync(join(out, 'package.json'), '{"type": "module"}\n');
       const outfile = join(out, 'main.js');
       execFileSync('sh', ['-c', bundle.replace(' --outfile=dist/operator/main.js ', ` --outfile=${outfile} `)], {
-        cwd: root, env: { ...process.env, PATH: `${join(root, 'node_modules/.bin')}:${process.env.PATH ?? ''}` }, stdio: 'pipe',
+        cwd: root,
+        env: { ...process.env, PATH: `${join(root, 'node_modules/.bin')}:${process.env.PATH ?? ''}` },
+        stdio: 'pipe',
       });
       expect(existsSync(`${outfile}.map`)).toBe(true);
       // ASCII only: V8 holds a script's source text in the heap at one byte per character only when
@@ -125,12 +136,21 @@ describe('the container image', () => {
       // npm run build's stamp, as the image's build runs it with its build arguments: --version
       // (and build_info, from the same file) report them.
       execFileSync(process.execPath, [join(root, 'scripts/stamp-build.ts'), join(out, 'build.json')], {
-        env: { ...process.env, VERSION: '9.8.7-test', REVISION: '0123456789abcdef' }, stdio: 'pipe',
+        env: { ...process.env, VERSION: '9.8.7-test', REVISION: '0123456789abcdef' },
+        stdio: 'pipe',
       });
-      const version = spawnSync(process.execPath, [...nodeFlags, outfile, '--version'], { encoding: 'utf8', cwd: out, env: { ...process.env, NODE_OPTIONS: '' } });
+      const version = spawnSync(process.execPath, [...nodeFlags, outfile, '--version'], {
+        encoding: 'utf8',
+        cwd: out,
+        env: { ...process.env, NODE_OPTIONS: '' },
+      });
       expect(version.stdout).toBe('neon-key-operator 9.8.7-test (revision 0123456789abcdef)\n');
       // The operator's own code runs too: a bad flag stops it at start-up, saying which.
-      const bad = spawnSync(process.execPath, [...nodeFlags, outfile, '--workers=x'], { encoding: 'utf8', cwd: out, env: { ...process.env, NODE_OPTIONS: '' } });
+      const bad = spawnSync(process.execPath, [...nodeFlags, outfile, '--workers=x'], {
+        encoding: 'utf8',
+        cwd: out,
+        env: { ...process.env, NODE_OPTIONS: '' },
+      });
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toContain('--workers');
     } finally {
@@ -141,8 +161,9 @@ describe('the container image', () => {
   it('ships every package the code under src/ imports at run time as a production dependency', () => {
     // The runtime image has only what npm prune --omit=dev keeps: an import of a devDependency
     // would pass every test here and crash in the cluster.
-    const files = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' })
-      .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('.d.ts'));
+    const files = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' }).filter(
+      (f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('.d.ts'),
+    );
     expect(files.length).toBeGreaterThan(0);
     const builtins = new Set(builtinModules);
     const imported = new Map<string, string>();
@@ -156,7 +177,7 @@ describe('the container image', () => {
       ];
       for (const specifier of specifiers) {
         if (specifier === undefined || specifier.startsWith('.') || specifier.startsWith('node:') || builtins.has(specifier)) continue;
-        const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0] as string;
+        const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : (specifier.split('/')[0] as string);
         imported.set(name, file);
       }
     }
@@ -166,7 +187,10 @@ describe('the container image', () => {
   });
 
   it('sends the build only what it needs: no node_modules, .cache, .git or local databases', () => {
-    const ignore = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+    const ignore = readFileSync(join(root, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
     expect(ignore[0]).toBe('*');
     const allowed = ignore.filter((l) => l.startsWith('!')).map((l) => l.slice(1).replace(/\/$/, ''));
     expect(allowed.sort()).toEqual(['.npmrc', 'package-lock.json', 'package.json', 'scripts/stamp-build.ts', 'src', 'tsconfig.build.json', 'tsconfig.json']);

@@ -17,7 +17,9 @@ const FINALIZER = 'keys.neon.dev/finalizer';
 const ORG = 'org-demo-00000001';
 const PROJECT = 'quiet-river-00000001';
 
-interface Resource { metadata: { name: string; finalizers?: string[]; deletionTimestamp?: string; labels?: Record<string, string> } }
+interface Resource {
+  metadata: { name: string; finalizers?: string[]; deletionTimestamp?: string; labels?: Record<string, string> };
+}
 
 /** The HTTP status and message of a refused call; undefined when it succeeded. */
 async function refusal(call: () => Promise<unknown>): Promise<{ code: number; message: string } | undefined> {
@@ -30,7 +32,7 @@ async function refusal(call: () => Promise<unknown>): Promise<{ code: number; me
   }
 }
 
-describe('the issued keys\' admission policy: the finalizer of a key an issuer made is the operator\'s to remove', () => {
+describe("the issued keys' admission policy: the finalizer of a key an issuer made is the operator's to remove", () => {
   let cp: ControlPlane;
   let team: string;
   let admin: CustomObjectsApi;
@@ -40,21 +42,33 @@ describe('the issued keys\' admission policy: the finalizer of a key an issuer m
   const path = (name: string) => ({ group, version, namespace: team, plural: 'projectapikeys', name });
   /** A ProjectApiKey created by the administrator with the operator's finalizer, as the operator leaves one. */
   const resource = async (name: string, source: Record<string, unknown>, issuer?: string): Promise<void> => {
-    await admin.createNamespacedCustomObject({ group, version, namespace: team, plural: 'projectapikeys', body: {
-      apiVersion: `${group}/${version}`, kind: 'ProjectApiKey', metadata: { name, finalizers: [FINALIZER] },
-      spec: { organizationId: ORG, projectId: PROJECT, ...source },
-    } });
+    await admin.createNamespacedCustomObject({
+      group,
+      version,
+      namespace: team,
+      plural: 'projectapikeys',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ProjectApiKey',
+        metadata: { name, finalizers: [FINALIZER] },
+        spec: { organizationId: ORG, projectId: PROJECT, ...source },
+      },
+    });
     if (issuer !== undefined) {
-      await admin.patchNamespacedCustomObjectStatus({ ...path(name), body: { status: { keyId: 1, issuer } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+      await admin.patchNamespacedCustomObjectStatus(
+        { ...path(name), body: { status: { keyId: 1, issuer } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
     }
   };
   /** An UPDATE without the finalizer (the verb the operator has; `edit` has it too). */
   const strip = async (api: CustomObjectsApi, name: string): Promise<unknown> => {
-    const current = await admin.getNamespacedCustomObject(path(name)) as Resource;
+    const current = (await admin.getNamespacedCustomObject(path(name))) as Resource;
     current.metadata.finalizers = (current.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
     return await api.replaceNamespacedCustomObject({ ...path(name), body: current });
   };
-  const finalizers = async (name: string): Promise<string[] | undefined> => ((await admin.getNamespacedCustomObject(path(name))) as Resource).metadata.finalizers;
+  const finalizers = async (name: string): Promise<string[] | undefined> =>
+    ((await admin.getNamespacedCustomObject(path(name))) as Resource).metadata.finalizers;
 
   beforeAll(async () => {
     cp = await controlPlane();
@@ -64,30 +78,49 @@ describe('the issued keys\' admission policy: the finalizer of a key an issuer m
     operator = (await operatorKubeConfig(cp)).makeApiClient(CustomObjectsApi);
     const core = cp.kubeConfig.makeApiClient(CoreV1Api);
     await core.createNamespacedServiceAccount({ namespace: team, body: { metadata: { name: 'developer' } } });
-    await cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({ namespace: team, body: {
-      metadata: { name: 'developer-edit' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-      subjects: [{ kind: 'ServiceAccount', name: 'developer', namespace: team }],
-    } });
+    await cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
+      namespace: team,
+      body: {
+        metadata: { name: 'developer-edit' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+        subjects: [{ kind: 'ServiceAccount', name: 'developer', namespace: team }],
+      },
+    });
     editor = cp.kubeConfigForToken(await cp.mintServiceAccountToken(team, 'developer')).makeApiClient(CustomObjectsApi);
     // The apiserver loads a new policy a moment after it is applied, and `edit` gets the tenant
     // role's rules from the aggregation controller: wait until a probe's finalizer is refused.
     await resource('probe', { issuerRef: { name: 'team' } });
-    await eventually(async () => {
-      const refused = await refusal(() => strip(editor, 'probe'));
-      if (refused?.code === 403 && refused.message.includes('keys.neon.dev/finalizer stays')) return true;
-      if (refused === undefined) await admin.patchNamespacedCustomObject({ ...path('probe'), body: { metadata: { finalizers: [FINALIZER] } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-      return undefined;
-    }, 30_000, 'the policy enforced');
+    await eventually(
+      async () => {
+        const refused = await refusal(() => strip(editor, 'probe'));
+        if (refused?.code === 403 && refused.message.includes('keys.neon.dev/finalizer stays')) return true;
+        if (refused === undefined)
+          await admin.patchNamespacedCustomObject(
+            { ...path('probe'), body: { metadata: { finalizers: [FINALIZER] } } },
+            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+          );
+        return undefined;
+      },
+      30_000,
+      'the policy enforced',
+    );
   });
 
   afterAll(async () => {
     if (team === undefined) return;
-    for (const item of ((await admin.listNamespacedCustomObject({ group, version, namespace: team, plural: 'projectapikeys' })) as { items: Resource[] }).items) {
-      await admin.patchNamespacedCustomObject({ ...path(item.metadata.name), body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] },
-        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch)).catch(() => undefined);
+    for (const item of ((await admin.listNamespacedCustomObject({ group, version, namespace: team, plural: 'projectapikeys' })) as { items: Resource[] })
+      .items) {
+      await admin
+        .patchNamespacedCustomObject(
+          { ...path(item.metadata.name), body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] },
+          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+        )
+        .catch(() => undefined);
     }
-    await cp.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: team }).catch(() => undefined);
+    await cp.kubeConfig
+      .makeApiClient(CoreV1Api)
+      .deleteNamespace({ name: team })
+      .catch(() => undefined);
   });
 
   it('refuses a team member removing it from a resource naming an issuer, and lets the same member edit the rest', async () => {
@@ -97,8 +130,14 @@ describe('the issued keys\' admission policy: the finalizer of a key an issuer m
     expect(refused?.message).toContain('the finalizer keys.neon.dev/finalizer stays until the operator revoked the key a ClusterKeyIssuer made');
     expect(await finalizers('named')).toEqual([FINALIZER]);
     // Anything else: a label, another finalizer of the team's beside it.
-    expect(await refusal(() => editor.patchNamespacedCustomObject({ ...path('named'), body: { metadata: { labels: { team: 'a' }, finalizers: [FINALIZER, 'example.com/mine'] } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch)))).toBeUndefined();
+    expect(
+      await refusal(() =>
+        editor.patchNamespacedCustomObject(
+          { ...path('named'), body: { metadata: { labels: { team: 'a' }, finalizers: [FINALIZER, 'example.com/mine'] } } },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        ),
+      ),
+    ).toBeUndefined();
     expect(await finalizers('named')).toEqual([FINALIZER, 'example.com/mine']);
   });
 
@@ -122,7 +161,7 @@ describe('the issued keys\' admission policy: the finalizer of a key an issuer m
     expect(await finalizers('own')).toBeUndefined();
   });
 
-  it('lets the operator\'s ServiceAccount and a cluster administrator remove it', async () => {
+  it("lets the operator's ServiceAccount and a cluster administrator remove it", async () => {
     await resource('by-operator', { issuerRef: { name: 'team' } }, 'team');
     expect(await refusal(() => strip(operator, 'by-operator'))).toBeUndefined();
     expect(await finalizers('by-operator')).toBeUndefined();

@@ -46,15 +46,22 @@ export class CommandError extends Error {
   }
 }
 
-interface Output { stdout: string; stderr: string }
+interface Output {
+  stdout: string;
+  stderr: string;
+}
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<Output> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
     child.once('error', reject);
     child.once('close', (code) => {
       if (code === 0) resolve({ stdout, stderr });
@@ -93,11 +100,11 @@ export function tools(cp: ControlPlane, kubeVersion: string): Tools {
     kubectlOutput,
     // --kube-version: helm built from source (no release ldflags) would otherwise assume v1.20,
     // below the chart's kubeVersion; a real install takes the cluster's.
-    template: async (release, namespace, set = []) => parseYaml(await helm([
-      'template', release, chartDir, '--namespace', namespace, '--kube-version', kubeVersion,
-      ...set.flatMap((s) => ['--set', s]),
-    ])),
-    dispose: () => { rmSync(home, { recursive: true, force: true }); },
+    template: async (release, namespace, set = []) =>
+      parseYaml(await helm(['template', release, chartDir, '--namespace', namespace, '--kube-version', kubeVersion, ...set.flatMap((s) => ['--set', s])])),
+    dispose: () => {
+      rmSync(home, { recursive: true, force: true });
+    },
   };
 }
 

@@ -22,13 +22,17 @@ const appNs = `chartop-${suffix}-app`;
 const otherAppNs = `chartop-${suffix}-app2`;
 const release = `op-${suffix}`;
 
-interface EnvVar { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: { fieldPath: string } };
+}
 interface KeyResource {
   metadata: { name: string };
   status?: { keyId?: number; secretName?: string; conditions?: { type: string; status: string; reason: string; message: string }[] };
 }
 
-describe('the operator run with the chart\'s RBAC, args and env', () => {
+describe("the operator run with the chart's RBAC, args and env", () => {
   let cp: ControlPlane;
   let t: Tools;
   let emulator: Emulator;
@@ -43,7 +47,8 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
       const value = await read();
       if (value !== undefined) return value;
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; operator log:\n${operatorLog.slice(-4000)}`);
-      if (operator?.exitCode !== null && operator?.exitCode !== undefined) throw new Error(`the operator exited (${operator.exitCode}) while waiting for ${what}:\n${operatorLog.slice(-4000)}`);
+      if (operator?.exitCode !== null && operator?.exitCode !== undefined)
+        throw new Error(`the operator exited (${operator.exitCode}) while waiting for ${what}:\n${operatorLog.slice(-4000)}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   };
@@ -78,7 +83,19 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
   it('issues a ProjectApiKey in each of two watched namespaces as the elected leader, serves probes and metrics on the pod IP, and revokes the key on delete', async () => {
     // The release watches the two application namespaces only: the narrowest RBAC the chart renders.
     // crds.enabled=false: the CRDs exist already (applied with kubectl); a release never takes them over.
-    await t.helm(['install', release, chartDir, '--namespace', ns, '--set', 'crds.enabled=false', '--set', 'rbac.issuedKeysPolicy=false', '--set', `watchNamespaces={${appNs},${otherAppNs}}`]);
+    await t.helm([
+      'install',
+      release,
+      chartDir,
+      '--namespace',
+      ns,
+      '--set',
+      'crds.enabled=false',
+      '--set',
+      'rbac.issuedKeysPolicy=false',
+      '--set',
+      `watchNamespaces={${appNs},${otherAppNs}}`,
+    ]);
     const rendered = parseYaml(await t.helm(['get', 'manifest', release, '--namespace', ns]));
     const deployment = byKind(rendered, 'Deployment')[0] as K8sObject & {
       spec: { template: { spec: { serviceAccountName: string; containers: { args: string[]; env: EnvVar[] }[] } } };
@@ -109,35 +126,42 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
     const kubeconfig = join(scratch, 'operator.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, pod.serviceAccountName), { mode: 0o600 });
     operator = spawn(process.execPath, [join(root, 'src/operator/main.ts'), `--kubeconfig=${kubeconfig}`, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    operator.stdout?.setEncoding('utf8').on('data', (chunk: string) => { operatorLog += chunk; });
-    operator.stderr?.setEncoding('utf8').on('data', (chunk: string) => { operatorLog += chunk; });
+    operator.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      operatorLog += chunk;
+    });
+    operator.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      operatorLog += chunk;
+    });
 
     const admin = emulator.bootstrap.users.find((u) => Object.values(u.orgRoles).includes('admin') && u.personalKey !== undefined);
     const orgId = Object.entries(admin?.orgRoles ?? {}).find(([, role]) => role === 'admin')?.[0];
     const project = emulator.bootstrap.projects.find((p) => p.organizationId === orgId);
-    if (admin?.personalKey === undefined || orgId === undefined || project === undefined) throw new Error('the emulator seed has no admin, organization or project');
+    if (admin?.personalKey === undefined || orgId === undefined || project === undefined)
+      throw new Error('the emulator seed has no admin, organization or project');
     for (const namespace of [appNs, otherAppNs]) {
       await t.kubectl(['create', 'secret', 'generic', 'neon-admin', '-n', namespace, `--from-literal=apiKey=${admin.personalKey}`]);
     }
-    const keyResource = (): string => JSON.stringify({
-      apiVersion: 'keys.neon.dev/v1alpha1',
-      kind: 'ProjectApiKey',
-      metadata: { name: 'chart-key' },
-      spec: {
-        organizationId: orgId,
-        projectId: project.id,
-        keyName: 'chart-key',
-        credentialsSecretRef: { name: 'neon-admin', key: 'apiKey' },
-        deletionPolicy: 'Revoke',
-      },
-    });
+    const keyResource = (): string =>
+      JSON.stringify({
+        apiVersion: 'keys.neon.dev/v1alpha1',
+        kind: 'ProjectApiKey',
+        metadata: { name: 'chart-key' },
+        spec: {
+          organizationId: orgId,
+          projectId: project.id,
+          keyName: 'chart-key',
+          credentialsSecretRef: { name: 'neon-admin', key: 'apiKey' },
+          deletionPolicy: 'Revoke',
+        },
+      });
     await t.kubectl(['apply', '-n', appNs, '-f', '-'], keyResource());
     await t.kubectl(['apply', '-n', otherAppNs, '-f', '-'], keyResource());
 
-    const readyIn = (namespace: string): Promise<KeyResource> => poll(`ProjectApiKey ${namespace}/chart-key Ready`, async () => {
-      const resource = JSON.parse(await t.kubectl(['get', 'projectapikey', 'chart-key', '-n', namespace, '-o', 'json'])) as KeyResource;
-      return resource.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? resource : undefined;
-    });
+    const readyIn = (namespace: string): Promise<KeyResource> =>
+      poll(`ProjectApiKey ${namespace}/chart-key Ready`, async () => {
+        const resource = JSON.parse(await t.kubectl(['get', 'projectapikey', 'chart-key', '-n', namespace, '-o', 'json'])) as KeyResource;
+        return resource.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? resource : undefined;
+      });
     const ready = await readyIn(appNs);
     const otherReady = await readyIn(otherAppNs);
     expect(otherReady.status?.keyId).not.toBe(ready.status?.keyId);
@@ -149,7 +173,8 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
     const secretName = ready.status?.secretName ?? 'chart-key';
     expect(typeof keyId).toBe('number');
     const secret = JSON.parse(await t.kubectl(['get', 'secret', secretName, '-n', appNs, '-o', 'json'])) as {
-      metadata: { labels?: Record<string, string> }; data?: Record<string, string>;
+      metadata: { labels?: Record<string, string> };
+      data?: Record<string, string>;
     };
     expect(secret.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('neon-key-operator');
     const issued = Buffer.from(Object.values(secret.data ?? {})[0] ?? '', 'base64').toString('utf8');
@@ -160,10 +185,19 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
 
     // The kubelet probes and Prometheus scrapes the pod IP, not loopback: ":PORT" must listen on
     // every interface. This machine's first non-loopback IPv4 address plays the pod IP.
-    const podIp = Object.values(networkInterfaces()).flat().find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address ?? '127.0.0.1';
-    for (const [port, path] of [[healthPort, '/healthz'], [healthPort, '/readyz'], [metricsPort, '/metrics']] as const) {
+    const podIp =
+      Object.values(networkInterfaces())
+        .flat()
+        .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address ?? '127.0.0.1';
+    for (const [port, path] of [
+      [healthPort, '/healthz'],
+      [healthPort, '/readyz'],
+      [metricsPort, '/metrics'],
+    ] as const) {
       const response = await fetch(`http://${podIp}:${port}${path}`).catch((error: unknown) => {
-        throw new Error(`GET http://${podIp}:${port}${path} (the chart's probe or scrape): ${error instanceof Error ? String(error.cause ?? error.message) : String(error)}`);
+        throw new Error(
+          `GET http://${podIp}:${port}${path} (the chart's probe or scrape): ${error instanceof Error ? String(error.cause ?? error.message) : String(error)}`,
+        );
       });
       expect([path, response.status]).toEqual([path, 200]);
       const body = await response.text();
@@ -172,7 +206,11 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
     }
     // Each port serves its own paths only: a NetworkPolicy that opens the health port to the
     // kubelet (networkPolicy.healthFrom) must not open the metrics with it.
-    for (const [port, path] of [[healthPort, '/metrics'], [metricsPort, '/healthz'], [metricsPort, '/readyz']] as const) {
+    for (const [port, path] of [
+      [healthPort, '/metrics'],
+      [metricsPort, '/healthz'],
+      [metricsPort, '/readyz'],
+    ] as const) {
       expect([port, path, (await fetch(`http://${podIp}:${port}${path}`)).status]).toEqual([port, path, 404]);
     }
 
@@ -183,7 +221,7 @@ describe('the operator run with the chart\'s RBAC, args and env', () => {
         return left.trim() === '' ? true : undefined;
       });
     }
-    const keys = await (await fetch(`${emulator.adminUrl}/keys`)).json() as { id: number; revoked: boolean }[];
+    const keys = (await (await fetch(`${emulator.adminUrl}/keys`)).json()) as { id: number; revoked: boolean }[];
     expect(keys.find((k) => k.id === keyId)?.revoked).toBe(true);
     expect(keys.find((k) => k.id === otherReady.status?.keyId)?.revoked).toBe(true);
     const revoked = await fetch(`${emulator.baseUrl}/projects/${project.id}`, { headers: { authorization: `Bearer ${issued}` } });

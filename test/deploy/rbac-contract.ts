@@ -82,9 +82,9 @@ export const SIGNING_KEY_SECRET = 'neon-key-operator-signing-key';
 export function ownNamespaceGrants(leaderElection = true): string[] {
   return [
     // runtime/leader.ts readNamespacedLease / replaceNamespacedLease, runtime/manager.ts readyz readNamespacedLease: by name.
-    ...leaderElection ? grants('coordination.k8s.io', ['leases'], ['get', 'update'], LEASE_NAME) : [],
+    ...(leaderElection ? grants('coordination.k8s.io', ['leases'], ['get', 'update'], LEASE_NAME) : []),
     // runtime/leader.ts createNamespacedLease: create cannot be limited by name (the name is in the body).
-    ...leaderElection ? grants('coordination.k8s.io', ['leases'], ['create']) : [],
+    ...(leaderElection ? grants('coordination.k8s.io', ['leases'], ['create']) : []),
     // The intent-signing key: read by name, created on first start (create cannot be limited by name).
     ...grants('', ['secrets'], ['get'], SIGNING_KEY_SECRET),
     ...grants('', ['secrets'], ['create']),

@@ -12,10 +12,18 @@ import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { chartDir, root } from './kube-tools.ts';
 
 const run = promisify(execFile);
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string>; devDependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  version: string;
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
 const chartVersion = /^version: (\S+)$/m.exec(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8'))?.[1] ?? '';
 
-interface Bom { bomFormat: string; metadata: { component: { name: string; version: string } }; components: { name: string; purl?: string }[] }
+interface Bom {
+  bomFormat: string;
+  metadata: { component: { name: string; version: string } };
+  components: { name: string; purl?: string }[];
+}
 
 describe('npm run release', () => {
   let cp: ControlPlane;
@@ -26,7 +34,9 @@ describe('npm run release', () => {
     cp = await controlPlane();
     dir = mkdtempSync(join(tmpdir(), 'nko-release-'));
   });
-  afterAll(() => { if (dir !== undefined) rmSync(dir, { recursive: true, force: true }); });
+  afterAll(() => {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
 
   /** An OCI image layout with one manifest, as a tar; returns its manifest's digest. */
   async function ociArchive(path: string): Promise<string> {
@@ -38,10 +48,18 @@ describe('npm run release', () => {
       return `sha256:${digest}`;
     };
     const config = '{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}';
-    const manifest = JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: blob(config), size: config.length }, layers: [] });
+    const manifest = JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: blob(config), size: config.length },
+      layers: [],
+    });
     const digest = blob(manifest);
     writeFileSync(join(layout, 'oci-layout'), '{"imageLayoutVersion":"1.0.0"}');
-    writeFileSync(join(layout, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', digest, size: manifest.length }] }));
+    writeFileSync(
+      join(layout, 'index.json'),
+      JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', digest, size: manifest.length }] }),
+    );
     await run('tar', ['-cf', path, '-C', layout, 'oci-layout', 'index.json', 'blobs']);
     return digest;
   }
@@ -55,7 +73,9 @@ describe('npm run release', () => {
 
     const chart = join(out, `neon-key-operator-${chartVersion}.tgz`);
     const listing = (await run('tar', ['-tzf', chart])).stdout.split('\n');
-    expect(listing).toEqual(expect.arrayContaining(['neon-key-operator/Chart.yaml', 'neon-key-operator/values.schema.json', 'neon-key-operator/templates/NOTES.txt']));
+    expect(listing).toEqual(
+      expect.arrayContaining(['neon-key-operator/Chart.yaml', 'neon-key-operator/values.schema.json', 'neon-key-operator/templates/NOTES.txt']),
+    );
     expect(readFileSync(join(out, `neon-key-operator-${pkg.version}.oci.digest`), 'utf8')).toBe(`${digest}\n`);
 
     const bom = JSON.parse(readFileSync(join(out, `neon-key-operator-${pkg.version}.sbom.cdx.json`), 'utf8')) as Bom;
@@ -64,8 +84,17 @@ describe('npm run release', () => {
     // The production tree as npm itself sees it (what `npm prune --omit=dev` keeps in the image),
     // zod included, which a devDependency shares and `npm sbom --omit=dev` drops; no tool of the build.
     // One line per installed package, path:name@version[:...]; the checkout also holds extraneous ones.
-    const listed = (await run('npm', ['ls', '--omit=dev', '--all', '--parseable', '--long'], { cwd: root, maxBuffer: 16 << 20 }).catch((error: { stdout: string }) => error)).stdout;
-    const production = new Set(listed.trim().split('\n').slice(1).filter((l) => !/:EXTRANEOUS/.test(l)).map((l) => l.split(':')[1] ?? ''));
+    const listed = (
+      await run('npm', ['ls', '--omit=dev', '--all', '--parseable', '--long'], { cwd: root, maxBuffer: 16 << 20 }).catch((error: { stdout: string }) => error)
+    ).stdout;
+    const production = new Set(
+      listed
+        .trim()
+        .split('\n')
+        .slice(1)
+        .filter((l) => !/:EXTRANEOUS/.test(l))
+        .map((l) => l.split(':')[1] ?? ''),
+    );
     const components = bom.components as { name: string; version?: string; purl?: string }[];
     expect(new Set(components.map((c) => `${c.name}@${c.version ?? ''}`))).toEqual(production);
     expect(Object.keys(pkg.dependencies).filter((d) => !components.some((c) => c.name === d))).toEqual([]);
@@ -74,10 +103,14 @@ describe('npm run release', () => {
 
     // The checksums hold for the files beside them.
     const { stdout: checked } = await run('sha256sum', ['-c', 'SHA256SUMS'], { cwd: out });
-    expect(checked.trim().split('\n').sort()).toEqual([
-      `neon-key-operator-${chartVersion}.tgz: OK`, `neon-key-operator-${pkg.version}.oci.digest: OK`,
-      `neon-key-operator-${pkg.version}.oci.tar: OK`, `neon-key-operator-${pkg.version}.sbom.cdx.json: OK`,
-    ].sort());
+    expect(checked.trim().split('\n').sort()).toEqual(
+      [
+        `neon-key-operator-${chartVersion}.tgz: OK`,
+        `neon-key-operator-${pkg.version}.oci.digest: OK`,
+        `neon-key-operator-${pkg.version}.oci.tar: OK`,
+        `neon-key-operator-${pkg.version}.sbom.cdx.json: OK`,
+      ].sort(),
+    );
   });
 
   it('refuses to run without saying what to do with the image, and refuses an archive that is not an OCI layout', async () => {
@@ -85,6 +118,9 @@ describe('npm run release', () => {
     const notOci = join(dir, 'not-oci.tar');
     writeFileSync(join(dir, 'file'), 'x');
     await run('tar', ['-cf', notOci, '-C', dir, 'file']);
-    await expect(release('--out', join(dir, 'bad'), '--image-archive', notOci)).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('not an OCI archive') });
+    await expect(release('--out', join(dir, 'bad'), '--image-archive', notOci)).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('not an OCI archive'),
+    });
   });
 });

@@ -19,7 +19,10 @@ const version = 'v1alpha1';
 const issuers = { group, version, plural: 'clusterkeyissuers' };
 /** deploy/base/issuer-admin-role.yaml */
 const ISSUER_ADMIN_ROLE = 'neon-key-operator-issuer-admin';
-interface Resource { metadata: { name: string }; status?: { keyId?: number; secretName?: string; conditions?: { type: string; status: string }[] } }
+interface Resource {
+  metadata: { name: string };
+  status?: { keyId?: number; secretName?: string; conditions?: { type: string; status: string }[] };
+}
 
 /** The HTTP status of a refused call; undefined when it succeeded. */
 async function refusal(call: () => Promise<unknown>): Promise<number | undefined> {
@@ -53,11 +56,14 @@ describe('tenant roles aggregated to the built-in view and edit ClusterRoles', (
   const member = async (namespace: string, name: string, role: 'edit' | 'view'): Promise<{ objects: CustomObjectsApi; core: CoreV1Api }> => {
     const core = cp.kubeConfig.makeApiClient(CoreV1Api);
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-    await cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({ namespace, body: {
-      metadata: { name: `${name}-${role}` },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-      subjects: [{ kind: 'ServiceAccount', name, namespace }],
-    } });
+    await cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: `${name}-${role}` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [{ kind: 'ServiceAccount', name, namespace }],
+      },
+    });
     const config: KubeConfig = cp.kubeConfigForToken(await cp.mintServiceAccountToken(namespace, name));
     return { objects: config.makeApiClient(CustomObjectsApi), core: config.makeApiClient(CoreV1Api) };
   };
@@ -82,7 +88,11 @@ describe('tenant roles aggregated to the built-in view and edit ClusterRoles', (
 
   afterAll(async () => {
     await operator?.stop();
-    if (issuerAdminBinding !== undefined) await cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api).deleteClusterRoleBinding({ name: issuerAdminBinding }).catch(() => undefined);
+    if (issuerAdminBinding !== undefined)
+      await cp.kubeConfig
+        .makeApiClient(RbacAuthorizationV1Api)
+        .deleteClusterRoleBinding({ name: issuerAdminBinding })
+        .catch(() => undefined);
     const core = cp?.kubeConfig.makeApiClient(CoreV1Api);
     for (const ns of [team, other]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
     await emulator?.close();
@@ -92,55 +102,126 @@ describe('tenant roles aggregated to the built-in view and edit ClusterRoles', (
     const alice = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
     await editor.core.createNamespacedSecret({ namespace: team, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: alice } } });
     // The aggregation controller fills `edit` with the tenant role's rules a moment after it is applied.
-    await eventually(async () => (await refusal(() => editor.objects.createNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', body: apiKey('ci-deployer') }))) === undefined || undefined, 20_000, 'edit allows creating an ApiKey');
-    const ready = await eventually(async () => {
-      const r = await editor.objects.getNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer' }) as Resource;
-      return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? r : undefined;
-    }, 30_000, 'ApiKey Ready, as the editor reads it');
+    await eventually(
+      async () =>
+        (await refusal(() =>
+          editor.objects.createNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', body: apiKey('ci-deployer') }),
+        )) === undefined || undefined,
+      20_000,
+      'edit allows creating an ApiKey',
+    );
+    const ready = await eventually(
+      async () => {
+        const r = (await editor.objects.getNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer' })) as Resource;
+        return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? r : undefined;
+      },
+      30_000,
+      'ApiKey Ready, as the editor reads it',
+    );
     const secret = await editor.core.readNamespacedSecret({ namespace: team, name: ready.status?.secretName ?? 'ci-deployer' });
     expect(Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8')).toMatch(/^[A-Za-z0-9_-]{32,256}$/);
     // and the other verbs of the role: a label patched (a JSON patch), the other kind listed.
-    expect(await refusal(() => editor.objects.patchNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer', body: [{ op: 'add', path: '/metadata/labels', value: { team: 'a' } }] }))).toBeUndefined();
+    expect(
+      await refusal(() =>
+        editor.objects.patchNamespacedCustomObject({
+          group,
+          version,
+          namespace: team,
+          plural: 'apikeys',
+          name: 'ci-deployer',
+          body: [{ op: 'add', path: '/metadata/labels', value: { team: 'a' } }],
+        }),
+      ),
+    ).toBeUndefined();
     expect(await refusal(() => editor.objects.listNamespacedCustomObject({ group, version, namespace: team, plural: 'projectapikeys' }))).toBeUndefined();
   });
 
   it('edit: refused the status subresource (the key record) and every other namespace', async () => {
-    const statusPatch = (): Promise<unknown> => editor.objects.patchNamespacedCustomObjectStatus({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer', body: { status: { keyId: 1 } } });
+    const statusPatch = (): Promise<unknown> =>
+      editor.objects.patchNamespacedCustomObjectStatus({
+        group,
+        version,
+        namespace: team,
+        plural: 'apikeys',
+        name: 'ci-deployer',
+        body: { status: { keyId: 1 } },
+      });
     expect(await refusal(statusPatch)).toBe(403);
     // An inventory: declared by the team, its report written by the operator only (docs/security.md, Inventories).
-    const inventory = { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name: 'audit' }, spec: { organizationId: 'org-demo-00000001', credentialsSecretRef: { name: 'neon-admin' } } };
-    expect(await refusal(() => editor.objects.createNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeyinventories', body: inventory }))).toBeUndefined();
-    expect(await refusal(() => editor.objects.patchNamespacedCustomObjectStatus({ group, version, namespace: team, plural: 'apikeyinventories', name: 'audit', body: { status: { managed: 0 } } }))).toBe(403);
-    expect(await refusal(() => editor.objects.createNamespacedCustomObject({ group, version, namespace: other, plural: 'apikeyinventories', body: inventory }))).toBe(403);
-    expect(await refusal(() => editor.objects.createNamespacedCustomObject({ group, version, namespace: other, plural: 'apikeys', body: apiKey('elsewhere') }))).toBe(403);
+    const inventory = {
+      apiVersion: `${group}/${version}`,
+      kind: 'ApiKeyInventory',
+      metadata: { name: 'audit' },
+      spec: { organizationId: 'org-demo-00000001', credentialsSecretRef: { name: 'neon-admin' } },
+    };
+    expect(
+      await refusal(() => editor.objects.createNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeyinventories', body: inventory })),
+    ).toBeUndefined();
+    expect(
+      await refusal(() =>
+        editor.objects.patchNamespacedCustomObjectStatus({
+          group,
+          version,
+          namespace: team,
+          plural: 'apikeyinventories',
+          name: 'audit',
+          body: { status: { managed: 0 } },
+        }),
+      ),
+    ).toBe(403);
+    expect(
+      await refusal(() => editor.objects.createNamespacedCustomObject({ group, version, namespace: other, plural: 'apikeyinventories', body: inventory })),
+    ).toBe(403);
+    expect(
+      await refusal(() => editor.objects.createNamespacedCustomObject({ group, version, namespace: other, plural: 'apikeys', body: apiKey('elsewhere') })),
+    ).toBe(403);
     expect(await refusal(() => editor.objects.listNamespacedCustomObject({ group, version, namespace: other, plural: 'apikeys' }))).toBe(403);
     expect(await refusal(() => editor.objects.listClusterCustomObject({ group, version, plural: 'apikeys' }))).toBe(403);
     expect(await refusal(() => editor.core.listNamespacedSecret({ namespace: other }))).toBe(403);
   });
 
   it('view: lists the ApiKeys, reads no Secret, changes nothing', async () => {
-    const list = await viewer.objects.listNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys' }) as { items: Resource[] };
+    const list = (await viewer.objects.listNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys' })) as { items: Resource[] };
     expect(list.items.map((r) => r.metadata.name)).toEqual(['ci-deployer']);
     expect(await refusal(() => viewer.objects.listNamespacedCustomObject({ group, version, namespace: team, plural: 'projectapikeys' }))).toBeUndefined();
     expect(await refusal(() => viewer.objects.listNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeyinventories' }))).toBeUndefined();
-    expect(await refusal(() => viewer.objects.deleteNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeyinventories', name: 'audit' }))).toBe(403);
+    expect(
+      await refusal(() => viewer.objects.deleteNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeyinventories', name: 'audit' })),
+    ).toBe(403);
     expect(await refusal(() => viewer.core.readNamespacedSecret({ namespace: team, name: 'ci-deployer' }))).toBe(403);
     expect(await refusal(() => viewer.core.listNamespacedSecret({ namespace: team }))).toBe(403);
-    expect(await refusal(() => viewer.objects.createNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', body: apiKey('not-mine') }))).toBe(403);
-    expect(await refusal(() => viewer.objects.deleteNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer' }))).toBe(403);
-    expect(await refusal(() => viewer.objects.patchNamespacedCustomObjectStatus({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer', body: { status: { keyId: 1 } } }))).toBe(403);
+    expect(
+      await refusal(() => viewer.objects.createNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', body: apiKey('not-mine') })),
+    ).toBe(403);
+    expect(await refusal(() => viewer.objects.deleteNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer' }))).toBe(
+      403,
+    );
+    expect(
+      await refusal(() =>
+        viewer.objects.patchNamespacedCustomObjectStatus({
+          group,
+          version,
+          namespace: team,
+          plural: 'apikeys',
+          name: 'ci-deployer',
+          body: { status: { keyId: 1 } },
+        }),
+      ),
+    ).toBe(403);
   });
 
-  it('edit and view: nothing on ClusterKeyIssuers, no Secret of the issuers\' namespace; the platform team\'s issuer-admin role may write issuers', async () => {
+  it("edit and view: nothing on ClusterKeyIssuers, no Secret of the issuers' namespace; the platform team's issuer-admin role may write issuers", async () => {
     // A ServiceAccount bound cluster-wide to the opt-in role: what a platform team would hold.
     const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedServiceAccount({ namespace: other, body: { metadata: { name: 'platform' } } });
     issuerAdminBinding = `${ISSUER_ADMIN_ROLE}-${other}`;
-    await rbac.createClusterRoleBinding({ body: {
-      metadata: { name: issuerAdminBinding },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ISSUER_ADMIN_ROLE },
-      subjects: [{ kind: 'ServiceAccount', name: 'platform', namespace: other }],
-    } });
+    await rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name: issuerAdminBinding },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ISSUER_ADMIN_ROLE },
+        subjects: [{ kind: 'ServiceAccount', name: 'platform', namespace: other }],
+      },
+    });
     const platform = cp.kubeConfigForToken(await cp.mintServiceAccountToken(other, 'platform')).makeApiClient(CustomObjectsApi);
     const body = (name: string): object => ({
       apiVersion: `${group}/${version}`,
@@ -162,7 +243,7 @@ describe('tenant roles aggregated to the built-in view and edit ClusterRoles', (
       update: () => objects.replaceClusterCustomObject({ ...issuers, name, body: body(name), dryRun: 'All' }),
       patch: () => objects.patchClusterCustomObject({ ...issuers, name, body: [{ op: 'add', path: '/spec/allow', value: [] }], dryRun: 'All' }),
       delete: () => objects.deleteClusterCustomObject({ ...issuers, name, dryRun: 'All' }),
-      ...teams ? { deletecollection: () => objects.deleteCollectionClusterCustomObject({ ...issuers, dryRun: 'All' }) } : {},
+      ...(teams ? { deletecollection: () => objects.deleteCollectionClusterCustomObject({ ...issuers, dryRun: 'All' }) } : {}),
       get: () => objects.getClusterCustomObject({ ...issuers, name }),
       list: () => objects.listClusterCustomObject({ ...issuers }),
       'patch status': () => objects.patchClusterCustomObjectStatus({ ...issuers, name, body: { status: { resources: 0 } } }),
@@ -171,7 +252,11 @@ describe('tenant roles aggregated to the built-in view and edit ClusterRoles', (
       Object.fromEntries(await Promise.all(Object.entries(attempts(objects, teams)).map(async ([verb, call]) => [verb, await refusal(call)] as const)));
     const refusedAll = { create: 403, update: 403, patch: 403, delete: 403, deletecollection: 403, get: 403, list: 403, 'patch status': 403 };
     // The binding counts once the authorizer's informer has it.
-    await eventually(async () => (await refusal(() => platform.listClusterCustomObject({ ...issuers }))) === undefined || undefined, 10_000, 'the issuer-admin binding');
+    await eventually(
+      async () => (await refusal(() => platform.listClusterCustomObject({ ...issuers }))) === undefined || undefined,
+      10_000,
+      'the issuer-admin binding',
+    );
     expect(await answers(platform, false)).toEqual({ create: undefined, update: 404, patch: 404, delete: 404, get: 404, list: undefined, 'patch status': 403 });
     expect(await answers(editor.objects)).toEqual(refusedAll);
     expect(await answers(viewer.objects)).toEqual(refusedAll);
@@ -181,21 +266,39 @@ describe('tenant roles aggregated to the built-in view and edit ClusterRoles', (
       expect([role, rules.flatMap((r) => r.resources ?? []).filter((r) => r.startsWith('clusterkeyissuers') || r === '*')]).toEqual([role, []]);
     }
     // A policy's namespace selector matches labels the team cannot set: its own Namespace is not writable with edit.
-    expect(await refusal(() => editor.core.patchNamespace({ name: team, body: [{ op: 'add', path: '/metadata/labels/keys.neon.dev~1issuer', value: 'team-keys' }], dryRun: 'All' }))).toBe(403);
+    expect(
+      await refusal(() =>
+        editor.core.patchNamespace({ name: team, body: [{ op: 'add', path: '/metadata/labels/keys.neon.dev~1issuer', value: 'team-keys' }], dryRun: 'All' }),
+      ),
+    ).toBe(403);
     // The issuers' credentials live in the operator's namespace (--issuer-secrets-namespace's default): out of every team's reach.
     for (const member of [editor, viewer]) {
       expect(await refusal(() => member.core.listNamespacedSecret({ namespace: OPERATOR_NAMESPACE }))).toBe(403);
       expect(await refusal(() => member.core.readNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name: 'neon-platform' }))).toBe(403);
-      expect(await refusal(() => member.core.createNamespacedSecret({ namespace: OPERATOR_NAMESPACE, body: { metadata: { name: 'neon-platform' }, stringData: { apiKey: 'x' } }, dryRun: 'All' }))).toBe(403);
+      expect(
+        await refusal(() =>
+          member.core.createNamespacedSecret({
+            namespace: OPERATOR_NAMESPACE,
+            body: { metadata: { name: 'neon-platform' }, stringData: { apiKey: 'x' } },
+            dryRun: 'All',
+          }),
+        ),
+      ).toBe(403);
     }
   });
 
   it('edit: deletes its ApiKey, and the operator revokes the key', async () => {
-    const before = await editor.objects.getNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer' }) as Resource;
+    const before = (await editor.objects.getNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer' })) as Resource;
     const keyId = before.status?.keyId;
     expect(keyId).toBeDefined();
     await editor.objects.deleteNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer' });
-    await eventually(async () => (await refusal(() => editor.objects.getNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer' }))) === 404 || undefined, 30_000, 'the ApiKey gone');
+    await eventually(
+      async () =>
+        (await refusal(() => editor.objects.getNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeys', name: 'ci-deployer' }))) === 404 ||
+        undefined,
+      30_000,
+      'the ApiKey gone',
+    );
     const keys = await emulatorAdmin<{ id: number; revoked: boolean }[]>(emulator.adminUrl, 'GET', '/keys');
     expect(keys.find((k) => k.id === keyId)?.revoked).toBe(true);
   });

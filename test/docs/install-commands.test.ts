@@ -18,9 +18,12 @@ function files(dir: string): string[] {
 describe('the CRD install command', () => {
   it('is the same in every document and manifest comment', () => {
     const read = ['README.md', 'docs', 'deploy', 'examples'].flatMap((p) => (statSync(join(ROOT, p)).isDirectory() ? files(join(ROOT, p)) : [join(ROOT, p)]));
-    const lines = read.flatMap((path) => readFileSync(path, 'utf8').split('\n')
-      .filter((line) => /kubectl apply\b[^`]*\bcrds\/?(?:\s|`|$)/.test(line))
-      .map((line) => ({ file: relative(ROOT, path), line: line.trim() })));
+    const lines = read.flatMap((path) =>
+      readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((line) => /kubectl apply\b[^`]*\bcrds\/?(?:\s|`|$)/.test(line))
+        .map((line) => ({ file: relative(ROOT, path), line: line.trim() })),
+    );
     // Found where the install is documented at least.
     expect(lines.map((l) => l.file)).toEqual(expect.arrayContaining(['README.md', 'docs/install.md']));
     expect(lines.filter((l) => !l.line.includes(COMMAND))).toEqual([]);

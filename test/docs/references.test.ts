@@ -33,22 +33,37 @@ const PAGES = ['docs/design.md', 'docs/platform-api.md', 'docs/emulator.md'];
 const headings = (text: string) => [...text.matchAll(/^#{2,6} (.+)$/gm)].map((m) => (m[1] ?? '').trim());
 
 /** GitHub's anchor of a heading. */
-const slug = (heading: string) => heading.toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-');
+const slug = (heading: string) =>
+  heading
+    .toLowerCase()
+    .replace(/[^\w\- ]/g, '')
+    .replace(/ /g, '-');
 
-const designSections = new Set(headings(doc('docs/design.md')).map((h) => /^(\d+(?:\.\d+)?)\.? /.exec(h)?.[1]).filter((n) => n !== undefined));
+const designSections = new Set(
+  headings(doc('docs/design.md'))
+    .map((h) => /^(\d+(?:\.\d+)?)\.? /.exec(h)?.[1])
+    .filter((n) => n !== undefined),
+);
 const platformSections = new Set(headings(doc('docs/platform-api.md')));
 
 describe('references into docs/', () => {
   it('cite no document outside the repository', () => {
     // Spelled apart, so that this file does not cite them itself.
-    const outside = [['DESIGN', '.md'], ['STYLE', '.md'], ['..', '/shared']].map((parts) => parts.join(''));
+    const outside = [
+      ['DESIGN', '.md'],
+      ['STYLE', '.md'],
+      ['..', '/shared'],
+    ].map((parts) => parts.join(''));
     const found = corpus.flatMap(({ file, text }) => outside.filter((name) => text.includes(name)).map((name) => `${file}: ${name}`));
     expect(found).toEqual([]);
   });
 
   it('name only sections docs/design.md has', () => {
-    const cited = corpus.flatMap(({ file, text }) => [...text.matchAll(/design\.md(?:\]\([^)]*\))? sections? ((?:\d+(?:\.\d+)?(?:(?:,| to| and) )?)+)/g)]
-      .flatMap((m) => [...(m[1] ?? '').matchAll(/\d+(?:\.\d+)?/g)].map((n) => ({ file, section: n[0] }))));
+    const cited = corpus.flatMap(({ file, text }) =>
+      [...text.matchAll(/design\.md(?:\]\([^)]*\))? sections? ((?:\d+(?:\.\d+)?(?:(?:,| to| and) )?)+)/g)].flatMap((m) =>
+        [...(m[1] ?? '').matchAll(/\d+(?:\.\d+)?/g)].map((n) => ({ file, section: n[0] })),
+      ),
+    );
     expect(cited.length).toBeGreaterThan(40);
     expect(cited.filter((c) => !designSections.has(c.section)).map((c) => `${c.file}: section ${c.section}`)).toEqual([]);
   });
@@ -72,10 +87,16 @@ describe('references into docs/', () => {
 
   it('link only to anchors that exist', () => {
     const anchors = new Map(PAGES.map((path) => [path.slice('docs/'.length), new Set(headings(doc(path)).map(slug))]));
-    const broken = corpus.flatMap(({ file, text }) => [...text.matchAll(/\]\((?:[./\w-]*\/)?(design|platform-api|emulator)\.md#([\w-]+)\)/g)]
-      .filter((m) => anchors.get(`${m[1] ?? ''}.md`)?.has(m[2] ?? '') !== true).map((m) => `${file}: ${m[0]}`));
-    const own = PAGES.flatMap((path) => [...doc(path).matchAll(/\]\(#([\w-]+)\)/g)]
-      .filter((m) => anchors.get(path.slice('docs/'.length))?.has(m[1] ?? '') !== true).map((m) => `${path}: ${m[0]}`));
+    const broken = corpus.flatMap(({ file, text }) =>
+      [...text.matchAll(/\]\((?:[./\w-]*\/)?(design|platform-api|emulator)\.md#([\w-]+)\)/g)]
+        .filter((m) => anchors.get(`${m[1] ?? ''}.md`)?.has(m[2] ?? '') !== true)
+        .map((m) => `${file}: ${m[0]}`),
+    );
+    const own = PAGES.flatMap((path) =>
+      [...doc(path).matchAll(/\]\(#([\w-]+)\)/g)]
+        .filter((m) => anchors.get(path.slice('docs/'.length))?.has(m[1] ?? '') !== true)
+        .map((m) => `${path}: ${m[0]}`),
+    );
     expect([...broken, ...own]).toEqual([]);
   });
 });

@@ -26,7 +26,11 @@ function fail(message: string): never {
 /** Schema paths under spec.versions[*].schema.openAPIV3Schema.properties.spec.properties. */
 const REMOVED: readonly (readonly string[])[] = [['rotation'], ['usage'], ['secret', 'properties', 'template']];
 
-interface Schema { properties?: Record<string, Schema>; items?: Schema; 'x-kubernetes-validations'?: { rule: string }[] }
+interface Schema {
+  properties?: Record<string, Schema>;
+  items?: Schema;
+  'x-kubernetes-validations'?: { rule: string }[];
+}
 
 /** Drops every CEL rule that names one of `fields` (self.template, self.secret.template, ...). */
 function dropRules(schema: Schema, fields: readonly string[]): number {
@@ -46,9 +50,15 @@ function dropRules(schema: Schema, fields: readonly string[]): number {
 
 /** JSON with sorted keys: helm's toYaml reorders them. */
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (v !== null && typeof v === 'object' && !Array.isArray(v)
-    ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b)))
-    : v));
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v)
+            .filter(([, x]) => x !== undefined)
+            .sort(([a], [b]) => a.localeCompare(b)),
+        )
+      : v,
+  );
 }
 
 if (mode === 'older-crds') {
@@ -75,17 +85,27 @@ if (mode === 'older-crds') {
         doc.deleteIn(at);
       }
       const spec = (doc.getIn(specPath) as { toJSON(): Schema }).toJSON();
-      const dropped = dropRules(spec, REMOVED.map((r) => r[r.length - 1] ?? ''));
+      const dropped = dropRules(
+        spec,
+        REMOVED.map((r) => r[r.length - 1] ?? ''),
+      );
       doc.setIn(specPath, doc.createNode(spec));
-      console.log(`${file} ${String(doc.getIn(['spec', 'versions', v, 'name']))}: without spec.rotation, spec.usage, spec.secret.template (and ${dropped} CEL rule(s) naming them)`);
+      console.log(
+        `${file} ${String(doc.getIn(['spec', 'versions', v, 'name']))}: without spec.rotation, spec.usage, spec.secret.template (and ${dropped} CEL rule(s) naming them)`,
+      );
     }
     writeFileSync(path, doc.toString());
   }
 } else if (mode === 'rules') {
   const [rendered, out] = args;
   if (rendered === undefined || out === undefined) fail('usage: rules <PrometheusRule yaml> <rules file out>');
-  interface Rule { alert: string; for?: string; [field: string]: unknown }
-  const rule = parseAllDocuments(readFileSync(rendered, 'utf8')).map((d) => d.toJS() as { kind?: string; spec?: { groups: { name: string; rules: Rule[] }[] } } | null)
+  interface Rule {
+    alert: string;
+    for?: string;
+    [field: string]: unknown;
+  }
+  const rule = parseAllDocuments(readFileSync(rendered, 'utf8'))
+    .map((d) => d.toJS() as { kind?: string; spec?: { groups: { name: string; rules: Rule[] }[] } } | null)
     .find((d) => d?.kind === 'PrometheusRule');
   if (rule?.spec === undefined) fail(`${rendered} holds no PrometheusRule`);
   const shipped = parse(readFileSync(join(chartDir, 'files', 'prometheus-rules.yaml'), 'utf8')) as { groups: { name: string; rules: Rule[] }[] };

@@ -9,13 +9,20 @@
 import { readFileSync } from 'node:fs';
 
 /** An entry of the emulator's GET /admin/keys. */
-interface PlatformKey { id: number | string; name: string; revoked: boolean }
+interface PlatformKey {
+  id: number | string;
+  name: string;
+  revoked: boolean;
+}
 interface Resource {
   metadata: { namespace: string; name: string };
   spec: { keyName: string; projectId: string; secret?: { name?: string; key?: string } };
   status?: { keyId?: number | string; conditions?: { type: string; status: string; reason?: string }[] };
 }
-interface Secret { metadata: { namespace: string; name: string; annotations?: Record<string, string> }; data?: Record<string, string> }
+interface Secret {
+  metadata: { namespace: string; name: string; annotations?: Record<string, string> };
+  data?: Record<string, string>;
+}
 
 const [mode, prefix = '', ...files] = process.argv.slice(2);
 const problems: string[] = [];
@@ -33,7 +40,9 @@ const liveByBase = (keys: PlatformKey[]): Map<string, PlatformKey[]> => {
 };
 
 if (mode === 'samples') {
-  const lines = readFileSync(files[0] ?? '', 'utf8').split('\n').filter((l) => l.trim() !== '');
+  const lines = readFileSync(files[0] ?? '', 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   let most = 0;
   for (const [i, line] of lines.entries()) {
     for (const [base, live] of liveByBase(JSON.parse(line) as PlatformKey[])) {
@@ -55,7 +64,10 @@ if (mode === 'samples') {
     const ready = r.status?.conditions?.find((c) => c.type === 'Ready');
     if (ready?.status !== 'True') problems.push(`${id} is not Ready (${ready?.reason ?? 'no condition'})`);
     const keyId = r.status?.keyId === undefined ? undefined : String(r.status.keyId);
-    if (keyId === undefined) { problems.push(`${id} records no key`); continue; }
+    if (keyId === undefined) {
+      problems.push(`${id} records no key`);
+      continue;
+    }
     recorded.add(keyId);
     const mine = live.get(r.spec.keyName) ?? [];
     if (mine.length !== 1 || String(mine[0]?.id) !== keyId) {
@@ -63,10 +75,16 @@ if (mode === 'samples') {
     }
     const secretName = r.spec.secret?.name ?? r.metadata.name;
     const secret = secrets.get(`${r.metadata.namespace}/${secretName}`);
-    if (secret === undefined) { problems.push(`${id}: Secret ${secretName} is lost`); continue; }
+    if (secret === undefined) {
+      problems.push(`${id}: Secret ${secretName} is lost`);
+      continue;
+    }
     if (secret.metadata.annotations?.['keys.neon.dev/key-id'] !== keyId) problems.push(`${id}: Secret ${secretName} records another key`);
     const value = Buffer.from(secret.data?.[r.spec.secret?.key ?? 'apiKey'] ?? '', 'base64').toString();
-    if (value.length !== 64) { problems.push(`${id}: Secret ${secretName} holds no key`); continue; }
+    if (value.length !== 64) {
+      problems.push(`${id}: Secret ${secretName} holds no key`);
+      continue;
+    }
     checks.push({ id, value, project: r.spec.projectId });
   }
   for (const [base, keysOfBase] of live) {
@@ -75,14 +93,16 @@ if (mode === 'samples') {
   // Every Secret's key authenticates on the platform: a few requests at a time.
   let works = 0;
   const queue = [...checks];
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    for (let c = queue.shift(); c !== undefined; c = queue.shift()) {
-      const res = await fetch(`${api}/projects/${c.project}`, { headers: { authorization: `Bearer ${c.value}` } });
-      await res.arrayBuffer();
-      if (res.status === 200) works += 1;
-      else problems.push(`${c.id}: the key in its Secret gets HTTP ${res.status}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let c = queue.shift(); c !== undefined; c = queue.shift()) {
+        const res = await fetch(`${api}/projects/${c.project}`, { headers: { authorization: `Bearer ${c.value}` } });
+        await res.arrayBuffer();
+        if (res.status === 200) works += 1;
+        else problems.push(`${c.id}: the key in its Secret gets HTTP ${res.status}`);
+      }
+    }),
+  );
   console.log(`${resources.length} resources, ${[...live.values()].flat().length} live keys, ${works} Secrets whose key works, ${problems.length} problems`);
 } else {
   console.error('usage: check-keys.ts samples|final ...');

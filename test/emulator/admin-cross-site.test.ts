@@ -8,7 +8,11 @@ import type { Emulator } from '../../src/emulator/server.ts';
 import { isLoopbackHost } from '../../src/emulator/cross-site-guard.ts';
 import { keyOf, start } from './harness.ts';
 
-interface Answer { status: number; body: unknown; requestId: string | undefined }
+interface Answer {
+  status: number;
+  body: unknown;
+  requestId: string | undefined;
+}
 
 let emu: Emulator;
 let port: number;
@@ -16,19 +20,32 @@ let port: number;
 /** One HTTP/1.1 request to the emulator's loopback address, with these headers and nothing added but Content-Length. */
 function send(method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({
-      host: '127.0.0.1', port, method, path, setHost: false,
-      headers: { host: `127.0.0.1:${port}`, ...headers, ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}) },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => { text += chunk; });
-      res.on('end', () => {
-        let parsed: unknown = text;
-        try { parsed = text === '' ? undefined : JSON.parse(text); } catch { /* the console's HTML */ }
-        const id = res.headers['x-request-id'];
-        resolve({ status: res.statusCode ?? 0, body: parsed, requestId: typeof id === 'string' ? id : undefined });
-      });
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        setHost: false,
+        headers: { host: `127.0.0.1:${port}`, ...headers, ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => {
+          let parsed: unknown = text;
+          try {
+            parsed = text === '' ? undefined : JSON.parse(text);
+          } catch {
+            /* the console's HTML */
+          }
+          const id = res.headers['x-request-id'];
+          resolve({ status: res.statusCode ?? 0, body: parsed, requestId: typeof id === 'string' ? id : undefined });
+        });
+      },
+    );
     req.once('error', reject);
     req.end(body);
   });
@@ -73,9 +90,19 @@ describe('the admin API refuses cross-site requests', () => {
     const origins = ['https://evil.example', 'null', `http://127.0.0.1:${port}`, `http://localhost:${port}`];
     for (const [i, origin] of origins.entries()) {
       const id = `origin-${i}`;
-      expectRefused(await send('POST', '/admin/users', { origin, 'content-type': 'application/json', 'x-request-id': id }, newUser(`from-origin-${i}`)), 403, 'PERMISSION_DENIED', id);
+      expectRefused(
+        await send('POST', '/admin/users', { origin, 'content-type': 'application/json', 'x-request-id': id }, newUser(`from-origin-${i}`)),
+        403,
+        'PERMISSION_DENIED',
+        id,
+      );
       expectRefused(await send('GET', '/admin/keys', { origin, 'x-request-id': `${id}-get` }), 403, 'PERMISSION_DENIED', `${id}-get`);
-      expectRefused(await send('PUT', '/admin/faults', { origin, 'content-type': 'application/json', 'x-request-id': `${id}-put` }, faultRules), 403, 'PERMISSION_DENIED', `${id}-put`);
+      expectRefused(
+        await send('PUT', '/admin/faults', { origin, 'content-type': 'application/json', 'x-request-id': `${id}-put` }, faultRules),
+        403,
+        'PERMISSION_DENIED',
+        `${id}-put`,
+      );
       expectRefused(await send('GET', '/console', { origin, 'x-request-id': `${id}-console` }), 403, 'PERMISSION_DENIED', `${id}-console`);
     }
     expect(await userCount()).toBe(before);
@@ -84,14 +111,39 @@ describe('the admin API refuses cross-site requests', () => {
 
   it('refuses a Host that is not a loopback name, 403 (a DNS name rebound to 127.0.0.1), and accepts every loopback form', async () => {
     const before = await userCount();
-    const foreign = ['evil.example', `evil.example:${port}`, '127.0.0.1.nip.io', `localhost.evil.example:${port}`, '10.0.0.1', `0.0.0.0:${port}`, '[::2]', '[::ffff:127.0.0.1]', '128.0.0.1', '127.0.0.256'];
+    const foreign = [
+      'evil.example',
+      `evil.example:${port}`,
+      '127.0.0.1.nip.io',
+      `localhost.evil.example:${port}`,
+      '10.0.0.1',
+      `0.0.0.0:${port}`,
+      '[::2]',
+      '[::ffff:127.0.0.1]',
+      '128.0.0.1',
+      '127.0.0.256',
+    ];
     for (const [i, host] of foreign.entries()) {
       const id = `host-${i}`;
-      expectRefused(await send('POST', '/admin/users', { host, 'content-type': 'application/json', 'x-request-id': id }, newUser(`rebound-${i}`)), 403, 'PERMISSION_DENIED', id);
+      expectRefused(
+        await send('POST', '/admin/users', { host, 'content-type': 'application/json', 'x-request-id': id }, newUser(`rebound-${i}`)),
+        403,
+        'PERMISSION_DENIED',
+        id,
+      );
       expectRefused(await send('GET', '/admin/state', { host, 'x-request-id': `${id}-get` }), 403, 'PERMISSION_DENIED', `${id}-get`);
     }
     expect(await userCount()).toBe(before);
-    for (const host of ['localhost', `localhost:${port}`, `LOCALHOST:${port}`, '127.0.0.1', `127.0.0.1:${port}`, `127.1.2.3:${port}`, '[::1]', `[::1]:${port}`]) {
+    for (const host of [
+      'localhost',
+      `localhost:${port}`,
+      `LOCALHOST:${port}`,
+      '127.0.0.1',
+      `127.0.0.1:${port}`,
+      `127.1.2.3:${port}`,
+      '[::1]',
+      `[::1]:${port}`,
+    ]) {
       expect([host, (await send('GET', '/admin/keys', { host })).status]).toEqual([host, 200]);
     }
   });
@@ -99,7 +151,7 @@ describe('the admin API refuses cross-site requests', () => {
   it('refuses a state-changing request whose body is not application/json, 415, and changes nothing', async () => {
     const before = await userCount();
     // The content types a page may send cross-site without a preflight, and none at all.
-    const notJson: (Record<string, string>)[] = [
+    const notJson: Record<string, string>[] = [
       { 'content-type': 'text/plain' },
       { 'content-type': 'text/plain;charset=UTF-8' },
       { 'content-type': 'application/x-www-form-urlencoded' },
@@ -111,7 +163,12 @@ describe('the admin API refuses cross-site requests', () => {
       const id = `type-${i}`;
       expectRefused(await send('POST', '/admin/users', { ...headers, 'x-request-id': id }, newUser(`form-${i}`)), 415, 'UNSUPPORTED_MEDIA_TYPE', id);
       expectRefused(await send('PUT', '/admin/faults', { ...headers, 'x-request-id': `${id}-put` }, faultRules), 415, 'UNSUPPORTED_MEDIA_TYPE', `${id}-put`);
-      expectRefused(await send('DELETE', '/admin/requests', { ...headers, 'x-request-id': `${id}-delete` }, '{}'), 415, 'UNSUPPORTED_MEDIA_TYPE', `${id}-delete`);
+      expectRefused(
+        await send('DELETE', '/admin/requests', { ...headers, 'x-request-id': `${id}-delete` }, '{}'),
+        415,
+        'UNSUPPORTED_MEDIA_TYPE',
+        `${id}-delete`,
+      );
     }
     expect(await userCount()).toBe(before);
     expect(await faultCount()).toBe(0);
@@ -125,9 +182,23 @@ describe('the admin API refuses cross-site requests', () => {
 
 describe('isLoopbackHost', () => {
   it.each([
-    ['localhost', true], ['localhost:8080', true], ['127.0.0.1', true], ['127.255.255.254:1', true], ['[::1]', true], ['[::1]:65535', true],
-    ['localhost:65536', false], ['127.0.0.1:99999', false], ['::1', false], ['[::1', false], ['127.0.0', false], ['127.0.0.1.', false],
-    ['localhost.', false], ['', false], ['evil.example', false], ['127.0.0.1@evil.example', false], ['0x7f.0.0.1', false],
+    ['localhost', true],
+    ['localhost:8080', true],
+    ['127.0.0.1', true],
+    ['127.255.255.254:1', true],
+    ['[::1]', true],
+    ['[::1]:65535', true],
+    ['localhost:65536', false],
+    ['127.0.0.1:99999', false],
+    ['::1', false],
+    ['[::1', false],
+    ['127.0.0', false],
+    ['127.0.0.1.', false],
+    ['localhost.', false],
+    ['', false],
+    ['evil.example', false],
+    ['127.0.0.1@evil.example', false],
+    ['0x7f.0.0.1', false],
   ])('%s -> %s', (host, loopback) => {
     expect(isLoopbackHost(host)).toBe(loopback);
   });

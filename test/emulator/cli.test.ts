@@ -40,11 +40,14 @@ async function run(args: string[], work: (b: Bootstrap) => Promise<void>): Promi
 describe('npm run emulator', () => {
   it('prints the bootstrap line, honours --seed, and omits personal keys after a restart', async () => {
     const seed = join(dir, 'seed.json');
-    writeFileSync(seed, JSON.stringify({
-      organizations: [{ id: 'org-acme-00000042', name: 'Acme' }],
-      users: [{ name: 'erin', orgRoles: { 'org-acme-00000042': 'admin' } }],
-      projects: [{ name: 'acme-app', organizationId: 'org-acme-00000042' }],
-    }));
+    writeFileSync(
+      seed,
+      JSON.stringify({
+        organizations: [{ id: 'org-acme-00000042', name: 'Acme' }],
+        users: [{ name: 'erin', orgRoles: { 'org-acme-00000042': 'admin' } }],
+        projects: [{ name: 'acme-app', organizationId: 'org-acme-00000042' }],
+      }),
+    );
     const db = join(dir, 'cli.db');
     let key = '';
     const first = await run(['--port', '0', '--db', db, '--seed', seed, '--time-scale', '0.01', '--log-level', 'debug'], async (b) => {
@@ -54,7 +57,9 @@ describe('npm run emulator', () => {
       key = b.users[0]?.personalKey ?? '';
       expect(key).toMatch(/^[a-z0-9]{64}$/);
       const res = await fetch(`${b.baseUrl}/organizations/org-acme-00000042/api_keys`, {
-        method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ key_name: 'cli' }),
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ key_name: 'cli' }),
       });
       expect(res.status).toBe(200);
       const created = (await res.json()) as { key: string };
@@ -64,7 +69,12 @@ describe('npm run emulator', () => {
     expect(first.code).toBe(0);
     expect(first.stderr).toContain('"msg":"request"');
     // Each line carries its level by name, as the operator's do.
-    expect(first.stderr.trim().split('\n').map((l) => (JSON.parse(l) as { level: unknown }).level)).toContain('info');
+    expect(
+      first.stderr
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { level: unknown }).level),
+    ).toContain('info');
     expect(first.stderr).not.toMatch(/"level":\d/);
     for (const secret of key.split('|')) expect(first.stderr).not.toContain(secret);
 

@@ -3,8 +3,12 @@
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/server.ts';
 
 export interface Caller {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are inspected field by field in tests
-  (method: string, path: string, options?: { key?: string | undefined; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  (
+    method: string,
+    path: string,
+    options?: { key?: string | undefined; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are inspected field by field in tests
+  ): Promise<{ status: number; body: any; headers: Headers }>;
 }
 
 export async function start(options: EmulatorOptions = {}): Promise<Emulator> {

@@ -39,7 +39,13 @@ describe('the emulator manual (docs/emulator.md)', () => {
       }
       const [method, path] = route.split(' ') as [string, string];
       // The example's URL: $A plus the path after /admin, parameters filled in (any value).
-      const url = new RegExp(`curl [^\\n]*\\$A${path.slice('/admin'.length).replace(/\{\w+\}/g, '[^/\\s]+').replace(/[/-]/g, '\\$&')}(?=[\\s'"]|$)`, 'm');
+      const url = new RegExp(
+        `curl [^\\n]*\\$A${path
+          .slice('/admin'.length)
+          .replace(/\{\w+\}/g, '[^/\\s]+')
+          .replace(/[/-]/g, '\\$&')}(?=[\\s'"]|$)`,
+        'm',
+      );
       if (!/```sh\n/.test(section) || !url.test(section)) problems.push(`${route}: no curl example of its path`);
       else if (method !== 'GET' && !section.includes(`-X ${method}`)) problems.push(`${route}: the example does not use ${method}`);
     }
@@ -47,7 +53,10 @@ describe('the emulator manual (docs/emulator.md)', () => {
   });
 
   it('documents every public route and the console', () => {
-    const missing = served.filter((s) => !s.admin).map((s) => s.route).filter((route) => !manual.includes(`\`${route}\``));
+    const missing = served
+      .filter((s) => !s.admin)
+      .map((s) => s.route)
+      .filter((route) => !manual.includes(`\`${route}\``));
     expect(missing).toEqual([]);
   });
 
@@ -66,7 +75,9 @@ describe('the emulator manual (docs/emulator.md)', () => {
   });
 
   it('documents every field of the seed file, every field of a fault rule and every fault kind', () => {
-    const seedFields = Object.entries(SeedSchema.shape).flatMap(([list, schema]) => Object.keys(schema.unwrap().element.shape).map((field) => `${list}[].${field}`));
+    const seedFields = Object.entries(SeedSchema.shape).flatMap(([list, schema]) =>
+      Object.keys(schema.unwrap().element.shape).map((field) => `${list}[].${field}`),
+    );
     expect(seedFields.filter((f) => !manual.includes(`| \`${f}\` |`))).toEqual([]);
     const rule = FaultRules.shape.rules.element.shape;
     expect(Object.keys(rule).filter((f) => !manual.includes(`| \`${f}\` |`))).toEqual([]);
@@ -75,7 +86,13 @@ describe('the emulator manual (docs/emulator.md)', () => {
 });
 
 /** A curl command of the manual as a request: method, URL (after $A and $BOB), JSON body. */
-interface Example { command: string; method: string; url: string; body?: string; shown: string[] }
+interface Example {
+  command: string;
+  method: string;
+  url: string;
+  body?: string;
+  shown: string[];
+}
 
 /** The curl commands of the admin examples, with the field names of the answer each comment shows. */
 function examples(vars: Record<string, string>): Example[] {
@@ -83,7 +100,10 @@ function examples(vars: Record<string, string>): Example[] {
   return [...admin.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((block) => {
     const text = block[1] ?? '';
     const shown = [...text.matchAll(/^# .*$/gm)].flatMap((line) => [...line[0].matchAll(/"(\w+)":/g)].map((m) => m[1] ?? ''));
-    const command = text.replace(/^#.*$/gm, '').replace(/\\\n\s*/g, ' ').trim();
+    const command = text
+      .replace(/^#.*$/gm, '')
+      .replace(/\\\n\s*/g, ' ')
+      .trim();
     // Words of a shell command line: single-quoted strings kept whole (they may span lines), a pipe ends it.
     const words: string[] = [];
     for (const m of command.matchAll(/'([^']*)'|(\|)|(\S+)/g)) {
@@ -94,7 +114,7 @@ function examples(vars: Record<string, string>): Example[] {
     const at = (flag: string) => words[words.indexOf(flag) + 1];
     const url = words.find((w) => w.startsWith('http'));
     if (url === undefined) throw new Error(`no URL in ${command}`);
-    return [{ command, method: words.includes('-X') ? at('-X') ?? 'GET' : 'GET', url, ...(words.includes('-d') ? { body: at('-d') ?? '' } : {}), shown }];
+    return [{ command, method: words.includes('-X') ? (at('-X') ?? 'GET') : 'GET', url, ...(words.includes('-d') ? { body: at('-d') ?? '' } : {}), shown }];
   });
 }
 

@@ -5,8 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Emulator } from '../../src/emulator/server.ts';
 import { caller, keyOf, ORG, start, userId, type Caller } from './harness.ts';
 
-interface MemberItem { member: { id: string; user_id: string; org_id: string; role: string; joined_at: string }; user: { email: string } }
-interface Page { members: MemberItem[]; pagination: { next?: string; sort_by: string; sort_order: string } }
+interface MemberItem {
+  member: { id: string; user_id: string; org_id: string; role: string; joined_at: string };
+  user: { email: string };
+}
+interface Page {
+  members: MemberItem[];
+  pagination: { next?: string; sort_by: string; sort_order: string };
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const BIG = 'org-big-00000001';
@@ -17,13 +23,20 @@ let call: Caller;
 beforeAll(async () => {
   emu = await start({
     seed: {
-      organizations: [{ id: ORG, name: 'Demo Org' }, { id: BIG, name: 'Big' }],
+      organizations: [
+        { id: ORG, name: 'Demo Org' },
+        { id: BIG, name: 'Big' },
+      ],
       users: [
         { name: 'alice', email: 'alice@example.com', orgRoles: { [ORG]: 'admin' } },
         { name: 'bob', email: 'bob@example.com', orgRoles: { [ORG]: 'member' } },
         { name: 'carol', email: 'carol@example.com' },
         // Emails out of name order, and two roles, so that each order differs from the others.
-        ...Array.from({ length: 23 }, (_, i) => ({ name: `u${String(i).padStart(2, '0')}`, email: `${String.fromCharCode(122 - i)}@big.test`, orgRoles: { [BIG]: i % 3 === 0 ? 'admin' as const : 'member' as const } })),
+        ...Array.from({ length: 23 }, (_, i) => ({
+          name: `u${String(i).padStart(2, '0')}`,
+          email: `${String.fromCharCode(122 - i)}@big.test`,
+          orgRoles: { [BIG]: i % 3 === 0 ? ('admin' as const) : ('member' as const) },
+        })),
       ],
       projects: [{ name: 'demo-api', organizationId: ORG, ownerUserId: 'alice' }],
     },
@@ -62,7 +75,13 @@ describe('GET /organizations/{org_id}/members', () => {
     const byUser = new Map(page.members.map((m) => [m.member.user_id, m]));
     expect([...byUser.keys()].sort()).toEqual([userId(emu, 'alice'), userId(emu, 'bob')].sort());
     expect(byUser.get(userId(emu, 'alice'))).toEqual({
-      member: { id: expect.stringMatching(UUID), user_id: userId(emu, 'alice'), org_id: ORG, role: 'admin', joined_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) },
+      member: {
+        id: expect.stringMatching(UUID),
+        user_id: userId(emu, 'alice'),
+        org_id: ORG,
+        role: 'admin',
+        joined_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+      },
       user: { email: 'alice@example.com' },
     });
     expect(byUser.get(userId(emu, 'bob'))?.member.role).toBe('member');
@@ -73,7 +92,9 @@ describe('GET /organizations/{org_id}/members', () => {
   it('may be read by any member and by an organization key; not by a project-scoped key or a non-member', async () => {
     const orgKey = (await call('POST', `/organizations/${ORG}/api_keys`, { key: keyOf(emu, 'alice'), body: { key_name: 'members-org' } })).body.key as string;
     const project = emu.bootstrap.projects[0]?.id ?? '';
-    const projectKey = (await call('POST', `/organizations/${ORG}/api_keys`, { key: keyOf(emu, 'bob'), body: { key_name: 'members-project', project_id: project } })).body.key as string;
+    const projectKey = (
+      await call('POST', `/organizations/${ORG}/api_keys`, { key: keyOf(emu, 'bob'), body: { key_name: 'members-project', project_id: project } })
+    ).body.key as string;
     const status = async (key: string | undefined, org = ORG) => (await call('GET', `/organizations/${org}/members`, { key })).status;
     expect(await status(keyOf(emu, 'alice'))).toBe(200);
     expect(await status(keyOf(emu, 'bob'))).toBe(200);
@@ -89,7 +110,12 @@ describe('GET /organizations/{org_id}/members', () => {
   });
 
   it.each([
-    ['joined_at', 'desc'], ['joined_at', 'asc'], ['email', 'asc'], ['email', 'desc'], ['role', 'asc'], ['role', 'desc'],
+    ['joined_at', 'desc'],
+    ['joined_at', 'asc'],
+    ['email', 'asc'],
+    ['email', 'desc'],
+    ['role', 'asc'],
+    ['role', 'desc'],
   ] as const)('pages through every member once, sorted by %s %s', async (sortBy, sortOrder) => {
     const { members, pages } = await walk(BIG, `limit=4&sort_by=${sortBy}&sort_order=${sortOrder}`);
     expect(pages).toBe(6);
@@ -145,9 +171,14 @@ describe('GET /organizations/{org_id}/members', () => {
   });
 
   it.each([
-    ['?limit=0', 'limit'], ['?limit=501', 'limit'], ['?limit=ten', 'limit'], ['?limit=-1', 'limit'],
-    ['?sort_by=name', 'sort_by'], ['?sort_order=up', 'sort_order'],
-    ['?cursor=not-a-cursor', 'cursor'], ['?cursor=%7B%7D', 'cursor'],
+    ['?limit=0', 'limit'],
+    ['?limit=501', 'limit'],
+    ['?limit=ten', 'limit'],
+    ['?limit=-1', 'limit'],
+    ['?sort_by=name', 'sort_by'],
+    ['?sort_order=up', 'sort_order'],
+    ['?cursor=not-a-cursor', 'cursor'],
+    ['?cursor=%7B%7D', 'cursor'],
     [`?cursor=${Buffer.from(JSON.stringify({ sort_by: 'joined_at', sort_order: 'desc', key: 'x', id: 'y' })).toString('base64url')}`, 'cursor'],
   ])('refuses bad input %s with 400 naming %s', async (query, field) => {
     const res = await call('GET', `/organizations/${ORG}/members${query}`, { key: keyOf(emu, 'alice') });

@@ -63,7 +63,10 @@ describe('@neondatabase/api-client against the emulator', () => {
     const project = projectId(emu, 'demo-web');
     const branch = await api.createProjectBranch(project, { branch: { name: 'client-branch' }, endpoints: [{ type: 'read_write' as EndpointType }] });
     expect(branch.status).toBe(201);
-    expect(branch.data.operations.map((o) => [o.action, o.status])).toEqual([['create_branch', 'running'], ['start_compute', 'scheduling']]);
+    expect(branch.data.operations.map((o) => [o.action, o.status])).toEqual([
+      ['create_branch', 'running'],
+      ['start_compute', 'scheduling'],
+    ]);
     const ids: string[] = [];
     let cursor: string | undefined;
     for (;;) {

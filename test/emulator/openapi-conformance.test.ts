@@ -37,7 +37,9 @@ const BEYOND_THE_DOCUMENT: Record<string, Map<string, string>> = {
 };
 
 const TYPE_OF: Record<string, (v: unknown) => boolean> = {
-  boolean: (v) => typeof v === 'boolean', string: (v) => typeof v === 'string', integer: (v) => Number.isInteger(v),
+  boolean: (v) => typeof v === 'boolean',
+  string: (v) => typeof v === 'string',
+  integer: (v) => Number.isInteger(v),
 };
 
 /** The problems of the fields a response carries beyond the official document (none when docs/platform-api.md documents each, with its type). */
@@ -54,12 +56,27 @@ function beyondTheDocument(response: string, undeclared: Undeclared[]): string[]
 
 describe('the validator itself', () => {
   const operation = {
-    id: 'd8ac46eb-a757-42b1-9907-f78322ee394e', project_id: 'spring-example-302709', branch_id: 'br-wispy-meadow-118737',
-    action: 'create_branch', status: 'finished', failures_count: 0, created_at: '2022-11-15T20:02:00Z', updated_at: '2022-11-15T20:02:02Z', total_duration_ms: 200,
+    id: 'd8ac46eb-a757-42b1-9907-f78322ee394e',
+    project_id: 'spring-example-302709',
+    branch_id: 'br-wispy-meadow-118737',
+    action: 'create_branch',
+    status: 'finished',
+    failures_count: 0,
+    created_at: '2022-11-15T20:02:00Z',
+    updated_at: '2022-11-15T20:02:02Z',
+    total_duration_ms: 200,
   };
-  const revoked = { id: 1, name: 'k', created_at: '2022-11-15T20:13:35Z', created_by: '629982cc-de05-43db-ae16-28f2399c4910', last_used_at: null, last_used_from_addr: '', revoked: true };
+  const revoked = {
+    id: 1,
+    name: 'k',
+    created_at: '2022-11-15T20:13:35Z',
+    created_by: '629982cc-de05-43db-ae16-28f2399c4910',
+    last_used_at: null,
+    last_used_from_addr: '',
+    revoked: true,
+  };
 
-  it('accepts the document\'s own example, and a field it does not declare (its objects are open), reported apart', () => {
+  it("accepts the document's own example, and a field it does not declare (its objects are open), reported apart", () => {
     expect(validator.validate(validator.component('Operation'), operation)).toEqual([]);
     expect(validator.undeclared(validator.component('Operation'), operation)).toEqual([]);
     expect(validator.validate(validator.component('Operation'), { ...operation, locked: false })).toEqual([]);
@@ -72,20 +89,43 @@ describe('the validator itself', () => {
     expect(validator.validate(closed, { id: 1, extra: true })).toEqual(['$.extra: the document allows no property beyond its own here']);
   });
 
-  it('honours allOf: a part\'s property is declared for the whole, not for a schema without that part', () => {
+  it("honours allOf: a part's property is declared for the whole, not for a schema without that part", () => {
     expect(validator.undeclared(validator.component('OrgApiKeyRevokeResponse'), { ...revoked, project_id: 'p-1' })).toEqual([]);
-    expect(validator.undeclared(validator.component('ApiKeyRevokeResponse'), { ...revoked, project_id: 'p-1' })).toEqual([{ path: '$.project_id', value: 'p-1' }]);
+    expect(validator.undeclared(validator.component('ApiKeyRevokeResponse'), { ...revoked, project_id: 'p-1' })).toEqual([
+      { path: '$.project_id', value: 'p-1' },
+    ]);
     expect(validator.undeclared(validator.component('OrgApiKeyRevokeResponse'), { ...revoked, extra: 1 })).toEqual([{ path: '$.extra', value: 1 }]);
   });
 
   it('holds a field beyond the document to docs/platform-api.md: documented there, with its type', () => {
     const list = validator.responseSchema('/projects', 'GET', 200);
-    const item = { id: 'p-1', platform_id: 'aws', region_id: 'aws-us-east-2', name: 'p', provisioner: 'k8s-neonvm', pg_version: 17, proxy_host: 'h', branch_logical_size_limit: 0, branch_logical_size_limit_bytes: 0, store_passwords: true, cpu_used_sec: 0, active_time: 0, creation_source: 'console', created_at: '2022-11-15T20:02:00Z', updated_at: '2022-11-15T20:02:00Z', owner_id: 'u' };
+    const item = {
+      id: 'p-1',
+      platform_id: 'aws',
+      region_id: 'aws-us-east-2',
+      name: 'p',
+      provisioner: 'k8s-neonvm',
+      pg_version: 17,
+      proxy_host: 'h',
+      branch_logical_size_limit: 0,
+      branch_logical_size_limit_bytes: 0,
+      store_passwords: true,
+      cpu_used_sec: 0,
+      active_time: 0,
+      creation_source: 'console',
+      created_at: '2022-11-15T20:02:00Z',
+      updated_at: '2022-11-15T20:02:00Z',
+      owner_id: 'u',
+    };
     const page = (extra: Record<string, unknown>) => ({ projects: [{ ...item, ...extra }], applications: {}, integrations: {} });
     expect(validator.validate(list, page({}))).toEqual([]);
     expect(beyondTheDocument('GET /projects 200', validator.undeclared(list, page({ locked: false })))).toEqual([]);
-    expect(beyondTheDocument('GET /projects 200', validator.undeclared(list, page({ locked: 'no' })))).toEqual(['$.projects[0].locked: docs/platform-api.md documents it as boolean, got "no"']);
-    expect(beyondTheDocument('GET /projects 200', validator.undeclared(list, page({ invented: 1 })))).toEqual(['$.projects[0].invented: declared neither by the official document nor by docs/platform-api.md']);
+    expect(beyondTheDocument('GET /projects 200', validator.undeclared(list, page({ locked: 'no' })))).toEqual([
+      '$.projects[0].locked: docs/platform-api.md documents it as boolean, got "no"',
+    ]);
+    expect(beyondTheDocument('GET /projects 200', validator.undeclared(list, page({ invented: 1 })))).toEqual([
+      '$.projects[0].invented: declared neither by the official document nor by docs/platform-api.md',
+    ]);
     expect(beyondTheDocument('GET /projects/{project_id} 200', [{ path: '$.project.locked', value: false }])).toHaveLength(1);
     const { name: _dropped, ...nameless } = item;
     expect(validator.validate(list, { ...page({}), projects: [nameless] })).toEqual(['$.projects[0]: required property name is missing']);
@@ -102,7 +142,10 @@ describe('the validator itself', () => {
   });
 });
 
-interface Checked { status: number; body: any } // eslint-disable-line @typescript-eslint/no-explicit-any -- inspected field by field
+interface Checked {
+  status: number;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- inspected field by field
+}
 
 describe('every emulator response conforms to the official document', () => {
   let emu: Emulator;
@@ -137,7 +180,10 @@ describe('every emulator response conforms to the official document', () => {
       if (typeof op?.status === 'string') statuses.add(op.status);
     }
     const schema = validator.responseSchema(template, method, res.status);
-    const errors = [...validator.validate(schema, res.body), ...beyondTheDocument(`${method} ${template} ${res.status}`, validator.undeclared(schema, res.body))];
+    const errors = [
+      ...validator.validate(schema, res.body),
+      ...beyondTheDocument(`${method} ${template} ${res.status}`, validator.undeclared(schema, res.body)),
+    ];
     for (const e of errors) problems.push(`${method} ${template} ${res.status}: ${e}`);
     return res;
   }
@@ -174,7 +220,9 @@ describe('every emulator response conforms to the official document', () => {
     expect((await checked('GET', `/organizations/${ORG}/members`, { key: alice })).body.members).toHaveLength(2);
     const firstMember = await checked('GET', `/organizations/${ORG}/members?limit=1&sort_by=email&sort_order=asc`, { key: bob });
     expect(firstMember.body.pagination.next).toEqual(expect.any(String));
-    const lastMember = await checked('GET', `/organizations/${ORG}/members?limit=1&cursor=${firstMember.body.pagination.next as string}`, { key: org.body.key });
+    const lastMember = await checked('GET', `/organizations/${ORG}/members?limit=1&cursor=${firstMember.body.pagination.next as string}`, {
+      key: org.body.key,
+    });
     expect(lastMember.status).toBe(200);
     expect(lastMember.body.pagination.next).toBeUndefined();
     expect((await checked('GET', `/organizations/${ORG}/members?sort_by=role&sort_order=desc&limit=500`, { key: org.body.key })).status).toBe(200);
@@ -206,7 +254,10 @@ describe('every emulator response conforms to the official document', () => {
     // Branches: without a body, with only a name, with a compute; one of each operation outcome.
     expect((await checked('POST', `/projects/${project}/branches`, { key: alice })).status).toBe(201);
     expect((await checked('POST', `/projects/${project}/branches`, { key: org.body.key, body: { branch: { name: 'conf-named' } } })).status).toBe(201);
-    const withCompute = await checked('POST', `/projects/${project}/branches`, { key: alice, body: { branch: { name: 'conf-compute' }, endpoints: [{ type: 'read_write' }] } });
+    const withCompute = await checked('POST', `/projects/${project}/branches`, {
+      key: alice,
+      body: { branch: { name: 'conf-compute' }, endpoints: [{ type: 'read_write' }] },
+    });
     expect(withCompute.status).toBe(201);
     expect((await admin(`/admin/projects/${project}/fail-next-operations`, { count: 1 })).status).toBe(200);
     const retried = await checked('POST', `/projects/${project}/branches`, { key: alice, body: { branch: { name: 'conf-retried' } } });
@@ -216,13 +267,20 @@ describe('every emulator response conforms to the official document', () => {
     // Operations: polled through both endpoints until every status the emulator produces has been
     // validated in some answer (scheduling and running already are, in the branch creations').
     const ops = [...withCompute.body.operations, ...retried.body.operations, ...broken.body.operations] as { id: string }[];
-    await eventually(async () => {
-      for (const op of ops) await checked('GET', `/projects/${project}/operations/${op.id}`, { key: alice });
-      await checked('GET', `/projects/${project}/operations?limit=100`, { key: alice });
-      return ['scheduling', 'running', 'failed', 'error', 'finished'].every((s) => statuses.has(s)) ? true : undefined;
-    }, 30_000, 10);
+    await eventually(
+      async () => {
+        for (const op of ops) await checked('GET', `/projects/${project}/operations/${op.id}`, { key: alice });
+        await checked('GET', `/projects/${project}/operations?limit=100`, { key: alice });
+        return ['scheduling', 'running', 'failed', 'error', 'finished'].every((s) => statuses.has(s)) ? true : undefined;
+      },
+      30_000,
+      10,
+    );
     const first = await checked('GET', `/projects/${project}/operations?limit=2`, { key: alice });
-    expect((await checked('GET', `/projects/${project}/operations?limit=2&cursor=${encodeURIComponent(first.body.pagination.cursor as string)}`, { key: alice })).status).toBe(200);
+    expect(
+      (await checked('GET', `/projects/${project}/operations?limit=2&cursor=${encodeURIComponent(first.body.pagination.cursor as string)}`, { key: alice }))
+        .status,
+    ).toBe(200);
     expect((await checked('GET', `/projects/${demoApi}/operations`, { key: scoped.body.key })).status).toBe(200);
 
     // Personal keys are listed only with a personal key (403 for an organization key).
@@ -242,15 +300,20 @@ describe('every emulator response conforms to the official document', () => {
     expect((await checked('GET', '/projects/no-such-project-1', { key: alice })).status).toBe(404);
     expect((await checked('DELETE', '/api_keys/not-a-number', { key: alice })).status).toBe(400);
     expect((await checked('POST', `/projects/${demoApi}/branches`, { key: alice, body: { branch: { name: '' } } })).status).toBe(400);
-    const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => checked('POST', `/organizations/${ORG}/api_keys`, { key: bob, body: { key_name: `burst-${i}`, project_id: demoApi } })));
+    const burst = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        checked('POST', `/organizations/${ORG}/api_keys`, { key: bob, body: { key_name: `burst-${i}`, project_id: demoApi } }),
+      ),
+    );
     expect(burst.map((r) => r.status)).toContain(429);
 
     expect(problems).toEqual([]);
   });
 
   it('the scenario covered every public endpoint of the emulator', () => {
-    const routes = EMULATOR_ROUTES.filter((r) => r.template.startsWith('/api/v2/'))
-      .map((r) => `${r.method} ${r.template.replace(/^\/api\/v2/, '').replace(/:(\w+)/g, '{$1}')}`);
+    const routes = EMULATOR_ROUTES.filter((r) => r.template.startsWith('/api/v2/')).map(
+      (r) => `${r.method} ${r.template.replace(/^\/api\/v2/, '').replace(/:(\w+)/g, '{$1}')}`,
+    );
     expect(routes.length).toBeGreaterThanOrEqual(17);
     expect(routes.filter((r) => !covered.has(r))).toEqual([]);
   });

@@ -40,12 +40,23 @@ export interface Schema {
 }
 
 /** A property the document does not declare, with its JSON path and value. */
-export interface Undeclared { path: string; value: unknown }
+export interface Undeclared {
+  path: string;
+  value: unknown;
+}
 
-interface Findings { errors: string[]; undeclared: Undeclared[] }
+interface Findings {
+  errors: string[];
+  undeclared: Undeclared[];
+}
 
-interface Response { $ref?: string; content?: Record<string, { schema?: Schema }> }
-interface Operation { responses?: Record<string, Response> }
+interface Response {
+  $ref?: string;
+  content?: Record<string, { schema?: Schema }>;
+}
+interface Operation {
+  responses?: Record<string, Response>;
+}
 export interface OpenApiDocument {
   openapi: string;
   paths: Record<string, Record<string, Operation | unknown>>;
@@ -66,11 +77,13 @@ export class OpenApiValidator {
 
   constructor(doc: OpenApiDocument) {
     this.#doc = doc;
-    this.#templates = Object.keys(doc.paths).map((template) => ({
-      template,
-      pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
-      literals: template.split('/').filter((s) => s !== '' && !s.startsWith('{')).length,
-    })).sort((a, b) => b.literals - a.literals);
+    this.#templates = Object.keys(doc.paths)
+      .map((template) => ({
+        template,
+        pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+        literals: template.split('/').filter((s) => s !== '' && !s.startsWith('{')).length,
+      }))
+      .sort((a, b) => b.literals - a.literals);
   }
 
   /** The document's path template of a concrete path (relative to the base URL), e.g. /projects/{project_id}. */
@@ -164,10 +177,14 @@ export class OpenApiValidator {
     if (s.allOf !== undefined) {
       for (const part of s.allOf) this.#check(part, value, path, findings, true);
     }
-    for (const [keyword, branches] of [['oneOf', s.oneOf], ['anyOf', s.anyOf]] as const) {
+    for (const [keyword, branches] of [
+      ['oneOf', s.oneOf],
+      ['anyOf', s.anyOf],
+    ] as const) {
       if (branches === undefined) continue;
       const fitting = branches.map((b) => this.#findings(b, value, path, true)).filter((f) => f.errors.length === 0);
-      if (keyword === 'oneOf' ? fitting.length !== 1 : fitting.length === 0) errors.push(`${path}: matches ${fitting.length} of the ${branches.length} ${keyword} branches`);
+      if (keyword === 'oneOf' ? fitting.length !== 1 : fitting.length === 0)
+        errors.push(`${path}: matches ${fitting.length} of the ${branches.length} ${keyword} branches`);
       findings.undeclared.push(...(fitting[0]?.undeclared ?? []));
     }
     if (s.enum !== undefined && !s.enum.includes(value)) errors.push(`${path}: ${JSON.stringify(value)} is not one of ${JSON.stringify(s.enum)}`);
@@ -207,8 +224,10 @@ export class OpenApiValidator {
     if (s.pattern !== undefined && !new RegExp(s.pattern, 'u').test(value)) errors.push(`${path}: ${JSON.stringify(value)} does not match ${s.pattern}`);
     if (s.minLength !== undefined && value.length < s.minLength) errors.push(`${path}: shorter than ${s.minLength}`);
     if (s.maxLength !== undefined && value.length > s.maxLength) errors.push(`${path}: longer than ${s.maxLength}`);
-    if (s.format === 'date-time' && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value)) errors.push(`${path}: ${JSON.stringify(value)} is not an RFC 3339 date-time`);
-    if (s.format === 'uuid' && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) errors.push(`${path}: ${JSON.stringify(value)} is not a uuid`);
+    if (s.format === 'date-time' && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value))
+      errors.push(`${path}: ${JSON.stringify(value)} is not an RFC 3339 date-time`);
+    if (s.format === 'uuid' && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value))
+      errors.push(`${path}: ${JSON.stringify(value)} is not a uuid`);
   }
 
   #checkNumber(s: Schema, value: number, path: string, errors: string[]): void {
@@ -219,13 +238,20 @@ export class OpenApiValidator {
 
   #typeMatches(type: string, value: unknown): boolean {
     switch (type) {
-      case 'object': return typeof value === 'object' && !Array.isArray(value);
-      case 'array': return Array.isArray(value);
-      case 'integer': return Number.isInteger(value);
-      case 'number': return typeof value === 'number' && Number.isFinite(value);
-      case 'string': return typeof value === 'string';
-      case 'boolean': return typeof value === 'boolean';
-      default: throw new Error(`unknown type ${type}`);
+      case 'object':
+        return typeof value === 'object' && !Array.isArray(value);
+      case 'array':
+        return Array.isArray(value);
+      case 'integer':
+        return Number.isInteger(value);
+      case 'number':
+        return typeof value === 'number' && Number.isFinite(value);
+      case 'string':
+        return typeof value === 'string';
+      case 'boolean':
+        return typeof value === 'boolean';
+      default:
+        throw new Error(`unknown type ${type}`);
     }
   }
 }

@@ -10,7 +10,17 @@ import type { Emulator } from '../../src/emulator/server.ts';
 import { openStore } from '../../src/emulator/store.ts';
 import { caller, eventually, keyOf, ORG, projectId, start, type Caller } from './harness.ts';
 
-interface Op { id: string; action: string; status: string; failures_count: number; created_at: string; updated_at: string; total_duration_ms: number; endpoint_id?: string; branch_id: string }
+interface Op {
+  id: string;
+  action: string;
+  status: string;
+  failures_count: number;
+  created_at: string;
+  updated_at: string;
+  total_duration_ms: number;
+  endpoint_id?: string;
+  branch_id: string;
+}
 
 let emu: Emulator;
 let call: Caller;
@@ -72,7 +82,7 @@ describe('operations started by requests', () => {
     expect(finished.total_duration_ms).toBeGreaterThan(0);
   });
 
-  it('a branch created without endpoints gets no compute: create_branch alone, no start_compute (the document\'s CreatedBranch)', async () => {
+  it("a branch created without endpoints gets no compute: create_branch alone, no start_compute (the document's CreatedBranch)", async () => {
     const project = projectId(emu, 'demo-api');
     for (const body of [undefined, { branch: { name: 'no-compute' } }, { branch: { name: 'empty-endpoints' }, endpoints: [] }]) {
       const res = await call('POST', `/projects/${project}/branches`, { key: alice, body });
@@ -89,14 +99,19 @@ describe('operations started by requests', () => {
     expect(res.status).toBe(201);
     expect(res.body.endpoints.map((e: { type: string }) => e.type)).toEqual(['read_write', 'read_only']);
     const ops = res.body.operations as Op[];
-    expect(ops.map((o) => [o.action, o.endpoint_id])).toEqual([['create_branch', undefined], ...res.body.endpoints.map((e: { id: string }) => ['start_compute', e.id])]);
+    expect(ops.map((o) => [o.action, o.endpoint_id])).toEqual([
+      ['create_branch', undefined],
+      ...res.body.endpoints.map((e: { id: string }) => ['start_compute', e.id]),
+    ]);
     const two = await call('POST', `/projects/${project}/branches`, { key: alice, body: { endpoints: [{ type: 'read_write' }, { type: 'read_write' }] } });
     expect(two.status).toBe(400);
   });
 
   it('an operation made to end in error reads error with its message and failures_count 1, and never changes again', async () => {
     const project = projectId(emu, 'demo-web');
-    expect((await call('POST', `/admin/projects/${project}/fail-next-operations`, { body: { count: 1, outcome: 'error' } })).body).toMatchObject({ errorNextOperations: 1 });
+    expect((await call('POST', `/admin/projects/${project}/fail-next-operations`, { body: { count: 1, outcome: 'error' } })).body).toMatchObject({
+      errorNextOperations: 1,
+    });
     const res = await call('POST', `/projects/${project}/branches`, { key: alice, body: WITH_COMPUTE });
     const [create, startOp] = res.body.operations as Op[];
     const errored = await waitForStatus(project, create?.id ?? '', 'error');
@@ -123,17 +138,24 @@ describe('operations started by requests', () => {
       const res = await c('POST', `/projects/${project}/branches`, { key, body: WITH_COMPUTE });
       const ops = res.body.operations as Op[];
       expect(ops).toHaveLength(2);
-      const poll = (id: string, status: string) => eventually(async () => {
-        const r = await c('GET', `/projects/${project}/operations/${id}`, { key });
-        return r.body.operation.status === status ? (r.body.operation as Op) : undefined;
-      }, 15_000, 20);
-      await Promise.all(ops.map(async (op) => {
-        const failed = await poll(op.id, 'failed');
-        expect(failed.failures_count).toBe(1);
-        expect(typeof (failed as Op & { error?: string }).error).toBe('string');
-        const done = await poll(op.id, 'finished');
-        expect(done.failures_count).toBe(1);
-      }));
+      const poll = (id: string, status: string) =>
+        eventually(
+          async () => {
+            const r = await c('GET', `/projects/${project}/operations/${id}`, { key });
+            return r.body.operation.status === status ? (r.body.operation as Op) : undefined;
+          },
+          15_000,
+          20,
+        );
+      await Promise.all(
+        ops.map(async (op) => {
+          const failed = await poll(op.id, 'failed');
+          expect(failed.failures_count).toBe(1);
+          expect(typeof (failed as Op & { error?: string }).error).toBe('string');
+          const done = await poll(op.id, 'finished');
+          expect(done.failures_count).toBe(1);
+        }),
+      );
       // The budget is spent: the next operations succeed without failing.
       const next = await c('POST', `/projects/${project}/branches`, { key, body: WITH_COMPUTE });
       const done = await poll((next.body.operations as Op[])[0]?.id ?? '', 'finished');
@@ -156,11 +178,15 @@ describe('control plane activity', () => {
     try {
       const c = caller(fast);
       const project = projectId(fast, 'demo-api');
-      const actions = await eventually(async () => {
-        const res = await c('GET', `/projects/${project}/operations?limit=100`, { key: keyOf(fast, 'alice') });
-        const seen = new Set((res.body.operations as Op[]).filter((o) => o.status === 'finished').map((o) => o.action));
-        return seen.has('suspend_compute') && seen.has('check_availability') ? seen : undefined;
-      }, 15_000, 100);
+      const actions = await eventually(
+        async () => {
+          const res = await c('GET', `/projects/${project}/operations?limit=100`, { key: keyOf(fast, 'alice') });
+          const seen = new Set((res.body.operations as Op[]).filter((o) => o.status === 'finished').map((o) => o.action));
+          return seen.has('suspend_compute') && seen.has('check_availability') ? seen : undefined;
+        },
+        15_000,
+        100,
+      );
       expect(actions.has('start_compute')).toBe(true);
     } finally {
       await fast.close();
@@ -173,21 +199,26 @@ describe('control plane activity', () => {
       const c = caller(fast);
       const project = projectId(fast, 'demo-api');
       const admin = async (method: string, body?: unknown) => {
-        const res = await fetch(`${fast.adminUrl}/control-plane`, { method, ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}) });
-        return { status: res.status, body: await res.json() as { activity?: boolean; code?: string } };
+        const res = await fetch(`${fast.adminUrl}/control-plane`, {
+          method,
+          ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
+        });
+        return { status: res.status, body: (await res.json()) as { activity?: boolean; code?: string } };
       };
       expect(await admin('GET')).toEqual({ status: 200, body: { activity: true } });
       expect(await admin('PUT', { activity: false })).toEqual({ status: 200, body: { activity: false } });
       expect((await admin('PUT', { activity: 'no' })).status).toBe(400);
-      const count = async () => ((await c('GET', `/projects/${project}/operations?limit=100`, { key: keyOf(fast, 'alice') })).body.operations as Op[])
-        .filter((o) => o.action === 'check_availability' || o.action === 'suspend_compute').length;
+      const count = async () =>
+        ((await c('GET', `/projects/${project}/operations?limit=100`, { key: keyOf(fast, 'alice') })).body.operations as Op[]).filter(
+          (o) => o.action === 'check_availability' || o.action === 'suspend_compute',
+        ).length;
       // Operations already started finish; then none is added (a check every 1.2 s at this time scale).
       await new Promise((resolve) => setTimeout(resolve, 500));
       const before = await count();
       await new Promise((resolve) => setTimeout(resolve, 3_000));
       expect(await count()).toBe(before);
       expect(await admin('PUT', { activity: true })).toEqual({ status: 200, body: { activity: true } });
-      await eventually(async () => (await count() > before ? true : undefined), 15_000, 100);
+      await eventually(async () => ((await count()) > before ? true : undefined), 15_000, 100);
     } finally {
       await fast.close();
     }

@@ -97,7 +97,9 @@ describe('persistence across a restart', () => {
       try {
         const res = await caller(emu)('GET', `/organizations/${ORG}/members`, { key: alice });
         expect(res.status).toBe(200);
-        return (res.body.members as { member: { id: string; user_id: string; joined_at: string } }[]).map((m) => m.member).sort((a, b) => (a.user_id < b.user_id ? -1 : 1));
+        return (res.body.members as { member: { id: string; user_id: string; joined_at: string } }[])
+          .map((m) => m.member)
+          .sort((a, b) => (a.user_id < b.user_id ? -1 : 1));
       } finally {
         await emu.close();
       }

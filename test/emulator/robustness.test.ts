@@ -24,7 +24,9 @@ afterAll(async () => {
 describe('rate limit on organization key creation', () => {
   it('answers 429 with Retry-After and a GeneralError beyond 10 requests per second', async () => {
     await sleep(1100);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => call('POST', `/organizations/${ORG}/api_keys`, { key: alice, body: { key_name: `burst-${i}` } })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => call('POST', `/organizations/${ORG}/api_keys`, { key: alice, body: { key_name: `burst-${i}` } })),
+    );
     const ok = results.filter((r) => r.status === 200);
     const limited = results.filter((r) => r.status === 429);
     // Exactly 10 when all 20 arrive within one second; a stalled test machine may spread them wider.
@@ -40,18 +42,18 @@ describe('rate limit on organization key creation', () => {
     expect((await call('POST', `/organizations/${ORG}/api_keys`, { key: alice, body: { key_name: 'after-window' } })).status).toBe(200);
   });
 
-  it('counts only authenticated requests: unauthenticated ones do not spend an organization\'s budget', async () => {
+  it("counts only authenticated requests: unauthenticated ones do not spend an organization's budget", async () => {
     // A fresh emulator: its limiter has seen nothing of this file's other tests.
     const own = await start();
     try {
       const c = caller(own);
       const path = `/organizations/${ORG}/api_keys`;
-      const rejected = await Promise.all(Array.from({ length: 30 }, (_, i) =>
-        c('POST', path, { key: i % 2 === 0 ? 'x'.repeat(64) : undefined, body: { key_name: `anon-${i}` } })));
+      const rejected = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => c('POST', path, { key: i % 2 === 0 ? 'x'.repeat(64) : undefined, body: { key_name: `anon-${i}` } })),
+      );
       expect(rejected.map((r) => r.status)).toEqual(Array.from({ length: 30 }, () => 401));
       // The whole budget of 10 is still there, right after the 30 refusals.
-      const admitted = await Promise.all(Array.from({ length: 10 }, (_, i) =>
-        c('POST', path, { key: keyOf(own, 'alice'), body: { key_name: `real-${i}` } })));
+      const admitted = await Promise.all(Array.from({ length: 10 }, (_, i) => c('POST', path, { key: keyOf(own, 'alice'), body: { key_name: `real-${i}` } })));
       expect(admitted.map((r) => r.status)).toEqual(Array.from({ length: 10 }, () => 200));
     } finally {
       await own.close();
@@ -75,7 +77,9 @@ describe('fault injection', () => {
   const route = '/api/v2/organizations/:org_id/api_keys';
 
   it('latency delays the response', async () => {
-    await call('PUT', '/admin/faults', { body: { rules: [{ method: 'GET', route: '/api/v2/api_keys', probability: 1, kind: 'latency', latencyMs: 300, times: 1 }] } });
+    await call('PUT', '/admin/faults', {
+      body: { rules: [{ method: 'GET', route: '/api/v2/api_keys', probability: 1, kind: 'latency', latencyMs: 300, times: 1 }] },
+    });
     const t0 = performance.now();
     expect((await call('GET', '/api_keys', { key: alice })).status).toBe(200);
     expect(performance.now() - t0).toBeGreaterThanOrEqual(290);
@@ -182,7 +186,13 @@ describe('bad input is never a 500', () => {
   it('survives a request with a broken HTTP framing and keeps serving', async () => {
     const url = new URL(emu.baseUrl);
     await new Promise<void>((resolve) => {
-      const req = request({ host: url.hostname, port: url.port, method: 'POST', path: '/api/v2/api_keys', headers: { 'content-length': '100', authorization: `Bearer ${alice}` } });
+      const req = request({
+        host: url.hostname,
+        port: url.port,
+        method: 'POST',
+        path: '/api/v2/api_keys',
+        headers: { 'content-length': '100', authorization: `Bearer ${alice}` },
+      });
       req.on('error', () => resolve());
       req.write('{"key_name":');
       setTimeout(() => {
@@ -201,10 +211,12 @@ describe('request counters and console', () => {
     await call('GET', `/organizations/${ORG}/api_keys`, { key: alice });
     await call('GET', `/organizations/${ORG}/api_keys`);
     const counts = (await call('GET', '/admin/requests')).body;
-    expect(counts).toEqual(expect.arrayContaining([
-      { method: 'GET', route: '/api/v2/organizations/:org_id/api_keys', status: 200, count: 2 },
-      { method: 'GET', route: '/api/v2/organizations/:org_id/api_keys', status: 401, count: 1 },
-    ]));
+    expect(counts).toEqual(
+      expect.arrayContaining([
+        { method: 'GET', route: '/api/v2/organizations/:org_id/api_keys', status: 200, count: 2 },
+        { method: 'GET', route: '/api/v2/organizations/:org_id/api_keys', status: 401, count: 1 },
+      ]),
+    );
   });
 
   it('renders keys and operations with console labels and no secrets', async () => {

@@ -84,14 +84,18 @@ export async function freePort(): Promise<number> {
 
 export function kubeconfigYaml(info: Pick<ControlPlaneInfo, 'server' | 'caData'>, token: string, user = 'admin'): string {
   // JSON is valid YAML; kubectl, helm and client-node all read it.
-  return JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'test', cluster: { server: info.server, 'certificate-authority-data': info.caData } }],
-    users: [{ name: user, user: { token } }],
-    contexts: [{ name: 'test', context: { cluster: 'test', user } }],
-    'current-context': 'test',
-  }, null, 2);
+  return JSON.stringify(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'test', cluster: { server: info.server, 'certificate-authority-data': info.caData } }],
+      users: [{ name: user, user: { token } }],
+      contexts: [{ name: 'test', context: { cluster: 'test', user } }],
+      'current-context': 'test',
+    },
+    null,
+    2,
+  );
 }
 
 export async function startControlPlane(options: StartOptions): Promise<RunningControlPlane> {
@@ -232,7 +236,13 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
           const ready = await request(`${server}/readyz`, {
             dispatcher: agent,
             headers: { authorization: `Bearer ${adminToken}` },
-          }).then(async (r) => { await r.body.dump(); return r.statusCode === 200; }, () => false);
+          }).then(
+            async (r) => {
+              await r.body.dump();
+              return r.statusCode === 200;
+            },
+            () => false,
+          );
           if (ready) break;
           await waitOrFail(until, children, 'kube-apiserver /readyz');
         }
@@ -262,8 +272,10 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
 
     // Should this process die without running its exit handlers (SIGKILL), the reaper stops the
     // children and removes the folder.
-    const reaper = spawn(process.execPath, [join(here, 'reaper.ts'), String(process.pid), dir,
-      ...children.map((c) => String(c.pid))], { detached: true, stdio: 'ignore' });
+    const reaper = spawn(process.execPath, [join(here, 'reaper.ts'), String(process.pid), dir, ...children.map((c) => String(c.pid))], {
+      detached: true,
+      stdio: 'ignore',
+    });
     reaper.unref();
 
     return {

@@ -15,7 +15,17 @@ import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.
 import { settledCondition } from '../../src/operator/keys/observing/operations-poller.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled, onEveryRequest, untilAtRest } from './support.ts';
+import {
+  createNamespace,
+  customObjects,
+  emulatorAdmin,
+  eventually,
+  installOperatorManifests,
+  operatorKubeConfig,
+  intentSettled,
+  onEveryRequest,
+  untilAtRest,
+} from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -27,10 +37,21 @@ const DRIFT_MS = 2_000;
  */
 const CAUGHT_WITHIN_MS = 2 * 1.1 * DRIFT_MS + 6_000;
 
-interface Condition { type: string; status: string; reason: string; message: string; observedGeneration?: number; lastTransitionTime?: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  lastTransitionTime?: string;
+}
 interface Resource {
   metadata: { annotations?: Record<string, string>; generation?: number };
-  status?: { keyId?: number; conditions?: Condition[]; operations?: { id: string; action: string; status: string; failuresCount: number; updatedAt: string }[] };
+  status?: {
+    keyId?: number;
+    conditions?: Condition[];
+    operations?: { id: string; action: string; status: string; failuresCount: number; updatedAt: string }[];
+  };
 }
 
 describe('at rest: no apiserver request per drift pass, and drift still caught', () => {
@@ -52,14 +73,26 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
 
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
   const create = async (kind: 'ApiKey' | 'ProjectApiKey', name: string, spec: Record<string, unknown>): Promise<void> => {
-    await objects.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec } });
+    await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: plural(kind),
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec },
+    });
   };
-  const get = async (kind: string, name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name }) as Resource;
+  const get = async (kind: string, name: string): Promise<Resource> =>
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as Resource;
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
-  const readyOther = (kind: string, name: string, notKeyId: number, timeoutMs: number): Promise<Resource> => eventually(async () => {
-    const r = await get(kind, name);
-    return condition(r, 'Ready')?.status === 'True' && r.status?.keyId !== notKeyId && intentSettled(r) ? r : undefined;
-  }, timeoutMs, `${kind} ${name} Ready with a key other than ${notKeyId}`);
+  const readyOther = (kind: string, name: string, notKeyId: number, timeoutMs: number): Promise<Resource> =>
+    eventually(
+      async () => {
+        const r = await get(kind, name);
+        return condition(r, 'Ready')?.status === 'True' && r.status?.keyId !== notKeyId && intentSettled(r) ? r : undefined;
+      },
+      timeoutMs,
+      `${kind} ${name} Ready with a key other than ${notKeyId}`,
+    );
   const atRest = (name: string): boolean => records.some((r) => r.namespace === namespace && r.name === name && r.atRest === true);
   /** Requests other than watches (a watch is one long request per informer, O(1), not per key). */
   const requestsSince = (from: number): { method: string; url: string }[] => sent.slice(from).filter((r) => !new URL(r.url).searchParams.has('watch'));
@@ -93,7 +126,8 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
       onReconcile: (record) => records.push(record),
     });
     const projects = emulator.bootstrap.projects.filter((p) => p.organizationId === org);
-    for (const name of orgKeys) await create('ApiKey', name, { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
+    for (const name of orgKeys)
+      await create('ApiKey', name, { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
     for (const [i, name] of projectKeys.entries()) {
       const project = projects[i % 2];
       if (project === undefined) throw new Error('the seed has fewer than two org projects');
@@ -101,10 +135,14 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     }
     // The operations of each project polled, mirrored and settled (a first snapshot is a change, not
     // a rest; so is the end of an operation the seed started: at time scale 1 it runs for seconds).
-    await eventually(async () => {
-      for (const name of projectKeys) if (condition(await get('ProjectApiKey', name), 'OperationsSettled')?.status !== 'True') return undefined;
-      return true;
-    }, 60_000, 'OperationsSettled True on every ProjectApiKey');
+    await eventually(
+      async () => {
+        for (const name of projectKeys) if (condition(await get('ProjectApiKey', name), 'OperationsSettled')?.status !== 'True') return undefined;
+        return true;
+      },
+      60_000,
+      'OperationsSettled True on every ProjectApiKey',
+    );
     // Every key at rest: over the last drift interval, every pass of every key decided from the
     // caches (the first uses of the project keys by the operations pollers are recorded by then).
     await untilAtRest(records, namespace, [...orgKeys, ...projectKeys], DRIFT_MS, 90_000);
@@ -140,7 +178,10 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     };
     const platform = (): PlatformClient => new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: adminKey });
     const path = (r: { method: string; url: string }): string => `${r.method} ${new URL(r.url).pathname}`;
-    const ofKey = (name: string) => (r: { url: string }): boolean => new URL(r.url).pathname.endsWith(`/projectapikeys/${name}`) || new URL(r.url).pathname.endsWith(`/projectapikeys/${name}/status`);
+    const ofKey =
+      (name: string) =>
+      (r: { url: string }): boolean =>
+        new URL(r.url).pathname.endsWith(`/projectapikeys/${name}`) || new URL(r.url).pathname.endsWith(`/projectapikeys/${name}/status`);
     const since = (from: number, name: string): ReconcileRecord[] => records.slice(from).filter((r) => r.namespace === namespace && r.name === name);
 
     /** What a full pass writes from the project's operations as the platform lists them now (operations-poller.ts). */
@@ -155,18 +196,22 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     /** Waits until every key of the project mirrors `ids` finished and rests again; the OperationsSettled reasons seen on the way. */
     const settledWith = async (ids: string[], recordsFrom: number): Promise<Set<string>> => {
       const seen = new Set<string>();
-      await eventually(async () => {
-        for (const name of mine) {
-          const r = await get('ProjectApiKey', name);
-          const c = condition(r, 'OperationsSettled');
-          if (c !== undefined) seen.add(`${c.status} ${c.reason}`);
-          const finished = ids.every((id) => r.status?.operations?.some((o) => o.id === id && o.status === 'finished'));
-          if (!finished || c?.status !== 'True') return undefined;
-          // At rest again after the last change: its latest pass decided from the caches.
-          if (since(recordsFrom, name).at(-1)?.atRest !== true) return undefined;
-        }
-        return true;
-      }, 60_000, `${mine.join(', ')} mirroring ${ids.join(', ')} finished, at rest again`);
+      await eventually(
+        async () => {
+          for (const name of mine) {
+            const r = await get('ProjectApiKey', name);
+            const c = condition(r, 'OperationsSettled');
+            if (c !== undefined) seen.add(`${c.status} ${c.reason}`);
+            const finished = ids.every((id) => r.status?.operations?.some((o) => o.id === id && o.status === 'finished'));
+            if (!finished || c?.status !== 'True') return undefined;
+            // At rest again after the last change: its latest pass decided from the caches.
+            if (since(recordsFrom, name).at(-1)?.atRest !== true) return undefined;
+          }
+          return true;
+        },
+        60_000,
+        `${mine.join(', ')} mirroring ${ids.join(', ')} finished, at rest again`,
+      );
       return seen;
     };
 
@@ -184,24 +229,39 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
       // seen running or failed (False), then settled (True).
       await emulatorAdmin(emulator.adminUrl, 'POST', `/projects/${firstProject().id}/fail-next-operations`, { count: 1, outcome: 'failed' });
       const { operations } = await platform().createBranch(firstProject().id);
-      const seen = await settledWith(operations.map((o) => o.id), recordsFrom);
+      const seen = await settledWith(
+        operations.map((o) => o.id),
+        recordsFrom,
+      );
       expect([...seen].some((s) => s.startsWith('False'))).toBe(true);
       for (const name of mine) {
         const { changes, requests } = costs(from, recordsFrom, name);
         // The operation started and finished: at least two changes, each one PATCH of status.
         expect(changes.length).toBeGreaterThanOrEqual(2);
-        expect({ name, requests }).toEqual({ name, requests: changes.map(() => `PATCH /apis/${group}/${version}/namespaces/${namespace}/projectapikeys/${name}/status`) });
+        expect({ name, requests }).toEqual({
+          name,
+          requests: changes.map(() => `PATCH /apis/${group}/${version}/namespaces/${namespace}/projectapikeys/${name}/status`),
+        });
         expect(changes.filter((r) => r.operationsPatched !== true)).toEqual([]);
         // Nothing else sent this key the full way.
         expect(since(recordsFrom, name).filter((r) => r.restBroken !== undefined && r.restBroken !== 'operations')).toEqual([]);
       }
       // Not one other request: no GET of a resource or Secret, no event, nothing for the keys of other projects.
-      expect(requestsSince(from).filter((r) => !mine.some((name) => ofKey(name)(r))).map(path)).toEqual([]);
+      expect(
+        requestsSince(from)
+          .filter((r) => !mine.some((name) => ofKey(name)(r)))
+          .map(path),
+      ).toEqual([]);
       // What it wrote is what a full pass writes: the condition of the operations listed, the key's generation.
       const want = await expected();
       for (const name of mine) {
         const r = await get('ProjectApiKey', name);
-        expect(condition(r, 'OperationsSettled')).toEqual({ type: 'OperationsSettled', ...want.settled, observedGeneration: r.metadata.generation, lastTransitionTime: expect.any(String) });
+        expect(condition(r, 'OperationsSettled')).toEqual({
+          type: 'OperationsSettled',
+          ...want.settled,
+          observedGeneration: r.metadata.generation,
+          lastTransitionTime: expect.any(String),
+        });
         // False, then True: lastTransitionTime moved with the status.
         expect(condition(r, 'OperationsSettled')?.lastTransitionTime?.localeCompare(startedAt.replace(/\.\d+Z$/, 'Z'))).toBeGreaterThanOrEqual(0);
         expect(r.status?.operations).toEqual(want.operations);
@@ -209,8 +269,15 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
       // And a full pass of the same key finds nothing to write: its status is exactly what it would write.
       const fullFrom = sent.length;
       const fullRecordsFrom = records.length;
-      await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'project-0', body: { metadata: { annotations: { 'test/touched': 'yes' } } } }, merge);
-      await eventually(async () => (since(fullRecordsFrom, 'project-0').some((r) => r.restBroken === 'resource' && r.result === 'Done') ? true : undefined), 20_000, 'project-0 read fresh');
+      await objects.patchNamespacedCustomObject(
+        { group, version, namespace, plural: 'projectapikeys', name: 'project-0', body: { metadata: { annotations: { 'test/touched': 'yes' } } } },
+        merge,
+      );
+      await eventually(
+        async () => (since(fullRecordsFrom, 'project-0').some((r) => r.restBroken === 'resource' && r.result === 'Done') ? true : undefined),
+        20_000,
+        'project-0 read fresh',
+      );
       const full = requestsSince(fullFrom).filter(ofKey('project-0')).map(path);
       expect(full).toContain(`GET /apis/${group}/${version}/namespaces/${namespace}/projectapikeys/project-0`);
       expect(full.filter((r) => r.startsWith('PATCH'))).toEqual([]);
@@ -218,21 +285,36 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
 
     it('falls back to the full pass when the resource changed under the patch: no lost write, the same status', async () => {
       // Rest again first (project-0 was touched by the previous test).
-      await eventually(async () => (mine.every((name) => records.filter((r) => r.namespace === namespace && r.name === name).at(-1)?.atRest === true) ? true : undefined), 20_000, 'the project keys at rest');
+      await eventually(
+        async () => (mine.every((name) => records.filter((r) => r.namespace === namespace && r.name === name).at(-1)?.atRest === true) ? true : undefined),
+        20_000,
+        'the project keys at rest',
+      );
       const from = sent.length;
       const recordsFrom = records.length;
       let edited = false;
       // Right before the operator's JSON patch of project-2 leaves, someone else edits project-2: the
       // version the patch tests is no longer the resource's.
       beforeSend = async (context): Promise<void> => {
-        if (context.getHttpMethod() !== 'PATCH' || !new URL(context.getUrl()).pathname.endsWith('/projectapikeys/project-2/status') || !String(context.getBody()).startsWith('[')) return;
+        if (
+          context.getHttpMethod() !== 'PATCH' ||
+          !new URL(context.getUrl()).pathname.endsWith('/projectapikeys/project-2/status') ||
+          !String(context.getBody()).startsWith('[')
+        )
+          return;
         beforeSend = undefined;
-        await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'project-2', body: { metadata: { annotations: { 'test/concurrent': 'kept' } } } }, merge);
+        await objects.patchNamespacedCustomObject(
+          { group, version, namespace, plural: 'projectapikeys', name: 'project-2', body: { metadata: { annotations: { 'test/concurrent': 'kept' } } } },
+          merge,
+        );
         edited = true;
       };
       try {
         const { operations } = await platform().createBranch(firstProject().id);
-        await settledWith(operations.map((o) => o.id), recordsFrom);
+        await settledWith(
+          operations.map((o) => o.id),
+          recordsFrom,
+        );
       } finally {
         beforeSend = undefined;
       }
@@ -246,7 +328,12 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
       const r = await get('ProjectApiKey', 'project-2');
       expect(r.metadata.annotations?.['test/concurrent']).toBe('kept');
       const want = await expected();
-      expect(condition(r, 'OperationsSettled')).toEqual({ type: 'OperationsSettled', ...want.settled, observedGeneration: r.metadata.generation, lastTransitionTime: expect.any(String) });
+      expect(condition(r, 'OperationsSettled')).toEqual({
+        type: 'OperationsSettled',
+        ...want.settled,
+        observedGeneration: r.metadata.generation,
+        lastTransitionTime: expect.any(String),
+      });
       expect(r.status?.operations).toEqual(want.operations);
       // project-0 was not edited: one request per change, as before.
       const { changes, requests: other } = costs(from, recordsFrom, 'project-0');
@@ -278,7 +365,11 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
 
   it('a Secret edited is caught within a drift interval, from rest', async () => {
     const keyId = (await get('ApiKey', 'org-2')).status?.keyId ?? -1;
-    await core.patchNamespacedSecret({ namespace, name: 'org-2', body: [{ op: 'replace', path: '/data/apiKey', value: Buffer.from('edited by hand').toString('base64') }] });
+    await core.patchNamespacedSecret({
+      namespace,
+      name: 'org-2',
+      body: [{ op: 'replace', path: '/data/apiKey', value: Buffer.from('edited by hand').toString('base64') }],
+    });
     const repaired = await readyOther('ApiKey', 'org-2', keyId, CAUGHT_WITHIN_MS);
     const secret = await core.readNamespacedSecret({ namespace, name: 'org-2' });
     const value = Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
@@ -293,10 +384,14 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     if (project === undefined) throw new Error('the seed has fewer than two org projects');
     expect(atRest('project-1')).toBe(true);
     await emulatorAdmin(emulator.adminUrl, 'POST', `/projects/${project.id}/transfer`, { organizationId: null });
-    const moved = await eventually(async () => {
-      const r = await get('ProjectApiKey', 'project-1');
-      return condition(r, 'KeyIssued')?.reason === 'ProjectNotInOrganization' ? r : undefined;
-    }, CAUGHT_WITHIN_MS, 'project-1 ProjectNotInOrganization');
+    const moved = await eventually(
+      async () => {
+        const r = await get('ProjectApiKey', 'project-1');
+        return condition(r, 'KeyIssued')?.reason === 'ProjectNotInOrganization' ? r : undefined;
+      },
+      CAUGHT_WITHIN_MS,
+      'project-1 ProjectNotInOrganization',
+    );
     expect(condition(moved, 'Ready')?.status).toBe('False');
   });
 
@@ -304,9 +399,13 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     const from = records.length;
     await core.patchNamespacedSecret({ namespace, name: 'neon-admin', body: [{ op: 'add', path: '/metadata/labels', value: { touched: 'yes' } }] });
     // Same key, new resourceVersion: each resource that names it is read fresh once, then rests again.
-    await eventually(async () => {
-      const after = records.slice(from).filter((r) => r.namespace === namespace && r.name === 'org-5');
-      return after.some((r) => r.atRest !== true) && after.some((r) => r.atRest === true) ? true : undefined;
-    }, 4 * DRIFT_MS + 10_000, 'org-5 read fresh, then at rest again');
+    await eventually(
+      async () => {
+        const after = records.slice(from).filter((r) => r.namespace === namespace && r.name === 'org-5');
+        return after.some((r) => r.atRest !== true) && after.some((r) => r.atRest === true) ? true : undefined;
+      },
+      4 * DRIFT_MS + 10_000,
+      'org-5 read fresh, then at rest again',
+    );
   });
 });

@@ -30,18 +30,32 @@ const DRIFT_MS = 1_500;
 /** 55 characters: the longest spec.keyName. */
 const LONG_KEY_NAME = `long-${'x'.repeat(50)}`;
 
-interface Condition { type: string; status: string; reason: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+}
 interface ApiKey {
   metadata: { name: string; uid: string; annotations?: Record<string, string>; finalizers?: string[] };
   spec: Record<string, unknown>;
   status?: { keyId?: number; keyName?: string; conditions?: Condition[] };
 }
-interface Listed { id: number; name?: string; managed: boolean; origin?: string; cluster?: string }
+interface Listed {
+  id: number;
+  name?: string;
+  managed: boolean;
+  origin?: string;
+  cluster?: string;
+}
 interface Inventory {
   status?: {
-    listedAt?: string; live?: number; managed?: number; notManaged?: number;
+    listedAt?: string;
+    live?: number;
+    managed?: number;
+    notManaged?: number;
     notManagedByOrigin?: { thisCluster: number; otherCluster: number; byHand: number };
-    notManagedKeys?: Listed[]; conditions?: Condition[];
+    notManagedKeys?: Listed[];
+    conditions?: Condition[];
   };
 }
 
@@ -79,26 +93,52 @@ describe('two clusters on one organization', () => {
     operators.push(operator);
     return operator;
   };
-  const createKey = (namespace: string, name: string, keyName?: string): Promise<unknown> => objects.createNamespacedCustomObject({
-    group, version, namespace, plural: 'apikeys',
-    body: {
-      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, namespace },
-      spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' }, ...(keyName !== undefined ? { keyName } : {}) },
-    },
-  });
-  const readKey = async (namespace: string, name: string): Promise<ApiKey> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }) as ApiKey;
-  const readyKey = (namespace: string, name: string): Promise<ApiKey> => eventually(async () => {
-    const key = await readKey(namespace, name);
-    return key.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && key.status.keyId !== undefined ? key : undefined;
-  }, 60_000, `${namespace}/${name} Ready`);
-  const createInventory = (namespace: string): Promise<unknown> => objects.createNamespacedCustomObject({
-    group, version, namespace, plural: 'apikeyinventories',
-    body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name: 'org', namespace }, spec: { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } } },
-  });
-  const inventoryUntil = (namespace: string, test: (i: Inventory) => boolean, what: string): Promise<Inventory> => eventually(async () => {
-    const i = await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeyinventories', name: 'org' }) as Inventory;
-    return test(i) ? i : undefined;
-  }, 60_000, `inventory of ${namespace}: ${what}`);
+  const createKey = (namespace: string, name: string, keyName?: string): Promise<unknown> =>
+    objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKey',
+        metadata: { name, namespace },
+        spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' }, ...(keyName !== undefined ? { keyName } : {}) },
+      },
+    });
+  const readKey = async (namespace: string, name: string): Promise<ApiKey> =>
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as ApiKey;
+  const readyKey = (namespace: string, name: string): Promise<ApiKey> =>
+    eventually(
+      async () => {
+        const key = await readKey(namespace, name);
+        return key.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && key.status.keyId !== undefined ? key : undefined;
+      },
+      60_000,
+      `${namespace}/${name} Ready`,
+    );
+  const createInventory = (namespace: string): Promise<unknown> =>
+    objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'apikeyinventories',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKeyInventory',
+        metadata: { name: 'org', namespace },
+        spec: { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
+      },
+    });
+  const inventoryUntil = (namespace: string, test: (i: Inventory) => boolean, what: string): Promise<Inventory> =>
+    eventually(
+      async () => {
+        const i = (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeyinventories', name: 'org' })) as Inventory;
+        return test(i) ? i : undefined;
+      },
+      60_000,
+      `inventory of ${namespace}: ${what}`,
+    );
   const liveKeys = async (): Promise<{ id: number; name: string }[]> => (await alice.listOrganizationKeys(ORG)).map((k) => ({ id: k.id, name: k.name }));
 
   beforeAll(async () => {
@@ -113,7 +153,8 @@ describe('two clusters on one organization', () => {
     staging = await createNamespace(cp, 'cluster-staging');
     prod = await createNamespace(cp, 'cluster-prod');
     namespaces.push(staging, prod);
-    for (const ns of [staging, prod]) await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+    for (const ns of [staging, prod])
+      await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
     await start('staging', staging, signingKeys.staging, stagingMetrics);
     prodOperator = await start('prod', prod, signingKeys.prod);
   }, 90_000);
@@ -122,9 +163,19 @@ describe('two clusters on one organization', () => {
     for (const operator of operators) await operator.stop();
     // prod's resources keep the finalizer of an operator that is stopped: lifted here, or the namespace never goes.
     for (const ns of namespaces) {
-      const keys = await objects?.listNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }).catch(() => ({ items: [] })) as { items: ApiKey[] };
+      const keys = (await objects?.listNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }).catch(() => ({ items: [] }))) as {
+        items: ApiKey[];
+      };
       for (const key of keys.items) {
-        await objects.patchNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name: key.metadata.name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] })
+        await objects
+          .patchNamespacedCustomObject({
+            group,
+            version,
+            namespace: ns,
+            plural: 'apikeys',
+            name: key.metadata.name,
+            body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }],
+          })
           .catch(() => undefined);
       }
       await core?.deleteNamespace({ name: ns }).catch(() => undefined);
@@ -132,7 +183,7 @@ describe('two clusters on one organization', () => {
     await emulator?.close();
   });
 
-  it('names each cluster\'s keys after it, and each inventory tells the other\'s keys from keys by hand and from its own', async () => {
+  it("names each cluster's keys after it, and each inventory tells the other's keys from keys by hand and from its own", async () => {
     for (const ns of [staging, prod]) {
       await createKey(ns, 'web');
       await createKey(ns, 'worker');
@@ -161,8 +212,10 @@ describe('two clusters on one organization', () => {
     expect(fromStaging.status?.notManagedByOrigin).toEqual({ thisCluster: 1, otherCluster: 4, byHand: 1 });
     expect(fromProd.status?.notManagedByOrigin).toEqual({ thisCluster: 0, otherCluster: 5, byHand: 1 });
     const entry = (i: Inventory, id: number | undefined): Listed | undefined => i.status?.notManagedKeys?.find((k) => k.id === id);
-    for (const key of prodKeys) expect(entry(fromStaging, key.status?.keyId)).toEqual(expect.objectContaining({ managed: false, origin: 'OtherCluster', cluster: 'prod' }));
-    for (const key of stagingKeys) expect(entry(fromProd, key.status?.keyId)).toEqual(expect.objectContaining({ managed: false, origin: 'OtherCluster', cluster: 'staging' }));
+    for (const key of prodKeys)
+      expect(entry(fromStaging, key.status?.keyId)).toEqual(expect.objectContaining({ managed: false, origin: 'OtherCluster', cluster: 'prod' }));
+    for (const key of stagingKeys)
+      expect(entry(fromProd, key.status?.keyId)).toEqual(expect.objectContaining({ managed: false, origin: 'OtherCluster', cluster: 'staging' }));
     expect(entry(fromStaging, byHand.id)).toEqual(expect.objectContaining({ origin: 'ByHand' }));
     expect(entry(fromStaging, unnamed.id)).toEqual(expect.objectContaining({ origin: 'OtherCluster' }));
     expect(entry(fromStaging, unnamed.id)?.cluster).toBeUndefined();
@@ -171,12 +224,24 @@ describe('two clusters on one organization', () => {
     // kubectl get -o wide: another cluster's keys and keys by hand in columns of their own.
     const [header = '', row = ''] = (await kubectl(cp, ['get', 'naki', 'org', '-n', staging, '-o', 'wide'])).trim().split('\n');
     const cells = row.trim().split(/\s{2,}/);
-    const wide = Object.fromEntries(header.trim().split(/\s{2,}/).map((name, i) => [name, cells[i]]));
+    const wide = Object.fromEntries(
+      header
+        .trim()
+        .split(/\s{2,}/)
+        .map((name, i) => [name, cells[i]]),
+    );
     expect(wide).toEqual(expect.objectContaining({ 'NOT MANAGED': '6', 'OTHER CLUSTER': '4', 'BY HAND': '1' }));
     // The gauge: unmanaged, and split by origin into parts that add up to it.
     const scrape = await stagingMetrics.registry.metrics();
     const series = (state: string): string => `neon_key_operator_inventory_keys{namespace="${staging}",inventory="org",state="${state}"}`;
-    for (const [state, count] of [['unmanaged', 6], ['unmanaged_this_cluster', 1], ['unmanaged_other_cluster', 4], ['unmanaged_by_hand', 1], ['managed', 3], ['live', 9]] as const) {
+    for (const [state, count] of [
+      ['unmanaged', 6],
+      ['unmanaged_this_cluster', 1],
+      ['unmanaged_other_cluster', 4],
+      ['unmanaged_by_hand', 1],
+      ['managed', 3],
+      ['live', 9],
+    ] as const) {
       expect(scrape).toContain(`${series(state)} ${count}\n`);
     }
     expect(scrape).not.toContain(ORG);
@@ -184,16 +249,20 @@ describe('two clusters on one organization', () => {
     expect((await liveKeys()).map((k) => k.id).sort()).toEqual(live.map((k) => k.id).sort());
   }, 180_000);
 
-  it('revokes as an orphan a key with a resource\'s tag in its own format or the format without a name, never in another cluster\'s', async () => {
+  it("revokes as an orphan a key with a resource's tag in its own format or the format without a name, never in another cluster's", async () => {
     const web = await readKey(staging, 'web');
     const tag = new Signer(signingKeys.staging).attemptTag(web.metadata.uid);
     const own = await alice.createOrganizationKey(ORG, { keyName: `left.staging.${tag}abc` });
     const upgraded = await alice.createOrganizationKey(ORG, { keyName: `left-${tag}abc` });
     const others = await alice.createOrganizationKey(ORG, { keyName: `left.prod.${tag}abc` });
-    await eventually(async () => {
-      const ids = (await liveKeys()).map((k) => k.id);
-      return !ids.includes(own.id) && !ids.includes(upgraded.id) ? true : undefined;
-    }, 60_000, 'the orphans in staging\'s formats revoked');
+    await eventually(
+      async () => {
+        const ids = (await liveKeys()).map((k) => k.id);
+        return !ids.includes(own.id) && !ids.includes(upgraded.id) ? true : undefined;
+      },
+      60_000,
+      "the orphans in staging's formats revoked",
+    );
     const revokedAt = Date.now();
     // The key in prod's format was in the list that showed the other two; one more list after it still shows it.
     const after = await inventoryUntil(staging, (i) => Date.parse(i.status?.listedAt ?? '') >= revokedAt + 1_000, 'a list after the revokes');
@@ -201,7 +270,7 @@ describe('two clusters on one organization', () => {
     expect((await liveKeys()).map((k) => k.id)).toContain(others.id);
   }, 120_000);
 
-  it('restores prod from a backup under a new name: a key of its own for each resource, the old keys left live and listed as prod\'s', async () => {
+  it("restores prod from a backup under a new name: a key of its own for each resource, the old keys left live and listed as prod's", async () => {
     const names = ['web', 'worker', 'long'];
     const backup = await Promise.all(names.map((name) => readKey(prod, name)));
     const oldIds = backup.map((k) => k.status?.keyId);
@@ -213,9 +282,18 @@ describe('two clusters on one organization', () => {
     await core.createNamespacedSecret({ namespace: restored, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
     // What a backup restores: spec, labels and annotations (the fulfilled create intent, signed for the old uid); no status, no key Secret.
     for (const key of backup) {
-      await objects.createNamespacedCustomObject({ group, version, namespace: restored, plural: 'apikeys', body: {
-        apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: key.metadata.name, namespace: restored, annotations: key.metadata.annotations ?? {} }, spec: key.spec,
-      } });
+      await objects.createNamespacedCustomObject({
+        group,
+        version,
+        namespace: restored,
+        plural: 'apikeys',
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: 'ApiKey',
+          metadata: { name: key.metadata.name, namespace: restored, annotations: key.metadata.annotations ?? {} },
+          spec: key.spec,
+        },
+      });
     }
     await createInventory(restored);
     await start('prod-r1', restored, signingKeys.prod);
@@ -226,11 +304,19 @@ describe('two clusters on one organization', () => {
     const live = await liveKeys();
     // The old keys are live (nothing revoked them), each restored resource has exactly one key of its cluster's.
     expect(live.map((k) => k.id)).toEqual(expect.arrayContaining(oldIds as number[]));
-    expect(live.filter((k) => k.name.includes('.prod-r1.')).map((k) => k.id).sort()).toEqual([...newIds as number[]].sort());
+    expect(
+      live
+        .filter((k) => k.name.includes('.prod-r1.'))
+        .map((k) => k.id)
+        .sort(),
+    ).toEqual([...(newIds as number[])].sort());
     // Each restored resource's intent, signed for its old uid, was cleared without revoking anything: one InvalidAnnotation each.
     const invalid = (await core.listNamespacedEvent({ namespace: restored, fieldSelector: 'involvedObject.kind=ApiKey,reason=InvalidAnnotation' })).items;
     expect(invalid.map((e) => e.involvedObject.name).sort()).toEqual([...names].sort());
     const report = await inventoryUntil(restored, (i) => i.status?.managed === 3 && i.status.live === live.length, `${live.length} live, 3 managed`);
-    for (const id of oldIds) expect(report.status?.notManagedKeys?.find((k) => k.id === id)).toEqual(expect.objectContaining({ managed: false, origin: 'OtherCluster', cluster: 'prod' }));
+    for (const id of oldIds)
+      expect(report.status?.notManagedKeys?.find((k) => k.id === id)).toEqual(
+        expect.objectContaining({ managed: false, origin: 'OtherCluster', cluster: 'prod' }),
+      );
   }, 180_000);
 });

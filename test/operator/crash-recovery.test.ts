@@ -8,7 +8,16 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { crashedIntent, createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
+import {
+  crashedIntent,
+  createNamespace,
+  customObjects,
+  eventually,
+  installOperatorManifests,
+  operatorKubeConfig,
+  operatorSigner,
+  intentSettled,
+} from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -16,7 +25,11 @@ interface Resource {
   metadata: { annotations?: Record<string, string> };
   status?: { keyId?: number; conditions?: { type: string; status: string }[] };
 }
-interface AdminKey { id: number; name: string; revoked: boolean }
+interface AdminKey {
+  id: number;
+  name: string;
+  revoked: boolean;
+}
 
 describe('recovery of an interrupted create', () => {
   let cp: ControlPlane;
@@ -54,35 +67,73 @@ describe('recovery of an interrupted create', () => {
     const platform = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
     const a = await platform.createOrganizationKey(org, { keyName: 'replacer-aaaaaaaa' });
     const b = await platform.createOrganizationKey(org, { keyName: 'replacer-bbbbbbbb' });
-    const created = await objects.createNamespacedCustomObject({
-      group, version, namespace, plural: 'apikeys',
+    const created = (await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
       body: {
-        apiVersion: `${group}/${version}`, kind: 'ApiKey',
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKey',
         metadata: { name: 'replacer', namespace, finalizers: ['keys.neon.dev/finalizer'] },
         spec: { scope: 'Organization', organizationId: org, keyName: 'replacer', credentialsSecretRef: { name: 'neon-admin' } },
       },
-    }) as { metadata: { uid: string } };
+    })) as { metadata: { uid: string } };
     // The intent the killed process wrote (signed for this resource; no operator runs yet).
-    await objects.patchNamespacedCustomObject({
-      group, version, namespace, plural: 'apikeys', name: 'replacer',
-      body: { metadata: { annotations: crashedIntent(await operatorSigner(cp), created.metadata.uid, { attempt: 'replacer-bbbbbbbb', startedAt: '2020-01-01T00:00:00Z', holder: 'killed', replaces: a.id }) } },
-    }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-    await objects.patchNamespacedCustomObjectStatus({
-      group, version, namespace, plural: 'apikeys', name: 'replacer',
-      body: { status: { keyId: b.id, keyName: 'replacer-bbbbbbbb', createdAt: new Date().toISOString(), secretName: 'replacer' } },
-    }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await objects.patchNamespacedCustomObject(
+      {
+        group,
+        version,
+        namespace,
+        plural: 'apikeys',
+        name: 'replacer',
+        body: {
+          metadata: {
+            annotations: crashedIntent(await operatorSigner(cp), created.metadata.uid, {
+              attempt: 'replacer-bbbbbbbb',
+              startedAt: '2020-01-01T00:00:00Z',
+              holder: 'killed',
+              replaces: a.id,
+            }),
+          },
+        },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await objects.patchNamespacedCustomObjectStatus(
+      {
+        group,
+        version,
+        namespace,
+        plural: 'apikeys',
+        name: 'replacer',
+        body: { status: { keyId: b.id, keyName: 'replacer-bbbbbbbb', createdAt: new Date().toISOString(), secretName: 'replacer' } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
 
     operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespace, workers: 2,
-      driftIntervalMs: 1_500, pendingGraceMs: 2_000, maxBackoffMs: 2_000, logger: createLogger({ level: 'silent' }), identity: 'after-the-crash',
+      kubeConfig: await operatorKubeConfig(cp),
+      platformBaseUrl: emulator.baseUrl,
+      namespace,
+      workers: 2,
+      driftIntervalMs: 1_500,
+      pendingGraceMs: 2_000,
+      maxBackoffMs: 2_000,
+      logger: createLogger({ level: 'silent' }),
+      identity: 'after-the-crash',
     });
-    const ready = await eventually(async () => {
-      const r = await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'replacer' }) as Resource;
-      const isReady = r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-      return isReady && intentSettled(r) && r.status?.keyId !== b.id ? r : undefined;
-    }, 30_000, 'replacer Ready with a new key');
+    const ready = await eventually(
+      async () => {
+        const r = (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'replacer' })) as Resource;
+        const isReady = r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+        return isReady && intentSettled(r) && r.status?.keyId !== b.id ? r : undefined;
+      },
+      30_000,
+      'replacer Ready with a new key',
+    );
 
-    const keys = (await (await fetch(`${emulator.adminUrl}/keys`)).json() as AdminKey[]).filter((k) => k.name.startsWith('replacer-'));
+    const keys = ((await (await fetch(`${emulator.adminUrl}/keys`)).json()) as AdminKey[]).filter((k) => k.name.startsWith('replacer-'));
     expect(keys.find((k) => k.id === a.id)?.revoked).toBe(true);
     expect(keys.find((k) => k.id === b.id)?.revoked).toBe(true);
     expect(keys.filter((k) => !k.revoked).map((k) => k.id)).toEqual([ready.status?.keyId]);

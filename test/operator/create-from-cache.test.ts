@@ -26,15 +26,33 @@ const WAVE = 12;
 const PER_ORGANIZATION = 2;
 const CREATE_LATENCY_MS = 400;
 
-interface Condition { type: string; status: string }
+interface Condition {
+  type: string;
+  status: string;
+}
 interface Resource {
-  metadata: { resourceVersion: string; labels?: Record<string, string>; annotations?: Record<string, string>; managedFields?: { manager?: string }[]; finalizers?: string[] };
+  metadata: {
+    resourceVersion: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    managedFields?: { manager?: string }[];
+    finalizers?: string[];
+  };
   status?: { keyId?: number; keyName?: string; conditions?: Condition[] };
 }
-interface RequestCount { method: string; route: string; status: number; count: number }
-interface Sent { at: number; method: string; path: string }
+interface RequestCount {
+  method: string;
+  route: string;
+  status: number;
+  count: number;
+}
+interface Sent {
+  at: number;
+  method: string;
+  path: string;
+}
 
-describe('a new key is created from the informer\'s copy', () => {
+describe("a new key is created from the informer's copy", () => {
   let cp: ControlPlane;
   let emulator: Emulator;
   let operator: RunningOperator;
@@ -50,38 +68,56 @@ describe('a new key is created from the informer\'s copy', () => {
 
   const apply = async (name: string, keyName = name): Promise<void> => {
     await objects.createNamespacedCustomObject({
-      group, version, namespace, plural, fieldManager: 'team-tool',
+      group,
+      version,
+      namespace,
+      plural,
+      fieldManager: 'team-tool',
       body: {
-        apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, namespace, labels: { team: 'a' }, annotations: { 'example.com/owner': 'team a' } },
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKey',
+        metadata: { name, namespace, labels: { team: 'a' }, annotations: { 'example.com/owner': 'team a' } },
         spec: { scope: 'Organization', organizationId: ORG, keyName, credentialsSecretRef: { name: 'neon-admin' } },
       },
     });
   };
-  const get = async (name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural, name }) as Resource;
+  const get = async (name: string): Promise<Resource> => (await objects.getNamespacedCustomObject({ group, version, namespace, plural, name })) as Resource;
   const ready = (r: Resource): boolean => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-  const allReady = (names: readonly string[], what: string): Promise<true> => eventually(async () => {
-    for (const name of names) if (!ready(await get(name))) return undefined;
-    return true;
-  }, 120_000, what);
+  const allReady = (names: readonly string[], what: string): Promise<true> =>
+    eventually(
+      async () => {
+        for (const name of names) if (!ready(await get(name))) return undefined;
+        return true;
+      },
+      120_000,
+      what,
+    );
   const of = (name: string): ReconcileRecord[] => records.filter((r) => r.namespace === namespace && r.name === name);
   /** GETs of the resource itself (not lists, not watches), sent in [from, to]. */
   const readsOf = (name: string, from = 0, to = Infinity): number =>
-    sent.filter((s) => s.method === 'GET' && s.path === `/apis/${group}/${version}/namespaces/${namespace}/${plural}/${name}` && s.at >= from && s.at <= to).length;
-  const creates = async (): Promise<number> => (await emulatorAdmin<RequestCount[]>(emulator.adminUrl, 'GET', '/requests'))
-    .filter((r) => r.method === 'POST' && r.route.endsWith('/api_keys') && r.status === 200).reduce((n, r) => n + r.count, 0);
+    sent.filter((s) => s.method === 'GET' && s.path === `/apis/${group}/${version}/namespaces/${namespace}/${plural}/${name}` && s.at >= from && s.at <= to)
+      .length;
+  const creates = async (): Promise<number> =>
+    (await emulatorAdmin<RequestCount[]>(emulator.adminUrl, 'GET', '/requests'))
+      .filter((r) => r.method === 'POST' && r.route.endsWith('/api_keys') && r.status === 200)
+      .reduce((n, r) => n + r.count, 0);
   const wave = (prefix: string, n = WAVE): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(2, '0')}`);
   const applyAll = async (names: readonly string[]): Promise<void> => {
     let next = 0;
-    await Promise.all(Array.from({ length: 6 }, async () => {
-      while (next < names.length) await apply(names[next++] as string);
-    }));
+    await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        while (next < names.length) await apply(names[next++] as string);
+      }),
+    );
   };
 
   beforeAll(async () => {
     cp = await controlPlane();
     await installOperatorManifests(cp);
     emulator = await startEmulator({
-      db: ':memory:', timeScale: 0.01, controlPlaneActivity: false,
+      db: ':memory:',
+      timeScale: 0.01,
+      controlPlaneActivity: false,
       seed: {
         organizations: [{ id: ORG, name: 'cached' }],
         users: [{ name: 'alice', email: 'alice@example.com', orgRoles: { [ORG]: 'admin' } }],
@@ -111,12 +147,14 @@ describe('a new key is created from the informer\'s copy', () => {
       cacheDelivery: (_kind, ns, name, cached) => {
         const id = `${ns}/${name}`;
         if (cached !== undefined && (cached as { seed?: unknown }).seed !== undefined && !firstSeen.has(id)) firstSeen.set(id, cached);
-        return late.has(id) ? firstSeen.get(id) ?? cached : cached;
+        return late.has(id) ? (firstSeen.get(id) ?? cached) : cached;
       },
     });
     await eventually(async () => (operator.ready() ? true : undefined), 30_000, 'operator ready');
     // Every create answered after 0.4 s: with 2 under way, the wave waits in its organization's line.
-    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: CREATE_LATENCY_MS }] });
+    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', {
+      rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: CREATE_LATENCY_MS }],
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -147,7 +185,7 @@ describe('a new key is created from the informer\'s copy', () => {
     expect(await creates()).toBe(before + WAVE);
   }, 180_000);
 
-  it('a create decided on a copy behind the apiserver creates nothing: its intent\'s write gets 409, and the pass after reads fresh', async () => {
+  it("a create decided on a copy behind the apiserver creates nothing: its intent's write gets 409, and the pass after reads fresh", async () => {
     // A line of 20 (4 s of creates at least): the late key, of the same namespace, waits behind all of it.
     const keys = wave('line', 20);
     const before = await creates();
@@ -159,8 +197,18 @@ describe('a new key is created from the informer\'s copy', () => {
     await eventually(async () => (firstSeen.has(`${namespace}/late`) && of('late').length > 0 ? true : undefined), 60_000, 'a first look at the late key');
     expect(of('late')[0]?.deferred).toBe(true);
     // Its team renames the key while it waits: a create from the copy would name it late-v1.
-    await objects.patchNamespacedCustomObject({ group, version, namespace, plural, name: 'late', body: { spec: { keyName: 'late-v2' } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-    const r = await eventually(async () => { const x = await get('late'); return ready(x) ? x : undefined; }, 120_000, 'the late key Ready');
+    await objects.patchNamespacedCustomObject(
+      { group, version, namespace, plural, name: 'late', body: { spec: { keyName: 'late-v2' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const r = await eventually(
+      async () => {
+        const x = await get('late');
+        return ready(x) ? x : undefined;
+      },
+      120_000,
+      'the late key Ready',
+    );
     await allReady(keys, 'all keys of the line Ready');
 
     expect(r.status?.keyName).toMatch(/^late-v2-/);
@@ -187,11 +235,18 @@ describe('a new key is created from the informer\'s copy', () => {
     // The fake delivery shows the key as it was before it was issued; a change of its own wakes it.
     late.add(`${namespace}/${name}`);
     const at = Date.now();
-    await objects.patchNamespacedCustomObject({ group, version, namespace, plural, name, body: { metadata: { annotations: { 'example.com/touched': 'yes' } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-    const passes = await eventually(async () => {
-      const after = of(name).filter((p) => p.startedAt >= at);
-      return after.some((p) => p.result === 'Done' && p.cachedRead === undefined) ? after : undefined;
-    }, 60_000, 'a pass of the woken key from a fresh read');
+    await objects.patchNamespacedCustomObject(
+      { group, version, namespace, plural, name, body: { metadata: { annotations: { 'example.com/touched': 'yes' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const passes = await eventually(
+      async () => {
+        const after = of(name).filter((p) => p.startedAt >= at);
+        return after.some((p) => p.result === 'Done' && p.cachedRead === undefined) ? after : undefined;
+      },
+      60_000,
+      'a pass of the woken key from a fresh read',
+    );
     expect(passes[0]).toMatchObject({ cachedRead: true, result: 'Retry', createSent: false });
     expect(passes.some((p) => p.createSent)).toBe(false);
     const r = await get(name);

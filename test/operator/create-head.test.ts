@@ -17,9 +17,19 @@ import { createNamespace, customObjects, emulatorAdmin, eventually, installOpera
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
 const KEYS = 16;
-interface Condition { type: string; status: string }
-interface Resource { status?: { keyId?: number; conditions?: Condition[] } }
-interface RequestCount { method: string; route: string; status: number; count: number }
+interface Condition {
+  type: string;
+  status: string;
+}
+interface Resource {
+  status?: { keyId?: number; conditions?: Condition[] };
+}
+interface RequestCount {
+  method: string;
+  route: string;
+  status: number;
+  count: number;
+}
 
 describe('the head of a flood', () => {
   let cp: ControlPlane;
@@ -39,14 +49,25 @@ describe('the head of a flood', () => {
     objects = customObjects(cp.kubeConfig);
     core = cp.kubeConfig.makeApiClient(CoreV1Api);
     namespace = await createNamespace(cp, 'create-head');
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '' } } });
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '' } },
+    });
     await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', { rules: [{ probability: 1, kind: 'latency', latencyMs: 100 }] });
     operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp),
       platformBaseUrl: emulator.baseUrl,
       namespace,
       workers: KEYS,
-      logger: createLogger({ level: 'info', destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }) }),
+      logger: createLogger({
+        level: 'info',
+        destination: new Writable({
+          write(chunk: Buffer, _enc, done) {
+            logLines.push(chunk.toString('utf8'));
+            done();
+          },
+        }),
+      }),
       identity: 'create-head',
     });
     await emulatorAdmin(emulator.adminUrl, 'DELETE', '/requests');
@@ -59,18 +80,35 @@ describe('the head of a flood', () => {
   });
 
   it(`${KEYS} new keys at once: one GET /auth, one membership question, one finalizer write, ${KEYS} creates`, async () => {
-    await Promise.all(Array.from({ length: KEYS }, (_, i) => objects.createNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', body: {
-      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: `head-${i}` },
-      spec: { scope: 'Organization', organizationId: org, keyName: `head-${i}`, credentialsSecretRef: { name: 'neon-admin' } },
-    } })));
+    await Promise.all(
+      Array.from({ length: KEYS }, (_, i) =>
+        objects.createNamespacedCustomObject({
+          group,
+          version,
+          namespace,
+          plural: 'apikeys',
+          body: {
+            apiVersion: `${group}/${version}`,
+            kind: 'ApiKey',
+            metadata: { name: `head-${i}` },
+            spec: { scope: 'Organization', organizationId: org, keyName: `head-${i}`, credentialsSecretRef: { name: 'neon-admin' } },
+          },
+        }),
+      ),
+    );
     for (let i = 0; i < KEYS; i++) {
-      await eventually(async () => {
-        const r = await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: `head-${i}` }) as Resource;
-        return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? r : undefined;
-      }, 60_000, `head-${i} Ready`);
+      await eventually(
+        async () => {
+          const r = (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: `head-${i}` })) as Resource;
+          return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? r : undefined;
+        },
+        60_000,
+        `head-${i} Ready`,
+      );
     }
     const requests = await emulatorAdmin<RequestCount[]>(emulator.adminUrl, 'GET', '/requests');
-    const count = (method: string, route: RegExp): number => requests.filter((r) => r.method === method && route.test(r.route)).reduce((n, r) => n + r.count, 0);
+    const count = (method: string, route: RegExp): number =>
+      requests.filter((r) => r.method === method && route.test(r.route)).reduce((n, r) => n + r.count, 0);
     expect(count('GET', /\/auth$/)).toBe(1);
     expect(count('GET', /\/users\/me\/organizations$/)).toBe(1);
     expect(count('POST', /\/organizations\/[^/]+\/api_keys$/)).toBe(KEYS);

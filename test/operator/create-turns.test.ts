@@ -29,11 +29,21 @@ const CREATE_LATENCY_MS = 1_500;
  */
 const PER_ORGANIZATION = 5;
 
-interface Condition { type: string; status: string }
-interface Resource { status?: { keyId?: number; conditions?: Condition[] } }
-interface RequestCount { method: string; route: string; status: number; count: number }
+interface Condition {
+  type: string;
+  status: string;
+}
+interface Resource {
+  status?: { keyId?: number; conditions?: Condition[] };
+}
+interface RequestCount {
+  method: string;
+  route: string;
+  status: number;
+  count: number;
+}
 
-describe('a wave of one organization\'s new keys holds no worker', () => {
+describe("a wave of one organization's new keys holds no worker", () => {
   let cp: ControlPlane;
   let emulator: Emulator;
   let operator: RunningOperator;
@@ -45,12 +55,20 @@ describe('a wave of one organization\'s new keys holds no worker', () => {
 
   const apply = async (name: string, organizationId: string): Promise<void> => {
     await objects.createNamespacedCustomObject({
-      group, version, namespace, plural,
-      body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, namespace }, spec: { scope: 'Organization', organizationId, keyName: name, credentialsSecretRef: { name: 'neon-admin' } } },
+      group,
+      version,
+      namespace,
+      plural,
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKey',
+        metadata: { name, namespace },
+        spec: { scope: 'Organization', organizationId, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
+      },
     });
   };
   const ready = async (name: string): Promise<boolean> => {
-    const r = await objects.getNamespacedCustomObject({ group, version, namespace, plural, name }) as Resource;
+    const r = (await objects.getNamespacedCustomObject({ group, version, namespace, plural, name })) as Resource;
     return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
   };
   const of = (name: string): ReconcileRecord[] => records.filter((r) => r.namespace === namespace && r.name === name);
@@ -62,9 +80,14 @@ describe('a wave of one organization\'s new keys holds no worker', () => {
     cp = await controlPlane();
     await installOperatorManifests(cp);
     emulator = await startEmulator({
-      db: ':memory:', timeScale: 0.01, controlPlaneActivity: false,
+      db: ':memory:',
+      timeScale: 0.01,
+      controlPlaneActivity: false,
       seed: {
-        organizations: [{ id: ORG_A, name: 'wave' }, { id: ORG_B, name: 'other' }],
+        organizations: [
+          { id: ORG_A, name: 'wave' },
+          { id: ORG_B, name: 'other' },
+        ],
         users: [{ name: 'alice', email: 'alice@example.com', orgRoles: { [ORG_A]: 'admin', [ORG_B]: 'admin' } }],
       },
     });
@@ -96,23 +119,31 @@ describe('a wave of one organization\'s new keys holds no worker', () => {
     await emulatorAdmin(emulator.adminUrl, 'DELETE', '/requests');
     // Every create answered after 1.5 s: with PER_ORGANIZATION creates under way, A's wave is bound
     // by the platform (at most 5 / 1.5 s), never by this machine, however loaded it is.
-    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: CREATE_LATENCY_MS }] });
+    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', {
+      rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: CREATE_LATENCY_MS }],
+    });
     // The wave, all at once (16 creates in flight).
     let next = 0;
-    await Promise.all(Array.from({ length: 16 }, async () => {
-      while (next < waveKeys.length) await apply(waveKeys[next++] as string, ORG_A);
-    }));
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < waveKeys.length) await apply(waveKeys[next++] as string, ORG_A);
+      }),
+    );
     // Every wave key has been looked at once: B's key queues after all of them.
     await eventually(async () => (waveKeys.every((k) => of(k).length > 0) ? true : undefined), 60_000, 'a first reconcile of every wave key');
     await apply('other-org', ORG_B);
     // Its create's reconcile recorded (Ready is written inside that reconcile, the record after it).
-    const otherCreated = await eventually(async () => createdAt('other-org'), 60_000, 'the create of organization B\'s key');
+    const otherCreated = await eventually(async () => createdAt('other-org'), 60_000, "the create of organization B's key");
     expect(await ready('other-org')).toBe(true);
 
-    await eventually(async () => {
-      for (const k of waveKeys) if (!await ready(k)) return undefined;
-      return true;
-    }, 120_000, `all ${WAVE} wave keys Ready`);
+    await eventually(
+      async () => {
+        for (const k of waveKeys) if (!(await ready(k))) return undefined;
+        return true;
+      },
+      120_000,
+      `all ${WAVE} wave keys Ready`,
+    );
     // B's key did not wait behind A's wave: before its create ended, fewer than half of A's had.
     // (Before issue 14, four workers waiting on A's creates reached B's key after ~56 of A's.)
     expect(wavesCreatedBefore(otherCreated)).toBeLessThan(WAVE / 2);

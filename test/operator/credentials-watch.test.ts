@@ -21,8 +21,14 @@ const BOGUS = 'b'.repeat(64);
 /** Waits that claim nothing about speed end with their test (its timeout), not before. */
 const UNTIL_THE_TEST_ENDS = 115_000;
 
-interface Condition { type: string; status: string; reason: string }
-interface Resource { status?: { conditions?: Condition[] } }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+}
+interface Resource {
+  status?: { conditions?: Condition[] };
+}
 
 describe('a fixed or changed credentials Secret takes effect at once', () => {
   let cp: ControlPlane;
@@ -38,21 +44,39 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
 
   const create = async (name: string, credentials: string): Promise<void> => {
     await objects.createNamespacedCustomObject({
-      group, version, namespace, plural: 'apikeys',
-      body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name }, spec: { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: credentials } } },
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKey',
+        metadata: { name },
+        spec: { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: credentials } },
+      },
     });
   };
   const condition = async (name: string, type: string): Promise<Condition | undefined> =>
-    ((await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource).status?.conditions?.find((c) => c.type === type);
+    ((await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource).status?.conditions?.find(
+      (c) => c.type === type,
+    );
   const until = (name: string, type: string, test: (c: Condition) => boolean, timeoutMs = 30_000): Promise<Condition> =>
-    eventually(async () => {
-      const c = await condition(name, type);
-      return c !== undefined && test(c) ? c : undefined;
-    }, timeoutMs, `${name} ${type}`);
+    eventually(
+      async () => {
+        const c = await condition(name, type);
+        return c !== undefined && test(c) ? c : undefined;
+      },
+      timeoutMs,
+      `${name} ${type}`,
+    );
   const putSecret = async (name: string, apiKey: string): Promise<void> => {
     try {
       const current = await core.readNamespacedSecret({ namespace, name });
-      await core.replaceNamespacedSecret({ namespace, name, body: { metadata: { name, resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } } });
+      await core.replaceNamespacedSecret({
+        namespace,
+        name,
+        body: { metadata: { name, resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } },
+      });
     } catch (error) {
       if ((error as { code?: number }).code !== 404) throw error;
       await core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData: { apiKey } } });
@@ -61,8 +85,10 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
   /** Reconciles counted by the operator's metrics (every kind and result). */
   const reconciles = async (): Promise<number> => await total('controller_runtime_reconcile_total');
   /** A counter's total, or a histogram's count of observations, over every label. */
-  const total = async (name: string): Promise<number> => (((await metrics.registry.getSingleMetric(name)?.get())?.values ?? []) as { value: number; metricName?: string }[])
-    .filter((v) => v.metricName === undefined || v.metricName === `${name}_count`).reduce((n, v) => n + v.value, 0);
+  const total = async (name: string): Promise<number> =>
+    (((await metrics.registry.getSingleMetric(name)?.get())?.values ?? []) as { value: number; metricName?: string }[])
+      .filter((v) => v.metricName === undefined || v.metricName === `${name}_count`)
+      .reduce((n, v) => n + v.value, 0);
   /**
    * The operator has caught up with everything written so far: its caches hold every Secret and
    * ApiKey of the namespace at the version the apiserver has (so every event was handled, and any
@@ -70,17 +96,32 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
    * waiting, none in flight). A wake still travelling (a Secret's event arrives on its own watch,
    * later under load) is no longer counted against the next step.
    */
-  const caughtUp = (): Promise<true> => eventually(async () => {
-    const [secrets, keys] = await Promise.all([
-      core.listNamespacedSecret({ namespace }),
-      objects.listNamespacedCustomObject({ group, version, namespace, plural: 'apikeys' }) as Promise<{ items: { metadata: { name: string; resourceVersion: string } }[] }>,
-    ]);
-    const cached = new Map(operator.cacheContents().filter((o) => o.metadata?.namespace === namespace).map((o) => [`${o.kind}/${o.metadata?.name}`, o.metadata?.resourceVersion]));
-    const current = [...secrets.items.map((o) => [`Secret/${o.metadata?.name}`, o.metadata?.resourceVersion] as const), ...keys.items.map((o) => [`ApiKey/${o.metadata.name}`, o.metadata.resourceVersion] as const)];
-    if (cached.size !== current.length || current.some(([k, rv]) => cached.get(k) !== rv)) return undefined;
-    const [added, worked] = await Promise.all([total('workqueue_adds_total'), total('workqueue_work_duration_seconds')]);
-    return added > 0 && added === worked ? true : undefined;
-  }, UNTIL_THE_TEST_ENDS, 'the operator caught up with every write');
+  const caughtUp = (): Promise<true> =>
+    eventually(
+      async () => {
+        const [secrets, keys] = await Promise.all([
+          core.listNamespacedSecret({ namespace }),
+          objects.listNamespacedCustomObject({ group, version, namespace, plural: 'apikeys' }) as Promise<{
+            items: { metadata: { name: string; resourceVersion: string } }[];
+          }>,
+        ]);
+        const cached = new Map(
+          operator
+            .cacheContents()
+            .filter((o) => o.metadata?.namespace === namespace)
+            .map((o) => [`${o.kind}/${o.metadata?.name}`, o.metadata?.resourceVersion]),
+        );
+        const current = [
+          ...secrets.items.map((o) => [`Secret/${o.metadata?.name}`, o.metadata?.resourceVersion] as const),
+          ...keys.items.map((o) => [`ApiKey/${o.metadata.name}`, o.metadata.resourceVersion] as const),
+        ];
+        if (cached.size !== current.length || current.some(([k, rv]) => cached.get(k) !== rv)) return undefined;
+        const [added, worked] = await Promise.all([total('workqueue_adds_total'), total('workqueue_work_duration_seconds')]);
+        return added > 0 && added === worked ? true : undefined;
+      },
+      UNTIL_THE_TEST_ENDS,
+      'the operator caught up with every write',
+    );
   const refusalsOf = (name: string): ReconcileRecord[] => records.filter((r) => r.name === name && r.result === 'Backoff');
 
   beforeAll(async () => {
@@ -142,7 +183,11 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     const wokenAfterMs: number[] = [];
     for (const name of ['missing', 'unauthorized']) {
       // (Reported once it ended: the status it wrote may be read first.)
-      const woken = await eventually(async () => records.find((r) => r.name === name && r.startedAt >= fixedAt && r.createSent), UNTIL_THE_TEST_ENDS, `${name}'s create reported`);
+      const woken = await eventually(
+        async () => records.find((r) => r.name === name && r.startedAt >= fixedAt && r.createSent),
+        UNTIL_THE_TEST_ENDS,
+        `${name}'s create reported`,
+      );
       expect(woken.actions).toContain('Create');
       wokenAfterMs.push(woken.startedAt - fixedAt);
     }
@@ -160,7 +205,11 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     await putSecret('creds-bogus', aliceKey);
     await until('unauthorized', 'Ready', (c) => c.status === 'True', UNTIL_THE_TEST_ENDS);
     const readyAfterMs = Date.now() - fixedAt;
-    const woken = await eventually(async () => records.find((r) => r.name === 'unauthorized' && r.startedAt >= fixedAt && r.reasons.includes('Ready')), UNTIL_THE_TEST_ENDS, 'the reconcile that cleared it reported');
+    const woken = await eventually(
+      async () => records.find((r) => r.name === 'unauthorized' && r.startedAt >= fixedAt && r.reasons.includes('Ready')),
+      UNTIL_THE_TEST_ENDS,
+      'the reconcile that cleared it reported',
+    );
     console.log(`credentials refused then fixed: woken after ${woken.startedAt - fixedAt} ms, Ready after ${readyAfterMs} ms (drift interval 1 h)`);
     expect(woken.startedAt).toBeGreaterThanOrEqual(fixedAt);
   }, 120_000);
@@ -194,7 +243,7 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     expect(await reconciles()).toBe(before + 1);
   }, 120_000);
 
-  it('the operator\'s caches hold the credentials Secrets\' identity, never their value', async () => {
+  it("the operator's caches hold the credentials Secrets' identity, never their value", async () => {
     const cached = operator.cacheContents();
     const secrets = cached.filter((o) => o.kind === 'Secret');
     expect(secrets.map((s) => s.metadata?.name)).toEqual(expect.arrayContaining(['creds-missing', 'creds-bogus', 'creds-other']));

@@ -17,7 +17,16 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, intentSettled, operatorKubeConfig, replaceCustomObject } from './support.ts';
+import {
+  createNamespace,
+  customObjects,
+  emulatorAdmin,
+  eventually,
+  installOperatorManifests,
+  intentSettled,
+  operatorKubeConfig,
+  replaceCustomObject,
+} from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -29,7 +38,11 @@ interface Resource {
   spec: Record<string, unknown>;
   status?: { keyId?: number; keyName?: string; conditions?: { type: string; status: string }[]; retiringKeys?: { keyId: number }[] };
 }
-interface AdminKey { id: number; name: string; revoked: boolean }
+interface AdminKey {
+  id: number;
+  name: string;
+  revoked: boolean;
+}
 
 const plural = (kind: Kind): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
 
@@ -48,19 +61,27 @@ describe('an edit of the resource while its key is created', () => {
 
   const keys = (): Promise<AdminKey[]> => emulatorAdmin<AdminKey[]>(emulator.adminUrl, 'GET', '/keys');
   const get = async (kind: Kind, name: string): Promise<Resource> =>
-    await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name }) as Resource;
+    (await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name })) as Resource;
   /** Read, change, replace; again from a fresh read on a conflict (the operator writes too). */
   const update = (kind: Kind, name: string, change: (r: Resource) => void): Promise<void> =>
     replaceCustomObject<Resource>(objects, { group, version, namespace: ns, plural: plural(kind), name }, change);
   const ready = (r: Resource): boolean => r.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' && intentSettled(r);
   const until = (kind: Kind, name: string, test: (r: Resource) => boolean, what: string): Promise<Resource> =>
-    eventually(async () => {
-      const r = await get(kind, name);
-      return test(r) ? r : undefined;
-    }, 30_000, `${kind} ${name}: ${what}`);
+    eventually(
+      async () => {
+        const r = await get(kind, name);
+        return test(r) ? r : undefined;
+      },
+      30_000,
+      `${kind} ${name}: ${what}`,
+    );
   const liveKeysOf = async (keyName: string): Promise<number[]> =>
-    (await keys()).filter((k) => !k.revoked && new RegExp(`^${keyName}-[a-z0-9]{8}$`).test(k.name)).map((k) => k.id).sort((a, b) => a - b);
-  const recorded = (r: Resource): number[] => [r.status?.keyId, ...(r.status?.retiringKeys ?? []).map((k) => k.keyId)].filter((id): id is number => id !== undefined);
+    (await keys())
+      .filter((k) => !k.revoked && new RegExp(`^${keyName}-[a-z0-9]{8}$`).test(k.name))
+      .map((k) => k.id)
+      .sort((a, b) => a - b);
+  const recorded = (r: Resource): number[] =>
+    [r.status?.keyId, ...(r.status?.retiringKeys ?? []).map((k) => k.keyId)].filter((id): id is number => id !== undefined);
   /** For `forMs` (several drift intervals): the live keys of the name are exactly the ones the resource records. */
   const onlyRecordedKeysLive = async (kind: Kind, name: string, keyName: string, forMs: number): Promise<void> => {
     const end = Date.now() + forMs;
@@ -74,12 +95,21 @@ describe('an edit of the resource while its key is created', () => {
     } while (Date.now() < end);
   };
   const create = (kind: Kind, name: string, keyName: string): Promise<unknown> =>
-    objects.createNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), body: {
-      apiVersion: `${group}/${version}`, kind, metadata: { name },
-      spec: kind === 'ApiKey'
-        ? { scope: 'Organization', organizationId: org, keyName, credentialsSecretRef: { name: 'neon-admin' } }
-        : { organizationId: org, projectId: PROJECT, keyName, credentialsSecretRef: { name: 'neon-admin' } },
-    } });
+    objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace: ns,
+      plural: plural(kind),
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind,
+        metadata: { name },
+        spec:
+          kind === 'ApiKey'
+            ? { scope: 'Organization', organizationId: org, keyName, credentialsSecretRef: { name: 'neon-admin' } }
+            : { organizationId: org, projectId: PROJECT, keyName, credentialsSecretRef: { name: 'neon-admin' } },
+      },
+    });
 
   beforeAll(async () => {
     cp = await controlPlane();
@@ -91,23 +121,27 @@ describe('an edit of the resource while its key is created', () => {
     proxy = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => void (async () => {
-        const body = Buffer.concat(chunks);
-        const headers: Record<string, string> = {};
-        for (const h of ['authorization', 'content-type', 'accept']) if (req.headers[h] !== undefined) headers[h] = String(req.headers[h]);
-        const answer = await fetch(`${upstream.origin}${req.url}`, { method: req.method ?? 'GET', headers, ...(body.length > 0 ? { body } : {}) });
-        const text = await answer.text();
-        if (req.method === 'POST' && answer.ok) {
-          const name = (JSON.parse(body.toString('utf8')) as { key_name?: string }).key_name ?? '';
-          const edit = [...during].find(([prefix]) => name.startsWith(`${prefix}-`));
-          if (edit !== undefined) {
-            during.delete(edit[0]);
-            await edit[1]();
-          }
-        }
-        res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
-        res.end(text);
-      })().catch(() => res.destroy()));
+      req.on(
+        'end',
+        () =>
+          void (async () => {
+            const body = Buffer.concat(chunks);
+            const headers: Record<string, string> = {};
+            for (const h of ['authorization', 'content-type', 'accept']) if (req.headers[h] !== undefined) headers[h] = String(req.headers[h]);
+            const answer = await fetch(`${upstream.origin}${req.url}`, { method: req.method ?? 'GET', headers, ...(body.length > 0 ? { body } : {}) });
+            const text = await answer.text();
+            if (req.method === 'POST' && answer.ok) {
+              const name = (JSON.parse(body.toString('utf8')) as { key_name?: string }).key_name ?? '';
+              const edit = [...during].find(([prefix]) => name.startsWith(`${prefix}-`));
+              if (edit !== undefined) {
+                during.delete(edit[0]);
+                await edit[1]();
+              }
+            }
+            res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+            res.end(text);
+          })().catch(() => res.destroy()),
+      );
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     objects = customObjects(cp.kubeConfig);
@@ -122,7 +156,15 @@ describe('an edit of the resource while its key is created', () => {
       driftIntervalMs: 1_500,
       pendingGraceMs: 2_000,
       maxBackoffMs: 4_000,
-      logger: createLogger({ level: 'info', destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }) }),
+      logger: createLogger({
+        level: 'info',
+        destination: new Writable({
+          write(chunk: Buffer, _enc, done) {
+            logLines.push(chunk.toString('utf8'));
+            done();
+          },
+        }),
+      }),
       identity: 'edit-during-create-suite',
     });
   });
@@ -136,53 +178,86 @@ describe('an edit of the resource while its key is created', () => {
   });
 
   const cases: { kind: Kind; edit: string; change: (r: Resource, saved: string | undefined) => void }[] = [
-    { kind: 'ApiKey', edit: 'a label', change: (r) => { r.metadata.labels = { ...r.metadata.labels, 'example.com/touched': 'yes' }; } },
-    { kind: 'ProjectApiKey', edit: 'a forged intent', change: (r) => {
-      r.metadata.annotations = { ...r.metadata.annotations, [PENDING]: JSON.stringify({ attempt: `${r.spec.keyName as string}-abcdefgh`, startedAt: '2001-01-01T00:00:00Z', holder: 'gone' }) };
-    } },
-    { kind: 'ProjectApiKey', edit: "the resource's own first intent put back", change: (r, saved) => { r.metadata.annotations = { ...r.metadata.annotations, [PENDING]: saved! }; } },
-    { kind: 'ApiKey', edit: 'the intent removed', change: (r) => { delete r.metadata.annotations?.[PENDING]; } },
+    {
+      kind: 'ApiKey',
+      edit: 'a label',
+      change: (r) => {
+        r.metadata.labels = { ...r.metadata.labels, 'example.com/touched': 'yes' };
+      },
+    },
+    {
+      kind: 'ProjectApiKey',
+      edit: 'a forged intent',
+      change: (r) => {
+        r.metadata.annotations = {
+          ...r.metadata.annotations,
+          [PENDING]: JSON.stringify({ attempt: `${r.spec.keyName as string}-abcdefgh`, startedAt: '2001-01-01T00:00:00Z', holder: 'gone' }),
+        };
+      },
+    },
+    {
+      kind: 'ProjectApiKey',
+      edit: "the resource's own first intent put back",
+      change: (r, saved) => {
+        r.metadata.annotations = { ...r.metadata.annotations, [PENDING]: saved! };
+      },
+    },
+    {
+      kind: 'ApiKey',
+      edit: 'the intent removed',
+      change: (r) => {
+        delete r.metadata.annotations?.[PENDING];
+      },
+    },
   ];
 
-  it.each(cases.map((c, i) => ({ ...c, i })))('a repair (the Secret deleted) with $edit in its window: the new key is recorded, the replaced one revoked, none forgotten', async ({ kind, edit, change, i }) => {
-    const name = `repair-${i}`;
-    const keyName = `edc-repair-${i}`;
-    await create(kind, name, keyName);
-    const first = await until(kind, name, ready, 'Ready with key 1');
-    const key1 = first.status!.keyId!;
-    const saved = first.metadata.annotations?.[PENDING];
-    expect(saved).toBeDefined();
-    // The Secret deleted: the operator issues key 2 to replace key 1; the edit lands while the platform answers.
-    let edited = false;
-    during.set(keyName, async () => {
-      await update(kind, name, (r) => change(r, saved));
-      edited = true;
-    });
-    await core.deleteNamespacedSecret({ namespace: ns, name });
-    const second = await until(kind, name, (r) => ready(r) && r.status?.keyId !== key1, 'Ready with key 2');
-    expect({ edit, edited }).toEqual({ edit, edited: true });
-    expect((await keys()).find((k) => k.id === key1)?.revoked).toBe(true);
-    // Over several drift intervals: the one live key is the recorded one.
-    await onlyRecordedKeysLive(kind, name, keyName, 5_000);
-    expect(await liveKeysOf(keyName)).toEqual([(await get(kind, name)).status?.keyId]);
-    expect((await get(kind, name)).status?.keyId).toBe(second.status?.keyId);
-  }, 60_000);
+  it.each(cases.map((c, i) => ({ ...c, i })))(
+    'a repair (the Secret deleted) with $edit in its window: the new key is recorded, the replaced one revoked, none forgotten',
+    async ({ kind, edit, change, i }) => {
+      const name = `repair-${i}`;
+      const keyName = `edc-repair-${i}`;
+      await create(kind, name, keyName);
+      const first = await until(kind, name, ready, 'Ready with key 1');
+      const key1 = first.status!.keyId!;
+      const saved = first.metadata.annotations?.[PENDING];
+      expect(saved).toBeDefined();
+      // The Secret deleted: the operator issues key 2 to replace key 1; the edit lands while the platform answers.
+      let edited = false;
+      during.set(keyName, async () => {
+        await update(kind, name, (r) => change(r, saved));
+        edited = true;
+      });
+      await core.deleteNamespacedSecret({ namespace: ns, name });
+      const second = await until(kind, name, (r) => ready(r) && r.status?.keyId !== key1, 'Ready with key 2');
+      expect({ edit, edited }).toEqual({ edit, edited: true });
+      expect((await keys()).find((k) => k.id === key1)?.revoked).toBe(true);
+      // Over several drift intervals: the one live key is the recorded one.
+      await onlyRecordedKeysLive(kind, name, keyName, 5_000);
+      expect(await liveKeysOf(keyName)).toEqual([(await get(kind, name)).status?.keyId]);
+      expect((await get(kind, name)).status?.keyId).toBe(second.status?.keyId);
+    },
+    60_000,
+  );
 
   // A first key has no earlier intent to put back.
-  it.each(cases.map((c, i) => ({ ...c, i })).filter((c) => !c.edit.includes('put back')))('a first key with $edit in its window: recorded, and the only live key of the resource', async ({ kind, edit, change, i }) => {
-    const name = `first-${i}`;
-    const keyName = `edc-first-${i}`;
-    let edited = false;
-    during.set(keyName, async () => {
-      await update(kind, name, (r) => change(r, undefined));
-      edited = true;
-    });
-    await create(kind, name, keyName);
-    await until(kind, name, ready, 'Ready');
-    expect({ edit, edited }).toEqual({ edit, edited: true });
-    await onlyRecordedKeysLive(kind, name, keyName, 5_000);
-    expect(await liveKeysOf(keyName)).toEqual([(await get(kind, name)).status?.keyId]);
-  }, 60_000);
+  it.each(cases.map((c, i) => ({ ...c, i })).filter((c) => !c.edit.includes('put back')))(
+    'a first key with $edit in its window: recorded, and the only live key of the resource',
+    async ({ kind, edit, change, i }) => {
+      const name = `first-${i}`;
+      const keyName = `edc-first-${i}`;
+      let edited = false;
+      during.set(keyName, async () => {
+        await update(kind, name, (r) => change(r, undefined));
+        edited = true;
+      });
+      await create(kind, name, keyName);
+      await until(kind, name, ready, 'Ready');
+      expect({ edit, edited }).toEqual({ edit, edited: true });
+      await onlyRecordedKeysLive(kind, name, keyName, 5_000);
+      expect(await liveKeysOf(keyName)).toEqual([(await get(kind, name)).status?.keyId]);
+    },
+    60_000,
+  );
 
   it('a rotation with a forged intent in its window: the new key recorded, the old one retiring, none forgotten', async () => {
     const kind = 'ProjectApiKey';
@@ -195,7 +270,9 @@ describe('an edit of the resource while its key is created', () => {
       await update(kind, name, cases[1]!.change as (r: Resource) => void);
       edited = true;
     });
-    await update(kind, name, (r) => { r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/rotate': 'now' }; });
+    await update(kind, name, (r) => {
+      r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/rotate': 'now' };
+    });
     const rotated = await until(kind, name, (r) => r.status?.keyId !== key1 && r.status?.keyId !== undefined, 'rotated to key 2');
     expect(edited).toBe(true);
     expect(recorded(rotated)).toContain(key1);
@@ -244,7 +321,9 @@ describe('an edit of the resource while its key is created', () => {
     await eventually(async () => ((await keys()).some((k) => !k.revoked && k.name.startsWith('edc-')) ? undefined : true), 30_000, 'every edc- key revoked');
     expect(logLines.join('')).not.toMatch(/"level":"(error|fatal)"/);
     // Every edit met the record's write (a 409), and the record was written again on a fresh read.
-    const recordedAgain = new Set(logLines.filter((l) => l.includes('recording the key on it as read afresh')).map((l) => (JSON.parse(l) as { name: string }).name));
+    const recordedAgain = new Set(
+      logLines.filter((l) => l.includes('recording the key on it as read afresh')).map((l) => (JSON.parse(l) as { name: string }).name),
+    );
     expect([...recordedAgain].sort()).toEqual(['first-0', 'first-1', 'first-3', 'looped', 'repair-0', 'repair-1', 'repair-2', 'repair-3', 'rotated']);
   }, 60_000);
 });

@@ -24,9 +24,20 @@ const PER_ORGANIZATION = 5;
 /** A fair turn comes after the creates under way when the key arrives, and one of the wave's at most: this many with room for a slot kept. */
 const FAIR_BOUND = 2 * PER_ORGANIZATION + 2;
 
-interface Condition { type: string; status: string; message?: string }
-interface Resource { status?: { keyId?: number; conditions?: Condition[] } }
-interface RequestCount { method: string; route: string; status: number; count: number }
+interface Condition {
+  type: string;
+  status: string;
+  message?: string;
+}
+interface Resource {
+  status?: { keyId?: number; conditions?: Condition[] };
+}
+interface RequestCount {
+  method: string;
+  route: string;
+  status: number;
+  count: number;
+}
 
 describe('two namespaces of one organization', () => {
   let cp: ControlPlane;
@@ -41,22 +52,36 @@ describe('two namespaces of one organization', () => {
 
   const apply = async (namespace: string, name: string): Promise<void> => {
     await objects.createNamespacedCustomObject({
-      group, version, namespace, plural,
-      body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, namespace }, spec: { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' } } },
+      group,
+      version,
+      namespace,
+      plural,
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKey',
+        metadata: { name, namespace },
+        spec: { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
+      },
     });
   };
-  const get = async (namespace: string, name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural, name }) as Resource;
+  const get = async (namespace: string, name: string): Promise<Resource> =>
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural, name })) as Resource;
   const ready = (r: Resource): boolean => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
   const of = (namespace: string, name: string): ReconcileRecord[] => records.filter((r) => r.namespace === namespace && r.name === name);
   /** When creates of `name` ended (its key in its Secret and status). */
-  const createsOf = (namespace: string, name: string): number[] => of(namespace, name).filter((r) => r.createSent && r.result === 'Done').map((r) => r.endedAt);
+  const createsOf = (namespace: string, name: string): number[] =>
+    of(namespace, name)
+      .filter((r) => r.createSent && r.result === 'Done')
+      .map((r) => r.endedAt);
   const waveCreatedBetween = (from: number, to: number): number => waveKeys.filter((k) => createsOf(flood, k).some((t) => t > from && t <= to)).length;
 
   beforeAll(async () => {
     cp = await controlPlane();
     await installOperatorManifests(cp);
     emulator = await startEmulator({
-      db: ':memory:', timeScale: 0.01, controlPlaneActivity: false,
+      db: ':memory:',
+      timeScale: 0.01,
+      controlPlaneActivity: false,
       seed: {
         organizations: [{ id: ORG, name: 'shared' }],
         users: [{ name: 'alice', email: 'alice@example.com', orgRoles: { [ORG]: 'admin' } }],
@@ -91,28 +116,50 @@ describe('two namespaces of one organization', () => {
   it(`a key applied in one namespace and a Secret deleted there are served in fair turns while the other namespace's ${WAVE} keys wait; a waiting key of the wave says where it stands`, async () => {
     // The quiet team's key, Ready before the flood.
     await apply(quiet, 'steady');
-    const steady = await eventually(async () => { const r = await get(quiet, 'steady'); return ready(r) ? r : undefined; }, 60_000, 'the quiet namespace\'s first key Ready');
+    const steady = await eventually(
+      async () => {
+        const r = await get(quiet, 'steady');
+        return ready(r) ? r : undefined;
+      },
+      60_000,
+      "the quiet namespace's first key Ready",
+    );
     await emulatorAdmin(emulator.adminUrl, 'DELETE', '/requests');
-    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: CREATE_LATENCY_MS }] });
+    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', {
+      rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: CREATE_LATENCY_MS }],
+    });
 
     let next = 0;
-    await Promise.all(Array.from({ length: 16 }, async () => {
-      while (next < waveKeys.length) await apply(flood, waveKeys[next++] as string);
-    }));
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < waveKeys.length) await apply(flood, waveKeys[next++] as string);
+      }),
+    );
     // Every wave key has been seen: the line has formed.
     await eventually(async () => (waveKeys.every((k) => of(flood, k).length > 0) ? true : undefined), 60_000, 'a first reconcile of every wave key');
 
     // A new key in the quiet namespace.
     const appliedAt = Date.now();
     await apply(quiet, 'newcomer');
-    const [newcomerCreated] = await eventually(async () => { const t = createsOf(quiet, 'newcomer'); return t.length > 0 ? t : undefined; }, 60_000, 'the newcomer\'s create');
+    const [newcomerCreated] = await eventually(
+      async () => {
+        const t = createsOf(quiet, 'newcomer');
+        return t.length > 0 ? t : undefined;
+      },
+      60_000,
+      "the newcomer's create",
+    );
     // A repair in the quiet namespace: its Secret deleted.
     const deletedAt = Date.now();
     await core.deleteNamespacedSecret({ namespace: quiet, name: 'steady' });
-    const repaired = await eventually(async () => {
-      const r = await get(quiet, 'steady');
-      return r.status?.keyId !== undefined && r.status.keyId !== steady.status?.keyId && ready(r) ? r : undefined;
-    }, 60_000, 'the quiet namespace\'s Secret repaired');
+    const repaired = await eventually(
+      async () => {
+        const r = await get(quiet, 'steady');
+        return r.status?.keyId !== undefined && r.status.keyId !== steady.status?.keyId && ready(r) ? r : undefined;
+      },
+      60_000,
+      "the quiet namespace's Secret repaired",
+    );
     const [repairCreated] = createsOf(quiet, 'steady').filter((t) => t > deletedAt);
     expect(repaired.status?.keyId).toBeDefined();
 
@@ -123,10 +170,14 @@ describe('two namespaces of one organization', () => {
       if (message !== undefined && /creates of the organization go before it/.test(message)) told.push(message);
     }
 
-    await eventually(async () => {
-      for (const k of waveKeys) if (!ready(await get(flood, k))) return undefined;
-      return true;
-    }, 180_000, `all ${WAVE} wave keys Ready`);
+    await eventually(
+      async () => {
+        for (const k of waveKeys) if (!ready(await get(flood, k))) return undefined;
+        return true;
+      },
+      180_000,
+      `all ${WAVE} wave keys Ready`,
+    );
 
     // Fair turns: each was served after the creates under way, not behind the wave.
     const duringNewcomer = waveCreatedBetween(appliedAt, newcomerCreated as number);
@@ -138,7 +189,12 @@ describe('two namespaces of one organization', () => {
     // Keys still waiting when the wave's Ready keys were read say so, for a few keys of the namespace only (writes per key).
     expect(told.length).toBeGreaterThan(0);
     expect(told.length).toBeLessThanOrEqual(5);
-    for (const m of told) expect(m).toMatch(new RegExp(`^waiting for its turn to create a key in organization ${ORG}: \\d+ creates of the organization go before it, \\d+ of them of namespace ${flood} `));
+    for (const m of told)
+      expect(m).toMatch(
+        new RegExp(
+          `^waiting for its turn to create a key in organization ${ORG}: \\d+ creates of the organization go before it, \\d+ of them of namespace ${flood} `,
+        ),
+      );
 
     // The platform's limit kept, one create per key.
     const requests = await emulatorAdmin<RequestCount[]>(emulator.adminUrl, 'GET', '/requests');

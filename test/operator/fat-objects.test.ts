@@ -38,7 +38,17 @@ import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { restartAnnotation } from '../../src/operator/keys/rotation/consumers.ts';
 import { controllerName } from '../../src/operator/runtime/metrics.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, intentSettled, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, root } from './support.ts';
+import {
+  createNamespace,
+  customObjects,
+  emulatorAdmin,
+  eventually,
+  installOperatorManifests,
+  intentSettled,
+  OPERATOR_NAMESPACE,
+  OPERATOR_SERVICE_ACCOUNT,
+  root,
+} from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -65,8 +75,15 @@ const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** The image's V8 flags (the Dockerfile's ENTRYPOINT). */
 const IMAGE_NODE_FLAGS = ['--max-semi-space-size=4', '--optimize-for-size'];
 
-interface Condition { type: string; status: string; reason: string }
-interface Resource { metadata: { name: string }; status?: { conditions?: Condition[] } }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+}
+interface Resource {
+  metadata: { name: string };
+  status?: { conditions?: Condition[] };
+}
 
 /**
  * Metadata of about 1.3 MiB as the apiserver stores it (`labels` 1,700): 250 KiB of annotations (the
@@ -84,7 +101,10 @@ function fatMetadata(name: string, labelCount: number): { name: string; labels: 
 /** Each kind made fat: its plural, and its body (the key kinds and inventories name credentials that do not exist). */
 const FAT_KINDS = {
   ApiKey: { plural: 'apikeys', spec: (name: string) => ({ scope: 'Personal', keyName: name, credentialsSecretRef: { name: 'absent' } }) },
-  ProjectApiKey: { plural: 'projectapikeys', spec: (name: string) => ({ organizationId: 'org-fat', projectId: 'fat-project-1', keyName: name, credentialsSecretRef: { name: 'absent' } }) },
+  ProjectApiKey: {
+    plural: 'projectapikeys',
+    spec: (name: string) => ({ organizationId: 'org-fat', projectId: 'fat-project-1', keyName: name, credentialsSecretRef: { name: 'absent' } }),
+  },
   ApiKeyInventory: { plural: 'apikeyinventories', spec: () => ({ scope: 'Personal', credentialsSecretRef: { name: 'absent' } }) },
 } as const;
 type FatKind = keyof typeof FAT_KINDS;
@@ -119,7 +139,10 @@ class ExpiringProxy {
 
   /** Ends every such watch open now with the apiserver's 410 ERROR event; how many. */
   expire(): number {
-    const status = { type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'too old resource version', reason: 'Expired', code: 410 } };
+    const status = {
+      type: 'ERROR',
+      object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'too old resource version', reason: 'Expired', code: 410 },
+    };
     const open = [...this.#watches];
     for (const res of open) res.end(`${JSON.stringify(status)}\n`);
     this.#watches.clear();
@@ -143,9 +166,16 @@ class ExpiringProxy {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       if (watch && answer.statusCode === 200) {
         this.#watches.add(res);
-        res.once('close', () => { this.#watches.delete(res); answer.destroy(); });
-        answer.on('data', (chunk: Buffer) => { if (this.#watches.has(res)) res.write(chunk); });
-        answer.once('end', () => { if (this.#watches.delete(res)) res.end(); });
+        res.once('close', () => {
+          this.#watches.delete(res);
+          answer.destroy();
+        });
+        answer.on('data', (chunk: Buffer) => {
+          if (this.#watches.has(res)) res.write(chunk);
+        });
+        answer.once('end', () => {
+          if (this.#watches.delete(res)) res.end();
+        });
         return;
       }
       // An answer the apiserver cuts short (its request timeout) is cut short here too, not left open.
@@ -158,7 +188,7 @@ class ExpiringProxy {
   }
 }
 
-describe('a tenant\'s objects near the size limit, of every kind the operator lists, do not take it over its memory limit', () => {
+describe("a tenant's objects near the size limit, of every kind the operator lists, do not take it over its memory limit", () => {
   let cp: ControlPlane;
   let emulator: Emulator;
   let objects: CustomObjectsApi;
@@ -172,19 +202,36 @@ describe('a tenant\'s objects near the size limit, of every kind the operator li
   const operators: ChildProcess[] = [];
 
   /** Starts an operator process (inside the cage) watching `watched` through `server`. */
-  const startOperator = async (server: string, watched: string, flags: string[] = []): Promise<{ child: ChildProcess; metrics: string; health: string; log: () => string }> => {
+  const startOperator = async (
+    server: string,
+    watched: string,
+    flags: string[] = [],
+  ): Promise<{ child: ChildProcess; metrics: string; health: string; log: () => string }> => {
     const token = await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 1800);
     const kubeconfig = join(scratch, `kubeconfig-${operators.length}`);
     writeFileSync(kubeconfig, kubeconfigYaml({ server, caData: cp.caData }, token, 'operator'), { mode: 0o600 });
     const metricsPort = await freePort();
     const healthPort = await freePort();
-    const argv = cage.wrap([process.execPath, ...IMAGE_NODE_FLAGS, join(root, 'src/operator/main.ts'),
-      `--kubeconfig=${kubeconfig}`, `--platform-url=${emulator.baseUrl}`, `--watch-namespace=${watched}`,
-      `--metrics-bind-address=127.0.0.1:${metricsPort}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`, '--drift-interval=60s', ...flags]);
+    const argv = cage.wrap([
+      process.execPath,
+      ...IMAGE_NODE_FLAGS,
+      join(root, 'src/operator/main.ts'),
+      `--kubeconfig=${kubeconfig}`,
+      `--platform-url=${emulator.baseUrl}`,
+      `--watch-namespace=${watched}`,
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+      '--drift-interval=60s',
+      ...flags,
+    ]);
     const child = spawn(argv[0] ?? '', argv.slice(1), { env: { PATH: process.env.PATH, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { log = (log + chunk).slice(-20_000); });
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { log = (log + chunk).slice(-20_000); });
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      log = (log + chunk).slice(-20_000);
+    });
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      log = (log + chunk).slice(-20_000);
+    });
     operators.push(child);
     return { child, metrics: `http://127.0.0.1:${metricsPort}/metrics`, health: `http://127.0.0.1:${healthPort}`, log: () => log };
   };
@@ -198,13 +245,18 @@ describe('a tenant\'s objects near the size limit, of every kind the operator li
   };
   const counter = async (metrics: string, name: string, label: string): Promise<number> => {
     const body = await (await fetch(metrics)).text();
-    return body.split('\n').filter((l) => l.startsWith(`${name}{`) && l.includes(label)).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    return body
+      .split('\n')
+      .filter((l) => l.startsWith(`${name}{`) && l.includes(label))
+      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
   };
   /** The operator's gauge of its keys whose Ready is False for missing credentials, in the tenant's namespace (from its cache). */
   const blockedGauge = async (metrics: string, kind: FatKind): Promise<number> => {
     const body = await (await fetch(metrics)).text();
     const labels = [`namespace="${namespace}"`, `kind="${kind}"`, 'condition="Ready"', 'reason="CredentialsMissing"'];
-    return body.split('\n').filter((l) => l.startsWith('neon_key_operator_managed_keys{') && labels.every((label) => l.includes(label)))
+    return body
+      .split('\n')
+      .filter((l) => l.startsWith('neon_key_operator_managed_keys{') && labels.every((label) => l.includes(label)))
       .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
   };
   /** The same, read from the apiserver, once, page by page. */
@@ -212,8 +264,14 @@ describe('a tenant\'s objects near the size limit, of every kind the operator li
     let n = 0;
     let next: string | undefined;
     do {
-      const page = await objects.listNamespacedCustomObject({ group, version, namespace, plural: FAT_KINDS[kind].plural, limit: 5, ...(next !== undefined ? { _continue: next } : {}) }) as
-        { items: Resource[]; metadata?: { continue?: string } };
+      const page = (await objects.listNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural: FAT_KINDS[kind].plural,
+        limit: 5,
+        ...(next !== undefined ? { _continue: next } : {}),
+      })) as { items: Resource[]; metadata?: { continue?: string } };
       n += page.items.filter((r) => r.status?.conditions?.some((c) => c.type === 'Ready' && c.reason === 'CredentialsMissing') === true).length;
       next = page.metadata?.continue !== undefined && page.metadata.continue !== '' ? page.metadata.continue : undefined;
     } while (next !== undefined);
@@ -255,188 +313,273 @@ describe('a tenant\'s objects near the size limit, of every kind the operator li
     namespace = await createNamespace(cp, 'fat');
     scratch = mkdtempSync(join(tmpdir(), 'nko-fat-'));
     const certs = join(cp.dir, 'certs');
-    const tls = { cert: readFileSync(join(certs, 'apiserver.crt'), 'utf8'), key: readFileSync(join(certs, 'apiserver.key'), 'utf8'), ca: Buffer.from(cp.caData, 'base64').toString('utf8') };
-    proxy = new ExpiringProxy(cp.server, tls,
-      EVERY_KIND ? /\/(apikeys|projectapikeys|apikeyinventories|secrets)$/ : /\/apikeys$/);
+    const tls = {
+      cert: readFileSync(join(certs, 'apiserver.crt'), 'utf8'),
+      key: readFileSync(join(certs, 'apiserver.key'), 'utf8'),
+      ca: Buffer.from(cp.caData, 'base64').toString('utf8'),
+    };
+    proxy = new ExpiringProxy(cp.server, tls, EVERY_KIND ? /\/(apikeys|projectapikeys|apikeyinventories|secrets)$/ : /\/apikeys$/);
     // FAT_OBJECTS_CAGE=off: no cgroup, the peak only measured (to see how far over the limit a change goes).
     cage = memoryCage(LIMIT_MIB * MIB, process.env.FAT_OBJECTS_CAGE !== 'off');
   }, 60_000);
 
-  afterAll(async () => {
-    // The fat resources were never issued, so nothing needs revoking: the operators stop, the
-    // finalizers are lifted here, and everything goes with the namespaces (the rotated key's too:
-    // the emulator holding it goes with this run).
-    await Promise.all(operators.map(stopOperator));
-    const lift = async (ns: string, plural: string, name: string): Promise<unknown> =>
-      await objects?.patchNamespacedCustomObject({ group, version, namespace: ns, plural, name, body: { metadata: { finalizers: null } } }, merge).catch(() => undefined);
-    // The key kinds' (an inventory has no finalizer), 4 at a time: each is a rewrite of an object of 1.3 MiB.
-    const lifts = [FAT_KINDS.ApiKey, FAT_KINDS.ProjectApiKey].flatMap(({ plural }) => Array.from({ length: COUNT }, (_, i) => () => lift(namespace, plural, `fat-${i}`)));
-    for (let i = 0; i < lifts.length; i += 4) await Promise.all(lifts.slice(i, i + 4).map((run) => run()));
-    if (discoverNamespace !== undefined) {
-      await lift(discoverNamespace, 'apikeys', 'discovered');
-      await core?.deleteNamespace({ name: discoverNamespace }).catch(() => undefined);
-    }
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await proxy?.close();
-    await emulator?.close();
-    cage?.remove();
-    if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
-  }, LARGER ? 3_600_000 : 300_000);
+  afterAll(
+    async () => {
+      // The fat resources were never issued, so nothing needs revoking: the operators stop, the
+      // finalizers are lifted here, and everything goes with the namespaces (the rotated key's too:
+      // the emulator holding it goes with this run).
+      await Promise.all(operators.map(stopOperator));
+      const lift = async (ns: string, plural: string, name: string): Promise<unknown> =>
+        await objects
+          ?.patchNamespacedCustomObject({ group, version, namespace: ns, plural, name, body: { metadata: { finalizers: null } } }, merge)
+          .catch(() => undefined);
+      // The key kinds' (an inventory has no finalizer), 4 at a time: each is a rewrite of an object of 1.3 MiB.
+      const lifts = [FAT_KINDS.ApiKey, FAT_KINDS.ProjectApiKey].flatMap(({ plural }) =>
+        Array.from({ length: COUNT }, (_, i) => () => lift(namespace, plural, `fat-${i}`)),
+      );
+      for (let i = 0; i < lifts.length; i += 4) await Promise.all(lifts.slice(i, i + 4).map((run) => run()));
+      if (discoverNamespace !== undefined) {
+        await lift(discoverNamespace, 'apikeys', 'discovered');
+        await core?.deleteNamespace({ name: discoverNamespace }).catch(() => undefined);
+      }
+      await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+      await proxy?.close();
+      await emulator?.close();
+      cage?.remove();
+      if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
+    },
+    LARGER ? 3_600_000 : 300_000,
+  );
 
   const kinds: FatKind[] = EVERY_KIND ? ['ApiKey', 'ProjectApiKey', 'ApiKeyInventory'] : ['ApiKey'];
   const what = `${COUNT} ${EVERY_KIND ? 'ApiKeys, ProjectApiKeys, ApiKeyInventories (~1.3 MiB) and Secrets (~1 MiB)' : 'ApiKeys of ~1.3 MiB'}`;
 
-  it(`${what} whose credentials are missing: an operator started beside them, and its relist after a 410, stay under 256 MiB and are ready`, async () => {
-    console.log(`memory limit: ${cage.how}`);
-    // They are there before the operator starts, as after a rollout or a leader change.
-    const creates: (() => Promise<unknown>)[] = [];
-    const data = { blob: Buffer.alloc(64 * 1024).toString('base64') };
-    for (let i = 0; i < COUNT; i++) {
-      for (const kind of kinds) creates.push(() => objects.createNamespacedCustomObject({ group, version, namespace, plural: FAT_KINDS[kind].plural, body: fatObject(kind, `fat-${i}`) }));
-      // Not named as a key's own Secret (its resource's name): that one is the operator's to write, and a Secret of the tenant's there is a conflict.
-      if (EVERY_KIND) creates.push(() => core.createNamespacedSecret({ namespace, body: { metadata: fatMetadata(`fat-secret-${i}`, LABELS_SECRET), data } }));
-    }
-    await createAll(creates);
-    const sizes = await Promise.all(kinds.map(async (kind) => {
-      const sent = await objects.getNamespacedCustomObject({ group, version, namespace, plural: FAT_KINDS[kind].plural, name: 'fat-0' });
-      return `${kind} ${(JSON.stringify(sent).length / MIB).toFixed(2)} MiB`;
-    }));
-    if (EVERY_KIND) sizes.push(`Secret ${(JSON.stringify(await core.readNamespacedSecret({ namespace, name: 'fat-secret-0' })).length / MIB).toFixed(2)} MiB`);
-    console.log(`one object as the apiserver sends it: ${sizes.join(', ')}`);
+  it(
+    `${what} whose credentials are missing: an operator started beside them, and its relist after a 410, stay under 256 MiB and are ready`,
+    async () => {
+      console.log(`memory limit: ${cage.how}`);
+      // They are there before the operator starts, as after a rollout or a leader change.
+      const creates: (() => Promise<unknown>)[] = [];
+      const data = { blob: Buffer.alloc(64 * 1024).toString('base64') };
+      for (let i = 0; i < COUNT; i++) {
+        for (const kind of kinds)
+          creates.push(() =>
+            objects.createNamespacedCustomObject({ group, version, namespace, plural: FAT_KINDS[kind].plural, body: fatObject(kind, `fat-${i}`) }),
+          );
+        // Not named as a key's own Secret (its resource's name): that one is the operator's to write, and a Secret of the tenant's there is a conflict.
+        if (EVERY_KIND) creates.push(() => core.createNamespacedSecret({ namespace, body: { metadata: fatMetadata(`fat-secret-${i}`, LABELS_SECRET), data } }));
+      }
+      await createAll(creates);
+      const sizes = await Promise.all(
+        kinds.map(async (kind) => {
+          const sent = await objects.getNamespacedCustomObject({ group, version, namespace, plural: FAT_KINDS[kind].plural, name: 'fat-0' });
+          return `${kind} ${(JSON.stringify(sent).length / MIB).toFixed(2)} MiB`;
+        }),
+      );
+      if (EVERY_KIND)
+        sizes.push(`Secret ${(JSON.stringify(await core.readNamespacedSecret({ namespace, name: 'fat-secret-0' })).length / MIB).toFixed(2)} MiB`);
+      console.log(`one object as the apiserver sends it: ${sizes.join(', ')}`);
 
-    // The start: the process LISTs every kind, through the proxy.
-    const operator = await startOperator(await proxy.listen(), namespace);
-    const pid = operator.child.pid ?? 0;
-    await eventually(async () => ((await fetch(`${operator.health}/readyz`)).ok ? true : undefined), WAIT_MS, `the operator ready: ${operator.log().slice(-2_000)}`);
-    // Every resource looked at once since the start (its reconcile counted), the keys blocked on their credentials.
-    for (const kind of kinds) {
-      const controller = `controller="${controllerName(kind)}"`;
-      const reconciled = async (): Promise<true | undefined> => ((await counter(operator.metrics, 'controller_runtime_reconcile_total', controller)) >= COUNT ? true : undefined);
-      await eventually(reconciled, WAIT_MS, `every ${kind} reconciled after the start`);
-    }
-    const keyKinds = kinds.filter((k) => k !== 'ApiKeyInventory');
-    for (const kind of keyKinds) {
-      await eventually(async () => ((await blockedGauge(operator.metrics, kind)) === COUNT ? true : undefined), WAIT_MS, `the ${COUNT} ${kind}s blocked on their credentials`);
-    }
-    const restartPeak = peakMiB(pid);
+      // The start: the process LISTs every kind, through the proxy.
+      const operator = await startOperator(await proxy.listen(), namespace);
+      const pid = operator.child.pid ?? 0;
+      await eventually(
+        async () => ((await fetch(`${operator.health}/readyz`)).ok ? true : undefined),
+        WAIT_MS,
+        `the operator ready: ${operator.log().slice(-2_000)}`,
+      );
+      // Every resource looked at once since the start (its reconcile counted), the keys blocked on their credentials.
+      for (const kind of kinds) {
+        const controller = `controller="${controllerName(kind)}"`;
+        const reconciled = async (): Promise<true | undefined> =>
+          (await counter(operator.metrics, 'controller_runtime_reconcile_total', controller)) >= COUNT ? true : undefined;
+        await eventually(reconciled, WAIT_MS, `every ${kind} reconciled after the start`);
+      }
+      const keyKinds = kinds.filter((k) => k !== 'ApiKeyInventory');
+      for (const kind of keyKinds) {
+        await eventually(
+          async () => ((await blockedGauge(operator.metrics, kind)) === COUNT ? true : undefined),
+          WAIT_MS,
+          `the ${COUNT} ${kind}s blocked on their credentials`,
+        );
+      }
+      const restartPeak = peakMiB(pid);
 
-    // The relist: the watches of those kinds expire (410), each LISTs again.
-    resetPeak(pid);
-    const listed = [...kinds, ...EVERY_KIND ? ['Secret'] : []];
-    const lists = await Promise.all(listed.map((kind) => counter(operator.metrics, 'neon_key_operator_informer_lists_total', `resource="${kind}"`)));
-    await eventually(async () => (proxy.expire() >= listed.length ? true : undefined), 30_000, 'the watches open through the proxy');
-    for (const [k, kind] of listed.entries()) {
-      const relisted = async (): Promise<true | undefined> => ((await counter(operator.metrics, 'neon_key_operator_informer_lists_total', `resource="${kind}"`)) > (lists[k] ?? 0) ? true : undefined);
-      await eventually(relisted, WAIT_MS, `the relist of ${kind} after the 410`);
-    }
-    await eventually(async () => ((await fetch(`${operator.health}/readyz`)).ok ? true : undefined), WAIT_MS, 'the operator ready after the relist');
-    const relistPeak = peakMiB(pid);
-    console.log(`peak RSS with ${what}: ${restartPeak.toFixed(1)} MiB from the start until every one was reconciled; `
-      + `${relistPeak.toFixed(1)} MiB around the relist after a 410 (${cage.enforced ? `cgroup peak ${((cage.peakBytes() ?? 0) / MIB).toFixed(1)} MiB, OOM kills ${cage.oomKills()}` : 'no cgroup'})`);
+      // The relist: the watches of those kinds expire (410), each LISTs again.
+      resetPeak(pid);
+      const listed = [...kinds, ...(EVERY_KIND ? ['Secret'] : [])];
+      const lists = await Promise.all(listed.map((kind) => counter(operator.metrics, 'neon_key_operator_informer_lists_total', `resource="${kind}"`)));
+      await eventually(async () => (proxy.expire() >= listed.length ? true : undefined), 30_000, 'the watches open through the proxy');
+      for (const [k, kind] of listed.entries()) {
+        const relisted = async (): Promise<true | undefined> =>
+          (await counter(operator.metrics, 'neon_key_operator_informer_lists_total', `resource="${kind}"`)) > (lists[k] ?? 0) ? true : undefined;
+        await eventually(relisted, WAIT_MS, `the relist of ${kind} after the 410`);
+      }
+      await eventually(async () => ((await fetch(`${operator.health}/readyz`)).ok ? true : undefined), WAIT_MS, 'the operator ready after the relist');
+      const relistPeak = peakMiB(pid);
+      console.log(
+        `peak RSS with ${what}: ${restartPeak.toFixed(1)} MiB from the start until every one was reconciled; ` +
+          `${relistPeak.toFixed(1)} MiB around the relist after a 410 (${cage.enforced ? `cgroup peak ${((cage.peakBytes() ?? 0) / MIB).toFixed(1)} MiB, OOM kills ${cage.oomKills()}` : 'no cgroup'})`,
+      );
 
-    expect(operator.child.exitCode).toBeNull();
-    expect(cage.oomKills()).toBe(0);
-    expect(restartPeak).toBeLessThan(LIMIT_MIB);
-    expect(relistPeak).toBeLessThan(LIMIT_MIB);
-    for (const kind of keyKinds) expect(await blocked(kind)).toBe(COUNT);
-    // The fat resources stay where they are; this operator is done (the next case starts its own, in the same cgroup).
-    await stopOperator(operator.child);
-  }, LARGER ? 10_800_000 : 1_200_000);
+      expect(operator.child.exitCode).toBeNull();
+      expect(cage.oomKills()).toBe(0);
+      expect(restartPeak).toBeLessThan(LIMIT_MIB);
+      expect(relistPeak).toBeLessThan(LIMIT_MIB);
+      for (const kind of keyKinds) expect(await blocked(kind)).toBe(COUNT);
+      // The fat resources stay where they are; this operator is done (the next case starts its own, in the same cgroup).
+      await stopOperator(operator.child);
+    },
+    LARGER ? 10_800_000 : 1_200_000,
+  );
 
-  it(`a rotation with restart.discover beside ${DEPLOYMENTS} Deployments of ~1.3 MiB restarts the consenting ones and completes under 256 MiB`, async () => {
-    const ns = `fat-discover-${randomBytes(3).toString('hex')}`;
-    await create(() => core.createNamespace({ body: { metadata: { name: ns } } }));
-    discoverNamespace = ns;
-    const org = emulator.bootstrap.organizations[0]?.id ?? '';
-    const adminKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    await create(() => core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } }));
-    // The Secret the rotated key lands in is `discovered`. Every 20th Deployment reads it and
-    // consents (keys.neon.dev/restart-on-rotation), every 10th from the 5th reads it without
-    // consent (skipped, named in the event), the rest read another Secret; all of 0 replicas.
-    const name = (i: number): string => `fat-deploy-${String(i).padStart(3, '0')}`;
-    const consenting = Array.from({ length: DEPLOYMENTS }, (_, i) => i).filter((i) => i % 20 === 0).map(name);
-    const skipped = Array.from({ length: DEPLOYMENTS }, (_, i) => i).filter((i) => i % 10 === 5).map(name);
-    const deployment = (i: number): V1Deployment => {
-      const metadata = fatMetadata(name(i), LABELS_NEAR_LIMIT);
-      const reads = i % 20 === 0 || i % 10 === 5 ? 'discovered' : 'platform-db';
-      return {
-        metadata: { ...metadata, annotations: { ...metadata.annotations, ...i % 20 === 0 ? { 'keys.neon.dev/restart-on-rotation': 'discovered' } : {} } },
-        spec: {
-          replicas: 0,
-          selector: { matchLabels: { app: name(i) } },
-          template: {
-            metadata: { labels: { app: name(i) } },
-            spec: { containers: [{ name: 'c', image: 'example.invalid/c:1', env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: reads, key: 'apiKey' } } }] }] },
+  it(
+    `a rotation with restart.discover beside ${DEPLOYMENTS} Deployments of ~1.3 MiB restarts the consenting ones and completes under 256 MiB`,
+    async () => {
+      const ns = `fat-discover-${randomBytes(3).toString('hex')}`;
+      await create(() => core.createNamespace({ body: { metadata: { name: ns } } }));
+      discoverNamespace = ns;
+      const org = emulator.bootstrap.organizations[0]?.id ?? '';
+      const adminKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+      await create(() => core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } }));
+      // The Secret the rotated key lands in is `discovered`. Every 20th Deployment reads it and
+      // consents (keys.neon.dev/restart-on-rotation), every 10th from the 5th reads it without
+      // consent (skipped, named in the event), the rest read another Secret; all of 0 replicas.
+      const name = (i: number): string => `fat-deploy-${String(i).padStart(3, '0')}`;
+      const consenting = Array.from({ length: DEPLOYMENTS }, (_, i) => i)
+        .filter((i) => i % 20 === 0)
+        .map(name);
+      const skipped = Array.from({ length: DEPLOYMENTS }, (_, i) => i)
+        .filter((i) => i % 10 === 5)
+        .map(name);
+      const deployment = (i: number): V1Deployment => {
+        const metadata = fatMetadata(name(i), LABELS_NEAR_LIMIT);
+        const reads = i % 20 === 0 || i % 10 === 5 ? 'discovered' : 'platform-db';
+        return {
+          metadata: { ...metadata, annotations: { ...metadata.annotations, ...(i % 20 === 0 ? { 'keys.neon.dev/restart-on-rotation': 'discovered' } : {}) } },
+          spec: {
+            replicas: 0,
+            selector: { matchLabels: { app: name(i) } },
+            template: {
+              metadata: { labels: { app: name(i) } },
+              spec: {
+                containers: [
+                  { name: 'c', image: 'example.invalid/c:1', env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: reads, key: 'apiKey' } } }] },
+                ],
+              },
+            },
           },
-        },
+        };
       };
-    };
-    await createAll(Array.from({ length: DEPLOYMENTS }, (_, i) => () => apps.createNamespacedDeployment({ namespace: ns, body: deployment(i) })));
-    console.log(`one Deployment as the apiserver sends it: ${(JSON.stringify(await apps.readNamespacedDeployment({ namespace: ns, name: name(1) })).length / MIB).toFixed(2)} MiB`);
-    const generations = async (): Promise<Record<string, number | undefined>> =>
-      Object.fromEntries(await Promise.all(skipped.map(async (n) => [n, (await apps.readNamespacedDeployment({ namespace: ns, name: n })).metadata?.generation] as const)));
-    const before = await generations();
+      await createAll(Array.from({ length: DEPLOYMENTS }, (_, i) => () => apps.createNamespacedDeployment({ namespace: ns, body: deployment(i) })));
+      console.log(
+        `one Deployment as the apiserver sends it: ${(JSON.stringify(await apps.readNamespacedDeployment({ namespace: ns, name: name(1) })).length / MIB).toFixed(2)} MiB`,
+      );
+      const generations = async (): Promise<Record<string, number | undefined>> =>
+        Object.fromEntries(
+          await Promise.all(skipped.map(async (n) => [n, (await apps.readNamespacedDeployment({ namespace: ns, name: n })).metadata?.generation] as const)),
+        );
+      const before = await generations();
 
-    type Rotated = Resource & {
-      metadata: { annotations?: Record<string, string> };
-      status?: { keyId?: number; retiringKeys?: { keyId: number; restartedAt?: string; restarts?: { kind: string; name: string }[] }[] };
-    };
-    const get = async (): Promise<Rotated> =>
-      await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name: 'discovered' }) as Rotated;
-    const rotating = (r: Resource): string | undefined => {
-      const c = r.status?.conditions?.find((x) => x.type === 'Rotating');
-      return c === undefined ? undefined : `${c.status} ${c.reason}`;
-    };
-    await create(() => objects.createNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', body: {
-      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'discovered' },
-      spec: { scope: 'Organization', organizationId: org, keyName: 'discovered', credentialsSecretRef: { name: 'neon-admin' }, rotation: { gracePeriod: '1s', restart: { discover: true } } },
-    } }));
-    // The test CRDs take a gracePeriod of 1s (test/harness/crds.ts): the operator's floor lowered to match.
-    const operator = await startOperator(cp.server, ns, ['--min-rotation-grace=1s']);
-    const pid = operator.child.pid ?? 0;
-    const issued = await eventually(async () => {
-      const r = await get();
-      const ready = r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-      return ready && r.status?.keyId !== undefined && intentSettled(r) ? r : undefined;
-    }, WAIT_MS, `the key issued: ${operator.log().slice(-2_000)}`);
-    const old = issued.status?.keyId ?? 0;
+      type Rotated = Resource & {
+        metadata: { annotations?: Record<string, string> };
+        status?: { keyId?: number; retiringKeys?: { keyId: number; restartedAt?: string; restarts?: { kind: string; name: string }[] }[] };
+      };
+      const get = async (): Promise<Rotated> =>
+        (await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name: 'discovered' })) as Rotated;
+      const rotating = (r: Resource): string | undefined => {
+        const c = r.status?.conditions?.find((x) => x.type === 'Rotating');
+        return c === undefined ? undefined : `${c.status} ${c.reason}`;
+      };
+      await create(() =>
+        objects.createNamespacedCustomObject({
+          group,
+          version,
+          namespace: ns,
+          plural: 'apikeys',
+          body: {
+            apiVersion: `${group}/${version}`,
+            kind: 'ApiKey',
+            metadata: { name: 'discovered' },
+            spec: {
+              scope: 'Organization',
+              organizationId: org,
+              keyName: 'discovered',
+              credentialsSecretRef: { name: 'neon-admin' },
+              rotation: { gracePeriod: '1s', restart: { discover: true } },
+            },
+          },
+        }),
+      );
+      // The test CRDs take a gracePeriod of 1s (test/harness/crds.ts): the operator's floor lowered to match.
+      const operator = await startOperator(cp.server, ns, ['--min-rotation-grace=1s']);
+      const pid = operator.child.pid ?? 0;
+      const issued = await eventually(
+        async () => {
+          const r = await get();
+          const ready = r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+          return ready && r.status?.keyId !== undefined && intentSettled(r) ? r : undefined;
+        },
+        WAIT_MS,
+        `the key issued: ${operator.log().slice(-2_000)}`,
+      );
+      const old = issued.status?.keyId ?? 0;
 
-    // The rotation: its restart step LISTs the namespace's workloads (the discover), reads and patches each consenting one.
-    resetPeak(pid);
-    await objects.patchNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name: 'discovered', body: { metadata: { annotations: { 'keys.neon.dev/rotate': 'fat' } } } }, merge);
-    const restarted = await eventually(async () => {
-      const r = await get();
-      return r.status?.retiringKeys?.[0]?.restartedAt !== undefined ? r : undefined;
-    }, WAIT_MS, `the consumers restarted: ${operator.log().slice(-2_000)}`);
-    const fresh = restarted.status?.keyId ?? 0;
-    const done = await eventually(async () => {
-      const r = await get();
-      return rotating(r) === 'False RotationComplete' ? r : undefined;
-    }, WAIT_MS, 'the rotation complete (the rollouts of the consenting Deployments, then the grace)');
-    const rotationPeak = peakMiB(pid);
-    console.log(`peak RSS through a rotation with discover beside ${DEPLOYMENTS} Deployments of ~1.3 MiB (${consenting.length} consenting, ${skipped.length} reading the Secret without consent): `
-      + `${rotationPeak.toFixed(1)} MiB (${cage.enforced ? `OOM kills ${cage.oomKills()}` : 'no cgroup'})`);
+      // The rotation: its restart step LISTs the namespace's workloads (the discover), reads and patches each consenting one.
+      resetPeak(pid);
+      await objects.patchNamespacedCustomObject(
+        { group, version, namespace: ns, plural: 'apikeys', name: 'discovered', body: { metadata: { annotations: { 'keys.neon.dev/rotate': 'fat' } } } },
+        merge,
+      );
+      const restarted = await eventually(
+        async () => {
+          const r = await get();
+          return r.status?.retiringKeys?.[0]?.restartedAt !== undefined ? r : undefined;
+        },
+        WAIT_MS,
+        `the consumers restarted: ${operator.log().slice(-2_000)}`,
+      );
+      const fresh = restarted.status?.keyId ?? 0;
+      const done = await eventually(
+        async () => {
+          const r = await get();
+          return rotating(r) === 'False RotationComplete' ? r : undefined;
+        },
+        WAIT_MS,
+        'the rotation complete (the rollouts of the consenting Deployments, then the grace)',
+      );
+      const rotationPeak = peakMiB(pid);
+      console.log(
+        `peak RSS through a rotation with discover beside ${DEPLOYMENTS} Deployments of ~1.3 MiB (${consenting.length} consenting, ${skipped.length} reading the Secret without consent): ` +
+          `${rotationPeak.toFixed(1)} MiB (${cage.enforced ? `OOM kills ${cage.oomKills()}` : 'no cgroup'})`,
+      );
 
-    expect(operator.child.exitCode).toBeNull();
-    expect(cage.oomKills()).toBe(0);
-    expect(rotationPeak).toBeLessThan(LIMIT_MIB);
-    // Every consenting Deployment restarted for the new key, each waited for; those without consent untouched.
-    expect(fresh).not.toBe(old);
-    expect(restarted.status?.retiringKeys?.[0]?.restarts?.map((r) => `${r.kind}/${r.name}`)).toEqual(consenting.map((n) => `Deployment/${n}`));
-    for (const n of consenting) {
-      expect((await apps.readNamespacedDeployment({ namespace: ns, name: n })).spec?.template.metadata?.annotations?.[restartAnnotation('discovered')]).toBe(String(fresh));
-    }
-    expect(await generations()).toEqual(before);
-    // The event names both: the skipped ones come from the LIST only (none is named in the spec), so every page of it was read.
-    const listedNames = (names: readonly string[]): string => `${names.slice(0, 20).join(', ')}${names.length > 20 ? ` and ${names.length - 20} more` : ''}`;
-    const events = (await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=discovered' })).items;
-    expect(events.find((e) => e.reason === 'ConsumersRestarted')?.message).toBe(`restarted ${listedNames(consenting.map((n) => `Deployment/${n}`))} for key ${fresh}; `
-      + `not restarted, without keys.neon.dev/restart-on-rotation naming discovered: ${listedNames(skipped.map((n) => `Deployment/${n}`))}`);
-    // The old key revoked once those rollouts completed.
-    expect(done.status?.keyId).toBe(fresh);
-    expect(done.status?.retiringKeys).toEqual([]);
-    const keys = await emulatorAdmin<{ id: number; revoked: boolean }[]>(emulator.adminUrl, 'GET', '/keys');
-    expect(keys.find((k) => k.id === old)?.revoked).toBe(true);
-    expect(keys.find((k) => k.id === fresh)?.revoked).toBe(false);
-  }, LARGER ? 10_800_000 : 1_200_000);
+      expect(operator.child.exitCode).toBeNull();
+      expect(cage.oomKills()).toBe(0);
+      expect(rotationPeak).toBeLessThan(LIMIT_MIB);
+      // Every consenting Deployment restarted for the new key, each waited for; those without consent untouched.
+      expect(fresh).not.toBe(old);
+      expect(restarted.status?.retiringKeys?.[0]?.restarts?.map((r) => `${r.kind}/${r.name}`)).toEqual(consenting.map((n) => `Deployment/${n}`));
+      for (const n of consenting) {
+        expect((await apps.readNamespacedDeployment({ namespace: ns, name: n })).spec?.template.metadata?.annotations?.[restartAnnotation('discovered')]).toBe(
+          String(fresh),
+        );
+      }
+      expect(await generations()).toEqual(before);
+      // The event names both: the skipped ones come from the LIST only (none is named in the spec), so every page of it was read.
+      const listedNames = (names: readonly string[]): string => `${names.slice(0, 20).join(', ')}${names.length > 20 ? ` and ${names.length - 20} more` : ''}`;
+      const events = (await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=discovered' })).items;
+      expect(events.find((e) => e.reason === 'ConsumersRestarted')?.message).toBe(
+        `restarted ${listedNames(consenting.map((n) => `Deployment/${n}`))} for key ${fresh}; ` +
+          `not restarted, without keys.neon.dev/restart-on-rotation naming discovered: ${listedNames(skipped.map((n) => `Deployment/${n}`))}`,
+      );
+      // The old key revoked once those rollouts completed.
+      expect(done.status?.keyId).toBe(fresh);
+      expect(done.status?.retiringKeys).toEqual([]);
+      const keys = await emulatorAdmin<{ id: number; revoked: boolean }[]>(emulator.adminUrl, 'GET', '/keys');
+      expect(keys.find((k) => k.id === old)?.revoked).toBe(true);
+      expect(keys.find((k) => k.id === fresh)?.revoked).toBe(false);
+    },
+    LARGER ? 10_800_000 : 1_200_000,
+  );
 });

@@ -22,7 +22,16 @@ import { pino } from 'pino';
 import { LOG_REDACT_PATHS, startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { AUDITED_NAMESPACE, freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, root } from './support.ts';
+import {
+  createNamespace,
+  customObjects,
+  emulatorAdmin,
+  eventually,
+  installOperatorManifests,
+  OPERATOR_NAMESPACE,
+  OPERATOR_SERVICE_ACCOUNT,
+  root,
+} from './support.ts';
 
 const LEASE_MS = 4_000;
 const RENEW_MS = 3_000;
@@ -38,10 +47,24 @@ interface Replica {
   log: () => string;
 }
 
-interface KeyResource { status?: { keyId?: number; conditions?: { type: string; status: string; reason: string }[] } }
-interface AdminKey { id: number; name: string; revoked: boolean }
+interface KeyResource {
+  status?: { keyId?: number; conditions?: { type: string; status: string; reason: string }[] };
+}
+interface AdminKey {
+  id: number;
+  name: string;
+  revoked: boolean;
+}
 /** A line of the emulator's log: `time` when the response ended, `ms` after the request came. */
-interface PlatformLogLine { msg: string; time: number; method: string; route: string; status?: number; ms?: number; userAgent?: string }
+interface PlatformLogLine {
+  msg: string;
+  time: number;
+  method: string;
+  route: string;
+  status?: number;
+  ms?: number;
+  userAgent?: string;
+}
 /** An event of the apiserver's audit log (level Metadata). */
 interface AuditEvent {
   verb: string;
@@ -79,7 +102,10 @@ describe('two operator processes with leader election', () => {
    * A namespace for a Lease, holding deploy/base's leader-election Role (as installed, rules
    * copied) bound to the ServiceAccount: the rights the operator has in its own namespace.
    */
-  const leaseNamespaceFor = async (prefix: string, serviceAccount: { namespace: string; name: string } | { namespace: string; name: string }[]): Promise<string> => {
+  const leaseNamespaceFor = async (
+    prefix: string,
+    serviceAccount: { namespace: string; name: string } | { namespace: string; name: string }[],
+  ): Promise<string> => {
     const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     const installed = await rbac.readNamespacedRole({ namespace: OPERATOR_NAMESPACE, name: 'neon-key-operator-leader-election' });
     const created = await createNamespace(cp, prefix);
@@ -95,20 +121,48 @@ describe('two operator processes with leader election', () => {
     return created;
   };
 
-  const start = (name: string, config: string, health: number, metrics: number, extra: string[] = [], podNamespace = leaseNamespace, watched = namespace): Replica => {
+  const start = (
+    name: string,
+    config: string,
+    health: number,
+    metrics: number,
+    extra: string[] = [],
+    podNamespace = leaseNamespace,
+    watched = namespace,
+  ): Replica => {
     let log = '';
     // `extra` comes last: a flag given again there (a lease duration) wins.
-    const child = spawn(process.execPath, [join(root, 'src/operator/main.ts'),
-      '--kubeconfig', config, '--platform-url', emulator.baseUrl, '--watch-namespace', watched,
-      '--leader-elect',
-      `--leader-elect-lease-duration=${LEASE_MS}ms`, `--leader-elect-renew-deadline=${RENEW_MS}ms`, `--leader-elect-retry-period=${RETRY_MS}ms`,
-      `--health-probe-bind-address=127.0.0.1:${health}`, `--metrics-bind-address=127.0.0.1:${metrics}`, '--drift-interval', '5s',
-      // A create the killed leader had in flight is recovered by its successor after this grace
-      // (2m by default); the emulator answers a create in milliseconds.
-      '--pending-grace=3s', ...extra],
-    { env: { PATH: process.env.PATH, POD_NAME: name, POD_NAMESPACE: podNamespace, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { log += chunk; });
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { log += chunk; });
+    const child = spawn(
+      process.execPath,
+      [
+        join(root, 'src/operator/main.ts'),
+        '--kubeconfig',
+        config,
+        '--platform-url',
+        emulator.baseUrl,
+        '--watch-namespace',
+        watched,
+        '--leader-elect',
+        `--leader-elect-lease-duration=${LEASE_MS}ms`,
+        `--leader-elect-renew-deadline=${RENEW_MS}ms`,
+        `--leader-elect-retry-period=${RETRY_MS}ms`,
+        `--health-probe-bind-address=127.0.0.1:${health}`,
+        `--metrics-bind-address=127.0.0.1:${metrics}`,
+        '--drift-interval',
+        '5s',
+        // A create the killed leader had in flight is recovered by its successor after this grace
+        // (2m by default); the emulator answers a create in milliseconds.
+        '--pending-grace=3s',
+        ...extra,
+      ],
+      { env: { PATH: process.env.PATH, POD_NAME: name, POD_NAMESPACE: podNamespace, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      log += chunk;
+    });
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      log += chunk;
+    });
     const replica = { name, child, health, metrics, log: () => log };
     replicas.push(replica);
     return replica;
@@ -150,37 +204,72 @@ describe('two operator processes with leader election', () => {
       .filter((line) => line.includes('method="POST"') && /route="[^"]*\/api_keys"/.test(line) && /status="2\d\d"/.test(line))
       .reduce((n, line) => n + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 
-  const adminKeys = async (): Promise<AdminKey[]> => await (await fetch(`${emulator.adminUrl}/keys`)).json() as AdminKey[];
+  const adminKeys = async (): Promise<AdminKey[]> => (await (await fetch(`${emulator.adminUrl}/keys`)).json()) as AdminKey[];
   const liveKeys = (keys: AdminKey[], keyName: string): AdminKey[] => keys.filter((k) => !k.revoked && k.name.startsWith(`${keyName}-`));
 
   const createKey = async (name: string, inNamespace = namespace): Promise<void> => {
     await customObjects(cp.kubeConfig).createNamespacedCustomObject({
-      group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys',
-      body: { apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name }, spec: { scope: 'Personal', keyName: name, credentialsSecretRef: { name: 'neon-credentials' } } },
+      group: 'keys.neon.dev',
+      version: 'v1alpha1',
+      namespace: inNamespace,
+      plural: 'apikeys',
+      body: {
+        apiVersion: 'keys.neon.dev/v1alpha1',
+        kind: 'ApiKey',
+        metadata: { name },
+        spec: { scope: 'Personal', keyName: name, credentialsSecretRef: { name: 'neon-credentials' } },
+      },
     });
     live.push({ prefix: name, max: 0 });
   };
-  const ready = async (name: string, timeoutMs = 30_000, inNamespace = namespace): Promise<KeyResource> => await eventually(async () => {
-    const r = await customObjects(cp.kubeConfig).getNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys', name }) as KeyResource;
-    return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? r : undefined;
-  }, timeoutMs, `ApiKey ${name} Ready`);
+  const ready = async (name: string, timeoutMs = 30_000, inNamespace = namespace): Promise<KeyResource> =>
+    await eventually(
+      async () => {
+        const r = (await customObjects(cp.kubeConfig).getNamespacedCustomObject({
+          group: 'keys.neon.dev',
+          version: 'v1alpha1',
+          namespace: inNamespace,
+          plural: 'apikeys',
+          name,
+        })) as KeyResource;
+        return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? r : undefined;
+      },
+      timeoutMs,
+      `ApiKey ${name} Ready`,
+    );
   /** A namespace watched by the replicas of one test, with the credentials Secret its ApiKeys name. */
   const keysNamespace = async (prefix: string): Promise<string> => {
     const created = await createNamespace(cp, prefix);
     const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
-    await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: created, body: { metadata: { name: 'neon-credentials' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
+    await cp.kubeConfig
+      .makeApiClient(CoreV1Api)
+      .createNamespacedSecret({ namespace: created, body: { metadata: { name: 'neon-credentials' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
     return created;
   };
   /** The ApiKeys of a namespace deleted and gone (a running leader revokes them and lifts their finalizers), then the namespace. */
   const removeKeys = async (inNamespace: string): Promise<void> => {
     const objects = customObjects(cp.kubeConfig);
-    const listed = await objects.listNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys' }) as { items: { metadata: { name: string } }[] };
-    for (const item of listed.items) await objects.deleteNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys', name: item.metadata.name }).catch(() => undefined);
-    await eventually(async () => {
-      const left = await objects.listNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys' }) as { items: unknown[] };
-      return left.items.length === 0 ? true : undefined;
-    }, 30_000, `the ApiKeys of ${inNamespace} gone`);
-    await cp.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: inNamespace }).catch(() => undefined);
+    const listed = (await objects.listNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys' })) as {
+      items: { metadata: { name: string } }[];
+    };
+    for (const item of listed.items)
+      await objects
+        .deleteNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys', name: item.metadata.name })
+        .catch(() => undefined);
+    await eventually(
+      async () => {
+        const left = (await objects.listNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace: inNamespace, plural: 'apikeys' })) as {
+          items: unknown[];
+        };
+        return left.items.length === 0 ? true : undefined;
+      },
+      30_000,
+      `the ApiKeys of ${inNamespace} gone`,
+    );
+    await cp.kubeConfig
+      .makeApiClient(CoreV1Api)
+      .deleteNamespace({ name: inNamespace })
+      .catch(() => undefined);
   };
   const stopReplica = async (r: Replica, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
     if (r.child.exitCode !== null || r.child.signalCode !== null) return;
@@ -201,13 +290,18 @@ describe('two operator processes with leader election', () => {
     // The emulator's request log (with each request's user agent, which names the operator process)
     // and its fault injections: which replica wrote to the platform, and when.
     emulator = await startEmulator({
-      db: ':memory:', timeScale: 0.01, controlPlaneActivity: false,
-      logger: pino({ level: 'info', redact: LOG_REDACT_PATHS }, {
-        write: (line: string) => {
-          const entry = JSON.parse(line) as PlatformLogLine;
-          if (entry.msg === 'request' || entry.msg === 'injecting fault') platformLog.push(entry);
+      db: ':memory:',
+      timeScale: 0.01,
+      controlPlaneActivity: false,
+      logger: pino(
+        { level: 'info', redact: LOG_REDACT_PATHS },
+        {
+          write: (line: string) => {
+            const entry = JSON.parse(line) as PlatformLogLine;
+            if (entry.msg === 'request' || entry.msg === 'injecting fault') platformLog.push(entry);
+          },
         },
-      }),
+      ),
     });
     namespace = await createNamespace(cp, 'ha');
     leaseNamespace = await leaseNamespaceFor('ha-lease', { namespace: OPERATOR_NAMESPACE, name: OPERATOR_SERVICE_ACCOUNT });
@@ -216,12 +310,17 @@ describe('two operator processes with leader election', () => {
     kubeconfig = join(scratch, 'kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
     const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
-    await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-credentials' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
+    await cp.kubeConfig
+      .makeApiClient(CoreV1Api)
+      .createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-credentials' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
     // Every 100 ms, the most live keys any resource has had at once: must never exceed 1.
     sampler = setInterval(() => {
-      void adminKeys().then((keys) => {
-        for (const entry of live) entry.max = Math.max(entry.max, liveKeys(keys, entry.prefix).length);
-      }, () => undefined);
+      void adminKeys().then(
+        (keys) => {
+          for (const entry of live) entry.max = Math.max(entry.max, liveKeys(keys, entry.prefix).length);
+        },
+        () => undefined,
+      );
     }, 100);
   });
 
@@ -239,21 +338,34 @@ describe('two operator processes with leader election', () => {
       await once(r.child, 'exit');
       clearTimeout(timer);
     }
-    if (leaseNamespace !== undefined) await cp.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: leaseNamespace }).catch(() => undefined);
+    if (leaseNamespace !== undefined)
+      await cp.kubeConfig
+        .makeApiClient(CoreV1Api)
+        .deleteNamespace({ name: leaseNamespace })
+        .catch(() => undefined);
     await emulator?.close();
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   }, 60_000);
 
   it('exactly one replica reconciles; the standby is ready, its leader gauge 0, and it never calls the platform', async () => {
     const [a, b] = [await replica(`ha-a-${suffix}`), await replica(`ha-b-${suffix}`)];
-    const leaderName = await eventually(async () => { const h = await holder(); return h === '' ? undefined : h; }, 20_000, 'a Lease holder');
+    const leaderName = await eventually(
+      async () => {
+        const h = await holder();
+        return h === '' ? undefined : h;
+      },
+      20_000,
+      'a Lease holder',
+    );
     const leader = leaderName === a.name ? a : b;
     const standby = leader === a ? b : a;
     expect([a.name, b.name]).toContain(leaderName);
     for (const r of [leader, standby]) {
-      await eventually(async () => ((await get(r.health, '/readyz')).status === 200 ? true : undefined), 20_000, `${r.name} /readyz`).catch((error: unknown) => {
-        throw new Error(`${String(error)}\n${logs()}`);
-      });
+      await eventually(async () => ((await get(r.health, '/readyz')).status === 200 ? true : undefined), 20_000, `${r.name} /readyz`).catch(
+        (error: unknown) => {
+          throw new Error(`${String(error)}\n${logs()}`);
+        },
+      );
       expect((await get(r.health, '/healthz')).status).toBe(200);
     }
     await eventually(async () => ((await leaderGauge(leader)) === 1 ? true : undefined), 10_000, 'leader gauge 1 on the leader');
@@ -261,7 +373,9 @@ describe('two operator processes with leader election', () => {
 
     for (const name of ['before-1', 'before-2', 'before-3']) await createKey(name);
     for (const name of ['before-1', 'before-2', 'before-3']) {
-      await ready(name).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+      await ready(name).catch((error: unknown) => {
+        throw new Error(`${String(error)}\n${logs()}`);
+      });
     }
     const keys = await adminKeys();
     for (const name of ['before-1', 'before-2', 'before-3']) expect([name, liveKeys(keys, name).length]).toEqual([name, 1]);
@@ -298,7 +412,9 @@ describe('two operator processes with leader election', () => {
     await eventually(async () => ((await leaderGauge(standby)) === 1 ? true : undefined), 10_000, 'leader gauge 1 on the new leader');
     await eventually(async () => ((await get(standby.health, '/readyz')).status === 200 ? true : undefined), 10_000, 'the new leader ready (caches synced)');
     const readyMs = performance.now() - killedAt;
-    console.log(`SIGKILL failover: Lease taken over after ${Math.round(takeoverMs)} ms, new leader ready after ${Math.round(readyMs)} ms (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`);
+    console.log(
+      `SIGKILL failover: Lease taken over after ${Math.round(takeoverMs)} ms, new leader ready after ${Math.round(readyMs)} ms (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`,
+    );
     // By expiry, not eagerly: the killed leader's last renewal was at most one retry before the
     // kill, and the standby waits until that record has not moved for a lease duration on its own
     // clock. A lower bound, which a slow machine cannot break (slowness only adds).
@@ -308,14 +424,20 @@ describe('two operator processes with leader election', () => {
 
     for (const name of ['after-1', 'after-2']) await createKey(name);
     for (const name of ['after-1', 'after-2']) {
-      const r = await ready(name).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+      const r = await ready(name).catch((error: unknown) => {
+        throw new Error(`${String(error)}\n${logs()}`);
+      });
       expect(typeof r.status?.keyId).toBe('number');
     }
     // Resources the killed leader may have had in flight: adopted or recovered by the new leader
     // (docs/design.md section 3.2), Ready with exactly one live key.
-    for (const name of ['crash-1', 'crash-2']) await ready(name).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+    for (const name of ['crash-1', 'crash-2'])
+      await ready(name).catch((error: unknown) => {
+        throw new Error(`${String(error)}\n${logs()}`);
+      });
     const keys = await adminKeys();
-    for (const name of ['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'crash-1', 'crash-2']) expect([name, liveKeys(keys, name).length]).toEqual([name, 1]);
+    for (const name of ['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'crash-1', 'crash-2'])
+      expect([name, liveKeys(keys, name).length]).toEqual([name, 1]);
     // The new leader's controller runs: it reconciled, and created at least the keys of after-1 and after-2.
     expect(await total(standby, 'controller_runtime_reconcile_total', { controller: 'apikey' })).toBeGreaterThanOrEqual(4);
     expect(await creates(standby)).toBeGreaterThanOrEqual(2);
@@ -334,11 +456,14 @@ describe('two operator processes with leader election', () => {
     // by its cause, the leader's release (no holder), followed by the standby's acquisition.
     const from = await leases().readNamespacedLease({ namespace: leaseNamespace, name: leaseName });
     const holders: string[] = [];
-    const leaseWatch = await new Watch(cp.kubeConfig).watch(`/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases`,
+    const leaseWatch = await new Watch(cp.kubeConfig).watch(
+      `/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases`,
       { fieldSelector: `metadata.name=${leaseName}`, resourceVersion: from.metadata?.resourceVersion },
       (phase: string, lease: V1Lease) => {
         if (phase === 'ADDED' || phase === 'MODIFIED') holders.push(lease.spec?.holderIdentity ?? '');
-      }, () => undefined);
+      },
+      () => undefined,
+    );
 
     const termAt = performance.now();
     leader.child.kill('SIGTERM');
@@ -358,7 +483,9 @@ describe('two operator processes with leader election', () => {
 
     await eventually(async () => ((await leaderGauge(standby)) === 1 ? true : undefined), 10_000, 'leader gauge 1 on the new leader');
     await createKey('after-term');
-    await ready('after-term').catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+    await ready('after-term').catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${logs()}`);
+    });
     const keys = await adminKeys();
     expect(liveKeys(keys, 'after-term')).toHaveLength(1);
     // Over the whole suite, sampled every 100 ms: no resource ever had two live keys.
@@ -391,10 +518,14 @@ describe('two operator processes with leader election', () => {
         expect(notSynced.body).toContain('caches not synced');
         expect((await get(unsynced.health, '/healthz')).status).toBe(200);
 
-        const notAuthorized = await eventually(async () => {
-          const r = await get(broken.health, '/readyz').catch(() => undefined);
-          return r?.status === 503 ? r : undefined;
-        }, 20_000, 'the bogus-token standby answering 503');
+        const notAuthorized = await eventually(
+          async () => {
+            const r = await get(broken.health, '/readyz').catch(() => undefined);
+            return r?.status === 503 ? r : undefined;
+          },
+          20_000,
+          'the bogus-token standby answering 503',
+        );
         expect(notAuthorized.body).toContain('HTTP 401');
         expect((await get(broken.health, '/healthz')).status).toBe(200);
         expect(await leaderGauge(broken)).toBe(0);
@@ -458,14 +589,19 @@ describe('two operator processes with leader election', () => {
       expect(await gaugeNow(standby)).toBe(0);
       // The resumed leader still does the work.
       await createKey('rollout-after', watched);
-      await ready('rollout-after', 30_000, watched).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+      await ready('rollout-after', 30_000, watched).catch((error: unknown) => {
+        throw new Error(`${String(error)}\n${logs()}`);
+      });
       expect(liveKeys(await adminKeys(), 'rollout-after')).toHaveLength(1);
       await removeKeys(watched);
     } finally {
       sampling = false;
       await stopReplica(leader);
       if (standby !== undefined) await stopReplica(standby);
-      await cp.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: leaseNs }).catch(() => undefined);
+      await cp.kubeConfig
+        .makeApiClient(CoreV1Api)
+        .deleteNamespace({ name: leaseNs })
+        .catch(() => undefined);
     }
   }, 120_000);
 
@@ -490,7 +626,10 @@ describe('two operator processes with leader election', () => {
         subjects: accounts.map((name) => ({ kind: 'ServiceAccount', namespace: AUDITED_NAMESPACE, name })),
       },
     });
-    const leaseNs = await leaseNamespaceFor('ha-stall-lease', accounts.map((name) => ({ namespace: AUDITED_NAMESPACE, name })));
+    const leaseNs = await leaseNamespaceFor(
+      'ha-stall-lease',
+      accounts.map((name) => ({ namespace: AUDITED_NAMESPACE, name })),
+    );
     const watched = await keysNamespace('ha-stall');
     const dir = mkdtempSync(join(tmpdir(), 'nko-ha-stall-'));
     const started: Replica[] = [];
@@ -510,7 +649,9 @@ describe('two operator processes with leader election', () => {
       started.push(b);
       await eventually(async () => ((await get(b.health, '/readyz')).status === 200 ? true : undefined), 30_000, 'replica b ready as a standby');
       await createKey('stall-0', watched);
-      await ready('stall-0', 30_000, watched).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+      await ready('stall-0', 30_000, watched).catch((error: unknown) => {
+        throw new Error(`${String(error)}\n${logs()}`);
+      });
 
       // Creates that the platform answers only after 3 s: the leader has them in flight, waiting,
       // when it is stopped; the answers come while it is stopped.
@@ -520,8 +661,11 @@ describe('two operator processes with leader election', () => {
       const names = ['stall-1', 'stall-2', 'stall-3', 'stall-4', 'stall-5', 'stall-6'];
       try {
         for (const name of names) await createKey(name, watched);
-        await eventually(async () => (platformLog.filter((l) => l.msg === 'injecting fault' && l.route === route).length - injectedBefore >= names.length ? true : undefined),
-          20_000, 'the leader\'s creates in flight');
+        await eventually(
+          async () => (platformLog.filter((l) => l.msg === 'injecting fault' && l.route === route).length - injectedBefore >= names.length ? true : undefined),
+          20_000,
+          "the leader's creates in flight",
+        );
         a.child.kill('SIGSTOP');
       } finally {
         await emulatorAdmin(emulator.adminUrl, 'DELETE', '/faults');
@@ -532,22 +676,34 @@ describe('two operator processes with leader election', () => {
       const acquiredAt = new Date(takeover.spec?.acquireTime ?? 0).getTime();
       console.log(`stalled leader: the standby took the Lease ${Math.round(performance.now() - stoppedAt)} ms after SIGSTOP (lease ${LEASE_MS} ms)`);
       // The new leader finishes what the stalled one started (its intents, after the pending grace).
-      for (const name of names) await ready(name, 40_000, watched).catch((error: unknown) => { throw new Error(`${String(error)}\n${logs()}`); });
+      for (const name of names)
+        await ready(name, 40_000, watched).catch((error: unknown) => {
+          throw new Error(`${String(error)}\n${logs()}`);
+        });
       const stalledMs = performance.now() - stoppedAt;
       a.child.kill('SIGCONT');
       // It wakes up to a lease it lost: it stops, and exits to come back as a standby.
       let giveUp: ReturnType<typeof setTimeout> | undefined;
-      const exited = await Promise.race([once(a.child, 'exit').then(() => true), new Promise<false>((resolve) => { giveUp = setTimeout(() => resolve(false), 30_000); })]);
+      const exited = await Promise.race([
+        once(a.child, 'exit').then(() => true),
+        new Promise<false>((resolve) => {
+          giveUp = setTimeout(() => resolve(false), 30_000);
+        }),
+      ]);
       clearTimeout(giveUp);
       expect([exited, a.child.exitCode]).toEqual([true, 1]);
       console.log(`stalled leader: stopped for ${Math.round(stalledMs)} ms; exited with ${String(a.child.exitCode)} after SIGCONT`);
 
       // The audit: what each replica's ServiceAccount wrote, and when the apiserver received it.
       const userOf = (name: string): string => `system:serviceaccount:${AUDITED_NAMESPACE}:${name}`;
-      const events = readFileSync(auditLog, 'utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as AuditEvent);
+      const events = readFileSync(auditLog, 'utf8')
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as AuditEvent);
       const by = (name: string): AuditEvent[] => events.filter((e) => e.user.username === userOf(name));
       const received = (e: AuditEvent): number => Date.parse(e.requestReceivedTimestamp);
-      const show = (e: AuditEvent): string => `${e.requestReceivedTimestamp} ${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource !== undefined ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.namespace ?? ''}/${e.objectRef?.name ?? ''} -> ${String(e.responseStatus?.code)}`;
+      const show = (e: AuditEvent): string =>
+        `${e.requestReceivedTimestamp} ${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource !== undefined ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.namespace ?? ''}/${e.objectRef?.name ?? ''} -> ${String(e.responseStatus?.code)}`;
       // The audit sees both replicas write (the old leader before, the new one after the takeover).
       expect(by(accounts[0]!).filter((e) => received(e) < acquiredAt && e.objectRef?.resource === 'secrets').length).toBeGreaterThan(0);
       expect(by(accounts[1]!).filter((e) => received(e) > acquiredAt && e.objectRef?.resource === 'apikeys').length).toBeGreaterThan(0);

@@ -35,8 +35,16 @@ const ATTACK_MS = 30_000;
 /** The image's V8 flags (the Dockerfile's ENTRYPOINT). */
 const IMAGE_NODE_FLAGS = ['--max-semi-space-size=4', '--optimize-for-size'];
 
-interface Condition { type: string; status: string; reason: string; message?: string }
-interface Resource { metadata: { finalizers?: string[] }; status?: { keyId?: number; conditions?: Condition[] } }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message?: string;
+}
+interface Resource {
+  metadata: { finalizers?: string[] };
+  status?: { keyId?: number; conditions?: Condition[] };
+}
 
 function rssMiB(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -59,18 +67,31 @@ describe('a tenant cannot make the operator run out of memory', () => {
   const exits: string[] = [];
 
   const createKey = async (namespace: string, name: string, spec: Record<string, unknown>): Promise<void> => {
-    await objects.createNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name }, spec } });
+    await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name }, spec },
+    });
   };
   const get = async (namespace: string, name: string): Promise<Resource> =>
-    await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }) as Resource;
-  const ready = (namespace: string, name: string, timeoutMs: number): Promise<Resource> => eventually(async () => {
-    const r = await get(namespace, name);
-    return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? r : undefined;
-  }, timeoutMs, `ApiKey ${namespace}/${name} Ready`);
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource;
+  const ready = (namespace: string, name: string, timeoutMs: number): Promise<Resource> =>
+    eventually(
+      async () => {
+        const r = await get(namespace, name);
+        return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? r : undefined;
+      },
+      timeoutMs,
+      `ApiKey ${namespace}/${name} Ready`,
+    );
   /** reconcile_total of ApiKeys, from the operator's /metrics. */
   const reconciles = async (): Promise<number> => {
     const body = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    return body.split('\n').filter((l) => l.startsWith('controller_runtime_reconcile_total{') && l.includes('controller="apikey"'))
+    return body
+      .split('\n')
+      .filter((l) => l.startsWith('controller_runtime_reconcile_total{') && l.includes('controller="apikey"'))
       .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
   };
 
@@ -91,12 +112,26 @@ describe('a tenant cannot make the operator run out of memory', () => {
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
     metricsPort = await freePort();
     const healthPort = await freePort();
-    operator = spawn(process.execPath, [...IMAGE_NODE_FLAGS, join(root, 'src/operator/main.ts'),
-      `--kubeconfig=${kubeconfig}`, `--platform-url=${emulator.baseUrl}`, `--watch-namespace=${tenantNs},${victimNs}`,
-      `--metrics-bind-address=127.0.0.1:${metricsPort}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`, '--drift-interval=60s'],
-    { env: { PATH: process.env.PATH, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    operator.stdout?.setEncoding('utf8').on('data', (chunk: string) => { log = (log + chunk).slice(-20_000); });
-    operator.stderr?.setEncoding('utf8').on('data', (chunk: string) => { log = (log + chunk).slice(-20_000); });
+    operator = spawn(
+      process.execPath,
+      [
+        ...IMAGE_NODE_FLAGS,
+        join(root, 'src/operator/main.ts'),
+        `--kubeconfig=${kubeconfig}`,
+        `--platform-url=${emulator.baseUrl}`,
+        `--watch-namespace=${tenantNs},${victimNs}`,
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+        '--drift-interval=60s',
+      ],
+      { env: { PATH: process.env.PATH, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    operator.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      log = (log + chunk).slice(-20_000);
+    });
+    operator.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      log = (log + chunk).slice(-20_000);
+    });
     operator.once('exit', (code, signal) => exits.push(`exited (${code ?? signal})`));
     await eventually(async () => ((await fetch(`http://127.0.0.1:${healthPort}/readyz`)).ok ? true : undefined), 60_000, 'the operator ready');
   }, 120_000);
@@ -105,15 +140,21 @@ describe('a tenant cannot make the operator run out of memory', () => {
     // The resources go while the operator runs (their finalizers are its to remove) and while their
     // credentials are there (a namespace deleted first took the victim's credentials Secret with it,
     // and its keys waited for them: 30 s, then left behind), then the namespaces, then it stops.
-    await Promise.all([tenantNs, victimNs].map(async (ns) => {
-      if (ns === undefined || objects === undefined) return;
-      await objects.deleteCollectionNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }).catch(() => undefined);
-      if (operator?.exitCode !== null) return;
-      await eventually(async () => {
-        const left = await objects.listNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }) as { items: unknown[] };
-        return left.items.length === 0 ? true : undefined;
-      }, 30_000, `the ApiKeys of ${ns} gone`).catch(() => undefined);
-    }));
+    await Promise.all(
+      [tenantNs, victimNs].map(async (ns) => {
+        if (ns === undefined || objects === undefined) return;
+        await objects.deleteCollectionNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }).catch(() => undefined);
+        if (operator?.exitCode !== null) return;
+        await eventually(
+          async () => {
+            const left = (await objects.listNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' })) as { items: unknown[] };
+            return left.items.length === 0 ? true : undefined;
+          },
+          30_000,
+          `the ApiKeys of ${ns} gone`,
+        ).catch(() => undefined);
+      }),
+    );
     for (const ns of [tenantNs, victimNs]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
     if (operator !== undefined && operator.exitCode === null && operator.signalCode === null) {
       const exited = once(operator, 'exit');
@@ -126,7 +167,7 @@ describe('a tenant cannot make the operator run out of memory', () => {
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   }, 90_000);
 
-  it('120 managed-labelled Secrets of 700 KiB and a credentials Secret rewritten every 0.5 s: RSS stays under 256 MiB, the operator never exits, another team\'s key converges', async () => {
+  it("120 managed-labelled Secrets of 700 KiB and a credentials Secret rewritten every 0.5 s: RSS stays under 256 MiB, the operator never exits, another team's key converges", async () => {
     const pid = operator?.pid;
     if (pid === undefined) throw new Error('no operator process');
     // Another team's key, Ready before the attack.
@@ -138,18 +179,26 @@ describe('a tenant cannot make the operator run out of memory', () => {
     // The tenant's Secrets: 120 × 700 KiB, labelled as the operator's.
     const payload = randomBytes(SECRET_KIB * 1024).toString('base64');
     for (let i = 0; i < SECRETS; i += 8) {
-      await Promise.all(Array.from({ length: Math.min(8, SECRETS - i) }, (_, j) => core.createNamespacedSecret({
-        namespace: tenantNs,
-        body: { metadata: { name: `bulk-${i + j}`, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' } }, data: { blob: payload } },
-      })));
+      await Promise.all(
+        Array.from({ length: Math.min(8, SECRETS - i) }, (_, j) =>
+          core.createNamespacedSecret({
+            namespace: tenantNs,
+            body: { metadata: { name: `bulk-${i + j}`, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' } }, data: { blob: payload } },
+          }),
+        ),
+      );
     }
     // The credentials Secret without the entry, and an immutable-mode ApiKey naming it.
     await core.createNamespacedSecret({ namespace: tenantNs, body: { metadata: { name: 'creds' }, stringData: { other: 'x' } } });
     await createKey(tenantNs, 'hostile', { scope: 'Personal', keyName: 'hostile', credentialsSecretRef: { name: 'creds' }, secret: { immutable: true } });
-    await eventually(async () => {
-      const r = await get(tenantNs, 'hostile');
-      return r.status?.conditions?.some((c) => c.type === 'Ready' && c.reason === 'CredentialsMissing') === true ? r : undefined;
-    }, 30_000, 'the hostile ApiKey blocked on its credentials');
+    await eventually(
+      async () => {
+        const r = await get(tenantNs, 'hostile');
+        return r.status?.conditions?.some((c) => c.type === 'Ready' && c.reason === 'CredentialsMissing') === true ? r : undefined;
+      },
+      30_000,
+      'the hostile ApiKey blocked on its credentials',
+    );
 
     // The storm: the credentials rewritten every 0.5 s for 30 s; RSS sampled every 200 ms.
     const samples: number[] = [];
@@ -167,7 +216,11 @@ describe('a tenant cannot make the operator run out of memory', () => {
     const storm = (async (): Promise<void> => {
       while (Date.now() - started < ATTACK_MS || !victimReady) {
         const at = Date.now();
-        await core.replaceNamespacedSecret({ namespace: tenantNs, name: 'creds', body: { metadata: { name: 'creds' }, data: { other: Buffer.from(randomBytes(16).toString('hex')).toString('base64') } } });
+        await core.replaceNamespacedSecret({
+          namespace: tenantNs,
+          name: 'creds',
+          body: { metadata: { name: 'creds' }, data: { other: Buffer.from(randomBytes(16).toString('hex')).toString('base64') } },
+        });
         writes += 1;
         if (victimWaiting) writesWhileVictimWaited += 1;
         await sleep(Math.max(0, REWRITE_EVERY_MS - (Date.now() - at)));
@@ -185,11 +238,13 @@ describe('a tenant cannot make the operator run out of memory', () => {
     await storm;
     await sleep(2_000);
     clearInterval(sampler);
-    const stormReconciles = await reconciles() - reconcilesBefore;
+    const stormReconciles = (await reconciles()) - reconcilesBefore;
     const maxRss = Math.max(...samples);
-    console.log(`operator RSS: ${rssBefore.toFixed(1)} MiB before the attack, max ${maxRss.toFixed(1)} MiB during it (${samples.length} samples), `
-      + `${rssMiB(pid).toFixed(1)} MiB after; ${writes} credentials writes in ${ATTACK_MS / 1000} s, ${stormReconciles} ApiKey reconciles meanwhile; `
-      + `another team's new key Ready in ${victimReadyMs} ms (${writesWhileVictimWaited} writes meanwhile)`);
+    console.log(
+      `operator RSS: ${rssBefore.toFixed(1)} MiB before the attack, max ${maxRss.toFixed(1)} MiB during it (${samples.length} samples), ` +
+        `${rssMiB(pid).toFixed(1)} MiB after; ${writes} credentials writes in ${ATTACK_MS / 1000} s, ${stormReconciles} ApiKey reconciles meanwhile; ` +
+        `another team's new key Ready in ${victimReadyMs} ms (${writesWhileVictimWaited} writes meanwhile)`,
+    );
 
     expect(exits).toEqual([]);
     expect(operator?.exitCode).toBeNull();

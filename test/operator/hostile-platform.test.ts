@@ -18,14 +18,25 @@ import { createNamespace, customObjects, eventually, installOperatorManifests, o
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
 const PROJECT = 'quiet-river-00000001';
-interface Condition { type: string; status: string; reason: string; message: string }
-interface Resource { status?: { keyId?: number; conditions?: Condition[] } }
-interface AdminKey { id: number; name: string; revoked: boolean }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+interface Resource {
+  status?: { keyId?: number; conditions?: Condition[] };
+}
+interface AdminKey {
+  id: number;
+  name: string;
+  revoked: boolean;
+}
 
 type Rewrite = (created: Record<string, unknown>) => Record<string, unknown> | string;
 /** Per keyName: how the proxy rewrites the answer to that resource's key creation. */
 const REWRITES: Record<string, Rewrite> = {
-  'renamed': (c) => ({ ...c, name: 'someone-elses-key' }),
+  renamed: (c) => ({ ...c, name: 'someone-elses-key' }),
   'scoped-org': (c) => ({ ...c, project_id: PROJECT }),
   'other-project': (c) => ({ ...c, project_id: 'bold-meadow-00000002' }),
   'unscoped-project': ({ project_id: _drop, ...c }) => c,
@@ -46,7 +57,12 @@ describe('hostile platform answers to key creation', () => {
   const logLines: string[] = [];
   const logger = createLogger({
     level: 'debug',
-    destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
+    destination: new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logLines.push(chunk.toString('utf8'));
+        done();
+      },
+    }),
   });
   const keys = async (prefix: string): Promise<AdminKey[]> =>
     ((await (await fetch(`${emulator.adminUrl}/keys`)).json()) as AdminKey[]).filter((k) => k.name.startsWith(`${prefix}-`));
@@ -59,25 +75,31 @@ describe('hostile platform answers to key creation', () => {
     const upstream = new URL(emulator.baseUrl);
     proxy = createServer((req, res) => {
       const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c)).on('end', () => {
-        void (async () => {
-          const body = Buffer.concat(chunks).toString('utf8');
-          const answer = await fetch(`${upstream.origin}${req.url}`, {
-            method: req.method ?? 'GET',
-            headers: { authorization: String(req.headers.authorization), 'content-type': 'application/json', 'x-request-id': String(req.headers['x-request-id']) },
-            ...(body === '' ? {} : { body }),
-          });
-          let text = await answer.text();
-          const name = req.method === 'POST' && /\/api_keys$/.test(req.url ?? '') ? (JSON.parse(body) as { key_name?: string }).key_name ?? '' : '';
-          const rewrite = Object.entries(REWRITES).find(([base]) => name.startsWith(`${base}-`))?.[1];
-          if (answer.ok && rewrite !== undefined) {
-            const rewritten = rewrite(JSON.parse(text) as Record<string, unknown>);
-            text = typeof rewritten === 'string' ? rewritten : JSON.stringify(rewritten);
-          }
-          res.writeHead(answer.status, { 'content-type': 'application/json' });
-          res.end(text);
-        })().catch(() => res.destroy());
-      });
+      req
+        .on('data', (c: Buffer) => chunks.push(c))
+        .on('end', () => {
+          void (async () => {
+            const body = Buffer.concat(chunks).toString('utf8');
+            const answer = await fetch(`${upstream.origin}${req.url}`, {
+              method: req.method ?? 'GET',
+              headers: {
+                authorization: String(req.headers.authorization),
+                'content-type': 'application/json',
+                'x-request-id': String(req.headers['x-request-id']),
+              },
+              ...(body === '' ? {} : { body }),
+            });
+            let text = await answer.text();
+            const name = req.method === 'POST' && /\/api_keys$/.test(req.url ?? '') ? ((JSON.parse(body) as { key_name?: string }).key_name ?? '') : '';
+            const rewrite = Object.entries(REWRITES).find(([base]) => name.startsWith(`${base}-`))?.[1];
+            if (answer.ok && rewrite !== undefined) {
+              const rewritten = rewrite(JSON.parse(text) as Record<string, unknown>);
+              text = typeof rewritten === 'string' ? rewritten : JSON.stringify(rewritten);
+            }
+            res.writeHead(answer.status, { 'content-type': 'application/json' });
+            res.end(text);
+          })().catch(() => res.destroy());
+        });
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     objects = customObjects(cp.kubeConfig);
@@ -116,14 +138,31 @@ describe('hostile platform answers to key creation', () => {
   ];
 
   it.each(cases)('%s: revoked at once, never written, reported', async (_story, base, kind, why) => {
-    const spec = kind === 'ApiKey'
-      ? { scope: 'Organization', organizationId: org, keyName: base, credentialsSecretRef: { name: 'neon-admin' } }
-      : { organizationId: org, projectId: PROJECT, keyName: base, credentialsSecretRef: { name: 'neon-admin' } };
-    await objects.createNamespacedCustomObject({ group, version, namespace, plural: kind === 'ApiKey' ? 'apikeys' : 'projectapikeys', body: { apiVersion: `${group}/${version}`, kind, metadata: { name: base }, spec } });
-    const reported = await eventually(async () => {
-      const r = await objects.getNamespacedCustomObject({ group, version, namespace, plural: kind === 'ApiKey' ? 'apikeys' : 'projectapikeys', name: base }) as Resource;
-      return r.status?.conditions?.find((c) => c.type === 'KeyIssued')?.reason === 'PlatformResponseInvalid' ? r : undefined;
-    }, 20_000, `${base} PlatformResponseInvalid`);
+    const spec =
+      kind === 'ApiKey'
+        ? { scope: 'Organization', organizationId: org, keyName: base, credentialsSecretRef: { name: 'neon-admin' } }
+        : { organizationId: org, projectId: PROJECT, keyName: base, credentialsSecretRef: { name: 'neon-admin' } };
+    await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: kind === 'ApiKey' ? 'apikeys' : 'projectapikeys',
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name: base }, spec },
+    });
+    const reported = await eventually(
+      async () => {
+        const r = (await objects.getNamespacedCustomObject({
+          group,
+          version,
+          namespace,
+          plural: kind === 'ApiKey' ? 'apikeys' : 'projectapikeys',
+          name: base,
+        })) as Resource;
+        return r.status?.conditions?.find((c) => c.type === 'KeyIssued')?.reason === 'PlatformResponseInvalid' ? r : undefined;
+      },
+      20_000,
+      `${base} PlatformResponseInvalid`,
+    );
     const issued = reported.status?.conditions?.find((c) => c.type === 'KeyIssued');
     expect(issued?.message).toMatch(why);
     expect(issued?.message).toMatch(/was revoked/);
@@ -135,24 +174,40 @@ describe('hostile platform answers to key creation', () => {
     // Every key the platform made for it is revoked. The next attempt comes after a backoff of a
     // second or more, and a listing may fall between its create and its revoke (seen under load):
     // so the keys are listed until none is live. A key left live never passes.
-    await eventually(async () => {
-      const live = (await keys(base)).filter((k) => !k.revoked);
-      return live.length === 0 ? true : undefined;
-    }, 10_000, `every key made for ${base} revoked`);
+    await eventually(
+      async () => {
+        const live = (await keys(base)).filter((k) => !k.revoked);
+        return live.length === 0 ? true : undefined;
+      },
+      10_000,
+      `every key made for ${base} revoked`,
+    );
     await expect(core.readNamespacedSecret({ namespace, name: base })).rejects.toMatchObject({ code: 404 });
   });
 
   it('an answer too large to read is an ambiguous create: recovery revokes the key it made, nothing is written', async () => {
-    await objects.createNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', body: {
-      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'huge-answer' },
-      spec: { scope: 'Organization', organizationId: org, keyName: 'huge-answer', credentialsSecretRef: { name: 'neon-admin' } },
-    } });
+    await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKey',
+        metadata: { name: 'huge-answer' },
+        spec: { scope: 'Organization', organizationId: org, keyName: 'huge-answer', credentialsSecretRef: { name: 'neon-admin' } },
+      },
+    });
     // Recovery's event is recorded after it revoked: wait for both.
-    await eventually(async () => {
-      const made = await keys('huge-answer');
-      const reasons = (await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=huge-answer' })).items.map((e) => e.reason);
-      return made.length >= 1 && reasons.includes('CreateOutcomeUnknown') && reasons.includes('CreateRecovered') ? made : undefined;
-    }, 20_000, 'the key behind the unreadable answer revoked by recovery');
+    await eventually(
+      async () => {
+        const made = await keys('huge-answer');
+        const reasons = (await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=huge-answer' })).items.map((e) => e.reason);
+        return made.length >= 1 && reasons.includes('CreateOutcomeUnknown') && reasons.includes('CreateRecovered') ? made : undefined;
+      },
+      20_000,
+      'the key behind the unreadable answer revoked by recovery',
+    );
     // Every attempt's key is revoked once its recovery has run (a later attempt may be in flight).
     const recoveredIds = new Set<number>();
     for (const e of (await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=huge-answer' })).items) {

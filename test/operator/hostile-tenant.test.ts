@@ -23,7 +23,16 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled, replaceCustomObject } from './support.ts';
+import {
+  createNamespace,
+  customObjects,
+  emulatorAdmin,
+  eventually,
+  installOperatorManifests,
+  operatorKubeConfig,
+  intentSettled,
+  replaceCustomObject,
+} from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -34,13 +43,25 @@ const ISSUER_LABEL = 'keys.neon.dev/issuer';
 /** This suite's issuers: its operator reconciles only these (the suites share one apiserver). */
 const SUITE_LABEL = 'keys.neon.dev/test-suite';
 type Kind = 'ApiKey' | 'ProjectApiKey';
-interface Condition { type: string; status: string; reason: string; message: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
 interface Resource {
   metadata: { name: string; uid: string; resourceVersion: string; annotations?: Record<string, string>; finalizers?: string[] };
   spec: Record<string, unknown>;
   status?: { keyId?: number; keyName?: string; conditions?: Condition[]; retiringKeys?: { keyId: number }[] };
 }
-interface AdminKey { id: number; name: string; kind: string; projectId: string | null; revoked: boolean; userId: string | null }
+interface AdminKey {
+  id: number;
+  name: string;
+  kind: string;
+  projectId: string | null;
+  revoked: boolean;
+  userId: string | null;
+}
 
 const plural = (kind: Kind): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -73,15 +94,26 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   const logLines: string[] = [];
   const logger = createLogger({
     level: 'debug',
-    destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
+    destination: new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logLines.push(chunk.toString('utf8'));
+        done();
+      },
+    }),
   });
 
   const adminApi = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, method, path, body);
   const platformKeys = (): Promise<AdminKey[]> => adminApi<AdminKey[]>('GET', '/keys');
   const get = async (api: CustomObjectsApi, ns: string, kind: Kind, name: string): Promise<Resource> =>
-    await api.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name }) as Resource;
+    (await api.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name })) as Resource;
   const attackerCreate = (kind: Kind, name: string, spec: Record<string, unknown>, metadata: Record<string, unknown> = {}): Promise<unknown> =>
-    tenant.createNamespacedCustomObject({ group, version, namespace: attackerNs, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name, ...metadata }, spec } });
+    tenant.createNamespacedCustomObject({
+      group,
+      version,
+      namespace: attackerNs,
+      plural: plural(kind),
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, ...metadata }, spec },
+    });
   /**
    * Read, change, replace, as a tenant's tool does: again from a fresh read when the operator wrote
    * the resource in between (409 Conflict, the resourceVersion read is stale; seen under load).
@@ -90,10 +122,14 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     replaceCustomObject<Resource>(tenant, { group, version, namespace: attackerNs, plural: plural(kind), name }, change);
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const untilAttacker = (kind: Kind, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
-    eventually(async () => {
-      const r = await get(admin, attackerNs, kind, name);
-      return test(r) ? r : undefined;
-    }, timeoutMs, `${kind} ${name}: ${what}`);
+    eventually(
+      async () => {
+        const r = await get(admin, attackerNs, kind, name);
+        return test(r) ? r : undefined;
+      },
+      timeoutMs,
+      `${kind} ${name}: ${what}`,
+    );
   const ready = (r: Resource): boolean => condition(r, 'Ready')?.status === 'True' && intentSettled(r);
   const eventReasons = async (name: string): Promise<string[]> =>
     (await adminCore.listNamespacedEvent({ namespace: attackerNs, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => e.reason ?? '');
@@ -131,21 +167,35 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     const tenantIdentity = async (namespace: string): Promise<KubeConfig> => {
       await adminCore.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'tenant' } } });
-      await rbac.createNamespacedRole({ namespace, body: {
-        metadata: { name: 'tenant-edit' },
-        rules: [
-          { apiGroups: [group], resources: ['apikeys', 'projectapikeys', 'apikeyinventories'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-          { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-          { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
-        ],
-      } });
-      await rbac.createNamespacedRoleBinding({ namespace, body: {
-        metadata: { name: 'tenant-edit' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant-edit' },
-        subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
-      } });
+      await rbac.createNamespacedRole({
+        namespace,
+        body: {
+          metadata: { name: 'tenant-edit' },
+          rules: [
+            {
+              apiGroups: [group],
+              resources: ['apikeys', 'projectapikeys', 'apikeyinventories'],
+              verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+            },
+            { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+            { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
+          ],
+        },
+      });
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name: 'tenant-edit' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant-edit' },
+          subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
+        },
+      });
       const config = cp.kubeConfigForToken(await cp.mintServiceAccountToken(namespace, 'tenant'));
-      await eventually(async () => (await config.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace })) !== undefined || undefined, 10_000, 'the tenant Role in force');
+      await eventually(
+        async () => (await config.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace })) !== undefined || undefined,
+        10_000,
+        'the tenant Role in force',
+      );
       return config;
     };
     const tenantConfig = await tenantIdentity(attackerNs);
@@ -159,26 +209,45 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     issuerTenant = issuerTenantConfig.makeApiClient(CustomObjectsApi);
     issuerTenantCore = issuerTenantConfig.makeApiClient(CoreV1Api);
     const ns = await adminCore.readNamespace({ name: issuerTenantNs });
-    await adminCore.replaceNamespace({ name: issuerTenantNs, body: { ...ns, metadata: { ...ns.metadata, labels: { ...ns.metadata?.labels, [ISSUER_LABEL]: `tenant-keys-${suffix}` } } } });
+    await adminCore.replaceNamespace({
+      name: issuerTenantNs,
+      body: { ...ns, metadata: { ...ns.metadata, labels: { ...ns.metadata?.labels, [ISSUER_LABEL]: `tenant-keys-${suffix}` } } },
+    });
     const rules: Record<string, Record<string, unknown>[]> = {
       // Project keys of one project for the labelled namespace, at most 3; Organization keys nowhere.
-      'tenant-keys': [{ namespaces: { selector: { matchLabels: { [ISSUER_LABEL]: `tenant-keys-${suffix}` } } }, kinds: ['Project'], projects: [PROJECT], maxKeysPerNamespace: 3 }],
+      'tenant-keys': [
+        {
+          namespaces: { selector: { matchLabels: { [ISSUER_LABEL]: `tenant-keys-${suffix}` } } },
+          kinds: ['Project'],
+          projects: [PROJECT],
+          maxKeysPerNamespace: 3,
+        },
+      ],
       // Either kind, any project, for the tenant's namespace by name, no cap.
       'tenant-extra': [{ namespaces: { names: [issuerTenantNs] }, kinds: ['Organization', 'Project'] }],
       // One Project key per namespace.
       'one-slot': [{ namespaces: { names: [issuerTenantNs] }, kinds: ['Project'], maxKeysPerNamespace: 1 }],
       // The victims' issuer: their namespace only, and namespaces labelled for it.
-      'victim-keys': [{ namespaces: { names: [victimNs], selector: { matchLabels: { [ISSUER_LABEL]: `victim-keys-${suffix}` } } }, kinds: ['Organization', 'Project'] }],
+      'victim-keys': [
+        { namespaces: { names: [victimNs], selector: { matchLabels: { [ISSUER_LABEL]: `victim-keys-${suffix}` } } }, kinds: ['Organization', 'Project'] },
+      ],
     };
     for (const [base, allow] of Object.entries(rules)) {
       const user = await adminApi<{ id: string; personalKey: string }>('POST', '/users', { name: `issuer-${base}`, orgRoles: { [org]: 'admin' } });
       const name = `${base}-${suffix}`;
       issuerUsers.set(user.id, name);
       await adminCore.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: base }, stringData: { apiKey: user.personalKey } } });
-      await admin.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: {
-        apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name, labels: { [SUITE_LABEL]: suffix } },
-        spec: { organizationId: org, credentialsSecretRef: { name: base }, allow },
-      } });
+      await admin.createClusterCustomObject({
+        group,
+        version,
+        plural: 'clusterkeyissuers',
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: 'ClusterKeyIssuer',
+          metadata: { name, labels: { [SUITE_LABEL]: suffix } },
+          spec: { organizationId: org, credentialsSecretRef: { name: base }, allow },
+        },
+      });
       issuerNames.push(name);
     }
 
@@ -204,13 +273,23 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       ['ProjectApiKey', 'victim-issued', { projectId: PROJECT, keyName: 'victim-issued', issuerRef: { name: `victim-keys-${suffix}` } }],
     ];
     for (const [kind, name, spec] of specs) {
-      await admin.createNamespacedCustomObject({ group, version, namespace: victimNs, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec } });
+      await admin.createNamespacedCustomObject({
+        group,
+        version,
+        namespace: victimNs,
+        plural: plural(kind),
+        body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec },
+      });
     }
     for (const [kind, name] of specs) {
-      const r = await eventually(async () => {
-        const current = await get(admin, victimNs, kind, name);
-        return ready(current) ? current : undefined;
-      }, 30_000, `victim ${name} Ready`);
+      const r = await eventually(
+        async () => {
+          const current = await get(admin, victimNs, kind, name);
+          return ready(current) ? current : undefined;
+        },
+        30_000,
+        `victim ${name} Ready`,
+      );
       const secret = await adminCore.readNamespacedSecret({ namespace: victimNs, name });
       victims.push({ kind, name, keyId: r.status?.keyId ?? -1, keyName: r.status?.keyName ?? '', secretVersion: secret.metadata?.resourceVersion ?? '' });
     }
@@ -218,19 +297,37 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
 
   afterAll(async () => {
     await operator?.stop();
-    for (const ns of [victimNs, attackerNs, issuerTenantNs, issuersNs]) if (ns !== undefined) await adminCore?.deleteNamespace({ name: ns }).catch(() => undefined);
+    for (const ns of [victimNs, attackerNs, issuerTenantNs, issuersNs])
+      if (ns !== undefined) await adminCore?.deleteNamespace({ name: ns }).catch(() => undefined);
     // Without the operator, nothing lifts the issuers' finalizers: a person's way out.
     for (const name of issuerNames) {
       await admin?.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
-      await admin?.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] }).catch(() => undefined);
+      await admin
+        ?.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] })
+        .catch(() => undefined);
     }
     await emulator?.close();
   });
 
   it('the tenant cannot write status, nor anything in the victim namespace (the premise)', async () => {
     await attackerCreate('ApiKey', 'premise', { scope: 'Personal', keyName: 'premise', credentialsSecretRef: { name: 'neon-admin' } });
-    const forbidden = async (promise: Promise<unknown>): Promise<number | undefined> => promise.then(() => undefined, (e: unknown) => (e instanceof ApiException ? e.code : -1));
-    expect(await forbidden(tenant.patchNamespacedCustomObjectStatus({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'premise', body: [{ op: 'add', path: '/status', value: { keyId: 1 } }] }))).toBe(403);
+    const forbidden = async (promise: Promise<unknown>): Promise<number | undefined> =>
+      promise.then(
+        () => undefined,
+        (e: unknown) => (e instanceof ApiException ? e.code : -1),
+      );
+    expect(
+      await forbidden(
+        tenant.patchNamespacedCustomObjectStatus({
+          group,
+          version,
+          namespace: attackerNs,
+          plural: 'apikeys',
+          name: 'premise',
+          body: [{ op: 'add', path: '/status', value: { keyId: 1 } }],
+        }),
+      ),
+    ).toBe(403);
     expect(await forbidden(tenantCore.readNamespacedSecret({ namespace: victimNs, name: 'victim-org' }))).toBe(403);
     expect(await forbidden(tenant.listNamespacedCustomObject({ group, version, namespace: victimNs, plural: 'apikeys' }))).toBe(403);
   });
@@ -241,9 +338,15 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       const forged = { attempt: `forged-${i}-abcd1234`, startedAt: '2001-01-01T00:00:00Z', holder: 'operator-that-crashed', replaces: target.keyId };
       // With and without something that looks like a signature.
       const intent = JSON.stringify(i === 0 ? forged : { ...forged, sig: 'A'.repeat(43) });
-      await attackerCreate('ApiKey', `forged-${i}`, { scope: 'Organization', organizationId: org, keyName: `forged-${i}`, credentialsSecretRef: { name: 'neon-admin' } }, {
-        finalizers: ['keys.neon.dev/finalizer'], annotations: { 'keys.neon.dev/create-pending': intent },
-      });
+      await attackerCreate(
+        'ApiKey',
+        `forged-${i}`,
+        { scope: 'Organization', organizationId: org, keyName: `forged-${i}`, credentialsSecretRef: { name: 'neon-admin' } },
+        {
+          finalizers: ['keys.neon.dev/finalizer'],
+          annotations: { 'keys.neon.dev/create-pending': intent },
+        },
+      );
     }
     for (const i of [0, 1]) {
       await untilAttacker('ApiKey', `forged-${i}`, ready, 'Ready after the forged intent was cleared');
@@ -253,12 +356,30 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   });
 
   it('1b. a forged intent written onto a Ready resource is cleared; the resource keeps its own key', async () => {
-    await attackerCreate('ApiKey', 'late-forger', { scope: 'Organization', organizationId: org, keyName: 'late-forger', credentialsSecretRef: { name: 'neon-admin' } });
+    await attackerCreate('ApiKey', 'late-forger', {
+      scope: 'Organization',
+      organizationId: org,
+      keyName: 'late-forger',
+      credentialsSecretRef: { name: 'neon-admin' },
+    });
     const before = await untilAttacker('ApiKey', 'late-forger', ready, 'Ready');
     await attackerUpdate('ApiKey', 'late-forger', (r) => {
-      r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/create-pending': JSON.stringify({ attempt: 'late-forger-zzzzzzzz', startedAt: '2001-01-01T00:00:00Z', holder: 'x', replaces: victims[0]!.keyId }) };
+      r.metadata.annotations = {
+        ...r.metadata.annotations,
+        'keys.neon.dev/create-pending': JSON.stringify({
+          attempt: 'late-forger-zzzzzzzz',
+          startedAt: '2001-01-01T00:00:00Z',
+          holder: 'x',
+          replaces: victims[0]!.keyId,
+        }),
+      };
     });
-    const after = await untilAttacker('ApiKey', 'late-forger', (r) => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined && ready(r), 'intent cleared');
+    const after = await untilAttacker(
+      'ApiKey',
+      'late-forger',
+      (r) => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined && ready(r),
+      'intent cleared',
+    );
     expect(after.status?.keyId).toBe(before.status?.keyId);
     await victimsIntact();
   });
@@ -266,13 +387,20 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   it("2. choosing the victim's key name base, with an intent naming the victim's platform key, revokes nothing", async () => {
     for (const [i, v] of victims.entries()) {
       const base = v.keyName.slice(0, -9); // <base>-<8 chars>
-      await attackerCreate(v.kind, `namesake-${i}`, {
-        ...(v.kind === 'ApiKey' ? { scope: 'Organization' } : { projectId: PROJECT }),
-        organizationId: org, keyName: base, credentialsSecretRef: { name: 'neon-admin' },
-      }, {
-        finalizers: ['keys.neon.dev/finalizer'],
-        annotations: { 'keys.neon.dev/create-pending': JSON.stringify({ attempt: v.keyName, startedAt: '2001-01-01T00:00:00Z', holder: 'gone' }) },
-      });
+      await attackerCreate(
+        v.kind,
+        `namesake-${i}`,
+        {
+          ...(v.kind === 'ApiKey' ? { scope: 'Organization' } : { projectId: PROJECT }),
+          organizationId: org,
+          keyName: base,
+          credentialsSecretRef: { name: 'neon-admin' },
+        },
+        {
+          finalizers: ['keys.neon.dev/finalizer'],
+          annotations: { 'keys.neon.dev/create-pending': JSON.stringify({ attempt: v.keyName, startedAt: '2001-01-01T00:00:00Z', holder: 'gone' }) },
+        },
+      );
     }
     for (const [i, v] of victims.entries()) {
       await untilAttacker(v.kind, `namesake-${i}`, ready, 'Ready with a key of its own');
@@ -286,12 +414,22 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     // one on its resource long enough to be copied.
     await adminApi('PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/api_keys', probability: 1, kind: 'latency', latencyMs: 1_500, times: 1 }] });
     await attackerCreate('ApiKey', 'copy-source', { scope: 'Personal', keyName: 'copy', credentialsSecretRef: { name: 'neon-admin' } });
-    const copied = await eventually(async () => (await get(tenant, attackerNs, 'ApiKey', 'copy-source')).metadata.annotations?.['keys.neon.dev/create-pending'], 10_000, 'a live intent');
+    const copied = await eventually(
+      async () => (await get(tenant, attackerNs, 'ApiKey', 'copy-source')).metadata.annotations?.['keys.neon.dev/create-pending'],
+      10_000,
+      'a live intent',
+    );
     expect(JSON.parse(copied)).toMatchObject({ attempt: expect.stringMatching(/^copy-[a-z0-9]{8}$/), sig: expect.any(String) });
     await adminApi('DELETE', '/faults');
-    await attackerCreate('ApiKey', 'copy-target', { scope: 'Personal', keyName: 'copy', credentialsSecretRef: { name: 'neon-admin' } }, {
-      finalizers: ['keys.neon.dev/finalizer'], annotations: { 'keys.neon.dev/create-pending': copied },
-    });
+    await attackerCreate(
+      'ApiKey',
+      'copy-target',
+      { scope: 'Personal', keyName: 'copy', credentialsSecretRef: { name: 'neon-admin' } },
+      {
+        finalizers: ['keys.neon.dev/finalizer'],
+        annotations: { 'keys.neon.dev/create-pending': copied },
+      },
+    );
     const source = await untilAttacker('ApiKey', 'copy-source', ready, 'Ready');
     await untilAttacker('ApiKey', 'copy-target', ready, 'Ready');
     expect(await eventReasons('copy-target')).toContain('InvalidAnnotation');
@@ -302,13 +440,25 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
 
   it('3. ids that would rewrite request paths are refused by admission', async () => {
     const refused = async (spec: Record<string, unknown>, kind: Kind = 'ApiKey'): Promise<number | undefined> =>
-      attackerCreate(kind, `bad-id-${Math.random().toString(36).slice(2, 8)}`, spec).then(() => undefined, (e: unknown) => (e instanceof ApiException ? e.code : -1));
+      attackerCreate(kind, `bad-id-${Math.random().toString(36).slice(2, 8)}`, spec).then(
+        () => undefined,
+        (e: unknown) => (e instanceof ApiException ? e.code : -1),
+      );
     for (const organizationId of ['..', '.', `${org}/..`, 'org-x/../../api_keys', '%2e%2e', 'org-%2e%2e', 'ORG-X', 'org-x?y=1', 'org-x#y', 'org-x\n']) {
-      expect({ organizationId, code: await refused({ scope: 'Organization', organizationId, credentialsSecretRef: { name: 'neon-admin' } }) }).toEqual({ organizationId, code: 422 });
-      expect({ organizationId, code: await refused({ organizationId, projectId: PROJECT, credentialsSecretRef: { name: 'neon-admin' } }, 'ProjectApiKey') }).toEqual({ organizationId, code: 422 });
+      expect({ organizationId, code: await refused({ scope: 'Organization', organizationId, credentialsSecretRef: { name: 'neon-admin' } }) }).toEqual({
+        organizationId,
+        code: 422,
+      });
+      expect({
+        organizationId,
+        code: await refused({ organizationId, projectId: PROJECT, credentialsSecretRef: { name: 'neon-admin' } }, 'ProjectApiKey'),
+      }).toEqual({ organizationId, code: 422 });
     }
     for (const projectId of ['..', `${PROJECT}/..`, '../../api_keys', '%2e%2e', 'Quiet-River', 'p/q']) {
-      expect({ projectId, code: await refused({ organizationId: org, projectId, credentialsSecretRef: { name: 'neon-admin' } }, 'ProjectApiKey') }).toEqual({ projectId, code: 422 });
+      expect({ projectId, code: await refused({ organizationId: org, projectId, credentialsSecretRef: { name: 'neon-admin' } }, 'ProjectApiKey') }).toEqual({
+        projectId,
+        code: 422,
+      });
     }
     await victimsIntact();
   });
@@ -320,28 +470,41 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     const blocked = await untilAttacker('ApiKey', 'forger', (r) => condition(r, 'Ready')?.reason === 'CredentialsMissing', 'blocked on credentials');
     // Everything the operator puts on its Secrets, including a controller owner reference to the
     // attacker's own resource (its uid is readable), and the victim's key id and name.
-    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: {
-      metadata: {
-        name: 'forger',
-        labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
-        annotations: {
-          'keys.neon.dev/owner': 'ApiKey/forger', 'keys.neon.dev/key-id': String(victim!.keyId), 'keys.neon.dev/key-name': victim!.keyName,
-          'keys.neon.dev/signature': 'B'.repeat(43),
+    await tenantCore.createNamespacedSecret({
+      namespace: attackerNs,
+      body: {
+        metadata: {
+          name: 'forger',
+          labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
+          annotations: {
+            'keys.neon.dev/owner': 'ApiKey/forger',
+            'keys.neon.dev/key-id': String(victim!.keyId),
+            'keys.neon.dev/key-name': victim!.keyName,
+            'keys.neon.dev/signature': 'B'.repeat(43),
+          },
+          ownerReferences: [{ apiVersion: `${group}/${version}`, kind: 'ApiKey', name: 'forger', uid: blocked.metadata.uid, controller: true }],
         },
-        ownerReferences: [{ apiVersion: `${group}/${version}`, kind: 'ApiKey', name: 'forger', uid: blocked.metadata.uid, controller: true }],
+        stringData: { apiKey: 'z'.repeat(64) },
       },
-      stringData: { apiKey: 'z'.repeat(64) },
-    } });
+    });
     // The same without an owner reference, for a second resource: a Secret conflict.
-    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: {
-      metadata: {
-        name: 'forger-2',
-        labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
-        annotations: { 'keys.neon.dev/owner': 'ApiKey/forger-2', 'keys.neon.dev/key-id': String(victim!.keyId), 'keys.neon.dev/key-name': victim!.keyName },
+    await tenantCore.createNamespacedSecret({
+      namespace: attackerNs,
+      body: {
+        metadata: {
+          name: 'forger-2',
+          labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
+          annotations: { 'keys.neon.dev/owner': 'ApiKey/forger-2', 'keys.neon.dev/key-id': String(victim!.keyId), 'keys.neon.dev/key-name': victim!.keyName },
+        },
+        stringData: { apiKey: 'z'.repeat(64) },
       },
-      stringData: { apiKey: 'z'.repeat(64) },
-    } });
-    await attackerCreate('ApiKey', 'forger-2', { scope: 'Organization', organizationId: org, keyName: 'forger-2', credentialsSecretRef: { name: 'neon-admin' } });
+    });
+    await attackerCreate('ApiKey', 'forger-2', {
+      scope: 'Organization',
+      organizationId: org,
+      keyName: 'forger-2',
+      credentialsSecretRef: { name: 'neon-admin' },
+    });
     await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'forger-creds' }, stringData: { apiKey: malloryKey } } });
 
     const issued = await untilAttacker('ApiKey', 'forger', ready, 'Ready with a key of its own');
@@ -352,12 +515,22 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
 
     for (const name of ['forger', 'forger-2']) await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name });
     for (const name of ['forger', 'forger-2']) {
-      await eventually(async () => get(admin, attackerNs, 'ApiKey', name).then(() => undefined, (e: unknown) => (e instanceof ApiException && e.code === 404 ? true : undefined)), 20_000, `${name} gone`);
+      await eventually(
+        async () =>
+          get(admin, attackerNs, 'ApiKey', name).then(
+            () => undefined,
+            (e: unknown) => (e instanceof ApiException && e.code === 404 ? true : undefined),
+          ),
+        20_000,
+        `${name} gone`,
+      );
     }
     const keys = await platformKeys();
     expect(keys.find((k) => k.id === issued.status?.keyId)?.revoked).toBe(true);
     // forger-2's Secret is not the operator's: it is left as it was.
-    expect((await adminCore.readNamespacedSecret({ namespace: attackerNs, name: 'forger-2' })).metadata?.annotations?.['keys.neon.dev/key-id']).toBe(String(victim!.keyId));
+    expect((await adminCore.readNamespacedSecret({ namespace: attackerNs, name: 'forger-2' })).metadata?.annotations?.['keys.neon.dev/key-id']).toBe(
+      String(victim!.keyId),
+    );
     await victimsIntact();
   });
 
@@ -365,7 +538,9 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'carol-creds' }, stringData: { apiKey: carolKey } } });
     await attackerCreate('ApiKey', 'switcher', { scope: 'Personal', keyName: 'switcher', credentialsSecretRef: { name: 'neon-admin' } });
     const first = await untilAttacker('ApiKey', 'switcher', ready, 'Ready');
-    await attackerUpdate('ApiKey', 'switcher', (r) => { r.spec.credentialsSecretRef = { name: 'carol-creds' }; });
+    await attackerUpdate('ApiKey', 'switcher', (r) => {
+      r.spec.credentialsSecretRef = { name: 'carol-creds' };
+    });
     const changed = await untilAttacker('ApiKey', 'switcher', (r) => condition(r, 'KeyIssued')?.reason === 'CredentialsChanged', 'CredentialsChanged');
     expect(condition(changed, 'KeyIssued')?.message).toContain(`key ${first.status?.keyId}`);
     expect(changed.status?.keyId).toBe(first.status?.keyId);
@@ -376,24 +551,44 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
 
     // Deleting it with credentials that cannot revoke the key does not drop the finalizer.
     await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'switcher' });
-    const stuck = await untilAttacker('ApiKey', 'switcher', (r) => /CredentialsChanged|Forbidden|NotFound/.test(condition(r, 'Ready')?.message ?? ''), 'deletion blocked');
+    const stuck = await untilAttacker(
+      'ApiKey',
+      'switcher',
+      (r) => /CredentialsChanged|Forbidden|NotFound/.test(condition(r, 'Ready')?.message ?? ''),
+      'deletion blocked',
+    );
     expect(stuck.metadata.finalizers).toContain('keys.neon.dev/finalizer');
     expect((await platformKeys()).find((k) => k.id === first.status?.keyId)?.revoked).toBe(false);
     // The credentials that issued it, back: revoked and gone.
-    await attackerUpdate('ApiKey', 'switcher', (r) => { r.spec.credentialsSecretRef = { name: 'neon-admin' }; });
-    await eventually(async () => get(admin, attackerNs, 'ApiKey', 'switcher').then(() => undefined, (e: unknown) => (e instanceof ApiException && e.code === 404 ? true : undefined)), 30_000, 'switcher gone');
+    await attackerUpdate('ApiKey', 'switcher', (r) => {
+      r.spec.credentialsSecretRef = { name: 'neon-admin' };
+    });
+    await eventually(
+      async () =>
+        get(admin, attackerNs, 'ApiKey', 'switcher').then(
+          () => undefined,
+          (e: unknown) => (e instanceof ApiException && e.code === 404 ? true : undefined),
+        ),
+      30_000,
+      'switcher gone',
+    );
     expect((await platformKeys()).find((k) => k.id === first.status?.keyId)?.revoked).toBe(true);
     await victimsIntact();
   });
 
   /** What the operator recorded for a resource: its key and the keys still retiring. */
-  const recordedKeys = (r: Resource | undefined): number[] => [...(r?.status?.keyId !== undefined ? [r.status.keyId] : []), ...(r?.status?.retiringKeys ?? []).map((k) => k.keyId)];
+  const recordedKeys = (r: Resource | undefined): number[] => [
+    ...(r?.status?.keyId !== undefined ? [r.status.keyId] : []),
+    ...(r?.status?.retiringKeys ?? []).map((k) => k.keyId),
+  ];
   const attemptOf = (base: string): RegExp => new RegExp(`^${base}-[a-z0-9]{8}$`);
-  const liveKeysOf = async (base: string): Promise<number[]> => (await platformKeys()).filter((k) => !k.revoked && attemptOf(base).test(k.name)).map((k) => k.id);
-  const readAttacker = (name: string): Promise<Resource | undefined> => get(admin, attackerNs, 'ApiKey', name).catch((e: unknown) => {
-    if (e instanceof ApiException && e.code === 404) return undefined;
-    throw e;
-  });
+  const liveKeysOf = async (base: string): Promise<number[]> =>
+    (await platformKeys()).filter((k) => !k.revoked && attemptOf(base).test(k.name)).map((k) => k.id);
+  const readAttacker = (name: string): Promise<Resource | undefined> =>
+    get(admin, attackerNs, 'ApiKey', name).catch((e: unknown) => {
+      if (e instanceof ApiException && e.code === 404) return undefined;
+      throw e;
+    });
   /**
    * For `forMs`: every live key named by the resource's attempts is recorded by it. The operator
    * moves between the reads, so a key counts as recorded when the resource read before or after
@@ -415,13 +610,25 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   /** The Secret's operator annotations replaced by `saved` (those it has and `saved` lacks removed), as the tenant can. */
   const replayOnSecret = async (name: string, saved: Record<string, string>): Promise<void> => {
     const secret = await tenantCore.readNamespacedSecret({ namespace: attackerNs, name });
-    const others = Object.fromEntries(Object.entries(secret.metadata?.annotations ?? {}).filter(([k]) => !k.startsWith('keys.neon.dev/') || k === 'keys.neon.dev/owner'));
-    await tenantCore.replaceNamespacedSecret({ namespace: attackerNs, name, body: { ...secret, metadata: { ...secret.metadata, annotations: { ...others, ...saved } } } });
+    const others = Object.fromEntries(
+      Object.entries(secret.metadata?.annotations ?? {}).filter(([k]) => !k.startsWith('keys.neon.dev/') || k === 'keys.neon.dev/owner'),
+    );
+    await tenantCore.replaceNamespacedSecret({
+      namespace: attackerNs,
+      name,
+      body: { ...secret, metadata: { ...secret.metadata, annotations: { ...others, ...saved } } },
+    });
   };
-  const gone = (name: string): Promise<boolean> => eventually(async () => ((await readAttacker(name)) === undefined ? true : undefined), 30_000, `${name} gone`);
+  const gone = (name: string): Promise<boolean> =>
+    eventually(async () => ((await readAttacker(name)) === undefined ? true : undefined), 30_000, `${name} gone`);
 
   it("6. attack 2 (issue 24): key 1's saved intent and Secret annotations replayed over key 2 never make the operator forget a live key", async () => {
-    await attackerCreate('ApiKey', 'replayer', { scope: 'Organization', organizationId: org, keyName: 'replayer', credentialsSecretRef: { name: 'neon-admin' } });
+    await attackerCreate('ApiKey', 'replayer', {
+      scope: 'Organization',
+      organizationId: org,
+      keyName: 'replayer',
+      credentialsSecretRef: { name: 'neon-admin' },
+    });
     const first = await untilAttacker('ApiKey', 'replayer', ready, 'Ready with key 1');
     const key1 = first.status!.keyId!;
     // What the tenant saves: the fulfilled signed intent left on the resource, and the Secret's signed annotations.
@@ -437,20 +644,36 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await eventually(async () => ((await platformKeys()).find((k) => k.id === key1)?.revoked === true ? true : undefined), 10_000, 'key 1 revoked');
 
     // Repairs stopped: credentials pointed at a missing Secret.
-    await attackerUpdate('ApiKey', 'replayer', (r) => { r.spec.credentialsSecretRef = { name: 'no-such-secret' }; });
-    await untilAttacker('ApiKey', 'replayer', (r) => (r.status as { observedGeneration?: number } | undefined)?.observedGeneration === (r.metadata as { generation?: number }).generation, 'the new spec observed');
+    await attackerUpdate('ApiKey', 'replayer', (r) => {
+      r.spec.credentialsSecretRef = { name: 'no-such-secret' };
+    });
+    await untilAttacker(
+      'ApiKey',
+      'replayer',
+      (r) => (r.status as { observedGeneration?: number } | undefined)?.observedGeneration === (r.metadata as { generation?: number }).generation,
+      'the new spec observed',
+    );
     // The replay: key 1's annotations on the Secret holding key 2, key 1's intent on the resource.
     await replayOnSecret('replayer', savedAnnotations);
-    await attackerUpdate('ApiKey', 'replayer', (r) => { r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/create-pending': savedIntent! }; });
+    await attackerUpdate('ApiKey', 'replayer', (r) => {
+      r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/create-pending': savedIntent! };
+    });
     // The intent does not fit the record: cleared at once, without credentials, key 2 still recorded.
-    const cleared = await untilAttacker('ApiKey', 'replayer', (r) => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined, 'the replayed intent cleared');
+    const cleared = await untilAttacker(
+      'ApiKey',
+      'replayer',
+      (r) => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined,
+      'the replayed intent cleared',
+    );
     expect(cleared.status?.keyId).toBe(key2);
     expect(await eventReasons('replayer')).toContain('StaleIntent');
     expect((await platformKeys()).find((k) => k.id === key2)?.revoked).toBe(false);
     await everyLiveKeyRecorded('replayer', 'replayer', 1_000);
 
     // Credentials back: the edited Secret is repaired (a new key, the recorded one revoked after it); nothing is forgotten.
-    await attackerUpdate('ApiKey', 'replayer', (r) => { r.spec.credentialsSecretRef = { name: 'neon-admin' }; });
+    await attackerUpdate('ApiKey', 'replayer', (r) => {
+      r.spec.credentialsSecretRef = { name: 'neon-admin' };
+    });
     const settled = await untilAttacker('ApiKey', 'replayer', (r) => ready(r) && r.status?.keyId !== key2, 'Ready with a key of its own again');
     expect(settled.status?.keyId).not.toBe(key1);
     expect(await eventReasons('replayer')).not.toContain('KeyAdopted');
@@ -465,39 +688,75 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
-  it('6b. the same with a saved rotation intent (it replaced key 1) and key 2\'s annotations replayed over key 3: nothing forgotten', async () => {
-    await attackerCreate('ApiKey', 'rot-replayer', { scope: 'Organization', organizationId: org, keyName: 'rot-replayer', credentialsSecretRef: { name: 'neon-admin' } });
+  it("6b. the same with a saved rotation intent (it replaced key 1) and key 2's annotations replayed over key 3: nothing forgotten", async () => {
+    await attackerCreate('ApiKey', 'rot-replayer', {
+      scope: 'Organization',
+      organizationId: org,
+      keyName: 'rot-replayer',
+      credentialsSecretRef: { name: 'neon-admin' },
+    });
     const first = await untilAttacker('ApiKey', 'rot-replayer', ready, 'Ready with key 1');
     const key1 = first.status!.keyId!;
     // A slow create keeps the rotation's intent on the resource long enough for the tenant to save it.
-    await adminApi('PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: 1_500, times: 1 }] });
-    await attackerUpdate('ApiKey', 'rot-replayer', (r) => { r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/rotate': 'r1' }; });
-    const rotationIntent = await eventually(async () => {
-      const intent = (await get(tenant, attackerNs, 'ApiKey', 'rot-replayer')).metadata.annotations?.['keys.neon.dev/create-pending'];
-      return intent !== undefined && (JSON.parse(intent) as { rotation?: unknown }).rotation !== undefined ? intent : undefined;
-    }, 10_000, 'the rotation intent');
+    await adminApi('PUT', '/faults', {
+      rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: 1_500, times: 1 }],
+    });
+    await attackerUpdate('ApiKey', 'rot-replayer', (r) => {
+      r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/rotate': 'r1' };
+    });
+    const rotationIntent = await eventually(
+      async () => {
+        const intent = (await get(tenant, attackerNs, 'ApiKey', 'rot-replayer')).metadata.annotations?.['keys.neon.dev/create-pending'];
+        return intent !== undefined && (JSON.parse(intent) as { rotation?: unknown }).rotation !== undefined ? intent : undefined;
+      },
+      10_000,
+      'the rotation intent',
+    );
     await adminApi('DELETE', '/faults');
     expect(JSON.parse(rotationIntent)).toMatchObject({ replaces: key1, rotation: { request: 'r1' }, sig: expect.any(String) });
-    const rotated = await untilAttacker('ApiKey', 'rot-replayer', (r) => ready(r) && r.status?.keyId !== key1 && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined, 'rotated to key 2');
+    const rotated = await untilAttacker(
+      'ApiKey',
+      'rot-replayer',
+      (r) => ready(r) && r.status?.keyId !== key1 && r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined,
+      'rotated to key 2',
+    );
     const key2 = rotated.status!.keyId!;
     expect(recordedKeys(rotated)).toEqual([key2, key1]);
-    const savedAnnotations = operatorAnnotations((await tenantCore.readNamespacedSecret({ namespace: attackerNs, name: 'rot-replayer' })).metadata?.annotations);
+    const savedAnnotations = operatorAnnotations(
+      (await tenantCore.readNamespacedSecret({ namespace: attackerNs, name: 'rot-replayer' })).metadata?.annotations,
+    );
     expect(savedAnnotations).toMatchObject({ 'keys.neon.dev/key-id': String(key2), 'keys.neon.dev/replaces': String(key1) });
 
     // The Secret deleted: key 3 replaces key 2 (revoked); key 1 still retires (default grace 10m).
     await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'rot-replayer' });
     const third = await untilAttacker('ApiKey', 'rot-replayer', (r) => ready(r) && r.status?.keyId !== key2, 'Ready with key 3');
     const key3 = third.status!.keyId!;
-    await attackerUpdate('ApiKey', 'rot-replayer', (r) => { r.spec.credentialsSecretRef = { name: 'no-such-secret' }; });
-    await untilAttacker('ApiKey', 'rot-replayer', (r) => (r.status as { observedGeneration?: number } | undefined)?.observedGeneration === (r.metadata as { generation?: number }).generation, 'the new spec observed');
+    await attackerUpdate('ApiKey', 'rot-replayer', (r) => {
+      r.spec.credentialsSecretRef = { name: 'no-such-secret' };
+    });
+    await untilAttacker(
+      'ApiKey',
+      'rot-replayer',
+      (r) => (r.status as { observedGeneration?: number } | undefined)?.observedGeneration === (r.metadata as { generation?: number }).generation,
+      'the new spec observed',
+    );
     await replayOnSecret('rot-replayer', savedAnnotations);
-    await attackerUpdate('ApiKey', 'rot-replayer', (r) => { r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/create-pending': rotationIntent }; });
-    const cleared = await untilAttacker('ApiKey', 'rot-replayer', (r) => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined, 'the replayed intent cleared');
+    await attackerUpdate('ApiKey', 'rot-replayer', (r) => {
+      r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/create-pending': rotationIntent };
+    });
+    const cleared = await untilAttacker(
+      'ApiKey',
+      'rot-replayer',
+      (r) => r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined,
+      'the replayed intent cleared',
+    );
     expect(cleared.status?.keyId).toBe(key3);
     expect(await eventReasons('rot-replayer')).toContain('StaleIntent');
     await everyLiveKeyRecorded('rot-replayer', 'rot-replayer', 1_000);
 
-    await attackerUpdate('ApiKey', 'rot-replayer', (r) => { r.spec.credentialsSecretRef = { name: 'neon-admin' }; });
+    await attackerUpdate('ApiKey', 'rot-replayer', (r) => {
+      r.spec.credentialsSecretRef = { name: 'neon-admin' };
+    });
     const settled = await untilAttacker('ApiKey', 'rot-replayer', (r) => ready(r) && r.status?.keyId !== key3, 'Ready with a key of its own again');
     expect([key1, key2]).not.toContain(settled.status?.keyId);
     await everyLiveKeyRecorded('rot-replayer', 'rot-replayer', 6_000);
@@ -515,7 +774,11 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     // the revoke of the old one, a NOT_FOUND to another user, dropped it from every record.
     const setCredentials = async (apiKey: string): Promise<void> => {
       const current = await tenantCore.readNamespacedSecret({ namespace: attackerNs, name: 'quick-creds' });
-      await tenantCore.replaceNamespacedSecret({ namespace: attackerNs, name: 'quick-creds', body: { metadata: { name: 'quick-creds', resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } } });
+      await tenantCore.replaceNamespacedSecret({
+        namespace: attackerNs,
+        name: 'quick-creds',
+        body: { metadata: { name: 'quick-creds', resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } },
+      });
     };
     await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'quick-creds' }, stringData: { apiKey: malloryKey } } });
     await attackerCreate('ApiKey', 'quick', { scope: 'Personal', keyName: 'quick', credentialsSecretRef: { name: 'quick-creds' } });
@@ -525,7 +788,12 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     // the key's Secret deleted (a repair that would need a revoke those credentials cannot make).
     await setCredentials(carolKey);
     await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'quick' });
-    const after = await untilAttacker('ApiKey', 'quick', (r) => condition(r, 'KeyIssued')?.reason === 'CredentialsChanged' || r.status?.keyId !== key1, 'CredentialsChanged, or another key');
+    const after = await untilAttacker(
+      'ApiKey',
+      'quick',
+      (r) => condition(r, 'KeyIssued')?.reason === 'CredentialsChanged' || r.status?.keyId !== key1,
+      'CredentialsChanged, or another key',
+    );
     expect({ keyId: after.status?.keyId, reason: condition(after, 'KeyIssued')?.reason }).toEqual({ keyId: key1, reason: 'CredentialsChanged' });
     // Over several drift intervals (1.5 s): key 1 live and recorded, and no other key of it.
     await everyLiveKeyRecorded('quick', 'quick', 4_000);
@@ -546,12 +814,16 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   it("7b. a repair whose revoke fails, its intent stripped, then another user's credentials: the replaced key is not revoked with them, nor forgotten", async () => {
     const setCredentials = async (apiKey: string): Promise<void> => {
       const current = await tenantCore.readNamespacedSecret({ namespace: attackerNs, name: 'interrupted-creds' });
-      await tenantCore.replaceNamespacedSecret({ namespace: attackerNs, name: 'interrupted-creds', body: { metadata: { name: 'interrupted-creds', resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } } });
+      await tenantCore.replaceNamespacedSecret({
+        namespace: attackerNs,
+        name: 'interrupted-creds',
+        body: { metadata: { name: 'interrupted-creds', resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } },
+      });
     };
     const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
     const intentOf = (r: Resource): { replaces?: number } | undefined => {
       const raw = r.metadata.annotations?.['keys.neon.dev/create-pending'];
-      return raw === undefined ? undefined : JSON.parse(raw) as { replaces?: number };
+      return raw === undefined ? undefined : (JSON.parse(raw) as { replaces?: number });
     };
     await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'interrupted-creds' }, stringData: { apiKey: malloryKey } } });
     await attackerCreate('ApiKey', 'interrupted', { scope: 'Personal', keyName: 'interrupted', credentialsSecretRef: { name: 'interrupted-creds' } });
@@ -563,29 +835,57 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await adminApi('PUT', '/faults', { rules: [{ method: 'DELETE', route: '/api/v2/api_keys/:key_id', probability: 1, kind: 'status', status: 503 }] });
     try {
       await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'interrupted' });
-      const repairing = await untilAttacker('ApiKey', 'interrupted', (r) => r.status?.keyId !== undefined && r.status.keyId !== key1 && replacedOf(r).includes(key1), 'key 2 recorded, key 1 still to revoke');
+      const repairing = await untilAttacker(
+        'ApiKey',
+        'interrupted',
+        (r) => r.status?.keyId !== undefined && r.status.keyId !== key1 && replacedOf(r).includes(key1),
+        'key 2 recorded, key 1 still to revoke',
+      );
       const key2 = repairing.status!.keyId!;
       // The tenant strips the intent annotation (the operator may have cleared it already) and puts a forged one: key 1 stays recorded.
       await attackerUpdate('ApiKey', 'interrupted', (r) => {
-        r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/create-pending': JSON.stringify({ attempt: 'interrupted-forged00', startedAt: new Date().toISOString(), holder: 'x', sig: 'x' }) };
+        r.metadata.annotations = {
+          ...r.metadata.annotations,
+          'keys.neon.dev/create-pending': JSON.stringify({ attempt: 'interrupted-forged00', startedAt: new Date().toISOString(), holder: 'x', sig: 'x' }),
+        };
       });
-      await attackerUpdate('ApiKey', 'interrupted', (r) => { delete r.metadata.annotations?.['keys.neon.dev/create-pending']; });
+      await attackerUpdate('ApiKey', 'interrupted', (r) => {
+        delete r.metadata.annotations?.['keys.neon.dev/create-pending'];
+      });
       expect(replacedOf(await get(admin, attackerNs, 'ApiKey', 'interrupted'))).toContain(key1);
       // Another user's credentials, then the platform back. Those credentials would get NOT_FOUND for key 1.
       await setCredentials(carolKey);
-      await eventually(async () => {
-        const r = await get(admin, attackerNs, 'ApiKey', 'interrupted');
-        return condition(r, 'KeyIssued')?.reason === 'CredentialsChanged' ? true : undefined;
-      }, 8_000, 'CredentialsChanged').catch(() => undefined);
+      await eventually(
+        async () => {
+          const r = await get(admin, attackerNs, 'ApiKey', 'interrupted');
+          return condition(r, 'KeyIssued')?.reason === 'CredentialsChanged' ? true : undefined;
+        },
+        8_000,
+        'CredentialsChanged',
+      ).catch(() => undefined);
       await adminApi('DELETE', '/faults');
-      const held = await untilAttacker('ApiKey', 'interrupted', (r) => intentOf(r) === undefined || condition(r, 'KeyIssued')?.reason === 'CredentialsChanged', 'the intent finished, or held');
+      const held = await untilAttacker(
+        'ApiKey',
+        'interrupted',
+        (r) => intentOf(r) === undefined || condition(r, 'KeyIssued')?.reason === 'CredentialsChanged',
+        'the intent finished, or held',
+      );
       // Key 1 is live, and still in status.replacedKeys: not dropped from the records.
       expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
-      expect({ keyId: held.status?.keyId, replaced: replacedOf(held), reason: condition(held, 'KeyIssued')?.reason }).toEqual({ keyId: key2, replaced: [key1], reason: 'CredentialsChanged' });
+      expect({ keyId: held.status?.keyId, replaced: replacedOf(held), reason: condition(held, 'KeyIssued')?.reason }).toEqual({
+        keyId: key2,
+        replaced: [key1],
+        reason: 'CredentialsChanged',
+      });
 
       // The credentials that issued them, back: the repair finishes (key 1 revoked), key 2 is the only live key.
       await setCredentials(malloryKey);
-      await untilAttacker('ApiKey', 'interrupted', (r) => ready(r) && intentOf(r) === undefined && replacedOf(r).length === 0 && r.status?.keyId === key2, 'the repair finished');
+      await untilAttacker(
+        'ApiKey',
+        'interrupted',
+        (r) => ready(r) && intentOf(r) === undefined && replacedOf(r).length === 0 && r.status?.keyId === key2,
+        'the repair finished',
+      );
       expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(true);
       expect(await liveKeysOf('interrupted')).toEqual([key2]);
     } finally {
@@ -597,31 +897,47 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
-  it('7c. a create whose answer is lost, its intent then stripped by the tenant: the key it made is still found (by the resource\'s tag) and revoked, none live after the delete', async () => {
+  it("7c. a create whose answer is lost, its intent then stripped by the tenant: the key it made is still found (by the resource's tag) and revoked, none live after the delete", async () => {
     const route = '/api/v2/organizations/:org_id/api_keys';
     const intentOf = (r: Resource): string | undefined => r.metadata.annotations?.['keys.neon.dev/create-pending'];
-    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'stripped-creds' }, stringData: { apiKey: malloryKey } } }).catch(() => undefined);
+    await tenantCore
+      .createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'stripped-creds' }, stringData: { apiKey: malloryKey } } })
+      .catch(() => undefined);
     // The create's answer is dropped after the platform made the key, and no list answers meanwhile:
     // the operator cannot recover the attempt (recovery lists its keys) while the tenant removes its intent.
-    await adminApi('PUT', '/faults', { rules: [
-      { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
-      { method: 'GET', route, probability: 1, kind: 'status', status: 503 },
-    ] });
+    await adminApi('PUT', '/faults', {
+      rules: [
+        { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
+        { method: 'GET', route, probability: 1, kind: 'status', status: 503 },
+      ],
+    });
     let key1: number;
     let key2: number;
     try {
-      await attackerCreate('ApiKey', 'stripped', { scope: 'Organization', organizationId: org, keyName: 'stripped', credentialsSecretRef: { name: 'stripped-creds' } });
-      key1 = await eventually(async () => (await liveKeysOf('stripped'))[0], 20_000, 'the attempt\'s key made on the platform');
+      await attackerCreate('ApiKey', 'stripped', {
+        scope: 'Organization',
+        organizationId: org,
+        keyName: 'stripped',
+        credentialsSecretRef: { name: 'stripped-creds' },
+      });
+      key1 = await eventually(async () => (await liveKeysOf('stripped'))[0], 20_000, "the attempt's key made on the platform");
       await untilAttacker('ApiKey', 'stripped', (r) => intentOf(r) !== undefined && r.status?.keyId === undefined, 'the intent left for recovery');
-      await attackerUpdate('ApiKey', 'stripped', (r) => { delete r.metadata.annotations?.['keys.neon.dev/create-pending']; });
+      await attackerUpdate('ApiKey', 'stripped', (r) => {
+        delete r.metadata.annotations?.['keys.neon.dev/create-pending'];
+      });
       // With the intent gone, a new attempt gets the resource its key; the lost attempt's key is recorded nowhere and still live.
-      key2 = (await untilAttacker('ApiKey', 'stripped', (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1, 'Ready with a new key')).status!.keyId!;
+      key2 = (await untilAttacker('ApiKey', 'stripped', (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1, 'Ready with a new key'))
+        .status!.keyId!;
       expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
     } finally {
       await adminApi('DELETE', '/faults');
     }
     // Once a list answers: found by the resource's tag, past the pending grace, and revoked.
-    await eventually(async () => ((await platformKeys()).find((k) => k.id === key1)?.revoked === true ? true : undefined), 30_000, 'the lost attempt\'s key revoked');
+    await eventually(
+      async () => ((await platformKeys()).find((k) => k.id === key1)?.revoked === true ? true : undefined),
+      30_000,
+      "the lost attempt's key revoked",
+    );
     expect(await liveKeysOf('stripped')).toEqual([key2]);
     await eventually(async () => ((await eventReasons('stripped')).includes('CreateRecovered') ? true : undefined), 10_000, 'the CreateRecovered event');
     await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'stripped' });
@@ -630,27 +946,39 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
-  it('7d. the same lost create, its orphan\'s revoke then refused by the platform: the key is recorded in status.replacedKeys at once, revoked and dropped once revokes work', async () => {
+  it("7d. the same lost create, its orphan's revoke then refused by the platform: the key is recorded in status.replacedKeys at once, revoked and dropped once revokes work", async () => {
     const route = '/api/v2/organizations/:org_id/api_keys';
     const intentOf = (r: Resource): string | undefined => r.metadata.annotations?.['keys.neon.dev/create-pending'];
     const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
-    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'refused-creds' }, stringData: { apiKey: malloryKey } } }).catch(() => undefined);
-    await adminApi('PUT', '/faults', { rules: [
-      { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
-      { method: 'GET', route, probability: 1, kind: 'status', status: 503 },
-    ] });
+    await tenantCore
+      .createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'refused-creds' }, stringData: { apiKey: malloryKey } } })
+      .catch(() => undefined);
+    await adminApi('PUT', '/faults', {
+      rules: [
+        { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
+        { method: 'GET', route, probability: 1, kind: 'status', status: 503 },
+      ],
+    });
     let key1: number;
     let key2: number;
     try {
-      await attackerCreate('ApiKey', 'refused', { scope: 'Organization', organizationId: org, keyName: 'refused', credentialsSecretRef: { name: 'refused-creds' } });
-      key1 = await eventually(async () => (await liveKeysOf('refused'))[0], 20_000, 'the attempt\'s key made on the platform');
+      await attackerCreate('ApiKey', 'refused', {
+        scope: 'Organization',
+        organizationId: org,
+        keyName: 'refused',
+        credentialsSecretRef: { name: 'refused-creds' },
+      });
+      key1 = await eventually(async () => (await liveKeysOf('refused'))[0], 20_000, "the attempt's key made on the platform");
       await untilAttacker('ApiKey', 'refused', (r) => intentOf(r) !== undefined && r.status?.keyId === undefined, 'the intent left for recovery');
-      await attackerUpdate('ApiKey', 'refused', (r) => { delete r.metadata.annotations?.['keys.neon.dev/create-pending']; });
-      key2 = (await untilAttacker('ApiKey', 'refused', (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1, 'Ready with a new key')).status!.keyId!;
+      await attackerUpdate('ApiKey', 'refused', (r) => {
+        delete r.metadata.annotations?.['keys.neon.dev/create-pending'];
+      });
+      key2 = (await untilAttacker('ApiKey', 'refused', (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1, 'Ready with a new key'))
+        .status!.keyId!;
       // Lists answer again, revokes of the organization's keys do not (an outage), in one change of the rules.
       await adminApi('PUT', '/faults', { rules: [{ method: 'DELETE', route: `${route}/:key_id`, probability: 1, kind: 'status', status: 503 }] });
       // Found by its tag, its revoke refused: recorded where only the operator writes, while still live.
-      const recorded = await untilAttacker('ApiKey', 'refused', (r) => replacedOf(r).includes(key1), 'the lost attempt\'s key in status.replacedKeys', 30_000);
+      const recorded = await untilAttacker('ApiKey', 'refused', (r) => replacedOf(r).includes(key1), "the lost attempt's key in status.replacedKeys", 30_000);
       expect({ keyId: recorded.status?.keyId, replaced: replacedOf(recorded) }).toEqual({ keyId: key2, replaced: [key1] });
       expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
     } finally {
@@ -669,29 +997,45 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   /** status.lostAttempts: the names of creates whose answer was lost. */
   const lostOf = (r: Resource): string[] => ((r.status as { lostAttempts?: { keyName: string }[] } | undefined)?.lostAttempts ?? []).map((l) => l.keyName);
 
-  it('7e. a lost create whose intent the tenant strips at once: its name is in status.lostAttempts in the failure\'s pass, its key revoked once lists answer and the name dropped', async () => {
+  it("7e. a lost create whose intent the tenant strips at once: its name is in status.lostAttempts in the failure's pass, its key revoked once lists answer and the name dropped", async () => {
     const route = '/api/v2/organizations/:org_id/api_keys';
     const intentOf = (r: Resource): string | undefined => r.metadata.annotations?.['keys.neon.dev/create-pending'];
-    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'lost-creds' }, stringData: { apiKey: malloryKey } } }).catch(() => undefined);
+    await tenantCore
+      .createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'lost-creds' }, stringData: { apiKey: malloryKey } } })
+      .catch(() => undefined);
     // No list answers (neither recovery nor the drift list can find the key): only status can say it exists.
-    await adminApi('PUT', '/faults', { rules: [
-      { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
-      { method: 'GET', route, probability: 1, kind: 'status', status: 503 },
-    ] });
+    await adminApi('PUT', '/faults', {
+      rules: [
+        { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
+        { method: 'GET', route, probability: 1, kind: 'status', status: 503 },
+      ],
+    });
     let key1: number;
     let attempt: string;
     let key2: number;
     try {
       await attackerCreate('ApiKey', 'lost', { scope: 'Organization', organizationId: org, keyName: 'lost', credentialsSecretRef: { name: 'lost-creds' } });
-      key1 = await eventually(async () => (await liveKeysOf('lost'))[0], 20_000, 'the attempt\'s key made on the platform');
+      key1 = await eventually(async () => (await liveKeysOf('lost'))[0], 20_000, "the attempt's key made on the platform");
       attempt = (await platformKeys()).find((k) => k.id === key1)!.name;
       // The intent left for recovery, and the attempt already in status: written in the pass the answer was lost.
-      const failed = await untilAttacker('ApiKey', 'lost', (r) => intentOf(r) !== undefined && r.status?.keyId === undefined && lostOf(r).length > 0, 'the attempt in status.lostAttempts');
+      const failed = await untilAttacker(
+        'ApiKey',
+        'lost',
+        (r) => intentOf(r) !== undefined && r.status?.keyId === undefined && lostOf(r).length > 0,
+        'the attempt in status.lostAttempts',
+      );
       expect(lostOf(failed)).toEqual([attempt]);
       expect(JSON.parse(intentOf(failed)!)).toMatchObject({ attempt });
-      await attackerUpdate('ApiKey', 'lost', (r) => { delete r.metadata.annotations?.['keys.neon.dev/create-pending']; });
+      await attackerUpdate('ApiKey', 'lost', (r) => {
+        delete r.metadata.annotations?.['keys.neon.dev/create-pending'];
+      });
       // A new create goes ahead: the name keeps the lost key recorded meanwhile.
-      const renewed = await untilAttacker('ApiKey', 'lost', (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1, 'Ready with a new key');
+      const renewed = await untilAttacker(
+        'ApiKey',
+        'lost',
+        (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1,
+        'Ready with a new key',
+      );
       key2 = renewed.status!.keyId!;
       expect(lostOf(await get(admin, attackerNs, 'ApiKey', 'lost'))).toEqual([attempt]);
       expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
@@ -699,7 +1043,11 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       await adminApi('DELETE', '/faults');
     }
     // Lists answer: the key of the listed name revoked, the name dropped in that write.
-    await eventually(async () => ((await platformKeys()).find((k) => k.id === key1)?.revoked === true ? true : undefined), 30_000, 'the lost attempt\'s key revoked');
+    await eventually(
+      async () => ((await platformKeys()).find((k) => k.id === key1)?.revoked === true ? true : undefined),
+      30_000,
+      "the lost attempt's key revoked",
+    );
     const settled = await untilAttacker('ApiKey', 'lost', (r) => lostOf(r).length === 0, 'status.lostAttempts emptied', 30_000);
     expect(settled.status?.keyId).toBe(key2);
     expect(await liveKeysOf('lost')).toEqual([key2]);
@@ -712,18 +1060,33 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   it('7f. a lost create, then revokes refused (503) while lists answer: Ready with a new key without waiting for revokes, the lost key in status.replacedKeys meanwhile, revoked and dropped once they work', async () => {
     const route = '/api/v2/organizations/:org_id/api_keys';
     const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
-    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'outage-creds' }, stringData: { apiKey: malloryKey } } }).catch(() => undefined);
-    await adminApi('PUT', '/faults', { rules: [
-      { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
-      { method: 'DELETE', route: `${route}/:key_id`, probability: 1, kind: 'status', status: 503 },
-    ] });
+    await tenantCore
+      .createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'outage-creds' }, stringData: { apiKey: malloryKey } } })
+      .catch(() => undefined);
+    await adminApi('PUT', '/faults', {
+      rules: [
+        { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
+        { method: 'DELETE', route: `${route}/:key_id`, probability: 1, kind: 'status', status: 503 },
+      ],
+    });
     let key1: number;
     let key2: number;
     try {
-      await attackerCreate('ApiKey', 'outage', { scope: 'Organization', organizationId: org, keyName: 'outage', credentialsSecretRef: { name: 'outage-creds' } });
-      key1 = await eventually(async () => (await liveKeysOf('outage'))[0], 20_000, 'the attempt\'s key made on the platform');
+      await attackerCreate('ApiKey', 'outage', {
+        scope: 'Organization',
+        organizationId: org,
+        keyName: 'outage',
+        credentialsSecretRef: { name: 'outage-creds' },
+      });
+      key1 = await eventually(async () => (await liveKeysOf('outage'))[0], 20_000, "the attempt's key made on the platform");
       // Recovery finds it, its revoke is refused: recorded by id, and the create starts again at once.
-      const renewed = await untilAttacker('ApiKey', 'outage', (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1, 'Ready with a new key while revokes are refused', 30_000);
+      const renewed = await untilAttacker(
+        'ApiKey',
+        'outage',
+        (r) => ready(r) && r.status?.keyId !== undefined && r.status.keyId !== key1,
+        'Ready with a new key while revokes are refused',
+        30_000,
+      );
       key2 = renewed.status!.keyId!;
       expect({ replaced: replacedOf(renewed), lost: lostOf(renewed) }).toEqual({ replaced: [key1], lost: [] });
       expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
@@ -744,30 +1107,53 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
 
   /** The HTTP status of a refused call; undefined when it succeeded. */
   const refusal = (call: () => Promise<unknown>): Promise<number | undefined> =>
-    call().then(() => undefined, (e: unknown) => (e instanceof ApiException ? e.code : -1));
+    call().then(
+      () => undefined,
+      (e: unknown) => (e instanceof ApiException ? e.code : -1),
+    );
   const issuer = (base: string): { name: string } => ({ name: `${base}-${suffix}` });
   /** The keys an issuer minted: made by its user. */
   const mintedBy = async (base?: string): Promise<AdminKey[]> =>
-    (await platformKeys()).filter((k) => k.userId !== null && issuerUsers.has(k.userId) && k.kind !== 'personal' && (base === undefined || issuerUsers.get(k.userId) === `${base}-${suffix}`));
+    (await platformKeys()).filter(
+      (k) =>
+        k.userId !== null && issuerUsers.has(k.userId) && k.kind !== 'personal' && (base === undefined || issuerUsers.get(k.userId) === `${base}-${suffix}`),
+    );
   const issuedCreate = (kind: Kind, name: string, spec: Record<string, unknown>): Promise<unknown> =>
-    issuerTenant.createNamespacedCustomObject({ group, version, namespace: issuerTenantNs, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec } });
+    issuerTenant.createNamespacedCustomObject({
+      group,
+      version,
+      namespace: issuerTenantNs,
+      plural: plural(kind),
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec },
+    });
   const issuedPatch = (kind: Kind, name: string, body: Record<string, unknown>): Promise<unknown> =>
     issuerTenant.patchNamespacedCustomObject({ group, version, namespace: issuerTenantNs, plural: plural(kind), name, body }, mergePatch);
-  const readIssued = (kind: Kind, name: string): Promise<Resource | undefined> => get(admin, issuerTenantNs, kind, name).catch((e: unknown) => {
-    if (e instanceof ApiException && e.code === 404) return undefined;
-    throw e;
-  });
+  const readIssued = (kind: Kind, name: string): Promise<Resource | undefined> =>
+    get(admin, issuerTenantNs, kind, name).catch((e: unknown) => {
+      if (e instanceof ApiException && e.code === 404) return undefined;
+      throw e;
+    });
   const untilIssued = (kind: Kind, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
-    eventually(async () => {
-      const r = await readIssued(kind, name);
-      return r !== undefined && test(r) ? r : undefined;
-    }, timeoutMs, `${issuerTenantNs}/${name}: ${what}`);
-  const reasonIs = (reason: string) => (r: Resource): boolean => condition(r, 'Ready')?.reason === reason;
-  const observed = (r: Resource): boolean => (r.status as { observedGeneration?: number } | undefined)?.observedGeneration === (r.metadata as { generation?: number }).generation;
+    eventually(
+      async () => {
+        const r = await readIssued(kind, name);
+        return r !== undefined && test(r) ? r : undefined;
+      },
+      timeoutMs,
+      `${issuerTenantNs}/${name}: ${what}`,
+    );
+  const reasonIs =
+    (reason: string) =>
+    (r: Resource): boolean =>
+      condition(r, 'Ready')?.reason === reason;
+  const observed = (r: Resource): boolean =>
+    (r.status as { observedGeneration?: number } | undefined)?.observedGeneration === (r.metadata as { generation?: number }).generation;
   /** Keys of a resource's attempts (`<namespace>-<name>-<8 characters>`, its default keyName). */
-  const attemptsOf = async (name: string): Promise<AdminKey[]> => (await platformKeys()).filter((k) => new RegExp(`^${issuerTenantNs}-${name}-[a-z0-9]{8}$`).test(k.name));
+  const attemptsOf = async (name: string): Promise<AdminKey[]> =>
+    (await platformKeys()).filter((k) => new RegExp(`^${issuerTenantNs}-${name}-[a-z0-9]{8}$`).test(k.name));
   const deleteIssued = async (kind: Kind, names: readonly string[]): Promise<void> => {
-    for (const name of names) await issuerTenant.deleteNamespacedCustomObject({ group, version, namespace: issuerTenantNs, plural: plural(kind), name }).catch(() => undefined);
+    for (const name of names)
+      await issuerTenant.deleteNamespacedCustomObject({ group, version, namespace: issuerTenantNs, plural: plural(kind), name }).catch(() => undefined);
     for (const name of names) await eventually(async () => ((await readIssued(kind, name)) === undefined ? true : undefined), 30_000, `${name} gone`);
   };
   /**
@@ -787,33 +1173,70 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   };
 
   it("8. issuer mode: the tenant holds no platform key, and can neither create nor edit an issuer, label its Namespace, nor read the issuers' Secrets (403)", async () => {
-    expect((await issuerTenantCore.listNamespacedSecret({ namespace: issuerTenantNs })).items.filter((x) => x.type !== 'kubernetes.io/service-account-token').map((x) => x.metadata?.name)).toEqual([]);
+    expect(
+      (await issuerTenantCore.listNamespacedSecret({ namespace: issuerTenantNs })).items
+        .filter((x) => x.type !== 'kubernetes.io/service-account-token')
+        .map((x) => x.metadata?.name),
+    ).toEqual([]);
     const issuers = { group, version, plural: 'clusterkeyissuers' };
     const own = {
-      apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name: `tenant-own-${suffix}`, labels: { [SUITE_LABEL]: suffix } },
-      spec: { organizationId: org, credentialsSecretRef: { name: 'tenant-keys' }, allow: [{ namespaces: { selector: {} }, kinds: ['Organization', 'Project'] }] },
+      apiVersion: `${group}/${version}`,
+      kind: 'ClusterKeyIssuer',
+      metadata: { name: `tenant-own-${suffix}`, labels: { [SUITE_LABEL]: suffix } },
+      spec: {
+        organizationId: org,
+        credentialsSecretRef: { name: 'tenant-keys' },
+        allow: [{ namespaces: { selector: {} }, kinds: ['Organization', 'Project'] }],
+      },
     };
     const target = issuer('tenant-keys').name;
-    for (const [who, objects, core, ns] of [['issuer tenant', issuerTenant, issuerTenantCore, issuerTenantNs], ['namespace-credentials tenant', tenant, tenantCore, attackerNs]] as const) {
+    for (const [who, objects, core, ns] of [
+      ['issuer tenant', issuerTenant, issuerTenantCore, issuerTenantNs],
+      ['namespace-credentials tenant', tenant, tenantCore, attackerNs],
+    ] as const) {
       const answers = {
         'create an issuer': await refusal(() => objects.createClusterCustomObject({ ...issuers, body: own })),
-        'lift its cap': await refusal(() => objects.patchClusterCustomObject({ ...issuers, name: target, body: [{ op: 'replace', path: '/spec/allow/0/maxKeysPerNamespace', value: 1000 }] })),
-        'allow every namespace': await refusal(() => objects.patchClusterCustomObject({ ...issuers, name: target, body: [{ op: 'add', path: '/spec/allow/-', value: { namespaces: { selector: {} }, kinds: ['Organization', 'Project'] } }] })),
+        'lift its cap': await refusal(() =>
+          objects.patchClusterCustomObject({ ...issuers, name: target, body: [{ op: 'replace', path: '/spec/allow/0/maxKeysPerNamespace', value: 1000 }] }),
+        ),
+        'allow every namespace': await refusal(() =>
+          objects.patchClusterCustomObject({
+            ...issuers,
+            name: target,
+            body: [{ op: 'add', path: '/spec/allow/-', value: { namespaces: { selector: {} }, kinds: ['Organization', 'Project'] } }],
+          }),
+        ),
         'delete it': await refusal(() => objects.deleteClusterCustomObject({ ...issuers, name: target })),
         'read it': await refusal(() => objects.getClusterCustomObject({ ...issuers, name: target })),
         'list them': await refusal(() => objects.listClusterCustomObject(issuers)),
-        'write its status': await refusal(() => objects.patchClusterCustomObjectStatus({ ...issuers, name: target, body: [{ op: 'add', path: '/status', value: { resources: 0 } }] })),
-        'label its Namespace for the victims\' issuer': await refusal(() => core.patchNamespace({ name: ns, body: [{ op: 'add', path: `/metadata/labels/${ISSUER_LABEL.replace('/', '~1')}`, value: `victim-keys-${suffix}` }] })),
-        'create a labelled Namespace': await refusal(() => core.createNamespace({ body: { metadata: { name: `labelled-${suffix}`, labels: { [ISSUER_LABEL]: `victim-keys-${suffix}` } } } })),
+        'write its status': await refusal(() =>
+          objects.patchClusterCustomObjectStatus({ ...issuers, name: target, body: [{ op: 'add', path: '/status', value: { resources: 0 } }] }),
+        ),
+        "label its Namespace for the victims' issuer": await refusal(() =>
+          core.patchNamespace({ name: ns, body: [{ op: 'add', path: `/metadata/labels/${ISSUER_LABEL.replace('/', '~1')}`, value: `victim-keys-${suffix}` }] }),
+        ),
+        'create a labelled Namespace': await refusal(() =>
+          core.createNamespace({ body: { metadata: { name: `labelled-${suffix}`, labels: { [ISSUER_LABEL]: `victim-keys-${suffix}` } } } }),
+        ),
         "list the issuers' Secrets": await refusal(() => core.listNamespacedSecret({ namespace: issuersNs })),
         "read an issuer's Secret": await refusal(() => core.readNamespacedSecret({ namespace: issuersNs, name: 'tenant-keys' })),
-        "replace an issuer's Secret": await refusal(() => core.replaceNamespacedSecret({ namespace: issuersNs, name: 'tenant-keys', body: { metadata: { name: 'tenant-keys' }, stringData: { apiKey: 'x'.repeat(64) } } })),
-        "plant a Secret in the issuers' namespace": await refusal(() => core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'planted' }, stringData: { apiKey: 'x'.repeat(64) } } })),
+        "replace an issuer's Secret": await refusal(() =>
+          core.replaceNamespacedSecret({
+            namespace: issuersNs,
+            name: 'tenant-keys',
+            body: { metadata: { name: 'tenant-keys' }, stringData: { apiKey: 'x'.repeat(64) } },
+          }),
+        ),
+        "plant a Secret in the issuers' namespace": await refusal(() =>
+          core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'planted' }, stringData: { apiKey: 'x'.repeat(64) } } }),
+        ),
       };
       expect({ who, answers }).toEqual({ who, answers: Object.fromEntries(Object.keys(answers).map((k) => [k, 403])) });
     }
     // Nothing moved: the issuer's policy and the Namespace's labels as the platform team wrote them.
-    const current = await admin.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: target }) as { spec: { allow: { maxKeysPerNamespace?: number }[] } };
+    const current = (await admin.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: target })) as {
+      spec: { allow: { maxKeysPerNamespace?: number }[] };
+    };
     expect(current.spec.allow.map((r) => r.maxKeysPerNamespace)).toEqual([3]);
     expect((await adminCore.readNamespace({ name: issuerTenantNs })).metadata?.labels?.[ISSUER_LABEL]).toBe(`tenant-keys-${suffix}`);
   });
@@ -821,35 +1244,97 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   it('9. issuer mode: an issuer that does not allow the namespace, a kind or project it does not allow, another organization, an issuer that does not exist: refused, nothing minted', async () => {
     const before = (await mintedBy()).map((k) => k.id);
     const cases: [CustomObjectsApi, string, Kind, string, Record<string, unknown>, string, RegExp][] = [
-      [issuerTenant, issuerTenantNs, 'ProjectApiKey', 'victims-issuer', { projectId: PROJECT, issuerRef: issuer('victim-keys') }, 'NotAllowed', /does not allow namespace/],
-      [issuerTenant, issuerTenantNs, 'ApiKey', 'org-kind', { scope: 'Organization', issuerRef: issuer('tenant-keys') }, 'NotAllowed', /does not allow Organization keys/],
-      [issuerTenant, issuerTenantNs, 'ProjectApiKey', 'other-project', { projectId: OTHER_PROJECT, issuerRef: issuer('tenant-keys') }, 'NotAllowed', /does not allow Project keys of project/],
-      [issuerTenant, issuerTenantNs, 'ProjectApiKey', 'other-org', { organizationId: 'org-other-00000009', projectId: PROJECT, issuerRef: issuer('tenant-extra') }, 'NotAllowed', /issues keys of organization/],
-      [issuerTenant, issuerTenantNs, 'ProjectApiKey', 'no-issuer', { projectId: PROJECT, issuerRef: { name: `no-such-${suffix}` } }, 'IssuerNotFound', /does not exist/],
+      [
+        issuerTenant,
+        issuerTenantNs,
+        'ProjectApiKey',
+        'victims-issuer',
+        { projectId: PROJECT, issuerRef: issuer('victim-keys') },
+        'NotAllowed',
+        /does not allow namespace/,
+      ],
+      [
+        issuerTenant,
+        issuerTenantNs,
+        'ApiKey',
+        'org-kind',
+        { scope: 'Organization', issuerRef: issuer('tenant-keys') },
+        'NotAllowed',
+        /does not allow Organization keys/,
+      ],
+      [
+        issuerTenant,
+        issuerTenantNs,
+        'ProjectApiKey',
+        'other-project',
+        { projectId: OTHER_PROJECT, issuerRef: issuer('tenant-keys') },
+        'NotAllowed',
+        /does not allow Project keys of project/,
+      ],
+      [
+        issuerTenant,
+        issuerTenantNs,
+        'ProjectApiKey',
+        'other-org',
+        { organizationId: 'org-other-00000009', projectId: PROJECT, issuerRef: issuer('tenant-extra') },
+        'NotAllowed',
+        /issues keys of organization/,
+      ],
+      [
+        issuerTenant,
+        issuerTenantNs,
+        'ProjectApiKey',
+        'no-issuer',
+        { projectId: PROJECT, issuerRef: { name: `no-such-${suffix}` } },
+        'IssuerNotFound',
+        /does not exist/,
+      ],
       [tenant, attackerNs, 'ProjectApiKey', 'unlabelled', { projectId: PROJECT, issuerRef: issuer('tenant-keys') }, 'NotAllowed', /does not allow namespace/],
       [tenant, attackerNs, 'ApiKey', 'victims-issuer', { scope: 'Organization', issuerRef: issuer('victim-keys') }, 'NotAllowed', /does not allow namespace/],
     ];
     for (const [objects, namespace, kind, name, spec] of cases) {
-      await objects.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec } });
+      await objects.createNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural: plural(kind),
+        body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec },
+      });
     }
     // What admission refuses: a Personal key through an issuer, both sources, neither.
     const invalid = {
       personal: await refusal(() => issuedCreate('ApiKey', 'personal', { scope: 'Personal', issuerRef: issuer('tenant-extra') })),
-      both: await refusal(() => issuedCreate('ProjectApiKey', 'both', { organizationId: org, projectId: PROJECT, issuerRef: issuer('tenant-extra'), credentialsSecretRef: { name: 'neon-admin' } })),
+      both: await refusal(() =>
+        issuedCreate('ProjectApiKey', 'both', {
+          organizationId: org,
+          projectId: PROJECT,
+          issuerRef: issuer('tenant-extra'),
+          credentialsSecretRef: { name: 'neon-admin' },
+        }),
+      ),
       neither: await refusal(() => issuedCreate('ProjectApiKey', 'neither', { projectId: PROJECT })),
     };
     expect(invalid).toEqual({ personal: 422, both: 422, neither: 422 });
     for (const [, namespace, kind, name, , reason, message] of cases) {
-      const r = await eventually(async () => {
-        const current = await get(admin, namespace, kind, name);
-        return condition(current, 'Ready')?.reason === reason ? current : undefined;
-      }, 20_000, `${namespace}/${name}: ${reason}`);
-      expect({ name, message: condition(r, 'Ready')?.message, keyId: r.status?.keyId }).toEqual({ name, message: expect.stringMatching(message), keyId: undefined });
+      const r = await eventually(
+        async () => {
+          const current = await get(admin, namespace, kind, name);
+          return condition(current, 'Ready')?.reason === reason ? current : undefined;
+        },
+        20_000,
+        `${namespace}/${name}: ${reason}`,
+      );
+      expect({ name, message: condition(r, 'Ready')?.message, keyId: r.status?.keyId }).toEqual({
+        name,
+        message: expect.stringMatching(message),
+        keyId: undefined,
+      });
     }
     // Looked at again over two drift intervals (1.5 s): still nothing minted for any of them.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const keys = await platformKeys();
-    for (const [, namespace, , name] of cases) expect({ name, keys: keys.filter((k) => k.name.startsWith(`${namespace}-${name}-`)).map((k) => k.id) }).toEqual({ name, keys: [] });
+    for (const [, namespace, , name] of cases)
+      expect({ name, keys: keys.filter((k) => k.name.startsWith(`${namespace}-${name}-`)).map((k) => k.id) }).toEqual({ name, keys: [] });
     expect((await mintedBy()).map((k) => k.id)).toEqual(before);
     for (const [objects, namespace, kind, name] of cases) await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name });
     await victimsIntact();
@@ -860,13 +1345,16 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await Promise.all(names.map((name) => issuedCreate('ProjectApiKey', name, { projectId: PROJECT, issuerRef: issuer('tenant-keys') })));
     const settled = async (): Promise<Resource[] | undefined> => {
       const all = await Promise.all(names.map((name) => readIssued('ProjectApiKey', name)));
-      return all.every((r) => r !== undefined && ((ready(r) && r.status?.keyId !== undefined) || reasonIs('KeyLimitReached')(r))) ? all as Resource[] : undefined;
+      return all.every((r) => r !== undefined && ((ready(r) && r.status?.keyId !== undefined) || reasonIs('KeyLimitReached')(r)))
+        ? (all as Resource[])
+        : undefined;
     };
     const all = await eventually(settled, 60_000, 'every racer Ready or KeyLimitReached');
     const holders = all.filter(ready);
     const waiting = all.filter(reasonIs('KeyLimitReached'));
     expect({ holders: holders.length, waiting: waiting.length }).toEqual({ holders: 3, waiting: 9 });
-    for (const r of waiting) expect({ name: r.metadata.name, keys: (await attemptsOf(r.metadata.name)).map((k) => k.id) }).toEqual({ name: r.metadata.name, keys: [] });
+    for (const r of waiting)
+      expect({ name: r.metadata.name, keys: (await attemptsOf(r.metadata.name)).map((k) => k.id) }).toEqual({ name: r.metadata.name, keys: [] });
     const minted = (await mintedBy('tenant-keys')).filter((k) => names.some((n) => k.name.startsWith(`${issuerTenantNs}-${n}-`)));
     expect(minted.map((k) => k.id).sort()).toEqual(holders.map((r) => r.status!.keyId!).sort());
 
@@ -874,16 +1362,23 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     const freed = holders[0]!;
     await deleteIssued('ProjectApiKey', [freed.metadata.name]);
     const rest = names.filter((n) => n !== freed.metadata.name);
-    const after = await eventually(async () => {
-      const left = await Promise.all(rest.map((name) => readIssued('ProjectApiKey', name)));
-      return left.filter((r) => r !== undefined && ready(r)).length === 3 ? left as Resource[] : undefined;
-    }, 30_000, 'a waiter took the freed slot');
+    const after = await eventually(
+      async () => {
+        const left = await Promise.all(rest.map((name) => readIssued('ProjectApiKey', name)));
+        return left.filter((r) => r !== undefined && ready(r)).length === 3 ? (left as Resource[]) : undefined;
+      },
+      30_000,
+      'a waiter took the freed slot',
+    );
     expect(after.filter(reasonIs('KeyLimitReached'))).toHaveLength(8);
     const mintedAfter = (await mintedBy('tenant-keys')).filter((k) => names.some((n) => k.name.startsWith(`${issuerTenantNs}-${n}-`)));
     expect({ minted: mintedAfter.length, live: mintedAfter.filter((k) => !k.revoked).length }).toEqual({ minted: 4, live: 3 });
     // The waiters first: deleted after the holders, each would be woken by a holder's delete as it
     // goes (and its pass fail on the resource gone: a line this suite's last test counts).
-    await deleteIssued('ProjectApiKey', after.filter(reasonIs('KeyLimitReached')).map((r) => r.metadata.name));
+    await deleteIssued(
+      'ProjectApiKey',
+      after.filter(reasonIs('KeyLimitReached')).map((r) => r.metadata.name),
+    );
     await deleteIssued('ProjectApiKey', rest);
     expect((await mintedBy('tenant-keys')).filter((k) => !k.revoked)).toEqual([]);
   }, 120_000);
@@ -929,7 +1424,10 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     const held = await untilIssued('ProjectApiKey', 'holder', (r) => ready(r) && intentSettled(r), 'Ready');
     await issuedCreate('ProjectApiKey', 'waiter', { projectId: PROJECT, issuerRef: issuer('one-slot') });
     await untilIssued('ProjectApiKey', 'waiter', reasonIs('KeyLimitReached'), 'KeyLimitReached');
-    await issuerTenantCore.createNamespacedSecret({ namespace: issuerTenantNs, body: { metadata: { name: 'no-key' }, stringData: { apiKey: 'n'.repeat(64) } } });
+    await issuerTenantCore.createNamespacedSecret({
+      namespace: issuerTenantNs,
+      body: { metadata: { name: 'no-key' }, stringData: { apiKey: 'n'.repeat(64) } },
+    });
     const moves: [string, Record<string, unknown>][] = [
       ['another issuer', { issuerRef: issuer('tenant-extra') }],
       ['credentials of the namespace', { issuerRef: null, organizationId: org, credentialsSecretRef: { name: 'no-key' } }],
@@ -954,34 +1452,58 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     expect((await mintedBy('one-slot')).filter((k) => !k.revoked)).toEqual([]);
   }, 90_000);
 
-  it('12. issuer mode: an ApiKeyInventory naming an issuer (one that allows the namespace keys, the victims\', one that does not exist) lists nothing: NotAllowed, a Warning, no count, no key', async () => {
+  it("12. issuer mode: an ApiKeyInventory naming an issuer (one that allows the namespace keys, the victims', one that does not exist) lists nothing: NotAllowed, a Warning, no count, no key", async () => {
     const at = { group, version, namespace: issuerTenantNs, plural: 'apikeyinventories' };
     const named = [issuer('tenant-keys'), issuer('victim-keys'), { name: `no-such-${suffix}` }];
     for (const [n, issuerRef] of named.entries()) {
-      await issuerTenant.createNamespacedCustomObject({ ...at, body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name: `inventory-${n}` }, spec: { issuerRef, unusedAfter: '1s' } } });
+      await issuerTenant.createNamespacedCustomObject({
+        ...at,
+        body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name: `inventory-${n}` }, spec: { issuerRef, unusedAfter: '1s' } },
+      });
     }
     for (const [n, issuerRef] of named.entries()) {
-      const refused = await eventually(async () => {
-        const i = await issuerTenant.getNamespacedCustomObject({ ...at, name: `inventory-${n}` }) as { status?: Record<string, unknown> & { conditions?: Condition[] } };
-        return i.status?.conditions?.find((c) => c.type === 'Ready')?.reason === 'NotAllowed' ? i : undefined;
-      }, 20_000, `inventory-${n} NotAllowed`);
+      const refused = await eventually(
+        async () => {
+          const i = (await issuerTenant.getNamespacedCustomObject({ ...at, name: `inventory-${n}` })) as {
+            status?: Record<string, unknown> & { conditions?: Condition[] };
+          };
+          return i.status?.conditions?.find((c) => c.type === 'Ready')?.reason === 'NotAllowed' ? i : undefined;
+        },
+        20_000,
+        `inventory-${n} NotAllowed`,
+      );
       expect(refused.status?.conditions?.[0]?.message).toContain(`ClusterKeyIssuer ${issuerRef.name} is not used for this inventory`);
       // Nothing of the organization: no list, no count, no key.
       expect(Object.keys(refused.status ?? {}).sort()).toEqual(['conditions', 'observedGeneration']);
-      await eventually(async () => ((await adminCore.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: `involvedObject.name=inventory-${n},reason=NotAllowed,type=Warning` })).items.length > 0 ? true : undefined), 10_000, `inventory-${n} Warning`);
+      await eventually(
+        async () =>
+          (
+            await adminCore.listNamespacedEvent({
+              namespace: issuerTenantNs,
+              fieldSelector: `involvedObject.name=inventory-${n},reason=NotAllowed,type=Warning`,
+            })
+          ).items.length > 0
+            ? true
+            : undefined,
+        10_000,
+        `inventory-${n} Warning`,
+      );
     }
     const events = (await adminCore.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: 'involvedObject.kind=ApiKeyInventory' })).items;
     expect(events.map((e) => e.reason).filter((r) => r !== 'NotAllowed')).toEqual([]);
   });
 
-  it('13. another team\'s organization named with credentials that do not belong to it: NotAllowed, no create sent, its line untouched', async () => {
+  it("13. another team's organization named with credentials that do not belong to it: NotAllowed, no create sent, its line untouched", async () => {
     // A user of no organization (the tenant's own account), its key in the tenant's namespace.
     const outsiderKey = (await adminApi<{ personalKey: string }>('POST', '/users', { name: `outsider-${suffix}`, orgRoles: {} })).personalKey;
     await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'outsider' }, stringData: { apiKey: outsiderKey } } });
     const requests = async (): Promise<{ creates: number; memberships: number }> => {
       const all = await adminApi<{ method: string; route: string; count: number }[]>('GET', '/requests');
       const count = (test: (r: { method: string; route: string }) => boolean): number => all.filter(test).reduce((n, r) => n + r.count, 0);
-      return { creates: count((r) => r.method === 'POST' && /organizations\/[^/]+\/api_keys$/.test(r.route)), memberships: count((r) => r.method === 'GET' && r.route.endsWith('/users/me/organizations')) };
+      return {
+        creates: count((r) => r.method === 'POST' && /organizations\/[^/]+\/api_keys$/.test(r.route)),
+        memberships: count((r) => r.method === 'GET' && r.route.endsWith('/users/me/organizations')),
+      };
     };
     const before = await requests();
     for (const n of [1, 2, 3]) {
@@ -996,9 +1518,18 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     // No create reached the platform for them; their credentials' organizations were asked once for the three.
     expect(after.creates - before.creates).toBe(0);
     expect(after.memberships - before.memberships).toBe(1);
-    for (const n of [1, 2, 3]) await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'projectapikeys', name: `foreign-${n}` });
+    for (const n of [1, 2, 3])
+      await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'projectapikeys', name: `foreign-${n}` });
     for (const n of [1, 2, 3]) {
-      await eventually(async () => (await get(admin, attackerNs, 'ProjectApiKey', `foreign-${n}`).then(() => undefined, () => true)), 30_000, `foreign-${n} gone`);
+      await eventually(
+        async () =>
+          await get(admin, attackerNs, 'ProjectApiKey', `foreign-${n}`).then(
+            () => undefined,
+            () => true,
+          ),
+        30_000,
+        `foreign-${n} gone`,
+      );
     }
     await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'outsider' });
     await victimsIntact();
@@ -1010,7 +1541,11 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     // 7b's outage of revokes fails its repair's passes on purpose; nothing else may fail.
     expect(logLines.filter((l) => l.includes('"reconcile failed"') && !l.includes('"name":"interrupted"'))).toEqual([]);
     // Sanity of the premise: the victims' keys really work.
-    const value = Buffer.from((await adminCore.readNamespacedSecret({ namespace: victimNs, name: 'victim-org' })).data?.apiKey ?? '', 'base64').toString('utf8');
-    expect((await new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: value, retry: { maxAttempts: 1 } }).listProjects({ orgId: org })).length).toBeGreaterThan(0);
+    const value = Buffer.from((await adminCore.readNamespacedSecret({ namespace: victimNs, name: 'victim-org' })).data?.apiKey ?? '', 'base64').toString(
+      'utf8',
+    );
+    expect(
+      (await new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: value, retry: { maxAttempts: 1 } }).listProjects({ orgId: org })).length,
+    ).toBeGreaterThan(0);
   });
 });

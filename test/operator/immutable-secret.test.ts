@@ -15,13 +15,27 @@ import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { TEST_MIN_ROTATION_GRACE_MS } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
+import {
+  crashedIntent,
+  createNamespace,
+  customObjects,
+  emulatorAdmin,
+  eventually,
+  installOperatorManifests,
+  operatorKubeConfig,
+  operatorSigner,
+  intentSettled,
+} from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const LEAKED = 'tenant-value-must-not-leak';
-interface AdminKey { id: number; name: string; revoked: boolean }
+interface AdminKey {
+  id: number;
+  name: string;
+  revoked: boolean;
+}
 type Resource = KeyResource & { metadata: { annotations?: Record<string, string> } };
 
 describe('immutable Secrets (spec.secret.immutable)', () => {
@@ -37,14 +51,31 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
   let platform: PlatformClient;
   let adoptedKeyId = 0;
 
-  const keysNamed = async (base: string): Promise<AdminKey[]> => (await emulatorAdmin<AdminKey[]>(emulator.adminUrl, 'GET', '/keys')).filter((k) => k.name.startsWith(`${base}-`));
-  const liveIds = async (base: string): Promise<number[]> => (await keysNamed(base)).filter((k) => !k.revoked).map((k) => k.id).sort((a, b) => a - b);
-  const get = async (name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }) as Resource;
+  const keysNamed = async (base: string): Promise<AdminKey[]> =>
+    (await emulatorAdmin<AdminKey[]>(emulator.adminUrl, 'GET', '/keys')).filter((k) => k.name.startsWith(`${base}-`));
+  const liveIds = async (base: string): Promise<number[]> =>
+    (await keysNamed(base))
+      .filter((k) => !k.revoked)
+      .map((k) => k.id)
+      .sort((a, b) => a - b);
+  const get = async (name: string): Promise<Resource> =>
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource;
   const spec = (name: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
-    scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' }, secret: { name: `${name}-key`, immutable: true }, ...extra,
+    scope: 'Organization',
+    organizationId: org,
+    keyName: name,
+    credentialsSecretRef: { name: 'neon-admin' },
+    secret: { name: `${name}-key`, immutable: true },
+    ...extra,
   });
   const create = async (name: string, extra: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): Promise<Resource> =>
-    await objects.createNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, ...metadata }, spec: spec(name, extra) } }) as Resource;
+    (await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, ...metadata }, spec: spec(name, extra) },
+    })) as Resource;
   const annotate = async (name: string, annotations: Record<string, string>): Promise<void> => {
     await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name, body: { metadata: { annotations } } }, merge);
   };
@@ -52,14 +83,25 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     const c = r.status?.conditions?.find((x) => x.type === type);
     return c === undefined ? undefined : `${c.status} ${c.reason}`;
   };
-  const untilReady = (name: string, other?: number): Promise<Resource> => eventually(async () => {
-    const r = await get(name);
-    return condition(r, 'Ready') === 'True Ready' && intentSettled(r) && r.status?.keyId !== other ? r : undefined;
-  }, 30_000, `${name} Ready`);
-  const secretsOf = async (name: string): Promise<string[]> => (await core.listNamespacedSecret({ namespace })).items
-    .map((s) => s.metadata?.name ?? '').filter((n) => n.startsWith(`${name}-key-`)).sort();
+  const untilReady = (name: string, other?: number): Promise<Resource> =>
+    eventually(
+      async () => {
+        const r = await get(name);
+        return condition(r, 'Ready') === 'True Ready' && intentSettled(r) && r.status?.keyId !== other ? r : undefined;
+      },
+      30_000,
+      `${name} Ready`,
+    );
+  const secretsOf = async (name: string): Promise<string[]> =>
+    (await core.listNamespacedSecret({ namespace })).items
+      .map((s) => s.metadata?.name ?? '')
+      .filter((n) => n.startsWith(`${name}-key-`))
+      .sort();
   const events = async (name: string): Promise<{ reason: string; message: string }[]> =>
-    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => ({ reason: e.reason ?? '', message: e.message ?? '' }));
+    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => ({
+      reason: e.reason ?? '',
+      message: e.message ?? '',
+    }));
 
   beforeAll(async () => {
     cp = await controlPlane();
@@ -83,15 +125,33 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     adoptedKeyId = key.id;
     const resource = { ...created, kind: 'ApiKey' } as KeyResource;
     const shape = { template: undefined, organizationId: org, projectId: undefined, platformUrl: undefined, immutable: true };
-    await core.createNamespacedSecret({ namespace, body: buildSecret(resource, `adopted-key-${key.id}`, 'apiKey', { id: key.id, name: attempt, secret: key.key }, signer, undefined, shape) });
-    await objects.patchNamespacedCustomObject({
-      group, version, namespace, plural: 'apikeys', name: 'adopted',
-      body: { metadata: { annotations: crashedIntent(signer, created.metadata.uid, { attempt, startedAt: new Date().toISOString(), holder: 'killed' }) } },
-    }, merge);
+    await core.createNamespacedSecret({
+      namespace,
+      body: buildSecret(resource, `adopted-key-${key.id}`, 'apiKey', { id: key.id, name: attempt, secret: key.key }, signer, undefined, shape),
+    });
+    await objects.patchNamespacedCustomObject(
+      {
+        group,
+        version,
+        namespace,
+        plural: 'apikeys',
+        name: 'adopted',
+        body: { metadata: { annotations: crashedIntent(signer, created.metadata.uid, { attempt, startedAt: new Date().toISOString(), holder: 'killed' }) } },
+      },
+      merge,
+    );
 
     operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespaces: [namespace], workers: 4,
-      driftIntervalMs: 3_000, pendingGraceMs: 2_000, maxBackoffMs: 2_000, rotationPollMs: 500, minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS, logger: createLogger({ level: 'silent' }),
+      kubeConfig: await operatorKubeConfig(cp),
+      platformBaseUrl: emulator.baseUrl,
+      namespaces: [namespace],
+      workers: 4,
+      driftIntervalMs: 3_000,
+      pendingGraceMs: 2_000,
+      maxBackoffMs: 2_000,
+      rotationPollMs: 500,
+      minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS,
+      logger: createLogger({ level: 'silent' }),
     });
   });
 
@@ -120,12 +180,28 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     expect(secret.metadata?.labels).toMatchObject({ team: 'a', 'app.kubernetes.io/managed-by': 'neon-key-operator' });
     expect(secret.metadata?.ownerReferences?.[0]).toMatchObject({ uid: r.metadata.uid, controller: true });
     expect(Buffer.from(secret.data?.id ?? '', 'base64').toString()).toBe(String(r.status!.keyId));
-    await expect(core.replaceNamespacedSecret({ namespace, name, body: { ...secret, data: { ...secret.data, apiKey: Buffer.from('x').toString('base64') } } })).rejects.toThrow(/immutable/);
-    await expect(objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'fixed', body: { spec: { secret: { immutable: false } } } }, merge))
-      .rejects.toThrow(/secret.immutable cannot be changed/);
-    await objects.createNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'mutable' }, spec: { ...spec('mutable'), secret: { name: 'mutable' } } } });
-    await expect(objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'mutable', body: { spec: { secret: { immutable: true } } } }, merge))
-      .rejects.toThrow(/secret.immutable cannot be changed/);
+    await expect(
+      core.replaceNamespacedSecret({ namespace, name, body: { ...secret, data: { ...secret.data, apiKey: Buffer.from('x').toString('base64') } } }),
+    ).rejects.toThrow(/immutable/);
+    await expect(
+      objects.patchNamespacedCustomObject(
+        { group, version, namespace, plural: 'apikeys', name: 'fixed', body: { spec: { secret: { immutable: false } } } },
+        merge,
+      ),
+    ).rejects.toThrow(/secret.immutable cannot be changed/);
+    await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'mutable' }, spec: { ...spec('mutable'), secret: { name: 'mutable' } } },
+    });
+    await expect(
+      objects.patchNamespacedCustomObject(
+        { group, version, namespace, plural: 'apikeys', name: 'mutable', body: { spec: { secret: { immutable: true } } } },
+        merge,
+      ),
+    ).rejects.toThrow(/secret.immutable cannot be changed/);
   });
 
   it('a rotation creates a second Secret, repoints the Deployment, revokes the old key after the rollout and deletes the old Secret', async () => {
@@ -142,7 +218,14 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
         template: {
           metadata: { labels: { app: name } },
           spec: {
-            containers: [{ name: 'api', image: 'example.invalid/api:1', env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }], volumeMounts: [{ name: 'key', mountPath: '/key' }] }],
+            containers: [
+              {
+                name: 'api',
+                image: 'example.invalid/api:1',
+                env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }],
+                volumeMounts: [{ name: 'key', mountPath: '/key' }],
+              },
+            ],
             volumes: [{ name: 'key', secret: { secretName: secret } }],
           },
         },
@@ -153,10 +236,14 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     await apps.createNamespacedDeployment({ namespace, body: deployment('bystander', 'something-else') });
     await apps.createNamespacedDeployment({ namespace, body: deployment('unwilling', oldName) });
     await annotate('rotated', { 'keys.neon.dev/rotate': 'r1' });
-    const switched = await eventually(async () => {
-      const r = await get('rotated');
-      return r.status?.retiringKeys?.[0]?.restartedAt !== undefined ? r : undefined;
-    }, 20_000, 'consumers repointed');
+    const switched = await eventually(
+      async () => {
+        const r = await get('rotated');
+        return r.status?.retiringKeys?.[0]?.restartedAt !== undefined ? r : undefined;
+      },
+      20_000,
+      'consumers repointed',
+    );
     const fresh = switched.status!.keyId!;
     const newName = `rotated-key-${fresh}`;
     expect(switched.status?.secretName).toBe(newName);
@@ -172,10 +259,14 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     expect(unwilling.metadata?.generation).toBe(1);
     expect(unwilling.spec!.template.spec!.volumes![0]!.secret!.secretName).toBe(oldName);
 
-    const done = await eventually(async () => {
-      const r = await get('rotated');
-      return condition(r, 'Rotating') === 'False RotationComplete' ? r : undefined;
-    }, 40_000, 'old key retired');
+    const done = await eventually(
+      async () => {
+        const r = await get('rotated');
+        return condition(r, 'Rotating') === 'False RotationComplete' ? r : undefined;
+      },
+      40_000,
+      'old key retired',
+    );
     expect(done.status?.keyId).toBe(fresh);
     expect(await liveIds('rotated')).toEqual([fresh]);
     expect(await secretsOf('rotated')).toEqual([newName]);
@@ -196,7 +287,7 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     expect((await events('lost')).map((e) => e.reason)).toContain('SecretMissing');
   });
 
-  it('a foreign Secret at the next key\'s name is SecretConflict: never adopted, overwritten or deleted, the key made for it revoked', async () => {
+  it("a foreign Secret at the next key's name is SecretConflict: never adopted, overwritten or deleted, the key made for it revoked", async () => {
     await create('guarded', { rotation: { gracePeriod: '1s' } });
     const first = await untilReady('guarded');
     const old = first.status!.keyId!;
@@ -212,7 +303,9 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
         // reference. (No owner reference at all: the garbage collector would delete a Secret naming
         // the resource as its owner once the resource is gone, which is Kubernetes', not the operator's, doing.)
         metadata: {
-          name: foreign, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' }, annotations: { 'keys.neon.dev/owner': 'ApiKey/guarded' },
+          name: foreign,
+          labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
+          annotations: { 'keys.neon.dev/owner': 'ApiKey/guarded' },
         },
         stringData: { apiKey: LEAKED },
       },
@@ -248,7 +341,11 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
           selector: { matchLabels: { app: 'shared-consumer' } },
           template: {
             metadata: { labels: { app: 'shared-consumer' } },
-            spec: { containers: [{ name: 'api', image: 'example.invalid/api:1', env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }] }] },
+            spec: {
+              containers: [
+                { name: 'api', image: 'example.invalid/api:1', env: [{ name: 'NEON_API_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }] },
+              ],
+            },
           },
         },
       },
@@ -256,20 +353,28 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     // The same Secret name, created after it: each key would go to its own Secret (shared-key-<id>), and
     // each rotation of each would restart the workload that consented to shared-key.
     await create('second', { secret: { name: 'shared-key', immutable: true }, rotation });
-    const refused = await eventually(async () => {
-      const r = await get('second');
-      return condition(r, 'Ready') === 'False SecretConflict' ? r : undefined;
-    }, 20_000, 'second refused');
+    const refused = await eventually(
+      async () => {
+        const r = await get('second');
+        return condition(r, 'Ready') === 'False SecretConflict' ? r : undefined;
+      },
+      20_000,
+      'second refused',
+    );
     expect(refused.status?.conditions?.find((c) => c.type === 'Ready')?.message).toContain('ApiKey/first');
     expect(refused.status?.keyId).toBeUndefined();
 
     const before = (await apps.readNamespacedDeployment({ namespace, name: 'shared-consumer' })).metadata!.generation!;
     await annotate('second', { 'keys.neon.dev/rotate': 'r1' });
     await annotate('first', { 'keys.neon.dev/rotate': 'r1' });
-    const rotated = await eventually(async () => {
-      const r = await get('first');
-      return condition(r, 'Rotating') === 'False RotationComplete' ? r : undefined;
-    }, 40_000, 'first rotated');
+    const rotated = await eventually(
+      async () => {
+        const r = await get('first');
+        return condition(r, 'Rotating') === 'False RotationComplete' ? r : undefined;
+      },
+      40_000,
+      'first rotated',
+    );
     const consumer = await apps.readNamespacedDeployment({ namespace, name: 'shared-consumer' });
     expect(consumer.metadata?.generation).toBe(before + 1);
     expect(consumer.spec!.template.spec!.containers[0]!.env![0]!.valueFrom!.secretKeyRef!.name).toBe(`shared-key-${rotated.status!.keyId}`);

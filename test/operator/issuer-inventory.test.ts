@@ -24,12 +24,29 @@ const DRIFT_MS = 600_000;
 const SUITE_LABEL = 'keys.neon.dev/test-suite';
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-interface Condition { type: string; status: string; reason: string; message: string }
-interface Listed { id: number; name?: string; managed: boolean }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+interface Listed {
+  id: number;
+  name?: string;
+  managed: boolean;
+}
 interface Inventory {
   metadata: { name: string; generation: number };
   spec: Record<string, unknown>;
-  status?: { observedGeneration?: number; listedAt?: string; live?: number; notManaged?: number; notManagedKeys?: Listed[]; unusedKeys?: Listed[]; conditions?: Condition[] };
+  status?: {
+    observedGeneration?: number;
+    listedAt?: string;
+    live?: number;
+    notManaged?: number;
+    notManagedKeys?: Listed[];
+    unusedKeys?: Listed[];
+    conditions?: Condition[];
+  };
 }
 interface Issuer {
   metadata: { name: string; generation: number };
@@ -37,7 +54,7 @@ interface Issuer {
   status?: { observedGeneration?: number; resources?: number; conditions?: Condition[] };
 }
 
-describe('an inventory through a ClusterKeyIssuer, in the operator\'s namespace only', () => {
+describe("an inventory through a ClusterKeyIssuer, in the operator's namespace only", () => {
   let cp: ControlPlane;
   let emulator: Emulator;
   let operator: RunningOperator;
@@ -54,20 +71,39 @@ describe('an inventory through a ClusterKeyIssuer, in the operator\'s namespace 
 
   const ready = (r: { status?: { conditions?: Condition[] } }): Condition | undefined => r.status?.conditions?.find((c) => c.type === 'Ready');
   const inventory = async (namespace: string, name: string): Promise<Inventory> =>
-    await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeyinventories', name }) as Inventory;
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeyinventories', name })) as Inventory;
   const until = (namespace: string, name: string, test: (i: Inventory) => boolean, what: string, timeoutMs = 30_000): Promise<Inventory> =>
-    eventually(async () => { const i = await inventory(namespace, name); return test(i) ? i : undefined; }, timeoutMs, `${namespace}/${name}: ${what}`);
-  const createInventory = (namespace: string, name: string, spec: Record<string, unknown>): Promise<unknown> => objects.createNamespacedCustomObject({
-    group, version, namespace, plural: 'apikeyinventories',
-    body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name, namespace }, spec },
-  });
-  const readIssuer = async (name: string): Promise<Issuer> => await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }) as Issuer;
+    eventually(
+      async () => {
+        const i = await inventory(namespace, name);
+        return test(i) ? i : undefined;
+      },
+      timeoutMs,
+      `${namespace}/${name}: ${what}`,
+    );
+  const createInventory = (namespace: string, name: string, spec: Record<string, unknown>): Promise<unknown> =>
+    objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'apikeyinventories',
+      body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name, namespace }, spec },
+    });
+  const readIssuer = async (name: string): Promise<Issuer> =>
+    (await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name })) as Issuer;
   const createIssuer = async (name: string, secret: string): Promise<void> => {
-    await objects.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: {
-      apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name, labels: { [SUITE_LABEL]: suffix } },
-      // No rule: it mints nothing. An inventory is no minting: the policy does not apply to it.
-      spec: { organizationId: ORG, credentialsSecretRef: { name: secret }, allow: [] },
-    } });
+    await objects.createClusterCustomObject({
+      group,
+      version,
+      plural: 'clusterkeyissuers',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ClusterKeyIssuer',
+        metadata: { name, labels: { [SUITE_LABEL]: suffix } },
+        // No rule: it mints nothing. An inventory is no minting: the policy does not apply to it.
+        spec: { organizationId: ORG, credentialsSecretRef: { name: secret }, allow: [] },
+      },
+    });
     issuers.push(name);
   };
   const putSecret = async (name: string, apiKey: string): Promise<void> => {
@@ -79,18 +115,30 @@ describe('an inventory through a ClusterKeyIssuer, in the operator\'s namespace 
     }
   };
   /** A new administrator of the organization: its personal key. */
-  const administrator = async (name: string): Promise<string> => (await emulatorAdmin<{ personalKey: string }>(emulator.adminUrl, 'POST', '/users', { name, orgRoles: { [ORG]: 'admin' } })).personalKey;
+  const administrator = async (name: string): Promise<string> =>
+    (await emulatorAdmin<{ personalKey: string }>(emulator.adminUrl, 'POST', '/users', { name, orgRoles: { [ORG]: 'admin' } })).personalKey;
   const requests = async (filter: (r: { method: string; route: string }) => boolean = () => true): Promise<number> =>
-    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests')).filter(filter).reduce((n, r) => n + r.count, 0);
+    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
+      .filter(filter)
+      .reduce((n, r) => n + r.count, 0);
   const lists = (): Promise<number> => requests((r) => r.method === 'GET' && /organizations\/[^/]+\/api_keys$/.test(r.route));
   const events = async (namespace: string, name: string): Promise<{ type: string; reason: string; message: string }[]> =>
-    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.kind=ApiKeyInventory,involvedObject.name=${name}` })).items.map((e) => ({ type: e.type ?? '', reason: e.reason ?? '', message: e.message ?? '' }));
+    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.kind=ApiKeyInventory,involvedObject.name=${name}` })).items.map((e) => ({
+      type: e.type ?? '',
+      reason: e.reason ?? '',
+      message: e.message ?? '',
+    }));
   const shows = (i: Inventory, id: number): boolean => (i.status?.notManagedKeys ?? []).some((k) => k.id === id);
   /** The issuer verified for its current spec: no verification of it is under way. */
-  const issuerSettled = (name: string): Promise<Issuer> => eventually(async () => {
-    const current = await readIssuer(name);
-    return ready(current)?.status === 'True' && current.status?.observedGeneration === current.metadata.generation ? current : undefined;
-  }, 30_000, `${name} Verified`);
+  const issuerSettled = (name: string): Promise<Issuer> =>
+    eventually(
+      async () => {
+        const current = await readIssuer(name);
+        return ready(current)?.status === 'True' && current.status?.observedGeneration === current.metadata.generation ? current : undefined;
+      },
+      30_000,
+      `${name} Verified`,
+    );
 
   beforeAll(async () => {
     cp = await controlPlane();
@@ -126,12 +174,14 @@ describe('an inventory through a ClusterKeyIssuer, in the operator\'s namespace 
     for (const ns of [operatorNs, tenantNs]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
     for (const name of issuers) {
       await objects?.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
-      await objects?.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] }).catch(() => undefined);
+      await objects
+        ?.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] })
+        .catch(() => undefined);
     }
     await emulator?.close();
   });
 
-  it('in the operator\'s namespace: reports the organization\'s keys with the issuer\'s credentials, and lists again at once when the issuer\'s Secret or spec changes', async () => {
+  it("in the operator's namespace: reports the organization's keys with the issuer's credentials, and lists again at once when the issuer's Secret or spec changes", async () => {
     const first = await alice.createOrganizationKey(ORG, { keyName: 'by-hand-first' });
     await issuerSettled(issuer);
     // organizationId left out: the issuer's.
@@ -154,8 +204,11 @@ describe('an inventory through a ClusterKeyIssuer, in the operator\'s namespace 
     // The issuer's spec names another Secret (a third administrator): listed again with it.
     const third = await alice.createOrganizationKey(ORG, { keyName: 'by-hand-third' });
     await putSecret('org-admin-3', await administrator(`platform-admin-3-${suffix}`));
-    await objects.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer, body: { spec: { credentialsSecretRef: { name: 'org-admin-3' } } } }, mergePatch);
-    await until(operatorNs, 'org', (i) => shows(i, third.id), 'listed again after the issuer\'s spec changed');
+    await objects.patchClusterCustomObject(
+      { group, version, plural: 'clusterkeyissuers', name: issuer, body: { spec: { credentialsSecretRef: { name: 'org-admin-3' } } } },
+      mergePatch,
+    );
+    await until(operatorNs, 'org', (i) => shows(i, third.id), "listed again after the issuer's spec changed");
 
     // Another organization than the issuer's: refused, with a Warning.
     await createInventory(operatorNs, 'other-org', { issuerRef: { name: issuer }, organizationId: 'org-other-00000002' });
@@ -165,37 +218,49 @@ describe('an inventory through a ClusterKeyIssuer, in the operator\'s namespace 
     await objects.deleteNamespacedCustomObject({ group, version, namespace: operatorNs, plural: 'apikeyinventories', name: 'other-org' });
   }, 120_000);
 
-  it('in the operator\'s namespace: an issuer that does not exist yet is IssuerNotFound with a Warning, and is listed through once it is made', async () => {
+  it("in the operator's namespace: an issuer that does not exist yet is IssuerNotFound with a Warning, and is listed through once it is made", async () => {
     const later = `later-${suffix}`;
     await createInventory(operatorNs, 'later', { issuerRef: { name: later } });
     const missing = await until(operatorNs, 'later', (i) => ready(i)?.reason === 'IssuerNotFound', 'IssuerNotFound');
     expect(ready(missing)).toEqual(expect.objectContaining({ status: 'False', message: expect.stringContaining(`ClusterKeyIssuer ${later} does not exist`) }));
-    await eventually(async () => ((await events(operatorNs, 'later')).some((e) => e.type === 'Warning' && e.reason === 'IssuerNotFound') ? true : undefined), 10_000, 'the IssuerNotFound Warning');
+    await eventually(
+      async () => ((await events(operatorNs, 'later')).some((e) => e.type === 'Warning' && e.reason === 'IssuerNotFound') ? true : undefined),
+      10_000,
+      'the IssuerNotFound Warning',
+    );
     // Its first verification wakes the resources naming it (the interval is ten minutes away).
     await createIssuer(later, 'org-admin');
     await until(operatorNs, 'later', (i) => ready(i)?.status === 'True' && (i.status?.live ?? 0) > 0, 'listed once the issuer exists');
     await objects.deleteNamespacedCustomObject({ group, version, namespace: operatorNs, plural: 'apikeyinventories', name: 'later' });
   }, 60_000);
 
-  it('in a tenant\'s namespace: refused (NotAllowed, a Warning), nothing listed or told, no platform request', async () => {
+  it("in a tenant's namespace: refused (NotAllowed, a Warning), nothing listed or told, no platform request", async () => {
     // Nothing under way: the issuer verified, its inventory listed.
     await issuerSettled(issuer);
-    await until(operatorNs, 'org', (i) => ready(i)?.status === 'True', 'the platform team\'s inventory at rest');
+    await until(operatorNs, 'org', (i) => ready(i)?.status === 'True', "the platform team's inventory at rest");
     const before = await requests();
 
     await createInventory(tenantNs, 'org', { issuerRef: { name: issuer } });
     const refused = await until(tenantNs, 'org', (i) => ready(i)?.reason === 'NotAllowed' && i.status?.observedGeneration === 1, 'NotAllowed');
-    expect(ready(refused)).toEqual(expect.objectContaining({ status: 'False', message: expect.stringContaining(`only an ApiKeyInventory in the operator's namespace (${operatorNs})`) }));
+    expect(ready(refused)).toEqual(
+      expect.objectContaining({ status: 'False', message: expect.stringContaining(`only an ApiKeyInventory in the operator's namespace (${operatorNs})`) }),
+    );
     // An issuer that does not exist reads the same: a tenant does not learn which issuers exist.
     await replaceCustomObject<Inventory>(objects, { group, version, namespace: tenantNs, plural: 'apikeyinventories', name: 'org' }, (current) => {
       current.spec.issuerRef = { name: `no-such-${suffix}` };
     });
     const unknown = await until(tenantNs, 'org', (i) => i.status?.observedGeneration === 2, 'the second spec seen');
-    expect(ready(unknown)).toEqual(expect.objectContaining({ reason: 'NotAllowed', message: expect.stringContaining(`ClusterKeyIssuer no-such-${suffix} is not used for this inventory`) }));
-    const warnings = await eventually(async () => {
-      const found = (await events(tenantNs, 'org')).filter((e) => e.type === 'Warning' && e.reason === 'NotAllowed');
-      return found.length >= 2 ? found : undefined;
-    }, 10_000, 'a NotAllowed Warning for each spec');
+    expect(ready(unknown)).toEqual(
+      expect.objectContaining({ reason: 'NotAllowed', message: expect.stringContaining(`ClusterKeyIssuer no-such-${suffix} is not used for this inventory`) }),
+    );
+    const warnings = await eventually(
+      async () => {
+        const found = (await events(tenantNs, 'org')).filter((e) => e.type === 'Warning' && e.reason === 'NotAllowed');
+        return found.length >= 2 ? found : undefined;
+      },
+      10_000,
+      'a NotAllowed Warning for each spec',
+    );
     expect(warnings.map((e) => e.message).join('\n')).toContain(issuer);
 
     // Two reconciles, and not one platform request.
@@ -208,17 +273,31 @@ describe('an inventory through a ClusterKeyIssuer, in the operator\'s namespace 
     for (const secret of secrets) expect(told).not.toContain(secret);
   }, 60_000);
 
-  it('the issuer\'s deletion waits for the inventories of the operator\'s namespace naming it, never for a tenant\'s', async () => {
+  it("the issuer's deletion waits for the inventories of the operator's namespace naming it, never for a tenant's", async () => {
     await objects.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer });
-    const blocked = await eventually(async () => {
-      const current = await readIssuer(issuer);
-      return ready(current)?.reason === 'DeletionBlocked' ? current : undefined;
-    }, 20_000, 'DeletionBlocked');
+    const blocked = await eventually(
+      async () => {
+        const current = await readIssuer(issuer);
+        return ready(current)?.reason === 'DeletionBlocked' ? current : undefined;
+      },
+      20_000,
+      'DeletionBlocked',
+    );
     expect(ready(blocked)?.message).toContain(`deletion waits for 1 resource that uses this issuer: ${operatorNs}/org`);
     expect(ready(blocked)?.message).not.toContain(tenantNs);
     // Counted as the key resources are (status.resources), the tenant's inventory not.
     expect(blocked.status?.resources).toBe(1);
     await objects.deleteNamespacedCustomObject({ group, version, namespace: operatorNs, plural: 'apikeyinventories', name: 'org' });
-    await eventually(async () => (await readIssuer(issuer).then(() => false, () => true) ? true : undefined), 30_000, 'the issuer gone');
+    await eventually(
+      async () =>
+        (await readIssuer(issuer).then(
+          () => false,
+          () => true,
+        ))
+          ? true
+          : undefined,
+      30_000,
+      'the issuer gone',
+    );
   }, 60_000);
 });

@@ -27,7 +27,12 @@ const LABEL = 'keys.neon.dev/test-issuer';
 /** This suite's issuers: its operator reconciles only these (the suites share one apiserver). */
 const SUITE_LABEL = 'keys.neon.dev/test-suite';
 
-interface Condition { type: string; status: string; reason: string; message: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
 interface KeyObject {
   metadata: { name: string; namespace: string; resourceVersion?: string; annotations?: Record<string, string> };
   spec: Record<string, unknown>;
@@ -53,35 +58,60 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
 
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
   const read = async (kind: string, namespace: string, name: string): Promise<KeyObject> =>
-    await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name }) as KeyObject;
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as KeyObject;
   const condition = (r: KeyObject, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const until = (kind: string, namespace: string, name: string, test: (r: KeyObject) => boolean, what: string, timeoutMs = 30_000): Promise<KeyObject> =>
-    eventually(async () => { const r = await read(kind, namespace, name); return test(r) ? r : undefined; }, timeoutMs, `${namespace}/${name}: ${what}`);
+    eventually(
+      async () => {
+        const r = await read(kind, namespace, name);
+        return test(r) ? r : undefined;
+      },
+      timeoutMs,
+      `${namespace}/${name}: ${what}`,
+    );
   const ready = (r: KeyObject): boolean => condition(r, 'Ready')?.status === 'True';
-  const refusedWith = (reason: string) => (r: KeyObject): boolean => condition(r, 'Ready')?.reason === reason;
+  const refusedWith =
+    (reason: string) =>
+    (r: KeyObject): boolean =>
+      condition(r, 'Ready')?.reason === reason;
   /** Creates are POSTs to the organization's keys: the only platform request that mints. */
-  const creates = async (): Promise<number> => (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
-    .filter((r) => r.method === 'POST' && /organizations\/[^/]+\/api_keys$/.test(r.route)).reduce((n, r) => n + r.count, 0);
+  const creates = async (): Promise<number> =>
+    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
+      .filter((r) => r.method === 'POST' && /organizations\/[^/]+\/api_keys$/.test(r.route))
+      .reduce((n, r) => n + r.count, 0);
   const warnings = async (namespace: string, name: string, reason: string): Promise<string[]> =>
-    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name},reason=${reason},type=Warning` })).items.map((e) => e.message ?? '');
+    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name},reason=${reason},type=Warning` })).items.map(
+      (e) => e.message ?? '',
+    );
   const createIssuer = async (name: string, spec: Record<string, unknown>): Promise<void> => {
-    await objects.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: { apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name, labels: { [SUITE_LABEL]: suffix } }, spec } });
+    await objects.createClusterCustomObject({
+      group,
+      version,
+      plural: 'clusterkeyissuers',
+      body: { apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name, labels: { [SUITE_LABEL]: suffix } }, spec },
+    });
     issuers.push(name);
   };
   /** A tenant bound to the built-in `edit` ClusterRole in its namespace, and nothing else. */
   const tenant = async (namespace: string): Promise<CustomObjectsApi> => {
     const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'developer' } } });
-    await rbac.createNamespacedRoleBinding({ namespace, body: {
-      metadata: { name: 'developer-edit' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-      subjects: [{ kind: 'ServiceAccount', name: 'developer', namespace }],
-    } });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: 'developer-edit' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+        subjects: [{ kind: 'ServiceAccount', name: 'developer', namespace }],
+      },
+    });
     const kc: KubeConfig = cp.kubeConfigForToken(await cp.mintServiceAccountToken(namespace, 'developer', 3600));
     return customObjects(kc);
   };
   const projectKey = (namespace: string, name: string, spec: Record<string, unknown>) => ({
-    apiVersion: `${group}/${version}`, kind: 'ProjectApiKey', metadata: { name, namespace }, spec,
+    apiVersion: `${group}/${version}`,
+    kind: 'ProjectApiKey',
+    metadata: { name, namespace },
+    spec,
   });
   const asTenant = async (namespace: string, kind: string, name: string, spec: Record<string, unknown>): Promise<void> => {
     if (!tenants.has(namespace)) tenants.set(namespace, tenant(namespace));
@@ -102,7 +132,10 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     // The platform team's label on the Namespace object (tenants with `edit` cannot change it).
     for (const ns of [teamA, teamB]) {
       const current = await core.readNamespace({ name: ns });
-      await core.replaceNamespace({ name: ns, body: { ...current, metadata: { ...current.metadata, labels: { ...current.metadata?.labels, [LABEL]: suffix } } } });
+      await core.replaceNamespace({
+        name: ns,
+        body: { ...current, metadata: { ...current.metadata, labels: { ...current.metadata?.labels, [LABEL]: suffix } } },
+      });
     }
     aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
     alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
@@ -118,7 +151,9 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       maxBackoffMs: 4_000,
       logger: createLogger({ level: 'silent' }),
       identity: 'issuer-keys',
-      onReconcile: (record) => { records.push(record); },
+      onReconcile: (record) => {
+        records.push(record);
+      },
     });
   }, 90_000);
 
@@ -128,8 +163,18 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     for (const name of issuers) await objects?.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
     // Without the operator, nothing lifts the issuers' finalizers: a person's way out.
     for (const name of issuers) {
-      const current = await objects?.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined) as { metadata: Record<string, unknown> } | undefined;
-      if (current !== undefined) await objects.replaceClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: { ...current, metadata: { ...current.metadata, finalizers: [] } } }).catch(() => undefined);
+      const current = (await objects?.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined)) as
+        { metadata: Record<string, unknown> } | undefined;
+      if (current !== undefined)
+        await objects
+          .replaceClusterCustomObject({
+            group,
+            version,
+            plural: 'clusterkeyissuers',
+            name,
+            body: { ...current, metadata: { ...current.metadata, finalizers: [] } },
+          })
+          .catch(() => undefined);
     }
     await emulator?.close();
   });
@@ -158,7 +203,13 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     await asTenant(teamC, 'ProjectApiKey', 'no-issuer', { projectId: PROJECT, issuerRef: { name: `missing-${suffix}` } });
     const refused: [string, string, string, string, RegExp][] = [
       ['ProjectApiKey', teamA, 'other-project', 'NotAllowed', new RegExp(`ClusterKeyIssuer ${issuer} does not allow Project keys of project ${OTHER_PROJECT}`)],
-      ['ApiKey', teamA, 'org-key', 'NotAllowed', new RegExp(`ClusterKeyIssuer ${issuer} does not allow Organization keys in namespace ${teamA}: its rules for this namespace allow only Project keys`)],
+      [
+        'ApiKey',
+        teamA,
+        'org-key',
+        'NotAllowed',
+        new RegExp(`ClusterKeyIssuer ${issuer} does not allow Organization keys in namespace ${teamA}: its rules for this namespace allow only Project keys`),
+      ],
       ['ProjectApiKey', teamC, 'unlisted', 'NotAllowed', new RegExp(`ClusterKeyIssuer ${issuer} does not allow namespace ${teamC}`)],
       ['ProjectApiKey', teamC, 'no-issuer', 'IssuerNotFound', new RegExp(`ClusterKeyIssuer missing-${suffix} does not exist`)],
     ];
@@ -168,7 +219,11 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       expect(condition(r, 'KeyIssued')).toMatchObject({ status: 'False', reason });
       expect(condition(r, 'Ready')?.message).toMatch(message);
       expect(r.status?.keyId).toBeUndefined();
-      await eventually(async () => ((await warnings(ns, name, reason)).some((m) => message.test(m)) ? true : undefined), 10_000, `${name}: a Warning event ${reason}`);
+      await eventually(
+        async () => ((await warnings(ns, name, reason)).some((m) => message.test(m)) ? true : undefined),
+        10_000,
+        `${name}: a Warning event ${reason}`,
+      );
       // No create was ever sent for it, nor anything but a refusal decided.
       const mine = records.filter((x) => x.namespace === ns && x.name === name);
       expect(mine.length).toBeGreaterThan(0);
@@ -178,7 +233,7 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     expect(await creates()).toBe(before);
   }, 120_000);
 
-  it('holds a rule\'s cap of 5 under 30 concurrent creates: 5 keys, 25 KeyLimitReached, 5 platform creates; a freed slot goes to one waiter', async () => {
+  it("holds a rule's cap of 5 under 30 concurrent creates: 5 keys, 25 KeyLimitReached, 5 platform creates; a freed slot goes to one waiter", async () => {
     const issuer = `capped-${suffix}`;
     await createIssuer(issuer, {
       organizationId: ORG,
@@ -205,10 +260,14 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     // One key goes: its slot goes to exactly one of the 25 waiting.
     const freed = holders[0]!;
     await objects.deleteNamespacedCustomObject({ group, version, namespace: teamB, plural: 'projectapikeys', name: freed.metadata.name });
-    const after = await eventually(async () => {
-      const left = (await Promise.all(names.filter((n) => n !== freed.metadata.name).map((name) => read('ProjectApiKey', teamB, name))));
-      return left.filter(ready).length === 5 ? left : undefined;
-    }, 60_000, 'a waiter took the freed slot');
+    const after = await eventually(
+      async () => {
+        const left = await Promise.all(names.filter((n) => n !== freed.metadata.name).map((name) => read('ProjectApiKey', teamB, name)));
+        return left.filter(ready).length === 5 ? left : undefined;
+      },
+      60_000,
+      'a waiter took the freed slot',
+    );
     expect(after.filter(ready)).toHaveLength(5);
     expect(after.filter(refusedWith('KeyLimitReached'))).toHaveLength(24);
     expect(await creates()).toBe(before + 6);
@@ -226,10 +285,18 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       allow: [{ namespaces: { names: [teamC] }, kinds: ['Organization'] }],
     });
     await core.createNamespacedSecret({ namespace: teamC, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    await objects.createNamespacedCustomObject({ group, version, namespace: teamC, plural: 'apikeys', body: {
-      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'deployer', namespace: teamC },
-      spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
-    } });
+    await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace: teamC,
+      plural: 'apikeys',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKey',
+        metadata: { name: 'deployer', namespace: teamC },
+        spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
+      },
+    });
     const first = await until('ApiKey', teamC, 'deployer', ready, 'Ready with namespace credentials');
     const before = await creates();
     await replaceCustomObject<KeyObject>(objects, { group, version, namespace: teamC, plural: 'apikeys', name: 'deployer' }, (r) => {
@@ -237,17 +304,31 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       r.spec = { ...spec, issuerRef: { name: issuer } };
     });
     // Moved: reconciled with the issuer's credentials (its generation observed), still Ready, same key.
-    const moved = await until('ApiKey', teamC, 'deployer', (r) => ready(r) && (condition(r, 'Ready') as Condition & { observedGeneration?: number }).observedGeneration === 2, 'Ready after the move');
+    const moved = await until(
+      'ApiKey',
+      teamC,
+      'deployer',
+      (r) => ready(r) && (condition(r, 'Ready') as Condition & { observedGeneration?: number }).observedGeneration === 2,
+      'Ready after the move',
+    );
     expect(moved.status?.keyId).toBe(first.status?.keyId);
     expect(await creates()).toBe(before);
     expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).toContain(first.status?.keyId);
   }, 90_000);
   it('revokes a key an issuer made with its resource: moved to namespace credentials and annotated release-without-revoke, it is still revoked', async () => {
     const issuer = `org-keys-${suffix}`;
-    await objects.createNamespacedCustomObject({ group, version, namespace: teamC, plural: 'apikeys', body: {
-      apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'leaver', namespace: teamC },
-      spec: { scope: 'Organization', issuerRef: { name: issuer } },
-    } });
+    await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace: teamC,
+      plural: 'apikeys',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKey',
+        metadata: { name: 'leaver', namespace: teamC },
+        spec: { scope: 'Organization', issuerRef: { name: issuer } },
+      },
+    });
     const issued = await until('ApiKey', teamC, 'leaver', ready, 'Ready through the issuer');
     expect(issued.status?.issuer).toBe(issuer);
     // To credentials of the namespace (the same user: the key stays), asking to be let go unrevoked.
@@ -256,58 +337,123 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       r.spec = { ...spec, organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } };
       r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/release-without-revoke': 'true' };
     });
-    const moved = await until('ApiKey', teamC, 'leaver', (r) => ready(r) && (condition(r, 'Ready') as Condition & { observedGeneration?: number }).observedGeneration === 2, 'Ready with namespace credentials');
+    const moved = await until(
+      'ApiKey',
+      teamC,
+      'leaver',
+      (r) => ready(r) && (condition(r, 'Ready') as Condition & { observedGeneration?: number }).observedGeneration === 2,
+      'Ready with namespace credentials',
+    );
     expect(moved.status).toMatchObject({ keyId: issued.status?.keyId, issuer });
     await objects.deleteNamespacedCustomObject({ group, version, namespace: teamC, plural: 'apikeys', name: 'leaver' });
-    await eventually(async () => (await read('ApiKey', teamC, 'leaver').then(() => undefined, () => true)), 30_000, 'leaver deleted');
+    await eventually(
+      async () =>
+        await read('ApiKey', teamC, 'leaver').then(
+          () => undefined,
+          () => true,
+        ),
+      30_000,
+      'leaver deleted',
+    );
     expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).not.toContain(issued.status?.keyId);
   }, 90_000);
-  it('a key through an issuer rests (the issuer\'s verification does not wake it); a policy that stops allowing it reports NotAllowed and leaves the key live, and its delete still revokes it', async () => {
+  it("a key through an issuer rests (the issuer's verification does not wake it); a policy that stops allowing it reports NotAllowed and leaves the key live, and its delete still revokes it", async () => {
     const issuer = `team-projects-${suffix}`;
     const app = await read('ProjectApiKey', teamA, 'app');
     const keyId = app.status?.keyId;
     const mine = (since: number) => records.filter((r) => r.namespace === teamA && r.name === 'app' && r.startedAt >= since);
     // Two drift intervals of passes, every one at rest: no apiserver read, no platform request but the drift list.
-    await eventually(async () => {
-      const recent = mine(Date.now() - 2.2 * DRIFT_MS);
-      return recent.length >= 2 && recent.every((r) => r.atRest === true) ? true : undefined;
-    }, 30_000, 'app at rest');
-    const issuerVersion = async (): Promise<string | undefined> => ((await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer })) as { metadata: { resourceVersion?: string } }).metadata.resourceVersion;
+    await eventually(
+      async () => {
+        const recent = mine(Date.now() - 2.2 * DRIFT_MS);
+        return recent.length >= 2 && recent.every((r) => r.atRest === true) ? true : undefined;
+      },
+      30_000,
+      'app at rest',
+    );
+    const issuerVersion = async (): Promise<string | undefined> =>
+      ((await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer })) as { metadata: { resourceVersion?: string } })
+        .metadata.resourceVersion;
     // The issuer's status written (its verifiedAt, as once an hour): its keys stay at rest.
     const before = await issuerVersion();
-    const current = await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer }) as { status?: Record<string, unknown> };
-    await objects.patchClusterCustomObjectStatus({ group, version, plural: 'clusterkeyissuers', name: issuer, body: { status: { ...current.status, verifiedAt: new Date(Date.now() - 3_600_000).toISOString() } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    const current = (await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer })) as {
+      status?: Record<string, unknown>;
+    };
+    await objects.patchClusterCustomObjectStatus(
+      {
+        group,
+        version,
+        plural: 'clusterkeyissuers',
+        name: issuer,
+        body: { status: { ...current.status, verifiedAt: new Date(Date.now() - 3_600_000).toISOString() } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
     expect(await issuerVersion()).not.toBe(before);
     const statusWritten = Date.now();
-    await eventually(async () => (mine(statusWritten).filter((r) => r.atRest === true).length >= 2 ? true : undefined), 30_000, 'app checked at rest twice after the status write');
+    await eventually(
+      async () => (mine(statusWritten).filter((r) => r.atRest === true).length >= 2 ? true : undefined),
+      30_000,
+      'app checked at rest twice after the status write',
+    );
     expect(mine(statusWritten).filter((r) => r.atRest !== true)).toEqual([]);
 
     // The policy no longer allows project keys there: reported, never revoked because of it.
-    await objects.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer, body: { spec: { allow: [{ namespaces: { names: [teamC] }, kinds: ['Project'] }] } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await objects.patchClusterCustomObject(
+      { group, version, plural: 'clusterkeyissuers', name: issuer, body: { spec: { allow: [{ namespaces: { names: [teamC] }, kinds: ['Project'] }] } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
     const refused = await until('ProjectApiKey', teamA, 'app', refusedWith('NotAllowed'), 'NotAllowed once the policy changed');
     expect(refused.status?.keyId).toBe(keyId);
     expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).toContain(keyId);
     await objects.deleteNamespacedCustomObject({ group, version, namespace: teamA, plural: 'projectapikeys', name: 'app' });
-    await eventually(async () => (await read('ProjectApiKey', teamA, 'app').then(() => undefined, () => true)), 30_000, 'app deleted');
+    await eventually(
+      async () =>
+        await read('ProjectApiKey', teamA, 'app').then(
+          () => undefined,
+          () => true,
+        ),
+      30_000,
+      'app deleted',
+    );
     expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).not.toContain(keyId);
   }, 120_000);
-  it('the cap holds across a leader change: 30 concurrent creates against 5, the leader fenced and gone in the race (as a lost Lease leaves it), a new leader settles them: 5 keys, 25 KeyLimitReached, every key ever made a holder\'s', async () => {
+  it("the cap holds across a leader change: 30 concurrent creates against 5, the leader fenced and gone in the race (as a lost Lease leaves it), a new leader settles them: 5 keys, 25 KeyLimitReached, every key ever made a holder's", async () => {
     const raceNs = await createNamespace(cp, 'issuer-race');
     const label = `race-${suffix}`;
     const issuer = `race-${suffix}`;
-    await objects.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: {
-      apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name: issuer, labels: { [SUITE_LABEL]: label } },
-      spec: { organizationId: ORG, credentialsSecretRef: { name: 'org-admin' }, allow: [{ namespaces: { names: [raceNs] }, kinds: ['Project'], maxKeysPerNamespace: 5 }] },
-    } });
+    await objects.createClusterCustomObject({
+      group,
+      version,
+      plural: 'clusterkeyissuers',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ClusterKeyIssuer',
+        metadata: { name: issuer, labels: { [SUITE_LABEL]: label } },
+        spec: {
+          organizationId: ORG,
+          credentialsSecretRef: { name: 'org-admin' },
+          allow: [{ namespaces: { names: [raceNs] }, kinds: ['Project'], maxKeysPerNamespace: 5 }],
+        },
+      },
+    });
     issuers.push(issuer);
     // A leader as the runtime runs one: every write fenced by its leadership (runtime/write-fence.ts).
-    const leader = async (identity: string, stopped: AbortController): Promise<RunningOperator> => startOperator({
-      kubeConfig: await operatorKubeConfig(cp), platformBaseUrl: emulator.baseUrl, namespaces: [issuersNs, raceNs],
-      issuerSecretsNamespace: issuersNs, issuerLabelSelector: `${SUITE_LABEL}=${label}`, workers: 8, driftIntervalMs: DRIFT_MS, pendingGraceMs: 2_000, maxBackoffMs: 2_000,
-      logger: createLogger({ level: 'silent' }), identity, leadership: soleLeadership(stopped.signal),
-    });
+    const leader = async (identity: string, stopped: AbortController): Promise<RunningOperator> =>
+      startOperator({
+        kubeConfig: await operatorKubeConfig(cp),
+        platformBaseUrl: emulator.baseUrl,
+        namespaces: [issuersNs, raceNs],
+        issuerSecretsNamespace: issuersNs,
+        issuerLabelSelector: `${SUITE_LABEL}=${label}`,
+        workers: 8,
+        driftIntervalMs: DRIFT_MS,
+        pendingGraceMs: 2_000,
+        maxBackoffMs: 2_000,
+        logger: createLogger({ level: 'silent' }),
+        identity,
+        leadership: soleLeadership(stopped.signal),
+      });
     const firstLease = new AbortController();
     let first: RunningOperator | undefined = await leader('race-first', firstLease);
     let second: RunningOperator | undefined;
@@ -317,16 +463,22 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       // The leader loses its Lease once the race's first create reached the platform: from that
       // moment it writes nothing (a create in flight may still be answered, its outcome unrecorded).
       const made = async (): Promise<{ id: number; name: string; revoked: boolean }[]> =>
-        (await emulatorAdmin<{ id: number; name: string; revoked: boolean }[]>(emulator.adminUrl, 'GET', '/keys')).filter((k) => k.name.startsWith(`${raceNs}-`));
+        (await emulatorAdmin<{ id: number; name: string; revoked: boolean }[]>(emulator.adminUrl, 'GET', '/keys')).filter((k) =>
+          k.name.startsWith(`${raceNs}-`),
+        );
       await eventually(async () => ((await made()).length > 0 ? true : undefined), 30_000, 'a first create of the race');
       firstLease.abort();
       await first.stop();
       first = undefined;
       second = await leader('race-second', new AbortController());
-      const settled = await eventually(async () => {
-        const all = await Promise.all(names.map((name) => read('ProjectApiKey', raceNs, name)));
-        return all.every((r) => ready(r) || refusedWith('KeyLimitReached')(r)) ? all : undefined;
-      }, 90_000, 'every racer Ready or refused');
+      const settled = await eventually(
+        async () => {
+          const all = await Promise.all(names.map((name) => read('ProjectApiKey', raceNs, name)));
+          return all.every((r) => ready(r) || refusedWith('KeyLimitReached')(r)) ? all : undefined;
+        },
+        90_000,
+        'every racer Ready or refused',
+      );
       const holders = settled.filter(ready);
       expect(holders).toHaveLength(5);
       expect(settled.filter(refusedWith('KeyLimitReached'))).toHaveLength(25);
@@ -336,8 +488,9 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       const owners = new Set(keys.map((k) => k.name.slice(`${raceNs}-`.length).replace(/-[a-z0-9]{8}$/, '')));
       expect([...owners].sort()).toEqual(holders.map((r) => r.metadata.name).sort());
       expect(keys.filter((k) => !k.revoked)).toHaveLength(5);
-      for (const name of names) await objects.deleteNamespacedCustomObject({ group, version, namespace: raceNs, plural: 'projectapikeys', name }).catch(() => undefined);
-      await eventually(async () => ((await made()).filter((k) => !k.revoked).length === 0 ? true : undefined), 60_000, 'the race\'s keys revoked');
+      for (const name of names)
+        await objects.deleteNamespacedCustomObject({ group, version, namespace: raceNs, plural: 'projectapikeys', name }).catch(() => undefined);
+      await eventually(async () => ((await made()).filter((k) => !k.revoked).length === 0 ? true : undefined), 60_000, "the race's keys revoked");
     } finally {
       await first?.stop();
       await second?.stop();

@@ -25,13 +25,25 @@ const suffix = randomBytes(3).toString('hex');
 /** This suite's issuers carry it, and its operator reconciles only those (issuers are cluster-wide; the suites share the apiserver). */
 const LABEL = 'keys.neon.dev/test-suite';
 
-interface Condition { type: string; status: string; reason: string; message: string; lastTransitionTime: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+}
 interface Issuer {
   metadata: { name: string; generation: number; resourceVersion: string; finalizers?: string[]; deletionTimestamp?: string };
-  status?: { observedGeneration?: number; user?: { id?: string; email?: string; role?: string }; verifiedAt?: string; resources?: number; conditions?: Condition[] };
+  status?: {
+    observedGeneration?: number;
+    user?: { id?: string; email?: string; role?: string };
+    verifiedAt?: string;
+    resources?: number;
+    conditions?: Condition[];
+  };
 }
 
-describe('a ClusterKeyIssuer\'s Ready condition', () => {
+describe("a ClusterKeyIssuer's Ready condition", () => {
   let cp: ControlPlane;
   let emulator: Emulator;
   let operator: RunningOperator;
@@ -45,14 +57,27 @@ describe('a ClusterKeyIssuer\'s Ready condition', () => {
   const apiKeys: string[] = [];
 
   const name = (base: string): string => `${base}-${suffix}`;
-  const read = async (issuer: string): Promise<Issuer> => await objects.getClusterCustomObject({ group, version, plural, name: issuer }) as Issuer;
+  const read = async (issuer: string): Promise<Issuer> => (await objects.getClusterCustomObject({ group, version, plural, name: issuer })) as Issuer;
   const ready = (i: Issuer): Condition | undefined => i.status?.conditions?.find((c) => c.type === 'Ready');
   const until = (issuer: string, test: (i: Issuer) => boolean, what: string, timeoutMs = 20_000): Promise<Issuer> =>
-    eventually(async () => { const i = await read(issuer); return test(i) ? i : undefined; }, timeoutMs, `${issuer}: ${what}`);
-  const withReason = (reason: string) => (i: Issuer): boolean => ready(i)?.reason === reason && i.status?.observedGeneration === i.metadata.generation;
+    eventually(
+      async () => {
+        const i = await read(issuer);
+        return test(i) ? i : undefined;
+      },
+      timeoutMs,
+      `${issuer}: ${what}`,
+    );
+  const withReason =
+    (reason: string) =>
+    (i: Issuer): boolean =>
+      ready(i)?.reason === reason && i.status?.observedGeneration === i.metadata.generation;
   /** A user of the organization (or of none), with their first personal key. */
   const user = async (base: string, role?: 'admin' | 'member'): Promise<{ id: string; personalKey: string }> => {
-    const made = await emulatorAdmin<{ id: string; personalKey: string }>(emulator.adminUrl, 'POST', '/users', { name: name(base), ...(role !== undefined ? { orgRoles: { [ORG]: role } } : {}) });
+    const made = await emulatorAdmin<{ id: string; personalKey: string }>(emulator.adminUrl, 'POST', '/users', {
+      name: name(base),
+      ...(role !== undefined ? { orgRoles: { [ORG]: role } } : {}),
+    });
     apiKeys.push(made.personalKey);
     return made;
   };
@@ -60,8 +85,15 @@ describe('a ClusterKeyIssuer\'s Ready condition', () => {
   const createIssuer = async (issuer: string, apiKey: string, allow: unknown[] = []): Promise<void> => {
     await core.createNamespacedSecret({ namespace: secretsNs, body: { metadata: { name: issuer }, stringData: { apiKey } } });
     await objects.createClusterCustomObject({
-      group, version, plural,
-      body: { apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name: issuer, labels: { [LABEL]: suffix } }, spec: { organizationId: ORG, credentialsSecretRef: { name: issuer }, allow } },
+      group,
+      version,
+      plural,
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ClusterKeyIssuer',
+        metadata: { name: issuer, labels: { [LABEL]: suffix } },
+        spec: { organizationId: ORG, credentialsSecretRef: { name: issuer }, allow },
+      },
     });
     issuers.push(issuer);
   };
@@ -77,8 +109,10 @@ describe('a ClusterKeyIssuer\'s Ready condition', () => {
   /** The events of an issuer (in `default`, where the events of cluster-scoped objects go). */
   const events = async (issuer: string): Promise<{ type?: string; reason?: string; message?: string }[]> =>
     (await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=ClusterKeyIssuer,involvedObject.name=${issuer}` })).items;
-  const verifications = async (): Promise<number> => (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
-    .filter((r) => r.method === 'GET' && r.route.endsWith('/users/me')).reduce((n, r) => n + r.count, 0);
+  const verifications = async (): Promise<number> =>
+    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
+      .filter((r) => r.method === 'GET' && r.route.endsWith('/users/me'))
+      .reduce((n, r) => n + r.count, 0);
   const gauge = async (): Promise<Record<string, number>> => {
     const metric = await metrics.registry.getSingleMetric('neon_key_operator_issuer_ready')?.get();
     return Object.fromEntries((metric?.values ?? []).map((v) => [String(v.labels.issuer), v.value]));
@@ -116,9 +150,12 @@ describe('a ClusterKeyIssuer\'s Ready condition', () => {
     await operator?.stop();
     // The operator is gone: its finalizer would hold the issuers for ever.
     for (const issuer of issuers) {
-      const current = await objects?.getClusterCustomObject({ group, version, plural, name: issuer }).catch(() => undefined) as { metadata: Record<string, unknown> } | undefined;
+      const current = (await objects?.getClusterCustomObject({ group, version, plural, name: issuer }).catch(() => undefined)) as
+        { metadata: Record<string, unknown> } | undefined;
       if (current === undefined) continue;
-      await objects.replaceClusterCustomObject({ group, version, plural, name: issuer, body: { ...current, metadata: { ...current.metadata, finalizers: [] } } }).catch(() => undefined);
+      await objects
+        .replaceClusterCustomObject({ group, version, plural, name: issuer, body: { ...current, metadata: { ...current.metadata, finalizers: [] } } })
+        .catch(() => undefined);
       await objects.deleteClusterCustomObject({ group, version, plural, name: issuer }).catch(() => undefined);
     }
     for (const ns of [secretsNs, tenant]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
@@ -131,25 +168,36 @@ describe('a ClusterKeyIssuer\'s Ready condition', () => {
     await createIssuer(issuer, admin.personalKey);
     const i = await until(issuer, withReason('Verified'), 'Ready');
     expect(ready(i)).toEqual(expect.objectContaining({ status: 'True', message: expect.stringContaining(`${name('platform-admin')}@example.com`) }));
-    expect(i.status).toEqual(expect.objectContaining({
-      user: { id: admin.id, email: `${name('platform-admin')}@example.com`, role: 'admin' },
-      resources: 0,
-      verifiedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
-    }));
+    expect(i.status).toEqual(
+      expect.objectContaining({
+        user: { id: admin.id, email: `${name('platform-admin')}@example.com`, role: 'admin' },
+        resources: 0,
+        verifiedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+      }),
+    );
     expect(i.metadata.finalizers).toContain('keys.neon.dev/issuer-in-use');
     await eventually(async () => ((await gauge())[issuer] === 1 ? true : undefined), 5_000, 'issuer_ready 1');
   });
 
-  it('is False with a reason of its own for a member\'s key, an organization key and a revoked key; and for the administrator once demoted, with a Warning', async () => {
+  it("is False with a reason of its own for a member's key, an organization key and a revoked key; and for the administrator once demoted, with a Warning", async () => {
     const member = await user('member', 'member');
-    const alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '', retry: { maxAttempts: 1 } });
+    const alice = new PlatformClient({
+      baseUrl: emulator.baseUrl,
+      apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '',
+      retry: { maxAttempts: 1 },
+    });
     const orgKey = await alice.createOrganizationKey(ORG, { keyName: name('not-for-issuers') });
     apiKeys.push(orgKey.key);
     const revoked = await user('revoked', 'admin');
     const own = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: revoked.personalKey, retry: { maxAttempts: 1 } });
     await own.revokePersonalKey((await own.listPersonalKeys())[0]?.id ?? 0);
     const cases: [string, string, string, RegExp][] = [
-      [name('member'), member.personalKey, 'NotAnAdministrator', new RegExp(`${name('member')}@example\\.com \\(user ${member.id}\\), a member of ${ORG}, not an administrator`)],
+      [
+        name('member'),
+        member.personalKey,
+        'NotAnAdministrator',
+        new RegExp(`${name('member')}@example\\.com \\(user ${member.id}\\), a member of ${ORG}, not an administrator`),
+      ],
       [name('org-key'), orgKey.key, 'CredentialsWrongKind', /an organization key .*; an issuer needs a personal key of an administrator/],
       [name('revoked'), revoked.personalKey, 'CredentialsRefused', /refused the credentials \(401\).*: the key is invalid or revoked/],
     ];
@@ -161,7 +209,14 @@ describe('a ClusterKeyIssuer\'s Ready condition', () => {
     }
     expect((await read(name('member'))).status?.user).toEqual({ id: member.id, email: `${name('member')}@example.com`, role: 'member' });
     expect((await read(name('revoked'))).status?.user).toBeUndefined();
-    const warned = await eventually(async () => { const e = await events(name('revoked')); return e.length > 0 ? e : undefined; }, 10_000, 'a Warning');
+    const warned = await eventually(
+      async () => {
+        const e = await events(name('revoked'));
+        return e.length > 0 ? e : undefined;
+      },
+      10_000,
+      'a Warning',
+    );
     expect(warned).toEqual([expect.objectContaining({ type: 'Warning', reason: 'CredentialsRefused' })]);
     expectNoKeyIn(JSON.stringify(warned));
     const values = await gauge();
@@ -174,7 +229,12 @@ describe('a ClusterKeyIssuer\'s Ready condition', () => {
     await until(platform, withReason('NotAnAdministrator'), 'demoted');
     await emulatorAdmin(emulator.adminUrl, 'PUT', `/organizations/${ORG}/members/${adminId}`, { role: 'admin' });
     await until(platform, withReason('Verified'), 'promoted again');
-    expect((await events(platform)).map((e) => [e.type, e.reason])).toEqual(expect.arrayContaining([['Warning', 'NotAnAdministrator'], ['Normal', 'Verified']]));
+    expect((await events(platform)).map((e) => [e.type, e.reason])).toEqual(
+      expect.arrayContaining([
+        ['Warning', 'NotAnAdministrator'],
+        ['Normal', 'Verified'],
+      ]),
+    );
 
     // Issuers nothing uses go at once: their finalizer is removed.
     for (const [issuer] of cases) await objects.deleteClusterCustomObject({ group, version, plural, name: issuer });
@@ -199,26 +259,47 @@ describe('a ClusterKeyIssuer\'s Ready condition', () => {
     await until(issuer, withReason('Verified'), 'Ready');
     // Only the reference matters here: the issuer allows nothing, so no key is minted through it.
     await objects.createNamespacedCustomObject({
-      group, version, namespace: tenant, plural: 'projectapikeys',
-      body: { apiVersion: `${group}/${version}`, kind: 'ProjectApiKey', metadata: { name: 'db', namespace: tenant }, spec: { projectId: PROJECT, issuerRef: { name: issuer } } },
+      group,
+      version,
+      namespace: tenant,
+      plural: 'projectapikeys',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ProjectApiKey',
+        metadata: { name: 'db', namespace: tenant },
+        spec: { projectId: PROJECT, issuerRef: { name: issuer } },
+      },
     });
     await until(issuer, (i) => i.status?.resources === 1, 'one resource counted');
     await objects.deleteClusterCustomObject({ group, version, plural, name: issuer });
     const blocked = await until(issuer, withReason('DeletionBlocked'), 'deletion blocked');
     expect(blocked.metadata.deletionTimestamp).toBeDefined();
     expect(blocked.metadata.finalizers).toContain('keys.neon.dev/issuer-in-use');
-    expect(ready(blocked)).toEqual(expect.objectContaining({ status: 'False', message: `deletion waits for 1 resource that uses this issuer: ${tenant}/db; delete them, or point their spec.issuerRef elsewhere` }));
-    await eventually(async () => ((await events(issuer)).some((e) => e.type === 'Warning' && e.reason === 'DeletionBlocked') ? true : undefined), 10_000, 'a DeletionBlocked Warning');
+    expect(ready(blocked)).toEqual(
+      expect.objectContaining({
+        status: 'False',
+        message: `deletion waits for 1 resource that uses this issuer: ${tenant}/db; delete them, or point their spec.issuerRef elsewhere`,
+      }),
+    );
+    await eventually(
+      async () => ((await events(issuer)).some((e) => e.type === 'Warning' && e.reason === 'DeletionBlocked') ? true : undefined),
+      10_000,
+      'a DeletionBlocked Warning',
+    );
 
     await objects.deleteNamespacedCustomObject({ group, version, namespace: tenant, plural: 'projectapikeys', name: 'db' });
-    await eventually(async () => {
-      try {
-        await objects.getNamespacedCustomObject({ group, version, namespace: tenant, plural: 'projectapikeys', name: 'db' });
-        return undefined;
-      } catch (error) {
-        return (error as { code?: unknown }).code === 404 ? true : undefined;
-      }
-    }, 30_000, 'the ProjectApiKey deleted');
+    await eventually(
+      async () => {
+        try {
+          await objects.getNamespacedCustomObject({ group, version, namespace: tenant, plural: 'projectapikeys', name: 'db' });
+          return undefined;
+        } catch (error) {
+          return (error as { code?: unknown }).code === 404 ? true : undefined;
+        }
+      },
+      30_000,
+      'the ProjectApiKey deleted',
+    );
     await eventually(async () => ((await gone(issuer)) ? true : undefined), 20_000, `${issuer} deleted once nothing uses it`);
     await eventually(async () => ((await gauge())[issuer] === undefined ? true : undefined), 5_000, 'its gauge series gone');
   });

@@ -17,13 +17,18 @@ const version = 'v1alpha1';
 const ORG = 'org-demo-00000001';
 const DRIFT_MS = 1_500;
 
-interface Condition { type: string; status: string; reason: string; message: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
 interface Resource {
   metadata: { name: string; resourceVersion: string; generation: number };
   status?: { keyId?: number; createdAt?: string; lastUsedAt?: string; lastUsedFromAddr?: string; conditions?: Condition[] };
 }
 
-describe('the key\'s use in view', () => {
+describe("the key's use in view", () => {
   let cp: ControlPlane;
   let emulator: Emulator;
   let operator: RunningOperator;
@@ -31,14 +36,31 @@ describe('the key\'s use in view', () => {
   let core: CoreV1Api;
   let namespace: string;
 
-  const create = (name: string, extra: Record<string, unknown> = {}): Promise<unknown> => objects.createNamespacedCustomObject({
-    group, version, namespace, plural: 'apikeys',
-    body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, namespace }, spec: { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' }, ...extra } },
-  });
-  const get = async (name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }) as Resource;
+  const create = (name: string, extra: Record<string, unknown> = {}): Promise<unknown> =>
+    objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ApiKey',
+        metadata: { name, namespace },
+        spec: { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' }, ...extra },
+      },
+    });
+  const get = async (name: string): Promise<Resource> =>
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource;
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const until = (name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
-    eventually(async () => { const r = await get(name); return test(r) ? r : undefined; }, timeoutMs, `${name}: ${what}`);
+    eventually(
+      async () => {
+        const r = await get(name);
+        return test(r) ? r : undefined;
+      },
+      timeoutMs,
+      `${name}: ${what}`,
+    );
   const useKey = async (name: string): Promise<void> => {
     const secret = await core.readNamespacedSecret({ namespace, name });
     const apiKey = Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
@@ -106,7 +128,9 @@ describe('the key\'s use in view', () => {
     const ready = await until('idle', (r) => condition(r, 'Ready')?.status === 'True' && condition(r, 'InUse') !== undefined, 'Ready with InUse');
     expect(condition(ready, 'InUse')).toEqual(expect.objectContaining({ status: 'True', reason: 'UsedRecently' }));
     const idle = await until('idle', (r) => condition(r, 'InUse')?.status === 'False', 'InUse False');
-    expect(condition(idle, 'InUse')).toEqual(expect.objectContaining({ reason: 'NotUsedRecently', message: `never used since issued at ${idle.status?.createdAt} (more than 3s)` }));
+    expect(condition(idle, 'InUse')).toEqual(
+      expect.objectContaining({ reason: 'NotUsedRecently', message: `never used since issued at ${idle.status?.createdAt} (more than 3s)` }),
+    );
     expect(condition(idle, 'Ready')?.status).toBe('True');
     await useKey('idle');
     const used = await until('idle', (r) => condition(r, 'InUse')?.status === 'True', 'InUse True again');

@@ -13,18 +13,41 @@ import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.
 import { buildSecret } from '../../src/operator/keys/secret/secret-writer.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { crashedIntent, createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
+import {
+  crashedIntent,
+  createNamespace,
+  customObjects,
+  emulatorAdmin,
+  eventually,
+  installOperatorManifests,
+  operatorKubeConfig,
+  operatorSigner,
+  intentSettled,
+} from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
 
-interface Condition { type: string; status: string; reason: string; message: string; observedGeneration?: number }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+}
 interface Resource {
   metadata: { name: string; generation: number; annotations?: Record<string, string>; finalizers?: string[] };
   spec: Record<string, unknown>;
   status?: { keyId?: number; keyName?: string; secretName?: string; secretHash?: string; observedGeneration?: number; conditions?: Condition[] };
 }
-interface AdminKey { id: number; name: string; kind: string; organizationId: string | null; projectId: string | null; revoked: boolean }
+interface AdminKey {
+  id: number;
+  name: string;
+  kind: string;
+  organizationId: string | null;
+  projectId: string | null;
+  revoked: boolean;
+}
 
 describe('the key lifecycle against a real apiserver and the emulator', () => {
   let cp: ControlPlane;
@@ -43,58 +66,86 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
 
   const logger = createLogger({
     level: 'debug',
-    destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
+    destination: new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logLines.push(chunk.toString('utf8'));
+        done();
+      },
+    }),
   });
 
   const admin = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, method, path, body);
   const keysNamed = async (prefix: string): Promise<AdminKey[]> => (await admin<AdminKey[]>('GET', '/keys')).filter((k) => k.name.startsWith(`${prefix}-`));
   const requestCount = async (method: string, route: string): Promise<number> =>
-    (await admin<{ method: string; route: string; count: number }[]>('GET', '/requests')).filter((r) => r.method === method && r.route === route).reduce((n, r) => n + r.count, 0);
+    (await admin<{ method: string; route: string; count: number }[]>('GET', '/requests'))
+      .filter((r) => r.method === method && r.route === route)
+      .reduce((n, r) => n + r.count, 0);
 
   const credentials = async (name: string, key: string): Promise<void> => {
     await core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData: { apiKey: key } } });
   };
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
-  const create = async (kind: 'ApiKey' | 'ProjectApiKey', name: string, spec: Record<string, unknown>, metadata: Record<string, unknown> = {}): Promise<void> => {
-    await objects.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace, ...metadata }, spec } });
+  const create = async (
+    kind: 'ApiKey' | 'ProjectApiKey',
+    name: string,
+    spec: Record<string, unknown>,
+    metadata: Record<string, unknown> = {},
+  ): Promise<void> => {
+    await objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: plural(kind),
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace, ...metadata }, spec },
+    });
   };
-  const get = async (kind: string, name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name }) as Resource;
+  const get = async (kind: string, name: string): Promise<Resource> =>
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as Resource;
   const settled = (r: Resource): boolean => intentSettled(r);
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const untilCondition = (kind: string, name: string, type: string, test: (c: Condition, r: Resource) => boolean, timeoutMs = 20_000): Promise<Resource> =>
-    eventually(async () => {
-      const r = await get(kind, name);
-      const c = condition(r, type);
-      return c !== undefined && test(c, r) ? r : undefined;
-    }, timeoutMs, `${kind} ${name} ${type}`);
+    eventually(
+      async () => {
+        const r = await get(kind, name);
+        const c = condition(r, type);
+        return c !== undefined && test(c, r) ? r : undefined;
+      },
+      timeoutMs,
+      `${kind} ${name} ${type}`,
+    );
   const untilReady = (kind: string, name: string, timeoutMs?: number): Promise<Resource> =>
     // Settled: Ready for this generation, and the intent cleared (the last step of the protocol).
-    untilCondition(kind, name, 'Ready', (c, r) => c.status === 'True' && r.status?.observedGeneration === r.metadata.generation
-      && intentSettled(r), timeoutMs);
+    untilCondition(kind, name, 'Ready', (c, r) => c.status === 'True' && r.status?.observedGeneration === r.metadata.generation && intentSettled(r), timeoutMs);
   const secretValue = async (name: string, key = 'apiKey'): Promise<string> => {
     const secret = await core.readNamespacedSecret({ namespace, name });
     const value = Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
     if (value !== '') issuedSecrets.add(value);
     return value;
   };
-  const untilGone = (kind: string, name: string): Promise<true> => eventually(async () => {
-    try {
-      await get(kind, name);
-      return undefined;
-    } catch (error) {
-      if ((error as { code?: number }).code === 404) return true;
-      throw error;
-    }
-  }, 20_000, `${kind} ${name} deleted`);
+  const untilGone = (kind: string, name: string): Promise<true> =>
+    eventually(
+      async () => {
+        try {
+          await get(kind, name);
+          return undefined;
+        } catch (error) {
+          if ((error as { code?: number }).code === 404) return true;
+          throw error;
+        }
+      },
+      20_000,
+      `${kind} ${name} deleted`,
+    );
   const remove = (kind: string, name: string) => objects.deleteNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name });
   /**
    * The reconciles of a resource, as the operator reports each one (onReconcile, typed; never its
    * log text): when each started, what it decided first, whether it sent a create.
    */
-  const reconcilesOf = (name: string): { startedAt: number; action: string; created: boolean }[] => records
-    .filter((r) => r.namespace === namespace && r.name === name)
-    .map((r) => ({ startedAt: r.startedAt, action: r.actions[0] ?? '', created: r.createSent }))
-    .sort((a, b) => a.startedAt - b.startedAt);
+  const reconcilesOf = (name: string): { startedAt: number; action: string; created: boolean }[] =>
+    records
+      .filter((r) => r.namespace === namespace && r.name === name)
+      .map((r) => ({ startedAt: r.startedAt, action: r.actions[0] ?? '', created: r.createSent }))
+      .sort((a, b) => a.startedAt - b.startedAt);
   const platformAs = (apiKey: string) => new PlatformClient({ baseUrl: emulator.baseUrl, apiKey, retry: { maxAttempts: 1 } });
 
   beforeAll(async () => {
@@ -173,7 +224,12 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   it('status lost (a backup restored without it) is re-recorded from the Secret, no new key', async () => {
     const before = await get('ApiKey', 'ci-deployer');
     await objects.patchNamespacedCustomObjectStatus({
-      group, version, namespace, plural: 'apikeys', name: 'ci-deployer', body: [{ op: 'remove', path: '/status' }],
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      name: 'ci-deployer',
+      body: [{ op: 'remove', path: '/status' }],
     });
     const after = await untilReady('ApiKey', 'ci-deployer');
     expect(after.status?.keyId).toBe(before.status?.keyId);
@@ -204,7 +260,14 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('an ApiKey with deletionPolicy Retain leaves the key live and its Secret in place', async () => {
-    await create('ApiKey', 'keeper', { scope: 'Organization', organizationId: org, keyName: 'keeper', deletionPolicy: 'Retain', credentialsSecretRef: { name: 'neon-admin' }, secret: { name: 'keeper-secret', key: 'token' } });
+    await create('ApiKey', 'keeper', {
+      scope: 'Organization',
+      organizationId: org,
+      keyName: 'keeper',
+      deletionPolicy: 'Retain',
+      credentialsSecretRef: { name: 'neon-admin' },
+      secret: { name: 'keeper-secret', key: 'token' },
+    });
     const ready = await untilReady('ApiKey', 'keeper');
     const value = await secretValue('keeper-secret', 'token');
     await remove('ApiKey', 'keeper');
@@ -219,7 +282,9 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('a create response lost after the platform committed is recovered: the orphan revoked, one live key', async () => {
-    await admin('PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'drop-after-commit', times: 1 }] });
+    await admin('PUT', '/faults', {
+      rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'drop-after-commit', times: 1 }],
+    });
     try {
       await create('ApiKey', 'dropped', { scope: 'Organization', organizationId: org, keyName: 'dropped', credentialsSecretRef: { name: 'neon-admin' } });
       const ready = await untilReady('ApiKey', 'dropped');
@@ -237,14 +302,27 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
    * the resource is made first, waiting on credentials that do not exist yet), then the real
    * credentials. `before` runs once the uid is known (e.g. to write the Secret that process wrote).
    */
-  const crashed = async (name: string, spec: Record<string, unknown>, pending: { attempt: string; startedAt: string; holder: string }, before?: (r: Resource & { metadata: { uid: string } }) => Promise<void>): Promise<void> => {
+  const crashed = async (
+    name: string,
+    spec: Record<string, unknown>,
+    pending: { attempt: string; startedAt: string; holder: string },
+    before?: (r: Resource & { metadata: { uid: string } }) => Promise<void>,
+  ): Promise<void> => {
     await create('ApiKey', name, { ...spec, credentialsSecretRef: { name: 'neon-not-yet' } }, { finalizers: ['keys.neon.dev/finalizer'] });
-    const current = await untilCondition('ApiKey', name, 'Ready', (c) => c.reason === 'CredentialsMissing') as Resource & { metadata: { uid: string } };
+    const current = (await untilCondition('ApiKey', name, 'Ready', (c) => c.reason === 'CredentialsMissing')) as Resource & { metadata: { uid: string } };
     await before?.(current);
     const signer = await operatorSigner(cp);
     await objects.replaceNamespacedCustomObject({
-      group, version, namespace, plural: 'apikeys', name,
-      body: { ...current, metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, ...crashedIntent(signer, current.metadata.uid, pending) } }, spec },
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      name,
+      body: {
+        ...current,
+        metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, ...crashedIntent(signer, current.metadata.uid, pending) } },
+        spec,
+      },
     });
   };
 
@@ -256,15 +334,28 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     // What a process that crashed between writing the Secret and recording the status leaves behind.
     await crashed('adoptee', spec, { attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' }, async (r) => {
       const signer = await operatorSigner(cp);
-      await core.createNamespacedSecret({ namespace, body: buildSecret({ apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { ...r.metadata, namespace }, spec } as unknown as KeyResource, 'adoptee', 'apiKey', { id: made.id, name: attempt, secret: made.key }, signer) });
+      await core.createNamespacedSecret({
+        namespace,
+        body: buildSecret(
+          { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { ...r.metadata, namespace }, spec } as unknown as KeyResource,
+          'adoptee',
+          'apiKey',
+          { id: made.id, name: attempt, secret: made.key },
+          signer,
+        ),
+      });
     });
     await untilReady('ApiKey', 'adoptee');
     // Ready is recorded before the fulfilled intent is cleared (create-protocol.ts, adopt): a read
     // between the two writes sees Ready with the intent still on; the intent must then go.
-    const ready = await eventually(async () => {
-      const r = await get('ApiKey', 'adoptee');
-      return r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined ? r : undefined;
-    }, 10_000, 'the adopted intent cleared');
+    const ready = await eventually(
+      async () => {
+        const r = await get('ApiKey', 'adoptee');
+        return r.metadata.annotations?.['keys.neon.dev/create-pending'] === undefined ? r : undefined;
+      },
+      10_000,
+      'the adopted intent cleared',
+    );
     expect(ready.status?.keyId).toBe(made.id);
     expect(ready.metadata.annotations?.['keys.neon.dev/create-pending']).toBeUndefined();
     expect(await keysNamed('adoptee')).toEqual([expect.objectContaining({ id: made.id, revoked: false })]);
@@ -274,8 +365,11 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     const attempt = 'orphaned-wxyz9876';
     const made = await platformAs(aliceKey).createOrganizationKey(org, { keyName: attempt });
     issuedSecrets.add(made.key);
-    await crashed('orphaned', { scope: 'Organization', organizationId: org, keyName: 'orphaned', credentialsSecretRef: { name: 'neon-admin' } },
-      { attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' });
+    await crashed(
+      'orphaned',
+      { scope: 'Organization', organizationId: org, keyName: 'orphaned', credentialsSecretRef: { name: 'neon-admin' } },
+      { attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' },
+    );
     // Within the grace period the operator waits: the other process may still be working.
     const waiting = await untilCondition('ApiKey', 'orphaned', 'Ready', (c) => c.reason === 'Creating');
     expect(waiting.metadata.annotations?.['keys.neon.dev/create-pending']).toContain(attempt);
@@ -309,7 +403,9 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     // must not wake the key again (they did: a second attempt ~0.1 s after each).
     // A first create is decided as AddFinalizer (the finalizer goes with its intent); refused before
     // its intent (the organization check), each attempt stays one.
-    const attempts = reconcilesOf(name).filter((r) => r.action === 'Create' || r.action === 'AddFinalizer').map((r) => r.startedAt);
+    const attempts = reconcilesOf(name)
+      .filter((r) => r.action === 'Create' || r.action === 'AddFinalizer')
+      .map((r) => r.startedAt);
     if (reason === 'Unauthorized') expect(reconcilesOf(name).some((r) => r.created)).toBe(false);
     expect(attempts.length).toBeGreaterThanOrEqual(2);
     for (let i = 1; i < attempts.length; i++) expect(attempts[i]! - attempts[i - 1]!).toBeGreaterThanOrEqual(900);
@@ -322,13 +418,20 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('NotFound: a ProjectApiKey for a project outside the organization says so', async () => {
-    await create('ProjectApiKey', 'nowhere', { organizationId: org, projectId: 'no-such-project-123', keyName: 'nowhere', credentialsSecretRef: { name: 'neon-admin' } });
+    await create('ProjectApiKey', 'nowhere', {
+      organizationId: org,
+      projectId: 'no-such-project-123',
+      keyName: 'nowhere',
+      credentialsSecretRef: { name: 'neon-admin' },
+    });
     const blocked = await untilCondition('ProjectApiKey', 'nowhere', 'KeyIssued', (c) => c.reason === 'NotFound');
     expect(condition(blocked, 'KeyIssued')?.message).toContain('404');
   });
 
   it('RateLimited: a 429 on create is reported, then the key is issued', async () => {
-    await admin('PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'status', status: 429, times: 3 }] });
+    await admin('PUT', '/faults', {
+      rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'status', status: 429, times: 3 }],
+    });
     try {
       await create('ApiKey', 'throttled', { scope: 'Organization', organizationId: org, keyName: 'throttled', credentialsSecretRef: { name: 'neon-admin' } });
       await untilReady('ApiKey', 'throttled', 30_000);
@@ -362,8 +465,17 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     const { operations } = await platformAs(aliceKey).createBranch(project.id);
     const ids = operations.map((o) => o.id);
     expect(operations.map((o) => o.action)).toEqual(expect.arrayContaining(['create_branch', 'start_compute']));
-    const settled = await untilCondition('ProjectApiKey', 'app', 'OperationsSettled', (c, r) => c.status === 'True'
-      && ids.every((id) => (r.status as { operations?: { id: string; status: string }[] }).operations?.some((o) => o.id === id && o.status === 'finished') === true), 30_000);
+    const settled = await untilCondition(
+      'ProjectApiKey',
+      'app',
+      'OperationsSettled',
+      (c, r) =>
+        c.status === 'True' &&
+        ids.every(
+          (id) => (r.status as { operations?: { id: string; status: string }[] }).operations?.some((o) => o.id === id && o.status === 'finished') === true,
+        ),
+      30_000,
+    );
     expect(condition(settled, 'Ready')?.status).toBe('True');
   });
 
@@ -394,7 +506,11 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     const thirdId = third.status?.keyId ?? -1;
     await secretValue('drifty');
 
-    await core.patchNamespacedSecret({ namespace, name: 'drifty', body: [{ op: 'replace', path: '/data/apiKey', value: Buffer.from('edited by hand').toString('base64') }] });
+    await core.patchNamespacedSecret({
+      namespace,
+      name: 'drifty',
+      body: [{ op: 'replace', path: '/data/apiKey', value: Buffer.from('edited by hand').toString('base64') }],
+    });
     const fourth = await untilCondition('ApiKey', 'drifty', 'Ready', (c, r) => c.status === 'True' && r.status?.keyId !== thirdId && settled(r), 20_000);
     const value = await secretValue('drifty');
     expect((await platformAs(value).listProjects({ orgId: org })).length).toBeGreaterThan(0);
@@ -435,14 +551,18 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     await remove('ApiKey', 'stranded');
     await untilCondition('ApiKey', 'stranded', 'Ready', (c) => c.reason === 'Deleting' && c.message.includes('CredentialsMissing'));
     await objects.patchNamespacedCustomObject({
-      group, version, namespace, plural: 'apikeys', name: 'stranded',
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      name: 'stranded',
       body: [{ op: 'add', path: '/metadata/annotations', value: { 'keys.neon.dev/release-without-revoke': 'true' } }],
     });
     await untilGone('ApiKey', 'stranded');
     expect(await keysNamed('stranded')).toEqual([expect.objectContaining({ id: ready.status?.keyId, revoked: false })]);
   });
 
-  it('a credentials Secret deleted while a key issued with it lives is kept until the key is revoked: the resource\'s delete revokes, then the Secret goes', async () => {
+  it("a credentials Secret deleted while a key issued with it lives is kept until the key is revoked: the resource's delete revokes, then the Secret goes", async () => {
     await create('ApiKey', 'kept-creds', { scope: 'Organization', organizationId: org, keyName: 'kept-creds', credentialsSecretRef: { name: 'neon-kept' } });
     await credentials('neon-kept', aliceKey);
     const ready = await untilReady('ApiKey', 'kept-creds', 20_000);
@@ -453,17 +573,36 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     await remove('ApiKey', 'kept-creds');
     await untilGone('ApiKey', 'kept-creds');
     expect(await keysNamed('kept-creds')).toEqual([expect.objectContaining({ id: ready.status?.keyId, revoked: true })]);
-    await eventually(async () => (await core.readNamespacedSecret({ namespace, name: 'neon-kept' }).then(() => undefined, (e: { code?: number }) => (e.code === 404 ? true : undefined))), 20_000, 'the credentials Secret gone once no key needs it');
+    await eventually(
+      async () =>
+        await core.readNamespacedSecret({ namespace, name: 'neon-kept' }).then(
+          () => undefined,
+          (e: { code?: number }) => (e.code === 404 ? true : undefined),
+        ),
+      20_000,
+      'the credentials Secret gone once no key needs it',
+    );
   });
 
   it('two operator instances reconciling the same resources never create two keys for one resource', async () => {
     const second = await startOperator({
-      kubeConfig: operatorConfig, platformBaseUrl: emulator.baseUrl, namespace, workers: 4, driftIntervalMs: 1_500,
-      pendingGraceMs: 5_000, maxBackoffMs: 4_000, logger, identity: 'operator-b',
+      kubeConfig: operatorConfig,
+      platformBaseUrl: emulator.baseUrl,
+      namespace,
+      workers: 4,
+      driftIntervalMs: 1_500,
+      pendingGraceMs: 5_000,
+      maxBackoffMs: 4_000,
+      logger,
+      identity: 'operator-b',
     });
     try {
       const names = Array.from({ length: 8 }, (_, i) => `twin-${i}`);
-      await Promise.all(names.map((name) => create('ApiKey', name, { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } })));
+      await Promise.all(
+        names.map((name) =>
+          create('ApiKey', name, { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } }),
+        ),
+      );
       for (const name of names) {
         const ready = await untilReady('ApiKey', name, 30_000);
         await secretValue(name);
@@ -477,8 +616,9 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('at rest, drift costs one key list per credentials and organization per interval, not one per key', async () => {
-    const live = ((await objects.listNamespacedCustomObject({ group, version, namespace, plural: 'apikeys' })) as { items: Resource[] }).items
-      .filter((r) => r.spec.scope === 'Organization' && condition(r, 'Ready')?.status === 'True');
+    const live = ((await objects.listNamespacedCustomObject({ group, version, namespace, plural: 'apikeys' })) as { items: Resource[] }).items.filter(
+      (r) => r.spec.scope === 'Organization' && condition(r, 'Ready')?.status === 'True',
+    );
     expect(live.length).toBeGreaterThanOrEqual(8);
     await admin('DELETE', '/requests');
     await new Promise((resolve) => setTimeout(resolve, 4_500));

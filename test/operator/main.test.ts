@@ -31,7 +31,10 @@ describe('the operator process', () => {
 
   afterAll(async () => {
     if (child !== undefined && child.exitCode === null) child.kill('SIGKILL');
-    await cp?.kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace }).catch(() => undefined);
+    await cp?.kubeConfig
+      .makeApiClient(CoreV1Api)
+      .deleteNamespace({ name: namespace })
+      .catch(() => undefined);
     await emulator?.close();
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   });
@@ -43,39 +46,81 @@ describe('the operator process', () => {
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
     const [health, metrics] = [await freePort(), await freePort()];
     const identity = `cli-test-${namespace}`;
-    child = spawn(process.execPath, [join(root, 'src/operator/main.ts'),
-      '--kubeconfig', kubeconfig, '--platform-url', emulator.baseUrl, '--watch-namespace', namespace, '--leader-elect',
-      `--health-probe-bind-address=127.0.0.1:${health}`, `--metrics-bind-address=127.0.0.1:${metrics}`, '--drift-interval', '2s'],
-    { env: { PATH: process.env.PATH, POD_NAME: identity, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { output += chunk; });
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { output += chunk; });
+    child = spawn(
+      process.execPath,
+      [
+        join(root, 'src/operator/main.ts'),
+        '--kubeconfig',
+        kubeconfig,
+        '--platform-url',
+        emulator.baseUrl,
+        '--watch-namespace',
+        namespace,
+        '--leader-elect',
+        `--health-probe-bind-address=127.0.0.1:${health}`,
+        `--metrics-bind-address=127.0.0.1:${metrics}`,
+        '--drift-interval',
+        '2s',
+      ],
+      { env: { PATH: process.env.PATH, POD_NAME: identity, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk;
+    });
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk;
+    });
 
     await eventually(async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).ok ? true : undefined), 20_000, 'healthz');
-    const lease = await eventually(async () => {
-      const l = await cp.kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: 'neon-key-operator' });
-      return l.spec?.holderIdentity === identity ? l : undefined;
-    }, 30_000, 'the Lease held by the process');
+    const lease = await eventually(
+      async () => {
+        const l = await cp.kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: 'neon-key-operator' });
+        return l.spec?.holderIdentity === identity ? l : undefined;
+      },
+      30_000,
+      'the Lease held by the process',
+    );
     expect(lease.spec?.holderIdentity).toBe(identity);
     await eventually(async () => ((await fetch(`http://127.0.0.1:${health}/readyz`)).ok ? true : undefined), 20_000, 'readyz');
 
     const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
-    await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
+    await cp.kubeConfig
+      .makeApiClient(CoreV1Api)
+      .createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: alice?.personalKey ?? '' } } });
     const objects = customObjects(cp.kubeConfig);
     await objects.createNamespacedCustomObject({
-      group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys',
-      body: { apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'cli' }, spec: { scope: 'Personal', keyName: 'cli', credentialsSecretRef: { name: 'neon-admin' } } },
+      group: 'keys.neon.dev',
+      version: 'v1alpha1',
+      namespace,
+      plural: 'apikeys',
+      body: {
+        apiVersion: 'keys.neon.dev/v1alpha1',
+        kind: 'ApiKey',
+        metadata: { name: 'cli' },
+        spec: { scope: 'Personal', keyName: 'cli', credentialsSecretRef: { name: 'neon-admin' } },
+      },
     });
-    await eventually(async () => {
-      const r = await objects.getNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys', name: 'cli' }) as { status?: { conditions?: { type: string; status: string }[] } };
-      return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? true : undefined;
-    }, 30_000, 'the ApiKey Ready');
+    await eventually(
+      async () => {
+        const r = (await objects.getNamespacedCustomObject({ group: 'keys.neon.dev', version: 'v1alpha1', namespace, plural: 'apikeys', name: 'cli' })) as {
+          status?: { conditions?: { type: string; status: string }[] };
+        };
+        return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? true : undefined;
+      },
+      30_000,
+      'the ApiKey Ready',
+    );
 
     // Ready is written inside the reconcile that creates the key (which goes on to clear its intent
     // and record an event): the reconcile is counted when it ends, a moment after Ready shows.
-    const exposition = await eventually(async () => {
-      const text = await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text();
-      return /controller_runtime_reconcile_total\{[^}]*controller="apikey"[^}]*\} [1-9]/.test(text) ? text : undefined;
-    }, 15_000, 'controller_runtime_reconcile_total');
+    const exposition = await eventually(
+      async () => {
+        const text = await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text();
+        return /controller_runtime_reconcile_total\{[^}]*controller="apikey"[^}]*\} [1-9]/.test(text) ? text : undefined;
+      },
+      15_000,
+      'controller_runtime_reconcile_total',
+    );
     expect(exposition).toMatch(/controller_runtime_reconcile_total\{[^}]*controller="apikey"[^}]*\} [1-9]/);
     expect(exposition).toMatch(/neon_key_operator_platform_requests_total\{[^}]*method="POST"/);
     // /metrics on the metrics address only, the probes on theirs only.
@@ -84,11 +129,19 @@ describe('the operator process', () => {
     expect((await fetch(`http://127.0.0.1:${metrics}/readyz`)).status).toBe(404);
     // Run from src/, nothing was stamped (npm run build stamps dist/: test/deploy/image.test.ts).
     expect(exposition).toMatch(/^neon_key_operator_build_info\{version="dev",revision="unknown",node_version="v[0-9.]+"\} 1$/m);
-    await eventually(async () => /neon_key_operator_managed_keys\{[^}]*condition="Ready"[^}]*status="True"[^}]*\} 1/.test(
-      await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text()) ? true : undefined, 15_000, 'managed_keys');
+    await eventually(
+      async () =>
+        /neon_key_operator_managed_keys\{[^}]*condition="Ready"[^}]*status="True"[^}]*\} 1/.test(
+          await (await fetch(`http://127.0.0.1:${metrics}/metrics`)).text(),
+        )
+          ? true
+          : undefined,
+      15_000,
+      'managed_keys',
+    );
 
     child.kill('SIGTERM');
-    const [code] = await once(child, 'exit') as [number | null];
+    const [code] = (await once(child, 'exit')) as [number | null];
     expect(code).toBe(0);
     expect(output).toContain('draining in-flight reconciles');
     expect(output.includes(alice?.personalKey ?? 'never')).toBe(false);

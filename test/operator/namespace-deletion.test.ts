@@ -24,8 +24,15 @@ const ROUNDS = Math.max(1, Number(process.env.NAMESPACE_DELETION_ROUNDS ?? '2'))
 const SUITE_LABEL = 'keys.neon.dev/test-suite';
 type Mode = 'issuer' | 'namespace credentials';
 
-interface Condition { type: string; status: string; reason: string }
-interface KeyObject { metadata: { name: string }; status?: { keyId?: number; retiringKeys?: { keyId: number }[]; conditions?: Condition[] } }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+}
+interface KeyObject {
+  metadata: { name: string };
+  status?: { keyId?: number; retiringKeys?: { keyId: number }[]; conditions?: Condition[] };
+}
 
 describe('deleting a namespace revokes every key it held and the namespace goes away', () => {
   let cp: ControlPlane;
@@ -38,12 +45,12 @@ describe('deleting a namespace revokes every key it held and the namespace goes 
   let issuersNs: string;
   const suffix = Math.random().toString(36).slice(2, 8);
   const issuer = `deletion-${suffix}`;
-  const namespaces: Record<Mode, string[]> = { 'issuer': [], 'namespace credentials': [] };
+  const namespaces: Record<Mode, string[]> = { issuer: [], 'namespace credentials': [] };
   const figures: { mode: Mode; seconds: number; keys: number }[] = [];
 
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
   const read = async (kind: string, namespace: string, name: string): Promise<KeyObject> =>
-    await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name }) as KeyObject;
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as KeyObject;
   const ready = (r: KeyObject): boolean => r.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
   /** The live keys of the organization named after the namespace (keyName defaults to <namespace>-<name>): current, retiring, replaced. */
   const keysOf = async (namespace: string): Promise<number[]> =>
@@ -63,10 +70,21 @@ describe('deleting a namespace revokes every key it held and the namespace goes 
       namespaces.issuer.push(await createNamespace(cp, 'deletion-issuer'));
       namespaces['namespace credentials'].push(await createNamespace(cp, 'deletion-creds'));
     }
-    await objects.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: {
-      apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name: issuer, labels: { [SUITE_LABEL]: suffix } },
-      spec: { organizationId: ORG, credentialsSecretRef: { name: 'org-admin' }, allow: [{ namespaces: { names: namespaces.issuer }, kinds: ['Organization', 'Project'] }] },
-    } });
+    await objects.createClusterCustomObject({
+      group,
+      version,
+      plural: 'clusterkeyissuers',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ClusterKeyIssuer',
+        metadata: { name: issuer, labels: { [SUITE_LABEL]: suffix } },
+        spec: {
+          organizationId: ORG,
+          credentialsSecretRef: { name: 'org-admin' },
+          allow: [{ namespaces: { names: namespaces.issuer }, kinds: ['Organization', 'Project'] }],
+        },
+      },
+    });
     operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp),
       platformBaseUrl: emulator.baseUrl,
@@ -88,14 +106,30 @@ describe('deleting a namespace revokes every key it held and the namespace goes 
     await operator?.stop();
     if (figures.length > 0) {
       for (const mode of ['issuer', 'namespace credentials'] as const) {
-        const s = figures.filter((f) => f.mode === mode).map((f) => f.seconds).sort((a, b) => a - b);
-        if (s.length > 0) console.log(`namespace deletion, ${mode}: ${s.length} namespaces, every key revoked; seconds to gone: min ${s[0]!.toFixed(1)}, median ${s[Math.floor(s.length / 2)]!.toFixed(1)}, max ${s.at(-1)!.toFixed(1)}`);
+        const s = figures
+          .filter((f) => f.mode === mode)
+          .map((f) => f.seconds)
+          .sort((a, b) => a - b);
+        if (s.length > 0)
+          console.log(
+            `namespace deletion, ${mode}: ${s.length} namespaces, every key revoked; seconds to gone: min ${s[0]!.toFixed(1)}, median ${s[Math.floor(s.length / 2)]!.toFixed(1)}, max ${s.at(-1)!.toFixed(1)}`,
+          );
       }
     }
-    for (const ns of [issuersNs, ...namespaces.issuer, ...namespaces['namespace credentials']]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    const current = await objects?.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer }).catch(() => undefined) as { metadata: Record<string, unknown> } | undefined;
+    for (const ns of [issuersNs, ...namespaces.issuer, ...namespaces['namespace credentials']])
+      if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
+    const current = (await objects?.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer }).catch(() => undefined)) as
+      { metadata: Record<string, unknown> } | undefined;
     if (current !== undefined) {
-      await objects.replaceClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer, body: { ...current, metadata: { ...current.metadata, finalizers: [] } } }).catch(() => undefined);
+      await objects
+        .replaceClusterCustomObject({
+          group,
+          version,
+          plural: 'clusterkeyissuers',
+          name: issuer,
+          body: { ...current, metadata: { ...current.metadata, finalizers: [] } },
+        })
+        .catch(() => undefined);
       await objects.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer }).catch(() => undefined);
     }
     await emulator?.close();
@@ -103,35 +137,63 @@ describe('deleting a namespace revokes every key it held and the namespace goes 
 
   async function round(mode: Mode, namespace: string): Promise<void> {
     const credentials = mode === 'issuer' ? { issuerRef: { name: issuer } } : { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } };
-    if (mode === 'namespace credentials') await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    const create = (kind: string, name: string, spec: Record<string, unknown>): Promise<unknown> => objects.createNamespacedCustomObject({
-      group, version, namespace, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec: { ...credentials, ...spec } },
-    });
+    if (mode === 'namespace credentials')
+      await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+    const create = (kind: string, name: string, spec: Record<string, unknown>): Promise<unknown> =>
+      objects.createNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural: plural(kind),
+        body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec: { ...credentials, ...spec } },
+      });
     await create('ApiKey', 'ready', { scope: 'Organization' });
     await create('ProjectApiKey', 'rotating', { projectId: PROJECT, rotation: { gracePeriod: '1h' } });
     await create('ProjectApiKey', 'repaired', { projectId: PROJECT });
-    for (const [kind, name] of [['ApiKey', 'ready'], ['ProjectApiKey', 'rotating'], ['ProjectApiKey', 'repaired']] as const) {
+    for (const [kind, name] of [
+      ['ApiKey', 'ready'],
+      ['ProjectApiKey', 'rotating'],
+      ['ProjectApiKey', 'repaired'],
+    ] as const) {
       await eventually(async () => (ready(await read(kind, namespace, name)) ? true : undefined), 30_000, `${namespace}/${name} Ready`);
     }
     // A rotation whose replaced key stays retiring (grace 1h), and a repair under way.
-    await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'rotating', body: { metadata: { annotations: { 'keys.neon.dev/rotate': 'now' } } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-    await eventually(async () => (((await read('ProjectApiKey', namespace, 'rotating')).status?.retiringKeys?.length ?? 0) > 0 ? true : undefined), 30_000, `${namespace}/rotating retiring`);
+    await objects.patchNamespacedCustomObject(
+      { group, version, namespace, plural: 'projectapikeys', name: 'rotating', body: { metadata: { annotations: { 'keys.neon.dev/rotate': 'now' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await eventually(
+      async () => (((await read('ProjectApiKey', namespace, 'rotating')).status?.retiringKeys?.length ?? 0) > 0 ? true : undefined),
+      30_000,
+      `${namespace}/rotating retiring`,
+    );
     await core.deleteNamespacedSecret({ namespace, name: 'repaired' });
     const held = (await keysOf(namespace)).length;
     expect(held).toBeGreaterThanOrEqual(4);
 
     const started = Date.now();
     await core.deleteNamespace({ name: namespace });
-    await eventually(async () => (await core.readNamespace({ name: namespace }).then(() => undefined, (e: { code?: number }) => (e.code === 404 ? true : undefined))), 120_000, `namespace ${namespace} gone`);
+    await eventually(
+      async () =>
+        await core.readNamespace({ name: namespace }).then(
+          () => undefined,
+          (e: { code?: number }) => (e.code === 404 ? true : undefined),
+        ),
+      120_000,
+      `namespace ${namespace} gone`,
+    );
     figures.push({ mode, seconds: (Date.now() - started) / 1000, keys: held });
     // Every key it ever held: none live (a repair's new key included, if it was made).
     expect(await keysOf(namespace)).toEqual([]);
   }
 
   for (const mode of ['issuer', 'namespace credentials'] as const) {
-    it(`${mode}: ${ROUNDS} namespace(s) with Ready keys, a rotation and a repair in flight`, async () => {
-      for (const namespace of namespaces[mode]) await round(mode, namespace);
-    }, 60_000 + ROUNDS * 150_000);
+    it(
+      `${mode}: ${ROUNDS} namespace(s) with Ready keys, a rotation and a repair in flight`,
+      async () => {
+        for (const namespace of namespaces[mode]) await round(mode, namespace);
+      },
+      60_000 + ROUNDS * 150_000,
+    );
   }
 });

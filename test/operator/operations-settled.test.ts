@@ -16,8 +16,15 @@ import { createNamespace, customObjects, emulatorAdmin, eventually, installOpera
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
 
-interface Condition { type: string; status: string; reason: string; message: string }
-interface Resource { status?: { conditions?: Condition[]; operations?: { id: string; status: string }[] } }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+interface Resource {
+  status?: { conditions?: Condition[]; operations?: { id: string; status: string }[] };
+}
 
 describe('OperationsSettled when an operation ends in error', () => {
   let cp: ControlPlane;
@@ -56,10 +63,19 @@ describe('OperationsSettled when an operation ends in error', () => {
     const project = emulator.bootstrap.projects.find((p) => p.organizationId === org);
     if (project === undefined) throw new Error('no org project in the seed');
     await objects.createNamespacedCustomObject({
-      group, version, namespace, plural: 'projectapikeys',
-      body: { apiVersion: `${group}/${version}`, kind: 'ProjectApiKey', metadata: { name: 'app' }, spec: { organizationId: org, projectId: project.id, keyName: 'app', credentialsSecretRef: { name: 'neon-admin' } } },
+      group,
+      version,
+      namespace,
+      plural: 'projectapikeys',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ProjectApiKey',
+        metadata: { name: 'app' },
+        spec: { organizationId: org, projectId: project.id, keyName: 'app', credentialsSecretRef: { name: 'neon-admin' } },
+      },
     });
-    const get = async (): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'app' }) as Resource;
+    const get = async (): Promise<Resource> =>
+      (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'app' })) as Resource;
     const settled = (r: Resource): Condition | undefined => r.status?.conditions?.find((c) => c.type === 'OperationsSettled');
     await eventually(async () => (settled(await get())?.status === 'True' ? true : undefined), 30_000, 'OperationsSettled True before');
 
@@ -67,10 +83,16 @@ describe('OperationsSettled when an operation ends in error', () => {
     const alice = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
     const { operations } = await new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: alice }).createBranch(project.id);
     const ids = operations.map((o) => o.id);
-    const errored = await eventually(async () => {
-      const r = await get();
-      return settled(r)?.reason === 'OperationError' && r.status?.operations?.some((o) => ids.includes(o.id) && o.status === 'error') === true ? r : undefined;
-    }, 30_000, 'OperationsSettled OperationError');
+    const errored = await eventually(
+      async () => {
+        const r = await get();
+        return settled(r)?.reason === 'OperationError' && r.status?.operations?.some((o) => ids.includes(o.id) && o.status === 'error') === true
+          ? r
+          : undefined;
+      },
+      30_000,
+      'OperationsSettled OperationError',
+    );
     const condition = settled(errored);
     expect(condition?.status).toBe('False');
     expect(condition?.message).toMatch(/ended in error \(failures_count 1\): the platform gave up on it and it will not change again/);

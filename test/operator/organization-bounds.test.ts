@@ -35,9 +35,23 @@ const NAMED = Number(process.env.ORG_BOUNDS_IDS ?? 300);
 const NAMED_NAMESPACES = 5;
 const PER_NAMESPACE = 4;
 
-interface Condition { type: string; status: string; reason: string; message: string }
-interface Resource { metadata: { name: string }; status?: { keyId?: number; conditions?: Condition[] } }
-interface AdminKey { id: number; name: string; organizationId: string | null; userId: string | null; revoked: boolean }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+interface Resource {
+  metadata: { name: string };
+  status?: { keyId?: number; conditions?: Condition[] };
+}
+interface AdminKey {
+  id: number;
+  name: string;
+  organizationId: string | null;
+  userId: string | null;
+  revoked: boolean;
+}
 
 describe('what a tenant names per organization', () => {
   let cp: ControlPlane;
@@ -60,28 +74,49 @@ describe('what a tenant names per organization', () => {
 
   const adminApi = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, method, path, body);
   const create = (namespace: string, name: string, spec: Record<string, unknown>): Promise<unknown> =>
-    objects.createNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name }, spec } });
-  const get = async (namespace: string, name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }) as Resource;
+    objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'apikeys',
+      body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name }, spec },
+    });
+  const get = async (namespace: string, name: string): Promise<Resource> =>
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource;
   const ready = (r: Resource): Condition | undefined => r.status?.conditions?.find((c) => c.type === 'Ready');
   const until = (namespace: string, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 60_000): Promise<Resource> =>
-    eventually(async () => {
-      const r = await get(namespace, name);
-      return test(r) ? r : undefined;
-    }, timeoutMs, `${namespace}/${name}: ${what}`);
+    eventually(
+      async () => {
+        const r = await get(namespace, name);
+        return test(r) ? r : undefined;
+      },
+      timeoutMs,
+      `${namespace}/${name}: ${what}`,
+    );
   /** The reconciler was shown this organization id for the tenant's resource `name` (`namespace/name`). */
-  const shown = (name: string, organization: string): Promise<void> => new Promise((resolve) => {
-    if (seen.get(name)?.has(organization) === true) resolve();
-    else waiters.push({ name, organization, resolve });
-  });
+  const shown = (name: string, organization: string): Promise<void> =>
+    new Promise((resolve) => {
+      if (seen.get(name)?.has(organization) === true) resolve();
+      else waiters.push({ name, organization, resolve });
+    });
 
   beforeAll(async () => {
     cp = await controlPlane();
     await installOperatorManifests(cp);
     emulator = await startEmulator({
-      db: ':memory:', timeScale: 0.01, controlPlaneActivity: false,
+      db: ':memory:',
+      timeScale: 0.01,
+      controlPlaneActivity: false,
       seed: {
-        organizations: [{ id: VICTIM_ORG, name: 'Victim' }, { id: TENANT_ORG, name: 'Tenant' }],
-        users: [{ name: 'alice', orgRoles: { [VICTIM_ORG]: 'admin' } }, { name: 'tina', orgRoles: { [TENANT_ORG]: 'admin' } }, { name: 'ivan', orgRoles: { [TENANT_ORG]: 'admin' } }],
+        organizations: [
+          { id: VICTIM_ORG, name: 'Victim' },
+          { id: TENANT_ORG, name: 'Tenant' },
+        ],
+        users: [
+          { name: 'alice', orgRoles: { [VICTIM_ORG]: 'admin' } },
+          { name: 'tina', orgRoles: { [TENANT_ORG]: 'admin' } },
+          { name: 'ivan', orgRoles: { [TENANT_ORG]: 'admin' } },
+        ],
         projects: [],
       },
     });
@@ -101,10 +136,21 @@ describe('what a tenant names per organization', () => {
     }
     // And an issuer of its own organization, allowing its namespace Organization keys.
     await core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'tenant-issuer' }, stringData: { apiKey: personalKey('ivan') } } });
-    await objects.createClusterCustomObject({ group, version, plural: 'clusterkeyissuers', body: {
-      apiVersion: `${group}/${version}`, kind: 'ClusterKeyIssuer', metadata: { name: issuerName, labels: { [SUITE_LABEL]: suffix } },
-      spec: { organizationId: TENANT_ORG, credentialsSecretRef: { name: 'tenant-issuer' }, allow: [{ namespaces: { names: [tenantNs] }, kinds: ['Organization'] }] },
-    } });
+    await objects.createClusterCustomObject({
+      group,
+      version,
+      plural: 'clusterkeyissuers',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'ClusterKeyIssuer',
+        metadata: { name: issuerName, labels: { [SUITE_LABEL]: suffix } },
+        spec: {
+          organizationId: TENANT_ORG,
+          credentialsSecretRef: { name: 'tenant-issuer' },
+          allow: [{ namespaces: { names: [tenantNs] }, kinds: ['Organization'] }],
+        },
+      },
+    });
     operator = await startOperator({
       kubeConfig: await operatorKubeConfig(cp),
       platformBaseUrl: emulator.baseUrl,
@@ -122,7 +168,7 @@ describe('what a tenant names per organization', () => {
         if (kind === 'ApiKey' && namedNs.includes(namespace) && organization !== undefined) {
           const resource = `${namespace}/${name}`;
           let ids = seen.get(resource);
-          if (ids === undefined) seen.set(resource, ids = new Set());
+          if (ids === undefined) seen.set(resource, (ids = new Set()));
           ids.add(organization);
           for (let i = waiters.length - 1; i >= 0; i--) {
             const w = waiters[i]!;
@@ -140,32 +186,62 @@ describe('what a tenant names per organization', () => {
 
   afterAll(async () => {
     // The keys made here are revoked and their finalizers lifted by the operator before it stops.
-    for (const [namespace, name] of [[tenantNs, 'own'], [victimNs, 'victim']] as const) {
+    for (const [namespace, name] of [
+      [tenantNs, 'own'],
+      [victimNs, 'victim'],
+    ] as const) {
       if (namespace === undefined) continue;
       await objects?.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }).catch(() => undefined);
-      await eventually(async () => (await get(namespace, name).then(() => undefined, () => true)), 60_000, `${name} gone`).catch(() => undefined);
+      await eventually(
+        async () =>
+          await get(namespace, name).then(
+            () => undefined,
+            () => true,
+          ),
+        60_000,
+        `${name} gone`,
+      ).catch(() => undefined);
     }
     await operator?.stop();
     for (const ns of [victimNs, tenantNs, issuersNs, ...namedNs]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
     await objects?.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuerName }).catch(() => undefined);
-    await objects?.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuerName, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] }).catch(() => undefined);
+    await objects
+      ?.patchClusterCustomObject({
+        group,
+        version,
+        plural: 'clusterkeyissuers',
+        name: issuerName,
+        body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }],
+      })
+      .catch(() => undefined);
     await emulator?.close();
   });
 
-  it('a create for an organization its credentials are not a member of never enters that organization\'s line, even while all its creates are under way: beside an issuer of the tenant\'s organization, or with its own credentials', async () => {
+  it("a create for an organization its credentials are not a member of never enters that organization's line, even while all its creates are under way: beside an issuer of the tenant's organization, or with its own credentials", async () => {
     // The tenant's own key through its issuer: from then on a new key of its namespace naming the
     // issuer's organization may wait for that organization's turn unread.
     await create(tenantNs, 'own', { scope: 'Organization', keyName: 'own', issuerRef: { name: issuerName } });
     await until(tenantNs, 'own', (r) => ready(r)?.status === 'True', 'Ready');
 
     // The victim organization's one create at a time (createsPerOrganization 1), held 20 s at the platform.
-    await adminApi('PUT', '/faults', { rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', kind: 'latency', latencyMs: 20_000, probability: 1, times: 1 }] });
+    await adminApi('PUT', '/faults', {
+      rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', kind: 'latency', latencyMs: 20_000, probability: 1, times: 1 }],
+    });
     await create(victimNs, 'victim', { scope: 'Organization', organizationId: VICTIM_ORG, keyName: 'victim', credentialsSecretRef: { name: 'neon-admin' } });
-    await eventually(async () => ((await adminApi<{ rules: { injected: number }[] }>('GET', '/faults')).rules[0]?.injected === 1 ? true : undefined), 60_000, 'the victim\'s create held at the platform');
+    await eventually(
+      async () => ((await adminApi<{ rules: { injected: number }[] }>('GET', '/faults')).rules[0]?.injected === 1 ? true : undefined),
+      60_000,
+      "the victim's create held at the platform",
+    );
 
     // The tenant names the victim's organization beside its issuer, and with its own credentials.
     await create(tenantNs, 'beside-issuer', { scope: 'Organization', organizationId: VICTIM_ORG, keyName: 'beside-issuer', issuerRef: { name: issuerName } });
-    await create(tenantNs, 'own-credentials', { scope: 'Organization', organizationId: VICTIM_ORG, keyName: 'own-credentials', credentialsSecretRef: { name: 'neon-admin' } });
+    await create(tenantNs, 'own-credentials', {
+      scope: 'Organization',
+      organizationId: VICTIM_ORG,
+      keyName: 'own-credentials',
+      credentialsSecretRef: { name: 'neon-admin' },
+    });
     const besideIssuer = await until(tenantNs, 'beside-issuer', (r) => ready(r)?.reason === 'NotAllowed', 'NotAllowed');
     expect(ready(besideIssuer)?.message).toContain(`issues keys of organization ${TENANT_ORG}, not of spec.organizationId ${VICTIM_ORG}`);
     const ownCredentials = await until(tenantNs, 'own-credentials', (r) => ready(r)?.reason === 'NotAllowed', 'NotAllowed');
@@ -183,7 +259,8 @@ describe('what a tenant names per organization', () => {
     const keys = await adminApi<AdminKey[]>('GET', '/keys');
     const alice = emulator.bootstrap.users.find((u) => u.name === 'alice')?.id;
     expect(keys.filter((k) => k.organizationId === VICTIM_ORG).map((k) => k.userId)).toEqual([alice]);
-    for (const name of ['beside-issuer', 'own-credentials']) await objects.deleteNamespacedCustomObject({ group, version, namespace: tenantNs, plural: 'apikeys', name });
+    for (const name of ['beside-issuer', 'own-credentials'])
+      await objects.deleteNamespacedCustomObject({ group, version, namespace: tenantNs, plural: 'apikeys', name });
   });
 
   it(`${NAMED.toLocaleString('en')} distinct organization ids named by a tenant, each shown to the reconciler: every structure per organization stays at its bound`, async () => {
@@ -206,16 +283,18 @@ describe('what a tenant names per organization', () => {
     // is ever put on a refused one, so it goes at once). The next once the reconciler was shown this one.
     let named = 0;
     const t0 = performance.now();
-    await Promise.all(names.map(async ({ namespace, name }, i) => {
-      for (let n = 0; n < perResource && i * perResource + n < NAMED; n++) {
-        if (n > 0) await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name });
-        await create(namespace, name, { scope: 'Organization', organizationId: id(i, n), keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
-        await shown(`${namespace}/${name}`, id(i, n));
-        named++;
-        sample();
-        if (named % 1_000 === 0) process.stdout.write(`organization-bounds: ${named} ids named in ${Math.round(performance.now() - t0)} ms\n`);
-      }
-    }));
+    await Promise.all(
+      names.map(async ({ namespace, name }, i) => {
+        for (let n = 0; n < perResource && i * perResource + n < NAMED; n++) {
+          if (n > 0) await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name });
+          await create(namespace, name, { scope: 'Organization', organizationId: id(i, n), keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
+          await shown(`${namespace}/${name}`, id(i, n));
+          named++;
+          sample();
+          if (named % 1_000 === 0) process.stdout.write(`organization-bounds: ${named} ids named in ${Math.round(performance.now() - t0)} ms\n`);
+        }
+      }),
+    );
     const distinct = new Set([...seen.values()].flatMap((ids) => [...ids]));
     expect(named).toBe(NAMED);
     expect(distinct.size).toBeGreaterThanOrEqual(NAMED);
@@ -233,7 +312,7 @@ describe('what a tenant names per organization', () => {
     for (const { namespace, name } of names) await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name });
   }, 3_600_000);
 
-  it('the operator\'s org key limiters, driven directly with a real platform client: 10,000 distinct organizations at about 250 a second keep only those with a create in flight or answered within their memory, and one once all are idle', async () => {
+  it("the operator's org key limiters, driven directly with a real platform client: 10,000 distinct organizations at about 250 a second keep only those with a create in flight or answered within their memory, and one once all are idle", async () => {
     const limiterFor = operatorOrgKeyLimiters();
     const client = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: tinaKey, orgKeyLimiter: limiterFor });
     const COUNT = 10_000;
@@ -251,9 +330,12 @@ describe('what a tenant names per organization', () => {
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         answeredAt[n] = undefined;
         // Answered 403 (not a member): the limiter counts that answer as any other.
-        await client.createOrganizationKey(`org-limited-${n}`, { keyName: `k-${n}` }).then(() => undefined, (error: unknown) => {
-          if ((error as { status?: number }).status !== 403) throw error;
-        });
+        await client.createOrganizationKey(`org-limited-${n}`, { keyName: `k-${n}` }).then(
+          () => undefined,
+          (error: unknown) => {
+            if ((error as { status?: number }).status !== 403) throw error;
+          },
+        );
         answeredAt[n] = performance.now();
         // Held: in flight, or answered within the limiter's memory (10 s of round trips after its
         // window of 1 s) and the second between two look-overs, with half a second's margin.
@@ -265,7 +347,9 @@ describe('what a tenant names per organization', () => {
       }
     };
     await Promise.all(Array.from({ length: 32 }, () => worker()));
-    process.stdout.write(`organization-bounds: ${COUNT} organizations through the limiters in ${Math.round(performance.now() - t0)} ms, most kept at once ${most}\n`);
+    process.stdout.write(
+      `organization-bounds: ${COUNT} organizations through the limiters in ${Math.round(performance.now() - t0)} ms, most kept at once ${most}\n`,
+    );
     expect(over).toBeUndefined();
     // Idle past the limiter's memory: the next look-up drops them all.
     await new Promise((resolve) => setTimeout(resolve, 12_000));

@@ -10,20 +10,37 @@ import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, intentSettled, replaceCustomObject } from './support.ts';
+import {
+  createNamespace,
+  customObjects,
+  emulatorAdmin,
+  eventually,
+  installOperatorManifests,
+  operatorKubeConfig,
+  intentSettled,
+  replaceCustomObject,
+} from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
 const ORG = 'org-demo-00000001';
 const PROJECT = 'quiet-river-00000001';
 
-interface Condition { type: string; status: string; reason: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+}
 interface Resource {
   metadata: { name: string; generation: number; annotations?: Record<string, string> };
   spec: Record<string, unknown> & { secret?: Record<string, unknown> };
   status?: { keyId?: number; keyName?: string; observedGeneration?: number; conditions?: Condition[] };
 }
-interface AdminKey { id: number; name: string; revoked: boolean }
+interface AdminKey {
+  id: number;
+  name: string;
+  revoked: boolean;
+}
 
 describe('spec.secret.template against a real apiserver and the emulator', () => {
   let cp: ControlPlane;
@@ -37,18 +54,36 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
   const logLines: string[] = [];
   const logger = createLogger({
     level: 'debug',
-    destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
+    destination: new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logLines.push(chunk.toString('utf8'));
+        done();
+      },
+    }),
   });
 
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
   const create = (kind: 'ApiKey' | 'ProjectApiKey', name: string, spec: Record<string, unknown>): Promise<unknown> =>
-    objects.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), fieldValidation: 'Strict', body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec } });
-  const get = async (kind: string, name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name }) as Resource;
-  const untilReady = (kind: string, name: string): Promise<Resource> => eventually(async () => {
-    const r = await get(kind, name);
-    const ready = r.status?.conditions?.find((c) => c.type === 'Ready');
-    return ready?.status === 'True' && r.status?.observedGeneration === r.metadata.generation && intentSettled(r) ? r : undefined;
-  }, 20_000, `${kind} ${name} Ready`);
+    objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: plural(kind),
+      fieldValidation: 'Strict',
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec },
+    });
+  const get = async (kind: string, name: string): Promise<Resource> =>
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as Resource;
+  const untilReady = (kind: string, name: string): Promise<Resource> =>
+    eventually(
+      async () => {
+        const r = await get(kind, name);
+        const ready = r.status?.conditions?.find((c) => c.type === 'Ready');
+        return ready?.status === 'True' && r.status?.observedGeneration === r.metadata.generation && intentSettled(r) ? r : undefined;
+      },
+      20_000,
+      `${kind} ${name} Ready`,
+    );
   const readSecret = async (name: string): Promise<V1Secret> => {
     const secret = await core.readNamespacedSecret({ namespace, name });
     for (const value of Object.values(secret.data ?? {})) {
@@ -62,7 +97,14 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     return value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8');
   };
   const untilSecret = (name: string, test: (s: V1Secret) => boolean, what: string): Promise<V1Secret> =>
-    eventually(async () => { const s = await readSecret(name); return test(s) ? s : undefined; }, 20_000, what);
+    eventually(
+      async () => {
+        const s = await readSecret(name);
+        return test(s) ? s : undefined;
+      },
+      20_000,
+      what,
+    );
   const keysNamed = async (prefix: string): Promise<AdminKey[]> =>
     (await emulatorAdmin<AdminKey[]>(emulator.adminUrl, 'GET', '/keys')).filter((k) => k.name.startsWith(`${prefix}-`));
   const refusal = async (promise: Promise<unknown>): Promise<string> => {
@@ -70,7 +112,7 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
       await promise;
     } catch (error) {
       if (!(error instanceof ApiException)) throw error;
-      const body = typeof error.body === 'string' ? JSON.parse(error.body) as { message?: string } : error.body as { message?: string };
+      const body = typeof error.body === 'string' ? (JSON.parse(error.body) as { message?: string }) : (error.body as { message?: string });
       return body.message ?? '';
     }
     throw new Error('the apiserver accepted it');
@@ -78,8 +120,10 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
   const setTemplate = async (kind: string, name: string, template: Record<string, unknown>): Promise<void> => {
     // Again on a conflict: the operator may write the resource's status meanwhile (the first use of
     // a ProjectApiKey's key, recorded by a drift pass).
-    await replaceCustomObject<Resource>(objects, { group, version, namespace, plural: plural(kind), name },
-      (current) => ({ ...current, spec: { ...current.spec, secret: { ...current.spec.secret, template } } }));
+    await replaceCustomObject<Resource>(objects, { group, version, namespace, plural: plural(kind), name }, (current) => ({
+      ...current,
+      spec: { ...current.spec, secret: { ...current.spec.secret, template } },
+    }));
   };
 
   beforeAll(async () => {
@@ -112,13 +156,24 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
 
   it('the extra entries appear and work, with the labels and annotations of the template', async () => {
     await create('ProjectApiKey', 'app-neon', {
-      organizationId: ORG, projectId: PROJECT, keyName: 'app-neon', credentialsSecretRef: { name: 'neon-admin' },
+      organizationId: ORG,
+      projectId: PROJECT,
+      keyName: 'app-neon',
+      credentialsSecretRef: { name: 'neon-admin' },
       secret: {
-        name: 'app-neon', key: 'apiKey',
+        name: 'app-neon',
+        key: 'apiKey',
         template: {
           labels: { team: 'payments' },
           annotations: { 'reloader.stakater.com/match': 'true' },
-          data: { NEON_API_KEY: 'Key', NEON_PROJECT_ID: 'ProjectId', NEON_API_HOST: 'PlatformUrl', NEON_KEY_ID: 'KeyId', NEON_KEY_NAME: 'KeyName', NEON_ORG_ID: 'OrganizationId' },
+          data: {
+            NEON_API_KEY: 'Key',
+            NEON_PROJECT_ID: 'ProjectId',
+            NEON_API_HOST: 'PlatformUrl',
+            NEON_KEY_ID: 'KeyId',
+            NEON_KEY_NAME: 'KeyName',
+            NEON_ORG_ID: 'OrganizationId',
+          },
         },
       },
     });
@@ -133,7 +188,11 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     expect(secret.metadata?.labels).toEqual(expect.objectContaining({ team: 'payments', 'app.kubernetes.io/managed-by': 'neon-key-operator' }));
     expect(secret.metadata?.annotations?.['reloader.stakater.com/match']).toBe('true');
     // The Key entry authenticates to the platform at the URL of the PlatformUrl entry, and reads its project.
-    const client = new PlatformClient({ baseUrl: entry(secret, 'NEON_API_HOST') ?? '', apiKey: entry(secret, 'NEON_API_KEY') ?? '', retry: { maxAttempts: 1 } });
+    const client = new PlatformClient({
+      baseUrl: entry(secret, 'NEON_API_HOST') ?? '',
+      apiKey: entry(secret, 'NEON_API_KEY') ?? '',
+      retry: { maxAttempts: 1 },
+    });
     expect((await client.getAuth()).auth_method).toBe('api_key_org');
     expect(Array.isArray((await client.listOperations(PROJECT, { limit: 5 })).operations)).toBe(true);
   });
@@ -142,7 +201,11 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     const before = await get('ProjectApiKey', 'app-neon');
     const key = entry(await readSecret('app-neon'), 'apiKey');
     await setTemplate('ProjectApiKey', 'app-neon', { labels: { team: 'billing' }, data: { TOKEN: 'Key', NEON_API_HOST: 'PlatformUrl' } });
-    const secret = await untilSecret('app-neon', (s) => entry(s, 'TOKEN') !== undefined && s.metadata?.labels?.team === 'billing', 'the Secret rewritten to the new template');
+    const secret = await untilSecret(
+      'app-neon',
+      (s) => entry(s, 'TOKEN') !== undefined && s.metadata?.labels?.team === 'billing',
+      'the Secret rewritten to the new template',
+    );
     expect(Object.keys(secret.data ?? {}).sort()).toEqual(['NEON_API_HOST', 'TOKEN', 'apiKey']);
     expect(entry(secret, 'TOKEN')).toBe(key);
     expect(entry(secret, 'apiKey')).toBe(key);
@@ -159,33 +222,68 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     const keyId = (await get('ProjectApiKey', 'app-neon')).status?.keyId;
     const secret = await readSecret('app-neon');
     const key = entry(secret, 'apiKey');
-    const edited: V1Secret = { ...secret, metadata: { ...secret.metadata, labels: { ...secret.metadata?.labels, team: 'hijacked' } }, data: { apiKey: secret.data?.apiKey ?? '', NEON_API_HOST: secret.data?.NEON_API_HOST ?? '' } };
+    const edited: V1Secret = {
+      ...secret,
+      metadata: { ...secret.metadata, labels: { ...secret.metadata?.labels, team: 'hijacked' } },
+      data: { apiKey: secret.data?.apiKey ?? '', NEON_API_HOST: secret.data?.NEON_API_HOST ?? '' },
+    };
     await core.replaceNamespacedSecret({ namespace, name: 'app-neon', body: edited });
-    const repaired = await untilSecret('app-neon', (s) => entry(s, 'TOKEN') === key && s.metadata?.labels?.team === 'billing', 'the derived entry and label repaired');
+    const repaired = await untilSecret(
+      'app-neon',
+      (s) => entry(s, 'TOKEN') === key && s.metadata?.labels?.team === 'billing',
+      'the derived entry and label repaired',
+    );
     expect(entry(repaired, 'apiKey')).toBe(key);
     expect((await get('ProjectApiKey', 'app-neon')).status?.keyId).toBe(keyId);
     expect((await keysNamed('app-neon')).length).toBe(1);
   });
 
-  it('a template setting the operator\'s own names is refused by the apiserver', async () => {
+  it("a template setting the operator's own names is refused by the apiserver", async () => {
     const spec = (template: Record<string, unknown>) => ({ scope: 'Personal', credentialsSecretRef: { name: 'neon-admin' }, secret: { template } });
-    expect(await refusal(create('ApiKey', 'own-label', spec({ labels: { 'app.kubernetes.io/managed-by': 'helm' } })))).toMatch(/labels may not set the operator's own/);
-    expect(await refusal(create('ApiKey', 'own-annotation', spec({ annotations: { 'keys.neon.dev/key-id': '1' } })))).toMatch(/annotations may not set the operator's own/);
-    expect(await refusal(create('ApiKey', 'own-label-key-id', spec({ labels: { 'keys.neon.dev/key-id': '1' } })))).toMatch(/labels may not set the operator's own/);
+    expect(await refusal(create('ApiKey', 'own-label', spec({ labels: { 'app.kubernetes.io/managed-by': 'helm' } })))).toMatch(
+      /labels may not set the operator's own/,
+    );
+    expect(await refusal(create('ApiKey', 'own-annotation', spec({ annotations: { 'keys.neon.dev/key-id': '1' } })))).toMatch(
+      /annotations may not set the operator's own/,
+    );
+    expect(await refusal(create('ApiKey', 'own-label-key-id', spec({ labels: { 'keys.neon.dev/key-id': '1' } })))).toMatch(
+      /labels may not set the operator's own/,
+    );
     // Nor on an existing resource by an update.
     const current = await get('ProjectApiKey', 'app-neon');
-    expect(await refusal(objects.replaceNamespacedCustomObject({
-      group, version, namespace, plural: 'projectapikeys', name: 'app-neon',
-      body: { ...current, spec: { ...current.spec, secret: { ...current.spec.secret, template: { annotations: { 'keys.neon.dev/signature': 'forged' } } } } },
-    }))).toMatch(/annotations may not set the operator's own/);
+    expect(
+      await refusal(
+        objects.replaceNamespacedCustomObject({
+          group,
+          version,
+          namespace,
+          plural: 'projectapikeys',
+          name: 'app-neon',
+          body: {
+            ...current,
+            spec: { ...current.spec, secret: { ...current.spec.secret, template: { annotations: { 'keys.neon.dev/signature': 'forged' } } } },
+          },
+        }),
+      ),
+    ).toMatch(/annotations may not set the operator's own/);
   });
 
   it('an ApiKey with a template works too, and the secrets never reach the log or an event', async () => {
-    await create('ApiKey', 'ci', { scope: 'Organization', organizationId: ORG, keyName: 'ci', credentialsSecretRef: { name: 'neon-admin' }, secret: { key: 'token', template: { data: { NEON_API_KEY: 'Key' } } } });
+    await create('ApiKey', 'ci', {
+      scope: 'Organization',
+      organizationId: ORG,
+      keyName: 'ci',
+      credentialsSecretRef: { name: 'neon-admin' },
+      secret: { key: 'token', template: { data: { NEON_API_KEY: 'Key' } } },
+    });
     await untilReady('ApiKey', 'ci');
     const secret = await readSecret('ci');
     expect(entry(secret, 'NEON_API_KEY')).toBe(entry(secret, 'token'));
-    const projects = await new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: entry(secret, 'NEON_API_KEY') ?? '', retry: { maxAttempts: 1 } }).listProjects({ orgId: ORG });
+    const projects = await new PlatformClient({
+      baseUrl: emulator.baseUrl,
+      apiKey: entry(secret, 'NEON_API_KEY') ?? '',
+      retry: { maxAttempts: 1 },
+    }).listProjects({ orgId: ORG });
     expect(projects.map((p) => p.id)).toContain(PROJECT);
 
     expect(issued.size).toBeGreaterThanOrEqual(2);

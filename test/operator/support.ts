@@ -40,7 +40,9 @@ const INSTALLED_MARKER = 'operator-tests-installed';
 export async function installOperatorManifests(cp: ControlPlane): Promise<void> {
   const core = cp.kubeConfig.makeApiClient(CoreV1Api);
   const base = join(root, 'deploy/base');
-  const digest = createHash('sha256').update(process.env[CONTROLPLANE_ENV] ?? '').update(testCrdYaml());
+  const digest = createHash('sha256')
+    .update(process.env[CONTROLPLANE_ENV] ?? '')
+    .update(testCrdYaml());
   for (const file of (await readdir(base)).sort()) digest.update(file).update(await readFile(join(base, file)));
   const applied = digest.digest('hex');
   const marker = await core.readNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: INSTALLED_MARKER }).catch(() => undefined);
@@ -61,10 +63,14 @@ export async function installOperatorManifests(cp: ControlPlane): Promise<void> 
   }
   const crds = cp.kubeConfig.makeApiClient(ApiextensionsV1Api);
   for (const name of Object.values(CRD_FILES).map((file) => file.replace(/^keys\.neon\.dev_(.*)\.yaml$/, '$1.keys.neon.dev'))) {
-    await eventually(async () => {
-      const crd = await crds.readCustomResourceDefinition({ name });
-      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true ? true : undefined;
-    }, 20_000, `CRD ${name} Established`);
+    await eventually(
+      async () => {
+        const crd = await crds.readCustomResourceDefinition({ name });
+        return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true ? true : undefined;
+      },
+      20_000,
+      `CRD ${name} Established`,
+    );
   }
 }
 
@@ -109,7 +115,7 @@ export async function replaceCustomObject<T extends object>(
   change: (current: T) => T | void,
 ): Promise<void> {
   for (let attempt = 1; ; attempt++) {
-    const current = await api.getNamespacedCustomObject(at) as T;
+    const current = (await api.getNamespacedCustomObject(at)) as T;
     const body = change(current) ?? current;
     try {
       await api.replaceNamespacedCustomObject({ ...at, body });
@@ -158,7 +164,10 @@ export function intentSettled(r: { metadata: { annotations?: Record<string, stri
     // The signature is the operator's business; whether the create ended is the product's own rule.
     const pending = JSON.parse(intent) as PendingAttempt;
     const { keyId, keyName } = r.status ?? {};
-    return typeof pending.attempt === 'string' && fulfilledIntent(pending, { ...(keyId !== undefined ? { keyId } : {}), ...(keyName !== undefined ? { keyName } : {}) });
+    return (
+      typeof pending.attempt === 'string' &&
+      fulfilledIntent(pending, { ...(keyId !== undefined ? { keyId } : {}), ...(keyName !== undefined ? { keyName } : {}) })
+    );
   } catch {
     return false;
   }
@@ -180,12 +189,22 @@ export function onEveryRequest(config: KubeConfig, onSend: (context: RequestCont
  * Every named key at rest: over the last drift interval, each had a pass and every pass was decided
  * from the caches (keys/observing/at-rest.ts), as the reconcile records say.
  */
-export async function untilAtRest(records: readonly ReconcileRecord[], namespace: string, names: readonly string[], driftMs: number, timeoutMs: number): Promise<void> {
-  await eventually(async () => {
-    const recent = records.filter((r) => r.namespace === namespace && r.startedAt >= Date.now() - 1.2 * driftMs);
-    const seen = new Set(recent.map((r) => r.name));
-    return recent.every((r) => r.atRest === true) && names.every((n) => seen.has(n)) ? true : undefined;
-  }, timeoutMs, 'every key at rest');
+export async function untilAtRest(
+  records: readonly ReconcileRecord[],
+  namespace: string,
+  names: readonly string[],
+  driftMs: number,
+  timeoutMs: number,
+): Promise<void> {
+  await eventually(
+    async () => {
+      const recent = records.filter((r) => r.namespace === namespace && r.startedAt >= Date.now() - 1.2 * driftMs);
+      const seen = new Set(recent.map((r) => r.name));
+      return recent.every((r) => r.atRest === true) && names.every((n) => seen.has(n)) ? true : undefined;
+    },
+    timeoutMs,
+    'every key at rest',
+  );
 }
 
 /**

@@ -17,7 +17,12 @@ const group = 'keys.neon.dev';
 const version = 'v1alpha1';
 const PROJECT = 'quiet-river-00000001';
 type Kind = 'ApiKey' | 'ProjectApiKey';
-interface Condition { type: string; status: string; reason: string; message: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
 interface Resource {
   metadata: { name: string; annotations?: Record<string, string> };
   status?: { keyId?: number; conditions?: Condition[]; operations?: { id: string; action: string; status: string }[] };
@@ -40,22 +45,38 @@ describe('status tells the truth', () => {
   const logLines: string[] = [];
   const logger = createLogger({
     level: 'debug',
-    destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
+    destination: new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logLines.push(chunk.toString('utf8'));
+        done();
+      },
+    }),
   });
 
   const requests = async (method: string, route: string): Promise<number> =>
     ((await (await fetch(`${emulator.adminUrl}/requests`)).json()) as { method: string; route: string; count: number }[])
-      .filter((r) => r.method === method && r.route === route).reduce((n, r) => n + r.count, 0);
+      .filter((r) => r.method === method && r.route === route)
+      .reduce((n, r) => n + r.count, 0);
   const get = async (ns: string, kind: Kind, name: string): Promise<Resource> =>
-    await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name }) as Resource;
+    (await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name })) as Resource;
   const create = (ns: string, kind: Kind, name: string, spec: Record<string, unknown>): Promise<unknown> =>
-    objects.createNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec } });
+    objects.createNamespacedCustomObject({
+      group,
+      version,
+      namespace: ns,
+      plural: plural(kind),
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec },
+    });
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const until = (ns: string, kind: Kind, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
-    eventually(async () => {
-      const r = await get(ns, kind, name);
-      return test(r) ? r : undefined;
-    }, timeoutMs, `${ns}/${name}: ${what}`);
+    eventually(
+      async () => {
+        const r = await get(ns, kind, name);
+        return test(r) ? r : undefined;
+      },
+      timeoutMs,
+      `${ns}/${name}: ${what}`,
+    );
   const ready = (r: Resource): boolean => condition(r, 'Ready')?.status === 'True' && intentSettled(r);
   /** A credentials Secret holding a fresh personal key of alice (an administrator), and that key's id. */
   const freshCredentials = async (ns: string, name: string): Promise<number> => {
@@ -73,7 +94,11 @@ describe('status tells the truth', () => {
     await installOperatorManifests(cp);
     emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
     org = emulator.bootstrap.organizations[0]?.id ?? '';
-    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '', retry: { maxAttempts: 1 } });
+    alice = new PlatformClient({
+      baseUrl: emulator.baseUrl,
+      apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '',
+      retry: { maxAttempts: 1 },
+    });
     objects = customObjects(cp.kubeConfig);
     core = cp.kubeConfig.makeApiClient(CoreV1Api);
     teamA = await createNamespace(cp, 'truth-a');
@@ -115,14 +140,18 @@ describe('status tells the truth', () => {
     const unknown = await until(teamA, 'ApiKey', 'watched', (r) => condition(r, 'Ready')?.status === 'Unknown', 'Ready Unknown', 15_000);
     const unknownAfterMs = Date.now() - revokedAt;
     const heldUpMs = held.stop();
-    console.log(`credentials revoked: Ready Unknown after ${unknownAfterMs} ms (unverified-after ${UNVERIFIED_AFTER_MS} ms, drift ${DRIFT_MS} ms); this process held up ${heldUpMs} ms meanwhile`);
+    console.log(
+      `credentials revoked: Ready Unknown after ${unknownAfterMs} ms (unverified-after ${UNVERIFIED_AFTER_MS} ms, drift ${DRIFT_MS} ms); this process held up ${heldUpMs} ms meanwhile`,
+    );
     // Within the bound, not before it: unverified-after, then up to two drift intervals for the
     // list to fail and the next pass to see it (each jittered), a third for the status write and
     // a fourth for this test's polling: 4 intervals, and 2 s for the apiserver on a shared machine;
     // plus the time the process was held up, which the operator cannot make up.
     expect(unknownAfterMs).toBeGreaterThanOrEqual(UNVERIFIED_AFTER_MS - 100);
     expect(unknownAfterMs).toBeLessThan(UNVERIFIED_AFTER_MS + 4 * DRIFT_MS + 2_000 + heldUpMs);
-    expect(condition(unknown, 'Ready')).toEqual(expect.objectContaining({ reason: 'CredentialsRefused', message: expect.stringMatching(/no longer known to be live.*refused the credentials \(401\)/) }));
+    expect(condition(unknown, 'Ready')).toEqual(
+      expect.objectContaining({ reason: 'CredentialsRefused', message: expect.stringMatching(/no longer known to be live.*refused the credentials \(401\)/) }),
+    );
     expect(condition(unknown, 'KeyIssued')).toEqual(expect.objectContaining({ status: 'Unknown', reason: 'CredentialsRefused' }));
     expect(unknown.status?.keyId).toBe(first.status?.keyId);
     expect(await counter('neon_key_operator_drift_checks_total', 'failed')).toBeGreaterThan(failedBefore);
@@ -147,9 +176,25 @@ describe('status tells the truth', () => {
     const tenantCredsId = await freshCredentials(teamB, 'neon-admin');
     await freshCredentials(teamA, 'project-admin');
     // The tenant's key comes first, so the project's poller lists with it.
-    await create(teamB, 'ProjectApiKey', 'tenant-ops', { organizationId: org, projectId: PROJECT, keyName: 'tenant-ops', credentialsSecretRef: { name: 'neon-admin' } });
-    const tenant = await until(teamB, 'ProjectApiKey', 'tenant-ops', (r) => ready(r) && condition(r, 'OperationsSettled') !== undefined, 'Ready with operations');
-    await create(teamA, 'ProjectApiKey', 'victim-ops', { organizationId: org, projectId: PROJECT, keyName: 'victim-ops', credentialsSecretRef: { name: 'project-admin' } });
+    await create(teamB, 'ProjectApiKey', 'tenant-ops', {
+      organizationId: org,
+      projectId: PROJECT,
+      keyName: 'tenant-ops',
+      credentialsSecretRef: { name: 'neon-admin' },
+    });
+    const tenant = await until(
+      teamB,
+      'ProjectApiKey',
+      'tenant-ops',
+      (r) => ready(r) && condition(r, 'OperationsSettled') !== undefined,
+      'Ready with operations',
+    );
+    await create(teamA, 'ProjectApiKey', 'victim-ops', {
+      organizationId: org,
+      projectId: PROJECT,
+      keyName: 'victim-ops',
+      credentialsSecretRef: { name: 'project-admin' },
+    });
     await until(teamA, 'ProjectApiKey', 'victim-ops', (r) => ready(r) && condition(r, 'OperationsSettled')?.status === 'True', 'Ready and settled');
     const refusedBefore = await counter('neon_key_operator_operations_polls_total', 'key_refused');
 
@@ -158,19 +203,33 @@ describe('status tells the truth', () => {
     await alice.revokePersonalKey(tenantCredsId);
     const seen: string[] = [];
     const sample = setInterval(() => {
-      void get(teamA, 'ProjectApiKey', 'victim-ops').then((r) => {
-        const c = condition(r, 'OperationsSettled');
-        if (c !== undefined) seen.push(`${c.status}/${c.reason}`);
-      }, () => undefined);
+      void get(teamA, 'ProjectApiKey', 'victim-ops').then(
+        (r) => {
+          const c = condition(r, 'OperationsSettled');
+          if (c !== undefined) seen.push(`${c.status}/${c.reason}`);
+        },
+        () => undefined,
+      );
     }, 100);
     try {
       // The poller meets the tenant's revoked key, and lists with the victim's instead.
-      await eventually(async () => ((await counter('neon_key_operator_operations_polls_total', 'key_refused')) > refusedBefore ? true : undefined), 20_000, 'a refused key met by the poller');
+      await eventually(
+        async () => ((await counter('neon_key_operator_operations_polls_total', 'key_refused')) > refusedBefore ? true : undefined),
+        20_000,
+        'a refused key met by the poller',
+      );
       const branch = await alice.createBranch(PROJECT);
       const ids = branch.operations.map((o) => o.id);
-      const mirrored = await until(teamA, 'ProjectApiKey', 'victim-ops',
-        (r) => ids.every((id) => r.status?.operations?.some((o) => o.id === id && o.status === 'finished') === true) && condition(r, 'OperationsSettled')?.status === 'True',
-        "the branch's operations mirrored, finished", 30_000);
+      const mirrored = await until(
+        teamA,
+        'ProjectApiKey',
+        'victim-ops',
+        (r) =>
+          ids.every((id) => r.status?.operations?.some((o) => o.id === id && o.status === 'finished') === true) &&
+          condition(r, 'OperationsSettled')?.status === 'True',
+        "the branch's operations mirrored, finished",
+        30_000,
+      );
       expect(condition(mirrored, 'OperationsSettled')?.reason).toBe('AllTerminal');
     } finally {
       clearInterval(sample);

@@ -42,7 +42,11 @@ const INITIAL_MS = Math.min(1_000, CAP_MS / 8);
 const DRIFT_MS = seconds('NKO_DRIFT_INTERVAL_SECONDS', 10);
 const LONG = OUTAGE_MS > 60_000;
 
-interface Attempt { at: number; path: string; verb: 'list' | 'watch' }
+interface Attempt {
+  at: number;
+  path: string;
+  verb: 'list' | 'watch';
+}
 interface Resource {
   metadata: { annotations?: Record<string, string> };
   status?: { conditions?: { type: string; status: string }[]; secretName?: string; keyId?: number; keyName?: string };
@@ -66,7 +70,12 @@ describe('a namespace whose watch is refused', () => {
   const logLines: string[] = [];
   const logger = createLogger({
     level: 'info',
-    destination: new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString('utf8')); done(); } }),
+    destination: new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logLines.push(chunk.toString('utf8'));
+        done();
+      },
+    }),
   });
 
   const binding = (namespace: string): Parameters<RbacAuthorizationV1Api['createNamespacedRoleBinding']>[0] => ({
@@ -81,10 +90,9 @@ describe('a namespace whose watch is refused', () => {
     const response = await fetch(`http://127.0.0.1:${healthPort}/readyz`);
     return { status: response.status, body: await response.text() };
   };
-  const ready = (r: Resource): boolean =>
-    r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && intentSettled(r);
+  const ready = (r: Resource): boolean => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && intentSettled(r);
   const getKey = async (ns: string, name: string): Promise<Resource> =>
-    await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name }) as Resource;
+    (await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name })) as Resource;
   const secretExists = async (ns: string, name: string): Promise<boolean> => {
     try {
       await core.readNamespacedSecret({ namespace: ns, name });
@@ -93,7 +101,12 @@ describe('a namespace whose watch is refused', () => {
       return false;
     }
   };
-  const informerPaths = (ns: string): string[] => [`/apis/${group}/${version}/namespaces/${ns}/apikeys`, `/apis/${group}/${version}/namespaces/${ns}/projectapikeys`, `/apis/${group}/${version}/namespaces/${ns}/apikeyinventories`, `/api/v1/namespaces/${ns}/secrets`];
+  const informerPaths = (ns: string): string[] => [
+    `/apis/${group}/${version}/namespaces/${ns}/apikeys`,
+    `/apis/${group}/${version}/namespaces/${ns}/projectapikeys`,
+    `/apis/${group}/${version}/namespaces/${ns}/apikeyinventories`,
+    `/api/v1/namespaces/${ns}/secrets`,
+  ];
 
   beforeAll(async () => {
     cp = await controlPlane();
@@ -103,7 +116,11 @@ describe('a namespace whose watch is refused', () => {
     objects = customObjects(cp.kubeConfig);
     emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
     const org = emulator.bootstrap.organizations[0]?.id ?? '';
-    const alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '', retry: { maxAttempts: 1 } });
+    const alice = new PlatformClient({
+      baseUrl: emulator.baseUrl,
+      apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '',
+      retry: { maxAttempts: 1 },
+    });
     teamA = await createNamespace(cp, 'refused-a');
     teamB = await createNamespace(cp, 'refused-b');
     // An operator with Roles in these two namespaces only: deploy/base's ServiceAccount is bound cluster-wide.
@@ -113,10 +130,18 @@ describe('a namespace whose watch is refused', () => {
       await rbac.createNamespacedRoleBinding(binding(ns));
       const key = await alice.createPersonalKey(`creds-${ns}`);
       await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: key.key } } });
-      await objects.createNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', body: {
-        apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'app' },
-        spec: { scope: 'Organization', organizationId: org, keyName: `app-${ns}`, credentialsSecretRef: { name: 'neon-admin' } },
-      } });
+      await objects.createNamespacedCustomObject({
+        group,
+        version,
+        namespace: ns,
+        plural: 'apikeys',
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: 'ApiKey',
+          metadata: { name: 'app' },
+          spec: { scope: 'Organization', organizationId: org, keyName: `app-${ns}`, credentialsSecretRef: { name: 'neon-admin' } },
+        },
+      });
     }
     const kubeConfig = cp.kubeConfigForToken(await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, serviceAccount, 3600));
     // Every LIST and WATCH an informer sends (a GET of an informer's path; a GET of one object has its name after it).
@@ -124,7 +149,8 @@ describe('a namespace whose watch is refused', () => {
       const url = new URL(context.getUrl());
       if (context.getHttpMethod() !== 'GET') return;
       for (const ns of [teamA, teamB]) {
-        if (informerPaths(ns).includes(url.pathname)) attempts.push({ at: Date.now(), path: url.pathname, verb: url.searchParams.get('watch') === 'true' ? 'watch' : 'list' });
+        if (informerPaths(ns).includes(url.pathname))
+          attempts.push({ at: Date.now(), path: url.pathname, verb: url.searchParams.get('watch') === 'true' ? 'watch' : 'list' });
       }
     });
     metrics = createMetrics(new Registry(), { defaultMetrics: false });
@@ -161,106 +187,155 @@ describe('a namespace whose watch is refused', () => {
   afterAll(async () => {
     await operator?.stop();
     manager?.shutdown('test over');
-    await eventually(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(() => undefined, () => true)), 10_000, 'health server closed').catch(() => undefined);
+    await eventually(
+      async () =>
+        await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
+          () => undefined,
+          () => true,
+        ),
+      10_000,
+      'health server closed',
+    ).catch(() => undefined);
     for (const ns of [teamA, teamB]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    if (serviceAccount !== undefined) await core?.deleteNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, name: serviceAccount }).catch(() => undefined);
+    if (serviceAccount !== undefined)
+      await core?.deleteNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, name: serviceAccount }).catch(() => undefined);
     await emulator?.close();
   });
 
-  it(`backs off to one request per ${CAP_MS / 1000} s per informer, /readyz names the stale caches, and a Secret deleted meanwhile is repaired once the watch is back`, async () => {
-    for (const ns of [teamA, teamB]) await eventually(async () => (ready(await getKey(ns, 'app')) ? true : undefined), 30_000, `${ns}/app Ready`);
-    const secretB = (await getKey(teamB, 'app')).status?.secretName ?? 'app';
-    expect(await secretExists(teamB, secretB)).toBe(true);
-    await eventually(async () => ((await readyz()).status === 200 ? true : undefined), 10_000, 'ready');
+  it(
+    `backs off to one request per ${CAP_MS / 1000} s per informer, /readyz names the stale caches, and a Secret deleted meanwhile is repaired once the watch is back`,
+    async () => {
+      for (const ns of [teamA, teamB]) await eventually(async () => (ready(await getKey(ns, 'app')) ? true : undefined), 30_000, `${ns}/app Ready`);
+      const secretB = (await getKey(teamB, 'app')).status?.secretName ?? 'app';
+      expect(await secretExists(teamB, secretB)).toBe(true);
+      await eventually(async () => ((await readyz()).status === 200 ? true : undefined), 10_000, 'ready');
 
-    // The outage: the operator may no longer list or watch (or read, or write) in team B.
-    await rbac.deleteNamespacedRoleBinding({ namespace: teamB, name: serviceAccount });
-    const outageStart = Date.now();
-    // The watches open when it began go on until their server-side timeout; the first refusal follows.
-    const refusedLine = (line: string): boolean => {
-      if (!line.includes('watch failed; retrying') || !line.includes(teamB)) return false;
-      const { reason, time } = JSON.parse(line) as { reason?: string; time?: number };
-      return reason === 'failed' && (time ?? 0) >= outageStart;
-    };
-    await eventually(async () => (logLines.some(refusedLine) ? true : undefined), WATCH_TIMEOUT_MS * 2 + 10_000, 'a refused watch in team B');
-    const firstRefusal = Date.now();
-    // A Secret deleted meanwhile: the operator cannot see it go.
-    await core.deleteNamespacedSecret({ namespace: teamB, name: secretB });
+      // The outage: the operator may no longer list or watch (or read, or write) in team B.
+      await rbac.deleteNamespacedRoleBinding({ namespace: teamB, name: serviceAccount });
+      const outageStart = Date.now();
+      // The watches open when it began go on until their server-side timeout; the first refusal follows.
+      const refusedLine = (line: string): boolean => {
+        if (!line.includes('watch failed; retrying') || !line.includes(teamB)) return false;
+        const { reason, time } = JSON.parse(line) as { reason?: string; time?: number };
+        return reason === 'failed' && (time ?? 0) >= outageStart;
+      };
+      await eventually(async () => (logLines.some(refusedLine) ? true : undefined), WATCH_TIMEOUT_MS * 2 + 10_000, 'a refused watch in team B');
+      const firstRefusal = Date.now();
+      // A Secret deleted meanwhile: the operator cannot see it go.
+      await core.deleteNamespacedSecret({ namespace: teamB, name: secretB });
 
-    // Stale once the watch has failed for the bound: /readyz says which caches, and only those.
-    const notReady = await eventually(async () => {
-      const r = await readyz();
-      return r.status === 503 && r.body.includes(`Secret cache of namespace ${teamB} is stale`) ? r : undefined;
-    }, STALE_MS + 3 * CAP_MS + 5_000, '/readyz naming the stale Secret cache of team B');
-    expect(Date.now() - firstRefusal).toBeGreaterThanOrEqual(STALE_MS - 1_000);
-    expect(notReady.body).toMatch(new RegExp(`Secret cache of namespace ${teamB} is stale: its watch has failed for \\d+ s \\(.*403.*\\)`));
-    expect(notReady.body).not.toContain(teamA);
-    const staleGauge = (await metrics.registry.getSingleMetric('neon_key_operator_stale_caches')?.get())?.values.find((v) => v.labels.resource === 'Secret')?.value;
-    expect(staleGauge).toBe(1);
+      // Stale once the watch has failed for the bound: /readyz says which caches, and only those.
+      const notReady = await eventually(
+        async () => {
+          const r = await readyz();
+          return r.status === 503 && r.body.includes(`Secret cache of namespace ${teamB} is stale`) ? r : undefined;
+        },
+        STALE_MS + 3 * CAP_MS + 5_000,
+        '/readyz naming the stale Secret cache of team B',
+      );
+      expect(Date.now() - firstRefusal).toBeGreaterThanOrEqual(STALE_MS - 1_000);
+      expect(notReady.body).toMatch(new RegExp(`Secret cache of namespace ${teamB} is stale: its watch has failed for \\d+ s \\(.*403.*\\)`));
+      expect(notReady.body).not.toContain(teamA);
+      const staleGauge = (await metrics.registry.getSingleMetric('neon_key_operator_stale_caches')?.get())?.values.find(
+        (v) => v.labels.resource === 'Secret',
+      )?.value;
+      expect(staleGauge).toBe(1);
 
-    const remaining = OUTAGE_MS - (Date.now() - outageStart);
-    if (remaining > 0) await new Promise((resolve) => setTimeout(resolve, remaining));
-    const outageEnd = Date.now();
-    await rbac.createNamespacedRoleBinding(binding(teamB));
+      const remaining = OUTAGE_MS - (Date.now() - outageStart);
+      if (remaining > 0) await new Promise((resolve) => setTimeout(resolve, remaining));
+      const outageEnd = Date.now();
+      await rbac.createNamespacedRoleBinding(binding(teamB));
 
-    // Each informer of team B: the pauses between its attempts double up to the cap, and at the cap
-    // it sends at most one request per cap (a LIST, or a WATCH from its last version).
-    const report: string[] = [];
-    const kinds: Record<string, string> = { apikeys: 'ApiKey', projectapikeys: 'ProjectApiKey', apikeyinventories: 'ApiKeyInventory', secrets: 'Secret' };
-    for (const path of informerPaths(teamB)) {
-      // From this informer's first refusal (the attempt refused is logged within milliseconds; the
-      // one before it opened a watch that lasted at least a server-side timeout).
-      const kind = kinds[path.split('/').at(-1) ?? ''];
-      const refusals = logLines.filter(refusedLine).map((l) => JSON.parse(l) as { kind?: string; time?: number; reason?: string }).filter((l) => l.kind === kind && l.reason === 'failed' && (l.time ?? 0) >= outageStart);
-      const from = (refusals[0]?.time ?? firstRefusal) - 500;
-      const times = attempts.filter((a) => a.path === path && a.at >= from && a.at <= outageEnd).map((a) => a.at);
-      const gaps = times.slice(1).map((t, i) => t - (times[i] ?? 0));
-      // Reached the cap after about log2(cap / initial) pauses; from then on no gap is shorter than it.
-      const atCap = gaps.slice(Math.ceil(Math.log2(CAP_MS / INITIAL_MS)) + 1);
-      for (const gap of atCap) expect(gap).toBeGreaterThanOrEqual(CAP_MS - 50);
-      const minutes = (outageEnd - firstRefusal) / 60_000;
-      report.push(`${path.split('/').at(-1)}: ${times.length} requests over ${(minutes * 60).toFixed(0)} s, gaps ${gaps.map((g) => (g / 1000).toFixed(1)).join(', ')} s`);
-      // At most one per cap once there, plus the climb to it.
-      expect(times.length).toBeLessThanOrEqual(Math.ceil((outageEnd - firstRefusal) / CAP_MS) + Math.ceil(Math.log2(CAP_MS / INITIAL_MS)) + 2);
-    }
-    // One log line per failure, no more.
-    const failureLines = logLines.filter(refusedLine).length;
-    const teamBAttempts = attempts.filter((a) => a.path.includes(`/namespaces/${teamB}/`) && a.at >= firstRefusal - CAP_MS && a.at <= outageEnd).length;
-    expect(failureLines).toBeLessThanOrEqual(teamBAttempts + 3);
-    // Team A never noticed: its watches were never refused (the short watch timeouts of this suite
-    // may meet the apiserver's own throttling, a 429, which is retried the same way).
-    expect(logLines.filter((l) => l.includes('watch failed; retrying') && l.includes(teamA) && l.includes('403'))).toEqual([]);
-    expect(condition(await getKey(teamA, 'app'))).toBe('True');
+      // Each informer of team B: the pauses between its attempts double up to the cap, and at the cap
+      // it sends at most one request per cap (a LIST, or a WATCH from its last version).
+      const report: string[] = [];
+      const kinds: Record<string, string> = { apikeys: 'ApiKey', projectapikeys: 'ProjectApiKey', apikeyinventories: 'ApiKeyInventory', secrets: 'Secret' };
+      for (const path of informerPaths(teamB)) {
+        // From this informer's first refusal (the attempt refused is logged within milliseconds; the
+        // one before it opened a watch that lasted at least a server-side timeout).
+        const kind = kinds[path.split('/').at(-1) ?? ''];
+        const refusals = logLines
+          .filter(refusedLine)
+          .map((l) => JSON.parse(l) as { kind?: string; time?: number; reason?: string })
+          .filter((l) => l.kind === kind && l.reason === 'failed' && (l.time ?? 0) >= outageStart);
+        const from = (refusals[0]?.time ?? firstRefusal) - 500;
+        const times = attempts.filter((a) => a.path === path && a.at >= from && a.at <= outageEnd).map((a) => a.at);
+        const gaps = times.slice(1).map((t, i) => t - (times[i] ?? 0));
+        // Reached the cap after about log2(cap / initial) pauses; from then on no gap is shorter than it.
+        const atCap = gaps.slice(Math.ceil(Math.log2(CAP_MS / INITIAL_MS)) + 1);
+        for (const gap of atCap) expect(gap).toBeGreaterThanOrEqual(CAP_MS - 50);
+        const minutes = (outageEnd - firstRefusal) / 60_000;
+        report.push(
+          `${path.split('/').at(-1)}: ${times.length} requests over ${(minutes * 60).toFixed(0)} s, gaps ${gaps.map((g) => (g / 1000).toFixed(1)).join(', ')} s`,
+        );
+        // At most one per cap once there, plus the climb to it.
+        expect(times.length).toBeLessThanOrEqual(Math.ceil((outageEnd - firstRefusal) / CAP_MS) + Math.ceil(Math.log2(CAP_MS / INITIAL_MS)) + 2);
+      }
+      // One log line per failure, no more.
+      const failureLines = logLines.filter(refusedLine).length;
+      const teamBAttempts = attempts.filter((a) => a.path.includes(`/namespaces/${teamB}/`) && a.at >= firstRefusal - CAP_MS && a.at <= outageEnd).length;
+      expect(failureLines).toBeLessThanOrEqual(teamBAttempts + 3);
+      // Team A never noticed: its watches were never refused (the short watch timeouts of this suite
+      // may meet the apiserver's own throttling, a 429, which is retried the same way).
+      expect(logLines.filter((l) => l.includes('watch failed; retrying') && l.includes(teamA) && l.includes('403'))).toEqual([]);
+      expect(condition(await getKey(teamA, 'app'))).toBe('True');
 
-    // Back: the watch returns within one pause at the cap, readiness with it, and the deleted Secret
-    // is written again within a drift interval of that.
-    const back = await eventually(async () => ((await readyz()).status === 200 ? Date.now() : undefined), CAP_MS * 1.1 + 10_000, 'ready again');
-    await eventually(async () => ((await secretExists(teamB, (await getKey(teamB, 'app')).status?.secretName ?? secretB)) ? true : undefined), DRIFT_MS + 10_000, 'the Secret repaired').catch((error: unknown) => {
-      // What the operator did meanwhile, to tell why.
-      const since = outageEnd - 5_000;
-      process.stderr.write(`${records.filter((r) => r.namespace === teamB && r.endedAt >= since).map((r) => JSON.stringify({ ...r, startedAt: r.startedAt - outageEnd, endedAt: r.endedAt - outageEnd })).join('\n')}\n`);
-      process.stderr.write(`${logLines.filter((l) => l.includes(teamB) && (JSON.parse(l) as { time: number }).time >= since).slice(-30).join('')}\n`);
-      throw error;
-    });
-    const repaired = Date.now();
-    const repair = records.filter((r) => r.namespace === teamB && r.endedAt >= back - 5_000 && r.startedAt <= repaired)
-      .map((r) => `${((r.startedAt - back) / 1000).toFixed(1)}..${((r.endedAt - back) / 1000).toFixed(1)} s ${r.actions.join('+')} ${r.result}${r.restBroken !== undefined ? ` (${r.restBroken})` : ''}`);
-    const lists = (await metrics.registry.getSingleMetric('neon_key_operator_informer_lists_total')?.get())?.values.map((v) => `${v.labels.resource} ${v.value}`);
-    const restarts = (await metrics.registry.getSingleMetric('neon_key_operator_watch_restarts_total')?.get())?.values.map((v) => `${v.labels.resource}/${v.labels.reason} ${v.value}`);
-    const summary = [
-      `outage ${((outageEnd - outageStart) / 1000).toFixed(0)} s (first refusal after ${((firstRefusal - outageStart) / 1000).toFixed(1)} s); cap ${CAP_MS / 1000} s, stale after ${STALE_MS / 1000} s`,
-      ...report,
-      `log lines "watch failed" for team B: ${failureLines}`,
-      `ready again ${((back - outageEnd) / 1000).toFixed(1)} s after the RoleBinding returned; Secret repaired ${((repaired - back) / 1000).toFixed(1)} s after that`,
-      `informer LISTs: ${lists?.join(', ')}; watch restarts: ${restarts?.join(', ')}`,
-      `reconciles of team B's key from the watch's return to the repair: ${repair.join('; ')}`,
-      `team B's LISTs and WATCHes from the RoleBinding's return (s after ready again): ${attempts.filter((a) => a.path.includes(`/namespaces/${teamB}/`) && a.at >= outageEnd).map((a) => `${a.path.split('/').at(-1)} ${a.verb}@${((a.at - back) / 1000).toFixed(1)}`).join(', ')}`,
-    ];
-    if (LONG || process.env.NKO_WATCH_REPORT === '1') process.stderr.write(`[watch-refused] ${summary.join('\n[watch-refused] ')}\n`);
-    // Repaired by the event of the deletion (or the relist that finds the Secret gone), not by a
-    // later drift check: within one drift interval.
-    expect(repaired - back).toBeLessThanOrEqual(DRIFT_MS);
-  }, OUTAGE_MS + STALE_MS + 4 * CAP_MS + 120_000);
+      // Back: the watch returns within one pause at the cap, readiness with it, and the deleted Secret
+      // is written again within a drift interval of that.
+      const back = await eventually(async () => ((await readyz()).status === 200 ? Date.now() : undefined), CAP_MS * 1.1 + 10_000, 'ready again');
+      await eventually(
+        async () => ((await secretExists(teamB, (await getKey(teamB, 'app')).status?.secretName ?? secretB)) ? true : undefined),
+        DRIFT_MS + 10_000,
+        'the Secret repaired',
+      ).catch((error: unknown) => {
+        // What the operator did meanwhile, to tell why.
+        const since = outageEnd - 5_000;
+        process.stderr.write(
+          `${records
+            .filter((r) => r.namespace === teamB && r.endedAt >= since)
+            .map((r) => JSON.stringify({ ...r, startedAt: r.startedAt - outageEnd, endedAt: r.endedAt - outageEnd }))
+            .join('\n')}\n`,
+        );
+        process.stderr.write(
+          `${logLines
+            .filter((l) => l.includes(teamB) && (JSON.parse(l) as { time: number }).time >= since)
+            .slice(-30)
+            .join('')}\n`,
+        );
+        throw error;
+      });
+      const repaired = Date.now();
+      const repair = records
+        .filter((r) => r.namespace === teamB && r.endedAt >= back - 5_000 && r.startedAt <= repaired)
+        .map(
+          (r) =>
+            `${((r.startedAt - back) / 1000).toFixed(1)}..${((r.endedAt - back) / 1000).toFixed(1)} s ${r.actions.join('+')} ${r.result}${r.restBroken !== undefined ? ` (${r.restBroken})` : ''}`,
+        );
+      const lists = (await metrics.registry.getSingleMetric('neon_key_operator_informer_lists_total')?.get())?.values.map(
+        (v) => `${v.labels.resource} ${v.value}`,
+      );
+      const restarts = (await metrics.registry.getSingleMetric('neon_key_operator_watch_restarts_total')?.get())?.values.map(
+        (v) => `${v.labels.resource}/${v.labels.reason} ${v.value}`,
+      );
+      const summary = [
+        `outage ${((outageEnd - outageStart) / 1000).toFixed(0)} s (first refusal after ${((firstRefusal - outageStart) / 1000).toFixed(1)} s); cap ${CAP_MS / 1000} s, stale after ${STALE_MS / 1000} s`,
+        ...report,
+        `log lines "watch failed" for team B: ${failureLines}`,
+        `ready again ${((back - outageEnd) / 1000).toFixed(1)} s after the RoleBinding returned; Secret repaired ${((repaired - back) / 1000).toFixed(1)} s after that`,
+        `informer LISTs: ${lists?.join(', ')}; watch restarts: ${restarts?.join(', ')}`,
+        `reconciles of team B's key from the watch's return to the repair: ${repair.join('; ')}`,
+        `team B's LISTs and WATCHes from the RoleBinding's return (s after ready again): ${attempts
+          .filter((a) => a.path.includes(`/namespaces/${teamB}/`) && a.at >= outageEnd)
+          .map((a) => `${a.path.split('/').at(-1)} ${a.verb}@${((a.at - back) / 1000).toFixed(1)}`)
+          .join(', ')}`,
+      ];
+      if (LONG || process.env.NKO_WATCH_REPORT === '1') process.stderr.write(`[watch-refused] ${summary.join('\n[watch-refused] ')}\n`);
+      // Repaired by the event of the deletion (or the relist that finds the Secret gone), not by a
+      // later drift check: within one drift interval.
+      expect(repaired - back).toBeLessThanOrEqual(DRIFT_MS);
+    },
+    OUTAGE_MS + STALE_MS + 4 * CAP_MS + 120_000,
+  );
 });
 
 function condition(r: { status?: { conditions?: { type: string; status: string }[] } }): string | undefined {

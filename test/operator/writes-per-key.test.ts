@@ -20,12 +20,20 @@ const DRIFT_MS = 2_000;
 const MAX_WRITES_PER_KEY = 4;
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-interface Condition { type: string; status: string; reason: string }
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+}
 interface Resource {
   metadata: { annotations?: Record<string, string>; finalizers?: string[] };
   status?: { keyId?: number; keyName?: string; conditions?: Condition[]; operations?: unknown[] };
 }
-interface Sent { method: string; url: string; body: string }
+interface Sent {
+  method: string;
+  url: string;
+  body: string;
+}
 
 describe('writes per issued key', () => {
   let cp: ControlPlane;
@@ -43,7 +51,8 @@ describe('writes per issued key', () => {
   const projectKeys = Array.from({ length: PROJECT_KEYS }, (_, i) => `project-${i}`);
 
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
-  const get = async (kind: string, name: string): Promise<Resource> => await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name }) as Resource;
+  const get = async (kind: string, name: string): Promise<Resource> =>
+    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as Resource;
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
 
   /**
@@ -103,10 +112,18 @@ describe('writes per issued key', () => {
     writesFrom = sent.length;
     const projects = emulator.bootstrap.projects.filter((p) => p.organizationId === org);
     const create = async (kind: 'ApiKey' | 'ProjectApiKey', name: string, spec: Record<string, unknown>): Promise<void> => {
-      await objects.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec } });
+      await objects.createNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural: plural(kind),
+        body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec },
+      });
     };
     await Promise.all([
-      ...orgKeys.map((name) => create('ApiKey', name, { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } })),
+      ...orgKeys.map((name) =>
+        create('ApiKey', name, { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } }),
+      ),
       ...projectKeys.map((name, i) => {
         const project = projects[i % 2];
         if (project === undefined) throw new Error('the seed has fewer than two org projects');
@@ -115,14 +132,18 @@ describe('writes per issued key', () => {
     ]);
     // Issued, mirrored, and then at rest: every write the new keys cause is in by then (a second
     // status write of the operations mirror, a status written by the first drift pass).
-    await eventually(async () => {
-      for (const name of orgKeys) if (condition(await get('ApiKey', name), 'Ready')?.status !== 'True') return undefined;
-      for (const name of projectKeys) {
-        const r = await get('ProjectApiKey', name);
-        if (condition(r, 'Ready')?.status !== 'True' || condition(r, 'OperationsSettled') === undefined) return undefined;
-      }
-      return true;
-    }, 60_000, 'every key Ready, every ProjectApiKey with OperationsSettled');
+    await eventually(
+      async () => {
+        for (const name of orgKeys) if (condition(await get('ApiKey', name), 'Ready')?.status !== 'True') return undefined;
+        for (const name of projectKeys) {
+          const r = await get('ProjectApiKey', name);
+          if (condition(r, 'Ready')?.status !== 'True' || condition(r, 'OperationsSettled') === undefined) return undefined;
+        }
+        return true;
+      },
+      60_000,
+      'every key Ready, every ProjectApiKey with OperationsSettled',
+    );
     await untilAtRest(records, namespace, [...orgKeys, ...projectKeys], DRIFT_MS, 60_000);
   }, 150_000);
 
@@ -154,8 +175,8 @@ describe('writes per issued key', () => {
     const lastStatus = new Map<string, string>();
     for (const w of writes) {
       const key = subject(w);
-      if (usageOnly(lastStatus.get(key), w)) usage.set(key, [...usage.get(key) ?? [], shown(w)]);
-      else byKey.set(key, [...byKey.get(key) ?? [], shown(w)]);
+      if (usageOnly(lastStatus.get(key), w)) usage.set(key, [...(usage.get(key) ?? []), shown(w)]);
+      else byKey.set(key, [...(byKey.get(key) ?? []), shown(w)]);
       if (new URL(w.url).pathname.endsWith('/status')) lastStatus.set(key, w.body);
     }
     const usageReport = [...usage].map(([key, list]) => `${key}: ${list.join('; ')}`).join('\n');
@@ -169,7 +190,9 @@ describe('writes per issued key', () => {
     // The figure of the issue, printed for docs/benchmarks.md.
     process.stdout.write(`writes per issued key (${writes.length} writes, ${ORG_KEYS + PROJECT_KEYS} keys):\n${report}\n`);
     // Reads, for the record (not budgeted): every GET of the window but watches.
-    const reads = sent.slice(writesFrom).filter((r) => r.method === 'GET' && !new URL(r.url).searchParams.has('watch') && new URL(r.url).pathname.includes(`/namespaces/${namespace}/`));
+    const reads = sent
+      .slice(writesFrom)
+      .filter((r) => r.method === 'GET' && !new URL(r.url).searchParams.has('watch') && new URL(r.url).pathname.includes(`/namespaces/${namespace}/`));
     process.stdout.write(`reads (GET) from the creates until at rest: ${reads.length} for ${ORG_KEYS + PROJECT_KEYS} keys\n`);
     // Nothing written that is not about one of the keys (the namespace's own Secrets are the tenant's).
     expect(byKey.get('other') ?? []).toEqual([]);
@@ -180,7 +203,10 @@ describe('writes per issued key', () => {
   });
 
   it('every key ended issued with its intent fulfilled, once each (one create per key)', async () => {
-    for (const [kind, names] of [['ApiKey', orgKeys], ['ProjectApiKey', projectKeys]] as const) {
+    for (const [kind, names] of [
+      ['ApiKey', orgKeys],
+      ['ProjectApiKey', projectKeys],
+    ] as const) {
       for (const name of names) {
         const r = await get(kind, name);
         expect(r.metadata.finalizers).toContain('keys.neon.dev/finalizer');

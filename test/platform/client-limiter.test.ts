@@ -25,22 +25,26 @@ describe('org key creation through the limiter with platform latency', () => {
     ['100 ms', [latency(100)]],
     // The first rule that fires wins: about 1/3 at 50 ms, 1/3 at 150 ms, the rest at 300 ms.
     ['50, 150 or 300 ms at random', [latency(50, 1 / 3), latency(150, 1 / 2), latency(300)]],
-  ])('100 concurrent creations with %s of latency are all created, and the platform answers no 429', async (label, rules) => {
-    await setFaults(emu, rules);
-    const alice = client(emu, user(emu, 'alice').personalKey, { orgKeyLimiter: orgKeyCreationLimiter() });
-    const started = performance.now();
-    const keys = await Promise.all(Array.from({ length: 100 }, (_, i) => alice.createOrganizationKey(ORG, { keyName: `latency-${i}` })));
-    const seconds = (performance.now() - started) / 1_000;
-    for (const k of keys) secrets.add(k.key);
+  ])(
+    '100 concurrent creations with %s of latency are all created, and the platform answers no 429',
+    async (label, rules) => {
+      await setFaults(emu, rules);
+      const alice = client(emu, user(emu, 'alice').personalKey, { orgKeyLimiter: orgKeyCreationLimiter() });
+      const started = performance.now();
+      const keys = await Promise.all(Array.from({ length: 100 }, (_, i) => alice.createOrganizationKey(ORG, { keyName: `latency-${i}` })));
+      const seconds = (performance.now() - started) / 1_000;
+      for (const k of keys) secrets.add(k.key);
 
-    expect(new Set(keys.map((k) => k.id)).size).toBe(100);
-    const stored = new Set((await adminKeys(emu)).filter((k) => !k.revoked).map((k) => k.id));
-    for (const k of keys) expect(stored.has(k.id)).toBe(true);
-    expect(await countOf(emu, 'POST', ORG_KEYS, 429)).toBe(0);
-    expect(await countOf(emu, 'POST', ORG_KEYS)).toBe(100);
-    // The first 10 leave at once; the other 90 are paced (with credit after about 5 s): their rate is the limiter's.
-    console.log(`org key limiter, ${label} of latency: 100 creations in ${seconds.toFixed(2)} s`);
-  }, 30_000);
+      expect(new Set(keys.map((k) => k.id)).size).toBe(100);
+      const stored = new Set((await adminKeys(emu)).filter((k) => !k.revoked).map((k) => k.id));
+      for (const k of keys) expect(stored.has(k.id)).toBe(true);
+      expect(await countOf(emu, 'POST', ORG_KEYS, 429)).toBe(0);
+      expect(await countOf(emu, 'POST', ORG_KEYS)).toBe(100);
+      // The first 10 leave at once; the other 90 are paced (with credit after about 5 s): their rate is the limiter's.
+      console.log(`org key limiter, ${label} of latency: 100 creations in ${seconds.toFixed(2)} s`);
+    },
+    30_000,
+  );
 });
 
 describe('what the client tells the limiter', () => {

@@ -26,10 +26,19 @@ const answers: Record<string, Answer> = {
   'GET /api/v2/auth': { status: 200, body: JSON.stringify({ account_id: 'org-x' }) },
   'GET /api/v2/projects/p-2': { status: 401, body: JSON.stringify({ code: 'UNAUTHORIZED', message: `key ${API_KEY} is not valid`, request_id: 'r-1' }) },
   // A member without its role: the caller could not tell an administrator from anyone else.
-  'GET /api/v2/organizations/org-x/members?limit=500': { status: 200, body: JSON.stringify({ members: [{ member: { id: 'm-1', user_id: 'u-1', org_id: 'org-x' }, user: { email: 'a@x.test' } }] }) },
+  'GET /api/v2/organizations/org-x/members?limit=500': {
+    status: 200,
+    body: JSON.stringify({ members: [{ member: { id: 'm-1', user_id: 'u-1', org_id: 'org-x' }, user: { email: 'a@x.test' } }] }),
+  },
   // A platform that ignores the cursor: the same page, with the same next, every time.
-  'GET /api/v2/organizations/org-stuck/members?limit=500': { status: 200, body: JSON.stringify({ members: [{ member: { id: 'm-1', user_id: 'u-1', role: 'admin' }, user: { email: 'a@x.test' } }], pagination: { next: 'c1' } }) },
-  'GET /api/v2/organizations/org-stuck/members?limit=500&cursor=c1': { status: 200, body: JSON.stringify({ members: [{ member: { id: 'm-1', user_id: 'u-1', role: 'admin' }, user: { email: 'a@x.test' } }], pagination: { next: 'c1' } }) },
+  'GET /api/v2/organizations/org-stuck/members?limit=500': {
+    status: 200,
+    body: JSON.stringify({ members: [{ member: { id: 'm-1', user_id: 'u-1', role: 'admin' }, user: { email: 'a@x.test' } }], pagination: { next: 'c1' } }),
+  },
+  'GET /api/v2/organizations/org-stuck/members?limit=500&cursor=c1': {
+    status: 200,
+    body: JSON.stringify({ members: [{ member: { id: 'm-1', user_id: 'u-1', role: 'admin' }, user: { email: 'a@x.test' } }], pagination: { next: 'c1' } }),
+  },
 };
 
 /** A platform whose member list never ends: each page one new member and a cursor to the next. */
@@ -37,7 +46,13 @@ function endlessMembers(url: string): Answer | undefined {
   const m = /^\/api\/v2\/organizations\/org-endless\/members\?limit=500(?:&cursor=c(\d+))?$/.exec(url);
   if (m === null) return undefined;
   const n = Number(m[1] ?? '0');
-  return { status: 200, body: JSON.stringify({ members: [{ member: { id: `m-${n}`, user_id: `u-${n}`, role: 'member' }, user: { email: `${n}@x.test` } }], pagination: { next: `c${n + 1}` } }) };
+  return {
+    status: 200,
+    body: JSON.stringify({
+      members: [{ member: { id: `m-${n}`, user_id: `u-${n}`, role: 'member' }, user: { email: `${n}@x.test` } }],
+      pagination: { next: `c${n + 1}` },
+    }),
+  };
 }
 
 let server: Server;
@@ -173,7 +188,13 @@ describe('responses that break the contract', () => {
     expect(() => new PlatformClient({ baseUrl: 'http://platform.example/api/v2', apiKey: 'x' })).toThrow(/clear text/);
     expect(() => new PlatformClient({ baseUrl: 'http://10.0.0.1:8080/api/v2', apiKey: 'x' })).toThrow(/clear text/);
     expect(() => new PlatformClient({ baseUrl: 'ftp://127.0.0.1/api/v2', apiKey: 'x' })).toThrow(/https/);
-    for (const ok of ['https://platform.example/api/v2', 'http://127.0.0.1:1/api/v2', 'http://127.9.9.9:1/api/v2', 'http://localhost:1/api/v2', 'http://[::1]:1/api/v2']) {
+    for (const ok of [
+      'https://platform.example/api/v2',
+      'http://127.0.0.1:1/api/v2',
+      'http://127.9.9.9:1/api/v2',
+      'http://localhost:1/api/v2',
+      'http://[::1]:1/api/v2',
+    ]) {
       expect(() => new PlatformClient({ baseUrl: ok, apiKey: 'x' })).not.toThrow();
     }
     expect(() => new PlatformClient({ baseUrl: 'http://10.0.0.1:8080/api/v2', apiKey: 'x', allowInsecureHttp: true })).not.toThrow();

@@ -132,7 +132,7 @@ describe('happy paths', () => {
       controlPlaneActivity: false,
       seed: {
         organizations: [{ id: 'org-big', name: 'Big' }],
-        users: Array.from({ length: 1_001 }, (_, i) => ({ name: `m-${i}`, orgRoles: { 'org-big': i === 0 ? 'admin' as const : 'member' as const } })),
+        users: Array.from({ length: 1_001 }, (_, i) => ({ name: `m-${i}`, orgRoles: { 'org-big': i === 0 ? ('admin' as const) : ('member' as const) } })),
       },
     });
     try {
@@ -250,9 +250,15 @@ describe('terminal errors', () => {
     const alice = client(emu, user(emu, 'alice').personalKey);
     const project = orgProjects(emu)[0]!;
     expect(await failure(alice.getProject('no-such-project'))).toMatchObject({ code: 'NOT_FOUND', disposition: 'terminal', status: 404 });
-    expect(await failure(alice.getOperation(project, '00000000-0000-4000-8000-000000000000'))).toMatchObject({ code: 'NOT_FOUND', route: '/projects/:project_id/operations/:operation_id' });
+    expect(await failure(alice.getOperation(project, '00000000-0000-4000-8000-000000000000'))).toMatchObject({
+      code: 'NOT_FOUND',
+      route: '/projects/:project_id/operations/:operation_id',
+    });
     expect(await failure(alice.revokePersonalKey(999_999))).toMatchObject({ code: 'NOT_FOUND', method: 'DELETE' });
-    expect(await failure(alice.createOrganizationKey(ORG, { keyName: 'x', projectId: 'not-in-org' }))).toMatchObject({ code: 'NOT_FOUND', disposition: 'terminal' });
+    expect(await failure(alice.createOrganizationKey(ORG, { keyName: 'x', projectId: 'not-in-org' }))).toMatchObject({
+      code: 'NOT_FOUND',
+      disposition: 'terminal',
+    });
   });
 
   it('a bad request is INVALID_REQUEST', async () => {
@@ -296,7 +302,7 @@ describe('retries', () => {
     expect(await countOf(emu, 'DELETE', '/organizations/:org_id/api_keys/:key_id')).toBe(2);
   });
 
-  it('asks beforeWrite before each attempt of a write (the operator\'s write fence): a refusal sends nothing, reads pass', async () => {
+  it("asks beforeWrite before each attempt of a write (the operator's write fence): a refusal sends nothing, reads pass", async () => {
     let allowed = 1;
     const refusal = new Error('not leading');
     const alice = client(emu, user(emu, 'alice').personalKey, {
@@ -452,7 +458,9 @@ describe('rate limiting', () => {
     // Two clients (two credentials) share the one process-wide limiter.
     const keys = await Promise.all(
       Array.from({ length: 25 }, (_, i) =>
-        i % 2 === 0 ? alice.createOrganizationKey(ORG, { keyName: `fleet-${i}` }) : bob.createOrganizationKey(ORG, { keyName: `fleet-${i}`, projectId: project }),
+        i % 2 === 0
+          ? alice.createOrganizationKey(ORG, { keyName: `fleet-${i}` })
+          : bob.createOrganizationKey(ORG, { keyName: `fleet-${i}`, projectId: project }),
       ),
     );
     const elapsed = performance.now() - started;
@@ -528,7 +536,10 @@ describe('operations', () => {
     const create = operations.find((o) => o.action === 'create_branch')!;
     const ended = await alice.waitForOperation(project, create.id, { intervalMs: 2 });
     expect(ended).toMatchObject({ status: 'error', failures_count: 1, error: expect.any(String) });
-    expect(await failure(alice.waitForOperation(project, create.id, { intervalMs: 2, until: 'finished' }))).toMatchObject({ code: 'CONFLICT', disposition: 'terminal' });
+    expect(await failure(alice.waitForOperation(project, create.id, { intervalMs: 2, until: 'finished' }))).toMatchObject({
+      code: 'CONFLICT',
+      disposition: 'terminal',
+    });
     // Only that one: the start_compute beside it finishes.
     const start = operations.find((o) => o.action === 'start_compute')!;
     expect(await alice.waitForOperation(project, start.id, { intervalMs: 2, until: 'finished' })).toMatchObject({ status: 'finished' });

@@ -109,7 +109,14 @@ describe('PlatformError', () => {
   it('carries its fields and a stable name', () => {
     expect(err).toBeInstanceOf(Error);
     expect(err.name).toBe('PlatformError');
-    expect(err).toMatchObject({ code: 'RATE_LIMITED', disposition: 'retryable', status: 429, requestId: 'req-1', retryAfterMs: 1000, platformCode: 'TOO_MANY_REQUESTS' });
+    expect(err).toMatchObject({
+      code: 'RATE_LIMITED',
+      disposition: 'retryable',
+      status: 429,
+      requestId: 'req-1',
+      retryAfterMs: 1000,
+      platformCode: 'TOO_MANY_REQUESTS',
+    });
     expect(err.retryable).toBe(true);
     expect(err.ambiguous).toBe(false);
   });

@@ -42,11 +42,13 @@ export function manualClock(): BucketClock & { advance(ms: number): Promise<void
  */
 export function takeAll(limiter: RateLimiter, clock: BucketClock, n: number, signal?: AbortSignal, answerAfterMs = 0) {
   const times: number[] = [];
-  const done = Array.from({ length: n }, () => limiter.take(signal).then((permit) => {
-    times.push(clock.now());
-    if (answerAfterMs === 0) permit.done();
-    else clock.schedule(() => permit.done(), answerAfterMs);
-  }));
+  const done = Array.from({ length: n }, () =>
+    limiter.take(signal).then((permit) => {
+      times.push(clock.now());
+      if (answerAfterMs === 0) permit.done();
+      else clock.schedule(() => permit.done(), answerAfterMs);
+    }),
+  );
   return { times, done };
 }
 

@@ -99,7 +99,15 @@ describe('sleep', () => {
     ac.abort(reason);
     // Settled before the event loop's next turn: by the abort, not by the 10 s timer.
     const nextTurn = new Promise<string>((resolve) => setImmediate(() => resolve('still pending at the next turn')));
-    expect(await Promise.race([p.then(() => 'resolved', (e: unknown) => e), nextTurn])).toBe(reason);
+    expect(
+      await Promise.race([
+        p.then(
+          () => 'resolved',
+          (e: unknown) => e,
+        ),
+        nextTurn,
+      ]),
+    ).toBe(reason);
   });
 
   it('resolves after the delay', async () => {

@@ -1,5 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { ApiKeyListItemSchema, CreatedKeySchema, OperationSchema, OperationsPageSchema, OrganizationMemberSchema, RevokedKeySchema } from '../../src/platform/schemas.ts';
+import {
+  ApiKeyListItemSchema,
+  CreatedKeySchema,
+  OperationSchema,
+  OperationsPageSchema,
+  OrganizationMemberSchema,
+  RevokedKeySchema,
+} from '../../src/platform/schemas.ts';
 
 const op = {
   id: '894cea79-949a-4aa1-8983-b9c1dbccf30b',
@@ -46,11 +53,23 @@ describe('response schemas', () => {
 
   it('read a member pair as one flat member, keep a role the client does not know, and require the role', () => {
     const wire = {
-      member: { id: 'd57833f2-d308-4ede-9d2e-468d9d013d1b', user_id: 'b107d689-6dd2-4c9a-8b9e-0b25e457cf56', org_id: 'org-x', role: 'admin', joined_at: '2024-02-23T17:42:25Z', extra: 1 },
+      member: {
+        id: 'd57833f2-d308-4ede-9d2e-468d9d013d1b',
+        user_id: 'b107d689-6dd2-4c9a-8b9e-0b25e457cf56',
+        org_id: 'org-x',
+        role: 'admin',
+        joined_at: '2024-02-23T17:42:25Z',
+        extra: 1,
+      },
       user: { email: 'a@x.test', has_mfa: true },
     };
     expect(OrganizationMemberSchema.parse(wire)).toEqual({
-      id: wire.member.id, userId: wire.member.user_id, orgId: 'org-x', role: 'admin', joinedAt: '2024-02-23T17:42:25Z', email: 'a@x.test',
+      id: wire.member.id,
+      userId: wire.member.user_id,
+      orgId: 'org-x',
+      role: 'admin',
+      joinedAt: '2024-02-23T17:42:25Z',
+      email: 'a@x.test',
     });
     expect(OrganizationMemberSchema.parse({ member: { ...wire.member, role: 'viewer' } }).role).toBe('viewer');
     const { role: _omit, ...roleless } = wire.member;

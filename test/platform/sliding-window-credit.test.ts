@@ -28,15 +28,20 @@ async function simulate(n: number, legs: (i: number, grantedAt: number) => Legs)
   const platform = slidingWindowLimiter(10, 1_000);
   const trips: Trip[] = [];
   let granted = 0;
-  const pending = Array.from({ length: n }, () => limiter.take().then((permit) => {
-    const { outMs, backMs } = legs(granted++, permit.grantedAt);
-    const trip: Trip = { grantedAt: permit.grantedAt, arrivedAt: permit.grantedAt + outMs, answeredAt: permit.grantedAt + outMs + backMs, status: 0 };
-    trips.push(trip);
-    clock.schedule(() => {
-      trip.status = platform.take('org', trip.arrivedAt) === undefined ? 201 : 429;
-      clock.schedule(() => permit.done({ status: trip.status }), backMs);
-    }, Math.max(0, trip.arrivedAt - clock.now()));
-  }));
+  const pending = Array.from({ length: n }, () =>
+    limiter.take().then((permit) => {
+      const { outMs, backMs } = legs(granted++, permit.grantedAt);
+      const trip: Trip = { grantedAt: permit.grantedAt, arrivedAt: permit.grantedAt + outMs, answeredAt: permit.grantedAt + outMs + backMs, status: 0 };
+      trips.push(trip);
+      clock.schedule(
+        () => {
+          trip.status = platform.take('org', trip.arrivedAt) === undefined ? 201 : 429;
+          clock.schedule(() => permit.done({ status: trip.status }), backMs);
+        },
+        Math.max(0, trip.arrivedAt - clock.now()),
+      );
+    }),
+  );
   // A grant's continuation runs in the microtask after its timer (manual-clock.ts), before the next
   // timer: its trip is scheduled in time order however far one step goes. The first grants come
   // at once: their continuations run before time moves at all.
@@ -152,7 +157,18 @@ describe('latency credit of the org key limiter', () => {
       await clock.advance(round < 5 ? 1_000 : 0);
     }
     expect(clock.now()).toBe(5_600);
-    const outcomes = [undefined, { status: 503 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }, { status: 201 }];
+    const outcomes = [
+      undefined,
+      { status: 503 },
+      { status: 201 },
+      { status: 201 },
+      { status: 201 },
+      { status: 201 },
+      { status: 201 },
+      { status: 201 },
+      { status: 201 },
+      { status: 201 },
+    ];
     const at = async () => {
       const p = await limiter.take();
       return { p, at: clock.now() };
@@ -176,7 +192,12 @@ describe('latency credit of the org key limiter', () => {
     await clock.advance(100);
     for (const [i, x] of [...early, ...late].entries()) x.p.done({ status: i === 0 ? 429 : 201 });
     const granted: number[] = [];
-    const cautious = Array.from({ length: 10 }, () => at().then((x) => { granted.push(x.at); return x; }));
+    const cautious = Array.from({ length: 10 }, () =>
+      at().then((x) => {
+        granted.push(x.at);
+        return x;
+      }),
+    );
     await clock.advance(8_729 - clock.now());
     await new Promise((resolve) => setImmediate(resolve));
     expect(granted).toEqual([]); // with the credit: 8,660

@@ -32,7 +32,12 @@ describe('SlidingWindowLimiter', () => {
     const pending: Promise<void>[] = [];
     // Irregular arrivals: bursts and gaps over 6 s.
     for (let i = 0; i < 120; i++) {
-      pending.push(limiter.take().then((p) => { p.done(); times.push(clock.now()); }));
+      pending.push(
+        limiter.take().then((p) => {
+          p.done();
+          times.push(clock.now());
+        }),
+      );
       // A take granted at once records its time in a continuation: let it run before time moves.
       await new Promise((resolve) => setImmediate(resolve));
       await clock.advance([0, 3, 40, 170, 0, 9][i % 6] as number);
@@ -52,7 +57,10 @@ describe('SlidingWindowLimiter', () => {
     const limiter = new SlidingWindowLimiter({ limit: 1, windowMs: 100, marginMs: 0, clock });
     (await limiter.take()).done();
     const order: string[] = [];
-    const answer = (name: string) => (p: Permit) => { p.done(); order.push(name); };
+    const answer = (name: string) => (p: Permit) => {
+      p.done();
+      order.push(name);
+    };
     const a = limiter.take().then(answer('a'));
     const b = limiter.take().then(answer('b'));
     await clock.advance(100);
@@ -69,7 +77,10 @@ describe('SlidingWindowLimiter', () => {
     const ac = new AbortController();
     const reason = new Error('cancelled');
     const aborted = limiter.take(ac.signal);
-    const next = limiter.take().then((p) => { p.done(); return clock.now(); });
+    const next = limiter.take().then((p) => {
+      p.done();
+      return clock.now();
+    });
     ac.abort(reason);
     await expect(aborted).rejects.toBe(reason);
     await clock.advance(100);
@@ -105,7 +116,10 @@ describe('SlidingWindowLimiter', () => {
     const limiter = new SlidingWindowLimiter({ limit: 1, windowMs: 1_000, clock });
     const first = await limiter.take();
     let grantedAt: number | undefined;
-    const second = limiter.take().then((p) => { grantedAt = p.grantedAt; p.done(); });
+    const second = limiter.take().then((p) => {
+      grantedAt = p.grantedAt;
+      p.done();
+    });
     expect(clock.pending()).toBe(0);
     await clock.advance(5_000);
     expect(grantedAt).toBeUndefined();
@@ -124,11 +138,13 @@ describe('SlidingWindowLimiter', () => {
     const clock = manualClock();
     const limiter = new SlidingWindowLimiter({ limit: 10, windowMs: 1_000, clock });
     const arrivals: number[] = [];
-    const pending = Array.from({ length: 80 }, (_, i) => limiter.take().then((p) => {
-      const latency = ((i * 37) % 11) * 40;
-      arrivals.push(p.grantedAt + latency * (((i * 13) % 7) / 6));
-      clock.schedule(() => p.done(), latency);
-    }));
+    const pending = Array.from({ length: 80 }, (_, i) =>
+      limiter.take().then((p) => {
+        const latency = ((i * 37) % 11) * 40;
+        arrivals.push(p.grantedAt + latency * (((i * 13) % 7) / 6));
+        clock.schedule(() => p.done(), latency);
+      }),
+    );
     // In steps, letting each grant's continuation schedule its answer.
     for (let step = 0; step < 300; step++) {
       await clock.advance(50);
@@ -146,11 +162,15 @@ describe('SlidingWindowLimiter', () => {
     const limiter = orgKeyCreationLimiter(clock);
     const started = clock.now();
     const timersBefore: number[] = [];
-    const granted = await Promise.all(Array.from({ length: 25 }, () => limiter.take().then((p) => {
-      timersBefore.push(clock.fired());
-      p.done();
-      return p.grantedAt;
-    })));
+    const granted = await Promise.all(
+      Array.from({ length: 25 }, () =>
+        limiter.take().then((p) => {
+          timersBefore.push(clock.fired());
+          p.done();
+          return p.grantedAt;
+        }),
+      ),
+    );
     expect(clock.now() - started).toBeGreaterThanOrEqual(2 * 1_000 - 1);
     expect(timersBefore.filter((n) => n === 0)).toHaveLength(10);
     const sorted = [...granted].sort((x, y) => x - y);

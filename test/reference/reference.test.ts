@@ -40,7 +40,7 @@ describe('the generated reference (docs/reference/)', () => {
     expect(fillPage(text, blocks, path)).toBe(text);
   });
 
-  it('lists only reasons the code emits: each is written as a condition\'s or an event\'s reason somewhere', () => {
+  it("lists only reasons the code emits: each is written as a condition's or an event's reason somewhere", () => {
     const neverWritten = Object.keys(REASONS).filter((reason) => !emitting.some(({ text }) => text.includes(`'${reason}'`)));
     expect(neverWritten).toEqual([]);
     // The reasons of decisions that reach no user are not in the union (InternalReason).
@@ -69,24 +69,46 @@ describe('the README, a front page', () => {
   it('is under 200 lines, with the two commands near the top, and CI runs its test command', () => {
     expect(readme.split('\n').length).toBeLessThan(200);
     const block = /## Two commands[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
-    const commands = block.split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l !== '');
+    const commands = block
+      .split('\n')
+      .map((l) => l.replace(/\s+#.*$/, '').trim())
+      .filter((l) => l !== '');
     expect(commands).toEqual(['npm ci && npm run demo', 'npm ci && npm test']);
     expect(readme.indexOf('## Two commands')).toBeLessThan(readme.split('\n').slice(0, 15).join('\n').length);
     expect(readFileSync(join(root, '.ci/run'), 'utf8').split('\n')).toContain(commands[1]);
   });
 
   it('links every reference page, and every page of the reference is there', () => {
-    const pages = readdirSync(join(root, 'docs/reference')).filter((f) => f.endsWith('.md')).sort();
-    expect(pages).toEqual(['annotations.md', 'conditions.md', 'flags.md', 'helm-values.md', 'metrics.md', 'probes-and-failover.md', 'spec.md', 'status.md', 'troubleshooting.md']);
+    const pages = readdirSync(join(root, 'docs/reference'))
+      .filter((f) => f.endsWith('.md'))
+      .sort();
+    expect(pages).toEqual([
+      'annotations.md',
+      'conditions.md',
+      'flags.md',
+      'helm-values.md',
+      'metrics.md',
+      'probes-and-failover.md',
+      'spec.md',
+      'status.md',
+      'troubleshooting.md',
+    ]);
     for (const page of pages) expect(readme).toContain(`](docs/reference/${page})`);
   });
 
   it('links only files that exist, as do the pages of docs/', () => {
-    const files = ['README.md', ...readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const files = [
+      'README.md',
+      ...readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
     const broken: string[] = [];
     for (const file of files) {
       // Links outside code blocks and code spans.
-      const text = readFileSync(join(root, file), 'utf8').replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
+      const text = readFileSync(join(root, file), 'utf8')
+        .replace(/```[\s\S]*?```/g, '')
+        .replace(/`[^`\n]*`/g, '');
       for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
         if (target === undefined || /^(https?:|mailto:|#)/.test(target)) continue;
         const path = resolve(join(root, dirname(file)), target.replace(/#.*$/, ''));

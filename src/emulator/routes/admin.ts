@@ -22,7 +22,9 @@ const iso = (ms: number | null) => (ms === null ? null : isoSeconds(ms));
 
 export const adminRoutes: Route[] = [
   {
-    method: 'GET', template: '/admin/state', auth: false,
+    method: 'GET',
+    template: '/admin/state',
+    auth: false,
     handle(ctx) {
       const { store } = ctx.parts;
       const memberships = store.memberships();
@@ -31,30 +33,49 @@ export const adminRoutes: Route[] = [
         body: {
           organizations: store.organizations().map((o) => ({ id: o.id, name: o.name })),
           users: store.users().map((u) => ({
-            id: u.id, name: u.name, email: u.email,
+            id: u.id,
+            name: u.name,
+            email: u.email,
             orgRoles: Object.fromEntries(memberships.filter((m) => m.user_id === u.id).map((m) => [m.org_id, m.role])),
           })),
           projects: store.projects().map((p) => ({
-            id: p.id, name: p.name, organizationId: p.org_id, ownerUserId: p.owner_user_id, failNextOperations: p.fail_next, errorNextOperations: p.error_next,
+            id: p.id,
+            name: p.name,
+            organizationId: p.org_id,
+            ownerUserId: p.owner_user_id,
+            failNextOperations: p.fail_next,
+            errorNextOperations: p.error_next,
           })),
         },
       };
     },
   },
   {
-    method: 'GET', template: '/admin/keys', auth: false,
+    method: 'GET',
+    template: '/admin/keys',
+    auth: false,
     handle(ctx) {
       return {
         status: 200,
         body: ctx.parts.store.keys().map((k) => ({
-          id: k.id, name: k.name, kind: k.kind, userId: k.user_id, organizationId: k.org_id, projectId: k.project_id,
-          createdAt: iso(k.created_ms), revoked: k.revoked_ms !== null, revokedAt: iso(k.revoked_ms), lastUsedAt: iso(k.last_used_ms),
+          id: k.id,
+          name: k.name,
+          kind: k.kind,
+          userId: k.user_id,
+          organizationId: k.org_id,
+          projectId: k.project_id,
+          createdAt: iso(k.created_ms),
+          revoked: k.revoked_ms !== null,
+          revokedAt: iso(k.revoked_ms),
+          lastUsedAt: iso(k.last_used_ms),
         })),
       };
     },
   },
   {
-    method: 'POST', template: '/admin/users', auth: false,
+    method: 'POST',
+    template: '/admin/users',
+    auth: false,
     async handle(ctx) {
       const input = parseInput(NewUser, await ctx.body());
       const { store } = ctx.parts;
@@ -70,7 +91,9 @@ export const adminRoutes: Route[] = [
     },
   },
   {
-    method: 'PUT', template: '/admin/organizations/:org_id/members/:user_id', auth: false,
+    method: 'PUT',
+    template: '/admin/organizations/:org_id/members/:user_id',
+    auth: false,
     async handle(ctx) {
       const { role } = parseInput(z.object({ role: Role }).strict(), await ctx.body());
       const { store } = ctx.parts;
@@ -83,7 +106,9 @@ export const adminRoutes: Route[] = [
     },
   },
   {
-    method: 'DELETE', template: '/admin/organizations/:org_id/members/:user_id', auth: false,
+    method: 'DELETE',
+    template: '/admin/organizations/:org_id/members/:user_id',
+    auth: false,
     handle(ctx) {
       const orgId = ctx.params.org_id ?? '';
       const userId = ctx.params.user_id ?? '';
@@ -94,7 +119,9 @@ export const adminRoutes: Route[] = [
     },
   },
   {
-    method: 'POST', template: '/admin/projects/:project_id/transfer', auth: false,
+    method: 'POST',
+    template: '/admin/projects/:project_id/transfer',
+    auth: false,
     async handle(ctx) {
       const { organizationId } = parseInput(Transfer, await ctx.body());
       const { store } = ctx.parts;
@@ -107,13 +134,17 @@ export const adminRoutes: Route[] = [
     },
   },
   {
-    method: 'GET', template: '/admin/control-plane', auth: false,
+    method: 'GET',
+    template: '/admin/control-plane',
+    auth: false,
     handle: (ctx) => ({ status: 200, body: { activity: ctx.parts.engine.controlPlaneActivity } }),
   },
   {
     // The control plane's own operations (suspend compute, check availability) on or off at run
     // time, as --no-control-plane at start: a benchmark measures "nothing changes" without them.
-    method: 'PUT', template: '/admin/control-plane', auth: false,
+    method: 'PUT',
+    template: '/admin/control-plane',
+    auth: false,
     async handle(ctx) {
       const { activity } = parseInput(ControlPlane, await ctx.body());
       ctx.parts.engine.setControlPlaneActivity(activity);
@@ -121,7 +152,9 @@ export const adminRoutes: Route[] = [
     },
   },
   {
-    method: 'POST', template: '/admin/projects/:project_id/fail-next-operations', auth: false,
+    method: 'POST',
+    template: '/admin/projects/:project_id/fail-next-operations',
+    auth: false,
     async handle(ctx) {
       const { count, outcome } = parseInput(FailNext, await ctx.body());
       const { store } = ctx.parts;
@@ -139,22 +172,30 @@ export const adminRoutes: Route[] = [
     },
   },
   {
-    method: 'GET', template: '/admin/requests', auth: false,
+    method: 'GET',
+    template: '/admin/requests',
+    auth: false,
     handle: (ctx) => ({ status: 200, body: ctx.parts.requests.list() }),
   },
   {
-    method: 'DELETE', template: '/admin/requests', auth: false,
+    method: 'DELETE',
+    template: '/admin/requests',
+    auth: false,
     handle(ctx) {
       ctx.parts.requests.reset();
       return { status: 200, body: [] };
     },
   },
   {
-    method: 'GET', template: '/admin/faults', auth: false,
+    method: 'GET',
+    template: '/admin/faults',
+    auth: false,
     handle: (ctx) => ({ status: 200, body: { rules: ctx.parts.faults.list() } }),
   },
   {
-    method: 'PUT', template: '/admin/faults', auth: false,
+    method: 'PUT',
+    template: '/admin/faults',
+    auth: false,
     async handle(ctx) {
       const { rules } = parseInput(FaultRules, await ctx.body());
       ctx.parts.faults.set(rules);
@@ -162,7 +203,9 @@ export const adminRoutes: Route[] = [
     },
   },
   {
-    method: 'DELETE', template: '/admin/faults', auth: false,
+    method: 'DELETE',
+    template: '/admin/faults',
+    auth: false,
     handle(ctx) {
       ctx.parts.faults.clear();
       return { status: 200, body: { rules: [] } };

@@ -9,11 +9,17 @@ import { assertMayReadOrganization, assertMayRevoke, standingIn } from '../permi
 import type { Route, RequestContext } from '../router.ts';
 import type { KeyRow, Store } from '../store.ts';
 
-const KeyName = z.string({ error: 'key_name is required and must be a string' }).min(1, 'key_name must not be empty').max(64, 'key_name must be at most 64 characters');
+const KeyName = z
+  .string({ error: 'key_name is required and must be a string' })
+  .min(1, 'key_name must not be empty')
+  .max(64, 'key_name must be at most 64 characters');
 const PersonalCreate = z.object({ key_name: KeyName });
 const OrgCreate = z.object({
   key_name: KeyName,
-  project_id: z.string({ error: 'project_id must be a string' }).regex(/^[a-z0-9-]{1,60}$/, 'project_id must match ^[a-z0-9-]{1,60}$').optional(),
+  project_id: z
+    .string({ error: 'project_id must be a string' })
+    .regex(/^[a-z0-9-]{1,60}$/, 'project_id must match ^[a-z0-9-]{1,60}$')
+    .optional(),
 });
 
 function creatorData(store: Store, userId: string) {
@@ -65,7 +71,15 @@ function keyIdParam(raw: string | undefined): number {
 function createKey(ctx: RequestContext, fields: { name: string; kind: KeyRow['kind']; userId: string; orgId: string | null; projectId: string | null }) {
   const secret = newKeySecret();
   const created = Date.now();
-  const id = ctx.parts.store.insertKey({ hash: hashKeySecret(secret), name: fields.name, kind: fields.kind, user_id: fields.userId, org_id: fields.orgId, project_id: fields.projectId, created_ms: created });
+  const id = ctx.parts.store.insertKey({
+    hash: hashKeySecret(secret),
+    name: fields.name,
+    kind: fields.kind,
+    user_id: fields.userId,
+    org_id: fields.orgId,
+    project_id: fields.projectId,
+    created_ms: created,
+  });
   ctx.parts.logger.info({ keyId: id, kind: fields.kind, orgId: fields.orgId, projectId: fields.projectId }, 'API key created');
   return {
     id,
@@ -87,7 +101,9 @@ function revoke(ctx: RequestContext, key: KeyRow, endpoint: 'personal' | 'organi
 
 export const apiKeyRoutes: Route[] = [
   {
-    method: 'GET', template: '/api/v2/api_keys', auth: true,
+    method: 'GET',
+    template: '/api/v2/api_keys',
+    auth: true,
     handle(ctx) {
       const p = ctx.principal;
       if (p.kind !== 'personal') throw forbidden('personal API keys can be listed only with a personal API key');
@@ -95,7 +111,9 @@ export const apiKeyRoutes: Route[] = [
     },
   },
   {
-    method: 'POST', template: '/api/v2/api_keys', auth: true,
+    method: 'POST',
+    template: '/api/v2/api_keys',
+    auth: true,
     async handle(ctx) {
       const input = parseInput(PersonalCreate, await ctx.body());
       const p = ctx.principal;
@@ -104,7 +122,9 @@ export const apiKeyRoutes: Route[] = [
     },
   },
   {
-    method: 'DELETE', template: '/api/v2/api_keys/:key_id', auth: true,
+    method: 'DELETE',
+    template: '/api/v2/api_keys/:key_id',
+    auth: true,
     handle(ctx) {
       const id = keyIdParam(ctx.params.key_id);
       const key = ctx.parts.store.key(id);
@@ -113,7 +133,9 @@ export const apiKeyRoutes: Route[] = [
     },
   },
   {
-    method: 'GET', template: '/api/v2/organizations/:org_id/api_keys', auth: true,
+    method: 'GET',
+    template: '/api/v2/organizations/:org_id/api_keys',
+    auth: true,
     handle(ctx) {
       const orgId = pathId(ctx.params.org_id, 'organization');
       assertMayReadOrganization(ctx.parts.store, ctx.principal, orgId);
@@ -121,7 +143,9 @@ export const apiKeyRoutes: Route[] = [
     },
   },
   {
-    method: 'POST', template: '/api/v2/organizations/:org_id/api_keys', auth: true,
+    method: 'POST',
+    template: '/api/v2/organizations/:org_id/api_keys',
+    auth: true,
     async handle(ctx) {
       const orgId = pathId(ctx.params.org_id, 'organization');
       // docs/platform-api.md "Limits": 10 requests per second on this endpoint. Counted only for
@@ -129,13 +153,19 @@ export const apiKeyRoutes: Route[] = [
       // reaches here and cannot spend an organization's budget), before the permission checks.
       const wait = ctx.parts.orgKeyLimiter.take(orgId);
       if (wait !== undefined) {
-        throw new ApiError(429, 'TOO_MANY_REQUESTS', 'rate limit exceeded: at most 10 organization API key creations per second; retry later', { 'retry-after': String(wait) });
+        throw new ApiError(429, 'TOO_MANY_REQUESTS', 'rate limit exceeded: at most 10 organization API key creations per second; retry later', {
+          'retry-after': String(wait),
+        });
       }
       const input = parseInput(OrgCreate, await ctx.body());
       const { store } = ctx.parts;
       const p = ctx.principal;
       if (p.kind !== 'personal') {
-        throw forbidden(p.kind === 'project' ? 'project-scoped API keys cannot perform organization actions' : 'organization API keys cannot create API keys: use a personal API key of an administrator');
+        throw forbidden(
+          p.kind === 'project'
+            ? 'project-scoped API keys cannot perform organization actions'
+            : 'organization API keys cannot create API keys: use a personal API key of an administrator',
+        );
       }
       const role = standingIn(store, p, orgId);
       if (role === undefined) throw forbidden(`not a member of organization ${orgId}`);
@@ -151,7 +181,9 @@ export const apiKeyRoutes: Route[] = [
     },
   },
   {
-    method: 'DELETE', template: '/api/v2/organizations/:org_id/api_keys/:key_id', auth: true,
+    method: 'DELETE',
+    template: '/api/v2/organizations/:org_id/api_keys/:key_id',
+    auth: true,
     handle(ctx) {
       const orgId = pathId(ctx.params.org_id, 'organization');
       const id = keyIdParam(ctx.params.key_id);

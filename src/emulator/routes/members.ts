@@ -20,25 +20,35 @@ type SortOrder = (typeof SORT_ORDER)[number];
 const CURSOR_HINT = 'cursor must be the pagination.next of a previous response';
 
 /** A position in one order: the sort value and the id of the last member of a page. */
-const Position = z.object({
-  sort_by: z.enum(SORT_BY),
-  sort_order: z.enum(SORT_ORDER),
-  key: z.union([z.string(), z.number()]),
-  id: z.string(),
-}).strict().refine((p) => (p.sort_by === 'joined_at') === (typeof p.key === 'number'));
+const Position = z
+  .object({
+    sort_by: z.enum(SORT_BY),
+    sort_order: z.enum(SORT_ORDER),
+    key: z.union([z.string(), z.number()]),
+    id: z.string(),
+  })
+  .strict()
+  .refine((p) => (p.sort_by === 'joined_at') === (typeof p.key === 'number'));
 type Position = z.output<typeof Position>;
 
 const ListQuery = z.object({
-  limit: z.string().regex(/^\d{1,3}$/, 'limit must be an integer between 1 and 500').transform(Number)
-    .refine((n) => n >= 1 && n <= 500, 'limit must be an integer between 1 and 500').optional(),
-  cursor: z.string().transform((s, c) => {
-    const position = decodeCursor(s);
-    if (position === undefined) {
-      c.addIssue({ code: 'custom', message: CURSOR_HINT });
-      return z.NEVER;
-    }
-    return position;
-  }).optional(),
+  limit: z
+    .string()
+    .regex(/^\d{1,3}$/, 'limit must be an integer between 1 and 500')
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 500, 'limit must be an integer between 1 and 500')
+    .optional(),
+  cursor: z
+    .string()
+    .transform((s, c) => {
+      const position = decodeCursor(s);
+      if (position === undefined) {
+        c.addIssue({ code: 'custom', message: CURSOR_HINT });
+        return z.NEVER;
+      }
+      return position;
+    })
+    .optional(),
   sort_by: z.enum(SORT_BY, { error: `sort_by must be one of ${SORT_BY.join(', ')}` }).optional(),
   sort_order: z.enum(SORT_ORDER, { error: `sort_order must be one of ${SORT_ORDER.join(', ')}` }).optional(),
 });
@@ -86,7 +96,9 @@ function memberJson(m: Member) {
 
 export const memberRoutes: Route[] = [
   {
-    method: 'GET', template: '/api/v2/organizations/:org_id/members', auth: true,
+    method: 'GET',
+    template: '/api/v2/organizations/:org_id/members',
+    auth: true,
     handle(ctx) {
       const orgId = pathId(ctx.params.org_id, 'organization');
       assertMayReadOrganization(ctx.parts.store, ctx.principal, orgId);
@@ -99,7 +111,8 @@ export const memberRoutes: Route[] = [
       const sortOrder: SortOrder = q.cursor?.sort_order ?? q.sort_order ?? 'desc';
       const limit = q.limit ?? DEFAULT_LIMIT;
       const direction = sortOrder === 'asc' ? 1 : -1;
-      const entries = ctx.parts.store.membersOf(orgId)
+      const entries = ctx.parts.store
+        .membersOf(orgId)
         .map((m) => ({ m, key: sortKey(m, sortBy), id: m.id }))
         .sort((a, b) => direction * compare(a, b));
       const after = q.cursor;

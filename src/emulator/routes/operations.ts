@@ -13,23 +13,32 @@ import type { Route } from '../router.ts';
 const DEFAULT_LIMIT = 10;
 
 const ListQuery = z.object({
-  limit: z.string().regex(/^\d{1,4}$/, 'limit must be an integer between 1 and 1000').transform(Number)
-    .refine((n) => n >= 1 && n <= 1000, 'limit must be an integer between 1 and 1000').optional(),
-  cursor: z.string().transform((s, c) => {
-    const us = parseIsoMicros(s);
-    if (us === undefined) {
-      c.addIssue({ code: 'custom', message: 'cursor must be the pagination.cursor of a previous response (an ISO 8601 timestamp)' });
-      return z.NEVER;
-    }
-    return us;
-  }).optional(),
+  limit: z
+    .string()
+    .regex(/^\d{1,4}$/, 'limit must be an integer between 1 and 1000')
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 1000, 'limit must be an integer between 1 and 1000')
+    .optional(),
+  cursor: z
+    .string()
+    .transform((s, c) => {
+      const us = parseIsoMicros(s);
+      if (us === undefined) {
+        c.addIssue({ code: 'custom', message: 'cursor must be the pagination.cursor of a previous response (an ISO 8601 timestamp)' });
+        return z.NEVER;
+      }
+      return us;
+    })
+    .optional(),
 });
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const operationRoutes: Route[] = [
   {
-    method: 'GET', template: '/api/v2/projects/:project_id/operations', auth: true,
+    method: 'GET',
+    template: '/api/v2/projects/:project_id/operations',
+    auth: true,
     handle(ctx) {
       const project = visibleProject(ctx.parts.store, ctx.principal, pathId(ctx.params.project_id, 'project'));
       const q = parseInput(ListQuery, { limit: ctx.query.get('limit') ?? undefined, cursor: ctx.query.get('cursor') ?? undefined }, 'query');
@@ -42,7 +51,9 @@ export const operationRoutes: Route[] = [
     },
   },
   {
-    method: 'GET', template: '/api/v2/projects/:project_id/operations/:operation_id', auth: true,
+    method: 'GET',
+    template: '/api/v2/projects/:project_id/operations/:operation_id',
+    auth: true,
     handle(ctx) {
       const project = visibleProject(ctx.parts.store, ctx.principal, pathId(ctx.params.project_id, 'project'));
       const opId = ctx.params.operation_id ?? '';

@@ -80,36 +80,87 @@ function projectJson(store: Store, p: ProjectRow): Record<string, unknown> {
 function branchJson(b: BranchRow): Record<string, unknown> {
   const at = isoSeconds(b.created_ms);
   return {
-    id: b.id, project_id: b.project_id, ...(b.parent_id !== null ? { parent_id: b.parent_id } : {}), name: b.name,
-    current_state: 'init', state_changed_at: at, creation_source: 'console', primary: b.is_default === 1, default: b.is_default === 1,
-    protected: false, cpu_used_sec: 0, active_time_seconds: 0, compute_time_seconds: 0, written_data_bytes: 0, data_transfer_bytes: 0,
-    created_at: at, updated_at: at,
+    id: b.id,
+    project_id: b.project_id,
+    ...(b.parent_id !== null ? { parent_id: b.parent_id } : {}),
+    name: b.name,
+    current_state: 'init',
+    state_changed_at: at,
+    creation_source: 'console',
+    primary: b.is_default === 1,
+    default: b.is_default === 1,
+    protected: false,
+    cpu_used_sec: 0,
+    active_time_seconds: 0,
+    compute_time_seconds: 0,
+    written_data_bytes: 0,
+    data_transfer_bytes: 0,
+    created_at: at,
+    updated_at: at,
   };
 }
 
 function endpointJson(e: EndpointRow): Record<string, unknown> {
   const at = isoSeconds(e.created_ms);
   return {
-    host: `${e.id}.${PROXY_HOST}`, id: e.id, project_id: e.project_id, branch_id: e.branch_id, region_id: REGION,
-    autoscaling_limit_min_cu: 0.25, autoscaling_limit_max_cu: 0.25, type: e.type, current_state: 'init', pending_state: 'active',
-    pooler_enabled: false, pooler_mode: 'transaction', disabled: false, passwordless_access: true, creation_source: 'console',
-    created_at: at, updated_at: at, settings: {}, proxy_host: PROXY_HOST, suspend_timeout_seconds: 0, provisioner: 'k8s-neonvm',
+    host: `${e.id}.${PROXY_HOST}`,
+    id: e.id,
+    project_id: e.project_id,
+    branch_id: e.branch_id,
+    region_id: REGION,
+    autoscaling_limit_min_cu: 0.25,
+    autoscaling_limit_max_cu: 0.25,
+    type: e.type,
+    current_state: 'init',
+    pending_state: 'active',
+    pooler_enabled: false,
+    pooler_mode: 'transaction',
+    disabled: false,
+    passwordless_access: true,
+    creation_source: 'console',
+    created_at: at,
+    updated_at: at,
+    settings: {},
+    proxy_host: PROXY_HOST,
+    suspend_timeout_seconds: 0,
+    provisioner: 'k8s-neonvm',
   };
 }
 
 /** Creates a project with its default branch and compute; used by the API and the seed. */
-export function createProject(ctx: Pick<RequestContext['parts'], 'store' | 'engine'>, fields: { id?: string; name?: string; orgId: string | null; ownerUserId: string; pgVersion?: number }) {
+export function createProject(
+  ctx: Pick<RequestContext['parts'], 'store' | 'engine'>,
+  fields: { id?: string; name?: string; orgId: string | null; ownerUserId: string; pgVersion?: number },
+) {
   const { store, engine } = ctx;
   const now = Date.now();
   const id = fields.id ?? newProjectId();
   const project: ProjectRow = {
-    id, name: fields.name ?? id, org_id: fields.orgId, owner_user_id: fields.ownerUserId, region_id: REGION, pg_version: fields.pgVersion ?? 17,
-    created_ms: now, updated_ms: now, deleted_ms: null, fail_next: 0, error_next: 0,
+    id,
+    name: fields.name ?? id,
+    org_id: fields.orgId,
+    owner_user_id: fields.ownerUserId,
+    region_id: REGION,
+    pg_version: fields.pgVersion ?? 17,
+    created_ms: now,
+    updated_ms: now,
+    deleted_ms: null,
+    fail_next: 0,
+    error_next: 0,
   };
   store.insertProject(project);
   const branch: BranchRow = { id: newBranchId(), project_id: id, name: 'main', parent_id: null, is_default: 1, created_ms: now };
   store.insertBranch(branch);
-  const endpoint: EndpointRow = { id: newEndpointId(), project_id: id, branch_id: branch.id, type: 'read_write', state: 'idle', last_active_ms: now, last_check_ms: now, created_ms: now };
+  const endpoint: EndpointRow = {
+    id: newEndpointId(),
+    project_id: id,
+    branch_id: branch.id,
+    type: 'read_write',
+    state: 'idle',
+    last_active_ms: now,
+    last_check_ms: now,
+    created_ms: now,
+  };
   store.insertEndpoint(endpoint);
   const operations = engine.start(id, [
     { action: 'create_timeline', branchId: branch.id, status: 'running' },
@@ -119,28 +170,54 @@ export function createProject(ctx: Pick<RequestContext['parts'], 'store' | 'engi
 }
 
 const ListQuery = z.object({
-  limit: z.coerce.number({ error: 'limit must be an integer' }).int('limit must be an integer').min(1, 'limit must be between 1 and 400').max(400, 'limit must be between 1 and 400').default(10),
+  limit: z.coerce
+    .number({ error: 'limit must be an integer' })
+    .int('limit must be an integer')
+    .min(1, 'limit must be between 1 and 400')
+    .max(400, 'limit must be between 1 and 400')
+    .default(10),
   cursor: z.string().optional(),
-  org_id: z.string().regex(/^[a-z0-9-]{1,60}$/, 'org_id must match ^[a-z0-9-]{1,60}$').optional(),
+  org_id: z
+    .string()
+    .regex(/^[a-z0-9-]{1,60}$/, 'org_id must match ^[a-z0-9-]{1,60}$')
+    .optional(),
   search: z.string().optional(),
 });
 
-const ProjectCreate = z.object({
-  project: z.object({
-    name: z.string().min(1).max(256).optional(),
-    org_id: z.string().regex(/^[a-z0-9-]{1,60}$/, 'org_id must match ^[a-z0-9-]{1,60}$').optional(),
-    pg_version: z.number().int().min(14).max(18).optional(),
-    region_id: z.string().optional(),
-  }).loose(),
-}).loose();
+const ProjectCreate = z
+  .object({
+    project: z
+      .object({
+        name: z.string().min(1).max(256).optional(),
+        org_id: z
+          .string()
+          .regex(/^[a-z0-9-]{1,60}$/, 'org_id must match ^[a-z0-9-]{1,60}$')
+          .optional(),
+        pg_version: z.number().int().min(14).max(18).optional(),
+        region_id: z.string().optional(),
+      })
+      .loose(),
+  })
+  .loose();
 
-const BranchCreate = z.object({
-  branch: z.object({
-    name: z.string().min(1).max(256).optional(),
-    parent_id: z.string().regex(/^[a-z0-9-]{1,60}$/).optional(),
-  }).loose().optional(),
-  endpoints: z.array(z.object({ type: z.enum(['read_write', 'read_only']) }).loose()).max(10).optional(),
-}).loose();
+const BranchCreate = z
+  .object({
+    branch: z
+      .object({
+        name: z.string().min(1).max(256).optional(),
+        parent_id: z
+          .string()
+          .regex(/^[a-z0-9-]{1,60}$/)
+          .optional(),
+      })
+      .loose()
+      .optional(),
+    endpoints: z
+      .array(z.object({ type: z.enum(['read_write', 'read_only']) }).loose())
+      .max(10)
+      .optional(),
+  })
+  .loose();
 
 function projectsFor(store: Store, p: Principal, orgId: string | undefined): ProjectRow[] {
   switch (p.kind) {
@@ -162,7 +239,9 @@ function projectsFor(store: Store, p: Principal, orgId: string | undefined): Pro
 
 export const projectRoutes: Route[] = [
   {
-    method: 'GET', template: '/api/v2/projects', auth: true,
+    method: 'GET',
+    template: '/api/v2/projects',
+    auth: true,
     handle(ctx) {
       const q = parseInput(ListQuery, Object.fromEntries(ctx.query), 'query');
       let rows = projectsFor(ctx.parts.store, ctx.principal, q.org_id);
@@ -188,13 +267,17 @@ export const projectRoutes: Route[] = [
   },
   {
     // neonctl `projects list` also asks for projects shared with the user; the emulator has no sharing.
-    method: 'GET', template: '/api/v2/projects/shared', auth: true,
+    method: 'GET',
+    template: '/api/v2/projects/shared',
+    auth: true,
     handle() {
       return { status: 200, body: { projects: [] } };
     },
   },
   {
-    method: 'POST', template: '/api/v2/projects', auth: true,
+    method: 'POST',
+    template: '/api/v2/projects',
+    auth: true,
     async handle(ctx) {
       const input = parseInput(ProjectCreate, (await ctx.body()) ?? {});
       const { store } = ctx.parts;
@@ -203,7 +286,8 @@ export const projectRoutes: Route[] = [
       let owner: string;
       if (p.kind === 'project') throw forbidden('project-scoped API keys cannot create projects');
       if (p.kind === 'organization') {
-        if (input.project.org_id !== undefined && input.project.org_id !== p.orgId) throw forbidden(`this organization API key belongs to ${p.orgId}, not ${input.project.org_id}`);
+        if (input.project.org_id !== undefined && input.project.org_id !== p.orgId)
+          throw forbidden(`this organization API key belongs to ${p.orgId}, not ${input.project.org_id}`);
         orgId = p.orgId;
         owner = p.key.user_id;
       } else {
@@ -211,7 +295,9 @@ export const projectRoutes: Route[] = [
         owner = p.userId;
         if (orgId !== null && store.role(orgId, p.userId) === undefined) throw forbidden(`not a member of organization ${orgId}`);
       }
-      const created = store.transaction(() => createProject(ctx.parts, { name: input.project.name, orgId, ownerUserId: owner, pgVersion: input.project.pg_version }));
+      const created = store.transaction(() =>
+        createProject(ctx.parts, { name: input.project.name, orgId, ownerUserId: owner, pgVersion: input.project.pg_version }),
+      );
       return {
         status: 201,
         body: {
@@ -227,14 +313,18 @@ export const projectRoutes: Route[] = [
     },
   },
   {
-    method: 'GET', template: '/api/v2/projects/:project_id', auth: true,
+    method: 'GET',
+    template: '/api/v2/projects/:project_id',
+    auth: true,
     handle(ctx) {
       const project = visibleProject(ctx.parts.store, ctx.principal, pathId(ctx.params.project_id, 'project'));
       return { status: 200, body: { project: projectJson(ctx.parts.store, project) } };
     },
   },
   {
-    method: 'DELETE', template: '/api/v2/projects/:project_id', auth: true,
+    method: 'DELETE',
+    template: '/api/v2/projects/:project_id',
+    auth: true,
     handle(ctx) {
       const { store } = ctx.parts;
       const project = visibleProject(store, ctx.principal, pathId(ctx.params.project_id, 'project'));
@@ -246,12 +336,15 @@ export const projectRoutes: Route[] = [
     },
   },
   {
-    method: 'POST', template: '/api/v2/projects/:project_id/branches', auth: true,
+    method: 'POST',
+    template: '/api/v2/projects/:project_id/branches',
+    auth: true,
     async handle(ctx) {
       const { store, engine } = ctx.parts;
       const input = parseInput(BranchCreate, (await ctx.body()) ?? {});
       // A branch has at most one read-write compute (the platform's rule; read-only ones are replicas).
-      if ((input.endpoints ?? []).filter((e) => e.type === 'read_write').length > 1) throw badRequest('endpoints: a branch can have only one read_write endpoint');
+      if ((input.endpoints ?? []).filter((e) => e.type === 'read_write').length > 1)
+        throw badRequest('endpoints: a branch can have only one read_write endpoint');
       const project = visibleProject(store, ctx.principal, pathId(ctx.params.project_id, 'project'));
       const result = store.transaction(() => {
         const parent = input.branch?.parent_id !== undefined ? store.branch(project.id, input.branch.parent_id) : store.defaultBranch(project.id);
@@ -266,7 +359,14 @@ export const projectRoutes: Route[] = [
         // running + start_compute scheduling pair of docs/platform-api.md ("Operation status"), and a
         // branch created without one yields create_branch alone.
         const endpoints: EndpointRow[] = (input.endpoints ?? []).map((e) => ({
-          id: newEndpointId(), project_id: project.id, branch_id: id, type: e.type, state: 'idle', last_active_ms: now, last_check_ms: now, created_ms: now,
+          id: newEndpointId(),
+          project_id: project.id,
+          branch_id: id,
+          type: e.type,
+          state: 'idle',
+          last_active_ms: now,
+          last_check_ms: now,
+          created_ms: now,
         }));
         for (const endpoint of endpoints) store.insertEndpoint(endpoint);
         const operations = engine.start(project.id, [

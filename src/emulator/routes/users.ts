@@ -12,7 +12,9 @@ function organizationJson(o: OrganizationRow) {
 
 export const userRoutes: Route[] = [
   {
-    method: 'GET', template: '/api/v2/users/me', auth: true,
+    method: 'GET',
+    template: '/api/v2/users/me',
+    auth: true,
     handle(ctx) {
       const p = ctx.principal;
       if (p.kind !== 'personal') throw forbidden('this request needs a personal API key: organization and project-scoped keys are not tied to a user');
@@ -22,14 +24,26 @@ export const userRoutes: Route[] = [
       return {
         status: 200,
         body: {
-          id: p.userId, email, login: name, name, last_name: '', image: '', active_seconds_limit: 0, projects_limit: 100, branches_limit: 5000,
-          max_autoscaling_limit: 8, plan: 'scale', auth_accounts: [{ provider: 'keycloak', email, name, login: name, image: '' }],
+          id: p.userId,
+          email,
+          login: name,
+          name,
+          last_name: '',
+          image: '',
+          active_seconds_limit: 0,
+          projects_limit: 100,
+          branches_limit: 5000,
+          max_autoscaling_limit: 8,
+          plan: 'scale',
+          auth_accounts: [{ provider: 'keycloak', email, name, login: name, image: '' }],
         },
       };
     },
   },
   {
-    method: 'GET', template: '/api/v2/users/me/organizations', auth: true,
+    method: 'GET',
+    template: '/api/v2/users/me/organizations',
+    auth: true,
     handle(ctx) {
       const p = ctx.principal;
       const { store } = ctx.parts;
@@ -42,14 +56,17 @@ export const userRoutes: Route[] = [
     // The document's AuthDetailsResponse (getAuthDetails). A project-scoped key has no auth method of
     // its own there: it reads api_key_org with its organization, and auth_data carries the project
     // (docs/emulator.md, "The public API"), so a client can tell a key of the wrong kind before it is refused.
-    method: 'GET', template: '/api/v2/auth', auth: true,
+    method: 'GET',
+    template: '/api/v2/auth',
+    auth: true,
     handle(ctx) {
       const p = ctx.principal;
       return {
         status: 200,
-        body: p.kind === 'personal'
-          ? { account_id: p.userId, auth_method: 'api_key_user' }
-          : { account_id: p.orgId, auth_method: 'api_key_org', ...(p.kind === 'project' ? { auth_data: p.projectId } : {}) },
+        body:
+          p.kind === 'personal'
+            ? { account_id: p.userId, auth_method: 'api_key_user' }
+            : { account_id: p.orgId, auth_method: 'api_key_org', ...(p.kind === 'project' ? { auth_data: p.projectId } : {}) },
       };
     },
   },

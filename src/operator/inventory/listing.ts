@@ -74,7 +74,11 @@ export function unusedFrom(createdMs: number, lastUsedMs: number, unusedAfterMs:
 const VIEW_PREFIX = 'unusedAfter=';
 
 /** What one list keeps while it is taken: the kept listing, and the platform's entries in row order (to read details from). */
-interface Taking { at: number; kept: KeptListing & { details: Map<number, KeptDetail>; unusedDetailsFor: Set<number> }; rows: readonly ListedKey[] }
+interface Taking {
+  at: number;
+  kept: KeptListing & { details: Map<number, KeptDetail>; unusedDetailsFor: Set<number> };
+  rows: readonly ListedKey[];
+}
 
 /**
  * The listing being made of each answer, while the drift cache makes its views from it (one after
@@ -102,7 +106,7 @@ export function inventoryView(unusedAfterMs: number, recorded: () => ReadonlySet
       keepUnused(t, unusedAfterMs, keptDetails);
       return t.kept;
     },
-    from: (otherId, other) => (otherId.startsWith(VIEW_PREFIX) ? other as KeptListing : undefined),
+    from: (otherId, other) => (otherId.startsWith(VIEW_PREFIX) ? (other as KeptListing) : undefined),
     bytes: keptBytes,
   };
 }
@@ -118,8 +122,13 @@ export function keep(listed: readonly ListedKey[], at: number, unusedAfterMs: nu
 function columns(listed: readonly ListedKey[], at: number, recorded: ReadonlySet<number>, keptDetails: number): Taking {
   const created = listed.map((k) => Date.parse(k.created_at));
   // A creation time that does not parse sorts as the oldest (a NaN would make the order arbitrary).
-  const sortable = (i: number): number => { const t = created[i] as number; return Number.isFinite(t) ? t : -Infinity; };
-  const order = listed.map((_, i) => i).sort((a, b) => (sortable(b) === sortable(a) ? 0 : sortable(b) > sortable(a) ? 1 : -1) || (listed[b]?.id ?? 0) - (listed[a]?.id ?? 0));
+  const sortable = (i: number): number => {
+    const t = created[i] as number;
+    return Number.isFinite(t) ? t : -Infinity;
+  };
+  const order = listed
+    .map((_, i) => i)
+    .sort((a, b) => (sortable(b) === sortable(a) ? 0 : sortable(b) > sortable(a) ? 1 : -1) || (listed[b]?.id ?? 0) - (listed[a]?.id ?? 0));
   const size = listed.length;
   const ids = new Float64Array(size);
   const createdMs = new Float64Array(size);
@@ -180,7 +189,13 @@ function stringBytes(value: string | undefined): number {
 export function keptBytes(kept: KeptListing): number {
   let bytes = LISTING_BYTES + kept.ids.byteLength + kept.createdMs.byteLength + kept.lastUsedMs.byteLength + kept.flags.byteLength;
   for (const d of kept.details.values()) {
-    bytes += DETAIL_BYTES + stringBytes(d.name) + stringBytes(d.lastUsedFromAddr) + stringBytes(d.projectId) + stringBytes(d.createdBy?.id) + stringBytes(d.createdBy?.name);
+    bytes +=
+      DETAIL_BYTES +
+      stringBytes(d.name) +
+      stringBytes(d.lastUsedFromAddr) +
+      stringBytes(d.projectId) +
+      stringBytes(d.createdBy?.id) +
+      stringBytes(d.createdBy?.name);
   }
   return bytes;
 }

@@ -10,7 +10,7 @@ export const INVENTORY_METRIC = 'neon_key_operator_inventory_keys';
 
 /** Every value of the gauge's state label (alert rules may name only these). */
 export const INVENTORY_STATES = ['live', 'managed', 'unmanaged', 'unused', 'unmanaged_this_cluster', 'unmanaged_other_cluster', 'unmanaged_by_hand'] as const;
-type InventoryState = typeof INVENTORY_STATES[number];
+type InventoryState = (typeof INVENTORY_STATES)[number];
 
 export interface InventoryCounts {
   namespace: string;
@@ -26,18 +26,25 @@ export interface InventoryCounts {
 
 /** Registers the gauge; `counts` is read at each scrape. Returns what unregisters it. */
 export function registerInventoryGauge(registry: Registry, counts: () => Iterable<InventoryCounts>, withOrganization: boolean): () => void {
-  const labelNames = withOrganization ? ['namespace', 'inventory', 'state', 'organization'] as const : ['namespace', 'inventory', 'state'] as const;
+  const labelNames = withOrganization ? (['namespace', 'inventory', 'state', 'organization'] as const) : (['namespace', 'inventory', 'state'] as const);
   new Gauge({
     name: INVENTORY_METRIC,
-    help: 'Live keys of each ApiKeyInventory by state: live, managed (recorded in this cluster), unmanaged, unused; and unmanaged by what the key\'s name says made it: '
-      + 'unmanaged_this_cluster, unmanaged_other_cluster, unmanaged_by_hand (they add up to unmanaged). The organization label only with --inventory-organization-label.',
+    help:
+      "Live keys of each ApiKeyInventory by state: live, managed (recorded in this cluster), unmanaged, unused; and unmanaged by what the key's name says made it: " +
+      'unmanaged_this_cluster, unmanaged_other_cluster, unmanaged_by_hand (they add up to unmanaged). The organization label only with --inventory-organization-label.',
     labelNames: [...labelNames],
     registers: [registry],
     collect() {
       this.reset();
       for (const c of counts()) {
-        const base: Record<string, string> = { namespace: c.namespace, inventory: c.name, ...(withOrganization ? { organization: c.organizationId ?? 'personal' } : {}) };
-        const set = (state: InventoryState, value: number): void => { this.set({ ...base, state }, value); };
+        const base: Record<string, string> = {
+          namespace: c.namespace,
+          inventory: c.name,
+          ...(withOrganization ? { organization: c.organizationId ?? 'personal' } : {}),
+        };
+        const set = (state: InventoryState, value: number): void => {
+          this.set({ ...base, state }, value);
+        };
         set('live', c.live);
         set('managed', c.managed);
         set('unmanaged', c.notManaged);

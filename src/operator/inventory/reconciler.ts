@@ -26,9 +26,15 @@ const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /** JSON with keys in order: two statuses compare equal whatever order their fields were set in. */
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_, v: unknown) => (v !== null && typeof v === 'object' && !Array.isArray(v)
-    ? Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : 1)))
-    : v));
+  return JSON.stringify(value, (_, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>)
+            .filter(([, x]) => x !== undefined)
+            .sort(([a], [b]) => (a < b ? -1 : 1)),
+        )
+      : v,
+  );
 }
 
 /** How many credentials' GET /auth answers are remembered (asked only after a refused list). */
@@ -101,7 +107,13 @@ export class InventoryReconciler implements Reconciler {
     const { namespace, name } = request;
     let inventory: ApiKeyInventory;
     try {
-      inventory = await this.#d.objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: INVENTORY_PLURAL, name }) as ApiKeyInventory;
+      inventory = (await this.#d.objects.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: INVENTORY_PLURAL,
+        name,
+      })) as ApiKeyInventory;
     } catch (error) {
       if (statusCode(error) !== 404) throw error;
       this.#forget(`${namespace}/${name}`);
@@ -113,7 +125,12 @@ export class InventoryReconciler implements Reconciler {
     const parsed = ApiKeyInventorySpec.safeParse(inventory.spec);
     const unusedAfterMs = parsed.success ? parseGoDuration(parsed.data.unusedAfter) : undefined;
     if (!parsed.success || unusedAfterMs === undefined) {
-      const message = parsed.success ? `spec.unusedAfter: not a duration: ${parsed.data.unusedAfter.slice(0, 64)}` : parsed.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ').slice(0, 1024);
+      const message = parsed.success
+        ? `spec.unusedAfter: not a duration: ${parsed.data.unusedAfter.slice(0, 64)}`
+        : parsed.error.issues
+            .map((i) => `spec.${i.path.join('.')}: ${i.message}`)
+            .join('; ')
+            .slice(0, 1024);
       await this.#writeStatus(inventory, {}, { status: 'False', reason: 'InvalidSpec', message });
       // A spec change wakes it (the informer); nothing else can fix it.
       return { type: 'Done' };
@@ -138,19 +155,31 @@ export class InventoryReconciler implements Reconciler {
     if (apiKey === 'missing' || apiKey === 'not-a-key') {
       // The credentials Secret's watch wakes it when the Secret changes (keys/watches.ts, CREDENTIALS_INDEX);
       // an issuer's wakes the issuer, whose reconcile wakes it.
-      const what = source.issuer !== undefined ? `the credentials Secret ${secret.namespace}/${secret.name} of ClusterKeyIssuer ${source.issuer}` : `the credentials Secret ${secret.name}`;
-      await this.#writeStatus(inventory, {}, {
-        status: 'False', reason: 'CredentialsMissing',
-        message: apiKey === 'missing'
-          ? `${what} (key ${secret.key}) is missing or empty${source.issuer !== undefined ? '' : ' in this namespace'}; put a platform API key there`
-          : `the entry ${secret.key} of ${what} is not a platform API key (at most ${MAX_API_KEY_LENGTH} visible ASCII characters); put a platform API key there`,
-      });
+      const what =
+        source.issuer !== undefined
+          ? `the credentials Secret ${secret.namespace}/${secret.name} of ClusterKeyIssuer ${source.issuer}`
+          : `the credentials Secret ${secret.name}`;
+      await this.#writeStatus(
+        inventory,
+        {},
+        {
+          status: 'False',
+          reason: 'CredentialsMissing',
+          message:
+            apiKey === 'missing'
+              ? `${what} (key ${secret.key}) is missing or empty${source.issuer !== undefined ? '' : ' in this namespace'}; put a platform API key there`
+              : `the entry ${secret.key} of ${what} is not a platform API key (at most ${MAX_API_KEY_LENGTH} visible ASCII characters); put a platform API key there`,
+        },
+      );
       return { type: 'Done' };
     }
     const client = this.#d.platformFor(apiKey);
     let listing: { at: number; view: KeptListing };
     try {
-      const view = withOrigins(inventoryView(unusedAfterMs, () => this.#d.managedKeyIds()), this.#d.clusterName ?? '');
+      const view = withOrigins(
+        inventoryView(unusedAfterMs, () => this.#d.managedKeyIds()),
+        this.#d.clusterName ?? '',
+      );
       listing = await this.#d.drift.listing(client.credentialsId, listFor(organizationId), client.platform as KeyPlatform, view);
     } catch (error) {
       const failure = asPlatformFailure(error);
@@ -184,9 +213,20 @@ export class InventoryReconciler implements Reconciler {
       listedAt: listing.at,
       scope,
       ...(origins !== undefined ? { origins: { rows: origins, cluster: this.#d.clusterName ?? '' } } : {}),
-      ...(previousAt !== undefined && Number.isFinite(previousAt) && fresh ? { previous: { listedAt: previousAt, ...(known !== undefined ? { notManaged: known.notManaged } : {}) } } : {}),
+      ...(previousAt !== undefined && Number.isFinite(previousAt) && fresh
+        ? { previous: { listedAt: previousAt, ...(known !== undefined ? { notManaged: known.notManaged } : {}) } }
+        : {}),
     });
-    const counts: InventoryCounts = { namespace, name, organizationId, live: r.live, managed: r.managed, notManaged: r.notManaged, unused: r.unused, notManagedByOrigin: r.notManagedByOrigin };
+    const counts: InventoryCounts = {
+      namespace,
+      name,
+      organizationId,
+      live: r.live,
+      managed: r.managed,
+      notManaged: r.notManaged,
+      unused: r.unused,
+      notManagedByOrigin: r.notManagedByOrigin,
+    };
     const managed = new Set<number>();
     const notManaged = new Set<number>();
     for (const id of listing.view.ids) (isManaged(id) ? managed : notManaged).add(id);
@@ -222,7 +262,7 @@ export class InventoryReconciler implements Reconciler {
   /** The ClusterKeyIssuer of this name, fresh from the apiserver; undefined when there is none. */
   async #readIssuer(name: string): Promise<IssuerObject | undefined> {
     try {
-      return await this.#d.objects.getClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, name }) as IssuerObject;
+      return (await this.#d.objects.getClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, name })) as IssuerObject;
     } catch (error) {
       if (statusCode(error) === 404) return undefined;
       throw error;
@@ -252,17 +292,32 @@ export class InventoryReconciler implements Reconciler {
    * Writes the report (fields absent from `fields` keep what status says: a failed list leaves the
    * last report in place, dated by listedAt) and Ready, when anything changed; whether it wrote.
    */
-  async #writeStatus(inventory: ApiKeyInventory, fields: Omit<ApiKeyInventoryStatus, 'conditions' | 'observedGeneration'>, ready: ReadyUpdate): Promise<boolean> {
+  async #writeStatus(
+    inventory: ApiKeyInventory,
+    fields: Omit<ApiKeyInventoryStatus, 'conditions' | 'observedGeneration'>,
+    ready: ReadyUpdate,
+  ): Promise<boolean> {
     const generation = inventory.metadata.generation ?? 0;
     const current = inventory.status ?? {};
     const conditions = withReady(current.conditions, ready, generation, new Date(this.#now()));
     const next: ApiKeyInventoryStatus = { ...current, ...fields, observedGeneration: generation, conditions };
     if (canonical(next) === canonical(current)) return false;
-    const patched = await this.#d.objects.patchNamespacedCustomObjectStatus({
-      group: GROUP, version: VERSION, namespace: inventory.metadata.namespace, plural: INVENTORY_PLURAL, name: inventory.metadata.name,
-      body: { metadata: { resourceVersion: inventory.metadata.resourceVersion }, status: next },
-    }, mergePatch) as ApiKeyInventory;
-    this.#d.ownWrites?.record(objectRef(INVENTORY_KIND, inventory.metadata.namespace, inventory.metadata.name), inventory.metadata.resourceVersion, patched.metadata?.resourceVersion);
+    const patched = (await this.#d.objects.patchNamespacedCustomObjectStatus(
+      {
+        group: GROUP,
+        version: VERSION,
+        namespace: inventory.metadata.namespace,
+        plural: INVENTORY_PLURAL,
+        name: inventory.metadata.name,
+        body: { metadata: { resourceVersion: inventory.metadata.resourceVersion }, status: next },
+      },
+      mergePatch,
+    )) as ApiKeyInventory;
+    this.#d.ownWrites?.record(
+      objectRef(INVENTORY_KIND, inventory.metadata.namespace, inventory.metadata.name),
+      inventory.metadata.resourceVersion,
+      patched.metadata?.resourceVersion,
+    );
     return true;
   }
 }

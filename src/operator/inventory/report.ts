@@ -81,7 +81,18 @@ function originFields(code: number, name: string | undefined, cluster: string): 
 
 export function report(input: ReportInput): Report {
   const { listing, isManaged, unusedAfterMs, listedAt, scope, previous, origins } = input;
-  const out: Report = { live: listing.size, managed: 0, notManaged: 0, unused: 0, neverUsed: 0, notManagedKeys: [], unusedKeys: [], withoutDetails: 0, appeared: { keys: [], total: 0 }, wentUnused: { keys: [], total: 0 } };
+  const out: Report = {
+    live: listing.size,
+    managed: 0,
+    notManaged: 0,
+    unused: 0,
+    neverUsed: 0,
+    notManagedKeys: [],
+    unusedKeys: [],
+    withoutDetails: 0,
+    appeared: { keys: [], total: 0 },
+    wentUnused: { keys: [], total: 0 },
+  };
   const byOrigin = origins !== undefined ? { thisCluster: 0, otherCluster: 0, byHand: 0 } : undefined;
   const listed = (row: number, managed: boolean): InventoryKey => {
     const key = inventoryKey(listing, row, scope, managed, origins);

@@ -31,9 +31,14 @@ function trimInventory(obj: KubernetesObject): KubernetesObject {
     apiVersion: obj.apiVersion,
     kind: INVENTORY_KIND,
     metadata: identityMeta(obj.metadata),
-    ...(credentials !== undefined || issuer !== undefined ? {
-      spec: { ...(credentials !== undefined ? { credentialsSecretRef: { name: credentials } } : {}), ...(issuer !== undefined ? { issuerRef: { name: issuer } } : {}) },
-    } : {}),
+    ...(credentials !== undefined || issuer !== undefined
+      ? {
+          spec: {
+            ...(credentials !== undefined ? { credentialsSecretRef: { name: credentials } } : {}),
+            ...(issuer !== undefined ? { issuerRef: { name: issuer } } : {}),
+          },
+        }
+      : {}),
   };
   return cached;
 }
@@ -43,19 +48,21 @@ function trimInventory(obj: KubernetesObject): KubernetesObject {
  * operator's, whose inventories alone are indexed by the issuer they name.
  */
 export function inventoryWatches(namespace: string | undefined, ownNamespace: string): Watch[] {
-  return [{
-    type: 'for',
-    kind: INVENTORY_KIND,
-    path: namespace === undefined ? `/apis/${GROUP}/${VERSION}/${INVENTORY_PLURAL}` : `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${INVENTORY_PLURAL}`,
-    project: trimInventory,
-    indexes: {
-      [CREDENTIALS_INDEX]: credentialsSecretOf,
-      [ISSUER_INVENTORIES_INDEX]: (obj) => {
-        const issuer = (obj as CachedInventory).spec?.issuerRef?.name;
-        return issuer === undefined || obj.metadata?.namespace !== ownNamespace ? [] : [issuer];
+  return [
+    {
+      type: 'for',
+      kind: INVENTORY_KIND,
+      path: namespace === undefined ? `/apis/${GROUP}/${VERSION}/${INVENTORY_PLURAL}` : `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${INVENTORY_PLURAL}`,
+      project: trimInventory,
+      indexes: {
+        [CREDENTIALS_INDEX]: credentialsSecretOf,
+        [ISSUER_INVENTORIES_INDEX]: (obj) => {
+          const issuer = (obj as CachedInventory).spec?.issuerRef?.name;
+          return issuer === undefined || obj.metadata?.namespace !== ownNamespace ? [] : [issuer];
+        },
       },
     },
-  }];
+  ];
 }
 
 /** The work-queue keys of the inventories of the operator's namespace naming the issuer. */

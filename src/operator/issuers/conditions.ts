@@ -19,12 +19,12 @@ export type IssuerReason =
 /** Every reason, with what it means (docs/runbook.md says what to do for each). */
 export const ISSUER_REASONS: Readonly<Record<IssuerReason, string>> = {
   Verified: 'The credentials are a personal API key of an administrator of the organization.',
-  InvalidSpec: 'The spec cannot be read (the CRD\'s validation should have refused it).',
+  InvalidSpec: "The spec cannot be read (the CRD's validation should have refused it).",
   CredentialsMissing: 'The credentials Secret, or its entry, is missing or empty in the issuer namespace, or does not hold an API key.',
   CredentialsWrongKind: 'The credentials are an organization or project-scoped key; an issuer needs a personal key of an administrator.',
   CredentialsRefused: 'The platform refused the credentials (401): the key is invalid or revoked.',
-  NotAMember: 'The key\'s user is not a member of the organization.',
-  NotAnAdministrator: 'The key\'s user is a member of the organization but not an administrator.',
+  NotAMember: "The key's user is not a member of the organization.",
+  NotAnAdministrator: "The key's user is a member of the organization but not an administrator.",
   RateLimited: 'The platform rate-limited the verification (429); Ready is Unknown until it answers.',
   PlatformUnavailable: 'The platform did not answer the verification usefully; Ready is Unknown until it does.',
   DeletionBlocked: 'The issuer is being deleted and key resources still name it: its finalizer stays until none does.',
@@ -61,9 +61,10 @@ function requestOf(failure: { requestId?: string } | undefined): string {
 }
 
 export function credentialsProblem(problem: CredentialsProblem, ref: SecretRef, organizationId: string): Readiness {
-  const message = problem === 'missing'
-    ? `the credentials Secret ${ref.namespace}/${ref.name} (key ${ref.key}) is missing or empty; put a personal API key of an administrator of ${organizationId} there`
-    : `the entry ${ref.key} of the credentials Secret ${ref.namespace}/${ref.name} is not a platform API key; put a personal API key of an administrator of ${organizationId} there`;
+  const message =
+    problem === 'missing'
+      ? `the credentials Secret ${ref.namespace}/${ref.name} (key ${ref.key}) is missing or empty; put a personal API key of an administrator of ${organizationId} there`
+      : `the entry ${ref.key} of the credentials Secret ${ref.namespace}/${ref.name} is not a platform API key; put a personal API key of an administrator of ${organizationId} there`;
   return { ready: { status: 'False', reason: 'CredentialsMissing', message }, user: undefined };
 }
 
@@ -76,34 +77,51 @@ export function verified(v: Verification, ref: SecretRef, organizationId: string
   const put = `put a personal API key of an administrator of ${organizationId} in ${ref.namespace}/${ref.name}`;
   switch (v.outcome) {
     case 'Verified':
-      return { ready: { status: 'True', reason: 'Verified', message: `a personal API key of ${describeUser(v.user)}, an administrator of ${organizationId}` }, user: v.user };
+      return {
+        ready: { status: 'True', reason: 'Verified', message: `a personal API key of ${describeUser(v.user)}, an administrator of ${organizationId}` },
+        user: v.user,
+      };
     case 'WrongKind':
       return {
         ready: {
-          status: 'False', reason: 'CredentialsWrongKind',
+          status: 'False',
+          reason: 'CredentialsWrongKind',
           message: `the credentials are ${v.authMethod === 'api_key_org' ? `an organization key (or a project-scoped key) of ${v.accountId}` : `not an API key of a user (${v.authMethod})`}; an issuer needs a personal key of an administrator: ${put}`,
         },
         user: undefined,
       };
     case 'Refused':
       return {
-        ready: { status: 'False', reason: 'CredentialsRefused', message: `the platform refused the credentials (${v.failure.status ?? v.failure.code})${requestOf(v.failure)}: the key is invalid or revoked; ${put}` },
+        ready: {
+          status: 'False',
+          reason: 'CredentialsRefused',
+          message: `the platform refused the credentials (${v.failure.status ?? v.failure.code})${requestOf(v.failure)}: the key is invalid or revoked; ${put}`,
+        },
         user: undefined,
       };
     case 'NotAMember':
       return {
-        ready: { status: 'False', reason: 'NotAMember', message: `the credentials are a personal key of ${describeUser(v.user)}, who is not a member of ${organizationId}${requestOf(v.failure)}; make them an administrator of it, or ${put}` },
+        ready: {
+          status: 'False',
+          reason: 'NotAMember',
+          message: `the credentials are a personal key of ${describeUser(v.user)}, who is not a member of ${organizationId}${requestOf(v.failure)}; make them an administrator of it, or ${put}`,
+        },
         user: v.user,
       };
     case 'NotAnAdministrator':
       return {
-        ready: { status: 'False', reason: 'NotAnAdministrator', message: `the credentials are a personal key of ${describeUser(v.user)}, a ${v.user.role ?? 'member'} of ${organizationId}, not an administrator; make them an administrator, or ${put}` },
+        ready: {
+          status: 'False',
+          reason: 'NotAnAdministrator',
+          message: `the credentials are a personal key of ${describeUser(v.user)}, a ${v.user.role ?? 'member'} of ${organizationId}, not an administrator; make them an administrator, or ${put}`,
+        },
         user: v.user,
       };
     case 'Unavailable':
       return {
         ready: {
-          status: 'Unknown', reason: v.rateLimited ? 'RateLimited' : 'PlatformUnavailable',
+          status: 'Unknown',
+          reason: v.rateLimited ? 'RateLimited' : 'PlatformUnavailable',
           message: `the platform did not answer the verification usefully (${v.failure.code}${v.failure.status !== undefined ? ` ${v.failure.status}` : ''})${requestOf(v.failure)}; verified again every drift interval`,
         },
         user: 'keep',

@@ -13,7 +13,10 @@ export interface IssuerEvents {
 }
 
 /** The event a change of Ready makes, if any: none while its status stays, none for a first True. */
-export function readyEvent(previous: { status: string } | undefined, next: ReadyUpdate): { type: 'Normal' | 'Warning'; reason: string; message: string } | undefined {
+export function readyEvent(
+  previous: { status: string } | undefined,
+  next: ReadyUpdate,
+): { type: 'Normal' | 'Warning'; reason: string; message: string } | undefined {
   if (previous?.status === next.status) return undefined;
   if (next.status !== 'True') return { type: 'Warning', reason: next.reason, message: `the issuer is not Ready: ${next.message}` };
   return previous === undefined ? undefined : { type: 'Normal', reason: next.reason, message: `the issuer is Ready again: ${next.message}` };

@@ -20,9 +20,15 @@ export interface StatusInput {
 
 /** JSON with keys in order and undefined fields left out: two statuses compare equal whatever order their fields were set in. */
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_, v: unknown) => (v !== null && typeof v === 'object' && !Array.isArray(v)
-    ? Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : 1)))
-    : v));
+  return JSON.stringify(value, (_, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>)
+            .filter(([, x]) => x !== undefined)
+            .sort(([a], [b]) => (a < b ? -1 : 1)),
+        )
+      : v,
+  );
 }
 
 /** status.user within the schema's bounds. */

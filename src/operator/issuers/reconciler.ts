@@ -101,7 +101,7 @@ export class IssuerReconciler implements Reconciler {
     }
     let issuer: ClusterKeyIssuer;
     try {
-      issuer = await this.#d.objects.getClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, name }) as ClusterKeyIssuer;
+      issuer = (await this.#d.objects.getClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, name })) as ClusterKeyIssuer;
     } catch (error) {
       if (statusCode(error) !== 404) throw error;
       this.#known.delete(name);
@@ -126,12 +126,15 @@ export class IssuerReconciler implements Reconciler {
         this.#known.set(name, { ...state, ready: false, blocked: readiness.ready.message });
         return { type: 'Done', requeueAfterMs: pollMs };
       }
-      await this.#replace(issuer, (issuer.metadata.finalizers ?? []).filter((f) => f !== ISSUER_FINALIZER));
+      await this.#replace(
+        issuer,
+        (issuer.metadata.finalizers ?? []).filter((f) => f !== ISSUER_FINALIZER),
+      );
       this.#known.delete(name);
       logger.info('no resource uses the issuer any more; finalizer removed');
       return { type: 'Done' };
     }
-    if (!holds) issuer = await this.#replace(issuer, [...issuer.metadata.finalizers ?? [], ISSUER_FINALIZER]);
+    if (!holds) issuer = await this.#replace(issuer, [...(issuer.metadata.finalizers ?? []), ISSUER_FINALIZER]);
     // A policy edit applies at once: every resource using the issuer is looked at again.
     if (known?.uid === uid && known.generation !== generation) {
       logger.info({ generation, resources: users.length }, 'issuer changed; waking the resources that use it');
@@ -147,7 +150,12 @@ export class IssuerReconciler implements Reconciler {
     let credentialsChanged = false;
     const parsed = ClusterKeyIssuerSpec.safeParse(issuer.spec);
     if (!parsed.success) {
-      readiness = invalidSpec(parsed.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ').slice(0, 1024));
+      readiness = invalidSpec(
+        parsed.error.issues
+          .map((i) => `spec.${i.path.join('.')}: ${i.message}`)
+          .join('; ')
+          .slice(0, 1024),
+      );
       delete state.verification;
     } else {
       const spec = parsed.data;
@@ -160,16 +168,29 @@ export class IssuerReconciler implements Reconciler {
       } else {
         const last = state.verification;
         credentialsChanged = last !== undefined && last.secretVersion !== credentials.secretVersion;
-        if (last !== undefined && last.generation === generation && last.secretVersion === credentials.secretVersion && now - last.at < this.#d.driftIntervalMs) {
+        if (
+          last !== undefined &&
+          last.generation === generation &&
+          last.secretVersion === credentials.secretVersion &&
+          now - last.at < this.#d.driftIntervalMs
+        ) {
           readiness = last.readiness;
           nextCheck = last.at + this.#d.driftIntervalMs - now;
         } else {
-          const verification = await verifyCredentials(this.#d.platformFor(credentials.apiKey), spec.organizationId, worker?.signal !== undefined ? { signal: worker.signal } : undefined);
+          const verification = await verifyCredentials(
+            this.#d.platformFor(credentials.apiKey),
+            spec.organizationId,
+            worker?.signal !== undefined ? { signal: worker.signal } : undefined,
+          );
           readiness = verified(verification, ref, spec.organizationId);
           // Unavailable verified nothing: verifiedAt stays what it was.
           if (verification.outcome !== 'Unavailable') verifiedAt = now;
           state.verification = { generation, secretVersion: credentials.secretVersion, at: now, readiness };
-          if (verification.outcome === 'Unavailable') logger.warn({ code: verification.failure.code, status: verification.failure.status, requestId: verification.failure.requestId }, 'issuer verification failed');
+          if (verification.outcome === 'Unavailable')
+            logger.warn(
+              { code: verification.failure.code, status: verification.failure.status, requestId: verification.failure.requestId },
+              'issuer verification failed',
+            );
         }
       }
     }
@@ -196,7 +217,13 @@ export class IssuerReconciler implements Reconciler {
   /** The issuer with these finalizers (an update with the resourceVersion read; a 409 reads again). */
   async #replace(issuer: ClusterKeyIssuer, finalizers: string[]): Promise<ClusterKeyIssuer> {
     const body = { ...issuer, metadata: { ...issuer.metadata, finalizers } };
-    const replaced = await this.#d.objects.replaceClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, name: issuer.metadata.name, body }) as ClusterKeyIssuer;
+    const replaced = (await this.#d.objects.replaceClusterCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: ISSUER_PLURAL,
+      name: issuer.metadata.name,
+      body,
+    })) as ClusterKeyIssuer;
     this.#d.ownWrites?.record(objectRef(ISSUER_KIND, '', issuer.metadata.name), issuer.metadata.resourceVersion, replaced.metadata?.resourceVersion);
     return replaced;
   }
@@ -208,10 +235,16 @@ export class IssuerReconciler implements Reconciler {
     if (next === undefined) return;
     // A merge patch removes a field only when it says null.
     const status = { ...next, ...(current?.user !== undefined && next.user === undefined ? { user: null } : {}) };
-    const patched = await this.#d.objects.patchClusterCustomObjectStatus({
-      group: GROUP, version: VERSION, plural: ISSUER_PLURAL, name: issuer.metadata.name,
-      body: { metadata: { resourceVersion: issuer.metadata.resourceVersion }, status },
-    }, mergePatch) as ClusterKeyIssuer;
+    const patched = (await this.#d.objects.patchClusterCustomObjectStatus(
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: ISSUER_PLURAL,
+        name: issuer.metadata.name,
+        body: { metadata: { resourceVersion: issuer.metadata.resourceVersion }, status },
+      },
+      mergePatch,
+    )) as ClusterKeyIssuer;
     this.#d.ownWrites?.record(objectRef(ISSUER_KIND, '', issuer.metadata.name), issuer.metadata.resourceVersion, patched.metadata?.resourceVersion);
     logger.debug({ reason: readiness.ready.reason, resources }, 'issuer status written');
   }

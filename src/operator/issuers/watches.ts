@@ -36,17 +36,19 @@ function trimIssuer(obj: KubernetesObject): KubernetesObject {
  * where their credentials Secrets live.
  */
 export function issuerWatches(secretsNamespace: string, labelSelector?: string): Watch[] {
-  return [{
-    type: 'for',
-    kind: ISSUER_KIND,
-    path: `/apis/${GROUP}/${VERSION}/${ISSUER_PLURAL}`,
-    ...(labelSelector !== undefined ? { labelSelector } : {}),
-    project: trimIssuer,
-    indexes: {
-      [CREDENTIALS_INDEX]: (obj) => {
-        const name = (obj as CachedIssuer).spec?.credentialsSecretRef.name;
-        return name === undefined ? [] : [intern(`${secretsNamespace}/${name}`)];
+  return [
+    {
+      type: 'for',
+      kind: ISSUER_KIND,
+      path: `/apis/${GROUP}/${VERSION}/${ISSUER_PLURAL}`,
+      ...(labelSelector !== undefined ? { labelSelector } : {}),
+      project: trimIssuer,
+      indexes: {
+        [CREDENTIALS_INDEX]: (obj) => {
+          const name = (obj as CachedIssuer).spec?.credentialsSecretRef.name;
+          return name === undefined ? [] : [intern(`${secretsNamespace}/${name}`)];
+        },
       },
     },
-  }];
+  ];
 }

@@ -15,8 +15,18 @@ export type ListedKey = ApiKeyListItem;
 export type ListedUse = Pick<ListedKey, 'id' | 'last_used_at' | 'last_used_from_addr'>;
 
 /** The methods of src/platform's PlatformClient the key domain calls. */
-export type KeyPlatform = Pick<PlatformClient,
-  'createPersonalKey' | 'createOrganizationKey' | 'listPersonalKeys' | 'listOrganizationKeys' | 'revokePersonalKey' | 'revokeOrganizationKey' | 'listProjects' | 'getAuth' | 'listMyOrganizations'>;
+export type KeyPlatform = Pick<
+  PlatformClient,
+  | 'createPersonalKey'
+  | 'createOrganizationKey'
+  | 'listPersonalKeys'
+  | 'listOrganizationKeys'
+  | 'revokePersonalKey'
+  | 'revokeOrganizationKey'
+  | 'listProjects'
+  | 'getAuth'
+  | 'listMyOrganizations'
+>;
 
 export interface KeyAdapter {
   /** Groups resources whose keys one list call shows (drift: one list per credentials and scope). */
@@ -67,7 +77,9 @@ function newAdapter(resource: KeyResource, spec: ApiKeySpec | ProjectApiKeySpec)
       create: (p, keyName) => p.createOrganizationKey(organizationId, { keyName, projectId }),
       list: (p) => p.listOrganizationKeys(organizationId),
       // Project-scoped keys are revoked by organization administrators (docs/platform-api.md, Revoke key).
-      revoke: async (p, keyId) => { await p.revokeOrganizationKey(organizationId, keyId); },
+      revoke: async (p, keyId) => {
+        await p.revokeOrganizationKey(organizationId, keyId);
+      },
       project: { organizationId, projectId },
     };
   }
@@ -78,7 +90,9 @@ function newAdapter(resource: KeyResource, spec: ApiKeySpec | ProjectApiKeySpec)
       listScope: `org:${organizationId}`,
       create: (p, keyName) => p.createOrganizationKey(organizationId, { keyName }),
       list: (p) => p.listOrganizationKeys(organizationId),
-      revoke: async (p, keyId) => { await p.revokeOrganizationKey(organizationId, keyId); },
+      revoke: async (p, keyId) => {
+        await p.revokeOrganizationKey(organizationId, keyId);
+      },
     };
   }
   // Never a personal key for an Organization resource whose organization is not known.
@@ -87,6 +101,8 @@ function newAdapter(resource: KeyResource, spec: ApiKeySpec | ProjectApiKeySpec)
     listScope: 'personal',
     create: (p, keyName) => p.createPersonalKey(keyName),
     list: (p) => p.listPersonalKeys(),
-    revoke: async (p, keyId) => { await p.revokePersonalKey(keyId); },
+    revoke: async (p, keyId) => {
+      await p.revokePersonalKey(keyId);
+    },
   };
 }

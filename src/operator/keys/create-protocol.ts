@@ -4,7 +4,15 @@
 // Intents are signed for the resource's uid (create-intent.ts); the platform's answer is checked
 // (created-key.ts); a POST is never retried blindly (docs/security.md).
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER, MAX_LOST_ATTEMPTS, type KeyResource, type LostAttempt, type ReplacedKey } from '../resources/schema.ts';
+import {
+  ANNOTATION_ABANDON_KEY,
+  ANNOTATION_CREATE_PENDING,
+  FINALIZER,
+  MAX_LOST_ATTEMPTS,
+  type KeyResource,
+  type LostAttempt,
+  type ReplacedKey,
+} from '../resources/schema.ts';
 import { blockedConditions, deletingConditions, readyConditions, rotatingCondition, shownReason } from './status/conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './issuing/create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
@@ -51,17 +59,29 @@ const RECOVERY_CLOCK_MARGIN_MS = 5 * 60_000;
  */
 async function withFinalizer(deps: KeyDeps, ctx: Context, addFinalizer: boolean): Promise<Context> {
   if (!addFinalizer) return ctx;
-  return { ...ctx, resource: await updateMetadata(deps, ctx.resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; }) };
+  return {
+    ...ctx,
+    resource: await updateMetadata(deps, ctx.resource, (m) => {
+      m.finalizers = [...(m.finalizers ?? []), FINALIZER];
+    }),
+  };
 }
 
-async function checkCredentialsKind(deps: KeyDeps, ctx: Context, platform: KeyPlatform, credentialsId: string, addFinalizer: boolean): Promise<ReconcileResult | undefined> {
+async function checkCredentialsKind(
+  deps: KeyDeps,
+  ctx: Context,
+  platform: KeyPlatform,
+  credentialsId: string,
+  addFinalizer: boolean,
+): Promise<ReconcileResult | undefined> {
   const { adapter } = ctx;
   let auth;
   try {
     auth = await deps.credentialsKinds.of(credentialsId, () => platform.getAuth());
   } catch (error) {
     const failure = asPlatformFailure(error);
-    if (failure?.code === 'UNAUTHORIZED' || failure?.code === 'FORBIDDEN') return reportPlatformFailure(deps, await withFinalizer(deps, ctx, addFinalizer), failure, 'checking the credentials');
+    if (failure?.code === 'UNAUTHORIZED' || failure?.code === 'FORBIDDEN')
+      return reportPlatformFailure(deps, await withFinalizer(deps, ctx, addFinalizer), failure, 'checking the credentials');
     // Not known: the create itself says what is wrong, if anything.
     ctx.logger.debug({ code: failure?.code }, 'GET /auth failed; creating without the credentials check');
     return undefined;
@@ -81,7 +101,14 @@ async function checkCredentialsKind(deps: KeyDeps, ctx: Context, platform: KeyPl
  * the same metadata update as the intent (reconciler.ts): one write, and the finalizer is still on
  * the resource before the POST, so step 1 precedes step 3 as before.
  */
-export async function create(deps: KeyDeps, ctx: Context, decision: Decision, replaces: number | undefined, rotation?: { request?: string }, addFinalizer = false): Promise<ReconcileResult> {
+export async function create(
+  deps: KeyDeps,
+  ctx: Context,
+  decision: Decision,
+  replaces: number | undefined,
+  rotation?: { request?: string },
+  addFinalizer = false,
+): Promise<ReconcileResult> {
   if (ctx.adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
   // A first key through an issuer whose rule caps the namespace: its slot is taken now, before any
   // platform request, and kept from the intent on (issuing/issuer-slots.ts).
@@ -138,7 +165,15 @@ async function capReached(deps: KeyDeps, ctx: Context): Promise<ReconcileResult>
 }
 
 async function createClaimed(
-  deps: KeyDeps, ctx: Context, decision: Decision, platform: KeyPlatform, credentialsId: string, replaces: number | undefined, rotation: { request?: string } | undefined, addFinalizer: boolean, slot: Slot | undefined,
+  deps: KeyDeps,
+  ctx: Context,
+  decision: Decision,
+  platform: KeyPlatform,
+  credentialsId: string,
+  replaces: number | undefined,
+  rotation: { request?: string } | undefined,
+  addFinalizer: boolean,
+  slot: Slot | undefined,
 ): Promise<ReconcileResult> {
   const { resource, adapter, logger } = ctx;
   if (adapter === undefined || ctx.spec === undefined) throw new Error('create without a spec');
@@ -178,7 +213,9 @@ async function createClaimed(
     await kept;
   } catch (error) {
     // Not kept: no POST, and the intent is taken back (the slot with it); one left behind is recovered as any unfinished attempt.
-    await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; }).catch(() => {
+    await updateMetadata(deps, current, (m) => {
+      delete m.annotations?.[ANNOTATION_CREATE_PENDING];
+    }).catch(() => {
       if (slot !== undefined) slot.written = true;
     });
     throw error;
@@ -200,16 +237,26 @@ async function createClaimed(
       logger.warn({ attempt: pending.attempt, code: failure?.code }, 'create outcome unknown; recovering');
       // And in status, in this pass: the intent is the tenant's to strip or replace, status.lostAttempts
       // is not. One status write, on this path only.
-      await writeKeyRecord(deps, { ...ctx, resource: current }, [], { lostAttempts: lostAttemptsWith(current.status, {
-        keyName: pending.attempt, since: pending.startedAt, ...credentialsOfAttempt(deps, ctx, adapter.listScope),
-      }) });
-      await deps.events.record(resource, 'Warning', 'CreateOutcomeUnknown',
-        `creating key ${pending.attempt} failed ambiguously (${failure?.code ?? 'error'}); recorded in status.lostAttempts, `
-        + 'the operator will revoke any key of that name and try again');
+      await writeKeyRecord(deps, { ...ctx, resource: current }, [], {
+        lostAttempts: lostAttemptsWith(current.status, {
+          keyName: pending.attempt,
+          since: pending.startedAt,
+          ...credentialsOfAttempt(deps, ctx, adapter.listScope),
+        }),
+      });
+      await deps.events.record(
+        resource,
+        'Warning',
+        'CreateOutcomeUnknown',
+        `creating key ${pending.attempt} failed ambiguously (${failure?.code ?? 'error'}); recorded in status.lostAttempts, ` +
+          'the operator will revoke any key of that name and try again',
+      );
       return { type: 'Retry' };
     }
     // A definite refusal: no key was made. Clear the intent and report.
-    current = await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+    current = await updateMetadata(deps, current, (m) => {
+      delete m.annotations?.[ANNOTATION_CREATE_PENDING];
+    });
     return reportPlatformFailure(deps, { ...ctx, resource: current }, failure, 'issuing a key');
   }
 
@@ -224,7 +271,9 @@ async function createClaimed(
       // The intent stays: recovery revokes every key of the attempt's name.
       if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
     }
-    current = await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+    current = await updateMetadata(deps, current, (m) => {
+      delete m.annotations?.[ANNOTATION_CREATE_PENDING];
+    });
     const message = `the platform answered the create of ${pending.attempt} with a key that does not match the request (${mismatch}); that key (${created.id}) was revoked`;
     await writeStatus(deps, { ...ctx, resource: current }, blockedConditions(blockedInputs(ctx), 'PlatformResponseInvalid', message, 'KeyIssued'));
     await deps.events.record(resource, 'Warning', 'PlatformResponseInvalid', message);
@@ -253,35 +302,52 @@ async function createClaimed(
   const createdAt = created.created_at ?? new Date(deps.now()).toISOString();
   // Not a rotation: the schedule counts from this key (or the last rotation); a request made
   // before the first key existed is handled by issuing it.
-  const schedule = pending.rotation === undefined
-    ? rotationFields(ctx, replaces === undefined && ctx.rotation.request !== undefined ? { lastRequest: ctx.rotation.request } : {}, createdAt)
-    : {};
+  const schedule =
+    pending.rotation === undefined
+      ? rotationFields(ctx, replaces === undefined && ctx.rotation.request !== undefined ? { lastRequest: ctx.rotation.request } : {}, createdAt)
+      : {};
   // A ProjectApiKey's operations in this same patch: its status is written once (in-sync.ts).
   const mirrored = await mirrorOperationsOfNewKey(deps, ctx, created.key);
   // Recorded even when the resource was edited since the intent (writeKeyRecord): the key exists.
-  current = await writeKeyRecord(deps, { ...ctx, resource: current }, [
-    ...readyConditions(created.id, target), ...usageConditions(ctx.spec, undefined, createdAt, deps.now()), ...switched.conditions, ...mirrored !== undefined ? [mirrored.condition] : [],
-  ], {
-    ...mirrored !== undefined ? { operations: mirrored.operations } : {},
-    ...schedule,
-    ...switched.fields,
-    keyId: created.id,
-    keyName: pending.attempt,
-    createdAt,
-    ...(created.created_by !== undefined ? { createdBy: created.created_by } : {}),
-    secretName: target,
-    secretHash: hash,
-    ...keyOrganization(ctx),
-    ...keyIssuer(pending, current.status),
-    ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
-    ...replacedFields(current.status, unrevoked, created.id),
-  });
+  current = await writeKeyRecord(
+    deps,
+    { ...ctx, resource: current },
+    [
+      ...readyConditions(created.id, target),
+      ...usageConditions(ctx.spec, undefined, createdAt, deps.now()),
+      ...switched.conditions,
+      ...(mirrored !== undefined ? [mirrored.condition] : []),
+    ],
+    {
+      ...(mirrored !== undefined ? { operations: mirrored.operations } : {}),
+      ...schedule,
+      ...switched.fields,
+      keyId: created.id,
+      keyName: pending.attempt,
+      createdAt,
+      ...(created.created_by !== undefined ? { createdBy: created.created_by } : {}),
+      secretName: target,
+      secretHash: hash,
+      ...keyOrganization(ctx),
+      ...keyIssuer(pending, current.status),
+      ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
+      ...replacedFields(current.status, unrevoked, created.id),
+    },
+  );
   logger.debug({ keyId: created.id }, 'status written');
-  if (replaces !== undefined) await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  if (replaces !== undefined)
+    await updateMetadata(deps, current, (m) => {
+      delete m.annotations?.[ANNOTATION_CREATE_PENDING];
+    });
   // spec.secret.immutable: a rotation's replaced Secret stays until its key is revoked (rotation.ts).
   if (pending.rotation === undefined || !immutableMode(ctx.spec)) await deleteStaleSecret(deps, ctx, target);
-  await deps.events.record(resource, 'Normal', 'KeyIssued', `issued key ${created.id} (${pending.attempt}) into Secret ${target}`
-    + (replaces === undefined ? '' : pending.rotation !== undefined ? `; key ${replaces} retires once its consumers moved` : `; revoked key ${replaces}`));
+  await deps.events.record(
+    resource,
+    'Normal',
+    'KeyIssued',
+    `issued key ${created.id} (${pending.attempt}) into Secret ${target}` +
+      (replaces === undefined ? '' : pending.rotation !== undefined ? `; key ${replaces} retires once its consumers moved` : `; revoked key ${replaces}`),
+  );
   if (pending.rotation !== undefined) return { type: 'Continue' };
   const next = (current.status?.rotation?.nextRotationAt ?? undefined) !== undefined ? Date.parse(current.status!.rotation!.nextRotationAt!) : undefined;
   return { type: 'Done', requeueAfterMs: nextLook(deps, next) };
@@ -293,23 +359,40 @@ export async function adopt(deps: KeyDeps, ctx: Context, keyId: number, pending:
   const encoded = secret?.data?.[secretKey];
   const value = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
   // A rotation's replaced key moves to status.retiringKeys, idempotently (rotation.ts).
-  const unrevoked = pending.replaces !== undefined && pending.replaces !== keyId && pending.rotation === undefined ? await revokeReplaced(deps, ctx, pending.replaces) : undefined;
+  const unrevoked =
+    pending.replaces !== undefined && pending.replaces !== keyId && pending.rotation === undefined
+      ? await revokeReplaced(deps, ctx, pending.replaces)
+      : undefined;
   const switched = switchFields(ctx, pending, keyId, deps.now());
-  const current = await writeKeyRecord(deps, ctx, ctx.observation.deleting ? deletingConditions('Deleting', 'adopted the pending key before deleting') : [...readyConditions(keyId, ctx.secretName), ...switched.conditions], {
-    ...switched.fields,
-    keyId,
-    keyName: pending.attempt,
-    createdAt: resource.status?.keyId === keyId && resource.status.createdAt !== undefined ? resource.status.createdAt : pending.startedAt,
-    secretName: ctx.secretName,
-    ...(value !== '' ? { secretHash: secretHash(resource, value) } : {}),
-    ...keyOrganization(ctx),
-    ...keyIssuer(pending, resource.status),
-    ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
-    ...replacedFields(resource.status, unrevoked, keyId),
-  });
+  const current = await writeKeyRecord(
+    deps,
+    ctx,
+    ctx.observation.deleting
+      ? deletingConditions('Deleting', 'adopted the pending key before deleting')
+      : [...readyConditions(keyId, ctx.secretName), ...switched.conditions],
+    {
+      ...switched.fields,
+      keyId,
+      keyName: pending.attempt,
+      createdAt: resource.status?.keyId === keyId && resource.status.createdAt !== undefined ? resource.status.createdAt : pending.startedAt,
+      secretName: ctx.secretName,
+      ...(value !== '' ? { secretHash: secretHash(resource, value) } : {}),
+      ...keyOrganization(ctx),
+      ...keyIssuer(pending, resource.status),
+      ...(ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {}),
+      ...replacedFields(resource.status, unrevoked, keyId),
+    },
+  );
   if (pending.rotation === undefined && immutableMode(ctx.spec)) await deleteStaleSecret(deps, ctx);
-  await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
-  await deps.events.record(resource, 'Normal', 'KeyAdopted', `recorded key ${keyId} (${pending.attempt}) found in Secret ${ctx.secretName} after an interrupted create`);
+  await updateMetadata(deps, current, (m) => {
+    delete m.annotations?.[ANNOTATION_CREATE_PENDING];
+  });
+  await deps.events.record(
+    resource,
+    'Normal',
+    'KeyAdopted',
+    `recorded key ${keyId} (${pending.attempt}) found in Secret ${ctx.secretName} after an interrupted create`,
+  );
   return { type: 'Continue' };
 }
 
@@ -334,19 +417,31 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
   // The attempt's name is random and signed for this resource, so only its own keys carry it;
   // and none made well before the intent (clocks differ: a margin of RECOVERY_CLOCK_MARGIN_MS).
   // The same for each lost attempt, from when it was sent.
-  const notBefore = new Map<string, number>([...lost.map((l): [string, number] => [l.keyName, Date.parse(l.since) - RECOVERY_CLOCK_MARGIN_MS]),
-    [pending.attempt, Date.parse(pending.startedAt) - RECOVERY_CLOCK_MARGIN_MS]]);
+  const notBefore = new Map<string, number>([
+    ...lost.map((l): [string, number] => [l.keyName, Date.parse(l.since) - RECOVERY_CLOCK_MARGIN_MS]),
+    [pending.attempt, Date.parse(pending.startedAt) - RECOVERY_CLOCK_MARGIN_MS],
+  ]);
   // Never the recorded key (status wrote this attempt's key before the Secret was lost: it is
   // replaced as a missing Secret's key is, new key first), nor a key retiring after a rotation
   // (status.retiringKeys: its retirement revokes it, once its consumers moved).
   const recorded = recordedKeyId(ctx.observation);
-  const retiring = [...ctx.observation.retiringKeyIds ?? [], ...ctx.observation.replacedKeyIds ?? []];
-  const orphans: { id: number; name: string }[] = keys.filter((k) => notBefore.has(k.name) && k.id !== recorded && !retiring.includes(k.id)
-    && (k.created_at === undefined || !(Date.parse(k.created_at) < (notBefore.get(k.name) ?? 0))));
+  const retiring = [...(ctx.observation.retiringKeyIds ?? []), ...(ctx.observation.replacedKeyIds ?? [])];
+  const orphans: { id: number; name: string }[] = keys.filter(
+    (k) =>
+      notBefore.has(k.name) &&
+      k.id !== recorded &&
+      !retiring.includes(k.id) &&
+      (k.created_at === undefined || !(Date.parse(k.created_at) < (notBefore.get(k.name) ?? 0))),
+  );
   // The key this attempt was replacing: once status records another key (step 5 ran before the
   // interruption, then the Secret was lost), only this intent remembers it, and clearing the
   // intent would leave it live and unrecorded. It was being replaced anyway: revoke it too.
-  if (pending.replaces !== undefined && pending.replaces !== recorded && !retiring.includes(pending.replaces) && !orphans.some((k) => k.id === pending.replaces)) {
+  if (
+    pending.replaces !== undefined &&
+    pending.replaces !== recorded &&
+    !retiring.includes(pending.replaces) &&
+    !orphans.some((k) => k.id === pending.replaces)
+  ) {
     orphans.push({ id: pending.replaces, name: `(replaced key ${pending.replaces})` });
   }
   const refused: { id: number; name: string; failure: ReturnType<typeof asPlatformFailure>; error: unknown }[] = [];
@@ -359,7 +454,11 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
     }
   }
   const revoked = orphans.filter((o) => !refused.some((r) => r.id === o.id));
-  deps.drift.revokedTagged(credentialsId, adapter.listScope, revoked.map((o) => o.id));
+  deps.drift.revokedTagged(
+    credentialsId,
+    adapter.listScope,
+    revoked.map((o) => o.id),
+  );
   // Not revoked now: recorded in status.replacedKeys if the bound leaves room for all of them, else as before: report, back off.
   const held = resource.status?.replacedKeys ?? [];
   const added = refused.filter((r) => !held.some((k) => k.keyId === r.id));
@@ -368,14 +467,18 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
     return reportPlatformFailure(deps, ctx, first.failure, `revoking orphaned key ${first.id}`, first.error);
   }
   const since = new Date(listedAt).toISOString();
-  const replacedKeys = added.length > 0
-    ? [...held, ...added.map((r): ReplacedKey => ({ keyId: r.id, ...(notBefore.has(r.name) ? { keyName: r.name } : {}), since }))]
-    : undefined;
+  const replacedKeys =
+    added.length > 0 ? [...held, ...added.map((r): ReplacedKey => ({ keyId: r.id, ...(notBefore.has(r.name) ? { keyName: r.name } : {}), since }))] : undefined;
   // A lost attempt leaves status.lostAttempts once its key is revoked or recorded in replacedKeys, or
   // once this list (of the credentials that sent it, taken --pending-grace after it) shows none.
   const fingerprint = credentialsOfAttempt(deps, ctx, adapter.listScope).credentialsFingerprint;
-  const settled = lost.filter((l) => orphans.some((o) => o.name === l.keyName)
-    || (l.credentialsFingerprint !== undefined && l.credentialsFingerprint === fingerprint && listedAt >= Date.parse(l.since) + deps.pendingGraceMs)).map((l) => l.keyName);
+  const settled = lost
+    .filter(
+      (l) =>
+        orphans.some((o) => o.name === l.keyName) ||
+        (l.credentialsFingerprint !== undefined && l.credentialsFingerprint === fingerprint && listedAt >= Date.parse(l.since) + deps.pendingGraceMs),
+    )
+    .map((l) => l.keyName);
   const dropped = lostAttemptsWithout(resource.status, settled);
   let current = resource;
   if (replacedKeys !== undefined || dropped !== undefined) {
@@ -384,17 +487,29 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
   logger.info({ attempt: pending.attempt, revoked: revoked.map((k) => k.id), recorded: added.map((k) => k.id) }, 'recovered interrupted create');
   // A key under an issuer's cap: its slot stays its own for the create that starts again (issuer-slots.ts).
   const issuer = ctx.source?.issuer;
-  if (issuer?.cap !== undefined && needsSlot(ctx, issuer.name)) deps.slots?.keep(issuer.name, resource.metadata.namespace, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
-  await updateMetadata(deps, current, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  if (issuer?.cap !== undefined && needsSlot(ctx, issuer.name))
+    deps.slots?.keep(issuer.name, resource.metadata.namespace, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
+  await updateMetadata(deps, current, (m) => {
+    delete m.annotations?.[ANNOTATION_CREATE_PENDING];
+  });
   if (first !== undefined) {
-    await deps.events.record(resource, 'Warning', failureReason(first.failure, `revoking key ${first.id}`).reason,
-      `could not revoke key(s) ${refused.map((r) => r.id).join(', ')} of interrupted attempt ${pending.attempt} (${first.failure?.code ?? 'no answer'}); `
-      + 'recorded in status.replacedKeys, revoked on a later pass or with the resource; starting again');
+    await deps.events.record(
+      resource,
+      'Warning',
+      failureReason(first.failure, `revoking key ${first.id}`).reason,
+      `could not revoke key(s) ${refused.map((r) => r.id).join(', ')} of interrupted attempt ${pending.attempt} (${first.failure?.code ?? 'no answer'}); ` +
+        'recorded in status.replacedKeys, revoked on a later pass or with the resource; starting again',
+    );
   }
-  await deps.events.record(resource, 'Warning', 'CreateRecovered', orphans.length === 0
-    ? `attempt ${pending.attempt} left no key on the platform; starting again`
-    : `revoked ${revoked.length} key(s) of interrupted attempt ${pending.attempt} (ids ${revoked.map((k) => k.id).join(', ') || 'none'}), whose secret was lost`
-      + `${revoked.some((k) => k.id === pending.replaces) ? ` (with key ${pending.replaces}, which it was replacing)` : ''}; starting again`);
+  await deps.events.record(
+    resource,
+    'Warning',
+    'CreateRecovered',
+    orphans.length === 0
+      ? `attempt ${pending.attempt} left no key on the platform; starting again`
+      : `revoked ${revoked.length} key(s) of interrupted attempt ${pending.attempt} (ids ${revoked.map((k) => k.id).join(', ') || 'none'}), whose secret was lost` +
+          `${revoked.some((k) => k.id === pending.replaces) ? ` (with key ${pending.replaces}, which it was replacing)` : ''}; starting again`,
+  );
   return { type: 'Continue' };
 }
 
@@ -403,20 +518,32 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
  * It is never adopted nor overwritten; the key just made is in no Secret, so it is revoked at once
  * (the intent stays until then: recovery revokes it should this fail), and SecretConflict is reported.
  */
-async function refuseForeignSecret(deps: KeyDeps, ctx: Context, platform: KeyPlatform, keyId: number, secretName: string, rotating: boolean): Promise<ReconcileResult> {
+async function refuseForeignSecret(
+  deps: KeyDeps,
+  ctx: Context,
+  platform: KeyPlatform,
+  keyId: number,
+  secretName: string,
+  rotating: boolean,
+): Promise<ReconcileResult> {
   try {
     await ctx.adapter?.revoke(platform, keyId);
   } catch (error) {
     if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
   }
-  const current = await updateMetadata(deps, ctx.resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
-  const message = `Secret ${secretName}, where key ${keyId} was to go, exists and is not controlled by this resource (no controller owner reference with its uid); `
-    + `key ${keyId} was revoked. Delete that Secret; a new key is issued then`;
+  const current = await updateMetadata(deps, ctx.resource, (m) => {
+    delete m.annotations?.[ANNOTATION_CREATE_PENDING];
+  });
+  const message =
+    `Secret ${secretName}, where key ${keyId} was to go, exists and is not controlled by this resource (no controller owner reference with its uid); ` +
+    `key ${keyId} was revoked. Delete that Secret; a new key is issued then`;
   ctx.logger.warn({ secretName, keyId }, 'the Secret name of a new key is taken; revoked the key');
   // A rotation's: the recorded key stays live and Ready, the rotation says what stopped it.
-  await writeStatus(deps, { ...ctx, resource: current }, rotating
-    ? [rotatingCondition(false, 'SecretConflict', message)]
-    : blockedConditions(blockedInputs(ctx), 'SecretConflict', message, 'KeyIssued'));
+  await writeStatus(
+    deps,
+    { ...ctx, resource: current },
+    rotating ? [rotatingCondition(false, 'SecretConflict', message)] : blockedConditions(blockedInputs(ctx), 'SecretConflict', message, 'KeyIssued'),
+  );
   await deps.events.record(ctx.resource, 'Warning', 'SecretConflict', message);
   return { type: 'Backoff' };
 }
@@ -434,7 +561,11 @@ async function refuseForeignSecret(deps: KeyDeps, ctx: Context, platform: KeyPla
 async function revokeReplaced(deps: KeyDeps, ctx: Context, keyId: number): Promise<ReplacedKey | undefined> {
   const { adapter } = ctx;
   const status = ctx.resource.status;
-  const unrevoked: ReplacedKey = { keyId, ...(status?.keyId === keyId && status.keyName !== undefined ? { keyName: status.keyName } : {}), since: new Date(deps.now()).toISOString() };
+  const unrevoked: ReplacedKey = {
+    keyId,
+    ...(status?.keyId === keyId && status.keyName !== undefined ? { keyName: status.keyName } : {}),
+    since: new Date(deps.now()).toISOString(),
+  };
   if (adapter === undefined) return unrevoked;
   try {
     await adapter.revoke(platformOf(deps, ctx).platform, keyId);
@@ -443,8 +574,12 @@ async function revokeReplaced(deps: KeyDeps, ctx: Context, keyId: number): Promi
     const failure = asPlatformFailure(error);
     if (failure?.code === 'NOT_FOUND') return undefined;
     ctx.logger.warn({ keyId, code: failure?.code }, 'the replaced key was not revoked; recorded in status.replacedKeys');
-    await deps.events.record(ctx.resource, 'Warning', failureReason(failure, `revoking replaced key ${keyId}`).reason,
-      `could not revoke replaced key ${keyId} (${failure?.code ?? 'no answer'}); it stays in status.replacedKeys and is revoked on a later pass, or with the resource`);
+    await deps.events.record(
+      ctx.resource,
+      'Warning',
+      failureReason(failure, `revoking replaced key ${keyId}`).reason,
+      `could not revoke replaced key ${keyId} (${failure?.code ?? 'no answer'}); it stays in status.replacedKeys and is revoked on a later pass, or with the resource`,
+    );
     return unrevoked;
   }
 }
@@ -456,7 +591,6 @@ function replacedFields(status: KeyResource['status'], unrevoked: ReplacedKey | 
   if (next.length === (status?.replacedKeys ?? []).length && next.every((k, i) => k.keyId === status?.replacedKeys?.[i]?.keyId)) return {};
   return { replacedKeys: next.length > 0 ? next.slice(-MAX_REPLACED_KEYS) : null };
 }
-
 
 /**
  * status.replacedKeys with the orphans not revoked added, in the room the bound leaves: a key
@@ -476,28 +610,43 @@ function orphansRecorded(status: KeyResource['status'], keyIds: readonly number[
  * credentials of this pass, which are the ones status names (decide() asks for them). Being
  * deleted, status does not change: the resource stays until they are revoked.
  */
-export async function revokeOrphans(deps: KeyDeps, ctx: Context, keyIds: readonly number[], lost: readonly { keyId: number; keyName: string }[] = [], noKey: readonly string[] = []): Promise<ReconcileResult> {
+export async function revokeOrphans(
+  deps: KeyDeps,
+  ctx: Context,
+  keyIds: readonly number[],
+  lost: readonly { keyId: number; keyName: string }[] = [],
+  noKey: readonly string[] = [],
+): Promise<ReconcileResult> {
   const { adapter, resource, logger } = ctx;
   if (adapter === undefined) throw new Error('revoke without a spec');
   const { platform, credentialsId } = platformOf(deps, ctx);
   const { revoked, gone, failed } = await revokeEach(adapter, platform, keyIds, true);
   // status.lostAttempts: the names known to have left no key, and those whose key is gone or recorded by id now.
-  const settledNames = (recordedIds: readonly number[]): string[] => [...noKey, ...lost.filter((k) => gone.includes(k.keyId) || recordedIds.includes(k.keyId)).map((k) => k.keyName)];
+  const settledNames = (recordedIds: readonly number[]): string[] => [
+    ...noKey,
+    ...lost.filter((k) => gone.includes(k.keyId) || recordedIds.includes(k.keyId)).map((k) => k.keyName),
+  ];
   if (failed !== undefined) {
     if (revoked.length > 0) deps.drift.revokedTagged(credentialsId, adapter.listScope, revoked);
     const unrevoked = keyIds.filter((id) => !gone.includes(id));
     // Being deleted, the resource stays until they are revoked, and every pass finds them again at any age.
-    const recorded = ctx.observation.deleting ? { replacedKeys: [], added: [] } : orphansRecorded(resource.status, unrevoked, new Date(deps.now()).toISOString());
+    const recorded = ctx.observation.deleting
+      ? { replacedKeys: [], added: [] }
+      : orphansRecorded(resource.status, unrevoked, new Date(deps.now()).toISOString());
     const inReplaced = recorded.replacedKeys.map((k) => k.keyId);
     const dropped = ctx.observation.deleting ? undefined : lostAttemptsWithout(resource.status, settledNames(inReplaced));
     if (recorded.added.length > 0 || dropped !== undefined) {
       await writeStatus(deps, ctx, [], { ...(recorded.added.length > 0 ? { replacedKeys: recorded.replacedKeys } : {}), ...dropped });
     }
     logger.warn({ keyId: failed.keyId, code: failed.failure?.code, recorded: recorded.added }, 'a key of an interrupted create is still not revoked');
-    await deps.events.record(resource, 'Warning', failureReason(failed.failure, `revoking key ${failed.keyId}`).reason,
-      `could not revoke key(s) ${unrevoked.join(', ')} of an interrupted create whose intent is gone (${failed.failure?.code ?? 'no answer'}); `
-      + (recorded.added.length > 0 ? `recorded in status.replacedKeys (${recorded.added.join(', ')}), ` : '')
-      + 'revoked on a later pass, or with the resource');
+    await deps.events.record(
+      resource,
+      'Warning',
+      failureReason(failed.failure, `revoking key ${failed.keyId}`).reason,
+      `could not revoke key(s) ${unrevoked.join(', ')} of an interrupted create whose intent is gone (${failed.failure?.code ?? 'no answer'}); ` +
+        (recorded.added.length > 0 ? `recorded in status.replacedKeys (${recorded.added.join(', ')}), ` : '') +
+        'revoked on a later pass, or with the resource',
+    );
     return backoffAfter(failed.failure);
   }
   deps.drift.revokedTagged(credentialsId, adapter.listScope, keyIds);
@@ -505,7 +654,12 @@ export async function revokeOrphans(deps: KeyDeps, ctx: Context, keyIds: readonl
   if (dropped !== undefined) await writeStatus(deps, ctx, [], dropped);
   logger.info({ revoked, settled: dropped !== undefined ? settledNames([]) : [] }, 'revoked keys of an interrupted create whose intent was gone');
   if (revoked.length > 0) {
-    await deps.events.record(resource, 'Warning', 'CreateRecovered', `revoked key(s) ${revoked.join(', ')}, made by an interrupted create of this resource whose intent annotation was removed or replaced; recorded nowhere, or by name only (status.lostAttempts)`);
+    await deps.events.record(
+      resource,
+      'Warning',
+      'CreateRecovered',
+      `revoked key(s) ${revoked.join(', ')}, made by an interrupted create of this resource whose intent annotation was removed or replaced; recorded nowhere, or by name only (status.lostAttempts)`,
+    );
   }
   return { type: 'Continue' };
 }
@@ -535,8 +689,12 @@ export async function revokeReplacedKeys(deps: KeyDeps, ctx: Context, keyIds: re
  * Revokes each key: `revoked` the platform revoked now, `gone` those and the ones it no longer has
  * (NOT_FOUND, when `trustNotFound`: credentials that issued them), `failed` the first it refused.
  */
-async function revokeEach(adapter: NonNullable<Context['adapter']>, platform: KeyPlatform, keyIds: readonly number[], trustNotFound: boolean):
-  Promise<{ revoked: number[]; gone: number[]; failed?: { keyId: number; failure: ReturnType<typeof asPlatformFailure> } }> {
+async function revokeEach(
+  adapter: NonNullable<Context['adapter']>,
+  platform: KeyPlatform,
+  keyIds: readonly number[],
+  trustNotFound: boolean,
+): Promise<{ revoked: number[]; gone: number[]; failed?: { keyId: number; failure: ReturnType<typeof asPlatformFailure> } }> {
   const revoked: number[] = [];
   const gone: number[] = [];
   let failed: { keyId: number; failure: ReturnType<typeof asPlatformFailure> } | undefined;
@@ -561,6 +719,8 @@ function backoffAfter(failure: ReturnType<typeof asPlatformFailure>): ReconcileR
 /** The intent annotation is unreadable or not signed for this resource: cleared, nothing revoked. */
 export async function clearPending(deps: KeyDeps, ctx: Context, decision: Decision): Promise<ReconcileResult> {
   await deps.events.record(ctx.resource, 'Warning', shownReason(decision.reason), decision.message);
-  await updateMetadata(deps, ctx.resource, (m) => { delete m.annotations?.[ANNOTATION_CREATE_PENDING]; });
+  await updateMetadata(deps, ctx.resource, (m) => {
+    delete m.annotations?.[ANNOTATION_CREATE_PENDING];
+  });
   return { type: 'Continue' };
 }

@@ -258,8 +258,13 @@ export function recordedKeyId(o: Pick<Observation, 'status' | 'secret'>): number
  * before (docs/security.md "Create intents").
  */
 export function fulfilledIntent(pending: Observation['pending'], status: Observation['status']): boolean {
-  return typeof pending === 'object' && pending.replaces === undefined && pending.rotation === undefined
-    && status.keyId !== undefined && status.keyName === pending.attempt;
+  return (
+    typeof pending === 'object' &&
+    pending.replaces === undefined &&
+    pending.rotation === undefined &&
+    status.keyId !== undefined &&
+    status.keyName === pending.attempt
+  );
 }
 
 /** The intent decide() acts on: none when the one present is fulfilled. */
@@ -277,14 +282,15 @@ export const MAX_REPLACED_KEYS = 8;
 function orphansToRevoke(o: Observation, reason: Reason | InternalReason): Decision | undefined {
   const lost = o.lostAttempts?.keys ?? [];
   const gone = o.lostAttempts?.gone ?? [];
-  const keyIds = [...new Set([...o.orphanKeyIds ?? [], ...lost.map((k) => k.keyId)])];
+  const keyIds = [...new Set([...(o.orphanKeyIds ?? []), ...lost.map((k) => k.keyId)])];
   if (keyIds.length === 0 && gone.length === 0) return undefined;
   return {
     action: { type: 'RevokeOrphans', keyIds, ...(lost.length > 0 ? { lost } : {}), ...(gone.length > 0 ? { gone } : {}) },
     reason,
-    message: keyIds.length > 0
-      ? `revoking key(s) ${keyIds.join(', ')} of an interrupted create whose intent is gone`
-      : `attempt(s) ${gone.join(', ')}, whose answer was lost, left no key; dropping them from status.lostAttempts`,
+    message:
+      keyIds.length > 0
+        ? `revoking key(s) ${keyIds.join(', ')} of an interrupted create whose intent is gone`
+        : `attempt(s) ${gone.join(', ')}, whose answer was lost, left no key; dropping them from status.lostAttempts`,
   };
 }
 
@@ -297,7 +303,8 @@ export function lostUnresolved(o: Pick<Observation, 'lostAttempts'>): string[] {
 
 const REFUSED_INTENT: Record<RefusedIntent, string> = {
   Malformed: 'the keys.neon.dev/create-pending annotation is not readable; clearing it without revoking anything',
-  Unsigned: 'the keys.neon.dev/create-pending annotation was not written by this operator for this resource (no valid signature); clearing it without revoking anything',
+  Unsigned:
+    'the keys.neon.dev/create-pending annotation was not written by this operator for this resource (no valid signature); clearing it without revoking anything',
 };
 
 export interface Decision {
@@ -314,10 +321,15 @@ const credentialsMessage: Record<Exclude<Credentials, 'Present'>, string> = {
 };
 
 /** Through an issuer (spec.issuerRef), its credentials are the platform team's: said so. */
-const issuerCredentialsMessage = 'the credentials Secret of the ClusterKeyIssuer in spec.issuerRef is missing, empty or not a platform API key (its Ready condition says which); ask your platform team';
+const issuerCredentialsMessage =
+  'the credentials Secret of the ClusterKeyIssuer in spec.issuerRef is missing, empty or not a platform API key (its Ready condition says which); ask your platform team';
 
 function blockedOnCredentials(credentials: Exclude<Credentials, 'Present'>, doing: string, throughIssuer = false): Decision {
-  return { action: { type: 'Blocked', retry: true }, reason: 'CredentialsMissing', message: `cannot ${doing}: ${throughIssuer ? issuerCredentialsMessage : credentialsMessage[credentials]}` };
+  return {
+    action: { type: 'Blocked', retry: true },
+    reason: 'CredentialsMissing',
+    message: `cannot ${doing}: ${throughIssuer ? issuerCredentialsMessage : credentialsMessage[credentials]}`,
+  };
 }
 
 /**
@@ -331,8 +343,11 @@ function adoptable(o: Observation, pending: PendingAttempt): number | undefined 
   if (secret?.verified !== true || secret.keyName !== pending.attempt || secret.keyId === undefined) return undefined;
   if (secret.legacy !== true && secret.replaces !== pending.replaces) return undefined;
   const recorded = o.status.keyId;
-  const fits = recorded === undefined || pending.replaces === recorded || pending.abandons === recorded
-    || (o.status.keyName === pending.attempt && secret.keyId === recorded);
+  const fits =
+    recorded === undefined ||
+    pending.replaces === recorded ||
+    pending.abandons === recorded ||
+    (o.status.keyName === pending.attempt && secret.keyId === recorded);
   return fits ? secret.keyId : undefined;
 }
 
@@ -364,8 +379,9 @@ function pendingDecision(o: Observation, pending: PendingAttempt, doing: string)
     return {
       action: { type: 'Blocked', retry: false },
       reason: 'CredentialsChanged',
-      message: `attempt ${pending.attempt}${pending.replaces !== undefined ? `, replacing key ${pending.replaces},` : ''} was interrupted, and key ${o.status.keyId} was issued with other credentials `
-        + `than the ones now in the credentials Secret, which cannot see it: nothing is revoked or recorded with them. Put the credentials that issued it back to finish the attempt`,
+      message:
+        `attempt ${pending.attempt}${pending.replaces !== undefined ? `, replacing key ${pending.replaces},` : ''} was interrupted, and key ${o.status.keyId} was issued with other credentials ` +
+        `than the ones now in the credentials Secret, which cannot see it: nothing is revoked or recorded with them. Put the credentials that issued it back to finish the attempt`,
     };
   }
   const secret = o.secret;
@@ -401,15 +417,20 @@ export function decide(o: Observation): Decision {
   if (o.deleting) {
     if (!o.hasFinalizer) return { action: { type: 'Nothing' }, reason: 'Deleted', message: 'nothing left to do' };
     if (o.releaseWithoutRevoke) {
-      return { action: { type: 'Release' }, reason: 'ReleasedWithoutRevoke', message: 'released on request (keys.neon.dev/release-without-revoke); the platform key, if any, was not revoked' };
+      return {
+        action: { type: 'Release' },
+        reason: 'ReleasedWithoutRevoke',
+        message: 'released on request (keys.neon.dev/release-without-revoke); the platform key, if any, was not revoked',
+      };
     }
-    if (pending === 'Malformed' || pending === 'Unsigned') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: REFUSED_INTENT[pending] };
+    if (pending === 'Malformed' || pending === 'Unsigned')
+      return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: REFUSED_INTENT[pending] };
     if (pending !== undefined) return pendingDecision(o, pending, 'deleting');
     const keyId = recordedKeyId(o);
     // The replaced keys not revoked yet go with the retiring ones: in no Secret, recorded only here;
     // and the keys of an interrupted create whose intent is gone (orphanKeyIds).
     const lostKeyIds = (o.lostAttempts?.keys ?? []).map((k) => k.keyId).filter((id) => !(o.orphanKeyIds ?? []).includes(id));
-    const retiring = [...o.retiringKeyIds ?? [], ...o.replacedKeyIds ?? [], ...o.orphanKeyIds ?? [], ...lostKeyIds];
+    const retiring = [...(o.retiringKeyIds ?? []), ...(o.replacedKeyIds ?? []), ...(o.orphanKeyIds ?? []), ...lostKeyIds];
     const andRetiring = retiring.length > 0 ? ` and retiring key(s) ${retiring.join(', ')}` : '';
     if (retiring.length > 0 && o.credentials !== 'Present') {
       return { ...blockedOnCredentials(o.credentials, `revoke retiring key(s) ${retiring.join(', ')}`, o.throughIssuer), reason: 'CredentialsMissing' };
@@ -418,9 +439,18 @@ export function decide(o: Observation): Decision {
     // a list of the credentials that made it shows its key (revoked) or, past the pending grace, none.
     const unresolved = lostUnresolved(o);
     if (unresolved.length > 0) {
-      if (o.credentials !== 'Present') return { ...blockedOnCredentials(o.credentials, `look for the keys of lost attempt(s) ${unresolved.join(', ')}`, o.throughIssuer), reason: 'CredentialsMissing' };
-      const found = [...o.orphanKeyIds ?? [], ...lostKeyIds];
-      if (found.length > 0) return { action: { type: 'RevokeOrphans', keyIds: found }, reason: 'Deleting', message: `revoking key(s) ${found.join(', ')} of an interrupted create` };
+      if (o.credentials !== 'Present')
+        return {
+          ...blockedOnCredentials(o.credentials, `look for the keys of lost attempt(s) ${unresolved.join(', ')}`, o.throughIssuer),
+          reason: 'CredentialsMissing',
+        };
+      const found = [...(o.orphanKeyIds ?? []), ...lostKeyIds];
+      if (found.length > 0)
+        return {
+          action: { type: 'RevokeOrphans', keyIds: found },
+          reason: 'Deleting',
+          message: `revoking key(s) ${found.join(', ')} of an interrupted create`,
+        };
       return {
         action: { type: 'Blocked', retry: true },
         reason: 'Deleting',
@@ -431,18 +461,28 @@ export function decide(o: Observation): Decision {
       return {
         action: retiring.length > 0 ? { type: 'Retain', retiring } : { type: 'Retain' },
         reason: 'Retained',
-        message: (keyId === undefined ? 'no key was issued' : `deletionPolicy Retain: key ${keyId} and its Secret are kept`) + (retiring.length > 0 ? `; retiring key(s) ${retiring.join(', ')} revoked` : ''),
+        message:
+          (keyId === undefined ? 'no key was issued' : `deletionPolicy Retain: key ${keyId} and its Secret are kept`) +
+          (retiring.length > 0 ? `; retiring key(s) ${retiring.join(', ')} revoked` : ''),
       };
     }
     if (keyId === undefined && (o.orphanKeyIds ?? []).length + lostKeyIds.length > 0) {
-      const keyIds = [...o.orphanKeyIds ?? [], ...lostKeyIds];
-      return { action: { type: 'RevokeOrphans', keyIds }, reason: 'Deleting', message: `revoking key(s) ${keyIds.join(', ')} of an interrupted create whose intent is gone` };
+      const keyIds = [...(o.orphanKeyIds ?? []), ...lostKeyIds];
+      return {
+        action: { type: 'RevokeOrphans', keyIds },
+        reason: 'Deleting',
+        message: `revoking key(s) ${keyIds.join(', ')} of an interrupted create whose intent is gone`,
+      };
     }
     if (keyId === undefined) return { action: { type: 'Release' }, reason: 'NoKey', message: 'no key was issued; nothing to revoke' };
     if (o.credentials !== 'Present') {
       return { ...blockedOnCredentials(o.credentials, `revoke key ${keyId}`, o.throughIssuer), reason: 'CredentialsMissing' };
     }
-    return { action: retiring.length > 0 ? { type: 'Revoke', keyId, retiring } : { type: 'Revoke', keyId }, reason: 'Deleting', message: `revoking key ${keyId}${andRetiring}` };
+    return {
+      action: retiring.length > 0 ? { type: 'Revoke', keyId, retiring } : { type: 'Revoke', keyId },
+      reason: 'Deleting',
+      message: `revoking key ${keyId}${andRetiring}`,
+    };
   }
 
   if (o.specError !== undefined) return { action: { type: 'Blocked', retry: false }, reason: 'InvalidSpec', message: o.specError };
@@ -452,7 +492,8 @@ export function decide(o: Observation): Decision {
     return { action: { type: 'Blocked', retry: false }, reason: o.refusal.reason, message: o.refusal.message };
   }
   if (!o.hasFinalizer) return { action: { type: 'AddFinalizer' }, reason: 'Creating', message: 'adding the finalizer' };
-  if (pending === 'Malformed' || pending === 'Unsigned') return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: REFUSED_INTENT[pending] };
+  if (pending === 'Malformed' || pending === 'Unsigned')
+    return { action: { type: 'ClearPending' }, reason: 'InvalidAnnotation', message: REFUSED_INTENT[pending] };
   if (pending !== undefined) return pendingDecision(o, pending, 'creating');
   const revoking = o.credentials === 'Present' && o.credentialsChanged !== true;
   // Keys of this resource's attempts recorded nowhere, or by name only: revoked (or moved to
@@ -487,7 +528,10 @@ function keyDecision(o: Observation): Decision {
   const keyId = recordedKeyId(o);
   const create = (replaces: number | undefined, reason: Reason, message: string): Decision =>
     o.credentials !== 'Present'
-      ? { ...blockedOnCredentials(o.credentials, 'issue a key', o.throughIssuer), message: `${message}; cannot issue a key: ${(o.throughIssuer === true ? issuerCredentialsMessage : credentialsMessage[o.credentials])}` }
+      ? {
+          ...blockedOnCredentials(o.credentials, 'issue a key', o.throughIssuer),
+          message: `${message}; cannot issue a key: ${o.throughIssuer === true ? issuerCredentialsMessage : credentialsMessage[o.credentials]}`,
+        }
       : { action: replaces === undefined ? { type: 'Create' } : { type: 'Create', replaces }, reason, message };
 
   if (o.secretIsCredentials === true) {
@@ -501,7 +545,8 @@ function keyDecision(o: Observation): Decision {
     return {
       action: { type: 'Blocked', retry: false },
       reason: 'SecretConflict',
-      message: 'a Secret of that name exists and is not controlled by this resource (no controller owner reference with its uid); delete it or choose another spec.secret.name',
+      message:
+        'a Secret of that name exists and is not controlled by this resource (no controller owner reference with its uid); delete it or choose another spec.secret.name',
     };
   }
   if (keyId === undefined && o.secretNameTakenBy !== undefined) return secretNameTaken(o.secretNameTakenBy, 'no key is issued');
@@ -523,8 +568,9 @@ function keyDecision(o: Observation): Decision {
     return {
       action: { type: 'Blocked', retry: false },
       reason: 'CredentialsChanged',
-      message: `key ${keyId} was issued with other credentials than the ones now in the credentials Secret, which cannot see it: it may still be live. `
-        + `Put the credentials that issued it back, or revoke key ${keyId} yourself and annotate keys.neon.dev/abandon-key="${keyId}" to issue a new key`,
+      message:
+        `key ${keyId} was issued with other credentials than the ones now in the credentials Secret, which cannot see it: it may still be live. ` +
+        `Put the credentials that issued it back, or revoke key ${keyId} yourself and annotate keys.neon.dev/abandon-key="${keyId}" to issue a new key`,
     };
   }
   // Revoked again once the new key is recorded: should the list have been wrong, no live key is left behind.
@@ -536,14 +582,18 @@ function keyDecision(o: Observation): Decision {
   // means in the list itself: a key presumed live for being newer than the list is not (seed 24:
   // the credentials switched within seconds of the key's create, then its Secret edited).
   const replaceable = credentialsCanRevoke(o);
-  const cannotReplace = (why: string): Decision => o.abandonKey === keyId
-    ? ((given) => given.action.type === 'Create' ? { ...given, action: { type: 'Create', abandons: keyId } } : given)(create(undefined, 'KeyAbandoned', `key ${keyId} was given up (keys.neon.dev/abandon-key); issuing a new one`))
-    : {
-      action: { type: 'Blocked', retry: false },
-      reason: 'CredentialsChanged',
-      message: `${why}; key ${keyId} was issued with other credentials than the ones now in the credentials Secret, which cannot revoke it: no new key is issued. `
-        + `Put the credentials that issued it back, or revoke key ${keyId} yourself and annotate keys.neon.dev/abandon-key="${keyId}" to issue a new key`,
-    };
+  const cannotReplace = (why: string): Decision =>
+    o.abandonKey === keyId
+      ? ((given) => (given.action.type === 'Create' ? { ...given, action: { type: 'Create', abandons: keyId } } : given))(
+          create(undefined, 'KeyAbandoned', `key ${keyId} was given up (keys.neon.dev/abandon-key); issuing a new one`),
+        )
+      : {
+          action: { type: 'Blocked', retry: false },
+          reason: 'CredentialsChanged',
+          message:
+            `${why}; key ${keyId} was issued with other credentials than the ones now in the credentials Secret, which cannot revoke it: no new key is issued. ` +
+            `Put the credentials that issued it back, or revoke key ${keyId} yourself and annotate keys.neon.dev/abandon-key="${keyId}" to issue a new key`,
+        };
   if (secret === undefined) {
     if (!replaceable) return cannotReplace(`the Secret holding key ${keyId} is gone`);
     return create(keyId, 'SecretMissing', `the Secret holding key ${keyId} is gone; issuing a new key and revoking ${keyId}`);
@@ -557,9 +607,10 @@ function keyDecision(o: Observation): Decision {
     return {
       action: { type: 'RewriteSecret', keyId },
       reason: 'SecretRewritten',
-      message: secret.resign === true
-        ? `the Secret's signature is of an earlier format (it did not cover the secret value); re-signing it with key ${keyId}, no new key`
-        : `the Secret differs from spec.secret (template labels, annotations or data entries); rewriting it with key ${keyId}, no new key`,
+      message:
+        secret.resign === true
+          ? `the Secret's signature is of an earlier format (it did not cover the secret value); re-signing it with key ${keyId}, no new key`
+          : `the Secret differs from spec.secret (template labels, annotations or data entries); rewriting it with key ${keyId}, no new key`,
     };
   }
   const check = o.platform.check;
@@ -578,10 +629,18 @@ function keyDecision(o: Observation): Decision {
     if ((step.step.step === 'Drop' || step.step.step === 'Revoke') && o.credentialsChanged === true) {
       // Other credentials than the ones that issued it: their list not showing it proves nothing,
       // and their revoke's NOT_FOUND neither.
-      step = { step: { step: 'Wait', afterMs: 30_000, waitingFor: 'Platform' }, reason: 'CredentialsChanged', message: `retiring key ${o.retiring.keyId} was issued with other credentials than the current ones, which cannot see or revoke it; it stays recorded until the credentials that issued it are back` };
+      step = {
+        step: { step: 'Wait', afterMs: 30_000, waitingFor: 'Platform' },
+        reason: 'CredentialsChanged',
+        message: `retiring key ${o.retiring.keyId} was issued with other credentials than the current ones, which cannot see or revoke it; it stays recorded until the credentials that issued it are back`,
+      };
     }
     if (step.step.step === 'Revoke' && o.credentials !== 'Present') {
-      step = { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' }, reason: 'CredentialsMissing', message: `cannot revoke retiring key ${o.retiring.keyId}: ${(o.throughIssuer === true ? issuerCredentialsMessage : credentialsMessage[o.credentials])}` };
+      step = {
+        step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' },
+        reason: 'CredentialsMissing',
+        message: `cannot revoke retiring key ${o.retiring.keyId}: ${o.throughIssuer === true ? issuerCredentialsMessage : credentialsMessage[o.credentials]}`,
+      };
     }
     const waiting = due ? `; the requested rotation waits until key ${o.retiring.keyId} is retired` : '';
     return { action: { type: 'Retire', keyId, retiring: o.retiring.keyId, step: step.step }, reason: step.reason, message: step.message + waiting };
@@ -595,9 +654,10 @@ function keyDecision(o: Observation): Decision {
     return {
       action: { type: 'Create', replaces: keyId, rotation: request !== undefined ? { request } : {} },
       reason: 'RotationStarted',
-      message: request !== undefined
-        ? `rotation requested (keys.neon.dev/rotate="${request}"): issuing a new key; key ${keyId} stays live until its consumers moved`
-        : `key ${keyId} is due for rotation (spec.rotation.interval): issuing a new key; key ${keyId} stays live until its consumers moved`,
+      message:
+        request !== undefined
+          ? `rotation requested (keys.neon.dev/rotate="${request}"): issuing a new key; key ${keyId} stays live until its consumers moved`
+          : `key ${keyId} is due for rotation (spec.rotation.interval): issuing a new key; key ${keyId} stays live until its consumers moved`,
     };
   }
   return { action: { type: 'InSync', keyId }, reason: 'Ready', message: `key ${keyId} is live and its secret is in the Secret` };
@@ -608,8 +668,9 @@ function secretNameTaken(owner: string, what: string): Decision {
   return {
     action: { type: 'Blocked', retry: false },
     reason: 'SecretConflict',
-    message: `${what}: ${owner}, created earlier, names the same Secret (spec.secret.name, default metadata.name) and one of the two writes immutable Secrets; `
-      + 'a Secret name belongs to one resource of the namespace, so that a workload consenting to it is restarted once per rotation; choose another spec.secret.name',
+    message:
+      `${what}: ${owner}, created earlier, names the same Secret (spec.secret.name, default metadata.name) and one of the two writes immutable Secrets; ` +
+      'a Secret name belongs to one resource of the namespace, so that a workload consenting to it is restarted once per rotation; choose another spec.secret.name',
   };
 }
 
@@ -629,35 +690,67 @@ const seconds = (ms: number): string => `${Math.max(0, Math.ceil(ms / 1000))}s`;
  */
 export function retirementStep(r: RetiringObservation, now: number): { step: RetireStep; reason: Reason; message: string } {
   const id = r.keyId;
-  if (r.platform.state === 'Absent') return { step: { step: 'Drop' }, reason: 'KeyRetired', message: `replaced key ${id} is no longer on the platform; dropped from status.retiringKeys` };
-  if (r.restart === 'Due') return { step: { step: 'RestartConsumers' }, reason: 'RetiringKey', message: `restarting the consumers of the Secret; key ${id} stays live until they moved` };
+  if (r.platform.state === 'Absent')
+    return { step: { step: 'Drop' }, reason: 'KeyRetired', message: `replaced key ${id} is no longer on the platform; dropped from status.retiringKeys` };
+  if (r.restart === 'Due')
+    return {
+      step: { step: 'RestartConsumers' },
+      reason: 'RetiringKey',
+      message: `restarting the consumers of the Secret; key ${id} stays live until they moved`,
+    };
   const deadline = r.since + r.maxGraceMs;
   if (!r.rollouts.complete) {
     const stalled = r.rollouts.stalled.length > 0 || now >= deadline;
     const names = (stalled && r.rollouts.stalled.length > 0 ? r.rollouts.stalled : r.rollouts.waitingFor).join(', ');
     return stalled
-      ? { step: { step: 'Wait', afterMs: 30_000, waitingFor: 'Rollouts', stalled: true }, reason: 'RolloutStalled', message: `the rollout of ${names} is stalled; key ${id} stays live until it completes (maxGracePeriod does not cut a restart short)` }
-      : { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Rollouts' }, reason: 'RetiringKey', message: `waiting for the rollout of ${names} to complete before retiring key ${id}` };
+      ? {
+          step: { step: 'Wait', afterMs: 30_000, waitingFor: 'Rollouts', stalled: true },
+          reason: 'RolloutStalled',
+          message: `the rollout of ${names} is stalled; key ${id} stays live until it completes (maxGracePeriod does not cut a restart short)`,
+        }
+      : {
+          step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Rollouts' },
+          reason: 'RetiringKey',
+          message: `waiting for the rollout of ${names} to complete before retiring key ${id}`,
+        };
   }
   const quietFrom = Math.max(r.since, r.rollouts.completedAt ?? r.since);
   if (now < quietFrom + r.graceMs && now < deadline) {
-    return { step: { step: 'Wait', afterMs: Math.min(quietFrom + r.graceMs, deadline) - now, waitingFor: 'Grace' }, reason: 'RetiringKey', message: `key ${id} stays live for its grace period (${seconds(quietFrom + r.graceMs - now)} left)` };
+    return {
+      step: { step: 'Wait', afterMs: Math.min(quietFrom + r.graceMs, deadline) - now, waitingFor: 'Grace' },
+      reason: 'RetiringKey',
+      message: `key ${id} stays live for its grace period (${seconds(quietFrom + r.graceMs - now)} left)`,
+    };
   }
   if (r.platform.state === 'Unknown') {
-    if (now >= deadline) return { step: { step: 'Revoke', stillInUse: false }, reason: 'KeyRetired', message: `maxGracePeriod is over; revoking key ${id} (its last use could not be read: ${r.platform.message})` };
-    return { step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' }, reason: 'RetiringKey', message: `the last use of key ${id} cannot be read (${r.platform.message}); it stays live` };
+    if (now >= deadline)
+      return {
+        step: { step: 'Revoke', stillInUse: false },
+        reason: 'KeyRetired',
+        message: `maxGracePeriod is over; revoking key ${id} (its last use could not be read: ${r.platform.message})`,
+      };
+    return {
+      step: { step: 'Wait', afterMs: 5_000, waitingFor: 'Platform' },
+      reason: 'RetiringKey',
+      message: `the last use of key ${id} cannot be read (${r.platform.message}); it stays live`,
+    };
   }
   // What a snapshot shows is what it showed when taken: unused for the grace period as of seenAt,
   // and seenAt after the grace period began, or it says nothing about the uses since.
   const { seenAt } = r.platform;
   if (seenAt < quietFrom + r.graceMs && now < deadline) {
-    return { step: { step: 'Wait', afterMs: 1_000, waitingFor: 'Platform' }, reason: 'RetiringKey', message: `waiting for a list of the platform's keys taken after the grace period of key ${id}` };
+    return {
+      step: { step: 'Wait', afterMs: 1_000, waitingFor: 'Platform' },
+      reason: 'RetiringKey',
+      message: `waiting for a list of the platform's keys taken after the grace period of key ${id}`,
+    };
   }
   const lastUsed = r.platform.lastUsedAt;
   if (lastUsed !== undefined && seenAt - lastUsed < r.graceMs + LAST_USED_PRECISION_MS) {
     const from = r.platform.lastUsedFromAddr !== undefined && r.platform.lastUsedFromAddr !== '' ? ` from ${r.platform.lastUsedFromAddr}` : '';
     const used = `key ${id} was used${from} at ${new Date(lastUsed).toISOString()}, after the Secret switched`;
-    if (now >= deadline) return { step: { step: 'Revoke', stillInUse: true }, reason: 'OldKeyStillInUse', message: `${used}; maxGracePeriod is over: revoking it` };
+    if (now >= deadline)
+      return { step: { step: 'Revoke', stillInUse: true }, reason: 'OldKeyStillInUse', message: `${used}; maxGracePeriod is over: revoking it` };
     return {
       step: { step: 'Wait', afterMs: Math.min(5_000, deadline - now), waitingFor: 'Usage' },
       reason: 'OldKeyStillInUse',

@@ -26,15 +26,20 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
     const failure = asPlatformFailure(error);
     if (failure?.code === 'NOT_FOUND' && ctx.observation.credentialsChanged === true && (ctx.observation.abandonKey !== keyId || retiring.length > 0)) {
       // Not found by other credentials than the ones that issued it (the key or a retiring one): it may well be live.
-      const message = `key ${keyId}${retiring.length > 0 ? ` (or retiring key(s) ${retiring.join(', ')})` : ''} was issued with other credentials than the ones now in the credentials Secret, which cannot find it; `
-        + `put the credentials that issued it back, or revoke it yourself and annotate keys.neon.dev/abandon-key="${keyId}"`;
+      const message =
+        `key ${keyId}${retiring.length > 0 ? ` (or retiring key(s) ${retiring.join(', ')})` : ''} was issued with other credentials than the ones now in the credentials Secret, which cannot find it; ` +
+        `put the credentials that issued it back, or revoke it yourself and annotate keys.neon.dev/abandon-key="${keyId}"`;
       await writeStatus(deps, ctx, deletingConditions('CredentialsChanged', message));
       await deps.events.record(resource, 'Warning', 'CredentialsChanged', message);
       return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
     }
     if (failure?.code !== 'NOT_FOUND') {
       const { reason, message } = failureReason(failure, `revoking key ${keyId}${retiring.length > 0 ? ` and retiring key(s) ${retiring.join(', ')}` : ''}`);
-      await writeStatus(deps, ctx, deletingConditions(reason, `${message}; the resource stays until the key is revoked (or annotate it ${ANNOTATION_RELEASE_WITHOUT_REVOKE}="true")`));
+      await writeStatus(
+        deps,
+        ctx,
+        deletingConditions(reason, `${message}; the resource stays until the key is revoked (or annotate it ${ANNOTATION_RELEASE_WITHOUT_REVOKE}="true")`),
+      );
       await deps.events.record(resource, 'Warning', reason, message);
       if (failure === undefined) throw error;
       return { type: 'Backoff', ...(failure.retryAfterMs !== undefined ? { minDelayMs: failure.retryAfterMs } : {}) };
@@ -46,7 +51,12 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
       if (statusCode(error) !== 404) throw error;
     });
   }
-  await deps.events.record(resource, 'Normal', 'KeyRevoked', `revoked key ${keyId}${retiring.length > 0 ? ` (and retiring key(s) ${retiring.join(', ')})` : ''} and deleted Secret ${ctx.secretName}`);
+  await deps.events.record(
+    resource,
+    'Normal',
+    'KeyRevoked',
+    `revoked key ${keyId}${retiring.length > 0 ? ` (and retiring key(s) ${retiring.join(', ')})` : ''} and deleted Secret ${ctx.secretName}`,
+  );
   await removeFinalizer(deps, resource);
   releaseSlot(deps, ctx);
   return { type: 'Done' };
@@ -57,14 +67,22 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
  * the namespace's next waiting resource (issuing/issuer-slots.ts).
  */
 function releaseSlot(deps: KeyDeps, ctx: Context): void {
-  const { kind, metadata: { namespace, name } } = ctx.resource;
+  const {
+    kind,
+    metadata: { namespace, name },
+  } = ctx.resource;
   const key = `${kind}/${namespace}/${name}`;
   // Its credentials Secret of the namespace may go once no other resource needs it (issuing/credentials-in-use.ts).
   const credentials = ctx.spec?.issuerRef === undefined ? ctx.spec?.credentialsSecretRef?.name : undefined;
   if (credentials !== undefined) deps.onCredentialsReleased?.(key, namespace, credentials);
   // Where it named and where its keys were made (status.issuer, its intent's).
   const pending = ctx.observation.pending;
-  const issuers = [ctx.source?.issuer?.name, ctx.spec?.issuerRef?.name, ctx.resource.status?.issuer, typeof pending === 'object' ? pending.issuer : undefined].filter((i) => i !== undefined);
+  const issuers = [
+    ctx.source?.issuer?.name,
+    ctx.spec?.issuerRef?.name,
+    ctx.resource.status?.issuer,
+    typeof pending === 'object' ? pending.issuer : undefined,
+  ].filter((i) => i !== undefined);
   if (issuers.length > 0) deps.slots?.release(issuers, namespace, key);
 }
 
@@ -97,7 +115,10 @@ export async function retain(deps: KeyDeps, ctx: Context, decision: Decision, re
     // The Secret must outlive the resource: no owner reference for the garbage collector to follow.
     const annotations: Record<string, string> = { ...secret.metadata?.annotations, [ANNOTATION_RETAINED_FROM]: `${resource.kind}/${resource.metadata.name}` };
     delete annotations[ANNOTATION_OWNER];
-    await deps.kube.replaceSecret(resource.metadata.namespace, ctx.secretName, { ...secret, metadata: { ...secret.metadata, annotations, ownerReferences: [] } });
+    await deps.kube.replaceSecret(resource.metadata.namespace, ctx.secretName, {
+      ...secret,
+      metadata: { ...secret.metadata, annotations, ownerReferences: [] },
+    });
   }
   await deps.events.record(resource, 'Normal', 'KeyRetained', decision.message);
   await removeFinalizer(deps, resource);

@@ -3,8 +3,18 @@
 // one (client-node); the fast tests of each action use an in-memory one (test/operator/keys/fakes.ts).
 // Errors are the apiserver's (ApiException with the HTTP code): callers branch on 404 and 409.
 import {
-  ApiException, PatchStrategy, setHeaderOptions, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject,
-  type V1DaemonSet, type V1Deployment, type V1Secret, type V1StatefulSet,
+  ApiException,
+  PatchStrategy,
+  setHeaderOptions,
+  type AppsV1Api,
+  type CoreV1Api,
+  type CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1DaemonSet,
+  type V1Deployment,
+  type V1Secret,
+  type V1StatefulSet,
 } from '@kubernetes/client-node';
 import { listMetadata, listProjected } from '../runtime/paged-list.ts';
 import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
@@ -12,9 +22,7 @@ import { ISSUER_PLURAL } from '../resources/issuer.ts';
 
 /** One RFC 6902 operation, as the apiserver's JSON patch takes it. */
 export type JsonPatchOp =
-  | { op: 'test'; path: string; value: unknown }
-  | { op: 'replace'; path: string; value: unknown }
-  | { op: 'add'; path: string; value: unknown };
+  { op: 'test'; path: string; value: unknown } | { op: 'replace'; path: string; value: unknown } | { op: 'add'; path: string; value: unknown };
 
 /** The workloads a rotation may restart (spec.rotation.restart), always in the resource's own namespace. */
 export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
@@ -28,7 +36,7 @@ export interface NamespaceInfo {
 
 export interface KubeWrites {
   /** GET of a ClusterKeyIssuer; undefined when it does not exist. */
-  readIssuer(name: string): Promise<KubernetesObject & { spec?: unknown } | undefined>;
+  readIssuer(name: string): Promise<(KubernetesObject & { spec?: unknown }) | undefined>;
   /**
    * GET of a Namespace; undefined when it does not exist or may not be read (the namespaced mode's
    * Roles may not grant it): its labels then match no selector, and it is taken as not being deleted.
@@ -119,9 +127,11 @@ export class ApiServerWrites implements KubeWrites {
     this.#kubeConfig = kubeConfig;
   }
 
-  async readIssuer(name: string): Promise<KubernetesObject & { spec?: unknown } | undefined> {
+  async readIssuer(name: string): Promise<(KubernetesObject & { spec?: unknown }) | undefined> {
     try {
-      return await this.#objects.getClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, name }) as KubernetesObject & { spec?: unknown };
+      return (await this.#objects.getClusterCustomObject({ group: GROUP, version: VERSION, plural: ISSUER_PLURAL, name })) as KubernetesObject & {
+        spec?: unknown;
+      };
     } catch (error) {
       if (statusCode(error) === 404) return undefined;
       throw error;
@@ -141,7 +151,7 @@ export class ApiServerWrites implements KubeWrites {
 
   async readResource(kind: KindName, namespace: string, name: string): Promise<KeyResource | undefined> {
     try {
-      return await this.#objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name }) as KeyResource;
+      return (await this.#objects.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name })) as KeyResource;
     } catch (error) {
       if (statusCode(error) === 404) return undefined;
       throw error;
@@ -149,22 +159,42 @@ export class ApiServerWrites implements KubeWrites {
   }
 
   async replaceResource(resource: KeyResource): Promise<KeyResource> {
-    return await this.#objects.replaceNamespacedCustomObject({
-      group: GROUP, version: VERSION, namespace: resource.metadata.namespace, plural: KINDS[resource.kind].plural, name: resource.metadata.name, body: resource,
-    }) as KeyResource;
+    return (await this.#objects.replaceNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: resource.metadata.namespace,
+      plural: KINDS[resource.kind].plural,
+      name: resource.metadata.name,
+      body: resource,
+    })) as KeyResource;
   }
 
   async patchStatus(resource: KeyResource, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KeyResource> {
-    return await this.#objects.patchNamespacedCustomObjectStatus({
-      group: GROUP, version: VERSION, namespace: resource.metadata.namespace, plural: KINDS[resource.kind].plural, name: resource.metadata.name,
-      body: { metadata: { resourceVersion }, status },
-    }, merge) as KeyResource;
+    return (await this.#objects.patchNamespacedCustomObjectStatus(
+      {
+        group: GROUP,
+        version: VERSION,
+        namespace: resource.metadata.namespace,
+        plural: KINDS[resource.kind].plural,
+        name: resource.metadata.name,
+        body: { metadata: { resourceVersion }, status },
+      },
+      merge,
+    )) as KeyResource;
   }
 
   async patchStatusOps(kind: KindName, namespace: string, name: string, ops: readonly JsonPatchOp[]): Promise<KeyResource> {
-    return await this.#objects.patchNamespacedCustomObjectStatus({
-      group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name, body: [...ops],
-    }, jsonPatch) as KeyResource;
+    return (await this.#objects.patchNamespacedCustomObjectStatus(
+      {
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: KINDS[kind].plural,
+        name,
+        body: [...ops],
+      },
+      jsonPatch,
+    )) as KeyResource;
   }
 
   async readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
@@ -201,14 +231,19 @@ export class ApiServerWrites implements KubeWrites {
 
   async listWorkloads<T>(namespace: string, kind: WorkloadKind, pick: (workload: Workload) => T | undefined): Promise<T[]> {
     // runtime/paged-list.ts: at most WORKLOAD_PAGE workloads a request, one held at a time.
-    const { items } = await listProjected(this.#kubeConfig, `/apis/apps/v1/namespaces/${namespace}/${WORKLOAD_PLURALS[kind]}`, { pageSize: WORKLOAD_PAGE, project: (obj) => pick(obj as Workload) });
+    const { items } = await listProjected(this.#kubeConfig, `/apis/apps/v1/namespaces/${namespace}/${WORKLOAD_PLURALS[kind]}`, {
+      pageSize: WORKLOAD_PAGE,
+      project: (obj) => pick(obj as Workload),
+    });
     return items;
   }
 
   async listOwnedSecretMetadata(namespace: string, labelSelector: string, controllerUid: string, annotations: readonly string[]): Promise<V1Secret[]> {
     // PartialObjectMetadata (runtime/paged-list.ts): no Secret's data is sent; in pages, each object
     // projected as it arrives, so at most one object's tenant-sized metadata is held.
-    const list = listMetadata(this.#kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, labelSelector, undefined, (obj) => ownedSecretMetadata(obj, controllerUid, annotations));
+    const list = listMetadata(this.#kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, labelSelector, undefined, (obj) =>
+      ownedSecretMetadata(obj, controllerUid, annotations),
+    );
     return (await list()).items;
   }
 

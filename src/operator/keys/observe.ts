@@ -5,7 +5,14 @@
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat } from '../../platform/index.ts';
 import {
-  ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_ROTATE, FINALIZER, parseSpec, type KeyResource, type KindName,
+  ANNOTATION_ABANDON_KEY,
+  ANNOTATION_CREATE_PENDING,
+  ANNOTATION_RELEASE_WITHOUT_REVOKE,
+  ANNOTATION_ROTATE,
+  FINALIZER,
+  parseSpec,
+  type KeyResource,
+  type KindName,
 } from '../resources/schema.ts';
 import { adapterFor, type KeyAdapter, type ListedUse } from './adapter.ts';
 import { observeRollouts, type Restart } from './rotation/consumers.ts';
@@ -31,7 +38,10 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   const parsedSpec = parsed.ok ? parsed.spec : undefined;
   const secretKey = parsedSpec?.secret?.key ?? 'apiKey';
   const status = resource.status ?? {};
-  const recordedStatus = { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}), ...(status.keyName !== undefined ? { keyName: status.keyName } : {}) };
+  const recordedStatus = {
+    ...(status.keyId !== undefined ? { keyId: status.keyId } : {}),
+    ...(status.keyName !== undefined ? { keyName: status.keyName } : {}),
+  };
   const rawIntent = meta.annotations?.[ANNOTATION_CREATE_PENDING];
   let intent = parseIntent(rawIntent, meta.uid, deps.signer);
   // An intent that names the key status records (status.keyName, with status.keyId) asks for
@@ -40,7 +50,8 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   // another namespace, its signing-key Secret lost) finds one on every resource it did not create.
   // Each is no forgery to clear with a Warning on every resource: it is as if absent. Nothing is
   // believed from it; what the resource has is status, which only the operator writes.
-  if (intent === 'Unsigned' && status.keyId !== undefined && status.keyName !== undefined && unverifiedAttempt(rawIntent) === status.keyName) intent = undefined;
+  if (intent === 'Unsigned' && status.keyId !== undefined && status.keyName !== undefined && unverifiedAttempt(rawIntent) === status.keyName)
+    intent = undefined;
   // A fulfilled intent (its attempt is the recorded key) is no pending attempt: the resource is
   // observed as without one (decision.ts fulfilledIntent).
   const pending = activeIntent({ pending: intent, status: recordedStatus });
@@ -59,9 +70,12 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   // not even a drift check, unless an interrupted create must be finished (decision.ts).
   const refused = source?.refusal !== undefined && meta.deletionTimestamp === undefined && typeof pending !== 'object';
   const credentialsAt = refused ? undefined : source?.secret;
-  const creds = credentialsAt === undefined ? undefined
-    : namespaceRef !== undefined && credentialsAt.namespace === meta.namespace ? namespaceCreds
-    : await deps.kube.readSecret(credentialsAt.namespace, credentialsAt.name);
+  const creds =
+    credentialsAt === undefined
+      ? undefined
+      : namespaceRef !== undefined && credentialsAt.namespace === meta.namespace
+        ? namespaceCreds
+        : await deps.kube.readSecret(credentialsAt.namespace, credentialsAt.name);
   const spec = source?.spec ?? parsedSpec;
 
   let apiKey: string | undefined;
@@ -75,13 +89,17 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
       // any API key is refused without a copy, and never reaches a platform client or its cache.
       const fits = encoded !== undefined && encoded.length <= 4 * Math.ceil((MAX_API_KEY_LENGTH + 64) / 3);
       apiKey = encoded !== undefined && fits ? Buffer.from(encoded, 'base64').toString('utf8').trim() : undefined;
-      credentials = encoded !== undefined && !fits ? 'NotAKey' : apiKey === undefined || apiKey === '' ? 'KeyNotFound' : isApiKeyFormat(apiKey) ? 'Present' : 'NotAKey';
+      credentials =
+        encoded !== undefined && !fits ? 'NotAKey' : apiKey === undefined || apiKey === '' ? 'KeyNotFound' : isApiKeyFormat(apiKey) ? 'Present' : 'NotAKey';
       if (credentials !== 'Present') apiKey = undefined;
     }
   }
   // No adapter without an organization for an organization or project key (an issuer not found yet):
   // never the personal adapter a missing organizationId would otherwise read as.
-  const adapter = spec !== undefined && !(spec.organizationId === undefined && (resource.kind === 'ProjectApiKey' || (spec as { scope?: string }).scope === 'Organization')) ? adapterFor(resource, spec) : undefined;
+  const adapter =
+    spec !== undefined && !(spec.organizationId === undefined && (resource.kind === 'ProjectApiKey' || (spec as { scope?: string }).scope === 'Organization'))
+      ? adapterFor(resource, spec)
+      : undefined;
   const secretObservation = observeSecret(resource, secret, secretKey, deps.signer);
   if (secretObservation?.legacy === true && (status.keyId === undefined || secretObservation.keyId === status.keyId)) {
     // Signed in the first format (the value not covered): believed for the key status records (or,
@@ -95,8 +113,9 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     const key = encoded !== undefined ? Buffer.from(encoded, 'base64').toString('utf8') : '';
     // Without the key there is nothing to rebuild from (decide() sees that as tampering).
     if (key !== '') {
-      secretObservation.inLine = secretObservation.resign !== true
-        && secretInLine(secret, secretKey, templateOf(spec), recordedValues(key, status, secretObservation, spec, deps.platformUrl), secret.immutable === true);
+      secretObservation.inLine =
+        secretObservation.resign !== true &&
+        secretInLine(secret, secretKey, templateOf(spec), recordedValues(key, status, secretObservation, spec, deps.platformUrl), secret.immutable === true);
     }
   }
 
@@ -115,21 +134,37 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   let retiring: RetiringObservation | undefined;
   if (meta.deletionTimestamp === undefined && pending === undefined && adapter !== undefined && first !== undefined) {
     retiring = await observeRetiring(deps, {
-      adapter, apiKey: credentials === 'Present' ? apiKey : undefined, namespace: meta.namespace, consentName: baseSecretName(resource, spec), rotation, key: first,
+      adapter,
+      apiKey: credentials === 'Present' ? apiKey : undefined,
+      namespace: meta.namespace,
+      consentName: baseSecretName(resource, spec),
+      rotation,
+      key: first,
     });
   }
 
   let platform: Observation['platform'] = { key: 'Unknown', project: 'Unknown' };
-  const recorded = recordedKeyId({ status: { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}) }, ...(secretObservation !== undefined ? { secret: secretObservation } : {}) });
+  const recorded = recordedKeyId({
+    status: { ...(status.keyId !== undefined ? { keyId: status.keyId } : {}) },
+    ...(secretObservation !== undefined ? { secret: secretObservation } : {}),
+  });
   const fingerprint = apiKey !== undefined && credentials === 'Present' ? deps.signer.fingerprint(apiKey) : undefined;
   // Only a personal list depends on whose credentials ask: an organization's list shows every
   // key of the organization to each of its administrators, so absence there is absence.
   // An organization's list shows its keys to any of its administrators, but never another
   // organization's: credentials (an issuer) of another organization than the recorded key's cannot
   // see it, and their NOT_FOUND says nothing of whether it is live (status.organizationId).
-  const organizationMoved = adapter !== undefined && adapter.listScope.startsWith('org:') && status.organizationId !== undefined && adapter.listScope !== `org:${status.organizationId}`;
-  const credentialsChanged = organizationMoved
-    || (adapter?.listScope === 'personal' && fingerprint !== undefined && status.credentialsFingerprint !== undefined && status.credentialsFingerprint !== fingerprint);
+  const organizationMoved =
+    adapter !== undefined &&
+    adapter.listScope.startsWith('org:') &&
+    status.organizationId !== undefined &&
+    adapter.listScope !== `org:${status.organizationId}`;
+  const credentialsChanged =
+    organizationMoved ||
+    (adapter?.listScope === 'personal' &&
+      fingerprint !== undefined &&
+      status.credentialsFingerprint !== undefined &&
+      status.credentialsFingerprint !== fingerprint);
   let listed: ListedUse | undefined;
   // With an intent pending, the key is looked up only under other credentials than the ones that
   // issued it: whether they list it decides whether they may finish the intent (decision.ts).
@@ -150,19 +185,33 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   // no create of this process is still on its way to record it.
   // Being deleted, the list is taken if none was lately (shared by the scope's resources), and any age counts: no create runs any more.
   const deleting = meta.deletionTimestamp !== undefined;
-  const releasing = deleting && meta.annotations?.[ANNOTATION_RELEASE_WITHOUT_REVOKE] === 'true' && typeof status.issuer !== 'string' && parsedSpec?.issuerRef === undefined;
+  const releasing =
+    deleting && meta.annotations?.[ANNOTATION_RELEASE_WITHOUT_REVOKE] === 'true' && typeof status.issuer !== 'string' && parsedSpec?.issuerRef === undefined;
   let orphans: number[] = [];
-  if (pending === undefined && !releasing && adapter !== undefined && apiKey !== undefined && credentials === 'Present' && (listed !== undefined || deleting) && !refused) {
+  if (
+    pending === undefined &&
+    !releasing &&
+    adapter !== undefined &&
+    apiKey !== undefined &&
+    credentials === 'Present' &&
+    (listed !== undefined || deleting) &&
+    !refused
+  ) {
     const client = deps.platformFor(apiKey);
     try {
-      if (deleting) await deps.drift.ensureList(client.credentialsId, adapter, client.platform, ownTagKeys(deps.signer.attemptTag(meta.uid), deps.signer.cluster));
+      if (deleting)
+        await deps.drift.ensureList(client.credentialsId, adapter, client.platform, ownTagKeys(deps.signer.attemptTag(meta.uid), deps.signer.cluster));
       orphans = orphanKeys(deps, {
-        credentialsId: client.credentialsId, listScope: adapter.listScope, uid: meta.uid, createdAt: parseTime(meta.creationTimestamp as unknown as string | undefined),
-        recorded: [recorded, ...retiringKeys.map((k) => k.keyId), ...(status.replacedKeys ?? []).map((k) => k.keyId)], minAgeMs: deleting ? 0 : deps.pendingGraceMs,
+        credentialsId: client.credentialsId,
+        listScope: adapter.listScope,
+        uid: meta.uid,
+        createdAt: parseTime(meta.creationTimestamp as unknown as string | undefined),
+        recorded: [recorded, ...retiringKeys.map((k) => k.keyId), ...(status.replacedKeys ?? []).map((k) => k.keyId)],
+        minAgeMs: deleting ? 0 : deps.pendingGraceMs,
       });
     } catch (error) {
       // The list not taken: the deletion goes on as before (its revokes meet the same failure).
-      logger.debug({ err: error }, 'no list for the interrupted creates\' keys');
+      logger.debug({ err: error }, "no list for the interrupted creates' keys");
     }
   }
   // Creates whose answer was lost (status.lostAttempts): their keys, at any age, in a list taken if
@@ -176,12 +225,16 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
       try {
         await deps.drift.ensureList(client.credentialsId, adapter, client.platform, ownTagKeys(deps.signer.attemptTag(meta.uid), deps.signer.cluster));
         lostAttempts = lostAttemptKeys(deps, {
-          credentialsId: client.credentialsId, listScope: adapter.listScope, uid: meta.uid, lost: lostEntries,
-          fingerprint: attemptListFingerprint(deps.signer, fingerprint, adapter.listScope), recorded: [recorded, ...retiringKeys.map((k) => k.keyId), ...(status.replacedKeys ?? []).map((k) => k.keyId)],
+          credentialsId: client.credentialsId,
+          listScope: adapter.listScope,
+          uid: meta.uid,
+          lost: lostEntries,
+          fingerprint: attemptListFingerprint(deps.signer, fingerprint, adapter.listScope),
+          recorded: [recorded, ...retiringKeys.map((k) => k.keyId), ...(status.replacedKeys ?? []).map((k) => k.keyId)],
           graceMs: deps.pendingGraceMs,
         });
       } catch (error) {
-        logger.debug({ err: error }, 'no list for the lost attempts\' keys');
+        logger.debug({ err: error }, "no list for the lost attempts' keys");
       }
     }
   }
@@ -189,7 +242,8 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   // The cap of the issuer's rule, for a first key only (issuer-slots.ts): refused here, before any
   // write; taken for good at the intent (create-protocol.ts).
   const cap = source?.issuer?.cap;
-  const wantsSlot = cap !== undefined && source?.refusal === undefined && meta.deletionTimestamp === undefined && pending === undefined && status.keyId === undefined;
+  const wantsSlot =
+    cap !== undefined && source?.refusal === undefined && meta.deletionTimestamp === undefined && pending === undefined && status.keyId === undefined;
   const tracking = `${resource.kind}/${meta.namespace}/${meta.name}`;
   let refusal = source?.refusal;
   if (wantsSlot && source?.issuer !== undefined && deps.slots !== undefined && !deps.slots.available(source.issuer.name, meta.namespace, tracking, cap)) {
@@ -197,13 +251,19 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     refusal = capRefusal(source.issuer.name, meta.namespace, cap);
   }
 
-  const issuerKey = typeof status.issuer === 'string' || spec?.issuerRef !== undefined || (resource.spec as { issuerRef?: unknown } | undefined)?.issuerRef !== undefined;
+  const issuerKey =
+    typeof status.issuer === 'string' || spec?.issuerRef !== undefined || (resource.spec as { issuerRef?: unknown } | undefined)?.issuerRef !== undefined;
   const unhandledRequest = rotation.request !== undefined && rotation.request !== status.rotation?.lastRequest ? rotation.request : undefined;
   const secretNameTakenBy = meta.deletionTimestamp === undefined && spec !== undefined ? await secretNameOwner(deps, resource, spec) : undefined;
   const observation: Observation = {
     now: deps.now(),
     ...(unhandledRequest !== undefined || rotation.schedule.nextAt !== undefined
-      ? { rotation: { ...(unhandledRequest !== undefined ? { request: unhandledRequest } : {}), ...(rotation.schedule.nextAt !== undefined ? { scheduledAt: rotation.schedule.nextAt } : {}) } }
+      ? {
+          rotation: {
+            ...(unhandledRequest !== undefined ? { request: unhandledRequest } : {}),
+            ...(rotation.schedule.nextAt !== undefined ? { scheduledAt: rotation.schedule.nextAt } : {}),
+          },
+        }
       : {}),
     ...(retiring !== undefined ? { retiring } : {}),
     ...(retiringKeys.length > 0 ? { retiringKeyIds: retiringKeys.map((k) => k.keyId) } : {}),
@@ -219,7 +279,9 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     releaseWithoutRevoke: !issuerKey && meta.annotations?.[ANNOTATION_RELEASE_WITHOUT_REVOKE] === 'true',
     ...(parsed.ok ? {} : { specError: parsed.message }),
     // An invalid spec still honours an explicit Retain: a deletion must never revoke what a person asked to keep.
-    deletionPolicy: issuerKey ? 'Revoke' : spec?.deletionPolicy ?? ((resource.spec as { deletionPolicy?: string } | undefined)?.deletionPolicy === 'Retain' ? 'Retain' : 'Revoke'),
+    deletionPolicy: issuerKey
+      ? 'Revoke'
+      : (spec?.deletionPolicy ?? ((resource.spec as { deletionPolicy?: string } | undefined)?.deletionPolicy === 'Retain' ? 'Retain' : 'Revoke')),
     ...(intent !== undefined ? { pending: intent } : {}),
     status: {
       ...(status.keyId !== undefined ? { keyId: status.keyId } : {}),
@@ -237,7 +299,24 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
     ...(source?.issuer !== undefined || spec?.issuerRef !== undefined ? { throughIssuer: true } : {}),
   };
   const credentialsSecret = namespaceRef !== undefined && credentialsAt?.namespace === meta.namespace ? creds : undefined;
-  return { resource, spec, ...(source !== undefined ? { source } : {}), ...(credentialsSecret !== undefined ? { credentialsSecret } : {}), adapter, secretName, secretKey, secret, apiKey, credentials, ...(credentialsVersion !== undefined ? { credentialsVersion } : {}), fingerprint, listed, observation, rotation, logger };
+  return {
+    resource,
+    spec,
+    ...(source !== undefined ? { source } : {}),
+    ...(credentialsSecret !== undefined ? { credentialsSecret } : {}),
+    adapter,
+    secretName,
+    secretKey,
+    secret,
+    apiKey,
+    credentials,
+    ...(credentialsVersion !== undefined ? { credentialsVersion } : {}),
+    fingerprint,
+    listed,
+    observation,
+    rotation,
+    logger,
+  };
 }
 
 /** The most other resources naming one Secret name that a pass reads to find which was first. */
@@ -256,7 +335,9 @@ async function secretNameOwner(deps: KeyDeps, resource: KeyResource, spec: NonNu
   const secretName = baseSecretName(resource, spec);
   const immutable = immutableMode(spec);
   const self = `${resource.kind}/${namespace}/${name}`;
-  const others = (deps.secretNameHolders?.(namespace, secretName) ?? []).filter((h) => h.key !== self && (immutable || h.immutable)).slice(0, MAX_NAME_HOLDERS_READ);
+  const others = (deps.secretNameHolders?.(namespace, secretName) ?? [])
+    .filter((h) => h.key !== self && (immutable || h.immutable))
+    .slice(0, MAX_NAME_HOLDERS_READ);
   type Rank = [number, string, string];
   const rank = (kind: string, r: KeyResource): Rank => [Date.parse(r.metadata.creationTimestamp ?? '') || 0, kind, r.metadata.name];
   const before = (a: Rank, b: Rank): boolean => (a[0] !== b[0] ? a[0] < b[0] : a[1] !== b[1] ? a[1] < b[1] : a[2] < b[2]);
@@ -285,17 +366,26 @@ const RETIRING_LIST_MAX_AGE_MS = 5_000;
  * A retiring key (status.retiringKeys[0]): is it still on the platform and when was it last used
  * (a snapshot at most RETIRING_LIST_MAX_AGE_MS old), and have the restarted rollouts completed.
  */
-async function observeRetiring(deps: KeyDeps, input: {
-  adapter: KeyAdapter; apiKey: string | undefined; namespace: string; rotation: RotationContext;
-  /** The name workloads consent to restarts for (keys.neon.dev/restart-on-rotation): one that withdrew it is not waited for. */
-  consentName: string;
-  key: NonNullable<NonNullable<KeyResource['status']>['retiringKeys']>[number];
-}): Promise<RetiringObservation> {
+async function observeRetiring(
+  deps: KeyDeps,
+  input: {
+    adapter: KeyAdapter;
+    apiKey: string | undefined;
+    namespace: string;
+    rotation: RotationContext;
+    /** The name workloads consent to restarts for (keys.neon.dev/restart-on-rotation): one that withdrew it is not waited for. */
+    consentName: string;
+    key: NonNullable<NonNullable<KeyResource['status']>['retiringKeys']>[number];
+  },
+): Promise<RetiringObservation> {
   const { adapter, apiKey, namespace, rotation, key } = input;
   const since = parseTime(key.since) ?? deps.now();
   const restartWanted = rotation.spec?.restart !== undefined && (rotation.spec.restart.discover === true || (rotation.spec.restart.workloads?.length ?? 0) > 0);
   const restart = key.restartedAt !== undefined ? 'Done' : restartWanted ? 'Due' : 'NotConfigured';
-  let rollouts: RetiringObservation['rollouts'] = { complete: true, ...(parseTime(key.rolloutsCompletedAt) !== undefined ? { completedAt: parseTime(key.rolloutsCompletedAt) } : {}) };
+  let rollouts: RetiringObservation['rollouts'] = {
+    complete: true,
+    ...(parseTime(key.rolloutsCompletedAt) !== undefined ? { completedAt: parseTime(key.rolloutsCompletedAt) } : {}),
+  };
   if (restart === 'Done' && key.rolloutsCompletedAt === undefined && (key.restarts?.length ?? 0) > 0) {
     const seen = await observeRollouts(deps.kube, namespace, input.consentName, (key.restarts ?? []) as Restart[]);
     // Complete just now (recorded by this step): the grace period counts from here.
@@ -309,14 +399,23 @@ async function observeRetiring(deps: KeyDeps, input: {
     const state = await deps.drift.keyState(credentialsId, adapter, client, key.keyId, since, RETIRING_LIST_MAX_AGE_MS);
     const lastUsedAt = parseTime(state.key?.last_used_at ?? undefined);
     const addr = state.key?.last_used_from_addr;
-    platform = state.state === 'Absent' ? { state: 'Absent' } : {
-      state: 'Live',
-      seenAt: state.at,
-      ...(lastUsedAt !== undefined ? { lastUsedAt } : {}),
-      ...(addr !== undefined && addr !== '' ? { lastUsedFromAddr: addr.slice(0, 64) } : {}),
-    };
+    platform =
+      state.state === 'Absent'
+        ? { state: 'Absent' }
+        : {
+            state: 'Live',
+            seenAt: state.at,
+            ...(lastUsedAt !== undefined ? { lastUsedAt } : {}),
+            ...(addr !== undefined && addr !== '' ? { lastUsedFromAddr: addr.slice(0, 64) } : {}),
+          };
   } catch (error) {
-    platform = { state: 'Unknown', message: (error as { code?: unknown }).code === 'CREDENTIALS_MISSING' ? 'the credentials Secret is missing or empty' : unverifiableReason(asPlatformFailure(error)).message };
+    platform = {
+      state: 'Unknown',
+      message:
+        (error as { code?: unknown }).code === 'CREDENTIALS_MISSING'
+          ? 'the credentials Secret is missing or empty'
+          : unverifiableReason(asPlatformFailure(error)).message,
+    };
   }
   return { keyId: key.keyId, since, graceMs: rotation.graceMs, maxGraceMs: rotation.maxGraceMs, restart, rollouts, platform };
 }

@@ -176,7 +176,11 @@ export function ownerOf(resource: KeyResource): string {
 
 /** What blockedConditions() needs of what the reconcile read. */
 export function blockedInputs(ctx: Pick<Context, 'observation' | 'resource'>): BlockedInputs {
-  return { secretExists: ctx.observation.secret !== undefined, keyRecorded: ctx.observation.status.keyId !== undefined, current: ctx.resource.status?.conditions };
+  return {
+    secretExists: ctx.observation.secret !== undefined,
+    keyRecorded: ctx.observation.status.keyId !== undefined,
+    current: ctx.resource.status?.conditions,
+  };
 }
 
 /** An object as the caches identify it. */
@@ -186,7 +190,19 @@ export interface ObjectVersion {
 }
 
 /** What ended a rest: which input changed since the last full pass (ReconcileRecord.restBroken). */
-export type RestBroken = 'rotation due' | 'cache stale' | 'resource' | 'secret' | 'credentials' | 'operations' | 'client dropped' | 'key absent' | 'project gone' | 'check failed' | 'usage' | 'orphan';
+export type RestBroken =
+  | 'rotation due'
+  | 'cache stale'
+  | 'resource'
+  | 'secret'
+  | 'credentials'
+  | 'operations'
+  | 'client dropped'
+  | 'key absent'
+  | 'project gone'
+  | 'check failed'
+  | 'usage'
+  | 'orphan';
 
 /** What the at-rest check reads of the process: its caches, and its platform clients by id. */
 export interface RestInputs {

@@ -90,9 +90,10 @@ export class KeyReconciler implements Reconciler {
     const woken: string[] = [];
     for (const [tracking, v] of this.#verified) {
       if (v.credentialsId !== gone.credentialsId) continue;
-      const hit = gone.what === 'keys'
-        ? v.adapter.listScope === gone.listScope && gone.ids.includes(v.keyId)
-        : v.adapter.project?.organizationId === gone.organizationId && gone.ids.includes(v.adapter.project.projectId);
+      const hit =
+        gone.what === 'keys'
+          ? v.adapter.listScope === gone.listScope && gone.ids.includes(v.keyId)
+          : v.adapter.project?.organizationId === gone.organizationId && gone.ids.includes(v.adapter.project.projectId);
       if (hit) woken.push(tracking);
     }
     return woken;
@@ -134,22 +135,35 @@ export class KeyReconciler implements Reconciler {
       else due.push([tracking, verified]);
     }
     const woken: string[] = [];
-    await Promise.all(due.map(async ([tracking, verified]) => {
-      const [kind, namespace, name] = tracking.split('/') as [string, string, string];
-      const startedAt = this.#deps.now();
-      // A check that throws is a change too: the pass it wakes looks.
-      const broken = await changedSince(this.#deps, rest, this.#failingSince, { kind, namespace, name }, verified).catch((): RestBroken => 'check failed');
-      // A pass of the resource meanwhile took what it rested on (and left its own, or none).
-      if (this.#verified.get(tracking) !== verified) return;
-      if (broken !== undefined) {
-        // Kept for the pass that is woken (it checks again, and may patch the operations alone).
-        this.#checkAt.delete(tracking);
-        woken.push(tracking);
-        return;
-      }
-      this.#checkAt.set(tracking, this.#nextCheck());
-      this.#deps.onReconcile?.({ kind, namespace, name, startedAt, endedAt: this.#deps.now(), actions: ['InSync'], reasons: [verified.reason], createSent: false, atRest: true, result: 'Done' });
-    }));
+    await Promise.all(
+      due.map(async ([tracking, verified]) => {
+        const [kind, namespace, name] = tracking.split('/') as [string, string, string];
+        const startedAt = this.#deps.now();
+        // A check that throws is a change too: the pass it wakes looks.
+        const broken = await changedSince(this.#deps, rest, this.#failingSince, { kind, namespace, name }, verified).catch((): RestBroken => 'check failed');
+        // A pass of the resource meanwhile took what it rested on (and left its own, or none).
+        if (this.#verified.get(tracking) !== verified) return;
+        if (broken !== undefined) {
+          // Kept for the pass that is woken (it checks again, and may patch the operations alone).
+          this.#checkAt.delete(tracking);
+          woken.push(tracking);
+          return;
+        }
+        this.#checkAt.set(tracking, this.#nextCheck());
+        this.#deps.onReconcile?.({
+          kind,
+          namespace,
+          name,
+          startedAt,
+          endedAt: this.#deps.now(),
+          actions: ['InSync'],
+          reasons: [verified.reason],
+          createSent: false,
+          atRest: true,
+          result: 'Done',
+        });
+      }),
+    );
     return woken;
   }
 
@@ -157,9 +171,18 @@ export class KeyReconciler implements Reconciler {
     if (request.kind === CREDENTIALS_SECRET_KIND) return this.#credentialsSecret(request, logger);
     const startedAt = this.#deps.now();
     const onReconcile = this.#deps.onReconcile;
-    const record: ReconcileRecord | undefined = onReconcile === undefined ? undefined : {
-      ...request, startedAt, endedAt: 0, actions: [], reasons: [], createSent: false, result: 'error',
-    };
+    const record: ReconcileRecord | undefined =
+      onReconcile === undefined
+        ? undefined
+        : {
+            ...request,
+            startedAt,
+            endedAt: 0,
+            actions: [],
+            reasons: [],
+            createSent: false,
+            result: 'error',
+          };
     try {
       const result = await this.#reconcile(request, logger, record, worker);
       if (record !== undefined) record.result = result.type;
@@ -217,7 +240,8 @@ export class KeyReconciler implements Reconciler {
       if (record !== undefined) record.restBroken = broken;
     }
     // Only the project's operations changed: one JSON patch writes them (operations-patch.ts), or the full pass runs.
-    const patched = broken === 'operations' && verified !== undefined && rest !== undefined ? await patchOperations(this.#deps, rest, request, verified, logger) : undefined;
+    const patched =
+      broken === 'operations' && verified !== undefined && rest !== undefined ? await patchOperations(this.#deps, rest, request, verified, logger) : undefined;
     if (patched !== undefined) {
       checkSucceeded(this.#deps, this.#failingSince, tracking, 'Live');
       if (record !== undefined) {
@@ -266,7 +290,13 @@ export class KeyReconciler implements Reconciler {
    * (or after any failure of a pass from the cache) reads fresh, and so does a pass while a write of
    * ours has not come back to the cache yet.
    */
-  async #read(kind: KindName, namespace: string, name: string, record: ReconcileRecord | undefined, logger: Logger): Promise<{ resource: KeyResource | undefined; cached: boolean }> {
+  async #read(
+    kind: KindName,
+    namespace: string,
+    name: string,
+    record: ReconcileRecord | undefined,
+    logger: Logger,
+  ): Promise<{ resource: KeyResource | undefined; cached: boolean }> {
     const ref = objectRef(kind, namespace, name);
     // Not from a cache whose watch has failed for long (runtime/controller.ts cacheStale): its copy may be of a resource deleted and made again.
     if (!this.#readFresh.has(ref) && this.#deps.ownWrites?.waiting(ref) !== true && this.#deps.rest?.cacheStale?.(kind, namespace) !== true) {
@@ -284,7 +314,13 @@ export class KeyReconciler implements Reconciler {
   }
 
   /** Observe, decide, act on the resource as read (or as just written by this reconcile). */
-  async #reconcileResource(resource: KeyResource, logger: Logger, mayContinue: boolean, record: ReconcileRecord | undefined, worker: Worker | undefined): Promise<ReconcileResult> {
+  async #reconcileResource(
+    resource: KeyResource,
+    logger: Logger,
+    mayContinue: boolean,
+    record: ReconcileRecord | undefined,
+    worker: Worker | undefined,
+  ): Promise<ReconcileResult> {
     // Nor goes on to a next pass.
     worker?.signal?.throwIfAborted();
     const ctx = await observe(this.#deps, this.#failingSince, resource, logger);
@@ -312,7 +348,10 @@ export class KeyReconciler implements Reconciler {
     if (namespace === undefined) return false;
     if (spec?.issuerRef !== undefined) {
       const issuer = spec.issuerRef.name === undefined ? undefined : this.#deps.cachedKey?.(ISSUER_KIND, '', spec.issuerRef.name)?.metadata;
-      return issuer?.uid !== undefined && this.#deps.memberships.knownIssuer(issuerVersion(namespace, spec.issuerRef.name ?? '', issuer.uid, issuer.generation), organization);
+      return (
+        issuer?.uid !== undefined &&
+        this.#deps.memberships.knownIssuer(issuerVersion(namespace, spec.issuerRef.name ?? '', issuer.uid, issuer.generation), organization)
+      );
     }
     const name = spec?.credentialsSecretRef?.name;
     if (name === undefined) return false;
@@ -335,7 +374,13 @@ export class KeyReconciler implements Reconciler {
         // joins them (not spec.secret.immutable, whose Secrets are looked up only once the finalizer
         // is on: secret-writer.ts locateSecret); anything else adds the finalizer alone, as before.
         const next = decide({ ...ctx.observation, hasFinalizer: true });
-        if (mayContinue && next.action.type === 'Create' && next.action.replaces === undefined && next.action.rotation === undefined && !immutableMode(ctx.spec)) {
+        if (
+          mayContinue &&
+          next.action.type === 'Create' &&
+          next.action.replaces === undefined &&
+          next.action.rotation === undefined &&
+          !immutableMode(ctx.spec)
+        ) {
           if (ctx.record !== undefined) {
             ctx.record.actions.push(next.action.type);
             ctx.record.reasons.push(next.reason);
@@ -343,7 +388,9 @@ export class KeyReconciler implements Reconciler {
           // Through the organization's create turns like any create (create-admission.ts).
           return admitted(deps, ctx, 'create', (paced) => create(paced, ctx, next, undefined, undefined, true));
         }
-        const updated = await updateMetadata(deps, resource, (m) => { m.finalizers = [...(m.finalizers ?? []), FINALIZER]; });
+        const updated = await updateMetadata(deps, resource, (m) => {
+          m.finalizers = [...(m.finalizers ?? []), FINALIZER];
+        });
         // Go on with the resource as written, once: a requeue here went through the queue's global
         // rate limit (10/s, like client-go's), which every new key paid on its way to the create,
         // and which then paced a wave of new keys below the platform's own 10/s (bench).
@@ -380,11 +427,19 @@ export class KeyReconciler implements Reconciler {
         if (verified === undefined) return result;
         // A status written here is the read version with that status (the patch carries the read
         // resourceVersion): the next pass may rest on the written version.
-        return this.#rests(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, ctx.statusWritten !== undefined ? { ...verified, resourceVersion: ctx.statusWritten, writtenOver: verified.resourceVersion } : verified);
+        return this.#rests(
+          `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`,
+          ctx.statusWritten !== undefined ? { ...verified, resourceVersion: ctx.statusWritten, writtenOver: verified.resourceVersion } : verified,
+        );
       }
       case 'RewriteSecret': {
         const written = await rewriteSecret(deps, ctx);
-        await deps.events.record(resource, 'Normal', 'SecretRewritten', `rewrote Secret ${ctx.secretName} to match spec.secret; it still holds key ${action.keyId} (no new key)`);
+        await deps.events.record(
+          resource,
+          'Normal',
+          'SecretRewritten',
+          `rewrote Secret ${ctx.secretName} to match spec.secret; it still holds key ${action.keyId} (no new key)`,
+        );
         // Go on with the Secret as written, taken as in line: one that does not stay so (a webhook
         // rewriting it) is looked at again on the next drift pass, never in a loop here.
         const { secret } = ctx.observation;
@@ -476,7 +531,8 @@ async function notAMember(deps: KeyDeps, ctx: Context, organization: string): Pr
   const { platform, credentialsId } = platformOf(deps, ctx);
   const { namespace } = ctx.resource.metadata;
   const secretName = ctx.spec?.credentialsSecretRef?.name;
-  if (secretName !== undefined && ctx.credentialsVersion?.resourceVersion !== undefined) deps.memberships.learn(`${namespace}/${secretName}@${ctx.credentialsVersion.resourceVersion}`, credentialsId);
+  if (secretName !== undefined && ctx.credentialsVersion?.resourceVersion !== undefined)
+    deps.memberships.learn(`${namespace}/${secretName}@${ctx.credentialsVersion.resourceVersion}`, credentialsId);
   let member: boolean;
   try {
     member = await deps.memberships.isMember(credentialsId, organization, () => platform.listMyOrganizations());
@@ -504,7 +560,8 @@ async function tellPlace(deps: KeyDeps, organization: string, key: string, ctx: 
     const [kind, namespace, name] = key.split('/') as [KindName, string, string];
     // A key sent to the line unread: its cached copy when the cache keeps it whole (the status
     // patch carries its resourceVersion: a stale copy's gets 409, and nothing is said).
-    const resource = ctx?.resource ?? cachedCopy(deps.cachedKey?.(kind, namespace, name), kind, namespace, name) ?? await deps.kube.readResource(kind, namespace, name);
+    const resource =
+      ctx?.resource ?? cachedCopy(deps.cachedKey?.(kind, namespace, name), kind, namespace, name) ?? (await deps.kube.readResource(kind, namespace, name));
     if (resource === undefined || resource.status?.keyId !== undefined) return;
     const message = `waiting for its turn to create a key in organization ${organization}: ${place.ahead} creates of the organization go before it, ${place.aheadInNamespace} of them of namespace ${namespace} (turns go in fair turns between the namespaces with creates waiting, at the platform's 10 creates per second)`;
     await writeStatus(deps, ctx ?? { resource }, creatingConditions(message));
@@ -538,7 +595,13 @@ function endsTurnOnAnswer(platform: KeyPlatform, answered: () => void): KeyPlatf
 
 /** No platform action can help: report, and look again with backoff (retry) or each drift interval. */
 async function blocked(deps: KeyDeps, ctx: Context, decision: Decision, retry: boolean): Promise<ReconcileResult> {
-  await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions(shownReason(decision.reason), decision.message) : blockedConditions(blockedInputs(ctx), shownReason(decision.reason), decision.message));
+  await writeStatus(
+    deps,
+    ctx,
+    ctx.observation.deleting
+      ? deletingConditions(shownReason(decision.reason), decision.message)
+      : blockedConditions(blockedInputs(ctx), shownReason(decision.reason), decision.message),
+  );
   await deps.events.record(ctx.resource, 'Warning', shownReason(decision.reason), decision.message);
   // Not retried against the platform; looked at again each drift interval (a foreign Secret
   // may go away without waking the resource: the operator's Secret watches map its own Secrets
@@ -547,7 +610,12 @@ async function blocked(deps: KeyDeps, ctx: Context, decision: Decision, retry: b
 }
 
 /** The recorded key cannot be checked: once that has lasted long enough, conditions say so. */
-async function unverifiable(deps: KeyDeps, ctx: Context, decision: Decision, action: { keyId: number; report: boolean; retryAfterMs: number }): Promise<ReconcileResult> {
+async function unverifiable(
+  deps: KeyDeps,
+  ctx: Context,
+  decision: Decision,
+  action: { keyId: number; report: boolean; retryAfterMs: number },
+): Promise<ReconcileResult> {
   if (!action.report) return { type: 'Done', requeueAfterMs: Math.min(deps.driftIntervalMs, action.retryAfterMs) };
   await writeStatus(deps, ctx, unverifiableConditions(action.keyId, shownReason(decision.reason), decision.message));
   if (findCondition(ctx.resource.status?.conditions, 'KeyIssued')?.status !== 'Unknown') {

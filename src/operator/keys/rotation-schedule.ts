@@ -19,13 +19,19 @@ export const DEFAULT_MIN_GRACE_MS = 60_000;
  * rendered with a lower one than the operator's flag) is raised to it, and `graceError` says so: a
  * replaced key is never revoked sooner after the switch than `minGraceMs`.
  */
-export function gracePeriods(rotation: RotationSpec | undefined, minGraceMs = DEFAULT_MIN_GRACE_MS): { graceMs: number; maxGraceMs: number; graceError?: string } {
-  const asked = rotation?.gracePeriod !== undefined ? parseGoDuration(rotation.gracePeriod) ?? DEFAULT_GRACE_MS : DEFAULT_GRACE_MS;
+export function gracePeriods(
+  rotation: RotationSpec | undefined,
+  minGraceMs = DEFAULT_MIN_GRACE_MS,
+): { graceMs: number; maxGraceMs: number; graceError?: string } {
+  const asked = rotation?.gracePeriod !== undefined ? (parseGoDuration(rotation.gracePeriod) ?? DEFAULT_GRACE_MS) : DEFAULT_GRACE_MS;
   const graceMs = Math.max(asked, minGraceMs);
-  const maxGraceMs = rotation?.maxGracePeriod !== undefined ? parseGoDuration(rotation.maxGracePeriod) ?? DEFAULT_MAX_GRACE_MS : DEFAULT_MAX_GRACE_MS;
+  const maxGraceMs = rotation?.maxGracePeriod !== undefined ? (parseGoDuration(rotation.maxGracePeriod) ?? DEFAULT_MAX_GRACE_MS) : DEFAULT_MAX_GRACE_MS;
   const periods = { graceMs, maxGraceMs: Math.max(graceMs, maxGraceMs) };
   if (asked >= minGraceMs) return periods;
-  return { ...periods, graceError: `spec.rotation.gracePeriod ${rotation?.gracePeriod ?? ''} is under the operator's minimum of ${minGraceMs / 1000}s (--min-rotation-grace): a replaced key is kept for the minimum; set gracePeriod to at least that` };
+  return {
+    ...periods,
+    graceError: `spec.rotation.gracePeriod ${rotation?.gracePeriod ?? ''} is under the operator's minimum of ${minGraceMs / 1000}s (--min-rotation-grace): a replaced key is kept for the minimum; set gracePeriod to at least that`,
+  };
 }
 
 /**
@@ -39,11 +45,22 @@ export function requestToken(annotation: string | undefined): string | undefined
 
 type Window = NonNullable<RotationSpec['window']>;
 
-interface LocalTime { weekday: number; minute: number; second: number }
+interface LocalTime {
+  weekday: number;
+  minute: number;
+  second: number;
+}
 
 /** The wall clock in a zone (weekday 0 = Mon); throws RangeError for an unknown zone. */
 function localClock(zone: string): (at: number) => LocalTime {
-  const format = new Intl.DateTimeFormat('en-GB', { timeZone: zone, weekday: 'short', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+  const format = new Intl.DateTimeFormat('en-GB', {
+    timeZone: zone,
+    weekday: 'short',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  });
   return (at) => {
     const parts = Object.fromEntries(format.formatToParts(new Date(at)).map((p) => [p.type, p.value]));
     return {
@@ -129,7 +146,11 @@ const iso = (ms: number): string => new Date(ms).toISOString();
  * status.rotation as it should read: nextRotationAt from the spec (and the key's birth, or the
  * rotation just made), with what a step changes. Empty when rotation was never used.
  */
-export function rotationFields(ctx: { resource: KeyResource; rotation: RotationContext }, change: { lastRotatedAt?: string; lastRequest?: string }, keyCreatedAt?: string): Record<string, unknown> {
+export function rotationFields(
+  ctx: { resource: KeyResource; rotation: RotationContext },
+  change: { lastRotatedAt?: string; lastRequest?: string },
+  keyCreatedAt?: string,
+): Record<string, unknown> {
   const current = ctx.resource.status?.rotation;
   // The schedule counts from the last rotation, else from the creation of the key (a new one, when given).
   const born = change.lastRotatedAt ?? current?.lastRotatedAt ?? keyCreatedAt;
@@ -137,7 +158,8 @@ export function rotationFields(ctx: { resource: KeyResource; rotation: RotationC
   const nextAt = bornAt !== undefined && Number.isFinite(bornAt) ? schedule(ctx.rotation.spec, bornAt, bornAt).nextAt : ctx.rotation.schedule.nextAt;
   const next: Record<string, unknown> = { ...current, ...change };
   if (nextAt !== undefined) next.nextRotationAt = iso(nextAt);
-  else if (current?.nextRotationAt !== undefined) next.nextRotationAt = null; // merge patch: removes it
+  else if (current?.nextRotationAt !== undefined)
+    next.nextRotationAt = null; // merge patch: removes it
   else delete next.nextRotationAt;
   if (Object.keys(next).length === 0) return {};
   return { rotation: next };

@@ -38,7 +38,13 @@ export function keyWatches(namespace: string | undefined): Watch[] {
       kind,
       path: namespace === undefined ? `/apis/${GROUP}/${VERSION}/${plural}` : `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
       project: trimKeyResource,
-      indexes: { [CREDENTIALS_INDEX]: credentialsSecretOf, [ISSUER_INDEX]: issuerOf, [SLOT_INDEX]: slotsOf, [SECRET_NAME_INDEX]: explicitSecretNameOf, ...kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {} } as Record<string, (obj: KubernetesObject) => readonly string[]>,
+      indexes: {
+        [CREDENTIALS_INDEX]: credentialsSecretOf,
+        [ISSUER_INDEX]: issuerOf,
+        [SLOT_INDEX]: slotsOf,
+        [SECRET_NAME_INDEX]: explicitSecretNameOf,
+        ...(kind === 'ProjectApiKey' ? { [PROJECT_INDEX]: projectOf } : {}),
+      } as Record<string, (obj: KubernetesObject) => readonly string[]>,
     };
   });
   const secrets = namespace === undefined ? '/api/v1/secrets' : `/api/v1/namespaces/${namespace}/secrets`;
@@ -51,7 +57,8 @@ export function keyWatches(namespace: string | undefined): Watch[] {
     ownerOf: secretOwner,
     referencedBy: {
       index: CREDENTIALS_INDEX,
-      valueOf: (secret) => (secret.metadata?.namespace !== undefined && secret.metadata.name !== undefined ? `${secret.metadata.namespace}/${secret.metadata.name}` : undefined),
+      valueOf: (secret) =>
+        secret.metadata?.namespace !== undefined && secret.metadata.name !== undefined ? `${secret.metadata.namespace}/${secret.metadata.name}` : undefined,
     },
   });
   return watches;
@@ -122,7 +129,11 @@ export function credentialsUsers(controller: Pick<Controller, 'indexed'>, namesp
  * `name`, with whether each writes immutable Secrets: the ones that set it (the Secret name index)
  * and the ApiKey and ProjectApiKey named `name` that leave it to its default.
  */
-export function secretNameHolders(controller: Pick<Controller, 'indexed' | 'cachedObject'>, namespace: string, name: string): { key: string; immutable: boolean }[] {
+export function secretNameHolders(
+  controller: Pick<Controller, 'indexed' | 'cachedObject'>,
+  namespace: string,
+  name: string,
+): { key: string; immutable: boolean }[] {
   const holders = [...controller.indexed(SECRET_NAME_INDEX, `${namespace}/${name}`)].map((key) => {
     const [kind = '', , resource = ''] = key.split('/');
     return { key, immutable: secretNameOfCached(controller.cachedObject(kind, namespace, resource)).immutable };

@@ -34,7 +34,10 @@ function jsonSchema(schema: z.ZodType): Json {
 
 /** Every kind a CRD is generated for: the key kinds, and the inventory (inventory.ts). */
 export type CrdKind = KindName | typeof INVENTORY_KIND | typeof ISSUER_KIND;
-const CRD_KINDS: Record<CrdKind, { plural: string; singular: string; shortNames: readonly string[]; description: string; spec: z.ZodType; status: z.ZodType; clusterScoped?: boolean }> = {
+const CRD_KINDS: Record<
+  CrdKind,
+  { plural: string; singular: string; shortNames: readonly string[]; description: string; spec: z.ZodType; status: z.ZodType; clusterScoped?: boolean }
+> = {
   ...KINDS,
   [INVENTORY_KIND]: INVENTORY_KIND_INFO,
   [ISSUER_KIND]: ISSUER_KIND_INFO,
@@ -65,18 +68,25 @@ const inventoryColumns = [
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
 
-const printerColumns = (kind: CrdKind) => kind === INVENTORY_KIND ? inventoryColumns : kind === ISSUER_KIND ? issuerColumns : [
-  { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-  { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
-  ...(kind === 'ProjectApiKey' ? [{ name: 'Project', type: 'string', jsonPath: '.spec.projectId', priority: 1 }] : [{ name: 'Scope', type: 'string', jsonPath: '.spec.scope', priority: 1 }]),
-  { name: 'Key ID', type: 'integer', jsonPath: '.status.keyId' },
-  { name: 'Secret', type: 'string', jsonPath: '.status.secretName' },
-  // The key's last use as the platform reports it (status.lastUsedAt; drift checks record it).
-  { name: 'Last Used', type: 'date', jsonPath: '.status.lastUsedAt' },
-  // -o wide: a string, not a date (kubectl prints a future date as <invalid>).
-  { name: 'Next Rotation', type: 'string', jsonPath: '.status.rotation.nextRotationAt', priority: 1 },
-  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-];
+const printerColumns = (kind: CrdKind) =>
+  kind === INVENTORY_KIND
+    ? inventoryColumns
+    : kind === ISSUER_KIND
+      ? issuerColumns
+      : [
+          { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+          { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
+          ...(kind === 'ProjectApiKey'
+            ? [{ name: 'Project', type: 'string', jsonPath: '.spec.projectId', priority: 1 }]
+            : [{ name: 'Scope', type: 'string', jsonPath: '.spec.scope', priority: 1 }]),
+          { name: 'Key ID', type: 'integer', jsonPath: '.status.keyId' },
+          { name: 'Secret', type: 'string', jsonPath: '.status.secretName' },
+          // The key's last use as the platform reports it (status.lastUsedAt; drift checks record it).
+          { name: 'Last Used', type: 'date', jsonPath: '.status.lastUsedAt' },
+          // -o wide: a string, not a date (kubectl prints a future date as <invalid>).
+          { name: 'Next Rotation', type: 'string', jsonPath: '.status.rotation.nextRotationAt', priority: 1 },
+          { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+        ];
 
 export interface CustomResourceDefinition {
   apiVersion: 'apiextensions.k8s.io/v1';
@@ -90,7 +100,9 @@ export interface CustomResourceDefinition {
  * spec.rotation.gracePeriod (the operator started with the same --min-rotation-grace), so a
  * rotation completes in seconds. crds/ and the chart hold the default (MIN_ROTATION_GRACE).
  */
-export interface CrdOptions { minRotationGrace?: string }
+export interface CrdOptions {
+  minRotationGrace?: string;
+}
 
 /** The CEL rules of a schema with the gracePeriod floor replaced. */
 function withGraceFloor(node: unknown, min: string): unknown {
@@ -120,27 +132,29 @@ export function customResourceDefinition(kind: CrdKind, options: CrdOptions = {}
         // An issuer is no key: `kubectl get neon` lists the keys and inventories of a namespace.
         ...(info.clusterScoped === true ? {} : { categories: ['neon'] }),
       },
-      versions: [{
-        name: VERSION,
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        additionalPrinterColumns: printerColumns(kind),
-        schema: {
-          openAPIV3Schema: {
-            type: 'object',
-            description: info.description,
-            required: ['spec'],
-            properties: {
-              apiVersion: { type: 'string', description: 'APIVersion defines the versioned schema of this representation of an object.' },
-              kind: { type: 'string', description: 'Kind is a string value representing the REST resource this object represents.' },
-              metadata: { type: 'object' },
-              spec: options.minRotationGrace !== undefined ? withGraceFloor(spec, options.minRotationGrace) : spec,
-              status: jsonSchema(info.status),
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: printerColumns(kind),
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description: info.description,
+              required: ['spec'],
+              properties: {
+                apiVersion: { type: 'string', description: 'APIVersion defines the versioned schema of this representation of an object.' },
+                kind: { type: 'string', description: 'Kind is a string value representing the REST resource this object represents.' },
+                metadata: { type: 'object' },
+                spec: options.minRotationGrace !== undefined ? withGraceFloor(spec, options.minRotationGrace) : spec,
+                status: jsonSchema(info.status),
+              },
             },
           },
         },
-      }],
+      ],
     },
   };
 }

@@ -58,17 +58,27 @@ export const MANAGED_BY = 'neon-key-operator';
 /** The operator appends "-" and 8 characters (the resource's tag and 3 random ones) to keyName; key names hold at most 64. */
 export const KEY_NAME_MAX = 64 - 9;
 
-
-const dnsSubdomain = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
-const secretDataKey = z.string().min(1).max(253).regex(/^[-._a-zA-Z0-9]+$/);
+const dnsSubdomain = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+const secretDataKey = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[-._a-zA-Z0-9]+$/);
 
 /** spec.issuerRef: a ClusterKeyIssuer (issuer.ts), whose credentials tenants never hold. */
-export const IssuerRef = z.object({
-  name: dnsSubdomain.meta({ description: 'Name of a ClusterKeyIssuer.' }),
-}).meta({
-  description: 'The ClusterKeyIssuer whose credentials mint this key, if its policy allows this namespace, kind and project. '
-    + 'Exactly one of issuerRef and credentialsSecretRef is set. organizationId then comes from the issuer (if given, it must match).',
-});
+export const IssuerRef = z
+  .object({
+    name: dnsSubdomain.meta({ description: 'Name of a ClusterKeyIssuer.' }),
+  })
+  .meta({
+    description:
+      'The ClusterKeyIssuer whose credentials mint this key, if its policy allows this namespace, kind and project. ' +
+      'Exactly one of issuerRef and credentialsSecretRef is set. organizationId then comes from the issuer (if given, it must match).',
+  });
 
 /** Exactly one source of credentials; an issuer mints no personal key. */
 const oneCredentialsSource = {
@@ -82,17 +92,20 @@ const issuedKeysRevoked = {
   message: 'deletionPolicy Retain is not allowed with issuerRef: a key made through an issuer is revoked with its resource',
 };
 
-export const CredentialsSecretRef = z.object({
-  name: dnsSubdomain.meta({ description: 'Name of a Secret in the same namespace as this resource.' }),
-  key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that holds the platform API key.' }),
-}).meta({
-  description: 'The Secret, in the same namespace as this resource, holding the platform API key the operator acts with '
-    + '(a personal key; for scope Organization, one of an organization administrator). Secrets of other namespaces are never read.',
-});
+export const CredentialsSecretRef = z
+  .object({
+    name: dnsSubdomain.meta({ description: 'Name of a Secret in the same namespace as this resource.' }),
+    key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that holds the platform API key.' }),
+  })
+  .meta({
+    description:
+      'The Secret, in the same namespace as this resource, holding the platform API key the operator acts with ' +
+      '(a personal key; for scope Organization, one of an organization administrator). Secrets of other namespaces are never read.',
+  });
 
 /** What a data entry of spec.secret.template may hold (secret-template.ts computes each). */
 export const TEMPLATE_FIELDS = ['Key', 'KeyId', 'KeyName', 'OrganizationId', 'ProjectId', 'PlatformUrl'] as const;
-export type TemplateField = typeof TEMPLATE_FIELDS[number];
+export type TemplateField = (typeof TEMPLATE_FIELDS)[number];
 /** Label and annotation names the operator writes itself: a template never sets them. */
 export const OPERATOR_METADATA_PREFIX = 'keys.neon.dev/';
 const TEMPLATE_MAX_ENTRIES = 32;
@@ -111,63 +124,109 @@ const qualifiedNames = (what: string) => ({
 });
 
 function secretTemplate(fields: readonly TemplateField[]) {
-  return z.object({
-    labels: z.record(qualifiedName, z.string().max(63).regex(/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/)).optional().meta({
-      description: 'Labels added to the Secret. Not the operator\'s own (keys.neon.dev/*, app.kubernetes.io/managed-by).',
-      maxProperties: TEMPLATE_MAX_ENTRIES,
-      'x-kubernetes-validations': [qualifiedNames('label'), notOperatorOwn('labels')],
-    }),
-    annotations: z.record(qualifiedName, z.string().max(4096)).optional().meta({
-      description: 'Annotations added to the Secret (e.g. for a reloader). Not the operator\'s own (keys.neon.dev/*, app.kubernetes.io/managed-by).',
-      maxProperties: TEMPLATE_MAX_ENTRIES,
-      'x-kubernetes-validations': [qualifiedNames('annotation'), notOperatorOwn('annotations')],
-    }),
-    data: z.record(secretDataKey, z.enum(fields)).optional().meta({
-      description: `More data entries of the Secret, each named by its key and holding one of: ${fields.join(', ')} `
-        + '(PlatformUrl: the platform API URL the operator uses). Never spec.secret.key.',
-      maxProperties: TEMPLATE_MAX_ENTRIES,
-      'x-kubernetes-validations': [{ rule: "self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$'))", message: 'data keys must be valid Secret keys ([-._a-zA-Z0-9]+)' }],
-    }),
-  }).meta({ description: 'How the Secret looks to its consumers: labels, annotations and more data entries derived from the key. Kept in line by the operator; changing it rewrites the Secret without issuing a new key.' });
+  return z
+    .object({
+      labels: z
+        .record(
+          qualifiedName,
+          z
+            .string()
+            .max(63)
+            .regex(/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/),
+        )
+        .optional()
+        .meta({
+          description: "Labels added to the Secret. Not the operator's own (keys.neon.dev/*, app.kubernetes.io/managed-by).",
+          maxProperties: TEMPLATE_MAX_ENTRIES,
+          'x-kubernetes-validations': [qualifiedNames('label'), notOperatorOwn('labels')],
+        }),
+      annotations: z
+        .record(qualifiedName, z.string().max(4096))
+        .optional()
+        .meta({
+          description: "Annotations added to the Secret (e.g. for a reloader). Not the operator's own (keys.neon.dev/*, app.kubernetes.io/managed-by).",
+          maxProperties: TEMPLATE_MAX_ENTRIES,
+          'x-kubernetes-validations': [qualifiedNames('annotation'), notOperatorOwn('annotations')],
+        }),
+      data: z
+        .record(secretDataKey, z.enum(fields))
+        .optional()
+        .meta({
+          description:
+            `More data entries of the Secret, each named by its key and holding one of: ${fields.join(', ')} ` +
+            '(PlatformUrl: the platform API URL the operator uses). Never spec.secret.key.',
+          maxProperties: TEMPLATE_MAX_ENTRIES,
+          'x-kubernetes-validations': [
+            { rule: "self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$'))", message: 'data keys must be valid Secret keys ([-._a-zA-Z0-9]+)' },
+          ],
+        }),
+    })
+    .meta({
+      description:
+        'How the Secret looks to its consumers: labels, annotations and more data entries derived from the key. Kept in line by the operator; changing it rewrites the Secret without issuing a new key.',
+    });
 }
 
 function secretTarget(fields: readonly TemplateField[]) {
-  return z.object({
-    name: dnsSubdomain.optional().meta({ description: 'Name of the Secret; defaults to the name of this resource.' }),
-    key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that receives the key.' }),
-    template: secretTemplate(fields).optional(),
-    immutable: z.boolean().optional().meta({
-      description: 'Write each issued key to its own immutable Secret, named <name>-<key id>; status.secretName names the current one, a rotation repoints '
-        + 'the consumers (spec.rotation.restart, those that consent) to it and the replaced key\'s Secret is deleted once that key is revoked. Set at creation; cannot be changed.',
-    }),
-  }).meta({
-    description: 'The Secret the issued key is written to. It is created and owned by the operator.',
-    'x-kubernetes-validations': [{
-      rule: '!has(self.template) || !has(self.template.data) || !(self.key in self.template.data)',
-      message: 'template.data may not name secret.key (it holds the key itself)',
-    }],
-  });
+  return z
+    .object({
+      name: dnsSubdomain.optional().meta({ description: 'Name of the Secret; defaults to the name of this resource.' }),
+      key: secretDataKey.default('apiKey').meta({ description: 'Key in the Secret data that receives the key.' }),
+      template: secretTemplate(fields).optional(),
+      immutable: z
+        .boolean()
+        .optional()
+        .meta({
+          description:
+            'Write each issued key to its own immutable Secret, named <name>-<key id>; status.secretName names the current one, a rotation repoints ' +
+            "the consumers (spec.rotation.restart, those that consent) to it and the replaced key's Secret is deleted once that key is revoked. Set at creation; cannot be changed.",
+        }),
+    })
+    .meta({
+      description: 'The Secret the issued key is written to. It is created and owned by the operator.',
+      'x-kubernetes-validations': [
+        {
+          rule: '!has(self.template) || !has(self.template.data) || !(self.key in self.template.data)',
+          message: 'template.data may not name secret.key (it holds the key itself)',
+        },
+      ],
+    });
 }
 
 export const SecretTarget = secretTarget(TEMPLATE_FIELDS);
 const ApiKeySecretTarget = secretTarget(TEMPLATE_FIELDS.filter((f) => f !== 'ProjectId'));
 
-export const Usage = z.object({
-  unusedAfter: z.string().min(1).max(64).regex(GO_DURATION_PATTERN).optional().meta({
-    description: 'Set the InUse condition: False (NotUsedRecently) once the key has not been used for this long (a Go duration, e.g. 720h; at least 1s). '
-      + 'A key never used counts from its creation. Never affects Ready.',
-    'x-kubernetes-validations': [{ rule: "duration(self) >= duration('1s')", message: 'unusedAfter must be a duration of at least 1s' }],
-  }),
-}).meta({ description: 'What the operator reports about the use of the key (status.lastUsedAt, the InUse condition).' });
+export const Usage = z
+  .object({
+    unusedAfter: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(GO_DURATION_PATTERN)
+      .optional()
+      .meta({
+        description:
+          'Set the InUse condition: False (NotUsedRecently) once the key has not been used for this long (a Go duration, e.g. 720h; at least 1s). ' +
+          'A key never used counts from its creation. Never affects Ready.',
+        'x-kubernetes-validations': [{ rule: "duration(self) >= duration('1s')", message: 'unusedAfter must be a duration of at least 1s' }],
+      }),
+  })
+  .meta({ description: 'What the operator reports about the use of the key (status.lastUsedAt, the InUse condition).' });
 
 export const DeletionPolicy = z.enum(['Revoke', 'Retain']).default('Revoke').meta({
   description: 'What happens to the platform key when this resource is deleted: Revoke it, or Retain it and keep its Secret.',
 });
 
-const keyName = z.string().min(1).max(KEY_NAME_MAX).regex(/^[A-Za-z0-9][-_.A-Za-z0-9]*$/).meta({
-  description: `Name of the key in the platform console; the operator appends "-" and 8 characters (5 of the resource's own tag, 3 random). `
-    + `At most ${KEY_NAME_MAX} characters. Defaults to <namespace>-<name>.`,
-});
+const keyName = z
+  .string()
+  .min(1)
+  .max(KEY_NAME_MAX)
+  .regex(/^[A-Za-z0-9][-_.A-Za-z0-9]*$/)
+  .meta({
+    description:
+      `Name of the key in the platform console; the operator appends "-" and 8 characters (5 of the resource's own tag, 3 random). ` +
+      `At most ${KEY_NAME_MAX} characters. Defaults to <namespace>-<name>.`,
+  });
 
 // The platform's id shapes (lower-case words and digits joined by '-', e.g. org-cool-cherry-12345678
 // and cool-cherry-12345678). Ids become path segments of platform requests: a '.', '/' or '%' in
@@ -177,8 +236,18 @@ export const ORGANIZATION_ID_PATTERN = /^org-[a-z0-9]+(-[a-z0-9]+)*$/;
 export const PROJECT_ID_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 const ID_MAX = 64;
 
-const organizationId = z.string().min(5).max(ID_MAX).regex(ORGANIZATION_ID_PATTERN).meta({ description: 'The platform organization id, e.g. org-cool-cherry-12345678.' });
-const projectId = z.string().min(1).max(ID_MAX).regex(PROJECT_ID_PATTERN).meta({ description: 'The project the key is scoped to, e.g. cool-cherry-12345678. Immutable.' });
+const organizationId = z
+  .string()
+  .min(5)
+  .max(ID_MAX)
+  .regex(ORGANIZATION_ID_PATTERN)
+  .meta({ description: 'The platform organization id, e.g. org-cool-cherry-12345678.' });
+const projectId = z
+  .string()
+  .min(1)
+  .max(ID_MAX)
+  .regex(PROJECT_ID_PATTERN)
+  .meta({ description: 'The project the key is scoped to, e.g. cool-cherry-12345678. Immutable.' });
 
 /** spec.secret.immutable is chosen at creation: the Secrets of one mode are not the other's. */
 const immutableModeFixed = {
@@ -194,15 +263,23 @@ const secretIsNotCredentials = {
 
 // Go durations ("90s", "10m", "720h", "1h30m"), as CEL's duration() reads them (go-duration.ts).
 const goDuration = (description: string) => z.string().min(1).max(32).regex(GO_DURATION_PATTERN).meta({ description });
-const clock = (description: string) => z.string().regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/).meta({ description });
+const clock = (description: string) =>
+  z
+    .string()
+    .regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/)
+    .meta({ description });
 export const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'] as const;
 
-export const RotationWindow = z.object({
-  daysOfWeek: z.array(z.enum(WEEKDAYS)).min(1).max(7).optional().meta({ description: 'Days a window may start on (in timeZone); default every day.' }),
-  start: clock('Start of the window, HH:MM in timeZone.'),
-  end: clock('End of the window, HH:MM in timeZone; before start, the window ends the next day.'),
-  timeZone: z.string().min(1).max(64).optional().meta({ description: 'IANA time zone name, e.g. Europe/Berlin; default UTC. An unknown zone stops scheduled rotations and is reported in the Rotating condition.' }),
-}).meta({ description: 'Scheduled rotations start only inside this window; requested ones (keys.neon.dev/rotate) at once.' });
+export const RotationWindow = z
+  .object({
+    daysOfWeek: z.array(z.enum(WEEKDAYS)).min(1).max(7).optional().meta({ description: 'Days a window may start on (in timeZone); default every day.' }),
+    start: clock('Start of the window, HH:MM in timeZone.'),
+    end: clock('End of the window, HH:MM in timeZone; before start, the window ends the next day.'),
+    timeZone: z.string().min(1).max(64).optional().meta({
+      description: 'IANA time zone name, e.g. Europe/Berlin; default UTC. An unknown zone stops scheduled rotations and is reported in the Rotating condition.',
+    }),
+  })
+  .meta({ description: 'Scheduled rotations start only inside this window; requested ones (keys.neon.dev/rotate) at once.' });
 
 export const RestartWorkload = z.object({
   kind: z.enum(['Deployment', 'StatefulSet', 'DaemonSet']).meta({ description: 'Kind of the workload (apps/v1).' }),
@@ -220,84 +297,131 @@ export function rotationGraceRule(min: string): { rule: string; message: string 
   return { rule: `!has(self.gracePeriod) || duration(self.gracePeriod) >= duration('${min}')`, message: `gracePeriod must be at least ${min}` };
 }
 
-export const RotationSpec = z.object({
-  interval: goDuration('Rotate when the current key is this old (Go duration, at least 1m, e.g. 720h). Without it, keys rotate only on request (keys.neon.dev/rotate).').optional(),
-  window: RotationWindow.optional(),
-  gracePeriod: goDuration(`The replaced key stays live at least this long after the Secret switched, and until it was unused this long (default 10m; at least ${MIN_ROTATION_GRACE}).`).optional(),
-  maxGracePeriod: goDuration('The longest the replaced key is kept while it is still used (default 24h; at least gracePeriod). Never cuts short the rollout of a workload that consented to the restart.').optional(),
-  restart: z.object({
-    discover: z.boolean().optional().meta({ description: 'Restart the Deployments, StatefulSets and DaemonSets of this namespace whose pod templates reference the Secret, or that name it in their '
-      + `${ANNOTATION_RESTART_ON_ROTATION} annotation; only those whose annotation names it are restarted.` }),
-    workloads: z.array(RestartWorkload).max(20).optional().meta({ description: `Workloads of this namespace to restart, by kind and name; only those whose ${ANNOTATION_RESTART_ON_ROTATION} annotation names the Secret are restarted.` }),
-  }).optional().meta({
-    description: 'Consumers restarted (like kubectl rollout restart) after the Secret switched, each only if its own metadata consents: the annotation '
-      + `${ANNOTATION_RESTART_ON_ROTATION} names the Secret (spec.secret.name, default the resource's name; comma-separated). The replaced key is revoked `
-      + 'only once the rollouts of those restarted completed; a workload without consent is skipped, said so in the ConsumersRestarted event, and never waited for.',
-  }),
-}).meta({
-  description: 'Key rotation without downtime: a new key in the Secret, the replaced one kept live until its consumers moved, then revoked.',
-  'x-kubernetes-validations': [
-    { rule: "!has(self.interval) || duration(self.interval) >= duration('1m')", message: 'interval must be at least 1m' },
-    rotationGraceRule(MIN_ROTATION_GRACE),
-    {
-      rule: "!has(self.maxGracePeriod) || duration(self.maxGracePeriod) >= duration(has(self.gracePeriod) ? self.gracePeriod : '10m')",
-      message: 'maxGracePeriod must be at least gracePeriod (default 10m)',
-    },
-  ],
-});
+export const RotationSpec = z
+  .object({
+    interval: goDuration(
+      'Rotate when the current key is this old (Go duration, at least 1m, e.g. 720h). Without it, keys rotate only on request (keys.neon.dev/rotate).',
+    ).optional(),
+    window: RotationWindow.optional(),
+    gracePeriod: goDuration(
+      `The replaced key stays live at least this long after the Secret switched, and until it was unused this long (default 10m; at least ${MIN_ROTATION_GRACE}).`,
+    ).optional(),
+    maxGracePeriod: goDuration(
+      'The longest the replaced key is kept while it is still used (default 24h; at least gracePeriod). Never cuts short the rollout of a workload that consented to the restart.',
+    ).optional(),
+    restart: z
+      .object({
+        discover: z
+          .boolean()
+          .optional()
+          .meta({
+            description:
+              'Restart the Deployments, StatefulSets and DaemonSets of this namespace whose pod templates reference the Secret, or that name it in their ' +
+              `${ANNOTATION_RESTART_ON_ROTATION} annotation; only those whose annotation names it are restarted.`,
+          }),
+        workloads: z
+          .array(RestartWorkload)
+          .max(20)
+          .optional()
+          .meta({
+            description: `Workloads of this namespace to restart, by kind and name; only those whose ${ANNOTATION_RESTART_ON_ROTATION} annotation names the Secret are restarted.`,
+          }),
+      })
+      .optional()
+      .meta({
+        description:
+          'Consumers restarted (like kubectl rollout restart) after the Secret switched, each only if its own metadata consents: the annotation ' +
+          `${ANNOTATION_RESTART_ON_ROTATION} names the Secret (spec.secret.name, default the resource's name; comma-separated). The replaced key is revoked ` +
+          'only once the rollouts of those restarted completed; a workload without consent is skipped, said so in the ConsumersRestarted event, and never waited for.',
+      }),
+  })
+  .meta({
+    description: 'Key rotation without downtime: a new key in the Secret, the replaced one kept live until its consumers moved, then revoked.',
+    'x-kubernetes-validations': [
+      { rule: "!has(self.interval) || duration(self.interval) >= duration('1m')", message: 'interval must be at least 1m' },
+      rotationGraceRule(MIN_ROTATION_GRACE),
+      {
+        rule: "!has(self.maxGracePeriod) || duration(self.maxGracePeriod) >= duration(has(self.gracePeriod) ? self.gracePeriod : '10m')",
+        message: 'maxGracePeriod must be at least gracePeriod (default 10m)',
+      },
+    ],
+  });
 export type RotationSpec = z.infer<typeof RotationSpec>;
 
-export const ApiKeySpec = z.object({
-  scope: z.enum(['Personal', 'Organization']).meta({ description: 'Personal: a personal key of the user whose key is in credentialsSecretRef. Organization: an organization key. Immutable.' }),
-  organizationId: organizationId.optional().meta({ description: 'The organization of an Organization key; required for scope Organization, not allowed for Personal. Immutable.' }),
-  keyName: keyName.optional(),
-  credentialsSecretRef: CredentialsSecretRef.optional(),
-  issuerRef: IssuerRef.optional(),
-  secret: ApiKeySecretTarget.optional(),
-  deletionPolicy: DeletionPolicy,
-  usage: Usage.optional(),
-  rotation: RotationSpec.optional(),
-}).meta({
-  description: 'ApiKeySpec is the desired personal or organization API key.',
-  'x-kubernetes-validations': [
-    { rule: "self.scope != 'Organization' || has(self.organizationId) || has(self.issuerRef)", message: 'organizationId is required when scope is Organization (unless issuerRef names an issuer)' },
-    { rule: "self.scope != 'Personal' || !has(self.organizationId)", message: 'organizationId is not allowed when scope is Personal' },
-    { rule: "self.scope != 'Personal' || !has(self.issuerRef)", message: 'a Personal key is never issued through an issuer (it would be as strong as the issuer\'s user): use credentialsSecretRef' },
-    oneCredentialsSource,
-    issuedKeysRevoked,
-    { rule: 'self.scope == oldSelf.scope', message: 'scope is immutable' },
-    { rule: '!has(oldSelf.organizationId) || (has(self.organizationId) && self.organizationId == oldSelf.organizationId)', message: 'organizationId is immutable' },
-    secretIsNotCredentials,
-    immutableModeFixed,
-    {
-      rule: "self.scope != 'Personal' || !has(self.secret) || !has(self.secret.template) || !has(self.secret.template.data) || self.secret.template.data.all(k, self.secret.template.data[k] != 'OrganizationId')",
-      message: 'secret.template.data: a Personal key has no OrganizationId',
-    },
-  ],
-});
+export const ApiKeySpec = z
+  .object({
+    scope: z
+      .enum(['Personal', 'Organization'])
+      .meta({ description: 'Personal: a personal key of the user whose key is in credentialsSecretRef. Organization: an organization key. Immutable.' }),
+    organizationId: organizationId
+      .optional()
+      .meta({ description: 'The organization of an Organization key; required for scope Organization, not allowed for Personal. Immutable.' }),
+    keyName: keyName.optional(),
+    credentialsSecretRef: CredentialsSecretRef.optional(),
+    issuerRef: IssuerRef.optional(),
+    secret: ApiKeySecretTarget.optional(),
+    deletionPolicy: DeletionPolicy,
+    usage: Usage.optional(),
+    rotation: RotationSpec.optional(),
+  })
+  .meta({
+    description: 'ApiKeySpec is the desired personal or organization API key.',
+    'x-kubernetes-validations': [
+      {
+        rule: "self.scope != 'Organization' || has(self.organizationId) || has(self.issuerRef)",
+        message: 'organizationId is required when scope is Organization (unless issuerRef names an issuer)',
+      },
+      { rule: "self.scope != 'Personal' || !has(self.organizationId)", message: 'organizationId is not allowed when scope is Personal' },
+      {
+        rule: "self.scope != 'Personal' || !has(self.issuerRef)",
+        message: "a Personal key is never issued through an issuer (it would be as strong as the issuer's user): use credentialsSecretRef",
+      },
+      oneCredentialsSource,
+      issuedKeysRevoked,
+      { rule: 'self.scope == oldSelf.scope', message: 'scope is immutable' },
+      {
+        rule: '!has(oldSelf.organizationId) || (has(self.organizationId) && self.organizationId == oldSelf.organizationId)',
+        message: 'organizationId is immutable',
+      },
+      secretIsNotCredentials,
+      immutableModeFixed,
+      {
+        rule: "self.scope != 'Personal' || !has(self.secret) || !has(self.secret.template) || !has(self.secret.template.data) || self.secret.template.data.all(k, self.secret.template.data[k] != 'OrganizationId')",
+        message: 'secret.template.data: a Personal key has no OrganizationId',
+      },
+    ],
+  });
 
-export const ProjectApiKeySpec = z.object({
-  organizationId: organizationId.optional().meta({ description: 'The organization that owns the project; required with credentialsSecretRef, taken from the issuer with issuerRef (if given, it must match). Immutable once set.' }),
-  projectId,
-  keyName: keyName.optional(),
-  credentialsSecretRef: CredentialsSecretRef.optional(),
-  issuerRef: IssuerRef.optional(),
-  secret: SecretTarget.optional(),
-  deletionPolicy: DeletionPolicy,
-  usage: Usage.optional(),
-  rotation: RotationSpec.optional(),
-}).meta({
-  description: 'ProjectApiKeySpec is the desired project-scoped API key.',
-  'x-kubernetes-validations': [
-    { rule: 'has(self.organizationId) || has(self.issuerRef)', message: 'organizationId is required (unless issuerRef names an issuer)' },
-    oneCredentialsSource,
-    issuedKeysRevoked,
-    { rule: '!has(oldSelf.organizationId) || (has(self.organizationId) && self.organizationId == oldSelf.organizationId)', message: 'organizationId is immutable' },
-    { rule: 'self.projectId == oldSelf.projectId', message: 'projectId is immutable' },
-    secretIsNotCredentials,
-    immutableModeFixed,
-  ],
-});
+export const ProjectApiKeySpec = z
+  .object({
+    organizationId: organizationId.optional().meta({
+      description:
+        'The organization that owns the project; required with credentialsSecretRef, taken from the issuer with issuerRef (if given, it must match). Immutable once set.',
+    }),
+    projectId,
+    keyName: keyName.optional(),
+    credentialsSecretRef: CredentialsSecretRef.optional(),
+    issuerRef: IssuerRef.optional(),
+    secret: SecretTarget.optional(),
+    deletionPolicy: DeletionPolicy,
+    usage: Usage.optional(),
+    rotation: RotationSpec.optional(),
+  })
+  .meta({
+    description: 'ProjectApiKeySpec is the desired project-scoped API key.',
+    'x-kubernetes-validations': [
+      { rule: 'has(self.organizationId) || has(self.issuerRef)', message: 'organizationId is required (unless issuerRef names an issuer)' },
+      oneCredentialsSource,
+      issuedKeysRevoked,
+      {
+        rule: '!has(oldSelf.organizationId) || (has(self.organizationId) && self.organizationId == oldSelf.organizationId)',
+        message: 'organizationId is immutable',
+      },
+      { rule: 'self.projectId == oldSelf.projectId', message: 'projectId is immutable' },
+      secretIsNotCredentials,
+      immutableModeFixed,
+    ],
+  });
 
 export const ConditionStatus = z.enum(['True', 'False', 'Unknown']);
 
@@ -322,11 +446,17 @@ export const RetiringKey = z.object({
   secretName: z.string().max(253).optional().meta({ description: 'spec.secret.immutable: the Secret holding it, deleted once it is revoked.' }),
   since: timestamp('When the Secret switched to the new key.'),
   restartedAt: timestamp('When its consumers were restarted (absent: not yet, or no restart configured).').optional(),
-  restarts: z.array(z.object({
-    kind: z.enum(['Deployment', 'StatefulSet', 'DaemonSet']),
-    name: z.string().max(253),
-    generation: z.int().min(0).meta({ description: 'The generation whose rollout is waited for.' }),
-  })).max(50).optional().meta({ description: 'The workloads restarted, each with the generation whose rollout must complete.' }),
+  restarts: z
+    .array(
+      z.object({
+        kind: z.enum(['Deployment', 'StatefulSet', 'DaemonSet']),
+        name: z.string().max(253),
+        generation: z.int().min(0).meta({ description: 'The generation whose rollout is waited for.' }),
+      }),
+    )
+    .max(50)
+    .optional()
+    .meta({ description: 'The workloads restarted, each with the generation whose rollout must complete.' }),
   rolloutsCompletedAt: timestamp('When every restarted rollout had completed.').optional(),
   lastUsedAt: timestamp('Last use of the replaced key, as last seen on the platform.').optional(),
   lastUsedFromAddr: z.string().max(64).optional().meta({ description: 'Address the replaced key was last used from.' }),
@@ -344,19 +474,28 @@ export type ReplacedKey = z.infer<typeof ReplacedKey>;
 export const MAX_LOST_ATTEMPTS = 4;
 
 export const LostAttempt = z.object({
-  keyName: z.string().max(64).meta({ description: 'The attempt\'s key name: any platform key of this name is this resource\'s, and is revoked.' }),
+  keyName: z.string().max(64).meta({ description: "The attempt's key name: any platform key of this name is this resource's, and is revoked." }),
   since: timestamp('When the create was sent.'),
-  credentialsFingerprint: z.string().max(64).optional().meta({
-    description: 'Which credentials and list made the attempt: an HMAC (keyed by a key only the operator holds), never the key. '
-      + 'Only their list showing no key of the name drops the entry.',
-  }),
+  credentialsFingerprint: z
+    .string()
+    .max(64)
+    .optional()
+    .meta({
+      description:
+        'Which credentials and list made the attempt: an HMAC (keyed by a key only the operator holds), never the key. ' +
+        'Only their list showing no key of the name drops the entry.',
+    }),
 });
 export type LostAttempt = z.infer<typeof LostAttempt>;
 
 export const RotationStatus = z.object({
   lastRotatedAt: timestamp('When the Secret last switched to a new key by rotation.').optional(),
   nextRotationAt: timestamp('When the next scheduled rotation is due (from spec.rotation.interval and window).').optional(),
-  lastRequest: z.string().max(128).optional().meta({ description: 'The last keys.neon.dev/rotate token handled (sha256: of it when longer than 64 characters).' }),
+  lastRequest: z
+    .string()
+    .max(128)
+    .optional()
+    .meta({ description: 'The last keys.neon.dev/rotate token handled (sha256: of it when longer than 64 characters).' }),
 });
 export type RotationStatus = z.infer<typeof RotationStatus>;
 
@@ -369,35 +508,73 @@ const statusFields = {
   lastUsedAt: timestamp('Last use of the key, as the platform reports it; updated when it moves by an hour or more.').optional(),
   lastUsedFromAddr: z.string().max(64).optional().meta({ description: 'Address the key was last used from.' }),
   secretName: z.string().max(253).optional().meta({ description: 'The Secret holding the key.' }),
-  secretHash: z.string().max(128).optional().meta({ description: 'HMAC-SHA256 (keyed by the namespace and name of the resource) of the secret in the Secret, to detect edits. Never the secret.' }),
-  organizationId: z.string().max(64).optional().meta({
-    description: 'The organization of the recorded key (the one spec.organizationId or the issuer named when it was issued): '
-      + 'credentials of another organization (an issuerRef moved to an issuer of another one) never take it for revoked.',
-  }),
-  issuer: z.string().max(253).optional().meta({
-    description: 'The ClusterKeyIssuer whose credentials made the recorded key (absent: credentials of the namespace). '
-      + 'Its cap counts the key until the resource is deleted, whatever spec.issuerRef names later.',
-  }),
-  credentialsFingerprint: z.string().max(64).optional().meta({
-    description: 'Which credentials issued the key: an HMAC (keyed by a key only the operator holds) of the API key in the credentials Secret, never the key. '
-      + 'A key issued with other credentials than the current ones is not mistaken for a revoked one.',
-  }),
+  secretHash: z
+    .string()
+    .max(128)
+    .optional()
+    .meta({ description: 'HMAC-SHA256 (keyed by the namespace and name of the resource) of the secret in the Secret, to detect edits. Never the secret.' }),
+  organizationId: z
+    .string()
+    .max(64)
+    .optional()
+    .meta({
+      description:
+        'The organization of the recorded key (the one spec.organizationId or the issuer named when it was issued): ' +
+        'credentials of another organization (an issuerRef moved to an issuer of another one) never take it for revoked.',
+    }),
+  issuer: z
+    .string()
+    .max(253)
+    .optional()
+    .meta({
+      description:
+        'The ClusterKeyIssuer whose credentials made the recorded key (absent: credentials of the namespace). ' +
+        'Its cap counts the key until the resource is deleted, whatever spec.issuerRef names later.',
+    }),
+  credentialsFingerprint: z
+    .string()
+    .max(64)
+    .optional()
+    .meta({
+      description:
+        'Which credentials issued the key: an HMAC (keyed by a key only the operator holds) of the API key in the credentials Secret, never the key. ' +
+        'A key issued with other credentials than the current ones is not mistaken for a revoked one.',
+    }),
   rotation: RotationStatus.optional().meta({ description: 'Rotation bookkeeping (spec.rotation, keys.neon.dev/rotate).' }),
-  retiringKeys: z.array(RetiringKey).max(4).optional().meta({ description: 'Keys replaced by a rotation, still live until their consumers moved; normally none or one.' }),
-  replacedKeys: z.array(ReplacedKey).max(8).optional().meta({
-    description: 'Keys a repair replaced whose revocation failed (the platform did not answer): revoked on a later pass or with the resource; '
-      + 'recorded here, where only the operator writes, so that no key is live and recorded nowhere. Normally absent.',
-  }),
-  lostAttempts: z.array(LostAttempt).max(MAX_LOST_ATTEMPTS).optional().meta({
-    description: 'Creates whose answer was lost (the platform may have made the key): a key of such a name is revoked when a list shows it, '
-      + 'and the entry dropped then, or once a list taken --pending-grace after it shows none. Recorded here, where only the operator writes, '
-      + 'so that the key is found again whatever becomes of the create-pending annotation. Normally absent.',
-  }),
-  conditions: z.array(Condition).max(16).optional().meta({
-    description: 'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey; InUse with spec.usage.unusedAfter; Rotating once a rotation started).',
-    'x-kubernetes-list-type': 'map',
-    'x-kubernetes-list-map-keys': ['type'],
-  }),
+  retiringKeys: z
+    .array(RetiringKey)
+    .max(4)
+    .optional()
+    .meta({ description: 'Keys replaced by a rotation, still live until their consumers moved; normally none or one.' }),
+  replacedKeys: z
+    .array(ReplacedKey)
+    .max(8)
+    .optional()
+    .meta({
+      description:
+        'Keys a repair replaced whose revocation failed (the platform did not answer): revoked on a later pass or with the resource; ' +
+        'recorded here, where only the operator writes, so that no key is live and recorded nowhere. Normally absent.',
+    }),
+  lostAttempts: z
+    .array(LostAttempt)
+    .max(MAX_LOST_ATTEMPTS)
+    .optional()
+    .meta({
+      description:
+        'Creates whose answer was lost (the platform may have made the key): a key of such a name is revoked when a list shows it, ' +
+        'and the entry dropped then, or once a list taken --pending-grace after it shows none. Recorded here, where only the operator writes, ' +
+        'so that the key is found again whatever becomes of the create-pending annotation. Normally absent.',
+    }),
+  conditions: z
+    .array(Condition)
+    .max(16)
+    .optional()
+    .meta({
+      description:
+        'Ready, KeyIssued, SecretSynced (and OperationsSettled for ProjectApiKey; InUse with spec.usage.unusedAfter; Rotating once a rotation started).',
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['type'],
+    }),
 };
 
 export const ApiKeyStatus = z.object(statusFields).meta({ description: 'Observed state of the key.' });
@@ -412,10 +589,12 @@ export const OperationSummary = z.object({
 });
 export type OperationSummary = z.infer<typeof OperationSummary>;
 
-export const ProjectApiKeyStatus = z.object({
-  ...statusFields,
-  operations: z.array(OperationSummary).max(20).optional().meta({ description: 'The latest operations of the project, mirrored by polling.' }),
-}).meta({ description: 'Observed state of the key and of the project operations.' });
+export const ProjectApiKeyStatus = z
+  .object({
+    ...statusFields,
+    operations: z.array(OperationSummary).max(20).optional().meta({ description: 'The latest operations of the project, mirrored by polling.' }),
+  })
+  .meta({ description: 'Observed state of the key and of the project operations.' });
 export type ProjectApiKeyStatus = z.infer<typeof ProjectApiKeyStatus>;
 
 export type ApiKeySpec = z.infer<typeof ApiKeySpec>;

@@ -4,8 +4,34 @@
 // (valid YAML double-quoted scalars) unless they are plainly safe, so no YAML type guessing applies.
 
 const plain = /^[A-Za-z_/][-A-Za-z0-9_./ ]*$/;
-const reserved = new Set(['y', 'Y', 'yes', 'Yes', 'YES', 'n', 'N', 'no', 'No', 'NO', 'true', 'True', 'TRUE', 'false', 'False', 'FALSE',
-  'on', 'On', 'ON', 'off', 'Off', 'OFF', 'null', 'Null', 'NULL', '~']);
+const reserved = new Set([
+  'y',
+  'Y',
+  'yes',
+  'Yes',
+  'YES',
+  'n',
+  'N',
+  'no',
+  'No',
+  'NO',
+  'true',
+  'True',
+  'TRUE',
+  'false',
+  'False',
+  'FALSE',
+  'on',
+  'On',
+  'ON',
+  'off',
+  'Off',
+  'OFF',
+  'null',
+  'Null',
+  'NULL',
+  '~',
+]);
 
 function scalar(value: unknown): string {
   if (typeof value === 'string') {
@@ -17,7 +43,9 @@ function scalar(value: unknown): string {
 }
 
 function isEmptyContainer(value: unknown): boolean {
-  return (Array.isArray(value) && value.length === 0) || (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0);
+  return (
+    (Array.isArray(value) && value.length === 0) || (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0)
+  );
 }
 
 function emit(value: unknown, indent: string, lines: string[]): void {

@@ -88,9 +88,9 @@ export interface Reference {
  * a refusal backoff.
  */
 export type Watch =
-  | WatchBase & { type: 'for'; kind: string; indexes?: Readonly<Record<string, (obj: KubernetesObject) => readonly string[]>> }
-  | WatchBase & { type: 'owns'; kind: string; ownerOf(obj: KubernetesObject): string | undefined; referencedBy?: Reference }
-  | WatchBase & Reference & { type: 'referenced'; kind: string };
+  | (WatchBase & { type: 'for'; kind: string; indexes?: Readonly<Record<string, (obj: KubernetesObject) => readonly string[]>> })
+  | (WatchBase & { type: 'owns'; kind: string; ownerOf(obj: KubernetesObject): string | undefined; referencedBy?: Reference })
+  | (WatchBase & Reference & { type: 'referenced'; kind: string });
 
 export interface ControllerOptions {
   kubeConfig: KubeConfig;
@@ -206,7 +206,10 @@ export class Controller {
   constructor(options: ControllerOptions) {
     this.#o = options;
     // Keys are kind/namespace/name; the queue hands them out in turns between namespaces (runtime/queue.ts).
-    this.#queue = new WorkQueue<string>({ flowOf: (key) => key.slice(key.indexOf('/') + 1, key.indexOf('/', key.indexOf('/') + 1)), ...(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {}) });
+    this.#queue = new WorkQueue<string>({
+      flowOf: (key) => key.slice(key.indexOf('/') + 1, key.indexOf('/', key.indexOf('/') + 1)),
+      ...(options.queueMetrics !== undefined ? { metrics: options.queueMetrics } : {}),
+    });
     this.#refusals = new RefusalLimiter({
       ...(options.maxBackoffMs !== undefined ? { maxDelayMs: options.maxBackoffMs } : {}),
       ...(options.minBackoffMs !== undefined ? { baseDelayMs: options.minBackoffMs } : {}),
@@ -233,7 +236,10 @@ export class Controller {
   }
 
   get synced(): boolean {
-    return this.#synced && this.#informers.every((i) => (i as CacheHealth).hasSynced?.() ?? (i as Partial<{ latestResourceVersion(): string }>).latestResourceVersion?.() !== '');
+    return (
+      this.#synced &&
+      this.#informers.every((i) => (i as CacheHealth).hasSynced?.() ?? (i as Partial<{ latestResourceVersion(): string }>).latestResourceVersion?.() !== '')
+    );
   }
 
   /**
@@ -342,9 +348,24 @@ export class Controller {
       onRestart: (restart) => {
         onWatchRestart?.(watch.kind, restart);
         // One line per failure: at most one a minute per informer once the backoff is at its cap.
-        if (restart.reason !== 'ended') logger.warn({ kind: watch.kind, namespace: namespace ?? '(all)', reason: restart.reason, err: restart.error, failures: restart.failures, retryInMs: restart.delayMs }, 'watch failed; retrying');
+        if (restart.reason !== 'ended')
+          logger.warn(
+            {
+              kind: watch.kind,
+              namespace: namespace ?? '(all)',
+              reason: restart.reason,
+              err: restart.error,
+              failures: restart.failures,
+              retryInMs: restart.delayMs,
+            },
+            'watch failed; retrying',
+          );
         // Its timeout every 5 to 10 minutes, or the apiserver dropping a watch that fell behind a burst.
-        else logger.debug({ kind: watch.kind, namespace: namespace ?? '(all)', openMs: restart.openMs, events: restart.events, retryInMs: restart.delayMs }, 'watch ended; resuming');
+        else
+          logger.debug(
+            { kind: watch.kind, namespace: namespace ?? '(all)', openMs: restart.openMs, events: restart.events, retryInMs: restart.delayMs },
+            'watch ended; resuming',
+          );
       },
       onList: () => onList?.(watch.kind),
       onRecovered: (failedForMs) => {
@@ -378,7 +399,10 @@ export class Controller {
         }
       }
     }
-    this.#o.logger.info({ kind, namespace: namespace ?? '(all)', failedForS: Math.round(failedForMs / 1000), woken }, 'stale cache current again; looking at its namespace\'s objects again');
+    this.#o.logger.info(
+      { kind, namespace: namespace ?? '(all)', failedForS: Math.round(failedForMs / 1000), woken },
+      "stale cache current again; looking at its namespace's objects again",
+    );
   }
 
   #watch(watch: Watch, namespace: string | undefined): void {
@@ -394,13 +418,20 @@ export class Controller {
         const namespace = meta.namespace ?? '';
         const key = objectRef(watch.kind, namespace, meta.name);
         // Every watch event passes here: its debug line (bench/fairness.ts --fair-stages) is built only when it is written.
-        if (this.#o.logger.isLevelEnabled('debug')) this.#o.logger.debug({ kind: watch.kind, namespace, name: meta.name, resourceVersion: meta.resourceVersion }, 'event');
+        if (this.#o.logger.isLevelEnabled('debug'))
+          this.#o.logger.debug({ kind: watch.kind, namespace, name: meta.name, resourceVersion: meta.resourceVersion }, 'event');
         for (const { index, valuesOf } of indexes) {
           if (deleted) index.delete(key);
           else index.set(key, valuesOf(obj));
         }
         if (deleted) this.#o.ownWrites?.forget(key);
-        this.#wake(key, { ref: key, resourceVersion: meta.resourceVersion, deleted, generation: meta.generation, deleting: meta.deletionTimestamp !== undefined });
+        this.#wake(key, {
+          ref: key,
+          resourceVersion: meta.resourceVersion,
+          deleted,
+          generation: meta.generation,
+          deleting: meta.deletionTimestamp !== undefined,
+        });
       };
     } else {
       const ownerOf = watch.type === 'owns' ? watch.ownerOf : undefined;
@@ -427,8 +458,8 @@ export class Controller {
         for (const key of index.keysOf(value)) this.#inputWakes.admit(key, () => this.#wake(key, { ref, resourceVersion, deleted, input: true }));
       };
     }
-    if (watch.type === 'for') this.#caches.set(watch.kind, [...this.#caches.get(watch.kind) ?? [], informer]);
-    this.#allCaches.set(watch.kind, [...this.#allCaches.get(watch.kind) ?? [], informer]);
+    if (watch.type === 'for') this.#caches.set(watch.kind, [...(this.#caches.get(watch.kind) ?? []), informer]);
+    this.#allCaches.set(watch.kind, [...(this.#allCaches.get(watch.kind) ?? []), informer]);
     informer.on('add', (obj: KubernetesObject) => wake(obj, false));
     informer.on('update', (obj: KubernetesObject) => wake(obj, false));
     informer.on('delete', (obj: KubernetesObject) => wake(obj, true));
@@ -457,8 +488,14 @@ export class Controller {
     // being reconciled: that reconcile's write is recorded by now).
     if (!event.deleted && event.input === true && this.#o.ownWrites?.quiet(event.ref, event.resourceVersion) === true) return;
     const hold = this.#holds.get(key);
-    if (hold !== undefined && !event.deleted && event.input !== true && Date.now() < hold.until
-      && (event.ref !== key || (hold.generation === event.generation && hold.deleting === event.deleting))) return;
+    if (
+      hold !== undefined &&
+      !event.deleted &&
+      event.input !== true &&
+      Date.now() < hold.until &&
+      (event.ref !== key || (hold.generation === event.generation && hold.deleting === event.deleting))
+    )
+      return;
     this.#holds.delete(key);
     // Before the initial sync these are mostly the initial LISTs: low priority, as in controller-runtime's priorityqueue.
     this.#queue.add(key, { priority: this.#synced ? 'normal' : 'low' });
@@ -486,7 +523,9 @@ export class Controller {
       const kind = key.slice(0, key.indexOf('/'));
       this.#o.metrics?.workers(kind, 1);
       let freeWorker!: () => void;
-      const released = new Promise<void>((resolve) => { freeWorker = resolve; });
+      const released = new Promise<void>((resolve) => {
+        freeWorker = resolve;
+      });
       const worker: Worker = {
         release: (wait) => {
           freeWorker();
@@ -542,8 +581,15 @@ export class Controller {
     }
     if (result.type === 'Backoff') {
       const delay = this.#refusals.when(key, result.minDelayMs);
-      const cached = this.#caches.get(kind)?.map((cache) => cache.get(name, namespace)).find((obj) => obj !== undefined);
-      this.#holds.set(key, { until: Date.now() + delay, generation: cached?.metadata?.generation, deleting: cached?.metadata?.deletionTimestamp !== undefined });
+      const cached = this.#caches
+        .get(kind)
+        ?.map((cache) => cache.get(name, namespace))
+        .find((obj) => obj !== undefined);
+      this.#holds.set(key, {
+        until: Date.now() + delay,
+        generation: cached?.metadata?.generation,
+        deleting: cached?.metadata?.deletionTimestamp !== undefined,
+      });
       this.#queue.addAfter(key, delay);
       return;
     }

@@ -74,10 +74,15 @@ class TransformingWatch<T extends KubernetesObject> extends Watch {
     callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
     done: (err: unknown) => void,
   ): Promise<AbortController> {
-    return super.watch(path, queryParams, (phase, obj: unknown) => {
-      // ERROR carries a Status, BOOKMARK only a resourceVersion: neither is cached.
-      callback(phase, phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED' ? this.#transform(obj as T) : obj);
-    }, done);
+    return super.watch(
+      path,
+      queryParams,
+      (phase, obj: unknown) => {
+        // ERROR carries a Status, BOOKMARK only a resourceVersion: neither is cached.
+        callback(phase, phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED' ? this.#transform(obj as T) : obj);
+      },
+      done,
+    );
   }
 }
 
@@ -96,7 +101,11 @@ export function makeTrimmedInformer<T extends KubernetesObject>(
   options?: ReflectorOptions,
 ): Reflector<T> {
   const project = sized(transform);
-  const list = pagedList<T>(kubeConfig, path, { pageSize: OBJECT_PAGE, project: (obj, bytes) => project(obj as T, bytes), ...(labelSelector !== undefined ? { labelSelector } : {}) });
+  const list = pagedList<T>(kubeConfig, path, {
+    pageSize: OBJECT_PAGE,
+    project: (obj, bytes) => project(obj as T, bytes),
+    ...(labelSelector !== undefined ? { labelSelector } : {}),
+  });
   return new Reflector<T>(path, new TransformingWatch<T>(kubeConfig, transform, true), list, labelSelector, options);
 }
 

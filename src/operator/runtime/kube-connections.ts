@@ -9,7 +9,10 @@
 import { createHash } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 
-interface ClusterLike { name?: string; server?: string }
+interface ClusterLike {
+  name?: string;
+  server?: string;
+}
 type CreateDispatcher = (cluster: ClusterLike | null, agentOptions: Record<string, unknown>) => unknown;
 
 export function reuseKubeConnections(kubeConfig: KubeConfig): KubeConfig {
@@ -20,7 +23,8 @@ export function reuseKubeConnections(kubeConfig: KubeConfig): KubeConfig {
   const cache = new Map<string, unknown>();
   target.createDispatcher = function cachedDispatcher(this: unknown, cluster, agentOptions) {
     const tls = createHash('sha256');
-    for (const field of ['ca', 'cert', 'key', 'pfx', 'passphrase', 'servername', 'rejectUnauthorized']) tls.update(`${field}=${String(agentOptions[field] ?? '')};`);
+    for (const field of ['ca', 'cert', 'key', 'pfx', 'passphrase', 'servername', 'rejectUnauthorized'])
+      tls.update(`${field}=${String(agentOptions[field] ?? '')};`);
     const key = JSON.stringify([cluster?.name ?? '', cluster?.server ?? '', kubeConfig.getCurrentUser()?.name ?? '', tls.digest('hex')]);
     if (cache.has(key)) return cache.get(key);
     const dispatcher = create.call(this, cluster, agentOptions);

@@ -101,7 +101,8 @@ export class Manager {
     const probeHandlers = { healthz: () => true, readyz: () => this.readyz() };
     // The same address for both (not port 0): one server serves both, as asked.
     const shared = probes !== undefined && metrics !== undefined && probes.port !== 0 && probes.port === metrics.port && probes.host === metrics.host;
-    if (probes !== undefined) this.#servers.push(await startHealthServer({ ...probes, probes: probeHandlers, ...(shared ? { registry: this.#o.registry } : {}) }));
+    if (probes !== undefined)
+      this.#servers.push(await startHealthServer({ ...probes, probes: probeHandlers, ...(shared ? { registry: this.#o.registry } : {}) }));
     if (metrics !== undefined && !shared) this.#servers.push(await startHealthServer({ ...metrics, registry: this.#o.registry }));
     const election = this.#o.leaderElection;
     if (election === undefined) {
@@ -161,7 +162,12 @@ export class Manager {
     } catch (error) {
       const code = (error as { code?: unknown } | null)?.code;
       if (code === 404) return { ok: true }; // authorized; the first candidate creates it
-      return { ok: false, reasons: [`standby cannot read Lease ${election.namespace}/${election.name}: ${typeof code === 'number' ? `HTTP ${code}` : error instanceof Error ? error.message : String(error)}`] };
+      return {
+        ok: false,
+        reasons: [
+          `standby cannot read Lease ${election.namespace}/${election.name}: ${typeof code === 'number' ? `HTTP ${code}` : error instanceof Error ? error.message : String(error)}`,
+        ],
+      };
     }
   }
 
@@ -183,17 +189,22 @@ export class Manager {
       this.#stopAll.abort();
       await Promise.all(this.#servers.map((s) => s.close()));
       if (drained === 'failed') throw new Error('stopping the work failed');
-    })().then(() => this.#exit(code), async (error: unknown) => {
-      logger.error({ err: error instanceof Error ? error.message : String(error) }, 'shutdown failed');
-      await Promise.all(this.#servers.map((s) => s.close())).catch(() => undefined);
-      this.#exit(1);
-    });
+    })().then(
+      () => this.#exit(code),
+      async (error: unknown) => {
+        logger.error({ err: error instanceof Error ? error.message : String(error) }, 'shutdown failed');
+        await Promise.all(this.#servers.map((s) => s.close())).catch(() => undefined);
+        this.#exit(1);
+      },
+    );
   }
 
   /** Stops the work (a start under way first ends); true once stopped, false past `boundMs`, 'failed' when stopping threw. */
   async #drain(boundMs: number): Promise<boolean | 'failed'> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const bound = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), boundMs); });
+    const bound = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), boundMs);
+    });
     const stopping = (async (): Promise<true | 'failed'> => {
       try {
         await (await this.#starting)?.stop();

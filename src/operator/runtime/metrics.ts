@@ -15,8 +15,10 @@ import type { Priority, WorkQueueMetrics } from './queue.ts';
 /** The product's durations (platform requests). */
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** controller-runtime's buckets of controller_runtime_reconcile_time_seconds. */
-const RECONCILE_TIME_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
-  1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60];
+const RECONCILE_TIME_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8,
+  9, 10, 15, 20, 25, 30, 40, 50, 60,
+];
 /** client-go's buckets of the work queue's durations: 10 ns to 1,000 s, by tens. */
 const WORKQUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => Number((1e-8 * 10 ** i).toPrecision(1)));
 /** The `priority` label of workqueue_depth: controller-runtime's priority queue's values (handler.LowPriority is -100). */
@@ -99,7 +101,7 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
 
   const reconcileTotal = new Counter({
     name: 'controller_runtime_reconcile_total',
-    help: 'Total number of reconciliations per controller (the kind, lower-cased), by result: success, error (the reconcile threw), requeue (rate-limited: a retry, a refusal\'s backoff, a next step), requeue_after (done, looked at again after a set time). A drift check of a key at rest is not a reconcile: drift_checks_total counts those.',
+    help: "Total number of reconciliations per controller (the kind, lower-cased), by result: success, error (the reconcile threw), requeue (rate-limited: a retry, a refusal's backoff, a next step), requeue_after (done, looked at again after a set time). A drift check of a key at rest is not a reconcile: drift_checks_total counts those.",
     labelNames: ['controller', 'result'] as const,
     registers,
   });
@@ -164,7 +166,7 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
   };
   new Gauge({
     name: 'workqueue_unfinished_work_seconds',
-    help: 'How many seconds of work has been done that is in progress and hasn\'t been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.',
+    help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
     labelNames: ['name', 'controller'] as const,
     registers,
     collect() {
@@ -188,12 +190,15 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
     labelNames: ['name', 'controller'] as const,
     registers,
   });
-  const masterStatus = options.leaseName === undefined ? undefined : new Gauge({
-    name: 'leader_election_master_status',
-    help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. \'name\' is the string used to identify the lease. Please make sure to group by name.',
-    labelNames: ['name'] as const,
-    registers,
-  });
+  const masterStatus =
+    options.leaseName === undefined
+      ? undefined
+      : new Gauge({
+          name: 'leader_election_master_status',
+          help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+          labelNames: ['name'] as const,
+          registers,
+        });
   masterStatus?.set({ name: options.leaseName ?? '' }, 0);
 
   const old = deprecated ? deprecatedMetrics(prefix, registers, instead) : undefined;
@@ -317,7 +322,11 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
 
 /** The runtime's metrics as they were named before controller-runtime's names, kept for one release. */
 function deprecatedMetrics(prefix: string, registers: Registry[], instead: (name: string) => string) {
-  const leader = new Gauge({ name: `${prefix}leader`, help: `1 on the replica holding the leader Lease, 0 on standbys. ${instead('leader_election_master_status')}`, registers });
+  const leader = new Gauge({
+    name: `${prefix}leader`,
+    help: `1 on the replica holding the leader Lease, 0 on standbys. ${instead('leader_election_master_status')}`,
+    registers,
+  });
   leader.set(0);
   return {
     reconcileTotal: new Counter({
@@ -333,8 +342,18 @@ function deprecatedMetrics(prefix: string, registers: Registry[], instead: (name
       buckets: DURATION_BUCKETS,
       registers,
     }),
-    depth: new Gauge({ name: `${prefix}workqueue_depth`, help: `Keys waiting in the work queue. ${instead('workqueue_depth')}`, labelNames: ['name'] as const, registers }),
-    adds: new Counter({ name: `${prefix}workqueue_adds_total`, help: `Keys added to the work queue (after deduplication). ${instead('workqueue_adds_total')}`, labelNames: ['name'] as const, registers }),
+    depth: new Gauge({
+      name: `${prefix}workqueue_depth`,
+      help: `Keys waiting in the work queue. ${instead('workqueue_depth')}`,
+      labelNames: ['name'] as const,
+      registers,
+    }),
+    adds: new Counter({
+      name: `${prefix}workqueue_adds_total`,
+      help: `Keys added to the work queue (after deduplication). ${instead('workqueue_adds_total')}`,
+      labelNames: ['name'] as const,
+      registers,
+    }),
     latency: new Histogram({
       name: `${prefix}workqueue_queue_duration_seconds`,
       help: `How long a key waits in the work queue before a worker takes it. ${instead('workqueue_queue_duration_seconds')}`,
@@ -349,7 +368,12 @@ function deprecatedMetrics(prefix: string, registers: Registry[], instead: (name
       buckets: DURATION_BUCKETS,
       registers,
     }),
-    retries: new Counter({ name: `${prefix}workqueue_retries_total`, help: `Rate-limited requeues. ${instead('workqueue_retries_total')}`, labelNames: ['name'] as const, registers }),
+    retries: new Counter({
+      name: `${prefix}workqueue_retries_total`,
+      help: `Rate-limited requeues. ${instead('workqueue_retries_total')}`,
+      labelNames: ['name'] as const,
+      registers,
+    }),
     leader,
   };
 }

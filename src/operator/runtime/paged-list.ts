@@ -61,7 +61,11 @@ export function pagedList<T extends KubernetesObject>(kubeConfig: KubeConfig, pa
 }
 
 /** The same LIST, for a projection of any shape (what one decision reads of each object). */
-export async function listProjected<T>(kubeConfig: KubeConfig, path: string, options: PagedListOptions<T>): Promise<{ items: T[]; resourceVersion: string | undefined }> {
+export async function listProjected<T>(
+  kubeConfig: KubeConfig,
+  path: string,
+  options: PagedListOptions<T>,
+): Promise<{ items: T[]; resourceVersion: string | undefined }> {
   for (let restarts = 0; ; restarts++) {
     try {
       return await listOnce(kubeConfig, path, options);

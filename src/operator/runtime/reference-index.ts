@@ -38,7 +38,7 @@ export class ReferenceIndex {
 
   /** The keys whose objects name `value`. */
   keysOf(value: string): readonly string[] {
-    return [...this.#byValue.get(value) ?? []];
+    return [...(this.#byValue.get(value) ?? [])];
   }
 
   /** How many values are indexed (tests: nothing is left behind). */

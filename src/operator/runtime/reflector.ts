@@ -141,7 +141,7 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
       for (const v of ['add', 'update', 'delete'] as const) this.on(v, cb);
       return;
     }
-    this.#callbacks.set(verb, [...this.#callbacks.get(verb) ?? [], cb]);
+    this.#callbacks.set(verb, [...(this.#callbacks.get(verb) ?? []), cb]);
   }
 
   off(verb: Verb, cb: Callback<T>): void {
@@ -149,7 +149,10 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
       for (const v of ['add', 'update', 'delete'] as const) this.off(v, cb);
       return;
     }
-    this.#callbacks.set(verb, (this.#callbacks.get(verb) ?? []).filter((c) => c !== cb));
+    this.#callbacks.set(
+      verb,
+      (this.#callbacks.get(verb) ?? []).filter((c) => c !== cb),
+    );
   }
 
   get(name: string, namespace?: string): T | undefined {
@@ -157,7 +160,7 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
   }
 
   list(namespace?: string): T[] {
-    if (namespace !== undefined && namespace !== '') return [...this.#objects.get(namespace)?.values() ?? []];
+    if (namespace !== undefined && namespace !== '') return [...(this.#objects.get(namespace)?.values() ?? [])];
     return [...this.#objects.values()].flatMap((objects) => [...objects.values()]);
   }
 
@@ -337,31 +340,38 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
         timeoutSeconds: Math.round((this.#o.minWatchTimeoutSeconds ?? 300) * (1 + Math.random())),
       };
       if (this.#labelSelector !== undefined) params.labelSelector = this.#labelSelector;
-      this.#watch.watch(this.#path, params, (phase: string, obj: unknown) => {
-        if (ended || this.#stopped) return;
-        if (phase === 'ERROR') {
-          status = obj as WatchEnd['status'];
-          return;
-        }
-        const object = obj as T;
-        const version = object.metadata?.resourceVersion;
-        if (phase === 'ADDED' || phase === 'MODIFIED') this.#upsert(object);
-        else if (phase === 'DELETED') this.#delete(object);
-        else if (phase !== 'BOOKMARK') return;
-        events++;
-        this.#current();
-        if (version !== undefined && version !== '') this.#resourceVersion = version;
-      }, done).then((request) => {
-        if (ended) return;
-        if (this.#stopped) {
-          request.abort();
-          return;
-        }
-        this.#request = request;
-        this.#openSince = this.#now();
-        // Open for a second without an error: current again (failingSince() says so), told at once.
-        if (this.#failingSince !== undefined) setTimeout(() => this.failingSince(), CONFIRM_OPEN_MS + 10).unref();
-      }, done);
+      this.#watch
+        .watch(
+          this.#path,
+          params,
+          (phase: string, obj: unknown) => {
+            if (ended || this.#stopped) return;
+            if (phase === 'ERROR') {
+              status = obj as WatchEnd['status'];
+              return;
+            }
+            const object = obj as T;
+            const version = object.metadata?.resourceVersion;
+            if (phase === 'ADDED' || phase === 'MODIFIED') this.#upsert(object);
+            else if (phase === 'DELETED') this.#delete(object);
+            else if (phase !== 'BOOKMARK') return;
+            events++;
+            this.#current();
+            if (version !== undefined && version !== '') this.#resourceVersion = version;
+          },
+          done,
+        )
+        .then((request) => {
+          if (ended) return;
+          if (this.#stopped) {
+            request.abort();
+            return;
+          }
+          this.#request = request;
+          this.#openSince = this.#now();
+          // Open for a second without an error: current again (failingSince() says so), told at once.
+          if (this.#failingSince !== undefined) setTimeout(() => this.failingSince(), CONFIRM_OPEN_MS + 10).unref();
+        }, done);
     });
   }
 

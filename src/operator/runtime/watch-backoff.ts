@@ -27,7 +27,8 @@ export class WatchBackoff {
     this.#maxMs = options.maxMs ?? 60_000;
     this.#jitter = options.jitter ?? 0.1;
     this.#random = options.random ?? Math.random;
-    if (!(this.#initialMs > 0) || !(this.#maxMs >= this.#initialMs)) throw new Error(`watch backoff: need 0 < initial (${this.#initialMs}) <= max (${this.#maxMs})`);
+    if (!(this.#initialMs > 0) || !(this.#maxMs >= this.#initialMs))
+      throw new Error(`watch backoff: need 0 < initial (${this.#initialMs}) <= max (${this.#maxMs})`);
   }
 
   /** The pause before the next attempt, counting one more failure. */

@@ -11,7 +11,8 @@ export function parseWatchNamespaces(text: string | undefined): string[] | undef
   if (text === undefined || text.trim() === '') return undefined;
   const names = text.split(',').map((n) => n.trim());
   for (const name of names) {
-    if (!DNS_LABEL.test(name)) throw new Error(`--watch-namespace: ${JSON.stringify(name)} is not a namespace name (comma-separated DNS labels, e.g. team-a,team-b)`);
+    if (!DNS_LABEL.test(name))
+      throw new Error(`--watch-namespace: ${JSON.stringify(name)} is not a namespace name (comma-separated DNS labels, e.g. team-a,team-b)`);
   }
   return [...new Set(names)].sort();
 }

@@ -37,7 +37,9 @@ export function soleLeadership(signal: AbortSignal): Leadership {
   };
 }
 
-interface RequestContextLike { getHttpMethod(): string }
+interface RequestContextLike {
+  getHttpMethod(): string;
+}
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

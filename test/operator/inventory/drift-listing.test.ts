@@ -10,25 +10,53 @@ import { adapterFor, listFor, type KeyPlatform, type ListedKey } from '../../../
 import type { ListingView } from '../../../src/operator/keys/observing/drift.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 
-const listed = (id: number): ListedKey => ({
-  id, name: `key-${id}`, created_at: '2026-11-23T10:00:00Z', created_by: { id: 'u-1', name: 'alice', image: 'https://example.com/a.png' }, last_used_at: null, last_used_from_addr: '',
-}) as ListedKey;
+const listed = (id: number): ListedKey =>
+  ({
+    id,
+    name: `key-${id}`,
+    created_at: '2026-11-23T10:00:00Z',
+    created_by: { id: 'u-1', name: 'alice', image: 'https://example.com/a.png' },
+    last_used_at: null,
+    last_used_from_addr: '',
+  }) as ListedKey;
 
 /** A reader that keeps the ids and names of the list, and counts what it was made from. */
 function names(id = 'names'): ListingView<{ id: number; name: string }[]> & { made: number } {
-  const view = { id, made: 0, make: (listed: readonly ListedKey[]) => { view.made++; return listed.map((k) => ({ id: k.id, name: k.name })); } };
+  const view = {
+    id,
+    made: 0,
+    make: (listed: readonly ListedKey[]) => {
+      view.made++;
+      return listed.map((k) => ({ id: k.id, name: k.name }));
+    },
+  };
   return view;
 }
 
 function counting() {
   let keys = [listed(1), listed(2)];
   let calls = 0;
-  const platform = { listOrganizationKeys: async () => { calls++; return keys; }, listPersonalKeys: async () => { calls++; return keys; } } as unknown as KeyPlatform;
-  return { platform, calls: () => calls, setKeys: (ids: number[]) => { keys = ids.map(listed); } };
+  const platform = {
+    listOrganizationKeys: async () => {
+      calls++;
+      return keys;
+    },
+    listPersonalKeys: async () => {
+      calls++;
+      return keys;
+    },
+  } as unknown as KeyPlatform;
+  return {
+    platform,
+    calls: () => calls,
+    setKeys: (ids: number[]) => {
+      keys = ids.map(listed);
+    },
+  };
 }
 
 describe('DriftCache.listing: an inventory on the drift list', () => {
-  it('lists with the key adapters\' scopes (one list per scope, whoever asks)', () => {
+  it("lists with the key adapters' scopes (one list per scope, whoever asks)", () => {
     const org = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Organization', organizationId: 'org-a-1' } as never);
     const project = adapterFor({ kind: 'ProjectApiKey' } as KeyResource, { organizationId: 'org-a-1', projectId: 'p-1' } as never);
     const personal = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Personal' } as never);
@@ -36,7 +64,7 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     expect(personal.listScope).toBe(listFor(undefined).listScope);
   });
 
-  it('shares the checks\' request: an inventory asking from the start costs no list of its own, per interval', async () => {
+  it("shares the checks' request: an inventory asking from the start costs no list of its own, per interval", async () => {
     let now = 1_000_000;
     const cache = new DriftCache(60_000, () => now);
     const p = counting();
@@ -44,7 +72,10 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     const first = await cache.listing('cred-a', listFor('org-a-1'), p.platform, view);
     expect(p.calls()).toBe(1);
     // What the reader's view kept of the answer, made once.
-    expect(first.view).toEqual([{ id: 1, name: 'key-1' }, { id: 2, name: 'key-2' }]);
+    expect(first.view).toEqual([
+      { id: 1, name: 'key-1' },
+      { id: 2, name: 'key-2' },
+    ]);
     expect(view.made).toBe(1);
     // A drift check of a key of that organization, on the same credentials, reads the same snapshot.
     const adapter = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Organization', organizationId: 'org-a-1' } as never);
@@ -79,7 +110,7 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     expect(p.calls()).toBe(2);
   });
 
-  it('keeps one view per reader\'s id: a new view takes the list once more; at most four are kept', async () => {
+  it("keeps one view per reader's id: a new view takes the list once more; at most four are kept", async () => {
     const now = 1_000_000;
     const cache = new DriftCache(60_000, () => now);
     const p = counting();
@@ -100,12 +131,18 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     expect(p.calls()).toBe(6);
   });
 
-  it('a view that another view of the same list answers (from) costs no list: the list\'s age alone decides when it is taken again', async () => {
+  it("a view that another view of the same list answers (from) costs no list: the list's age alone decides when it is taken again", async () => {
     let now = 1_000_000;
     const cache = new DriftCache(60_000, () => now);
     const p = counting();
     const derivable = (id: string): ReturnType<typeof names> & { derived: number } => {
-      const view = Object.assign(names(id), { derived: 0, from: (_: string, other: unknown) => { view.derived++; return other as { id: number; name: string }[]; } });
+      const view = Object.assign(names(id), {
+        derived: 0,
+        from: (_: string, other: unknown) => {
+          view.derived++;
+          return other as { id: number; name: string }[];
+        },
+      });
       return view;
     };
     const first = derivable('v-0');
@@ -126,17 +163,29 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     expect(p.calls()).toBe(3);
   });
 
-  it('inventory views: one listing per list whatever the unusedAfter; another unusedAfter is answered from it with exact counts, unused keys\' details from the next list', async () => {
+  it("inventory views: one listing per list whatever the unusedAfter; another unusedAfter is answered from it with exact counts, unused keys' details from the next list", async () => {
     let now = Date.parse('2026-11-26T00:00:00Z');
     const H = 3_600_000;
     const cache = new DriftCache(60_000, () => now);
     let calls = 0;
     // 300 keys never used, one an hour, all managed: the only details kept are the unused ones'.
     const keys = Array.from({ length: 300 }, (_, i) => ({ ...listed(1 + i), created_at: new Date(now - (300 - i) * H).toISOString().replace(/\.\d+Z$/, 'Z') }));
-    const platform = { listOrganizationKeys: async () => { calls++; return keys; } } as unknown as KeyPlatform;
+    const platform = {
+      listOrganizationKeys: async () => {
+        calls++;
+        return keys;
+      },
+    } as unknown as KeyPlatform;
     const recorded = new Set(keys.map((k) => k.id));
-    const ask = (unusedAfterMs: number) => cache.listing('cred-a', listFor('org-a-7'), platform, inventoryView(unusedAfterMs, () => recorded));
-    const reportOf = (r: Awaited<ReturnType<typeof ask>>, unusedAfterMs: number) => report({ listing: r.view, isManaged: () => true, unusedAfterMs, listedAt: r.at, scope: 'Organization' });
+    const ask = (unusedAfterMs: number) =>
+      cache.listing(
+        'cred-a',
+        listFor('org-a-7'),
+        platform,
+        inventoryView(unusedAfterMs, () => recorded),
+      );
+    const reportOf = (r: Awaited<ReturnType<typeof ask>>, unusedAfterMs: number) =>
+      report({ listing: r.view, isManaged: () => true, unusedAfterMs, listedAt: r.at, scope: 'Organization' });
     const first = await ask(250 * H);
     expect(calls).toBe(1);
     expect([...first.view.unusedDetailsFor]).toEqual([250 * H]);
@@ -146,7 +195,13 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     const other = await ask(10 * H);
     expect(calls).toBe(1);
     expect(other.view).toBe(first.view);
-    const expected = report({ listing: keep(keys, other.at, 10 * H, recorded), isManaged: () => true, unusedAfterMs: 10 * H, listedAt: other.at, scope: 'Organization' });
+    const expected = report({
+      listing: keep(keys, other.at, 10 * H, recorded),
+      isManaged: () => true,
+      unusedAfterMs: 10 * H,
+      listedAt: other.at,
+      scope: 'Organization',
+    });
     const derived = reportOf(other, 10 * H);
     expect([derived.live, derived.unused, derived.neverUsed]).toEqual([300, 291, 300]);
     expect([derived.live, derived.unused, derived.neverUsed]).toEqual([expected.live, expected.unused, expected.neverUsed]);
@@ -183,11 +238,16 @@ describe('DriftCache.listing: an inventory on the drift list', () => {
     expect([p.calls(), v.made]).toEqual([5, 3]);
   });
 
-  it('a failed list is the inventory\'s failure, remembered for the interval as for the checks', async () => {
+  it("a failed list is the inventory's failure, remembered for the interval as for the checks", async () => {
     let now = 1_000_000;
     const cache = new DriftCache(60_000, () => now);
     let calls = 0;
-    const platform = { listOrganizationKeys: async () => { calls++; throw Object.assign(new Error('refused'), { code: 'UNAUTHORIZED', status: 401 }); } } as unknown as KeyPlatform;
+    const platform = {
+      listOrganizationKeys: async () => {
+        calls++;
+        throw Object.assign(new Error('refused'), { code: 'UNAUTHORIZED', status: 401 });
+      },
+    } as unknown as KeyPlatform;
     await expect(cache.listing('cred-x', listFor('org-a-3'), platform, names())).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
     await expect(cache.listing('cred-x', listFor('org-a-3'), platform, names())).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
     expect(calls).toBe(1);

@@ -7,7 +7,13 @@ import { Registry } from 'prom-client';
 import { INVENTORY_METRIC, INVENTORY_STATES, registerInventoryGauge, type InventoryCounts } from '../../../src/operator/inventory/metrics.ts';
 
 const withOrigins: InventoryCounts = {
-  namespace: 'team-a', name: 'org', organizationId: 'org-demo-00000001', live: 9, managed: 3, notManaged: 6, unused: 2,
+  namespace: 'team-a',
+  name: 'org',
+  organizationId: 'org-demo-00000001',
+  live: 9,
+  managed: 3,
+  notManaged: 6,
+  unused: 2,
   notManagedByOrigin: { thisCluster: 1, otherCluster: 4, byHand: 1 },
 };
 const withoutOrigins: InventoryCounts = { namespace: 'team-b', name: 'personal', organizationId: undefined, live: 2, managed: 0, notManaged: 2, unused: 0 };
@@ -16,7 +22,15 @@ const withoutOrigins: InventoryCounts = { namespace: 'team-b', name: 'personal',
 async function samples(registry: Registry): Promise<Map<string, number>> {
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === INVENTORY_METRIC);
   const values = (metric?.values ?? []) as { labels: Record<string, string | number>; value: number }[];
-  return new Map(values.map((v) => [['namespace', 'inventory', 'state', 'organization'].filter((k) => k in v.labels).map((k) => `${k}=${v.labels[k]}`).join(','), v.value]));
+  return new Map(
+    values.map((v) => [
+      ['namespace', 'inventory', 'state', 'organization']
+        .filter((k) => k in v.labels)
+        .map((k) => `${k}=${v.labels[k]}`)
+        .join(','),
+      v.value,
+    ]),
+  );
 }
 
 describe('the inventory gauge', () => {
@@ -24,19 +38,21 @@ describe('the inventory gauge', () => {
     const registry = new Registry();
     const unregister = registerInventoryGauge(registry, () => [withOrigins, withoutOrigins], false);
     const got = await samples(registry);
-    expect(got).toEqual(new Map([
-      ['namespace=team-a,inventory=org,state=live', 9],
-      ['namespace=team-a,inventory=org,state=managed', 3],
-      ['namespace=team-a,inventory=org,state=unmanaged', 6],
-      ['namespace=team-a,inventory=org,state=unused', 2],
-      ['namespace=team-a,inventory=org,state=unmanaged_this_cluster', 1],
-      ['namespace=team-a,inventory=org,state=unmanaged_other_cluster', 4],
-      ['namespace=team-a,inventory=org,state=unmanaged_by_hand', 1],
-      ['namespace=team-b,inventory=personal,state=live', 2],
-      ['namespace=team-b,inventory=personal,state=managed', 0],
-      ['namespace=team-b,inventory=personal,state=unmanaged', 2],
-      ['namespace=team-b,inventory=personal,state=unused', 0],
-    ]));
+    expect(got).toEqual(
+      new Map([
+        ['namespace=team-a,inventory=org,state=live', 9],
+        ['namespace=team-a,inventory=org,state=managed', 3],
+        ['namespace=team-a,inventory=org,state=unmanaged', 6],
+        ['namespace=team-a,inventory=org,state=unused', 2],
+        ['namespace=team-a,inventory=org,state=unmanaged_this_cluster', 1],
+        ['namespace=team-a,inventory=org,state=unmanaged_other_cluster', 4],
+        ['namespace=team-a,inventory=org,state=unmanaged_by_hand', 1],
+        ['namespace=team-b,inventory=personal,state=live', 2],
+        ['namespace=team-b,inventory=personal,state=managed', 0],
+        ['namespace=team-b,inventory=personal,state=unmanaged', 2],
+        ['namespace=team-b,inventory=personal,state=unused', 0],
+      ]),
+    );
     const split = [...got].filter(([k]) => k.startsWith('namespace=team-a,') && /state=unmanaged_/.test(k)).reduce((n, [, v]) => n + v, 0);
     expect(split).toBe(got.get('namespace=team-a,inventory=org,state=unmanaged'));
     // Every state written is one INVENTORY_STATES names (what the alert rules are checked against), and each is written.

@@ -10,7 +10,12 @@ const H = 3_600_000;
 const T0 = Date.parse('2026-11-26T00:00:00Z');
 const at = (ms: number): string => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 const key = (id: number, createdH: number, lastUsedH?: number, extra: Partial<ListedKey> = {}): ListedKey => ({
-  id, name: `k-${id}`, created_at: at(T0 + createdH * H), last_used_at: lastUsedH === undefined ? null : at(T0 + lastUsedH * H), last_used_from_addr: lastUsedH === undefined ? '' : '10.0.0.1', ...extra,
+  id,
+  name: `k-${id}`,
+  created_at: at(T0 + createdH * H),
+  last_used_at: lastUsedH === undefined ? null : at(T0 + lastUsedH * H),
+  last_used_from_addr: lastUsedH === undefined ? '' : '10.0.0.1',
+  ...extra,
 });
 
 /**
@@ -39,11 +44,26 @@ describe('report()', () => {
     const r = reportOf(base);
     expect([r.live, r.managed, r.notManaged, r.unused, r.neverUsed]).toEqual([5, 2, 3, 2, 2]);
     expect(r.notManagedKeys.map((k) => k.id)).toEqual([4, 5, 3]); // newest first
-    expect(r.unusedKeys.map((k) => [k.id, k.managed])).toEqual([[3, false], [2, true]]);
-    expect(r.notManagedKeys[1]).toEqual({ id: 5, name: 'k-5', kind: 'Project', projectId: 'p-1', createdAt: at(T0 + 3 * H), lastUsedAt: at(T0 + 98 * H), lastUsedFromAddr: '10.0.0.1', managed: false });
+    expect(r.unusedKeys.map((k) => [k.id, k.managed])).toEqual([
+      [3, false],
+      [2, true],
+    ]);
+    expect(r.notManagedKeys[1]).toEqual({
+      id: 5,
+      name: 'k-5',
+      kind: 'Project',
+      projectId: 'p-1',
+      createdAt: at(T0 + 3 * H),
+      lastUsedAt: at(T0 + 98 * H),
+      lastUsedFromAddr: '10.0.0.1',
+      managed: false,
+    });
     expect(r.notManagedKeys[0]?.lastUsedAt).toBeUndefined();
     // The first report says nothing is news.
-    expect([r.appeared, r.wentUnused]).toEqual([{ keys: [], total: 0 }, { keys: [], total: 0 }]);
+    expect([r.appeared, r.wentUnused]).toEqual([
+      { keys: [], total: 0 },
+      { keys: [], total: 0 },
+    ]);
   });
 
   it('bounds each list to 50, newest first, the counts being the totals', () => {
@@ -61,7 +81,12 @@ describe('report()', () => {
   });
 
   it.each([
-    ['by the ids this process saw: a key no longer managed (retained) appears, one seen before does not', { listedAt: T0 + 99 * H, notManaged: new Set([3, 5]) }, [4], []],
+    [
+      'by the ids this process saw: a key no longer managed (retained) appears, one seen before does not',
+      { listedAt: T0 + 99 * H, notManaged: new Set([3, 5]) },
+      [4],
+      [],
+    ],
     ['without them (after a restart): by creation after the previous list', { listedAt: T0 + 90 * H }, [4], []],
     ['a managed key whose unusedAfter ran out since the previous list went unused', { listedAt: T0 + 20 * H, notManaged: new Set([3, 4, 5]) }, [], [2]],
   ] as const)('news: %s', (_, previous, appeared, wentUnused) => {
@@ -71,7 +96,7 @@ describe('report()', () => {
     expect([r.appeared.total, r.wentUnused.total]).toEqual([appeared.length, wentUnused.length]);
   });
 
-  it('keeps every key\'s counts but the details of the newest 200 keys not managed and 200 unused only: a huge list keeps no more', () => {
+  it("keeps every key's counts but the details of the newest 200 keys not managed and 200 unused only: a huge list keeps no more", () => {
     // 5,000 keys: 3,000 by hand and used lately (ids 10000..), then 2,000 managed, never used, old (ids 20000..).
     const byHand = Array.from({ length: 3_000 }, (_, i) => key(10_000 + i, 50 + i / 100, 99));
     const old = Array.from({ length: 2_000 }, (_, i) => key(20_000 + i, i / 100));
@@ -100,7 +125,11 @@ describe('report()', () => {
   });
 
   it('truncates what the platform says to the status bounds', () => {
-    const r = reportOf({ ...base, keys: [key(9, 0, undefined, { name: 'n'.repeat(300), created_by: { id: 'i'.repeat(300), name: 'm'.repeat(300) } })], isManaged: () => false });
+    const r = reportOf({
+      ...base,
+      keys: [key(9, 0, undefined, { name: 'n'.repeat(300), created_by: { id: 'i'.repeat(300), name: 'm'.repeat(300) } })],
+      isManaged: () => false,
+    });
     expect(r.notManagedKeys[0]?.name).toHaveLength(64);
     expect((r.notManagedKeys[0]?.createdBy ?? '').length).toBeLessThanOrEqual(128);
   });
@@ -129,14 +158,31 @@ describe('the Ready condition', () => {
 
   it('Listed names the entries shown without details, when there are', () => {
     expect(listed(300, 0, 300, 0).message).toBe('300 live keys: 0 managed in this cluster, 300 not managed, 0 unused');
-    expect(listed(300, 0, 300, 0, 50)).toEqual(expect.objectContaining({ status: 'True', reason: 'Listed', message: expect.stringContaining('; 50 of the keys listed are shown without name, creator, project and address') }));
+    expect(listed(300, 0, 300, 0, 50)).toEqual(
+      expect.objectContaining({
+        status: 'True',
+        reason: 'Listed',
+        message: expect.stringContaining('; 50 of the keys listed are shown without name, creator, project and address'),
+      }),
+    );
   });
 
   it('keeps lastTransitionTime while the status holds, and moves it when it changes', () => {
     const t1 = new Date('2026-11-26T01:00:00Z');
     const first = withReady(undefined, listed(3, 1, 2, 0), 1, t1);
-    expect(first).toEqual([{ type: 'Ready', status: 'True', reason: 'Listed', message: '3 live keys: 1 managed in this cluster, 2 not managed, 0 unused', observedGeneration: 1, lastTransitionTime: '2026-11-26T01:00:00Z' }]);
+    expect(first).toEqual([
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'Listed',
+        message: '3 live keys: 1 managed in this cluster, 2 not managed, 0 unused',
+        observedGeneration: 1,
+        lastTransitionTime: '2026-11-26T01:00:00Z',
+      },
+    ]);
     expect(withReady(first, listed(4, 1, 3, 0), 2, new Date('2026-11-26T02:00:00Z'))[0]?.lastTransitionTime).toBe('2026-11-26T01:00:00Z');
-    expect(withReady(first, listFailed(undefined, 'Organization'), 2, new Date('2026-11-26T02:00:00Z'))[0]).toEqual(expect.objectContaining({ status: 'False', lastTransitionTime: '2026-11-26T02:00:00Z', reason: 'PlatformUnavailable' }));
+    expect(withReady(first, listFailed(undefined, 'Organization'), 2, new Date('2026-11-26T02:00:00Z'))[0]).toEqual(
+      expect.objectContaining({ status: 'False', lastTransitionTime: '2026-11-26T02:00:00Z', reason: 'PlatformUnavailable' }),
+    );
   });
 });

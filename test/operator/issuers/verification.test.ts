@@ -30,14 +30,17 @@ describe('verifyCredentials()', () => {
     await emulator?.close();
   });
 
-  it('an administrator\'s personal key is Verified, with the user\'s id, email and role', async () => {
+  it("an administrator's personal key is Verified, with the user's id, email and role", async () => {
     const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
     const v = await verifyCredentials(client(keyOf('alice')), ORG);
     expect(v).toEqual({ outcome: 'Verified', user: { id: alice?.id, email: 'alice@example.com', role: 'admin' } });
   });
 
-  it('a member\'s is NotAnAdministrator; a user outside the organization\'s is NotAMember', async () => {
-    expect(await verifyCredentials(client(keyOf('bob')), ORG)).toEqual({ outcome: 'NotAnAdministrator', user: expect.objectContaining({ email: 'bob@example.com', role: 'member' }) });
+  it("a member's is NotAnAdministrator; a user outside the organization's is NotAMember", async () => {
+    expect(await verifyCredentials(client(keyOf('bob')), ORG)).toEqual({
+      outcome: 'NotAnAdministrator',
+      user: expect.objectContaining({ email: 'bob@example.com', role: 'member' }),
+    });
     const carol = await verifyCredentials(client(keyOf('carol')), ORG);
     expect(carol).toEqual(expect.objectContaining({ outcome: 'NotAMember', user: expect.objectContaining({ email: 'carol@example.com' }) }));
     expectNoKey(carol);
@@ -60,7 +63,9 @@ describe('verifyCredentials()', () => {
     await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', { rules: [{ route: '/api/v2/users/me', probability: 1, kind: 'status', status: 503 }] });
     const down = await verifyCredentials(client(keyOf('alice')), ORG);
     expect(down).toEqual({ outcome: 'Unavailable', rateLimited: false, failure: expect.objectContaining({ status: 503 }) });
-    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', { rules: [{ route: '/api/v2/organizations/:org_id/members', probability: 1, kind: 'status', status: 429 }] });
+    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', {
+      rules: [{ route: '/api/v2/organizations/:org_id/members', probability: 1, kind: 'status', status: 429 }],
+    });
     expect(await verifyCredentials(client(keyOf('alice')), ORG)).toEqual(expect.objectContaining({ outcome: 'Unavailable', rateLimited: true }));
     await emulatorAdmin(emulator.adminUrl, 'DELETE', '/faults');
     expectNoKey(down);

@@ -12,7 +12,13 @@ import { CREDENTIALS, NAMESPACE, keyResource, rig } from './fakes.ts';
 describe('bounds on what a tenant sizes', () => {
   it('refuses credentials longer than any API key (here 1 MiB) before any platform client is made, with a condition saying so', async () => {
     const made: string[] = [];
-    const r = rig({ credentials: false, platformFor: (apiKey) => { made.push(apiKey); throw new Error('no client may be made'); } });
+    const r = rig({
+      credentials: false,
+      platformFor: (apiKey) => {
+        made.push(apiKey);
+        throw new Error('no client may be made');
+      },
+    });
     r.kube.putSecret({ metadata: { name: CREDENTIALS, namespace: NAMESPACE }, data: { apiKey: Buffer.alloc(1024 * 1024, 'k').toString('base64') } });
     r.kube.putResource(keyResource('ApiKey', 'ci', { finalizers: ['keys.neon.dev/finalizer'] }));
     expect(await r.reconcile()).toEqual({ type: 'Backoff' });
@@ -33,7 +39,13 @@ describe('bounds on what a tenant sizes', () => {
   it(`keeps at most ${MAX_CLIENTS} platform clients, the least recently used dropped first, each idle one after its time`, () => {
     let now = 0;
     let made = 0;
-    const clients = new PlatformClients(() => { made += 1; return {} as KeyPlatform; }, { now: () => now });
+    const clients = new PlatformClients(
+      () => {
+        made += 1;
+        return {} as KeyPlatform;
+      },
+      { now: () => now },
+    );
     const first = clients.for('key-0');
     for (let i = 1; i < 3 * MAX_CLIENTS; i++) {
       clients.for(`key-${i}`);
@@ -53,7 +65,12 @@ describe('bounds on what a tenant sizes', () => {
   it(`keeps at most ${MAX_DRIFT_LISTS} drift lists with their failures, and none nobody asked for lately`, async () => {
     let now = 0;
     const cache = new DriftCache(60_000, () => now);
-    const refused = { listScope: 'org:o-1', list: async () => { throw new Error('401'); } } as unknown as KeyAdapter;
+    const refused = {
+      listScope: 'org:o-1',
+      list: async () => {
+        throw new Error('401');
+      },
+    } as unknown as KeyAdapter;
     // A credentials Secret rewritten with a new value each time: a new id, a failed list, each time.
     for (let i = 0; i < 2 * MAX_DRIFT_LISTS; i++) {
       await expect(cache.keyState(`cred-${i}`, refused, {} as KeyPlatform, 1, undefined)).rejects.toThrow('401');
@@ -64,10 +81,18 @@ describe('bounds on what a tenant sizes', () => {
     expect(cache.size).toBe(0);
   });
 
-  it('caches a managed Secret\'s owner annotation only when it can name a resource', () => {
-    const secret = (owner: string) => trimSecret({
-      metadata: { name: 's', namespace: 'n', uid: 'u', resourceVersion: '1', labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' }, annotations: { 'keys.neon.dev/owner': owner } },
-    });
+  it("caches a managed Secret's owner annotation only when it can name a resource", () => {
+    const secret = (owner: string) =>
+      trimSecret({
+        metadata: {
+          name: 's',
+          namespace: 'n',
+          uid: 'u',
+          resourceVersion: '1',
+          labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
+          annotations: { 'keys.neon.dev/owner': owner },
+        },
+      });
     expect(secret('ApiKey/ci').metadata?.annotations).toEqual({ 'keys.neon.dev/owner': 'ApiKey/ci' });
     expect(secret(`ProjectApiKey/${'a'.repeat(253)}`).metadata?.annotations).toBeDefined();
     for (const owner of [`ApiKey/${'a'.repeat(254)}`, `ApiKey/${'a'.repeat(250_000)}`, 'Deployment/x', 'ApiKey/UPPER', 'ApiKey/']) {

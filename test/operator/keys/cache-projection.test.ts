@@ -8,15 +8,31 @@ import vm from 'node:vm';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import { makeMetadataInformer, makeTrimmedInformer } from '../../../src/operator/runtime/informer-cache.ts';
 import { listMetadata } from '../../../src/operator/runtime/paged-list.ts';
-import { SEED_MAX_CHARS, SEEDS_MAX_CHARS, cachedCopy, seedCharsKept, credentialsSecretOf, newKeyOrganization, recordedKeyIds, trimKeyResource, trimSecret } from '../../../src/operator/keys/observing/cache-projection.ts';
+import {
+  SEED_MAX_CHARS,
+  SEEDS_MAX_CHARS,
+  cachedCopy,
+  seedCharsKept,
+  credentialsSecretOf,
+  newKeyOrganization,
+  recordedKeyIds,
+  trimKeyResource,
+  trimSecret,
+} from '../../../src/operator/keys/observing/cache-projection.ts';
 import { controlPlane } from '../../harness/index.ts';
 
 describe('trimKeyResource and trimSecret', () => {
   it('keep of a resource only what the controller reads', () => {
     const obj = {
-      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
+      apiVersion: 'keys.neon.dev/v1alpha1',
+      kind: 'ProjectApiKey',
       metadata: {
-        name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0),
+        name: 'a',
+        namespace: 'n',
+        uid: 'u',
+        resourceVersion: '7',
+        generation: 2,
+        deletionTimestamp: new Date(0),
         labels: { team: 'x' },
         annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"spec":{}}', 'keys.neon.dev/create-pending': '{}' },
         managedFields: [{ manager: 'kubectl', operation: 'Apply' }],
@@ -24,12 +40,17 @@ describe('trimKeyResource and trimSecret', () => {
       },
       spec: { organizationId: 'o', projectId: 'p', keyName: 'k', credentialsSecretRef: { name: 'c', key: 'apiKey' } },
       status: {
-        keyId: 3, secretHash: 'h'.repeat(64), operations: [{ id: 'op', status: 'running' }],
-        conditions: [{ type: 'Ready', status: 'True', reason: 'Ready', message: 'key 3 is ready', lastTransitionTime: '2026-11-23T00:00:00Z', observedGeneration: 2 }],
+        keyId: 3,
+        secretHash: 'h'.repeat(64),
+        operations: [{ id: 'op', status: 'running' }],
+        conditions: [
+          { type: 'Ready', status: 'True', reason: 'Ready', message: 'key 3 is ready', lastTransitionTime: '2026-11-23T00:00:00Z', observedGeneration: 2 },
+        ],
       },
     };
     expect(trimKeyResource(obj)).toEqual({
-      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
+      apiVersion: 'keys.neon.dev/v1alpha1',
+      kind: 'ProjectApiKey',
       metadata: { name: 'a', namespace: 'n', uid: 'u', resourceVersion: '7', generation: 2, deletionTimestamp: new Date(0) },
       spec: { projectId: 'p', organizationId: 'o', credentialsSecretRef: { name: 'c' } },
       status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Ready' }] },
@@ -39,25 +60,51 @@ describe('trimKeyResource and trimSecret', () => {
       pending: true,
     });
     // Retiring keys too; ids that are not safe integers are not kept (a status restored from anywhere).
-    const retiring = trimKeyResource({ ...obj, status: { keyId: 3, retiringKeys: [{ keyId: 2 }, { keyId: 'x' }, { keyId: 2 ** 60 }, { keyId: -1 }] } } as never);
+    const retiring = trimKeyResource({
+      ...obj,
+      status: { keyId: 3, retiringKeys: [{ keyId: 2 }, { keyId: 'x' }, { keyId: 2 ** 60 }, { keyId: -1 }] },
+    } as never);
     expect([retiring.keyId, retiring.retiringKeyIds]).toEqual([3, [2]]);
-    expect(recordedKeyIds([retiring, trimKeyResource({ ...obj, status: { keyId: 7 } } as never), trimKeyResource({ ...obj, status: { keyId: '9' } } as never)], new Set())).toEqual(new Set([3, 2, 7]));
+    expect(
+      recordedKeyIds(
+        [retiring, trimKeyResource({ ...obj, status: { keyId: 7 } } as never), trimKeyResource({ ...obj, status: { keyId: '9' } } as never)],
+        new Set(),
+      ),
+    ).toEqual(new Set([3, 2, 7]));
     // A new key (no status) is kept whole too, as JSON (cachedCopy(), below).
-    expect(trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n' }, spec: { scope: 'Personal' } } as never))
-      .toEqual({
-        apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined }, spec: {}, status: { conditions: [] },
-        seed: '{"apiVersion":"keys.neon.dev/v1alpha1","kind":"ApiKey","metadata":{"name":"b","namespace":"n"},"spec":{"scope":"Personal"}}',
-      });
+    expect(
+      trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'b', namespace: 'n' }, spec: { scope: 'Personal' } } as never),
+    ).toEqual({
+      apiVersion: 'keys.neon.dev/v1alpha1',
+      kind: 'ApiKey',
+      metadata: { name: 'b', namespace: 'n', uid: undefined, resourceVersion: undefined },
+      spec: {},
+      status: { conditions: [] },
+      seed: '{"apiVersion":"keys.neon.dev/v1alpha1","kind":"ApiKey","metadata":{"name":"b","namespace":"n"},"spec":{"scope":"Personal"}}',
+    });
   });
 
   it('keep a new key whole (no status, no intent, not being deleted, at most SEED_MAX_CHARS of JSON), for its create without a read, and nothing else whole', () => {
     const fresh = {
-      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey',
+      apiVersion: 'keys.neon.dev/v1alpha1',
+      kind: 'ApiKey',
       metadata: {
-        name: 'k', namespace: 'n', uid: 'u', resourceVersion: '5', generation: 1, creationTimestamp: '2026-11-26T10:00:00Z',
-        labels: { team: 'x' }, annotations: { note: 'mine' }, managedFields: [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:spec': {} } }],
+        name: 'k',
+        namespace: 'n',
+        uid: 'u',
+        resourceVersion: '5',
+        generation: 1,
+        creationTimestamp: '2026-11-26T10:00:00Z',
+        labels: { team: 'x' },
+        annotations: { note: 'mine' },
+        managedFields: [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:spec': {} } }],
       },
-      spec: { scope: 'Organization', organizationId: 'o', credentialsSecretRef: { name: 'c', key: 'apiKey' }, secret: { template: { annotations: { a: 'b' } } } },
+      spec: {
+        scope: 'Organization',
+        organizationId: 'o',
+        credentialsSecretRef: { name: 'c', key: 'apiKey' },
+        secret: { template: { annotations: { a: 'b' } } },
+      },
     };
     const copy = cachedCopy(trimKeyResource(fresh as never), 'ApiKey', 'n', 'k');
     // Everything a GET answers but managedFields (an UPDATE without them keeps the apiserver's).
@@ -80,8 +127,19 @@ describe('trimKeyResource and trimSecret', () => {
     // A tenant's large annotations, labels or spec are never kept: at most SEED_MAX_CHARS a key.
     const big = 'x'.repeat(SEED_MAX_CHARS);
     expect(trimKeyResource({ ...fresh, metadata: { ...fresh.metadata, annotations: { big } } } as never).seed).toBeUndefined();
-    expect(trimKeyResource({ ...fresh, metadata: { ...fresh.metadata, labels: { [big.slice(0, 63)]: big.slice(0, 63) }, annotations: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`a${i}`, big.slice(0, 60)])) } } as never).seed).toBeUndefined();
-    expect(trimKeyResource({ ...fresh, spec: { ...fresh.spec, secret: { template: { annotations: { big: big.slice(0, SEED_MAX_CHARS - 100) } } } } } as never).seed).toBeUndefined();
+    expect(
+      trimKeyResource({
+        ...fresh,
+        metadata: {
+          ...fresh.metadata,
+          labels: { [big.slice(0, 63)]: big.slice(0, 63) },
+          annotations: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`a${i}`, big.slice(0, 60)])),
+        },
+      } as never).seed,
+    ).toBeUndefined();
+    expect(
+      trimKeyResource({ ...fresh, spec: { ...fresh.spec, secret: { template: { annotations: { big: big.slice(0, SEED_MAX_CHARS - 100) } } } } } as never).seed,
+    ).toBeUndefined();
     const kept = trimKeyResource({ ...fresh, metadata: { ...fresh.metadata, annotations: { fits: big.slice(0, SEED_MAX_CHARS - 600) } } } as never).seed;
     expect(kept?.length).toBeLessThanOrEqual(SEED_MAX_CHARS);
   });
@@ -90,14 +148,15 @@ describe('trimKeyResource and trimSecret', () => {
     // A tenant's flood of new keys, each near the longest kept whole, none reconciled yet.
     const pad = 'p'.repeat(SEED_MAX_CHARS - 400);
     const newKey = (i: number): object => ({
-      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey',
+      apiVersion: 'keys.neon.dev/v1alpha1',
+      kind: 'ApiKey',
       metadata: { name: `flood-${i}`, namespace: 'n', uid: `u-${i}`, resourceVersion: String(i), annotations: { pad } },
       spec: { scope: 'Organization', organizationId: 'o', credentialsSecretRef: { name: 'c', key: 'apiKey' } },
     });
     const start = seedCharsKept();
     // In a function of its own: once it returns, nothing refers to the projections any more.
     const flood = (): { projected: number; copies: number; chars: number } => {
-      const held = Array.from({ length: 2 * SEEDS_MAX_CHARS / SEED_MAX_CHARS + 10 }, (_, i) => trimKeyResource(newKey(i) as never));
+      const held = Array.from({ length: (2 * SEEDS_MAX_CHARS) / SEED_MAX_CHARS + 10 }, (_, i) => trimKeyResource(newKey(i) as never));
       const copies = held.filter((p) => p.seed !== undefined);
       return { projected: held.length, copies: copies.length, chars: copies.reduce((sum, p) => sum + (p.seed?.length ?? 0), 0) };
     };
@@ -121,26 +180,50 @@ describe('trimKeyResource and trimSecret', () => {
   });
 
   it('keep a condition reason only when it is one of the operator reasons, else Other (a bounded metric label)', () => {
-    const withReasons = (...reasons: unknown[]): ReturnType<typeof trimKeyResource> => trimKeyResource({
-      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'r', namespace: 'n' },
-      // As a status restored from a backup, or written by another tool, may say.
-      status: { conditions: reasons.map((reason, i) => ({ type: `T${i}`, status: 'False', ...(reason !== undefined ? { reason } : {}) })) },
-    } as never);
+    const withReasons = (...reasons: unknown[]): ReturnType<typeof trimKeyResource> =>
+      trimKeyResource({
+        apiVersion: 'keys.neon.dev/v1alpha1',
+        kind: 'ApiKey',
+        metadata: { name: 'r', namespace: 'n' },
+        // As a status restored from a backup, or written by another tool, may say.
+        status: { conditions: reasons.map((reason, i) => ({ type: `T${i}`, status: 'False', ...(reason !== undefined ? { reason } : {}) })) },
+      } as never);
     const long = 'A'.repeat(5_000);
-    expect(withReasons('CredentialsRefused', 'RolloutStalled', 'AllTerminal', 'SomethingNew', 'credentialsrefused', long, 7, undefined, 'toString', '__proto__').status.conditions.map((c) => c.reason))
-      .toEqual(['CredentialsRefused', 'RolloutStalled', 'AllTerminal', 'Other', 'Other', 'Other', 'Other', 'Other', 'Other', 'Other']);
+    expect(
+      withReasons(
+        'CredentialsRefused',
+        'RolloutStalled',
+        'AllTerminal',
+        'SomethingNew',
+        'credentialsrefused',
+        long,
+        7,
+        undefined,
+        'toString',
+        '__proto__',
+      ).status.conditions.map((c) => c.reason),
+    ).toEqual(['CredentialsRefused', 'RolloutStalled', 'AllTerminal', 'Other', 'Other', 'Other', 'Other', 'Other', 'Other', 'Other']);
     // Two resources whose unknown reasons differ share one projection: the cache stays as small as it was.
     expect(withReasons('Made-up-1').status).toBe(withReasons('Made-up-2').status);
   });
 
   it('share one frozen spec and status projection among resources with the same ones, and keep their own identity', () => {
-    const resource = (name: string, projectId: string, ready: string): ReturnType<typeof trimKeyResource> => trimKeyResource({
-      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
-      metadata: { name, namespace: 'n', uid: `uid-${name}`, resourceVersion: '1' },
-      spec: { organizationId: 'o', projectId, credentialsSecretRef: { name: 'c', key: 'apiKey' } },
-      // JSON.parse makes a copy of every value of every object: so do these.
-      status: JSON.parse(JSON.stringify({ conditions: [{ type: 'Ready', status: ready, reason: 'Ready', message: `key of ${name}` }, { type: 'OperationsSettled', status: 'True', reason: 'AllTerminal' }] })) as unknown,
-    } as never);
+    const resource = (name: string, projectId: string, ready: string): ReturnType<typeof trimKeyResource> =>
+      trimKeyResource({
+        apiVersion: 'keys.neon.dev/v1alpha1',
+        kind: 'ProjectApiKey',
+        metadata: { name, namespace: 'n', uid: `uid-${name}`, resourceVersion: '1' },
+        spec: { organizationId: 'o', projectId, credentialsSecretRef: { name: 'c', key: 'apiKey' } },
+        // JSON.parse makes a copy of every value of every object: so do these.
+        status: JSON.parse(
+          JSON.stringify({
+            conditions: [
+              { type: 'Ready', status: ready, reason: 'Ready', message: `key of ${name}` },
+              { type: 'OperationsSettled', status: 'True', reason: 'AllTerminal' },
+            ],
+          }),
+        ) as unknown,
+      } as never);
     const [a, b, c, d] = [resource('a', 'p1', 'True'), resource('b', 'p1', 'True'), resource('c', 'p2', 'True'), resource('d', 'p1', 'False')];
     expect(b.spec).toBe(a.spec);
     expect(b.status).toBe(a.status);
@@ -149,22 +232,35 @@ describe('trimKeyResource and trimSecret', () => {
     expect(c.status).toBe(a.status);
     expect(d.spec).toBe(a.spec);
     expect(d.status).not.toBe(a.status);
-    expect(d.status).toEqual({ conditions: [{ type: 'Ready', status: 'False', reason: 'Ready' }, { type: 'OperationsSettled', status: 'True', reason: 'AllTerminal' }] });
+    expect(d.status).toEqual({
+      conditions: [
+        { type: 'Ready', status: 'False', reason: 'Ready' },
+        { type: 'OperationsSettled', status: 'True', reason: 'AllTerminal' },
+      ],
+    });
     expect(b.metadata).toEqual({ name: 'b', namespace: 'n', uid: 'uid-b', resourceVersion: '1' });
     // Shared, so read-only: a reader that changed one resource's projection would change all of them.
-    expect(() => { (a.status.conditions[0] as { status: string }).status = 'False'; }).toThrow(TypeError);
-    expect(() => { a.status.conditions.push({ type: 'X', status: 'True', reason: 'Ready' }); }).toThrow(TypeError);
-    expect(() => { (a.spec.credentialsSecretRef as { name: string }).name = 'other'; }).toThrow(TypeError);
+    expect(() => {
+      (a.status.conditions[0] as { status: string }).status = 'False';
+    }).toThrow(TypeError);
+    expect(() => {
+      a.status.conditions.push({ type: 'X', status: 'True', reason: 'Ready' });
+    }).toThrow(TypeError);
+    expect(() => {
+      (a.spec.credentialsSecretRef as { name: string }).name = 'other';
+    }).toThrow(TypeError);
     expect(b.status.conditions[0]).toEqual({ type: 'Ready', status: 'True', reason: 'Ready' });
   });
 
   it('name the organization of a new key only (no condition yet, not being deleted), for its create turn', () => {
-    const key = (extra: { conditions?: { type: string; status: string }[]; deleting?: boolean; organizationId?: string }): ReturnType<typeof trimKeyResource> => trimKeyResource({
-      apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
-      metadata: { name: 'a', namespace: 'n', ...(extra.deleting === true ? { deletionTimestamp: new Date(0) } : {}) },
-      spec: { ...(extra.organizationId !== undefined ? { organizationId: extra.organizationId } : {}), projectId: 'p' },
-      status: { conditions: extra.conditions ?? [] },
-    } as never);
+    const key = (extra: { conditions?: { type: string; status: string }[]; deleting?: boolean; organizationId?: string }): ReturnType<typeof trimKeyResource> =>
+      trimKeyResource({
+        apiVersion: 'keys.neon.dev/v1alpha1',
+        kind: 'ProjectApiKey',
+        metadata: { name: 'a', namespace: 'n', ...(extra.deleting === true ? { deletionTimestamp: new Date(0) } : {}) },
+        spec: { ...(extra.organizationId !== undefined ? { organizationId: extra.organizationId } : {}), projectId: 'p' },
+        status: { conditions: extra.conditions ?? [] },
+      } as never);
     expect(newKeyOrganization(key({ organizationId: 'org-1' }))).toBe('org-1');
     expect(newKeyOrganization(key({ organizationId: 'org-1', conditions: [{ type: 'Ready', status: 'False' }] }))).toBeUndefined();
     expect(newKeyOrganization(key({ organizationId: 'org-1', deleting: true }))).toBeUndefined();
@@ -175,9 +271,14 @@ describe('trimKeyResource and trimSecret', () => {
   it('keep of a Secret its identity and owner, and none of its data', () => {
     const secret: V1Secret = {
       metadata: {
-        name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', labels: { l: 'v', 'app.kubernetes.io/managed-by': 'neon-key-operator' },
+        name: 's',
+        namespace: 'n',
+        uid: 'u',
+        resourceVersion: '9',
+        labels: { l: 'v', 'app.kubernetes.io/managed-by': 'neon-key-operator' },
         annotations: { 'keys.neon.dev/owner': 'ProjectApiKey/a', 'keys.neon.dev/key-id': '3' },
-        ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'ux' }], managedFields: [{ manager: 'm' }],
+        ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'ux' }],
+        managedFields: [{ manager: 'm' }],
       },
       type: 'Opaque',
       data: { apiKey: Buffer.from('s3cr3t').toString('base64') },
@@ -185,7 +286,8 @@ describe('trimKeyResource and trimSecret', () => {
     };
     const trimmed = trimSecret(secret);
     expect(trimmed).toEqual({
-      apiVersion: 'v1', kind: 'Secret',
+      apiVersion: 'v1',
+      kind: 'Secret',
       metadata: { name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', annotations: { 'keys.neon.dev/owner': 'ProjectApiKey/a' } },
     });
     expect(JSON.stringify(trimmed)).not.toContain('s3cr3t');
@@ -198,15 +300,33 @@ describe('trimKeyResource and trimSecret', () => {
 
 describe('the credentials index and the credentials Secret projection', () => {
   it('index a resource by the namespace and name of the Secret it names, and keep of any Secret its identity only', () => {
-    const resource = trimKeyResource({ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', metadata: { name: 'a', namespace: 'n' }, spec: { credentialsSecretRef: { name: 'creds', key: 'apiKey' } } } as never);
+    const resource = trimKeyResource({
+      apiVersion: 'keys.neon.dev/v1alpha1',
+      kind: 'ApiKey',
+      metadata: { name: 'a', namespace: 'n' },
+      spec: { credentialsSecretRef: { name: 'creds', key: 'apiKey' } },
+    } as never);
     expect(credentialsSecretOf(resource)).toEqual(['n/creds']);
     expect(credentialsSecretOf(trimKeyResource({ metadata: { name: 'b', namespace: 'n' }, spec: {} } as never))).toEqual([]);
     const secret = {
-      apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata',
-      metadata: { name: 'creds', namespace: 'n', uid: 'u', resourceVersion: '4', labels: { l: 'v' }, annotations: { a: 'b' }, managedFields: [{ manager: 'm' }] },
+      apiVersion: 'meta.k8s.io/v1',
+      kind: 'PartialObjectMetadata',
+      metadata: {
+        name: 'creds',
+        namespace: 'n',
+        uid: 'u',
+        resourceVersion: '4',
+        labels: { l: 'v' },
+        annotations: { a: 'b' },
+        managedFields: [{ manager: 'm' }],
+      },
       data: { apiKey: 'czNjcjN0' },
     };
-    expect(trimSecret(secret as never)).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'n', uid: 'u', resourceVersion: '4' } });
+    expect(trimSecret(secret as never)).toEqual({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'creds', namespace: 'n', uid: 'u', resourceVersion: '4' },
+    });
   });
 });
 
@@ -229,7 +349,9 @@ describe('makeTrimmedInformer against the apiserver', () => {
 
   const labelled = (name: string, value: string): V1Secret => ({
     metadata: {
-      name, namespace, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator', 'informer-cache-test': 'yes' },
+      name,
+      namespace,
+      labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator', 'informer-cache-test': 'yes' },
       annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}', 'keys.neon.dev/owner': `ProjectApiKey/${name}` },
     },
     stringData: { apiKey: value },
@@ -260,8 +382,17 @@ describe('makeTrimmedInformer against the apiserver', () => {
     const cache = informer;
     await until('the watched Secret', () => cache.get('watched', namespace));
     const current = await core.readNamespacedSecret({ namespace, name: 'watched' });
-    await core.replaceNamespacedSecret({ namespace, name: 'watched', body: { ...current, metadata: { ...current.metadata, annotations: { ...current.metadata?.annotations, 'keys.neon.dev/owner': 'ProjectApiKey/renamed' } } } });
-    await until('the update', () => (cache.get('watched', namespace)?.metadata?.annotations?.['keys.neon.dev/owner'] === 'ProjectApiKey/renamed' ? true : undefined));
+    await core.replaceNamespacedSecret({
+      namespace,
+      name: 'watched',
+      body: {
+        ...current,
+        metadata: { ...current.metadata, annotations: { ...current.metadata?.annotations, 'keys.neon.dev/owner': 'ProjectApiKey/renamed' } },
+      },
+    });
+    await until('the update', () =>
+      cache.get('watched', namespace)?.metadata?.annotations?.['keys.neon.dev/owner'] === 'ProjectApiKey/renamed' ? true : undefined,
+    );
 
     const cached = cache.list(namespace);
     expect(cached.map((s) => s.metadata?.name).sort()).toEqual(['listed', 'watched']);
@@ -297,7 +428,8 @@ describe('makeMetadataInformer against the apiserver', () => {
 
   it('receives only metadata from its LIST (paged) and its watch: no Secret value ever reaches the process', async () => {
     const cp = await controlPlane();
-    for (let i = 0; i < 3; i++) await core.createNamespacedSecret({ namespace, body: { metadata: { name: `listed-${i}` }, stringData: { apiKey: `value-listed-${i}-xyz` } } });
+    for (let i = 0; i < 3; i++)
+      await core.createNamespacedSecret({ namespace, body: { metadata: { name: `listed-${i}` }, stringData: { apiKey: `value-listed-${i}-xyz` } } });
     // What the apiserver sent, as parsed, before any projection: the transform sees it first.
     const raw: string[] = [];
     informer = makeMetadataInformer(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, (obj) => {
@@ -309,7 +441,12 @@ describe('makeMetadataInformer against the apiserver', () => {
     informer.on('update', (s) => seen.push(`update ${s.metadata?.name}`));
     informer.on('delete', (s) => seen.push(`delete ${s.metadata?.name}`));
     await informer.start();
-    expect(informer.list().map((s) => s.metadata?.name).sort()).toEqual(['listed-0', 'listed-1', 'listed-2']);
+    expect(
+      informer
+        .list()
+        .map((s) => s.metadata?.name)
+        .sort(),
+    ).toEqual(['listed-0', 'listed-1', 'listed-2']);
     await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'watched' }, stringData: { apiKey: 'value-watched-xyz' } } });
     const current = await core.readNamespacedSecret({ namespace, name: 'watched' });
     await core.replaceNamespacedSecret({ namespace, name: 'watched', body: { ...current, data: undefined, stringData: { apiKey: 'value-changed-xyz' } } });
@@ -329,7 +466,7 @@ describe('makeMetadataInformer against the apiserver', () => {
     expect(raw.join('\n')).not.toMatch(/value-|dmFsdWUt/); // the values, plain or base64
   });
 
-  it('lists page by page (continue tokens) into one list with the snapshot\'s resourceVersion', async () => {
+  it("lists page by page (continue tokens) into one list with the snapshot's resourceVersion", async () => {
     const cp = await controlPlane();
     const listed = await listMetadata(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, undefined, 1)();
     const names = listed.items.map((s) => s.metadata?.name).sort();

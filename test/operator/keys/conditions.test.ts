@@ -1,6 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import {
-  blockedConditions, creatingConditions, deletingConditions, readyConditions, setConditions, unverifiableConditions, type BlockedInputs, type ConditionUpdate,
+  blockedConditions,
+  creatingConditions,
+  deletingConditions,
+  readyConditions,
+  setConditions,
+  unverifiableConditions,
+  type BlockedInputs,
+  type ConditionUpdate,
 } from '../../../src/operator/keys/status/conditions.ts';
 
 const t0 = new Date('2026-11-22T20:00:00.123Z');
@@ -20,10 +27,15 @@ describe('conditions', () => {
   });
 
   it('moves lastTransitionTime on a status change and leaves other types alone', () => {
-    const first = setConditions(undefined, [
-      { type: 'Ready', status: 'False', reason: 'Creating', message: 'm' },
-      { type: 'KeyIssued', status: 'Unknown', reason: 'Creating', message: 'm' },
-    ], 1, t0);
+    const first = setConditions(
+      undefined,
+      [
+        { type: 'Ready', status: 'False', reason: 'Creating', message: 'm' },
+        { type: 'KeyIssued', status: 'Unknown', reason: 'Creating', message: 'm' },
+      ],
+      1,
+      t0,
+    );
     const next = setConditions(first, [{ type: 'Ready', status: 'True', reason: 'Ready', message: 'ok' }], 1, t1);
     expect(next.map((c) => [c.type, c.status, c.lastTransitionTime])).toEqual([
       ['Ready', 'True', '2026-11-22T21:00:00Z'],
@@ -37,21 +49,40 @@ const brief = (updates: ConditionUpdate[]): string[] => updates.map((u) => `${u.
 const fresh: BlockedInputs = { secretExists: true, keyRecorded: false, current: undefined };
 const secretGone: BlockedInputs = { secretExists: false, keyRecorded: true, current: undefined };
 const missingReported: BlockedInputs = {
-  secretExists: false, keyRecorded: true,
-  current: [{ type: 'SecretSynced', status: 'False', reason: 'SecretMissing', message: 'm', observedGeneration: 1, lastTransitionTime: '2026-11-22T20:00:00Z' }],
+  secretExists: false,
+  keyRecorded: true,
+  current: [
+    { type: 'SecretSynced', status: 'False', reason: 'SecretMissing', message: 'm', observedGeneration: 1, lastTransitionTime: '2026-11-22T20:00:00Z' },
+  ],
 };
 
 describe('the condition sets', () => {
   it.each<[string, ConditionUpdate[], string[]]>([
     ['a live key in its Secret is Ready', readyConditions(7, 's'), ['KeyIssued=True/KeyLive', 'SecretSynced=True/SecretInSync', 'Ready=True/Ready']],
-    ['an unverifiable key is Unknown', unverifiableConditions(7, 'CredentialsRefused', 'm'), ['KeyIssued=Unknown/CredentialsRefused', 'Ready=Unknown/CredentialsRefused']],
+    [
+      'an unverifiable key is Unknown',
+      unverifiableConditions(7, 'CredentialsRefused', 'm'),
+      ['KeyIssued=Unknown/CredentialsRefused', 'Ready=Unknown/CredentialsRefused'],
+    ],
     ['a create in flight elsewhere', creatingConditions('m'), ['Ready=False/Creating', 'KeyIssued=Unknown/Creating']],
     ['deleting, blocked by a refusal', deletingConditions('Unauthorized', 'm'), ['Ready=False/Deleting']],
     ['a refusal about the key', blockedConditions(fresh, 'Unauthorized', 'm'), ['Ready=False/Unauthorized', 'KeyIssued=False/Unauthorized']],
     ['a reason about the Secret', blockedConditions(fresh, 'SecretConflict', 'm'), ['Ready=False/SecretConflict', 'SecretSynced=False/SecretConflict']],
-    ['a Secret reason while issuing (hint) is about the key', blockedConditions(fresh, 'SecretMissing', 'm', 'KeyIssued'), ['Ready=False/SecretMissing', 'KeyIssued=False/SecretMissing']],
-    ['a refused repair keeps the missing Secret visible', blockedConditions(secretGone, 'Unauthorized', 'm'), ['Ready=False/Unauthorized', 'KeyIssued=False/Unauthorized', 'SecretSynced=False/SecretMissing']],
-    ['a missing Secret already reported is not set again', blockedConditions(missingReported, 'Unauthorized', 'm'), ['Ready=False/Unauthorized', 'KeyIssued=False/Unauthorized']],
+    [
+      'a Secret reason while issuing (hint) is about the key',
+      blockedConditions(fresh, 'SecretMissing', 'm', 'KeyIssued'),
+      ['Ready=False/SecretMissing', 'KeyIssued=False/SecretMissing'],
+    ],
+    [
+      'a refused repair keeps the missing Secret visible',
+      blockedConditions(secretGone, 'Unauthorized', 'm'),
+      ['Ready=False/Unauthorized', 'KeyIssued=False/Unauthorized', 'SecretSynced=False/SecretMissing'],
+    ],
+    [
+      'a missing Secret already reported is not set again',
+      blockedConditions(missingReported, 'Unauthorized', 'm'),
+      ['Ready=False/Unauthorized', 'KeyIssued=False/Unauthorized'],
+    ],
   ])('%s', (_name, updates, expected) => {
     expect(brief(updates)).toEqual(expected);
   });

@@ -58,7 +58,7 @@ describe('CreateAdmission', () => {
     expect(admission.admit('org-a', 'k/ns/c')).toBeDefined();
   });
 
-  it('passes a turn on when its key\'s reconcile ends without taking it, but not a turn kept after that reconcile started', () => {
+  it("passes a turn on when its key's reconcile ends without taking it, but not a turn kept after that reconcile started", () => {
     const a = admission.admit('org-a', 'k/ns/a');
     admission.admit('org-a', 'k/ns/b');
     admission.admit('org-a', 'k/ns/c');
@@ -126,7 +126,7 @@ describe('CreateAdmission', () => {
     expect(telling.tell('org-a', 'k/a/6')).toBeUndefined();
   });
 
-  it('tells a few keys of a namespace per backlog: its told keys\' turns give no count back while it still has keys waiting', () => {
+  it("tells a few keys of a namespace per backlog: its told keys' turns give no count back while it still has keys waiting", () => {
     const telling = new CreateAdmission({ perOrganization: 1, wake: (key) => woken.push(key), tellAhead: 2, tellPerNamespace: 2 });
     let running = telling.admit('org-a', 'k/a/0');
     for (let i = 1; i <= 8; i++) telling.waitsForTurn('org-a', `k/a/${i}`);

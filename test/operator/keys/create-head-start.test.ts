@@ -17,7 +17,10 @@ describe('the credentials Secret kept beside the intent', () => {
     const r = rig({ credentialsUsers: { holders: () => [] } });
     r.kube.putResource(keyResource('ApiKey', 'ci'));
     r.kube.failNext = { call: 'update Secret', error: new ApiException(500, 'etcd timeout', {}, {}) };
-    const failed = await r.reconcile().then((result) => result, (error: unknown) => error);
+    const failed = await r.reconcile().then(
+      (result) => result,
+      (error: unknown) => error,
+    );
     expect(failed).toBeInstanceOf(ApiException);
     expect(r.platform.calls.filter((c) => c.startsWith('createOrg'))).toEqual([]);
     // The intent (with the finalizer) was written beside the failing write, then taken back.

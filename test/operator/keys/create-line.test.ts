@@ -49,7 +49,7 @@ describe('CreateLine', () => {
     expect(short(drain(line))).toEqual(['b:y', 'b:x']);
   });
 
-  it('lets a quiet namespace\'s repair go next during a flood, but buys a flooding namespace no more than its share', () => {
+  it("lets a quiet namespace's repair go next during a flood, but buys a flooding namespace no more than its share", () => {
     const line = new CreateLine();
     for (const k of keys('flood', 50)) line.add(k);
     for (let i = 0; i < 10; i++) line.next();
@@ -62,10 +62,21 @@ describe('CreateLine', () => {
     const contested = new CreateLine();
     for (const k of keys('breaker', 20)) contested.add(k, 'repair');
     for (const k of keys('creator', 5)) contested.add(k, 'create');
-    expect(drain(contested).slice(0, 10).map(namespaceOf)).toEqual(['breaker', 'creator', 'breaker', 'creator', 'breaker', 'creator', 'breaker', 'creator', 'breaker', 'creator']);
+    expect(drain(contested).slice(0, 10).map(namespaceOf)).toEqual([
+      'breaker',
+      'creator',
+      'breaker',
+      'creator',
+      'breaker',
+      'creator',
+      'breaker',
+      'creator',
+      'breaker',
+      'creator',
+    ]);
   });
 
-  it('tells a waiting key how many keys go before it, and how many of them are its own namespace\'s', () => {
+  it("tells a waiting key how many keys go before it, and how many of them are its own namespace's", () => {
     const line = new CreateLine();
     for (const k of [...keys('a', 10), ...keys('b', 2)]) line.add(k);
     // b's second key: its turn is b's second; a gets two turns before it (a's first two), b one.

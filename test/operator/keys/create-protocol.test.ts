@@ -57,10 +57,15 @@ describe('the create protocol', () => {
 
   it("a ProjectApiKey's status is written once, with its project's operations (polled already, or by the first poll its key starts)", async () => {
     for (const firstPollMs of [undefined, 30]) {
-      const snapshot = { operations: [{ id: 'op-1', action: 'create_branch', status: 'finished', failuresCount: 0, updatedAt: '2026-11-23T00:00:00Z' }], settled: { status: 'True' as const, reason: 'AllTerminal' as const, message: 'all 1 recent operations are terminal' } };
+      const snapshot = {
+        operations: [{ id: 'op-1', action: 'create_branch', status: 'finished', failuresCount: 0, updatedAt: '2026-11-23T00:00:00Z' }],
+        settled: { status: 'True' as const, reason: 'AllTerminal' as const, message: 'all 1 recent operations are terminal' },
+      };
       let ensuredAt: number | undefined;
       const pollers = {
-        ensure: (): void => { ensuredAt ??= performance.now(); },
+        ensure: (): void => {
+          ensuredAt ??= performance.now();
+        },
         release: (): void => undefined,
         // undefined: the project was polled before this key; a number: its first poll ends that long after ensure().
         snapshot: () => (firstPollMs === undefined || (ensuredAt !== undefined && performance.now() - ensuredAt >= firstPollMs) ? snapshot : undefined),
@@ -79,7 +84,9 @@ describe('the create protocol', () => {
   it('an ambiguous create leaves the intent, and the next reconcile revokes the key of that attempt and starts again', async () => {
     const r = rig();
     r.kube.putResource(keyResource());
-    r.platform.answerCreate = (): never => { throw platformError('TIMEOUT', undefined, 'ambiguous'); };
+    r.platform.answerCreate = (): never => {
+      throw platformError('TIMEOUT', undefined, 'ambiguous');
+    };
     expect(await r.reconcile()).toEqual({ type: 'Retry' });
     const lost = r.platform.keys[0]!;
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toContain(lost.name);
@@ -148,7 +155,9 @@ describe('the create protocol', () => {
     const other = keyResource('ApiKey', 'other');
     const victim = { id: 5, name: 'team-b-key-abcd1234', key: 'v'.repeat(40), created_at: new Date().toISOString() };
     r.platform.keys.push(victim);
-    base.metadata.annotations = { [ANNOTATION_CREATE_PENDING]: encodeIntent(r.signer, other.metadata.uid, { attempt: victim.name, startedAt: new Date(0).toISOString(), holder: 'x' }) };
+    base.metadata.annotations = {
+      [ANNOTATION_CREATE_PENDING]: encodeIntent(r.signer, other.metadata.uid, { attempt: victim.name, startedAt: new Date(0).toISOString(), holder: 'x' }),
+    };
     r.kube.putResource(base);
     expect(await r.reconcile()).toEqual({ type: 'Continue' });
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
@@ -183,7 +192,7 @@ describe('the create protocol', () => {
     expect(r.platform.keys).toEqual([]);
   });
 
-  it('refuses credentials that are not a person\'s key before creating anything, and asks once while the answer is fresh', async () => {
+  it("refuses credentials that are not a person's key before creating anything, and asks once while the answer is fresh", async () => {
     const r = rig();
     r.kube.putResource(keyResource('ApiKey', 'ci', { finalizers: [FINALIZER] }));
     r.platform.auth = { account_id: 'org-1', auth_method: 'api_key_org' };
@@ -202,11 +211,18 @@ describe('the create protocol', () => {
     await r.reconcile();
     const issued = r.platform.keys[0]!;
     // What a process that crashed right after its status write leaves: the intent, fulfilled.
-    expect(JSON.parse(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING] ?? '{}')).toMatchObject({ attempt: issued.name });
+    expect(JSON.parse(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING] ?? '{}')).toMatchObject({
+      attempt: issued.name,
+    });
     r.kube.calls.length = 0;
     r.platform.calls.length = 0;
     // Another process (another identity), long after: the intent's grace is over.
-    const later = rig({ kube: r.kube, platformFor: (apiKey) => ({ platform: r.platform, credentialsId: apiKey.slice(0, 8) }), identity: 'operator-b', now: () => Date.now() + 3_600_000 });
+    const later = rig({
+      kube: r.kube,
+      platformFor: (apiKey) => ({ platform: r.platform, credentialsId: apiKey.slice(0, 8) }),
+      identity: 'operator-b',
+      now: () => Date.now() + 3_600_000,
+    });
     expect(await later.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
     expect(r.platform.calls.filter((c) => !c.startsWith('listOrg'))).toEqual([]);
     expect(r.platform.keys.map((k) => k.id)).toEqual([issued.id]);
@@ -223,7 +239,12 @@ describe('the create protocol', () => {
     const intent = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations![ANNOTATION_CREATE_PENDING]!;
     expect(JSON.parse(intent)).toMatchObject({ attempt: issued.name });
     // Another installation: another signing key, another identity (the e2e's kustomize install after Helm's).
-    const elsewhere = rig({ kube: r.kube, platformFor: (apiKey) => ({ platform: r.platform, credentialsId: apiKey.slice(0, 8) }), identity: 'operator-b', signer: new Signer(Buffer.alloc(32, 9)) });
+    const elsewhere = rig({
+      kube: r.kube,
+      platformFor: (apiKey) => ({ platform: r.platform, credentialsId: apiKey.slice(0, 8) }),
+      identity: 'operator-b',
+      signer: new Signer(Buffer.alloc(32, 9)),
+    });
     r.platform.calls.length = 0;
     await elsewhere.settle();
     expect(elsewhere.events.reasons()).not.toContain('Warning InvalidAnnotation');
@@ -233,7 +254,10 @@ describe('the create protocol', () => {
     expect(after.status?.keyId).toBe(issued.id);
     expect(after.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBe(intent);
     // An intent it cannot verify that names any other attempt is still refused and cleared, nothing revoked.
-    after.metadata.annotations = { ...after.metadata.annotations, [ANNOTATION_CREATE_PENDING]: JSON.stringify({ ...JSON.parse(intent) as object, attempt: `${issued.name}x` }) };
+    after.metadata.annotations = {
+      ...after.metadata.annotations,
+      [ANNOTATION_CREATE_PENDING]: JSON.stringify({ ...(JSON.parse(intent) as object), attempt: `${issued.name}x` }),
+    };
     r.kube.putResource(after);
     await elsewhere.settle();
     expect(elsewhere.events.reasons()).toContain('Warning InvalidAnnotation');
@@ -292,7 +316,9 @@ describe('the create protocol', () => {
   it('spec.keyName edited while an attempt is pending (issue 24, campaign seed 24): the attempt of the old name is still recovered, its key revoked, none left unrecorded', async () => {
     const r = rig();
     r.kube.putResource(keyResource());
-    r.platform.answerCreate = (): never => { throw platformError('TIMEOUT', undefined, 'ambiguous'); };
+    r.platform.answerCreate = (): never => {
+      throw platformError('TIMEOUT', undefined, 'ambiguous');
+    };
     expect(await r.reconcile()).toEqual({ type: 'Retry' });
     const lost = r.platform.keys[0]!;
     r.platform.answerCreate = undefined;
@@ -355,7 +381,12 @@ describe('the create protocol', () => {
     // The rotation that made the recorded key, replayed: its attempt is the recorded one (consistent), it replaced the retiring key.
     const pending = { attempt: recorded.name, startedAt: new Date().toISOString(), holder: 'operator-a', replaces: retiring.id, rotation: { request: 't' } };
     base.metadata.annotations = { [ANNOTATION_CREATE_PENDING]: encodeIntent(r.signer, base.metadata.uid, pending) };
-    base.status = { keyId: recorded.id, keyName: recorded.name, secretName: 'ci', retiringKeys: [{ keyId: retiring.id, since: new Date().toISOString() }] } as KeyResource['status'];
+    base.status = {
+      keyId: recorded.id,
+      keyName: recorded.name,
+      secretName: 'ci',
+      retiringKeys: [{ keyId: retiring.id, since: new Date().toISOString() }],
+    } as KeyResource['status'];
     r.kube.putResource(base);
     expect(await r.reconcile()).toEqual({ type: 'Continue' });
     expect(r.events.reasons()).toEqual(['Warning CreateRecovered']);
@@ -410,7 +441,9 @@ describe('the create protocol', () => {
     resource.metadata.annotations = { ...resource.metadata.annotations, 'keys.neon.dev/abandon-key': String(given) };
     r.kube.putResource(resource);
     r.platform.keys.splice(0, r.platform.keys.length);
-    r.platform.answerCreate = (): never => { throw platformError('TIMEOUT', undefined, 'ambiguous'); };
+    r.platform.answerCreate = (): never => {
+      throw platformError('TIMEOUT', undefined, 'ambiguous');
+    };
     // The list is asked for a clock tick after the key was issued: a list of the same millisecond
     // may have been asked before the create's answer, so the drift cache counts the key live then
     // (drift.ts keyState), and nothing would be given up.
@@ -442,7 +475,16 @@ describe('Secrets signed in the format before issue 24 (an upgrade)', () => {
     const keyId = resource.status!.keyId!;
     const secret = r.kube.secret(NAMESPACE, 'ci')!;
     const current = secret.metadata!.annotations!['keys.neon.dev/signature'];
-    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/signature': legacySignature(r, resource.metadata.uid, keyId, resource.status!.keyName!) } } });
+    r.kube.putSecret({
+      ...secret,
+      metadata: {
+        ...secret.metadata,
+        annotations: {
+          ...secret.metadata!.annotations,
+          'keys.neon.dev/signature': legacySignature(r, resource.metadata.uid, keyId, resource.status!.keyName!),
+        },
+      },
+    });
     const calls = r.platform.calls.length;
     await r.settle();
     expect(r.events.reasons().at(-1)).toBe('Normal SecretRewritten');
@@ -464,7 +506,13 @@ describe('Secrets signed in the format before issue 24 (an upgrade)', () => {
     const keyId = before.status!.keyId!;
     const secret = r.kube.secret(NAMESPACE, 'ci')!;
     const current = secret.metadata!.annotations!['keys.neon.dev/signature'];
-    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/signature': legacySignature(r, before.metadata.uid, keyId, before.status!.keyName!) } } });
+    r.kube.putSecret({
+      ...secret,
+      metadata: {
+        ...secret.metadata,
+        annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/signature': legacySignature(r, before.metadata.uid, keyId, before.status!.keyName!) },
+      },
+    });
     // A restore without status (and without the fulfilled intent).
     const restored = structuredClone(before);
     delete restored.status;
@@ -493,9 +541,18 @@ describe('Secrets signed in the format before issue 24 (an upgrade)', () => {
     const second = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
     // The first key's legacy annotations (as the version before wrote them) and its intent, replayed.
     const secret = r.kube.secret(NAMESPACE, 'ci')!;
-    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, annotations: {
-      ...secret.metadata!.annotations, 'keys.neon.dev/key-id': String(old.id), 'keys.neon.dev/key-name': old.name, 'keys.neon.dev/signature': legacySignature(r, first.metadata.uid, old.id, old.name),
-    } } });
+    r.kube.putSecret({
+      ...secret,
+      metadata: {
+        ...secret.metadata,
+        annotations: {
+          ...secret.metadata!.annotations,
+          'keys.neon.dev/key-id': String(old.id),
+          'keys.neon.dev/key-name': old.name,
+          'keys.neon.dev/signature': legacySignature(r, first.metadata.uid, old.id, old.name),
+        },
+      },
+    });
     const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
     resource.metadata.annotations = { ...resource.metadata.annotations, [ANNOTATION_CREATE_PENDING]: saved };
     r.kube.putResource(resource);
@@ -511,13 +568,15 @@ describe('Secrets signed in the format before issue 24 (an upgrade)', () => {
 });
 
 describe('a replica that no longer leads', () => {
-  it('goes no further once its worker\'s signal has aborted: no apiserver or platform call', async () => {
+  it("goes no further once its worker's signal has aborted: no apiserver or platform call", async () => {
     const r = rig();
     r.kube.putResource(keyResource());
     const lost = new AbortController();
     lost.abort(new Error('not leading'));
     const worker = { release: <T>(wait: Promise<T>): Promise<T> => wait, signal: lost.signal };
-    await expect(r.reconciler.reconcile({ kind: 'ApiKey', namespace: NAMESPACE, name: 'ci' }, pino({ level: 'silent' }), worker)).rejects.toThrow('not leading');
+    await expect(r.reconciler.reconcile({ kind: 'ApiKey', namespace: NAMESPACE, name: 'ci' }, pino({ level: 'silent' }), worker)).rejects.toThrow(
+      'not leading',
+    );
     expect(r.kube.calls).toEqual([]);
     expect(r.platform.calls).toEqual([]);
   });

@@ -24,7 +24,10 @@ describe('which kind of key the credentials hold', () => {
     let now = 0;
     let asked = 0;
     const kinds = new CredentialsKinds(1_000, () => now);
-    const ask = async () => { asked += 1; return user; };
+    const ask = async () => {
+      asked += 1;
+      return user;
+    };
     await kinds.of('a', ask);
     await kinds.of('a', ask);
     await kinds.of('b', ask);
@@ -38,7 +41,12 @@ describe('which kind of key the credentials hold', () => {
     const kinds = new CredentialsKinds(60_000, () => 0);
     let asked = 0;
     let answer: (auth: typeof user) => void = () => undefined;
-    const ask = () => { asked += 1; return new Promise<typeof user>((resolve) => { answer = resolve; }); };
+    const ask = () => {
+      asked += 1;
+      return new Promise<typeof user>((resolve) => {
+        answer = resolve;
+      });
+    };
     const waiting = Array.from({ length: 16 }, () => kinds.of('a', ask));
     expect(asked).toBe(1);
     answer(user);
@@ -47,7 +55,10 @@ describe('which kind of key the credentials hold', () => {
     expect(asked).toBe(1);
 
     let failed = 0;
-    const failing = async (): Promise<typeof user> => { failed += 1; throw new Error('503'); };
+    const failing = async (): Promise<typeof user> => {
+      failed += 1;
+      throw new Error('503');
+    };
     const results = await Promise.allSettled([kinds.of('b', failing), kinds.of('b', failing), kinds.of('b', failing)]);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
     expect(failed).toBe(1);

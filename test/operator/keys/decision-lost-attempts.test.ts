@@ -51,12 +51,12 @@ describe('lost attempts (status.lostAttempts)', () => {
     expect(d.action).toEqual({ type: 'RevokeOrphans', keyIds: [41, 42], lost: keys });
   });
 
-  it('under other credentials than the recorded key\'s, nothing is revoked or dropped on their word', () => {
+  it("under other credentials than the recorded key's, nothing is revoked or dropped on their word", () => {
     const d = decide({ ...base, status: recorded, secret: synced, credentialsChanged: true, lostAttempts: { names: names(1), keys: [], gone: names(1) } });
     expect(d.action.type).not.toBe('RevokeOrphans');
   });
 
-  it('an intent present comes first (recovery revokes the listed names\' keys too)', () => {
+  it("an intent present comes first (recovery revokes the listed names' keys too)", () => {
     const pending = { attempt: 'ci-deployer-abcde000', startedAt: new Date(NOW - 1_000).toISOString(), holder: 'operator-a' };
     const d = decide({ ...base, pending, lostAttempts: { names: names(MAX_LOST_ATTEMPTS), keys: [], gone: [] } });
     expect(d.action).toEqual({ type: 'Recover', attempt: pending });
@@ -69,7 +69,12 @@ describe('lost attempts (status.lostAttempts)', () => {
     expect(lostUnresolved({ lostAttempts: { names: names(1), keys: [], gone: [] } })).toEqual(names(1));
     const found = decide({ ...deleting, lostAttempts: { names: names(2), keys: [{ keyId: 41, keyName: 'ci-deployer-abcde000' }], gone: [] } });
     expect(found.action).toEqual({ type: 'RevokeOrphans', keyIds: [41] });
-    const withKey = decide({ ...deleting, status: recorded, secret: synced, lostAttempts: { names: names(1), keys: [{ keyId: 41, keyName: 'ci-deployer-abcde000' }], gone: [] } });
+    const withKey = decide({
+      ...deleting,
+      status: recorded,
+      secret: synced,
+      lostAttempts: { names: names(1), keys: [{ keyId: 41, keyName: 'ci-deployer-abcde000' }], gone: [] },
+    });
     expect(withKey.action).toEqual({ type: 'Revoke', keyId: 7, retiring: [41] });
     const answered = decide({ ...deleting, lostAttempts: { names: names(1), keys: [], gone: names(1) } });
     expect(answered.action).toEqual({ type: 'Release' });

@@ -10,7 +10,10 @@ async function issuedThenDeleted(spec: Record<string, unknown> = {}, annotations
   r.kube.putResource(keyResource('ApiKey', 'ci', { spec }));
   expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
   const issued = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
-  const deleting: KeyResource = { ...issued, metadata: { ...issued.metadata, deletionTimestamp: new Date().toISOString(), annotations: { ...issued.metadata.annotations, ...annotations } } };
+  const deleting: KeyResource = {
+    ...issued,
+    metadata: { ...issued.metadata, deletionTimestamp: new Date().toISOString(), annotations: { ...issued.metadata.annotations, ...annotations } },
+  };
   r.kube.resources.set(`ApiKey/${NAMESPACE}/ci`, deleting);
   r.platform.calls.length = 0;
   r.kube.calls.length = 0;

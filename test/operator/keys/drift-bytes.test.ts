@@ -23,7 +23,12 @@ const personal = adapterFor({ kind: 'ApiKey' } as KeyResource, { scope: 'Persona
 const tagOf = (i: number): string => i.toString(36).padStart(5, '0');
 
 /** The list calls made through `platform`: how many, how many at once at most, and in which order they started. */
-interface Calls { made: number; inFlight: number; most: number; started: string[] }
+interface Calls {
+  made: number;
+  inFlight: number;
+  most: number;
+  started: string[];
+}
 
 function counted(client: PlatformClient, calls: Calls, label: string): KeyPlatform {
   return {
@@ -61,14 +66,17 @@ describe('the drift lists are bounded in bytes', () => {
     const already = (await alice.listPersonalKeys()).length;
     // 16 creates at once (the emulator does not pace personal keys).
     let next = 0;
-    await Promise.all(Array.from({ length: 16 }, async () => {
-      while (next < KEYS - already) {
-        const i = next++;
-        const made = await alice.createPersonalKey(`tenant-${tagOf(i)}abc`);
-        keyIds[i] = made.id;
-        if (i < CREDENTIALS + 1) credentials[i] = { id: `credentials-${i}`, client: new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: made.key, retry: { maxAttempts: 1 } }) };
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < KEYS - already) {
+          const i = next++;
+          const made = await alice.createPersonalKey(`tenant-${tagOf(i)}abc`);
+          keyIds[i] = made.id;
+          if (i < CREDENTIALS + 1)
+            credentials[i] = { id: `credentials-${i}`, client: new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: made.key, retry: { maxAttempts: 1 } }) };
+        }
+      }),
+    );
     expect((await alice.listPersonalKeys()).length).toBe(KEYS);
   }, 600_000);
 
@@ -95,11 +103,18 @@ describe('the drift lists are bounded in bytes', () => {
     const slot: { cache?: DriftCache } = { cache: new DriftCache(INTERVAL, () => now) };
     const cache = (): DriftCache => slot.cache as DriftCache;
     // Each credentials' resource checks its key (key i of the list), and its orphans (its tag): all at once.
-    const ask = (): Promise<{ state: string; key?: { id: number } }[]> => Promise.all(credentials.slice(0, CREDENTIALS).map(async (c, i) => {
-      const state = await cache().keyState(c.id, personal, platforms[i] as KeyPlatform, keyIds[i] as number, undefined);
-      expect(cache().tagged(c.id, 'personal', tagOf(i))?.keys.map((k) => k.id)).toEqual([keyIds[i]]);
-      return state;
-    }));
+    const ask = (): Promise<{ state: string; key?: { id: number } }[]> =>
+      Promise.all(
+        credentials.slice(0, CREDENTIALS).map(async (c, i) => {
+          const state = await cache().keyState(c.id, personal, platforms[i] as KeyPlatform, keyIds[i] as number, undefined);
+          expect(
+            cache()
+              .tagged(c.id, 'personal', tagOf(i))
+              ?.keys.map((k) => k.id),
+          ).toEqual([keyIds[i]]);
+          return state;
+        }),
+      );
     const first = await ask();
     expect(first.map((s) => [s.state, s.key?.id])).toEqual(keyIds.slice(0, CREDENTIALS).map((id) => ['Live', id]));
     expect([calls.made, calls.inFlight, calls.most]).toEqual([CREDENTIALS, 0, MAX_LISTS_AT_ONCE]);
@@ -140,7 +155,7 @@ describe('the drift lists are bounded in bytes', () => {
     setFlagsFromString('--no-expose-gc');
   }, 600_000);
 
-  it('a list larger than the budget is never kept whole: its askers\' answers are, so each asker lists at most once an interval, and the sweep once', async () => {
+  it("a list larger than the budget is never kept whole: its askers' answers are, so each asker lists at most once an interval, and the sweep once", async () => {
     let now = 1_000_000;
     const calls = newCalls();
     const c = credentials[0] as { id: string; client: PlatformClient };
@@ -150,7 +165,8 @@ describe('the drift lists are bounded in bytes', () => {
     // 20 askers at once: 10 keys of the list, 10 not in it (ids the platform never gave, made an hour ago).
     const present = keyIds.slice(100, 110);
     const absent = present.map((id) => id + 10_000_000);
-    const askAll = (): Promise<string[]> => Promise.all([...present, ...absent].map(async (id) => (await cache.keyState(c.id, personal, platform, id, now - 3_600_000)).state));
+    const askAll = (): Promise<string[]> =>
+      Promise.all([...present, ...absent].map(async (id) => (await cache.keyState(c.id, personal, platform, id, now - 3_600_000)).state));
     const asked = askAll();
     for (let i = 100; i < 105; i++) cache.tagged(c.id, 'personal', tagOf(i));
     expect(await asked).toEqual([...present.map(() => 'Live'), ...absent.map(() => 'Absent')]);

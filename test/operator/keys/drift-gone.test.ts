@@ -6,7 +6,8 @@ import { describe, expect, it } from '@jest/globals';
 import { DriftCache, type DriftGone } from '../../../src/operator/keys/observing/drift.ts';
 import type { KeyAdapter, KeyPlatform, ListedKey } from '../../../src/operator/keys/adapter.ts';
 
-const listed = (id: number): ListedKey => ({ id, name: `key-${id}`, created_at: '2026-11-23T10:00:00Z', last_used_at: null, last_used_from_addr: '' }) as ListedKey;
+const listed = (id: number): ListedKey =>
+  ({ id, name: `key-${id}`, created_at: '2026-11-23T10:00:00Z', last_used_at: null, last_used_from_addr: '' }) as ListedKey;
 
 function scripted() {
   let keys = [listed(1), listed(2), listed(3)];
@@ -16,8 +17,12 @@ function scripted() {
   return {
     platform,
     adapter,
-    setKeys: (ids: number[]) => { keys = ids.map(listed); },
-    setProjects: (ids: string[]) => { projects = ids; },
+    setKeys: (ids: number[]) => {
+      keys = ids.map(listed);
+    },
+    setProjects: (ids: string[]) => {
+      projects = ids;
+    },
   };
 }
 
@@ -25,7 +30,11 @@ describe('DriftCache: what a refreshed list no longer shows', () => {
   it('names the keys and projects gone since the list before, once, and nothing on the first list or a cached one', async () => {
     let now = 1_000_000;
     const gone: DriftGone[] = [];
-    const cache = new DriftCache(60_000, () => now, (g) => gone.push(g));
+    const cache = new DriftCache(
+      60_000,
+      () => now,
+      (g) => gone.push(g),
+    );
     const s = scripted();
     await cache.keyState('cred-a', s.adapter, s.platform, 1, undefined);
     await cache.projectInOrganization('cred-a', s.platform, 'o-1', 'p-1');
@@ -55,10 +64,19 @@ describe('DriftCache: what a refreshed list no longer shows', () => {
   it('a failed refresh says nothing gone (the previous list stays the one compared with)', async () => {
     let now = 0;
     const gone: DriftGone[] = [];
-    const cache = new DriftCache(60_000, () => now, (g) => gone.push(g));
+    const cache = new DriftCache(
+      60_000,
+      () => now,
+      (g) => gone.push(g),
+    );
     const s = scripted();
     await cache.keyState('cred-a', s.adapter, s.platform, 1, undefined);
-    const failing = { ...s.adapter, list: async () => { throw new Error('unavailable'); } } as KeyAdapter;
+    const failing = {
+      ...s.adapter,
+      list: async () => {
+        throw new Error('unavailable');
+      },
+    } as KeyAdapter;
     now += 60_000;
     await expect(cache.keyState('cred-a', failing, s.platform, 1, undefined)).rejects.toThrow('unavailable');
     expect(gone).toEqual([]);
@@ -71,7 +89,11 @@ describe('DriftCache: what a refreshed list no longer shows', () => {
   it('a key issued lately and revoked before any list showed it: absent from the next list taken after its create was answered, its resource woken (issue 25)', async () => {
     let now = 0;
     const gone: DriftGone[] = [];
-    const cache = new DriftCache(60_000, () => now, (g) => gone.push(g));
+    const cache = new DriftCache(
+      60_000,
+      () => now,
+      (g) => gone.push(g),
+    );
     const s = scripted();
     await cache.keyState('cred-a', s.adapter, s.platform, 1, undefined);
     // Key 9 issued at 10 s and key 10 at 20 s (neither in the list of 0 s); 9 revoked outside at 15 s.
@@ -100,9 +122,18 @@ describe('DriftCache: what a refreshed list no longer shows', () => {
     let now = 0;
     let projectLists = 0;
     const gone: DriftGone[] = [];
-    const cache = new DriftCache(60_000, () => now, (g) => gone.push(g));
+    const cache = new DriftCache(
+      60_000,
+      () => now,
+      (g) => gone.push(g),
+    );
     const s = scripted();
-    const counting = { listProjects: async (q: { orgId: string }) => { projectLists += 1; return await s.platform.listProjects(q); } } as unknown as KeyPlatform;
+    const counting = {
+      listProjects: async (q: { orgId: string }) => {
+        projectLists += 1;
+        return await s.platform.listProjects(q);
+      },
+    } as unknown as KeyPlatform;
     // One check (a resource whose next check is 1.1 intervals away): the lists are taken at 0.
     await cache.keyState('cred-a', s.adapter, counting, 1, undefined);
     await cache.projectInOrganization('cred-a', counting, 'o-1', 'p-1');
@@ -125,7 +156,13 @@ describe('DriftCache: what a refreshed list no longer shows', () => {
     let keyLists = 0;
     const cache = new DriftCache(60_000, () => now);
     const s = scripted();
-    const adapter = { ...s.adapter, list: async () => { keyLists += 1; return await s.adapter.list(s.platform); } } as KeyAdapter;
+    const adapter = {
+      ...s.adapter,
+      list: async () => {
+        keyLists += 1;
+        return await s.adapter.list(s.platform);
+      },
+    } as KeyAdapter;
     await cache.keyState('cred-a', adapter, s.platform, 1, undefined);
     expect(keyLists).toBe(1);
     now = 60_000;
@@ -153,7 +190,14 @@ describe('DriftCache: what a refreshed list no longer shows', () => {
     let failing = true;
     const cache = new DriftCache(60_000, () => now);
     const s = scripted();
-    const adapter = { ...s.adapter, list: async () => { attempts += 1; if (failing) throw new Error('unavailable'); return await s.adapter.list(s.platform); } } as KeyAdapter;
+    const adapter = {
+      ...s.adapter,
+      list: async () => {
+        attempts += 1;
+        if (failing) throw new Error('unavailable');
+        return await s.adapter.list(s.platform);
+      },
+    } as KeyAdapter;
     await expect(cache.keyState('cred-a', adapter, s.platform, 1, undefined)).rejects.toThrow('unavailable');
     for (now = 1_000; now < 60_000; now += 1_000) cache.refreshDue();
     await new Promise((resolve) => setImmediate(resolve));

@@ -27,13 +27,16 @@ class ManualClock implements BucketClock {
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('FairLimiter', () => {
-  it('lets a quiet namespace\'s create through next, not behind a flood\'s waiting creates, at the limiter\'s own rate', async () => {
+  it("lets a quiet namespace's create through next, not behind a flood's waiting creates, at the limiter's own rate", async () => {
     const clock = new ManualClock();
     const limiter = new FairLimiter(orgKeyCreationLimiter(clock));
     const granted: string[] = [];
     const permits: Permit[] = [];
     const take = (key: string, priority: 'create' | 'repair' = 'create'): void => {
-      void sendsFor(key, priority, () => limiter.take()).then((p) => { granted.push(key); permits.push(p); });
+      void sendsFor(key, priority, () => limiter.take()).then((p) => {
+        granted.push(key);
+        permits.push(p);
+      });
     };
     for (let i = 1; i <= 15; i++) take(`ApiKey/flood/k${i}`);
     await settle();
@@ -50,7 +53,15 @@ describe('FairLimiter', () => {
       await settle();
     }
     // The flood's k11 was already at the limiter; then the repair, the quiet namespace's key, and the flood again.
-    expect(granted.slice(10)).toEqual(['ApiKey/flood/k11', 'ApiKey/other/broken', 'ApiKey/quiet/new', 'ApiKey/flood/k12', 'ApiKey/flood/k13', 'ApiKey/flood/k14', 'ApiKey/flood/k15']);
+    expect(granted.slice(10)).toEqual([
+      'ApiKey/flood/k11',
+      'ApiKey/other/broken',
+      'ApiKey/quiet/new',
+      'ApiKey/flood/k12',
+      'ApiKey/flood/k13',
+      'ApiKey/flood/k14',
+      'ApiKey/flood/k15',
+    ]);
   });
 
   it('spreads its permits while two namespaces create: one per 100 ms at most, the same rate, and a newcomer waits one spacing, not for the next clump', async () => {
@@ -100,7 +111,7 @@ describe('FairLimiter', () => {
     expect(grants.length).toBeGreaterThan(before);
   });
 
-  it('lets a quiet namespace\'s second create, right after its first, go before a round of ten floods: it had fewer permits in the window', async () => {
+  it("lets a quiet namespace's second create, right after its first, go before a round of ten floods: it had fewer permits in the window", async () => {
     const clock = new ManualClock();
     const limiter = new FairLimiter(orgKeyCreationLimiter(clock), { spacingMs: 90, clock });
     const grants: string[] = [];
@@ -119,11 +130,12 @@ describe('FairLimiter', () => {
     // Ten floods, three creates waiting each at a time (as the organization's admission keeps them).
     let n = 0;
     const refill = (): void => {
-      for (let f = 0; f < 10; f++) while (grants.filter((g) => g.startsWith(`ApiKey/flood-${f}/`)).length + 3 > [...issued].filter((k) => k.startsWith(`ApiKey/flood-${f}/`)).length) {
-        const key = `ApiKey/flood-${f}/k${++n}`;
-        issued.add(key);
-        take(key);
-      }
+      for (let f = 0; f < 10; f++)
+        while (grants.filter((g) => g.startsWith(`ApiKey/flood-${f}/`)).length + 3 > [...issued].filter((k) => k.startsWith(`ApiKey/flood-${f}/`)).length) {
+          const key = `ApiKey/flood-${f}/k${++n}`;
+          issued.add(key);
+          take(key);
+        }
     };
     const issued = new Set<string>();
     refill();
@@ -151,7 +163,10 @@ describe('FairLimiter', () => {
     const clock = new ManualClock();
     const limiter = new FairLimiter(orgKeyCreationLimiter(clock), { spacingMs: 100, clock });
     let granted = 0;
-    for (let i = 1; i <= 10; i++) void sendsFor(`ApiKey/team/k${i}`, 'create', () => limiter.take()).then(() => { granted++; });
+    for (let i = 1; i <= 10; i++)
+      void sendsFor(`ApiKey/team/k${i}`, 'create', () => limiter.take()).then(() => {
+        granted++;
+      });
     await settle();
     expect(granted).toBe(10);
     expect(clock.now()).toBe(0);

@@ -8,7 +8,14 @@ import { pino } from 'pino';
 import { PlatformError, type ApiKeyListItem, type Disposition, type PlatformErrorCode } from '../../../src/platform/index.ts';
 import type { KeyPlatform } from '../../../src/operator/keys/adapter.ts';
 import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
-import { ownedSecretMetadata, type JsonPatchOp, type KubeWrites, type NamespaceInfo, type Workload, type WorkloadKind } from '../../../src/operator/keys/kube-writes.ts';
+import {
+  ownedSecretMetadata,
+  type JsonPatchOp,
+  type KubeWrites,
+  type NamespaceInfo,
+  type Workload,
+  type WorkloadKind,
+} from '../../../src/operator/keys/kube-writes.ts';
 import { KeyReconciler, type KeyReconcilerOptions } from '../../../src/operator/keys/reconciler.ts';
 import { Signer } from '../../../src/operator/keys/issuing/signing.ts';
 import type { KeyResource, KindName } from '../../../src/operator/resources/schema.ts';
@@ -50,7 +57,7 @@ export class FakeKube implements KubeWrites {
   readonly issuers = new Map<string, KubernetesObject & { spec?: unknown }>();
   readonly namespaces = new Map<string, NamespaceInfo>();
 
-  async readIssuer(name: string): Promise<KubernetesObject & { spec?: unknown } | undefined> {
+  async readIssuer(name: string): Promise<(KubernetesObject & { spec?: unknown }) | undefined> {
     this.calls.push(`readIssuer ${name}`);
     const issuer = this.issuers.get(name);
     return issuer === undefined ? undefined : clone(issuer);
@@ -131,7 +138,10 @@ export class FakeKube implements KubeWrites {
     if (current === undefined) throw notFound(id);
     const doc = clone(current) as unknown as Record<string, unknown>;
     for (const op of ops) {
-      const segments = op.path.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+      const segments = op.path
+        .split('/')
+        .slice(1)
+        .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
       const last = segments.pop() ?? '';
       let parent: unknown = doc;
       for (const segment of segments) parent = (parent as Record<string, unknown> | undefined)?.[segment];
@@ -200,7 +210,9 @@ export class FakeKube implements KubeWrites {
     // As the apiserver answers a metadata LIST (no data), with the real port's projection.
     return [...this.secrets.entries()]
       .filter(([id, secret]) => id.startsWith(`${namespace}/`) && label !== undefined && secret.metadata?.labels?.[label] === value)
-      .map(([, secret]) => ownedSecretMetadata({ apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata: clone(secret).metadata }, controllerUid, annotations))
+      .map(([, secret]) =>
+        ownedSecretMetadata({ apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata: clone(secret).metadata }, controllerUid, annotations),
+      )
       .filter((s): s is V1Secret => s !== undefined);
   }
 
@@ -221,7 +233,10 @@ export class FakeKube implements KubeWrites {
 
   async listWorkloads<T>(namespace: string, kind: WorkloadKind, pick: (workload: Workload) => T | undefined): Promise<T[]> {
     this.calls.push(`list ${kind} ${namespace}`);
-    return [...this.workloads.entries()].filter(([id]) => id.startsWith(`${kind}/${namespace}/`)).map(([, w]) => pick(clone(w))).filter((kept) => kept !== undefined);
+    return [...this.workloads.entries()]
+      .filter(([id]) => id.startsWith(`${kind}/${namespace}/`))
+      .map(([, w]) => pick(clone(w)))
+      .filter((kept) => kept !== undefined);
   }
 
   /** RFC 6902 as far as the operator uses it (test, replace, add); the generation moves when the template changed. */
@@ -233,7 +248,10 @@ export class FakeKube implements KubeWrites {
     if (current === undefined) throw notFound(id);
     const stored = clone(current) as unknown as Record<string, unknown>;
     for (const op of ops) {
-      const segments = op.path.split('/').slice(1).map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+      const segments = op.path
+        .split('/')
+        .slice(1)
+        .map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
       const last = segments.pop() as string;
       let parent: unknown = stored;
       for (const segment of segments) parent = (parent as Record<string, unknown> | undefined)?.[segment];
@@ -255,7 +273,15 @@ export class FakeKube implements KubeWrites {
   }
 }
 
-export interface FakeKey { id: number; name: string; key: string; created_at: string; project_id?: string; last_used_at?: string; last_used_from_addr?: string }
+export interface FakeKey {
+  id: number;
+  name: string;
+  key: string;
+  created_at: string;
+  project_id?: string;
+  last_used_at?: string;
+  last_used_from_addr?: string;
+}
 
 /** A platform holding one list of keys (personal and organization alike). */
 export class FakePlatform implements KeyPlatform {
@@ -266,7 +292,9 @@ export class FakePlatform implements KeyPlatform {
   organizations: string[] | undefined;
   #id = 1000;
   /** The id the next key gets (ids are sequential, as the emulator's). */
-  get nextId(): number { return this.#id + 1; }
+  get nextId(): number {
+    return this.#id + 1;
+  }
   /** The next call of this method fails with this error (once). */
   failNext: { method: string; error: Error } | undefined;
   /** Rewrites the create answer (a hostile or broken platform). */
@@ -283,13 +311,26 @@ export class FakePlatform implements KeyPlatform {
   }
 
   #create(name: string, projectId?: string): FakeKey {
-    const key: FakeKey = { id: ++this.#id, name, key: randomBytes(32).toString('hex'), created_at: new Date(this.now()).toISOString(), ...(projectId !== undefined ? { project_id: projectId } : {}) };
+    const key: FakeKey = {
+      id: ++this.#id,
+      name,
+      key: randomBytes(32).toString('hex'),
+      created_at: new Date(this.now()).toISOString(),
+      ...(projectId !== undefined ? { project_id: projectId } : {}),
+    };
     this.keys.push(key);
     return this.answerCreate?.(key) ?? key;
   }
 
   #list(): ApiKeyListItem[] {
-    return this.keys.map((k) => ({ id: k.id, name: k.name, created_at: k.created_at, last_used_at: k.last_used_at ?? null, last_used_from_addr: k.last_used_from_addr ?? '', ...(k.project_id !== undefined ? { project_id: k.project_id } : {}) }));
+    return this.keys.map((k) => ({
+      id: k.id,
+      name: k.name,
+      created_at: k.created_at,
+      last_used_at: k.last_used_at ?? null,
+      last_used_from_addr: k.last_used_from_addr ?? '',
+      ...(k.project_id !== undefined ? { project_id: k.project_id } : {}),
+    }));
   }
 
   #revoke(keyId: number): { id: number; name: string; revoked: boolean; last_used_at: null; last_used_from_addr: string } {
@@ -329,7 +370,10 @@ export class FakePlatform implements KeyPlatform {
     return this.#revoke(keyId);
   }
 
-  async revokeOrganizationKey(orgId: string, keyId: number): Promise<{ id: number; name: string; revoked: boolean; last_used_at: null; last_used_from_addr: string }> {
+  async revokeOrganizationKey(
+    orgId: string,
+    keyId: number,
+  ): Promise<{ id: number; name: string; revoked: boolean; last_used_at: null; last_used_from_addr: string }> {
     this.calls.push(`revokeOrg ${orgId} ${keyId}`);
     this.#maybeFail('revoke');
     return this.#revoke(keyId);
@@ -359,8 +403,14 @@ export class FakePlatform implements KeyPlatform {
 
 export function platformError(code: PlatformErrorCode, status?: number, disposition: Disposition = 'terminal', retryAfterMs?: number): PlatformError {
   return new PlatformError({
-    code, disposition, message: code, method: 'POST', route: '/api_keys', requestId: 'req-1',
-    ...(status !== undefined ? { status } : {}), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    code,
+    disposition,
+    message: code,
+    method: 'POST',
+    route: '/api_keys',
+    requestId: 'req-1',
+    ...(status !== undefined ? { status } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
   });
 }
 
@@ -417,7 +467,13 @@ export function rig(options: Partial<KeyReconcilerOptions> & { credentials?: boo
   const logger = pino({ level: 'silent' });
   const reconcile = (kind: KindName = 'ApiKey', name = 'ci'): Promise<ReconcileResult> => reconciler.reconcile({ kind, namespace: NAMESPACE, name }, logger);
   return {
-    kube, platform, events, ownWrites, signer, reconciler, reconcile,
+    kube,
+    platform,
+    events,
+    ownWrites,
+    signer,
+    reconciler,
+    reconcile,
     async settle(kind: KindName = 'ApiKey', name = 'ci', max = 6) {
       const results: ReconcileResult[] = [];
       for (let i = 0; i < max; i++) {
@@ -434,9 +490,24 @@ let uid = 0;
 
 /** An organization ApiKey (or a ProjectApiKey) in NAMESPACE. */
 export function keyResource(kind: KindName = 'ApiKey', name = 'ci', over: { spec?: Record<string, unknown>; finalizers?: string[] } = {}): KeyResource {
-  const spec = kind === 'ApiKey'
-    ? { scope: 'Organization', organizationId: 'org-1', keyName: 'ci-deployer', credentialsSecretRef: { name: CREDENTIALS, key: 'apiKey' }, deletionPolicy: 'Revoke', ...over.spec }
-    : { organizationId: 'org-1', projectId: 'p-1', keyName: 'ci-deployer', credentialsSecretRef: { name: CREDENTIALS, key: 'apiKey' }, deletionPolicy: 'Revoke', ...over.spec };
+  const spec =
+    kind === 'ApiKey'
+      ? {
+          scope: 'Organization',
+          organizationId: 'org-1',
+          keyName: 'ci-deployer',
+          credentialsSecretRef: { name: CREDENTIALS, key: 'apiKey' },
+          deletionPolicy: 'Revoke',
+          ...over.spec,
+        }
+      : {
+          organizationId: 'org-1',
+          projectId: 'p-1',
+          keyName: 'ci-deployer',
+          credentialsSecretRef: { name: CREDENTIALS, key: 'apiKey' },
+          deletionPolicy: 'Revoke',
+          ...over.spec,
+        };
   return {
     apiVersion: 'keys.neon.dev/v1alpha1',
     kind,
@@ -449,5 +520,9 @@ export function keyResource(kind: KindName = 'ApiKey', name = 'ci', over: { spec
 function sortedKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortedKeys);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortedKeys((value as Record<string, unknown>)[k])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, sortedKeys((value as Record<string, unknown>)[k])]),
+  );
 }

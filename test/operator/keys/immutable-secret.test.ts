@@ -28,7 +28,11 @@ function annotate(r: Rig, annotations: Record<string, string>): void {
   r.kube.resources.set(`ApiKey/${NAMESPACE}/ci`, current);
 }
 
-const secretNames = (r: Rig): string[] => [...r.kube.secrets.keys()].filter((id) => id.startsWith(`${NAMESPACE}/ci-key`)).map((id) => id.slice(NAMESPACE.length + 1)).sort();
+const secretNames = (r: Rig): string[] =>
+  [...r.kube.secrets.keys()]
+    .filter((id) => id.startsWith(`${NAMESPACE}/ci-key`))
+    .map((id) => id.slice(NAMESPACE.length + 1))
+    .sort();
 
 /** A Deployment reading `secret` every way a pod can; `consent`: its keys.neon.dev/restart-on-rotation annotation. */
 function consumer(name: string, secret: string, consent?: string): V1Deployment {
@@ -41,10 +45,16 @@ function consumer(name: string, secret: string, consent?: string): V1Deployment 
         metadata: { labels: { app: name } },
         spec: {
           initContainers: [{ name: 'init', image: 'x', envFrom: [{ secretRef: { name: secret } }] }],
-          containers: [{
-            name: 'c', image: 'x',
-            env: [{ name: 'OTHER', valueFrom: { secretKeyRef: { name: 'unrelated', key: 'k' } } }, { name: 'KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }],
-          }],
+          containers: [
+            {
+              name: 'c',
+              image: 'x',
+              env: [
+                { name: 'OTHER', valueFrom: { secretKeyRef: { name: 'unrelated', key: 'k' } } },
+                { name: 'KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } },
+              ],
+            },
+          ],
           volumes: [
             { name: 'key', secret: { secretName: secret } },
             { name: 'all', projected: { sources: [{ configMap: { name: 'cm' } }, { secret: { name: secret } }] } },
@@ -77,8 +87,12 @@ describe('immutable Secret names', () => {
     ]);
     expect(ops.filter((o) => o.op === 'test').every((o) => o.value === 'ci-key-1')).toBe(true);
     expect(repointOps(template, new Set(['other']), 'ci-key-2')).toEqual([]);
-    expect(annotationOp(template, 'keys.neon.dev/rotated.ci-key', '2')).toEqual([{ op: 'add', path: '/spec/template/metadata/annotations', value: { 'keys.neon.dev/rotated.ci-key': '2' } }]);
-    expect(annotationOp({ metadata: { annotations: { 'a/b': '1' } } }, 'a/b', '2')).toEqual([{ op: 'add', path: '/spec/template/metadata/annotations/a~1b', value: '2' }]);
+    expect(annotationOp(template, 'keys.neon.dev/rotated.ci-key', '2')).toEqual([
+      { op: 'add', path: '/spec/template/metadata/annotations', value: { 'keys.neon.dev/rotated.ci-key': '2' } },
+    ]);
+    expect(annotationOp({ metadata: { annotations: { 'a/b': '1' } } }, 'a/b', '2')).toEqual([
+      { op: 'add', path: '/spec/template/metadata/annotations/a~1b', value: '2' },
+    ]);
     expect(annotationOp({ metadata: { annotations: { 'a/b': '2' } } }, 'a/b', '2')).toEqual([]);
   });
 });
@@ -109,7 +123,11 @@ describe('spec.secret.immutable', () => {
     await r.settle();
     const keyId = r.resource().status!.keyId!;
     const current = r.resource();
-    (current.spec as { secret: Record<string, unknown> }).secret = { name: 'ci-key', immutable: true, template: { labels: { tier: 'gold' }, data: { id: 'KeyId' } } };
+    (current.spec as { secret: Record<string, unknown> }).secret = {
+      name: 'ci-key',
+      immutable: true,
+      template: { labels: { tier: 'gold' }, data: { id: 'KeyId' } },
+    };
     r.kube.resources.set(`ApiKey/${NAMESPACE}/ci`, current);
     await r.settle();
     const secret = r.kube.secret(NAMESPACE, `ci-key-${keyId}`)!;
@@ -142,7 +160,10 @@ describe('spec.secret.immutable', () => {
     r.kube.putWorkload('Deployment', consumer('api', oldName, 'ci-key'));
     r.kube.putWorkload('Deployment', consumer('bystander', 'unrelated', 'ci-key'));
     r.kube.putWorkload('Deployment', consumer('unwilling', oldName));
-    r.kube.putWorkload('Deployment', { ...consumer('elsewhere', oldName, 'ci-key'), metadata: { name: 'elsewhere', namespace: 'team-b', generation: 1, annotations: { [ANNOTATION_RESTART_ON_ROTATION]: 'ci-key' } } });
+    r.kube.putWorkload('Deployment', {
+      ...consumer('elsewhere', oldName, 'ci-key'),
+      metadata: { name: 'elsewhere', namespace: 'team-b', generation: 1, annotations: { [ANNOTATION_RESTART_ON_ROTATION]: 'ci-key' } },
+    });
     annotate(r, { [ANNOTATION_ROTATE]: 'go' });
     await r.settle();
     const rotated = r.resource();
@@ -166,7 +187,9 @@ describe('spec.secret.immutable', () => {
     // Without consent: not repointed, not restarted.
     expect(r.kube.workloads.get(`Deployment/${NAMESPACE}/unwilling`)!.metadata?.generation).toBe(1);
     expect(r.kube.workloads.get(`Deployment/${NAMESPACE}/unwilling`)!.spec!.template.spec!.volumes![0]!.secret!.secretName).toBe(oldName);
-    expect(r.events.events.find((e) => e.includes('ConsumersRestarted'))).toContain('without keys.neon.dev/restart-on-rotation naming ci-key: Deployment/unwilling');
+    expect(r.events.events.find((e) => e.includes('ConsumersRestarted'))).toContain(
+      'without keys.neon.dev/restart-on-rotation naming ci-key: Deployment/unwilling',
+    );
     expect(r.kube.workloads.get('Deployment/team-b/elsewhere')!.spec!.template.spec!.volumes![0]!.secret!.secretName).toBe(oldName);
 
     // A crash before the restart was recorded: the repeat finds nothing to move and patches nothing.
@@ -176,7 +199,10 @@ describe('spec.secret.immutable', () => {
     const patches = r.kube.calls.filter((c) => c.startsWith('json-patch')).length;
     await r.reconcile();
     expect(r.kube.calls.filter((c) => c.startsWith('json-patch')).length).toBe(patches);
-    expect(r.resource().status?.retiringKeys?.[0]?.restarts).toEqual([{ kind: 'Deployment', name: 'api', generation: 2 }, { kind: 'Deployment', name: 'bystander', generation: 2 }]);
+    expect(r.resource().status?.retiringKeys?.[0]?.restarts).toEqual([
+      { kind: 'Deployment', name: 'api', generation: 2 },
+      { kind: 'Deployment', name: 'bystander', generation: 2 },
+    ]);
 
     // Held until the rollout completed, then the grace period, then revoked and its Secret deleted.
     r.clock.now += 60_000;
@@ -199,9 +225,23 @@ describe('spec.secret.immutable', () => {
     const before = r.resource();
     const old = before.status!.keyId!;
     const fresh = await r.platform.createOrganizationKey('org-1', { keyName: 'ci-deployer-newnew00' });
-    const intent = encodeIntent(r.signer, before.metadata.uid, { attempt: 'ci-deployer-newnew00', startedAt: new Date(T0).toISOString(), holder: 'killed', replaces: old, rotation: { request: 'tok' } });
+    const intent = encodeIntent(r.signer, before.metadata.uid, {
+      attempt: 'ci-deployer-newnew00',
+      startedAt: new Date(T0).toISOString(),
+      holder: 'killed',
+      replaces: old,
+      rotation: { request: 'tok' },
+    });
     annotate(r, { [ANNOTATION_CREATE_PENDING]: intent, [ANNOTATION_ROTATE]: 'tok' });
-    r.kube.putSecret(buildSecret(r.resource(), `ci-key-${fresh.id}`, 'apiKey', { id: fresh.id, name: fresh.name, secret: fresh.key, replaces: old }, r.signer, undefined, { template: undefined, organizationId: 'org-1', projectId: undefined, platformUrl: undefined, immutable: true }));
+    r.kube.putSecret(
+      buildSecret(r.resource(), `ci-key-${fresh.id}`, 'apiKey', { id: fresh.id, name: fresh.name, secret: fresh.key, replaces: old }, r.signer, undefined, {
+        template: undefined,
+        organizationId: 'org-1',
+        projectId: undefined,
+        platformUrl: undefined,
+        immutable: true,
+      }),
+    );
     await r.reconcile();
     const adopted = r.resource();
     expect(adopted.status).toMatchObject({ keyId: fresh.id, secretName: `ci-key-${fresh.id}` });
@@ -218,7 +258,9 @@ describe('spec.secret.immutable', () => {
     // A tenant's Secret, labelled as ours and even naming the resource's uid as a plain (non-controller) owner.
     r.kube.putSecret({
       metadata: {
-        name: `ci-key-${next}`, namespace: NAMESPACE, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
+        name: `ci-key-${next}`,
+        namespace: NAMESPACE,
+        labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' },
         ownerReferences: [{ apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ApiKey', name: 'ci', uid: r.resource().metadata.uid }],
       },
       data: { apiKey: Buffer.from(LEAKED).toString('base64') },

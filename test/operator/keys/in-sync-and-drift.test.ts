@@ -15,7 +15,12 @@ const condition = (resource: KeyResource | undefined, type: string): string | un
 /** A clock the reconciler and the drift cache share, set well after the key was made. */
 function later(): { now: () => number; advance(ms: number): void } {
   let t = Date.now();
-  return { now: () => t, advance: (ms) => { t += ms; } };
+  return {
+    now: () => t,
+    advance: (ms) => {
+      t += ms;
+    },
+  };
 }
 
 describe('a key in sync', () => {
@@ -42,7 +47,10 @@ describe('a key in sync', () => {
     delete older.status!.keyName;
     r.kube.putResource(older);
     const secret = r.kube.secret(NAMESPACE, 'ci')!;
-    r.kube.putSecret({ ...secret, metadata: { ...secret.metadata, annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/key-name': 'ci-deployer-chosen00' } } });
+    r.kube.putSecret({
+      ...secret,
+      metadata: { ...secret.metadata, annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/key-name': 'ci-deployer-chosen00' } },
+    });
     await r.reconcile();
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyName).toBeUndefined();
     // The operator's own annotations back: learned.
@@ -51,7 +59,7 @@ describe('a key in sync', () => {
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.keyName).toBe(keyName);
   });
 
-  it('a ProjectApiKey mirrors its project\'s operations into status, polled with its own issued key', async () => {
+  it("a ProjectApiKey mirrors its project's operations into status, polled with its own issued key", async () => {
     const ensured: string[] = [];
     const snapshot: OperationsSnapshot = {
       operations: [{ id: 'op-1', action: 'create_branch', status: 'running', failuresCount: 0, updatedAt: '2026-11-23T00:00:00Z' }],
@@ -60,7 +68,9 @@ describe('a key in sync', () => {
     const r = rig({
       operations: {
         pollers: {
-          ensure: (projectId, owner, apiKey) => { ensured.push(`${projectId} ${owner} ${apiKey === undefined ? '-' : apiKey.length}`); },
+          ensure: (projectId, owner, apiKey) => {
+            ensured.push(`${projectId} ${owner} ${apiKey === undefined ? '-' : apiKey.length}`);
+          },
           release: () => undefined,
           snapshot: () => snapshot,
         },
@@ -145,11 +155,16 @@ describe('drift', () => {
     const issued = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
     r.kube.resources.set(`ApiKey/${NAMESPACE}/ci`, { ...issued, metadata: { ...issued.metadata, deletionTimestamp: new Date().toISOString() } });
     expect(await r.reconcile()).toEqual({ type: 'Done' });
-    expect(r.platform.calls.filter((c) => c.startsWith('revokeOrg')).slice(-2).sort()).toEqual([`revokeOrg org-1 ${current}`, `revokeOrg org-1 ${old}`].sort());
+    expect(
+      r.platform.calls
+        .filter((c) => c.startsWith('revokeOrg'))
+        .slice(-2)
+        .sort(),
+    ).toEqual([`revokeOrg org-1 ${current}`, `revokeOrg org-1 ${old}`].sort());
     expect(r.platform.keys).toEqual([]);
   });
 
-  it('a key an interrupted create left, its intent stripped, is found by the resource\'s tag in the drift list and revoked; a key of the same name base by hand, a fresh one and one older than the resource are not', async () => {
+  it("a key an interrupted create left, its intent stripped, is found by the resource's tag in the drift list and revoked; a key of the same name base by hand, a fresh one and one older than the resource are not", async () => {
     const clock = later();
     const r = rig({ now: clock.now, drift: new DriftCache(60_000, clock.now) });
     r.platform.now = clock.now;

@@ -57,21 +57,30 @@ describe('key names', () => {
     expect(nameOrigin('web-abcde123', 'prod')).toEqual({ origin: 'OtherCluster' });
     expect(nameOrigin('web-abcde123', '')).toEqual({ origin: 'ThisCluster' });
     expect(nameOrigin('web.prod.abcde123', '')).toEqual({ origin: 'OtherCluster', cluster: 'prod' });
-    for (const name of ['console-made', 'web.prod', 'web.prod.abcde12', 'web.PROD.abcde123', 'web.-prod.abcde123', `web.${'c'.repeat(CLUSTER_NAME_MAX + 1)}.abcde123`, '']) {
+    for (const name of [
+      'console-made',
+      'web.prod',
+      'web.prod.abcde12',
+      'web.PROD.abcde123',
+      'web.-prod.abcde123',
+      `web.${'c'.repeat(CLUSTER_NAME_MAX + 1)}.abcde123`,
+      '',
+    ]) {
       expect(nameOrigin(name, 'prod')).toEqual({ origin: 'ByHand' });
     }
   });
 
   it('takes cluster names of a-z, 0-9 and inner dashes, at most 20; the signer refuses any other', () => {
     for (const ok of ['', 'a', 'prod', 'prod-eu-1', '0', 'c'.repeat(CLUSTER_NAME_MAX)]) expect(clusterNameProblem(ok)).toBeUndefined();
-    for (const bad of ['Prod', 'prod.eu', '-prod', 'prod-', 'pr_od', 'c'.repeat(CLUSTER_NAME_MAX + 1), ' prod']) expect(clusterNameProblem(bad)).toEqual(expect.any(String));
+    for (const bad of ['Prod', 'prod.eu', '-prod', 'prod-', 'pr_od', 'c'.repeat(CLUSTER_NAME_MAX + 1), ' prod'])
+      expect(clusterNameProblem(bad)).toEqual(expect.any(String));
     expect(new Signer(KEY, { cluster: 'prod' }).cluster).toBe('prod');
     expect(new Signer(KEY).cluster).toBe('');
     expect(() => new Signer(KEY, { cluster: 'prod.eu' })).toThrow(RangeError);
   });
 });
 
-describe('a cluster\'s share of an organization\'s creations', () => {
+describe("a cluster's share of an organization's creations", () => {
   it('is whole creations a second: 10 alone, 5 at 0.5, 3 at 0.33, 1 at 0.1; nothing under 0.1 or over 1', () => {
     expect(organizationSlots()).toBe(10);
     expect(organizationSlots(1)).toBe(10);

@@ -19,13 +19,23 @@ function immutableKey(): KeyResource {
 
 /** A Secret the operator wrote for `resource`, holding key `id`. */
 function written(resource: KeyResource, id: number, name = `ci-neon-${id}`): V1Secret {
-  return buildSecret(resource, name, 'apiKey', { id, name: `ci-deployer-${id}`, secret: `secret-${id}-${'x'.repeat(40)}` }, signer, undefined, { template: undefined, organizationId: undefined, projectId: undefined, platformUrl: undefined, immutable: true });
+  return buildSecret(resource, name, 'apiKey', { id, name: `ci-deployer-${id}`, secret: `secret-${id}-${'x'.repeat(40)}` }, signer, undefined, {
+    template: undefined,
+    organizationId: undefined,
+    projectId: undefined,
+    platformUrl: undefined,
+    immutable: true,
+  });
 }
 
 /** What a tenant can make: the managed-by label, this resource's uid as controller, the operator's annotations copied, no valid signature. */
 function decoy(resource: KeyResource, id: number, name: string, keyName = `ci-deployer-${id}`): V1Secret {
   const real = written(resource, id, name);
-  return { ...real, metadata: { ...real.metadata, annotations: { ...real.metadata!.annotations, 'keys.neon.dev/key-name': keyName, 'keys.neon.dev/signature': 'forged' } }, data: { apiKey: big } };
+  return {
+    ...real,
+    metadata: { ...real.metadata, annotations: { ...real.metadata!.annotations, 'keys.neon.dev/key-name': keyName, 'keys.neon.dev/signature': 'forged' } },
+    data: { apiKey: big },
+  };
 }
 
 describe('locating the Secret of an immutable key', () => {
@@ -37,15 +47,22 @@ describe('locating the Secret of an immutable key', () => {
     // Not this resource's: another uid as controller, or no owner reference (bulk data never read).
     const other = keyResource('ApiKey', 'other');
     for (let i = 0; i < 20; i++) kube.putSecret({ ...written(other, 100 + i, `other-${i}`), data: { apiKey: big } });
-    kube.putSecret({ metadata: { name: 'plain', namespace: NAMESPACE, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' } }, data: { apiKey: big } });
+    kube.putSecret({
+      metadata: { name: 'plain', namespace: NAMESPACE, labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' } },
+      data: { apiKey: big },
+    });
     // A tenant's decoy claiming a newer key, under this resource's uid.
     kube.putSecret(decoy(resource, 9, 'decoy-9'));
     const found = await locateSecret({ kube, signer }, resource, resource.spec as never, 'apiKey', undefined);
     expect(found.secretName).toBe('ci-neon-5');
-    expect(kube.calls).toEqual([`list Secret ${NAMESPACE} app.kubernetes.io/managed-by=neon-key-operator`, `get Secret ${NAMESPACE}/decoy-9`, `get Secret ${NAMESPACE}/ci-neon-5`]);
+    expect(kube.calls).toEqual([
+      `list Secret ${NAMESPACE} app.kubernetes.io/managed-by=neon-key-operator`,
+      `get Secret ${NAMESPACE}/decoy-9`,
+      `get Secret ${NAMESPACE}/ci-neon-5`,
+    ]);
   });
 
-  it('finds a pending attempt\'s Secret by its signed key name, never a decoy carrying that name', async () => {
+  it("finds a pending attempt's Secret by its signed key name, never a decoy carrying that name", async () => {
     const kube = new FakeKube();
     const resource = immutableKey();
     kube.putSecret(written(resource, 3));
@@ -69,11 +86,15 @@ describe('locating the Secret of an immutable key', () => {
   it('keeps of a listed Secret only its identity, controller and the annotations asked for, each of bounded length', () => {
     const resource = immutableKey();
     const secret = written(resource, 3);
-    const listed = { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata: {
-      ...secret.metadata,
-      annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/key-name': 'n'.repeat(600), 'tenant/huge': 'h'.repeat(200_000) },
-      managedFields: [{ manager: 'kubectl', fieldsV1: { 'f:data': { 'f:x': {} } } }],
-    } };
+    const listed = {
+      apiVersion: 'meta.k8s.io/v1',
+      kind: 'PartialObjectMetadata',
+      metadata: {
+        ...secret.metadata,
+        annotations: { ...secret.metadata!.annotations, 'keys.neon.dev/key-name': 'n'.repeat(600), 'tenant/huge': 'h'.repeat(200_000) },
+        managedFields: [{ manager: 'kubectl', fieldsV1: { 'f:data': { 'f:x': {} } } }],
+      },
+    };
     const kept = ownedSecretMetadata(listed, resource.metadata.uid, ['keys.neon.dev/key-id', 'keys.neon.dev/key-name']);
     expect(kept?.metadata?.annotations).toEqual({ 'keys.neon.dev/key-id': '3' });
     expect(kept?.metadata?.ownerReferences).toEqual([expect.objectContaining({ uid: resource.metadata.uid, controller: true })]);

@@ -21,7 +21,7 @@ class FakeTimers implements Timers {
 const SECRET = 'abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz01';
 
 describe('createMetrics', () => {
-  it('serves the runtime under controller-runtime\'s names and labels, the domain under the neon_key_operator_ prefix', async () => {
+  it("serves the runtime under controller-runtime's names and labels, the domain under the neon_key_operator_ prefix", async () => {
     const m = createMetrics(new Registry(), { version: '1.2.3', revision: '0123abc', leaseName: 'neon-key-operator-leader' });
     m.controller.started(['ApiKey']);
     m.controller.reconciled('ProjectApiKey', 'requeue_after', 0.2);
@@ -89,10 +89,20 @@ describe('createMetrics', () => {
     expect(await m.registry.metrics()).toContain('workqueue_unfinished_work_seconds{name="projectapikey",controller="projectapikey"} 0');
     q.shutDown();
     // prom-client's process and Node.js metrics without a prefix (and with it, deprecated).
-    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'neon_key_operator_process_cpu_user_seconds_total']) {
+    for (const name of [
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'neon_key_operator_process_cpu_user_seconds_total',
+    ]) {
       expect(text).toMatch(new RegExp(`^${name} `, 'm'));
     }
-    const names = new Set(text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => l.split(/[{ ]/)[0]));
+    const names = new Set(
+      text
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('#'))
+        .map((l) => l.split(/[{ ]/)[0]),
+    );
     for (const name of names) expect(name).toMatch(/^(neon_key_operator_|controller_runtime_|workqueue_|leader_election_master_status$|process_|nodejs_)/);
   });
 
@@ -120,7 +130,9 @@ describe('createMetrics', () => {
     let text = await m.registry.metrics();
     expect(calls).toBe(1);
     expect(text).toContain('neon_key_operator_managed_keys{namespace="team-a",kind="ProjectApiKey",condition="Ready",status="True",reason="Ready"} 2');
-    expect(text).toContain('neon_key_operator_managed_keys{namespace="team-a",kind="ProjectApiKey",condition="Ready",status="False",reason="CredentialsRefused"} 1');
+    expect(text).toContain(
+      'neon_key_operator_managed_keys{namespace="team-a",kind="ProjectApiKey",condition="Ready",status="False",reason="CredentialsRefused"} 1',
+    );
     counts = [{ labels: { namespace: 'team-a', kind: 'ProjectApiKey', condition: 'Ready', status: 'True', reason: 'Ready' }, value: 3 }];
     text = await m.registry.metrics();
     expect(calls).toBe(2);

@@ -24,7 +24,14 @@ const settled: OperationsSnapshot = {
 };
 
 describe('operationsPatch (pure)', () => {
-  const cached = { generation: 3, conditions: [{ type: 'KeyIssued', status: 'True' }, { type: 'Ready', status: 'True' }, { type: 'OperationsSettled', status: 'True' }] };
+  const cached = {
+    generation: 3,
+    conditions: [
+      { type: 'KeyIssued', status: 'True' },
+      { type: 'Ready', status: 'True' },
+      { type: 'OperationsSettled', status: 'True' },
+    ],
+  };
 
   it('tests the version rested on, then replaces the condition in place; a new status moves lastTransitionTime', () => {
     expect(operationsPatch('41', cached, running, new Date(T0 + 1_500))).toEqual([
@@ -52,8 +59,16 @@ describe('operationsPatch (pure)', () => {
     expect(ops).toEqual([
       { op: 'test', path: '/metadata/resourceVersion', value: '7' },
       {
-        op: 'add', path: '/status/conditions/-',
-        value: { type: 'OperationsSettled', status: 'False', reason: 'InProgress', message: running.settled.message, observedGeneration: 0, lastTransitionTime: '2026-11-23T10:00:00Z' },
+        op: 'add',
+        path: '/status/conditions/-',
+        value: {
+          type: 'OperationsSettled',
+          status: 'False',
+          reason: 'InProgress',
+          message: running.settled.message,
+          observedGeneration: 0,
+          lastTransitionTime: '2026-11-23T10:00:00Z',
+        },
       },
       { op: 'add', path: '/status/operations', value: running.operations },
     ]);
@@ -62,7 +77,14 @@ describe('operationsPatch (pure)', () => {
 
 describe('an operations change of a ProjectApiKey at rest', () => {
   /** A rig whose "caches" are the fake apiserver's current objects (up to date), except for `uncached` names. */
-  function setUp(): { r: ReturnType<typeof rig>; clock: { t: number }; snapshot: { current: OperationsSnapshot }; records: ReconcileRecord[]; lagging: Map<string, KeyResource>; stale: Set<string> } {
+  function setUp(): {
+    r: ReturnType<typeof rig>;
+    clock: { t: number };
+    snapshot: { current: OperationsSnapshot };
+    records: ReconcileRecord[];
+    lagging: Map<string, KeyResource>;
+    stale: Set<string>;
+  } {
     const clock = { t: T0 };
     const snapshot = { current: settled };
     const records: ReconcileRecord[] = [];
@@ -109,14 +131,26 @@ describe('an operations change of a ProjectApiKey at rest', () => {
 
   /** What the status mirrors of the operations, and its generation: the same for pk and its twin. */
   const mirrored = (s: ReturnType<typeof setUp>, name: string): unknown => {
-    const status = s.r.kube.resource('ProjectApiKey', NAMESPACE, name)?.status as { operations?: unknown; conditions?: { type: string }[]; observedGeneration?: number };
-    return { operations: status.operations, settled: status.conditions?.find((c) => c.type === 'OperationsSettled'), observedGeneration: status.observedGeneration };
+    const status = s.r.kube.resource('ProjectApiKey', NAMESPACE, name)?.status as {
+      operations?: unknown;
+      conditions?: { type: string }[];
+      observedGeneration?: number;
+    };
+    return {
+      operations: status.operations,
+      settled: status.conditions?.find((c) => c.type === 'OperationsSettled'),
+      observedGeneration: status.observedGeneration,
+    };
   };
 
   it('is one JSON patch and no read, and writes what a full pass writes, change after change', async () => {
     const s = setUp();
     await atRest(s);
-    for (const [i, next] of [running, { ...running, settled: { ...running.settled, message: 'create_branch running (and 1 more not settled)' } }, settled].entries()) {
+    for (const [i, next] of [
+      running,
+      { ...running, settled: { ...running.settled, message: 'create_branch running (and 1 more not settled)' } },
+      settled,
+    ].entries()) {
       s.clock.t += 1_000 * (i + 1);
       s.snapshot.current = next;
       s.r.kube.calls.length = 0;
@@ -151,7 +185,9 @@ describe('an operations change of a ProjectApiKey at rest', () => {
     await s.r.reconcile('ProjectApiKey', 'pk');
     expect(s.r.kube.calls).toEqual([
       `json-patch status ProjectApiKey/${NAMESPACE}/pk`,
-      `get ProjectApiKey ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/neon-admin`,
+      `get ProjectApiKey ${NAMESPACE}/pk`,
+      `get Secret ${NAMESPACE}/pk`,
+      `get Secret ${NAMESPACE}/neon-admin`,
       `patch status ProjectApiKey/${NAMESPACE}/pk`,
     ]);
     expect(s.records.at(-1)?.operationsPatched).toBeUndefined();
@@ -176,7 +212,10 @@ describe('an operations change of a ProjectApiKey at rest', () => {
     s.snapshot.current = settled;
     await s.r.reconcile('ProjectApiKey', 'pk');
     expect(s.r.kube.calls).toEqual([
-      `get ProjectApiKey ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/pk`, `get Secret ${NAMESPACE}/neon-admin`, `patch status ProjectApiKey/${NAMESPACE}/pk`,
+      `get ProjectApiKey ${NAMESPACE}/pk`,
+      `get Secret ${NAMESPACE}/pk`,
+      `get Secret ${NAMESPACE}/neon-admin`,
+      `patch status ProjectApiKey/${NAMESPACE}/pk`,
     ]);
     // Anyone else's version (neither the one written nor the one it replaced): the full way.
     s.lagging.set('pk', { ...before, metadata: { ...before.metadata, resourceVersion: '999' } });
@@ -223,7 +262,7 @@ describe('an operations change of a ProjectApiKey at rest', () => {
       expect(s.r.kube.calls).toEqual([]);
     });
 
-    it('wakes a resource whose project\'s operations changed, and its pass patches them; then it rests again', async () => {
+    it("wakes a resource whose project's operations changed, and its pass patches them; then it rests again", async () => {
       const s = setUp();
       await atRest(s);
       s.snapshot.current = running;

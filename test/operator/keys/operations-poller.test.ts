@@ -2,10 +2,22 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startEmulator, type Emulator } from '../../../src/emulator/server.ts';
-import { OperationsPollers, anyChanging, settledCondition, type OperationsClient, type OperationsSnapshot } from '../../../src/operator/keys/observing/operations-poller.ts';
 import {
-  OPERATION_STATUS_CLASSES, PlatformClient, PlatformError, TERMINAL_OPERATION_STATUSES, isTerminalOperationStatus, operationStatusClass,
-  type Operation, type OperationStatusClass,
+  OperationsPollers,
+  anyChanging,
+  settledCondition,
+  type OperationsClient,
+  type OperationsSnapshot,
+} from '../../../src/operator/keys/observing/operations-poller.ts';
+import {
+  OPERATION_STATUS_CLASSES,
+  PlatformClient,
+  PlatformError,
+  TERMINAL_OPERATION_STATUSES,
+  isTerminalOperationStatus,
+  operationStatusClass,
+  type Operation,
+  type OperationStatusClass,
 } from '../../../src/platform/index.ts';
 import { loadOfficialDocument } from '../../emulator/openapi-validator.ts';
 
@@ -25,9 +37,21 @@ const op = (over: Partial<Operation>): Operation => ({
 describe('settledCondition', () => {
   it.each<[string, Operation[], string, string, RegExp]>([
     ['no operations', [], 'True', 'AllTerminal', /^no recent operations$/],
-    ['all terminal', [op({}), op({ id: 'b', status: 'skipped' }), op({ id: 'c', status: 'cancelled' })], 'True', 'AllTerminal', /^all 3 recent operations are terminal$/],
+    [
+      'all terminal',
+      [op({}), op({ id: 'b', status: 'skipped' }), op({ id: 'c', status: 'cancelled' })],
+      'True',
+      'AllTerminal',
+      /^all 3 recent operations are terminal$/,
+    ],
     ['one running', [op({ status: 'running' })], 'False', 'InProgress', /^create_branch running \(created at 2026-11-22T20:59:48Z\)$/],
-    ['scheduling', [op({ action: 'start_compute', status: 'scheduling', created_at: new Date(NOW - 3_000).toISOString() })], 'False', 'InProgress', /^start_compute scheduling \(created at 2026-11-22T20:59:57Z\)$/],
+    [
+      'scheduling',
+      [op({ action: 'start_compute', status: 'scheduling', created_at: new Date(NOW - 3_000).toISOString() })],
+      'False',
+      'InProgress',
+      /^start_compute scheduling \(created at 2026-11-22T20:59:57Z\)$/,
+    ],
     ['cancelling is not terminal', [op({ status: 'cancelling' })], 'False', 'InProgress', /^create_branch cancelling \(created at 2026-11-22T20:59:48Z\)$/],
     [
       'the oldest pending operation is named, with the count of others',
@@ -38,17 +62,37 @@ describe('settledCondition', () => {
     ],
     [
       'failed wins over running and names failures_count',
-      [op({ id: 'r', action: 'start_compute', status: 'running', created_at: new Date(NOW - 300_000).toISOString() }), op({ id: 'f', status: 'failed', failures_count: 2 })],
+      [
+        op({ id: 'r', action: 'start_compute', status: 'running', created_at: new Date(NOW - 300_000).toISOString() }),
+        op({ id: 'f', status: 'failed', failures_count: 2 }),
+      ],
       'False',
       'Failed',
       /^create_branch failed \(failures_count 2; created at 2026-11-22T20:59:48Z\), the platform retries it \(and 1 more not settled\)$/,
     ],
     // No age: the message must not change from one poll to the next (every change rewrites every key's status).
-    ['no age, the time of creation', [op({ status: 'running', created_at: new Date(NOW - 300_000).toISOString() })], 'False', 'InProgress', /^create_branch running \(created at 2026-11-22T20:55:00Z\)$/],
-    ['a creation time that is not one', [op({ status: 'running', created_at: 'yesterday' })], 'False', 'InProgress', /^create_branch running \(created at an unknown time\)$/],
+    [
+      'no age, the time of creation',
+      [op({ status: 'running', created_at: new Date(NOW - 300_000).toISOString() })],
+      'False',
+      'InProgress',
+      /^create_branch running \(created at 2026-11-22T20:55:00Z\)$/,
+    ],
+    [
+      'a creation time that is not one',
+      [op({ status: 'running', created_at: 'yesterday' })],
+      'False',
+      'InProgress',
+      /^create_branch running \(created at an unknown time\)$/,
+    ],
     [
       'an operation that ended in error is not settled: False OperationError, whatever else is running or failed',
-      [op({ id: 'r', status: 'running' }), op({ id: 'f', status: 'failed', failures_count: 1 }), op({ id: 'e', action: 'start_compute', status: 'error', failures_count: 1 }), op({ id: 'ok' })],
+      [
+        op({ id: 'r', status: 'running' }),
+        op({ id: 'f', status: 'failed', failures_count: 1 }),
+        op({ id: 'e', action: 'start_compute', status: 'error', failures_count: 1 }),
+        op({ id: 'ok' }),
+      ],
       'False',
       'OperationError',
       /^start_compute e ended in error \(failures_count 1\): the platform gave up on it and it will not change again; what depended on it did not happen \(and 2 more not settled\)$/,
@@ -61,7 +105,13 @@ describe('settledCondition', () => {
       'UnknownOperationStatus',
       /^create_branch n has status "paused", which this operator does not know: it cannot tell whether the operation settled$/,
     ],
-    ['an unknown status beside a running one: still in progress', [op({ id: 'n', status: 'paused' }), op({ id: 'r', status: 'running' })], 'False', 'InProgress', /^create_branch running \(created at 2026-11-22T20:59:48Z\) \(and 1 more not settled\)$/],
+    [
+      'an unknown status beside a running one: still in progress',
+      [op({ id: 'n', status: 'paused' }), op({ id: 'r', status: 'running' })],
+      'False',
+      'InProgress',
+      /^create_branch running \(created at 2026-11-22T20:59:48Z\) \(and 1 more not settled\)$/,
+    ],
     [
       'an unknown status is shown bounded and printable',
       [op({ id: 'n', status: `x\u0000${'y'.repeat(100)}` })],
@@ -79,16 +129,26 @@ describe('settledCondition', () => {
 
 describe('operation status classes', () => {
   it.each<[string, OperationStatusClass]>([
-    ['scheduling', 'running'], ['running', 'running'], ['cancelling', 'running'],
-    ['finished', 'settled'], ['skipped', 'settled'], ['cancelled', 'settled'],
-    ['failed', 'retrying'], ['error', 'gaveUp'],
-    ['paused', 'unknown'], ['', 'unknown'], ['constructor', 'unknown'], ['toString', 'unknown'], ['FINISHED', 'unknown'],
+    ['scheduling', 'running'],
+    ['running', 'running'],
+    ['cancelling', 'running'],
+    ['finished', 'settled'],
+    ['skipped', 'settled'],
+    ['cancelled', 'settled'],
+    ['failed', 'retrying'],
+    ['error', 'gaveUp'],
+    ['paused', 'unknown'],
+    ['', 'unknown'],
+    ['constructor', 'unknown'],
+    ['toString', 'unknown'],
+    ['FINISHED', 'unknown'],
   ])('%s is %s', (status, cls) => {
     expect(operationStatusClass(status)).toBe(cls);
   });
 
   it('has a row for every status of the official OpenAPI document, and no other', () => {
-    const schema = (loadOfficialDocument() as unknown as { components: { schemas: { OperationStatus: { enum: string[] } } } }).components.schemas.OperationStatus;
+    const schema = (loadOfficialDocument() as unknown as { components: { schemas: { OperationStatus: { enum: string[] } } } }).components.schemas
+      .OperationStatus;
     expect(Object.keys(OPERATION_STATUS_CLASSES).sort()).toEqual([...schema.enum].sort());
   });
 
@@ -183,7 +243,10 @@ describe('OperationsPollers against the emulator', () => {
     expect(inProgress.settled.message).toMatch(/^(create_branch running|start_compute (scheduling|running)) \(created at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)/);
     expect(inProgress.operations.some((o) => ids.has(o.id))).toBe(true);
 
-    const done = await rec.until('AllTerminal with the branch operations', (s) => s.settled.status === 'True' && [...ids].every((id) => s.operations.some((o) => o.id === id)));
+    const done = await rec.until(
+      'AllTerminal with the branch operations',
+      (s) => s.settled.status === 'True' && [...ids].every((id) => s.operations.some((o) => o.id === id)),
+    );
     expect(done.settled.reason).toBe('AllTerminal');
     for (const o of done.operations.filter((x) => ids.has(x.id))) {
       expect(o).toEqual({ id: o.id, action: expect.any(String), status: 'finished', failuresCount: 0, updatedAt: expect.any(String) });
@@ -231,7 +294,10 @@ describe('OperationsPollers against the emulator', () => {
     });
     expect(res.status).toBe(200);
     await client.createBranch(other.id);
-    const errored = await rec.until('OperationError', (s) => s.settled.reason === 'OperationError' && !s.operations.some((o) => ['running', 'scheduling'].includes(o.status)));
+    const errored = await rec.until(
+      'OperationError',
+      (s) => s.settled.reason === 'OperationError' && !s.operations.some((o) => ['running', 'scheduling'].includes(o.status)),
+    );
     expect(errored.settled.status).toBe('False');
     expect(errored.settled.message).toMatch(/^\w+ [0-9a-f-]+ ended in error \(failures_count 1\): the platform gave up on it/);
     expect(errored.operations.filter((o) => o.status === 'error').length).toBeGreaterThanOrEqual(1);
@@ -277,15 +343,47 @@ describe('OperationsPollers against the emulator', () => {
 
   it('a failed list reads the reason of the shared table (platform-reasons.ts): a 5xx and a timeout PlatformUnavailable, a 429 RateLimited', async () => {
     for (const [error, reason] of [
-      [new PlatformError({ code: 'SERVER_ERROR', disposition: 'retryable', status: 502, method: 'GET', route: '/projects/{project_id}/operations', message: 'm' }), 'PlatformUnavailable'],
-      [new PlatformError({ code: 'TIMEOUT', disposition: 'retryable', method: 'GET', route: '/projects/{project_id}/operations', message: 'm' }), 'PlatformUnavailable'],
-      [new PlatformError({ code: 'RATE_LIMITED', disposition: 'retryable', status: 429, method: 'GET', route: '/projects/{project_id}/operations', message: 'm' }), 'RateLimited'],
+      [
+        new PlatformError({
+          code: 'SERVER_ERROR',
+          disposition: 'retryable',
+          status: 502,
+          method: 'GET',
+          route: '/projects/{project_id}/operations',
+          message: 'm',
+        }),
+        'PlatformUnavailable',
+      ],
+      [
+        new PlatformError({ code: 'TIMEOUT', disposition: 'retryable', method: 'GET', route: '/projects/{project_id}/operations', message: 'm' }),
+        'PlatformUnavailable',
+      ],
+      [
+        new PlatformError({
+          code: 'RATE_LIMITED',
+          disposition: 'retryable',
+          status: 429,
+          method: 'GET',
+          route: '/projects/{project_id}/operations',
+          message: 'm',
+        }),
+        'RateLimited',
+      ],
     ] as const) {
       // A FAKE client: the error objects are what src/platform throws; the emulator-produced 401
       // is covered above.
       const rec = recorder();
-      const failing = { listOperations: async () => { throw error; } } as unknown as OperationsClient;
-      const poller = new OperationsPollers({ clientForKey: () => failing, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 400 });
+      const failing = {
+        listOperations: async () => {
+          throw error;
+        },
+      } as unknown as OperationsClient;
+      const poller = new OperationsPollers({
+        clientForKey: () => failing,
+        onUpdate: (_p, s) => void rec.snapshots.push(s),
+        fastIntervalMs: 20,
+        slowIntervalMs: 400,
+      });
       try {
         poller.ensure('p-fake', 'ns/key', 'k');
         const s = await rec.until(reason, (x) => x.settled.status === 'Unknown');
@@ -348,7 +446,14 @@ describe('OperationsPollers against the emulator', () => {
 
   it('reports Unknown NoCredentials while there is no client for the project', async () => {
     const rec = recorder();
-    pollers = new OperationsPollers({ clientForKey: () => { throw new Error('no key is ever given'); }, onUpdate: (_p, s) => void rec.snapshots.push(s), fastIntervalMs: 20, slowIntervalMs: 100 });
+    pollers = new OperationsPollers({
+      clientForKey: () => {
+        throw new Error('no key is ever given');
+      },
+      onUpdate: (_p, s) => void rec.snapshots.push(s),
+      fastIntervalMs: 20,
+      slowIntervalMs: 100,
+    });
     pollers.ensure(projectId, 'ns/key');
     const s = await rec.until('Unknown', (x) => x.settled.status === 'Unknown');
     expect(s.settled.reason).toBe('NoCredentials');

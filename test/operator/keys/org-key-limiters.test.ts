@@ -14,7 +14,7 @@ describe('orgKeyLimiters', () => {
     expect(limiterFor('org-a')).not.toBe(limiterFor('org-b'));
   });
 
-  it('does not make one organization wait for another one\'s creations', () => {
+  it("does not make one organization wait for another one's creations", () => {
     const limiterFor = orgKeyLimiters(() => new TokenBucket({ ratePerSecond: 10, clock: frozen }));
     expect(limiterFor('org-a').tryTake()).toBe(true);
     expect(limiterFor('org-a').tryTake()).toBe(false); // org-a's token is spent (clock frozen)

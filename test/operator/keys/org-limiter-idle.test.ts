@@ -97,10 +97,13 @@ describe('org key limiters kept only while they hold something', () => {
       const clock = new ManualClock();
       const kept = operatorLimiter(clock);
       let made = 0;
-      const limiterFor = orgKeyLimiters(() => {
-        made++;
-        return operatorLimiter(clock);
-      }, () => clock.now());
+      const limiterFor = orgKeyLimiters(
+        () => {
+          made++;
+          return operatorLimiter(clock);
+        },
+        () => clock.now(),
+      );
       const next = random(seed);
       const grants: { kept: number[]; remade: number[] } = { kept: [], remade: [] };
       let i = 0;
@@ -115,7 +118,10 @@ describe('org key limiters kept only while they hold something', () => {
           const latencyMs = 20 + Math.floor(next() * 300);
           // 429s only in the second half: the first shows limiters dropped and made again, the second one kept for its caution.
           const status = next() < 0.02 && phase >= 20 ? 429 : 201;
-          for (const [side, limiter] of [['kept', kept], ['remade', limiterFor('org-a')]] as const) {
+          for (const [side, limiter] of [
+            ['kept', kept],
+            ['remade', limiterFor('org-a')],
+          ] as const) {
             void sendsFor(key, priority, () => limiter.take()).then((permit: Permit) => {
               grants[side][index] = clock.now();
               clock.schedule(() => {
@@ -139,7 +145,10 @@ describe('org key limiters kept only while they hold something', () => {
 
   it('10,000 distinct organizations, one create each at 100 a second: the limiters kept are only those with a create in the last 11 s, and one once all are idle', async () => {
     const clock = new ManualClock();
-    const limiterFor = orgKeyLimiters(() => operatorLimiter(clock), () => clock.now());
+    const limiterFor = orgKeyLimiters(
+      () => operatorLimiter(clock),
+      () => clock.now(),
+    );
     const takenAt: number[] = [];
     let most = 0;
     for (let n = 0; n < 10_000; n++) {

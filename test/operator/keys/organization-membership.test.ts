@@ -49,7 +49,7 @@ describe('OrganizationMemberships', () => {
     expect(memberships.knownMember('team/neon-admin@7', 'org-mine')).toBe(false);
   });
 
-  it('knows an issuer\'s organization for a namespace only at the generation a create through it was admitted, at most MAX_CLIENTS of them', () => {
+  it("knows an issuer's organization for a namespace only at the generation a create through it was admitted, at most MAX_CLIENTS of them", () => {
     const memberships = new OrganizationMemberships(60_000, () => 0);
     expect(memberships.knownIssuer('team/keys@uid-1@3', 'org-mine')).toBe(false);
     memberships.learnIssuer('team/keys@uid-1@3', 'org-mine');
@@ -64,7 +64,11 @@ describe('OrganizationMemberships', () => {
 
   it('a failed answer is not remembered: the next create asks again', async () => {
     const memberships = new OrganizationMemberships(60_000, () => 0);
-    await expect(memberships.isMember('creds-1', 'org-mine', async () => { throw new Error('503'); })).rejects.toThrow('503');
+    await expect(
+      memberships.isMember('creds-1', 'org-mine', async () => {
+        throw new Error('503');
+      }),
+    ).rejects.toThrow('503');
     expect(await memberships.isMember('creds-1', 'org-mine', async () => [{ id: 'org-mine' }])).toBe(true);
   });
 

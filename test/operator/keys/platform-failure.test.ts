@@ -4,7 +4,15 @@ import { asPlatformFailure, failureReason, unverifiableReason } from '../../../s
 import { PLATFORM_FAILURE_REASONS, platformFailureReason } from '../../../src/operator/keys/status/platform-reasons.ts';
 
 function platformError(code: PlatformErrorCode, status: number | undefined): PlatformError {
-  return new PlatformError({ code, disposition: 'terminal', message: 'm', method: 'POST', route: '/api_keys', requestId: 'req-1', ...(status !== undefined ? { status } : {}) });
+  return new PlatformError({
+    code,
+    disposition: 'terminal',
+    message: 'm',
+    method: 'POST',
+    route: '/api_keys',
+    requestId: 'req-1',
+    ...(status !== undefined ? { status } : {}),
+  });
 }
 
 describe('platform failures', () => {

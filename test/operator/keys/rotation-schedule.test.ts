@@ -11,11 +11,13 @@ describe('rotation schedule', () => {
     expect(gracePeriods({ gracePeriod: '2h', maxGracePeriod: '1h' })).toEqual({ graceMs: 7_200_000, maxGraceMs: 7_200_000 });
   });
 
-  it('a gracePeriod under the operator\'s floor (1m unless --min-rotation-grace) is raised to it, and said so', () => {
+  it("a gracePeriod under the operator's floor (1m unless --min-rotation-grace) is raised to it, and said so", () => {
     expect(gracePeriods({ gracePeriod: '1m' })).toEqual({ graceMs: 60_000, maxGraceMs: 86_400_000 });
     const raised = gracePeriods({ gracePeriod: '0s', maxGracePeriod: '30s' });
     expect(raised).toMatchObject({ graceMs: 60_000, maxGraceMs: 60_000 });
-    expect(raised.graceError).toBe('spec.rotation.gracePeriod 0s is under the operator\'s minimum of 60s (--min-rotation-grace): a replaced key is kept for the minimum; set gracePeriod to at least that');
+    expect(raised.graceError).toBe(
+      "spec.rotation.gracePeriod 0s is under the operator's minimum of 60s (--min-rotation-grace): a replaced key is kept for the minimum; set gracePeriod to at least that",
+    );
     expect(gracePeriods({ gracePeriod: '5s' }, 1_000)).toEqual({ graceMs: 5_000, maxGraceMs: 86_400_000 });
     expect(gracePeriods({ gracePeriod: '500ms' }, 1_000).graceMs).toBe(1_000);
   });

@@ -145,7 +145,19 @@ describe('rotation', () => {
   });
 
   it('restarts the consumers that consent once, with a patch a crash can repeat without a second rollout, and never revokes before the rollout completed', async () => {
-    const r = clocked({ rotation: { gracePeriod: '10s', maxGracePeriod: '1m', restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'listed' }, { kind: 'Deployment', name: 'platform-team' }] } } });
+    const r = clocked({
+      rotation: {
+        gracePeriod: '10s',
+        maxGracePeriod: '1m',
+        restart: {
+          discover: true,
+          workloads: [
+            { kind: 'Deployment', name: 'listed' },
+            { kind: 'Deployment', name: 'platform-team' },
+          ],
+        },
+      },
+    });
     r.kube.putWorkload('Deployment', deployment('api', 'ci', NAMESPACE, 'other-secret, ci'));
     r.kube.putWorkload('Deployment', deployment('unrelated', 'other-secret', NAMESPACE, 'other-secret'));
     r.kube.putWorkload('Deployment', deployment('listed', undefined, NAMESPACE, 'ci'));
@@ -177,8 +189,10 @@ describe('rotation', () => {
       { kind: 'Deployment', name: 'listed', generation: 2 },
     ]);
     const restarted = r.events.events.find((e) => e.includes('ConsumersRestarted'));
-    expect(restarted).toBe(`Warning ConsumersRestarted: restarted Deployment/api, Deployment/listed for key ${fresh}; `
-      + `not restarted, without ${ANNOTATION_RESTART_ON_ROTATION} naming ci: Deployment/elsewhere, Deployment/platform-team, Deployment/reader`);
+    expect(restarted).toBe(
+      `Warning ConsumersRestarted: restarted Deployment/api, Deployment/listed for key ${fresh}; ` +
+        `not restarted, without ${ANNOTATION_RESTART_ON_ROTATION} naming ci: Deployment/elsewhere, Deployment/platform-team, Deployment/reader`,
+    );
 
     // A crash between the patches and their record: the restart is made again, and changes nothing.
     const status = structuredClone(r.resource().status!);
@@ -212,7 +226,9 @@ describe('rotation', () => {
   });
 
   it('without any consenting workload nothing is restarted or waited for: the key retires after its grace', async () => {
-    const r = clocked({ rotation: { gracePeriod: '10s', maxGracePeriod: '1h', restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'paused' }] } } });
+    const r = clocked({
+      rotation: { gracePeriod: '10s', maxGracePeriod: '1h', restart: { discover: true, workloads: [{ kind: 'Deployment', name: 'paused' }] } },
+    });
     // A paused Deployment a tenant names would never complete a rollout: without consent it is not touched.
     const paused = deployment('paused', undefined);
     paused.spec!.paused = true;
@@ -225,7 +241,9 @@ describe('rotation', () => {
     expect(r.resource().status?.retiringKeys?.[0]?.restarts).toEqual([]);
     expect(r.kube.calls.filter((c) => c.includes('patch Deployment/'))).toEqual([]);
     expect(condition(r.resource(), 'Rotating')).toBe('True RetiringKey');
-    expect(r.resource().status?.conditions?.find((c) => c.type === 'Rotating')?.message).toContain('not restarted, without keys.neon.dev/restart-on-rotation naming ci: Deployment/api, Deployment/paused');
+    expect(r.resource().status?.conditions?.find((c) => c.type === 'Rotating')?.message).toContain(
+      'not restarted, without keys.neon.dev/restart-on-rotation naming ci: Deployment/api, Deployment/paused',
+    );
     r.clock.now += 11_000;
     await r.settle();
     expect(r.platform.keys.map((k) => k.id)).not.toContain(old);
@@ -262,9 +280,17 @@ describe('rotation', () => {
     const old = before.status!.keyId!;
     // What a crash after the Secret and before the status leaves: the rotation's intent, the new key in the Secret.
     const fresh = await r.platform.createOrganizationKey('org-1', { keyName: 'ci-deployer-newnew00' });
-    const intent = encodeIntent(r.signer, before.metadata.uid, { attempt: 'ci-deployer-newnew00', startedAt: new Date(T0).toISOString(), holder: 'killed', replaces: old, rotation: { request: 'tok' } });
+    const intent = encodeIntent(r.signer, before.metadata.uid, {
+      attempt: 'ci-deployer-newnew00',
+      startedAt: new Date(T0).toISOString(),
+      holder: 'killed',
+      replaces: old,
+      rotation: { request: 'tok' },
+    });
     annotate(r, { [ANNOTATION_CREATE_PENDING]: intent, [ANNOTATION_ROTATE]: 'tok' });
-    r.kube.putSecret(buildSecret(r.resource(), 'ci', 'apiKey', { id: fresh.id, name: fresh.name, secret: fresh.key, replaces: old }, r.signer, r.kube.secret(NAMESPACE, 'ci')));
+    r.kube.putSecret(
+      buildSecret(r.resource(), 'ci', 'apiKey', { id: fresh.id, name: fresh.name, secret: fresh.key, replaces: old }, r.signer, r.kube.secret(NAMESPACE, 'ci')),
+    );
     await r.reconcile();
     const adopted = r.resource();
     expect(adopted.status?.keyId).toBe(fresh.id);
@@ -283,7 +309,9 @@ describe('rotation', () => {
     await r.settle();
     const resource = r.resource();
     const old = resource.status!.keyId!;
-    const signed = JSON.parse(encodeIntent(r.signer, resource.metadata.uid, { attempt: 'ci-deployer-zzzzzzzz', startedAt: new Date(T0).toISOString(), holder: 'x', replaces: old })) as Record<string, unknown>;
+    const signed = JSON.parse(
+      encodeIntent(r.signer, resource.metadata.uid, { attempt: 'ci-deployer-zzzzzzzz', startedAt: new Date(T0).toISOString(), holder: 'x', replaces: old }),
+    ) as Record<string, unknown>;
     annotate(r, { [ANNOTATION_CREATE_PENDING]: JSON.stringify({ ...signed, rotation: { request: 'forged' } }) });
     await r.reconcile();
     expect(r.events.reasons()).toContain('Warning InvalidAnnotation');
@@ -323,7 +351,7 @@ describe('rotation', () => {
     expect(r.resource().status?.rotation?.nextRotationAt).toBe(new Date(Date.UTC(2026, 10, 24, 3, 0, 30)).toISOString());
   });
 
-  it('a gracePeriod under the operator\'s floor keeps the replaced key for the floor, and the Rotating condition says so', async () => {
+  it("a gracePeriod under the operator's floor keeps the replaced key for the floor, and the Rotating condition says so", async () => {
     const clock = { now: T0 };
     const r = rig({ now: () => clock.now, drift: new DriftCache(60_000, () => clock.now), rotationPollMs: 1_000 });
     r.platform.now = () => clock.now;
@@ -332,7 +360,7 @@ describe('rotation', () => {
     await r.settle();
     await r.reconcile();
     expect(condition(resource(), 'Rotating')).toBe('False InvalidSpec');
-    expect(resource().status?.conditions?.find((c) => c.type === 'Rotating')?.message).toContain('under the operator\'s minimum of 60s');
+    expect(resource().status?.conditions?.find((c) => c.type === 'Rotating')?.message).toContain("under the operator's minimum of 60s");
     const old = resource().status!.keyId!;
     annotate(r, { [ANNOTATION_ROTATE]: 'go' });
     await r.settle();
@@ -356,7 +384,12 @@ describe('rotation', () => {
   it('counts each retired key once by outcome (retired_keys_total): revoked unused, revoked still in use, gone', async () => {
     const retired: string[] = [];
     const clock = { now: T0 };
-    const r = rig({ now: () => clock.now, drift: new DriftCache(60_000, () => clock.now), rotationPollMs: 1_000, onRetired: (outcome) => retired.push(outcome) });
+    const r = rig({
+      now: () => clock.now,
+      drift: new DriftCache(60_000, () => clock.now),
+      rotationPollMs: 1_000,
+      onRetired: (outcome) => retired.push(outcome),
+    });
     r.platform.now = () => clock.now;
     r.kube.putResource(keyResource('ApiKey', 'ci', { spec: { rotation: { gracePeriod: '10s', maxGracePeriod: '2m' } } }));
     const keyId = (): number => r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status!.keyId!;
@@ -386,7 +419,10 @@ describe('rotation', () => {
     expect(retired).toEqual(['revoked', 'revoked_in_use']);
     // Revoked by someone else meanwhile: gone, not revoked.
     const gone = await rotate('gone');
-    r.platform.keys.splice(r.platform.keys.findIndex((k) => k.id === gone), 1);
+    r.platform.keys.splice(
+      r.platform.keys.findIndex((k) => k.id === gone),
+      1,
+    );
     clock.now += 60_000;
     for (let i = 0; i < 3; i++) await r.reconcile();
     expect(retired).toEqual(['revoked', 'revoked_in_use', 'gone']);

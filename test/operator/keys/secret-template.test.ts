@@ -3,34 +3,66 @@
 // from it, and a tampered primary entry still a new key.
 import { describe, expect, it } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { ANNOTATION_TEMPLATED, rewrittenSecret, secretInLine, templatedData, templatedMetadata, type TemplateValues } from '../../../src/operator/keys/secret/secret-template.ts';
+import {
+  ANNOTATION_TEMPLATED,
+  rewrittenSecret,
+  secretInLine,
+  templatedData,
+  templatedMetadata,
+  type TemplateValues,
+} from '../../../src/operator/keys/secret/secret-template.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig } from './fakes.ts';
 
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 const text = (s: string | undefined): string | undefined => (s === undefined ? undefined : Buffer.from(s, 'base64').toString('utf8'));
-const values: TemplateValues = { key: 'k'.repeat(64), keyId: 42, keyName: 'ci-abcd1234', organizationId: 'org-1', projectId: 'p-1', platformUrl: 'https://example.test/api/v2' };
+const values: TemplateValues = {
+  key: 'k'.repeat(64),
+  keyId: 42,
+  keyName: 'ci-abcd1234',
+  organizationId: 'org-1',
+  projectId: 'p-1',
+  platformUrl: 'https://example.test/api/v2',
+};
 
 describe('the template, pure', () => {
   it('derives each data entry from its field, and never replaces the key entry', () => {
-    const data = templatedData('apiKey', { data: { NEON_API_KEY: 'Key', ID: 'KeyId', NAME: 'KeyName', ORG: 'OrganizationId', PROJECT: 'ProjectId', HOST: 'PlatformUrl', apiKey: 'KeyId' } }, values);
+    const data = templatedData(
+      'apiKey',
+      { data: { NEON_API_KEY: 'Key', ID: 'KeyId', NAME: 'KeyName', ORG: 'OrganizationId', PROJECT: 'ProjectId', HOST: 'PlatformUrl', apiKey: 'KeyId' } },
+      values,
+    );
     expect(Object.fromEntries(Object.entries(data).map(([k, v]) => [k, text(v)]))).toEqual({
-      apiKey: values.key, NEON_API_KEY: values.key, ID: '42', NAME: 'ci-abcd1234', ORG: 'org-1', PROJECT: 'p-1', HOST: 'https://example.test/api/v2',
+      apiKey: values.key,
+      NEON_API_KEY: values.key,
+      ID: '42',
+      NAME: 'ci-abcd1234',
+      ORG: 'org-1',
+      PROJECT: 'p-1',
+      HOST: 'https://example.test/api/v2',
     });
   });
 
   it('leaves out what it does not know', () => {
-    expect(Object.keys(templatedData('apiKey', { data: { PROJECT: 'ProjectId', NAME: 'KeyName' } }, { ...values, projectId: undefined, keyName: undefined }))).toEqual(['apiKey']);
+    expect(
+      Object.keys(templatedData('apiKey', { data: { PROJECT: 'ProjectId', NAME: 'KeyName' } }, { ...values, projectId: undefined, keyName: undefined })),
+    ).toEqual(['apiKey']);
   });
 
-  it('never takes the operator\'s own label or annotation names from a template', () => {
-    const out = templatedMetadata({ labels: { [`app.kubernetes.io/managed-by`]: 'neon-key-operator' }, annotations: { 'keys.neon.dev/key-id': '42' } }, {
-      labels: { 'app.kubernetes.io/managed-by': 'someone-else', 'keys.neon.dev/owner': 'x', team: 'payments' },
-      annotations: { 'keys.neon.dev/key-id': '7', 'keys.neon.dev/templated': '{}', 'reloader.stakater.com/match': 'true' },
-    }, 'apiKey');
+  it("never takes the operator's own label or annotation names from a template", () => {
+    const out = templatedMetadata(
+      { labels: { [`app.kubernetes.io/managed-by`]: 'neon-key-operator' }, annotations: { 'keys.neon.dev/key-id': '42' } },
+      {
+        labels: { 'app.kubernetes.io/managed-by': 'someone-else', 'keys.neon.dev/owner': 'x', team: 'payments' },
+        annotations: { 'keys.neon.dev/key-id': '7', 'keys.neon.dev/templated': '{}', 'reloader.stakater.com/match': 'true' },
+      },
+      'apiKey',
+    );
     expect(out.labels).toEqual({ 'app.kubernetes.io/managed-by': 'neon-key-operator', team: 'payments' });
     expect(out.annotations).toEqual({
-      'keys.neon.dev/key-id': '42', 'reloader.stakater.com/match': 'true', [ANNOTATION_TEMPLATED]: JSON.stringify({ labels: ['team'], annotations: ['reloader.stakater.com/match'], data: [] }),
+      'keys.neon.dev/key-id': '42',
+      'reloader.stakater.com/match': 'true',
+      [ANNOTATION_TEMPLATED]: JSON.stringify({ labels: ['team'], annotations: ['reloader.stakater.com/match'], data: [] }),
     });
   });
 
@@ -43,9 +75,18 @@ describe('the template, pure', () => {
     expect(none.annotations[ANNOTATION_TEMPLATED]).toBeUndefined();
   });
 
-  it('reads a tampered record of templated names without failing, and never removes the operator\'s names on its strength', () => {
-    for (const record of ['{not json', '[]', '{"labels":"x"}', JSON.stringify({ labels: ['app.kubernetes.io/managed-by'], annotations: ['keys.neon.dev/key-id'] })]) {
-      const out = templatedMetadata({ labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' }, annotations: { [ANNOTATION_TEMPLATED]: record, 'keys.neon.dev/key-id': '42' } }, undefined, 'apiKey');
+  it("reads a tampered record of templated names without failing, and never removes the operator's names on its strength", () => {
+    for (const record of [
+      '{not json',
+      '[]',
+      '{"labels":"x"}',
+      JSON.stringify({ labels: ['app.kubernetes.io/managed-by'], annotations: ['keys.neon.dev/key-id'] }),
+    ]) {
+      const out = templatedMetadata(
+        { labels: { 'app.kubernetes.io/managed-by': 'neon-key-operator' }, annotations: { [ANNOTATION_TEMPLATED]: record, 'keys.neon.dev/key-id': '42' } },
+        undefined,
+        'apiKey',
+      );
       expect(out.labels['app.kubernetes.io/managed-by']).toBe('neon-key-operator');
       expect(out.annotations['keys.neon.dev/key-id']).toBe('42');
     }
@@ -53,15 +94,50 @@ describe('the template, pure', () => {
 
   it('a Secret is in line exactly when a rewrite would change nothing', () => {
     const template = { labels: { team: 'payments' }, data: { NEON_API_KEY: 'Key' as const } };
-    const written = rewrittenSecret({ metadata: { name: 's', annotations: { 'keys.neon.dev/key-id': '42' } }, data: { apiKey: b64(values.key) } }, 'apiKey', template, values);
+    const written = rewrittenSecret(
+      { metadata: { name: 's', annotations: { 'keys.neon.dev/key-id': '42' } }, data: { apiKey: b64(values.key) } },
+      'apiKey',
+      template,
+      values,
+    );
     expect(secretInLine(written, 'apiKey', template, values)).toBe(true);
     const edits: [string, (s: V1Secret) => void][] = [
-      ['derived entry deleted', (s) => { delete s.data!.NEON_API_KEY; }],
-      ['derived entry edited', (s) => { s.data!.NEON_API_KEY = b64('other'); }],
-      ['templated label edited', (s) => { s.metadata!.labels!.team = 'other'; }],
-      ['templated label removed', (s) => { delete s.metadata!.labels!.team; }],
-      ['managed-by label removed', (s) => { delete s.metadata!.labels!['app.kubernetes.io/managed-by']; }],
-      ['the record of templated names edited', (s) => { s.metadata!.annotations![ANNOTATION_TEMPLATED] = '{}'; }],
+      [
+        'derived entry deleted',
+        (s) => {
+          delete s.data!.NEON_API_KEY;
+        },
+      ],
+      [
+        'derived entry edited',
+        (s) => {
+          s.data!.NEON_API_KEY = b64('other');
+        },
+      ],
+      [
+        'templated label edited',
+        (s) => {
+          s.metadata!.labels!.team = 'other';
+        },
+      ],
+      [
+        'templated label removed',
+        (s) => {
+          delete s.metadata!.labels!.team;
+        },
+      ],
+      [
+        'managed-by label removed',
+        (s) => {
+          delete s.metadata!.labels!['app.kubernetes.io/managed-by'];
+        },
+      ],
+      [
+        'the record of templated names edited',
+        (s) => {
+          s.metadata!.annotations![ANNOTATION_TEMPLATED] = '{}';
+        },
+      ],
     ];
     for (const [story, edit] of edits) {
       const copy = structuredClone(written);
@@ -77,8 +153,13 @@ describe('the template, pure', () => {
     expect(secretInLine(theirs, 'apiKey', template, values)).toBe(true);
   });
 
-  it('a rewrite removes the entries a template no longer derives, keeps the others\' and the key entry\'s bytes', () => {
-    const first = rewrittenSecret({ metadata: { name: 's' }, data: { apiKey: b64(values.key), EXTRA: b64('x') } }, 'apiKey', { data: { A: 'KeyId', B: 'Key' } }, values);
+  it("a rewrite removes the entries a template no longer derives, keeps the others' and the key entry's bytes", () => {
+    const first = rewrittenSecret(
+      { metadata: { name: 's' }, data: { apiKey: b64(values.key), EXTRA: b64('x') } },
+      'apiKey',
+      { data: { A: 'KeyId', B: 'Key' } },
+      values,
+    );
     expect(Object.keys(first.data ?? {}).sort()).toEqual(['A', 'B', 'EXTRA', 'apiKey']);
     const second = rewrittenSecret(first, 'apiKey', { data: { C: 'KeyName' } }, values);
     expect(Object.keys(second.data ?? {}).sort()).toEqual(['C', 'EXTRA', 'apiKey']);
@@ -102,7 +183,7 @@ describe('a reconcile with a template', () => {
   };
   const secretOf = (r: Awaited<ReturnType<typeof setup>>): V1Secret => r.kube.secret(NAMESPACE, 'pk')!;
 
-  it('writes the Secret with the template on create; the operator\'s own names stay its own', async () => {
+  it("writes the Secret with the template on create; the operator's own names stay its own", async () => {
     const r = await setup();
     const secret = secretOf(r);
     const keyId = r.kube.resource('ProjectApiKey', NAMESPACE, 'pk')!.status!.keyId!;
@@ -119,7 +200,10 @@ describe('a reconcile with a template', () => {
     const before = r.kube.resource('ProjectApiKey', NAMESPACE, 'pk')!;
     const keyId = before.status!.keyId!;
     const key = text(secretOf(r).data?.apiKey);
-    r.kube.putResource({ ...before, spec: { ...before.spec, secret: { key: 'apiKey', template: { labels: { team: 'billing' }, data: { TOKEN: 'Key', ID: 'KeyId' } } } } } as KeyResource);
+    r.kube.putResource({
+      ...before,
+      spec: { ...before.spec, secret: { key: 'apiKey', template: { labels: { team: 'billing' }, data: { TOKEN: 'Key', ID: 'KeyId' } } } },
+    } as KeyResource);
     r.platform.calls.length = 0;
     await r.settle('ProjectApiKey', 'pk');
     const secret = secretOf(r);

@@ -8,7 +8,13 @@ import type { ListedKey } from '../../../src/operator/keys/adapter.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 import { NAMESPACE, keyResource, rig } from './fakes.ts';
 
-const listed = (last_used_at: string | null, last_used_from_addr = ''): ListedKey => ({ id: 1, name: 'k', created_at: '2026-01-01T00:00:00Z', last_used_at, last_used_from_addr });
+const listed = (last_used_at: string | null, last_used_from_addr = ''): ListedKey => ({
+  id: 1,
+  name: 'k',
+  created_at: '2026-01-01T00:00:00Z',
+  last_used_at,
+  last_used_from_addr,
+});
 
 describe('status timestamps from the platform', () => {
   it('are normalized to RFC 3339 seconds', () => {
@@ -17,7 +23,13 @@ describe('status timestamps from the platform', () => {
   });
 
   it.each([
-    [null], [undefined], ['yesterday'], ['2026-11-23T10:00:00Z'.padEnd(65, ' ')], ['+275760-09-13T00:00:00.000Z'], ['+010000-01-01T00:00:00Z'], ['1969-12-31T23:59:59Z'],
+    [null],
+    [undefined],
+    ['yesterday'],
+    ['2026-11-23T10:00:00Z'.padEnd(65, ' ')],
+    ['+275760-09-13T00:00:00.000Z'],
+    ['+010000-01-01T00:00:00Z'],
+    ['1969-12-31T23:59:59Z'],
   ])('%j is dropped', (value) => {
     expect(statusTimestamp(value)).toBeUndefined();
   });
@@ -48,7 +60,11 @@ describe('usage fields', () => {
   });
 
   it.each([
-    ['not an address', 'localhost; rm -rf /'], ['over-long', `${'1'.repeat(70)}`], ['an address with a port', '10.1.2.3:443'], ['markup', '<script>'], ['a secret-looking blob', 'x'.repeat(64)],
+    ['not an address', 'localhost; rm -rf /'],
+    ['over-long', `${'1'.repeat(70)}`],
+    ['an address with a port', '10.1.2.3:443'],
+    ['markup', '<script>'],
+    ['a secret-looking blob', 'x'.repeat(64)],
   ])('drops an address that is %s, keeps the time', (_story, addr) => {
     expect(usageFields(listed('2026-11-23T10:00:00Z', addr), {})).toEqual({ lastUsedAt: '2026-11-23T10:00:00Z' });
   });
@@ -58,20 +74,33 @@ describe('the InUse condition', () => {
   const now = Date.parse('2026-11-23T12:00:00Z');
   it('is True while the key was used within the window', () => {
     // The message does not carry the time of the use: a key in use would change it on every check.
-    expect(inUseCondition('1h', '2026-11-23T11:30:00Z', '2026-01-01T00:00:00Z', now)).toEqual({ type: 'InUse', status: 'True', reason: 'UsedRecently', message: 'used within the last 1h' });
-    expect(inUseCondition('1h', '2026-11-23T11:59:00Z', '2026-01-01T00:00:00Z', now)).toEqual(inUseCondition('1h', '2026-11-23T11:30:00Z', '2026-01-01T00:00:00Z', now));
+    expect(inUseCondition('1h', '2026-11-23T11:30:00Z', '2026-01-01T00:00:00Z', now)).toEqual({
+      type: 'InUse',
+      status: 'True',
+      reason: 'UsedRecently',
+      message: 'used within the last 1h',
+    });
+    expect(inUseCondition('1h', '2026-11-23T11:59:00Z', '2026-01-01T00:00:00Z', now)).toEqual(
+      inUseCondition('1h', '2026-11-23T11:30:00Z', '2026-01-01T00:00:00Z', now),
+    );
   });
 
   it('is False once it was not', () => {
     expect(inUseCondition('1h', '2026-11-23T10:00:00Z', '2026-01-01T00:00:00Z', now)).toEqual({
-      type: 'InUse', status: 'False', reason: 'NotUsedRecently', message: 'not used since 2026-11-23T10:00:00Z (more than 1h)',
+      type: 'InUse',
+      status: 'False',
+      reason: 'NotUsedRecently',
+      message: 'not used since 2026-11-23T10:00:00Z (more than 1h)',
     });
   });
 
   it('a key never used counts from its creation', () => {
     expect(inUseCondition('720h', undefined, '2026-11-20T00:00:00Z', now)?.status).toBe('True');
     expect(inUseCondition('24h', undefined, '2026-11-20T00:00:00Z', now)).toEqual({
-      type: 'InUse', status: 'False', reason: 'NotUsedRecently', message: 'never used since issued at 2026-11-20T00:00:00Z (more than 24h)',
+      type: 'InUse',
+      status: 'False',
+      reason: 'NotUsedRecently',
+      message: 'never used since issued at 2026-11-20T00:00:00Z (more than 24h)',
     });
   });
 
@@ -92,7 +121,12 @@ describe('a reconcile of a key in sync', () => {
     const now = (): number => t;
     const r = rig({ now, drift: new DriftCache(60_000, now) });
     r.kube.putResource(keyResource('ApiKey', 'ci', { spec }));
-    return { r, advance: (ms: number) => { t += ms; } };
+    return {
+      r,
+      advance: (ms: number) => {
+        t += ms;
+      },
+    };
   }
 
   it('records the last use from the drift list once, and writes nothing on a pass where it did not change', async () => {

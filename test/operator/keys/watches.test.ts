@@ -49,7 +49,8 @@ async function start(namespaces: string[]): Promise<{ controller: Controller; pr
 
 function projectKey(namespace: string, name: string, projectId: string, organizationId = 'org-1'): KubernetesObject {
   return {
-    apiVersion: 'keys.neon.dev/v1alpha1', kind: 'ProjectApiKey',
+    apiVersion: 'keys.neon.dev/v1alpha1',
+    kind: 'ProjectApiKey',
     metadata: { name, namespace, uid: `uid-${name}`, resourceVersion: '1' },
     spec: { projectId, organizationId, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
   } as KubernetesObject;
@@ -64,14 +65,21 @@ describe('the ProjectApiKeys of a project', () => {
     h.projectKeys('team-b').emit('add', projectKey('team-b', 'b2', 'p-1', 'org-2'));
     expect(projectKeysIn(h.controller, ['p-1']).sort()).toEqual(['ProjectApiKey/team-a/a1', 'ProjectApiKey/team-b/b1', 'ProjectApiKey/team-b/b2']);
     expect(projectKeysIn(h.controller, ['p-1'], 'org-1').sort()).toEqual(['ProjectApiKey/team-a/a1', 'ProjectApiKey/team-b/b1']);
-    expect(projectKeysIn(h.controller, ['p-1', 'p-2', 'p-1'], 'org-1').sort()).toEqual(['ProjectApiKey/team-a/a1', 'ProjectApiKey/team-a/a2', 'ProjectApiKey/team-b/b1']);
+    expect(projectKeysIn(h.controller, ['p-1', 'p-2', 'p-1'], 'org-1').sort()).toEqual([
+      'ProjectApiKey/team-a/a1',
+      'ProjectApiKey/team-a/a2',
+      'ProjectApiKey/team-b/b1',
+    ]);
     expect(projectKeysIn(h.controller, ['p-9'])).toEqual([]);
   });
 
   it('follow a resource moved to another project, and forget a deleted one', async () => {
     const h = await start(['team-a']);
     h.projectKeys('team-a').emit('add', projectKey('team-a', 'a1', 'p-1'));
-    h.projectKeys('team-a').emit('update', { ...projectKey('team-a', 'a1', 'p-2'), metadata: { name: 'a1', namespace: 'team-a', uid: 'uid-a1', resourceVersion: '2' } });
+    h.projectKeys('team-a').emit('update', {
+      ...projectKey('team-a', 'a1', 'p-2'),
+      metadata: { name: 'a1', namespace: 'team-a', uid: 'uid-a1', resourceVersion: '2' },
+    });
     expect(projectKeysIn(h.controller, ['p-1'])).toEqual([]);
     expect(projectKeysIn(h.controller, ['p-2'])).toEqual(['ProjectApiKey/team-a/a1']);
     h.projectKeys('team-a').emit('delete', projectKey('team-a', 'a1', 'p-2'));

@@ -13,7 +13,10 @@ const keyKinds = kinds.filter((k): k is KindName => k !== 'ApiKeyInventory' && k
 
 function walk(node: unknown, visit: (node: Record<string, unknown>, path: string) => void, path = ''): void {
   if (node === null || typeof node !== 'object') return;
-  if (Array.isArray(node)) { node.forEach((n, i) => walk(n, visit, `${path}[${i}]`)); return; }
+  if (Array.isArray(node)) {
+    node.forEach((n, i) => walk(n, visit, `${path}[${i}]`));
+    return;
+  }
   const record = node as Record<string, unknown>;
   visit(record, path);
   for (const [k, v] of Object.entries(record)) walk(v, visit, `${path}.${k}`);
@@ -37,7 +40,9 @@ describe('the generated CRDs', () => {
   it.each(keyKinds)('%s admits a gracePeriod of at least 1m only, unless rendered for a test cluster with a lower floor', (kind) => {
     const rules = (options?: { minRotationGrace: string }): string[] => {
       const spec = customResourceDefinition(kind, options).spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-      return spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.rotation['x-kubernetes-validations'].map((v: { rule: string; message: string }) => `${v.rule} => ${v.message}`);
+      return spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.rotation['x-kubernetes-validations'].map(
+        (v: { rule: string; message: string }) => `${v.rule} => ${v.message}`,
+      );
     };
     expect(rules()).toContain("!has(self.gracePeriod) || duration(self.gracePeriod) >= duration('1m') => gracePeriod must be at least 1m");
     const lowered = rules({ minRotationGrace: '1s' });
@@ -59,27 +64,59 @@ describe('the generated CRDs', () => {
     const spec = customResourceDefinition('ApiKeyInventory').spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(spec.names).toEqual(expect.objectContaining({ kind: 'ApiKeyInventory', plural: 'apikeyinventories', shortNames: ['naki'], categories: ['neon'] }));
     expect(spec.versions[0].subresources).toEqual({ status: {} });
-    const columns = spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => c.priority === undefined).map((c: { name: string }) => c.name);
+    const columns = spec.versions[0].additionalPrinterColumns
+      .filter((c: { priority?: number }) => c.priority === undefined)
+      .map((c: { name: string }) => c.name);
     expect(columns).toEqual(['Ready', 'Live', 'Managed', 'Not Managed', 'Unused', 'Age']);
     // -o wide adds the not-managed keys by origin: another cluster's, and made by hand (docs/clusters.md).
     const wide = spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => c.priority === 1);
     expect(wide.map((c: { name: string }) => c.name)).toEqual(['Reason', 'Organization', 'Other Cluster', 'By Hand', 'Listed']);
-    expect(wide.find((c: { name: string }) => c.name === 'Other Cluster')).toEqual({ name: 'Other Cluster', type: 'integer', jsonPath: '.status.notManagedByOrigin.otherCluster', priority: 1 });
-    expect(wide.find((c: { name: string }) => c.name === 'By Hand')).toEqual({ name: 'By Hand', type: 'integer', jsonPath: '.status.notManagedByOrigin.byHand', priority: 1 });
+    expect(wide.find((c: { name: string }) => c.name === 'Other Cluster')).toEqual({
+      name: 'Other Cluster',
+      type: 'integer',
+      jsonPath: '.status.notManagedByOrigin.otherCluster',
+      priority: 1,
+    });
+    expect(wide.find((c: { name: string }) => c.name === 'By Hand')).toEqual({
+      name: 'By Hand',
+      type: 'integer',
+      jsonPath: '.status.notManagedByOrigin.byHand',
+      priority: 1,
+    });
     const status = spec.versions[0].schema.openAPIV3Schema.properties.status.properties;
     // Each column's path is a field of the status.
     expect(Object.keys(status.notManagedByOrigin.properties).sort()).toEqual(['byHand', 'otherCluster', 'thisCluster']);
     expect(status.notManagedKeys.maxItems).toBe(50);
     expect(status.unusedKeys.maxItems).toBe(50);
-    expect(Object.keys(status.notManagedKeys.items.properties)).toEqual(['id', 'name', 'kind', 'projectId', 'createdAt', 'createdBy', 'lastUsedAt', 'lastUsedFromAddr', 'managed', 'origin', 'cluster']);
+    expect(Object.keys(status.notManagedKeys.items.properties)).toEqual([
+      'id',
+      'name',
+      'kind',
+      'projectId',
+      'createdAt',
+      'createdBy',
+      'lastUsedAt',
+      'lastUsedFromAddr',
+      'managed',
+      'origin',
+      'cluster',
+    ]);
   });
 
-  it('ClusterKeyIssuer: cluster-scoped, short name nki, no category (kubectl get neon lists a namespace\'s keys), status subresource, the columns Ready, Organization, Resources, Age', () => {
+  it("ClusterKeyIssuer: cluster-scoped, short name nki, no category (kubectl get neon lists a namespace's keys), status subresource, the columns Ready, Organization, Resources, Age", () => {
     const spec = customResourceDefinition('ClusterKeyIssuer').spec as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(spec.scope).toBe('Cluster');
-    expect(spec.names).toEqual({ kind: 'ClusterKeyIssuer', listKind: 'ClusterKeyIssuerList', plural: 'clusterkeyissuers', singular: 'clusterkeyissuer', shortNames: ['nki'] });
+    expect(spec.names).toEqual({
+      kind: 'ClusterKeyIssuer',
+      listKind: 'ClusterKeyIssuerList',
+      plural: 'clusterkeyissuers',
+      singular: 'clusterkeyissuer',
+      shortNames: ['nki'],
+    });
     expect(spec.versions[0].subresources).toEqual({ status: {} });
-    const columns = spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => c.priority === undefined).map((c: { name: string }) => c.name);
+    const columns = spec.versions[0].additionalPrinterColumns
+      .filter((c: { priority?: number }) => c.priority === undefined)
+      .map((c: { name: string }) => c.name);
     expect(columns).toEqual(['Ready', 'Organization', 'Resources', 'Age']);
     const rule = spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.allow.items;
     expect(Object.keys(rule.properties)).toEqual(['namespaces', 'kinds', 'projects', 'maxKeysPerNamespace']);
@@ -87,8 +124,9 @@ describe('the generated CRDs', () => {
   });
 
   it('the key kinds: exactly one of issuerRef and credentialsSecretRef; an issuer mints no Personal key; organizationId from the issuer', () => {
-    const rules = (kind: KindName): string[] => (customResourceDefinition(kind).spec as Record<string, any>) // eslint-disable-line @typescript-eslint/no-explicit-any
-      .versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'].map((v: { rule: string }) => v.rule);
+    const rules = (kind: KindName): string[] =>
+      (customResourceDefinition(kind).spec as Record<string, any>).versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'] // eslint-disable-line @typescript-eslint/no-explicit-any
+        .map((v: { rule: string }) => v.rule);
     for (const kind of keyKinds) expect(rules(kind)).toContain('has(self.issuerRef) != has(self.credentialsSecretRef)');
     expect(rules('ApiKey')).toContain("self.scope != 'Personal' || !has(self.issuerRef)");
     expect(parseSpec('ProjectApiKey', { projectId: 'p-1', issuerRef: { name: 'team' } })).toMatchObject({ ok: true });
@@ -96,18 +134,29 @@ describe('the generated CRDs', () => {
   });
 
   it('ApiKeyInventory spec: defaults (scope Organization, unusedAfter 2160h, key apiKey) and the organization rule', () => {
-    expect(ApiKeyInventorySpec.parse({ organizationId: 'org-a-1', credentialsSecretRef: { name: 'c' } }))
-      .toEqual({ scope: 'Organization', organizationId: 'org-a-1', credentialsSecretRef: { name: 'c', key: 'apiKey' }, unusedAfter: '2160h' });
+    expect(ApiKeyInventorySpec.parse({ organizationId: 'org-a-1', credentialsSecretRef: { name: 'c' } })).toEqual({
+      scope: 'Organization',
+      organizationId: 'org-a-1',
+      credentialsSecretRef: { name: 'c', key: 'apiKey' },
+      unusedAfter: '2160h',
+    });
     expect(ApiKeyInventorySpec.safeParse({ organizationId: '../x', credentialsSecretRef: { name: 'c' } }).success).toBe(false);
     expect(ApiKeyInventorySpec.safeParse({ organizationId: 'org-a-1', credentialsSecretRef: { name: 'c' }, unusedAfter: '90 days' }).success).toBe(false);
-    const rules = (customResourceDefinition('ApiKeyInventory').spec as Record<string, any>).versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'].map((v: { message: string }) => v.message); // eslint-disable-line @typescript-eslint/no-explicit-any
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const rules = (customResourceDefinition('ApiKeyInventory').spec as Record<string, any>).versions[0].schema.openAPIV3Schema.properties.spec[
+      'x-kubernetes-validations'
+    ].map((v: { message: string }) => v.message);
     expect(rules).toEqual([
       'organizationId is required when scope is Organization (unless issuerRef names an issuer)',
       'organizationId is not allowed when scope is Personal',
-      'a Personal inventory is never taken through an issuer (it would list the issuer\'s user\'s own keys): use credentialsSecretRef',
+      "a Personal inventory is never taken through an issuer (it would list the issuer's user's own keys): use credentialsSecretRef",
       'exactly one of issuerRef and credentialsSecretRef must be set',
     ]);
-    expect(ApiKeyInventorySpec.parse({ issuerRef: { name: 'platform' } })).toEqual({ scope: 'Organization', issuerRef: { name: 'platform' }, unusedAfter: '2160h' });
+    expect(ApiKeyInventorySpec.parse({ issuerRef: { name: 'platform' } })).toEqual({
+      scope: 'Organization',
+      issuerRef: { name: 'platform' },
+      unusedAfter: '2160h',
+    });
   });
 
   it.each(keyKinds)('%s names, printer columns, status subresource and category', (kind) => {
@@ -115,9 +164,15 @@ describe('the generated CRDs', () => {
     expect(spec.names.categories).toEqual(['neon']);
     expect(spec.names.shortNames).toEqual([kind === 'ApiKey' ? 'nak' : 'npak']);
     expect(spec.versions[0].subresources).toEqual({ status: {} });
-    const columns = spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => c.priority === undefined).map((c: { name: string }) => c.name);
+    const columns = spec.versions[0].additionalPrinterColumns
+      .filter((c: { priority?: number }) => c.priority === undefined)
+      .map((c: { name: string }) => c.name);
     expect(columns).toEqual(['Ready', 'Key ID', 'Secret', 'Last Used', 'Age']);
-    expect(spec.versions[0].additionalPrinterColumns.find((c: { name: string }) => c.name === 'Last Used')).toEqual({ name: 'Last Used', type: 'date', jsonPath: '.status.lastUsedAt' });
+    expect(spec.versions[0].additionalPrinterColumns.find((c: { name: string }) => c.name === 'Last Used')).toEqual({
+      name: 'Last Used',
+      type: 'date',
+      jsonPath: '.status.lastUsedAt',
+    });
   });
 });
 

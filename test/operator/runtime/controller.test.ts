@@ -15,7 +15,10 @@ function widget(name: string, resourceVersion: string, extra: { generation?: num
   return {
     kind: 'Widget',
     metadata: {
-      name, namespace: 'ns', resourceVersion, generation: extra.generation ?? 1,
+      name,
+      namespace: 'ns',
+      resourceVersion,
+      generation: extra.generation ?? 1,
       ...(extra.deleting === true ? { deletionTimestamp: new Date(0) } : {}),
       ...(extra.input !== undefined ? { annotations: { input: extra.input } } : {}),
     },
@@ -69,7 +72,9 @@ afterEach(async () => {
   running = undefined;
 });
 
-async function start(options: { maxBackoffMs?: number; namespaces?: string[]; watched?: (string | undefined)[]; retries?: string[]; cacheStaleAfterMs?: number } = {}): Promise<Harness> {
+async function start(
+  options: { maxBackoffMs?: number; namespaces?: string[]; watched?: (string | undefined)[]; retries?: string[]; cacheStaleAfterMs?: number } = {},
+): Promise<Harness> {
   const reconciler = new ScriptedReconciler();
   const informers: FakeInformer[] = [];
   const ownWrites = new OwnWrites();
@@ -77,15 +82,29 @@ async function start(options: { maxBackoffMs?: number; namespaces?: string[]; wa
   const watches = (namespace: string | undefined): Watch[] => {
     options.watched?.push(namespace);
     return [
-    {
-      type: 'for', kind: 'Widget', path: '/widgets', project: (o) => o,
-      indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`${o.metadata.namespace}/${o.metadata.annotations.input}`] : []) },
-    },
-    {
-      type: 'owns', kind: 'Part', path: '/parts', project: (o) => o,
-      ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/${o.metadata.namespace}/${o.metadata.annotations.owner}` : undefined),
-    },
-    { type: 'referenced', kind: 'Input', path: '/inputs', metadataOnly: true, project: (o) => o, index: 'input', valueOf: (o) => `${o.metadata?.namespace}/${o.metadata?.name}` },
+      {
+        type: 'for',
+        kind: 'Widget',
+        path: '/widgets',
+        project: (o) => o,
+        indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`${o.metadata.namespace}/${o.metadata.annotations.input}`] : []) },
+      },
+      {
+        type: 'owns',
+        kind: 'Part',
+        path: '/parts',
+        project: (o) => o,
+        ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/${o.metadata.namespace}/${o.metadata.annotations.owner}` : undefined),
+      },
+      {
+        type: 'referenced',
+        kind: 'Input',
+        path: '/inputs',
+        metadataOnly: true,
+        project: (o) => o,
+        index: 'input',
+        valueOf: (o) => `${o.metadata?.namespace}/${o.metadata?.name}`,
+      },
     ];
   };
   const controller = new Controller({
@@ -104,7 +123,13 @@ async function start(options: { maxBackoffMs?: number; namespaces?: string[]; wa
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
     ...(options.namespaces !== undefined ? { namespaces: options.namespaces } : {}),
     ...(options.cacheStaleAfterMs !== undefined ? { cacheStaleAfterMs: options.cacheStaleAfterMs } : {}),
-    queueMetrics: { depth: () => undefined, add: () => void queued++, queueLatency: () => undefined, workDuration: () => void worked++, retry: () => options.retries?.push('retry') },
+    queueMetrics: {
+      depth: () => undefined,
+      add: () => void queued++,
+      queueLatency: () => undefined,
+      workDuration: () => void worked++,
+      retry: () => options.retries?.push('retry'),
+    },
   });
   let queued = 0;
   let worked = 0;
@@ -158,7 +183,14 @@ describe('Controller', () => {
     const h = await start({ namespaces: ['x', 'y'], watched });
     expect(watched).toEqual(['x', 'y']);
     expect(h.controller.synced).toBe(true);
-    expect(h.informers.map((i) => `${i.watch.kind} started ${i.started}`)).toEqual(['Widget started 1', 'Part started 1', 'Input started 1', 'Widget started 1', 'Part started 1', 'Input started 1']);
+    expect(h.informers.map((i) => `${i.watch.kind} started ${i.started}`)).toEqual([
+      'Widget started 1',
+      'Part started 1',
+      'Input started 1',
+      'Widget started 1',
+      'Part started 1',
+      'Input started 1',
+    ]);
   });
 
   it('is not woken by a version its own reconcile wrote, and is by any other', async () => {
@@ -176,7 +208,9 @@ describe('Controller', () => {
   it('judges events that arrive during a reconcile once it ends (its own writes recorded by then)', async () => {
     const h = await start();
     let release!: () => void;
-    h.reconciler.gate = new Promise((resolve) => { release = resolve; });
+    h.reconciler.gate = new Promise((resolve) => {
+      release = resolve;
+    });
     h.widgets.emit('add', widget('a', '1'));
     await until('a in progress', () => h.reconciler.calls.length === 1);
     // The watch delivers the reconcile's write before its response recorded the version.
@@ -188,7 +222,9 @@ describe('Controller', () => {
     expect(h.reconciler.calls).toEqual(['Widget/ns/a']);
 
     // Someone else's change during a reconcile runs the key again after it.
-    h.reconciler.gate = new Promise((resolve) => { release = resolve; });
+    h.reconciler.gate = new Promise((resolve) => {
+      release = resolve;
+    });
     h.widgets.emit('update', widget('a', '5'));
     await until('a in progress again', () => h.reconciler.calls.length === 2);
     h.widgets.emit('update', widget('a', '6'));
@@ -297,14 +333,27 @@ describe('Controller', () => {
       kubeConfig: new KubeConfig(),
       reconciler,
       onReconciled: () => void ended++,
-      queueMetrics: { depth: () => undefined, add: () => void queued++, queueLatency: () => undefined, workDuration: () => void worked++, retry: () => undefined },
+      queueMetrics: {
+        depth: () => undefined,
+        add: () => void queued++,
+        queueLatency: () => undefined,
+        workDuration: () => void worked++,
+        retry: () => undefined,
+      },
       watches: () => [
         {
-          type: 'for', kind: 'Widget', path: '/widgets', project: (o) => o,
+          type: 'for',
+          kind: 'Widget',
+          path: '/widgets',
+          project: (o) => o,
           indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`${o.metadata.namespace}/${o.metadata.annotations.input}`] : []) },
         },
         {
-          type: 'owns', kind: 'Part', path: '/parts', metadataOnly: true, project: (o) => o,
+          type: 'owns',
+          kind: 'Part',
+          path: '/parts',
+          metadataOnly: true,
+          project: (o) => o,
           ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/${o.metadata.namespace}/${o.metadata.annotations.owner}` : undefined),
           referencedBy: { index: 'input', valueOf: (o) => `${o.metadata?.namespace}/${o.metadata?.name}` },
         },
@@ -367,7 +416,9 @@ describe('Controller', () => {
     const h = await start({ maxBackoffMs: 50 });
     h.reconciler.results = [{ type: 'Backoff' }, { type: 'Backoff', minDelayMs: 120 }, { type: 'Done' }];
     const times: number[] = [];
-    h.reconciler.onReconcile = (): void => { times.push(performance.now()); };
+    h.reconciler.onReconcile = (): void => {
+      times.push(performance.now());
+    };
     h.widgets.emit('add', widget('a', '1'));
     await until('three reconciles', () => h.reconciler.calls.length === 3, 3_000);
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(40);
@@ -439,7 +490,9 @@ describe('Controller', () => {
 
   it('gives the worker back for a released wait: the next key runs meanwhile, the released key stays in flight until its reconcile ends, stop() waits for it', async () => {
     let open!: () => void;
-    const slow = new Promise<void>((resolve) => { open = resolve; });
+    const slow = new Promise<void>((resolve) => {
+      open = resolve;
+    });
     const calls: string[] = [];
     const ended: string[] = [];
     let informer: FakeInformer | undefined;
@@ -476,7 +529,9 @@ describe('Controller', () => {
 
   it('stop() waits for a reconcile that gave its worker back', async () => {
     let open!: () => void;
-    const slow = new Promise<void>((resolve) => { open = resolve; });
+    const slow = new Promise<void>((resolve) => {
+      open = resolve;
+    });
     let released = false;
     let informer: FakeInformer | undefined;
     const controller = new Controller({
@@ -497,7 +552,9 @@ describe('Controller', () => {
     informer?.emit('add', widget('a', '1'));
     await until('a waiting', () => released);
     let stopped = false;
-    const stopping = controller.stop().then(() => { stopped = true; });
+    const stopping = controller.stop().then(() => {
+      stopped = true;
+    });
     await sleep(30);
     expect(stopped).toBe(false);
     open();
@@ -505,15 +562,21 @@ describe('Controller', () => {
     expect(stopped).toBe(true);
   });
 
-  it('reports each result as controller-runtime\'s reconcileHandler counts it, and the workers holding a key (not a released one)', async () => {
+  it("reports each result as controller-runtime's reconcileHandler counts it, and the workers holding a key (not a released one)", async () => {
     const outcomes: string[] = [];
     let busy = 0;
     let mostBusy = 0;
     let kinds: readonly string[] = [];
     let open!: () => void;
-    const slow = new Promise<void>((resolve) => { open = resolve; });
+    const slow = new Promise<void>((resolve) => {
+      open = resolve;
+    });
     const script: Record<string, ReconcileResult[]> = {
-      done: [{ type: 'Done' }], later: [{ type: 'Done', requeueAfterMs: 60_000 }], retry: [{ type: 'Retry' }], next: [{ type: 'Continue' }], refused: [{ type: 'Backoff', minDelayMs: 60_000 }],
+      done: [{ type: 'Done' }],
+      later: [{ type: 'Done', requeueAfterMs: 60_000 }],
+      retry: [{ type: 'Retry' }],
+      next: [{ type: 'Continue' }],
+      refused: [{ type: 'Backoff', minDelayMs: 60_000 }],
     };
     let thrown = false;
     let waiting = false;
@@ -538,7 +601,9 @@ describe('Controller', () => {
       workers: 1,
       informerFor: (watch) => (informer = new FakeInformer(watch)),
       metrics: {
-        started: (started) => { kinds = started; },
+        started: (started) => {
+          kinds = started;
+        },
         reconciled: (kind, outcome) => outcomes.push(`${kind} ${outcome}`),
         workers: (_kind, delta) => {
           busy += delta;
@@ -558,8 +623,16 @@ describe('Controller', () => {
     open();
     await until('the released one ended', () => outcomes.length === 10);
     expect(outcomes.sort()).toEqual([
-      'Widget error', 'Widget requeue', 'Widget requeue', 'Widget requeue', 'Widget requeue_after',
-      'Widget success', 'Widget success', 'Widget success', 'Widget success', 'Widget success',
+      'Widget error',
+      'Widget requeue',
+      'Widget requeue',
+      'Widget requeue',
+      'Widget requeue_after',
+      'Widget success',
+      'Widget success',
+      'Widget success',
+      'Widget success',
+      'Widget success',
     ]);
     expect([busy, mostBusy]).toEqual([0, 1]);
   });

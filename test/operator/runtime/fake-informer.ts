@@ -19,11 +19,14 @@ export class FakeInformer implements CachingInformer {
   }
 
   on(verb: Verb, cb: (obj: never) => void): void {
-    this.#callbacks.set(verb, [...this.#callbacks.get(verb) ?? [], cb]);
+    this.#callbacks.set(verb, [...(this.#callbacks.get(verb) ?? []), cb]);
   }
 
   off(verb: Verb, cb: (obj: never) => void): void {
-    this.#callbacks.set(verb, (this.#callbacks.get(verb) ?? []).filter((c) => c !== cb));
+    this.#callbacks.set(
+      verb,
+      (this.#callbacks.get(verb) ?? []).filter((c) => c !== cb),
+    );
   }
 
   async start(): Promise<void> {

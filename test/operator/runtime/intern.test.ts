@@ -20,7 +20,10 @@ describe('intern', () => {
   it('shares one frozen object per signature, and stops keeping new ones at its bound', () => {
     const before = sharedCount();
     let made = 0;
-    const make = (): { list: { n: number }[] } => { made++; return { list: [{ n: 1 }] }; };
+    const make = (): { list: { n: number }[] } => {
+      made++;
+      return { list: [{ n: 1 }] };
+    };
     const a = internShared('test a', make);
     expect(internShared('test a', make)).toBe(a);
     expect(made).toBe(1);

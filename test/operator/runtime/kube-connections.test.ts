@@ -7,7 +7,14 @@ import { reuseKubeConnections } from '../../../src/operator/runtime/kube-connect
 function kubeConfig(user = 'sa', token = 't0'): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: 'c', server: 'https://127.0.0.1:6443', caData: Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').toString('base64'), skipTLSVerify: false }],
+    clusters: [
+      {
+        name: 'c',
+        server: 'https://127.0.0.1:6443',
+        caData: Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').toString('base64'),
+        skipTLSVerify: false,
+      },
+    ],
     users: [{ name: user, token }],
     contexts: [{ name: 'ctx', cluster: 'c', user }],
     currentContext: 'ctx',
@@ -17,7 +24,12 @@ function kubeConfig(user = 'sa', token = 't0'): KubeConfig {
 
 async function dispatcherOf(kc: KubeConfig): Promise<unknown> {
   let dispatcher: unknown;
-  const context = { setHeaderParam: () => undefined, setDispatcher: (d: unknown) => { dispatcher = d; } };
+  const context = {
+    setHeaderParam: () => undefined,
+    setDispatcher: (d: unknown) => {
+      dispatcher = d;
+    },
+  };
   await kc.applySecurityAuthentication(context as never);
   return dispatcher;
 }

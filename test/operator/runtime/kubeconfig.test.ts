@@ -12,7 +12,9 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 function file(name: string, server: string, context: string | undefined, extra = ''): string {
   const path = join(scratch, name);
-  writeFileSync(path, `apiVersion: v1
+  writeFileSync(
+    path,
+    `apiVersion: v1
 kind: Config
 ${context !== undefined ? `current-context: ${context}` : ''}
 clusters:
@@ -26,7 +28,8 @@ users:
 contexts:
 - name: ${name}
   context: { cluster: ${name}, user: shared }
-${extra}`);
+${extra}`,
+  );
   return path;
 }
 
@@ -42,7 +45,12 @@ describe('loadKubeConfig', () => {
     expect(kc.getCurrentCluster()?.server).toBe('https://b.example:6443');
     expect(kc.getCluster('shared')?.server).toBe('https://a.example:6443');
     expect(kc.getUser('shared')?.token).toBe('a-token');
-    expect(kc.getContexts().map((x) => x.name).sort()).toEqual(['a', 'b', 'c']);
+    expect(
+      kc
+        .getContexts()
+        .map((x) => x.name)
+        .sort(),
+    ).toEqual(['a', 'b', 'c']);
   });
 
   it('reads --kubeconfig alone when it is given', () => {

@@ -27,7 +27,12 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function candidate(kubeConfig: KubeConfig, lease: string, identity: string, durations: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number }): Candidate {
+function candidate(
+  kubeConfig: KubeConfig,
+  lease: string,
+  identity: string,
+  durations: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number },
+): Candidate {
   const events: string[] = [];
   const c: Partial<Candidate> = { identity, events, stop: new AbortController() };
   c.elector = new LeaderElector({
@@ -202,11 +207,13 @@ describe('LeaderElector', () => {
       await core.deleteNamespace({ name: namespace }).catch(() => undefined);
     });
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'operator' } } });
-    const rules = ownNamespaceGrants().filter((entry) => entry.includes('|leases|')).map((entry) => {
-      const [group, resource, grant] = entry.split('|') as [string, string, string];
-      const [verb, name] = grant.split('@') as [string, string | undefined];
-      return { apiGroups: [group], resources: [resource], verbs: [verb], ...(name !== undefined ? { resourceNames: [name] } : {}) };
-    });
+    const rules = ownNamespaceGrants()
+      .filter((entry) => entry.includes('|leases|'))
+      .map((entry) => {
+        const [group, resource, grant] = entry.split('|') as [string, string, string];
+        const [verb, name] = grant.split('@') as [string, string | undefined];
+        return { apiGroups: [group], resources: [resource], verbs: [verb], ...(name !== undefined ? { resourceNames: [name] } : {}) };
+      });
     await rbac.createNamespacedRole({ namespace, body: { metadata: { name: 'leader-election' }, rules } });
     await rbac.createNamespacedRoleBinding({
       namespace,
@@ -244,7 +251,7 @@ describe('LeaderElector', () => {
     expect(lease.spec?.holderIdentity ?? '').toBe('');
   });
 
-  it('a standby judges expiry by the record\'s leaseDurationSeconds, not its own setting (a rollout that changes the duration)', async () => {
+  it("a standby judges expiry by the record's leaseDurationSeconds, not its own setting (a rollout that changes the duration)", async () => {
     const { kubeConfig } = await controlPlane();
     const lease = leaseName();
     const api = kubeConfig.makeApiClient(CoordinationV1Api);
@@ -252,7 +259,10 @@ describe('LeaderElector', () => {
     const now = new V1MicroTime();
     await api.createNamespacedLease({
       namespace: NAMESPACE,
-      body: { metadata: { name: lease, namespace: NAMESPACE }, spec: { holderIdentity: 'longer-lease', leaseDurationSeconds: 6, acquireTime: now, renewTime: now, leaseTransitions: 0 } },
+      body: {
+        metadata: { name: lease, namespace: NAMESPACE },
+        spec: { holderIdentity: 'longer-lease', leaseDurationSeconds: 6, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+      },
     });
     const startedAt = performance.now();
     const standby = candidate(kubeConfig, lease, 'replica-short', SHORT); // its own lease: 2 s
@@ -260,7 +270,7 @@ describe('LeaderElector', () => {
     await sleep(4_000);
     expect(standby.elector.isLeader()).toBe(false);
     expect((await api.readNamespacedLease({ name: lease, namespace: NAMESPACE })).spec?.holderIdentity).toBe('longer-lease');
-    await until('the standby to take over once the record\'s duration has passed', () => standby.elector.isLeader(), 15_000);
+    await until("the standby to take over once the record's duration has passed", () => standby.elector.isLeader(), 15_000);
     expect(performance.now() - startedAt).toBeGreaterThanOrEqual(6_000);
     // It writes its own duration into the record it now holds.
     expect((await api.readNamespacedLease({ name: lease, namespace: NAMESPACE })).spec?.leaseDurationSeconds).toBe(2);

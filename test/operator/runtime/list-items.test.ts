@@ -42,7 +42,10 @@ describe('a List body cut into its items as it streams', () => {
 
   it('takes an empty list and `items: null` (an empty PartialObjectMetadataList)', () => {
     expect(cut('{"items":[],"metadata":{"resourceVersion":"1"}}', () => 5)).toEqual({ items: [], metadata: { resourceVersion: '1' } });
-    expect(cut('{"kind":"PartialObjectMetadataList","metadata":{"resourceVersion":"2"},"items":null}', () => 3)).toEqual({ items: [], metadata: { resourceVersion: '2' } });
+    expect(cut('{"kind":"PartialObjectMetadataList","metadata":{"resourceVersion":"2"},"items":null}', () => 3)).toEqual({
+      items: [],
+      metadata: { resourceVersion: '2' },
+    });
   });
 
   it('hands each item over as soon as it is complete, holding no more than one', () => {

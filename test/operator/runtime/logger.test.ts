@@ -6,8 +6,21 @@ import { createLogger } from '../../../src/operator/runtime/logger.ts';
 
 function capture(): { lines: () => Record<string, unknown>[]; destination: Writable } {
   const out: string[] = [];
-  const destination = new Writable({ write(chunk: Buffer, _encoding, done) { out.push(chunk.toString('utf8')); done(); } });
-  return { lines: () => out.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>), destination };
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      out.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  return {
+    lines: () =>
+      out
+        .join('')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    destination,
+  };
 }
 
 describe('the operator log', () => {
@@ -19,7 +32,13 @@ describe('the operator log', () => {
     logger.warn('w');
     logger.error('e');
     logger.child({ kind: 'ProjectApiKey' }).info('child');
-    expect(lines().map((l) => [l.level, l.msg])).toEqual([['debug', 'd'], ['info', 'i'], ['warn', 'w'], ['error', 'e'], ['info', 'child']]);
+    expect(lines().map((l) => [l.level, l.msg])).toEqual([
+      ['debug', 'd'],
+      ['info', 'i'],
+      ['warn', 'w'],
+      ['error', 'e'],
+      ['info', 'child'],
+    ]);
     expect(lines()[0]).toMatchObject({ component: 'neon-key-operator' });
   });
 

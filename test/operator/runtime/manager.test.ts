@@ -37,7 +37,9 @@ describe('Manager', () => {
     const steps: string[] = [];
     let ready = false;
     let exited: (code: number) => void = () => undefined;
-    const exitCode = new Promise<number>((resolve) => { exited = resolve; });
+    const exitCode = new Promise<number>((resolve) => {
+      exited = resolve;
+    });
     const manager = new Manager({
       kubeConfig: new KubeConfig(),
       logger: pino({ level: 'silent' }),
@@ -46,9 +48,17 @@ describe('Manager', () => {
       metrics: { host: '127.0.0.1', port: 0 },
       start: async () => {
         steps.push('start');
-        return { ready: () => ready, stop: async () => { steps.push('stop'); } };
+        return {
+          ready: () => ready,
+          stop: async () => {
+            steps.push('stop');
+          },
+        };
       },
-      exit: (code) => { steps.push(`exit ${code}`); exited(code); },
+      exit: (code) => {
+        steps.push(`exit ${code}`);
+        exited(code);
+      },
     });
     expect(await manager.readyz()).toEqual({ ok: false, reasons: ['caches not synced'] });
     await manager.run();
@@ -65,13 +75,20 @@ describe('Manager', () => {
 
   it('exits with 1 when draining fails', async () => {
     let exited: (code: number) => void = () => undefined;
-    const exitCode = new Promise<number>((resolve) => { exited = resolve; });
+    const exitCode = new Promise<number>((resolve) => {
+      exited = resolve;
+    });
     const manager = new Manager({
       kubeConfig: new KubeConfig(),
       logger: pino({ level: 'silent' }),
       registry: new Registry(),
       probes: { host: '127.0.0.1', port: 0 },
-      start: async () => ({ ready: () => true, stop: async () => { throw new Error('stuck'); } }),
+      start: async () => ({
+        ready: () => true,
+        stop: async () => {
+          throw new Error('stuck');
+        },
+      }),
       exit: (code) => exited(code),
     });
     await manager.run();
@@ -82,7 +99,9 @@ describe('Manager', () => {
   it('past the drain bound, refuses writes and aborts the work before it exits', async () => {
     let leadership: Leadership | undefined;
     let exited: (code: number) => void = () => undefined;
-    const exitCode = new Promise<number>((resolve) => { exited = resolve; });
+    const exitCode = new Promise<number>((resolve) => {
+      exited = resolve;
+    });
     const manager = new Manager({
       kubeConfig: new KubeConfig(),
       logger: pino({ level: 'silent' }),
@@ -110,11 +129,17 @@ describe('Manager', () => {
 describe('Manager with leader election', () => {
   const SHORT = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 200 };
 
-  function elected(kubeConfig: KubeConfig, lease: string, work: { stopMs: number; onStart?(leadership: Leadership): void }): { manager: Manager; exitCode: Promise<number>; steps: string[]; stoppedAt: () => number } {
+  function elected(
+    kubeConfig: KubeConfig,
+    lease: string,
+    work: { stopMs: number; onStart?(leadership: Leadership): void },
+  ): { manager: Manager; exitCode: Promise<number>; steps: string[]; stoppedAt: () => number } {
     const steps: string[] = [];
     let stoppedAt = Infinity;
     let exited: (code: number) => void = () => undefined;
-    const exitCode = new Promise<number>((resolve) => { exited = resolve; });
+    const exitCode = new Promise<number>((resolve) => {
+      exited = resolve;
+    });
     const manager = new Manager({
       kubeConfig,
       logger: pino({ level: 'silent' }),
@@ -134,7 +159,10 @@ describe('Manager with leader election', () => {
           },
         };
       },
-      exit: (code) => { steps.push(`exit ${code}`); exited(code); },
+      exit: (code) => {
+        steps.push(`exit ${code}`);
+        exited(code);
+      },
     });
     return { manager, exitCode, steps, stoppedAt: () => stoppedAt };
   }
@@ -146,13 +174,21 @@ describe('Manager with leader election', () => {
     // The drain lasts three lease durations: without renewals, a standby would take over during it.
     const { manager, exitCode, steps, stoppedAt } = elected(kubeConfig, lease, { stopMs: 3 * SHORT.leaseDurationMs });
     await manager.run();
-    await until('the manager leading', async () => (await leases.readNamespacedLease({ name: lease, namespace: 'default' }).catch(() => undefined))?.spec?.holderIdentity === 'manager', 15_000);
+    await until(
+      'the manager leading',
+      async () => (await leases.readNamespacedLease({ name: lease, namespace: 'default' }).catch(() => undefined))?.spec?.holderIdentity === 'manager',
+      15_000,
+    );
     await until('the work started', () => steps.includes('start'), 5_000);
 
     const standbyLed: number[] = [];
     const stop = new AbortController();
     const standby = new LeaderElector({
-      kubeConfig, namespace: 'default', name: lease, identity: 'standby', ...SHORT,
+      kubeConfig,
+      namespace: 'default',
+      name: lease,
+      identity: 'standby',
+      ...SHORT,
       onStartedLeading: () => void standbyLed.push(performance.now()),
       onStoppedLeading: () => undefined,
     });
@@ -166,10 +202,14 @@ describe('Manager with leader election', () => {
     // Every version of the Lease from now on, in order (a watch misses none).
     const from = await leases.readNamespacedLease({ name: lease, namespace: 'default' });
     const holders: string[] = [];
-    const leaseWatch = await new Watch(kubeConfig).watch('/apis/coordination.k8s.io/v1/namespaces/default/leases',
-      { fieldSelector: `metadata.name=${lease}`, resourceVersion: from.metadata?.resourceVersion }, (phase: string, l: V1Lease) => {
+    const leaseWatch = await new Watch(kubeConfig).watch(
+      '/apis/coordination.k8s.io/v1/namespaces/default/leases',
+      { fieldSelector: `metadata.name=${lease}`, resourceVersion: from.metadata?.resourceVersion },
+      (phase: string, l: V1Lease) => {
         if (phase === 'ADDED' || phase === 'MODIFIED') holders.push(l.spec?.holderIdentity ?? '');
-      }, () => undefined);
+      },
+      () => undefined,
+    );
     cleanups.push(() => leaseWatch.abort());
 
     manager.shutdown('SIGTERM');
@@ -194,18 +234,26 @@ describe('Manager with leader election', () => {
     expect(changes).toEqual(['manager', '', 'standby']);
   }, 120_000);
 
-  it('an event loop stalled past the lease: writes are refused at once, the work\'s signal aborts, the Lease is not touched, and it exits 1', async () => {
+  it("an event loop stalled past the lease: writes are refused at once, the work's signal aborts, the Lease is not touched, and it exits 1", async () => {
     const { kubeConfig } = await controlPlane();
     const lease = `manager-test-${randomBytes(4).toString('hex')}`;
     const leases = kubeConfig.makeApiClient(CoordinationV1Api);
     let leadership: Leadership | undefined;
-    const { manager, exitCode, steps } = elected(kubeConfig, lease, { stopMs: 0, onStart: (given) => { leadership = given; } });
+    const { manager, exitCode, steps } = elected(kubeConfig, lease, {
+      stopMs: 0,
+      onStart: (given) => {
+        leadership = given;
+      },
+    });
     await manager.run();
     await until('the work started', () => leadership !== undefined, 15_000);
     const configMaps = fenceKubeWrites(kubeConfig, leadership!).makeApiClient(CoreV1Api);
     const name = `fenced-${randomBytes(3).toString('hex')}`;
     cleanups.push(async () => {
-      await kubeConfig.makeApiClient(CoreV1Api).deleteNamespacedConfigMap({ namespace: 'default', name }).catch(() => undefined);
+      await kubeConfig
+        .makeApiClient(CoreV1Api)
+        .deleteNamespacedConfigMap({ namespace: 'default', name })
+        .catch(() => undefined);
     });
     // Leading: a write passes the fence.
     await configMaps.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name }, data: { n: '1' } } });
@@ -213,7 +261,9 @@ describe('Manager with leader election', () => {
     stall(SHORT.leaseDurationMs + 500);
     // The first thing that runs after the stall, before the renew loop had a turn.
     expect(() => leadership!.check()).toThrow(NotLeadingError);
-    await expect(configMaps.replaceNamespacedConfigMap({ namespace: 'default', name, body: { metadata: { name }, data: { n: '2' } } })).rejects.toBeInstanceOf(NotLeadingError);
+    await expect(configMaps.replaceNamespacedConfigMap({ namespace: 'default', name, body: { metadata: { name }, data: { n: '2' } } })).rejects.toBeInstanceOf(
+      NotLeadingError,
+    );
     // Reads still pass.
     expect((await configMaps.readNamespacedConfigMap({ namespace: 'default', name })).data).toEqual({ n: '1' });
     expect(await exitCode).toBe(1);

@@ -23,7 +23,10 @@ describe('a paged LIST of objects a tenant sized', () => {
     await core.createNamespace({ body: { metadata: { name: namespace } } });
     // Ten ConfigMaps of about 300 KiB each: 40 KiB of annotations, 256 KiB of data.
     for (let i = 0; i < 10; i++) {
-      await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: `padded-${i}`, annotations: { pad: 'p'.repeat(40 * 1024) } }, data: { blob: 'd'.repeat(256 * 1024) } } });
+      await core.createNamespacedConfigMap({
+        namespace,
+        body: { metadata: { name: `padded-${i}`, annotations: { pad: 'p'.repeat(40 * 1024) } }, data: { blob: 'd'.repeat(256 * 1024) } },
+      });
     }
   });
 
@@ -48,7 +51,7 @@ describe('a paged LIST of objects a tenant sized', () => {
     expect(listed.metadata?.resourceVersion).toMatch(/^\d+$/);
   });
 
-  it('asks metadata only when told: no object\'s content is sent', async () => {
+  it("asks metadata only when told: no object's content is sent", async () => {
     const listed = await listMetadata(kubeConfig, `/api/v1/namespaces/${namespace}/configmaps`, undefined, 4)();
     expect(listed.items.filter((o) => o.metadata?.name?.startsWith('padded-') === true)).toHaveLength(10);
     expect(JSON.stringify(listed)).not.toContain('ddddd');
@@ -56,7 +59,9 @@ describe('a paged LIST of objects a tenant sized', () => {
   });
 
   it('fails, never holds more, when one object is over the bound', async () => {
-    await expect(listMetadata(kubeConfig, `/api/v1/namespaces/${namespace}/configmaps`, undefined, 500, (obj) => obj, 16 * 1024)()).rejects.toThrow(/an object over 16384 bytes/);
+    await expect(listMetadata(kubeConfig, `/api/v1/namespaces/${namespace}/configmaps`, undefined, 500, (obj) => obj, 16 * 1024)()).rejects.toThrow(
+      /an object over 16384 bytes/,
+    );
   });
 });
 
@@ -67,10 +72,13 @@ describe('a continue token the apiserver no longer serves (410)', () => {
   /** How many continue requests are answered 410 before one is served. */
   let expiring = 0;
 
-  const page = (names: string[], next?: string): string => JSON.stringify({
-    kind: 'ConfigMapList', apiVersion: 'v1', metadata: { resourceVersion: next === undefined ? '20' : '10', ...(next !== undefined ? { continue: next } : {}) },
-    items: names.map((name) => ({ metadata: { name, namespace: 'n', resourceVersion: '5' } })),
-  });
+  const page = (names: string[], next?: string): string =>
+    JSON.stringify({
+      kind: 'ConfigMapList',
+      apiVersion: 'v1',
+      metadata: { resourceVersion: next === undefined ? '20' : '10', ...(next !== undefined ? { continue: next } : {}) },
+      items: names.map((name) => ({ metadata: { name, namespace: 'n', resourceVersion: '5' } })),
+    });
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -81,7 +89,16 @@ describe('a continue token the apiserver no longer serves (410)', () => {
       if (expiring > 0) {
         expiring--;
         res.statusCode = 410;
-        return res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410, message: 'The provided continue parameter is too old' }));
+        return res.end(
+          JSON.stringify({
+            kind: 'Status',
+            apiVersion: 'v1',
+            status: 'Failure',
+            reason: 'Expired',
+            code: 410,
+            message: 'The provided continue parameter is too old',
+          }),
+        );
       }
       return res.end(page(['c']));
     });

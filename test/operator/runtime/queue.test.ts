@@ -217,7 +217,7 @@ describe('ControllerRateLimiter', () => {
 describe('token buckets per flow', () => {
   const byNamespace = (key: string): string => key.split('/')[1] ?? '';
 
-  it('a requeue storm in one namespace delays no other namespace\'s paced step', () => {
+  it("a requeue storm in one namespace delays no other namespace's paced step", () => {
     const timers = new FakeTimers();
     const q = new WorkQueue<string>({ timers, flowOf: byNamespace });
     // A tenant rewrites an invalid intent on 1,000 of its resources: each pass clears it and steps on, paced.
@@ -334,7 +334,10 @@ describe('WorkQueue metrics by key and lane', () => {
     const lanes = new Map<string, number>();
     const metrics: WorkQueueMetrics = {
       depth: (_n, key, priority, delta) => lanes.set(`${key} ${priority}`, (lanes.get(`${key} ${priority}`) ?? 0) + delta),
-      add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined,
+      add: () => undefined,
+      queueLatency: () => undefined,
+      workDuration: () => undefined,
+      retry: () => undefined,
     };
     const q = new WorkQueue<string>({ metrics });
     q.add('a', { priority: 'low' });
@@ -348,12 +351,18 @@ describe('WorkQueue metrics by key and lane', () => {
     expect([...lanes.values()].every((n) => n === 0)).toBe(true);
   });
 
-  it('gives the metrics a reader of the keys in flight and for how long (client-go\'s unfinished work)', async () => {
+  it("gives the metrics a reader of the keys in flight and for how long (client-go's unfinished work)", async () => {
     const timers = new FakeTimers();
     let read: (() => Iterable<[string, number]>) | undefined;
     const metrics: WorkQueueMetrics = {
-      depth: () => undefined, add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined,
-      readUnfinishedWith: (reader) => { read = reader; },
+      depth: () => undefined,
+      add: () => undefined,
+      queueLatency: () => undefined,
+      workDuration: () => undefined,
+      retry: () => undefined,
+      readUnfinishedWith: (reader) => {
+        read = reader;
+      },
     };
     const q = new WorkQueue<string>({ timers, metrics });
     q.add('a');
@@ -362,11 +371,16 @@ describe('WorkQueue metrics by key and lane', () => {
     timers.advance(2_000);
     const b = (await q.get())!;
     timers.advance(500);
-    expect(new Map(read?.())).toEqual(new Map([[a, 2.5], [b, 0.5]]));
+    expect(new Map(read?.())).toEqual(
+      new Map([
+        [a, 2.5],
+        [b, 0.5],
+      ]),
+    );
     q.done(a);
     expect(new Map(read?.())).toEqual(new Map([[b, 0.5]]));
     q.done(b);
-    expect([...read?.() ?? []]).toEqual([]);
+    expect([...(read?.() ?? [])]).toEqual([]);
   });
 });
 
@@ -397,7 +411,10 @@ describe('WorkQueue priorities', () => {
       q.done(key);
       q.add(`n${n++}`);
     }
-    const lows = order.map((k, i) => [k, i] as const).filter(([k]) => k.startsWith('low')).map(([, i]) => i);
+    const lows = order
+      .map((k, i) => [k, i] as const)
+      .filter(([k]) => k.startsWith('low'))
+      .map(([, i]) => i);
     expect(lows).toEqual([LOW_SHARE - 1, 2 * LOW_SHARE - 1, 3 * LOW_SHARE - 1]);
     // With no low key waiting, normal keys only, in order.
     expect(order.filter((k) => k.startsWith('n')).slice(0, 3)).toEqual(['n0', 'n1', 'n2']);
@@ -416,7 +433,13 @@ describe('WorkQueue priorities', () => {
   it('a normal add promotes a key waiting in the low lane, keeping its queue latency from the first add', async () => {
     const timers = new FakeTimers();
     const latency: number[] = [];
-    const metrics: WorkQueueMetrics = { depth: () => undefined, add: () => undefined, queueLatency: (s) => latency.push(s), workDuration: () => undefined, retry: () => undefined };
+    const metrics: WorkQueueMetrics = {
+      depth: () => undefined,
+      add: () => undefined,
+      queueLatency: (s) => latency.push(s),
+      workDuration: () => undefined,
+      retry: () => undefined,
+    };
     const q = new WorkQueue<string>({ timers, metrics });
     q.add('a', { priority: 'low' });
     q.add('b', { priority: 'low' });
@@ -445,7 +468,13 @@ describe('WorkQueue priorities', () => {
 
   it('keeps one entry per key across both lanes', async () => {
     let adds = 0;
-    const metrics: WorkQueueMetrics = { depth: () => undefined, add: () => adds++, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined };
+    const metrics: WorkQueueMetrics = {
+      depth: () => undefined,
+      add: () => adds++,
+      queueLatency: () => undefined,
+      workDuration: () => undefined,
+      retry: () => undefined,
+    };
     const q = new WorkQueue<string>({ metrics });
     q.add('a', { priority: 'low' });
     q.add('a');
@@ -535,7 +564,13 @@ describe('WorkQueue priorities', () => {
 
   it('reports a depth that counts both lanes', async () => {
     const depth: number[] = [];
-    const metrics: WorkQueueMetrics = { depth: (n) => depth.push(n), add: () => undefined, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined };
+    const metrics: WorkQueueMetrics = {
+      depth: (n) => depth.push(n),
+      add: () => undefined,
+      queueLatency: () => undefined,
+      workDuration: () => undefined,
+      retry: () => undefined,
+    };
     const q = new WorkQueue<string>({ metrics });
     q.add('a', { priority: 'low' });
     q.add('b');
@@ -618,14 +653,14 @@ describe('WorkQueue fair turns between flows (issue 25)', () => {
   const takeAll = async (q: WorkQueue<string>): Promise<string[]> => {
     const out: string[] = [];
     while (q.len() > 0) {
-      const key = await q.get() as string;
+      const key = (await q.get()) as string;
       out.push(key);
       q.done(key);
     }
     return out;
   };
 
-  it('hands out a late namespace\'s key after one key of each namespace ahead, not after their whole backlogs', async () => {
+  it("hands out a late namespace's key after one key of each namespace ahead, not after their whole backlogs", async () => {
     const q = new WorkQueue<string>({ flowOf: byNamespace });
     for (let i = 0; i < 1_000; i++) q.add(`ApiKey/flood/k${i}`);
     for (let i = 0; i < 3; i++) q.add(`ApiKey/busy/k${i}`);

@@ -20,7 +20,10 @@ describe('readiness with stale caches', () => {
     });
     await manager.run();
     expect(await manager.readyz()).toEqual({ ok: true });
-    stale = ['Secret cache of namespace team-b is stale: its watch has failed for 185 s (HTTP 403)', 'ApiKey cache of namespace team-b is stale: its watch has failed for 190 s (HTTP 403)'];
+    stale = [
+      'Secret cache of namespace team-b is stale: its watch has failed for 185 s (HTTP 403)',
+      'ApiKey cache of namespace team-b is stale: its watch has failed for 190 s (HTTP 403)',
+    ];
     expect(await manager.readyz()).toEqual({ ok: false, reasons: stale });
     stale = [];
     expect(await manager.readyz()).toEqual({ ok: true });

@@ -25,7 +25,12 @@ class FakeScriptedWatch {
     this.#steps = steps;
   }
 
-  async watch(_path: string, params: Record<string, unknown>, callback: (phase: string, obj: unknown) => void, done: (err: unknown) => void): Promise<AbortController> {
+  async watch(
+    _path: string,
+    params: Record<string, unknown>,
+    callback: (phase: string, obj: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
     this.calls.push({ at: performance.now(), params });
     const controller = new AbortController();
     const step = this.#steps.shift() ?? { refuse: 403 };
@@ -72,7 +77,11 @@ async function until(what: string, test: () => boolean, timeoutMs = 3_000): Prom
   }
 }
 
-function reflector(watch: FakeScriptedWatch, list: () => Promise<KubernetesListObject<KubernetesObject>>, options: ReflectorOptions = {}): { r: Reflector<KubernetesObject>; restarts: WatchRestart[]; events: string[] } {
+function reflector(
+  watch: FakeScriptedWatch,
+  list: () => Promise<KubernetesListObject<KubernetesObject>>,
+  options: ReflectorOptions = {},
+): { r: Reflector<KubernetesObject>; restarts: WatchRestart[]; events: string[] } {
   const restarts: WatchRestart[] = [];
   const events: string[] = [];
   const r = new Reflector<KubernetesObject>('/api/v1/namespaces/team-a/secrets', watch as unknown as Watch, list, undefined, {
@@ -86,7 +95,7 @@ function reflector(watch: FakeScriptedWatch, list: () => Promise<KubernetesListO
 }
 
 describe('Reflector', () => {
-  it('asks every watch for bookmarks and a server-side timeout of 1 to 2 times the minimum, from the LIST\'s version; drops a silent one after inactivityMs', async () => {
+  it("asks every watch for bookmarks and a server-side timeout of 1 to 2 times the minimum, from the LIST's version; drops a silent one after inactivityMs", async () => {
     const watch = new FakeScriptedWatch([{}]);
     const { list } = lister([[secret('a', '7')]]);
     const { r, events } = reflector(watch, list, { minWatchTimeoutSeconds: 300, inactivityMs: 90_000 });
@@ -138,7 +147,11 @@ describe('Reflector', () => {
 
   it('knows since when its watch fails, and is current again at the first event or bookmark (which moves its version)', async () => {
     let now = 1_000_000;
-    const watch = new FakeScriptedWatch([{ refuse: 403 }, { refuse: 503 }, { events: [{ type: 'BOOKMARK', object: { metadata: { resourceVersion: '555' } } }] }]);
+    const watch = new FakeScriptedWatch([
+      { refuse: 403 },
+      { refuse: 503 },
+      { events: [{ type: 'BOOKMARK', object: { metadata: { resourceVersion: '555' } } }] },
+    ]);
     const { r } = reflector(watch, lister([[]]).list, { now: () => now });
     await r.start();
     expect(r.failingSince()).toBeUndefined();
@@ -176,11 +189,19 @@ describe('Reflector', () => {
 
   it('a watch that cannot resume (410) relists at once, stays synced meanwhile, and reports what was deleted', async () => {
     const watch = new FakeScriptedWatch([
-      { events: [{ type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } }, { type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old resource version' } }], closeAfterMs: 0 },
+      {
+        events: [
+          { type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } },
+          { type: 'ERROR', object: { kind: 'Status', code: 410, message: 'too old resource version' } },
+        ],
+        closeAfterMs: 0,
+      },
       {},
     ]);
     let release!: () => void;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     let lists = 0;
     const list = async (): Promise<KubernetesListObject<KubernetesObject>> => {
       lists++;
@@ -215,12 +236,25 @@ describe('Reflector', () => {
   });
 
   it('a watch that ran a while resets the backoff: the next failure waits the first pause again', async () => {
-    const watch = new FakeScriptedWatch([{ refuse: 500 }, { refuse: 500 }, { refuse: 500 }, { events: [{ type: 'BOOKMARK', object: { metadata: { resourceVersion: '101' } } }], closeAfterMs: 250 }, { refuse: 500 }, {}]);
+    const watch = new FakeScriptedWatch([
+      { refuse: 500 },
+      { refuse: 500 },
+      { refuse: 500 },
+      { events: [{ type: 'BOOKMARK', object: { metadata: { resourceVersion: '101' } } }], closeAfterMs: 250 },
+      { refuse: 500 },
+      {},
+    ]);
     const { r, restarts } = reflector(watch, lister([[]]).list);
     await r.start();
     await until('sixth watch', () => watch.calls.length === 6, 5_000);
     await r.stop();
-    expect(restarts.map((x) => [x.reason, x.delayMs])).toEqual([['failed', 20], ['failed', 40], ['failed', 80], ['ended', 0], ['failed', 20]]);
+    expect(restarts.map((x) => [x.reason, x.delayMs])).toEqual([
+      ['failed', 20],
+      ['failed', 40],
+      ['failed', 80],
+      ['ended', 0],
+      ['failed', 20],
+    ]);
   });
 
   it('a watch the apiserver closes after events, however soon, is resumed at once from its version: not backed off', async () => {
@@ -231,7 +265,13 @@ describe('Reflector', () => {
     await r.start();
     await until('sixth watch', () => watch.calls.length === 6);
     await r.stop();
-    expect(restarts.map((x) => [x.reason, x.delayMs])).toEqual([['ended', 0], ['ended', 0], ['ended', 0], ['ended', 0], ['failed', 20]]);
+    expect(restarts.map((x) => [x.reason, x.delayMs])).toEqual([
+      ['ended', 0],
+      ['ended', 0],
+      ['ended', 0],
+      ['ended', 0],
+      ['failed', 20],
+    ]);
     expect(watch.calls.map((c) => c.params.resourceVersion)).toEqual(['100', '101', '102', '103', '104', '104']);
     expect(events).toEqual(['add k101@101', 'add k102@102', 'add k103@103', 'add k104@104']);
   });
@@ -260,7 +300,9 @@ describe('Reflector', () => {
     await until('second watch', () => watch.calls.length === 2);
     await r.stop();
     expect(restarts.map((x) => [x.reason, x.error?.replace(/\d+ ms/, 'N ms'), x.delayMs])).toEqual([
-      ['failed', 'list: HTTP 403', 20], ['failed', 'list: HTTP 403', 40], ['failed', 'watch closed after N ms without an event', 80],
+      ['failed', 'list: HTTP 403', 20],
+      ['failed', 'list: HTTP 403', 40],
+      ['failed', 'watch closed after N ms without an event', 80],
     ]);
   });
 

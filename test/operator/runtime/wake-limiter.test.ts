@@ -62,7 +62,9 @@ describe('the input wake limiter', () => {
     expect(limiter.size).toBeLessThanOrEqual(2 * 1_200);
     let late = false;
     limiter.admit('storm', () => undefined);
-    limiter.admit('storm', () => { late = true; });
+    limiter.admit('storm', () => {
+      late = true;
+    });
     expect(clock.pending()).toBe(1);
     limiter.stop();
     // Its trailing wake's timer is gone, and nothing wakes when the time comes.
@@ -77,7 +79,10 @@ describe('a controller with an input rewritten in a storm', () => {
     // The wake limiter's clock is this test's; the refusal backoff is an hour, so every pass after
     // the first is a wake by the input.
     const clock = manualClock();
-    const { calls, informers } = await widgetController({ type: 'Backoff', minDelayMs: 3_600_000 }, { maxBackoffMs: 3_600_000, inputWakes: { burst: 2, everyMs: 300 }, wakeClock: clock });
+    const { calls, informers } = await widgetController(
+      { type: 'Backoff', minDelayMs: 3_600_000 },
+      { maxBackoffMs: 3_600_000, inputWakes: { burst: 2, everyMs: 300 }, wakeClock: clock },
+    );
     const [widgets, inputs] = informers as [FakeInformer, FakeInformer];
     widgets.emit('add', { kind: 'Widget', metadata: { name: 'a', namespace: 'ns', resourceVersion: '1', generation: 1, annotations: { input: 'creds' } } });
     await until(() => calls.length === 1);
@@ -105,11 +110,18 @@ describe('a controller with an input rewritten in a storm', () => {
 });
 
 describe('a controller with an owned object rewritten in a storm', () => {
-  it('reconciles its owner the burst, not once per write, and leaves the inputs\' wakes of that key untouched', async () => {
+  it("reconciles its owner the burst, not once per write, and leaves the inputs' wakes of that key untouched", async () => {
     // An interval no test waits for: past the burst, nothing more comes while the test runs.
     const { calls, informers } = await widgetController({ type: 'Done' }, { inputWakes: { burst: 2, everyMs: 3_600_000 } }, [
       // Any object of the namespace may name a widget its owner (as any Secret may carry keys.neon.dev/owner).
-      { type: 'owns', kind: 'Part', path: '/parts', metadataOnly: true, project: (o) => o, ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/ns/${o.metadata.annotations.owner}` : undefined) },
+      {
+        type: 'owns',
+        kind: 'Part',
+        path: '/parts',
+        metadataOnly: true,
+        project: (o) => o,
+        ownerOf: (o) => (o.metadata?.annotations?.owner !== undefined ? `Widget/ns/${o.metadata.annotations.owner}` : undefined),
+      },
     ]);
     const [widgets, inputs, parts] = informers as [FakeInformer, FakeInformer, FakeInformer];
     widgets.emit('add', { kind: 'Widget', metadata: { name: 'a', namespace: 'ns', resourceVersion: '1', generation: 1, annotations: { input: 'creds' } } });
@@ -132,7 +144,11 @@ describe('a controller with an owned object rewritten in a storm', () => {
  * A started controller of Widgets, each naming an Input by its `input` annotation, with fake
  * informers (in the order of the watches) and every reconciled name in `calls`.
  */
-async function widgetController(result: ReconcileResult, options: Pick<ControllerOptions, 'maxBackoffMs' | 'inputWakes' | 'wakeClock'>, more: Watch[] = []): Promise<{ calls: string[]; informers: FakeInformer[] }> {
+async function widgetController(
+  result: ReconcileResult,
+  options: Pick<ControllerOptions, 'maxBackoffMs' | 'inputWakes' | 'wakeClock'>,
+  more: Watch[] = [],
+): Promise<{ calls: string[]; informers: FakeInformer[] }> {
   const calls: string[] = [];
   const informers: FakeInformer[] = [];
   const controller = new Controller({
@@ -145,7 +161,11 @@ async function widgetController(result: ReconcileResult, options: Pick<Controlle
     },
     watches: () => [
       {
-        type: 'for', kind: 'Widget', path: '/widgets', list, project: (o) => o,
+        type: 'for',
+        kind: 'Widget',
+        path: '/widgets',
+        list,
+        project: (o) => o,
         indexes: { input: (o) => (o.metadata?.annotations?.input !== undefined ? [`ns/${o.metadata.annotations.input}`] : []) },
       },
       { type: 'referenced', kind: 'Input', path: '/inputs', metadataOnly: true, project: (o) => o, index: 'input', valueOf: (o) => `ns/${o.metadata?.name}` },

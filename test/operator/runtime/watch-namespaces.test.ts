@@ -17,7 +17,10 @@ describe('parseWatchNamespaces', () => {
   });
 
   // A name that cannot be a namespace is a typo: refused, never read as "every namespace".
-  it.each(['team-a,', ',team-a', 'team-a,,team-b', 'Team-A', 'team_a', '-team', 'team-', 'team a', 'team-a;team-b', `${'a'.repeat(64)}`])('refuses %j', (text) => {
-    expect(() => parseWatchNamespaces(text)).toThrow(/--watch-namespace/);
-  });
+  it.each(['team-a,', ',team-a', 'team-a,,team-b', 'Team-A', 'team_a', '-team', 'team-', 'team a', 'team-a;team-b', `${'a'.repeat(64)}`])(
+    'refuses %j',
+    (text) => {
+      expect(() => parseWatchNamespaces(text)).toThrow(/--watch-namespace/);
+    },
+  );
 });

@@ -64,7 +64,8 @@ export class CreateAdmission {
   readonly #orgs = new Map<string, Organization>();
 
   constructor(options: CreateAdmissionOptions) {
-    if (!Number.isInteger(options.perOrganization) || options.perOrganization < 1) throw new RangeError(`perOrganization must be a positive integer, got ${options.perOrganization}`);
+    if (!Number.isInteger(options.perOrganization) || options.perOrganization < 1)
+      throw new RangeError(`perOrganization must be a positive integer, got ${options.perOrganization}`);
     this.#o = options;
     this.#keepMs = options.keepMs ?? 10_000;
   }

@@ -34,13 +34,20 @@ export function parseIntent(value: string | undefined, uid: string, signer: Sign
     if (parsed.abandons !== undefined && (typeof parsed.abandons !== 'number' || !Number.isSafeInteger(parsed.abandons))) return 'Malformed';
     if (parsed.issuer !== undefined && (typeof parsed.issuer !== 'string' || parsed.issuer.length > ISSUER_NAME_MAX)) return 'Malformed';
     const rotation = parsed.rotation as unknown;
-    if (rotation !== undefined && (typeof rotation !== 'object' || rotation === null
-      || ((rotation as { request?: unknown }).request !== undefined && typeof (rotation as { request?: unknown }).request !== 'string'))) return 'Malformed';
+    if (
+      rotation !== undefined &&
+      (typeof rotation !== 'object' ||
+        rotation === null ||
+        ((rotation as { request?: unknown }).request !== undefined && typeof (rotation as { request?: unknown }).request !== 'string'))
+    )
+      return 'Malformed';
     if (typeof parsed.sig !== 'string' || !signer.verify('intent', intentFields(uid, parsed as PendingAttempt), parsed.sig)) return 'Unsigned';
     const { attempt, startedAt, holder, replaces, abandons, issuer } = parsed as PendingAttempt;
     const request = (rotation as { request?: string } | undefined)?.request;
     return {
-      attempt, startedAt, holder,
+      attempt,
+      startedAt,
+      holder,
       ...(replaces !== undefined ? { replaces } : {}),
       ...(abandons !== undefined ? { abandons } : {}),
       ...(issuer !== undefined ? { issuer } : {}),
@@ -109,5 +116,8 @@ export function attemptTagOf(name: string): string | undefined {
 
 /** The key name of a resource without spec.keyName: `<namespace>-<name>`, cut to the platform's limit. */
 export function defaultKeyName(resource: Pick<KeyResource, 'metadata'>): string {
-  return `${resource.metadata.namespace}-${resource.metadata.name}`.slice(0, KEY_NAME_MAX).replace(/[^-_.A-Za-z0-9]/g, '-').replace(/[-_.]+$/, '');
+  return `${resource.metadata.namespace}-${resource.metadata.name}`
+    .slice(0, KEY_NAME_MAX)
+    .replace(/[^-_.A-Za-z0-9]/g, '-')
+    .replace(/[-_.]+$/, '');
 }

@@ -108,8 +108,12 @@ export class CreateLine {
         continue;
       }
       const rank = flow.items.findIndex((s) => s.size > 0);
-      if (best === undefined || flow.turns < best.flow.turns
-        || (flow.turns === best.flow.turns && (rank < best.rank || (rank === best.rank && flow.lastTurn < best.flow.lastTurn)))) best = { flow, rank };
+      if (
+        best === undefined ||
+        flow.turns < best.flow.turns ||
+        (flow.turns === best.flow.turns && (rank < best.rank || (rank === best.rank && flow.lastTurn < best.flow.lastTurn)))
+      )
+        best = { flow, rank };
     }
     if (best === undefined) return undefined;
     const { flow, rank } = best;

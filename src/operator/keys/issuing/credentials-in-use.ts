@@ -46,9 +46,15 @@ const MAX_KEPT_OVER = 1_000;
  * being deleted (no finalizer can be added then; the namespace is going and nothing is minted).
  * Concurrent calls for one Secret (a namespace's first creates) share one write.
  */
-export async function keepCredentials(kube: Pick<KubeWrites, 'readSecret' | 'replaceSecret'>, secret: V1Secret | undefined, logger: Logger, ownWrites?: OwnWrites): Promise<void> {
+export async function keepCredentials(
+  kube: Pick<KubeWrites, 'readSecret' | 'replaceSecret'>,
+  secret: V1Secret | undefined,
+  logger: Logger,
+  ownWrites?: OwnWrites,
+): Promise<void> {
   const meta = secret?.metadata;
-  if (secret === undefined || meta?.name === undefined || meta.namespace === undefined || keepsCredentials(secret) || meta.deletionTimestamp !== undefined) return;
+  if (secret === undefined || meta?.name === undefined || meta.namespace === undefined || keepsCredentials(secret) || meta.deletionTimestamp !== undefined)
+    return;
   const { namespace, name } = meta as { namespace: string; name: string };
   const ref = objectRef('Secret', namespace, name);
   const under = keeping.get(ref);
@@ -56,7 +62,7 @@ export async function keepCredentials(kube: Pick<KubeWrites, 'readSecret' | 'rep
   if (keptOver.has(`${ref}@${meta.resourceVersion}`)) return;
   const put = async (current: V1Secret): Promise<void> => {
     const m = current.metadata ?? {};
-    const written = await kube.replaceSecret(namespace, name, { ...current, metadata: { ...m, finalizers: [...m.finalizers ?? [], CREDENTIALS_FINALIZER] } });
+    const written = await kube.replaceSecret(namespace, name, { ...current, metadata: { ...m, finalizers: [...(m.finalizers ?? []), CREDENTIALS_FINALIZER] } });
     keptOver.add(`${ref}@${meta.resourceVersion}`);
     for (const over of keptOver) {
       if (keptOver.size <= MAX_KEPT_OVER) break;
@@ -92,7 +98,13 @@ export interface CredentialsUsers {
  * `released` just now are not counted, whatever the cache still shows of them).
  */
 export async function reconcileCredentialsSecret(
-  kube: Pick<KubeWrites, 'readSecret' | 'replaceSecret'>, users: CredentialsUsers, released: ReadonlySet<string>, namespace: string, name: string, logger: Logger, ownWrites?: OwnWrites,
+  kube: Pick<KubeWrites, 'readSecret' | 'replaceSecret'>,
+  users: CredentialsUsers,
+  released: ReadonlySet<string>,
+  namespace: string,
+  name: string,
+  logger: Logger,
+  ownWrites?: OwnWrites,
 ): Promise<ReconcileResult> {
   const holders = users.holders(namespace, name).filter((key) => !released.has(key));
   const secret = await kube.readSecret(namespace, name);
@@ -103,7 +115,10 @@ export async function reconcileCredentialsSecret(
     return deleting ? { type: 'Done', requeueAfterMs: DELETING_RECHECK_MS } : { type: 'Done' };
   }
   const meta = secret.metadata ?? {};
-  const written = await kube.replaceSecret(namespace, name, { ...secret, metadata: { ...meta, finalizers: (meta.finalizers ?? []).filter((f) => f !== CREDENTIALS_FINALIZER) } });
+  const written = await kube.replaceSecret(namespace, name, {
+    ...secret,
+    metadata: { ...meta, finalizers: (meta.finalizers ?? []).filter((f) => f !== CREDENTIALS_FINALIZER) },
+  });
   ownWrites?.recordQuiet(objectRef('Secret', namespace, name), meta.resourceVersion, written.metadata?.resourceVersion);
   logger.info({ secret: name, deleting }, 'credentials Secret released: no key issued with it is live any more');
   return { type: 'Done' };

@@ -15,16 +15,17 @@ export type KeyKind = 'Personal' | 'Organization' | 'Project';
 
 const NEEDS: Record<KeyKind, string> = {
   Personal: 'a personal API key of the user the new key is for',
-  Organization: "a personal API key of an administrator of the organization",
+  Organization: 'a personal API key of an administrator of the organization',
   Project: 'a personal API key of a member (to revoke it later, an administrator) of the organization',
 };
 
 /** Why these credentials cannot create this kind of key, or undefined when they may. */
 export function wrongCredentialsKind(kind: KeyKind, auth: AuthDetails): string | undefined {
   if (auth.auth_method === 'api_key_user') return undefined;
-  const what = auth.auth_method === 'api_key_org'
-    ? `an organization or project-scoped API key (of organization ${auth.account_id}), which acts for no user`
-    : `a key whose auth method is ${auth.auth_method}`;
+  const what =
+    auth.auth_method === 'api_key_org'
+      ? `an organization or project-scoped API key (of organization ${auth.account_id}), which acts for no user`
+      : `a key whose auth method is ${auth.auth_method}`;
   return `the credentials Secret holds ${what}; a ${kind === 'Project' ? 'ProjectApiKey' : `${kind} ApiKey`} needs ${NEEDS[kind]}`;
 }
 

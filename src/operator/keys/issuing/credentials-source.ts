@@ -46,7 +46,12 @@ function issuedKind(resource: KeyResource): IssuedKind {
   return resource.kind === 'ProjectApiKey' ? 'Project' : 'Organization';
 }
 
-export async function credentialsSource(kube: Pick<KubeWrites, 'readIssuer' | 'readNamespace'>, settings: CredentialsSettings, resource: KeyResource, spec: ApiKeySpec | ProjectApiKeySpec): Promise<CredentialsSource> {
+export async function credentialsSource(
+  kube: Pick<KubeWrites, 'readIssuer' | 'readNamespace'>,
+  settings: CredentialsSettings,
+  resource: KeyResource,
+  spec: ApiKeySpec | ProjectApiKeySpec,
+): Promise<CredentialsSource> {
   const namespace = resource.metadata.namespace;
   const deleting = resource.metadata.deletionTimestamp !== undefined;
   const issuerName = spec.issuerRef?.name;
@@ -54,9 +59,13 @@ export async function credentialsSource(kube: Pick<KubeWrites, 'readIssuer' | 'r
     issuerName !== undefined && settings.issuerSecretsNamespace !== undefined ? kube.readIssuer(issuerName) : undefined,
     deleting ? undefined : kube.readNamespace(namespace),
   ]);
-  const terminating: Refusal | undefined = ns?.terminating === true
-    ? { reason: 'NamespaceTerminating', message: `namespace ${namespace} is being deleted: no key is created, repaired or rotated; the keys are revoked as the resources are deleted` }
-    : undefined;
+  const terminating: Refusal | undefined =
+    ns?.terminating === true
+      ? {
+          reason: 'NamespaceTerminating',
+          message: `namespace ${namespace} is being deleted: no key is created, repaired or rotated; the keys are revoked as the resources are deleted`,
+        }
+      : undefined;
 
   if (issuerName === undefined) {
     const ref = spec.credentialsSecretRef;
@@ -67,8 +76,9 @@ export async function credentialsSource(kube: Pick<KubeWrites, 'readIssuer' | 'r
         ...source,
         refusal: {
           reason: 'NotAllowed',
-          message: 'credentials of the namespace (spec.credentialsSecretRef) are not allowed by the operator (--namespace-credentials forbid): name a ClusterKeyIssuer in spec.issuerRef; '
-            + 'a key issued before stays until the resource is deleted',
+          message:
+            'credentials of the namespace (spec.credentialsSecretRef) are not allowed by the operator (--namespace-credentials forbid): name a ClusterKeyIssuer in spec.issuerRef; ' +
+            'a key issued before stays until the resource is deleted',
         },
       };
     }
@@ -76,13 +86,23 @@ export async function credentialsSource(kube: Pick<KubeWrites, 'readIssuer' | 'r
   }
 
   if (settings.issuerSecretsNamespace === undefined) {
-    return { spec, refusal: { reason: 'IssuerNotFound', message: `ClusterKeyIssuer ${issuerName}: this operator watches a list of namespaces and cannot read cluster-scoped issuers; use spec.credentialsSecretRef, or install it for every namespace` } };
+    return {
+      spec,
+      refusal: {
+        reason: 'IssuerNotFound',
+        message: `ClusterKeyIssuer ${issuerName}: this operator watches a list of namespaces and cannot read cluster-scoped issuers; use spec.credentialsSecretRef, or install it for every namespace`,
+      },
+    };
   }
-  const ours = issuerObject !== undefined && (settings.issuerSelector === undefined || selectorMatches(settings.issuerSelector, issuerObject.metadata?.labels ?? {}));
+  const ours =
+    issuerObject !== undefined && (settings.issuerSelector === undefined || selectorMatches(settings.issuerSelector, issuerObject.metadata?.labels ?? {}));
   const parsed = issuerObject !== undefined && ours ? ClusterKeyIssuerSpec.safeParse(issuerObject.spec) : undefined;
   if (issuerObject === undefined || !ours || parsed?.success !== true) {
-    const why = issuerObject === undefined ? 'does not exist' : !ours ? 'is not one of this operator\'s (--issuer-label-selector)' : 'has an invalid spec';
-    return { spec, refusal: { reason: 'IssuerNotFound', message: `ClusterKeyIssuer ${issuerName} ${why}; no key is issued until it does (ask your platform team)` } };
+    const why = issuerObject === undefined ? 'does not exist' : !ours ? "is not one of this operator's (--issuer-label-selector)" : 'has an invalid spec';
+    return {
+      spec,
+      refusal: { reason: 'IssuerNotFound', message: `ClusterKeyIssuer ${issuerName} ${why}; no key is issued until it does (ask your platform team)` },
+    };
   }
   const issuerSpec = parsed.data;
   const organizationId = issuerSpec.organizationId;
@@ -93,13 +113,26 @@ export async function credentialsSource(kube: Pick<KubeWrites, 'readIssuer' | 'r
   };
   if (spec.organizationId !== undefined && spec.organizationId !== organizationId) {
     // Never acted on, not even to revoke: the issuer's credentials are of another organization.
-    return { ...source, secret: undefined, refusal: { reason: 'NotAllowed', message: `ClusterKeyIssuer ${issuerName} issues keys of organization ${organizationId}, not of spec.organizationId ${spec.organizationId}` } } as CredentialsSource;
+    return {
+      ...source,
+      secret: undefined,
+      refusal: {
+        reason: 'NotAllowed',
+        message: `ClusterKeyIssuer ${issuerName} issues keys of organization ${organizationId}, not of spec.organizationId ${spec.organizationId}`,
+      },
+    } as CredentialsSource;
   }
   const recorded = resource.status?.organizationId;
   if (recorded !== undefined && recorded !== organizationId && spec.organizationId === undefined && !deleting) {
     // The key it holds is of another organization (an issuerRef moved): nothing is checked, repaired
     // or made with these credentials, which can neither see nor revoke it (observe.ts organizationMoved).
-    return { ...source, refusal: { reason: 'NotAllowed', message: `key ${resource.status?.keyId ?? '?'} was issued in organization ${recorded}, and ClusterKeyIssuer ${issuerName} issues keys of organization ${organizationId}: name an issuer of ${recorded} again` } };
+    return {
+      ...source,
+      refusal: {
+        reason: 'NotAllowed',
+        message: `key ${resource.status?.keyId ?? '?'} was issued in organization ${recorded}, and ClusterKeyIssuer ${issuerName} issues keys of organization ${organizationId}: name an issuer of ${recorded} again`,
+      },
+    };
   }
   if (deleting) return source;
   if (terminating !== undefined) return { ...source, refusal: terminating };
@@ -119,7 +152,8 @@ export type { NamespaceInfo };
 export function capRefusal(issuer: string, namespace: string, cap: number): Refusal {
   return {
     reason: 'KeyLimitReached',
-    message: `namespace ${namespace} holds ${cap} key${cap === 1 ? '' : 's'} through ClusterKeyIssuer ${issuer}, as many as its rule allows (maxKeysPerNamespace); `
-      + 'this resource gets one when another resource of the namespace using the issuer is deleted',
+    message:
+      `namespace ${namespace} holds ${cap} key${cap === 1 ? '' : 's'} through ClusterKeyIssuer ${issuer}, as many as its rule allows (maxKeysPerNamespace); ` +
+      'this resource gets one when another resource of the namespace using the issuer is deleted',
   };
 }

@@ -118,8 +118,12 @@ class RecentShareLine {
     for (const flow of this.#flows.values()) {
       if (flow.size === 0) continue;
       const rank = flow.items.findIndex((set) => set.size > 0);
-      if (best === undefined || flow.permits.length < best.flow.permits.length
-        || (flow.permits.length === best.flow.permits.length && (rank < best.rank || (rank === best.rank && flow.lastTurn < best.flow.lastTurn)))) best = { flow, rank };
+      if (
+        best === undefined ||
+        flow.permits.length < best.flow.permits.length ||
+        (flow.permits.length === best.flow.permits.length && (rank < best.rank || (rank === best.rank && flow.lastTurn < best.flow.lastTurn)))
+      )
+        best = { flow, rank };
     }
     if (best === undefined) return undefined;
     const { flow, rank } = best;
@@ -181,8 +185,14 @@ export class FairLimiter implements RateLimiter {
    * limiter that cannot tell is never idle.
    */
   idle(): boolean {
-    return this.#waiters.size === 0 && !this.#taking && this.#cancelSpacing === undefined
-      && this.#lastGrantAt + this.#spacingMs <= this.#clock.now() && this.#line.empty() && this.#inner.idle?.() === true;
+    return (
+      this.#waiters.size === 0 &&
+      !this.#taking &&
+      this.#cancelSpacing === undefined &&
+      this.#lastGrantAt + this.#spacingMs <= this.#clock.now() &&
+      this.#line.empty() &&
+      this.#inner.idle?.() === true
+    );
   }
 
   take(signal?: AbortSignal): Promise<Permit> {
@@ -192,7 +202,9 @@ export class FairLimiter implements RateLimiter {
     const token = `${context?.key ?? 'other//'}#${++this.#serial}`;
     return new Promise<Permit>((resolve, reject) => {
       const waiter: Waiter = {
-        resolve, reject, signal,
+        resolve,
+        reject,
+        signal,
         onAbort: () => {
           if (!this.#line.delete(token)) return; // at the inner limiter: it rejects
           this.#waiters.delete(token);
@@ -227,13 +239,16 @@ export class FairLimiter implements RateLimiter {
       this.#taking = false;
       this.#pump();
     };
-    this.#inner.take(waiter.signal).then((permit) => {
-      this.#lastGrantAt = this.#clock.now();
-      settle();
-      waiter.resolve(permit);
-    }, (error: unknown) => {
-      settle();
-      waiter.reject(error);
-    });
+    this.#inner.take(waiter.signal).then(
+      (permit) => {
+        this.#lastGrantAt = this.#clock.now();
+        settle();
+        waiter.resolve(permit);
+      },
+      (error: unknown) => {
+        settle();
+        waiter.reject(error);
+      },
+    );
   }
 }

@@ -57,16 +57,29 @@ export function evaluatePolicy(issuer: string, rules: readonly IssuerRule[], req
   const byNamespace = rules.filter((r) => namespaceMatches(r, request));
   if (byNamespace.length === 0) {
     const unread = request.namespaceLabels === undefined && rules.some((r) => r.namespaces.selector !== undefined) ? ' (its labels could not be read)' : '';
-    return { allowed: false, message: `ClusterKeyIssuer ${issuer} does not allow namespace ${request.namespace}${unread}: no rule of spec.allow names it or selects its labels` };
+    return {
+      allowed: false,
+      message: `ClusterKeyIssuer ${issuer} does not allow namespace ${request.namespace}${unread}: no rule of spec.allow names it or selects its labels`,
+    };
   }
   const byKind = byNamespace.filter((r) => r.kinds.includes(request.kind));
   if (byKind.length === 0) {
-    return { allowed: false, message: `ClusterKeyIssuer ${issuer} does not allow ${request.kind} keys in namespace ${request.namespace}: its rules for this namespace allow only ${[...new Set(byNamespace.flatMap((r) => r.kinds))].join(', ')} keys` };
+    return {
+      allowed: false,
+      message: `ClusterKeyIssuer ${issuer} does not allow ${request.kind} keys in namespace ${request.namespace}: its rules for this namespace allow only ${[...new Set(byNamespace.flatMap((r) => r.kinds))].join(', ')} keys`,
+    };
   }
-  const matching = request.kind === 'Project' ? byKind.filter((r) => r.projects === undefined || (request.projectId !== undefined && r.projects.includes(request.projectId))) : byKind;
-  if (matching.length === 0) return { allowed: false, message: `ClusterKeyIssuer ${issuer} does not allow ${what} in namespace ${request.namespace}: its rules for this namespace name other projects` };
+  const matching =
+    request.kind === 'Project'
+      ? byKind.filter((r) => r.projects === undefined || (request.projectId !== undefined && r.projects.includes(request.projectId)))
+      : byKind;
+  if (matching.length === 0)
+    return {
+      allowed: false,
+      message: `ClusterKeyIssuer ${issuer} does not allow ${what} in namespace ${request.namespace}: its rules for this namespace name other projects`,
+    };
   const caps = matching.map((r) => r.maxKeysPerNamespace);
-  const cap = caps.includes(undefined) ? undefined : Math.max(...caps as number[]);
+  const cap = caps.includes(undefined) ? undefined : Math.max(...(caps as number[]));
   return { allowed: true, cap };
 }
 

@@ -70,7 +70,7 @@ export class IssuerSlots {
   wait(issuer: string, namespace: string, key: string): void {
     const scope = `${namespace}/${issuer}`;
     let waiting = this.#waiting.get(scope);
-    if (waiting === undefined) this.#waiting.set(scope, waiting = new Set());
+    if (waiting === undefined) this.#waiting.set(scope, (waiting = new Set()));
     waiting.add(key);
   }
 

@@ -36,7 +36,10 @@ export function clusterNameProblem(name: string): string | undefined {
 }
 
 /** What a key's name says of who made it: the cluster ('' for the format without a cluster name) and the resource's tag. */
-export interface NameParts { cluster: string; tag: string }
+export interface NameParts {
+  cluster: string;
+  tag: string;
+}
 
 /** The cluster and tag an operator's name carries, or undefined for a name in neither format. */
 export function nameParts(name: string): NameParts | undefined {

@@ -55,7 +55,7 @@ export class OrganizationMemberships {
 
   /** Whether the credentials belong to the organization: asked once per `ttlMs` (concurrent askers share one request). */
   async isMember(credentialsId: string, organizationId: string, ask: () => Promise<readonly { id: string }[]>): Promise<boolean> {
-    const known = this.#fresh(credentialsId) ?? await this.#ask(credentialsId, ask);
+    const known = this.#fresh(credentialsId) ?? (await this.#ask(credentialsId, ask));
     if (known.organizations.has(organizationId) || !known.truncated) return known.organizations.has(organizationId);
     return (await ask()).some((o) => o.id === organizationId);
   }

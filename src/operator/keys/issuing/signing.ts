@@ -39,7 +39,9 @@ export class Signer {
 
   /** base64url HMAC-SHA256 of the purpose and fields, encoded as a JSON array (no two tuples share an encoding). */
   sign(purpose: 'intent' | 'secret', fields: readonly Field[]): string {
-    return createHmac('sha256', this.#key).update(JSON.stringify([purpose, ...fields.map((f) => (f === undefined ? null : f))])).digest('base64url');
+    return createHmac('sha256', this.#key)
+      .update(JSON.stringify([purpose, ...fields.map((f) => (f === undefined ? null : f))]))
+      .digest('base64url');
   }
 
   verify(purpose: 'intent' | 'secret', fields: readonly Field[], signature: string | undefined): boolean {
@@ -92,8 +94,12 @@ export async function loadSigningKey(core: CoreV1Api, namespace: string, name: s
       const delayMs = Math.min(5_000, 250 * 2 ** Math.min(attempt - 1, 5));
       const status = statusCode(error);
       // 403: the Role grants get on one name only (deploy/base, the chart's signingKeySecret).
-      const hint = status === 403 ? { hint: `the operator's Role must grant get on Secret ${name} in ${namespace} (--signing-key-secret; Helm: signingKeySecret)` } : {};
-      logger?.warn({ secret: `${namespace}/${name}`, status, err: error instanceof Error ? error.message : String(error), retryInMs: delayMs, ...hint }, 'cannot read the signing key yet');
+      const hint =
+        status === 403 ? { hint: `the operator's Role must grant get on Secret ${name} in ${namespace} (--signing-key-secret; Helm: signingKeySecret)` } : {};
+      logger?.warn(
+        { secret: `${namespace}/${name}`, status, err: error instanceof Error ? error.message : String(error), retryInMs: delayMs, ...hint },
+        'cannot read the signing key yet',
+      );
       await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
   }
@@ -105,7 +111,8 @@ async function readOrCreate(core: CoreV1Api, namespace: string, name: string, lo
       const secret = await core.readNamespacedSecret({ namespace, name });
       const encoded = secret.data?.[DATA_KEY];
       const key = encoded !== undefined ? Buffer.from(encoded, 'base64') : Buffer.alloc(0);
-      if (key.length < KEY_BYTES) throw new MalformedSigningKey(`Secret ${namespace}/${name} has no ${KEY_BYTES}-byte entry "${DATA_KEY}"; delete it and the operator makes a new one`);
+      if (key.length < KEY_BYTES)
+        throw new MalformedSigningKey(`Secret ${namespace}/${name} has no ${KEY_BYTES}-byte entry "${DATA_KEY}"; delete it and the operator makes a new one`);
       return key;
     } catch (error) {
       if (statusCode(error) !== 404) throw error;

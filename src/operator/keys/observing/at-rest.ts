@@ -103,7 +103,14 @@ const NO_IN_USE = '[]';
 const NO_USAGE: Verified['usage'] = Object.freeze({});
 
 function inUseOf(unusedAfter: string | undefined, listed: ListedUse | undefined, usage: Verified['usage'], createdAt: string | undefined, now: number): string {
-  const json = JSON.stringify(usageConditions(unusedAfter !== undefined ? { usage: { unusedAfter } } : undefined, statusTimestamp(listed?.last_used_at) ?? usage.lastUsedAt, createdAt, now));
+  const json = JSON.stringify(
+    usageConditions(
+      unusedAfter !== undefined ? { usage: { unusedAfter } } : undefined,
+      statusTimestamp(listed?.last_used_at) ?? usage.lastUsedAt,
+      createdAt,
+      now,
+    ),
+  );
   // Most keys have no InUse condition: one '[]' for all of them, not a copy each.
   return json === NO_IN_USE ? NO_IN_USE : json;
 }
@@ -117,12 +124,32 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
   const status = resource.status ?? {};
   const resourceVersion = resource.metadata.resourceVersion;
   const source = ctx.source?.secret;
-  if (resourceVersion === undefined || spec === undefined || adapter === undefined || ctx.apiKey === undefined || credentials === undefined || secret === undefined || source === undefined) return undefined;
+  if (
+    resourceVersion === undefined ||
+    spec === undefined ||
+    adapter === undefined ||
+    ctx.apiKey === undefined ||
+    credentials === undefined ||
+    secret === undefined ||
+    source === undefined
+  )
+    return undefined;
   // A retirement in progress, lost attempts, a schedule or grace error (reported on each pass), credentials not yet
   // recorded as the key's: the next pass has something to do.
-  if ((status.retiringKeys ?? []).length > 0 || (status.replacedKeys ?? []).length > 0 || (status.lostAttempts ?? []).length > 0 || ctx.rotation.schedule.error !== undefined || ctx.rotation.graceError !== undefined) return undefined;
+  if (
+    (status.retiringKeys ?? []).length > 0 ||
+    (status.replacedKeys ?? []).length > 0 ||
+    (status.lostAttempts ?? []).length > 0 ||
+    ctx.rotation.schedule.error !== undefined ||
+    ctx.rotation.graceError !== undefined
+  )
+    return undefined;
   if (ctx.listed === undefined && status.credentialsFingerprint !== ctx.fingerprint) return undefined;
-  const used = { ...status.lastUsedAt !== undefined ? { lastUsedAt: status.lastUsedAt } : {}, ...status.lastUsedFromAddr !== undefined ? { lastUsedFromAddr: status.lastUsedFromAddr } : {}, ...usageFields(ctx.listed, status) };
+  const used = {
+    ...(status.lastUsedAt !== undefined ? { lastUsedAt: status.lastUsedAt } : {}),
+    ...(status.lastUsedFromAddr !== undefined ? { lastUsedFromAddr: status.lastUsedFromAddr } : {}),
+    ...usageFields(ctx.listed, status),
+  };
   const usage = used.lastUsedAt === undefined && used.lastUsedFromAddr === undefined ? NO_USAGE : used;
   const unusedAfter = spec.usage?.unusedAfter;
   return {
@@ -132,7 +159,9 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
     credentialsNamespace: intern(source.namespace),
     credentialsName: intern(source.name),
     credentials,
-    ...(ctx.source?.issuer !== undefined ? { issuer: { name: intern(ctx.source.issuer.name), uid: ctx.source.issuer.uid, generation: ctx.source.issuer.generation } } : {}),
+    ...(ctx.source?.issuer !== undefined
+      ? { issuer: { name: intern(ctx.source.issuer.name), uid: ctx.source.issuer.uid, generation: ctx.source.issuer.generation } }
+      : {}),
     credentialsId: deps.platformFor(ctx.apiKey).credentialsId,
     adapter,
     keyId,
@@ -160,7 +189,13 @@ function hasOrphans(deps: KeyDeps, verified: Verified): boolean {
  * The at-rest check of a resource this process verified: undefined when nothing that pass relied on
  * changed (nothing read from the apiserver), else what changed (a full reconcile must look).
  */
-export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSince: FailingSince, request: { kind: string; namespace: string; name: string }, verified: Verified): Promise<RestBroken | undefined> {
+export async function changedSince(
+  deps: KeyDeps,
+  inputs: RestInputs,
+  failingSince: FailingSince,
+  request: { kind: string; namespace: string; name: string },
+  verified: Verified,
+): Promise<RestBroken | undefined> {
   const { kind, namespace, name } = request;
   const now = deps.now();
   if (verified.nextRotationAt !== undefined && now >= verified.nextRotationAt) return 'rotation due';
@@ -176,7 +211,8 @@ export async function changedSince(deps: KeyDeps, inputs: RestInputs, failingSin
   if (!sameVersion(inputs.cachedVersion('Secret', verified.credentialsNamespace, verified.credentialsName), verified.credentials)) return 'credentials';
   if (verified.issuer !== undefined) {
     const cached = inputs.cachedGeneration?.('ClusterKeyIssuer', verified.issuer.name);
-    if (cached === undefined || cached.uid !== verified.issuer.uid || cached.generation === undefined || cached.generation !== verified.issuer.generation) return 'credentials';
+    if (cached === undefined || cached.uid !== verified.issuer.uid || cached.generation === undefined || cached.generation !== verified.issuer.generation)
+      return 'credentials';
   }
   // Operations are told last: a change of them alone may be written without a full pass
   // (operations-patch.ts), so everything else must have been checked first.

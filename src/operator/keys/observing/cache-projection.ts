@@ -83,7 +83,9 @@ export const SEEDS_MAX_CHARS = 4 * 1024 * 1024;
  * still counts): then fewer keys get a copy for a while, never more memory.
  */
 let seedChars = 0;
-const seedsFreed = new FinalizationRegistry<number>((chars) => { seedChars -= chars; });
+const seedsFreed = new FinalizationRegistry<number>((chars) => {
+  seedChars -= chars;
+});
 
 /** The copies' characters counted now (tests: the bound above). */
 export function seedCharsKept(): number {
@@ -94,8 +96,9 @@ export function seedCharsKept(): number {
 function seedOf(obj: KubernetesObject): string | undefined {
   const { metadata, status } = obj as KubernetesObject & { status?: unknown };
   if (metadata === undefined || metadata.deletionTimestamp !== undefined || metadata.annotations?.[ANNOTATION_CREATE_PENDING] !== undefined) return undefined;
-  const bare = status === undefined || (typeof status === 'object' && status !== null
-    && Object.entries(status).every(([k, v]) => k === 'conditions' && Array.isArray(v) && v.length === 0));
+  const bare =
+    status === undefined ||
+    (typeof status === 'object' && status !== null && Object.entries(status).every(([k, v]) => k === 'conditions' && Array.isArray(v) && v.length === 0));
   if (!bare) return undefined;
   // Measured before it is copied: an object with large metadata is refused without a stringify.
   let size = 0;
@@ -108,7 +111,7 @@ function seedOf(obj: KubernetesObject): string | undefined {
 }
 
 function safeId(value: unknown): number | undefined {
-  return Number.isSafeInteger(value) && (value as number) >= 0 ? value as number : undefined;
+  return Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : undefined;
 }
 
 /**
@@ -116,12 +119,27 @@ function safeId(value: unknown): number | undefined {
  * (status.retiringKeys, at most 4) and replaced by a repair, not revoked yet (status.replacedKeys, at most 8).
  */
 function retiringKeyIds(status: { retiringKeys?: unknown; replacedKeys?: unknown } | undefined): number[] {
-  const ids = (list: unknown): number[] => (Array.isArray(list) ? (list as { keyId?: unknown }[]).slice(0, 8).map((r) => safeId(r?.keyId)).filter((id) => id !== undefined) : []);
+  const ids = (list: unknown): number[] =>
+    Array.isArray(list)
+      ? (list as { keyId?: unknown }[])
+          .slice(0, 8)
+          .map((r) => safeId(r?.keyId))
+          .filter((id) => id !== undefined)
+      : [];
   return [...ids(status?.retiringKeys), ...ids(status?.replacedKeys)];
 }
 
 export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
-  const { spec, status } = obj as { spec?: { projectId?: unknown; organizationId?: unknown; credentialsSecretRef?: { name?: unknown }; issuerRef?: { name?: unknown }; secret?: { name?: unknown; immutable?: unknown } }; status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown; replacedKeys?: unknown; issuer?: unknown } };
+  const { spec, status } = obj as {
+    spec?: {
+      projectId?: unknown;
+      organizationId?: unknown;
+      credentialsSecretRef?: { name?: unknown };
+      issuerRef?: { name?: unknown };
+      secret?: { name?: unknown; immutable?: unknown };
+    };
+    status?: { conditions?: unknown; keyId?: unknown; retiringKeys?: unknown; replacedKeys?: unknown; issuer?: unknown };
+  };
   const keyId = safeId(status?.keyId);
   const retiring = retiringKeyIds(status);
   const credentials = spec?.credentialsSecretRef?.name;
@@ -133,7 +151,9 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   const intent = obj.metadata?.annotations?.[ANNOTATION_CREATE_PENDING];
   const pending = intent !== undefined;
   const slotIssuers = slotIssuersOf(keyId, status?.issuer, intent, issuerName);
-  const conditions = (Array.isArray(status?.conditions) ? status.conditions as { type?: unknown; status?: unknown; reason?: unknown }[] : []).map((c) => [String(c.type), String(c.status), knownReason(c.reason)] as const);
+  const conditions = (Array.isArray(status?.conditions) ? (status.conditions as { type?: unknown; status?: unknown; reason?: unknown }[]) : []).map(
+    (c) => [String(c.type), String(c.status), knownReason(c.reason)] as const,
+  );
   const seed = seedOf(obj);
   const secretName = typeof spec?.secret?.name === 'string' && spec.secret.name.length <= 253 ? spec.secret.name : undefined;
   // The spec and status projections are shared, frozen, by every resource that has the same
@@ -148,7 +168,9 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
       ...(credentialsName !== undefined ? { credentialsSecretRef: { name: intern(credentialsName) } } : {}),
       ...(issuerName !== undefined ? { issuerRef: { name: intern(issuerName) } } : {}),
     })),
-    status: internShared(`status ${JSON.stringify(conditions)}`, () => ({ conditions: conditions.map(([type, status, reason]) => ({ type: intern(type), status: intern(status), reason: intern(reason) })) })),
+    status: internShared(`status ${JSON.stringify(conditions)}`, () => ({
+      conditions: conditions.map(([type, status, reason]) => ({ type: intern(type), status: intern(status), reason: intern(reason) })),
+    })),
     ...(keyId !== undefined ? { keyId } : {}),
     ...(retiring.length > 0 ? { retiringKeyIds: retiring } : {}),
     ...(seed !== undefined ? { seed } : {}),
@@ -177,7 +199,8 @@ export function cachedCopy(obj: KubernetesObject | undefined, kind: KindName, na
   const copy = JSON.parse(seed) as KeyResource;
   const meta = copy.metadata as Partial<KeyResource['metadata']> | undefined;
   // As a GET answers it, or not at all.
-  if (copy.kind !== kind || meta?.namespace !== namespace || meta.name !== name || typeof meta.uid !== 'string' || typeof meta.resourceVersion !== 'string') return undefined;
+  if (copy.kind !== kind || meta?.namespace !== namespace || meta.name !== name || typeof meta.uid !== 'string' || typeof meta.resourceVersion !== 'string')
+    return undefined;
   return copy;
 }
 

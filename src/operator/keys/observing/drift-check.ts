@@ -12,7 +12,13 @@ import type { KeyDeps } from '../reconcile-context.ts';
  * The drift lookups of one recorded key with one credentials' client, through the cache: is it in
  * the platform's list, and for a ProjectApiKey, is its project still the organization's.
  */
-export async function lookUpRecordedKey(deps: KeyDeps, client: { credentialsId: string; platform: KeyPlatform }, adapter: KeyAdapter, keyId: number, createdAt: string | undefined): Promise<{
+export async function lookUpRecordedKey(
+  deps: KeyDeps,
+  client: { credentialsId: string; platform: KeyPlatform },
+  adapter: KeyAdapter,
+  keyId: number,
+  createdAt: string | undefined,
+): Promise<{
   key: 'Live' | 'Absent';
   listed: ListedUse | undefined;
   project: Observation['platform']['project'];
@@ -20,8 +26,10 @@ export async function lookUpRecordedKey(deps: KeyDeps, client: { credentialsId: 
   const created = createdAt !== undefined ? Date.parse(createdAt) : undefined;
   const state = await deps.drift.keyState(client.credentialsId, adapter, client.platform, keyId, Number.isFinite(created) ? created : undefined);
   const { project } = adapter;
-  const inOrganization = project === undefined ? undefined
-    : await deps.drift.projectInOrganization(client.credentialsId, client.platform, project.organizationId, project.projectId);
+  const inOrganization =
+    project === undefined
+      ? undefined
+      : await deps.drift.projectInOrganization(client.credentialsId, client.platform, project.organizationId, project.projectId);
   return { key: state.state, listed: state.key, project: inOrganization === undefined ? 'Unknown' : inOrganization ? 'InOrganization' : 'NotInOrganization' };
 }
 
@@ -40,16 +48,20 @@ export type FailingSince = Map<string, number>;
  * A check that cannot ask the platform is an observation too (Unverifiable, with why and since
  * when): nothing is minted or revoked on its strength.
  */
-export async function checkRecordedKey(deps: KeyDeps, failingSince: FailingSince, check: {
-  trackingKey: string;
-  adapter: KeyAdapter;
-  /** The credentials, when present. */
-  apiKey: string | undefined;
-  keyId: number;
-  /** status.createdAt of the key. */
-  createdAt: string | undefined;
-  logger: Logger;
-}): Promise<{ platform: Observation['platform']; listed: ListedUse | undefined }> {
+export async function checkRecordedKey(
+  deps: KeyDeps,
+  failingSince: FailingSince,
+  check: {
+    trackingKey: string;
+    adapter: KeyAdapter;
+    /** The credentials, when present. */
+    apiKey: string | undefined;
+    keyId: number;
+    /** status.createdAt of the key. */
+    createdAt: string | undefined;
+    logger: Logger;
+  },
+): Promise<{ platform: Observation['platform']; listed: ListedUse | undefined }> {
   const { trackingKey, adapter, apiKey, keyId, logger } = check;
   const platform: Observation['platform'] = { key: 'Unknown', project: 'Unknown' };
   let listed: ListedUse | undefined;
@@ -66,9 +78,10 @@ export async function checkRecordedKey(deps: KeyDeps, failingSince: FailingSince
     const since = failingSince.get(trackingKey) ?? deps.now();
     failingSince.set(trackingKey, since);
     deps.onDriftCheck?.('failed');
-    const { reason, message }: { reason: Reason; message: string } = (error as { code?: unknown }).code === 'CREDENTIALS_MISSING'
-      ? { reason: 'CredentialsMissing', message: 'the credentials Secret (spec.credentialsSecretRef) is missing or empty; put a platform API key there' }
-      : unverifiableReason(failure);
+    const { reason, message }: { reason: Reason; message: string } =
+      (error as { code?: unknown }).code === 'CREDENTIALS_MISSING'
+        ? { reason: 'CredentialsMissing', message: 'the credentials Secret (spec.credentialsSecretRef) is missing or empty; put a platform API key there' }
+        : unverifiableReason(failure);
     platform.key = 'Unverifiable';
     platform.check = { reason, message, failingForMs: deps.now() - since, reportAfterMs: deps.unverifiedAfterMs };
     logger.warn({ code: failure?.code ?? 'unknown' }, 'drift check failed');

@@ -88,11 +88,20 @@ function stringBytes(value: string | null | undefined): number {
 }
 
 /** A snapshot: when the list was taken and what is kept of it; `covers`: the key ids a sparse one answers for (#sparsify). */
-interface Snapshot<T> { at: number; value: T; bytes?: number; covers?: ReadonlySet<number> }
+interface Snapshot<T> {
+  at: number;
+  value: T;
+  bytes?: number;
+  covers?: ReadonlySet<number>;
+}
 
 /** A listed key whose name carries an attempt tag: its id and creation time (ms). */
 /** `rand`: the 3 random characters that end its name (after the tag), which tell one attempt of the resource from another. */
-export interface TaggedKey { id: number; createdAt: number | undefined; rand: string }
+export interface TaggedKey {
+  id: number;
+  createdAt: number | undefined;
+  rand: string;
+}
 
 /**
  * The keys of a list by the attempt tag their names carry (TAGGED_KEY_BYTES a key named by the
@@ -195,7 +204,10 @@ export class DriftCache {
    * list is first taken for it. A view no reader asked for in an interval and a half is no longer
    * made (its inventory is gone, or reads another list), though checks keep the list.
    */
-  readonly #views = new Map<string, Map<string, Snapshot<unknown> & { make: ListingView<unknown>['make']; measure?: ListingView<unknown>['bytes']; askedAt: number }>>();
+  readonly #views = new Map<
+    string,
+    Map<string, Snapshot<unknown> & { make: ListingView<unknown>['make']; measure?: ListingView<unknown>['bytes']; askedAt: number }>
+  >();
   /** The bytes of each view's value, as its list was taken (views of one list may share one value). */
   readonly #viewBytes = new WeakMap<object, number>();
   /**
@@ -342,7 +354,7 @@ export class DriftCache {
   /** The asks of the list `id` within the last interval and a half (older ones dropped: #sparsify, and each list taken). */
   #wantedOf(id: string): { keys: Map<number, number>; tags: Map<string, number> } {
     let wanted = this.#wanted.get(id);
-    if (wanted === undefined) this.#wanted.set(id, wanted = { keys: new Map(), tags: new Map() });
+    if (wanted === undefined) this.#wanted.set(id, (wanted = { keys: new Map(), tags: new Map() }));
     const since = this.#now() - 1.5 * this.#intervalMs;
     for (const [key, at] of wanted.keys) if (at < since) wanted.keys.delete(key);
     for (const [tag, at] of wanted.tags) if (at < since) wanted.tags.delete(tag);
@@ -353,7 +365,7 @@ export class DriftCache {
   #want(id: string, what: { key: number } | { tag: string }): void {
     if (!this.#scopes.has(id)) return;
     let wanted = this.#wanted.get(id);
-    if (wanted === undefined) this.#wanted.set(id, wanted = { keys: new Map(), tags: new Map() });
+    if (wanted === undefined) this.#wanted.set(id, (wanted = { keys: new Map(), tags: new Map() }));
     const asked = 'key' in what ? wanted.keys : wanted.tags;
     const known = 'key' in what ? wanted.keys.has(what.key) : wanted.tags.has(what.tag);
     (asked as Map<number | string, number>).set('key' in what ? what.key : what.tag, this.#now());
@@ -404,7 +416,11 @@ export class DriftCache {
    * `more.background`: taken by the sweep, not for an asker waiting on it (its turn comes after theirs).
    */
   async #fresh<T>(
-    cache: Map<string, Snapshot<T>>, id: string, load: () => Promise<T>, maxAgeMs = this.#intervalMs, gone?: (before: T | undefined, after: T, at: number) => void,
+    cache: Map<string, Snapshot<T>>,
+    id: string,
+    load: () => Promise<T>,
+    maxAgeMs = this.#intervalMs,
+    gone?: (before: T | undefined, after: T, at: number) => void,
     more: { usable?: (snapshot: Snapshot<T>) => boolean; background?: boolean } = {},
   ): Promise<Snapshot<T>> {
     const cached = cache.get(id);
@@ -426,24 +442,30 @@ export class DriftCache {
       return load();
     };
     // Kept only while the list is asked for (a list dropped meanwhile keeps nothing: #forget).
-    const promise = this.#slots.run(id, take, more.background !== true).then((value) => {
-      const snapshot: Snapshot<T> = { at, value };
-      const before = cache.get(id);
-      if (this.#scopes.has(id)) cache.set(id, snapshot);
-      gone?.(before?.value, value, at);
-      this.#failures.delete(id);
-      if (this.#wanted.has(id)) this.#wantedOf(id);
-      // Within the budget again: a list larger than it keeps only its askers' answers (the ones
-      // waiting on this list read it whole, from this snapshot).
-      this.#account(id);
-      this.#enforce(id);
-      return snapshot;
-    }, (error: unknown) => {
-      if (this.#scopes.has(id)) this.#failures.set(id, { at, error });
-      this.#account(id);
-      this.#enforce(id);
-      throw error;
-    }).finally(() => this.#inflight.delete(id));
+    const promise = this.#slots
+      .run(id, take, more.background !== true)
+      .then(
+        (value) => {
+          const snapshot: Snapshot<T> = { at, value };
+          const before = cache.get(id);
+          if (this.#scopes.has(id)) cache.set(id, snapshot);
+          gone?.(before?.value, value, at);
+          this.#failures.delete(id);
+          if (this.#wanted.has(id)) this.#wantedOf(id);
+          // Within the budget again: a list larger than it keeps only its askers' answers (the ones
+          // waiting on this list read it whole, from this snapshot).
+          this.#account(id);
+          this.#enforce(id);
+          return snapshot;
+        },
+        (error: unknown) => {
+          if (this.#scopes.has(id)) this.#failures.set(id, { at, error });
+          this.#account(id);
+          this.#enforce(id);
+          throw error;
+        },
+      )
+      .finally(() => this.#inflight.delete(id));
     this.#inflight.set(id, promise);
     return promise;
   }
@@ -452,7 +474,14 @@ export class DriftCache {
    * Live / Absent for a recorded key. A key created after the list was taken is not in it, so
    * absence counts only for keys older than the snapshot.
    */
-  async keyState(credentialsId: string, adapter: KeyAdapter, platform: KeyPlatform, keyId: number, createdAt: number | undefined, maxAgeMs?: number): Promise<{ state: 'Live' | 'Absent'; key?: ListedUse; at: number }> {
+  async keyState(
+    credentialsId: string,
+    adapter: KeyAdapter,
+    platform: KeyPlatform,
+    keyId: number,
+    createdAt: number | undefined,
+    maxAgeMs?: number,
+  ): Promise<{ state: 'Live' | 'Absent'; key?: ListedUse; at: number }> {
     // maxAgeMs: a retiring key's last use is read from a fresher snapshot (still one list per
     // credentials and scope, shared by every resource that asks within that age).
     const { id, refresh, load, gone } = this.#keyList(credentialsId, adapter, platform);
@@ -533,7 +562,16 @@ export class DriftCache {
   }
 
   /** The list of the managed keys of one credentials and scope: its id, how it is taken, and what a new one no longer shows. */
-  #keyList(credentialsId: string, adapter: Pick<KeyAdapter, 'listScope' | 'list'>, platform: KeyPlatform): { id: string; refresh: () => Promise<unknown>; load: () => Promise<Map<number, ListedUse>>; gone: (before: Map<number, ListedUse> | undefined, after: Map<number, ListedUse>, at: number) => void } {
+  #keyList(
+    credentialsId: string,
+    adapter: Pick<KeyAdapter, 'listScope' | 'list'>,
+    platform: KeyPlatform,
+  ): {
+    id: string;
+    refresh: () => Promise<unknown>;
+    load: () => Promise<Map<number, ListedUse>>;
+    gone: (before: Map<number, ListedUse> | undefined, after: Map<number, ListedUse>, at: number) => void;
+  } {
     const id = `keys|${credentialsId}|${adapter.listScope}`;
     const load = async (): Promise<Map<number, ListedUse>> => {
       const at = this.#now();
@@ -582,15 +620,20 @@ export class DriftCache {
    * before any reader of this view asked (its snapshot kept each key's use only), and no view made
    * from it answers this one (`view.from`), is it taken once more, at once. Throws the list's failure (remembered for the interval, as for the checks).
    */
-  async listing<T>(credentialsId: string, list: Pick<KeyAdapter, 'listScope' | 'list'>, platform: KeyPlatform, view: ListingView<T>): Promise<{ at: number; view: T }> {
+  async listing<T>(
+    credentialsId: string,
+    list: Pick<KeyAdapter, 'listScope' | 'list'>,
+    platform: KeyPlatform,
+    view: ListingView<T>,
+  ): Promise<{ at: number; view: T }> {
     const { id, refresh, load, gone } = this.#keyList(credentialsId, list, platform);
     this.#asked(id, refresh);
     let views = this.#views.get(id);
-    if (views === undefined) this.#views.set(id, views = new Map());
+    if (views === undefined) this.#views.set(id, (views = new Map()));
     // Kept in the order last asked for: the first is the one to drop.
     const kept = views.get(view.id);
     views.delete(view.id);
-    views.set(view.id, { ...kept ?? { at: -Infinity, value: undefined, make: view.make, measure: view.bytes }, askedAt: this.#now() });
+    views.set(view.id, { ...(kept ?? { at: -Infinity, value: undefined, make: view.make, measure: view.bytes }), askedAt: this.#now() });
     for (const oldest of views.keys()) {
       if (views.size <= MAX_LISTING_VIEWS) break;
       views.delete(oldest);
@@ -598,7 +641,10 @@ export class DriftCache {
     this.#account(id);
     const snapshot = await this.#fresh(this.#keys, id, load, this.#intervalMs, gone);
     let made = this.#views.get(id)?.get(view.id);
-    const other = made === undefined || made.at >= snapshot.at ? undefined : [...this.#views.get(id) ?? []].find(([otherId, v]) => otherId !== view.id && v.at === snapshot.at);
+    const other =
+      made === undefined || made.at >= snapshot.at
+        ? undefined
+        : [...(this.#views.get(id) ?? [])].find(([otherId, v]) => otherId !== view.id && v.at === snapshot.at);
     const derived = other === undefined ? undefined : view.from?.(other[0], other[1].value);
     if (made !== undefined && derived !== undefined) Object.assign(made, { at: snapshot.at, value: derived });
     else if (made === undefined || made.at < snapshot.at) {

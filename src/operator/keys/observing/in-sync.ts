@@ -13,7 +13,12 @@ import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
  * Records the key as ready and mirrors its project's operations; `also`: what a step of a rotation
  * adds (rotation.ts), with when to look again.
  */
-export async function inSync(deps: KeyDeps, ctx: Context, keyId: number, also?: { conditions: ConditionUpdate[]; fields: Record<string, unknown>; requeueAfterMs: number }): Promise<ReconcileResult> {
+export async function inSync(
+  deps: KeyDeps,
+  ctx: Context,
+  keyId: number,
+  also?: { conditions: ConditionUpdate[]; fields: Record<string, unknown>; requeueAfterMs: number },
+): Promise<ReconcileResult> {
   const status = ctx.resource.status ?? {};
   const extra: Record<string, unknown> = { keyId, secretName: ctx.secretName, ...rotationFields(ctx, {}), ...also?.fields };
   if (status.secretHash === undefined && ctx.observation.secret?.hash !== undefined) extra.secretHash = ctx.observation.secret.hash;
@@ -33,7 +38,7 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number, also?: 
   const conditions = [
     ...readyConditions(keyId, ctx.secretName),
     ...usageConditions(ctx.spec, statusTimestamp(ctx.listed?.last_used_at) ?? status.lastUsedAt, status.createdAt, deps.now()),
-    ...also?.conditions ?? [],
+    ...(also?.conditions ?? []),
   ];
   const scheduleError = ctx.rotation.schedule.error ?? ctx.rotation.graceError;
   if (scheduleError !== undefined && also === undefined) {
@@ -58,7 +63,11 @@ export async function inSync(deps: KeyDeps, ctx: Context, keyId: number, also?: 
  * the project: least privilege, and proof each key works. A key that fails degrades only its own
  * resource.
  */
-export function mirrorOperations(deps: KeyDeps, ctx: Pick<Context, 'adapter' | 'resource'>, issued: string): { operations: unknown[]; condition: ConditionUpdate } | undefined {
+export function mirrorOperations(
+  deps: KeyDeps,
+  ctx: Pick<Context, 'adapter' | 'resource'>,
+  issued: string,
+): { operations: unknown[]; condition: ConditionUpdate } | undefined {
   const project = ctx.adapter?.project;
   if (project === undefined || issued === '' || deps.operations === undefined) return undefined;
   const owner = ownerOf(ctx.resource);
@@ -78,7 +87,11 @@ const FIRST_POLL_LOOK_MS = 5;
  * snapshot would come moments after the create's status write and cost a second status write of
  * every new key; should the poll take longer, that second write is what happens.
  */
-export async function mirrorOperationsOfNewKey(deps: KeyDeps, ctx: Pick<Context, 'adapter' | 'resource'>, issued: string): Promise<ReturnType<typeof mirrorOperations>> {
+export async function mirrorOperationsOfNewKey(
+  deps: KeyDeps,
+  ctx: Pick<Context, 'adapter' | 'resource'>,
+  issued: string,
+): Promise<ReturnType<typeof mirrorOperations>> {
   const first = mirrorOperations(deps, ctx, issued);
   const projectId = ctx.adapter?.project?.projectId;
   if (first !== undefined || projectId === undefined || deps.operations === undefined) return first;

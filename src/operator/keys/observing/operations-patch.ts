@@ -28,7 +28,12 @@ import type { CachedConditions, KeyDeps, RestInputs } from '../reconcile-context
  * conditions the cache shows as `cached` (pure). The condition's fields are replaced in place (its
  * position and its status tested too), or the condition appended when there is none yet.
  */
-export function operationsPatch(resourceVersion: string, cached: Pick<CachedConditions, 'generation' | 'conditions'>, snapshot: OperationsSnapshot, now: Date): JsonPatchOp[] {
+export function operationsPatch(
+  resourceVersion: string,
+  cached: Pick<CachedConditions, 'generation' | 'conditions'>,
+  snapshot: OperationsSnapshot,
+  now: Date,
+): JsonPatchOp[] {
   // As writeStatus builds it: the resource's generation (0 when it has none).
   const [next] = setConditions([], [{ type: 'OperationsSettled', ...snapshot.settled }], cached.generation ?? 0, now);
   if (next === undefined) throw new Error('setConditions returned no condition');
@@ -58,7 +63,13 @@ export function operationsPatch(resourceVersion: string, cached: Pick<CachedCond
  * Writes the new operations snapshot of a resource at rest with one request; returns what it now
  * rests on (the version written, the snapshot mirrored), or undefined when a full pass must run.
  */
-export async function patchOperations(deps: KeyDeps, inputs: RestInputs, request: { kind: string; namespace: string; name: string }, verified: Verified, logger: Logger): Promise<Verified | undefined> {
+export async function patchOperations(
+  deps: KeyDeps,
+  inputs: RestInputs,
+  request: { kind: string; namespace: string; name: string },
+  verified: Verified,
+  logger: Logger,
+): Promise<Verified | undefined> {
   const { kind, namespace, name } = request;
   const project = verified.adapter.project;
   if (project === undefined || deps.operations === undefined) return undefined;

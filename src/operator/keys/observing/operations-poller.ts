@@ -154,8 +154,9 @@ export function settledCondition(operations: readonly Operation[]): SettledCondi
       status: 'False',
       reason: 'OperationError',
       // No age: the state is final, and a message that changes with every poll would rewrite every resource's status.
-      message: `${op.action} ${op.id} ended in error (failures_count ${op.failures_count}): `
-        + `the platform gave up on it and it will not change again; what depended on it did not happen${more}`,
+      message:
+        `${op.action} ${op.id} ended in error (failures_count ${op.failures_count}): ` +
+        `the platform gave up on it and it will not change again; what depended on it did not happen${more}`,
     };
   }
   if (retrying.length > 0) {
@@ -300,7 +301,10 @@ export class OperationsPollers {
   }
 
   #refusedOwners(poller: ProjectPoller): string {
-    return [...poller.owners].filter(([, key]) => key?.refused !== undefined).map(([owner]) => owner).join('\n');
+    return [...poller.owners]
+      .filter(([, key]) => key?.refused !== undefined)
+      .map(([owner]) => owner)
+      .join('\n');
   }
 
   /**
@@ -308,7 +312,11 @@ export class OperationsPollers {
    * refused (its owner alone reads the failure) and the next is tried. Any other failure is the
    * platform's and ends the poll.
    */
-  async #listWithSomeKey(projectId: string, poller: ProjectPoller, signal: AbortSignal): Promise<{ page: Awaited<ReturnType<OperationsClient['listOperations']>> }> {
+  async #listWithSomeKey(
+    projectId: string,
+    poller: ProjectPoller,
+    signal: AbortSignal,
+  ): Promise<{ page: Awaited<ReturnType<OperationsClient['listOperations']>> }> {
     const candidates = [...poller.owners].filter((entry): entry is [string, OwnerKey] => entry[1] !== undefined && entry[1].refused === undefined);
     candidates.sort(([a], [b]) => Number(b === poller.preferred) - Number(a === poller.preferred));
     let lastRefusal: unknown;
@@ -324,8 +332,9 @@ export class OperationsPollers {
         key.refused = {
           status: 'Unknown',
           reason: platformFailureReason(error),
-          message: `this resource's key cannot list the operations of project ${projectId} (${error.status ?? error.code}${error.requestId !== undefined ? `, request ${error.requestId}` : ''}); `
-            + 'it is no longer used to poll them until it is replaced',
+          message:
+            `this resource's key cannot list the operations of project ${projectId} (${error.status ?? error.code}${error.requestId !== undefined ? `, request ${error.requestId}` : ''}); ` +
+            'it is no longer used to poll them until it is replaced',
         };
         if (poller.preferred === owner) poller.preferred = undefined;
         this.#onPoll?.('key_refused');
@@ -385,7 +394,11 @@ export class OperationsPollers {
       this.#logger?.warn({ projectId, code, retryInMs: nextMs }, 'listing operations failed');
       snapshot = {
         operations: poller.last?.operations ?? [],
-        settled: { status: 'Unknown', reason, message: `cannot list the operations of project ${projectId}: ${error instanceof Error ? error.message : String(error)}` },
+        settled: {
+          status: 'Unknown',
+          reason,
+          message: `cannot list the operations of project ${projectId}: ${error instanceof Error ? error.message : String(error)}`,
+        },
       };
     }
     if (poller.abort.signal.aborted) return;

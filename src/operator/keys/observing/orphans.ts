@@ -30,7 +30,13 @@ export function isOrphanAge(key: TaggedKey, resourceCreatedMs: number, listedAt:
  * The keys of the list last taken (no request) whose names carry the resource's tag `tag` in this
  * cluster's format (`cluster`) or in the format without a cluster name (key-names.ts ownTagKeys).
  */
-export function ownTagged(drift: Pick<DriftCache, 'tagged'>, credentialsId: string, listScope: string, tag: string, cluster: string): { at: number; keys: readonly TaggedKey[] } | undefined {
+export function ownTagged(
+  drift: Pick<DriftCache, 'tagged'>,
+  credentialsId: string,
+  listScope: string,
+  tag: string,
+  cluster: string,
+): { at: number; keys: readonly TaggedKey[] } | undefined {
   let found: { at: number; keys: readonly TaggedKey[] } | undefined;
   for (const key of ownTagKeys(tag, cluster)) {
     const list = drift.tagged(credentialsId, listScope, key);
@@ -41,7 +47,10 @@ export function ownTagged(drift: Pick<DriftCache, 'tagged'>, credentialsId: stri
 }
 
 /** The keys of a list carrying the resource's attempt tag and recorded nowhere on it (drift.ts tagged). */
-export function orphanKeys(deps: Pick<KeyDeps, 'drift' | 'signer'>, o: { credentialsId: string; listScope: string; uid: string; createdAt: number | undefined; recorded: readonly (number | undefined)[]; minAgeMs: number }): number[] {
+export function orphanKeys(
+  deps: Pick<KeyDeps, 'drift' | 'signer'>,
+  o: { credentialsId: string; listScope: string; uid: string; createdAt: number | undefined; recorded: readonly (number | undefined)[]; minAgeMs: number },
+): number[] {
   const list = ownTagged(deps.drift, o.credentialsId, o.listScope, deps.signer.attemptTag(o.uid), deps.signer.cluster);
   const created = o.createdAt;
   if (list === undefined || list.keys.length === 0 || created === undefined || !Number.isFinite(created)) return [];
@@ -64,9 +73,18 @@ export interface LostAttemptsSeen {
  * 3 random characters. `fingerprint`: the credentials and list of this pass (as the entries record
  * theirs); another list's silence says nothing of an attempt.
  */
-export function lostAttemptKeys(deps: Pick<KeyDeps, 'drift' | 'signer'>, o: {
-  credentialsId: string; listScope: string; uid: string; lost: readonly LostAttempt[]; fingerprint: string | undefined; recorded: readonly (number | undefined)[]; graceMs: number;
-}): LostAttemptsSeen {
+export function lostAttemptKeys(
+  deps: Pick<KeyDeps, 'drift' | 'signer'>,
+  o: {
+    credentialsId: string;
+    listScope: string;
+    uid: string;
+    lost: readonly LostAttempt[];
+    fingerprint: string | undefined;
+    recorded: readonly (number | undefined)[];
+    graceMs: number;
+  },
+): LostAttemptsSeen {
   const seen: LostAttemptsSeen = { names: o.lost.map((l) => l.keyName), keys: [], gone: [] };
   const list = ownTagged(deps.drift, o.credentialsId, o.listScope, deps.signer.attemptTag(o.uid), deps.signer.cluster);
   if (list === undefined) return seen;
@@ -75,7 +93,13 @@ export function lostAttemptKeys(deps: Pick<KeyDeps, 'drift' | 'signer'>, o: {
     const live = matching.filter((k) => !o.recorded.includes(k.id));
     seen.keys.push(...live.map((k) => ({ keyId: k.id, keyName: lost.keyName })));
     const since = Date.parse(lost.since);
-    if (live.length === 0 && lost.credentialsFingerprint !== undefined && lost.credentialsFingerprint === o.fingerprint && Number.isFinite(since) && list.at >= since + o.graceMs) {
+    if (
+      live.length === 0 &&
+      lost.credentialsFingerprint !== undefined &&
+      lost.credentialsFingerprint === o.fingerprint &&
+      Number.isFinite(since) &&
+      list.at >= since + o.graceMs
+    ) {
       seen.gone.push(lost.keyName);
     }
   }
@@ -83,6 +107,10 @@ export function lostAttemptKeys(deps: Pick<KeyDeps, 'drift' | 'signer'>, o: {
 }
 
 /** The fingerprint a lost attempt records: of the credentials (their fingerprint) and of the list (scope) that shows its keys. */
-export function attemptListFingerprint(signer: Pick<KeyDeps['signer'], 'fingerprint'>, credentialsFingerprint: string | undefined, listScope: string): string | undefined {
+export function attemptListFingerprint(
+  signer: Pick<KeyDeps['signer'], 'fingerprint'>,
+  credentialsFingerprint: string | undefined,
+  listScope: string,
+): string | undefined {
   return credentialsFingerprint === undefined ? undefined : signer.fingerprint(`lost attempt\n${listScope}\n${credentialsFingerprint}`);
 }

@@ -29,7 +29,11 @@ export function statusTimestamp(value: string | null | undefined): string | unde
  * The usage fields of status from the listed key: only valid values, and only when the last use
  * moved by LAST_USED_GRANULARITY_MS or more since the recorded one (the address goes with it).
  */
-export function usageFields(listed: ListedUse | undefined, status: { lastUsedAt?: string; lastUsedFromAddr?: string }, granularityMs = LAST_USED_GRANULARITY_MS): { lastUsedAt?: string; lastUsedFromAddr?: string } {
+export function usageFields(
+  listed: ListedUse | undefined,
+  status: { lastUsedAt?: string; lastUsedFromAddr?: string },
+  granularityMs = LAST_USED_GRANULARITY_MS,
+): { lastUsedAt?: string; lastUsedFromAddr?: string } {
   const at = statusTimestamp(listed?.last_used_at);
   if (listed === undefined || at === undefined) return {};
   const recorded = status.lastUsedAt !== undefined ? Date.parse(status.lastUsedAt) : Number.NaN;
@@ -52,18 +56,29 @@ export function inUseCondition(unusedAfter: string, lastUsedAt: string | undefin
   if (windowMs === undefined || !Number.isFinite(sinceMs)) return undefined;
   if (now - sinceMs <= windowMs) {
     // Without the time of the use: a key in use would rewrite the message (and status) on every check.
-    return { type: 'InUse', status: 'True', reason: 'UsedRecently', message: lastUsedAt !== undefined ? `used within the last ${unusedAfter}` : `not used yet; issued at ${since}, less than ${unusedAfter} ago` };
+    return {
+      type: 'InUse',
+      status: 'True',
+      reason: 'UsedRecently',
+      message: lastUsedAt !== undefined ? `used within the last ${unusedAfter}` : `not used yet; issued at ${since}, less than ${unusedAfter} ago`,
+    };
   }
   return {
     type: 'InUse',
     status: 'False',
     reason: 'NotUsedRecently',
-    message: lastUsedAt !== undefined ? `not used since ${lastUsedAt} (more than ${unusedAfter})` : `never used since issued at ${since} (more than ${unusedAfter})`,
+    message:
+      lastUsedAt !== undefined ? `not used since ${lastUsedAt} (more than ${unusedAfter})` : `never used since issued at ${since} (more than ${unusedAfter})`,
   };
 }
 
 /** The InUse condition of a spec (none without spec.usage.unusedAfter), as a list to append. */
-export function usageConditions(spec: { usage?: { unusedAfter?: string | undefined } | undefined } | undefined, lastUsedAt: string | undefined, createdAt: string | undefined, now: number): ConditionUpdate[] {
+export function usageConditions(
+  spec: { usage?: { unusedAfter?: string | undefined } | undefined } | undefined,
+  lastUsedAt: string | undefined,
+  createdAt: string | undefined,
+  now: number,
+): ConditionUpdate[] {
   const unusedAfter = spec?.usage?.unusedAfter;
   const condition = unusedAfter !== undefined ? inUseCondition(unusedAfter, lastUsedAt, createdAt, now) : undefined;
   return condition !== undefined ? [condition] : [];

@@ -19,7 +19,11 @@ import { statusCode, type JsonPatchOp, type KubeWrites, type Workload, type Work
 export const WORKLOAD_KINDS: readonly WorkloadKind[] = ['Deployment', 'StatefulSet', 'DaemonSet'];
 
 /** A restart made for a retiring key (status.retiringKeys[].restarts). */
-export interface Restart { kind: WorkloadKind; name: string; generation: number }
+export interface Restart {
+  kind: WorkloadKind;
+  name: string;
+  generation: number;
+}
 
 /**
  * The pod template annotation a restart sets: one per Secret (a workload may consume several), its
@@ -36,11 +40,13 @@ export function restartAnnotation(secretName: string): string {
 export function referencesSecret(template: V1PodTemplateSpec | undefined, secretName: string): boolean {
   const pod = template?.spec;
   if (pod === undefined) return false;
-  const containers = [...pod.containers, ...pod.initContainers ?? []];
-  const inContainers = containers.some((c) => (c.env ?? []).some((e) => e.valueFrom?.secretKeyRef?.name === secretName)
-    || (c.envFrom ?? []).some((e) => e.secretRef?.name === secretName));
-  const inVolumes = (pod.volumes ?? []).some((v) => v.secret?.secretName === secretName
-    || (v.projected?.sources ?? []).some((s) => s.secret?.name === secretName));
+  const containers = [...pod.containers, ...(pod.initContainers ?? [])];
+  const inContainers = containers.some(
+    (c) => (c.env ?? []).some((e) => e.valueFrom?.secretKeyRef?.name === secretName) || (c.envFrom ?? []).some((e) => e.secretRef?.name === secretName),
+  );
+  const inVolumes = (pod.volumes ?? []).some(
+    (v) => v.secret?.secretName === secretName || (v.projected?.sources ?? []).some((s) => s.secret?.name === secretName),
+  );
   return inContainers || inVolumes;
 }
 
@@ -51,7 +57,10 @@ export function referencesSecret(template: V1PodTemplateSpec | undefined, secret
 export function consentedSecrets(workload: Pick<Workload, 'metadata'> | undefined): string[] {
   const value = workload?.metadata?.annotations?.[ANNOTATION_RESTART_ON_ROTATION];
   if (value === undefined) return [];
-  return value.split(',').map((n) => n.trim()).filter((n) => n !== '');
+  return value
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
 }
 
 /** Whether a workload consents to restarts for the Secret of this name (spec.secret.name, or the resource's name). */
@@ -64,12 +73,21 @@ export function consents(workload: Pick<Workload, 'metadata'> | undefined, secre
  * kept: it is read again right before its restart (restartConsumers), one at a time, so a
  * namespace's workloads, of any size a tenant gave them, are never held together.
  */
-export interface Consumer { kind: WorkloadKind; name: string }
+export interface Consumer {
+  kind: WorkloadKind;
+  name: string;
+}
 
 /** The candidates of spec.rotation.restart, sorted: those that consent, those that do not (skipped), listed ones that do not exist. */
-export interface Consumers { consenting: Consumer[]; skipped: string[]; missing: string[] }
+export interface Consumers {
+  consenting: Consumer[];
+  skipped: string[];
+  missing: string[];
+}
 
-interface Candidate extends Consumer { consenting: boolean }
+interface Candidate extends Consumer {
+  consenting: boolean;
+}
 
 const byId = (a: { kind: string; name: string }, b: { kind: string; name: string }): number => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`);
 
@@ -86,12 +104,19 @@ function candidate(kind: WorkloadKind, workload: Workload, consentName: string, 
  * name): discovered in the namespace (their pod templates reference any of `secretNames`, or they
  * consent for it) and/or listed (same namespace), deduplicated; each kept only if it consents.
  */
-export async function consumersOf(kube: KubeWrites, namespace: string, consentName: string, secretNames: readonly string[], restart: NonNullable<RotationSpec['restart']>): Promise<Consumers> {
+export async function consumersOf(
+  kube: KubeWrites,
+  namespace: string,
+  consentName: string,
+  secretNames: readonly string[],
+  restart: NonNullable<RotationSpec['restart']>,
+): Promise<Consumers> {
   const found = new Map<string, Candidate>();
   const missing: string[] = [];
   if (restart.discover === true) {
     for (const kind of WORKLOAD_KINDS) {
-      for (const c of await kube.listWorkloads(namespace, kind, (workload) => candidate(kind, workload, consentName, secretNames))) found.set(`${kind}/${c.name}`, c);
+      for (const c of await kube.listWorkloads(namespace, kind, (workload) => candidate(kind, workload, consentName, secretNames)))
+        found.set(`${kind}/${c.name}`, c);
     }
   }
   for (const { kind, name } of restart.workloads ?? []) {
@@ -110,7 +135,11 @@ export async function consumersOf(kube: KubeWrites, namespace: string, consentNa
 
 /** The `test` of a workload's consent as it was read: a patch lands only while the workload still says it. */
 function consentTest(workload: Workload): JsonPatchOp {
-  return { op: 'test', path: `/metadata/annotations/${pointerSegment(ANNOTATION_RESTART_ON_ROTATION)}`, value: workload.metadata?.annotations?.[ANNOTATION_RESTART_ON_ROTATION] };
+  return {
+    op: 'test',
+    path: `/metadata/annotations/${pointerSegment(ANNOTATION_RESTART_ON_ROTATION)}`,
+    value: workload.metadata?.annotations?.[ANNOTATION_RESTART_ON_ROTATION],
+  };
 }
 
 /**
@@ -124,7 +153,14 @@ function consentTest(workload: Workload): JsonPatchOp {
  * same value: a repeat after a crash finds nothing to change, makes no patch, and the generation
  * it made is waited for (a template unchanged neither bumps the generation nor rolls the pods).
  */
-export async function restartConsumers(kube: KubeWrites, namespace: string, consentName: string, move: { from: ReadonlySet<string>; to: string; annotation: string }, newKeyId: number, consumers: readonly Consumer[]): Promise<{ restarts: Restart[]; missing: string[]; skipped: string[] }> {
+export async function restartConsumers(
+  kube: KubeWrites,
+  namespace: string,
+  consentName: string,
+  move: { from: ReadonlySet<string>; to: string; annotation: string },
+  newKeyId: number,
+  consumers: readonly Consumer[],
+): Promise<{ restarts: Restart[]; missing: string[]; skipped: string[] }> {
   const restarts: Restart[] = [];
   const missing: string[] = [];
   const skipped: string[] = [];
@@ -145,7 +181,10 @@ export async function restartConsumers(kube: KubeWrites, namespace: string, cons
       restarts.push({ kind, name, generation: workload.metadata?.generation ?? 0 });
       continue;
     }
-    const guard: JsonPatchOp[] = [consentTest(workload), ...repoint.length > 0 ? [{ op: 'test' as const, path: '/metadata/resourceVersion', value: workload.metadata?.resourceVersion }] : []];
+    const guard: JsonPatchOp[] = [
+      consentTest(workload),
+      ...(repoint.length > 0 ? [{ op: 'test' as const, path: '/metadata/resourceVersion', value: workload.metadata?.resourceVersion }] : []),
+    ];
     try {
       const patched = await kube.patchWorkload(namespace, kind, name, [...guard, ...ops]);
       restarts.push({ kind, name, generation: patched.metadata?.generation ?? 0 });
@@ -199,7 +238,12 @@ export function rolloutState(kind: WorkloadKind, workload: Workload, generation:
  * paused Deployment among them). A workload gone, or that no longer consents for `consentName`
  * (its owner's way to release the old key), is not waited for.
  */
-export async function observeRollouts(kube: KubeWrites, namespace: string, consentName: string, restarts: readonly Restart[]): Promise<{ waitingFor: string[]; stalled: string[] }> {
+export async function observeRollouts(
+  kube: KubeWrites,
+  namespace: string,
+  consentName: string,
+  restarts: readonly Restart[],
+): Promise<{ waitingFor: string[]; stalled: string[] }> {
   const waitingFor: string[] = [];
   const stalled: string[] = [];
   for (const r of restarts) {

@@ -29,11 +29,16 @@ const listed = (names: readonly string[]): string => `${names.slice(0, 20).join(
  * fields come from the caller; here the replaced key joins status.retiringKeys (once: an adoption
  * repeated after a crash appends nothing) and the rotation is recorded.
  */
-export function switchFields(ctx: Pick<Context, 'resource' | 'rotation' | 'spec'>, pending: PendingAttempt, newKeyId: number, now: number): { fields: Record<string, unknown>; conditions: ConditionUpdate[] } {
+export function switchFields(
+  ctx: Pick<Context, 'resource' | 'rotation' | 'spec'>,
+  pending: PendingAttempt,
+  newKeyId: number,
+  now: number,
+): { fields: Record<string, unknown>; conditions: ConditionUpdate[] } {
   const status = ctx.resource.status ?? {};
   const old = pending.replaces;
   if (pending.rotation === undefined || old === undefined || old === newKeyId) return { fields: {}, conditions: [] };
-  const retiring = [...status.retiringKeys ?? []];
+  const retiring = [...(status.retiringKeys ?? [])];
   if (!retiring.some((k) => k.keyId === old)) {
     retiring.push({
       keyId: old,
@@ -54,16 +59,23 @@ export function switchFields(ctx: Pick<Context, 'resource' | 'rotation' | 'spec'
 }
 
 /** One step of a replaced key's retirement, with the current key kept in sync meanwhile. */
-export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, action: { keyId: number; retiring: number; step: RetireStep }): Promise<ReconcileResult> {
+export async function retire(
+  deps: KeyDeps,
+  ctx: Context,
+  decision: Decision,
+  action: { keyId: number; retiring: number; step: RetireStep },
+): Promise<ReconcileResult> {
   const { resource } = ctx;
   const pollMs = deps.rotationPollMs ?? DEFAULT_POLL_MS;
   const now = deps.now();
-  const list = [...resource.status?.retiringKeys ?? []];
+  const list = [...(resource.status?.retiringKeys ?? [])];
   const index = list.findIndex((k) => k.keyId === action.retiring);
   const entry = list[index];
   if (entry === undefined) return inSync(deps, ctx, action.keyId);
   const { step } = action;
-  const update = (changed: RetiringKey): void => { list[index] = changed; };
+  const update = (changed: RetiringKey): void => {
+    list[index] = changed;
+  };
 
   switch (step.step) {
     case 'RestartConsumers': {
@@ -75,9 +87,18 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
         // Each restart is an idempotent patch (consumers.ts): one repeated after a crash before the
         // status below changes nothing, so recording right after patching loses no rollout to wait for.
         // spec.secret.immutable: the consumers of any of this resource's Secrets, repointed to the current one.
-        const retiredNames = immutableMode(ctx.spec) ? list.flatMap((k) => (k.secretName !== undefined && k.secretName !== ctx.secretName ? [k.secretName] : [])) : [];
+        const retiredNames = immutableMode(ctx.spec)
+          ? list.flatMap((k) => (k.secretName !== undefined && k.secretName !== ctx.secretName ? [k.secretName] : []))
+          : [];
         if (restart !== undefined) found = await consumersOf(deps.kube, resource.metadata.namespace, consentName, [ctx.secretName, ...retiredNames], restart);
-        result = await restartConsumers(deps.kube, resource.metadata.namespace, consentName, { from: new Set(retiredNames), to: ctx.secretName, annotation: restartAnnotation(consentName) }, action.keyId, found.consenting);
+        result = await restartConsumers(
+          deps.kube,
+          resource.metadata.namespace,
+          consentName,
+          { from: new Set(retiredNames), to: ctx.secretName, annotation: restartAnnotation(consentName) },
+          action.keyId,
+          found.consenting,
+        );
       } catch (error) {
         const message = `restarting the consumers of Secret ${ctx.secretName} failed (${statusCode(error) ?? 'error'}); key ${entry.keyId} stays live and the restart is tried again`;
         ctx.logger.warn({ status: statusCode(error), err: error instanceof Error ? error.message : String(error) }, 'consumer restart failed');
@@ -90,13 +111,20 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
       const names = result.restarts.map((r) => `${r.kind}/${r.name}`);
       const missing = [...found.missing, ...result.missing];
       const skipped = [...found.skipped, ...result.skipped];
-      const message = (names.length > 0 ? `restarted ${listed(names)} for key ${action.keyId}` : `no workload to restart consents for Secret ${consentName}`)
-        + (skipped.length > 0 ? `; not restarted, without ${ANNOTATION_RESTART_ON_ROTATION} naming ${consentName}: ${listed(skipped)}` : '')
-        + (missing.length > 0 ? `; not found: ${listed(missing)}` : '')
-        + (names.length > MAX_TRACKED ? `; only the first ${MAX_TRACKED} rollouts are waited for` : '');
+      const message =
+        (names.length > 0 ? `restarted ${listed(names)} for key ${action.keyId}` : `no workload to restart consents for Secret ${consentName}`) +
+        (skipped.length > 0 ? `; not restarted, without ${ANNOTATION_RESTART_ON_ROTATION} naming ${consentName}: ${listed(skipped)}` : '') +
+        (missing.length > 0 ? `; not found: ${listed(missing)}` : '') +
+        (names.length > MAX_TRACKED ? `; only the first ${MAX_TRACKED} rollouts are waited for` : '');
       await deps.events.record(resource, skipped.length > 0 || missing.length > 0 ? 'Warning' : 'Normal', 'ConsumersRestarted', message);
       return await inSync(deps, ctx, action.keyId, {
-        conditions: [rotatingCondition(true, 'RetiringKey', `${message}; key ${entry.keyId} stays live until ${names.length > 0 ? 'their rollouts complete' : 'its grace period is over'}`)],
+        conditions: [
+          rotatingCondition(
+            true,
+            'RetiringKey',
+            `${message}; key ${entry.keyId} stays live until ${names.length > 0 ? 'their rollouts complete' : 'its grace period is over'}`,
+          ),
+        ],
         fields: { retiringKeys: list },
         requeueAfterMs: 1_000,
       });
@@ -117,7 +145,12 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
       if (step.waitingFor === 'Usage' && (!warned || entry.lastUsedFromAddr !== changed.lastUsedFromAddr)) {
         await deps.events.record(resource, 'Warning', 'OldKeyStillInUse', decision.message);
       }
-      const afterMs = step.stalled === true ? Math.max(pollMs, step.afterMs) : step.waitingFor === 'Grace' ? Math.max(1_000, step.afterMs) : Math.min(pollMs, Math.max(1_000, step.afterMs));
+      const afterMs =
+        step.stalled === true
+          ? Math.max(pollMs, step.afterMs)
+          : step.waitingFor === 'Grace'
+            ? Math.max(1_000, step.afterMs)
+            : Math.min(pollMs, Math.max(1_000, step.afterMs));
       return await inSync(deps, ctx, action.keyId, {
         conditions: [rotatingCondition(true, shownReason(decision.reason), decision.message)],
         fields: { retiringKeys: list },
@@ -140,8 +173,12 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
       list.splice(index, 1);
       deps.onRetired?.(step.stillInUse ? 'revoked_in_use' : 'revoked');
       await deleteRetiredSecret(deps, ctx, entry.secretName);
-      await deps.events.record(resource, step.stillInUse ? 'Warning' : 'Normal', step.stillInUse ? 'OldKeyStillInUse' : 'KeyRetired',
-        step.stillInUse ? decision.message : `revoked replaced key ${entry.keyId}; Secret ${ctx.secretName} holds key ${action.keyId}`);
+      await deps.events.record(
+        resource,
+        step.stillInUse ? 'Warning' : 'Normal',
+        step.stillInUse ? 'OldKeyStillInUse' : 'KeyRetired',
+        step.stillInUse ? decision.message : `revoked replaced key ${entry.keyId}; Secret ${ctx.secretName} holds key ${action.keyId}`,
+      );
       return await dropped(deps, ctx, action.keyId, list, `replaced key ${entry.keyId} was revoked`);
     }
     case 'Drop': {
@@ -158,9 +195,11 @@ export async function retire(deps: KeyDeps, ctx: Context, decision: Decision, ac
 async function dropped(deps: KeyDeps, ctx: Context, keyId: number, list: RetiringKey[], what: string): Promise<ReconcileResult> {
   const done = list.length === 0;
   return await inSync(deps, ctx, keyId, {
-    conditions: [done
-      ? rotatingCondition(false, 'RotationComplete', `${what}; key ${keyId} in Secret ${ctx.secretName} is the only live key`)
-      : rotatingCondition(true, 'RetiringKey', `${what}; ${list.length} more retiring`)],
+    conditions: [
+      done
+        ? rotatingCondition(false, 'RotationComplete', `${what}; key ${keyId} in Secret ${ctx.secretName} is the only live key`)
+        : rotatingCondition(true, 'RetiringKey', `${what}; ${list.length} more retiring`),
+    ],
     fields: { retiringKeys: list },
     // A rotation asked for during the retirement waited for it (decision.ts): it starts now, not
     // at the next drift pass. (A scheduled one due is looked at by nextLook.)

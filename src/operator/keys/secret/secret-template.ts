@@ -11,9 +11,7 @@
 // never logged.
 import type { V1Secret } from '@kubernetes/client-node';
 import type { SecretObservation } from '../decision.ts';
-import {
-  LABEL_MANAGED_BY, MANAGED_BY, OPERATOR_METADATA_PREFIX, type ApiKeySpec, type ProjectApiKeySpec, type TemplateField,
-} from '../../resources/schema.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY, OPERATOR_METADATA_PREFIX, type ApiKeySpec, type ProjectApiKeySpec, type TemplateField } from '../../resources/schema.ts';
 
 /** On the Secret: the label and annotation names the template set, as JSON {"labels":[],"annotations":[]}. */
 export const ANNOTATION_TEMPLATED = 'keys.neon.dev/templated';
@@ -57,7 +55,13 @@ export function specIds(spec: ApiKeySpec | ProjectApiKeySpec | undefined): { org
  * The values of a Secret that holds the recorded key: its id and name from status (only the
  * operator writes it), or from the Secret's annotations under the operator's signature.
  */
-export function recordedValues(key: string, status: { keyId?: number | undefined; keyName?: string | undefined } | undefined, secret: SecretObservation | undefined, spec: ApiKeySpec | ProjectApiKeySpec | undefined, platformUrl: string | undefined): TemplateValues {
+export function recordedValues(
+  key: string,
+  status: { keyId?: number | undefined; keyName?: string | undefined } | undefined,
+  secret: SecretObservation | undefined,
+  spec: ApiKeySpec | ProjectApiKeySpec | undefined,
+  platformUrl: string | undefined,
+): TemplateValues {
   return {
     key,
     keyId: status?.keyId ?? (secret?.verified === true ? secret.keyId : undefined),
@@ -69,12 +73,18 @@ export function recordedValues(key: string, status: { keyId?: number | undefined
 
 function fieldValue(field: TemplateField, values: TemplateValues): string | undefined {
   switch (field) {
-    case 'Key': return values.key;
-    case 'KeyId': return values.keyId !== undefined ? String(values.keyId) : undefined;
-    case 'KeyName': return values.keyName;
-    case 'OrganizationId': return values.organizationId;
-    case 'ProjectId': return values.projectId;
-    case 'PlatformUrl': return values.platformUrl;
+    case 'Key':
+      return values.key;
+    case 'KeyId':
+      return values.keyId !== undefined ? String(values.keyId) : undefined;
+    case 'KeyName':
+      return values.keyName;
+    case 'OrganizationId':
+      return values.organizationId;
+    case 'ProjectId':
+      return values.projectId;
+    case 'PlatformUrl':
+      return values.platformUrl;
   }
 }
 
@@ -91,10 +101,15 @@ export function templatedData(dataKey: string, template: SecretTemplate | undefi
   return data;
 }
 
-interface Templated { labels: string[]; annotations: string[]; data: string[] }
+interface Templated {
+  labels: string[];
+  annotations: string[];
+  data: string[];
+}
 
 function previouslyTemplated(annotations: Record<string, string> | undefined): Templated {
-  const names = (value: unknown): string[] => (Array.isArray(value) ? value.filter((n): n is string => typeof n === 'string').slice(0, TEMPLATED_MAX_NAMES) : []);
+  const names = (value: unknown): string[] =>
+    Array.isArray(value) ? value.filter((n): n is string => typeof n === 'string').slice(0, TEMPLATED_MAX_NAMES) : [];
   try {
     const parsed = JSON.parse(annotations?.[ANNOTATION_TEMPLATED] ?? '{}') as { labels?: unknown; annotations?: unknown; data?: unknown };
     return { labels: names(parsed?.labels), annotations: names(parsed?.annotations), data: names(parsed?.data) };
@@ -105,12 +120,20 @@ function previouslyTemplated(annotations: Record<string, string> | undefined): T
 
 /** The data entries a template derives (never the key's own entry). */
 function derivedNames(template: SecretTemplate | undefined, dataKey: string): string[] {
-  return Object.keys(template?.data ?? {}).filter((name) => name !== dataKey).sort();
+  return Object.keys(template?.data ?? {})
+    .filter((name) => name !== dataKey)
+    .sort();
 }
 
-function merged(existing: Record<string, string> | undefined, previous: readonly string[], wanted: Record<string, string> | undefined): { out: Record<string, string>; applied: string[] } {
+function merged(
+  existing: Record<string, string> | undefined,
+  previous: readonly string[],
+  wanted: Record<string, string> | undefined,
+): { out: Record<string, string>; applied: string[] } {
   const out = { ...existing };
-  const applied = Object.keys(wanted ?? {}).filter((name) => !isOperatorOwn(name)).sort();
+  const applied = Object.keys(wanted ?? {})
+    .filter((name) => !isOperatorOwn(name))
+    .sort();
   for (const name of previous) if (!isOperatorOwn(name) && !applied.includes(name)) delete out[name];
   for (const name of applied) out[name] = (wanted as Record<string, string>)[name] as string;
   return { out, applied };
@@ -121,7 +144,11 @@ function merged(existing: Record<string, string> | undefined, previous: readonly
  * set before and no longer does is removed, what it sets is set, what others set stays. The
  * operator's own names are left to the caller, who sets them after.
  */
-export function templatedMetadata(existing: Pick<NonNullable<V1Secret['metadata']>, 'labels' | 'annotations'> | undefined, template: SecretTemplate | undefined, dataKey: string): { labels: Record<string, string>; annotations: Record<string, string> } {
+export function templatedMetadata(
+  existing: Pick<NonNullable<V1Secret['metadata']>, 'labels' | 'annotations'> | undefined,
+  template: SecretTemplate | undefined,
+  dataKey: string,
+): { labels: Record<string, string>; annotations: Record<string, string> } {
   const previous = previouslyTemplated(existing?.annotations);
   const labels = merged(existing?.labels, previous.labels, template?.labels);
   const annotations = merged(existing?.annotations, previous.annotations, template?.annotations);
@@ -167,7 +194,9 @@ function sameEntries(a: Record<string, string> | undefined, b: Record<string, st
  */
 export function secretInLine(existing: V1Secret, dataKey: string, template: SecretTemplate | undefined, values: TemplateValues, metadataOnly = false): boolean {
   const wanted = rewrittenSecret(existing, dataKey, template, values);
-  return sameEntries(existing.metadata?.labels, wanted.metadata?.labels ?? {})
-    && sameEntries(existing.metadata?.annotations, wanted.metadata?.annotations ?? {})
-    && (metadataOnly || sameEntries(existing.data, wanted.data ?? {}));
+  return (
+    sameEntries(existing.metadata?.labels, wanted.metadata?.labels ?? {}) &&
+    sameEntries(existing.metadata?.annotations, wanted.metadata?.annotations ?? {}) &&
+    (metadataOnly || sameEntries(existing.data, wanted.data ?? {}))
+  );
 }

@@ -13,7 +13,14 @@ import { createHmac } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { SecretObservation } from '../decision.ts';
 import {
-  ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME, ANNOTATION_SIGNATURE, API_VERSION, FINALIZER, LABEL_MANAGED_BY, MANAGED_BY, type KeyResource,
+  ANNOTATION_KEY_ID,
+  ANNOTATION_KEY_NAME,
+  ANNOTATION_SIGNATURE,
+  API_VERSION,
+  FINALIZER,
+  LABEL_MANAGED_BY,
+  MANAGED_BY,
+  type KeyResource,
 } from '../../resources/schema.ts';
 import { objectRef } from '../../runtime/own-writes.ts';
 import { baseSecretName, immutableMode, immutableSecretName } from './immutable-secret.ts';
@@ -82,7 +89,12 @@ const KEY_ID = /^\d{1,15}$/;
  * A signature of the earlier format is `legacy`, not verified: observe.ts believes it only for the
  * key status records, and has it re-signed.
  */
-export function observeSecret(resource: Pick<KeyResource, 'kind' | 'metadata'>, secret: V1Secret | undefined, dataKey: string, signer: Signer): SecretObservation | undefined {
+export function observeSecret(
+  resource: Pick<KeyResource, 'kind' | 'metadata'>,
+  secret: V1Secret | undefined,
+  dataKey: string,
+  signer: Signer,
+): SecretObservation | undefined {
   if (secret === undefined) return undefined;
   const annotations = secret.metadata?.annotations ?? {};
   const owned = ownedBy(resource, secret);
@@ -96,9 +108,13 @@ export function observeSecret(resource: Pick<KeyResource, 'kind' | 'metadata'>, 
   const hash = value !== '' ? secretHash(resource, value) : undefined;
   const signature = annotations[ANNOTATION_SIGNATURE];
   // A replaces annotation that is not an id is signed as given, and so never verifies.
-  const verified = owned && keyId !== undefined && (rawReplaces === undefined || replaces !== undefined)
-    && signer.verify('secret', signatureFields(resource, { id: keyId, name: keyName, hash, replaces }), signature);
-  const legacy = owned && !verified && keyId !== undefined && rawReplaces === undefined && signer.verify('secret', signatureFieldsV1(resource, keyId, keyName), signature);
+  const verified =
+    owned &&
+    keyId !== undefined &&
+    (rawReplaces === undefined || replaces !== undefined) &&
+    signer.verify('secret', signatureFields(resource, { id: keyId, name: keyName, hash, replaces }), signature);
+  const legacy =
+    owned && !verified && keyId !== undefined && rawReplaces === undefined && signer.verify('secret', signatureFieldsV1(resource, keyId, keyName), signature);
   return {
     owned,
     verified,
@@ -121,9 +137,22 @@ export interface SecretShape {
 }
 
 /** A key as written to its Secret; `replaces`: the key it replaced (signed with it). */
-export interface IssuedKey { id: number; name: string; secret: string; replaces?: number }
+export interface IssuedKey {
+  id: number;
+  name: string;
+  secret: string;
+  replaces?: number;
+}
 
-export function buildSecret(resource: KeyResource, name: string, dataKey: string, key: IssuedKey, signer: Signer, existing?: V1Secret, shape?: SecretShape): V1Secret {
+export function buildSecret(
+  resource: KeyResource,
+  name: string,
+  dataKey: string,
+  key: IssuedKey,
+  signer: Signer,
+  existing?: V1Secret,
+  shape?: SecretShape,
+): V1Secret {
   const templated = templatedMetadata(existing?.metadata, shape?.template, dataKey);
   // The replaced key of an earlier Secret under this name is not this key's.
   delete templated.annotations[ANNOTATION_REPLACES];
@@ -143,19 +172,31 @@ export function buildSecret(resource: KeyResource, name: string, dataKey: string
         [ANNOTATION_KEY_ID]: String(key.id),
         [ANNOTATION_KEY_NAME]: key.name,
         ...(key.replaces !== undefined ? { [ANNOTATION_REPLACES]: String(key.replaces) } : {}),
-        [ANNOTATION_SIGNATURE]: secretSignature(resource, signer, { id: key.id, name: key.name, hash: secretHash(resource, key.secret), replaces: key.replaces }),
+        [ANNOTATION_SIGNATURE]: secretSignature(resource, signer, {
+          id: key.id,
+          name: key.name,
+          hash: secretHash(resource, key.secret),
+          replaces: key.replaces,
+        }),
       },
-      ownerReferences: [{
-        apiVersion: API_VERSION,
-        kind: resource.kind,
-        name: resource.metadata.name,
-        uid: resource.metadata.uid,
-        controller: true,
-        blockOwnerDeletion: false,
-      }],
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: resource.kind,
+          name: resource.metadata.name,
+          uid: resource.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: false,
+        },
+      ],
     },
     data: templatedData(dataKey, shape?.template, {
-      key: key.secret, keyId: key.id, keyName: key.name, organizationId: shape?.organizationId, projectId: shape?.projectId, platformUrl: shape?.platformUrl,
+      key: key.secret,
+      keyId: key.id,
+      keyName: key.name,
+      organizationId: shape?.organizationId,
+      projectId: shape?.projectId,
+      platformUrl: shape?.platformUrl,
     }),
   };
 }
@@ -251,7 +292,10 @@ export const MAX_LOCATE_READS = 16;
  * claimed key first. Nothing here is believed: each is read by name and verified (observeSecret).
  */
 async function candidateSecrets(deps: Pick<KeyDeps, 'kube'>, resource: KeyResource, attempt: string | undefined): Promise<string[]> {
-  const listed = await deps.kube.listOwnedSecretMetadata(resource.metadata.namespace, `${LABEL_MANAGED_BY}=${MANAGED_BY}`, resource.metadata.uid, [ANNOTATION_KEY_ID, ANNOTATION_KEY_NAME]);
+  const listed = await deps.kube.listOwnedSecretMetadata(resource.metadata.namespace, `${LABEL_MANAGED_BY}=${MANAGED_BY}`, resource.metadata.uid, [
+    ANNOTATION_KEY_ID,
+    ANNOTATION_KEY_NAME,
+  ]);
   const claimed: { name: string; keyId: number }[] = [];
   for (const s of listed) {
     const annotations = s.metadata?.annotations ?? {};
@@ -260,14 +304,22 @@ async function candidateSecrets(deps: Pick<KeyDeps, 'kube'>, resource: KeyResour
     if (attempt !== undefined && annotations[ANNOTATION_KEY_NAME] !== attempt) continue;
     claimed.push({ name: s.metadata.name, keyId: Number(rawId) });
   }
-  return claimed.sort((a, b) => b.keyId - a.keyId).slice(0, MAX_LOCATE_READS).map((c) => c.name);
+  return claimed
+    .sort((a, b) => b.keyId - a.keyId)
+    .slice(0, MAX_LOCATE_READS)
+    .map((c) => c.name);
 }
 
 /**
  * The first of the candidates (newest claimed key first) that, read by name, this resource owns
  * under the signature (with `attempt`: holding that attempt's key name): the newest verified key.
  */
-async function firstVerified(deps: Pick<KeyDeps, 'kube' | 'signer'>, resource: KeyResource, secretKey: string, attempt: string | undefined): Promise<V1Secret | undefined> {
+async function firstVerified(
+  deps: Pick<KeyDeps, 'kube' | 'signer'>,
+  resource: KeyResource,
+  secretKey: string,
+  attempt: string | undefined,
+): Promise<V1Secret | undefined> {
   for (const name of await candidateSecrets(deps, resource, attempt)) {
     const secret = await deps.kube.readSecret(resource.metadata.namespace, name);
     const seen = observeSecret(resource, secret, secretKey, deps.signer);
@@ -283,7 +335,13 @@ async function firstVerified(deps: Pick<KeyDeps, 'kube' | 'signer'>, resource: K
  * write is adopted), else the one status.secretName names (only the operator writes status).
  * Only metadata is listed; only the Secrets this resource controls are read, by name.
  */
-export async function locateSecret(deps: Pick<KeyDeps, 'kube' | 'signer'>, resource: KeyResource, spec: Context['spec'], secretKey: string, attempt: string | undefined): Promise<{ secretName: string; secret: V1Secret | undefined }> {
+export async function locateSecret(
+  deps: Pick<KeyDeps, 'kube' | 'signer'>,
+  resource: KeyResource,
+  spec: Context['spec'],
+  secretKey: string,
+  attempt: string | undefined,
+): Promise<{ secretName: string; secret: V1Secret | undefined }> {
   const namespace = resource.metadata.namespace;
   const base = baseSecretName(resource, spec);
   if (!immutableMode(spec)) return { secretName: base, secret: await deps.kube.readSecret(namespace, base) };
@@ -336,7 +394,18 @@ export async function rewriteSecret(deps: KeyDeps, ctx: Context): Promise<V1Secr
   const rewritten = rewrittenSecret(secret, secretKey, templateOf(ctx.spec), recordedValues(key, resource.status, seen, ctx.spec, deps.platformUrl));
   if (seen?.resign === true && seen.keyId !== undefined && key !== '') {
     // A signature of the earlier format, believed for the recorded key (observe.ts): now one that covers the value.
-    rewritten.metadata = { ...rewritten.metadata, annotations: { ...rewritten.metadata?.annotations, [ANNOTATION_SIGNATURE]: secretSignature(resource, deps.signer, { id: seen.keyId, name: seen.keyName, hash: secretHash(resource, key), replaces: undefined }) } };
+    rewritten.metadata = {
+      ...rewritten.metadata,
+      annotations: {
+        ...rewritten.metadata?.annotations,
+        [ANNOTATION_SIGNATURE]: secretSignature(resource, deps.signer, {
+          id: seen.keyId,
+          name: seen.keyName,
+          hash: secretHash(resource, key),
+          replaces: undefined,
+        }),
+      },
+    };
   }
   // An immutable Secret's data never changes: its labels and annotations follow the template, its
   // derived entries are those of the template when the key was issued (the next key's Secret has the new ones).

@@ -12,20 +12,59 @@ export type ConditionStatus = Condition['status'];
  */
 export type Reason =
   // progress
-  | 'Creating' | 'Deleting' | 'Ready' | 'KeyLive' | 'SecretInSync'
+  | 'Creating'
+  | 'Deleting'
+  | 'Ready'
+  | 'KeyLive'
+  | 'SecretInSync'
   // what was done
-  | 'KeyIssued' | 'KeyAdopted' | 'KeyRevoked' | 'KeyRetained' | 'ReleasedWithoutRevoke' | 'CreateRecovered' | 'CreateOutcomeUnknown'
+  | 'KeyIssued'
+  | 'KeyAdopted'
+  | 'KeyRevoked'
+  | 'KeyRetained'
+  | 'ReleasedWithoutRevoke'
+  | 'CreateRecovered'
+  | 'CreateOutcomeUnknown'
   // drift found
-  | 'RevokedExternally' | 'SecretMissing' | 'SecretTampered' | 'KeyAbandoned' | 'ProjectNotInOrganization'
+  | 'RevokedExternally'
+  | 'SecretMissing'
+  | 'SecretTampered'
+  | 'KeyAbandoned'
+  | 'ProjectNotInOrganization'
   // what blocks progress
-  | 'InvalidSpec' | 'InvalidAnnotation' | 'StaleIntent' | 'SecretConflict' | 'CredentialsMissing' | 'CredentialsChanged' | 'CredentialsRefused' | 'CredentialsWrongKind'
-  | 'Unauthorized' | 'Forbidden' | 'NotFound' | 'RateLimited' | 'PlatformUnavailable' | 'PlatformResponseInvalid' | 'Error'
+  | 'InvalidSpec'
+  | 'InvalidAnnotation'
+  | 'StaleIntent'
+  | 'SecretConflict'
+  | 'CredentialsMissing'
+  | 'CredentialsChanged'
+  | 'CredentialsRefused'
+  | 'CredentialsWrongKind'
+  | 'Unauthorized'
+  | 'Forbidden'
+  | 'NotFound'
+  | 'RateLimited'
+  | 'PlatformUnavailable'
+  | 'PlatformResponseInvalid'
+  | 'Error'
   // what a platform team's policy refuses (issuing/credentials-source.ts): an issuer's rules, its cap, a missing issuer; a namespace being deleted
-  | 'NotAllowed' | 'IssuerNotFound' | 'KeyLimitReached' | 'NamespaceTerminating'
+  | 'NotAllowed'
+  | 'IssuerNotFound'
+  | 'KeyLimitReached'
+  | 'NamespaceTerminating'
   // the key's use (usage.ts, spec.usage.unusedAfter); the Secret kept in line with spec.secret.template
-  | 'UsedRecently' | 'NotUsedRecently' | 'SecretRewritten'
+  | 'UsedRecently'
+  | 'NotUsedRecently'
+  | 'SecretRewritten'
   // rotation (rotation.ts): the Rotating condition and its events
-  | 'RotationStarted' | 'RetiringKey' | 'ConsumersRestarted' | 'ConsumerRestartFailed' | 'RolloutStalled' | 'OldKeyStillInUse' | 'KeyRetired' | 'RotationComplete'
+  | 'RotationStarted'
+  | 'RetiringKey'
+  | 'ConsumersRestarted'
+  | 'ConsumerRestartFailed'
+  | 'RolloutStalled'
+  | 'OldKeyStillInUse'
+  | 'KeyRetired'
+  | 'RotationComplete'
   // the operations mirror (OperationsSettled, operations-poller.ts)
   | OperationsReason;
 
@@ -63,20 +102,64 @@ export type OperationsReason = 'AllTerminal' | 'InProgress' | 'Failed' | 'Operat
  * status restored from a backup says, so the metric's series stay bounded.
  */
 const REASONS: Record<Reason, true> = {
-  Creating: true, Deleting: true, Ready: true, KeyLive: true, SecretInSync: true,
-  KeyIssued: true, KeyAdopted: true, KeyRevoked: true, KeyRetained: true, ReleasedWithoutRevoke: true, CreateRecovered: true, CreateOutcomeUnknown: true,
-  RevokedExternally: true, SecretMissing: true, SecretTampered: true, KeyAbandoned: true, ProjectNotInOrganization: true,
-  InvalidSpec: true, InvalidAnnotation: true, StaleIntent: true, SecretConflict: true, CredentialsMissing: true, CredentialsChanged: true, CredentialsRefused: true, CredentialsWrongKind: true,
-  Unauthorized: true, Forbidden: true, NotFound: true, RateLimited: true, PlatformUnavailable: true, PlatformResponseInvalid: true, Error: true,
-  NotAllowed: true, IssuerNotFound: true, KeyLimitReached: true, NamespaceTerminating: true,
-  UsedRecently: true, NotUsedRecently: true, SecretRewritten: true,
-  RotationStarted: true, RetiringKey: true, ConsumersRestarted: true, ConsumerRestartFailed: true, RolloutStalled: true, OldKeyStillInUse: true, KeyRetired: true, RotationComplete: true,
-  AllTerminal: true, InProgress: true, Failed: true, OperationError: true, UnknownOperationStatus: true, NoCredentials: true,
+  Creating: true,
+  Deleting: true,
+  Ready: true,
+  KeyLive: true,
+  SecretInSync: true,
+  KeyIssued: true,
+  KeyAdopted: true,
+  KeyRevoked: true,
+  KeyRetained: true,
+  ReleasedWithoutRevoke: true,
+  CreateRecovered: true,
+  CreateOutcomeUnknown: true,
+  RevokedExternally: true,
+  SecretMissing: true,
+  SecretTampered: true,
+  KeyAbandoned: true,
+  ProjectNotInOrganization: true,
+  InvalidSpec: true,
+  InvalidAnnotation: true,
+  StaleIntent: true,
+  SecretConflict: true,
+  CredentialsMissing: true,
+  CredentialsChanged: true,
+  CredentialsRefused: true,
+  CredentialsWrongKind: true,
+  Unauthorized: true,
+  Forbidden: true,
+  NotFound: true,
+  RateLimited: true,
+  PlatformUnavailable: true,
+  PlatformResponseInvalid: true,
+  Error: true,
+  NotAllowed: true,
+  IssuerNotFound: true,
+  KeyLimitReached: true,
+  NamespaceTerminating: true,
+  UsedRecently: true,
+  NotUsedRecently: true,
+  SecretRewritten: true,
+  RotationStarted: true,
+  RetiringKey: true,
+  ConsumersRestarted: true,
+  ConsumerRestartFailed: true,
+  RolloutStalled: true,
+  OldKeyStillInUse: true,
+  KeyRetired: true,
+  RotationComplete: true,
+  AllTerminal: true,
+  InProgress: true,
+  Failed: true,
+  OperationError: true,
+  UnknownOperationStatus: true,
+  NoCredentials: true,
 };
 
 /** `reason` if it is one of the operator's reasons, else `Other` (a bounded label value). */
 export function knownReason(reason: unknown): Reason | 'Other' {
-  return typeof reason === 'string' && Object.hasOwn(REASONS, reason) ? reason as Reason : 'Other';
+  return typeof reason === 'string' && Object.hasOwn(REASONS, reason) ? (reason as Reason) : 'Other';
 }
 
 export interface ConditionUpdate {

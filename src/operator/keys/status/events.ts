@@ -35,7 +35,14 @@ export class EventRecorder {
     const timestamp = new Date(now);
     try {
       const { metadata: m } = resource;
-      const body = eventBody({ apiVersion: API_VERSION, kind: resource.kind, name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion }, type, reason, message, this.#component, timestamp);
+      const body = eventBody(
+        { apiVersion: API_VERSION, kind: resource.kind, name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion },
+        type,
+        reason,
+        message,
+        this.#component,
+        timestamp,
+      );
       await this.#core.createNamespacedEvent({ namespace: m.namespace, body });
     } catch (error) {
       // Events are best effort: never fail a reconcile over one.

@@ -63,7 +63,7 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
   });
   const operationsPolls = new Counter({
     name: `${METRIC_PREFIX}operations_polls_total`,
-    help: 'Operations polls of projects by outcome (ok; key_refused: one resource\'s key refused and another tried; failed).',
+    help: "Operations polls of projects by outcome (ok; key_refused: one resource's key refused and another tried; failed).",
     labelNames: ['outcome'] as const,
     registers,
   });
@@ -83,7 +83,7 @@ export function createMetrics(registry: Registry = new Registry(), options: Crea
   let countManaged: (() => Iterable<ManagedKeysCount>) | undefined;
   const managedKeys = new Gauge({
     name: `${METRIC_PREFIX}managed_keys`,
-    help: 'Managed resources by namespace (the resource\'s), kind, condition type, status and reason (Other: not one of the operator\'s reasons), counted from the leader\'s caches when scraped.',
+    help: "Managed resources by namespace (the resource's), kind, condition type, status and reason (Other: not one of the operator's reasons), counted from the leader's caches when scraped.",
     labelNames: ['namespace', 'kind', 'condition', 'status', 'reason'] as const,
     registers,
     collect() {

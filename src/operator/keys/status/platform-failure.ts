@@ -21,16 +21,25 @@ export function failureReason(failure: PlatformError | undefined, doing: string)
     case 'Unauthorized':
       return { reason, message: `${doing}: the platform rejected the credentials (401)${id}; put a valid, unrevoked API key in the credentials Secret` };
     case 'Forbidden':
-      return { reason, message: `${doing}: the credentials may not do this (403)${id}; organization keys need an administrator's personal key, project keys a member's` };
+      return {
+        reason,
+        message: `${doing}: the credentials may not do this (403)${id}; organization keys need an administrator's personal key, project keys a member's`,
+      };
     case 'NotFound':
       return { reason, message: `${doing}: the organization or project does not exist or is not visible to the credentials (404)${id}` };
     case 'InvalidSpec':
-      return { reason, message: `${doing}: the platform refused the request (${failure?.status ?? failure?.code})${id}; check organizationId, projectId and keyName` };
+      return {
+        reason,
+        message: `${doing}: the platform refused the request (${failure?.status ?? failure?.code})${id}; check organizationId, projectId and keyName`,
+      };
     case 'RateLimited':
       return { reason, message: `${doing}: rate limited by the platform (429)${id}; retrying after the delay it asked for` };
     default:
       if (failure === undefined) return { reason, message: `${doing}: unexpected error` };
-      return { reason, message: `${doing}: the platform did not answer usefully (${failure.code}${failure.status !== undefined ? ` ${failure.status}` : ''})${id}; retrying with backoff` };
+      return {
+        reason,
+        message: `${doing}: the platform did not answer usefully (${failure.code}${failure.status !== undefined ? ` ${failure.status}` : ''})${id}; retrying with backoff`,
+      };
   }
 }
 
@@ -55,10 +64,20 @@ export function unverifiableReason(failure: PlatformError | undefined): { reason
  * A platform call of an action failed: report it in conditions and an event, and back off (after
  * at least the platform's Retry-After). Anything but a platform error is rethrown (`original`).
  */
-export async function reportPlatformFailure(deps: KeyDeps, ctx: Context, failure: PlatformError | undefined, doing: string, original?: unknown): Promise<ReconcileResult> {
+export async function reportPlatformFailure(
+  deps: KeyDeps,
+  ctx: Context,
+  failure: PlatformError | undefined,
+  doing: string,
+  original?: unknown,
+): Promise<ReconcileResult> {
   const { reason, message } = failureReason(failure, doing);
   ctx.logger.warn({ code: failure?.code, status: failure?.status, requestId: failure?.requestId }, `${doing} failed`);
-  await writeStatus(deps, ctx, ctx.observation.deleting ? deletingConditions(reason, message) : blockedConditions(blockedInputs(ctx), reason, message, 'KeyIssued'));
+  await writeStatus(
+    deps,
+    ctx,
+    ctx.observation.deleting ? deletingConditions(reason, message) : blockedConditions(blockedInputs(ctx), reason, message, 'KeyIssued'),
+  );
   await deps.events.record(ctx.resource, 'Warning', reason, message);
   if (failure === undefined && original !== undefined) throw original;
   return { type: 'Backoff', ...(failure?.retryAfterMs !== undefined ? { minDelayMs: failure.retryAfterMs } : {}) };

@@ -12,7 +12,11 @@ export async function updateMetadata(deps: KeyDeps, resource: KeyResource, chang
   const copy = structuredClone(resource);
   change(copy.metadata);
   const updated = await deps.kube.replaceResource(copy);
-  deps.ownWrites?.record(objectRef(updated.kind, updated.metadata.namespace, updated.metadata.name), resource.metadata.resourceVersion, updated.metadata.resourceVersion);
+  deps.ownWrites?.record(
+    objectRef(updated.kind, updated.metadata.namespace, updated.metadata.name),
+    resource.metadata.resourceVersion,
+    updated.metadata.resourceVersion,
+  );
   return updated;
 }
 
@@ -36,7 +40,14 @@ export async function removeFinalizer(deps: KeyDeps, resource: KeyResource): Pro
  * Merge-patches status when it changed (`drop`: condition types to remove); returns the resource as it
  * now is, and notes the version written in `ctx.statusWritten`.
  */
-export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' | 'statusWritten'>, conditions: ConditionUpdate[], fields: Record<string, unknown> = {}, drop: readonly ConditionType[] = [], unconditional = false): Promise<KeyResource> {
+export async function writeStatus(
+  deps: KeyDeps,
+  ctx: Pick<Context, 'resource' | 'statusWritten'>,
+  conditions: ConditionUpdate[],
+  fields: Record<string, unknown> = {},
+  drop: readonly ConditionType[] = [],
+  unconditional = false,
+): Promise<KeyResource> {
   const { resource } = ctx;
   const generation = resource.metadata.generation ?? 0;
   const status = resource.status ?? {};
@@ -53,7 +64,11 @@ export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' |
   // With the resourceVersion read, as every write here: the status describes that version, and a
   // write that cannot land on another one leaves exactly the version it reports (own-writes.ts).
   const patched = await deps.kube.patchStatus(resource, unconditional ? undefined : resource.metadata.resourceVersion, next);
-  deps.ownWrites?.record(objectRef(patched.kind, patched.metadata.namespace, patched.metadata.name), resource.metadata.resourceVersion, patched.metadata.resourceVersion);
+  deps.ownWrites?.record(
+    objectRef(patched.kind, patched.metadata.namespace, patched.metadata.name),
+    resource.metadata.resourceVersion,
+    patched.metadata.resourceVersion,
+  );
   ctx.statusWritten = patched.metadata.resourceVersion;
   return patched;
 }
@@ -71,7 +86,12 @@ export async function writeStatus(deps: KeyDeps, ctx: Pick<Context, 'resource' |
  * record, or another uid, throws the conflict as before. The status keeps the generation the key was
  * issued for: a spec edited in the window is observed by the next pass.
  */
-export async function writeKeyRecord(deps: KeyDeps, ctx: Pick<Context, 'resource' | 'statusWritten' | 'logger'>, conditions: ConditionUpdate[], fields: Record<string, unknown>): Promise<KeyResource> {
+export async function writeKeyRecord(
+  deps: KeyDeps,
+  ctx: Pick<Context, 'resource' | 'statusWritten' | 'logger'>,
+  conditions: ConditionUpdate[],
+  fields: Record<string, unknown>,
+): Promise<KeyResource> {
   const read = ctx.resource;
   try {
     return await writeStatus(deps, ctx, conditions, fields);
@@ -80,7 +100,10 @@ export async function writeKeyRecord(deps: KeyDeps, ctx: Pick<Context, 'resource
     const fresh = await deps.kube.readResource(read.kind, read.metadata.namespace, read.metadata.name);
     if (fresh === undefined || fresh.metadata.uid !== read.metadata.uid || recordOf(fresh) !== recordOf(read)) throw error;
     ctx.logger.info({ keyId: fields.keyId }, 'the resource was edited since the intent; recording the key on it as read afresh');
-    const again = { resource: { ...fresh, metadata: { ...fresh.metadata, generation: read.metadata.generation } } as KeyResource, statusWritten: ctx.statusWritten };
+    const again = {
+      resource: { ...fresh, metadata: { ...fresh.metadata, generation: read.metadata.generation } } as KeyResource,
+      statusWritten: ctx.statusWritten,
+    };
     const written = await writeStatus(deps, again, conditions, fields, [], true);
     ctx.statusWritten = again.statusWritten;
     return written;
@@ -95,7 +118,13 @@ function recordOf(resource: KeyResource): string {
 
 /** JSON with every object's keys sorted (undefined members dropped, as JSON.stringify does). */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (v !== null && typeof v === 'object' && !Array.isArray(v)
-    ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]]))
-    : v));
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, (v as Record<string, unknown>)[k]]),
+        )
+      : v,
+  );
 }
