@@ -346,7 +346,8 @@ export function openStore(path: string) {
     },
     insertOperation(o: Omit<OperationRow, 'seq'>): void {
       run(
-        'INSERT INTO operations (id, project_id, branch_id, endpoint_id, action, status, failures_count, error, created_us, updated_us, finished_us, fail_times, gives_up) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO operations (id, project_id, branch_id, endpoint_id, action, status, failures_count, error, ' +
+          'created_us, updated_us, finished_us, fail_times, gives_up) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         o.id,
         o.project_id,
         o.branch_id,

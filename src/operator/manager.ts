@@ -528,7 +528,8 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
         .staleCaches()
         .map(
           (c) =>
-            `${c.kind} cache of ${c.namespace === undefined ? 'every namespace' : `namespace ${c.namespace}`} is stale: its watch has failed for ${Math.round(c.failingForMs / 1000)} s${c.error !== undefined ? ` (${c.error})` : ''}`,
+            `${c.kind} cache of ${c.namespace === undefined ? 'every namespace' : `namespace ${c.namespace}`} is stale: ` +
+            `its watch has failed for ${Math.round(c.failingForMs / 1000)} s${c.error !== undefined ? ` (${c.error})` : ''}`,
         ),
     cacheContents: () => running.cacheContents(),
     perOrganization: () => ({ limiters: orgLimiters.size, lines: admission.size, memberships: reconciler.memberships, pollers: pollers.projects().length }),

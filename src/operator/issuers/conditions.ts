@@ -86,7 +86,9 @@ export function verified(v: Verification, ref: SecretRef, organizationId: string
         ready: {
           status: 'False',
           reason: 'CredentialsWrongKind',
-          message: `the credentials are ${v.authMethod === 'api_key_org' ? `an organization key (or a project-scoped key) of ${v.accountId}` : `not an API key of a user (${v.authMethod})`}; an issuer needs a personal key of an administrator: ${put}`,
+          message:
+            `the credentials are ${v.authMethod === 'api_key_org' ? `an organization key (or a project-scoped key) of ${v.accountId}` : `not an API key of a user (${v.authMethod})`}; ` +
+            `an issuer needs a personal key of an administrator: ${put}`,
         },
         user: undefined,
       };
@@ -122,7 +124,9 @@ export function verified(v: Verification, ref: SecretRef, organizationId: string
         ready: {
           status: 'Unknown',
           reason: v.rateLimited ? 'RateLimited' : 'PlatformUnavailable',
-          message: `the platform did not answer the verification usefully (${v.failure.code}${v.failure.status !== undefined ? ` ${v.failure.status}` : ''})${requestOf(v.failure)}; verified again every drift interval`,
+          message:
+            `the platform did not answer the verification usefully ` +
+            `(${v.failure.code}${v.failure.status !== undefined ? ` ${v.failure.status}` : ''})${requestOf(v.failure)}; verified again every drift interval`,
         },
         user: 'keep',
       };
@@ -140,7 +144,9 @@ export function deletionBlocked(users: readonly string[]): Readiness {
   const names = users.map((key) => key.slice(key.indexOf('/') + 1)).sort();
   const shown = names.slice(0, MAX_NAMED_USERS).join(', ');
   const more = names.length > MAX_NAMED_USERS ? ` and ${names.length - MAX_NAMED_USERS} more` : '';
-  const message = `deletion waits for ${names.length} resource${names.length === 1 ? '' : 's'} that use${names.length === 1 ? 's' : ''} this issuer: ${shown}${more}; delete them, or point their spec.issuerRef elsewhere`;
+  const message =
+    `deletion waits for ${names.length} resource${names.length === 1 ? '' : 's'} that ` +
+    `use${names.length === 1 ? 's' : ''} this issuer: ${shown}${more}; delete them, or point their spec.issuerRef elsewhere`;
   return { ready: { status: 'False', reason: 'DeletionBlocked', message }, user: 'keep' };
 }
 

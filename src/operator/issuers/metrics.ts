@@ -17,7 +17,9 @@ export function registerIssuerGauge(registry: Registry, issuers: () => Iterable<
   registry.removeSingleMetric(ISSUER_READY_METRIC);
   new Gauge({
     name: ISSUER_READY_METRIC,
-    help: "Whether each ClusterKeyIssuer is Ready (1) or not (0: its credentials are missing, refused, of the wrong kind or not an administrator's, the platform did not answer, or its deletion waits); the reason is its Ready condition's.",
+    help:
+      'Whether each ClusterKeyIssuer is Ready (1) or not (0: its credentials are missing, refused, of the wrong kind ' +
+      "or not an administrator's, the platform did not answer, or its deletion waits); the reason is its Ready condition's.",
     labelNames: ['issuer'] as const,
     registers: [registry],
     collect() {

@@ -366,7 +366,9 @@ function pendingDecision(o: Observation, pending: PendingAttempt, doing: string)
     return {
       action: { type: 'ClearPending' },
       reason: 'StaleIntent',
-      message: `the keys.neon.dev/create-pending annotation names attempt ${pending.attempt}, which neither issued nor replaces the recorded key ${o.status.keyId} (an old intent put back); clearing it without adopting or revoking anything`,
+      message:
+        `the keys.neon.dev/create-pending annotation names attempt ${pending.attempt}, which neither issued nor ` +
+        `replaces the recorded key ${o.status.keyId} (an old intent put back); clearing it without adopting or revoking anything`,
     };
   }
   // An intent that moves on from a recorded key (a repair or a rotation: `replaces`) is finished
@@ -632,7 +634,9 @@ function keyDecision(o: Observation): Decision {
       step = {
         step: { step: 'Wait', afterMs: 30_000, waitingFor: 'Platform' },
         reason: 'CredentialsChanged',
-        message: `retiring key ${o.retiring.keyId} was issued with other credentials than the current ones, which cannot see or revoke it; it stays recorded until the credentials that issued it are back`,
+        message:
+          `retiring key ${o.retiring.keyId} was issued with other credentials than the current ` +
+          `ones, which cannot see or revoke it; it stays recorded until the credentials that issued it are back`,
       };
     }
     if (step.step.step === 'Revoke' && o.credentials !== 'Present') {

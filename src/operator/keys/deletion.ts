@@ -27,7 +27,8 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
     if (failure?.code === 'NOT_FOUND' && ctx.observation.credentialsChanged === true && (ctx.observation.abandonKey !== keyId || retiring.length > 0)) {
       // Not found by other credentials than the ones that issued it (the key or a retiring one): it may well be live.
       const message =
-        `key ${keyId}${retiring.length > 0 ? ` (or retiring key(s) ${retiring.join(', ')})` : ''} was issued with other credentials than the ones now in the credentials Secret, which cannot find it; ` +
+        `key ${keyId}${retiring.length > 0 ? ` (or retiring key(s) ${retiring.join(', ')})` : ''} was ` +
+        `issued with other credentials than the ones now in the credentials Secret, which cannot find it; ` +
         `put the credentials that issued it back, or revoke it yourself and annotate keys.neon.dev/abandon-key="${keyId}"`;
       await writeStatus(deps, ctx, deletingConditions('CredentialsChanged', message));
       await deps.events.record(resource, 'Warning', 'CredentialsChanged', message);

@@ -71,7 +71,10 @@ export interface KubeWrites {
    * workloads are the tenant's to size (a pod template may be a MiB), so none is held as sent.
    */
   listWorkloads<T>(namespace: string, kind: WorkloadKind, pick: (workload: Workload) => T | undefined): Promise<T[]>;
-  /** JSON patch of a workload: a restart (one pod template annotation, guarded by a test of the workload's consent; with spec.secret.immutable, its Secret references repointed too); the workload as patched. */
+  /**
+   * JSON patch of a workload: a restart (one pod template annotation, guarded by a test of the workload's consent; with spec.secret.immutable,
+   * its Secret references repointed too); the workload as patched.
+   */
   patchWorkload(namespace: string, kind: WorkloadKind, name: string, ops: readonly JsonPatchOp[]): Promise<Workload>;
 }
 

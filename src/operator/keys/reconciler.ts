@@ -563,7 +563,10 @@ async function tellPlace(deps: KeyDeps, organization: string, key: string, ctx: 
     const resource =
       ctx?.resource ?? cachedCopy(deps.cachedKey?.(kind, namespace, name), kind, namespace, name) ?? (await deps.kube.readResource(kind, namespace, name));
     if (resource === undefined || resource.status?.keyId !== undefined) return;
-    const message = `waiting for its turn to create a key in organization ${organization}: ${place.ahead} creates of the organization go before it, ${place.aheadInNamespace} of them of namespace ${namespace} (turns go in fair turns between the namespaces with creates waiting, at the platform's 10 creates per second)`;
+    const message =
+      `waiting for its turn to create a key in organization ${organization}: ${place.ahead} ` +
+      `creates of the organization go before it, ${place.aheadInNamespace} of them of namespace ${namespace} (turns ` +
+      `go in fair turns between the namespaces with creates waiting, at the platform's 10 creates per second)`;
     await writeStatus(deps, ctx ?? { resource }, creatingConditions(message));
   } catch (error) {
     const logger = ctx?.logger;

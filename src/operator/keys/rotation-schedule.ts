@@ -30,7 +30,9 @@ export function gracePeriods(
   if (asked >= minGraceMs) return periods;
   return {
     ...periods,
-    graceError: `spec.rotation.gracePeriod ${rotation?.gracePeriod ?? ''} is under the operator's minimum of ${minGraceMs / 1000}s (--min-rotation-grace): a replaced key is kept for the minimum; set gracePeriod to at least that`,
+    graceError:
+      `spec.rotation.gracePeriod ${rotation?.gracePeriod ?? ''} is under the operator's minimum of ` +
+      `${minGraceMs / 1000}s (--min-rotation-grace): a replaced key is kept for the minimum; set gracePeriod to at least that`,
   };
 }
 

@@ -128,7 +128,8 @@ export const ApiKeyInventoryStatus = z
     notManagedKeys: keyList(`The keys not managed, newest first; at most ${INVENTORY_LIST_MAX} (notManaged is the total).`),
     unusedKeys: keyList(`The unused keys, newest first; at most ${INVENTORY_LIST_MAX} (unused is the total).`),
     withoutDetails: count(
-      'Entries of notManagedKeys and unusedKeys shown without name, creator, project and address: the operator keeps those details, as the list is taken, for the newest 200 keys not managed and the newest 200 unused of each unusedAfter read lately only (counts are always exact). ' +
+      'Entries of notManagedKeys and unusedKeys shown without name, creator, project and address: the operator keeps those details, as the list ' +
+        'is taken, for the newest 200 keys not managed and the newest 200 unused of each unusedAfter read lately only (counts are always exact). ' +
         'Not 0 only when many keys changed between the list and this report, or spec.unusedAfter changed to a value the list was not taken for (its counts are exact); ' +
         'the next list (one drift interval) shows them.',
     ),
@@ -138,7 +139,8 @@ export const ApiKeyInventoryStatus = z
       .optional()
       .meta({
         description:
-          'Ready: True (Listed) once the list was taken; False with the platform reason the keys use (CredentialsMissing, CredentialsRefused, CredentialsWrongKind, NotFound, RateLimited, PlatformUnavailable, ...), ' +
+          'Ready: True (Listed) once the list was taken; False with the platform reason the keys use ' +
+          '(CredentialsMissing, CredentialsRefused, CredentialsWrongKind, NotFound, RateLimited, PlatformUnavailable, ...), ' +
           'or NotAllowed / IssuerNotFound when issuerRef may not be used here or names no usable issuer.',
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['type'],

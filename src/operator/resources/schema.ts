@@ -163,7 +163,8 @@ function secretTemplate(fields: readonly TemplateField[]) {
     })
     .meta({
       description:
-        'How the Secret looks to its consumers: labels, annotations and more data entries derived from the key. Kept in line by the operator; changing it rewrites the Secret without issuing a new key.',
+        'How the Secret looks to its consumers: labels, annotations and more data entries derived from ' +
+        'the key. Kept in line by the operator; changing it rewrites the Secret without issuing a new key.',
     });
 }
 
@@ -386,7 +387,9 @@ export const ApiKeySpec = z
       secretIsNotCredentials,
       immutableModeFixed,
       {
-        rule: "self.scope != 'Personal' || !has(self.secret) || !has(self.secret.template) || !has(self.secret.template.data) || self.secret.template.data.all(k, self.secret.template.data[k] != 'OrganizationId')",
+        rule:
+          "self.scope != 'Personal' || !has(self.secret) || !has(self.secret.template) || " +
+          "!has(self.secret.template.data) || self.secret.template.data.all(k, self.secret.template.data[k] != 'OrganizationId')",
         message: 'secret.template.data: a Personal key has no OrganizationId',
       },
     ],

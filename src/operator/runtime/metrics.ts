@@ -101,7 +101,10 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
 
   const reconcileTotal = new Counter({
     name: 'controller_runtime_reconcile_total',
-    help: "Total number of reconciliations per controller (the kind, lower-cased), by result: success, error (the reconcile threw), requeue (rate-limited: a retry, a refusal's backoff, a next step), requeue_after (done, looked at again after a set time). A drift check of a key at rest is not a reconcile: drift_checks_total counts those.",
+    help:
+      'Total number of reconciliations per controller (the kind, lower-cased), by result: success, error (the ' +
+      "reconcile threw), requeue (rate-limited: a retry, a refusal's backoff, a next step), requeue_after (done, looked " +
+      'at again after a set time). A drift check of a key at rest is not a reconcile: drift_checks_total counts those.',
     labelNames: ['controller', 'result'] as const,
     registers,
   });
@@ -166,7 +169,9 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
   };
   new Gauge({
     name: 'workqueue_unfinished_work_seconds',
-    help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+    help:
+      "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large " +
+      'values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.',
     labelNames: ['name', 'controller'] as const,
     registers,
     collect() {
@@ -195,7 +200,9 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
       ? undefined
       : new Gauge({
           name: 'leader_election_master_status',
-          help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+          help:
+            'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 ' +
+            "indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
           labelNames: ['name'] as const,
           registers,
         });
@@ -205,7 +212,9 @@ export function createRuntimeMetrics(registry: Registry, options: RuntimeMetrics
 
   const watchRestarts = new Counter({
     name: `${prefix}watch_restarts_total`,
-    help: 'Informer watches that ended, by resource (ApiKey, ProjectApiKey, Secret) and reason: failed (an error; retried after a backoff), expired (410: a relist follows), ended (closed after running a while). No namespace label: the log line of each failure names it.',
+    help:
+      'Informer watches that ended, by resource (ApiKey, ProjectApiKey, Secret) and reason: failed (an error; retried after a backoff), ' +
+      'expired (410: a relist follows), ended (closed after running a while). No namespace label: the log line of each failure names it.',
     labelNames: ['resource', 'reason'] as const,
     registers,
   });

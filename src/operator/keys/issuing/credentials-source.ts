@@ -130,7 +130,9 @@ export async function credentialsSource(
       ...source,
       refusal: {
         reason: 'NotAllowed',
-        message: `key ${resource.status?.keyId ?? '?'} was issued in organization ${recorded}, and ClusterKeyIssuer ${issuerName} issues keys of organization ${organizationId}: name an issuer of ${recorded} again`,
+        message:
+          `key ${resource.status?.keyId ?? '?'} was issued in organization ${recorded}, and ClusterKeyIssuer ` +
+          `${issuerName} issues keys of organization ${organizationId}: name an issuer of ${recorded} again`,
       },
     };
   }

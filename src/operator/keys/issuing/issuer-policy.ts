@@ -66,7 +66,9 @@ export function evaluatePolicy(issuer: string, rules: readonly IssuerRule[], req
   if (byKind.length === 0) {
     return {
       allowed: false,
-      message: `ClusterKeyIssuer ${issuer} does not allow ${request.kind} keys in namespace ${request.namespace}: its rules for this namespace allow only ${[...new Set(byNamespace.flatMap((r) => r.kinds))].join(', ')} keys`,
+      message:
+        `ClusterKeyIssuer ${issuer} does not allow ${request.kind} keys in namespace ${request.namespace}: ` +
+        `its rules for this namespace allow only ${[...new Set(byNamespace.flatMap((r) => r.kinds))].join(', ')} keys`,
     };
   }
   const matching =

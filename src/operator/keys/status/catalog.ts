@@ -80,7 +80,8 @@ export const REASONS: Record<Reason, ReasonDoc> = {
   InvalidSpec: {
     on: 'KeyIssued=False, Ready=False, Rotating=False; Warning event',
     meaning:
-      'the spec cannot be acted on (the message says why), or the platform refused the request (400, 409, 422); on Rotating: scheduled rotations are off (an unknown window.timeZone) or a gracePeriod below --min-rotation-grace was raised',
+      'the spec cannot be acted on (the message says why), or the platform refused the request (400, 409, 422); on ' +
+      'Rotating: scheduled rotations are off (an unknown window.timeZone) or a gracePeriod below --min-rotation-grace was raised',
   },
   InvalidAnnotation: {
     on: 'Warning event',
@@ -93,7 +94,8 @@ export const REASONS: Record<Reason, ReasonDoc> = {
   SecretConflict: {
     on: 'SecretSynced=False, KeyIssued=False, Ready=False, Rotating=False; Warning event',
     meaning:
-      'a Secret of that name exists without a controller owner reference to this resource: it is never written; with spec.secret.immutable the key just made for it is revoked (on Rotating: a rotation stopped by it, the current key stays Ready)',
+      'a Secret of that name exists without a controller owner reference to this resource: it is never written; with ' +
+      'spec.secret.immutable the key just made for it is revoked (on Rotating: a rotation stopped by it, the current key stays Ready)',
   },
   CredentialsMissing: {
     on: 'KeyIssued=False, Ready=False, Rotating=True; Warning event',
@@ -103,7 +105,8 @@ export const REASONS: Record<Reason, ReasonDoc> = {
   NotAllowed: {
     on: 'KeyIssued=False, Ready=False; Warning event',
     meaning:
-      'the policy of the ClusterKeyIssuer in spec.issuerRef allows no such key for this namespace (its namespace, kind or project matches no rule), or --namespace-credentials forbid forbids spec.credentialsSecretRef: ' +
+      'the policy of the ClusterKeyIssuer in spec.issuerRef allows no such key for this namespace (its namespace, ' +
+      'kind or project matches no rule), or --namespace-credentials forbid forbids spec.credentialsSecretRef: ' +
       'no platform request is made. A key issued before stays live until the resource is deleted, but is no longer checked, repaired or rotated',
   },
   IssuerNotFound: {
@@ -123,12 +126,14 @@ export const REASONS: Record<Reason, ReasonDoc> = {
   CredentialsChanged: {
     on: 'KeyIssued=False, Ready=False, Rotating=True; Warning event',
     meaning:
-      'a personal key issued with other credentials, which the current ones cannot see or revoke: neither taken for revoked nor replaced (see keys.neon.dev/abandon-key); also holds repairs, rotations, revocations and an interrupted repair or rotation (neither adopted nor recovered with them)',
+      'a personal key issued with other credentials, which the current ones cannot see or revoke: neither taken for revoked nor replaced (see ' +
+      'keys.neon.dev/abandon-key); also holds repairs, rotations, revocations and an interrupted repair or rotation (neither adopted nor recovered with them)',
   },
   CredentialsRefused: {
     on: 'Ready=Unknown, KeyIssued=Unknown; Warning event',
     meaning:
-      'the drift checks of a recorded key have been refused (401/403) for --unverified-after: it is no longer known to be live; nothing is minted or revoked, and it returns to Ready once a check succeeds',
+      'the drift checks of a recorded key have been refused (401/403) for --unverified-after: it is no ' +
+      'longer known to be live; nothing is minted or revoked, and it returns to Ready once a check succeeds',
   },
   CredentialsWrongKind: {
     on: 'KeyIssued=False, Ready=False; Warning event',
@@ -271,14 +276,16 @@ export const ANNOTATIONS: readonly AnnotationDoc[] = [
     on: 'ApiKey, ProjectApiKey',
     by: 'the operator',
     meaning:
-      'the crash-safe create intent, signed for this resource: written before a key is created, fulfilled once status records the key. An unreadable, edited, forged or copied one is cleared without revoking anything (InvalidAnnotation); one that does not fit the recorded key likewise (StaleIntent)',
+      'the crash-safe create intent, signed for this resource: written before a key is created, fulfilled once status records the key. An unreadable, ' +
+      'edited, forged or copied one is cleared without revoking anything (InvalidAnnotation); one that does not fit the recorded key likewise (StaleIntent)',
   },
   {
     name: `${ANNOTATION_RESTART_ON_ROTATION}: "<Secret>[,<Secret>...]"`,
     on: 'Deployment, StatefulSet, DaemonSet (its own metadata)',
     by: "the workload's owner",
     meaning:
-      "consent: a rotation of a key whose Secret is named (spec.secret.name, default the resource's name) may restart this workload (and with spec.secret.immutable repoint it); without it, no rotation patches the workload",
+      "consent: a rotation of a key whose Secret is named (spec.secret.name, default the resource's name) may " +
+      'restart this workload (and with spec.secret.immutable repoint it); without it, no rotation patches the workload',
   },
   {
     name: `${ANNOTATION_ROTATED_PREFIX}<Secret name>: "<key id>"`,
