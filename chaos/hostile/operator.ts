@@ -54,6 +54,7 @@ export class CagedOperator {
   readonly #cage: MemoryCage;
   readonly #kubeconfig: string;
   readonly #platformUrl: string;
+  readonly #workers: number;
   readonly #log: WriteStream;
   readonly #bundle: string;
   #child: ChildProcess | undefined;
@@ -79,10 +80,11 @@ export class CagedOperator {
   /** When the current incarnation said "operator started" (informers synced, workers running). */
   readyAt: number | undefined;
 
-  constructor(options: { cage: MemoryCage; kubeconfig: string; platformUrl: string; out: string }) {
+  constructor(options: { cage: MemoryCage; kubeconfig: string; platformUrl: string; out: string; workers: number }) {
     this.#cage = options.cage;
     this.#kubeconfig = options.kubeconfig;
     this.#platformUrl = options.platformUrl;
+    this.#workers = options.workers;
     this.#log = createWriteStream(join(options.out, 'operator.log'), { flags: 'a' });
     this.#bundle = join(options.out, 'operator', 'main.js');
   }
@@ -118,7 +120,7 @@ export class CagedOperator {
       '--health-probe-bind-address=127.0.0.1:0',
       '--drift-interval=10s',
       '--pending-grace=10s',
-      '--workers=4',
+      `--workers=${this.#workers}`,
     ]);
     const oomBefore = this.#cage.oomKills();
     const child = spawn(command!, args, { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', HOME: '/tmp' }, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -21,6 +21,8 @@ export interface HostileOptions {
   memoryLimitMiB: number;
   /** Enforce the limit with a memory cgroup (root only); off: RSS sampled and compared only. */
   enforce: boolean;
+  /** The operator's --workers: by default its own default (16), which the chart keeps unless told otherwise. */
+  workers: number;
   /** Seconds the operator gets after the attacks to settle before the final audit. */
   settleS: number;
   /** Playbooks not run (attacker.ts names; to tell what a class costs the victims by a run without it). */
@@ -41,6 +43,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
       restarts: { type: 'string', default: '5' },
       'memory-limit': { type: 'string', default: '256' },
       'no-enforce': { type: 'boolean', default: false },
+      workers: { type: 'string', default: '16' },
       settle: { type: 'string', default: '90' },
       skip: { type: 'string', default: '' },
       out: { type: 'string', default: '.cache/hostile' },
@@ -50,7 +53,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
   });
   if (values.help) {
     console.log(`npm run hostile -- [--seed n] [--duration 300] [--tenants 2] [--issuer-tenants 2] [--victim-namespaces 2] [--victims 4]
-                     [--restarts 5] [--memory-limit 256] [--no-enforce] [--settle 90] [--skip playbook,...] [--out .cache/hostile]`);
+                     [--restarts 5] [--memory-limit 256] [--no-enforce] [--workers 16] [--settle 90] [--skip playbook,...] [--out .cache/hostile]`);
     process.exit(0);
   }
   const num = (name: string, text: string, min: number, max: number): number => {
@@ -71,6 +74,7 @@ export function parseHostileOptions(argv: string[]): HostileOptions {
     restarts: Math.round(num('restarts', values.restarts, 0, 100)),
     memoryLimitMiB: num('memory-limit', values['memory-limit'], 64, 16_384),
     enforce: !values['no-enforce'],
+    workers: Math.round(num('workers', values.workers, 1, 64)),
     settleS: num('settle', values.settle, 10, 3_600),
     skip: values.skip
       .split(',')

@@ -56,7 +56,7 @@ const stats = (values: number[]): { n: number; p50S: number; p99S: number; maxS:
 async function campaign(e: Environment): Promise<boolean> {
   cage = memoryCage(limitBytes, options.enforce);
   log(
-    `seed ${options.seed}; ${options.tenants} tenant(s) with namespace credentials, ${options.issuerTenants} through issuers, ${options.victimNamespaces} victim namespace(s) x ${options.victimsPerNamespace}; ${options.durationS}s of attacks, ${options.restarts} operator restart(s); memory limit ${options.memoryLimitMiB} MiB: ${cage.how}`,
+    `seed ${options.seed}; ${options.tenants} tenant(s) with namespace credentials, ${options.issuerTenants} through issuers, ${options.victimNamespaces} victim namespace(s) x ${options.victimsPerNamespace}; ${options.durationS}s of attacks, ${options.restarts} operator restart(s), --workers=${options.workers}; memory limit ${options.memoryLimitMiB} MiB: ${cage.how}`,
   );
   const cast = await castRoles(e, options.tenants, options.victimNamespaces, options.issuerTenants);
   const journal = new Journal(started);
@@ -66,7 +66,7 @@ async function campaign(e: Environment): Promise<boolean> {
   tap = await PlatformTap.start(e.emulator.baseUrl);
   const platformTap = tap;
   const disruptions = new Disruptions(e);
-  const op = new CagedOperator({ cage, kubeconfig: e.operatorKubeconfig, platformUrl: platformTap.baseUrl, out });
+  const op = new CagedOperator({ cage, kubeconfig: e.operatorKubeconfig, platformUrl: platformTap.baseUrl, out, workers: options.workers });
   operator = op;
   await op.build();
   await op.start();
