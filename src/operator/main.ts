@@ -35,6 +35,15 @@ if (flags === 'help' || flags === 'version') {
 }
 
 const logger = createLogger();
+// An error that escaped every handler is said in the log as JSON, with its stack, and the process
+// ends as Node would end it (exit 1, restarted by its Deployment). Node's own report prints the
+// source line of the throw: in the bundle, megabytes of minified code, cut off by the container's log.
+for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
+  process.on(event, (error: unknown) => {
+    logger.fatal({ err: error, event }, 'unexpected error; exiting');
+    process.exit(1);
+  });
+}
 const kubeConfig = new KubeConfig();
 loadKubeConfig(kubeConfig, flags.kubeconfig);
 // One keep-alive connection pool to the API server instead of a new one per request (kube-connections.ts).

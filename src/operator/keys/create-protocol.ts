@@ -198,7 +198,15 @@ async function createClaimed(
   };
   // The namespace's credentials are kept while this key may live: before anything is minted with
   // them, so before the POST, written beside the intent (two apiserver writes at once, not in a row).
-  const kept = deps.credentialsUsers !== undefined ? keepCredentials(deps.kube, ctx.credentialsSecret, logger, deps.ownWrites) : Promise.resolve();
+  // Its failure is held as a value from the start: a rejection nobody awaits yet (the intent's write
+  // is still under way) would otherwise be unhandled and end the process.
+  const keptFailure: Promise<{ error: unknown } | undefined> =
+    deps.credentialsUsers !== undefined
+      ? keepCredentials(deps.kube, ctx.credentialsSecret, logger, deps.ownWrites).then(
+          () => undefined,
+          (error: unknown) => ({ error }),
+        )
+      : Promise.resolve(undefined);
   // The intent, with the resourceVersion we read: a conflict means someone else moved; never create then.
   let current = await updateMetadata(deps, resource, (m) => {
     if (addFinalizer && !(m.finalizers ?? []).includes(FINALIZER)) m.finalizers = [...(m.finalizers ?? []), FINALIZER];
@@ -206,19 +214,18 @@ async function createClaimed(
     // Given up for the key it named; a later key is not given up by it.
     delete m.annotations[ANNOTATION_ABANDON_KEY];
   }).catch(async (error: unknown) => {
-    await kept.catch(() => undefined);
+    await keptFailure;
     throw error;
   });
-  try {
-    await kept;
-  } catch (error) {
+  const notKept = await keptFailure;
+  if (notKept !== undefined) {
     // Not kept: no POST, and the intent is taken back (the slot with it); one left behind is recovered as any unfinished attempt.
     await updateMetadata(deps, current, (m) => {
       delete m.annotations?.[ANNOTATION_CREATE_PENDING];
     }).catch(() => {
       if (slot !== undefined) slot.written = true;
     });
-    throw error;
+    throw notKept.error;
   }
   if (slot !== undefined) slot.written = true;
   logger.info({ attempt: pending.attempt }, 'creating key');

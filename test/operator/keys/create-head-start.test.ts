@@ -3,6 +3,7 @@
 // write of the finalizer that fails takes the intent back and sends nothing. The failing write is
 // a fault of the fake apiserver (fakes.ts FakeKube.failNext): a real one cannot be made to refuse
 // one update of one Secret it otherwise accepts.
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from '@jest/globals';
 import { ApiException } from '@kubernetes/client-node';
 import { pino } from 'pino';
@@ -35,6 +36,38 @@ describe('the credentials Secret kept beside the intent', () => {
     expect(r.platform.calls.filter((c) => c.startsWith('createOrg'))).toHaveLength(1);
     expect(r.kube.secret(NAMESPACE, 'neon-admin')?.metadata?.finalizers).toEqual([CREDENTIALS_FINALIZER]);
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True' });
+  });
+
+  it('a finalizer write that fails while the intent is still being written is no unhandled rejection (the process would end)', () => {
+    // In a Node process of its own, as the operator runs: Node ends a process on an unhandled
+    // rejection (exit 1), which jest's environment does not show. The intent's write answers a
+    // macrotask after the refused Secret write: Node judges a rejection unhandled once the
+    // microtasks in between have run.
+    const fakes = new URL('./fakes.ts', import.meta.url).href;
+    const schema = new URL('../../../src/operator/resources/schema.ts', import.meta.url).href;
+    const script = `
+      import { ApiException } from '@kubernetes/client-node';
+      import { keyResource, rig } from ${JSON.stringify(fakes)};
+      import { ANNOTATION_CREATE_PENDING } from ${JSON.stringify(schema)};
+      const r = rig({ credentialsUsers: { holders: () => [] } });
+      r.kube.putResource(keyResource('ApiKey', 'ci'));
+      r.kube.failNext = { call: 'update Secret', error: new ApiException(500, 'etcd timeout', {}, {}) };
+      const replace = r.kube.replaceResource.bind(r.kube);
+      r.kube.replaceResource = async (resource) => {
+        if (resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING] !== undefined) await new Promise((resolve) => setTimeout(resolve, 50));
+        return replace(resource);
+      };
+      const outcome = await r.reconcile().then(() => 'resolved', (error) => error?.constructor?.name ?? String(error));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      console.log(JSON.stringify({ outcome, creates: r.platform.calls.filter((c) => c.startsWith('createOrg')).length }));
+    `;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: process.cwd(),
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
+    expect({ status: run.status, stderr: run.status === 0 ? '' : run.stderr.slice(0, 2_000) }).toEqual({ status: 0, stderr: '' });
+    expect(JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}')).toEqual({ outcome: 'ApiException', creates: 0 });
   });
 
   it('a copy of the Secret read before the finalizer was written is not written again (no 409, no fresh read)', async () => {
