@@ -73,7 +73,14 @@ afterEach(async () => {
 });
 
 async function start(
-  options: { maxBackoffMs?: number; namespaces?: string[]; watched?: (string | undefined)[]; retries?: string[]; cacheStaleAfterMs?: number } = {},
+  options: {
+    maxBackoffMs?: number;
+    minBackoffMs?: number;
+    namespaces?: string[];
+    watched?: (string | undefined)[];
+    retries?: string[];
+    cacheStaleAfterMs?: number;
+  } = {},
 ): Promise<Harness> {
   const reconciler = new ScriptedReconciler();
   const informers: FakeInformer[] = [];
@@ -121,6 +128,7 @@ async function start(
     },
     onReconciled: (kind, result) => results.push(`${kind} ${result}`),
     ...(options.maxBackoffMs !== undefined ? { maxBackoffMs: options.maxBackoffMs } : {}),
+    ...(options.minBackoffMs !== undefined ? { minBackoffMs: options.minBackoffMs } : {}),
     ...(options.namespaces !== undefined ? { namespaces: options.namespaces } : {}),
     ...(options.cacheStaleAfterMs !== undefined ? { cacheStaleAfterMs: options.cacheStaleAfterMs } : {}),
     queueMetrics: {
@@ -265,12 +273,13 @@ describe('Controller', () => {
   });
 
   it('holds a key that backs off: only a spec change or a deletion wakes it before its delay', async () => {
-    const h = await start({ maxBackoffMs: 60_000 });
+    // A delay of an hour: the retry of the backoff itself never comes within the test, however slow the machine.
+    const h = await start({ maxBackoffMs: 3_600_000, minBackoffMs: 3_600_000 });
     h.reconciler.results = [{ type: 'Backoff' }];
     h.widgets.emit('add', widget('a', '1', { generation: 1 }));
     await until('a refused', () => h.results.length === 1);
     expect(h.results).toEqual(['Widget requeue']);
-    // Status writes by others, its owned objects: held (the delay is at least 1 s).
+    // Status writes by others, its owned objects: held.
     h.widgets.emit('update', widget('a', '2', { generation: 1 }));
     h.parts.emit('update', part('p', 'a', '3'));
     await h.settled();
@@ -286,13 +295,14 @@ describe('Controller', () => {
   });
 
   it('wakes exactly the keys that refer to a changed input, even out of a refusal backoff', async () => {
-    const h = await start({ maxBackoffMs: 60_000 });
+    // A delay of an hour: no retry of the backoff itself comes within the test, however slow the machine.
+    const h = await start({ maxBackoffMs: 3_600_000, minBackoffMs: 3_600_000 });
     h.reconciler.results = [{ type: 'Backoff' }, { type: 'Backoff' }, { type: 'Backoff' }];
     h.widgets.emit('add', widget('a', '1', { input: 'creds' }));
     h.widgets.emit('add', widget('b', '1', { input: 'creds' }));
     h.widgets.emit('add', widget('c', '1', { input: 'other' }));
     await until('all three refused', () => h.results.length === 3);
-    // An input nobody names, and an owned object: nothing wakes (held, the delay is at least 1 s).
+    // An input nobody names, and an owned object: nothing wakes (held).
     h.inputs.emit('update', input('unrelated', '5'));
     h.parts.emit('update', part('p', 'a', '6'));
     await h.settled();
