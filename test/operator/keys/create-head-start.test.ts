@@ -54,11 +54,10 @@ describe('the credentials Secret kept beside the intent', () => {
       r.kube.failNext = { call: 'update Secret', error: new ApiException(500, 'etcd timeout', {}, {}) };
       const replace = r.kube.replaceResource.bind(r.kube);
       r.kube.replaceResource = async (resource) => {
-        if (resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING] !== undefined) await new Promise((resolve) => setTimeout(resolve, 50));
+        if (resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING] !== undefined) await new Promise((resolve) => setImmediate(resolve));
         return replace(resource);
       };
       const outcome = await r.reconcile().then(() => 'resolved', (error) => error?.constructor?.name ?? String(error));
-      await new Promise((resolve) => setTimeout(resolve, 20));
       console.log(JSON.stringify({ outcome, creates: r.platform.calls.filter((c) => c.startsWith('createOrg')).length }));
     `;
     const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
