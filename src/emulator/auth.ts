@@ -49,8 +49,8 @@ export function authenticate(store: Store, req: IncomingMessage): Principal {
     throw unauthorized('the API key is invalid or has been revoked');
   }
   // last_used_at is written at most once a second per key (or when the address changes): a write
-  // on every authenticated read made each GET a SQLite write, and the WAL checkpoints those
-  // trigger stalled every request in flight (docs/benchmarks.md).
+  // on every authenticated read would make each GET a SQLite write, and the WAL checkpoints those
+  // trigger stall every request in flight.
   const now = Date.now();
   const addr = clientAddress(req);
   if (key.last_used_ms === null || now - key.last_used_ms >= LAST_USED_RESOLUTION_MS || key.last_used_from_addr !== addr) {

@@ -175,7 +175,7 @@ function detailOf(key: ListedKey): KeptDetail {
 
 /**
  * Heap held by a listing besides its columns' bytes (its objects and arrays) and by each detail
- * besides its strings (its map entry and objects), measured on Node 24; a string kept costs its
+ * besides its strings (its map entry and objects), as V8 lays them out; a string kept costs its
  * header (24 bytes at most) and its characters.
  */
 const LISTING_BYTES = 1_024;

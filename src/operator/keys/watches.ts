@@ -83,7 +83,7 @@ function secretOwner(secret: KubernetesObject): string | undefined {
 /**
  * The work-queue keys of the cached ProjectApiKeys naming one of these projects (of this
  * organization, when one is given), from the project index: O(keys of those projects), where a
- * scan of every cached ProjectApiKey per changed project was O(projects × keys) (docs/benchmarks.md "Operations change").
+ * scan of every cached ProjectApiKey per changed project would be O(projects × keys).
  */
 export function projectKeysIn(controller: Pick<Controller, 'indexed' | 'cachedObject'>, projectIds: readonly string[], organizationId?: string): string[] {
   const keys: string[] = [];
@@ -102,7 +102,7 @@ export function projectKeysIn(controller: Pick<Controller, 'indexed' | 'cachedOb
 
 /**
  * Wakes every ProjectApiKey of a project (its operations changed), in the low lane: one poll
- * wakes every key of the project (hundreds, in the bench), and a new or changed resource must
+ * wakes every key of the project (possibly hundreds), and a new or changed resource must
  * not wait behind that wave.
  */
 export function wakeProject(controller: Pick<Controller, 'indexed' | 'cachedObject' | 'enqueueLow'>, projectId: string): void {

@@ -1,9 +1,9 @@
 // Keep-alive connections to the Kubernetes API server. @kubernetes/client-node 2.0 builds a NEW undici
 // Agent for every API request (KubeConfig.applySecurityAuthentication → createDispatcher; its
 // https.Agent for watches is cached, the undici dispatcher is not), so every GET / PATCH of a
-// reconcile opened a TCP connection, did a full TLS handshake with a fresh secure context (the CA
-// parsed again) and left the agent and its idle socket behind. Measured by bench/operator.ts: most
-// of the operator's CPU per reconcile, and RSS growing by hundreds of KiB per resource.
+// reconcile would open a TCP connection, do a full TLS handshake with a fresh secure context (the CA
+// parsed again) and leave the agent and its idle socket behind: CPU per reconcile and memory that
+// grow with every request (docs/benchmarks.md).
 // reuseKubeConnections() caches the dispatcher per cluster, user and TLS material, as client-node
 // already does for its https.Agent (createAgent / agentCache).
 import { createHash } from 'node:crypto';

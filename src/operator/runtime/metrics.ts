@@ -26,10 +26,9 @@ const PRIORITY_LABEL: Record<Priority, string> = { normal: '0', low: '-100' };
 
 /**
  * How often the event loop's delay is sampled (nodejs_eventloop_lag_*). prom-client's default, 10 ms,
- * wakes an idle process 100 times a second: 0.52 CPU s/min of a process doing nothing else, measured
- * on Node 24 (docs/benchmarks.md), more than half of the operator's whole budget at rest. At 100 ms
- * the cost is below what /proc can resolve (0.04 CPU s/min); a stall shorter than that may be
- * missed, which the reconcile and work-queue durations show anyway.
+ * wakes an idle process 100 times a second, most of what the operator costs at rest
+ * (docs/benchmarks.md). A stall shorter than 100 ms may be missed, which the reconcile and
+ * work-queue durations show anyway.
  */
 export const EVENT_LOOP_MONITORING_PRECISION_MS = 100;
 

@@ -9,9 +9,9 @@
 // - Every watch asks for bookmarks (`allowWatchBookmarks`) and a server-side timeout of 5 to 10
 //   minutes (client-go's). The apiserver then sends a bookmark about every minute, carrying its
 //   current resourceVersion for the resource, so a quiet watch keeps a fresh version and its next
-//   start never falls out of the apiserver's window. Without them, client-node dropped a quiet
-//   watch after 30 s of silence and resumed from the version of the last change it saw, which
-//   Secret churn elsewhere pushed out of the window: a 410, then a full relist.
+//   start never falls out of the apiserver's window. Without them, a quiet watch resumes from the
+//   version of the last change it saw, which Secret churn elsewhere pushes out of the window: a
+//   410, then a full relist.
 // - A watch that cannot resume (410 Gone, or a version the apiserver does not have yet) relists,
 //   and the relist replaces the cache: what was deleted meanwhile is reported deleted. The old
 //   version is kept until the relist lands, so the cache stays synced meanwhile.
@@ -258,9 +258,9 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
       // A watch that ran and closed: its server-side timeout, silence past inactivityMs, or the
       // apiserver dropping a watcher that fell behind (its watch cache closes one whose buffer stays
       // full past a dispatch budget, as a burst of thousands of creates does). One that delivered
-      // events resumes from its version at once, as client-go's reflector does: backing it off
-      // (1 s, 2 s, 4 s, 8 s in a burst that closed it every few seconds) left every key of the
-      // burst seconds late, the one another team applied meanwhile too. The backoff is
+      // events resumes from its version at once, as client-go's reflector does: backing it off in a
+      // burst that closes it every few seconds would leave every key of the burst seconds late, the
+      // one another team applied meanwhile too. The backoff is
       // for failures: a watch closed soon without an event waits it (above), and so does one that
       // stayed open a while without an event and not long enough to count as healthy.
       this.#current();

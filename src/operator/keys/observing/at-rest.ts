@@ -77,8 +77,8 @@ function sameVersion(a: ObjectVersion | undefined, b: ObjectVersion): boolean {
 
 /**
  * A project's operations snapshot as JSON, one string per snapshot object: every key of the project
- * rests on the same instance (a snapshot holds up to ten operations, about 2 KB; a copy per key was
- * 20 MB of heap at 10,000 keys in 20 projects). The poller keeps a snapshot object until it changes.
+ * rests on the same instance (a snapshot holds up to ten operations; a copy per key would grow with
+ * the keys, not the projects). The poller keeps a snapshot object until it changes.
  */
 const snapshotJson = new WeakMap<object, string>();
 

@@ -30,7 +30,7 @@ interface CachedKeyResource extends KubernetesObject {
    * inventory marks a listed key managed by them (src/operator/inventory, recordedKeyIds()). Status
    * is written by the operator only (the status subresource), so a tenant cannot claim a key. A
    * number in the object (a small integer takes no allocation of its own), not an index: an index
-   * entry per resource was about 0.2 KiB at rest, for a lookup an inventory makes once per interval.
+   * entry per resource would cost memory at rest for a lookup an inventory makes once per interval.
    */
   keyId?: number;
   retiringKeyIds?: readonly number[];

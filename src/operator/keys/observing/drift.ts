@@ -61,7 +61,7 @@ export const MAX_DRIFT_BYTES = 16 * 1024 * 1024;
 export const MAX_LISTS_AT_ONCE = 2;
 
 /**
- * Heap held per item, measured on Node 24 with the client's parsed answers (heap held by a cache
+ * Heap held per item, as V8 lays out the client's parsed answers (heap held by a cache
  * less the heap once it is let go; test/operator/keys/drift-bytes.test.ts measures the whole cache
  * against them): a key's use in a snapshot (its map entry and object, and an id past 2^31: 102 to
  * 120 bytes as the map's table fills); a string kept, besides its characters (header and
@@ -193,9 +193,8 @@ export class DriftCache {
   /**
    * The lists checks asked for within the last interval and a half, with what refreshes them: taken
    * again when they are an interval old, checks or not (refreshDue). Refreshed only when a check
-   * came round to an expired list, a list was up to one more check spacing late; for a scope with
-   * few resources that is up to another interval (the checks are jittered up to 1.1 intervals), and
-   * a bench run at a 1 min interval caught a project leaving its organization after 71 s.
+   * came round to an expired list, a list would be up to one more check spacing late; for a scope
+   * with few resources that is up to another interval (the checks are jittered up to 1.1 intervals).
    */
   readonly #scopes = new Map<string, { askedAt: number; refresh: () => Promise<unknown> }>();
   /**

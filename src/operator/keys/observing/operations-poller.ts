@@ -73,7 +73,7 @@ interface OwnerKey {
   apiKey: string;
   /**
    * Made when this owner's key is first listed with: one poll lists with one key, so most owners
-   * of a project never need one (a client per owner was 0.6 KB of heap each: 7 MB at 12,000 keys).
+   * of a project never need one (a client per owner would hold heap for every key).
    */
   client?: OperationsClient;
   /** The platform refused this key (401/403): not tried again until the owner's key changes. */
