@@ -35,6 +35,7 @@
 // keys are still queued. Reconcile is level-triggered (docs/design.md section 5.2), so a dropped key costs
 // nothing: the next leader lists every resource at start-up and reconciles it anyway, while handing
 // out new work during SIGTERM would only delay the exit.
+import { FairLine, type TurnRule } from './fair-line.ts';
 
 export interface WorkQueueMetrics {
   /**
@@ -206,132 +207,20 @@ interface Delayed {
   handle: unknown;
 }
 
-/** A key waiting in a lane; `live` turns false when a promotion moves the key to the other lane. */
+/** A key waiting in a lane. */
 interface Entry<K> {
   readonly key: K;
   readonly priority: Priority;
-  live: boolean;
 }
 
-/**
- * A FIFO of entries with amortized O(1) push, shift and retire: a head index instead of
- * Array.shift() (which copies), and retired entries skipped lazily instead of searched for.
- */
-class Lane<K> {
-  #entries: Entry<K>[] = [];
-  #head = 0;
-  #retired = 0;
-
-  push(entry: Entry<K>): void {
-    this.#entries.push(entry);
-  }
-
-  /** The oldest live entry, removed; undefined when none is left. */
-  shift(): Entry<K> | undefined {
-    for (;;) {
-      if (this.#head === this.#entries.length) {
-        this.clear();
-        return undefined;
-      }
-      const entry = this.#entries[this.#head++]!;
-      if (!entry.live) this.#retired--;
-      // Drop the consumed prefix once it is at least half the array: each copy is paid for by as many shifts.
-      if (this.#head >= 1024 && this.#head * 2 >= this.#entries.length) this.#compact();
-      if (entry.live) return entry;
-    }
-  }
-
-  /** Marks an entry of this lane as gone; shift() will skip it. */
-  retire(entry: Entry<K>): void {
-    entry.live = false;
-    this.#retired++;
-    // Keys promoted while the normal lane keeps the low one from draining would pile up otherwise.
-    if (this.#retired >= 1024 && this.#retired * 2 >= this.#entries.length - this.#head) this.#compact();
-  }
-
-  /** The oldest live entry, left in place; undefined when none is left. */
-  peek(): Entry<K> | undefined {
-    for (let i = this.#head; i < this.#entries.length; i++) {
-      const entry = this.#entries[i]!;
-      if (entry.live) return entry;
-    }
-    return undefined;
-  }
-
-  /** Entries still to be handed out. */
-  get live(): number {
-    return this.#entries.length - this.#head - this.#retired;
-  }
-
-  clear(): void {
-    this.#entries = [];
-    this.#head = 0;
-    this.#retired = 0;
-  }
-
-  #compact(): void {
-    this.#entries = this.#entries.slice(this.#head).filter((entry) => entry.live);
-    this.#head = 0;
-    this.#retired = 0;
-  }
-}
-
-/**
- * One Lane per flow, handed out in turns: a Map's insertion order is the ring (a flow that was
- * served goes to its back; a flow that starts waiting joins at the back).
- */
-class FairLane<K extends string> {
-  readonly #flowOf: (key: K) => string;
-  readonly #flows = new Map<string, Lane<K>>();
-
-  constructor(flowOf: (key: K) => string) {
-    this.#flowOf = flowOf;
-  }
-
-  push(entry: Entry<K>): void {
-    const flow = this.#flowOf(entry.key);
-    let lane = this.#flows.get(flow);
-    if (lane === undefined) {
-      lane = new Lane<K>();
-      this.#flows.set(flow, lane);
-    }
-    lane.push(entry);
-  }
-
-  /** The oldest live entry of the flow whose turn it is, removed; undefined when none is left. */
-  shift(): Entry<K> | undefined {
-    for (const [flow, lane] of this.#flows) {
-      this.#flows.delete(flow);
-      const entry = lane.shift();
-      if (entry === undefined) continue; // only retired entries were left
-      if (lane.live > 0) this.#flows.set(flow, lane);
-      return entry;
-    }
-    return undefined;
-  }
-
-  /** The entry shift() would return, left in place. */
-  peek(): Entry<K> | undefined {
-    for (const lane of this.#flows.values()) {
-      const entry = lane.peek();
-      if (entry !== undefined) return entry;
-    }
-    return undefined;
-  }
-
-  retire(entry: Entry<K>): void {
-    this.#flows.get(this.#flowOf(entry.key))?.retire(entry);
-  }
-
-  clear(): void {
-    this.#flows.clear();
-  }
-}
+/** Flows served in turns: the one served least lately first, a flow that starts waiting at the back (fair-line.ts). */
+const ROUND_ROBIN: TurnRule<undefined> = { open: () => undefined, served: () => undefined };
 
 export class WorkQueue<K extends string> {
-  readonly #normal: FairLane<K>;
-  readonly #low: FairLane<K>;
-  /** The live entry of each waiting key (in one lane or the other). */
+  /** The keys waiting in each lane, in turns between flows. */
+  readonly #normal: FairLine<K>;
+  readonly #low: FairLine<K>;
+  /** The entry of each waiting key (in one lane or the other). */
   readonly #waiting = new Map<K, Entry<K>>();
   /** Keys that need processing (waiting, or re-added while in flight), with their highest priority. */
   readonly #dirty = new Map<K, Priority>();
@@ -355,8 +244,8 @@ export class WorkQueue<K extends string> {
     const flowOf = options.flowOf ?? (() => '');
     this.#limiter = new ControllerRateLimiter<K>(options.rateLimiter, () => this.#timers.now(), flowOf);
     this.#metrics?.readUnfinishedWith?.(() => this.#unfinished());
-    this.#normal = new FairLane<K>(flowOf);
-    this.#low = new FairLane<K>(flowOf);
+    this.#normal = new FairLine<K>(ROUND_ROBIN, flowOf);
+    this.#low = new FairLine<K>(ROUND_ROBIN, flowOf);
   }
 
   add(key: K, options: AddOptions = {}): void {
@@ -422,8 +311,8 @@ export class WorkQueue<K extends string> {
    */
   get(): Promise<K | undefined> {
     if (this.#shuttingDown) return Promise.resolve(undefined);
-    const entry = this.#next();
-    if (entry !== undefined) return Promise.resolve(this.#start(entry.key));
+    const key = this.#next();
+    if (key !== undefined) return Promise.resolve(this.#start(key));
     return new Promise((resolve) => this.#waiters.push(resolve));
   }
 
@@ -484,23 +373,23 @@ export class WorkQueue<K extends string> {
    * Normal first; a low key once LOW_SHARE - 1 normal ones went in a row while it waited, or once
    * the low key whose turn it is has waited LOW_MAX_WAIT_MS.
    */
-  #next(): Entry<K> | undefined {
+  #next(): K | undefined {
     if (this.#lowWaiting === 0) {
       this.#normalStreak = 0;
-      return this.#normal.shift();
+      return this.#normal.next();
     }
     const head = this.#low.peek();
-    const aged = head !== undefined && this.#timers.now() - (this.#addedAt.get(head.key) ?? Infinity) >= LOW_MAX_WAIT_MS;
+    const aged = head !== undefined && this.#timers.now() - (this.#addedAt.get(head) ?? Infinity) >= LOW_MAX_WAIT_MS;
     if (this.#normalStreak < LOW_SHARE - 1 && !aged) {
-      const entry = this.#normal.shift();
-      if (entry !== undefined) {
+      const key = this.#normal.next();
+      if (key !== undefined) {
         this.#normalStreak++;
-        return entry;
+        return key;
       }
     }
     this.#normalStreak = 0;
-    const low = this.#low.shift();
-    if (low === undefined) return this.#normal.shift();
+    const low = this.#low.next();
+    if (low === undefined) return this.#normal.next();
     this.#lowWaiting--;
     return low;
   }
@@ -510,7 +399,7 @@ export class WorkQueue<K extends string> {
     this.#dirty.set(key, 'normal');
     const entry = this.#waiting.get(key);
     if (entry === undefined) return; // in flight: done() re-queues it at normal priority
-    this.#low.retire(entry);
+    this.#low.delete(key);
     this.#lowWaiting--;
     this.#waiting.delete(key);
     this.#metrics?.depth(this.#waiting.size, key, 'low', -1);
@@ -518,10 +407,9 @@ export class WorkQueue<K extends string> {
   }
 
   #push(key: K, priority: Priority): void {
-    const entry: Entry<K> = { key, priority, live: true };
-    this.#waiting.set(key, entry);
+    this.#waiting.set(key, { key, priority });
     if (priority === 'low') this.#lowWaiting++;
-    (priority === 'normal' ? this.#normal : this.#low).push(entry);
+    (priority === 'normal' ? this.#normal : this.#low).add(key);
     this.#metrics?.depth(this.#waiting.size, key, priority, 1);
   }
 

@@ -629,7 +629,7 @@ describe('WorkQueue priorities', () => {
     const n = 10_000;
     const keys = Array.from({ length: n }, (_, i) => `k${i}`);
     for (const key of keys) q.add(key, { priority: 'low' });
-    // promote two keys in three: enough left-behind entries for the low lane to compact itself
+    // promote two keys in three: most keys leave the low lane from its middle
     const promoted = keys.filter((_, i) => i % 3 !== 2);
     for (const key of promoted) q.add(key);
     expect(q.len()).toBe(n);
