@@ -49,7 +49,7 @@ const SECONDS = {
   'test/operator/writes-per-key.test.ts': 13,
   'test/operator/runtime/manager.test.ts': 12,
   'test/emulator/operations.test.ts': 12,
-  'test/operator/keys/operations-poller.test.ts': 11,
+  'test/operator/keys/observing/operations-poller.test.ts': 11,
   'test/emulator/neonctl.test.ts': 11,
   'test/operator/inventory/kept-listing.test.ts': 11,
   'test/platform/client.test.ts': 10,
@@ -64,7 +64,7 @@ const SECONDS = {
   'test/emulator/robustness.test.ts': 6,
   'test/operator/crash-recovery.test.ts': 6,
   'test/operator/keys/create-protocol.test.ts': 5,
-  'test/operator/keys/in-sync-and-drift.test.ts': 5,
+  'test/operator/keys/observing/in-sync-and-drift.test.ts': 5,
   'test/operator/secret-template.test.ts': 5,
   'test/controlplane/smoke.test.ts': 5,
 };

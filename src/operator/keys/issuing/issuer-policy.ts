@@ -1,7 +1,7 @@
 // An issuer's policy (ClusterKeyIssuer spec.allow, docs/issuers.md), as a pure function: does one of
 // its rules allow this namespace, this kind of key, this project, and under which cap. The namespace
 // is matched by name or by the labels of the Namespace object, which a tenant with the `edit` role
-// cannot change (names OR selector: either suffices). Table-tested (test/operator/keys/issuer-policy.test.ts).
+// cannot change (names OR selector: either suffices). Table-tested (test/operator/keys/issuing/issuer-policy.test.ts).
 import type { IssuedKind, IssuerRule, LabelSelector } from '../../resources/issuer.ts';
 
 export interface PolicyRequest {

@@ -62,7 +62,7 @@ export const MAX_LISTS_AT_ONCE = 2;
 
 /**
  * Heap held per item, as V8 lays out the client's parsed answers (heap held by a cache
- * less the heap once it is let go; test/operator/keys/drift-bytes.test.ts measures the whole cache
+ * less the heap once it is let go; test/operator/keys/observing/drift-bytes.test.ts measures the whole cache
  * against them): a key's use in a snapshot (its map entry and object, and an id past 2^31: 102 to
  * 120 bytes as the map's table fills); a string kept, besides its characters (header and
  * alignment); a tagged key; a tag's own entry; a key id or tag an asker asked for (and its place in

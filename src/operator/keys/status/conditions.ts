@@ -193,7 +193,7 @@ export function findCondition(conditions: readonly Condition[] | undefined, type
 }
 
 // The condition sets of each outcome. Pure: what was observed and what was done in, conditions out
-// (test/operator/keys/conditions.test.ts has a row for each).
+// (test/operator/keys/status/conditions.test.ts has a row for each).
 
 /** The key is live and its Secret holds it. */
 export function readyConditions(keyId: number, secretName: string): ConditionUpdate[] {

@@ -8,7 +8,7 @@ import {
   unverifiableConditions,
   type BlockedInputs,
   type ConditionUpdate,
-} from '../../../src/operator/keys/status/conditions.ts';
+} from '../../../../src/operator/keys/status/conditions.ts';
 
 const t0 = new Date('2026-11-22T20:00:00.123Z');
 const t1 = new Date('2026-11-22T21:00:00Z');

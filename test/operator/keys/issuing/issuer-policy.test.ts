@@ -4,13 +4,13 @@
 // make no platform request (a policy, a missing issuer, another organization, a namespace being
 // deleted, namespace credentials forbidden), while a deletion still revokes.
 import { describe, expect, it } from '@jest/globals';
-import { evaluatePolicy, parseLabelSelector, selectorMatches, type PolicyRequest } from '../../../src/operator/keys/issuing/issuer-policy.ts';
+import { evaluatePolicy, parseLabelSelector, selectorMatches, type PolicyRequest } from '../../../../src/operator/keys/issuing/issuer-policy.ts';
 import { pino } from 'pino';
-import { IssuerSlots } from '../../../src/operator/keys/issuing/issuer-slots.ts';
-import { reconcileCredentialsSecret } from '../../../src/operator/keys/issuing/credentials-in-use.ts';
-import { CREDENTIALS_FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
-import type { IssuerRule } from '../../../src/operator/resources/issuer.ts';
-import { ADMIN_KEY, NAMESPACE, keyResource, platformError, rig, type Rig } from './fakes.ts';
+import { IssuerSlots } from '../../../../src/operator/keys/issuing/issuer-slots.ts';
+import { reconcileCredentialsSecret } from '../../../../src/operator/keys/issuing/credentials-in-use.ts';
+import { CREDENTIALS_FINALIZER, type KeyResource } from '../../../../src/operator/resources/schema.ts';
+import type { IssuerRule } from '../../../../src/operator/resources/issuer.ts';
+import { ADMIN_KEY, NAMESPACE, keyResource, platformError, rig, type Rig } from '../fakes.ts';
 
 const request = (over: Partial<PolicyRequest> = {}): PolicyRequest => ({
   namespace: 'team-a',

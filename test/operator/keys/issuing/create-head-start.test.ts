@@ -7,9 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from '@jest/globals';
 import { ApiException } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { keepCredentials } from '../../../src/operator/keys/issuing/credentials-in-use.ts';
-import { ANNOTATION_CREATE_PENDING, CREDENTIALS_FINALIZER, FINALIZER } from '../../../src/operator/resources/schema.ts';
-import { FakeKube, NAMESPACE, keyResource, rig } from './fakes.ts';
+import { keepCredentials } from '../../../../src/operator/keys/issuing/credentials-in-use.ts';
+import { ANNOTATION_CREATE_PENDING, CREDENTIALS_FINALIZER, FINALIZER } from '../../../../src/operator/resources/schema.ts';
+import { FakeKube, NAMESPACE, keyResource, rig } from '../fakes.ts';
 
 const logger = pino({ level: 'silent' });
 
@@ -43,8 +43,8 @@ describe('the credentials Secret kept beside the intent', () => {
     // rejection (exit 1), which jest's environment does not show. The intent's write answers a
     // macrotask after the refused Secret write: Node judges a rejection unhandled once the
     // microtasks in between have run.
-    const fakes = new URL('./fakes.ts', import.meta.url).href;
-    const schema = new URL('../../../src/operator/resources/schema.ts', import.meta.url).href;
+    const fakes = new URL('../fakes.ts', import.meta.url).href;
+    const schema = new URL('../../../../src/operator/resources/schema.ts', import.meta.url).href;
     const script = `
       import { ApiException } from '@kubernetes/client-node';
       import { keyResource, rig } from ${JSON.stringify(fakes)};

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { CredentialsKinds, wrongCredentialsKind } from '../../../src/operator/keys/issuing/credentials-kind.ts';
+import { CredentialsKinds, wrongCredentialsKind } from '../../../../src/operator/keys/issuing/credentials-kind.ts';
 
 describe('which kind of key the credentials hold', () => {
   const user = { account_id: 'u-1', auth_method: 'api_key_user' };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { createMetrics, routeTemplate } from '../../../src/operator/keys/status/metrics.ts';
-import { WorkQueue, type Timers } from '../../../src/operator/runtime/queue.ts';
+import { createMetrics, routeTemplate } from '../../../../src/operator/keys/status/metrics.ts';
+import { WorkQueue, type Timers } from '../../../../src/operator/runtime/queue.ts';
 
 /** A clock that moves only when told: the queue's durations without waiting. */
 class FakeTimers implements Timers {

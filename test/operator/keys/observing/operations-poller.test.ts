@@ -1,14 +1,14 @@
 // Operations mirroring against the real emulator over HTTP (docs/design.md section 4).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startEmulator, type Emulator } from '../../../src/emulator/server.ts';
+import { startEmulator, type Emulator } from '../../../../src/emulator/server.ts';
 import {
   OperationsPollers,
   anyChanging,
   settledCondition,
   type OperationsClient,
   type OperationsSnapshot,
-} from '../../../src/operator/keys/observing/operations-poller.ts';
+} from '../../../../src/operator/keys/observing/operations-poller.ts';
 import {
   OPERATION_STATUS_CLASSES,
   PlatformClient,
@@ -18,8 +18,8 @@ import {
   operationStatusClass,
   type Operation,
   type OperationStatusClass,
-} from '../../../src/platform/index.ts';
-import { loadOfficialDocument } from '../../emulator/openapi-validator.ts';
+} from '../../../../src/platform/index.ts';
+import { loadOfficialDocument } from '../../../emulator/openapi-validator.ts';
 
 const NOW = Date.parse('2026-11-22T21:00:00Z');
 const op = (over: Partial<Operation>): Operation => ({

@@ -4,12 +4,12 @@
 // revokes only what status recorded.
 import { describe, expect, it } from '@jest/globals';
 import type { V1Deployment } from '@kubernetes/client-node';
-import { encodeIntent } from '../../../src/operator/keys/issuing/create-intent.ts';
-import { restartAnnotation } from '../../../src/operator/keys/rotation/consumers.ts';
-import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
-import { buildSecret } from '../../../src/operator/keys/secret/secret-writer.ts';
-import { ANNOTATION_CREATE_PENDING, ANNOTATION_RESTART_ON_ROTATION, ANNOTATION_ROTATE, type KeyResource } from '../../../src/operator/resources/schema.ts';
-import { NAMESPACE, keyResource, rig, type Rig } from './fakes.ts';
+import { encodeIntent } from '../../../../src/operator/keys/issuing/create-intent.ts';
+import { restartAnnotation } from '../../../../src/operator/keys/rotation/consumers.ts';
+import { DriftCache } from '../../../../src/operator/keys/observing/drift.ts';
+import { buildSecret } from '../../../../src/operator/keys/secret/secret-writer.ts';
+import { ANNOTATION_CREATE_PENDING, ANNOTATION_RESTART_ON_ROTATION, ANNOTATION_ROTATE, type KeyResource } from '../../../../src/operator/resources/schema.ts';
+import { NAMESPACE, keyResource, rig, type Rig } from '../fakes.ts';
 
 const T0 = Date.parse('2026-11-23T10:00:00Z');
 

@@ -4,11 +4,11 @@
 // the metadata LIST with the real port's projection (kube-writes.ts ownedSecretMetadata).
 import { describe, expect, it } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { ownedSecretMetadata } from '../../../src/operator/keys/kube-writes.ts';
-import { MAX_LOCATE_READS, buildSecret, locateSecret } from '../../../src/operator/keys/secret/secret-writer.ts';
-import { Signer } from '../../../src/operator/keys/issuing/signing.ts';
-import { FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
-import { FakeKube, NAMESPACE, keyResource } from './fakes.ts';
+import { ownedSecretMetadata } from '../../../../src/operator/keys/kube-writes.ts';
+import { MAX_LOCATE_READS, buildSecret, locateSecret } from '../../../../src/operator/keys/secret/secret-writer.ts';
+import { Signer } from '../../../../src/operator/keys/issuing/signing.ts';
+import { FINALIZER, type KeyResource } from '../../../../src/operator/resources/schema.ts';
+import { FakeKube, NAMESPACE, keyResource } from '../fakes.ts';
 
 const signer = new Signer(Buffer.alloc(32, 7));
 const big = Buffer.alloc(64 * 1024, 1).toString('base64');

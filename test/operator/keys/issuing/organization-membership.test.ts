@@ -1,9 +1,9 @@
 // The organizations of a credentials value (issuing/organization-membership.ts): asked once per
 // interval, shared by concurrent askers, and bounded whatever organization ids the tenants name.
 import { describe, expect, it } from '@jest/globals';
-import { MAX_ORGANIZATIONS, OrganizationMemberships } from '../../../src/operator/keys/issuing/organization-membership.ts';
-import { MAX_CLIENTS } from '../../../src/operator/keys/platform-clients.ts';
-import { NAMESPACE, keyResource, rig } from './fakes.ts';
+import { MAX_ORGANIZATIONS, OrganizationMemberships } from '../../../../src/operator/keys/issuing/organization-membership.ts';
+import { MAX_CLIENTS } from '../../../../src/operator/keys/platform-clients.ts';
+import { NAMESPACE, keyResource, rig } from '../fakes.ts';
 
 describe('OrganizationMemberships', () => {
   it('asks once per interval for any number of organization ids: 10,000 distinct ids named keep nothing more than the answer', async () => {

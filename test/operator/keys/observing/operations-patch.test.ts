@@ -5,13 +5,13 @@
 // same project that is never at rest.
 import { describe, expect, it } from '@jest/globals';
 import { ApiException, type KubernetesObject } from '@kubernetes/client-node';
-import { cachedConditionsOf, trimKeyResource } from '../../../src/operator/keys/observing/cache-projection.ts';
-import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
-import { operationsPatch } from '../../../src/operator/keys/observing/operations-patch.ts';
-import type { OperationsSnapshot } from '../../../src/operator/keys/observing/operations-poller.ts';
-import type { ReconcileRecord } from '../../../src/operator/keys/reconcile-context.ts';
-import type { KeyResource } from '../../../src/operator/resources/schema.ts';
-import { NAMESPACE, keyResource, rig } from './fakes.ts';
+import { cachedConditionsOf, trimKeyResource } from '../../../../src/operator/keys/observing/cache-projection.ts';
+import { DriftCache } from '../../../../src/operator/keys/observing/drift.ts';
+import { operationsPatch } from '../../../../src/operator/keys/observing/operations-patch.ts';
+import type { OperationsSnapshot } from '../../../../src/operator/keys/observing/operations-poller.ts';
+import type { ReconcileRecord } from '../../../../src/operator/keys/reconcile-context.ts';
+import type { KeyResource } from '../../../../src/operator/resources/schema.ts';
+import { NAMESPACE, keyResource, rig } from '../fakes.ts';
 
 const T0 = Date.parse('2026-11-23T10:00:00Z');
 const running: OperationsSnapshot = {

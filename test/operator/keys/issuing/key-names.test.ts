@@ -3,11 +3,11 @@
 // platform's 64 characters, the two never read as each other, and what a name says of its maker.
 // Unit: no apiserver, no platform.
 import { describe, expect, it } from '@jest/globals';
-import { attemptName, attemptTagOf } from '../../../src/operator/keys/issuing/create-intent.ts';
-import { CLUSTER_NAME_MAX, baseMax, clusterNameProblem, nameOrigin, nameParts, ownTagKeys, tagKey } from '../../../src/operator/keys/issuing/key-names.ts';
-import { organizationShareProblem, organizationSlots } from '../../../src/operator/keys/issuing/organization-share.ts';
-import { Signer } from '../../../src/operator/keys/issuing/signing.ts';
-import { KEY_NAME_MAX } from '../../../src/operator/resources/schema.ts';
+import { attemptName, attemptTagOf } from '../../../../src/operator/keys/issuing/create-intent.ts';
+import { CLUSTER_NAME_MAX, baseMax, clusterNameProblem, nameOrigin, nameParts, ownTagKeys, tagKey } from '../../../../src/operator/keys/issuing/key-names.ts';
+import { organizationShareProblem, organizationSlots } from '../../../../src/operator/keys/issuing/organization-share.ts';
+import { Signer } from '../../../../src/operator/keys/issuing/signing.ts';
+import { KEY_NAME_MAX } from '../../../../src/operator/resources/schema.ts';
 
 const KEY = Buffer.alloc(32, 7);
 

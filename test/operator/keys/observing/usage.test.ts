@@ -2,11 +2,11 @@
 // drift check's list, written only when they change; hostile platform values dropped; the InUse
 // condition of spec.usage.unusedAfter, which never touches Ready.
 import { describe, expect, it } from '@jest/globals';
-import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
-import { inUseCondition, statusTimestamp, usageFields } from '../../../src/operator/keys/observing/usage.ts';
-import type { ListedKey } from '../../../src/operator/keys/adapter.ts';
-import type { KeyResource } from '../../../src/operator/resources/schema.ts';
-import { NAMESPACE, keyResource, rig } from './fakes.ts';
+import { DriftCache } from '../../../../src/operator/keys/observing/drift.ts';
+import { inUseCondition, statusTimestamp, usageFields } from '../../../../src/operator/keys/observing/usage.ts';
+import type { ListedKey } from '../../../../src/operator/keys/adapter.ts';
+import type { KeyResource } from '../../../../src/operator/resources/schema.ts';
+import { NAMESPACE, keyResource, rig } from '../fakes.ts';
 
 const listed = (last_used_at: string | null, last_used_from_addr = ''): ListedKey => ({
   id: 1,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { buildSecret, observeSecret, secretHash } from '../../../src/operator/keys/secret/secret-writer.ts';
-import type { ApiKey } from '../../../src/operator/resources/schema.ts';
-import { Signer } from '../../../src/operator/keys/issuing/signing.ts';
+import { buildSecret, observeSecret, secretHash } from '../../../../src/operator/keys/secret/secret-writer.ts';
+import type { ApiKey } from '../../../../src/operator/resources/schema.ts';
+import { Signer } from '../../../../src/operator/keys/issuing/signing.ts';
 
 const signer = new Signer(Buffer.alloc(32, 7));
 

@@ -7,11 +7,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { startEmulator, type Emulator } from '../../../src/emulator/server.ts';
-import { adapterFor, type KeyPlatform } from '../../../src/operator/keys/adapter.ts';
-import { DriftCache, MAX_DRIFT_BYTES, MAX_LISTS_AT_ONCE } from '../../../src/operator/keys/observing/drift.ts';
-import type { KeyResource } from '../../../src/operator/resources/schema.ts';
-import { PlatformClient } from '../../../src/platform/index.ts';
+import { startEmulator, type Emulator } from '../../../../src/emulator/server.ts';
+import { adapterFor, type KeyPlatform } from '../../../../src/operator/keys/adapter.ts';
+import { DriftCache, MAX_DRIFT_BYTES, MAX_LISTS_AT_ONCE } from '../../../../src/operator/keys/observing/drift.ts';
+import type { KeyResource } from '../../../../src/operator/resources/schema.ts';
+import { PlatformClient } from '../../../../src/platform/index.ts';
 
 const KEYS = 10_000;
 const CREDENTIALS = 40;

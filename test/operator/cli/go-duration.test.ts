@@ -2,7 +2,7 @@
 // duration fields and the chart's values. Cases from Go's own time.ParseDuration tests
 // (src/time/time_test.go), without the signed ones.
 import { describe, expect, it } from '@jest/globals';
-import { GO_DURATION_PATTERN, GO_ZERO_DURATION_SOURCE, parseGoDuration, parseGoDurationNs } from '../../src/operator/go-duration.ts';
+import { GO_DURATION_PATTERN, GO_ZERO_DURATION_SOURCE, parseGoDuration, parseGoDurationNs } from '../../../src/operator/go-duration.ts';
 
 describe('Go durations', () => {
   it.each([

@@ -3,8 +3,8 @@
 // caught within one interval). Platform lists are scripted here; the wiring to the reconciler and
 // the work queue runs against the real apiserver and emulator in test/operator/at-rest.test.ts.
 import { describe, expect, it } from '@jest/globals';
-import { DriftCache, type DriftGone } from '../../../src/operator/keys/observing/drift.ts';
-import type { KeyAdapter, KeyPlatform, ListedKey } from '../../../src/operator/keys/adapter.ts';
+import { DriftCache, type DriftGone } from '../../../../src/operator/keys/observing/drift.ts';
+import type { KeyAdapter, KeyPlatform, ListedKey } from '../../../../src/operator/keys/adapter.ts';
 
 const listed = (id: number): ListedKey =>
   ({ id, name: `key-${id}`, created_at: '2026-11-23T10:00:00Z', last_used_at: null, last_used_from_addr: '' }) as ListedKey;

@@ -2,10 +2,10 @@
 // (observing/drift-check.ts checkRecordedKey) and what a reconcile does with each finding: repair by rotation,
 // report an unverifiable key, refuse to touch a foreign Secret, mirror a project's operations.
 import { describe, expect, it } from '@jest/globals';
-import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
-import type { OperationsSnapshot } from '../../../src/operator/keys/observing/operations-poller.ts';
-import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
-import { NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
+import { DriftCache } from '../../../../src/operator/keys/observing/drift.ts';
+import type { OperationsSnapshot } from '../../../../src/operator/keys/observing/operations-poller.ts';
+import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../../../src/operator/resources/schema.ts';
+import { NAMESPACE, keyResource, platformError, rig } from '../fakes.ts';
 
 const condition = (resource: KeyResource | undefined, type: string): string | undefined => {
   const c = resource?.status?.conditions?.find((x) => x.type === type);

@@ -1,7 +1,7 @@
 // The operator's command line (src/operator/flags.ts): flags win over the environment, Go
 // durations only (the chart's and the CRDs' grammar), a clear error naming the flag otherwise.
 import { describe, expect, it } from '@jest/globals';
-import { FLAGS, FlagError, helpText, readFlags, type OperatorFlags } from '../../src/operator/flags.ts';
+import { FLAGS, FlagError, helpText, readFlags, type OperatorFlags } from '../../../src/operator/flags.ts';
 
 const read = (argv: string[], env: Record<string, string> = {}): OperatorFlags => {
   const flags = readFlags(argv, env);

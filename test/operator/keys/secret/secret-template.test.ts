@@ -10,9 +10,9 @@ import {
   templatedData,
   templatedMetadata,
   type TemplateValues,
-} from '../../../src/operator/keys/secret/secret-template.ts';
-import type { KeyResource } from '../../../src/operator/resources/schema.ts';
-import { NAMESPACE, keyResource, rig } from './fakes.ts';
+} from '../../../../src/operator/keys/secret/secret-template.ts';
+import type { KeyResource } from '../../../../src/operator/resources/schema.ts';
+import { NAMESPACE, keyResource, rig } from '../fakes.ts';
 
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 const text = (s: string | undefined): string | undefined => (s === undefined ? undefined : Buffer.from(s, 'base64').toString('utf8'));

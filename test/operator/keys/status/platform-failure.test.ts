@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { PlatformError, type PlatformErrorCode } from '../../../src/platform/index.ts';
-import { asPlatformFailure, failureReason, unverifiableReason } from '../../../src/operator/keys/status/platform-failure.ts';
-import { PLATFORM_FAILURE_REASONS, platformFailureReason } from '../../../src/operator/keys/status/platform-reasons.ts';
+import { PlatformError, type PlatformErrorCode } from '../../../../src/platform/index.ts';
+import { asPlatformFailure, failureReason, unverifiableReason } from '../../../../src/operator/keys/status/platform-failure.ts';
+import { PLATFORM_FAILURE_REASONS, platformFailureReason } from '../../../../src/operator/keys/status/platform-reasons.ts';
 
 function platformError(code: PlatformErrorCode, status: number | undefined): PlatformError {
   return new PlatformError({
