@@ -9,8 +9,8 @@ import { PlatformClient, SlidingWindowLimiter } from '../platform/index.ts';
 import type { KeyPlatform } from './keys/adapter.ts';
 import { Controller, type ControllerOptions } from './runtime/controller.ts';
 import type { WakeLimits } from './runtime/wake-limiter.ts';
-import { CreateAdmission } from './keys/issuing/create-admission.ts';
-import { FairLimiter } from './keys/issuing/fair-limiter.ts';
+import { CreateAdmission } from './keys/turns/create-admission.ts';
+import { FairLimiter } from './keys/turns/fair-limiter.ts';
 import { organizationSlots } from './keys/issuing/organization-share.ts';
 import { credentialsUsers, issuerUsers, keyWatches, projectKeysIn, secretNameHolders, slotHolders, wakeProject } from './keys/watches.ts';
 import { cachedConditionsOf, recordedKeyIds, slotIssuersOfCached } from './keys/observing/cache-projection.ts';
@@ -98,7 +98,7 @@ export interface OperatorOptions {
   rotationPollMs?: number;
   /** The shortest grace a replaced key gets, whatever spec.rotation.gracePeriod says (--min-rotation-grace); default 1m, the CRD's floor. */
   minRotationGraceMs?: number;
-  /** Creates of one organization under way at once, the rest waiting for their turn (keys/issuing/create-admission.ts); default 30. */
+  /** Creates of one organization under way at once, the rest waiting for their turn (keys/turns/create-admission.ts); default 30. */
   createsPerOrganization?: number;
   /**
    * Whether this replica may still write (runtime/write-fence.ts): checked before every write to
@@ -198,7 +198,7 @@ export function orgKeyLimiters<B extends object>(make: () => B, now: () => numbe
  * most `slots` creations in any second as the platform counts them (10, or this cluster's share of
  * them: keys/issuing/organization-share.ts), each counted from its answer
  * (src/platform/sliding-window.ts). Their waiters go in fair turns between namespaces, a broken key
- * first, and their permits are spread while several namespaces create (keys/issuing/fair-limiter.ts):
+ * first, and their permits are spread while several namespaces create (keys/turns/fair-limiter.ts):
  * 0.9 of the even spacing apart at least (90 ms at 10 a second), so that a round trip's jitter does
  * not hold back a slot free on time.
  */
@@ -301,7 +301,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   // key's turn to the platform's answer to its create): the limiter's slots each have the next
   // create waiting, and 10 more keys are read and their intents written meanwhile, which on a
   // loaded machine takes about a second. The rest of a wave waits in its organization's line,
-  // holding no worker (create-admission.ts).
+  // holding no worker (keys/turns/create-admission.ts).
   const admission = new CreateAdmission({
     perOrganization: options.createsPerOrganization ?? 3 * slots,
     wake: (key) => {
@@ -347,7 +347,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
       platformById: (credentialsId) => clients.byId(credentialsId),
     },
     ...(options.onReconcile !== undefined ? { onReconcile: options.onReconcile } : {}),
-    admission,
+    turns: admission,
     credentialsSettings: {
       // Issuers are cluster-scoped: read with every namespace watched (a ClusterRole), or with a list
       // of namespaces when the issuers' namespace is named (the platform team granted issuers apart).

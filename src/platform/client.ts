@@ -100,6 +100,11 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** A rate-limited create's options: `waiter` goes to the org key limiter's take() as it is (RateLimiter). */
+export interface CreateCallOptions extends CallOptions {
+  waiter?: unknown;
+}
+
 /**
  * docs/platform-api.md, States and transitions › Operation status: nothing changes after
  * finished, skipped, cancelled. Also `error`: the official OpenAPI document's OperationStatus
@@ -170,6 +175,8 @@ interface CallSpec<S extends z.ZodType> {
   limited?: boolean;
   /** The organization the limited request counts against. */
   orgId?: string;
+  /** Handed to the limiter's take() unread. */
+  waiter?: unknown;
 }
 
 export class PlatformClient {
@@ -307,7 +314,7 @@ export class PlatformClient {
    * `projectId` is given ("including project_id in the body makes the key project-scoped").
    * Waits for the org key limiter before every attempt.
    */
-  createOrganizationKey(orgId: string, body: { keyName: string; projectId?: string }, opts?: CallOptions): Promise<CreatedKey> {
+  createOrganizationKey(orgId: string, body: { keyName: string; projectId?: string }, opts?: CreateCallOptions): Promise<CreatedKey> {
     const wire: { key_name: string; project_id?: string } = { key_name: body.keyName };
     if (body.projectId !== undefined) wire.project_id = body.projectId;
     return this.#call({
@@ -319,6 +326,7 @@ export class PlatformClient {
       signal: opts?.signal,
       limited: true,
       orgId,
+      waiter: opts?.waiter,
     });
   }
 
@@ -551,7 +559,7 @@ export class PlatformClient {
     if (spec.limited === true) {
       try {
         const limiter = typeof this.#limiter === 'function' ? this.#limiter(spec.orgId ?? '') : this.#limiter;
-        permit = await limiter.take(spec.signal);
+        permit = await limiter.take(spec.signal, spec.waiter);
       } catch {
         throw abortedError(method, route, false);
       }

@@ -7,7 +7,7 @@
 //   Never repeat it: run the recovery of docs/design.md section 3.2 (list keys, find the attempt name).
 // - disposition 'terminal': fix credentials, permissions or input first; branch on `code`.
 export { MAX_API_KEY_LENGTH, PlatformClient, TERMINAL_OPERATION_STATUSES, isApiKeyFormat } from './client.ts';
-export type { PlatformClientOptions, CallOptions, ResponseInfo } from './client.ts';
+export type { PlatformClientOptions, CallOptions, CreateCallOptions, ResponseInfo } from './client.ts';
 export { OPERATION_STATUS_CLASSES, isTerminalOperationStatus, operationStatusClass } from './operation-status.ts';
 export type { KnownOperationStatus, OperationStatusClass } from './operation-status.ts';
 export { PlatformError, isPlatformError } from './errors.ts';

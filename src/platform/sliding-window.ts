@@ -67,8 +67,12 @@ export interface Permit {
 
 /** What PlatformClient awaits before a rate-limited request. */
 export interface RateLimiter {
-  /** Resolves when the request may leave; rejects with the signal's reason if it aborts first. */
-  take(signal?: AbortSignal): Promise<Permit>;
+  /**
+   * Resolves when the request may leave; rejects with the signal's reason if it aborts first.
+   * `waiter`: whose request it is, as the caller of the client passed it (CreateCallOptions), unread
+   * by the client: for a limiter that serves its waiters in turns; one that does not ignores it.
+   */
+  take(signal?: AbortSignal, waiter?: unknown): Promise<Permit>;
   /** A new limiter in its place would behave exactly as this one from now on (it may be dropped); absent: never. */
   idle?(): boolean;
 }

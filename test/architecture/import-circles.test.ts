@@ -15,10 +15,10 @@ const KEYS = 'src/operator/keys/';
  * it may import, with why (the same arrows as the map in src/operator/README.md). A room imports
  * nothing of a room after it; a new arrow between rooms is added here, with its reason, and there.
  */
-const ROOMS = ['issuing', 'secret', 'status', 'observing', 'rotation'] as const;
+const ROOMS = ['issuing', 'secret', 'status', 'observing', 'turns', 'rotation'] as const;
 type Room = (typeof ROOMS)[number];
 const MAY_IMPORT: Record<Room, Partial<Record<Room, string>>> = {
-  // The intent, its signature, the create's turn, the credentials' kind, the check of the answer.
+  // The intent, its signature, the credentials' kind, the check of the answer.
   issuing: {},
   secret: {
     issuing: "the Secret's annotations are signed by the signer that signs the intent (signing.ts)",
@@ -30,6 +30,12 @@ const MAY_IMPORT: Record<Room, Partial<Record<Room, string>>> = {
     secret: 'in-sync reads the key from its Secret to mirror operations; the caches keep a Secret by its owner annotation',
     status: 'conditions, reasons and the writes of a status; a drift check that fails reads as a reason',
     issuing: "the caches count a cap's slot by the issuer a create intent names (create-intent.ts unverifiedIssuer)",
+  },
+  turns: {
+    issuing:
+      "a create enters its organization's line once the credentials are known members (organization-membership.ts), its checks started beside (create-head-start.ts)",
+    status: 'a key that waits says where it stands, and credentials that are not members are refused, in the status',
+    observing: 'a key sent to the line unread is told from its cached copy (cache-projection.ts)',
   },
   rotation: {
     secret: "the replaced key's Secret is deleted, and an immutable Secret's consumers repointed",

@@ -68,4 +68,24 @@ describe('what the client tells the limiter', () => {
     expect((told[3] as Answer).status).toBeGreaterThanOrEqual(400);
     expect((told[3] as Answer).status).toBeLessThan(500);
   });
+
+  it("hands each attempt's take() the create's waiter as it was given, and none to a create without one", async () => {
+    const waiters: unknown[] = [];
+    const recording: RateLimiter = {
+      take: (_signal, waiter) => {
+        waiters.push(waiter);
+        return Promise.resolve({ grantedAt: performance.now(), done: () => undefined });
+      },
+    };
+    const alice = client(emu, user(emu, 'alice').personalKey, { orgKeyLimiter: recording });
+    const waiter = { whose: 'ApiKey/team/k' };
+    // A 429 first (retried): both attempts wait as the same waiter.
+    await setFaults(emu, [{ method: 'POST', route: `/api/v2${ORG_KEYS}`, probability: 1, kind: 'status', status: 429, times: 1 }]);
+    secrets.add((await alice.createOrganizationKey(ORG, { keyName: 'waiter' }, { waiter })).key);
+    secrets.add((await alice.createOrganizationKey(ORG, { keyName: 'no-waiter' })).key);
+    expect(waiters).toHaveLength(3);
+    expect(waiters[0]).toBe(waiter);
+    expect(waiters[1]).toBe(waiter);
+    expect(waiters[2]).toBeUndefined();
+  });
 });

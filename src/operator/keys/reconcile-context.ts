@@ -7,7 +7,7 @@ import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedUse } from './adapter.ts';
 import type { ReconcileResult, Worker } from '../runtime/controller.ts';
-import type { CreateAdmission } from './issuing/create-admission.ts';
+import type { CreateTurns } from './turns/create-admission.ts';
 import type { BlockedInputs, InternalReason, Reason } from './status/conditions.ts';
 import type { Credentials, Decision, Observation, PendingAttempt } from './decision.ts';
 import type { DriftCache } from './observing/drift.ts';
@@ -60,8 +60,8 @@ export interface KeyDeps {
   rest?: RestInputs;
   /** Told of every reconcile once it ended (ReconcileRecord). */
   onReconcile?: (record: ReconcileRecord) => void;
-  /** Which creates of an organization go now and which wait for their turn (create-admission.ts); without it every create goes at once. */
-  admission?: Pick<CreateAdmission, 'admit' | 'ended' | 'waitsForTurn' | 'tell'>;
+  /** Which creates of an organization go now and which wait for their turn (turns/create-admission.ts); without it every create goes at once. */
+  turns?: CreateTurns;
   /** Where credentials may come from (issuing/credentials-source.ts); default: namespace credentials only, no issuers. */
   credentialsSettings?: CredentialsSettings;
   /** The resources naming each credentials Secret that hold the finalizer (issuing/credentials-in-use.ts); without it no credentials Secret is kept. */
@@ -103,7 +103,7 @@ export interface ReconcileRecord {
   /** Only its project's operations had changed: written with one JSON patch, no read (operations-patch.ts). */
   operationsPatched?: true;
   /**
-   * The create it decided waits for its organization's turn (create-admission.ts): nothing was
+   * The create it decided waits for its organization's turn (turns/create-admission.ts): nothing was
    * written, and the key is queued again when its turn comes.
    */
   deferred?: true;

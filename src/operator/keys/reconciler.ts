@@ -22,18 +22,14 @@ import { rewriteSecret } from './secret/secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
 import { patchOperations } from './observing/operations-patch.ts';
-import type { KeyPlatform } from './adapter.ts';
 import { cachedCopy, newKeyOrganization } from './observing/cache-projection.ts';
 import { objectRef } from '../runtime/own-writes.ts';
-import type { Priority } from './issuing/create-line.ts';
-import { sendsFor } from './issuing/fair-limiter.ts';
-import { startCreateChecks } from './issuing/create-head-start.ts';
+import { createPriority, inTurn, issuerVersion, MEMBERSHIP_TTL_MS, waitsUnread } from './turns/create-turn.ts';
 import { CredentialsKinds } from './issuing/credentials-kind.ts';
 import { OrganizationMemberships, type MembershipsKept } from './issuing/organization-membership.ts';
 import { ISSUER_KIND } from '../resources/issuer.ts';
-import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
 import { CREDENTIALS_SECRET_KIND, keepCredentials, reconcileCredentialsSecret } from './issuing/credentials-in-use.ts';
-import { blockedInputs, platformOf, type Context, type KeyDeps, type ReconcileRecord, type RestBroken } from './reconcile-context.ts';
+import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord, type RestBroken } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './status/resource-writes.ts';
 
 export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | 'credentialsKinds' | 'memberships' | 'onCredentialsReleased'> & {
@@ -188,8 +184,8 @@ export class KeyReconciler implements Reconciler {
       if (record !== undefined) record.result = result.type;
       return result;
     } finally {
-      // A create turn kept for this key and not taken goes to the next in line (create-admission.ts).
-      this.#deps.admission?.ended(`${request.kind}/${request.namespace}/${request.name}`, startedAt);
+      // A create turn kept for this key and not taken goes to the next in line (turns/create-admission.ts).
+      this.#deps.turns?.ended(`${request.kind}/${request.namespace}/${request.name}`, startedAt);
       if (record !== undefined) {
         record.endedAt = this.#deps.now();
         onReconcile?.(record);
@@ -252,13 +248,11 @@ export class KeyReconciler implements Reconciler {
       return this.#rests(tracking, patched);
     }
     // A new key of an organization whose creates are all under way: in line for its turn, unread.
-    const admission = this.#deps.admission;
-    const cachedKey = verified === undefined && admission !== undefined ? this.#deps.cachedKey?.(kind, namespace, name) : undefined;
+    const cachedKey = verified === undefined && this.#deps.turns !== undefined ? this.#deps.cachedKey?.(kind, namespace, name) : undefined;
     const organization = newKeyOrganization(cachedKey);
-    if (organization !== undefined && this.#knownMember(cachedKey, organization) && admission?.waitsForTurn(organization, tracking) === true) {
+    if (organization !== undefined && this.#knownMember(cachedKey, organization) && (await waitsUnread(this.#deps, organization, tracking))) {
       logger.debug({ organization }, 'new key waits for its turn in the organization');
       if (record !== undefined) record.deferred = true;
-      await tellPlace(this.#deps, organization, tracking, undefined);
       return { type: 'Done' };
     }
     const { resource, cached } = await this.#read(kind, namespace, name, record, logger);
@@ -385,8 +379,8 @@ export class KeyReconciler implements Reconciler {
             ctx.record.actions.push(next.action.type);
             ctx.record.reasons.push(next.reason);
           }
-          // Through the organization's create turns like any create (create-admission.ts).
-          return admitted(deps, ctx, 'create', (paced) => create(paced, ctx, next, undefined, undefined, true));
+          // Through the organization's create turns like any create (turns/create-turn.ts).
+          return inTurn(deps, ctx, 'create', (paced) => create(paced, ctx, next, undefined, undefined, true));
         }
         const updated = await updateMetadata(deps, resource, (m) => {
           m.finalizers = [...(m.finalizers ?? []), FINALIZER];
@@ -408,7 +402,7 @@ export class KeyReconciler implements Reconciler {
       case 'Recover':
         return recover(deps, ctx, action.attempt);
       case 'Create':
-        return admitted(deps, ctx, createPriority(action), (paced) => create(paced, ctx, decision, action.replaces, action.rotation));
+        return inTurn(deps, ctx, createPriority(action), (paced) => create(paced, ctx, decision, action.replaces, action.rotation));
       case 'Retire':
         return retire(deps, ctx, decision, action);
       case 'InSync': {
@@ -461,139 +455,6 @@ export class KeyReconciler implements Reconciler {
         return release(deps, ctx, decision);
     }
   }
-}
-
-/**
- * A create of an organization's key runs when its organization's turn allows (create-admission.ts),
- * with the worker given back while it waits for the platform's rate limit; otherwise nothing is
- * written and the key is woken at its turn. The turn ends with the platform's answer to the create
- * (the Secret and status writes after it do not hold the organization's next key back). Personal
- * keys are not limited per organization.
- */
-async function admitted(deps: KeyDeps, ctx: Context, priority: Priority, run: (paced: KeyDeps) => Promise<ReconcileResult>): Promise<ReconcileResult> {
-  const { admission } = deps;
-  const { adapter, worker, resource } = ctx;
-  const organization = adapter?.listScope.startsWith('org:') === true ? adapter.listScope.slice('org:'.length) : undefined;
-  if (organization === undefined) return run(deps);
-  const issuer = ctx.source?.issuer;
-  // The credentials' kind and the credentials Secret's finalizer, beside the membership check (issuing/create-head-start.ts).
-  startCreateChecks(deps, ctx);
-  // Credentials of the namespace: into the organization's line, and to its limiter (the platform
-  // client's, per organization), only once they are known to belong to it, whatever the create is
-  // for (a first key, a repair, a rotation, one started again after an interrupted one). An
-  // issuer's create is of the issuer's organization (credentials-source.ts refuses any other).
-  if (issuer === undefined) {
-    const refused = await notAMember(deps, ctx, organization);
-    if (refused !== undefined) return refused;
-  }
-  if (admission === undefined || worker === undefined) return run(deps);
-  const key = `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
-  // A new key of this namespace through this issuer generation may wait for this organization unread from now on (#knownMember).
-  if (issuer?.uid !== undefined && issuer.organizationId === organization) {
-    deps.memberships.learnIssuer(issuerVersion(resource.metadata.namespace, issuer.name, issuer.uid, issuer.generation), organization);
-  }
-  const slot = admission.admit(organization, key, priority);
-  if (slot === undefined) {
-    ctx.logger.debug({ organization }, 'create waits for its turn in the organization');
-    if (ctx.record !== undefined) ctx.record.deferred = true;
-    if (priority === 'create') await tellPlace(deps, organization, key, ctx);
-    return { type: 'Done' };
-  }
-  const paced: KeyDeps = {
-    ...deps,
-    platformFor: (apiKey) => {
-      const client = deps.platformFor(apiKey);
-      return { ...client, platform: endsTurnOnAnswer(client.platform, () => slot.done()) };
-    },
-  };
-  try {
-    // Its wait for the platform's rate limit in fair turns too (fair-limiter.ts).
-    return await worker.release(sendsFor(key, priority, () => run(paced)));
-  } finally {
-    slot.done();
-  }
-}
-
-/** A ClusterKeyIssuer at one generation, for one namespace's keys (organization-membership.ts knownIssuer). */
-function issuerVersion(namespace: string, issuer: string, uid: string, generation: number | undefined): string {
-  return `${namespace}/${issuer}@${uid}@${generation ?? ''}`;
-}
-
-/** How long an answer of GET /users/me/organizations is kept (organization-membership.ts). */
-const MEMBERSHIP_TTL_MS = 5 * 60_000;
-
-/**
- * Refuses a create whose credentials of the namespace do not belong to the organization it names
- * (GET /users/me/organizations, organization-membership.ts): NotAllowed, a Warning, no platform
- * create and no place in that organization's line. Undefined when they belong to it.
- */
-async function notAMember(deps: KeyDeps, ctx: Context, organization: string): Promise<ReconcileResult | undefined> {
-  const { platform, credentialsId } = platformOf(deps, ctx);
-  const { namespace } = ctx.resource.metadata;
-  const secretName = ctx.spec?.credentialsSecretRef?.name;
-  if (secretName !== undefined && ctx.credentialsVersion?.resourceVersion !== undefined)
-    deps.memberships.learn(`${namespace}/${secretName}@${ctx.credentialsVersion.resourceVersion}`, credentialsId);
-  let member: boolean;
-  try {
-    member = await deps.memberships.isMember(credentialsId, organization, () => platform.listMyOrganizations());
-  } catch (error) {
-    return reportPlatformFailure(deps, ctx, asPlatformFailure(error), `checking that the credentials belong to organization ${organization}`, error);
-  }
-  if (member) return undefined;
-  const message = `the credentials in Secret ${secretName ?? '?'} do not belong to organization ${organization} (GET /users/me/organizations does not list it): no key is created for it`;
-  await writeStatus(deps, ctx, blockedConditions(blockedInputs(ctx), 'NotAllowed', message, 'KeyIssued'));
-  await deps.events.record(ctx.resource, 'Warning', 'NotAllowed', message);
-  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
-}
-
-/**
- * A new key waiting in its organization's line long enough to be seen says where it stands, in its
- * Ready=False message (CreateAdmission.tell decides which keys, once per wait): how many creates of
- * the organization go before it, and how many of them are its own namespace's, so a team can tell
- * its own backlog from a fair wait. `ctx`: the resource as read by this reconcile; without it (a key
- * sent to the line unread) it is taken from the cache or read now. Best effort: a write that fails is not retried.
- */
-async function tellPlace(deps: KeyDeps, organization: string, key: string, ctx: Context | undefined): Promise<void> {
-  const place = deps.admission?.tell(organization, key);
-  if (place === undefined) return;
-  try {
-    const [kind, namespace, name] = key.split('/') as [KindName, string, string];
-    // A key sent to the line unread: its cached copy when the cache keeps it whole (the status
-    // patch carries its resourceVersion: a stale copy's gets 409, and nothing is said).
-    const resource =
-      ctx?.resource ?? cachedCopy(deps.cachedKey?.(kind, namespace, name), kind, namespace, name) ?? (await deps.kube.readResource(kind, namespace, name));
-    if (resource === undefined || resource.status?.keyId !== undefined) return;
-    const message =
-      `waiting for its turn to create a key in organization ${organization}: ${place.ahead} ` +
-      `creates of the organization go before it, ${place.aheadInNamespace} of them of namespace ${namespace} (turns ` +
-      `go in fair turns between the namespaces with creates waiting, at the platform's 10 creates per second)`;
-    await writeStatus(deps, ctx ?? { resource }, creatingConditions(message));
-  } catch (error) {
-    const logger = ctx?.logger;
-    logger?.debug({ err: error }, 'could not write where the key waits');
-  }
-}
-
-/**
- * What a create is for, in the order creates of one organization go (create-line.ts): a key whose
- * consumers are broken now (drift repair: Secret deleted or tampered, key revoked outside) first,
- * then a requested rotation, a first create, a scheduled rotation.
- */
-function createPriority(action: { replaces?: number; rotation?: { request?: string } }): Priority {
-  if (action.rotation !== undefined) return action.rotation.request !== undefined ? 'requested-rotation' : 'scheduled-rotation';
-  return action.replaces !== undefined ? 'repair' : 'create';
-}
-
-/** The platform client, with `answered` called once the answer to an organization key's create has come (or the call failed). */
-function endsTurnOnAnswer(platform: KeyPlatform, answered: () => void): KeyPlatform {
-  return new Proxy(platform, {
-    get(target, property) {
-      const value: unknown = Reflect.get(target, property, target);
-      if (typeof value !== 'function') return value;
-      if (property !== 'createOrganizationKey') return value.bind(target);
-      return (...args: unknown[]) => (value.apply(target, args) as Promise<unknown>).finally(answered);
-    },
-  });
 }
 
 /** No platform action can help: report, and look again with backoff (retry) or each drift interval. */

@@ -1,29 +1,25 @@
 // Which creates of an organization go now, and which wait for their turn.
 //
 // The platform lets an organization create 10 keys per second (src/platform/sliding-window.ts is
-// the client's limiter). A wave of 1,000 new keys of one organization is 100 s of creates; if each
-// of them waited for the limiter inside its reconcile, it would hold a worker for that long, and a
-// key of another organization, a Secret repair or a deletion would queue behind the wave.
+// the client's limiter). If each create of a wave waited for the limiter inside its reconcile, it
+// would hold a worker for the whole wave, and a key of another organization, a Secret repair or a
+// deletion would queue behind it.
 //
 // So a create is admitted only while fewer than `perOrganization` creates of its organization are
 // under way, from the key's turn to the platform's answer (a few times the limiter's capacity:
-// enough to keep the limiter busy while the next admitted keys are read and their intents written). An admitted create waits for the limiter with its
-// worker given back (runtime Worker.release). A create that is not admitted writes nothing (no
-// intent) and its reconcile ends; the key joins its organization's line (in fair turns between namespaces, below),
-// and is woken (queued again) when a create of the organization ends and its turn has come: a slot
-// is kept for it until its reconcile comes back. So each key of a wave is read at most twice (once
-// when it is seen, once at its turn), never once per retry, and the queue holds no waiting wave.
+// enough to keep the limiter busy while the next admitted keys are read and their intents
+// written). An admitted create waits for the limiter with its worker given back (runtime
+// Worker.release). A create that is not admitted writes nothing and its reconcile ends; the key
+// joins its organization's line (create-line.ts: fair turns between namespaces, a broken key
+// first), and is woken (queued again) when a create of the organization ends and its turn has
+// come: a slot is kept for it until its reconcile comes back. So each key of a wave is read at most
+// twice, never once per retry, and the work queue holds no waiting wave.
 //
 // A new key of an organization whose slots are all taken joins the line before it is read at all
-// (waitsForTurn, from the informers' cache): the first look at a wave of 1,000 keys costs no
-// request, and a key of another organization queued behind them is reached at once; each key of
-// the wave is then read once, at its turn.
+// (waitsForTurn, from the informers' cache): the first look at a wave costs no request.
 //
 // A slot kept for a key that does not come back for a create (deleted meanwhile, or created by an
 // earlier pass) is given to the next in line when that key's reconcile ends, or after `keepMs`.
-//
-// The line is not first come, first served: turns go fairly between the namespaces
-// with creates waiting, and a broken key goes before a first create (create-line.ts).
 
 import { CreateLine, namespaceOf, type Place, type Priority } from './create-line.ts';
 
@@ -31,6 +27,9 @@ export interface Admitted {
   /** The create's platform call has ended (answered, failed or abandoned); once, later calls do nothing. */
   done(): void;
 }
+
+/** What a reconcile asks of the organizations' create turns (KeyDeps.turns; create-turn.ts). */
+export type CreateTurns = Pick<CreateAdmission, 'admit' | 'ended' | 'waitsForTurn' | 'tell'>;
 
 export interface CreateAdmissionOptions {
   /** Creates of one organization under way at once. */
@@ -157,7 +156,7 @@ export class CreateAdmission {
    * Organizations kept (tests: bounded). One is kept only while a create of it is under way, a slot
    * is kept for a woken key (at most `keepMs`) or a key waits in its line: the organizations with
    * creates in progress, never every id ever named. Only an organization the credentials belong to
-   * gets here (the reconciler's admitted(), organization-membership.ts).
+   * gets here (create-turn.ts, organization-membership.ts).
    */
   get size(): number {
     return this.#orgs.size;

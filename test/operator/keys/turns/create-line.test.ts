@@ -1,7 +1,7 @@
-// keys/issuing/create-line.ts: the order in which one organization's creates get their turns (issue 25):
+// keys/turns/create-line.ts: the order in which one organization's creates get their turns (issue 25):
 // fair turns between namespaces, a late namespace served next, and the priorities.
 import { describe, expect, it } from '@jest/globals';
-import { CreateLine, namespaceOf } from '../../../src/operator/keys/issuing/create-line.ts';
+import { CreateLine, namespaceOf } from '../../../../src/operator/keys/turns/create-line.ts';
 
 const drain = (line: CreateLine): string[] => {
   const order: string[] = [];

@@ -1,9 +1,9 @@
-// keys/issuing/fair-limiter.ts: the org limiter's waiters in fair turns between namespaces, a repair first,
+// keys/turns/fair-limiter.ts: the org limiter's waiters in fair turns between namespaces, a repair first,
 // with the platform limiter itself (src/platform/sliding-window.ts) on a manual clock.
 import { describe, expect, it } from '@jest/globals';
-import { orgKeyCreationLimiter, type Permit } from '../../../src/platform/index.ts';
-import type { BucketClock } from '../../../src/platform/waiter-queue.ts';
-import { FairLimiter, sendsFor } from '../../../src/operator/keys/issuing/fair-limiter.ts';
+import { orgKeyCreationLimiter, type Permit } from '../../../../src/platform/index.ts';
+import type { BucketClock } from '../../../../src/platform/waiter-queue.ts';
+import { CreateWaiter, FairLimiter } from '../../../../src/operator/keys/turns/fair-limiter.ts';
 
 class ManualClock implements BucketClock {
   t = 0;
@@ -33,7 +33,7 @@ describe('FairLimiter', () => {
     const granted: string[] = [];
     const permits: Permit[] = [];
     const take = (key: string, priority: 'create' | 'repair' = 'create'): void => {
-      void sendsFor(key, priority, () => limiter.take()).then((p) => {
+      void limiter.take(undefined, new CreateWaiter(key, priority)).then((p) => {
         granted.push(key);
         permits.push(p);
       });
@@ -69,7 +69,7 @@ describe('FairLimiter', () => {
     const limiter = new FairLimiter(orgKeyCreationLimiter(clock), { spacingMs: 100, clock });
     const grants: { key: string; at: number }[] = [];
     const take = (key: string): void => {
-      void sendsFor(key, 'create', () => limiter.take()).then((p) => {
+      void limiter.take(undefined, new CreateWaiter(key, 'create')).then((p) => {
         grants.push({ key, at: clock.now() });
         // The platform answers in 50 ms.
         clock.schedule(() => p.done({ status: 201 }), 50);
@@ -116,7 +116,7 @@ describe('FairLimiter', () => {
     const limiter = new FairLimiter(orgKeyCreationLimiter(clock), { spacingMs: 90, clock });
     const grants: string[] = [];
     const take = (key: string): void => {
-      void sendsFor(key, 'create', () => limiter.take()).then((p) => {
+      void limiter.take(undefined, new CreateWaiter(key, 'create')).then((p) => {
         grants.push(key);
         clock.schedule(() => p.done({ status: 201 }), 50);
       });
@@ -164,7 +164,7 @@ describe('FairLimiter', () => {
     const limiter = new FairLimiter(orgKeyCreationLimiter(clock), { spacingMs: 100, clock });
     let granted = 0;
     for (let i = 1; i <= 10; i++)
-      void sendsFor(`ApiKey/team/k${i}`, 'create', () => limiter.take()).then(() => {
+      void limiter.take(undefined, new CreateWaiter(`ApiKey/team/k${i}`, 'create')).then(() => {
         granted++;
       });
     await settle();

@@ -2,8 +2,8 @@
 // platform limits key creation per organization (10/s each): a process-wide bucket would cap an
 // operator serving many organizations at 10 keys/s in total (bench/operator.ts, issue 7).
 import { describe, expect, it } from '@jest/globals';
-import { orgKeyLimiters } from '../../../src/operator/manager.ts';
-import { TokenBucket, type BucketClock } from '../../../src/platform/token-bucket.ts';
+import { orgKeyLimiters } from '../../../../src/operator/manager.ts';
+import { TokenBucket, type BucketClock } from '../../../../src/platform/token-bucket.ts';
 
 const frozen: BucketClock = { now: () => 0, schedule: () => () => undefined };
 

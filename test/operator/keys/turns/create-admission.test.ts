@@ -1,7 +1,7 @@
-// keys/issuing/create-admission.ts: how many creates of an organization are under way, who waits in its
+// keys/turns/create-admission.ts: how many creates of an organization are under way, who waits in its
 // line, in which order turns come, and what happens to a turn its key does not take.
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { CreateAdmission } from '../../../src/operator/keys/issuing/create-admission.ts';
+import { CreateAdmission } from '../../../../src/operator/keys/turns/create-admission.ts';
 
 describe('CreateAdmission', () => {
   let woken: string[];

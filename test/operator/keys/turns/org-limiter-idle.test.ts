@@ -3,10 +3,10 @@
 // one made again in its place must behave exactly as the one kept would have. On a manual clock,
 // with the platform limiter and the fair limiter themselves.
 import { describe, expect, it } from '@jest/globals';
-import { orgKeyLimiters } from '../../../src/operator/manager.ts';
-import { FairLimiter, sendsFor } from '../../../src/operator/keys/issuing/fair-limiter.ts';
-import { orgKeyCreationLimiter, type Permit } from '../../../src/platform/index.ts';
-import type { BucketClock } from '../../../src/platform/waiter-queue.ts';
+import { orgKeyLimiters } from '../../../../src/operator/manager.ts';
+import { CreateWaiter, FairLimiter } from '../../../../src/operator/keys/turns/fair-limiter.ts';
+import { orgKeyCreationLimiter, type Permit } from '../../../../src/platform/index.ts';
+import type { BucketClock } from '../../../../src/platform/waiter-queue.ts';
 
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -83,7 +83,7 @@ describe('org key limiters kept only while they hold something', () => {
 
     const fair = operatorLimiter(clock);
     expect(fair.idle()).toBe(true);
-    const taken = await sendsFor('ApiKey/team/k', 'create', () => fair.take());
+    const taken = await fair.take(undefined, new CreateWaiter('ApiKey/team/k', 'create'));
     expect(fair.idle()).toBe(false);
     taken.done();
     await clock.advanceTo(clock.t + 4_000);
@@ -122,7 +122,7 @@ describe('org key limiters kept only while they hold something', () => {
             ['kept', kept],
             ['remade', limiterFor('org-a')],
           ] as const) {
-            void sendsFor(key, priority, () => limiter.take()).then((permit: Permit) => {
+            void limiter.take(undefined, new CreateWaiter(key, priority)).then((permit: Permit) => {
               grants[side][index] = clock.now();
               clock.schedule(() => {
                 if (status === 429 && side === 'remade') madeAtFirst429 ??= made;
@@ -154,7 +154,7 @@ describe('org key limiters kept only while they hold something', () => {
     for (let n = 0; n < 10_000; n++) {
       const limiter = limiterFor(`org-${n}`);
       takenAt.push(clock.t);
-      void sendsFor(`ApiKey/tenant/k${n}`, 'create', () => limiter.take()).then((permit) => {
+      void limiter.take(undefined, new CreateWaiter(`ApiKey/tenant/k${n}`, 'create')).then((permit) => {
         clock.schedule(() => permit.done({ status: 403 }), 50);
       });
       await clock.advanceTo(clock.t + 10);
