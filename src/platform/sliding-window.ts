@@ -6,11 +6,9 @@
 // ARRIVE at least `windowMs` apart, whatever the network or a busy event loop on either side does:
 // no window holds more than `limit` arrivals.
 //
-// The first version counted from the departures, with a 25 ms margin for the difference in travel
-// times; on a loaded machine travel times differed by more than that and the platform answered
-// 429 (3 of 25 in a test, one per 1,000 keys in the benchmark). Counting from the answers
-// costs one round trip per window instead of a fixed margin: 10 per 1,000 ms + latency, 0.91 of
-// the platform's rate with 100 ms answers.
+// Counting from the departures needs a margin for the difference in travel times, and on a loaded
+// machine travel times differ by more than any small margin: the platform answers 429. Counting
+// from the answers costs one round trip per window instead: `limit` per `windowMs` + latency.
 //
 // Latency credit wins most of that round trip back. Two requests of one slot: the first leaves at
 // d1, arrives at A1 = d1 + L1 (outbound leg) and is answered at a1 = A1 + R1 (return leg, the
@@ -33,7 +31,7 @@
 // trips (0.97 of the rate), 1,040 ms with 300 ms (0.96); with jitter, the round trips above the
 // smallest one are not given back (the split between the legs is unknown).
 //
-// No credit (as before) while fewer than 3 x `limit` round trips were answered in the last 10
+// No credit while fewer than 3 x `limit` round trips were answered in the last 10
 // windows or the oldest of them is less than 5 windows old (the first round of a burst also opens
 // connections; a stall lengthens every round trip for seconds: the smallest round trip needs time),
 // for a request without an answer from the platform (failed, aborted: done() without an answer;

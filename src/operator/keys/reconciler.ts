@@ -276,9 +276,8 @@ export class KeyReconciler implements Reconciler {
 
   /**
    * The resource as this pass starts from. A new key (never reconciled, no intent: cache-projection.ts
-   * cachedCopy) from the informer's cache, without a GET: at its turn in a flood that read waited
-   * behind the flood's writes for up to 4 s (docs/benchmarks.md, the fairness section), and every
-   * create of a wave paid it. Safe on a copy behind the apiserver: every decision a new key can
+   * cachedCopy) from the informer's cache, without a GET: at its turn in a flood that read would wait
+   * behind the flood's writes, and every create of a wave would pay it. Safe on a copy behind the apiserver: every decision a new key can
    * come to writes first with the copy's resourceVersion (the finalizer with the intent, or a status
    * patch), which gets 409 on a stale copy before anything is created or said; the pass after a 409
    * (or after any failure of a pass from the cache) reads fresh, and so does a pass while a write of
@@ -385,9 +384,9 @@ export class KeyReconciler implements Reconciler {
         const updated = await updateMetadata(deps, resource, (m) => {
           m.finalizers = [...(m.finalizers ?? []), FINALIZER];
         });
-        // Go on with the resource as written, once: a requeue here went through the queue's global
-        // rate limit (10/s, like client-go's), which every new key paid on its way to the create,
-        // and which then paced a wave of new keys below the platform's own 10/s (bench).
+        // Go on with the resource as written, once: a requeue here would go through the queue's
+        // global rate limit (10/s, like client-go's), which every new key would pay on its way to
+        // the create, pacing a wave of new keys below the platform's own 10/s.
         return mayContinue ? this.#reconcileResource(updated, ctx.logger, false, ctx.record, ctx.worker) : { type: 'Continue' };
       }
       case 'Blocked':

@@ -48,7 +48,7 @@ export interface Worker {
    * Awaits `wait` without holding the worker: the worker takes the next key at once, and this
    * reconcile goes on, once `wait` settles, outside the pool of N workers. The key stays in flight
    * (no other worker reconciles it until this reconcile ends). Nothing here bounds how many
-   * reconciles wait so: the caller does (keys/issuing/create-admission.ts bounds them per organization).
+   * reconciles wait so: the caller does (the key domain bounds them per organization).
    */
   release<T>(wait: Promise<T>): Promise<T>;
   /** Aborts once this process may no longer act (leadership lost, runtime/write-fence.ts): the reconcile should end. */

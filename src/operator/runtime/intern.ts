@@ -1,6 +1,6 @@
 // One instance of each string that many cached objects repeat (a namespace, a kind, a project id, a
-// condition type): JSON.parse makes a new copy of every value, so 10,000 cached resources of one
-// namespace and twenty projects held 10,000 copies of each (about 0.4 KiB a resource).
+// condition type): JSON.parse makes a new copy of every value, so every cached resource of one
+// namespace would hold its own copy of each.
 // Bounded: the values come from objects tenants write, so past MAX_INTERNED distinct strings a new
 // one is returned as it is (a copy again, never a table that grows without end).
 

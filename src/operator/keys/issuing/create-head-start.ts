@@ -1,5 +1,5 @@
 // What a create waits for before its POST, started while the organization membership of its
-// credentials is checked (the reconciler's admitted()) instead of one after the other: the
+// credentials is checked (turns/create-turn.ts) instead of one after the other: the
 // credentials' kind (GET /auth, credentials-kind.ts) and, once that kind may create the key, the
 // credentials Secret's finalizer (credentials-in-use.ts). Nothing here decides anything: the create
 // (create-protocol.ts) checks the kind and keeps the Secret itself, before its intent and its POST,
