@@ -10,14 +10,14 @@
 // The host's load is sampled through the run (the 1-minute average, every 5 s) and written beside
 // the figures.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuthorizationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
 import { teamOf } from './fairness-flood-team.ts';
 import { freePort, kubeconfigYaml, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
+import { OPERATOR_SOURCE, OperatorProcess } from '../test/harness/operator-process.ts';
 import { spawnChild } from './emulator.ts';
-import { stopOperator } from './operator.ts';
 import type { BenchOptions } from './options.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -63,12 +63,13 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
   const dir = mkdtempSync(join(tmpdir(), 'nko-bench-clusters-'));
   let cp: RunningControlPlane | undefined;
   let emulator: Awaited<ReturnType<typeof spawnChild>> | undefined;
-  const operators: ChildProcess[] = [];
+  const operators: OperatorProcess[] = [];
   const children = new Set<ChildProcess>();
   const watches: AbortController[] = [];
   let stopped = false;
   const kill = () => {
-    for (const child of [...operators, ...children]) if (child.exitCode === null) child.kill('SIGKILL');
+    for (const operator of operators) operator.killNow();
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   };
   process.once('exit', kill);
   const loads: number[] = [];
@@ -215,10 +216,8 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     writeFileSync(operatorKubeconfig, kubeconfigYaml(info, token, 'neon-key-operator'), { mode: 0o600 });
     for (const [i, { name, namespace }] of CLUSTERS.entries()) {
       const [metricsPort, healthPort] = [await freePort(), await freePort()];
-      const operator = spawn(
-        process.execPath,
-        [
-          join(ROOT, 'src/operator/main.ts'),
+      const operator = new OperatorProcess({
+        args: [
           `--kubeconfig=${operatorKubeconfig}`,
           `--platform-url=${boot.baseUrl}`,
           `--metrics-bind-address=127.0.0.1:${metricsPort}`,
@@ -229,24 +228,12 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
           `--organization-rate-share=${SHARE}`,
           `--signing-key-secret=${i === 0 ? 'neon-key-operator-signing-key' : secondKey}`,
         ],
-        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: 'info' } },
-      );
+        env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: 'info' },
+        keep: 0,
+        log: join(dir, `operator-${name}.log`),
+      });
       operators.push(operator);
-      const logStream = createWriteStream(join(dir, `operator-${name}.log`));
-      operator.stdout?.pipe(logStream);
-      operator.stderr?.pipe(logStream);
-      for (let j = 0; ; j++) {
-        if (operator.exitCode !== null) throw new Error(`operator ${name} exited (${operator.exitCode})`);
-        if (
-          await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
-            (r) => r.ok,
-            () => false,
-          )
-        )
-          break;
-        if (j > 600) throw new Error(`operator ${name} not ready after 60 s`);
-        await sleep(100);
-      }
+      await operator.ready(healthPort, 60_000, `operator ${name} ready`);
     }
 
     // Both floods at once, each namespace's applied by its team, 32 at a time, from a process of its own (bench/fairness-flood.ts).
@@ -359,7 +346,7 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     log(`clusters: host load (1-minute average) during the floods ${loadText}`);
     return [
       `One organization; the emulator in its own process (\`:memory:\`, 10 key creations per second per organization) with ${LATENCY_MS} ms added to every platform request; ` +
-        "two operators, each in its own process (`node src/operator/main.ts`, 16 workers, `--drift-interval=30s`, the deploy/base ServiceAccount's token, a signing key of its own), " +
+        `two operators, each in its own process (\`node ${OPERATOR_SOURCE}\`, 16 workers, \`--drift-interval=30s\`, the deploy/base ServiceAccount's token, a signing key of its own), ` +
         `each with \`--watch-namespace\` of its own namespace, \`--cluster-name\` alpha or beta and \`--organization-rate-share=${SHARE}\`: two clusters apart but for the organization. ` +
         `The local control plane on loopback. Each namespace's ${fmt(keys)} keys are applied by its team (a user bound to \`edit\` there, impersonated), 32 at a time per namespace, ` +
         "both namespaces at once, from a process of their own. Apply → Ready from the bench's watch of every ApiKey (first apply: when the first create of either flood was sent). " +
@@ -373,7 +360,7 @@ export async function clustersBenchmark(opts: BenchOptions, keys: number): Promi
     stopped = true;
     clearInterval(sampler);
     for (const w of watches) w.abort();
-    for (const operator of operators) await stopOperator(operator);
+    for (const operator of operators) await operator.stop(15_000);
     kill();
     process.off('exit', kill);
     await emulator?.stop().catch(() => undefined);

@@ -1,8 +1,9 @@
 // Fairness between namespaces of one organization (`--only fairness`, issue 25). The operator runs
-// as its own process (`node src/operator/main.ts`, the token of the deploy/base ServiceAccount),
-// the emulator as its own (`:memory:`, its rate limit of 10 key creations per second per
-// organization), with 100 ms added to every platform request (issue 14's latency). One operator
-// and one emulator for every scenario, one after the other, each in namespaces of its own:
+// as its own process (the source entry point, test/harness/operator-process.ts, the token of the
+// deploy/base ServiceAccount), the emulator as its own (`:memory:`, its rate limit of 10 key
+// creations per second per organization), with 100 ms added to every platform request (issue 14's
+// latency). One operator and one emulator for every scenario, one after the other, each in
+// namespaces of its own:
 //
 // 0. one organization's wave alone: `--fair-flood` keys in one namespace, all at once → keys/s ÷ 10,
 //    429s (issue 14's convergence at 100 ms: ≥ 0.95, 0 429s);
@@ -13,16 +14,16 @@
 // 2. ten floods: `--fair-floods` namespaces apply `--fair-flood-each` keys each while another
 //    applies one key every 2 s → its apply → Ready.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuthorizationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
 import { asTeam, teamOf } from './fairness-flood-team.ts';
 import { freePort, kubeconfigYaml, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
+import { OPERATOR_SOURCE, OperatorProcess } from '../test/harness/operator-process.ts';
 import { parseGoDuration } from '../src/operator/go-duration.ts';
 import { spawnChild } from './emulator.ts';
 import { percentile } from './load.ts';
-import { stopOperator } from './operator.ts';
 import type { BenchOptions, FairnessBenchOptions } from './options.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -63,12 +64,12 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
   const dir = mkdtempSync(join(tmpdir(), 'nko-bench-fairness-'));
   let cp: RunningControlPlane | undefined;
   let emulator: Awaited<ReturnType<typeof spawnChild>> | undefined;
-  let operator: ChildProcess | undefined;
+  let operator: OperatorProcess | undefined;
   const watches: AbortController[] = [];
   let stopped = false;
   const floodChildren = new Set<ChildProcess>();
   const killOperator = () => {
-    if (operator !== undefined && operator.exitCode === null) operator.kill('SIGKILL');
+    operator?.killNow();
     for (const child of floodChildren) if (child.exitCode === null) child.kill('SIGKILL');
   };
   process.once('exit', killOperator);
@@ -439,34 +440,20 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     const [metricsPort, healthPort] = [await freePort(), await freePort()];
     // With --profile the operator runs with --cpu-prof: its profile of the whole run is written when SIGTERM stops it (below).
     const profile = opts.profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`, '--cpu-prof-name=operator-fairness.cpuprofile'] : [];
-    operator = spawn(
-      process.execPath,
-      [
-        ...profile,
-        join(ROOT, 'src/operator/main.ts'),
+    operator = new OperatorProcess({
+      nodeFlags: profile,
+      args: [
         `--kubeconfig=${operatorKubeconfig}`,
         `--platform-url=${boot.baseUrl}`,
         `--metrics-bind-address=127.0.0.1:${metricsPort}`,
         `--health-probe-bind-address=127.0.0.1:${healthPort}`,
         `--drift-interval=${o.driftInterval}`,
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: o.stages === true ? 'debug' : 'info' } },
-    );
-    const logStream = createWriteStream(join(dir, 'operator.log'));
-    operator.stdout?.pipe(logStream);
-    operator.stderr?.pipe(logStream);
-    for (let i = 0; ; i++) {
-      if (operator.exitCode !== null) throw new Error(`operator exited (${operator.exitCode})`);
-      if (
-        await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
-          (r) => r.ok,
-          () => false,
-        )
-      )
-        break;
-      if (i > 600) throw new Error('operator not ready after 60 s');
-      await sleep(100);
-    }
+      env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: o.stages === true ? 'debug' : 'info' },
+      keep: 0,
+      log: join(dir, 'operator.log'),
+    });
+    await operator.ready(healthPort, 60_000);
     // Diagnosis (--fair-stages): the operator's event loop delay (prom-client's, reset at each scrape) and CPU seconds.
     const sampleOperator = async (): Promise<void> => {
       const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then(
@@ -625,7 +612,7 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
       .join(', ');
     log(`fairness: apiserver requests by priority level: ${levels}`);
     return [
-      `One organization; the emulator in its own process (\`:memory:\`, 10 key creations per second per organization) with ${LATENCY_MS} ms added to every platform request; the operator in its own process (\`node src/operator/main.ts\`, 16 workers, \`--drift-interval=${o.driftInterval}\`, the deploy/base ServiceAccount's token); the local control plane on loopback. Apply → Ready from the bench's watch of every ApiKey (apply: when the create was sent); a repair ends when the bench's watch of the managed Secrets sees another key id in the Secret. Keys are applied 32 at a time per flooding namespace, from a process of their own (the measuring process applies only the steady keys), each namespace's by its team (a user bound to \`edit\` there, impersonated), so the apiserver serves them at the priority level of a tenant's tools. Requests the apiserver dispatched, by priority level: ${levels}.`,
+      `One organization; the emulator in its own process (\`:memory:\`, 10 key creations per second per organization) with ${LATENCY_MS} ms added to every platform request; the operator in its own process (\`node ${OPERATOR_SOURCE}\`, 16 workers, \`--drift-interval=${o.driftInterval}\`, the deploy/base ServiceAccount's token); the local control plane on loopback. Apply → Ready from the bench's watch of every ApiKey (apply: when the create was sent); a repair ends when the bench's watch of the managed Secrets sees another key id in the Secret. Keys are applied 32 at a time per flooding namespace, from a process of their own (the measuring process applies only the steady keys), each namespace's by its team (a user bound to \`edit\` there, impersonated), so the apiserver serves them at the priority level of a tenant's tools. Requests the apiserver dispatched, by priority level: ${levels}.`,
       '',
       '| scenario | measured | goal |',
       '|---|---|---|',
@@ -635,7 +622,7 @@ export async function fairnessBenchmark(opts: BenchOptions, o: FairnessBenchOpti
     stopped = true;
     for (const w of watches) w.abort();
     // SIGTERM first: the operator's profile (--profile) is written on its way out.
-    if (opts.profileDir !== undefined) await stopOperator(operator);
+    if (opts.profileDir !== undefined) await operator?.stop(15_000);
     killOperator();
     process.off('exit', killOperator);
     await emulator?.stop().catch(() => undefined);

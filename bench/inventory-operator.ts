@@ -13,24 +13,15 @@
 // through its inspector, then the heap used, and the RSS right after that GC), and the platform's
 // requests by route as the emulator counts them (GET /admin/requests): the organization's key list
 // is the drift list; an inventory that costs no request of its own leaves its count unchanged.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
+import { imageNodeFlags, OPERATOR_BUNDLE, OperatorProcess } from '../test/harness/operator-process.ts';
 import { parseGoDuration } from '../src/operator/go-duration.ts';
-import {
-  imageNodeFlags,
-  inspectorSession,
-  limited,
-  procCpuSeconds,
-  procRssBytes,
-  startEmulatorProcess,
-  stopOperator,
-  type EmulatorProcess,
-  type RequestCount,
-} from './operator.ts';
+import { inspectorSession, limited, procCpuSeconds, procRssBytes, startEmulatorProcess, type EmulatorProcess, type RequestCount } from './operator.ts';
 import type { BenchOptions } from './options.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -73,11 +64,9 @@ export async function inventoryBenchmark(opts: BenchOptions): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'nko-bench-inventory-'));
   let cp: RunningControlPlane | undefined;
   let emulator: EmulatorProcess | undefined;
-  let operator: ChildProcess | undefined;
+  let operator: OperatorProcess | undefined;
   let ok = false;
-  const killOperator = () => {
-    if (operator !== undefined && operator.exitCode === null) operator.kill('SIGKILL');
-  };
+  const killOperator = () => operator?.killNow();
   process.once('exit', killOperator);
   try {
     const driftMs = parseGoDuration(o.driftInterval);
@@ -166,37 +155,23 @@ export async function inventoryBenchmark(opts: BenchOptions): Promise<string> {
     const operatorLog = join(dir, 'operator.log');
     await building;
     const nodeFlags = imageNodeFlags();
-    operator = spawn(
-      process.execPath,
-      [
-        ...nodeFlags,
-        `--inspect=127.0.0.1:${inspectPort}`,
-        join(ROOT, 'dist/operator/main.js'),
+    operator = new OperatorProcess({
+      entry: OPERATOR_BUNDLE,
+      nodeFlags: [...nodeFlags, `--inspect=127.0.0.1:${inspectPort}`],
+      args: [
         `--kubeconfig=${operatorKubeconfig}`,
         `--platform-url=${emu.baseUrl}`,
         `--metrics-bind-address=127.0.0.1:${metricsPort}`,
         `--health-probe-bind-address=127.0.0.1:${healthPort}`,
         `--drift-interval=${o.driftInterval}`,
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } },
-    );
-    const logStream = createWriteStream(operatorLog);
-    operator.stdout?.pipe(logStream);
-    operator.stderr?.pipe(logStream);
+      env: { ...process.env, NODE_OPTIONS: '' },
+      keep: 0,
+      log: operatorLog,
+    });
     const pid = operator.pid as number;
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-    for (let i = 0; ; i++) {
-      if (operator.exitCode !== null) throw new Error(`operator exited (${operator.exitCode}); log ${operatorLog}`);
-      if (
-        await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
-          (r) => r.ok,
-          () => false,
-        )
-      )
-        break;
-      if (i > 600) throw new Error('operator not ready after 60 s');
-      await sleep(100);
-    }
+    await operator.ready(healthPort, 60_000, `the operator ready (log ${operatorLog})`);
     log(`operator pid ${pid} ready (node flags ${nodeFlags.join(' ')}; log ${operatorLog})`);
     await sleep(2_000);
     const inspector = await inspectorSession(inspectPort);
@@ -232,7 +207,7 @@ export async function inventoryBenchmark(opts: BenchOptions): Promise<string> {
     let ready = 0;
     let lastLog = performance.now();
     while (ready < o.managed) {
-      if (operator.exitCode !== null) throw new Error(`operator exited (${operator.exitCode}); log ${operatorLog}`);
+      if (operator.child.exitCode !== null) throw new Error(`operator exited (${operator.child.exitCode}); log ${operatorLog}`);
       if (performance.now() - tManaged > o.deadlineSeconds * 1000) throw new Error(`only ${ready} of ${o.managed} keys Ready after ${o.deadlineSeconds} s`);
       await sleep(5_000);
       ready = await readyKeys(metricsUrl);
@@ -333,7 +308,7 @@ export async function inventoryBenchmark(opts: BenchOptions): Promise<string> {
     const perInterval = (w: Window) => fmt(w.lists / ((w.minutes * 60_000) / driftMs), 2);
     ok = true;
     return [
-      `The operator (\`dist/operator/main.js\` with the image's node flags \`${nodeFlags.join(' ')}\`, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane and the emulator (its own process, \`:memory:\`, one organization with ${PROJECTS.length} projects) are on loopback. The organization holds ${fmt(o.others)} keys made directly on the platform (half project-scoped) and ${fmt(o.managed)} ProjectApiKeys the operator issued, in ${o.namespaces} namespaces whose credentials Secrets hold the same administrator's key (one drift list). The emulator has no switch for a faster creation rate and the operator paces at the platform's 10/s, so the keys were made at the real rate: all Ready ${fmt(convergedS)} s after they were applied. Each window below is ${o.intervals} drift intervals at rest (every key past its first drift pass); the inventory is applied between them and was Ready after ${fmt(reportS, 1)} s (live ${fmt(status.live ?? 0)}, managed ${fmt(status.managed ?? 0)}, not managed ${fmt(status.notManaged ?? 0)}, unused ${fmt(status.unused ?? 0)}). RSS from /proc/<pid>/status every 5 s; live heap through the operator's inspector (a full GC, then the heap used), and the RSS a second after that GC; platform requests as the emulator counts them.`,
+      `The operator (\`${OPERATOR_BUNDLE}\` with the image's node flags \`${nodeFlags.join(' ')}\`, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane and the emulator (its own process, \`:memory:\`, one organization with ${PROJECTS.length} projects) are on loopback. The organization holds ${fmt(o.others)} keys made directly on the platform (half project-scoped) and ${fmt(o.managed)} ProjectApiKeys the operator issued, in ${o.namespaces} namespaces whose credentials Secrets hold the same administrator's key (one drift list). The emulator has no switch for a faster creation rate and the operator paces at the platform's 10/s, so the keys were made at the real rate: all Ready ${fmt(convergedS)} s after they were applied. Each window below is ${o.intervals} drift intervals at rest (every key past its first drift pass); the inventory is applied between them and was Ready after ${fmt(reportS, 1)} s (live ${fmt(status.live ?? 0)}, managed ${fmt(status.managed ?? 0)}, not managed ${fmt(status.notManaged ?? 0)}, unused ${fmt(status.unused ?? 0)}). RSS from /proc/<pid>/status every 5 s; live heap through the operator's inspector (a full GC, then the heap used), and the RSS a second after that GC; platform requests as the emulator counts them.`,
       '',
       '| measurement | without an inventory | with the inventory |',
       '|---|---|---|',
@@ -364,7 +339,7 @@ export async function inventoryBenchmark(opts: BenchOptions): Promise<string> {
       `Before any key: RSS ${mb(rss0)} MiB, live heap ${mb(live0)} MiB. Key lists from the inventory's creation to its first report: ${firstLists} (the list the drift checks took kept each key's use only; the inventory's first read takes it once more).`,
     ].join('\n');
   } finally {
-    await stopOperator(operator);
+    await operator?.stop(15_000);
     process.off('exit', killOperator);
     await emulator?.close().catch(() => undefined);
     await cp?.stop().catch(() => undefined);

@@ -1,6 +1,7 @@
-// Operator benchmark (issue 7, parts 1–4). The operator runs as its own process
-// (`node <the image's flags> dist/operator/main.js`, as the Dockerfile's ENTRYPOINT runs it; the ServiceAccount token of deploy/base, like scripts/demo.ts), so
-// its RSS and CPU are its own (/proc/<pid>/status, /proc/<pid>/stat). The local control plane
+// Operator benchmark (issue 7, parts 1–4). The operator runs as its own process (the image's
+// bundle on the image's node flags, as the Dockerfile's ENTRYPOINT runs it:
+// test/harness/operator-process.ts; the ServiceAccount token of deploy/base, like scripts/demo.ts),
+// so its RSS and CPU are its own (/proc/<pid>/status, /proc/<pid>/stat). The local control plane
 // (test/harness/controlplane.ts) and the platform emulator (its own process, `:memory:`, a seed of
 // several organizations with two projects each and one administrator of all of them) are loopback.
 // 1. convergence: `keys` ProjectApiKeys of ONE organization created at once (32 parallel creates)
@@ -20,13 +21,14 @@
 //    latency injected by the emulator into every platform request → keys/s ÷ 10, 429s; (a) drift
 //    from rest: a key revoked outside, a Secret deleted, a Secret edited, a project moved out of its
 //    organization → time until each is repaired or reported.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Bootstrap, Seed } from '../src/emulator/bootstrap.ts';
 import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
+import { imageNodeFlags, OPERATOR_BUNDLE, OperatorProcess } from '../test/harness/operator-process.ts';
 import { parseGoDuration } from '../src/operator/go-duration.ts';
 import { spawnChild } from './emulator.ts';
 import { percentile } from './load.ts';
@@ -191,16 +193,6 @@ export interface EmulatorProcess {
  * bench's process its event loop was shared with the bench's watches of every key, and the
  * arrival times it counts its rate limit by were skewed by their lag.
  */
-/** Stops the operator's process as Kubernetes would: SIGTERM, then SIGKILL after 15 s. */
-export async function stopOperator(operator: ChildProcess | undefined): Promise<void> {
-  if (operator === undefined || operator.exitCode !== null) return;
-  const exited = new Promise((resolve) => operator.once('exit', resolve));
-  operator.kill('SIGTERM');
-  const t = setTimeout(() => operator.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(t);
-}
-
 export async function startEmulatorProcess(dir: string, seed: Seed): Promise<EmulatorProcess> {
   const seedFile = join(dir, 'seed.json');
   writeFileSync(seedFile, JSON.stringify(seed));
@@ -248,29 +240,17 @@ export async function inspectorSession(port: number): Promise<{ call(method: str
   };
 }
 
-/** The node flags of the image's ENTRYPOINT (Dockerfile), so the figures are those of what ships. */
-export function imageNodeFlags(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')): string[] {
-  const line = dockerfile.split('\n').find((l) => l.startsWith('ENTRYPOINT '));
-  const argv = JSON.parse(line?.slice('ENTRYPOINT '.length) ?? 'null') as string[] | null;
-  const node = argv?.indexOf('node') ?? -1;
-  const main = argv?.indexOf('dist/operator/main.js') ?? -1;
-  if (argv === null || node < 0 || main < node) throw new Error("the Dockerfile's ENTRYPOINT does not run node dist/operator/main.js");
-  return argv.slice(node + 1, main);
-}
-
 export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
   const o = opts.operator;
   const log = opts.log;
   const dir = mkdtempSync(join(tmpdir(), 'nko-bench-operator-'));
   let cp: RunningControlPlane | undefined;
   let emulator: EmulatorProcess | undefined;
-  let operator: ChildProcess | undefined;
+  let operator: OperatorProcess | undefined;
   const watches: AbortController[] = [];
   let stopped = false;
   let ok = false;
-  const killOperator = () => {
-    if (operator !== undefined && operator.exitCode === null) operator.kill('SIGKILL');
-  };
+  const killOperator = () => operator?.killNow();
   process.once('exit', killOperator);
   try {
     const binDir = await new Promise<string>((resolve, reject) =>
@@ -393,7 +373,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const [metricsPort, healthPort, inspectPort] = [await freePort(), await freePort(), await freePort()];
     const operatorLog = join(dir, 'operator.log');
     // As the image runs it: the build of the image (`npm run build`: tsc, then the operator bundled
-    // into dist/operator/main.js) with the image's node flags.
+    // into dist/) with the image's node flags.
     log('building dist/ (npm run build)');
     await new Promise<void>((resolve, reject) =>
       execFile('npm', ['run', '--silent', 'build'], { cwd: ROOT }, (err, _stdout, stderr) =>
@@ -402,15 +382,11 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     );
     const nodeFlags = imageNodeFlags();
     log(`operator node flags (from the Dockerfile's ENTRYPOINT): ${nodeFlags.join(' ')}`);
-    operator = spawn(
-      process.execPath,
-      [
-        // With --profile the operator's soak is profiled through its inspector (below): the window at rest alone.
-        ...nodeFlags,
-        '--heapsnapshot-signal=SIGUSR2',
-        `--diagnostic-dir=${dir}`,
-        `--inspect=127.0.0.1:${inspectPort}`,
-        join(ROOT, 'dist/operator/main.js'),
+    operator = new OperatorProcess({
+      entry: OPERATOR_BUNDLE,
+      // With --profile the operator's soak is profiled through its inspector (below): the window at rest alone.
+      nodeFlags: [...nodeFlags, '--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`, `--inspect=127.0.0.1:${inspectPort}`],
+      args: [
         `--kubeconfig=${operatorKubeconfig}`,
         `--platform-url=${emu.baseUrl}`,
         `--metrics-bind-address=127.0.0.1:${metricsPort}`,
@@ -418,11 +394,10 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
         `--drift-interval=${o.driftInterval}`,
         ...(o.workers !== undefined ? [`--workers=${o.workers}`] : []),
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } },
-    );
-    const logStream = createWriteStream(operatorLog);
-    operator.stdout?.pipe(logStream);
-    operator.stderr?.pipe(logStream);
+      env: { ...process.env, NODE_OPTIONS: '' },
+      keep: 0,
+      log: operatorLog,
+    });
     const pid = operator.pid as number;
     const processNames = new Map([
       [pid, 'operator'],
@@ -430,18 +405,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     ]);
     const driftMs = parseGoDuration(o.driftInterval) ?? 300_000;
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-    for (let i = 0; ; i++) {
-      if (operator.exitCode !== null) throw new Error(`operator exited (${operator.exitCode}); log ${operatorLog}`);
-      if (
-        await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
-          (r) => r.ok,
-          () => false,
-        )
-      )
-        break;
-      if (i > 600) throw new Error('operator not ready after 60 s');
-      await sleep(100);
-    }
+    await operator.ready(healthPort, 60_000, `the operator ready (log ${operatorLog})`);
     log(`operator pid ${pid} ready (log ${operatorLog})`);
     await sleep(2000);
     const rss0 = procRssBytes(pid);
@@ -456,7 +420,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     };
     const snapshot = async (label: string): Promise<void> => {
       if (o.heapSnapshotDir === undefined) return;
-      operator?.kill('SIGUSR2');
+      operator?.signal('SIGUSR2');
       const deadline = performance.now() + 120_000;
       let file: string | undefined;
       while (file === undefined && performance.now() < deadline) {
@@ -497,7 +461,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
         const ready = names.filter((n) => readyAt.has(n)).length;
         if (ready === names.length) return true;
         if (performance.now() > end) return false;
-        if (operator?.exitCode !== null) throw new Error(`operator exited; log ${operatorLog}`);
+        if (operator?.child.exitCode !== null) throw new Error(`operator exited; log ${operatorLog}`);
         if (performance.now() - lastLog > 15_000) {
           lastLog = performance.now();
           log(`  ${fmt(ready)} / ${fmt(names.length)} Ready`);
@@ -856,7 +820,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const routes = (rs: RequestCount[], perMinute: number) =>
       rs.map((r) => `| ${r.method} ${r.route} | ${r.status} | ${fmt(r.count)} | ${fmt(r.count / perMinute, 1)} |`);
     const lines = [
-      `The operator (\`dist/operator/main.js\` with the image's node flags \`${nodeFlags.join(' ')}\`, ${o.workers ?? 16} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (its own process, \`:memory:\`, time scale 1 with its own background operations, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`), live heap from its inspector (\`--inspect\` on loopback: a full GC, then the heap used); apiserver requests from the apiserver's \`apiserver_request_total\` (keys, Secrets, events; watches left out; the bench's own creates subtracted). Writes per issued key count every write on those (events included) during the wave, divided by the keys it issued.`,
+      `The operator (\`${OPERATOR_BUNDLE}\` with the image's node flags \`${nodeFlags.join(' ')}\`, ${o.workers ?? 16} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (its own process, \`:memory:\`, time scale 1 with its own background operations, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`), live heap from its inspector (\`--inspect\` on loopback: a full GC, then the heap used); apiserver requests from the apiserver's \`apiserver_request_total\` (keys, Secrets, events; watches left out; the bench's own creates subtracted). Writes per issued key count every write on those (events included) during the wave, divided by the keys it issued.`,
       '',
       '| measurement | result | target |',
       '|---|---|---|',
@@ -901,7 +865,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
   } finally {
     stopped = true;
     for (const w of watches) w.abort();
-    await stopOperator(operator);
+    await operator?.stop(15_000);
     process.off('exit', killOperator);
     await emulator?.close().catch(() => undefined);
     await cp?.stop().catch(() => undefined);

@@ -1,12 +1,11 @@
-// The operator as the Deployment runs it (`node src/operator/main.ts`), a child process so it can be
-// SIGKILLed at any instruction and started again. Every incarnation appends to one log file, which
-// the leak check reads whole; an exit this campaign did not cause is counted as a crash.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+// The operator as the Deployment runs it (the source entry point, test/harness/operator-process.ts),
+// a child process so it can be SIGKILLed at any instruction and started again. Every incarnation
+// appends to one log file, which the leak check reads whole; an exit this campaign did not cause is
+// counted as a crash.
 import { appendFileSync, createWriteStream, type WriteStream } from 'node:fs';
-import { join } from 'node:path';
 import { freePort } from '../test/harness/controlplane.ts';
-import { CHAOS_MIN_ROTATION_GRACE, root } from './environment.ts';
+import { OperatorProcess as Operator } from '../test/harness/operator-process.ts';
+import { CHAOS_MIN_ROTATION_GRACE } from './environment.ts';
 import { sleep } from './options.ts';
 
 export interface OperatorProcessOptions {
@@ -19,7 +18,7 @@ export interface OperatorProcessOptions {
 
 export class OperatorProcess {
   readonly #o: OperatorProcessOptions;
-  #child: ChildProcess | undefined;
+  #operator: Operator | undefined;
   #log: WriteStream;
   #metricsPort = 0;
   #killing = false;
@@ -41,7 +40,7 @@ export class OperatorProcess {
   }
 
   get running(): boolean {
-    return this.#child !== undefined && this.#child.exitCode === null && this.#child.signalCode === null;
+    return this.#operator?.running === true;
   }
 
   async start(): Promise<void> {
@@ -49,10 +48,8 @@ export class OperatorProcess {
     this.#metricsPort = await freePort();
     this.starts += 1;
     this.#log.write(`${JSON.stringify({ chaos: 'start', incarnation: this.starts, at: new Date().toISOString() })}\n`);
-    const child = spawn(
-      process.execPath,
-      [
-        join(root, 'src/operator/main.ts'),
+    const operator = new Operator({
+      args: [
         `--kubeconfig=${this.#o.kubeconfig}`,
         `--platform-url=${this.#o.platformUrl}`,
         `--metrics-bind-address=127.0.0.1:${this.#metricsPort}`,
@@ -62,34 +59,34 @@ export class OperatorProcess {
         `--min-rotation-grace=${CHAOS_MIN_ROTATION_GRACE}`,
         '--workers=4',
       ],
-      { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug' }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'debug' },
+      keep: 0,
+      log: this.#log,
+    });
     this.readyAt = undefined;
     this.#startedAt = Date.now();
-    child.stdout?.on('data', (chunk: Buffer) => {
-      if (this.readyAt === undefined && this.#child === child && chunk.includes('"msg":"operator started"')) {
+    const unsubscribe = operator.onLogLine((line) => {
+      if (line.msg !== 'operator started') return;
+      unsubscribe();
+      if (this.readyAt === undefined && this.#operator === operator) {
         this.readyAt = Date.now();
         this.lastStartupMs = this.readyAt - this.#startedAt;
       }
     });
-    child.stdout?.pipe(this.#log, { end: false });
-    child.stderr?.pipe(this.#log, { end: false });
-    child.once('exit', (code, signal) => {
-      if (this.#child === child && !this.#killing) {
+    void operator.exited.then(({ code, signal }) => {
+      if (this.#operator === operator && !this.#killing) {
         this.crashes.push(`incarnation ${this.starts} exited (${code ?? signal}) at ${new Date().toISOString()}`);
       }
     });
-    this.#child = child;
+    this.#operator = operator;
   }
 
   /** SIGKILL: no drain, no exit handler, whatever the operator was doing. */
   async kill(): Promise<void> {
-    const child = this.#child;
-    if (child === undefined || !this.running) return;
+    const operator = this.#operator;
+    if (operator === undefined || !this.running) return;
     this.#killing = true;
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
+    await operator.kill('SIGKILL');
     this.#killing = false;
     this.kills += 1;
     this.#log.write(`${JSON.stringify({ chaos: 'SIGKILL', incarnation: this.starts, at: new Date().toISOString() })}\n`);
@@ -112,14 +109,9 @@ export class OperatorProcess {
 
   /** SIGTERM and wait for the drain (end of the campaign). */
   async stop(): Promise<void> {
-    const child = this.#child;
-    if (child !== undefined && this.running) {
+    if (this.running) {
       this.#killing = true;
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(timer);
+      await this.#operator?.stop(30_000);
     }
     await sleep(50);
     await new Promise<void>((resolve) => this.#log.end(resolve));
@@ -127,7 +119,7 @@ export class OperatorProcess {
 
   /** For exit handlers: no waiting. */
   killNow(): void {
-    if (this.running) this.#child?.kill('SIGKILL');
+    this.#operator?.killNow();
   }
 
   note(text: string): void {

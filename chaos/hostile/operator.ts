@@ -4,16 +4,12 @@
 // started again, as the kubelet would. A planned restart (restart()) is a rollout's: SIGTERM, the
 // drain (SIGKILL after the Pod's terminationGracePeriodSeconds), then a new incarnation at once; it
 // is counted apart, with its window (the SIGTERM to the new incarnation's "operator started").
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync, type WriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { freePort } from '../../test/harness/controlplane.ts';
-import { root } from '../environment.ts';
+import { buildBundle, imageNodeFlags, OperatorProcess } from '../../test/harness/operator-process.ts';
 import { sleep } from '../options.ts';
 import { processMemory, type MemoryCage } from './memory.ts';
-
-const run = promisify(execFile);
 
 export interface OperatorExit {
   incarnation: number;
@@ -38,18 +34,6 @@ export interface PlannedRestart {
 /** The deployment's terminationGracePeriodSeconds (deploy/base/deployment.yaml). */
 const TERMINATION_GRACE_MS = 30_000;
 
-/** The node flags of the image (the Dockerfile's ENTRYPOINT between `node` and the bundle). */
-function imageNodeFlags(): string[] {
-  const line = readFileSync(join(root, 'Dockerfile'), 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('ENTRYPOINT '));
-  const argv = JSON.parse(line?.slice('ENTRYPOINT '.length) ?? 'null') as string[] | null;
-  const node = argv?.indexOf('node') ?? -1;
-  const main = argv?.indexOf('dist/operator/main.js') ?? -1;
-  if (argv === null || node < 0 || main < node) throw new Error("the Dockerfile's ENTRYPOINT does not run node dist/operator/main.js");
-  return argv.slice(node + 1, main);
-}
-
 export class CagedOperator {
   readonly #cage: MemoryCage;
   readonly #kubeconfig: string;
@@ -57,10 +41,10 @@ export class CagedOperator {
   readonly #workers: number;
   readonly #log: WriteStream;
   readonly #bundle: string;
-  #child: ChildProcess | undefined;
+  #operator: OperatorProcess | undefined;
   #stopping = false;
-  /** The child being stopped by restart(): its exit is planned. */
-  #restarting: ChildProcess | undefined;
+  /** The incarnation being stopped by restart(): its exit is planned. */
+  #restarting: OperatorProcess | undefined;
   readonly restarts: PlannedRestart[] = [];
   #sampler: NodeJS.Timeout | undefined;
   #metricsPort = 0;
@@ -90,17 +74,16 @@ export class CagedOperator {
   }
 
   get pid(): number | undefined {
-    return this.running ? this.#child?.pid : undefined;
+    return this.running ? this.#operator?.pid : undefined;
   }
 
   get running(): boolean {
-    return this.#child !== undefined && this.#child.exitCode === null && this.#child.signalCode === null;
+    return this.#operator?.running === true;
   }
 
   /** The image's bundle, built from this tree into the run's folder. */
   async build(): Promise<void> {
-    mkdirSync(join(this.#bundle, '..'), { recursive: true });
-    await run('npm', ['run', '--silent', 'bundle', '--', `--outfile=${this.#bundle}`], { cwd: root });
+    await buildBundle(this.#bundle);
   }
 
   async start(): Promise<void> {
@@ -110,40 +93,44 @@ export class CagedOperator {
     this.#incarnationPeak = 0;
     this.#log.write(`${JSON.stringify({ hostile: 'start', incarnation: this.starts, at: new Date().toISOString() })}\n`);
     const incarnation = this.starts;
-    const [command, ...args] = this.#cage.wrap([
-      process.execPath,
-      ...this.nodeFlags,
-      this.#bundle,
-      `--kubeconfig=${this.#kubeconfig}`,
-      `--platform-url=${this.#platformUrl}`,
-      `--metrics-bind-address=127.0.0.1:${this.#metricsPort}`,
-      '--health-probe-bind-address=127.0.0.1:0',
-      '--drift-interval=10s',
-      '--pending-grace=10s',
-      `--workers=${this.#workers}`,
-    ]);
     const oomBefore = this.#cage.oomKills();
-    const child = spawn(command!, args, { env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', HOME: '/tmp' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const operator = new OperatorProcess({
+      entry: this.#bundle,
+      nodeFlags: this.nodeFlags,
+      args: [
+        `--kubeconfig=${this.#kubeconfig}`,
+        `--platform-url=${this.#platformUrl}`,
+        `--metrics-bind-address=127.0.0.1:${this.#metricsPort}`,
+        '--health-probe-bind-address=127.0.0.1:0',
+        '--drift-interval=10s',
+        '--pending-grace=10s',
+        `--workers=${this.#workers}`,
+      ],
+      wrap: (argv) => this.#cage.wrap(argv),
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', HOME: '/tmp' },
+      keep: 0,
+      log: this.#log,
+    });
     this.readyAt = undefined;
-    child.stdout?.on('data', (chunk: Buffer) => {
-      if (this.readyAt === undefined && this.#child === child && chunk.includes('"msg":"operator started"')) {
+    const unsubscribe = operator.onLogLine((line) => {
+      if (line.msg !== 'operator started') return;
+      unsubscribe();
+      if (this.readyAt === undefined && this.#operator === operator) {
         this.readyAt = Date.now();
         const planned = this.restarts.at(-1);
         if (planned !== undefined && planned.incarnation === incarnation && planned.readyAt === undefined) planned.readyAt = this.readyAt;
       }
     });
-    child.stdout?.pipe(this.#log, { end: false });
-    child.stderr?.pipe(this.#log, { end: false });
-    child.once('exit', (code, signal) => {
-      if (this.#stopping && this.#child === child) return;
-      if (this.#restarting === child) return;
+    void operator.exited.then(({ code, signal }) => {
+      if (this.#stopping && this.#operator === operator) return;
+      if (this.#restarting === operator) return;
       const oomKilled = this.#cage.oomKills() > oomBefore;
       this.exits.push({ incarnation, at: new Date().toISOString(), code, signal, oomKilled, peakRssMiB: mib(this.#incarnationPeak) });
       this.#log.write(`${JSON.stringify({ hostile: 'exit', incarnation, code, signal, oomKilled })}\n`);
       // As the kubelet: started again after a moment.
       setTimeout(() => void this.start(), 1_000).unref();
     });
-    this.#child = child;
+    this.#operator = operator;
     this.#sampler ??= setInterval(() => this.#sample(), 200);
   }
 
@@ -153,8 +140,8 @@ export class CagedOperator {
    * restarted already).
    */
   async restart(): Promise<PlannedRestart | undefined> {
-    const child = this.#child;
-    if (child === undefined || !this.running || this.#stopping) return undefined;
+    const operator = this.#operator;
+    if (operator === undefined || !this.running || this.#stopping) return undefined;
     const planned: PlannedRestart = {
       incarnation: this.starts + 1,
       from: Date.now(),
@@ -164,16 +151,10 @@ export class CagedOperator {
       signal: null,
       killed: false,
     };
-    this.#restarting = child;
+    this.#restarting = operator;
     this.#log.write(`${JSON.stringify({ hostile: 'restart', incarnation: this.starts, at: new Date().toISOString() })}\n`);
-    const exited = new Promise<[number | null, string | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => {
-      planned.killed = true;
-      child.kill('SIGKILL');
-    }, TERMINATION_GRACE_MS);
-    [planned.code, planned.signal] = await exited;
-    clearTimeout(timer);
+    const exit = await operator.stop(TERMINATION_GRACE_MS);
+    [planned.code, planned.signal, planned.killed] = [exit.code, exit.signal, exit.killed];
     planned.drainedAt = Date.now();
     this.restarts.push(planned);
     this.#restarting = undefined;
@@ -219,21 +200,14 @@ export class CagedOperator {
     this.#stopping = true;
     this.#sample();
     clearInterval(this.#sampler);
-    const child = this.#child;
-    if (child !== undefined && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await this.#operator?.stop(20_000);
     await sleep(50);
     await new Promise<void>((resolve) => this.#log.end(resolve));
   }
 
   killNow(): void {
     this.#stopping = true;
-    if (this.running) this.#child?.kill('SIGKILL');
+    this.#operator?.killNow();
   }
 }
 

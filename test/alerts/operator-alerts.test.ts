@@ -1,13 +1,13 @@
-// The alerts against a running operator: the operator process (`node src/operator/main.ts`, as the
-// Deployment runs it) serves every metric the rules and the dashboard name, and controller-runtime's
-// generic families; a real Prometheus, built from the Go module github.com/prometheus/prometheus,
-// scrapes it with the scrape configuration that the chart's rendered ServiceMonitor implies (its
-// honorLabels and relabelling, as prometheus-operator generates it: monitoring-tools.ts) and
-// evaluates the chart's rules (rendered by helm with a short `for`). A tenant's key whose credentials
-// Secret is missing fires NeonKeyOperatorCredentialsUnusable in the tenant's namespace; revoking a
-// resource's credentials on the platform fires NeonKeyOperatorCredentialsRefused there too, and
-// fixing them resolves it. Prometheus listens on loopback, keeps its data in a temporary folder, and
-// is stopped at the end.
+// The alerts against a running operator: the operator process (the source entry point, as the
+// Deployment runs it: test/harness/operator-process.ts) serves every metric the rules and the
+// dashboard name, and controller-runtime's generic families; a real Prometheus, built from the Go
+// module github.com/prometheus/prometheus, scrapes it with the scrape configuration that the
+// chart's rendered ServiceMonitor implies (its honorLabels and relabelling, as prometheus-operator
+// generates it: monitoring-tools.ts) and evaluates the chart's rules (rendered by helm with a short
+// `for`). A tenant's key whose credentials Secret is missing fires NeonKeyOperatorCredentialsUnusable
+// in the tenant's namespace; revoking a resource's credentials on the platform fires
+// NeonKeyOperatorCredentialsRefused there too, and fixing them resolves it. Prometheus listens on
+// loopback, keeps its data in a temporary folder, and is stopped at the end.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -20,6 +20,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { OperatorProcess } from '../harness/operator-process.ts';
 import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT } from '../operator/support.ts';
 import {
   alertRules,
@@ -28,7 +29,6 @@ import {
   helmTool,
   metricNames,
   prometheusBin,
-  root,
   scrapeConfigsOf,
   type RuleGroup,
   type Service,
@@ -61,12 +61,12 @@ async function stop(child: ChildProcess | undefined): Promise<void> {
 describe('the alerts on a running operator', () => {
   let cp: ControlPlane;
   let emulator: Emulator;
-  let operator: ChildProcess | undefined;
+  let operator: OperatorProcess | undefined;
+  const operatorOutput = (): string => operator?.output() ?? '';
   let prometheus: ChildProcess | undefined;
   let namespace: string;
   let scratch: string;
   let metricsPort: number;
-  let operatorOutput = '';
   let prometheusOutput = '';
   let objects: CustomObjectsApi;
   let core: CoreV1Api;
@@ -108,10 +108,8 @@ describe('the alerts on a running operator', () => {
     const health = await freePort();
     metricsPort = await freePort();
     // A drift check every second, and a key unverifiable after two: the refusal shows in seconds.
-    operator = spawn(
-      process.execPath,
-      [
-        join(root, 'src/operator/main.ts'),
+    operator = new OperatorProcess({
+      args: [
         '--kubeconfig',
         join(scratch, 'kubeconfig'),
         '--platform-url',
@@ -126,16 +124,7 @@ describe('the alerts on a running operator', () => {
         '--unverified-after',
         '2s',
       ],
-      {
-        env: { PATH: process.env.PATH, POD_NAME: `alerts-${namespace}`, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    operator.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      operatorOutput += chunk;
-    });
-    operator.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      operatorOutput += chunk;
+      env: { PATH: process.env.PATH, POD_NAME: `alerts-${namespace}`, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' },
     });
     // Standbys are ready too: wait for the Lease (its Role names one Lease; another suite's operator may hold it a moment).
     await eventually(
@@ -144,13 +133,13 @@ describe('the alerts on a running operator', () => {
       90_000,
       'the operator ready and leading',
     ).catch((error: unknown) => {
-      throw new Error(`${String(error)}\n--- operator:\n${operatorOutput.slice(-3_000)}`, { cause: error });
+      throw new Error(`${String(error)}\n--- operator:\n${operatorOutput().slice(-3_000)}`, { cause: error });
     });
   }, 150_000);
 
   afterAll(async () => {
     await stop(prometheus);
-    await stop(operator);
+    await operator?.stop(5_000);
     await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
     await emulator?.close();
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
@@ -397,12 +386,12 @@ describe('the alerts on a running operator', () => {
       await eventually(async () => ((await refused()).length === 0 ? true : undefined), 30_000, 'NeonKeyOperatorCredentialsRefused resolved');
     } catch (error) {
       throw new Error(
-        `${error instanceof Error ? error.message : String(error)}\n--- prometheus:\n${prometheusOutput.slice(-3_000)}\n--- operator:\n${operatorOutput.slice(-3_000)}`,
+        `${error instanceof Error ? error.message : String(error)}\n--- prometheus:\n${prometheusOutput.slice(-3_000)}\n--- operator:\n${operatorOutput().slice(-3_000)}`,
         { cause: error },
       );
     }
     expect(keys.length).toBeGreaterThanOrEqual(3);
-    for (const key of keys) expect(`${operatorOutput}${prometheusOutput}${await metrics()}`).not.toContain(key);
+    for (const key of keys) expect(`${operatorOutput()}${prometheusOutput}${await metrics()}`).not.toContain(key);
   }, 240_000);
 
   it("serves the generic families under controller-runtime's names and labels, each with a sample (after the reconciles above)", async () => {

@@ -1,12 +1,12 @@
 // The Helm chart as users get it: linted strictly, rendered by the real helm, its RBAC held to the
 // contract, its CRDs and rules the same as the top-level crds/ and deploy/base (one truth each).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VersionApi } from '@kubernetes/client-node';
 import { controlPlane } from '../harness/index.ts';
+import { OPERATOR_SOURCE, runOperatorSync } from '../harness/operator-process.ts';
 import { baseDir, byKind, chartDir, CommandError, parseYaml, permissions, root, tools, type K8sObject, type PolicyRule, type Tools } from './kube-tools.ts';
 import { clusterWideGrants, issuerEventsGrants, issuerGrants, ISSUER_EVENTS_NAMESPACE, ownNamespaceGrants, reconcileGrants } from './rbac-contract.ts';
 import { FlagError, readFlags } from '../../src/operator/flags.ts';
@@ -641,7 +641,7 @@ describe('the Helm chart', () => {
     expect(monitor.spec.endpoints[0]).toMatchObject({ port: 'metrics', path: '/metrics' });
   });
 
-  it('passes the operator only flags it declares (node src/operator/main.ts parses them strictly)', async () => {
+  it(`passes the operator only flags it declares (node ${OPERATOR_SOURCE} parses them strictly)`, async () => {
     const objects = await t.template('neon-key-operator', 'ops', ['watchNamespaces={team-a}', 'workers=8', 'driftInterval=10m', 'namespaceCredentials=forbid']);
     const args = operatorContainer(onlyOne(objects, 'Deployment') as Deployment).args;
     expect(args.map((a) => a.replace(/=.*/, '')).sort()).toEqual([
@@ -657,7 +657,7 @@ describe('the Helm chart', () => {
     ]);
     expect(args).toContain('--watch-namespace=team-a');
     // parseArgs (strict) rejects an unknown flag or a value given to a boolean before --help prints.
-    const result = spawnSync(process.execPath, [join(root, 'src/operator/main.ts'), ...args, '--help'], { encoding: 'utf8', timeout: 30_000 });
+    const result = runOperatorSync({ args: [...args, '--help'], timeoutMs: 30_000 });
     expect(result.stderr).not.toMatch(/ERR_PARSE_ARGS/);
     expect(result.status).toBe(0);
     expect(result.stdout).toContain('--platform-url');

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { imageNodeFlags, OPERATOR_BUNDLE, OPERATOR_SOURCE, runOperatorSync } from '../harness/operator-process.ts';
 import { root } from './kube-tools.ts';
 
 const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
@@ -63,20 +64,20 @@ describe('the container image', () => {
     ]);
   });
 
-  it('runs node dist/operator/main.js under tini as uid 65532, exposing the chart ports, with OCI labels', () => {
+  it(`runs node ${OPERATOR_BUNDLE} under tini as uid 65532, exposing the chart ports, with OCI labels`, () => {
     expect(runtime).toContain('USER 65532:65532');
     const entrypoint = runtime.find((l) => l.startsWith('ENTRYPOINT '));
     const argv = JSON.parse(entrypoint?.slice('ENTRYPOINT '.length) ?? 'null') as string[];
     expect(argv.slice(0, 3)).toEqual(['/usr/bin/tini', '--', 'node']);
-    expect(argv.at(-1)).toBe('dist/operator/main.js');
-    // Between them only node's own flags (the memory flags bench/operator.ts reads from here).
+    expect(argv.at(-1)).toBe(OPERATOR_BUNDLE);
+    // Between them only node's own flags (the memory flags test/harness/operator-process.ts reads from here for the benches and tests).
     for (const flag of argv.slice(3, -1)) expect(flag).toMatch(/^--[a-z-]+(=\S+)?$/);
     expect(runtime.some((l) => /apt-get install -y --no-install-recommends tini\b/.test(l))).toBe(true);
     expect(runtime).toContain('EXPOSE 8080 8081');
     const values = readFileSync(join(root, 'deploy/helm/neon-key-operator/values.yaml'), 'utf8');
     expect(values).toMatch(/^metrics:\n {2}# [^\n]*\n {2}port: 8080$/m);
     expect(values).toMatch(/^health:\n {2}# [^\n]*\n {2}port: 8081$/m);
-    // tsc -p tsconfig.build.json maps src/operator/main.ts to dist/operator/main.js.
+    // tsc -p tsconfig.build.json maps OPERATOR_SOURCE (src/) to OPERATOR_BUNDLE (dist/).
     const buildConfig = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { rootDir: string; outDir: string } };
     expect(buildConfig.compilerOptions).toMatchObject({ rootDir: 'src', outDir: 'dist' });
     const labels = runtime.filter((l) => l.startsWith('LABEL')).join(' ');
@@ -95,8 +96,8 @@ describe('the container image', () => {
     expect(build.indexOf('ARG VERSION')).toBeLessThan(buildStep);
     expect(build.indexOf('ARG REVISION')).toBeLessThan(buildStep);
     const bundle = scripts.bundle ?? '';
-    expect(bundle.startsWith('esbuild src/operator/main.ts --bundle --platform=node --format=esm ')).toBe(true);
-    expect(bundle).toContain(' --outfile=dist/operator/main.js ');
+    expect(bundle.startsWith(`esbuild ${OPERATOR_SOURCE} --bundle --platform=node --format=esm `)).toBe(true);
+    expect(bundle).toContain(` --outfile=${OPERATOR_BUNDLE} `);
     expect(bundle).toContain(' --sourcemap ');
     // Identifiers stay: stack traces in the logs name the functions.
     expect(bundle).not.toMatch(/--minify(?!-whitespace|-syntax)/);
@@ -114,7 +115,7 @@ describe('the container image', () => {
     try {
       writeFileSync(join(out, 'package.json'), '{"type": "module"}\n');
       const outfile = join(out, 'main.js');
-      execFileSync('sh', ['-c', bundle.replace(' --outfile=dist/operator/main.js ', ` --outfile=${outfile} `)], {
+      execFileSync('sh', ['-c', bundle.replace(` --outfile=${OPERATOR_BUNDLE} `, ` --outfile=${outfile} `)], {
         cwd: root,
         env: { ...process.env, PATH: `${join(root, 'node_modules/.bin')}:${process.env.PATH ?? ''}` },
         stdio: 'pipe',
@@ -126,10 +127,11 @@ describe('the container image', () => {
       const nonAscii = [...readFileSync(outfile, 'latin1').matchAll(/[^\t\n\r -~]/g)].map((m) => m.index);
       expect(nonAscii).toEqual([]);
       expect(readFileSync(`${outfile}.LEGAL.txt`, 'utf8')).toContain('MIT');
-      const entrypoint = JSON.parse(runtime.find((l) => l.startsWith('ENTRYPOINT '))?.slice('ENTRYPOINT '.length) ?? 'null') as string[];
-      const nodeFlags = entrypoint.slice(entrypoint.indexOf('node') + 1, -1);
+      const nodeFlags = imageNodeFlags(dockerfile);
       expect(nodeFlags.length).toBeGreaterThan(0);
-      const help = spawnSync(process.execPath, [...nodeFlags, outfile, '--help'], { encoding: 'utf8', cwd: out, env: { ...process.env, NODE_OPTIONS: '' } });
+      // The bundle in `out`, run there on the image's node flags.
+      const bundled = (args: string[]) => runOperatorSync({ entry: outfile, nodeFlags, args, cwd: out, env: { ...process.env, NODE_OPTIONS: '' } });
+      const help = bundled(['--help']);
       expect(help.stderr).toBe('');
       expect(help.status).toBe(0);
       expect(help.stdout).toMatch(/^neon-key-operator\n/);
@@ -139,18 +141,10 @@ describe('the container image', () => {
         env: { ...process.env, VERSION: '9.8.7-test', REVISION: '0123456789abcdef' },
         stdio: 'pipe',
       });
-      const version = spawnSync(process.execPath, [...nodeFlags, outfile, '--version'], {
-        encoding: 'utf8',
-        cwd: out,
-        env: { ...process.env, NODE_OPTIONS: '' },
-      });
+      const version = bundled(['--version']);
       expect(version.stdout).toBe('neon-key-operator 9.8.7-test (revision 0123456789abcdef)\n');
       // The operator's own code runs too: a bad flag stops it at start-up, saying which.
-      const bad = spawnSync(process.execPath, [...nodeFlags, outfile, '--workers=x'], {
-        encoding: 'utf8',
-        cwd: out,
-        env: { ...process.env, NODE_OPTIONS: '' },
-      });
+      const bad = bundled(['--workers=x']);
       expect(bad.status).not.toBe(0);
       expect(bad.stderr).toContain('--workers');
     } finally {

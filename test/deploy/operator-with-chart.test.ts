@@ -2,9 +2,7 @@
 // exactly the Deployment's args and env and the token of the chart's ServiceAccount, against the
 // platform emulator. Proves that what the chart grants and passes is enough to issue and revoke a key.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +11,8 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { testCrdYaml } from '../harness/crds.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { byKind, chartDir, parseYaml, root, tools, type K8sObject, type Tools } from './kube-tools.ts';
+import { OperatorProcess } from '../harness/operator-process.ts';
+import { byKind, chartDir, parseYaml, tools, type K8sObject, type Tools } from './kube-tools.ts';
 
 const suffix = randomBytes(3).toString('hex');
 const ns = `chartop-${suffix}`;
@@ -36,8 +35,8 @@ describe("the operator run with the chart's RBAC, args and env", () => {
   let cp: ControlPlane;
   let t: Tools;
   let emulator: Emulator;
-  let operator: ChildProcess | undefined;
-  let operatorLog = '';
+  let operator: OperatorProcess | undefined;
+  const operatorLog = (): string => operator?.output() ?? '';
   /** The operator's kubeconfig folder, removed in afterAll. */
   let scratch: string | undefined;
 
@@ -46,9 +45,9 @@ describe("the operator run with the chart's RBAC, args and env", () => {
     for (;;) {
       const value = await read();
       if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; operator log:\n${operatorLog.slice(-4000)}`);
-      if (operator?.exitCode !== null && operator?.exitCode !== undefined)
-        throw new Error(`the operator exited (${operator.exitCode}) while waiting for ${what}:\n${operatorLog.slice(-4000)}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; operator log:\n${operatorLog().slice(-4000)}`);
+      if (operator?.child.exitCode !== null && operator?.child.exitCode !== undefined)
+        throw new Error(`the operator exited (${operator.child.exitCode}) while waiting for ${what}:\n${operatorLog().slice(-4000)}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   };
@@ -67,12 +66,7 @@ describe("the operator run with the chart's RBAC, args and env", () => {
   });
 
   afterAll(async () => {
-    if (operator !== undefined && operator.exitCode === null && operator.signalCode === null) {
-      operator.kill('SIGTERM');
-      const timer = setTimeout(() => operator?.kill('SIGKILL'), 10_000);
-      await once(operator, 'exit');
-      clearTimeout(timer);
-    }
+    await operator?.stop(10_000);
     await emulator?.close();
     await t?.helm(['uninstall', release, '--namespace', ns, '--wait=false']).catch(() => undefined);
     await t?.kubectl(['delete', 'namespace', appNs, otherAppNs, ns, '--ignore-not-found', '--wait=false']).catch(() => undefined);
@@ -125,13 +119,7 @@ describe("the operator run with the chart's RBAC, args and env", () => {
     scratch = mkdtempSync(join(tmpdir(), 'nko-chartop-'));
     const kubeconfig = join(scratch, 'operator.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, pod.serviceAccountName), { mode: 0o600 });
-    operator = spawn(process.execPath, [join(root, 'src/operator/main.ts'), `--kubeconfig=${kubeconfig}`, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    operator.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      operatorLog += chunk;
-    });
-    operator.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      operatorLog += chunk;
-    });
+    operator = new OperatorProcess({ args: [`--kubeconfig=${kubeconfig}`, ...args], env });
 
     const admin = emulator.bootstrap.users.find((u) => Object.values(u.orgRoles).includes('admin') && u.personalKey !== undefined);
     const orgId = Object.entries(admin?.orgRoles ?? {}).find(([, role]) => role === 'admin')?.[0];
@@ -179,7 +167,7 @@ describe("the operator run with the chart's RBAC, args and env", () => {
     expect(secret.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('neon-key-operator');
     const issued = Buffer.from(Object.values(secret.data ?? {})[0] ?? '', 'base64').toString('utf8');
     expect(issued).toMatch(/^[a-z0-9]{64}$/);
-    expect(operatorLog).not.toContain(issued);
+    expect(operatorLog()).not.toContain(issued);
     const works = await fetch(`${emulator.baseUrl}/projects/${project.id}`, { headers: { authorization: `Bearer ${issued}` } });
     expect(works.status).toBe(200);
 

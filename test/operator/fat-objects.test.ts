@@ -22,7 +22,6 @@
 // of each kind and 200 Deployments: the larger run whose figures are in docs/reliability.md, too long
 // for CI. FAT_OBJECTS_EVERY_KIND=0 makes the ApiKeys only (a quicker run by hand).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,6 +35,7 @@ import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { memoryCage, processMemory, type MemoryCage } from '../../chaos/hostile/memory.ts';
 import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { imageNodeFlags, OperatorProcess } from '../harness/operator-process.ts';
 import { restartAnnotation } from '../../src/operator/keys/rotation/consumers.ts';
 import { controllerName } from '../../src/operator/runtime/metrics.ts';
 import {
@@ -47,7 +47,6 @@ import {
   intentSettled,
   OPERATOR_NAMESPACE,
   OPERATOR_SERVICE_ACCOUNT,
-  root,
 } from './support.ts';
 
 const group = 'keys.neon.dev';
@@ -72,8 +71,6 @@ const LARGER = COUNT > 40;
 /** How long one wait below may take before the case fails with what it waited for. */
 const WAIT_MS = LARGER ? 3_600_000 : 600_000;
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-/** The image's V8 flags (the Dockerfile's ENTRYPOINT). */
-const IMAGE_NODE_FLAGS = ['--max-semi-space-size=4', '--optimize-for-size'];
 
 interface Condition {
   type: string;
@@ -199,49 +196,41 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
   let scratch: string;
   let proxy: ExpiringProxy;
   let cage: MemoryCage;
-  const operators: ChildProcess[] = [];
+  const operators: OperatorProcess[] = [];
 
   /** Starts an operator process (inside the cage) watching `watched` through `server`. */
   const startOperator = async (
     server: string,
     watched: string,
     flags: string[] = [],
-  ): Promise<{ child: ChildProcess; metrics: string; health: string; log: () => string }> => {
+  ): Promise<{ process: OperatorProcess; metrics: string; healthPort: number; log: () => string }> => {
     const token = await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 1800);
     const kubeconfig = join(scratch, `kubeconfig-${operators.length}`);
     writeFileSync(kubeconfig, kubeconfigYaml({ server, caData: cp.caData }, token, 'operator'), { mode: 0o600 });
     const metricsPort = await freePort();
     const healthPort = await freePort();
-    const argv = cage.wrap([
-      process.execPath,
-      ...IMAGE_NODE_FLAGS,
-      join(root, 'src/operator/main.ts'),
-      `--kubeconfig=${kubeconfig}`,
-      `--platform-url=${emulator.baseUrl}`,
-      `--watch-namespace=${watched}`,
-      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-      `--health-probe-bind-address=127.0.0.1:${healthPort}`,
-      '--drift-interval=60s',
-      ...flags,
-    ]);
-    const child = spawn(argv[0] ?? '', argv.slice(1), { env: { PATH: process.env.PATH, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let log = '';
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      log = (log + chunk).slice(-20_000);
+    const operator = new OperatorProcess({
+      // The image's V8 flags (the Dockerfile's ENTRYPOINT).
+      nodeFlags: imageNodeFlags(),
+      args: [
+        `--kubeconfig=${kubeconfig}`,
+        `--platform-url=${emulator.baseUrl}`,
+        `--watch-namespace=${watched}`,
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+        '--drift-interval=60s',
+        ...flags,
+      ],
+      wrap: (argv) => cage.wrap(argv),
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'info' },
+      keep: 20_000,
     });
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      log = (log + chunk).slice(-20_000);
-    });
-    operators.push(child);
-    return { child, metrics: `http://127.0.0.1:${metricsPort}/metrics`, health: `http://127.0.0.1:${healthPort}`, log: () => log };
+    operators.push(operator);
+    return { process: operator, metrics: `http://127.0.0.1:${metricsPort}/metrics`, healthPort, log: () => operator.output() };
   };
-  const stopOperator = async (child: ChildProcess): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, 'exit');
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
+  /** SIGTERM, SIGKILL after 5 s. */
+  const stopOperator = async (operator: OperatorProcess): Promise<void> => {
+    await operator.stop(5_000);
   };
   const counter = async (metrics: string, name: string, label: string): Promise<number> => {
     const body = await (await fetch(metrics)).text();
@@ -382,12 +371,8 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
 
       // The start: the process LISTs every kind, through the proxy.
       const operator = await startOperator(await proxy.listen(), namespace);
-      const pid = operator.child.pid ?? 0;
-      await eventually(
-        async () => ((await fetch(`${operator.health}/readyz`)).ok ? true : undefined),
-        WAIT_MS,
-        `the operator ready: ${operator.log().slice(-2_000)}`,
-      );
+      const pid = operator.process.pid ?? 0;
+      await operator.process.ready(operator.healthPort, WAIT_MS);
       // Every resource looked at once since the start (its reconcile counted), the keys blocked on their credentials.
       for (const kind of kinds) {
         const controller = `controller="${controllerName(kind)}"`;
@@ -415,20 +400,20 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
           (await counter(operator.metrics, 'neon_key_operator_informer_lists_total', `resource="${kind}"`)) > (lists[k] ?? 0) ? true : undefined;
         await eventually(relisted, WAIT_MS, `the relist of ${kind} after the 410`);
       }
-      await eventually(async () => ((await fetch(`${operator.health}/readyz`)).ok ? true : undefined), WAIT_MS, 'the operator ready after the relist');
+      await operator.process.ready(operator.healthPort, WAIT_MS, 'the operator ready after the relist');
       const relistPeak = peakMiB(pid);
       console.log(
         `peak RSS with ${what}: ${restartPeak.toFixed(1)} MiB from the start until every one was reconciled; ` +
           `${relistPeak.toFixed(1)} MiB around the relist after a 410 (${cage.enforced ? `cgroup peak ${((cage.peakBytes() ?? 0) / MIB).toFixed(1)} MiB, OOM kills ${cage.oomKills()}` : 'no cgroup'})`,
       );
 
-      expect(operator.child.exitCode).toBeNull();
+      expect(operator.process.child.exitCode).toBeNull();
       expect(cage.oomKills()).toBe(0);
       expect(restartPeak).toBeLessThan(LIMIT_MIB);
       expect(relistPeak).toBeLessThan(LIMIT_MIB);
       for (const kind of keyKinds) expect(await blocked(kind)).toBe(COUNT);
       // The fat resources stay where they are; this operator is done (the next case starts its own, in the same cgroup).
-      await stopOperator(operator.child);
+      await stopOperator(operator.process);
     },
     LARGER ? 10_800_000 : 1_200_000,
   );
@@ -513,7 +498,7 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
       );
       // The test CRDs take a gracePeriod of 1s (test/harness/crds.ts): the operator's floor lowered to match.
       const operator = await startOperator(cp.server, ns, ['--min-rotation-grace=1s']);
-      const pid = operator.child.pid ?? 0;
+      const pid = operator.process.pid ?? 0;
       const issued = await eventually(
         async () => {
           const r = await get();
@@ -554,7 +539,7 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
           `${rotationPeak.toFixed(1)} MiB (${cage.enforced ? `OOM kills ${cage.oomKills()}` : 'no cgroup'})`,
       );
 
-      expect(operator.child.exitCode).toBeNull();
+      expect(operator.process.child.exitCode).toBeNull();
       expect(cage.oomKills()).toBe(0);
       expect(rotationPeak).toBeLessThan(LIMIT_MIB);
       // Every consenting Deployment restarted for the new key, each waited for; those without consent untouched.

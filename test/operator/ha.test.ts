@@ -1,19 +1,17 @@
-// High availability, the way the Deployment runs it: two operator PROCESSES (`node
-// src/operator/main.ts --leader-elect`) with the ServiceAccount token of deploy/base, against the
-// real apiserver and the platform emulator. One holds the Lease and reconciles; the standby is
-// ready but never calls the platform nor writes; SIGKILL of the leader hands over within the lease
-// duration (plus a retry period), SIGTERM hands over at once (the Lease is released); no resource
-// ever has two live keys. Also /readyz: not ready while a leader's caches are not synced, and not
-// ready when a standby's Kubernetes credentials do not work.
+// High availability, the way the Deployment runs it: two operator PROCESSES (the source entry
+// point with --leader-elect, test/harness/operator-process.ts) with the ServiceAccount token of
+// deploy/base, against the real apiserver and the platform emulator. One holds the Lease and
+// reconciles; the standby is ready but never calls the platform nor writes; SIGKILL of the leader
+// hands over within the lease duration (plus a retry period), SIGTERM hands over at once (the Lease
+// is released); no resource ever has two live keys. Also /readyz: not ready while a leader's caches
+// are not synced, and not ready when a standby's Kubernetes credentials do not work.
 //
 // Short lease timings (--leader-elect-lease-duration and friends) keep it fast. The Lease keeps its
 // default name (deploy/'s Role grants that name only) in a namespace of this suite (POD_NAMESPACE),
 // holding a copy of deploy/base's leader-election Role, so that other suites' operators never
 // compete for it.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +20,7 @@ import { pino } from 'pino';
 import { LOG_REDACT_PATHS, startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { AUDITED_NAMESPACE, freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
+import { OperatorProcess } from '../harness/operator-process.ts';
 import {
   createNamespace,
   customObjects,
@@ -30,7 +29,6 @@ import {
   installOperatorManifests,
   OPERATOR_NAMESPACE,
   OPERATOR_SERVICE_ACCOUNT,
-  root,
 } from './support.ts';
 
 const LEASE_MS = 4_000;
@@ -41,7 +39,7 @@ const MAX_RETRY_MS = RETRY_MS * 2.2;
 
 interface Replica {
   name: string;
-  child: ChildProcess;
+  operator: OperatorProcess;
   health: number;
   metrics: number;
   log: () => string;
@@ -130,12 +128,9 @@ describe('two operator processes with leader election', () => {
     podNamespace = leaseNamespace,
     watched = namespace,
   ): Replica => {
-    let log = '';
     // `extra` comes last: a flag given again there (a lease duration) wins.
-    const child = spawn(
-      process.execPath,
-      [
-        join(root, 'src/operator/main.ts'),
+    const operator = new OperatorProcess({
+      args: [
         '--kubeconfig',
         config,
         '--platform-url',
@@ -155,15 +150,9 @@ describe('two operator processes with leader election', () => {
         '--pending-grace=3s',
         ...extra,
       ],
-      { env: { PATH: process.env.PATH, POD_NAME: name, POD_NAMESPACE: podNamespace, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      log += chunk;
+      env: { PATH: process.env.PATH, POD_NAME: name, POD_NAMESPACE: podNamespace, LOG_LEVEL: 'info' },
     });
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      log += chunk;
-    });
-    const replica = { name, child, health, metrics, log: () => log };
+    const replica = { name, operator, health, metrics, log: () => operator.output() };
     replicas.push(replica);
     return replica;
   };
@@ -271,18 +260,15 @@ describe('two operator processes with leader election', () => {
       .deleteNamespace({ name: inNamespace })
       .catch(() => undefined);
   };
-  const stopReplica = async (r: Replica, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
-    if (r.child.exitCode !== null || r.child.signalCode !== null) return;
-    r.child.kill('SIGCONT');
-    r.child.kill(signal);
-    const timer = setTimeout(() => r.child.kill('SIGKILL'), 10_000);
-    await once(r.child, 'exit');
-    clearTimeout(timer);
+  /** SIGTERM (after SIGCONT, should it be stopped), SIGKILL after 10 s. */
+  const stopReplica = async (r: Replica): Promise<void> => {
+    await r.operator.stop(10_000);
   };
   const leaseOf = async (inNamespace: string) => await leases().readNamespacedLease({ namespace: inNamespace, name: leaseName });
   const holderIn = async (inNamespace: string): Promise<string> => (await leaseOf(inNamespace).catch(() => undefined))?.spec?.holderIdentity ?? '';
 
-  const logs = (): string => replicas.map((r) => `--- ${r.name} (exit ${String(r.child.exitCode ?? r.child.signalCode)})\n${r.log().slice(-3000)}`).join('\n');
+  const logs = (): string =>
+    replicas.map((r) => `--- ${r.name} (exit ${String(r.operator.child.exitCode ?? r.operator.child.signalCode)})\n${r.log().slice(-3000)}`).join('\n');
 
   beforeAll(async () => {
     cp = await controlPlane();
@@ -328,16 +314,9 @@ describe('two operator processes with leader election', () => {
     clearInterval(sampler);
     // Leave no finalizer behind: a surviving replica revokes what is left while the credentials are
     // there (removeKeys: the ApiKeys first, then the namespace), then everything stops.
-    const survivor = replicas.find((r) => r.child.exitCode === null && r.child.signalCode === null && r.name.startsWith('ha-'));
+    const survivor = replicas.find((r) => r.operator.running && r.name.startsWith('ha-'));
     if (survivor !== undefined && namespace !== undefined) await removeKeys(namespace).catch(() => undefined);
-    for (const r of replicas) {
-      if (r.child.exitCode !== null || r.child.signalCode !== null) continue;
-      r.child.kill('SIGCONT');
-      r.child.kill('SIGTERM');
-      const timer = setTimeout(() => r.child.kill('SIGKILL'), 10_000);
-      await once(r.child, 'exit');
-      clearTimeout(timer);
-    }
+    for (const r of replicas) await stopReplica(r);
     if (leaseNamespace !== undefined)
       await cp.kubeConfig
         .makeApiClient(CoreV1Api)
@@ -397,15 +376,14 @@ describe('two operator processes with leader election', () => {
   it('SIGKILL of the leader: the standby takes over once the lease expires, not before, and new resources become Ready', async () => {
     const current = await holder();
     const old = replicas.find((r) => r.name === current);
-    const standby = replicas.find((r) => r.name !== current && r.child.exitCode === null);
+    const standby = replicas.find((r) => r.name !== current && r.operator.child.exitCode === null);
     if (old === undefined || standby === undefined) throw new Error(`no leader/standby pair (holder ${current})\n${logs()}`);
     const renewedBefore = (await leases().readNamespacedLease({ namespace: leaseNamespace, name: leaseName })).spec?.leaseTransitions ?? 0;
 
     // Resources created just before the crash: whatever the leader had in flight, never two live keys.
     for (const name of ['crash-1', 'crash-2']) await createKey(name);
     const killedAt = performance.now();
-    old.child.kill('SIGKILL');
-    await once(old.child, 'exit');
+    await old.operator.kill('SIGKILL');
     // Waited for without a bound of its own (the test's timeout ends it): how soon is a measurement.
     await eventually(async () => ((await holder()) === standby.name ? true : undefined), 60_000, 'the standby holding the Lease');
     const takeoverMs = performance.now() - killedAt;
@@ -466,14 +444,14 @@ describe('two operator processes with leader election', () => {
     );
 
     const termAt = performance.now();
-    leader.child.kill('SIGTERM');
+    leader.operator.signal('SIGTERM');
     await eventually(async () => ((await holder()) === standby.name ? true : undefined), 60_000, 'the standby holding the Lease');
     const handoverMs = performance.now() - termAt;
-    if (leader.child.exitCode === null && leader.child.signalCode === null) await once(leader.child, 'exit');
+    await leader.operator.exited;
     await eventually(async () => (holders.includes(standby.name) ? true : undefined), 60_000, 'the watch to see the standby hold the Lease');
     leaseWatch.abort();
     console.log(`SIGTERM handover: Lease taken over after ${Math.round(handoverMs)} ms (lease ${LEASE_MS} ms)`);
-    expect(leader.child.exitCode).toBe(0);
+    expect(leader.operator.child.exitCode).toBe(0);
     expect(leader.log()).toContain('released leader lease');
     // The leader renewed, released, and the next holder is the standby: it took a released Lease,
     // not an expired one (an expired record would go from the leader straight to the standby).
@@ -530,10 +508,7 @@ describe('two operator processes with leader election', () => {
         expect((await get(broken.health, '/healthz')).status).toBe(200);
         expect(await leaderGauge(broken)).toBe(0);
       } finally {
-        for (const r of [unsynced, broken]) {
-          r.child.kill('SIGKILL');
-          if (r.child.exitCode === null && r.child.signalCode === null) await once(r.child, 'exit');
-        }
+        for (const r of [unsynced, broken]) await r.operator.kill('SIGKILL');
       }
     } finally {
       await core.deleteNamespace({ name: ownLeaseNamespace }).catch(() => undefined);
@@ -576,15 +551,15 @@ describe('two operator processes with leader election', () => {
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
       })();
-      leader.child.kill('SIGSTOP');
+      leader.operator.signal('SIGSTOP');
       await new Promise((resolve) => setTimeout(resolve, 7_500));
-      leader.child.kill('SIGCONT');
+      leader.operator.signal('SIGCONT');
       await new Promise((resolve) => setTimeout(resolve, 3_000));
       sampling = false;
       await sampled;
       expect([...holders]).toEqual([leader.name]);
       expect(mostLeaders).toBe(1);
-      expect(leader.child.exitCode).toBeNull();
+      expect(leader.operator.child.exitCode).toBeNull();
       expect(await gaugeNow(leader)).toBe(1);
       expect(await gaugeNow(standby)).toBe(0);
       // The resumed leader still does the work.
@@ -666,7 +641,7 @@ describe('two operator processes with leader election', () => {
           20_000,
           "the leader's creates in flight",
         );
-        a.child.kill('SIGSTOP');
+        a.operator.signal('SIGSTOP');
       } finally {
         await emulatorAdmin(emulator.adminUrl, 'DELETE', '/faults');
       }
@@ -681,18 +656,18 @@ describe('two operator processes with leader election', () => {
           throw new Error(`${String(error)}\n${logs()}`);
         });
       const stalledMs = performance.now() - stoppedAt;
-      a.child.kill('SIGCONT');
+      a.operator.signal('SIGCONT');
       // It wakes up to a lease it lost: it stops, and exits to come back as a standby.
       let giveUp: ReturnType<typeof setTimeout> | undefined;
       const exited = await Promise.race([
-        once(a.child, 'exit').then(() => true),
+        a.operator.exited.then(() => true),
         new Promise<false>((resolve) => {
           giveUp = setTimeout(() => resolve(false), 30_000);
         }),
       ]);
       clearTimeout(giveUp);
-      expect([exited, a.child.exitCode]).toEqual([true, 1]);
-      console.log(`stalled leader: stopped for ${Math.round(stalledMs)} ms; exited with ${String(a.child.exitCode)} after SIGCONT`);
+      expect([exited, a.operator.child.exitCode]).toEqual([true, 1]);
+      console.log(`stalled leader: stopped for ${Math.round(stalledMs)} ms; exited with ${String(a.operator.child.exitCode)} after SIGCONT`);
 
       // The audit: what each replica's ServiceAccount wrote, and when the apiserver received it.
       const userOf = (name: string): string => `system:serviceaccount:${AUDITED_NAMESPACE}:${name}`;

@@ -7,14 +7,12 @@
 // pass, each write bought a pass, and its RSS went from 162 to 679 MiB in 33 s: OOM-killed under
 // the chart's 256 MiB limit, then a crash loop.
 //
-// The operator runs as the Deployment runs it: its own process (`node src/operator/main.ts` with
-// the image's V8 flags, the ServiceAccount token of deploy/base), its RSS sampled from /proc. It
-// must stay under the chart's limit, never exit, and another team's key must still converge
-// meanwhile. A real kube-apiserver + etcd, the emulator over HTTP.
+// The operator runs as the Deployment runs it: its own process (the source entry point with the
+// image's V8 flags, the ServiceAccount token of deploy/base: test/harness/operator-process.ts), its
+// RSS sampled from /proc. It must stay under the chart's limit, never exit, and another team's key
+// must still converge meanwhile. A real kube-apiserver + etcd, the emulator over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +20,8 @@ import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, root } from './support.ts';
+import { imageNodeFlags, OperatorProcess } from '../harness/operator-process.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT } from './support.ts';
 
 const group = 'keys.neon.dev';
 const version = 'v1alpha1';
@@ -32,8 +31,6 @@ const SECRETS = 120;
 const SECRET_KIB = 700;
 const REWRITE_EVERY_MS = 500;
 const ATTACK_MS = 30_000;
-/** The image's V8 flags (the Dockerfile's ENTRYPOINT). */
-const IMAGE_NODE_FLAGS = ['--max-semi-space-size=4', '--optimize-for-size'];
 
 interface Condition {
   type: string;
@@ -61,9 +58,8 @@ describe('a tenant cannot make the operator run out of memory', () => {
   let tenantNs: string;
   let victimNs: string;
   let scratch: string | undefined;
-  let operator: ChildProcess | undefined;
+  let operator: OperatorProcess | undefined;
   let metricsPort = 0;
-  let log = '';
   const exits: string[] = [];
 
   const createKey = async (namespace: string, name: string, spec: Record<string, unknown>): Promise<void> => {
@@ -112,11 +108,10 @@ describe('a tenant cannot make the operator run out of memory', () => {
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
     metricsPort = await freePort();
     const healthPort = await freePort();
-    operator = spawn(
-      process.execPath,
-      [
-        ...IMAGE_NODE_FLAGS,
-        join(root, 'src/operator/main.ts'),
+    operator = new OperatorProcess({
+      // The image's V8 flags (the Dockerfile's ENTRYPOINT).
+      nodeFlags: imageNodeFlags(),
+      args: [
         `--kubeconfig=${kubeconfig}`,
         `--platform-url=${emulator.baseUrl}`,
         `--watch-namespace=${tenantNs},${victimNs}`,
@@ -124,16 +119,11 @@ describe('a tenant cannot make the operator run out of memory', () => {
         `--health-probe-bind-address=127.0.0.1:${healthPort}`,
         '--drift-interval=60s',
       ],
-      { env: { PATH: process.env.PATH, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    operator.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      log = (log + chunk).slice(-20_000);
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'info' },
+      keep: 20_000,
     });
-    operator.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      log = (log + chunk).slice(-20_000);
-    });
-    operator.once('exit', (code, signal) => exits.push(`exited (${code ?? signal})`));
-    await eventually(async () => ((await fetch(`http://127.0.0.1:${healthPort}/readyz`)).ok ? true : undefined), 60_000, 'the operator ready');
+    void operator.exited.then(({ code, signal }) => exits.push(`exited (${code ?? signal})`));
+    await operator.ready(healthPort, 60_000);
   }, 120_000);
 
   afterAll(async () => {
@@ -144,7 +134,7 @@ describe('a tenant cannot make the operator run out of memory', () => {
       [tenantNs, victimNs].map(async (ns) => {
         if (ns === undefined || objects === undefined) return;
         await objects.deleteCollectionNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }).catch(() => undefined);
-        if (operator?.exitCode !== null) return;
+        if (operator?.child.exitCode !== null) return;
         await eventually(
           async () => {
             const left = (await objects.listNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' })) as { items: unknown[] };
@@ -156,13 +146,7 @@ describe('a tenant cannot make the operator run out of memory', () => {
       }),
     );
     for (const ns of [tenantNs, victimNs]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    if (operator !== undefined && operator.exitCode === null && operator.signalCode === null) {
-      const exited = once(operator, 'exit');
-      operator.kill('SIGTERM');
-      const timer = setTimeout(() => operator?.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await operator?.stop(15_000);
     await emulator?.close();
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   }, 90_000);
@@ -203,7 +187,7 @@ describe('a tenant cannot make the operator run out of memory', () => {
     // The storm: the credentials rewritten every 0.5 s for 30 s; RSS sampled every 200 ms.
     const samples: number[] = [];
     const sampler = setInterval(() => {
-      if (operator?.exitCode === null) samples.push(rssMiB(pid));
+      if (operator?.child.exitCode === null) samples.push(rssMiB(pid));
     }, 200);
     const reconcilesBefore = await reconciles();
     const started = Date.now();
@@ -247,7 +231,7 @@ describe('a tenant cannot make the operator run out of memory', () => {
     );
 
     expect(exits).toEqual([]);
-    expect(operator?.exitCode).toBeNull();
+    expect(operator?.child.exitCode).toBeNull();
     expect(samples.length).toBeGreaterThan(100);
     expect(maxRss).toBeLessThan(LIMIT_MIB);
     // The writes did not buy a pass each: a burst, then at most one per 5 s (runtime/wake-limiter.ts),

@@ -1,9 +1,8 @@
-// The operator as a process, the way the Deployment runs it: `node src/operator/main.ts` with the
-// ServiceAccount's token, --leader-elect (a Lease in its namespace), probes and metrics, and a
-// SIGTERM that drains and exits 0; /metrics and the probes each on their own address only.
+// The operator as a process, the way the Deployment runs it (the source entry point, through
+// test/harness/operator-process.ts): the ServiceAccount's token, --leader-elect (a Lease in its
+// namespace), probes and metrics, and a SIGTERM that drains and exits 0; /metrics and the probes
+// each on their own address only.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,14 +10,14 @@ import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, root } from './support.ts';
+import { OperatorProcess } from '../harness/operator-process.ts';
+import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT } from './support.ts';
 
 describe('the operator process', () => {
   let cp: ControlPlane;
   let emulator: Emulator;
-  let child: ChildProcess | undefined;
+  let operator: OperatorProcess | undefined;
   let namespace: string;
-  let output = '';
   /** The kubeconfig's folder, removed in afterAll. */
   let scratch: string | undefined;
 
@@ -30,7 +29,7 @@ describe('the operator process', () => {
   });
 
   afterAll(async () => {
-    if (child !== undefined && child.exitCode === null) child.kill('SIGKILL');
+    await operator?.kill();
     await cp?.kubeConfig
       .makeApiClient(CoreV1Api)
       .deleteNamespace({ name: namespace })
@@ -46,10 +45,8 @@ describe('the operator process', () => {
     writeFileSync(kubeconfig, kubeconfigYaml(cp, token, 'operator'), { mode: 0o600 });
     const [health, metrics] = [await freePort(), await freePort()];
     const identity = `cli-test-${namespace}`;
-    child = spawn(
-      process.execPath,
-      [
-        join(root, 'src/operator/main.ts'),
+    operator = new OperatorProcess({
+      args: [
         '--kubeconfig',
         kubeconfig,
         '--platform-url',
@@ -62,13 +59,7 @@ describe('the operator process', () => {
         '--drift-interval',
         '2s',
       ],
-      { env: { PATH: process.env.PATH, POD_NAME: identity, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      output += chunk;
-    });
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      output += chunk;
+      env: { PATH: process.env.PATH, POD_NAME: identity, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' },
     });
 
     await eventually(async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).ok ? true : undefined), 20_000, 'healthz');
@@ -140,10 +131,10 @@ describe('the operator process', () => {
       'managed_keys',
     );
 
-    child.kill('SIGTERM');
-    const [code] = (await once(child, 'exit')) as [number | null];
+    // SIGTERM, no SIGKILL before the test's own timeout: the drain must end by itself, with 0.
+    const { code } = await operator.stop(90_000);
     expect(code).toBe(0);
-    expect(output).toContain('draining in-flight reconciles');
-    expect(output.includes(alice?.personalKey ?? 'never')).toBe(false);
+    expect(operator.output()).toContain('draining in-flight reconciles');
+    expect(operator.output().includes(alice?.personalKey ?? 'never')).toBe(false);
   }, 90_000);
 });
