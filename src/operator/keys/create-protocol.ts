@@ -13,7 +13,7 @@ import {
   type LostAttempt,
   type ReplacedKey,
 } from '../resources/schema.ts';
-import { blockedConditions, deletingConditions, readyConditions, rotatingCondition, shownReason } from './status/conditions.ts';
+import { deletingConditions, readyConditions, rotatingCondition, shownReason, type BlockedInputs } from './status/conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './issuing/create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { checkCreatedKey } from './issuing/created-key.ts';
@@ -28,7 +28,7 @@ import { updateMetadata, writeKeyRecord, writeStatus } from './status/resource-w
 import { switchFields } from './rotation/rotation.ts';
 import { nextLook, rotationFields } from './rotation-schedule.ts';
 import { immutableMode } from './secret/immutable-secret.ts';
-import { deleteStaleSecret, SecretConflictError, secretHash, targetSecretName, writeSecret } from './secret/secret-writer.ts';
+import { deleteStaleSecret, SecretConflictError, secretHash, writeSecret } from './secret/secret-writer.ts';
 import { usageConditions } from './observing/usage.ts';
 import { mirrorOperationsOfNewKey } from './observing/in-sync.ts';
 
@@ -70,6 +70,7 @@ async function withFinalizer(deps: KeyDeps, ctx: Context, addFinalizer: boolean)
 async function checkCredentialsKind(
   deps: KeyDeps,
   ctx: Context,
+  blocked: BlockedInputs,
   platform: KeyPlatform,
   credentialsId: string,
   addFinalizer: boolean,
@@ -90,7 +91,7 @@ async function checkCredentialsKind(
   const message = wrongCredentialsKind(kind, auth);
   if (message === undefined) return undefined;
   const reported = await withFinalizer(deps, ctx, addFinalizer);
-  await writeStatus(deps, reported, blockedConditions(blockedInputs(ctx), 'CredentialsWrongKind', message, 'KeyIssued'));
+  await writeStatus(deps, reported, { blocked, reason: 'CredentialsWrongKind', message, hint: 'KeyIssued' });
   await deps.events.record(reported.resource, 'Warning', 'CredentialsWrongKind', message);
   // The credentials Secret is not watched: looked at again with backoff, as other refusals are.
   return { type: 'Backoff' };
@@ -113,16 +114,18 @@ export async function create(
   // A first key through an issuer whose rule caps the namespace: its slot is taken now, before any
   // platform request, and kept from the intent on (issuing/issuer-slots.ts).
   const slot = keySlot(deps, ctx);
-  if (slot === 'refused') return capReached(deps, ctx);
+  // What a refusal's conditions keep of what this pass read (status/conditions.ts blockedConditions).
+  const blocked = blockedInputs(ctx);
+  if (slot === 'refused') return capReached(deps, ctx, blocked);
   try {
     const { platform, credentialsId } = platformOf(deps, ctx);
     // The wrong kind of credentials is said before anything is created (credentials-kind.ts).
-    const wrongKind = await checkCredentialsKind(deps, ctx, platform, credentialsId, addFinalizer);
+    const wrongKind = await checkCredentialsKind(deps, ctx, blocked, platform, credentialsId, addFinalizer);
     if (wrongKind !== undefined) {
       slot?.unclaim();
       return wrongKind;
     }
-    return await createClaimed(deps, ctx, decision, platform, credentialsId, replaces, rotation, addFinalizer, slot);
+    return await createClaimed(deps, ctx, blocked, decision, platform, credentialsId, replaces, rotation, addFinalizer, slot);
   } catch (error) {
     // Not written: a conflict, the apiserver; the slot is free again (the intent, once written, holds it).
     if (slot !== undefined && !slot.written) slot.unclaim();
@@ -156,10 +159,10 @@ function needsSlot(ctx: Pick<Context, 'resource' | 'observation'>, issuer: strin
 }
 
 /** The namespace's slots were all taken while this key waited for its turn: said as observe() would have. */
-async function capReached(deps: KeyDeps, ctx: Context): Promise<ReconcileResult> {
+async function capReached(deps: KeyDeps, ctx: Context, blocked: BlockedInputs): Promise<ReconcileResult> {
   const issuer = ctx.source?.issuer;
   const { reason, message } = capRefusal(issuer?.name ?? '', ctx.resource.metadata.namespace, issuer?.cap ?? 0);
-  await writeStatus(deps, ctx, blockedConditions(blockedInputs(ctx), reason, message));
+  await writeStatus(deps, ctx, { blocked, reason, message });
   await deps.events.record(ctx.resource, 'Warning', reason, message);
   return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
 }
@@ -167,6 +170,7 @@ async function capReached(deps: KeyDeps, ctx: Context): Promise<ReconcileResult>
 async function createClaimed(
   deps: KeyDeps,
   ctx: Context,
+  blocked: BlockedInputs,
   decision: Decision,
   platform: KeyPlatform,
   credentialsId: string,
@@ -282,19 +286,26 @@ async function createClaimed(
       delete m.annotations?.[ANNOTATION_CREATE_PENDING];
     });
     const message = `the platform answered the create of ${pending.attempt} with a key that does not match the request (${mismatch}); that key (${created.id}) was revoked`;
-    await writeStatus(deps, { ...ctx, resource: current }, blockedConditions(blockedInputs(ctx), 'PlatformResponseInvalid', message, 'KeyIssued'));
+    await writeStatus(deps, { ...ctx, resource: current }, { blocked, reason: 'PlatformResponseInvalid', message, hint: 'KeyIssued' });
     await deps.events.record(resource, 'Warning', 'PlatformResponseInvalid', message);
     return { type: 'Backoff' };
   }
 
   // Step 4: the Secret at once; it is the durable record of the key (adoption reads it).
   // spec.secret.immutable: the key's own Secret, <name>-<key id>.
-  const target = targetSecretName(ctx, created.id);
+  let target: string;
   try {
-    await writeSecret(deps, ctx, { id: created.id, name: pending.attempt, secret: created.key, ...(replaces !== undefined ? { replaces } : {}) });
+    const to = {
+      resource,
+      spec: ctx.spec,
+      secretName: ctx.secretName,
+      dataKey: ctx.secretKey,
+      existing: ctx.observation.secret?.owned === true ? ctx.secret : undefined,
+    };
+    target = await writeSecret(deps, to, { id: created.id, name: pending.attempt, secret: created.key, ...(replaces !== undefined ? { replaces } : {}) });
   } catch (error) {
     if (!(error instanceof SecretConflictError)) throw error;
-    return await refuseForeignSecret(deps, { ...ctx, resource: current }, platform, created.id, error.secretName, pending.rotation !== undefined);
+    return await refuseForeignSecret(deps, { ...ctx, resource: current }, blocked, platform, created.id, error.secretName, pending.rotation !== undefined);
   }
   logger.debug({ keyId: created.id }, 'Secret written');
   const hash = secretHash(resource, created.key);
@@ -528,6 +539,7 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
 async function refuseForeignSecret(
   deps: KeyDeps,
   ctx: Context,
+  blocked: BlockedInputs,
   platform: KeyPlatform,
   keyId: number,
   secretName: string,
@@ -549,7 +561,7 @@ async function refuseForeignSecret(
   await writeStatus(
     deps,
     { ...ctx, resource: current },
-    rotating ? [rotatingCondition(false, 'SecretConflict', message)] : blockedConditions(blockedInputs(ctx), 'SecretConflict', message, 'KeyIssued'),
+    rotating ? [rotatingCondition(false, 'SecretConflict', message)] : { blocked, reason: 'SecretConflict', message, hint: 'KeyIssued' },
   );
   await deps.events.record(ctx.resource, 'Warning', 'SecretConflict', message);
   return { type: 'Backoff' };

@@ -153,6 +153,7 @@ export function buildSecret(
   existing?: V1Secret,
   shape?: SecretShape,
 ): V1Secret {
+  const signature = secretSignature(resource, signer, { id: key.id, name: key.name, hash: secretHash(resource, key.secret), replaces: key.replaces });
   const templated = templatedMetadata(existing?.metadata, shape?.template, dataKey);
   // The replaced key of an earlier Secret under this name is not this key's.
   delete templated.annotations[ANNOTATION_REPLACES];
@@ -172,12 +173,7 @@ export function buildSecret(
         [ANNOTATION_KEY_ID]: String(key.id),
         [ANNOTATION_KEY_NAME]: key.name,
         ...(key.replaces !== undefined ? { [ANNOTATION_REPLACES]: String(key.replaces) } : {}),
-        [ANNOTATION_SIGNATURE]: secretSignature(resource, signer, {
-          id: key.id,
-          name: key.name,
-          hash: secretHash(resource, key.secret),
-          replaces: key.replaces,
-        }),
+        [ANNOTATION_SIGNATURE]: signature,
       },
       ownerReferences: [
         {
@@ -201,11 +197,6 @@ export function buildSecret(
   };
 }
 
-/** The shape of the Secret as this reconcile's spec asks for it. */
-export function secretShape(deps: Pick<KeyDeps, 'platformUrl'>, ctx: Pick<Context, 'spec'>): SecretShape {
-  return { template: templateOf(ctx.spec), ...specIds(ctx.spec), platformUrl: deps.platformUrl, immutable: immutableMode(ctx.spec) };
-}
-
 /** A Secret of the name a key is to be written to exists and this resource does not own it: never adopted, never overwritten. */
 export class SecretConflictError extends Error {
   readonly secretName: string;
@@ -215,53 +206,56 @@ export class SecretConflictError extends Error {
   }
 }
 
-/** The name of the Secret a key goes to: spec.secret.immutable, one per key; else the one Secret. */
-export function targetSecretName(ctx: Pick<Context, 'resource' | 'spec' | 'secretName'>, keyId: number): string {
-  return immutableMode(ctx.spec) ? immutableSecretName(baseSecretName(ctx.resource, ctx.spec), keyId) : ctx.secretName;
+/** What a new key's Secret is written from, as this pass read it. */
+export interface SecretWrite {
+  /** The resource: the Secret's namespace, its owner reference, the uid its signature covers. */
+  resource: KeyResource;
+  spec: Context['spec'];
+  /** The one Secret's name (not spec.secret.immutable, where each key has its own). */
+  secretName: string;
+  dataKey: string;
+  /** The Secret read under `secretName` when this resource controls it: replaced at the version read. */
+  existing: V1Secret | undefined;
 }
 
 /**
- * spec.secret.immutable: the key's own Secret, created once. One found there already is ours only
- * when this resource owns it and it holds this very key under the signature (a create repeated
- * after a crash); anything else is a SecretConflictError.
+ * Step 4 of docs/design.md section 3.1: the Secret, created or replaced (only when this resource
+ * controls it); returns its name. spec.secret.immutable: the key's own Secret, created once; one
+ * found there already is ours only when this resource owns it and it holds this very key under the
+ * signature (a create repeated after a crash); anything else is a SecretConflictError.
  */
-async function writeImmutableSecret(deps: KeyDeps, ctx: Context, key: IssuedKey, name: string): Promise<void> {
-  const { resource, secretKey } = ctx;
+export async function writeSecret(deps: KeyDeps, to: SecretWrite, key: IssuedKey): Promise<string> {
+  const { resource, spec, dataKey } = to;
   const namespace = resource.metadata.namespace;
-  const body = buildSecret(resource, name, secretKey, key, deps.signer, undefined, secretShape(deps, ctx));
+  const immutable = immutableMode(spec);
+  const name = immutable ? immutableSecretName(baseSecretName(resource, spec), key.id) : to.secretName;
+  const shape: SecretShape = { template: templateOf(spec), ...specIds(spec), platformUrl: deps.platformUrl, immutable };
+  const existing = immutable ? undefined : to.existing;
+  const body = buildSecret(resource, name, dataKey, key, deps.signer, existing, shape);
+  if (existing !== undefined) {
+    const replaced = await deps.kube.replaceSecret(namespace, name, body);
+    deps.ownWrites?.record(objectRef('Secret', namespace, name), existing.metadata?.resourceVersion, replaced.metadata?.resourceVersion);
+    return name;
+  }
+  let written: V1Secret | undefined;
   try {
     const created = await deps.kube.createSecret(namespace, body);
     deps.ownWrites?.record(objectRef('Secret', namespace, name), undefined, created.metadata?.resourceVersion);
+    return name;
   } catch (error) {
     if (statusCode(error) !== 409) throw error;
+    // Made between our read and now (by us, before a crash): it is ours only if it says so.
     const found = await deps.kube.readSecret(namespace, name);
-    const seen = observeSecret(resource, found, secretKey, deps.signer);
-    if (seen?.verified !== true || seen.keyId !== key.id || seen.hash !== secretHash(resource, key.secret)) throw new SecretConflictError(name);
-  }
-}
-
-/** Step 4 of docs/design.md section 3.1: the Secret, created or replaced (only when this resource controls it). */
-export async function writeSecret(deps: KeyDeps, ctx: Context, key: IssuedKey): Promise<void> {
-  if (immutableMode(ctx.spec)) return await writeImmutableSecret(deps, ctx, key, targetSecretName(ctx, key.id));
-  const { resource, secretName, secretKey } = ctx;
-  const namespace = resource.metadata.namespace;
-  const existing = ctx.observation.secret?.owned === true ? ctx.secret : undefined;
-  const shape = secretShape(deps, ctx);
-  const body = buildSecret(resource, secretName, secretKey, key, deps.signer, existing, shape);
-  const written = async (): Promise<V1Secret> => {
-    if (existing !== undefined) return await deps.kube.replaceSecret(namespace, secretName, body);
-    try {
-      return await deps.kube.createSecret(namespace, body);
-    } catch (error) {
-      if (statusCode(error) !== 409) throw error;
-      // Made between our read and now (by us, before a crash): it is ours only if it says so.
-      const found = await deps.kube.readSecret(namespace, secretName);
-      if (found === undefined || !ownedBy(resource, found)) throw error;
-      return await deps.kube.replaceSecret(namespace, secretName, buildSecret(resource, secretName, secretKey, key, deps.signer, found, shape));
+    if (immutable) {
+      const seen = observeSecret(resource, found, dataKey, deps.signer);
+      if (seen?.verified !== true || seen.keyId !== key.id || seen.hash !== secretHash(resource, key.secret)) throw new SecretConflictError(name);
+      return name;
     }
-  };
-  const secret = await written();
-  deps.ownWrites?.record(objectRef('Secret', namespace, secretName), existing?.metadata?.resourceVersion, secret.metadata?.resourceVersion);
+    if (found === undefined || !ownedBy(resource, found)) throw error;
+    written = await deps.kube.replaceSecret(namespace, name, buildSecret(resource, name, dataKey, key, deps.signer, found, shape));
+  }
+  deps.ownWrites?.record(objectRef('Secret', namespace, name), undefined, written.metadata?.resourceVersion);
+  return name;
 }
 
 /**

@@ -255,3 +255,22 @@ export function blockedConditions(inputs: BlockedInputs, reason: Reason, message
   }
   return out;
 }
+
+/** A blocked outcome as a status write takes it: blockedConditions() is applied where the conditions are set. */
+export interface Blocked {
+  blocked: BlockedInputs;
+  reason: Reason;
+  message: string;
+  hint?: 'KeyIssued';
+}
+
+/** The conditions a status write leaves: `updates` (or a blocked outcome's) set on `existing`. */
+export function nextConditions(
+  existing: readonly Condition[] | undefined,
+  updates: readonly ConditionUpdate[] | Blocked,
+  generation: number,
+  now: Date,
+): Condition[] {
+  const list = 'blocked' in updates ? blockedConditions(updates.blocked, updates.reason, updates.message, updates.hint) : updates;
+  return setConditions(existing, list, generation, now);
+}

@@ -3,7 +3,8 @@
 // Each version written is recorded (runtime/own-writes.ts) so its watch event does not wake the key.
 import { objectRef } from '../../runtime/own-writes.ts';
 import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../resources/schema.ts';
-import { setConditions, type ConditionType, type ConditionUpdate } from './conditions.ts';
+import { nextConditions, type Blocked, type ConditionType, type ConditionUpdate } from './conditions.ts';
+import { canonicalJson } from './canonical-json.ts';
 import { statusCode } from '../kube-writes.ts';
 import { ownerOf, type Context, type KeyDeps } from '../reconcile-context.ts';
 
@@ -38,12 +39,13 @@ export async function removeFinalizer(deps: KeyDeps, resource: KeyResource): Pro
 
 /**
  * Merge-patches status when it changed (`drop`: condition types to remove); returns the resource as it
- * now is, and notes the version written in `ctx.statusWritten`.
+ * now is, and notes the version written in `ctx.statusWritten`. `conditions`: the updates, or a blocked
+ * outcome whose conditions are made here (conditions.ts nextConditions).
  */
 export async function writeStatus(
   deps: KeyDeps,
   ctx: Pick<Context, 'resource' | 'statusWritten'>,
-  conditions: ConditionUpdate[],
+  conditions: ConditionUpdate[] | Blocked,
   fields: Record<string, unknown> = {},
   drop: readonly ConditionType[] = [],
   unconditional = false,
@@ -55,7 +57,7 @@ export async function writeStatus(
     ...status,
     ...fields,
     observedGeneration: generation,
-    conditions: setConditions(status.conditions, conditions, generation, new Date(deps.now())).filter((c) => !drop.includes(c.type as ConditionType)),
+    conditions: nextConditions(status.conditions, conditions, generation, new Date(deps.now())).filter((c) => !drop.includes(c.type as ConditionType)),
   };
   // Compared as values, not as text: the apiserver keeps a custom resource as JSON re-encoded from Go
   // maps (every object's keys sorted), so the status read back never has the key order of the one
@@ -114,17 +116,4 @@ export async function writeKeyRecord(
 function recordOf(resource: KeyResource): string {
   const status = resource.status ?? {};
   return canonicalJson([status.keyId, status.keyName, (status.retiringKeys ?? []).map((k) => k.keyId)]);
-}
-
-/** JSON with every object's keys sorted (undefined members dropped, as JSON.stringify does). */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.keys(v)
-            .sort()
-            .map((k) => [k, (v as Record<string, unknown>)[k]]),
-        )
-      : v,
-  );
 }
