@@ -16,7 +16,7 @@ import { reuseKubeConnections } from './runtime/kube-connections.ts';
 import { loadKubeConfig } from './runtime/kubeconfig.ts';
 import { createLogger } from './runtime/logger.ts';
 import { startOperator, type RunningOperator } from './manager.ts';
-import { createMetrics } from './keys/status/metrics.ts';
+import { createMetrics } from './keys/index.ts';
 import { parseWatchNamespaces } from './runtime/watch-namespaces.ts';
 import { FlagError, helpText, readFlags, type OperatorFlags } from './flags.ts';
 import { BUILD } from './build.ts';

@@ -1,13 +1,28 @@
-// What other rooms of the operator read of the key domain (today the inventory,
-// src/operator/inventory): the shared key lists, what a key's name says made it, and the reasons a
-// platform failure reads as.
-// Everything else of keys/ is the domain's own.
+// What other rooms of the operator read of the key domain (the inventory and the issuers): the
+// shared key lists, what a key's name says made it, and the reasons a platform failure reads as;
+// and what manager.ts wires: the domain assembled (assemble.ts), its watches, the signer, the
+// org key limiters and the metrics. Everything else of keys/ is the domain's own.
 export { listFor, type KeyPlatform, type ListedKey } from './adapter.ts';
 export type { DriftCache, ListingView } from './observing/drift.ts';
 export type { Reason } from './status/conditions.ts';
 export { asPlatformFailure } from './status/platform-failure.ts';
 export { platformFailureReason } from './status/platform-reasons.ts';
 export { statusTimestamp } from './observing/usage.ts';
-export { CREDENTIALS_INDEX } from './watches.ts';
+export { CREDENTIALS_INDEX, keyWatches } from './watches.ts';
 export { credentialsSecretOf, recordedKeyIds } from './observing/cache-projection.ts';
 export { nameOrigin, type NameOrigin } from './issuing/key-names.ts';
+export {
+  assembleKeys,
+  loadKeySigner,
+  signingKeySecretOf,
+  type AssembledKeys,
+  type KeyCluster,
+  type KeyOptions,
+  type KeyRuntime,
+  type PlatformFactory,
+} from './assemble.ts';
+export type { ReconcileRecord } from './reconcile-context.ts';
+export type { Signer } from './issuing/signing.ts';
+export type { MembershipsKept } from './issuing/organization-membership.ts';
+export { createMetrics, type OperatorMetrics } from './status/metrics.ts';
+export { orgKeyLimiters, operatorOrgKeyLimiters, type OrgKeyLimiters } from './turns/org-key-limiters.ts';
