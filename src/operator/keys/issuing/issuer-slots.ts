@@ -18,6 +18,14 @@
 // A refused resource waits (KeyLimitReached); when a key of the namespace is released, the waiters
 // are woken and the first to reach its create takes the slot, the others are refused again.
 
+/**
+ * Whether a key made through `issuer` takes a slot: a first key (status records none), or one
+ * replacing a key made elsewhere (status.issuer, `recordedIssuer`).
+ */
+export function needsSlot(recordedKeyId: number | undefined, recordedIssuer: unknown, issuer: string): boolean {
+  return recordedKeyId === undefined || recordedIssuer !== issuer;
+}
+
 /** What the slots read of the informers' cache. */
 export interface SlotView {
   /** The work-queue keys of the resources of `namespace` naming `issuer` or holding a key made through it. */

@@ -218,44 +218,52 @@ export interface SecretWrite {
   existing: V1Secret | undefined;
 }
 
+/** A key's Secret as written: its name, secretHash of the value, whether it is immutable (spec.secret.immutable). */
+export interface WrittenSecret {
+  name: string;
+  hash: string;
+  immutable: boolean;
+}
+
 /**
  * Step 4 of docs/design.md section 3.1: the Secret, created or replaced (only when this resource
- * controls it); returns its name. spec.secret.immutable: the key's own Secret, created once; one
+ * controls it). spec.secret.immutable: the key's own Secret, created once; one
  * found there already is ours only when this resource owns it and it holds this very key under the
  * signature (a create repeated after a crash); anything else is a SecretConflictError.
  */
-export async function writeSecret(deps: KeyDeps, to: SecretWrite, key: IssuedKey): Promise<string> {
+export async function writeSecret(deps: KeyDeps, to: SecretWrite, key: IssuedKey): Promise<WrittenSecret> {
   const { resource, spec, dataKey } = to;
   const namespace = resource.metadata.namespace;
   const immutable = immutableMode(spec);
   const name = immutable ? immutableSecretName(baseSecretName(resource, spec), key.id) : to.secretName;
   const shape: SecretShape = { template: templateOf(spec), ...specIds(spec), platformUrl: deps.platformUrl, immutable };
+  const written = { name, hash: secretHash(resource, key.secret), immutable };
   const existing = immutable ? undefined : to.existing;
   const body = buildSecret(resource, name, dataKey, key, deps.signer, existing, shape);
   if (existing !== undefined) {
     const replaced = await deps.kube.replaceSecret(namespace, name, body);
     deps.ownWrites?.record(objectRef('Secret', namespace, name), existing.metadata?.resourceVersion, replaced.metadata?.resourceVersion);
-    return name;
+    return written;
   }
-  let written: V1Secret | undefined;
+  let replaced: V1Secret;
   try {
     const created = await deps.kube.createSecret(namespace, body);
     deps.ownWrites?.record(objectRef('Secret', namespace, name), undefined, created.metadata?.resourceVersion);
-    return name;
+    return written;
   } catch (error) {
     if (statusCode(error) !== 409) throw error;
     // Made between our read and now (by us, before a crash): it is ours only if it says so.
     const found = await deps.kube.readSecret(namespace, name);
     if (immutable) {
       const seen = observeSecret(resource, found, dataKey, deps.signer);
-      if (seen?.verified !== true || seen.keyId !== key.id || seen.hash !== secretHash(resource, key.secret)) throw new SecretConflictError(name);
-      return name;
+      if (seen?.verified !== true || seen.keyId !== key.id || seen.hash !== written.hash) throw new SecretConflictError(name);
+      return written;
     }
     if (found === undefined || !ownedBy(resource, found)) throw error;
-    written = await deps.kube.replaceSecret(namespace, name, buildSecret(resource, name, dataKey, key, deps.signer, found, shape));
+    replaced = await deps.kube.replaceSecret(namespace, name, buildSecret(resource, name, dataKey, key, deps.signer, found, shape));
   }
-  deps.ownWrites?.record(objectRef('Secret', namespace, name), undefined, written.metadata?.resourceVersion);
-  return name;
+  deps.ownWrites?.record(objectRef('Secret', namespace, name), undefined, replaced.metadata?.resourceVersion);
+  return written;
 }
 
 /**
