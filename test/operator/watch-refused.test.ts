@@ -1,7 +1,8 @@
 // A namespace whose watch the apiserver refuses (the operator's RoleBinding there removed), then
 // restored (issue 30): the informers of that namespace back off to one request per cap, /readyz
-// names the stale caches, a Secret deleted meanwhile is repaired once the watch is back, and the
-// other namespace never notices. A real apiserver, the emulator over HTTP, one operator with Roles
+// names the stale caches, a Secret deleted meanwhile is repaired once the watch is back (by the
+// watch: the drift interval is an hour, so no drift pass comes within the test), and the other
+// namespace never notices. A real apiserver, the emulator over HTTP, one operator with Roles
 // in two namespaces only (a ServiceAccount of this suite, bound to deploy/base's ClusterRole by a
 // RoleBinding in each), and its real /readyz.
 //
@@ -39,7 +40,10 @@ const STALE_MS = seconds('NKO_CACHE_STALE_AFTER_SECONDS', 4);
 /** The watches must end for a removed RoleBinding to be noticed: an open watch goes on. */
 const WATCH_TIMEOUT_MS = seconds('NKO_WATCH_TIMEOUT_SECONDS', 2);
 const INITIAL_MS = Math.min(1_000, CAP_MS / 8);
-const DRIFT_MS = seconds('NKO_DRIFT_INTERVAL_SECONDS', 10);
+/** An hour: only the watch's return (its events, or the relist) can bring the repair within the test. */
+const DRIFT_MS = seconds('NKO_DRIFT_INTERVAL_SECONDS', 3_600);
+/** How long a wait below may take before the test fails saying what it waited for (not a bound on the operator). */
+const WAIT_MS = 45_000;
 const LONG = OUTAGE_MS > 60_000;
 
 interface Attempt {
@@ -219,8 +223,9 @@ describe('a namespace whose watch is refused', () => {
         const { reason, time } = JSON.parse(line) as { reason?: string; time?: number };
         return reason === 'failed' && (time ?? 0) >= outageStart;
       };
-      await eventually(async () => (logLines.some(refusedLine) ? true : undefined), WATCH_TIMEOUT_MS * 2 + 10_000, 'a refused watch in team B');
-      const firstRefusal = Date.now();
+      await eventually(async () => (logLines.some(refusedLine) ? true : undefined), WATCH_TIMEOUT_MS * 2 + WAIT_MS, 'a refused watch in team B');
+      // When the operator logged it (this test may see the line later, on a loaded machine).
+      const firstRefusal = Math.min(...logLines.filter(refusedLine).map((l) => (JSON.parse(l) as { time: number }).time));
       // A Secret deleted meanwhile: the operator cannot see it go.
       await core.deleteNamespacedSecret({ namespace: teamB, name: secretB });
 
@@ -230,7 +235,7 @@ describe('a namespace whose watch is refused', () => {
           const r = await readyz();
           return r.status === 503 && r.body.includes(`Secret cache of namespace ${teamB} is stale`) ? r : undefined;
         },
-        STALE_MS + 3 * CAP_MS + 5_000,
+        STALE_MS + 3 * CAP_MS + WAIT_MS,
         '/readyz naming the stale Secret cache of team B',
       );
       expect(Date.now() - firstRefusal).toBeGreaterThanOrEqual(STALE_MS - 1_000);
@@ -268,8 +273,9 @@ describe('a namespace whose watch is refused', () => {
         report.push(
           `${path.split('/').at(-1)}: ${times.length} requests over ${(minutes * 60).toFixed(0)} s, gaps ${gaps.map((g) => (g / 1000).toFixed(1)).join(', ')} s`,
         );
-        // At most one per cap once there, plus the climb to it.
-        expect(times.length).toBeLessThanOrEqual(Math.ceil((outageEnd - firstRefusal) / CAP_MS) + Math.ceil(Math.log2(CAP_MS / INITIAL_MS)) + 2);
+        // At most one per cap once there, plus the climb to it: a count, over the time the outage
+        // lasted from this informer's first refusal (a loaded machine makes fewer, never more).
+        expect(times.length).toBeLessThanOrEqual(Math.ceil((outageEnd - from) / CAP_MS) + Math.ceil(Math.log2(CAP_MS / INITIAL_MS)) + 2);
       }
       // One log line per failure, no more.
       const failureLines = logLines.filter(refusedLine).length;
@@ -280,12 +286,12 @@ describe('a namespace whose watch is refused', () => {
       expect(logLines.filter((l) => l.includes('watch failed; retrying') && l.includes(teamA) && l.includes('403'))).toEqual([]);
       expect(condition(await getKey(teamA, 'app'))).toBe('True');
 
-      // Back: the watch returns within one pause at the cap, readiness with it, and the deleted Secret
-      // is written again within a drift interval of that.
-      const back = await eventually(async () => ((await readyz()).status === 200 ? Date.now() : undefined), CAP_MS * 1.1 + 10_000, 'ready again');
+      // Back: the watch returns (after at most a pause at the cap), readiness with it, and the deleted
+      // Secret is written again, woken by the watch's return: no drift pass comes within an hour.
+      const back = await eventually(async () => ((await readyz()).status === 200 ? Date.now() : undefined), CAP_MS + WAIT_MS, 'ready again');
       await eventually(
         async () => ((await secretExists(teamB, (await getKey(teamB, 'app')).status?.secretName ?? secretB)) ? true : undefined),
-        DRIFT_MS + 10_000,
+        WAIT_MS,
         'the Secret repaired',
       ).catch((error: unknown) => {
         // What the operator did meanwhile, to tell why.
@@ -330,11 +336,10 @@ describe('a namespace whose watch is refused', () => {
           .join(', ')}`,
       ];
       if (LONG || process.env.NKO_WATCH_REPORT === '1') process.stderr.write(`[watch-refused] ${summary.join('\n[watch-refused] ')}\n`);
-      // Repaired by the event of the deletion (or the relist that finds the Secret gone), not by a
-      // later drift check: within one drift interval.
-      expect(repaired - back).toBeLessThanOrEqual(DRIFT_MS);
+      // Repaired (the wait above) by the event of the deletion or the relist that finds the Secret
+      // gone, not by a drift check: with an interval of an hour, none comes within the test.
     },
-    OUTAGE_MS + STALE_MS + 4 * CAP_MS + 120_000,
+    OUTAGE_MS + STALE_MS + 4 * CAP_MS + 5 * WAIT_MS,
   );
 });
 

@@ -482,6 +482,7 @@ describe('Controller', () => {
   it('is not synced before start(), and hands out no work after stop()', async () => {
     const reconciler = new ScriptedReconciler();
     let informer: FakeInformer | undefined;
+    let queued = 0;
     const controller = new Controller({
       kubeConfig: new KubeConfig(),
       reconciler,
@@ -489,13 +490,21 @@ describe('Controller', () => {
       logger: silent,
       workers: 1,
       informerFor: (watch) => (informer = new FakeInformer(watch)),
+      queueMetrics: { depth: () => undefined, add: () => void queued++, queueLatency: () => undefined, workDuration: () => undefined, retry: () => undefined },
     });
     expect(controller.synced).toBe(false);
     await controller.start();
-    await controller.stop();
+    // Running, an event's key enters the work queue while the event is delivered, and is worked.
     informer?.emit('add', widget('a', '1'));
-    await sleep(30);
-    expect(reconciler.calls).toEqual([]);
+    expect(queued).toBe(1);
+    await until('a reconciled', () => reconciler.calls.length === 1);
+    // stop() has awaited every worker: an event now enters no queue, and nothing is left to work it
+    // (one turn of the event loop, past every promise a worker could still be waiting on).
+    await controller.stop();
+    informer?.emit('add', widget('b', '1'));
+    expect(queued).toBe(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(reconciler.calls).toEqual(['Widget/ns/a']);
   });
 
   it('gives the worker back for a released wait: the next key runs meanwhile, the released key stays in flight until its reconcile ends, stop() waits for it', async () => {
@@ -527,14 +536,17 @@ describe('Controller', () => {
     await until('a waiting, its worker given back', () => calls.length === 1);
     informer?.emit('add', widget('b', '1'));
     await until('b reconciled by the only worker while a waits', () => ended.includes('b'));
-    // An event about a while it waits is judged once its reconcile ends: never two reconciles of a at once.
+    // An event about a while it waits is judged once its reconcile ends: never two reconciles of a at
+    // once. Then c: the only worker, free, takes c once anything queued before it is worked, so a
+    // second reconcile of a would have started by the time c's has.
     informer?.emit('update', widget('a', '2'));
-    await sleep(30);
-    expect(calls).toEqual(['a', 'b']);
+    informer?.emit('add', widget('c', '1'));
+    await until('c reconciled by the only worker', () => ended.includes('c'));
+    expect(calls).toEqual(['a', 'b', 'c']);
     open();
-    await until('a ended, then reconciled again for the event', () => ended.length === 3);
-    expect(calls).toEqual(['a', 'b', 'a']);
-    expect(ended).toEqual(['b', 'a', 'a']);
+    await until('a ended, then reconciled again for the event', () => ended.length === 4);
+    expect(calls).toEqual(['a', 'b', 'c', 'a']);
+    expect(ended).toEqual(['b', 'c', 'a', 'a']);
   });
 
   it('stop() waits for a reconcile that gave its worker back', async () => {
@@ -565,7 +577,9 @@ describe('Controller', () => {
     const stopping = controller.stop().then(() => {
       stopped = true;
     });
-    await sleep(30);
+    // stop() waits on promises only (the informers, the queue's drain, the workers), never on a
+    // timer: one turn of the event loop is past every step of a stop() that did not wait for a.
+    await new Promise((resolve) => setImmediate(resolve));
     expect(stopped).toBe(false);
     open();
     await stopping;
