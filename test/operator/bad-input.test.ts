@@ -3,25 +3,13 @@
 // rule (the CRD schema and its CEL rules), or accepted and then reported by the operator in a
 // condition with a specific reason. The operator must never crash, never hot-loop against the
 // platform, never overwrite a Secret it does not own and never revoke a key it did not make.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Writable } from 'node:stream';
-import { ApiException, CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { describe, expect, it } from '@jest/globals';
+import { ApiException } from '@kubernetes/client-node';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
+import { eventually, intentSettled } from './support.ts';
+import { capturedLog, type Condition, group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 type Kind = 'ApiKey' | 'ProjectApiKey';
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface Resource {
   metadata: { name: string; resourceVersion?: string; annotations?: Record<string, string> };
   spec: Record<string, unknown>;
@@ -366,27 +354,11 @@ const REFUSED_ON_UPDATE: [string, Kind, Record<string, unknown>, (spec: Record<s
 ];
 
 describe('bad and hostile input', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let namespace: string;
   let otherNamespace: string;
-  let aliceKey: string;
-  const logLines: string[] = [];
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk: Buffer, _enc, done) {
-        logLines.push(chunk.toString('utf8'));
-        done();
-      },
-    }),
-  });
+  const { logger, lines: logLines } = capturedLog('debug');
 
   const admin = async <T>(method: string, path: string): Promise<T> => {
-    const response = await fetch(`${emulator.adminUrl}${path}`, { method });
+    const response = await fetch(`${suite.emulator.adminUrl}${path}`, { method });
     if (!response.ok) throw new Error(`admin ${method} ${path}: ${response.status}`);
     return (await response.json()) as T;
   };
@@ -398,16 +370,16 @@ describe('bad and hostile input', () => {
     (await requestsTo('POST', '/api/v2/api_keys')) + (await requestsTo('POST', '/api/v2/organizations/:org_id/api_keys'));
 
   const create = (kind: Kind, name: string, spec: unknown, metadata: Record<string, unknown> = {}): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
+    suite.objects.createNamespacedCustomObject({
       group,
       version,
-      namespace,
+      namespace: suite.namespace,
       plural: plural(kind),
       fieldValidation: 'Strict',
-      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace, ...metadata }, ...(spec === undefined ? {} : { spec }) },
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace: suite.namespace, ...metadata }, ...(spec === undefined ? {} : { spec }) },
     });
   const get = async (kind: Kind, name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as Resource;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: plural(kind), name })) as Resource;
   const refusal = async (promise: Promise<unknown>): Promise<string> => {
     try {
       await promise;
@@ -438,43 +410,31 @@ describe('bad and hostile input', () => {
       20_000,
       `${kind} ${name} Ready`,
     );
-  const secret = (name: string, data: Record<string, string>, ns = namespace) =>
-    core.createNamespacedSecret({ namespace: ns, body: { metadata: { name }, stringData: data } });
+  const secret = (name: string, data: Record<string, string>, ns = suite.namespace) =>
+    suite.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name }, stringData: data } });
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    const key = (user: string): string => emulator.bootstrap.users.find((u) => u.name === user)?.personalKey ?? '';
-    aliceKey = key('alice');
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'bad-input');
-    otherNamespace = await createNamespace(cp, 'bad-input-other');
-    await secret('neon-admin', { apiKey: aliceKey });
-    await secret('neon-member', { apiKey: key('bob') });
-    await secret('neon-outsider', { apiKey: key('carol') });
-    await secret('neon-bogus', { apiKey: 'x'.repeat(64) });
-    await secret('neon-wrong-key', { token: aliceKey });
-    await secret('neon-empty', { apiKey: '' });
-    // An administrator's key in ANOTHER namespace: a resource here must not be able to use it.
-    await secret('stolen-admin', { apiKey: aliceKey }, otherNamespace);
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
+  const suite = operatorSuite({
+    namespaces: ['bad-input', 'bad-input-other'],
+    credentials: false,
+    before: async (s) => {
+      otherNamespace = s.namespaces[1] ?? '';
+      await secret('neon-admin', { apiKey: s.adminKey });
+      await secret('neon-member', { apiKey: s.userKey('bob') });
+      await secret('neon-outsider', { apiKey: s.userKey('carol') });
+      await secret('neon-bogus', { apiKey: 'x'.repeat(64) });
+      await secret('neon-wrong-key', { token: s.adminKey });
+      await secret('neon-empty', { apiKey: '' });
+      // An administrator's key in ANOTHER namespace: a resource here must not be able to use it.
+      await secret('stolen-admin', { apiKey: s.adminKey }, otherNamespace);
+    },
+    operator: (s) => ({
+      namespace: s.namespace,
       workers: 4,
       driftIntervalMs: 5_000,
       pendingGraceMs: 5_000,
       logger,
       identity: 'bad-input',
-    });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    for (const ns of [namespace, otherNamespace]) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    await emulator?.close();
+    }),
   });
 
   describe('refused by the apiserver with a message naming the field and the rule', () => {
@@ -492,10 +452,10 @@ describe('bad and hostile input', () => {
         for (let attempt = 1; ; attempt++) {
           const current = await get(kind, name);
           try {
-            return await objects.replaceNamespacedCustomObject({
+            return await suite.objects.replaceNamespacedCustomObject({
               group,
               version,
-              namespace,
+              namespace: suite.namespace,
               plural: plural(kind),
               name,
               body: { ...current, spec: change(current.spec) },
@@ -636,8 +596,8 @@ describe('bad and hostile input', () => {
     });
 
     it('the credentials Secret named as a target is left exactly as it was', async () => {
-      const creds = await core.readNamespacedSecret({ namespace, name: 'neon-admin' });
-      expect(Buffer.from(creds.data?.apiKey ?? '', 'base64').toString('utf8')).toBe(aliceKey);
+      const creds = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'neon-admin' });
+      expect(Buffer.from(creds.data?.apiKey ?? '', 'base64').toString('utf8')).toBe(suite.adminKey);
       expect(creds.metadata?.ownerReferences ?? []).toEqual([]);
     });
 
@@ -646,7 +606,7 @@ describe('bad and hostile input', () => {
       const first = await untilReady('ApiKey', 'first-claim');
       await create('ApiKey', 'second-claim', personal({ keyName: 'second-claim', secret: { name: 'shared-target' } }));
       await untilReason('ApiKey', 'second-claim', 'Ready', 'SecretConflict');
-      const target = await core.readNamespacedSecret({ namespace, name: 'shared-target' });
+      const target = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'shared-target' });
       expect(target.metadata?.annotations?.['keys.neon.dev/key-id']).toBe(String(first.status?.keyId));
       expect((await get('ApiKey', 'first-claim')).status?.keyId).toBe(first.status?.keyId);
     });
@@ -657,13 +617,15 @@ describe('bad and hostile input', () => {
         annotations: { 'keys.neon.dev/create-pending': '{"attempt": [1, 2' },
       });
       await untilReady('ApiKey', 'garbled-intent');
-      const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=garbled-intent' });
+      const events = await suite.core.listNamespacedEvent({ namespace: suite.namespace, fieldSelector: 'involvedObject.name=garbled-intent' });
       expect(events.items.map((e) => e.reason)).toContain('InvalidAnnotation');
     });
 
     it("a forged create-pending annotation naming someone else's key never gets that key revoked", async () => {
       // A live key of the same user, that this resource never asked for.
-      const victim = await new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } }).createPersonalKey('victim-abcd1234');
+      const victim = await new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey: suite.adminKey, retry: { maxAttempts: 1 } }).createPersonalKey(
+        'victim-abcd1234',
+      );
       const forged = JSON.stringify({ attempt: 'victim-abcd1234', startedAt: '2000-01-01T00:00:00Z', holder: 'attacker' });
       await create('ApiKey', 'forged-intent', personal({ keyName: 'forged-intent' }), {
         finalizers: ['keys.neon.dev/finalizer'],
@@ -681,7 +643,7 @@ describe('bad and hostile input', () => {
       expect(keys.find((k) => k.id === victim.id)?.revoked).toBe(false);
       expect(keys.filter((k) => k.name === 'console-bootstrap' && k.revoked)).toEqual([]);
       for (const name of ['forged-intent', 'forged-creds']) {
-        const events = await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` });
+        const events = await suite.core.listNamespacedEvent({ namespace: suite.namespace, fieldSelector: `involvedObject.name=${name}` });
         expect(events.items.map((e) => e.reason)).toContain('InvalidAnnotation');
       }
     });
@@ -692,10 +654,10 @@ describe('bad and hostile input', () => {
       const during = (await keyCreations()) - before;
       // Each failing resource backs off 1 s, 2 s, 4 s, 8 s...: at most a couple of attempts each in 6 s.
       expect(during).toBeLessThanOrEqual(FAILING * 3);
-      expect(operator.ready()).toBe(true);
+      expect(suite.operator.ready()).toBe(true);
       expect(logLines.filter((l) => l.includes('"reconcile failed"'))).toEqual([]);
       const all = logLines.join('');
-      expect(all.includes(aliceKey)).toBe(false);
+      expect(all.includes(suite.adminKey)).toBe(false);
     });
   });
 });

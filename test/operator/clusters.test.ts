@@ -10,21 +10,17 @@
 // resource gets a key of its own, no old key is used or revoked by it, and its inventory lists
 // prod's keys as another cluster's for a person to revoke. What the inventory counts by origin is
 // in its -o wide columns and, split by state, in the inventory gauge.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { type RunningOperator } from '../../src/operator/manager.ts';
 import { Signer } from '../../src/operator/keys/issuing/signing.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, kubectl, operatorKubeConfig } from './support.ts';
+import { createNamespace, eventually, kubectl } from './support.ts';
+import { group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const ORG = 'org-demo-00000001';
 const DRIFT_MS = 1_500;
 /** 55 characters: the longest spec.keyName. */
@@ -60,12 +56,7 @@ interface Inventory {
 }
 
 describe('two clusters on one organization', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let alice: PlatformClient;
-  const operators: RunningOperator[] = [];
   const namespaces: string[] = [];
   const signingKeys = { staging: randomBytes(32), prod: randomBytes(32) };
   let staging: string;
@@ -75,9 +66,7 @@ describe('two clusters on one organization', () => {
   const stagingMetrics: OperatorMetrics = createMetrics(new Registry(), { defaultMetrics: false });
 
   const start = async (cluster: string, namespace: string, signingKey: Buffer, metrics?: OperatorMetrics): Promise<RunningOperator> => {
-    const operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
+    return suite.startOperator({
       namespaces: [namespace],
       workers: 4,
       driftIntervalMs: DRIFT_MS,
@@ -90,24 +79,16 @@ describe('two clusters on one organization', () => {
       organizationRateShare: 0.5,
       ...(metrics !== undefined ? { metrics } : {}),
     });
-    operators.push(operator);
-    return operator;
   };
   const createKey = (namespace: string, name: string, keyName?: string): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
-      group,
-      version,
+    suite.apply(
+      'ApiKey',
+      { name, namespace },
+      { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' }, ...(keyName !== undefined ? { keyName } : {}) },
       namespace,
-      plural: 'apikeys',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKey',
-        metadata: { name, namespace },
-        spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' }, ...(keyName !== undefined ? { keyName } : {}) },
-      },
-    });
+    );
   const readKey = async (namespace: string, name: string): Promise<ApiKey> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as ApiKey;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as ApiKey;
   const readyKey = (namespace: string, name: string): Promise<ApiKey> =>
     eventually(
       async () => {
@@ -118,22 +99,11 @@ describe('two clusters on one organization', () => {
       `${namespace}/${name} Ready`,
     );
   const createInventory = (namespace: string): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'apikeyinventories',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKeyInventory',
-        metadata: { name: 'org', namespace },
-        spec: { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
-      },
-    });
+    suite.apply('ApiKeyInventory', { name: 'org', namespace }, { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } }, namespace);
   const inventoryUntil = (namespace: string, test: (i: Inventory) => boolean, what: string): Promise<Inventory> =>
     eventually(
       async () => {
-        const i = (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeyinventories', name: 'org' })) as Inventory;
+        const i = (await suite.objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeyinventories', name: 'org' })) as Inventory;
         return test(i) ? i : undefined;
       },
       60_000,
@@ -141,46 +111,38 @@ describe('two clusters on one organization', () => {
     );
   const liveKeys = async (): Promise<{ id: number; name: string }[]> => (await alice.listOrganizationKeys(ORG)).map((k) => ({ id: k.id, name: k.name }));
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    // Its creates share the organization's 10 a second with the two operators': a 429 waits its Retry-After.
-    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 5 } });
-    staging = await createNamespace(cp, 'cluster-staging');
-    prod = await createNamespace(cp, 'cluster-prod');
-    namespaces.push(staging, prod);
-    for (const ns of [staging, prod])
-      await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    await start('staging', staging, signingKeys.staging, stagingMetrics);
-    prodOperator = await start('prod', prod, signingKeys.prod);
-  }, 90_000);
-
-  afterAll(async () => {
-    for (const operator of operators) await operator.stop();
+  const suite = operatorSuite({
+    namespaces: ['cluster-staging', 'cluster-prod'],
+    before: async (s) => {
+      // Its creates share the organization's 10 a second with the two operators': a 429 waits its Retry-After.
+      alice = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 5 } });
+      [staging = '', prod = ''] = s.namespaces;
+      namespaces.push(staging, prod);
+      await start('staging', staging, signingKeys.staging, stagingMetrics);
+      prodOperator = await start('prod', prod, signingKeys.prod);
+    },
     // prod's resources keep the finalizer of an operator that is stopped: lifted here, or the namespace never goes.
-    for (const ns of namespaces) {
-      const keys = (await objects?.listNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }).catch(() => ({ items: [] }))) as {
-        items: ApiKey[];
-      };
-      for (const key of keys.items) {
-        await objects
-          .patchNamespacedCustomObject({
-            group,
-            version,
-            namespace: ns,
-            plural: 'apikeys',
-            name: key.metadata.name,
-            body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }],
-          })
-          .catch(() => undefined);
+    after: async (s) => {
+      for (const ns of namespaces) {
+        const keys = (await s.objects.listNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys' }).catch(() => ({ items: [] }))) as {
+          items: ApiKey[];
+        };
+        for (const key of keys.items) {
+          await s.objects
+            .patchNamespacedCustomObject({
+              group,
+              version,
+              namespace: ns,
+              plural: 'apikeys',
+              name: key.metadata.name,
+              body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }],
+            })
+            .catch(() => undefined);
+        }
+        await s.core.deleteNamespace({ name: ns }).catch(() => undefined);
       }
-      await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    }
-    await emulator?.close();
+    },
+    timeoutMs: 90_000,
   });
 
   it("names each cluster's keys after it, and each inventory tells the other's keys from keys by hand and from its own", async () => {
@@ -222,7 +184,7 @@ describe('two clusters on one organization', () => {
     expect(entry(fromStaging, forged.id)).toEqual(expect.objectContaining({ origin: 'ThisCluster' }));
     expect(entry(fromProd, forged.id)).toEqual(expect.objectContaining({ origin: 'OtherCluster', cluster: 'staging' }));
     // kubectl get -o wide: another cluster's keys and keys by hand in columns of their own.
-    const [header = '', row = ''] = (await kubectl(cp, ['get', 'naki', 'org', '-n', staging, '-o', 'wide'])).trim().split('\n');
+    const [header = '', row = ''] = (await kubectl(suite.cp, ['get', 'naki', 'org', '-n', staging, '-o', 'wide'])).trim().split('\n');
     const cells = row.trim().split(/\s{2,}/);
     const wide = Object.fromEntries(
       header
@@ -276,24 +238,13 @@ describe('two clusters on one organization', () => {
     const oldIds = backup.map((k) => k.status?.keyId);
     // The old cluster is gone; its keys stay live on the platform.
     await prodOperator.stop();
-    const restored = await createNamespace(cp, 'cluster-prod-r1');
+    const restored = await createNamespace(suite.cp, 'cluster-prod-r1');
     namespaces.push(restored);
-    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    await core.createNamespacedSecret({ namespace: restored, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+    const aliceKey = suite.emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
+    await suite.core.createNamespacedSecret({ namespace: restored, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
     // What a backup restores: spec, labels and annotations (the fulfilled create intent, signed for the old uid); no status, no key Secret.
     for (const key of backup) {
-      await objects.createNamespacedCustomObject({
-        group,
-        version,
-        namespace: restored,
-        plural: 'apikeys',
-        body: {
-          apiVersion: `${group}/${version}`,
-          kind: 'ApiKey',
-          metadata: { name: key.metadata.name, namespace: restored, annotations: key.metadata.annotations ?? {} },
-          spec: key.spec,
-        },
-      });
+      await suite.apply('ApiKey', { name: key.metadata.name, namespace: restored, annotations: key.metadata.annotations ?? {} }, key.spec, restored);
     }
     await createInventory(restored);
     await start('prod-r1', restored, signingKeys.prod);
@@ -311,7 +262,7 @@ describe('two clusters on one organization', () => {
         .sort(),
     ).toEqual([...(newIds as number[])].sort());
     // Each restored resource's intent, signed for its old uid, was cleared without revoking anything: one InvalidAnnotation each.
-    const invalid = (await core.listNamespacedEvent({ namespace: restored, fieldSelector: 'involvedObject.kind=ApiKey,reason=InvalidAnnotation' })).items;
+    const invalid = (await suite.core.listNamespacedEvent({ namespace: restored, fieldSelector: 'involvedObject.kind=ApiKey,reason=InvalidAnnotation' })).items;
     expect(invalid.map((e) => e.involvedObject.name).sort()).toEqual([...names].sort());
     const report = await inventoryUntil(restored, (i) => i.status?.managed === 3 && i.status.live === live.length, `${live.length} live, 3 managed`);
     for (const id of oldIds)

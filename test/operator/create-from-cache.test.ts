@@ -7,18 +7,14 @@
 // real watch: a fake of the informer's delivery (the operator's `cacheDelivery` seam, and only for
 // the keys a test names) shows the reconciler the copy it saw first, as a watch that delivered
 // nothing since would.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { PatchStrategy, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, onEveryRequest, operatorKubeConfig } from './support.ts';
+import { emulatorAdmin, eventually, onEveryRequest, operatorKubeConfig } from './support.ts';
+import { group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const plural = 'apikeys';
 const ORG = 'org-cached-000001';
 const WAVE = 12;
@@ -53,13 +49,49 @@ interface Sent {
 }
 
 describe("a new key is created from the informer's copy", () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let namespace: string;
   let platform: PlatformClient;
+  const suite = operatorSuite({
+    namespaces: ['cached'],
+    emulator: {
+      seed: {
+        organizations: [{ id: ORG, name: 'cached' }],
+        users: [{ name: 'alice', email: 'alice@example.com', orgRoles: { [ORG]: 'admin' } }],
+      },
+    },
+    operator: async (s) => {
+      platform = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 1 } });
+      const config = await operatorKubeConfig(s.cp);
+      onEveryRequest(config, (context) => {
+        const url = new URL(context.getUrl());
+        if (!url.searchParams.has('watch')) sent.push({ at: Date.now(), method: context.getHttpMethod(), path: url.pathname });
+      });
+      return {
+        kubeConfig: config,
+        namespace: s.namespace,
+        workers: 4,
+        driftIntervalMs: 10 * 60_000,
+        logger: createLogger({ level: 'silent' }),
+        identity: 'create-from-cache',
+        createsPerOrganization: PER_ORGANIZATION,
+        onReconcile: (record) => records.push(record),
+        cacheDelivery: (_kind, ns, name, cached) => {
+          const id = `${ns}/${name}`;
+          if (cached !== undefined && (cached as { seed?: unknown }).seed !== undefined && !firstSeen.has(id)) firstSeen.set(id, cached);
+          return late.has(id) ? (firstSeen.get(id) ?? cached) : cached;
+        },
+      };
+    },
+    timeoutMs: 120_000,
+  });
+
+  beforeAll(async () => {
+    await eventually(async () => (suite.operator.ready() ? true : undefined), 30_000, 'operator ready');
+    // Every create answered after 0.4 s: with 2 under way, the wave waits in its organization's line.
+    await emulatorAdmin(suite.emulator.adminUrl, 'PUT', '/faults', {
+      rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: CREATE_LATENCY_MS }],
+    });
+  });
+
   const records: ReconcileRecord[] = [];
   const sent: Sent[] = [];
   /** The fake of the informer's delivery: each key's first copy seen while new, shown instead of the cache for the keys in `late`. */
@@ -67,21 +99,22 @@ describe("a new key is created from the informer's copy", () => {
   const late = new Set<string>();
 
   const apply = async (name: string, keyName = name): Promise<void> => {
-    await objects.createNamespacedCustomObject({
+    await suite.objects.createNamespacedCustomObject({
       group,
       version,
-      namespace,
+      namespace: suite.namespace,
       plural,
       fieldManager: 'team-tool',
       body: {
         apiVersion: `${group}/${version}`,
         kind: 'ApiKey',
-        metadata: { name, namespace, labels: { team: 'a' }, annotations: { 'example.com/owner': 'team a' } },
+        metadata: { name, namespace: suite.namespace, labels: { team: 'a' }, annotations: { 'example.com/owner': 'team a' } },
         spec: { scope: 'Organization', organizationId: ORG, keyName, credentialsSecretRef: { name: 'neon-admin' } },
       },
     });
   };
-  const get = async (name: string): Promise<Resource> => (await objects.getNamespacedCustomObject({ group, version, namespace, plural, name })) as Resource;
+  const get = async (name: string): Promise<Resource> =>
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural, name })) as Resource;
   const ready = (r: Resource): boolean => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
   const allReady = (names: readonly string[], what: string): Promise<true> =>
     eventually(
@@ -92,13 +125,14 @@ describe("a new key is created from the informer's copy", () => {
       120_000,
       what,
     );
-  const of = (name: string): ReconcileRecord[] => records.filter((r) => r.namespace === namespace && r.name === name);
+  const of = (name: string): ReconcileRecord[] => records.filter((r) => r.namespace === suite.namespace && r.name === name);
   /** GETs of the resource itself (not lists, not watches), sent in [from, to]. */
   const readsOf = (name: string, from = 0, to = Infinity): number =>
-    sent.filter((s) => s.method === 'GET' && s.path === `/apis/${group}/${version}/namespaces/${namespace}/${plural}/${name}` && s.at >= from && s.at <= to)
-      .length;
+    sent.filter(
+      (s) => s.method === 'GET' && s.path === `/apis/${group}/${version}/namespaces/${suite.namespace}/${plural}/${name}` && s.at >= from && s.at <= to,
+    ).length;
   const creates = async (): Promise<number> =>
-    (await emulatorAdmin<RequestCount[]>(emulator.adminUrl, 'GET', '/requests'))
+    (await emulatorAdmin<RequestCount[]>(suite.emulator.adminUrl, 'GET', '/requests'))
       .filter((r) => r.method === 'POST' && r.route.endsWith('/api_keys') && r.status === 200)
       .reduce((n, r) => n + r.count, 0);
   const wave = (prefix: string, n = WAVE): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(2, '0')}`);
@@ -110,58 +144,6 @@ describe("a new key is created from the informer's copy", () => {
       }),
     );
   };
-
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({
-      db: ':memory:',
-      timeScale: 0.01,
-      controlPlaneActivity: false,
-      seed: {
-        organizations: [{ id: ORG, name: 'cached' }],
-        users: [{ name: 'alice', email: 'alice@example.com', orgRoles: { [ORG]: 'admin' } }],
-      },
-    });
-    const adminKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    platform = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: adminKey, retry: { maxAttempts: 1 } });
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'cached');
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
-    const config = await operatorKubeConfig(cp);
-    onEveryRequest(config, (context) => {
-      const url = new URL(context.getUrl());
-      if (!url.searchParams.has('watch')) sent.push({ at: Date.now(), method: context.getHttpMethod(), path: url.pathname });
-    });
-    operator = await startOperator({
-      kubeConfig: config,
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
-      workers: 4,
-      driftIntervalMs: 10 * 60_000,
-      logger: createLogger({ level: 'silent' }),
-      identity: 'create-from-cache',
-      createsPerOrganization: PER_ORGANIZATION,
-      onReconcile: (record) => records.push(record),
-      cacheDelivery: (_kind, ns, name, cached) => {
-        const id = `${ns}/${name}`;
-        if (cached !== undefined && (cached as { seed?: unknown }).seed !== undefined && !firstSeen.has(id)) firstSeen.set(id, cached);
-        return late.has(id) ? (firstSeen.get(id) ?? cached) : cached;
-      },
-    });
-    await eventually(async () => (operator.ready() ? true : undefined), 30_000, 'operator ready');
-    // Every create answered after 0.4 s: with 2 under way, the wave waits in its organization's line.
-    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', {
-      rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: CREATE_LATENCY_MS }],
-    });
-  }, 120_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
-  });
 
   it(`${WAVE} new keys of one organization, most woken at their turn, are created without a GET of the resource, and keep what their team wrote`, async () => {
     const keys = wave('turn');
@@ -192,13 +174,17 @@ describe("a new key is created from the informer's copy", () => {
     await applyAll(keys);
     await eventually(async () => (keys.every((k) => of(k).length > 0) ? true : undefined), 60_000, 'a first look at every key of the line');
     // Its first look sends it to the organization's line unread, and the fake delivery keeps that copy.
-    late.add(`${namespace}/late`);
+    late.add(`${suite.namespace}/late`);
     await apply('late', 'late-v1');
-    await eventually(async () => (firstSeen.has(`${namespace}/late`) && of('late').length > 0 ? true : undefined), 60_000, 'a first look at the late key');
+    await eventually(
+      async () => (firstSeen.has(`${suite.namespace}/late`) && of('late').length > 0 ? true : undefined),
+      60_000,
+      'a first look at the late key',
+    );
     expect(of('late')[0]?.deferred).toBe(true);
     // Its team renames the key while it waits: a create from the copy would name it late-v1.
-    await objects.patchNamespacedCustomObject(
-      { group, version, namespace, plural, name: 'late', body: { spec: { keyName: 'late-v2' } } },
+    await suite.objects.patchNamespacedCustomObject(
+      { group, version, namespace: suite.namespace, plural, name: 'late', body: { spec: { keyName: 'late-v2' } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
     const r = await eventually(
@@ -230,13 +216,13 @@ describe("a new key is created from the informer's copy", () => {
   it('a copy from before its key was issued issues no second key: its write gets 409, and the pass after finds the key in sync', async () => {
     const name = 'turn-00';
     const issued = await get(name);
-    expect(firstSeen.get(`${namespace}/${name}`)).toBeDefined();
+    expect(firstSeen.get(`${suite.namespace}/${name}`)).toBeDefined();
     const before = await creates();
     // The fake delivery shows the key as it was before it was issued; a change of its own wakes it.
-    late.add(`${namespace}/${name}`);
+    late.add(`${suite.namespace}/${name}`);
     const at = Date.now();
-    await objects.patchNamespacedCustomObject(
-      { group, version, namespace, plural, name, body: { metadata: { annotations: { 'example.com/touched': 'yes' } } } },
+    await suite.objects.patchNamespacedCustomObject(
+      { group, version, namespace: suite.namespace, plural, name, body: { metadata: { annotations: { 'example.com/touched': 'yes' } } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
     const passes = await eventually(

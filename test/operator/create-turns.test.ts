@@ -5,17 +5,13 @@
 // A real kube-apiserver, the emulator over HTTP, the operator in-process with its default
 // admission; what each reconcile did comes from its ReconcileRecord. Ordering, never wall-clock
 // targets: "before A's wave is done" is counted in A's creates.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { afterAll, describe, expect, it } from '@jest/globals';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { emulatorAdmin, eventually } from './support.ts';
+import { writeFileSync } from 'node:fs';
+import { group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const plural = 'apikeys';
 const ORG_A = 'org-wave-0000000a';
 const ORG_B = 'org-other-000000b';
@@ -44,45 +40,10 @@ interface RequestCount {
 }
 
 describe("a wave of one organization's new keys holds no worker", () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let namespace: string;
   const records: ReconcileRecord[] = [];
-  const waveKeys = Array.from({ length: WAVE }, (_, i) => `wave-${String(i).padStart(3, '0')}`);
-
-  const apply = async (name: string, organizationId: string): Promise<void> => {
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural,
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKey',
-        metadata: { name, namespace },
-        spec: { scope: 'Organization', organizationId, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
-      },
-    });
-  };
-  const ready = async (name: string): Promise<boolean> => {
-    const r = (await objects.getNamespacedCustomObject({ group, version, namespace, plural, name })) as Resource;
-    return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-  };
-  const of = (name: string): ReconcileRecord[] => records.filter((r) => r.namespace === namespace && r.name === name);
-  /** When the create of `name` ended (its key in its Secret and status), or undefined. */
-  const createdAt = (name: string): number | undefined => of(name).find((r) => r.createSent && r.result === 'Done')?.endedAt;
-  const wavesCreatedBefore = (t: number): number => waveKeys.filter((k) => (createdAt(k) ?? Infinity) <= t).length;
-
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({
-      db: ':memory:',
-      timeScale: 0.01,
-      controlPlaneActivity: false,
+  const suite = operatorSuite({
+    namespaces: ['turns'],
+    emulator: {
       seed: {
         organizations: [
           { id: ORG_A, name: 'wave' },
@@ -90,36 +51,45 @@ describe("a wave of one organization's new keys holds no worker", () => {
         ],
         users: [{ name: 'alice', email: 'alice@example.com', orgRoles: { [ORG_A]: 'admin', [ORG_B]: 'admin' } }],
       },
-    });
-    const adminKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'turns');
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
+    },
+    operator: (s) => ({
+      namespace: s.namespace,
       workers: 4,
       logger: createLogger({ level: 'silent' }),
       identity: 'create-turns',
       createsPerOrganization: PER_ORGANIZATION,
       onReconcile: (record) => records.push(record),
-    });
-  }, 120_000);
-
-  afterAll(async () => {
-    if (process.env.TURNS_DEBUG !== undefined) (await import('node:fs')).writeFileSync(process.env.TURNS_DEBUG, JSON.stringify(records));
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
+    }),
+    timeoutMs: 120_000,
   });
 
+  afterAll(() => {
+    if (process.env.TURNS_DEBUG !== undefined) writeFileSync(process.env.TURNS_DEBUG, JSON.stringify(records));
+  });
+
+  const waveKeys = Array.from({ length: WAVE }, (_, i) => `wave-${String(i).padStart(3, '0')}`);
+
+  const apply = async (name: string, organizationId: string): Promise<void> => {
+    await suite.apply(
+      'ApiKey',
+      { name, namespace: suite.namespace },
+      { scope: 'Organization', organizationId, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
+    );
+  };
+  const ready = async (name: string): Promise<boolean> => {
+    const r = (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural, name })) as Resource;
+    return r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  };
+  const of = (name: string): ReconcileRecord[] => records.filter((r) => r.namespace === suite.namespace && r.name === name);
+  /** When the create of `name` ended (its key in its Secret and status), or undefined. */
+  const createdAt = (name: string): number | undefined => of(name).find((r) => r.createSent && r.result === 'Done')?.endedAt;
+  const wavesCreatedBefore = (t: number): number => waveKeys.filter((k) => (createdAt(k) ?? Infinity) <= t).length;
+
   it(`a key of another organization is Ready while ${WAVE} keys of one organization wait for the platform's rate limit; each wave key is read a bounded number of times`, async () => {
-    await emulatorAdmin(emulator.adminUrl, 'DELETE', '/requests');
+    await emulatorAdmin(suite.emulator.adminUrl, 'DELETE', '/requests');
     // Every create answered after 1.5 s: with PER_ORGANIZATION creates under way, A's wave is bound
     // by the platform (at most 5 / 1.5 s), never by this machine, however loaded it is.
-    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', {
+    await emulatorAdmin(suite.emulator.adminUrl, 'PUT', '/faults', {
       rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: CREATE_LATENCY_MS }],
     });
     // The wave, all at once (16 creates in flight).
@@ -162,7 +132,7 @@ describe("a wave of one organization's new keys holds no worker", () => {
       expect([k, passes.filter((r) => r.atRest !== true && !(r.deferred === true && r.actions.length === 0)).length <= 3]).toEqual([k, true]);
     }
     // And the platform's limit was kept: no 429, one create per key.
-    const requests = await emulatorAdmin<RequestCount[]>(emulator.adminUrl, 'GET', '/requests');
+    const requests = await emulatorAdmin<RequestCount[]>(suite.emulator.adminUrl, 'GET', '/requests');
     expect(requests.filter((r) => r.status === 429)).toEqual([]);
     const creates = requests.filter((r) => r.method === 'POST' && r.route.endsWith('/api_keys') && r.status === 200).reduce((n, r) => n + r.count, 0);
     expect(creates).toBe(WAVE + 1);

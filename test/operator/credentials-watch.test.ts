@@ -4,19 +4,14 @@
 // in a refusal backoff (runtime/controller.ts). A real kube-apiserver, the emulator over HTTP, the
 // operator in-process with deploy/base's ServiceAccount (its RBAC is enough). Reconciles are
 // counted from the operator's metrics (reconcile_total) and its typed per-reconcile report.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
+import { describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { eventually } from './support.ts';
+import { group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const BOGUS = 'b'.repeat(64);
 /** Waits that claim nothing about speed end with their test (its timeout), not before. */
 const UNTIL_THE_TEST_ENDS = 115_000;
@@ -31,35 +26,37 @@ interface Resource {
 }
 
 describe('a fixed or changed credentials Secret takes effect at once', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let namespace: string;
-  let org: string;
-  let aliceKey: string;
-  let metrics: OperatorMetrics;
+  const metrics: OperatorMetrics = createMetrics(new Registry(), { defaultMetrics: false });
+  const suite = operatorSuite({
+    namespaces: ['credentials-watch'],
+    credentials: false,
+    operator: (s) => ({
+      namespace: s.namespace,
+      // An hour, longer than any test here may run: only a watch event can explain a reconcile
+      // of a key that was refused (its backoff) or verified (its drift check).
+      driftIntervalMs: 3_600_000,
+      // The wakes are what this suite measures, not their limit (test/operator/runtime/wake-limiter.test.ts):
+      // its writes of creds-bogus (created, fixed, broken, fixed again within seconds) fit the burst
+      // whatever the machine's speed, where the default 3 left the fourth waiting for its token.
+      inputWakes: { burst: 10, everyMs: 5_000 },
+      unverifiedAfterMs: 1,
+      minBackoffMs: 3_600_000,
+      maxBackoffMs: 3_600_000,
+      logger: pino({ level: 'silent' }),
+      metrics,
+      onReconcile: (record) => records.push(record),
+    }),
+  });
+
   const records: ReconcileRecord[] = [];
 
   const create = async (name: string, credentials: string): Promise<void> => {
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'apikeys',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKey',
-        metadata: { name },
-        spec: { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: credentials } },
-      },
-    });
+    await suite.apply('ApiKey', { name }, { scope: 'Organization', organizationId: suite.org, keyName: name, credentialsSecretRef: { name: credentials } });
   };
   const condition = async (name: string, type: string): Promise<Condition | undefined> =>
-    ((await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource).status?.conditions?.find(
-      (c) => c.type === type,
-    );
+    (
+      (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'apikeys', name })) as Resource
+    ).status?.conditions?.find((c) => c.type === type);
   const until = (name: string, type: string, test: (c: Condition) => boolean, timeoutMs = 30_000): Promise<Condition> =>
     eventually(
       async () => {
@@ -71,15 +68,15 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     );
   const putSecret = async (name: string, apiKey: string): Promise<void> => {
     try {
-      const current = await core.readNamespacedSecret({ namespace, name });
-      await core.replaceNamespacedSecret({
-        namespace,
+      const current = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name });
+      await suite.core.replaceNamespacedSecret({
+        namespace: suite.namespace,
         name,
         body: { metadata: { name, resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } },
       });
     } catch (error) {
       if ((error as { code?: number }).code !== 404) throw error;
-      await core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData: { apiKey } } });
+      await suite.core.createNamespacedSecret({ namespace: suite.namespace, body: { metadata: { name }, stringData: { apiKey } } });
     }
   };
   /** Reconciles counted by the operator's metrics (every kind and result). */
@@ -100,15 +97,15 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     eventually(
       async () => {
         const [secrets, keys] = await Promise.all([
-          core.listNamespacedSecret({ namespace }),
-          objects.listNamespacedCustomObject({ group, version, namespace, plural: 'apikeys' }) as Promise<{
+          suite.core.listNamespacedSecret({ namespace: suite.namespace }),
+          suite.objects.listNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'apikeys' }) as Promise<{
             items: { metadata: { name: string; resourceVersion: string } }[];
           }>,
         ]);
         const cached = new Map(
-          operator
+          suite.operator
             .cacheContents()
-            .filter((o) => o.metadata?.namespace === namespace)
+            .filter((o) => o.metadata?.namespace === suite.namespace)
             .map((o) => [`${o.kind}/${o.metadata?.name}`, o.metadata?.resourceVersion]),
         );
         const current = [
@@ -124,42 +121,6 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     );
   const refusalsOf = (name: string): ReconcileRecord[] => records.filter((r) => r.name === name && r.result === 'Backoff');
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'credentials-watch');
-    metrics = createMetrics(new Registry(), { defaultMetrics: false });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
-      // An hour, longer than any test here may run: only a watch event can explain a reconcile
-      // of a key that was refused (its backoff) or verified (its drift check).
-      driftIntervalMs: 3_600_000,
-      // The wakes are what this suite measures, not their limit (test/operator/runtime/wake-limiter.test.ts):
-      // its writes of creds-bogus (created, fixed, broken, fixed again within seconds) fit the burst
-      // whatever the machine's speed, where the default 3 left the fourth waiting for its token.
-      inputWakes: { burst: 10, everyMs: 5_000 },
-      unverifiedAfterMs: 1,
-      minBackoffMs: 3_600_000,
-      maxBackoffMs: 3_600_000,
-      logger: pino({ level: 'silent' }),
-      metrics,
-      onReconcile: (record) => records.push(record),
-    });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
-  });
-
   it('CredentialsMissing and Unauthorized, holding in a refusal backoff of an hour, are woken by the Secret being created or fixed', async () => {
     await putSecret('creds-bogus', BOGUS);
     await create('missing', 'creds-missing');
@@ -172,7 +133,7 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     expect(refusalsOf('unauthorized')).toHaveLength(1);
 
     const fixedAt = Date.now();
-    await Promise.all([putSecret('creds-missing', aliceKey), putSecret('creds-bogus', aliceKey)]);
+    await Promise.all([putSecret('creds-missing', suite.adminKey), putSecret('creds-bogus', suite.adminKey)]);
     // Waited for without a bound of its own: the backoff and the drift check are an hour away.
     await Promise.all([
       until('missing', 'Ready', (c) => c.status === 'True', UNTIL_THE_TEST_ENDS),
@@ -202,7 +163,7 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     await putSecret('creds-bogus', BOGUS);
     await until('unauthorized', 'KeyIssued', (c) => c.reason === 'CredentialsRefused', UNTIL_THE_TEST_ENDS);
     const fixedAt = Date.now();
-    await putSecret('creds-bogus', aliceKey);
+    await putSecret('creds-bogus', suite.adminKey);
     await until('unauthorized', 'Ready', (c) => c.status === 'True', UNTIL_THE_TEST_ENDS);
     const readyAfterMs = Date.now() - fixedAt;
     const woken = await eventually(
@@ -216,7 +177,7 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
 
   it('a change of a Secret no resource names wakes nothing; a change of a credentials Secret wakes exactly the resources naming it', async () => {
     await create('other', 'creds-other');
-    await putSecret('creds-other', aliceKey);
+    await putSecret('creds-other', suite.adminKey);
     await until('other', 'Ready', (c) => c.status === 'True');
     // Quiet: every resource Ready, the next drift check an hour away, and the operator caught
     // up with every write (creds-other's own event may wake "other" once more after it was Ready).
@@ -224,7 +185,7 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
     const before = await reconciles();
     await putSecret('unrelated', 'nothing-to-do-with-keys');
     await putSecret('unrelated', 'still-nothing');
-    await core.deleteNamespacedSecret({ namespace, name: 'unrelated' });
+    await suite.core.deleteNamespacedSecret({ namespace: suite.namespace, name: 'unrelated' });
     // A later write on the same watch: once the cache holds it, every event before it was handled,
     // and caughtUp() also waits for any wake they queued to be worked.
     await putSecret('marker-1', 'nothing-either');
@@ -233,7 +194,11 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
 
     // creds-missing is named by "missing" only: one reconcile, of it.
     const since = Date.now();
-    await core.patchNamespacedSecret({ namespace, name: 'creds-missing', body: [{ op: 'add', path: '/metadata/annotations', value: { touched: 'yes' } }] });
+    await suite.core.patchNamespacedSecret({
+      namespace: suite.namespace,
+      name: 'creds-missing',
+      body: [{ op: 'add', path: '/metadata/annotations', value: { touched: 'yes' } }],
+    });
     await eventually(async () => ((await reconciles()) > before ? true : undefined), UNTIL_THE_TEST_ENDS, 'a reconcile');
     // Any other wake the patch caused was queued before the cache holds the later marker, and worked once caught up.
     await putSecret('marker-2', 'nothing-either');
@@ -244,12 +209,12 @@ describe('a fixed or changed credentials Secret takes effect at once', () => {
   }, 120_000);
 
   it("the operator's caches hold the credentials Secrets' identity, never their value", async () => {
-    const cached = operator.cacheContents();
+    const cached = suite.operator.cacheContents();
     const secrets = cached.filter((o) => o.kind === 'Secret');
     expect(secrets.map((s) => s.metadata?.name)).toEqual(expect.arrayContaining(['creds-missing', 'creds-bogus', 'creds-other']));
     for (const s of secrets) expect(s).not.toHaveProperty('data');
     const text = JSON.stringify(cached);
-    for (const value of [aliceKey, BOGUS]) {
+    for (const value of [suite.adminKey, BOGUS]) {
       expect(text).not.toContain(value);
       expect(text).not.toContain(Buffer.from(value).toString('base64'));
     }

@@ -8,28 +8,12 @@
 // The window is held open by a FAKE, named as such: a loopback proxy in front of the emulator that
 // answers a create of a watched name only after the test made its edit (the key exists on the
 // platform by then). Nothing else can make a real apiserver edit land inside that window every time.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import {
-  createNamespace,
-  customObjects,
-  emulatorAdmin,
-  eventually,
-  installOperatorManifests,
-  intentSettled,
-  operatorKubeConfig,
-  replaceCustomObject,
-} from './support.ts';
+import { emulatorAdmin, eventually, intentSettled, replaceCustomObject } from './support.ts';
+import { capturedLog, group, operatorSuite, readUntil, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const PENDING = 'keys.neon.dev/create-pending';
 const PROJECT = 'quiet-river-00000001';
 type Kind = 'ApiKey' | 'ProjectApiKey';
@@ -47,34 +31,20 @@ interface AdminKey {
 const plural = (kind: Kind): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
 
 describe('an edit of the resource while its key is created', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
   let proxy: Server;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let ns: string;
-  let org: string;
   /** Creates of a key name starting with one of these wait, after the platform made the key, for the edit. */
   const during = new Map<string, () => Promise<void>>();
-  const logLines: string[] = [];
+  const { logger, lines: logLines } = capturedLog('info');
 
-  const keys = (): Promise<AdminKey[]> => emulatorAdmin<AdminKey[]>(emulator.adminUrl, 'GET', '/keys');
+  const keys = (): Promise<AdminKey[]> => emulatorAdmin<AdminKey[]>(suite.emulator.adminUrl, 'GET', '/keys');
   const get = async (kind: Kind, name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name })) as Resource;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: plural(kind), name })) as Resource;
   /** Read, change, replace; again from a fresh read on a conflict (the operator writes too). */
   const update = (kind: Kind, name: string, change: (r: Resource) => void): Promise<void> =>
-    replaceCustomObject<Resource>(objects, { group, version, namespace: ns, plural: plural(kind), name }, change);
+    replaceCustomObject<Resource>(suite.objects, { group, version, namespace: suite.namespace, plural: plural(kind), name }, change);
   const ready = (r: Resource): boolean => r.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' && intentSettled(r);
   const until = (kind: Kind, name: string, test: (r: Resource) => boolean, what: string): Promise<Resource> =>
-    eventually(
-      async () => {
-        const r = await get(kind, name);
-        return test(r) ? r : undefined;
-      },
-      30_000,
-      `${kind} ${name}: ${what}`,
-    );
+    readUntil(() => get(kind, name), test, 30_000, `${kind} ${name}: ${what}`);
   const liveKeysOf = async (keyName: string): Promise<number[]> =>
     (await keys())
       .filter((k) => !k.revoked && new RegExp(`^${keyName}-[a-z0-9]{8}$`).test(k.name))
@@ -95,10 +65,10 @@ describe('an edit of the resource while its key is created', () => {
     } while (Date.now() < end);
   };
   const create = (kind: Kind, name: string, keyName: string): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
+    suite.objects.createNamespacedCustomObject({
       group,
       version,
-      namespace: ns,
+      namespace: suite.namespace,
       plural: plural(kind),
       body: {
         apiVersion: `${group}/${version}`,
@@ -106,75 +76,56 @@ describe('an edit of the resource while its key is created', () => {
         metadata: { name },
         spec:
           kind === 'ApiKey'
-            ? { scope: 'Organization', organizationId: org, keyName, credentialsSecretRef: { name: 'neon-admin' } }
-            : { organizationId: org, projectId: PROJECT, keyName, credentialsSecretRef: { name: 'neon-admin' } },
+            ? { scope: 'Organization', organizationId: suite.org, keyName, credentialsSecretRef: { name: 'neon-admin' } }
+            : { organizationId: suite.org, projectId: PROJECT, keyName, credentialsSecretRef: { name: 'neon-admin' } },
       },
     });
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    const upstream = new URL(emulator.baseUrl);
-    proxy = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on(
-        'end',
-        () =>
-          void (async () => {
-            const body = Buffer.concat(chunks);
-            const headers: Record<string, string> = {};
-            for (const h of ['authorization', 'content-type', 'accept']) if (req.headers[h] !== undefined) headers[h] = String(req.headers[h]);
-            const answer = await fetch(`${upstream.origin}${req.url}`, { method: req.method ?? 'GET', headers, ...(body.length > 0 ? { body } : {}) });
-            const text = await answer.text();
-            if (req.method === 'POST' && answer.ok) {
-              const name = (JSON.parse(body.toString('utf8')) as { key_name?: string }).key_name ?? '';
-              const edit = [...during].find(([prefix]) => name.startsWith(`${prefix}-`));
-              if (edit !== undefined) {
-                during.delete(edit[0]);
-                await edit[1]();
+  const suite = operatorSuite({
+    namespaces: ['edit-during-create'],
+    before: async (s) => {
+      const upstream = new URL(s.emulator.baseUrl);
+      proxy = createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on(
+          'end',
+          () =>
+            void (async () => {
+              const body = Buffer.concat(chunks);
+              const headers: Record<string, string> = {};
+              for (const h of ['authorization', 'content-type', 'accept']) if (req.headers[h] !== undefined) headers[h] = String(req.headers[h]);
+              const answer = await fetch(`${upstream.origin}${req.url}`, { method: req.method ?? 'GET', headers, ...(body.length > 0 ? { body } : {}) });
+              const text = await answer.text();
+              if (req.method === 'POST' && answer.ok) {
+                const name = (JSON.parse(body.toString('utf8')) as { key_name?: string }).key_name ?? '';
+                const edit = [...during].find(([prefix]) => name.startsWith(`${prefix}-`));
+                if (edit !== undefined) {
+                  during.delete(edit[0]);
+                  await edit[1]();
+                }
               }
-            }
-            res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
-            res.end(text);
-          })().catch(() => res.destroy()),
-      );
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    ns = await createNamespace(cp, 'edit-during-create');
-    await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${upstream.pathname}`,
-      namespaces: [ns],
+              res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+              res.end(text);
+            })().catch(() => res.destroy()),
+        );
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    },
+    operator: (s) => ({
+      platformBaseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${new URL(s.emulator.baseUrl).pathname}`,
+      namespaces: [s.namespace],
       workers: 2,
       driftIntervalMs: 1_500,
       pendingGraceMs: 2_000,
       maxBackoffMs: 4_000,
-      logger: createLogger({
-        level: 'info',
-        destination: new Writable({
-          write(chunk: Buffer, _enc, done) {
-            logLines.push(chunk.toString('utf8'));
-            done();
-          },
-        }),
-      }),
+      logger,
       identity: 'edit-during-create-suite',
-    });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    proxy?.closeAllConnections();
-    await new Promise<void>((resolve) => (proxy === undefined ? resolve() : proxy.close(() => resolve())));
-    await emulator?.close();
+    }),
+    after: async () => {
+      proxy?.closeAllConnections();
+      await new Promise<void>((resolve) => (proxy === undefined ? resolve() : proxy.close(() => resolve())));
+    },
   });
 
   const cases: { kind: Kind; edit: string; change: (r: Resource, saved: string | undefined) => void }[] = [
@@ -227,7 +178,7 @@ describe('an edit of the resource while its key is created', () => {
         await update(kind, name, (r) => change(r, saved));
         edited = true;
       });
-      await core.deleteNamespacedSecret({ namespace: ns, name });
+      await suite.core.deleteNamespacedSecret({ namespace: suite.namespace, name });
       const second = await until(kind, name, (r) => ready(r) && r.status?.keyId !== key1, 'Ready with key 2');
       expect({ edit, edited }).toEqual({ edit, edited: true });
       expect((await keys()).find((k) => k.id === key1)?.revoked).toBe(true);
@@ -301,7 +252,7 @@ describe('an edit of the resource while its key is created', () => {
       const first = edits;
       while (edits < first + 3) await new Promise((resolve) => setTimeout(resolve, 5));
     });
-    await core.deleteNamespacedSecret({ namespace: ns, name });
+    await suite.core.deleteNamespacedSecret({ namespace: suite.namespace, name });
     try {
       await until(kind, name, (r) => r.status?.keyId !== undefined && r.status.keyId !== key1, 'key 2 recorded while edited');
     } finally {
@@ -316,7 +267,7 @@ describe('an edit of the resource while its key is created', () => {
 
   it('deleting the resources revokes every key they made', async () => {
     for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
-      await objects.deleteCollectionNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind) });
+      await suite.objects.deleteCollectionNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: plural(kind) });
     }
     await eventually(async () => ((await keys()).some((k) => !k.revoked && k.name.startsWith('edc-')) ? undefined : true), 30_000, 'every edc- key revoked');
     expect(logLines.join('')).not.toMatch(/"level":"(error|fatal)"/);

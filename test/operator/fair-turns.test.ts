@@ -3,17 +3,12 @@
 // kube-apiserver, the emulator over HTTP (every create answered after 1.5 s, so the wave is bound
 // by the platform and never by this machine's load), the operator in-process watching both
 // namespaces. Ordering, never wall-clock targets: "how long" is counted in the wave's creates.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { describe, expect, it } from '@jest/globals';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { emulatorAdmin, eventually } from './support.ts';
+import { group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const plural = 'apikeys';
 const ORG = 'org-shared-00000001';
 /** Long enough that ~55 of its keys are still waiting when the other team's key comes (CreateAdmission tells keys 50 or more creates back). */
@@ -40,32 +35,43 @@ interface RequestCount {
 }
 
 describe('two namespaces of one organization', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let flood: string;
   let quiet: string;
   const records: ReconcileRecord[] = [];
+  const suite = operatorSuite({
+    namespaces: ['flood', 'quiet'],
+    emulator: {
+      seed: {
+        organizations: [{ id: ORG, name: 'shared' }],
+        users: [{ name: 'alice', email: 'alice@example.com', orgRoles: { [ORG]: 'admin' } }],
+      },
+    },
+    before: async (s) => {
+      [flood = '', quiet = ''] = s.namespaces;
+    },
+    operator: () => ({
+      namespaces: [flood, quiet],
+      workers: 4,
+      logger: createLogger({ level: 'silent' }),
+      identity: 'fair-turns',
+      createsPerOrganization: PER_ORGANIZATION,
+      onReconcile: (record) => records.push(record),
+    }),
+    timeoutMs: 120_000,
+  });
+
   const waveKeys = Array.from({ length: WAVE }, (_, i) => `wave-${String(i).padStart(3, '0')}`);
 
   const apply = async (namespace: string, name: string): Promise<void> => {
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
+    await suite.apply(
+      'ApiKey',
+      { name, namespace },
+      { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
       namespace,
-      plural,
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKey',
-        metadata: { name, namespace },
-        spec: { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' } },
-      },
-    });
+    );
   };
   const get = async (namespace: string, name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural, name })) as Resource;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace, plural, name })) as Resource;
   const ready = (r: Resource): boolean => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
   const of = (namespace: string, name: string): ReconcileRecord[] => records.filter((r) => r.namespace === namespace && r.name === name);
   /** When creates of `name` ended (its key in its Secret and status). */
@@ -74,44 +80,6 @@ describe('two namespaces of one organization', () => {
       .filter((r) => r.createSent && r.result === 'Done')
       .map((r) => r.endedAt);
   const waveCreatedBetween = (from: number, to: number): number => waveKeys.filter((k) => createsOf(flood, k).some((t) => t > from && t <= to)).length;
-
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({
-      db: ':memory:',
-      timeScale: 0.01,
-      controlPlaneActivity: false,
-      seed: {
-        organizations: [{ id: ORG, name: 'shared' }],
-        users: [{ name: 'alice', email: 'alice@example.com', orgRoles: { [ORG]: 'admin' } }],
-      },
-    });
-    const adminKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    flood = await createNamespace(cp, 'flood');
-    quiet = await createNamespace(cp, 'quiet');
-    for (const namespace of [flood, quiet]) {
-      await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
-    }
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespaces: [flood, quiet],
-      workers: 4,
-      logger: createLogger({ level: 'silent' }),
-      identity: 'fair-turns',
-      createsPerOrganization: PER_ORGANIZATION,
-      onReconcile: (record) => records.push(record),
-    });
-  }, 120_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    for (const namespace of [flood, quiet]) await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
-  });
 
   it(`a key applied in one namespace and a Secret deleted there are served in fair turns while the other namespace's ${WAVE} keys wait; a waiting key of the wave says where it stands`, async () => {
     // The quiet team's key, Ready before the flood.
@@ -124,8 +92,8 @@ describe('two namespaces of one organization', () => {
       60_000,
       "the quiet namespace's first key Ready",
     );
-    await emulatorAdmin(emulator.adminUrl, 'DELETE', '/requests');
-    await emulatorAdmin(emulator.adminUrl, 'PUT', '/faults', {
+    await emulatorAdmin(suite.emulator.adminUrl, 'DELETE', '/requests');
+    await emulatorAdmin(suite.emulator.adminUrl, 'PUT', '/faults', {
       rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'latency', latencyMs: CREATE_LATENCY_MS }],
     });
 
@@ -151,7 +119,7 @@ describe('two namespaces of one organization', () => {
     );
     // A repair in the quiet namespace: its Secret deleted.
     const deletedAt = Date.now();
-    await core.deleteNamespacedSecret({ namespace: quiet, name: 'steady' });
+    await suite.core.deleteNamespacedSecret({ namespace: quiet, name: 'steady' });
     const repaired = await eventually(
       async () => {
         const r = await get(quiet, 'steady');
@@ -197,7 +165,7 @@ describe('two namespaces of one organization', () => {
       );
 
     // The platform's limit kept, one create per key.
-    const requests = await emulatorAdmin<RequestCount[]>(emulator.adminUrl, 'GET', '/requests');
+    const requests = await emulatorAdmin<RequestCount[]>(suite.emulator.adminUrl, 'GET', '/requests');
     expect(requests.filter((r) => r.status === 429)).toEqual([]);
     const creates = requests.filter((r) => r.method === 'POST' && r.route.endsWith('/api_keys') && r.status === 200).reduce((n, r) => n + r.count, 0);
     expect(creates).toBe(WAVE + 2);

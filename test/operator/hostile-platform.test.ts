@@ -4,26 +4,13 @@
 // secret that is not a key, an answer too large to read. The emulator cannot be made to answer
 // like that, which is why the proxy exists; every key still really exists in the emulator, so
 // the test sees whether the operator revoked it. Nothing of such an answer may reach a Secret.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createServer, type Server } from 'node:http';
+import { describe, expect, it } from '@jest/globals';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { createServer, type Server } from 'node:http';
+import { eventually } from './support.ts';
+import { capturedLog, type Condition, group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const PROJECT = 'quiet-river-00000001';
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface Resource {
   status?: { keyId?: number; conditions?: Condition[] };
 }
@@ -46,86 +33,59 @@ const REWRITES: Record<string, Rewrite> = {
 };
 
 describe('hostile platform answers to key creation', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
   let proxy: Server;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let namespace: string;
-  let org: string;
-  const logLines: string[] = [];
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk: Buffer, _enc, done) {
-        logLines.push(chunk.toString('utf8'));
-        done();
-      },
-    }),
-  });
+  const { logger, lines: logLines } = capturedLog('debug');
   const keys = async (prefix: string): Promise<AdminKey[]> =>
-    ((await (await fetch(`${emulator.adminUrl}/keys`)).json()) as AdminKey[]).filter((k) => k.name.startsWith(`${prefix}-`));
+    ((await (await fetch(`${suite.emulator.adminUrl}/keys`)).json()) as AdminKey[]).filter((k) => k.name.startsWith(`${prefix}-`));
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    const upstream = new URL(emulator.baseUrl);
-    proxy = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req
-        .on('data', (c: Buffer) => chunks.push(c))
-        .on('end', () => {
-          void (async () => {
-            const body = Buffer.concat(chunks).toString('utf8');
-            const answer = await fetch(`${upstream.origin}${req.url}`, {
-              method: req.method ?? 'GET',
-              headers: {
-                authorization: String(req.headers.authorization),
-                'content-type': 'application/json',
-                'x-request-id': String(req.headers['x-request-id']),
-              },
-              ...(body === '' ? {} : { body }),
-            });
-            let text = await answer.text();
-            const name = req.method === 'POST' && /\/api_keys$/.test(req.url ?? '') ? ((JSON.parse(body) as { key_name?: string }).key_name ?? '') : '';
-            const rewrite = Object.entries(REWRITES).find(([base]) => name.startsWith(`${base}-`))?.[1];
-            if (answer.ok && rewrite !== undefined) {
-              const rewritten = rewrite(JSON.parse(text) as Record<string, unknown>);
-              text = typeof rewritten === 'string' ? rewritten : JSON.stringify(rewritten);
-            }
-            res.writeHead(answer.status, { 'content-type': 'application/json' });
-            res.end(text);
-          })().catch(() => res.destroy());
-        });
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'hostile-platform');
-    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
+  const suite = operatorSuite({
+    namespaces: ['hostile-platform'],
+    before: async (s) => {
+      const upstream = new URL(s.emulator.baseUrl);
+      proxy = createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req
+          .on('data', (c: Buffer) => chunks.push(c))
+          .on('end', () => {
+            void (async () => {
+              const body = Buffer.concat(chunks).toString('utf8');
+              const answer = await fetch(`${upstream.origin}${req.url}`, {
+                method: req.method ?? 'GET',
+                headers: {
+                  authorization: String(req.headers.authorization),
+                  'content-type': 'application/json',
+                  'x-request-id': String(req.headers['x-request-id']),
+                },
+                ...(body === '' ? {} : { body }),
+              });
+              let text = await answer.text();
+              const name = req.method === 'POST' && /\/api_keys$/.test(req.url ?? '') ? ((JSON.parse(body) as { key_name?: string }).key_name ?? '') : '';
+              const rewrite = Object.entries(REWRITES).find(([base]) => name.startsWith(`${base}-`))?.[1];
+              if (answer.ok && rewrite !== undefined) {
+                const rewritten = rewrite(JSON.parse(text) as Record<string, unknown>);
+                text = typeof rewritten === 'string' ? rewritten : JSON.stringify(rewritten);
+              }
+              res.writeHead(answer.status, { 'content-type': 'application/json' });
+              res.end(text);
+            })().catch(() => res.destroy());
+          });
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    },
+    operator: (s) => ({
       platformBaseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/api/v2`,
-      namespace,
+      namespace: s.namespace,
       workers: 4,
       driftIntervalMs: 1_500,
       pendingGraceMs: 2_000,
       maxBackoffMs: 30_000,
       logger,
       identity: 'hostile-platform',
-    });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    proxy?.closeAllConnections();
-    await new Promise((resolve) => proxy?.close(resolve));
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
+    }),
+    after: async () => {
+      proxy?.closeAllConnections();
+      await new Promise((resolve) => proxy?.close(resolve));
+    },
   });
 
   const cases: [string, string, 'ApiKey' | 'ProjectApiKey', RegExp][] = [
@@ -140,21 +100,21 @@ describe('hostile platform answers to key creation', () => {
   it.each(cases)('%s: revoked at once, never written, reported', async (_story, base, kind, why) => {
     const spec =
       kind === 'ApiKey'
-        ? { scope: 'Organization', organizationId: org, keyName: base, credentialsSecretRef: { name: 'neon-admin' } }
-        : { organizationId: org, projectId: PROJECT, keyName: base, credentialsSecretRef: { name: 'neon-admin' } };
-    await objects.createNamespacedCustomObject({
+        ? { scope: 'Organization', organizationId: suite.org, keyName: base, credentialsSecretRef: { name: 'neon-admin' } }
+        : { organizationId: suite.org, projectId: PROJECT, keyName: base, credentialsSecretRef: { name: 'neon-admin' } };
+    await suite.objects.createNamespacedCustomObject({
       group,
       version,
-      namespace,
+      namespace: suite.namespace,
       plural: kind === 'ApiKey' ? 'apikeys' : 'projectapikeys',
       body: { apiVersion: `${group}/${version}`, kind, metadata: { name: base }, spec },
     });
     const reported = await eventually(
       async () => {
-        const r = (await objects.getNamespacedCustomObject({
+        const r = (await suite.objects.getNamespacedCustomObject({
           group,
           version,
-          namespace,
+          namespace: suite.namespace,
           plural: kind === 'ApiKey' ? 'apikeys' : 'projectapikeys',
           name: base,
         })) as Resource;
@@ -182,27 +142,22 @@ describe('hostile platform answers to key creation', () => {
       10_000,
       `every key made for ${base} revoked`,
     );
-    await expect(core.readNamespacedSecret({ namespace, name: base })).rejects.toMatchObject({ code: 404 });
+    await expect(suite.core.readNamespacedSecret({ namespace: suite.namespace, name: base })).rejects.toMatchObject({ code: 404 });
   });
 
   it('an answer too large to read is an ambiguous create: recovery revokes the key it made, nothing is written', async () => {
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'apikeys',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKey',
-        metadata: { name: 'huge-answer' },
-        spec: { scope: 'Organization', organizationId: org, keyName: 'huge-answer', credentialsSecretRef: { name: 'neon-admin' } },
-      },
-    });
+    await suite.apply(
+      'ApiKey',
+      { name: 'huge-answer' },
+      { scope: 'Organization', organizationId: suite.org, keyName: 'huge-answer', credentialsSecretRef: { name: 'neon-admin' } },
+    );
     // Recovery's event is recorded after it revoked: wait for both.
     await eventually(
       async () => {
         const made = await keys('huge-answer');
-        const reasons = (await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=huge-answer' })).items.map((e) => e.reason);
+        const reasons = (await suite.core.listNamespacedEvent({ namespace: suite.namespace, fieldSelector: 'involvedObject.name=huge-answer' })).items.map(
+          (e) => e.reason,
+        );
         return made.length >= 1 && reasons.includes('CreateOutcomeUnknown') && reasons.includes('CreateRecovered') ? made : undefined;
       },
       20_000,
@@ -210,13 +165,13 @@ describe('hostile platform answers to key creation', () => {
     );
     // Every attempt's key is revoked once its recovery has run (a later attempt may be in flight).
     const recoveredIds = new Set<number>();
-    for (const e of (await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=huge-answer' })).items) {
+    for (const e of (await suite.core.listNamespacedEvent({ namespace: suite.namespace, fieldSelector: 'involvedObject.name=huge-answer' })).items) {
       for (const id of /ids ([\d, ]+)\)/.exec(e.message ?? '')?.[1]?.split(', ') ?? []) recoveredIds.add(Number(id));
     }
     expect(recoveredIds.size).toBeGreaterThanOrEqual(1);
     const made = await keys('huge-answer');
     for (const id of recoveredIds) expect(made.find((k) => k.id === id)?.revoked).toBe(true);
-    await expect(core.readNamespacedSecret({ namespace, name: 'huge-answer' })).rejects.toMatchObject({ code: 404 });
+    await expect(suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'huge-answer' })).rejects.toMatchObject({ code: 404 });
   });
 
   it('no secret value reaches the log', () => {

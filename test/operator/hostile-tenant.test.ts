@@ -15,27 +15,12 @@
 // whole organization, and only the operator's namespace may list through one.
 // An ApiKeyInventory of its namespace naming an issuer lists nothing: an issuer's credentials see the
 // whole organization, and only the operator's namespace may list through one.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Writable } from 'node:stream';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { ApiException, CoreV1Api, CustomObjectsApi, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import {
-  createNamespace,
-  customObjects,
-  emulatorAdmin,
-  eventually,
-  installOperatorManifests,
-  operatorKubeConfig,
-  intentSettled,
-  replaceCustomObject,
-} from './support.ts';
+import { emulatorAdmin, eventually, intentSettled, replaceCustomObject } from './support.ts';
+import { capturedLog, type Condition, group, operatorSuite, readUntil, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const PROJECT = 'quiet-river-00000001';
 const OTHER_PROJECT = 'bold-meadow-00000002';
 /** The label the platform team puts on Namespaces an issuer selects (edit cannot write it). */
@@ -43,12 +28,6 @@ const ISSUER_LABEL = 'keys.neon.dev/issuer';
 /** This suite's issuers: its operator reconciles only these (the suites share one apiserver). */
 const SUITE_LABEL = 'keys.neon.dev/test-suite';
 type Kind = 'ApiKey' | 'ProjectApiKey';
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface Resource {
   metadata: { name: string; uid: string; resourceVersion: string; annotations?: Record<string, string>; finalizers?: string[] };
   spec: Record<string, unknown>;
@@ -67,42 +46,25 @@ const plural = (kind: Kind): string => (kind === 'ApiKey' ? 'apikeys' : 'project
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 describe('a hostile tenant cannot turn the operator against another team', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let admin: CustomObjectsApi;
-  let adminCore: CoreV1Api;
   /** The attacker's own clients: a ServiceAccount token with a Role in its namespace only. */
   let tenant: CustomObjectsApi;
   let tenantCore: CoreV1Api;
-  let victimNs: string;
-  let attackerNs: string;
-  let org: string;
-  let aliceKey: string;
   let malloryKey: string;
-  let carolKey: string;
   const victims: { kind: Kind; name: string; keyId: number; keyName: string; secretVersion: string }[] = [];
   /** Issuer mode: the namespace of a tenant holding no platform key, its clients, the issuers' namespace. */
-  let issuerTenantNs: string;
   let issuerTenant: CustomObjectsApi;
   let issuerTenantCore: CoreV1Api;
-  let issuersNs: string;
   /** The platform users whose personal keys the issuers hold: every key they make was minted through an issuer. */
   const issuerUsers = new Map<string, string>();
+  let victimNs: string;
+  let attackerNs: string;
+  let issuerTenantNs: string;
+  let issuersNs: string;
   const suffix = Math.random().toString(36).slice(2, 8);
   const issuerNames: string[] = [];
-  const logLines: string[] = [];
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk: Buffer, _enc, done) {
-        logLines.push(chunk.toString('utf8'));
-        done();
-      },
-    }),
-  });
+  const { logger, lines: logLines } = capturedLog('debug');
 
-  const adminApi = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, method, path, body);
+  const adminApi = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(suite.emulator.adminUrl, method, path, body);
   const platformKeys = (): Promise<AdminKey[]> => adminApi<AdminKey[]>('GET', '/keys');
   const get = async (api: CustomObjectsApi, ns: string, kind: Kind, name: string): Promise<Resource> =>
     (await api.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name })) as Resource;
@@ -122,138 +84,115 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     replaceCustomObject<Resource>(tenant, { group, version, namespace: attackerNs, plural: plural(kind), name }, change);
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const untilAttacker = (kind: Kind, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
-    eventually(
-      async () => {
-        const r = await get(admin, attackerNs, kind, name);
-        return test(r) ? r : undefined;
-      },
-      timeoutMs,
-      `${kind} ${name}: ${what}`,
-    );
+    readUntil(() => get(suite.objects, attackerNs, kind, name), test, timeoutMs, `${kind} ${name}: ${what}`);
   const ready = (r: Resource): boolean => condition(r, 'Ready')?.status === 'True' && intentSettled(r);
   const eventReasons = async (name: string): Promise<string[]> =>
-    (await adminCore.listNamespacedEvent({ namespace: attackerNs, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => e.reason ?? '');
+    (await suite.core.listNamespacedEvent({ namespace: attackerNs, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => e.reason ?? '');
 
   /** Every victim key live, every victim Secret exactly as it was, every victim resource Ready. */
   const victimsIntact = async (): Promise<void> => {
     const keys = await platformKeys();
     for (const v of victims) {
       expect({ victim: v.name, revoked: keys.find((k) => k.id === v.keyId)?.revoked }).toEqual({ victim: v.name, revoked: false });
-      const secret = await adminCore.readNamespacedSecret({ namespace: victimNs, name: v.name });
+      const secret = await suite.core.readNamespacedSecret({ namespace: victimNs, name: v.name });
       expect({ victim: v.name, resourceVersion: secret.metadata?.resourceVersion }).toEqual({ victim: v.name, resourceVersion: v.secretVersion });
-      const r = await get(admin, victimNs, v.kind, v.name);
+      const r = await get(suite.objects, victimNs, v.kind, v.name);
       expect({ victim: v.name, keyId: r.status?.keyId, ready: condition(r, 'Ready')?.status }).toEqual({ victim: v.name, keyId: v.keyId, ready: 'True' });
     }
   };
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    carolKey = emulator.bootstrap.users.find((u) => u.name === 'carol')?.personalKey ?? '';
-    // The attacker's team has its own administrator of the same organization.
-    malloryKey = (await adminApi<{ personalKey: string }>('POST', '/users', { name: 'mallory', orgRoles: { [org]: 'admin' } })).personalKey;
-    admin = customObjects(cp.kubeConfig);
-    adminCore = cp.kubeConfig.makeApiClient(CoreV1Api);
-    victimNs = await createNamespace(cp, 'victim');
-    attackerNs = await createNamespace(cp, 'attacker');
-    issuerTenantNs = await createNamespace(cp, 'issuer-tenant');
-    issuersNs = await createNamespace(cp, 'issuers');
-    await adminCore.createNamespacedSecret({ namespace: victimNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+  const suite = operatorSuite({
+    namespaces: ['victim', 'attacker', 'issuer-tenant', 'issuers'],
+    credentials: false,
+    before: async (s) => {
+      [victimNs = '', attackerNs = '', issuerTenantNs = '', issuersNs = ''] = s.namespaces;
+      // The attacker's team has its own administrator of the same organization.
+      malloryKey = (await adminApi<{ personalKey: string }>('POST', '/users', { name: 'mallory', orgRoles: { [suite.org]: 'admin' } })).personalKey;
+      await suite.core.createNamespacedSecret({ namespace: victimNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: suite.adminKey } } });
 
-    // The tenants: edit rights on the two kinds and on Secrets, in their own namespace only.
-    const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-    const tenantIdentity = async (namespace: string): Promise<KubeConfig> => {
-      await adminCore.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'tenant' } } });
-      await rbac.createNamespacedRole({
-        namespace,
-        body: {
-          metadata: { name: 'tenant-edit' },
-          rules: [
-            {
-              apiGroups: [group],
-              resources: ['apikeys', 'projectapikeys', 'apikeyinventories'],
-              verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-            },
-            { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-            { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
-          ],
-        },
-      });
-      await rbac.createNamespacedRoleBinding({
-        namespace,
-        body: {
-          metadata: { name: 'tenant-edit' },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant-edit' },
-          subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
-        },
-      });
-      const config = cp.kubeConfigForToken(await cp.mintServiceAccountToken(namespace, 'tenant'));
-      await eventually(
-        async () => (await config.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace })) !== undefined || undefined,
-        10_000,
-        'the tenant Role in force',
-      );
-      return config;
-    };
-    const tenantConfig = await tenantIdentity(attackerNs);
-    tenant = tenantConfig.makeApiClient(CustomObjectsApi);
-    tenantCore = tenantConfig.makeApiClient(CoreV1Api);
-    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: malloryKey } } });
+      // The tenants: edit rights on the two kinds and on Secrets, in their own namespace only.
+      const rbac = suite.cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+      const tenantIdentity = async (namespace: string): Promise<KubeConfig> => {
+        await suite.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'tenant' } } });
+        await rbac.createNamespacedRole({
+          namespace,
+          body: {
+            metadata: { name: 'tenant-edit' },
+            rules: [
+              {
+                apiGroups: [group],
+                resources: ['apikeys', 'projectapikeys', 'apikeyinventories'],
+                verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+              },
+              { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+              { apiGroups: [''], resources: ['events'], verbs: ['get', 'list'] },
+            ],
+          },
+        });
+        await rbac.createNamespacedRoleBinding({
+          namespace,
+          body: {
+            metadata: { name: 'tenant-edit' },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant-edit' },
+            subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
+          },
+        });
+        const config = suite.cp.kubeConfigForToken(await suite.cp.mintServiceAccountToken(namespace, 'tenant'));
+        await eventually(
+          async () => (await config.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace })) !== undefined || undefined,
+          10_000,
+          'the tenant Role in force',
+        );
+        return config;
+      };
+      const tenantConfig = await tenantIdentity(attackerNs);
+      tenant = tenantConfig.makeApiClient(CustomObjectsApi);
+      tenantCore = tenantConfig.makeApiClient(CoreV1Api);
+      await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: malloryKey } } });
 
-    // Issuer mode: the platform team's administrators (one per issuer, so a key names the issuer
-    // that minted it), their keys in the issuers' namespace, the label on the tenant's Namespace.
-    const issuerTenantConfig = await tenantIdentity(issuerTenantNs);
-    issuerTenant = issuerTenantConfig.makeApiClient(CustomObjectsApi);
-    issuerTenantCore = issuerTenantConfig.makeApiClient(CoreV1Api);
-    const ns = await adminCore.readNamespace({ name: issuerTenantNs });
-    await adminCore.replaceNamespace({
-      name: issuerTenantNs,
-      body: { ...ns, metadata: { ...ns.metadata, labels: { ...ns.metadata?.labels, [ISSUER_LABEL]: `tenant-keys-${suffix}` } } },
-    });
-    const rules: Record<string, Record<string, unknown>[]> = {
-      // Project keys of one project for the labelled namespace, at most 3; Organization keys nowhere.
-      'tenant-keys': [
-        {
-          namespaces: { selector: { matchLabels: { [ISSUER_LABEL]: `tenant-keys-${suffix}` } } },
-          kinds: ['Project'],
-          projects: [PROJECT],
-          maxKeysPerNamespace: 3,
-        },
-      ],
-      // Either kind, any project, for the tenant's namespace by name, no cap.
-      'tenant-extra': [{ namespaces: { names: [issuerTenantNs] }, kinds: ['Organization', 'Project'] }],
-      // One Project key per namespace.
-      'one-slot': [{ namespaces: { names: [issuerTenantNs] }, kinds: ['Project'], maxKeysPerNamespace: 1 }],
-      // The victims' issuer: their namespace only, and namespaces labelled for it.
-      'victim-keys': [
-        { namespaces: { names: [victimNs], selector: { matchLabels: { [ISSUER_LABEL]: `victim-keys-${suffix}` } } }, kinds: ['Organization', 'Project'] },
-      ],
-    };
-    for (const [base, allow] of Object.entries(rules)) {
-      const user = await adminApi<{ id: string; personalKey: string }>('POST', '/users', { name: `issuer-${base}`, orgRoles: { [org]: 'admin' } });
-      const name = `${base}-${suffix}`;
-      issuerUsers.set(user.id, name);
-      await adminCore.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: base }, stringData: { apiKey: user.personalKey } } });
-      await admin.createClusterCustomObject({
-        group,
-        version,
-        plural: 'clusterkeyissuers',
-        body: {
-          apiVersion: `${group}/${version}`,
-          kind: 'ClusterKeyIssuer',
-          metadata: { name, labels: { [SUITE_LABEL]: suffix } },
-          spec: { organizationId: org, credentialsSecretRef: { name: base }, allow },
-        },
+      // Issuer mode: the platform team's administrators (one per issuer, so a key names the issuer
+      // that minted it), their keys in the issuers' namespace, the label on the tenant's Namespace.
+      const issuerTenantConfig = await tenantIdentity(issuerTenantNs);
+      issuerTenant = issuerTenantConfig.makeApiClient(CustomObjectsApi);
+      issuerTenantCore = issuerTenantConfig.makeApiClient(CoreV1Api);
+      const ns = await suite.core.readNamespace({ name: issuerTenantNs });
+      await suite.core.replaceNamespace({
+        name: issuerTenantNs,
+        body: { ...ns, metadata: { ...ns.metadata, labels: { ...ns.metadata?.labels, [ISSUER_LABEL]: `tenant-keys-${suffix}` } } },
       });
-      issuerNames.push(name);
-    }
-
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
+      const rules: Record<string, Record<string, unknown>[]> = {
+        // Project keys of one project for the labelled namespace, at most 3; Organization keys nowhere.
+        'tenant-keys': [
+          {
+            namespaces: { selector: { matchLabels: { [ISSUER_LABEL]: `tenant-keys-${suffix}` } } },
+            kinds: ['Project'],
+            projects: [PROJECT],
+            maxKeysPerNamespace: 3,
+          },
+        ],
+        // Either kind, any project, for the tenant's namespace by name, no cap.
+        'tenant-extra': [{ namespaces: { names: [issuerTenantNs] }, kinds: ['Organization', 'Project'] }],
+        // One Project key per namespace.
+        'one-slot': [{ namespaces: { names: [issuerTenantNs] }, kinds: ['Project'], maxKeysPerNamespace: 1 }],
+        // The victims' issuer: their namespace only, and namespaces labelled for it.
+        'victim-keys': [
+          { namespaces: { names: [victimNs], selector: { matchLabels: { [ISSUER_LABEL]: `victim-keys-${suffix}` } } }, kinds: ['Organization', 'Project'] },
+        ],
+      };
+      for (const [base, allow] of Object.entries(rules)) {
+        const user = await adminApi<{ id: string; personalKey: string }>('POST', '/users', { name: `issuer-${base}`, orgRoles: { [suite.org]: 'admin' } });
+        const name = `${base}-${suffix}`;
+        issuerUsers.set(user.id, name);
+        await suite.core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: base }, stringData: { apiKey: user.personalKey } } });
+        await suite.apply(
+          'ClusterKeyIssuer',
+          { name, labels: { [SUITE_LABEL]: suffix } },
+          { organizationId: suite.org, credentialsSecretRef: { name: base }, allow },
+        );
+        issuerNames.push(name);
+      }
+    },
+    operator: () => ({
       namespaces: [victimNs, attackerNs, issuerTenantNs, issuersNs],
       issuerSecretsNamespace: issuersNs,
       issuerLabelSelector: `${SUITE_LABEL}=${suffix}`,
@@ -263,17 +202,32 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       maxBackoffMs: 4_000,
       logger,
       identity: 'hostile-tenant-suite',
-    });
+    }),
+    after: async (s) => {
+      // Without the operator, nothing lifts the issuers' finalizers: a person's way out.
+      for (const name of issuerNames) {
+        await s.objects.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
+        await s.objects
+          .patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] })
+          .catch(() => undefined);
+      }
+    },
+  });
 
+  beforeAll(async () => {
     // The victims: an organization key and a project key of team V.
     const specs: [Kind, string, Record<string, unknown>][] = [
-      ['ApiKey', 'victim-org', { scope: 'Organization', organizationId: org, keyName: 'victim-org', credentialsSecretRef: { name: 'neon-admin' } }],
-      ['ProjectApiKey', 'victim-project', { organizationId: org, projectId: PROJECT, keyName: 'victim-project', credentialsSecretRef: { name: 'neon-admin' } }],
+      ['ApiKey', 'victim-org', { scope: 'Organization', organizationId: suite.org, keyName: 'victim-org', credentialsSecretRef: { name: 'neon-admin' } }],
+      [
+        'ProjectApiKey',
+        'victim-project',
+        { organizationId: suite.org, projectId: PROJECT, keyName: 'victim-project', credentialsSecretRef: { name: 'neon-admin' } },
+      ],
       // And one through the victims' issuer.
       ['ProjectApiKey', 'victim-issued', { projectId: PROJECT, keyName: 'victim-issued', issuerRef: { name: `victim-keys-${suffix}` } }],
     ];
     for (const [kind, name, spec] of specs) {
-      await admin.createNamespacedCustomObject({
+      await suite.objects.createNamespacedCustomObject({
         group,
         version,
         namespace: victimNs,
@@ -284,29 +238,15 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     for (const [kind, name] of specs) {
       const r = await eventually(
         async () => {
-          const current = await get(admin, victimNs, kind, name);
+          const current = await get(suite.objects, victimNs, kind, name);
           return ready(current) ? current : undefined;
         },
         30_000,
         `victim ${name} Ready`,
       );
-      const secret = await adminCore.readNamespacedSecret({ namespace: victimNs, name });
+      const secret = await suite.core.readNamespacedSecret({ namespace: victimNs, name });
       victims.push({ kind, name, keyId: r.status?.keyId ?? -1, keyName: r.status?.keyName ?? '', secretVersion: secret.metadata?.resourceVersion ?? '' });
     }
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    for (const ns of [victimNs, attackerNs, issuerTenantNs, issuersNs])
-      if (ns !== undefined) await adminCore?.deleteNamespace({ name: ns }).catch(() => undefined);
-    // Without the operator, nothing lifts the issuers' finalizers: a person's way out.
-    for (const name of issuerNames) {
-      await admin?.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
-      await admin
-        ?.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] })
-        .catch(() => undefined);
-    }
-    await emulator?.close();
   });
 
   it('the tenant cannot write status, nor anything in the victim namespace (the premise)', async () => {
@@ -341,7 +281,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       await attackerCreate(
         'ApiKey',
         `forged-${i}`,
-        { scope: 'Organization', organizationId: org, keyName: `forged-${i}`, credentialsSecretRef: { name: 'neon-admin' } },
+        { scope: 'Organization', organizationId: suite.org, keyName: `forged-${i}`, credentialsSecretRef: { name: 'neon-admin' } },
         {
           finalizers: ['keys.neon.dev/finalizer'],
           annotations: { 'keys.neon.dev/create-pending': intent },
@@ -358,7 +298,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   it('1b. a forged intent written onto a Ready resource is cleared; the resource keeps its own key', async () => {
     await attackerCreate('ApiKey', 'late-forger', {
       scope: 'Organization',
-      organizationId: org,
+      organizationId: suite.org,
       keyName: 'late-forger',
       credentialsSecretRef: { name: 'neon-admin' },
     });
@@ -392,7 +332,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
         `namesake-${i}`,
         {
           ...(v.kind === 'ApiKey' ? { scope: 'Organization' } : { projectId: PROJECT }),
-          organizationId: org,
+          organizationId: suite.org,
           keyName: base,
           credentialsSecretRef: { name: 'neon-admin' },
         },
@@ -444,7 +384,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
         () => undefined,
         (e: unknown) => (e instanceof ApiException ? e.code : -1),
       );
-    for (const organizationId of ['..', '.', `${org}/..`, 'org-x/../../api_keys', '%2e%2e', 'org-%2e%2e', 'ORG-X', 'org-x?y=1', 'org-x#y', 'org-x\n']) {
+    for (const organizationId of ['..', '.', `${suite.org}/..`, 'org-x/../../api_keys', '%2e%2e', 'org-%2e%2e', 'ORG-X', 'org-x?y=1', 'org-x#y', 'org-x\n']) {
       expect({ organizationId, code: await refused({ scope: 'Organization', organizationId, credentialsSecretRef: { name: 'neon-admin' } }) }).toEqual({
         organizationId,
         code: 422,
@@ -455,7 +395,10 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       }).toEqual({ organizationId, code: 422 });
     }
     for (const projectId of ['..', `${PROJECT}/..`, '../../api_keys', '%2e%2e', 'Quiet-River', 'p/q']) {
-      expect({ projectId, code: await refused({ organizationId: org, projectId, credentialsSecretRef: { name: 'neon-admin' } }, 'ProjectApiKey') }).toEqual({
+      expect({
+        projectId,
+        code: await refused({ organizationId: suite.org, projectId, credentialsSecretRef: { name: 'neon-admin' } }, 'ProjectApiKey'),
+      }).toEqual({
         projectId,
         code: 422,
       });
@@ -466,7 +409,12 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   it("4. a forged 'owned' Secret naming a victim's key id is never recorded, and deleting the resource revokes only its own key", async () => {
     const [victim] = victims;
     // Blocked on missing credentials first, so the forged Secret is in place before any key is issued.
-    await attackerCreate('ApiKey', 'forger', { scope: 'Organization', organizationId: org, keyName: 'forger', credentialsSecretRef: { name: 'forger-creds' } });
+    await attackerCreate('ApiKey', 'forger', {
+      scope: 'Organization',
+      organizationId: suite.org,
+      keyName: 'forger',
+      credentialsSecretRef: { name: 'forger-creds' },
+    });
     const blocked = await untilAttacker('ApiKey', 'forger', (r) => condition(r, 'Ready')?.reason === 'CredentialsMissing', 'blocked on credentials');
     // Everything the operator puts on its Secrets, including a controller owner reference to the
     // attacker's own resource (its uid is readable), and the victim's key id and name.
@@ -501,7 +449,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     });
     await attackerCreate('ApiKey', 'forger-2', {
       scope: 'Organization',
-      organizationId: org,
+      organizationId: suite.org,
       keyName: 'forger-2',
       credentialsSecretRef: { name: 'neon-admin' },
     });
@@ -517,7 +465,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     for (const name of ['forger', 'forger-2']) {
       await eventually(
         async () =>
-          get(admin, attackerNs, 'ApiKey', name).then(
+          get(suite.objects, attackerNs, 'ApiKey', name).then(
             () => undefined,
             (e: unknown) => (e instanceof ApiException && e.code === 404 ? true : undefined),
           ),
@@ -528,14 +476,17 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     const keys = await platformKeys();
     expect(keys.find((k) => k.id === issued.status?.keyId)?.revoked).toBe(true);
     // forger-2's Secret is not the operator's: it is left as it was.
-    expect((await adminCore.readNamespacedSecret({ namespace: attackerNs, name: 'forger-2' })).metadata?.annotations?.['keys.neon.dev/key-id']).toBe(
+    expect((await suite.core.readNamespacedSecret({ namespace: attackerNs, name: 'forger-2' })).metadata?.annotations?.['keys.neon.dev/key-id']).toBe(
       String(victim!.keyId),
     );
     await victimsIntact();
   });
 
   it('5. changing credentials is a state, not drift: no second key, the first stays recorded, deletion does not drop it', async () => {
-    await tenantCore.createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'carol-creds' }, stringData: { apiKey: carolKey } } });
+    await tenantCore.createNamespacedSecret({
+      namespace: attackerNs,
+      body: { metadata: { name: 'carol-creds' }, stringData: { apiKey: suite.userKey('carol') } },
+    });
     await attackerCreate('ApiKey', 'switcher', { scope: 'Personal', keyName: 'switcher', credentialsSecretRef: { name: 'neon-admin' } });
     const first = await untilAttacker('ApiKey', 'switcher', ready, 'Ready');
     await attackerUpdate('ApiKey', 'switcher', (r) => {
@@ -565,7 +516,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     });
     await eventually(
       async () =>
-        get(admin, attackerNs, 'ApiKey', 'switcher').then(
+        get(suite.objects, attackerNs, 'ApiKey', 'switcher').then(
           () => undefined,
           (e: unknown) => (e instanceof ApiException && e.code === 404 ? true : undefined),
         ),
@@ -585,7 +536,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   const liveKeysOf = async (base: string): Promise<number[]> =>
     (await platformKeys()).filter((k) => !k.revoked && attemptOf(base).test(k.name)).map((k) => k.id);
   const readAttacker = (name: string): Promise<Resource | undefined> =>
-    get(admin, attackerNs, 'ApiKey', name).catch((e: unknown) => {
+    get(suite.objects, attackerNs, 'ApiKey', name).catch((e: unknown) => {
       if (e instanceof ApiException && e.code === 404) return undefined;
       throw e;
     });
@@ -625,7 +576,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   it("6. attack 2 (issue 24): key 1's saved intent and Secret annotations replayed over key 2 never make the operator forget a live key", async () => {
     await attackerCreate('ApiKey', 'replayer', {
       scope: 'Organization',
-      organizationId: org,
+      organizationId: suite.org,
       keyName: 'replayer',
       credentialsSecretRef: { name: 'neon-admin' },
     });
@@ -691,7 +642,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   it("6b. the same with a saved rotation intent (it replaced key 1) and key 2's annotations replayed over key 3: nothing forgotten", async () => {
     await attackerCreate('ApiKey', 'rot-replayer', {
       scope: 'Organization',
-      organizationId: org,
+      organizationId: suite.org,
       keyName: 'rot-replayer',
       credentialsSecretRef: { name: 'neon-admin' },
     });
@@ -786,7 +737,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     const key1 = first.status!.keyId!;
     // At once, as the campaign's tenant did: the credentials rewritten to another user's key, and
     // the key's Secret deleted (a repair that would need a revoke those credentials cannot make).
-    await setCredentials(carolKey);
+    await setCredentials(suite.userKey('carol'));
     await tenantCore.deleteNamespacedSecret({ namespace: attackerNs, name: 'quick' });
     const after = await untilAttacker(
       'ApiKey',
@@ -852,12 +803,12 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       await attackerUpdate('ApiKey', 'interrupted', (r) => {
         delete r.metadata.annotations?.['keys.neon.dev/create-pending'];
       });
-      expect(replacedOf(await get(admin, attackerNs, 'ApiKey', 'interrupted'))).toContain(key1);
+      expect(replacedOf(await get(suite.objects, attackerNs, 'ApiKey', 'interrupted'))).toContain(key1);
       // Another user's credentials, then the platform back. Those credentials would get NOT_FOUND for key 1.
-      await setCredentials(carolKey);
+      await setCredentials(suite.userKey('carol'));
       await eventually(
         async () => {
-          const r = await get(admin, attackerNs, 'ApiKey', 'interrupted');
+          const r = await get(suite.objects, attackerNs, 'ApiKey', 'interrupted');
           return condition(r, 'KeyIssued')?.reason === 'CredentialsChanged' ? true : undefined;
         },
         8_000,
@@ -916,7 +867,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     try {
       await attackerCreate('ApiKey', 'stripped', {
         scope: 'Organization',
-        organizationId: org,
+        organizationId: suite.org,
         keyName: 'stripped',
         credentialsSecretRef: { name: 'stripped-creds' },
       });
@@ -964,7 +915,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     try {
       await attackerCreate('ApiKey', 'refused', {
         scope: 'Organization',
-        organizationId: org,
+        organizationId: suite.org,
         keyName: 'refused',
         credentialsSecretRef: { name: 'refused-creds' },
       });
@@ -1014,7 +965,12 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     let attempt: string;
     let key2: number;
     try {
-      await attackerCreate('ApiKey', 'lost', { scope: 'Organization', organizationId: org, keyName: 'lost', credentialsSecretRef: { name: 'lost-creds' } });
+      await attackerCreate('ApiKey', 'lost', {
+        scope: 'Organization',
+        organizationId: suite.org,
+        keyName: 'lost',
+        credentialsSecretRef: { name: 'lost-creds' },
+      });
       key1 = await eventually(async () => (await liveKeysOf('lost'))[0], 20_000, "the attempt's key made on the platform");
       attempt = (await platformKeys()).find((k) => k.id === key1)!.name;
       // The intent left for recovery, and the attempt already in status: written in the pass the answer was lost.
@@ -1037,7 +993,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
         'Ready with a new key',
       );
       key2 = renewed.status!.keyId!;
-      expect(lostOf(await get(admin, attackerNs, 'ApiKey', 'lost'))).toEqual([attempt]);
+      expect(lostOf(await get(suite.objects, attackerNs, 'ApiKey', 'lost'))).toEqual([attempt]);
       expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
     } finally {
       await adminApi('DELETE', '/faults');
@@ -1074,7 +1030,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     try {
       await attackerCreate('ApiKey', 'outage', {
         scope: 'Organization',
-        organizationId: org,
+        organizationId: suite.org,
         keyName: 'outage',
         credentialsSecretRef: { name: 'outage-creds' },
       });
@@ -1129,7 +1085,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   const issuedPatch = (kind: Kind, name: string, body: Record<string, unknown>): Promise<unknown> =>
     issuerTenant.patchNamespacedCustomObject({ group, version, namespace: issuerTenantNs, plural: plural(kind), name, body }, mergePatch);
   const readIssued = (kind: Kind, name: string): Promise<Resource | undefined> =>
-    get(admin, issuerTenantNs, kind, name).catch((e: unknown) => {
+    get(suite.objects, issuerTenantNs, kind, name).catch((e: unknown) => {
       if (e instanceof ApiException && e.code === 404) return undefined;
       throw e;
     });
@@ -1184,7 +1140,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       kind: 'ClusterKeyIssuer',
       metadata: { name: `tenant-own-${suffix}`, labels: { [SUITE_LABEL]: suffix } },
       spec: {
-        organizationId: org,
+        organizationId: suite.org,
         credentialsSecretRef: { name: 'tenant-keys' },
         allow: [{ namespaces: { selector: {} }, kinds: ['Organization', 'Project'] }],
       },
@@ -1234,11 +1190,11 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       expect({ who, answers }).toEqual({ who, answers: Object.fromEntries(Object.keys(answers).map((k) => [k, 403])) });
     }
     // Nothing moved: the issuer's policy and the Namespace's labels as the platform team wrote them.
-    const current = (await admin.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: target })) as {
+    const current = (await suite.objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: target })) as {
       spec: { allow: { maxKeysPerNamespace?: number }[] };
     };
     expect(current.spec.allow.map((r) => r.maxKeysPerNamespace)).toEqual([3]);
-    expect((await adminCore.readNamespace({ name: issuerTenantNs })).metadata?.labels?.[ISSUER_LABEL]).toBe(`tenant-keys-${suffix}`);
+    expect((await suite.core.readNamespace({ name: issuerTenantNs })).metadata?.labels?.[ISSUER_LABEL]).toBe(`tenant-keys-${suffix}`);
   });
 
   it('9. issuer mode: an issuer that does not allow the namespace, a kind or project it does not allow, another organization, an issuer that does not exist: refused, nothing minted', async () => {
@@ -1306,7 +1262,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       personal: await refusal(() => issuedCreate('ApiKey', 'personal', { scope: 'Personal', issuerRef: issuer('tenant-extra') })),
       both: await refusal(() =>
         issuedCreate('ProjectApiKey', 'both', {
-          organizationId: org,
+          organizationId: suite.org,
           projectId: PROJECT,
           issuerRef: issuer('tenant-extra'),
           credentialsSecretRef: { name: 'neon-admin' },
@@ -1318,7 +1274,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     for (const [, namespace, kind, name, , reason, message] of cases) {
       const r = await eventually(
         async () => {
-          const current = await get(admin, namespace, kind, name);
+          const current = await get(suite.objects, namespace, kind, name);
           return condition(current, 'Ready')?.reason === reason ? current : undefined;
         },
         20_000,
@@ -1394,7 +1350,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     // To credentials of the namespace: the tenant has none but what it was issued, a project key.
     const value = (await issuerTenantCore.readNamespacedSecret({ namespace: issuerTenantNs, name: 'switcher' })).data?.apiKey ?? '';
     await issuerTenantCore.createNamespacedSecret({ namespace: issuerTenantNs, body: { metadata: { name: 'own-key' }, data: { apiKey: value } } });
-    await issuedPatch('ProjectApiKey', 'switcher', { spec: { issuerRef: null, organizationId: org, credentialsSecretRef: { name: 'own-key' } } });
+    await issuedPatch('ProjectApiKey', 'switcher', { spec: { issuerRef: null, organizationId: suite.org, credentialsSecretRef: { name: 'own-key' } } });
     await untilIssued('ProjectApiKey', 'switcher', observed, 'the namespace credentials observed');
     // Its Secret deleted meanwhile: nothing can mint with a project key; key 1 stays recorded.
     await issuerTenantCore.deleteNamespacedSecret({ namespace: issuerTenantNs, name: 'switcher' });
@@ -1430,7 +1386,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     });
     const moves: [string, Record<string, unknown>][] = [
       ['another issuer', { issuerRef: issuer('tenant-extra') }],
-      ['credentials of the namespace', { issuerRef: null, organizationId: org, credentialsSecretRef: { name: 'no-key' } }],
+      ['credentials of the namespace', { issuerRef: null, organizationId: suite.org, credentialsSecretRef: { name: 'no-key' } }],
     ];
     try {
       for (const [where, spec] of moves) {
@@ -1478,7 +1434,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
       await eventually(
         async () =>
           (
-            await adminCore.listNamespacedEvent({
+            await suite.core.listNamespacedEvent({
               namespace: issuerTenantNs,
               fieldSelector: `involvedObject.name=inventory-${n},reason=NotAllowed,type=Warning`,
             })
@@ -1489,7 +1445,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
         `inventory-${n} Warning`,
       );
     }
-    const events = (await adminCore.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: 'involvedObject.kind=ApiKeyInventory' })).items;
+    const events = (await suite.core.listNamespacedEvent({ namespace: issuerTenantNs, fieldSelector: 'involvedObject.kind=ApiKeyInventory' })).items;
     expect(events.map((e) => e.reason).filter((r) => r !== 'NotAllowed')).toEqual([]);
   });
 
@@ -1507,11 +1463,11 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     };
     const before = await requests();
     for (const n of [1, 2, 3]) {
-      await attackerCreate('ProjectApiKey', `foreign-${n}`, { organizationId: org, projectId: PROJECT, credentialsSecretRef: { name: 'outsider' } });
+      await attackerCreate('ProjectApiKey', `foreign-${n}`, { organizationId: suite.org, projectId: PROJECT, credentialsSecretRef: { name: 'outsider' } });
     }
     for (const n of [1, 2, 3]) {
       const refused = await untilAttacker('ProjectApiKey', `foreign-${n}`, (r) => condition(r, 'Ready')?.reason === 'NotAllowed', 'NotAllowed');
-      expect(condition(refused, 'Ready')?.message).toContain(`do not belong to organization ${org}`);
+      expect(condition(refused, 'Ready')?.message).toContain(`do not belong to organization ${suite.org}`);
       expect(refused.status?.keyId).toBeUndefined();
     }
     const after = await requests();
@@ -1523,7 +1479,7 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     for (const n of [1, 2, 3]) {
       await eventually(
         async () =>
-          await get(admin, attackerNs, 'ProjectApiKey', `foreign-${n}`).then(
+          await get(suite.objects, attackerNs, 'ProjectApiKey', `foreign-${n}`).then(
             () => undefined,
             () => true,
           ),
@@ -1537,15 +1493,15 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
 
   it('the secret values never reach the log, and nothing failed unexpectedly', async () => {
     const all = logLines.join('');
-    for (const value of [aliceKey, malloryKey, carolKey]) expect(all.includes(value)).toBe(false);
+    for (const value of [suite.adminKey, malloryKey, suite.userKey('carol')]) expect(all.includes(value)).toBe(false);
     // 7b's outage of revokes fails its repair's passes on purpose; nothing else may fail.
     expect(logLines.filter((l) => l.includes('"reconcile failed"') && !l.includes('"name":"interrupted"'))).toEqual([]);
     // Sanity of the premise: the victims' keys really work.
-    const value = Buffer.from((await adminCore.readNamespacedSecret({ namespace: victimNs, name: 'victim-org' })).data?.apiKey ?? '', 'base64').toString(
+    const value = Buffer.from((await suite.core.readNamespacedSecret({ namespace: victimNs, name: 'victim-org' })).data?.apiKey ?? '', 'base64').toString(
       'utf8',
     );
     expect(
-      (await new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: value, retry: { maxAttempts: 1 } }).listProjects({ orgId: org })).length,
+      (await new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey: value, retry: { maxAttempts: 1 } }).listProjects({ orgId: suite.org })).length,
     ).toBeGreaterThan(0);
   });
 });

@@ -3,32 +3,18 @@
 // HTTP, the operator in-process with the ServiceAccount token of deploy/base (its RBAC proven
 // sufficient). One immutable Secret per key; a rotation repoints a Deployment and deletes the
 // replaced Secret after revoking its key; a lost Secret, an interrupted create, a foreign Secret.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { describe, expect, it } from '@jest/globals';
+import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Deployment } from '@kubernetes/client-node';
 import { restartAnnotation } from '../../src/operator/keys/rotation/consumers.ts';
 import { buildSecret } from '../../src/operator/keys/secret/secret-writer.ts';
 import type { Signer } from '../../src/operator/keys/issuing/signing.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { TEST_MIN_ROTATION_GRACE_MS } from '../harness/crds.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import {
-  crashedIntent,
-  createNamespace,
-  customObjects,
-  emulatorAdmin,
-  eventually,
-  installOperatorManifests,
-  operatorKubeConfig,
-  operatorSigner,
-  intentSettled,
-} from './support.ts';
+import { crashedIntent, emulatorAdmin, eventually, operatorSigner, intentSettled } from './support.ts';
+import { group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const LEAKED = 'tenant-value-must-not-leak';
 interface AdminKey {
@@ -39,45 +25,41 @@ interface AdminKey {
 type Resource = KeyResource & { metadata: { annotations?: Record<string, string> } };
 
 describe('immutable Secrets (spec.secret.immutable)', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator | undefined;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let apps: AppsV1Api;
-  let namespace: string;
-  let org: string;
   let signer: Signer;
   let platform: PlatformClient;
   let adoptedKeyId = 0;
 
   const keysNamed = async (base: string): Promise<AdminKey[]> =>
-    (await emulatorAdmin<AdminKey[]>(emulator.adminUrl, 'GET', '/keys')).filter((k) => k.name.startsWith(`${base}-`));
+    (await emulatorAdmin<AdminKey[]>(suite.emulator.adminUrl, 'GET', '/keys')).filter((k) => k.name.startsWith(`${base}-`));
   const liveIds = async (base: string): Promise<number[]> =>
     (await keysNamed(base))
       .filter((k) => !k.revoked)
       .map((k) => k.id)
       .sort((a, b) => a - b);
   const get = async (name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'apikeys', name })) as Resource;
   const spec = (name: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
     scope: 'Organization',
-    organizationId: org,
+    organizationId: suite.org,
     keyName: name,
     credentialsSecretRef: { name: 'neon-admin' },
     secret: { name: `${name}-key`, immutable: true },
     ...extra,
   });
   const create = async (name: string, extra: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): Promise<Resource> =>
-    (await objects.createNamespacedCustomObject({
+    (await suite.objects.createNamespacedCustomObject({
       group,
       version,
-      namespace,
+      namespace: suite.namespace,
       plural: 'apikeys',
       body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name, ...metadata }, spec: spec(name, extra) },
     })) as Resource;
   const annotate = async (name: string, annotations: Record<string, string>): Promise<void> => {
-    await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name, body: { metadata: { annotations } } }, merge);
+    await suite.objects.patchNamespacedCustomObject(
+      { group, version, namespace: suite.namespace, plural: 'apikeys', name, body: { metadata: { annotations } } },
+      merge,
+    );
   };
   const condition = (r: Resource, type: string): string | undefined => {
     const c = r.status?.conditions?.find((x) => x.type === type);
@@ -93,58 +75,49 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
       `${name} Ready`,
     );
   const secretsOf = async (name: string): Promise<string[]> =>
-    (await core.listNamespacedSecret({ namespace })).items
+    (await suite.core.listNamespacedSecret({ namespace: suite.namespace })).items
       .map((s) => s.metadata?.name ?? '')
       .filter((n) => n.startsWith(`${name}-key-`))
       .sort();
   const events = async (name: string): Promise<{ reason: string; message: string }[]> =>
-    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => ({
+    (await suite.core.listNamespacedEvent({ namespace: suite.namespace, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => ({
       reason: e.reason ?? '',
       message: e.message ?? '',
     }));
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    apps = cp.kubeConfig.makeApiClient(AppsV1Api);
-    signer = await operatorSigner(cp);
-    platform = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
-    namespace = await createNamespace(cp, 'immutable');
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+  const suite = operatorSuite({
+    namespaces: ['immutable'],
+    before: async (s) => {
+      apps = s.cp.kubeConfig.makeApiClient(AppsV1Api);
+      signer = await operatorSigner(s.cp);
+      platform = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 1 } });
 
-    // Before the operator starts, what a crash between the Secret write and the status write
-    // leaves: the signed intent, the key on the platform, its immutable Secret, no status.
-    const created = await create('adopted', {}, { finalizers: ['keys.neon.dev/finalizer'] });
-    const attempt = 'adopted-cr4sh000';
-    const key = await platform.createOrganizationKey(org, { keyName: attempt });
-    adoptedKeyId = key.id;
-    const resource = { ...created, kind: 'ApiKey' } as KeyResource;
-    const shape = { template: undefined, organizationId: org, projectId: undefined, platformUrl: undefined, immutable: true };
-    await core.createNamespacedSecret({
-      namespace,
-      body: buildSecret(resource, `adopted-key-${key.id}`, 'apiKey', { id: key.id, name: attempt, secret: key.key }, signer, undefined, shape),
-    });
-    await objects.patchNamespacedCustomObject(
-      {
-        group,
-        version,
-        namespace,
-        plural: 'apikeys',
-        name: 'adopted',
-        body: { metadata: { annotations: crashedIntent(signer, created.metadata.uid, { attempt, startedAt: new Date().toISOString(), holder: 'killed' }) } },
-      },
-      merge,
-    );
-
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespaces: [namespace],
+      // Before the operator starts, what a crash between the Secret write and the status write
+      // leaves: the signed intent, the key on the platform, its immutable Secret, no status.
+      const created = await create('adopted', {}, { finalizers: ['keys.neon.dev/finalizer'] });
+      const attempt = 'adopted-cr4sh000';
+      const key = await platform.createOrganizationKey(suite.org, { keyName: attempt });
+      adoptedKeyId = key.id;
+      const resource = { ...created, kind: 'ApiKey' } as KeyResource;
+      const shape = { template: undefined, organizationId: suite.org, projectId: undefined, platformUrl: undefined, immutable: true };
+      await suite.core.createNamespacedSecret({
+        namespace: suite.namespace,
+        body: buildSecret(resource, `adopted-key-${key.id}`, 'apiKey', { id: key.id, name: attempt, secret: key.key }, signer, undefined, shape),
+      });
+      await suite.objects.patchNamespacedCustomObject(
+        {
+          group,
+          version,
+          namespace: suite.namespace,
+          plural: 'apikeys',
+          name: 'adopted',
+          body: { metadata: { annotations: crashedIntent(signer, created.metadata.uid, { attempt, startedAt: new Date().toISOString(), holder: 'killed' }) } },
+        },
+        merge,
+      );
+    },
+    operator: (s) => ({
+      namespaces: [s.namespace],
       workers: 4,
       driftIntervalMs: 3_000,
       pendingGraceMs: 2_000,
@@ -152,13 +125,7 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
       rotationPollMs: 500,
       minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS,
       logger: createLogger({ level: 'silent' }),
-    });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
+    }),
   });
 
   it('adopts the key of a create interrupted between its Secret and its status: no second key', async () => {
@@ -175,30 +142,34 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     const r = await untilReady('fixed');
     const name = `fixed-key-${r.status!.keyId}`;
     expect(r.status?.secretName).toBe(name);
-    const secret = await core.readNamespacedSecret({ namespace, name });
+    const secret = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name });
     expect(secret.immutable).toBe(true);
     expect(secret.metadata?.labels).toMatchObject({ team: 'a', 'app.kubernetes.io/managed-by': 'neon-key-operator' });
     expect(secret.metadata?.ownerReferences?.[0]).toMatchObject({ uid: r.metadata.uid, controller: true });
     expect(Buffer.from(secret.data?.id ?? '', 'base64').toString()).toBe(String(r.status!.keyId));
     await expect(
-      core.replaceNamespacedSecret({ namespace, name, body: { ...secret, data: { ...secret.data, apiKey: Buffer.from('x').toString('base64') } } }),
+      suite.core.replaceNamespacedSecret({
+        namespace: suite.namespace,
+        name,
+        body: { ...secret, data: { ...secret.data, apiKey: Buffer.from('x').toString('base64') } },
+      }),
     ).rejects.toThrow(/immutable/);
     await expect(
-      objects.patchNamespacedCustomObject(
-        { group, version, namespace, plural: 'apikeys', name: 'fixed', body: { spec: { secret: { immutable: false } } } },
+      suite.objects.patchNamespacedCustomObject(
+        { group, version, namespace: suite.namespace, plural: 'apikeys', name: 'fixed', body: { spec: { secret: { immutable: false } } } },
         merge,
       ),
     ).rejects.toThrow(/secret.immutable cannot be changed/);
-    await objects.createNamespacedCustomObject({
+    await suite.objects.createNamespacedCustomObject({
       group,
       version,
-      namespace,
+      namespace: suite.namespace,
       plural: 'apikeys',
       body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name: 'mutable' }, spec: { ...spec('mutable'), secret: { name: 'mutable' } } },
     });
     await expect(
-      objects.patchNamespacedCustomObject(
-        { group, version, namespace, plural: 'apikeys', name: 'mutable', body: { spec: { secret: { immutable: true } } } },
+      suite.objects.patchNamespacedCustomObject(
+        { group, version, namespace: suite.namespace, plural: 'apikeys', name: 'mutable', body: { spec: { secret: { immutable: true } } } },
         merge,
       ),
     ).rejects.toThrow(/secret.immutable cannot be changed/);
@@ -232,9 +203,9 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
       },
     });
     // Consent names the Secret as spec.secret.name does (rotated-key), not one key's Secret (rotated-key-<id>).
-    await apps.createNamespacedDeployment({ namespace, body: deployment('api', oldName, 'rotated-key') });
-    await apps.createNamespacedDeployment({ namespace, body: deployment('bystander', 'something-else') });
-    await apps.createNamespacedDeployment({ namespace, body: deployment('unwilling', oldName) });
+    await apps.createNamespacedDeployment({ namespace: suite.namespace, body: deployment('api', oldName, 'rotated-key') });
+    await apps.createNamespacedDeployment({ namespace: suite.namespace, body: deployment('bystander', 'something-else') });
+    await apps.createNamespacedDeployment({ namespace: suite.namespace, body: deployment('unwilling', oldName) });
     await annotate('rotated', { 'keys.neon.dev/rotate': 'r1' });
     const switched = await eventually(
       async () => {
@@ -248,14 +219,14 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     const newName = `rotated-key-${fresh}`;
     expect(switched.status?.secretName).toBe(newName);
     expect(switched.status?.retiringKeys?.[0]).toMatchObject({ keyId: old, secretName: oldName });
-    const api = await apps.readNamespacedDeployment({ namespace, name: 'api' });
+    const api = await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'api' });
     const pod = api.spec!.template.spec!;
     expect(pod.containers[0]!.env![0]!.valueFrom!.secretKeyRef!.name).toBe(newName);
     expect(pod.volumes![0]!.secret!.secretName).toBe(newName);
     expect(api.spec!.template.metadata?.annotations?.[restartAnnotation('rotated-key')]).toBe(String(fresh));
-    expect((await apps.readNamespacedDeployment({ namespace, name: 'bystander' })).metadata?.generation).toBe(1);
+    expect((await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'bystander' })).metadata?.generation).toBe(1);
     // Reading the old Secret without consent: not repointed, not restarted.
-    const unwilling = await apps.readNamespacedDeployment({ namespace, name: 'unwilling' });
+    const unwilling = await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'unwilling' });
     expect(unwilling.metadata?.generation).toBe(1);
     expect(unwilling.spec!.template.spec!.volumes![0]!.secret!.secretName).toBe(oldName);
 
@@ -271,14 +242,14 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     expect(await liveIds('rotated')).toEqual([fresh]);
     expect(await secretsOf('rotated')).toEqual([newName]);
     // The patch was made once: no second rollout after the record.
-    expect((await apps.readNamespacedDeployment({ namespace, name: 'api' })).metadata?.generation).toBe(api.metadata?.generation);
+    expect((await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'api' })).metadata?.generation).toBe(api.metadata?.generation);
   });
 
   it('a deleted current Secret yields a new key in a new Secret, the old key revoked', async () => {
     await create('lost');
     const first = await untilReady('lost');
     const old = first.status!.keyId!;
-    await core.deleteNamespacedSecret({ namespace, name: `lost-key-${old}` });
+    await suite.core.deleteNamespacedSecret({ namespace: suite.namespace, name: `lost-key-${old}` });
     const repaired = await untilReady('lost', old);
     const fresh = repaired.status!.keyId!;
     expect(repaired.status?.secretName).toBe(`lost-key-${fresh}`);
@@ -292,12 +263,12 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     const first = await untilReady('guarded');
     const old = first.status!.keyId!;
     // The emulator's ids are sequential: a key made and revoked here tells the next one.
-    const probe = await platform.createOrganizationKey(org, { keyName: 'probe-00000000' });
-    await platform.revokeOrganizationKey(org, probe.id);
+    const probe = await platform.createOrganizationKey(suite.org, { keyName: 'probe-00000000' });
+    await platform.revokeOrganizationKey(suite.org, probe.id);
     const next = probe.id + 1;
     const foreign = `guarded-key-${next}`;
-    await core.createNamespacedSecret({
-      namespace,
+    await suite.core.createNamespacedSecret({
+      namespace: suite.namespace,
       body: {
         // Dressed as the operator's (its label, its owner annotation), but with no controller owner
         // reference. (No owner reference at all: the garbage collector would delete a Secret naming
@@ -318,12 +289,12 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     const rotated = await untilReady('guarded', old);
     expect(rotated.status?.secretName).not.toBe(foreign);
     expect((await keysNamed('guarded')).find((k) => k.id === next)?.revoked).toBe(true);
-    const kept = await core.readNamespacedSecret({ namespace, name: foreign });
+    const kept = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: foreign });
     expect(Buffer.from(kept.data?.apiKey ?? '', 'base64').toString()).toBe(LEAKED);
     expect(JSON.stringify(rotated.status)).not.toContain(LEAKED);
 
     // Deleted: every Secret of the resource goes, the foreign one stays.
-    await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'guarded' });
+    await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'apikeys', name: 'guarded' });
     await eventually(async () => ((await secretsOf('guarded')).join() === foreign ? true : undefined), 30_000, 'Secrets of guarded deleted');
     expect(await liveIds('guarded')).toEqual([]);
   });
@@ -333,7 +304,7 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     const owner = await untilReady('first');
     const secret = `shared-key-${owner.status!.keyId}`;
     await apps.createNamespacedDeployment({
-      namespace,
+      namespace: suite.namespace,
       body: {
         metadata: { name: 'shared-consumer', annotations: { 'keys.neon.dev/restart-on-rotation': 'shared-key' } },
         spec: {
@@ -364,7 +335,7 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     expect(refused.status?.conditions?.find((c) => c.type === 'Ready')?.message).toContain('ApiKey/first');
     expect(refused.status?.keyId).toBeUndefined();
 
-    const before = (await apps.readNamespacedDeployment({ namespace, name: 'shared-consumer' })).metadata!.generation!;
+    const before = (await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'shared-consumer' })).metadata!.generation!;
     await annotate('second', { 'keys.neon.dev/rotate': 'r1' });
     await annotate('first', { 'keys.neon.dev/rotate': 'r1' });
     const rotated = await eventually(
@@ -375,7 +346,7 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
       40_000,
       'first rotated',
     );
-    const consumer = await apps.readNamespacedDeployment({ namespace, name: 'shared-consumer' });
+    const consumer = await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'shared-consumer' });
     expect(consumer.metadata?.generation).toBe(before + 1);
     expect(consumer.spec!.template.spec!.containers[0]!.env![0]!.valueFrom!.secretKeyRef!.name).toBe(`shared-key-${rotated.status!.keyId}`);
     // The later resource made no key on the platform, before or after its rotation was asked for.
@@ -383,7 +354,7 @@ describe('immutable Secrets (spec.secret.immutable)', () => {
     expect(condition(await get('second'), 'Ready')).toBe('False SecretConflict');
 
     // Once the first is gone, the name is the second's (looked at again within a drift interval).
-    await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'first' });
+    await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'apikeys', name: 'first' });
     const taken = await untilReady('second');
     expect(taken.status?.secretName).toBe(`shared-key-${taken.status!.keyId}`);
   });

@@ -3,29 +3,19 @@
 // (inventory/listing.ts, DriftCache.listing with ListingView.from), so the organization's list is
 // still taken at most once per drift interval, counted by the emulator; and the status ends showing
 // the last edit's view, its counts those of the platform's list under that unusedAfter.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { describe, expect, it } from '@jest/globals';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { emulatorAdmin, eventually } from './support.ts';
+import { type Condition, group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const ORG = 'org-demo-00000001';
 const DRIFT_MS = 2_000;
 /** Edits of spec.unusedAfter, one every 100 ms at most (10 a second). */
 const EDITS = 80;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface Listed {
   id: number;
   name?: string;
@@ -54,74 +44,51 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 const seconds = (iso: string): number => Date.parse(iso);
 
 describe('an inventory whose unusedAfter is edited in a loop', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let team: string;
   let alice: PlatformClient;
-
-  const inventory = async (): Promise<Inventory> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeyinventories', name: 'org' })) as Inventory;
-  const ready = (i: Inventory): Condition | undefined => i.status?.conditions?.find((c) => c.type === 'Ready');
-  const listRequests = async (): Promise<number> =>
-    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
-      .filter((r) => r.method === 'GET' && /organizations\/[^/]+\/api_keys$/.test(r.route))
-      .reduce((n, r) => n + r.count, 0);
-  const edit = async (unusedAfter: string): Promise<number> => {
-    const patched = (await objects.patchNamespacedCustomObject(
-      { group, version, namespace: team, plural: 'apikeyinventories', name: 'org', body: { spec: { unusedAfter } } },
-      mergePatch,
-    )) as Inventory;
-    return patched.metadata.generation;
-  };
-
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    team = await createNamespace(cp, 'inventory-edits');
-    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
-    await core.createNamespacedSecret({ namespace: team, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
+  const suite = operatorSuite({
+    namespaces: ['inventory-edits'],
+    before: async (s) => {
+      team = s.namespace;
+      alice = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 1 } });
+    },
+    operator: () => ({
       namespaces: [team],
       workers: 4,
       driftIntervalMs: DRIFT_MS,
       maxBackoffMs: 4_000,
       logger: createLogger({ level: 'silent' }),
       identity: 'inventory-edits',
-    });
-  }, 60_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    if (team !== undefined) await core?.deleteNamespace({ name: team }).catch(() => undefined);
-    await emulator?.close();
+    }),
+    timeoutMs: 60_000,
   });
+
+  const inventory = async (): Promise<Inventory> =>
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace: team, plural: 'apikeyinventories', name: 'org' })) as Inventory;
+  const ready = (i: Inventory): Condition | undefined => i.status?.conditions?.find((c) => c.type === 'Ready');
+  const listRequests = async (): Promise<number> =>
+    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(suite.emulator.adminUrl, 'GET', '/requests'))
+      .filter((r) => r.method === 'GET' && /organizations\/[^/]+\/api_keys$/.test(r.route))
+      .reduce((n, r) => n + r.count, 0);
+  const edit = async (unusedAfter: string): Promise<number> => {
+    const patched = (await suite.objects.patchNamespacedCustomObject(
+      { group, version, namespace: team, plural: 'apikeyinventories', name: 'org', body: { spec: { unusedAfter } } },
+      mergePatch,
+    )) as Inventory;
+    return patched.metadata.generation;
+  };
 
   it(`${EDITS} edits at 10 a second: at most one platform list per drift interval, and the last edit's view with the platform's counts`, async () => {
     // 20 keys by hand (the client paces at 10 creates a second), never used so far.
     const made: { id: number; key: string }[] = [];
     for (let i = 0; i < 20; i++) made.push(await alice.createOrganizationKey(ORG, { keyName: `by-hand-${String(i).padStart(2, '0')}` }));
     const lastCreated = Date.now();
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace: team,
-      plural: 'apikeyinventories',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKeyInventory',
-        metadata: { name: 'org', namespace: team },
-        spec: { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' }, unusedAfter: '1h' },
-      },
-    });
+    await suite.apply(
+      'ApiKeyInventory',
+      { name: 'org', namespace: team },
+      { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' }, unusedAfter: '1h' },
+      team,
+    );
     const live = (await alice.listOrganizationKeys(ORG)).length;
     await eventually(
       async () => {
@@ -135,7 +102,7 @@ describe('an inventory whose unusedAfter is edited in a loop', () => {
     // others are unused and these five are not.
     await sleep(Math.max(0, lastCreated + 20_000 - Date.now()));
     for (const k of made.slice(0, 5))
-      await new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: k.key, retry: { maxAttempts: 1 } }).listProjects({ orgId: ORG });
+      await new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey: k.key, retry: { maxAttempts: 1 } }).listProjects({ orgId: ORG });
     const usedAt = Date.now();
     // The platform's list as the operator's lists see it from now on (nothing changes on the platform meanwhile).
     const platform = await alice.listOrganizationKeys(ORG);

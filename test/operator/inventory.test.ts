@@ -4,30 +4,19 @@
 // revoked on both sides, costs no platform request beyond the drift list the keys already take, says
 // which credentials cannot list (missing, refused, the wrong kind of key), and never shows which
 // namespace manages a key nor any secret.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, kubectl, operatorKubeConfig } from './support.ts';
+import { emulatorAdmin, eventually, kubectl } from './support.ts';
+import { type Condition, group, operatorSuite, readUntil, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const ORG = 'org-demo-00000001';
 const PROJECT = 'quiet-river-00000001';
 const DRIFT_MS = 1_500;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface Listed {
   id: number;
   name: string;
@@ -55,35 +44,36 @@ interface Inventory {
 }
 
 describe("an inventory of the organization's keys", () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let metrics: OperatorMetrics;
+  const metrics: OperatorMetrics = createMetrics(new Registry(), { defaultMetrics: false });
   let teamA: string;
   let teamB: string;
   let alice: PlatformClient;
-  let aliceKey: string;
+  const suite = operatorSuite({
+    namespaces: ['inventory-a', 'inventory-b'],
+    before: async (s) => {
+      [teamA = '', teamB = ''] = s.namespaces;
+      alice = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 1 } });
+    },
+    operator: () => ({
+      namespaces: [teamA, teamB],
+      workers: 4,
+      driftIntervalMs: DRIFT_MS,
+      maxBackoffMs: 4_000,
+      logger: createLogger({ level: 'silent' }),
+      identity: 'inventory',
+      metrics,
+    }),
+    timeoutMs: 60_000,
+  });
+
   const byHand: { id: number; key: string }[] = [];
 
   const createKey = (namespace: string, name: string): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'apikeys',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKey',
-        metadata: { name, namespace },
-        spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
-      },
-    });
+    suite.apply('ApiKey', { name, namespace }, { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } }, namespace);
   const keyIdOf = async (namespace: string, name: string): Promise<number> =>
     eventually(
       async () => {
-        const r = (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as {
+        const r = (await suite.objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as {
           status?: { keyId?: number; conditions?: Condition[] };
         };
         return r.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? r.status.keyId : undefined;
@@ -92,7 +82,7 @@ describe("an inventory of the organization's keys", () => {
       `${namespace}/${name} Ready`,
     );
   const createInventory = (name: string, spec: Record<string, unknown>): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
+    suite.objects.createNamespacedCustomObject({
       group,
       version,
       namespace: teamA,
@@ -100,59 +90,21 @@ describe("an inventory of the organization's keys", () => {
       body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name, namespace: teamA }, spec },
     });
   const inventory = async (name: string): Promise<Inventory> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace: teamA, plural: 'apikeyinventories', name })) as Inventory;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace: teamA, plural: 'apikeyinventories', name })) as Inventory;
   const ready = (i: Inventory): Condition | undefined => i.status?.conditions?.find((c) => c.type === 'Ready');
   const until = (name: string, test: (i: Inventory) => boolean, what: string, timeoutMs = 20_000): Promise<Inventory> =>
-    eventually(
-      async () => {
-        const i = await inventory(name);
-        return test(i) ? i : undefined;
-      },
-      timeoutMs,
-      `${name}: ${what}`,
-    );
+    readUntil(() => inventory(name), test, timeoutMs, `${name}: ${what}`);
   const platformKeys = async (): Promise<number[]> => (await alice.listOrganizationKeys(ORG)).map((k) => k.id);
   const listRequests = async (): Promise<number> =>
-    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
+    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(suite.emulator.adminUrl, 'GET', '/requests'))
       .filter((r) => r.method === 'GET' && /organizations\/[^/]+\/api_keys$/.test(r.route))
       .reduce((n, r) => n + r.count, 0);
   const events = async (reason: string): Promise<string[]> =>
-    (await core.listNamespacedEvent({ namespace: teamA, fieldSelector: `involvedObject.kind=ApiKeyInventory,reason=${reason}` })).items.map(
+    (await suite.core.listNamespacedEvent({ namespace: teamA, fieldSelector: `involvedObject.kind=ApiKeyInventory,reason=${reason}` })).items.map(
       (e) => e.message ?? '',
     );
   const credentials = (namespace: string, name: string, apiKey: string): Promise<unknown> =>
-    core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData: { apiKey } } });
-
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    teamA = await createNamespace(cp, 'inventory-a');
-    teamB = await createNamespace(cp, 'inventory-b');
-    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
-    for (const ns of [teamA, teamB]) await credentials(ns, 'neon-admin', aliceKey);
-    metrics = createMetrics(new Registry(), { defaultMetrics: false });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespaces: [teamA, teamB],
-      workers: 4,
-      driftIntervalMs: DRIFT_MS,
-      maxBackoffMs: 4_000,
-      logger: createLogger({ level: 'silent' }),
-      identity: 'inventory',
-      metrics,
-    });
-  }, 60_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    for (const ns of [teamA, teamB]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    await emulator?.close();
-  });
+    suite.core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData: { apiKey } } });
 
   it('counts and lists keys managed in two namespaces, made by hand, used and never used; follows creates and revokes on both sides; no list of its own', async () => {
     await createKey(teamA, 'web');
@@ -165,7 +117,7 @@ describe("an inventory of the organization's keys", () => {
     const scoped = await alice.createOrganizationKey(ORG, { keyName: 'script-project', projectId: PROJECT });
     byHand.push(used, neverUsed, scoped);
     const use = (): Promise<unknown> =>
-      new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: used.key, retry: { maxAttempts: 1 } }).listProjects({ orgId: ORG });
+      new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey: used.key, retry: { maxAttempts: 1 } }).listProjects({ orgId: ORG });
     await use();
     // Keeps the used key used within unusedAfter while the never-used ones age past it.
     const keepUsing = setInterval(() => {
@@ -211,7 +163,7 @@ describe("an inventory of the organization's keys", () => {
       await eventually(async () => ((await events('KeyUnused')).some((m) => m.includes(`key ${managedA} `)) ? true : undefined), 10_000, 'KeyUnused event');
 
       // Printer columns.
-      const table = await kubectl(cp, ['get', 'naki', 'org', '-n', teamA]);
+      const table = await kubectl(suite.cp, ['get', 'naki', 'org', '-n', teamA]);
       expect(table.split('\n')[0]).toMatch(/READY\s+LIVE\s+MANAGED\s+NOT MANAGED\s+UNUSED\s+AGE/);
 
       // Cost: over six drift intervals, the organization's key list is taken about once per interval,
@@ -229,7 +181,7 @@ describe("an inventory of the organization's keys", () => {
       await alice.revokeOrganizationKey(ORG, neverUsed.id);
       await createKey(teamB, 'batch');
       const managedB2 = await keyIdOf(teamB, 'batch');
-      await objects.deleteNamespacedCustomObject({ group, version, namespace: teamA, plural: 'apikeys', name: 'web' });
+      await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: teamA, plural: 'apikeys', name: 'web' });
       await eventually(async () => ((await platformKeys()).includes(managedA) ? undefined : true), 30_000, "team A's key revoked");
       const liveNow = await platformKeys();
       const moved = await until(
@@ -258,9 +210,9 @@ describe("an inventory of the organization's keys", () => {
       expect(scrubbed).not.toContain(teamB);
       // Deleting team A's ApiKey (its key revoked) never read as a key by hand appearing.
       expect((await events('KeyNotManaged')).filter((m) => m.includes(`key ${managedA} `))).toEqual([]);
-      const secrets = [aliceKey, ...byHand.map((k) => k.key)];
+      const secrets = [suite.adminKey, ...byHand.map((k) => k.key)];
       for (const name of ['worker', 'batch'])
-        secrets.push(Buffer.from((await core.readNamespacedSecret({ namespace: teamB, name })).data?.apiKey ?? '', 'base64').toString('utf8'));
+        secrets.push(Buffer.from((await suite.core.readNamespacedSecret({ namespace: teamB, name })).data?.apiKey ?? '', 'base64').toString('utf8'));
       for (const secret of secrets) expect(shown).not.toContain(secret);
 
       // The gauge: by state, the inventory named by namespace and name; no organization label unless asked for.
@@ -278,11 +230,11 @@ describe("an inventory of the organization's keys", () => {
     const missing = await until('missing', (i) => ready(i)?.reason === 'CredentialsMissing', 'CredentialsMissing');
     expect(ready(missing)?.status).toBe('False');
     // The Secret's watch wakes it (no wait for a requeue).
-    await credentials(teamA, 'not-yet', aliceKey);
+    await credentials(teamA, 'not-yet', suite.adminKey);
     await until('missing', (i) => ready(i)?.status === 'True', 'Ready once the Secret exists', 10_000);
 
     // An entry no API key is that long (1 MiB): refused before any platform client is made.
-    await core.createNamespacedSecret({
+    await suite.core.createNamespacedSecret({
       namespace: teamA,
       body: { metadata: { name: 'huge' }, data: { apiKey: Buffer.alloc(768 * 1024, 'a').toString('base64') } },
     });
@@ -333,14 +285,14 @@ describe("an inventory of the organization's keys", () => {
     // switched inventory first reads is news, and rightly an event.)
     const orgKeys = await platformKeys();
     await until('org', (i) => i.status?.live === orgKeys.length, 'the shared organization list current');
-    const current = (await objects.getNamespacedCustomObject({
+    const current = (await suite.objects.getNamespacedCustomObject({
       group,
       version,
       namespace: teamA,
       plural: 'apikeyinventories',
       name: 'personal',
     })) as Inventory & { spec: unknown };
-    await objects.replaceNamespacedCustomObject({
+    await suite.objects.replaceNamespacedCustomObject({
       group,
       version,
       namespace: teamA,
@@ -356,7 +308,7 @@ describe("an inventory of the organization's keys", () => {
     expect(switched.status?.notManagedKeys?.some((k) => k.kind === 'Organization')).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 2 * DRIFT_MS));
     const notManagedEvents = (
-      await core.listNamespacedEvent({
+      await suite.core.listNamespacedEvent({
         namespace: teamA,
         fieldSelector: 'involvedObject.kind=ApiKeyInventory,involvedObject.name=personal,reason=KeyNotManaged',
       })

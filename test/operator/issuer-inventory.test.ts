@@ -5,18 +5,14 @@
 // credentials or spec change; a tenant's inventory naming the issuer is refused (NotAllowed, a
 // Warning) with no platform request at all, and learns nothing. The issuer counts the inventories of
 // the operator's namespace that name it, and its deletion waits for them, never for a tenant's.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, replaceCustomObject } from './support.ts';
+import { emulatorAdmin, eventually, replaceCustomObject } from './support.ts';
+import { type Condition, group, operatorSuite, readUntil, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const ORG = 'org-demo-00000001';
 /** Long: nothing is listed or verified again on its own while the suite runs, so every list it sees was woken. */
 const DRIFT_MS = 600_000;
@@ -24,12 +20,6 @@ const DRIFT_MS = 600_000;
 const SUITE_LABEL = 'keys.neon.dev/test-suite';
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface Listed {
   id: number;
   name?: string;
@@ -55,11 +45,6 @@ interface Issuer {
 }
 
 describe("an inventory through a ClusterKeyIssuer, in the operator's namespace only", () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   /** The operator's own namespace, where the issuer's Secrets live too. */
   let operatorNs: string;
   let tenantNs: string;
@@ -68,21 +53,46 @@ describe("an inventory through a ClusterKeyIssuer, in the operator's namespace o
   const suffix = Math.random().toString(36).slice(2, 8);
   const issuer = `platform-${suffix}`;
   const issuers: string[] = [];
+  const suite = operatorSuite({
+    namespaces: ['inventory-operator', 'inventory-tenant'],
+    credentials: false,
+    before: async (s) => {
+      [operatorNs = '', tenantNs = ''] = s.namespaces;
+      alice = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 1 } });
+      await putSecret('org-admin', s.adminKey);
+      await createIssuer(issuer, 'org-admin');
+    },
+    operator: () => ({
+      namespaces: [operatorNs, tenantNs],
+      // The operator's own namespace, as $POD_NAMESPACE names it in a pod.
+      signingKeySecret: { namespace: operatorNs, name: 'neon-key-operator-signing-key' },
+      signingKey: randomBytes(32),
+      issuerSecretsNamespace: operatorNs,
+      issuerLabelSelector: `${SUITE_LABEL}=${suffix}`,
+      workers: 4,
+      driftIntervalMs: DRIFT_MS,
+      maxBackoffMs: 4_000,
+      logger: createLogger({ level: 'silent' }),
+      identity: 'issuer-inventory',
+    }),
+    after: async (s) => {
+      for (const name of issuers) {
+        await s.objects.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
+        await s.objects
+          .patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] })
+          .catch(() => undefined);
+      }
+    },
+    timeoutMs: 90_000,
+  });
 
   const ready = (r: { status?: { conditions?: Condition[] } }): Condition | undefined => r.status?.conditions?.find((c) => c.type === 'Ready');
   const inventory = async (namespace: string, name: string): Promise<Inventory> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeyinventories', name })) as Inventory;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeyinventories', name })) as Inventory;
   const until = (namespace: string, name: string, test: (i: Inventory) => boolean, what: string, timeoutMs = 30_000): Promise<Inventory> =>
-    eventually(
-      async () => {
-        const i = await inventory(namespace, name);
-        return test(i) ? i : undefined;
-      },
-      timeoutMs,
-      `${namespace}/${name}: ${what}`,
-    );
+    readUntil(() => inventory(namespace, name), test, timeoutMs, `${namespace}/${name}: ${what}`);
   const createInventory = (namespace: string, name: string, spec: Record<string, unknown>): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
+    suite.objects.createNamespacedCustomObject({
       group,
       version,
       namespace,
@@ -90,9 +100,9 @@ describe("an inventory through a ClusterKeyIssuer, in the operator's namespace o
       body: { apiVersion: `${group}/${version}`, kind: 'ApiKeyInventory', metadata: { name, namespace }, spec },
     });
   const readIssuer = async (name: string): Promise<Issuer> =>
-    (await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name })) as Issuer;
+    (await suite.objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name })) as Issuer;
   const createIssuer = async (name: string, secret: string): Promise<void> => {
-    await objects.createClusterCustomObject({
+    await suite.objects.createClusterCustomObject({
       group,
       version,
       plural: 'clusterkeyissuers',
@@ -109,21 +119,21 @@ describe("an inventory through a ClusterKeyIssuer, in the operator's namespace o
   const putSecret = async (name: string, apiKey: string): Promise<void> => {
     secrets.push(apiKey);
     try {
-      await core.createNamespacedSecret({ namespace: operatorNs, body: { metadata: { name }, stringData: { apiKey } } });
+      await suite.core.createNamespacedSecret({ namespace: operatorNs, body: { metadata: { name }, stringData: { apiKey } } });
     } catch {
-      await core.replaceNamespacedSecret({ namespace: operatorNs, name, body: { metadata: { name }, stringData: { apiKey } } });
+      await suite.core.replaceNamespacedSecret({ namespace: operatorNs, name, body: { metadata: { name }, stringData: { apiKey } } });
     }
   };
   /** A new administrator of the organization: its personal key. */
   const administrator = async (name: string): Promise<string> =>
-    (await emulatorAdmin<{ personalKey: string }>(emulator.adminUrl, 'POST', '/users', { name, orgRoles: { [ORG]: 'admin' } })).personalKey;
+    (await emulatorAdmin<{ personalKey: string }>(suite.emulator.adminUrl, 'POST', '/users', { name, orgRoles: { [ORG]: 'admin' } })).personalKey;
   const requests = async (filter: (r: { method: string; route: string }) => boolean = () => true): Promise<number> =>
-    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
+    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(suite.emulator.adminUrl, 'GET', '/requests'))
       .filter(filter)
       .reduce((n, r) => n + r.count, 0);
   const lists = (): Promise<number> => requests((r) => r.method === 'GET' && /organizations\/[^/]+\/api_keys$/.test(r.route));
   const events = async (namespace: string, name: string): Promise<{ type: string; reason: string; message: string }[]> =>
-    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.kind=ApiKeyInventory,involvedObject.name=${name}` })).items.map((e) => ({
+    (await suite.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.kind=ApiKeyInventory,involvedObject.name=${name}` })).items.map((e) => ({
       type: e.type ?? '',
       reason: e.reason ?? '',
       message: e.message ?? '',
@@ -139,47 +149,6 @@ describe("an inventory through a ClusterKeyIssuer, in the operator's namespace o
       30_000,
       `${name} Verified`,
     );
-
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    operatorNs = await createNamespace(cp, 'inventory-operator');
-    tenantNs = await createNamespace(cp, 'inventory-tenant');
-    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
-    await putSecret('org-admin', aliceKey);
-    await createIssuer(issuer, 'org-admin');
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespaces: [operatorNs, tenantNs],
-      // The operator's own namespace, as $POD_NAMESPACE names it in a pod.
-      signingKeySecret: { namespace: operatorNs, name: 'neon-key-operator-signing-key' },
-      signingKey: randomBytes(32),
-      issuerSecretsNamespace: operatorNs,
-      issuerLabelSelector: `${SUITE_LABEL}=${suffix}`,
-      workers: 4,
-      driftIntervalMs: DRIFT_MS,
-      maxBackoffMs: 4_000,
-      logger: createLogger({ level: 'silent' }),
-      identity: 'issuer-inventory',
-    });
-  }, 90_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    for (const ns of [operatorNs, tenantNs]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    for (const name of issuers) {
-      await objects?.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
-      await objects
-        ?.patchClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] })
-        .catch(() => undefined);
-    }
-    await emulator?.close();
-  });
 
   it("in the operator's namespace: reports the organization's keys with the issuer's credentials, and lists again at once when the issuer's Secret or spec changes", async () => {
     const first = await alice.createOrganizationKey(ORG, { keyName: 'by-hand-first' });
@@ -204,7 +173,7 @@ describe("an inventory through a ClusterKeyIssuer, in the operator's namespace o
     // The issuer's spec names another Secret (a third administrator): listed again with it.
     const third = await alice.createOrganizationKey(ORG, { keyName: 'by-hand-third' });
     await putSecret('org-admin-3', await administrator(`platform-admin-3-${suffix}`));
-    await objects.patchClusterCustomObject(
+    await suite.objects.patchClusterCustomObject(
       { group, version, plural: 'clusterkeyissuers', name: issuer, body: { spec: { credentialsSecretRef: { name: 'org-admin-3' } } } },
       mergePatch,
     );
@@ -215,7 +184,7 @@ describe("an inventory through a ClusterKeyIssuer, in the operator's namespace o
     const other = await until(operatorNs, 'other-org', (i) => ready(i)?.reason === 'NotAllowed', 'NotAllowed (another organization)');
     expect(ready(other)?.message).toContain(`holds credentials of organization ${ORG}`);
     expect(other.status?.live).toBeUndefined();
-    await objects.deleteNamespacedCustomObject({ group, version, namespace: operatorNs, plural: 'apikeyinventories', name: 'other-org' });
+    await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: operatorNs, plural: 'apikeyinventories', name: 'other-org' });
   }, 120_000);
 
   it("in the operator's namespace: an issuer that does not exist yet is IssuerNotFound with a Warning, and is listed through once it is made", async () => {
@@ -231,7 +200,7 @@ describe("an inventory through a ClusterKeyIssuer, in the operator's namespace o
     // Its first verification wakes the resources naming it (the interval is ten minutes away).
     await createIssuer(later, 'org-admin');
     await until(operatorNs, 'later', (i) => ready(i)?.status === 'True' && (i.status?.live ?? 0) > 0, 'listed once the issuer exists');
-    await objects.deleteNamespacedCustomObject({ group, version, namespace: operatorNs, plural: 'apikeyinventories', name: 'later' });
+    await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: operatorNs, plural: 'apikeyinventories', name: 'later' });
   }, 60_000);
 
   it("in a tenant's namespace: refused (NotAllowed, a Warning), nothing listed or told, no platform request", async () => {
@@ -246,7 +215,7 @@ describe("an inventory through a ClusterKeyIssuer, in the operator's namespace o
       expect.objectContaining({ status: 'False', message: expect.stringContaining(`only an ApiKeyInventory in the operator's namespace (${operatorNs})`) }),
     );
     // An issuer that does not exist reads the same: a tenant does not learn which issuers exist.
-    await replaceCustomObject<Inventory>(objects, { group, version, namespace: tenantNs, plural: 'apikeyinventories', name: 'org' }, (current) => {
+    await replaceCustomObject<Inventory>(suite.objects, { group, version, namespace: tenantNs, plural: 'apikeyinventories', name: 'org' }, (current) => {
       current.spec.issuerRef = { name: `no-such-${suffix}` };
     });
     const unknown = await until(tenantNs, 'org', (i) => i.status?.observedGeneration === 2, 'the second spec seen');
@@ -274,7 +243,7 @@ describe("an inventory through a ClusterKeyIssuer, in the operator's namespace o
   }, 60_000);
 
   it("the issuer's deletion waits for the inventories of the operator's namespace naming it, never for a tenant's", async () => {
-    await objects.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer });
+    await suite.objects.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer });
     const blocked = await eventually(
       async () => {
         const current = await readIssuer(issuer);
@@ -287,7 +256,7 @@ describe("an inventory through a ClusterKeyIssuer, in the operator's namespace o
     expect(ready(blocked)?.message).not.toContain(tenantNs);
     // Counted as the key resources are (status.resources), the tenant's inventory not.
     expect(blocked.status?.resources).toBe(1);
-    await objects.deleteNamespacedCustomObject({ group, version, namespace: operatorNs, plural: 'apikeyinventories', name: 'org' });
+    await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: operatorNs, plural: 'apikeyinventories', name: 'org' });
     await eventually(
       async () =>
         (await readIssuer(issuer).then(

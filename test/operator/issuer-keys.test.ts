@@ -6,19 +6,16 @@
 // refused with NotAllowed / IssuerNotFound and cost no platform create; a rule's cap holds under 30
 // concurrent creates, and a freed slot goes to one waiter; a resource moved from namespace
 // credentials to an issuer of the same user keeps its key.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { describe, expect, it } from '@jest/globals';
+import { PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { soleLeadership } from '../../src/operator/runtime/write-fence.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig, replaceCustomObject } from './support.ts';
+import { createNamespace, customObjects, emulatorAdmin, eventually, operatorKubeConfig, replaceCustomObject } from './support.ts';
+import { type Condition, group, operatorSuite, readUntil, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const ORG = 'org-demo-00000001';
 const PROJECT = 'quiet-river-00000001';
 const OTHER_PROJECT = 'bold-meadow-00000002';
@@ -27,12 +24,6 @@ const LABEL = 'keys.neon.dev/test-issuer';
 /** This suite's issuers: its operator reconciles only these (the suites share one apiserver). */
 const SUITE_LABEL = 'keys.neon.dev/test-suite';
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface KeyObject {
   metadata: { name: string; namespace: string; resourceVersion?: string; annotations?: Record<string, string> };
   spec: Record<string, unknown>;
@@ -40,17 +31,11 @@ interface KeyObject {
 }
 
 describe('keys through a ClusterKeyIssuer, for tenants without a platform credential', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let issuersNs: string;
   let teamA: string;
   let teamB: string;
   let teamC: string;
   let alice: PlatformClient;
-  let aliceKey: string;
   const tenants = new Map<string, Promise<CustomObjectsApi>>();
   const records: ReconcileRecord[] = [];
   const issuers: string[] = [];
@@ -58,17 +43,10 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
 
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
   const read = async (kind: string, namespace: string, name: string): Promise<KeyObject> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as KeyObject;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as KeyObject;
   const condition = (r: KeyObject, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const until = (kind: string, namespace: string, name: string, test: (r: KeyObject) => boolean, what: string, timeoutMs = 30_000): Promise<KeyObject> =>
-    eventually(
-      async () => {
-        const r = await read(kind, namespace, name);
-        return test(r) ? r : undefined;
-      },
-      timeoutMs,
-      `${namespace}/${name}: ${what}`,
-    );
+    readUntil(() => read(kind, namespace, name), test, timeoutMs, `${namespace}/${name}: ${what}`);
   const ready = (r: KeyObject): boolean => condition(r, 'Ready')?.status === 'True';
   const refusedWith =
     (reason: string) =>
@@ -76,15 +54,15 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       condition(r, 'Ready')?.reason === reason;
   /** Creates are POSTs to the organization's keys: the only platform request that mints. */
   const creates = async (): Promise<number> =>
-    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
+    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(suite.emulator.adminUrl, 'GET', '/requests'))
       .filter((r) => r.method === 'POST' && /organizations\/[^/]+\/api_keys$/.test(r.route))
       .reduce((n, r) => n + r.count, 0);
   const warnings = async (namespace: string, name: string, reason: string): Promise<string[]> =>
-    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name},reason=${reason},type=Warning` })).items.map(
+    (await suite.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name},reason=${reason},type=Warning` })).items.map(
       (e) => e.message ?? '',
     );
   const createIssuer = async (name: string, spec: Record<string, unknown>): Promise<void> => {
-    await objects.createClusterCustomObject({
+    await suite.objects.createClusterCustomObject({
       group,
       version,
       plural: 'clusterkeyissuers',
@@ -94,8 +72,8 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
   };
   /** A tenant bound to the built-in `edit` ClusterRole in its namespace, and nothing else. */
   const tenant = async (namespace: string): Promise<CustomObjectsApi> => {
-    const rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'developer' } } });
+    const rbac = suite.cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    await suite.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'developer' } } });
     await rbac.createNamespacedRoleBinding({
       namespace,
       body: {
@@ -104,7 +82,7 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
         subjects: [{ kind: 'ServiceAccount', name: 'developer', namespace }],
       },
     });
-    const kc: KubeConfig = cp.kubeConfigForToken(await cp.mintServiceAccountToken(namespace, 'developer', 3600));
+    const kc: KubeConfig = suite.cp.kubeConfigForToken(await suite.cp.mintServiceAccountToken(namespace, 'developer', 3600));
     return customObjects(kc);
   };
   const projectKey = (namespace: string, name: string, spec: Record<string, unknown>) => ({
@@ -119,30 +97,23 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     await api.createNamespacedCustomObject({ group, version, namespace, plural: plural(kind), body: { ...projectKey(namespace, name, spec), kind } });
   };
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    issuersNs = await createNamespace(cp, 'issuers');
-    teamA = await createNamespace(cp, 'issuer-a');
-    teamB = await createNamespace(cp, 'issuer-b');
-    teamC = await createNamespace(cp, 'issuer-c');
-    // The platform team's label on the Namespace object (tenants with `edit` cannot change it).
-    for (const ns of [teamA, teamB]) {
-      const current = await core.readNamespace({ name: ns });
-      await core.replaceNamespace({
-        name: ns,
-        body: { ...current, metadata: { ...current.metadata, labels: { ...current.metadata?.labels, [LABEL]: suffix } } },
-      });
-    }
-    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
-    await core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'org-admin' }, stringData: { apiKey: aliceKey } } });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
+  const suite = operatorSuite({
+    namespaces: ['issuers', 'issuer-a', 'issuer-b', 'issuer-c'],
+    credentials: false,
+    before: async (s) => {
+      [issuersNs = '', teamA = '', teamB = '', teamC = ''] = s.namespaces;
+      // The platform team's label on the Namespace object (tenants with `edit` cannot change it).
+      for (const ns of [teamA, teamB]) {
+        const current = await s.core.readNamespace({ name: ns });
+        await s.core.replaceNamespace({
+          name: ns,
+          body: { ...current, metadata: { ...current.metadata, labels: { ...current.metadata?.labels, [LABEL]: suffix } } },
+        });
+      }
+      alice = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 1 } });
+      await s.core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'org-admin' }, stringData: { apiKey: s.adminKey } } });
+    },
+    operator: () => ({
       namespaces: [issuersNs, teamA, teamB, teamC],
       issuerSecretsNamespace: issuersNs,
       issuerLabelSelector: `${SUITE_LABEL}=${suffix}`,
@@ -154,29 +125,26 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       onReconcile: (record) => {
         records.push(record);
       },
-    });
-  }, 90_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    for (const ns of [teamA, teamB, teamC, issuersNs]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    for (const name of issuers) await objects?.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
-    // Without the operator, nothing lifts the issuers' finalizers: a person's way out.
-    for (const name of issuers) {
-      const current = (await objects?.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined)) as
-        { metadata: Record<string, unknown> } | undefined;
-      if (current !== undefined)
-        await objects
-          .replaceClusterCustomObject({
-            group,
-            version,
-            plural: 'clusterkeyissuers',
-            name,
-            body: { ...current, metadata: { ...current.metadata, finalizers: [] } },
-          })
-          .catch(() => undefined);
-    }
-    await emulator?.close();
+    }),
+    after: async (s) => {
+      for (const name of issuers) await s.objects.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined);
+      // Without the operator, nothing lifts the issuers' finalizers: a person's way out.
+      for (const name of issuers) {
+        const current = (await s.objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name }).catch(() => undefined)) as
+          { metadata: Record<string, unknown> } | undefined;
+        if (current !== undefined)
+          await s.objects
+            .replaceClusterCustomObject({
+              group,
+              version,
+              plural: 'clusterkeyissuers',
+              name,
+              body: { ...current, metadata: { ...current.metadata, finalizers: [] } },
+            })
+            .catch(() => undefined);
+      }
+    },
+    timeoutMs: 90_000,
   });
 
   it('gives a tenant with only `edit`, in a namespace with no platform credential, a working project key; refuses what the policy does not allow, with no create', async () => {
@@ -186,13 +154,13 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       credentialsSecretRef: { name: 'org-admin' },
       allow: [{ namespaces: { selector: { matchLabels: { [LABEL]: suffix } } }, kinds: ['Project'], projects: [PROJECT] }],
     });
-    expect((await core.listNamespacedSecret({ namespace: teamA })).items.filter((s) => s.type !== 'kubernetes.io/service-account-token')).toEqual([]);
+    expect((await suite.core.listNamespacedSecret({ namespace: teamA })).items.filter((s) => s.type !== 'kubernetes.io/service-account-token')).toEqual([]);
     await asTenant(teamA, 'ProjectApiKey', 'app', { projectId: PROJECT, issuerRef: { name: issuer } });
     const app = await until('ProjectApiKey', teamA, 'app', ready, 'Ready');
     // The key works for its project, and it is the one status records.
-    const secret = await core.readNamespacedSecret({ namespace: teamA, name: 'app' });
+    const secret = await suite.core.readNamespacedSecret({ namespace: teamA, name: 'app' });
     const key = Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
-    const asKey = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: key, retry: { maxAttempts: 1 } });
+    const asKey = new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey: key, retry: { maxAttempts: 1 } });
     await expect(asKey.getProject(PROJECT)).resolves.toMatchObject({ id: PROJECT });
     expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).toContain(app.status?.keyId);
 
@@ -259,7 +227,7 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
 
     // One key goes: its slot goes to exactly one of the 25 waiting.
     const freed = holders[0]!;
-    await objects.deleteNamespacedCustomObject({ group, version, namespace: teamB, plural: 'projectapikeys', name: freed.metadata.name });
+    await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: teamB, plural: 'projectapikeys', name: freed.metadata.name });
     const after = await eventually(
       async () => {
         const left = await Promise.all(names.filter((n) => n !== freed.metadata.name).map((name) => read('ProjectApiKey', teamB, name)));
@@ -284,22 +252,16 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       credentialsSecretRef: { name: 'org-admin' },
       allow: [{ namespaces: { names: [teamC] }, kinds: ['Organization'] }],
     });
-    await core.createNamespacedSecret({ namespace: teamC, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace: teamC,
-      plural: 'apikeys',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKey',
-        metadata: { name: 'deployer', namespace: teamC },
-        spec: { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
-      },
-    });
+    await suite.core.createNamespacedSecret({ namespace: teamC, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: suite.adminKey } } });
+    await suite.apply(
+      'ApiKey',
+      { name: 'deployer', namespace: teamC },
+      { scope: 'Organization', organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } },
+      teamC,
+    );
     const first = await until('ApiKey', teamC, 'deployer', ready, 'Ready with namespace credentials');
     const before = await creates();
-    await replaceCustomObject<KeyObject>(objects, { group, version, namespace: teamC, plural: 'apikeys', name: 'deployer' }, (r) => {
+    await replaceCustomObject<KeyObject>(suite.objects, { group, version, namespace: teamC, plural: 'apikeys', name: 'deployer' }, (r) => {
       const { credentialsSecretRef: _dropped, ...spec } = r.spec;
       r.spec = { ...spec, issuerRef: { name: issuer } };
     });
@@ -317,22 +279,11 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
   }, 90_000);
   it('revokes a key an issuer made with its resource: moved to namespace credentials and annotated release-without-revoke, it is still revoked', async () => {
     const issuer = `org-keys-${suffix}`;
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace: teamC,
-      plural: 'apikeys',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKey',
-        metadata: { name: 'leaver', namespace: teamC },
-        spec: { scope: 'Organization', issuerRef: { name: issuer } },
-      },
-    });
+    await suite.apply('ApiKey', { name: 'leaver', namespace: teamC }, { scope: 'Organization', issuerRef: { name: issuer } }, teamC);
     const issued = await until('ApiKey', teamC, 'leaver', ready, 'Ready through the issuer');
     expect(issued.status?.issuer).toBe(issuer);
     // To credentials of the namespace (the same user: the key stays), asking to be let go unrevoked.
-    await replaceCustomObject<KeyObject>(objects, { group, version, namespace: teamC, plural: 'apikeys', name: 'leaver' }, (r) => {
+    await replaceCustomObject<KeyObject>(suite.objects, { group, version, namespace: teamC, plural: 'apikeys', name: 'leaver' }, (r) => {
       const { issuerRef: _dropped, ...spec } = r.spec;
       r.spec = { ...spec, organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } };
       r.metadata.annotations = { ...r.metadata.annotations, 'keys.neon.dev/release-without-revoke': 'true' };
@@ -345,7 +296,7 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       'Ready with namespace credentials',
     );
     expect(moved.status).toMatchObject({ keyId: issued.status?.keyId, issuer });
-    await objects.deleteNamespacedCustomObject({ group, version, namespace: teamC, plural: 'apikeys', name: 'leaver' });
+    await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: teamC, plural: 'apikeys', name: 'leaver' });
     await eventually(
       async () =>
         await read('ApiKey', teamC, 'leaver').then(
@@ -372,14 +323,17 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       'app at rest',
     );
     const issuerVersion = async (): Promise<string | undefined> =>
-      ((await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer })) as { metadata: { resourceVersion?: string } })
-        .metadata.resourceVersion;
+      (
+        (await suite.objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer })) as {
+          metadata: { resourceVersion?: string };
+        }
+      ).metadata.resourceVersion;
     // The issuer's status written (its verifiedAt, as once an hour): its keys stay at rest.
     const before = await issuerVersion();
-    const current = (await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer })) as {
+    const current = (await suite.objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer })) as {
       status?: Record<string, unknown>;
     };
-    await objects.patchClusterCustomObjectStatus(
+    await suite.objects.patchClusterCustomObjectStatus(
       {
         group,
         version,
@@ -399,14 +353,14 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     expect(mine(statusWritten).filter((r) => r.atRest !== true)).toEqual([]);
 
     // The policy no longer allows project keys there: reported, never revoked because of it.
-    await objects.patchClusterCustomObject(
+    await suite.objects.patchClusterCustomObject(
       { group, version, plural: 'clusterkeyissuers', name: issuer, body: { spec: { allow: [{ namespaces: { names: [teamC] }, kinds: ['Project'] }] } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
     const refused = await until('ProjectApiKey', teamA, 'app', refusedWith('NotAllowed'), 'NotAllowed once the policy changed');
     expect(refused.status?.keyId).toBe(keyId);
     expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).toContain(keyId);
-    await objects.deleteNamespacedCustomObject({ group, version, namespace: teamA, plural: 'projectapikeys', name: 'app' });
+    await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: teamA, plural: 'projectapikeys', name: 'app' });
     await eventually(
       async () =>
         await read('ProjectApiKey', teamA, 'app').then(
@@ -419,30 +373,24 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
     expect((await alice.listOrganizationKeys(ORG)).map((k) => k.id)).not.toContain(keyId);
   }, 120_000);
   it("the cap holds across a leader change: 30 concurrent creates against 5, the leader fenced and gone in the race (as a lost Lease leaves it), a new leader settles them: 5 keys, 25 KeyLimitReached, every key ever made a holder's", async () => {
-    const raceNs = await createNamespace(cp, 'issuer-race');
+    const raceNs = await createNamespace(suite.cp, 'issuer-race');
     const label = `race-${suffix}`;
     const issuer = `race-${suffix}`;
-    await objects.createClusterCustomObject({
-      group,
-      version,
-      plural: 'clusterkeyissuers',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ClusterKeyIssuer',
-        metadata: { name: issuer, labels: { [SUITE_LABEL]: label } },
-        spec: {
-          organizationId: ORG,
-          credentialsSecretRef: { name: 'org-admin' },
-          allow: [{ namespaces: { names: [raceNs] }, kinds: ['Project'], maxKeysPerNamespace: 5 }],
-        },
+    await suite.apply(
+      'ClusterKeyIssuer',
+      { name: issuer, labels: { [SUITE_LABEL]: label } },
+      {
+        organizationId: ORG,
+        credentialsSecretRef: { name: 'org-admin' },
+        allow: [{ namespaces: { names: [raceNs] }, kinds: ['Project'], maxKeysPerNamespace: 5 }],
       },
-    });
+    );
     issuers.push(issuer);
     // A leader as the runtime runs one: every write fenced by its leadership (runtime/write-fence.ts).
     const leader = async (identity: string, stopped: AbortController): Promise<RunningOperator> =>
       startOperator({
-        kubeConfig: await operatorKubeConfig(cp),
-        platformBaseUrl: emulator.baseUrl,
+        kubeConfig: await operatorKubeConfig(suite.cp),
+        platformBaseUrl: suite.emulator.baseUrl,
         namespaces: [issuersNs, raceNs],
         issuerSecretsNamespace: issuersNs,
         issuerLabelSelector: `${SUITE_LABEL}=${label}`,
@@ -463,7 +411,7 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       // The leader loses its Lease once the race's first create reached the platform: from that
       // moment it writes nothing (a create in flight may still be answered, its outcome unrecorded).
       const made = async (): Promise<{ id: number; name: string; revoked: boolean }[]> =>
-        (await emulatorAdmin<{ id: number; name: string; revoked: boolean }[]>(emulator.adminUrl, 'GET', '/keys')).filter((k) =>
+        (await emulatorAdmin<{ id: number; name: string; revoked: boolean }[]>(suite.emulator.adminUrl, 'GET', '/keys')).filter((k) =>
           k.name.startsWith(`${raceNs}-`),
         );
       await eventually(async () => ((await made()).length > 0 ? true : undefined), 30_000, 'a first create of the race');
@@ -489,12 +437,12 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       expect([...owners].sort()).toEqual(holders.map((r) => r.metadata.name).sort());
       expect(keys.filter((k) => !k.revoked)).toHaveLength(5);
       for (const name of names)
-        await objects.deleteNamespacedCustomObject({ group, version, namespace: raceNs, plural: 'projectapikeys', name }).catch(() => undefined);
+        await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: raceNs, plural: 'projectapikeys', name }).catch(() => undefined);
       await eventually(async () => ((await made()).filter((k) => !k.revoked).length === 0 ? true : undefined), 60_000, "the race's keys revoked");
     } finally {
       await first?.stop();
       await second?.stop();
-      await core.deleteNamespace({ name: raceNs }).catch(() => undefined);
+      await suite.core.deleteNamespace({ name: raceNs }).catch(() => undefined);
     }
   }, 240_000);
 });

@@ -3,20 +3,15 @@
 // its user; a member's key, an organization key and a revoked key each make it not Ready with a
 // reason of its own, and so does the administrator's demotion; at rest its status is not written
 // again; and its deletion waits, with its finalizer, for the last resource that names it.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { emulatorAdmin, eventually } from './support.ts';
+import { group, operatorSuite, readUntil, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const plural = 'clusterkeyissuers';
 const ORG = 'org-demo-00000001';
 const PROJECT = 'quiet-river-00000001';
@@ -44,37 +39,58 @@ interface Issuer {
 }
 
 describe("a ClusterKeyIssuer's Ready condition", () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let metrics: OperatorMetrics;
+  const metrics: OperatorMetrics = createMetrics(new Registry(), { defaultMetrics: false });
   let secretsNs: string;
   let tenant: string;
+  const suite = operatorSuite({
+    namespaces: ['issuer-secrets', 'issuer-users'],
+    credentials: false,
+    before: async (s) => {
+      [secretsNs = '', tenant = ''] = s.namespaces;
+    },
+    operator: () => ({
+      // The issuers' namespace is watched too: a change of a credentials Secret wakes its issuer.
+      namespaces: [secretsNs, tenant],
+      issuerSecretsNamespace: secretsNs,
+      issuerLabelSelector: `${LABEL}=${suffix}`,
+      workers: 4,
+      driftIntervalMs: DRIFT_MS,
+      maxBackoffMs: 4_000,
+      logger: createLogger({ level: 'silent' }),
+      identity: 'issuer-status',
+      metrics,
+    }),
+    // The operator is gone: its finalizer would hold the issuers for ever.
+    after: async (s) => {
+      for (const issuer of issuers) {
+        const current = (await s.objects.getClusterCustomObject({ group, version, plural, name: issuer }).catch(() => undefined)) as
+          { metadata: Record<string, unknown> } | undefined;
+        if (current === undefined) continue;
+        await s.objects
+          .replaceClusterCustomObject({ group, version, plural, name: issuer, body: { ...current, metadata: { ...current.metadata, finalizers: [] } } })
+          .catch(() => undefined);
+        await s.objects.deleteClusterCustomObject({ group, version, plural, name: issuer }).catch(() => undefined);
+      }
+    },
+    timeoutMs: 60_000,
+  });
+
   const issuers: string[] = [];
   /** Every API key this suite handed out: none may show in a status or an event. */
   const apiKeys: string[] = [];
 
   const name = (base: string): string => `${base}-${suffix}`;
-  const read = async (issuer: string): Promise<Issuer> => (await objects.getClusterCustomObject({ group, version, plural, name: issuer })) as Issuer;
+  const read = async (issuer: string): Promise<Issuer> => (await suite.objects.getClusterCustomObject({ group, version, plural, name: issuer })) as Issuer;
   const ready = (i: Issuer): Condition | undefined => i.status?.conditions?.find((c) => c.type === 'Ready');
   const until = (issuer: string, test: (i: Issuer) => boolean, what: string, timeoutMs = 20_000): Promise<Issuer> =>
-    eventually(
-      async () => {
-        const i = await read(issuer);
-        return test(i) ? i : undefined;
-      },
-      timeoutMs,
-      `${issuer}: ${what}`,
-    );
+    readUntil(() => read(issuer), test, timeoutMs, `${issuer}: ${what}`);
   const withReason =
     (reason: string) =>
     (i: Issuer): boolean =>
       ready(i)?.reason === reason && i.status?.observedGeneration === i.metadata.generation;
   /** A user of the organization (or of none), with their first personal key. */
   const user = async (base: string, role?: 'admin' | 'member'): Promise<{ id: string; personalKey: string }> => {
-    const made = await emulatorAdmin<{ id: string; personalKey: string }>(emulator.adminUrl, 'POST', '/users', {
+    const made = await emulatorAdmin<{ id: string; personalKey: string }>(suite.emulator.adminUrl, 'POST', '/users', {
       name: name(base),
       ...(role !== undefined ? { orgRoles: { [ORG]: role } } : {}),
     });
@@ -83,8 +99,8 @@ describe("a ClusterKeyIssuer's Ready condition", () => {
   };
   /** An issuer whose credentials Secret (of the same name) holds `apiKey`. */
   const createIssuer = async (issuer: string, apiKey: string, allow: unknown[] = []): Promise<void> => {
-    await core.createNamespacedSecret({ namespace: secretsNs, body: { metadata: { name: issuer }, stringData: { apiKey } } });
-    await objects.createClusterCustomObject({
+    await suite.core.createNamespacedSecret({ namespace: secretsNs, body: { metadata: { name: issuer }, stringData: { apiKey } } });
+    await suite.objects.createClusterCustomObject({
       group,
       version,
       plural,
@@ -108,9 +124,9 @@ describe("a ClusterKeyIssuer's Ready condition", () => {
   };
   /** The events of an issuer (in `default`, where the events of cluster-scoped objects go). */
   const events = async (issuer: string): Promise<{ type?: string; reason?: string; message?: string }[]> =>
-    (await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=ClusterKeyIssuer,involvedObject.name=${issuer}` })).items;
+    (await suite.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=ClusterKeyIssuer,involvedObject.name=${issuer}` })).items;
   const verifications = async (): Promise<number> =>
-    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests'))
+    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(suite.emulator.adminUrl, 'GET', '/requests'))
       .filter((r) => r.method === 'GET' && r.route.endsWith('/users/me'))
       .reduce((n, r) => n + r.count, 0);
   const gauge = async (): Promise<Record<string, number>> => {
@@ -120,47 +136,6 @@ describe("a ClusterKeyIssuer's Ready condition", () => {
   const expectNoKeyIn = (text: string): void => {
     for (const key of apiKeys) expect(text).not.toContain(key);
   };
-
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    secretsNs = await createNamespace(cp, 'issuer-secrets');
-    tenant = await createNamespace(cp, 'issuer-users');
-    metrics = createMetrics(new Registry(), { defaultMetrics: false });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      // The issuers' namespace is watched too: a change of a credentials Secret wakes its issuer.
-      namespaces: [secretsNs, tenant],
-      issuerSecretsNamespace: secretsNs,
-      issuerLabelSelector: `${LABEL}=${suffix}`,
-      workers: 4,
-      driftIntervalMs: DRIFT_MS,
-      maxBackoffMs: 4_000,
-      logger: createLogger({ level: 'silent' }),
-      identity: 'issuer-status',
-      metrics,
-    });
-  }, 60_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    // The operator is gone: its finalizer would hold the issuers for ever.
-    for (const issuer of issuers) {
-      const current = (await objects?.getClusterCustomObject({ group, version, plural, name: issuer }).catch(() => undefined)) as
-        { metadata: Record<string, unknown> } | undefined;
-      if (current === undefined) continue;
-      await objects
-        .replaceClusterCustomObject({ group, version, plural, name: issuer, body: { ...current, metadata: { ...current.metadata, finalizers: [] } } })
-        .catch(() => undefined);
-      await objects.deleteClusterCustomObject({ group, version, plural, name: issuer }).catch(() => undefined);
-    }
-    for (const ns of [secretsNs, tenant]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    await emulator?.close();
-  });
 
   it('is True (Verified) for a personal key of an administrator, naming the user; the finalizer is held and the gauge says 1', async () => {
     const admin = await user('platform-admin', 'admin');
@@ -182,14 +157,14 @@ describe("a ClusterKeyIssuer's Ready condition", () => {
   it("is False with a reason of its own for a member's key, an organization key and a revoked key; and for the administrator once demoted, with a Warning", async () => {
     const member = await user('member', 'member');
     const alice = new PlatformClient({
-      baseUrl: emulator.baseUrl,
-      apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '',
+      baseUrl: suite.emulator.baseUrl,
+      apiKey: suite.adminKey,
       retry: { maxAttempts: 1 },
     });
     const orgKey = await alice.createOrganizationKey(ORG, { keyName: name('not-for-issuers') });
     apiKeys.push(orgKey.key);
     const revoked = await user('revoked', 'admin');
-    const own = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: revoked.personalKey, retry: { maxAttempts: 1 } });
+    const own = new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey: revoked.personalKey, retry: { maxAttempts: 1 } });
     await own.revokePersonalKey((await own.listPersonalKeys())[0]?.id ?? 0);
     const cases: [string, string, string, RegExp][] = [
       [
@@ -225,9 +200,9 @@ describe("a ClusterKeyIssuer's Ready condition", () => {
     // The administrator demoted on the platform: the next verification (one drift interval) sees it.
     const platform = name('platform');
     const adminId = (await read(platform)).status?.user?.id ?? '';
-    await emulatorAdmin(emulator.adminUrl, 'PUT', `/organizations/${ORG}/members/${adminId}`, { role: 'member' });
+    await emulatorAdmin(suite.emulator.adminUrl, 'PUT', `/organizations/${ORG}/members/${adminId}`, { role: 'member' });
     await until(platform, withReason('NotAnAdministrator'), 'demoted');
-    await emulatorAdmin(emulator.adminUrl, 'PUT', `/organizations/${ORG}/members/${adminId}`, { role: 'admin' });
+    await emulatorAdmin(suite.emulator.adminUrl, 'PUT', `/organizations/${ORG}/members/${adminId}`, { role: 'admin' });
     await until(platform, withReason('Verified'), 'promoted again');
     expect((await events(platform)).map((e) => [e.type, e.reason])).toEqual(
       expect.arrayContaining([
@@ -237,7 +212,7 @@ describe("a ClusterKeyIssuer's Ready condition", () => {
     );
 
     // Issuers nothing uses go at once: their finalizer is removed.
-    for (const [issuer] of cases) await objects.deleteClusterCustomObject({ group, version, plural, name: issuer });
+    for (const [issuer] of cases) await suite.objects.deleteClusterCustomObject({ group, version, plural, name: issuer });
     for (const [issuer] of cases) await eventually(async () => ((await gone(issuer)) ? true : undefined), 20_000, `${issuer} deleted`);
   });
 
@@ -258,20 +233,9 @@ describe("a ClusterKeyIssuer's Ready condition", () => {
     await createIssuer(issuer, admin.personalKey);
     await until(issuer, withReason('Verified'), 'Ready');
     // Only the reference matters here: the issuer allows nothing, so no key is minted through it.
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace: tenant,
-      plural: 'projectapikeys',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ProjectApiKey',
-        metadata: { name: 'db', namespace: tenant },
-        spec: { projectId: PROJECT, issuerRef: { name: issuer } },
-      },
-    });
+    await suite.apply('ProjectApiKey', { name: 'db', namespace: tenant }, { projectId: PROJECT, issuerRef: { name: issuer } }, tenant);
     await until(issuer, (i) => i.status?.resources === 1, 'one resource counted');
-    await objects.deleteClusterCustomObject({ group, version, plural, name: issuer });
+    await suite.objects.deleteClusterCustomObject({ group, version, plural, name: issuer });
     const blocked = await until(issuer, withReason('DeletionBlocked'), 'deletion blocked');
     expect(blocked.metadata.deletionTimestamp).toBeDefined();
     expect(blocked.metadata.finalizers).toContain('keys.neon.dev/issuer-in-use');
@@ -287,11 +251,11 @@ describe("a ClusterKeyIssuer's Ready condition", () => {
       'a DeletionBlocked Warning',
     );
 
-    await objects.deleteNamespacedCustomObject({ group, version, namespace: tenant, plural: 'projectapikeys', name: 'db' });
+    await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: tenant, plural: 'projectapikeys', name: 'db' });
     await eventually(
       async () => {
         try {
-          await objects.getNamespacedCustomObject({ group, version, namespace: tenant, plural: 'projectapikeys', name: 'db' });
+          await suite.objects.getNamespacedCustomObject({ group, version, namespace: tenant, plural: 'projectapikeys', name: 'db' });
           return undefined;
         } catch (error) {
           return (error as { code?: unknown }).code === 404 ? true : undefined;

@@ -2,100 +2,52 @@
 // and lastUsedFromAddr follow the platform's list (no extra platform call, no status write on a
 // drift pass where nothing changed, nor for uses within the hour of the recorded one), `kubectl
 // get` shows Last Used, and spec.usage.unusedAfter sets InUse without touching Ready.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { isIP } from 'node:net';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, kubectl, operatorKubeConfig } from './support.ts';
+import { emulatorAdmin, kubectl } from './support.ts';
+import { type Condition, operatorSuite } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const ORG = 'org-demo-00000001';
 const DRIFT_MS = 1_500;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface Resource {
   metadata: { name: string; resourceVersion: string; generation: number };
   status?: { keyId?: number; createdAt?: string; lastUsedAt?: string; lastUsedFromAddr?: string; conditions?: Condition[] };
 }
 
 describe("the key's use in view", () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let namespace: string;
-
-  const create = (name: string, extra: Record<string, unknown> = {}): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'apikeys',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKey',
-        metadata: { name, namespace },
-        spec: { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' }, ...extra },
-      },
-    });
-  const get = async (name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource;
-  const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
-  const until = (name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
-    eventually(
-      async () => {
-        const r = await get(name);
-        return test(r) ? r : undefined;
-      },
-      timeoutMs,
-      `${name}: ${what}`,
-    );
-  const useKey = async (name: string): Promise<void> => {
-    const secret = await core.readNamespacedSecret({ namespace, name });
-    const apiKey = Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
-    await new PlatformClient({ baseUrl: emulator.baseUrl, apiKey, retry: { maxAttempts: 1 } }).listProjects({ orgId: ORG });
-  };
-  const requests = async (): Promise<number> =>
-    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(emulator.adminUrl, 'GET', '/requests')).reduce((n, r) => n + r.count, 0);
-
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'key-usage');
-    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
+  const suite = operatorSuite({
+    namespaces: ['key-usage'],
+    operator: (s) => ({
+      namespace: s.namespace,
       workers: 2,
       driftIntervalMs: DRIFT_MS,
       pendingGraceMs: 5_000,
       maxBackoffMs: 4_000,
       logger: createLogger({ level: 'silent' }),
       identity: 'key-usage',
-    });
+    }),
   });
 
-  afterAll(async () => {
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
-  });
+  const create = (name: string, extra: Record<string, unknown> = {}): Promise<unknown> =>
+    suite.apply(
+      'ApiKey',
+      { name, namespace: suite.namespace },
+      { scope: 'Organization', organizationId: ORG, keyName: name, credentialsSecretRef: { name: 'neon-admin' }, ...extra },
+    );
+  const get = (name: string): Promise<Resource> => suite.get<Resource>('apikeys', name);
+  const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
+  const until = (name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
+    suite.until<Resource>('apikeys', name, test, what, timeoutMs);
+  const useKey = async (name: string): Promise<void> => {
+    const secret = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name });
+    const apiKey = Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
+    await new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey, retry: { maxAttempts: 1 } }).listProjects({ orgId: ORG });
+  };
+  const requests = async (): Promise<number> =>
+    (await emulatorAdmin<{ method: string; route: string; count: number }[]>(suite.emulator.adminUrl, 'GET', '/requests')).reduce((n, r) => n + r.count, 0);
 
   it('a used key shows when and from where in status and in kubectl get; a pass that finds nothing new writes nothing', async () => {
     await create('used');
@@ -108,7 +60,7 @@ describe("the key's use in view", () => {
     expect(Date.parse(seen.status?.lastUsedAt ?? '')).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
     expect(seen.status?.lastUsedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     expect(isIP(seen.status?.lastUsedFromAddr ?? '')).not.toBe(0);
-    const table = await kubectl(cp, ['get', 'apikeys', 'used', '-n', namespace]);
+    const table = await kubectl(suite.cp, ['get', 'apikeys', 'used', '-n', suite.namespace]);
     expect(table.split('\n')[0]).toMatch(/LAST USED/);
     expect(table.split('\n')[1]).not.toMatch(/<none>\s+\S+$/);
 

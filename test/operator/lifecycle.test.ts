@@ -1,32 +1,15 @@
 // The key lifecycle as users meet it: a real kube-apiserver + etcd (the harness), the platform
 // emulator over HTTP, the operator in-process with a token of the ServiceAccount that deploy/base
 // creates (so its RBAC is proven sufficient). No mocks.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it } from '@jest/globals';
 import { writeFileSync } from 'node:fs';
-import { Writable } from 'node:stream';
-import { CoreV1Api, type CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { type KubeConfig } from '@kubernetes/client-node';
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { buildSecret } from '../../src/operator/keys/secret/secret-writer.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import {
-  crashedIntent,
-  createNamespace,
-  customObjects,
-  emulatorAdmin,
-  eventually,
-  installOperatorManifests,
-  operatorKubeConfig,
-  operatorSigner,
-  intentSettled,
-} from './support.ts';
-
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
+import { crashedIntent, emulatorAdmin, eventually, operatorKubeConfig, operatorSigner, intentSettled } from './support.ts';
+import { capturedLog, group, operatorSuite, version } from './fixture.ts';
 
 interface Condition {
   type: string;
@@ -50,31 +33,12 @@ interface AdminKey {
 }
 
 describe('the key lifecycle against a real apiserver and the emulator', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
   let operatorConfig: KubeConfig;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let namespace: string;
-  let org: string;
-  let aliceKey: string;
-  let bobKey: string;
-  const logLines: string[] = [];
+  const { logger, lines: logLines } = capturedLog('debug');
   const records: ReconcileRecord[] = [];
   const issuedSecrets = new Set<string>();
 
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk: Buffer, _enc, done) {
-        logLines.push(chunk.toString('utf8'));
-        done();
-      },
-    }),
-  });
-
-  const admin = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, method, path, body);
+  const admin = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(suite.emulator.adminUrl, method, path, body);
   const keysNamed = async (prefix: string): Promise<AdminKey[]> => (await admin<AdminKey[]>('GET', '/keys')).filter((k) => k.name.startsWith(`${prefix}-`));
   const requestCount = async (method: string, route: string): Promise<number> =>
     (await admin<{ method: string; route: string; count: number }[]>('GET', '/requests'))
@@ -82,7 +46,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
       .reduce((n, r) => n + r.count, 0);
 
   const credentials = async (name: string, key: string): Promise<void> => {
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData: { apiKey: key } } });
+    await suite.core.createNamespacedSecret({ namespace: suite.namespace, body: { metadata: { name }, stringData: { apiKey: key } } });
   };
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
   const create = async (
@@ -91,16 +55,16 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     spec: Record<string, unknown>,
     metadata: Record<string, unknown> = {},
   ): Promise<void> => {
-    await objects.createNamespacedCustomObject({
+    await suite.objects.createNamespacedCustomObject({
       group,
       version,
-      namespace,
+      namespace: suite.namespace,
       plural: plural(kind),
-      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace, ...metadata }, spec },
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace: suite.namespace, ...metadata }, spec },
     });
   };
   const get = async (kind: string, name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as Resource;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: plural(kind), name })) as Resource;
   const settled = (r: Resource): boolean => intentSettled(r);
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const untilCondition = (kind: string, name: string, type: string, test: (c: Condition, r: Resource) => boolean, timeoutMs = 20_000): Promise<Resource> =>
@@ -117,7 +81,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     // Settled: Ready for this generation, and the intent cleared (the last step of the protocol).
     untilCondition(kind, name, 'Ready', (c, r) => c.status === 'True' && r.status?.observedGeneration === r.metadata.generation && intentSettled(r), timeoutMs);
   const secretValue = async (name: string, key = 'apiKey'): Promise<string> => {
-    const secret = await core.readNamespacedSecret({ namespace, name });
+    const secret = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name });
     const value = Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
     if (value !== '') issuedSecrets.add(value);
     return value;
@@ -136,58 +100,55 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
       20_000,
       `${kind} ${name} deleted`,
     );
-  const remove = (kind: string, name: string) => objects.deleteNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name });
+  const remove = (kind: string, name: string) =>
+    suite.objects.deleteNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: plural(kind), name });
   /**
    * The reconciles of a resource, as the operator reports each one (onReconcile, typed; never its
    * log text): when each started, what it decided first, whether it sent a create.
    */
   const reconcilesOf = (name: string): { startedAt: number; action: string; created: boolean }[] =>
     records
-      .filter((r) => r.namespace === namespace && r.name === name)
+      .filter((r) => r.namespace === suite.namespace && r.name === name)
       .map((r) => ({ startedAt: r.startedAt, action: r.actions[0] ?? '', created: r.createSent }))
       .sort((a, b) => a.startedAt - b.startedAt);
-  const platformAs = (apiKey: string) => new PlatformClient({ baseUrl: emulator.baseUrl, apiKey, retry: { maxAttempts: 1 } });
+  const platformAs = (apiKey: string) => new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey, retry: { maxAttempts: 1 } });
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    const alice = emulator.bootstrap.users.find((u) => u.name === 'alice');
-    const bob = emulator.bootstrap.users.find((u) => u.name === 'bob');
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    aliceKey = alice?.personalKey ?? '';
-    bobKey = bob?.personalKey ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'lifecycle');
-    await credentials('neon-admin', aliceKey);
-    await credentials('neon-member', bobKey);
-    await credentials('neon-bogus', 'x'.repeat(64));
-    operatorConfig = await operatorKubeConfig(cp);
-    operator = await startOperator({
-      kubeConfig: operatorConfig,
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
-      workers: 4,
-      driftIntervalMs: 1_500,
-      pendingGraceMs: 5_000,
-      maxBackoffMs: 4_000,
-      logger,
-      identity: 'operator-a',
-      onReconcile: (record) => records.push(record),
-    });
+  const suite = operatorSuite({
+    namespaces: ['lifecycle'],
+    credentials: false,
+    before: async (s) => {
+      await credentials('neon-admin', s.adminKey);
+      await credentials('neon-member', s.userKey('bob'));
+      await credentials('neon-bogus', 'x'.repeat(64));
+    },
+    operator: async (s) => {
+      operatorConfig = await operatorKubeConfig(s.cp);
+      return {
+        kubeConfig: operatorConfig,
+        namespace: s.namespace,
+        workers: 4,
+        driftIntervalMs: 1_500,
+        pendingGraceMs: 5_000,
+        maxBackoffMs: 4_000,
+        logger,
+        identity: 'operator-a',
+        onReconcile: (record) => records.push(record),
+      };
+    },
   });
 
-  afterAll(async () => {
+  afterAll(() => {
     // OPERATOR_TEST_LOG=<file> keeps the operator's log of this run for a failure's post-mortem.
     if (process.env.OPERATOR_TEST_LOG !== undefined) writeFileSync(process.env.OPERATOR_TEST_LOG, logLines.join(''));
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
   });
 
   it('an organization ApiKey becomes Ready with a working key in its Secret', async () => {
-    await create('ApiKey', 'ci-deployer', { scope: 'Organization', organizationId: org, keyName: 'ci-deployer', credentialsSecretRef: { name: 'neon-admin' } });
+    await create('ApiKey', 'ci-deployer', {
+      scope: 'Organization',
+      organizationId: suite.org,
+      keyName: 'ci-deployer',
+      credentialsSecretRef: { name: 'neon-admin' },
+    });
     const ready = await untilReady('ApiKey', 'ci-deployer');
     expect(ready.metadata.finalizers).toContain('keys.neon.dev/finalizer');
     // The intent stays, fulfilled: its attempt is the key status records (issue 14).
@@ -200,11 +161,11 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     const value = await secretValue('ci-deployer');
     expect(value).toMatch(/^[a-z0-9]{64}$/);
     // The key works: an organization key lists the organization's projects.
-    const projects = await platformAs(value).listProjects({ orgId: org });
+    const projects = await platformAs(value).listProjects({ orgId: suite.org });
     expect(projects.length).toBeGreaterThan(0);
     const keys = await keysNamed('ci-deployer');
     expect(keys).toEqual([expect.objectContaining({ id: ready.status?.keyId, kind: 'organization', revoked: false })]);
-    const secret = await core.readNamespacedSecret({ namespace, name: 'ci-deployer' });
+    const secret = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'ci-deployer' });
     expect(secret.metadata?.labels?.['app.kubernetes.io/managed-by']).toBe('neon-key-operator');
     expect(secret.metadata?.annotations?.['keys.neon.dev/key-id']).toBe(String(ready.status?.keyId));
     expect(secret.metadata?.ownerReferences?.[0]).toEqual(expect.objectContaining({ kind: 'ApiKey', name: 'ci-deployer', controller: true }));
@@ -223,10 +184,10 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
 
   it('status lost (a backup restored without it) is re-recorded from the Secret, no new key', async () => {
     const before = await get('ApiKey', 'ci-deployer');
-    await objects.patchNamespacedCustomObjectStatus({
+    await suite.objects.patchNamespacedCustomObjectStatus({
       group,
       version,
-      namespace,
+      namespace: suite.namespace,
       plural: 'apikeys',
       name: 'ci-deployer',
       body: [{ op: 'remove', path: '/status' }],
@@ -237,7 +198,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('a Secret of the target name that the operator does not manage is never overwritten', async () => {
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'squatted' }, stringData: { apiKey: 'not ours' } } });
+    await suite.core.createNamespacedSecret({ namespace: suite.namespace, body: { metadata: { name: 'squatted' }, stringData: { apiKey: 'not ours' } } });
     await create('ApiKey', 'squatted', { scope: 'Personal', keyName: 'squatted', credentialsSecretRef: { name: 'neon-admin' } });
     const blocked = await untilCondition('ApiKey', 'squatted', 'Ready', (c) => c.reason === 'SecretConflict');
     expect(condition(blocked, 'SecretSynced')?.reason).toBe('SecretConflict');
@@ -256,13 +217,13 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     await remove('ApiKey', 'laptop');
     await untilGone('ApiKey', 'laptop');
     expect(await keysNamed('laptop')).toEqual([expect.objectContaining({ id: ready.status?.keyId, kind: 'personal', revoked: true })]);
-    await expect(core.readNamespacedSecret({ namespace, name: 'laptop' })).rejects.toMatchObject({ code: 404 });
+    await expect(suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'laptop' })).rejects.toMatchObject({ code: 404 });
   });
 
   it('an ApiKey with deletionPolicy Retain leaves the key live and its Secret in place', async () => {
     await create('ApiKey', 'keeper', {
       scope: 'Organization',
-      organizationId: org,
+      organizationId: suite.org,
       keyName: 'keeper',
       deletionPolicy: 'Retain',
       credentialsSecretRef: { name: 'neon-admin' },
@@ -274,11 +235,11 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     await untilGone('ApiKey', 'keeper');
     // Longer than the garbage collector needs to act on an owner reference.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const secret = await core.readNamespacedSecret({ namespace, name: 'keeper-secret' });
+    const secret = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'keeper-secret' });
     expect(secret.metadata?.ownerReferences ?? []).toEqual([]);
     expect(Buffer.from(secret.data?.token ?? '', 'base64').toString('utf8')).toBe(value);
     expect(await keysNamed('keeper')).toEqual([expect.objectContaining({ id: ready.status?.keyId, revoked: false })]);
-    expect((await platformAs(value).listProjects({ orgId: org })).length).toBeGreaterThan(0);
+    expect((await platformAs(value).listProjects({ orgId: suite.org })).length).toBeGreaterThan(0);
   });
 
   it('a create response lost after the platform committed is recovered: the orphan revoked, one live key', async () => {
@@ -286,12 +247,12 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
       rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'drop-after-commit', times: 1 }],
     });
     try {
-      await create('ApiKey', 'dropped', { scope: 'Organization', organizationId: org, keyName: 'dropped', credentialsSecretRef: { name: 'neon-admin' } });
+      await create('ApiKey', 'dropped', { scope: 'Organization', organizationId: suite.org, keyName: 'dropped', credentialsSecretRef: { name: 'neon-admin' } });
       const ready = await untilReady('ApiKey', 'dropped');
       const keys = await keysNamed('dropped');
       expect(keys).toHaveLength(2);
       expect(keys.filter((k) => !k.revoked)).toEqual([expect.objectContaining({ id: ready.status?.keyId })]);
-      expect((await platformAs(await secretValue('dropped')).listProjects({ orgId: org })).length).toBeGreaterThan(0);
+      expect((await platformAs(await secretValue('dropped')).listProjects({ orgId: suite.org })).length).toBeGreaterThan(0);
     } finally {
       await admin('DELETE', '/faults');
     }
@@ -311,11 +272,11 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     await create('ApiKey', name, { ...spec, credentialsSecretRef: { name: 'neon-not-yet' } }, { finalizers: ['keys.neon.dev/finalizer'] });
     const current = (await untilCondition('ApiKey', name, 'Ready', (c) => c.reason === 'CredentialsMissing')) as Resource & { metadata: { uid: string } };
     await before?.(current);
-    const signer = await operatorSigner(cp);
-    await objects.replaceNamespacedCustomObject({
+    const signer = await operatorSigner(suite.cp);
+    await suite.objects.replaceNamespacedCustomObject({
       group,
       version,
-      namespace,
+      namespace: suite.namespace,
       plural: 'apikeys',
       name,
       body: {
@@ -328,16 +289,16 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
 
   it('an intent whose key already reached the Secret is adopted, nothing revoked', async () => {
     const attempt = 'adoptee-abcd1234';
-    const made = await platformAs(aliceKey).createOrganizationKey(org, { keyName: attempt });
+    const made = await platformAs(suite.adminKey).createOrganizationKey(suite.org, { keyName: attempt });
     issuedSecrets.add(made.key);
-    const spec = { scope: 'Organization', organizationId: org, keyName: 'adoptee', credentialsSecretRef: { name: 'neon-admin' } };
+    const spec = { scope: 'Organization', organizationId: suite.org, keyName: 'adoptee', credentialsSecretRef: { name: 'neon-admin' } };
     // What a process that crashed between writing the Secret and recording the status leaves behind.
     await crashed('adoptee', spec, { attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' }, async (r) => {
-      const signer = await operatorSigner(cp);
-      await core.createNamespacedSecret({
-        namespace,
+      const signer = await operatorSigner(suite.cp);
+      await suite.core.createNamespacedSecret({
+        namespace: suite.namespace,
         body: buildSecret(
-          { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { ...r.metadata, namespace }, spec } as unknown as KeyResource,
+          { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { ...r.metadata, namespace: suite.namespace }, spec } as unknown as KeyResource,
           'adoptee',
           'apiKey',
           { id: made.id, name: attempt, secret: made.key },
@@ -363,11 +324,11 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
 
   it('an intent left by a crashed process with no Secret is recovered once its grace has passed', async () => {
     const attempt = 'orphaned-wxyz9876';
-    const made = await platformAs(aliceKey).createOrganizationKey(org, { keyName: attempt });
+    const made = await platformAs(suite.adminKey).createOrganizationKey(suite.org, { keyName: attempt });
     issuedSecrets.add(made.key);
     await crashed(
       'orphaned',
-      { scope: 'Organization', organizationId: org, keyName: 'orphaned', credentialsSecretRef: { name: 'neon-admin' } },
+      { scope: 'Organization', organizationId: suite.org, keyName: 'orphaned', credentialsSecretRef: { name: 'neon-admin' } },
       { attempt, startedAt: new Date().toISOString(), holder: 'crashed-operator' },
     );
     // Within the grace period the operator waits: the other process may still be working.
@@ -390,7 +351,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     // credentials check (a person's key), and meets the create's 403.
     const [method, route] = reason === 'Unauthorized' ? ['GET', '/api/v2/users/me/organizations'] : ['POST', '/api/v2/organizations/:org_id/api_keys'];
     const before = await requestCount(method, route);
-    await create('ApiKey', name, { ...spec, organizationId: org });
+    await create('ApiKey', name, { ...spec, organizationId: suite.org });
     const blocked = await untilCondition('ApiKey', name, 'KeyIssued', (c) => c.reason === reason);
     expect(condition(blocked, 'Ready')).toEqual(expect.objectContaining({ status: 'False', reason }));
     expect(condition(blocked, 'KeyIssued')?.message).toMatch(/credentials|administrator/);
@@ -419,7 +380,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
 
   it('NotFound: a ProjectApiKey for a project outside the organization says so', async () => {
     await create('ProjectApiKey', 'nowhere', {
-      organizationId: org,
+      organizationId: suite.org,
       projectId: 'no-such-project-123',
       keyName: 'nowhere',
       credentialsSecretRef: { name: 'neon-admin' },
@@ -433,7 +394,12 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
       rules: [{ method: 'POST', route: '/api/v2/organizations/:org_id/api_keys', probability: 1, kind: 'status', status: 429, times: 3 }],
     });
     try {
-      await create('ApiKey', 'throttled', { scope: 'Organization', organizationId: org, keyName: 'throttled', credentialsSecretRef: { name: 'neon-admin' } });
+      await create('ApiKey', 'throttled', {
+        scope: 'Organization',
+        organizationId: suite.org,
+        keyName: 'throttled',
+        credentialsSecretRef: { name: 'neon-admin' },
+      });
       await untilReady('ApiKey', 'throttled', 30_000);
       expect((await keysNamed('throttled')).filter((k) => !k.revoked)).toHaveLength(1);
     } finally {
@@ -445,14 +411,14 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     await create('ApiKey', 'patient', { scope: 'Personal', keyName: 'patient', credentialsSecretRef: { name: 'neon-later' } });
     const blocked = await untilCondition('ApiKey', 'patient', 'Ready', (c) => c.reason === 'CredentialsMissing');
     expect(condition(blocked, 'Ready')?.message).toContain('does not exist');
-    await credentials('neon-later', aliceKey);
+    await credentials('neon-later', suite.adminKey);
     await untilReady('ApiKey', 'patient', 20_000);
   });
 
   it('a ProjectApiKey becomes Ready with a key scoped to its project', async () => {
-    const project = emulator.bootstrap.projects.find((p) => p.organizationId === org);
+    const project = suite.emulator.bootstrap.projects.find((p) => p.organizationId === suite.org);
     if (project === undefined) throw new Error('no org project in the seed');
-    await create('ProjectApiKey', 'app', { organizationId: org, projectId: project.id, keyName: 'app', credentialsSecretRef: { name: 'neon-admin' } });
+    await create('ProjectApiKey', 'app', { organizationId: suite.org, projectId: project.id, keyName: 'app', credentialsSecretRef: { name: 'neon-admin' } });
     const ready = await untilReady('ProjectApiKey', 'app');
     const value = await secretValue('app');
     expect((await platformAs(value).getProject(project.id)).id).toBe(project.id);
@@ -460,9 +426,9 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it("a ProjectApiKey mirrors its project's operations: a new branch shows, then settles", async () => {
-    const project = emulator.bootstrap.projects.find((p) => p.organizationId === org);
+    const project = suite.emulator.bootstrap.projects.find((p) => p.organizationId === suite.org);
     if (project === undefined) throw new Error('no org project in the seed');
-    const { operations } = await platformAs(aliceKey).createBranch(project.id);
+    const { operations } = await platformAs(suite.adminKey).createBranch(project.id);
     const ids = operations.map((o) => o.id);
     expect(operations.map((o) => o.action)).toEqual(expect.arrayContaining(['create_branch', 'start_compute']));
     const settled = await untilCondition(
@@ -480,9 +446,14 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('drift: a project moved out of the organization is reported on its ProjectApiKey', async () => {
-    const project = emulator.bootstrap.projects.filter((p) => p.organizationId === org)[1];
+    const project = suite.emulator.bootstrap.projects.filter((p) => p.organizationId === suite.org)[1];
     if (project === undefined) throw new Error('the seed has fewer than two org projects');
-    await create('ProjectApiKey', 'mover', { organizationId: org, projectId: project.id, keyName: 'mover', credentialsSecretRef: { name: 'neon-admin' } });
+    await create('ProjectApiKey', 'mover', {
+      organizationId: suite.org,
+      projectId: project.id,
+      keyName: 'mover',
+      credentialsSecretRef: { name: 'neon-admin' },
+    });
     await untilReady('ProjectApiKey', 'mover');
     await admin('POST', `/projects/${project.id}/transfer`, { organizationId: null });
     const moved = await untilCondition('ProjectApiKey', 'mover', 'KeyIssued', (c) => c.reason === 'ProjectNotInOrganization', 20_000);
@@ -491,40 +462,40 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('drift: a key revoked outside, a Secret deleted, a Secret edited are each repaired', async () => {
-    await create('ApiKey', 'drifty', { scope: 'Organization', organizationId: org, keyName: 'drifty', credentialsSecretRef: { name: 'neon-admin' } });
+    await create('ApiKey', 'drifty', { scope: 'Organization', organizationId: suite.org, keyName: 'drifty', credentialsSecretRef: { name: 'neon-admin' } });
     const first = await untilReady('ApiKey', 'drifty');
     const firstId = first.status?.keyId ?? -1;
     await secretValue('drifty');
 
-    await platformAs(aliceKey).revokeOrganizationKey(org, firstId);
+    await platformAs(suite.adminKey).revokeOrganizationKey(suite.org, firstId);
     const second = await untilCondition('ApiKey', 'drifty', 'Ready', (c, r) => c.status === 'True' && r.status?.keyId !== firstId && settled(r), 20_000);
     const secondId = second.status?.keyId ?? -1;
     await secretValue('drifty');
 
-    await core.deleteNamespacedSecret({ namespace, name: 'drifty' });
+    await suite.core.deleteNamespacedSecret({ namespace: suite.namespace, name: 'drifty' });
     const third = await untilCondition('ApiKey', 'drifty', 'Ready', (c, r) => c.status === 'True' && r.status?.keyId !== secondId && settled(r), 20_000);
     const thirdId = third.status?.keyId ?? -1;
     await secretValue('drifty');
 
-    await core.patchNamespacedSecret({
-      namespace,
+    await suite.core.patchNamespacedSecret({
+      namespace: suite.namespace,
       name: 'drifty',
       body: [{ op: 'replace', path: '/data/apiKey', value: Buffer.from('edited by hand').toString('base64') }],
     });
     const fourth = await untilCondition('ApiKey', 'drifty', 'Ready', (c, r) => c.status === 'True' && r.status?.keyId !== thirdId && settled(r), 20_000);
     const value = await secretValue('drifty');
-    expect((await platformAs(value).listProjects({ orgId: org })).length).toBeGreaterThan(0);
+    expect((await platformAs(value).listProjects({ orgId: suite.org })).length).toBeGreaterThan(0);
 
     const keys = await keysNamed('drifty');
     expect(keys.filter((k) => !k.revoked).map((k) => k.id)).toEqual([fourth.status?.keyId]);
     expect(keys).toHaveLength(4);
-    const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=drifty' });
+    const events = await suite.core.listNamespacedEvent({ namespace: suite.namespace, fieldSelector: 'involvedObject.name=drifty' });
     const reasons = events.items.map((e) => e.reason);
     expect(reasons).toEqual(expect.arrayContaining(['RevokedExternally', 'SecretMissing', 'SecretTampered']));
   });
 
   it('a key deleted while the platform is down is revoked when it returns', async () => {
-    await create('ApiKey', 'outage', { scope: 'Organization', organizationId: org, keyName: 'outage', credentialsSecretRef: { name: 'neon-admin' } });
+    await create('ApiKey', 'outage', { scope: 'Organization', organizationId: suite.org, keyName: 'outage', credentialsSecretRef: { name: 'neon-admin' } });
     const ready = await untilReady('ApiKey', 'outage');
     await admin('PUT', '/faults', { rules: [{ method: 'DELETE', probability: 1, kind: 'status', status: 503 }] });
     try {
@@ -539,21 +510,30 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('a person releases a resource whose credentials are gone, without revoking', async () => {
-    await create('ApiKey', 'stranded', { scope: 'Organization', organizationId: org, keyName: 'stranded', credentialsSecretRef: { name: 'neon-stranded' } });
-    await credentials('neon-stranded', aliceKey);
+    await create('ApiKey', 'stranded', {
+      scope: 'Organization',
+      organizationId: suite.org,
+      keyName: 'stranded',
+      credentialsSecretRef: { name: 'neon-stranded' },
+    });
+    await credentials('neon-stranded', suite.adminKey);
     const ready = await untilReady('ApiKey', 'stranded', 20_000);
     // The operator keeps the credentials Secret while its key lives (keys.neon.dev/credentials-in-use):
     // gone for good only when someone lifts that finalizer from it, as its owner may.
-    const kept = await core.readNamespacedSecret({ namespace, name: 'neon-stranded' });
+    const kept = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'neon-stranded' });
     expect(kept.metadata?.finalizers).toContain('keys.neon.dev/credentials-in-use');
-    await core.replaceNamespacedSecret({ namespace, name: 'neon-stranded', body: { ...kept, metadata: { ...kept.metadata, finalizers: [] } } });
-    await core.deleteNamespacedSecret({ namespace, name: 'neon-stranded' });
+    await suite.core.replaceNamespacedSecret({
+      namespace: suite.namespace,
+      name: 'neon-stranded',
+      body: { ...kept, metadata: { ...kept.metadata, finalizers: [] } },
+    });
+    await suite.core.deleteNamespacedSecret({ namespace: suite.namespace, name: 'neon-stranded' });
     await remove('ApiKey', 'stranded');
     await untilCondition('ApiKey', 'stranded', 'Ready', (c) => c.reason === 'Deleting' && c.message.includes('CredentialsMissing'));
-    await objects.patchNamespacedCustomObject({
+    await suite.objects.patchNamespacedCustomObject({
       group,
       version,
-      namespace,
+      namespace: suite.namespace,
       plural: 'apikeys',
       name: 'stranded',
       body: [{ op: 'add', path: '/metadata/annotations', value: { 'keys.neon.dev/release-without-revoke': 'true' } }],
@@ -563,11 +543,16 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it("a credentials Secret deleted while a key issued with it lives is kept until the key is revoked: the resource's delete revokes, then the Secret goes", async () => {
-    await create('ApiKey', 'kept-creds', { scope: 'Organization', organizationId: org, keyName: 'kept-creds', credentialsSecretRef: { name: 'neon-kept' } });
-    await credentials('neon-kept', aliceKey);
+    await create('ApiKey', 'kept-creds', {
+      scope: 'Organization',
+      organizationId: suite.org,
+      keyName: 'kept-creds',
+      credentialsSecretRef: { name: 'neon-kept' },
+    });
+    await credentials('neon-kept', suite.adminKey);
     const ready = await untilReady('ApiKey', 'kept-creds', 20_000);
-    await core.deleteNamespacedSecret({ namespace, name: 'neon-kept' });
-    const terminating = await core.readNamespacedSecret({ namespace, name: 'neon-kept' });
+    await suite.core.deleteNamespacedSecret({ namespace: suite.namespace, name: 'neon-kept' });
+    const terminating = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'neon-kept' });
     expect(terminating.metadata?.deletionTimestamp).toBeDefined();
     expect(terminating.metadata?.finalizers).toEqual(['keys.neon.dev/credentials-in-use']);
     await remove('ApiKey', 'kept-creds');
@@ -575,7 +560,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     expect(await keysNamed('kept-creds')).toEqual([expect.objectContaining({ id: ready.status?.keyId, revoked: true })]);
     await eventually(
       async () =>
-        await core.readNamespacedSecret({ namespace, name: 'neon-kept' }).then(
+        await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'neon-kept' }).then(
           () => undefined,
           (e: { code?: number }) => (e.code === 404 ? true : undefined),
         ),
@@ -585,10 +570,9 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('two operator instances reconciling the same resources never create two keys for one resource', async () => {
-    const second = await startOperator({
+    const second = await suite.startOperator({
       kubeConfig: operatorConfig,
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
+      namespace: suite.namespace,
       workers: 4,
       driftIntervalMs: 1_500,
       pendingGraceMs: 5_000,
@@ -600,7 +584,7 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
       const names = Array.from({ length: 8 }, (_, i) => `twin-${i}`);
       await Promise.all(
         names.map((name) =>
-          create('ApiKey', name, { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } }),
+          create('ApiKey', name, { scope: 'Organization', organizationId: suite.org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } }),
         ),
       );
       for (const name of names) {
@@ -616,9 +600,9 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('at rest, drift costs one key list per credentials and organization per interval, not one per key', async () => {
-    const live = ((await objects.listNamespacedCustomObject({ group, version, namespace, plural: 'apikeys' })) as { items: Resource[] }).items.filter(
-      (r) => r.spec.scope === 'Organization' && condition(r, 'Ready')?.status === 'True',
-    );
+    const live = (
+      (await suite.objects.listNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'apikeys' })) as { items: Resource[] }
+    ).items.filter((r) => r.spec.scope === 'Organization' && condition(r, 'Ready')?.status === 'True');
     expect(live.length).toBeGreaterThanOrEqual(8);
     await admin('DELETE', '/requests');
     await new Promise((resolve) => setTimeout(resolve, 4_500));
@@ -631,14 +615,15 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
   });
 
   it('no secret value appears in logs, events or status', async () => {
-    const secrets = [...issuedSecrets, aliceKey, bobKey];
+    const secrets = [...issuedSecrets, suite.adminKey, suite.userKey('bob')];
     expect(issuedSecrets.size).toBeGreaterThan(5);
     const logs = logLines.join('');
     expect(logs.length).toBeGreaterThan(1000);
-    const events = JSON.stringify((await core.listNamespacedEvent({ namespace })).items);
+    const events = JSON.stringify((await suite.core.listNamespacedEvent({ namespace: suite.namespace })).items);
     const statuses = JSON.stringify([
-      ...((await objects.listNamespacedCustomObject({ group, version, namespace, plural: 'apikeys' })) as { items: unknown[] }).items,
-      ...((await objects.listNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys' })) as { items: unknown[] }).items,
+      ...((await suite.objects.listNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'apikeys' })) as { items: unknown[] }).items,
+      ...((await suite.objects.listNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'projectapikeys' })) as { items: unknown[] })
+        .items,
     ]);
     const reported = JSON.stringify(records);
     expect(records.length).toBeGreaterThan(10);

@@ -6,18 +6,14 @@
 // namespace ever held (current, retiring, replaced) ends revoked, and the namespace goes away.
 //
 // NAMESPACE_DELETION_ROUNDS (default 2, CI's) namespaces per mode; docs/reliability.md has a run of 20.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { describe, expect, it } from '@jest/globals';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { TEST_MIN_ROTATION_GRACE_MS } from '../harness/crds.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { eventually } from './support.ts';
+import { group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const ORG = 'org-demo-00000001';
 const PROJECT = 'quiet-river-00000001';
 const ROUNDS = Math.max(1, Number(process.env.NAMESPACE_DELETION_ROUNDS ?? '2'));
@@ -35,13 +31,7 @@ interface KeyObject {
 }
 
 describe('deleting a namespace revokes every key it held and the namespace goes away', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let alice: PlatformClient;
-  let aliceKey: string;
   let issuersNs: string;
   const suffix = Math.random().toString(36).slice(2, 8);
   const issuer = `deletion-${suffix}`;
@@ -50,44 +40,32 @@ describe('deleting a namespace revokes every key it held and the namespace goes 
 
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
   const read = async (kind: string, namespace: string, name: string): Promise<KeyObject> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as KeyObject;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as KeyObject;
   const ready = (r: KeyObject): boolean => r.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
   /** The live keys of the organization named after the namespace (keyName defaults to <namespace>-<name>): current, retiring, replaced. */
   const keysOf = async (namespace: string): Promise<number[]> =>
     (await alice.listOrganizationKeys(ORG)).filter((k) => k.name.startsWith(`${namespace}-`)).map((k) => k.id);
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    alice = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
-    issuersNs = await createNamespace(cp, 'deletion-issuers');
-    await core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'org-admin' }, stringData: { apiKey: aliceKey } } });
-    for (let i = 0; i < ROUNDS; i++) {
-      namespaces.issuer.push(await createNamespace(cp, 'deletion-issuer'));
-      namespaces['namespace credentials'].push(await createNamespace(cp, 'deletion-creds'));
-    }
-    await objects.createClusterCustomObject({
-      group,
-      version,
-      plural: 'clusterkeyissuers',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ClusterKeyIssuer',
-        metadata: { name: issuer, labels: { [SUITE_LABEL]: suffix } },
-        spec: {
+  const suite = operatorSuite({
+    namespaces: ['deletion-issuers', ...Array.from({ length: ROUNDS }, () => ['deletion-issuer', 'deletion-creds']).flat()],
+    credentials: false,
+    before: async (s) => {
+      const [first = '', ...rounds] = s.namespaces;
+      issuersNs = first;
+      rounds.forEach((ns, i) => namespaces[i % 2 === 0 ? 'issuer' : 'namespace credentials'].push(ns));
+      alice = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 1 } });
+      await s.core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'org-admin' }, stringData: { apiKey: s.adminKey } } });
+      await suite.apply(
+        'ClusterKeyIssuer',
+        { name: issuer, labels: { [SUITE_LABEL]: suffix } },
+        {
           organizationId: ORG,
           credentialsSecretRef: { name: 'org-admin' },
           allow: [{ namespaces: { names: namespaces.issuer }, kinds: ['Organization', 'Project'] }],
         },
-      },
-    });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
+      );
+    },
+    operator: () => ({
       namespaces: [issuersNs, ...namespaces.issuer, ...namespaces['namespace credentials']],
       issuerSecretsNamespace: issuersNs,
       issuerLabelSelector: `${SUITE_LABEL}=${suffix}`,
@@ -99,48 +77,44 @@ describe('deleting a namespace revokes every key it held and the namespace goes 
       minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS,
       logger: createLogger({ level: 'silent' }),
       identity: 'namespace-deletion',
-    });
-  }, 120_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    if (figures.length > 0) {
-      for (const mode of ['issuer', 'namespace credentials'] as const) {
-        const s = figures
-          .filter((f) => f.mode === mode)
-          .map((f) => f.seconds)
-          .sort((a, b) => a - b);
-        if (s.length > 0)
-          console.log(
-            `namespace deletion, ${mode}: ${s.length} namespaces, every key revoked; seconds to gone: min ${s[0]!.toFixed(1)}, median ${s[Math.floor(s.length / 2)]!.toFixed(1)}, max ${s.at(-1)!.toFixed(1)}`,
-          );
+    }),
+    after: async ({ objects }) => {
+      if (figures.length > 0) {
+        for (const mode of ['issuer', 'namespace credentials'] as const) {
+          const s = figures
+            .filter((f) => f.mode === mode)
+            .map((f) => f.seconds)
+            .sort((a, b) => a - b);
+          if (s.length > 0)
+            console.log(
+              `namespace deletion, ${mode}: ${s.length} namespaces, every key revoked; seconds to gone: min ${s[0]!.toFixed(1)}, median ${s[Math.floor(s.length / 2)]!.toFixed(1)}, max ${s.at(-1)!.toFixed(1)}`,
+            );
+        }
       }
-    }
-    for (const ns of [issuersNs, ...namespaces.issuer, ...namespaces['namespace credentials']])
-      if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    const current = (await objects?.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer }).catch(() => undefined)) as
-      { metadata: Record<string, unknown> } | undefined;
-    if (current !== undefined) {
-      await objects
-        .replaceClusterCustomObject({
-          group,
-          version,
-          plural: 'clusterkeyissuers',
-          name: issuer,
-          body: { ...current, metadata: { ...current.metadata, finalizers: [] } },
-        })
-        .catch(() => undefined);
-      await objects.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer }).catch(() => undefined);
-    }
-    await emulator?.close();
+      const current = (await objects.getClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer }).catch(() => undefined)) as
+        { metadata: Record<string, unknown> } | undefined;
+      if (current !== undefined) {
+        await objects
+          .replaceClusterCustomObject({
+            group,
+            version,
+            plural: 'clusterkeyissuers',
+            name: issuer,
+            body: { ...current, metadata: { ...current.metadata, finalizers: [] } },
+          })
+          .catch(() => undefined);
+        await objects.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuer }).catch(() => undefined);
+      }
+    },
+    timeoutMs: 120_000,
   });
 
   async function round(mode: Mode, namespace: string): Promise<void> {
     const credentials = mode === 'issuer' ? { issuerRef: { name: issuer } } : { organizationId: ORG, credentialsSecretRef: { name: 'neon-admin' } };
     if (mode === 'namespace credentials')
-      await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+      await suite.core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: suite.adminKey } } });
     const create = (kind: string, name: string, spec: Record<string, unknown>): Promise<unknown> =>
-      objects.createNamespacedCustomObject({
+      suite.objects.createNamespacedCustomObject({
         group,
         version,
         namespace,
@@ -158,7 +132,7 @@ describe('deleting a namespace revokes every key it held and the namespace goes 
       await eventually(async () => (ready(await read(kind, namespace, name)) ? true : undefined), 30_000, `${namespace}/${name} Ready`);
     }
     // A rotation whose replaced key stays retiring (grace 1h), and a repair under way.
-    await objects.patchNamespacedCustomObject(
+    await suite.objects.patchNamespacedCustomObject(
       { group, version, namespace, plural: 'projectapikeys', name: 'rotating', body: { metadata: { annotations: { 'keys.neon.dev/rotate': 'now' } } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
@@ -167,15 +141,15 @@ describe('deleting a namespace revokes every key it held and the namespace goes 
       30_000,
       `${namespace}/rotating retiring`,
     );
-    await core.deleteNamespacedSecret({ namespace, name: 'repaired' });
+    await suite.core.deleteNamespacedSecret({ namespace, name: 'repaired' });
     const held = (await keysOf(namespace)).length;
     expect(held).toBeGreaterThanOrEqual(4);
 
     const started = Date.now();
-    await core.deleteNamespace({ name: namespace });
+    await suite.core.deleteNamespace({ name: namespace });
     await eventually(
       async () =>
-        await core.readNamespace({ name: namespace }).then(
+        await suite.core.readNamespace({ name: namespace }).then(
           () => undefined,
           (e: { code?: number }) => (e.code === 404 ? true : undefined),
         ),

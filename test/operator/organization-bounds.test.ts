@@ -11,17 +11,14 @@
 //   membership is known: 10,000 distinct organizations keep only those with a create in the last
 //   seconds (the limiter's memory), and one once all are idle. Before this, all 10,000 were kept.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, type CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { type KubernetesObject } from '@kubernetes/client-node';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { operatorOrgKeyLimiters, startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { operatorOrgKeyLimiters } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, emulatorAdmin, eventually, installOperatorManifests, operatorKubeConfig } from './support.ts';
+import { emulatorAdmin, eventually } from './support.ts';
+import { type Condition, group, operatorSuite, readUntil, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const VICTIM_ORG = 'org-victim-00000001';
 const TENANT_ORG = 'org-tenant-00000002';
 const SUITE_LABEL = 'keys.neon.dev/test-suite';
@@ -35,12 +32,6 @@ const NAMED = Number(process.env.ORG_BOUNDS_IDS ?? 300);
 const NAMED_NAMESPACES = 5;
 const PER_NAMESPACE = 4;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface Resource {
   metadata: { name: string };
   status?: { keyId?: number; conditions?: Condition[] };
@@ -54,17 +45,11 @@ interface AdminKey {
 }
 
 describe('what a tenant names per organization', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
+  /** More of the tenant's namespaces, with the same credentials. */
   let victimNs: string;
   let tenantNs: string;
   let issuersNs: string;
-  /** More of the tenant's namespaces, with the same credentials. */
   const namedNs: string[] = [];
-  let tinaKey: string;
   const suffix = Math.random().toString(36).slice(2, 8);
   const issuerName = `tenant-keys-${suffix}`;
   const records: ReconcileRecord[] = [];
@@ -72,9 +57,9 @@ describe('what a tenant names per organization', () => {
   const seen = new Map<string, Set<string>>();
   const waiters: { name: string; organization: string; resolve: () => void }[] = [];
 
-  const adminApi = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, method, path, body);
+  const adminApi = <T>(method: string, path: string, body?: unknown): Promise<T> => emulatorAdmin<T>(suite.emulator.adminUrl, method, path, body);
   const create = (namespace: string, name: string, spec: Record<string, unknown>): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
+    suite.objects.createNamespacedCustomObject({
       group,
       version,
       namespace,
@@ -82,17 +67,10 @@ describe('what a tenant names per organization', () => {
       body: { apiVersion: `${group}/${version}`, kind: 'ApiKey', metadata: { name }, spec },
     });
   const get = async (namespace: string, name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource;
   const ready = (r: Resource): Condition | undefined => r.status?.conditions?.find((c) => c.type === 'Ready');
   const until = (namespace: string, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 60_000): Promise<Resource> =>
-    eventually(
-      async () => {
-        const r = await get(namespace, name);
-        return test(r) ? r : undefined;
-      },
-      timeoutMs,
-      `${namespace}/${name}: ${what}`,
-    );
+    readUntil(() => get(namespace, name), test, timeoutMs, `${namespace}/${name}: ${what}`);
   /** The reconciler was shown this organization id for the tenant's resource `name` (`namespace/name`). */
   const shown = (name: string, organization: string): Promise<void> =>
     new Promise((resolve) => {
@@ -100,13 +78,31 @@ describe('what a tenant names per organization', () => {
       else waiters.push({ name, organization, resolve });
     });
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({
-      db: ':memory:',
-      timeScale: 0.01,
-      controlPlaneActivity: false,
+  // Declared before the fixture: jest runs afterAll hooks in the order declared, and this one needs the operator.
+  afterAll(async () => {
+    // The keys made here are revoked and their finalizers lifted by the operator before it stops.
+    for (const [namespace, name] of [
+      [tenantNs, 'own'],
+      [victimNs, 'victim'],
+    ] as const) {
+      if (namespace === undefined) continue;
+      await suite.objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }).catch(() => undefined);
+      await eventually(
+        async () =>
+          await get(namespace, name).then(
+            () => undefined,
+            () => true,
+          ),
+        60_000,
+        `${name} gone`,
+      ).catch(() => undefined);
+    }
+  });
+
+  const suite = operatorSuite({
+    namespaces: ['org-victim', 'org-tenant', 'org-issuers', ...Array.from({ length: NAMED_NAMESPACES }, (_, k) => `org-named-${k}`)],
+    credentials: false,
+    emulator: {
       seed: {
         organizations: [
           { id: VICTIM_ORG, name: 'Victim' },
@@ -119,41 +115,33 @@ describe('what a tenant names per organization', () => {
         ],
         projects: [],
       },
-    });
-    const personalKey = (user: string): string => emulator.bootstrap.users.find((u) => u.name === user)?.personalKey ?? '';
-    tinaKey = personalKey('tina');
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    victimNs = await createNamespace(cp, 'org-victim');
-    tenantNs = await createNamespace(cp, 'org-tenant');
-    issuersNs = await createNamespace(cp, 'org-issuers');
-    await core.createNamespacedSecret({ namespace: victimNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: personalKey('alice') } } });
-    // The tenant's own credentials: an administrator of its own organization only.
-    await core.createNamespacedSecret({ namespace: tenantNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: tinaKey } } });
-    for (let k = 0; k < NAMED_NAMESPACES; k++) {
-      namedNs.push(await createNamespace(cp, `org-named-${k}`));
-      await core.createNamespacedSecret({ namespace: namedNs[k]!, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: tinaKey } } });
-    }
-    // And an issuer of its own organization, allowing its namespace Organization keys.
-    await core.createNamespacedSecret({ namespace: issuersNs, body: { metadata: { name: 'tenant-issuer' }, stringData: { apiKey: personalKey('ivan') } } });
-    await objects.createClusterCustomObject({
-      group,
-      version,
-      plural: 'clusterkeyissuers',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ClusterKeyIssuer',
-        metadata: { name: issuerName, labels: { [SUITE_LABEL]: suffix } },
-        spec: {
+    },
+    before: async (s) => {
+      [victimNs = '', tenantNs = '', issuersNs = ''] = s.namespaces;
+      namedNs.push(...s.namespaces.slice(3));
+      const tinaKey = s.userKey('tina');
+      await suite.core.createNamespacedSecret({ namespace: victimNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: s.userKey('alice') } } });
+      // The tenant's own credentials: an administrator of its own organization only.
+      await suite.core.createNamespacedSecret({ namespace: tenantNs, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: tinaKey } } });
+      for (const ns of namedNs) {
+        await suite.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: tinaKey } } });
+      }
+      // And an issuer of its own organization, allowing its namespace Organization keys.
+      await suite.core.createNamespacedSecret({
+        namespace: issuersNs,
+        body: { metadata: { name: 'tenant-issuer' }, stringData: { apiKey: s.userKey('ivan') } },
+      });
+      await suite.apply(
+        'ClusterKeyIssuer',
+        { name: issuerName, labels: { [SUITE_LABEL]: suffix } },
+        {
           organizationId: TENANT_ORG,
           credentialsSecretRef: { name: 'tenant-issuer' },
           allow: [{ namespaces: { names: [tenantNs] }, kinds: ['Organization'] }],
         },
-      },
-    });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
+      );
+    },
+    operator: () => ({
       namespaces: [victimNs, tenantNs, issuersNs, ...namedNs],
       issuerSecretsNamespace: issuersNs,
       issuerLabelSelector: `${SUITE_LABEL}=${suffix}`,
@@ -180,41 +168,23 @@ describe('what a tenant names per organization', () => {
         }
         return cached;
       },
-    });
-    await eventually(async () => (operator.ready() ? true : undefined), 60_000, 'operator ready');
+    }),
+    after: async (s) => {
+      await s.objects.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuerName }).catch(() => undefined);
+      await s.objects
+        .patchClusterCustomObject({
+          group,
+          version,
+          plural: 'clusterkeyissuers',
+          name: issuerName,
+          body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }],
+        })
+        .catch(() => undefined);
+    },
   });
 
-  afterAll(async () => {
-    // The keys made here are revoked and their finalizers lifted by the operator before it stops.
-    for (const [namespace, name] of [
-      [tenantNs, 'own'],
-      [victimNs, 'victim'],
-    ] as const) {
-      if (namespace === undefined) continue;
-      await objects?.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name }).catch(() => undefined);
-      await eventually(
-        async () =>
-          await get(namespace, name).then(
-            () => undefined,
-            () => true,
-          ),
-        60_000,
-        `${name} gone`,
-      ).catch(() => undefined);
-    }
-    await operator?.stop();
-    for (const ns of [victimNs, tenantNs, issuersNs, ...namedNs]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    await objects?.deleteClusterCustomObject({ group, version, plural: 'clusterkeyissuers', name: issuerName }).catch(() => undefined);
-    await objects
-      ?.patchClusterCustomObject({
-        group,
-        version,
-        plural: 'clusterkeyissuers',
-        name: issuerName,
-        body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }],
-      })
-      .catch(() => undefined);
-    await emulator?.close();
+  beforeAll(async () => {
+    await eventually(async () => (suite.operator.ready() ? true : undefined), 60_000, 'operator ready');
   });
 
   it("a create for an organization its credentials are not a member of never enters that organization's line, even while all its creates are under way: beside an issuer of the tenant's organization, or with its own credentials", async () => {
@@ -257,10 +227,10 @@ describe('what a tenant names per organization', () => {
     // The victim's key is made once its create is answered; the victim organization has its key only.
     await until(victimNs, 'victim', (r) => ready(r)?.status === 'True', 'Ready', 120_000);
     const keys = await adminApi<AdminKey[]>('GET', '/keys');
-    const alice = emulator.bootstrap.users.find((u) => u.name === 'alice')?.id;
+    const alice = suite.emulator.bootstrap.users.find((u) => u.name === 'alice')?.id;
     expect(keys.filter((k) => k.organizationId === VICTIM_ORG).map((k) => k.userId)).toEqual([alice]);
     for (const name of ['beside-issuer', 'own-credentials'])
-      await objects.deleteNamespacedCustomObject({ group, version, namespace: tenantNs, plural: 'apikeys', name });
+      await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: tenantNs, plural: 'apikeys', name });
   });
 
   it(`${NAMED.toLocaleString('en')} distinct organization ids named by a tenant, each shown to the reconciler: every structure per organization stays at its bound`, async () => {
@@ -269,7 +239,7 @@ describe('what a tenant names per organization', () => {
     const id = (resource: number, n: number): string => `org-named-${resource}-${n}`;
     let most = { limiters: 0, lines: 0, credentials: 0, organizations: 0, issuers: 0, pollers: 0 };
     const sample = (): void => {
-      const now = operator.perOrganization();
+      const now = suite.operator.perOrganization();
       most = {
         limiters: Math.max(most.limiters, now.limiters),
         lines: Math.max(most.lines, now.lines),
@@ -286,7 +256,7 @@ describe('what a tenant names per organization', () => {
     await Promise.all(
       names.map(async ({ namespace, name }, i) => {
         for (let n = 0; n < perResource && i * perResource + n < NAMED; n++) {
-          if (n > 0) await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name });
+          if (n > 0) await suite.objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name });
           await create(namespace, name, { scope: 'Organization', organizationId: id(i, n), keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
           await shown(`${namespace}/${name}`, id(i, n));
           named++;
@@ -309,12 +279,12 @@ describe('what a tenant names per organization', () => {
     process.stdout.write(`organization-bounds: ${named} ids named, ${distinct.size} shown; most kept at once: ${JSON.stringify(most)}\n`);
     expect(most.limiters).toBeLessThanOrEqual(2);
     expect(most.lines).toBeLessThanOrEqual(2);
-    for (const { namespace, name } of names) await objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name });
+    for (const { namespace, name } of names) await suite.objects.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name });
   }, 3_600_000);
 
   it("the operator's org key limiters, driven directly with a real platform client: 10,000 distinct organizations at about 250 a second keep only those with a create in flight or answered within their memory, and one once all are idle", async () => {
     const limiterFor = operatorOrgKeyLimiters();
-    const client = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: tinaKey, orgKeyLimiter: limiterFor });
+    const client = new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey: suite.userKey('tina'), orgKeyLimiter: limiterFor });
     const COUNT = 10_000;
     /** Per create: when it was answered (undefined: in flight). */
     const answeredAt: (number | undefined)[] = [];

@@ -1,32 +1,18 @@
 // Rotation without downtime as users meet it: a real kube-apiserver + etcd + kube-controller-manager
 // (the harness; no kubelet, no scheduler), the platform emulator over HTTP, the operator in-process
 // with a token of the ServiceAccount that deploy/base creates (so its RBAC is proven sufficient).
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Deployment } from '@kubernetes/client-node';
 import { restartAnnotation } from '../../src/operator/keys/rotation/consumers.ts';
 import { buildSecret } from '../../src/operator/keys/secret/secret-writer.ts';
 import type { Signer } from '../../src/operator/keys/issuing/signing.ts';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { TEST_MIN_ROTATION_GRACE_MS } from '../harness/crds.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import {
-  crashedIntent,
-  createNamespace,
-  customObjects,
-  emulatorAdmin,
-  eventually,
-  installOperatorManifests,
-  operatorKubeConfig,
-  operatorSigner,
-  intentSettled,
-} from './support.ts';
+import { crashedIntent, emulatorAdmin, eventually, operatorSigner, intentSettled } from './support.ts';
+import { group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 interface AdminKey {
   id: number;
@@ -37,37 +23,29 @@ interface AdminKey {
 type Resource = KeyResource & { metadata: { annotations?: Record<string, string> } };
 
 describe('rotation without downtime', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator | undefined;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let apps: AppsV1Api;
-  let namespace: string;
   let otherNamespace: string;
-  let org: string;
-  let aliceKey: string;
   const startedAt = Date.now();
   let scheduledFirst: Resource | undefined;
 
-  const admin = <T>(method: string, path: string): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, method, path);
+  const admin = <T>(method: string, path: string): Promise<T> => emulatorAdmin<T>(suite.emulator.adminUrl, method, path);
   const keysNamed = async (base: string): Promise<AdminKey[]> => (await admin<AdminKey[]>('GET', '/keys')).filter((k) => k.name.startsWith(`${base}-`));
   const liveIds = async (base: string): Promise<number[]> =>
     (await keysNamed(base))
       .filter((k) => !k.revoked)
       .map((k) => k.id)
       .sort((a, b) => a - b);
-  const get = async (name: string, ns = namespace): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name })) as Resource;
+  const get = async (name: string, ns = suite.namespace): Promise<Resource> =>
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name })) as Resource;
   const spec = (name: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
     scope: 'Organization',
-    organizationId: org,
+    organizationId: suite.org,
     keyName: name,
     credentialsSecretRef: { name: 'neon-admin' },
     ...extra,
   });
-  const create = async (name: string, extra: Record<string, unknown> = {}, ns = namespace): Promise<void> => {
-    await objects.createNamespacedCustomObject({
+  const create = async (name: string, extra: Record<string, unknown> = {}, ns = suite.namespace): Promise<void> => {
+    await suite.objects.createNamespacedCustomObject({
       group,
       version,
       namespace: ns,
@@ -76,7 +54,10 @@ describe('rotation without downtime', () => {
     });
   };
   const annotate = async (name: string, annotations: Record<string, string>): Promise<void> => {
-    await objects.patchNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name, body: { metadata: { annotations } } }, merge);
+    await suite.objects.patchNamespacedCustomObject(
+      { group, version, namespace: suite.namespace, plural: 'apikeys', name, body: { metadata: { annotations } } },
+      merge,
+    );
   };
   const condition = (r: Resource, type: string): string | undefined => {
     const c = r.status?.conditions?.find((x) => x.type === type);
@@ -92,36 +73,26 @@ describe('rotation without downtime', () => {
       `${name} Ready`,
     );
   const secretValue = async (name: string): Promise<string> => {
-    const secret = await core.readNamespacedSecret({ namespace, name });
+    const secret = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name });
     return Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
   };
   /** One request to the platform with a key, as a consumer makes it. */
-  const use = async (key: string): Promise<number> => (await fetch(`${emulator.baseUrl}/auth`, { headers: { authorization: `Bearer ${key}` } })).status;
+  const use = async (key: string): Promise<number> => (await fetch(`${suite.emulator.baseUrl}/auth`, { headers: { authorization: `Bearer ${key}` } })).status;
   const events = async (name: string): Promise<{ reason: string; message: string; type: string }[]> =>
-    (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => ({
+    (await suite.core.listNamespacedEvent({ namespace: suite.namespace, fieldSelector: `involvedObject.name=${name}` })).items.map((e) => ({
       reason: e.reason ?? '',
       message: e.message ?? '',
       type: e.type ?? '',
     }));
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    apps = cp.kubeConfig.makeApiClient(AppsV1Api);
-    namespace = await createNamespace(cp, 'rotation');
-    otherNamespace = await createNamespace(cp, 'rotation-other');
-    for (const ns of [namespace, otherNamespace]) {
-      await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    }
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespaces: [namespace, otherNamespace],
+  const suite = operatorSuite({
+    namespaces: ['rotation', 'rotation-other'],
+    before: async (s) => {
+      otherNamespace = s.namespaces[1] ?? '';
+      apps = s.cp.kubeConfig.makeApiClient(AppsV1Api);
+    },
+    operator: (s) => ({
+      namespaces: [s.namespace, otherNamespace],
       workers: 4,
       driftIntervalMs: 3_000,
       pendingGraceMs: 2_000,
@@ -129,7 +100,10 @@ describe('rotation without downtime', () => {
       rotationPollMs: 500,
       minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS,
       logger: createLogger({ level: 'silent' }),
-    });
+    }),
+  });
+
+  beforeAll(async () => {
     // Scheduled rotation: the smallest interval the CRD admits (1m), looked at by the last test. Its
     // first key's status is taken now: the tests in between take about a minute, the interval.
     await create('scheduled', { rotation: { interval: '1m', gracePeriod: '1s' } });
@@ -141,12 +115,6 @@ describe('rotation without downtime', () => {
       30_000,
       'nextRotationAt',
     );
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    for (const ns of [namespace, otherNamespace]) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    await emulator?.close();
   });
 
   it('the CRD refuses an interval under 1m, a gracePeriod under its floor and a maxGracePeriod under the gracePeriod', async () => {
@@ -249,7 +217,7 @@ describe('rotation without downtime', () => {
     expect(done.status?.retiringKeys).toEqual([]);
     expect(samples).toContain(2);
     // The Secret's key-id annotation changed with the key (for Reloader-style tools and GitOps diffs).
-    const secret = await core.readNamespacedSecret({ namespace, name: 'reader' });
+    const secret = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'reader' });
     expect(secret.metadata?.annotations?.['keys.neon.dev/key-id']).toBe(String(done.status?.keyId));
     const reasons = (await events('reader')).map((e) => e.reason);
     expect(reasons).toEqual(expect.arrayContaining(['RotationStarted', 'KeyRetired']));
@@ -279,11 +247,11 @@ describe('rotation without downtime', () => {
     };
     // Its owner consents to restarts for this Secret.
     await apps.createNamespacedDeployment({
-      namespace,
+      namespace: suite.namespace,
       body: { ...deployment, metadata: { name: 'api', annotations: { 'keys.neon.dev/restart-on-rotation': 'restarted' } } },
     });
     await apps.createNamespacedDeployment({
-      namespace,
+      namespace: suite.namespace,
       body: {
         ...deployment,
         metadata: { name: 'bystander' },
@@ -302,10 +270,10 @@ describe('rotation without downtime', () => {
       'consumers restarted',
     );
     const fresh = restarted.status!.keyId!;
-    const api = await apps.readNamespacedDeployment({ namespace, name: 'api' });
+    const api = await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'api' });
     expect(api.spec?.template.metadata?.annotations?.[restartAnnotation('restarted')]).toBe(String(fresh));
     expect(restarted.status?.retiringKeys?.[0]?.restarts).toEqual([{ kind: 'Deployment', name: 'api', generation: api.metadata?.generation }]);
-    expect((await apps.readNamespacedDeployment({ namespace, name: 'bystander' })).metadata?.generation).toBe(1);
+    expect((await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'bystander' })).metadata?.generation).toBe(1);
 
     // No kubelet: the new pod never becomes Ready, so the rollout is not complete. Well past the
     // grace and maxGracePeriod, the old key is still live, and the condition says why.
@@ -319,15 +287,15 @@ describe('rotation without downtime', () => {
     // A stand-in for the kubelet: the new pod (it carries the restart annotation) reports Ready.
     const pod = await eventually(
       async () =>
-        (await core.listNamespacedPod({ namespace, labelSelector: 'app=api' })).items.find(
+        (await suite.core.listNamespacedPod({ namespace: suite.namespace, labelSelector: 'app=api' })).items.find(
           (p) => p.metadata?.annotations?.[restartAnnotation('restarted')] === String(fresh),
         ),
       20_000,
       'the new pod',
     );
-    await core.patchNamespacedPodStatus(
+    await suite.core.patchNamespacedPodStatus(
       {
-        namespace,
+        namespace: suite.namespace,
         name: pod.metadata!.name!,
         body: { status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date() }] } },
       },
@@ -343,7 +311,7 @@ describe('rotation without downtime', () => {
     );
     expect(await liveIds('restarted')).toEqual([done.status!.keyId]);
     expect(done.status?.keyId).toBe(fresh);
-    expect((await apps.readNamespacedDeployment({ namespace, name: 'api' })).metadata?.generation).toBe(api.metadata?.generation);
+    expect((await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'api' })).metadata?.generation).toBe(api.metadata?.generation);
   });
 
   it('a tenant naming workloads that did not consent restarts none: their pod templates unchanged, the old key retired after its grace', async () => {
@@ -361,15 +329,15 @@ describe('rotation without downtime', () => {
     });
     // A platform team's workloads in the namespace: one reading its own Secret, one paused (its
     // rollout would never complete), one reading this Secret without consenting; and one consenting.
-    await apps.createNamespacedDeployment({ namespace, body: workload('platform-web', 'platform-db') });
-    await apps.createNamespacedDeployment({ namespace, body: workload('platform-paused', 'platform-db', { paused: true }) });
-    await apps.createNamespacedDeployment({ namespace, body: workload('unwilling', 'naming') });
-    await apps.createNamespacedDeployment({ namespace, body: workload('willing', 'naming', { consent: 'naming' }) });
+    await apps.createNamespacedDeployment({ namespace: suite.namespace, body: workload('platform-web', 'platform-db') });
+    await apps.createNamespacedDeployment({ namespace: suite.namespace, body: workload('platform-paused', 'platform-db', { paused: true }) });
+    await apps.createNamespacedDeployment({ namespace: suite.namespace, body: workload('unwilling', 'naming') });
+    await apps.createNamespacedDeployment({ namespace: suite.namespace, body: workload('willing', 'naming', { consent: 'naming' }) });
     const templates = async (): Promise<Record<string, string>> =>
       Object.fromEntries(
         await Promise.all(
           ['platform-web', 'platform-paused', 'unwilling'].map(async (name) => {
-            const d = await apps.readNamespacedDeployment({ namespace, name });
+            const d = await apps.readNamespacedDeployment({ namespace: suite.namespace, name });
             return [name, `${d.metadata?.generation} ${JSON.stringify(d.spec?.template)}`] as const;
           }),
         ),
@@ -413,9 +381,11 @@ describe('rotation without downtime', () => {
     expect((await keysNamed('naming')).find((k) => k.id === old)?.revoked).toBe(true);
     // Not one byte of the others' pod templates moved, nor their generations.
     expect(await templates()).toEqual(before);
-    expect((await apps.readNamespacedDeployment({ namespace, name: 'willing' })).spec?.template.metadata?.annotations?.[restartAnnotation('naming')]).toBe(
-      String(fresh),
-    );
+    expect(
+      (await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'willing' })).spec?.template.metadata?.annotations?.[
+        restartAnnotation('naming')
+      ],
+    ).toBe(String(fresh));
     const restarted = (await events('naming')).find((e) => e.reason === 'ConsumersRestarted');
     expect(restarted?.type).toBe('Warning');
     expect(restarted?.message).toBe(
@@ -467,28 +437,27 @@ describe('rotation without downtime', () => {
   });
 
   it('a ProjectApiKey rotates the same way, and its operations mirror moves to the new key before the old one goes', async () => {
-    const project = emulator.bootstrap.projects.find((p) => p.organizationId === org);
+    const project = suite.emulator.bootstrap.projects.find((p) => p.organizationId === suite.org);
     if (project === undefined) throw new Error('no org project in the seed');
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'projectapikeys',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ProjectApiKey',
-        metadata: { name: 'project-key' },
-        spec: {
-          organizationId: org,
-          projectId: project.id,
-          keyName: 'project-key',
-          credentialsSecretRef: { name: 'neon-admin' },
-          rotation: { gracePeriod: '1s' },
-        },
+    await suite.apply(
+      'ProjectApiKey',
+      { name: 'project-key' },
+      {
+        organizationId: suite.org,
+        projectId: project.id,
+        keyName: 'project-key',
+        credentialsSecretRef: { name: 'neon-admin' },
+        rotation: { gracePeriod: '1s' },
       },
-    });
+    );
     const getProjectKey = async (): Promise<Resource> =>
-      (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'projectapikeys', name: 'project-key' })) as Resource;
+      (await suite.objects.getNamespacedCustomObject({
+        group,
+        version,
+        namespace: suite.namespace,
+        plural: 'projectapikeys',
+        name: 'project-key',
+      })) as Resource;
     const first = await eventually(
       async () => {
         const r = await getProjectKey();
@@ -498,8 +467,15 @@ describe('rotation without downtime', () => {
       'project key Ready with operations',
     );
     const old = first.status!.keyId!;
-    await objects.patchNamespacedCustomObject(
-      { group, version, namespace, plural: 'projectapikeys', name: 'project-key', body: { metadata: { annotations: { 'keys.neon.dev/rotate': 'p1' } } } },
+    await suite.objects.patchNamespacedCustomObject(
+      {
+        group,
+        version,
+        namespace: suite.namespace,
+        plural: 'projectapikeys',
+        name: 'project-key',
+        body: { metadata: { annotations: { 'keys.neon.dev/rotate': 'p1' } } },
+      },
       merge,
     );
     const done = await eventually(
@@ -583,38 +559,18 @@ describe('rotation without downtime', () => {
 // platform holds at most the recorded key plus the one retiring (or an attempt its intent names),
 // and it converges: the old key revoked, one live key, in the Secret, working.
 describe('a rotation interrupted at each step', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator | undefined;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let apps: AppsV1Api;
-  let namespace: string;
-  let org: string;
-  let aliceKey: string;
   let signer: Signer;
   let platform: PlatformClient;
-  const admin = <T>(path: string): Promise<T> => emulatorAdmin<T>(emulator.adminUrl, 'GET', path);
+  const admin = <T>(path: string): Promise<T> => emulatorAdmin<T>(suite.emulator.adminUrl, 'GET', path);
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    apps = cp.kubeConfig.makeApiClient(AppsV1Api);
-    signer = await operatorSigner(cp);
-    platform = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: aliceKey, retry: { maxAttempts: 1 } });
-    namespace = await createNamespace(cp, 'rotation-crash');
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
+  const suite = operatorSuite({
+    namespaces: ['rotation-crash'],
+    before: async (s) => {
+      apps = s.cp.kubeConfig.makeApiClient(AppsV1Api);
+      signer = await operatorSigner(s.cp);
+      platform = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 1 } });
+    },
   });
 
   it('converges from every step with never more than the recorded keys live', async () => {
@@ -624,27 +580,20 @@ describe('a rotation interrupted at each step', () => {
     const olds = new Map<string, number>();
     const expectNotRevoked = new Map<string, number>();
     for (const name of names) {
-      const old = await platform.createOrganizationKey(org, { keyName: `${name}-0ld0ld00` });
+      const old = await platform.createOrganizationKey(suite.org, { keyName: `${name}-0ld0ld00` });
       olds.set(name, old.id);
       const withRestart = name === 'restarts-patched';
-      const created = (await objects.createNamespacedCustomObject({
-        group,
-        version,
-        namespace,
-        plural: 'apikeys',
-        body: {
-          apiVersion: `${group}/${version}`,
-          kind: 'ApiKey',
-          metadata: { name, namespace, finalizers: ['keys.neon.dev/finalizer'], annotations: { 'keys.neon.dev/rotate': 'crash' } },
-          spec: {
-            scope: 'Organization',
-            organizationId: org,
-            keyName: name,
-            credentialsSecretRef: { name: 'neon-admin' },
-            rotation: withRestart ? { ...rotationSpec, restart: { workloads: [{ kind: 'Deployment', name: 'consumer' }] } } : rotationSpec,
-          },
+      const created = (await suite.apply(
+        'ApiKey',
+        { name, namespace: suite.namespace, finalizers: ['keys.neon.dev/finalizer'], annotations: { 'keys.neon.dev/rotate': 'crash' } },
+        {
+          scope: 'Organization',
+          organizationId: suite.org,
+          keyName: name,
+          credentialsSecretRef: { name: 'neon-admin' },
+          rotation: withRestart ? { ...rotationSpec, restart: { workloads: [{ kind: 'Deployment', name: 'consumer' }] } } : rotationSpec,
         },
-      })) as Resource;
+      )) as Resource;
       const resource = { ...created, kind: 'ApiKey' } as KeyResource;
       // What the operator writes: a rotation's key names the key it replaced (under the signature).
       const putSecret = async (key: { id: number; name?: string | undefined; key: string }, replaces?: number): Promise<void> => {
@@ -655,16 +604,16 @@ describe('a rotation interrupted at each step', () => {
           { id: key.id, name: key.name ?? '', secret: key.key, ...(replaces !== undefined ? { replaces } : {}) },
           signer,
         );
-        await core.createNamespacedSecret({ namespace, body });
+        await suite.core.createNamespacedSecret({ namespace: suite.namespace, body });
       };
       const setStatus = async (status: Record<string, unknown>): Promise<void> => {
-        await objects.patchNamespacedCustomObjectStatus({ group, version, namespace, plural: 'apikeys', name, body: { status } }, merge);
+        await suite.objects.patchNamespacedCustomObjectStatus({ group, version, namespace: suite.namespace, plural: 'apikeys', name, body: { status } }, merge);
       };
       const intent = (attempt: string): Record<string, string> =>
         crashedIntent(signer, created.metadata.uid, { attempt, startedAt: now, holder: 'killed', replaces: old.id, rotation: { request: 'crash' } });
       const setIntent = async (attempt: string): Promise<void> => {
-        await objects.patchNamespacedCustomObject(
-          { group, version, namespace, plural: 'apikeys', name, body: { metadata: { annotations: intent(attempt) } } },
+        await suite.objects.patchNamespacedCustomObject(
+          { group, version, namespace: suite.namespace, plural: 'apikeys', name, body: { metadata: { annotations: intent(attempt) } } },
           merge,
         );
       };
@@ -680,11 +629,11 @@ describe('a rotation interrupted at each step', () => {
           await putSecret(old);
           await setStatus(oldStatus);
           await setIntent(attempt);
-          await platform.createOrganizationKey(org, { keyName: attempt });
+          await platform.createOrganizationKey(suite.org, { keyName: attempt });
           break;
         }
         case 'secret-written': {
-          const fresh = await platform.createOrganizationKey(org, { keyName: attempt });
+          const fresh = await platform.createOrganizationKey(suite.org, { keyName: attempt });
           await putSecret(fresh, old.id);
           await setStatus(oldStatus);
           await setIntent(attempt);
@@ -692,7 +641,7 @@ describe('a rotation interrupted at each step', () => {
           break;
         }
         case 'status-written': {
-          const fresh = await platform.createOrganizationKey(org, { keyName: attempt });
+          const fresh = await platform.createOrganizationKey(suite.org, { keyName: attempt });
           await putSecret(fresh, old.id);
           await setStatus({
             keyId: fresh.id,
@@ -707,7 +656,7 @@ describe('a rotation interrupted at each step', () => {
           break;
         }
         case 'restarts-patched': {
-          const fresh = await platform.createOrganizationKey(org, { keyName: attempt });
+          const fresh = await platform.createOrganizationKey(suite.org, { keyName: attempt });
           await putSecret(fresh, old.id);
           await setStatus({
             keyId: fresh.id,
@@ -719,7 +668,7 @@ describe('a rotation interrupted at each step', () => {
           });
           // The restart was patched (replicas 0: its rollout completes without a kubelet), its record lost.
           await apps.createNamespacedDeployment({
-            namespace,
+            namespace: suite.namespace,
             body: {
               metadata: { name: 'consumer', annotations: { 'keys.neon.dev/restart-on-rotation': name } },
               spec: {
@@ -736,7 +685,7 @@ describe('a rotation interrupted at each step', () => {
           break;
         }
         case 'old-revoked': {
-          const fresh = await platform.createOrganizationKey(org, { keyName: attempt });
+          const fresh = await platform.createOrganizationKey(suite.org, { keyName: attempt });
           await putSecret(fresh, old.id);
           await setStatus({
             keyId: fresh.id,
@@ -746,18 +695,16 @@ describe('a rotation interrupted at each step', () => {
             retiringKeys: [{ keyId: old.id, keyName: old.name, since: now }],
             rotation: { lastRequest: 'crash', lastRotatedAt: now },
           });
-          await platform.revokeOrganizationKey(org, old.id);
+          await platform.revokeOrganizationKey(suite.org, old.id);
           expectNotRevoked.set(name, fresh.id);
           break;
         }
       }
     }
-    const consumerGeneration = (await apps.readNamespacedDeployment({ namespace, name: 'consumer' })).metadata?.generation;
+    const consumerGeneration = (await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'consumer' })).metadata?.generation;
 
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
+    await suite.startOperator({
+      namespace: suite.namespace,
       workers: 4,
       driftIntervalMs: 2_000,
       pendingGraceMs: 2_000,
@@ -777,7 +724,11 @@ describe('a rotation interrupted at each step', () => {
         new Map(
           await Promise.all(
             names.map(
-              async (name) => [name, (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource] as const,
+              async (name) =>
+                [
+                  name,
+                  (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'apikeys', name })) as Resource,
+                ] as const,
             ),
           ),
         );
@@ -807,44 +758,28 @@ describe('a rotation interrupted at each step', () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     for (const name of names) {
-      const r = (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name })) as Resource;
+      const r = (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'apikeys', name })) as Resource;
       const keys = await admin<AdminKey[]>('/keys');
       expect(keys.find((k) => k.id === olds.get(name))?.revoked).toBe(true);
-      const secret = await core.readNamespacedSecret({ namespace, name });
+      const secret = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name });
       expect(secret.metadata?.annotations?.['keys.neon.dev/key-id']).toBe(String(r.status?.keyId));
       const value = Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
-      expect((await fetch(`${emulator.baseUrl}/auth`, { headers: { authorization: `Bearer ${value}` } })).status).toBe(200);
+      expect((await fetch(`${suite.emulator.baseUrl}/auth`, { headers: { authorization: `Bearer ${value}` } })).status).toBe(200);
       // Where the new key had reached the Secret, it is the one kept: no second rotation.
       if (expectNotRevoked.has(name)) expect(r.status?.keyId).toBe(expectNotRevoked.get(name));
     }
     // The restart repeated after the crash changed nothing: no second rollout.
-    expect((await apps.readNamespacedDeployment({ namespace, name: 'consumer' })).metadata?.generation).toBe(consumerGeneration);
+    expect((await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'consumer' })).metadata?.generation).toBe(consumerGeneration);
   }, 120_000);
 });
 
 describe('a rotation asked for while the previous one retires', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator | undefined;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let namespace: string;
-
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    const aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'rotation-queued');
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
+  const suite = operatorSuite({
+    namespaces: ['rotation-queued'],
     // A drift interval far longer than the test (its timeout is 2 minutes): the second rotation
     // cannot wait for a drift pass, so the test waits for it without a bound of its own.
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
+    operator: (s) => ({
+      namespace: s.namespace,
       workers: 2,
       driftIntervalMs: 10 * 60_000,
       pendingGraceMs: 2_000,
@@ -852,37 +787,30 @@ describe('a rotation asked for while the previous one retires', () => {
       rotationPollMs: 500,
       minRotationGraceMs: TEST_MIN_ROTATION_GRACE_MS,
       logger: createLogger({ level: 'silent' }),
-    });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
+    }),
   });
 
   it('starts as soon as the retiring key is revoked, not at the next drift pass', async () => {
-    const org = emulator.bootstrap.organizations[0]?.id ?? '';
     const get = async (): Promise<Resource> =>
-      (await objects.getNamespacedCustomObject({ group, version, namespace, plural: 'apikeys', name: 'queued' })) as Resource;
+      (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: 'apikeys', name: 'queued' })) as Resource;
     const annotate = async (token: string): Promise<void> => {
-      await objects.patchNamespacedCustomObject(
-        { group, version, namespace, plural: 'apikeys', name: 'queued', body: { metadata: { annotations: { 'keys.neon.dev/rotate': token } } } },
+      await suite.objects.patchNamespacedCustomObject(
+        {
+          group,
+          version,
+          namespace: suite.namespace,
+          plural: 'apikeys',
+          name: 'queued',
+          body: { metadata: { annotations: { 'keys.neon.dev/rotate': token } } },
+        },
         merge,
       );
     };
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'apikeys',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'ApiKey',
-        metadata: { name: 'queued' },
-        spec: { scope: 'Organization', organizationId: org, keyName: 'queued', credentialsSecretRef: { name: 'neon-admin' }, rotation: { gracePeriod: '3s' } },
-      },
-    });
+    await suite.apply(
+      'ApiKey',
+      { name: 'queued' },
+      { scope: 'Organization', organizationId: suite.org, keyName: 'queued', credentialsSecretRef: { name: 'neon-admin' }, rotation: { gracePeriod: '3s' } },
+    );
     const first = await eventually(
       async () => {
         const r = await get();

@@ -2,27 +2,12 @@
 // HTTP, the operator in-process with the ServiceAccount of deploy/: the extra entries appear and
 // work, labels and annotations appear, a template change or a tenant's edit is repaired without a
 // new key, the operator's own names cannot be set, and no secret reaches the log or an event.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Writable } from 'node:stream';
-import { ApiException, CoreV1Api, type CustomObjectsApi, type V1Secret } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
+import { describe, expect, it } from '@jest/globals';
+import { ApiException, type V1Secret } from '@kubernetes/client-node';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import {
-  createNamespace,
-  customObjects,
-  emulatorAdmin,
-  eventually,
-  installOperatorManifests,
-  operatorKubeConfig,
-  intentSettled,
-  replaceCustomObject,
-} from './support.ts';
+import { emulatorAdmin, eventually, intentSettled, replaceCustomObject } from './support.ts';
+import { capturedLog, group, operatorSuite, readUntil, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const ORG = 'org-demo-00000001';
 const PROJECT = 'quiet-river-00000001';
 
@@ -43,37 +28,34 @@ interface AdminKey {
 }
 
 describe('spec.secret.template against a real apiserver and the emulator', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let namespace: string;
-  let aliceKey: string;
-  const issued = new Set<string>();
-  const logLines: string[] = [];
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk: Buffer, _enc, done) {
-        logLines.push(chunk.toString('utf8'));
-        done();
-      },
+  const suite = operatorSuite({
+    namespaces: ['secret-template'],
+    operator: (s) => ({
+      namespace: s.namespace,
+      workers: 2,
+      driftIntervalMs: 2_000,
+      pendingGraceMs: 5_000,
+      maxBackoffMs: 4_000,
+      logger,
+      identity: 'secret-template',
     }),
   });
 
+  const issued = new Set<string>();
+  const { logger, lines: logLines } = capturedLog('debug');
+
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
   const create = (kind: 'ApiKey' | 'ProjectApiKey', name: string, spec: Record<string, unknown>): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
+    suite.objects.createNamespacedCustomObject({
       group,
       version,
-      namespace,
+      namespace: suite.namespace,
       plural: plural(kind),
       fieldValidation: 'Strict',
-      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec },
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace: suite.namespace }, spec },
     });
   const get = async (kind: string, name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as Resource;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: plural(kind), name })) as Resource;
   const untilReady = (kind: string, name: string): Promise<Resource> =>
     eventually(
       async () => {
@@ -85,7 +67,7 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
       `${kind} ${name} Ready`,
     );
   const readSecret = async (name: string): Promise<V1Secret> => {
-    const secret = await core.readNamespacedSecret({ namespace, name });
+    const secret = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name });
     for (const value of Object.values(secret.data ?? {})) {
       const text = Buffer.from(value, 'base64').toString('utf8');
       if (/^[a-z0-9]{64}$/.test(text)) issued.add(text);
@@ -96,17 +78,9 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     const value = secret.data?.[key];
     return value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8');
   };
-  const untilSecret = (name: string, test: (s: V1Secret) => boolean, what: string): Promise<V1Secret> =>
-    eventually(
-      async () => {
-        const s = await readSecret(name);
-        return test(s) ? s : undefined;
-      },
-      20_000,
-      what,
-    );
+  const untilSecret = (name: string, test: (s: V1Secret) => boolean, what: string): Promise<V1Secret> => readUntil(() => readSecret(name), test, 20_000, what);
   const keysNamed = async (prefix: string): Promise<AdminKey[]> =>
-    (await emulatorAdmin<AdminKey[]>(emulator.adminUrl, 'GET', '/keys')).filter((k) => k.name.startsWith(`${prefix}-`));
+    (await emulatorAdmin<AdminKey[]>(suite.emulator.adminUrl, 'GET', '/keys')).filter((k) => k.name.startsWith(`${prefix}-`));
   const refusal = async (promise: Promise<unknown>): Promise<string> => {
     try {
       await promise;
@@ -120,39 +94,11 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
   const setTemplate = async (kind: string, name: string, template: Record<string, unknown>): Promise<void> => {
     // Again on a conflict: the operator may write the resource's status meanwhile (the first use of
     // a ProjectApiKey's key, recorded by a drift pass).
-    await replaceCustomObject<Resource>(objects, { group, version, namespace, plural: plural(kind), name }, (current) => ({
+    await replaceCustomObject<Resource>(suite.objects, { group, version, namespace: suite.namespace, plural: plural(kind), name }, (current) => ({
       ...current,
       spec: { ...current.spec, secret: { ...current.spec.secret, template } },
     }));
   };
-
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    aliceKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'secret-template');
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: aliceKey } } });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
-      workers: 2,
-      driftIntervalMs: 2_000,
-      pendingGraceMs: 5_000,
-      maxBackoffMs: 4_000,
-      logger,
-      identity: 'secret-template',
-    });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
-  });
 
   it('the extra entries appear and work, with the labels and annotations of the template', async () => {
     await create('ProjectApiKey', 'app-neon', {
@@ -181,7 +127,7 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     const secret = await readSecret('app-neon');
     expect(entry(secret, 'NEON_API_KEY')).toBe(entry(secret, 'apiKey'));
     expect(entry(secret, 'NEON_PROJECT_ID')).toBe(PROJECT);
-    expect(entry(secret, 'NEON_API_HOST')).toBe(emulator.baseUrl);
+    expect(entry(secret, 'NEON_API_HOST')).toBe(suite.emulator.baseUrl);
     expect(entry(secret, 'NEON_KEY_ID')).toBe(String(ready.status?.keyId));
     expect(entry(secret, 'NEON_KEY_NAME')).toBe(ready.status?.keyName);
     expect(entry(secret, 'NEON_ORG_ID')).toBe(ORG);
@@ -214,7 +160,7 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     expect(after.status?.keyId).toBe(before.status?.keyId);
     expect((await keysNamed('app-neon')).filter((k) => !k.revoked).map((k) => k.id)).toEqual([before.status?.keyId]);
     expect((await keysNamed('app-neon')).length).toBe(1);
-    const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=app-neon' });
+    const events = await suite.core.listNamespacedEvent({ namespace: suite.namespace, fieldSelector: 'involvedObject.name=app-neon' });
     expect(events.items.map((e) => e.reason)).toContain('SecretRewritten');
   });
 
@@ -227,7 +173,7 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
       metadata: { ...secret.metadata, labels: { ...secret.metadata?.labels, team: 'hijacked' } },
       data: { apiKey: secret.data?.apiKey ?? '', NEON_API_HOST: secret.data?.NEON_API_HOST ?? '' },
     };
-    await core.replaceNamespacedSecret({ namespace, name: 'app-neon', body: edited });
+    await suite.core.replaceNamespacedSecret({ namespace: suite.namespace, name: 'app-neon', body: edited });
     const repaired = await untilSecret(
       'app-neon',
       (s) => entry(s, 'TOKEN') === key && s.metadata?.labels?.team === 'billing',
@@ -253,10 +199,10 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     const current = await get('ProjectApiKey', 'app-neon');
     expect(
       await refusal(
-        objects.replaceNamespacedCustomObject({
+        suite.objects.replaceNamespacedCustomObject({
           group,
           version,
-          namespace,
+          namespace: suite.namespace,
           plural: 'projectapikeys',
           name: 'app-neon',
           body: {
@@ -280,7 +226,7 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
     const secret = await readSecret('ci');
     expect(entry(secret, 'NEON_API_KEY')).toBe(entry(secret, 'token'));
     const projects = await new PlatformClient({
-      baseUrl: emulator.baseUrl,
+      baseUrl: suite.emulator.baseUrl,
       apiKey: entry(secret, 'NEON_API_KEY') ?? '',
       retry: { maxAttempts: 1 },
     }).listProjects({ orgId: ORG });
@@ -288,9 +234,9 @@ describe('spec.secret.template against a real apiserver and the emulator', () =>
 
     expect(issued.size).toBeGreaterThanOrEqual(2);
     const log = logLines.join('');
-    const events = (await core.listNamespacedEvent({ namespace })).items.map((e) => `${e.reason} ${e.message}`).join('\n');
+    const events = (await suite.core.listNamespacedEvent({ namespace: suite.namespace })).items.map((e) => `${e.reason} ${e.message}`).join('\n');
     const statuses = JSON.stringify([await get('ProjectApiKey', 'app-neon'), await get('ApiKey', 'ci')]);
-    for (const value of [...issued, aliceKey]) {
+    for (const value of [...issued, suite.adminKey]) {
       expect(log.includes(value)).toBe(false);
       expect(events.includes(value)).toBe(false);
       expect(statuses.includes(value)).toBe(false);

@@ -4,17 +4,12 @@
 // writes also shorten the apiserver's watch backlog after a wave of new keys. A real kube-apiserver,
 // the emulator over HTTP, the operator in-process; the requests are counted where the operator's
 // kube client signs them (every request it sends), from the creates until every key is at rest.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, onEveryRequest, operatorKubeConfig, untilAtRest } from './support.ts';
+import { eventually, onEveryRequest, operatorKubeConfig, untilAtRest } from './support.ts';
+import { group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const DRIFT_MS = 2_000;
 /** The issue's budget: finalizer + intent, Secret, status, KeyIssued event. */
 const MAX_WRITES_PER_KEY = 4;
@@ -36,13 +31,6 @@ interface Sent {
 }
 
 describe('writes per issued key', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
-  let namespace: string;
-  let org: string;
   const records: ReconcileRecord[] = [];
   const sent: Sent[] = [];
   const ORG_KEYS = 6;
@@ -52,7 +40,7 @@ describe('writes per issued key', () => {
 
   const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
   const get = async (kind: string, name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as Resource;
+    (await suite.objects.getNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: plural(kind), name })) as Resource;
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
 
   /**
@@ -61,10 +49,10 @@ describe('writes per issued key', () => {
    */
   const subject = (request: Sent): string => {
     const path = new URL(request.url).pathname;
-    const resource = new RegExp(`/namespaces/${namespace}/(?:apikeys|projectapikeys|secrets)/([^/]+)`).exec(path);
+    const resource = new RegExp(`/namespaces/${suite.namespace}/(?:apikeys|projectapikeys|secrets)/([^/]+)`).exec(path);
     if (resource !== null) return resource[1] ?? 'other';
     // A POST names its object in its body: an event by its involvedObject, a Secret by its name.
-    if (path.endsWith(`/namespaces/${namespace}/events`) || path.endsWith(`/namespaces/${namespace}/secrets`)) {
+    if (path.endsWith(`/namespaces/${suite.namespace}/events`) || path.endsWith(`/namespaces/${suite.namespace}/secrets`)) {
       try {
         const body = JSON.parse(request.body) as { involvedObject?: { name?: string }; metadata?: { name?: string } };
         return (path.endsWith('/events') ? body.involvedObject?.name : body.metadata?.name) ?? 'other';
@@ -83,51 +71,47 @@ describe('writes per issued key', () => {
 
   let writesFrom = 0;
 
+  const suite = operatorSuite({
+    namespaces: ['writes'],
+    operator: async (s) => {
+      const config = await operatorKubeConfig(s.cp);
+      onEveryRequest(config, (context) => {
+        const body = context.getBody();
+        sent.push({ method: context.getHttpMethod(), url: context.getUrl(), body: typeof body === 'string' ? body : '' });
+      });
+      return {
+        kubeConfig: config,
+        namespace: s.namespace,
+        workers: 4,
+        driftIntervalMs: DRIFT_MS,
+        logger: createLogger({ level: 'silent' }),
+        identity: 'writes',
+        onReconcile: (record) => records.push(record),
+      };
+    },
+  });
+
   beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    const adminKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'writes');
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
-    const config = await operatorKubeConfig(cp);
-    onEveryRequest(config, (context) => {
-      const body = context.getBody();
-      sent.push({ method: context.getHttpMethod(), url: context.getUrl(), body: typeof body === 'string' ? body : '' });
-    });
-    operator = await startOperator({
-      kubeConfig: config,
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
-      workers: 4,
-      driftIntervalMs: DRIFT_MS,
-      logger: createLogger({ level: 'silent' }),
-      identity: 'writes',
-      onReconcile: (record) => records.push(record),
-    });
-    await eventually(async () => (operator.ready() ? true : undefined), 30_000, 'operator ready');
+    await eventually(async () => (suite.operator.ready() ? true : undefined), 30_000, 'operator ready');
     writesFrom = sent.length;
-    const projects = emulator.bootstrap.projects.filter((p) => p.organizationId === org);
+    const projects = suite.emulator.bootstrap.projects.filter((p) => p.organizationId === suite.org);
     const create = async (kind: 'ApiKey' | 'ProjectApiKey', name: string, spec: Record<string, unknown>): Promise<void> => {
-      await objects.createNamespacedCustomObject({
+      await suite.objects.createNamespacedCustomObject({
         group,
         version,
-        namespace,
+        namespace: suite.namespace,
         plural: plural(kind),
-        body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec },
+        body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace: suite.namespace }, spec },
       });
     };
     await Promise.all([
       ...orgKeys.map((name) =>
-        create('ApiKey', name, { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } }),
+        create('ApiKey', name, { scope: 'Organization', organizationId: suite.org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } }),
       ),
       ...projectKeys.map((name, i) => {
         const project = projects[i % 2];
         if (project === undefined) throw new Error('the seed has fewer than two org projects');
-        return create('ProjectApiKey', name, { organizationId: org, projectId: project.id, keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
+        return create('ProjectApiKey', name, { organizationId: suite.org, projectId: project.id, keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
       }),
     ]);
     // Issued, mirrored, and then at rest: every write the new keys cause is in by then (a second
@@ -144,14 +128,8 @@ describe('writes per issued key', () => {
       60_000,
       'every key Ready, every ProjectApiKey with OperationsSettled',
     );
-    await untilAtRest(records, namespace, [...orgKeys, ...projectKeys], DRIFT_MS, 60_000);
+    await untilAtRest(records, suite.namespace, [...orgKeys, ...projectKeys], DRIFT_MS, 60_000);
   }, 150_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
-  });
 
   /**
    * A status patch whose only change from the resource's previous one is status.lastUsedAt /
@@ -169,7 +147,7 @@ describe('writes per issued key', () => {
   };
 
   it(`issuing ${ORG_KEYS} ApiKeys and ${PROJECT_KEYS} ProjectApiKeys costs at most ${MAX_WRITES_PER_KEY} apiserver writes per key, events included`, () => {
-    const writes = sent.slice(writesFrom).filter((r) => WRITE_METHODS.has(r.method) && new URL(r.url).pathname.includes(`/namespaces/${namespace}/`));
+    const writes = sent.slice(writesFrom).filter((r) => WRITE_METHODS.has(r.method) && new URL(r.url).pathname.includes(`/namespaces/${suite.namespace}/`));
     const byKey = new Map<string, string[]>();
     const usage = new Map<string, string[]>();
     const lastStatus = new Map<string, string>();
@@ -192,7 +170,7 @@ describe('writes per issued key', () => {
     // Reads, for the record (not budgeted): every GET of the window but watches.
     const reads = sent
       .slice(writesFrom)
-      .filter((r) => r.method === 'GET' && !new URL(r.url).searchParams.has('watch') && new URL(r.url).pathname.includes(`/namespaces/${namespace}/`));
+      .filter((r) => r.method === 'GET' && !new URL(r.url).searchParams.has('watch') && new URL(r.url).pathname.includes(`/namespaces/${suite.namespace}/`));
     process.stdout.write(`reads (GET) from the creates until at rest: ${reads.length} for ${ORG_KEYS + PROJECT_KEYS} keys\n`);
     // Nothing written that is not about one of the keys (the namespace's own Secrets are the tenant's).
     expect(byKey.get('other') ?? []).toEqual([]);
@@ -216,7 +194,7 @@ describe('writes per issued key', () => {
         if (intent !== undefined) expect((JSON.parse(intent) as { attempt: string }).attempt).toBe(r.status?.keyName);
       }
     }
-    const creates = records.filter((r) => r.namespace === namespace && r.createSent);
+    const creates = records.filter((r) => r.namespace === suite.namespace && r.createSent);
     expect(creates.length).toBe(ORG_KEYS + PROJECT_KEYS);
   });
 });
