@@ -88,14 +88,20 @@ function stageViolations(edges: readonly ImportEdge[]): string[] {
   return found;
 }
 
-/** The rooms of the operator beside the key domain: they read it only through its face, keys/index.ts. */
-const BESIDE_KEYS = ['src/operator/inventory/', 'src/operator/issuers/'] as const;
+/**
+ * The rooms of the operator beside the key domain, and the wiring that assembles them (manager.ts,
+ * main.ts): they read it only through its face, keys/index.ts.
+ */
+const BESIDE_KEYS = ['src/operator/inventory/', 'src/operator/issuers/', 'src/operator/manager.ts', 'src/operator/main.ts'] as const;
 
-/** The other rooms of the operator read the key domain only through its face, keys/index.ts. */
+/** The other rooms of the operator, and its wiring, read the key domain only through its face, keys/index.ts. */
 function faceViolations(edges: readonly ImportEdge[]): string[] {
   return edges
     .filter((e) => BESIDE_KEYS.some((room) => e.from.startsWith(room)) && e.to.startsWith(KEYS) && e.to !== `${KEYS}index.ts`)
-    .map((e) => `${e.from} -> ${e.to}: ${e.from.split('/')[2]}/ imports the key domain only through keys/index.ts`);
+    .map((e) => {
+      const [, , place = '', file] = e.from.split('/');
+      return `${e.from} -> ${e.to}: ${file === undefined ? place : `${place}/`} imports the key domain only through keys/index.ts`;
+    });
 }
 
 const files = sourceFiles(ROOT, 'src');
@@ -118,7 +124,7 @@ describe('the imports of src/', () => {
     expect(stageViolations(edges)).toEqual([]);
   });
 
-  it('reach the key domain from the inventory and the issuers only through keys/index.ts', () => {
+  it('reach the key domain from the inventory, the issuers and the wiring (manager.ts, main.ts) only through keys/index.ts', () => {
     expect(faceViolations(edges)).toEqual([]);
   });
 });
@@ -198,5 +204,9 @@ describe('the checks themselves', () => {
     expect(faceViolations([{ from: 'src/operator/issuers/watches.ts', to: `${KEYS}watches.ts`, typeOnly: false }])).toEqual([
       'src/operator/issuers/watches.ts -> src/operator/keys/watches.ts: issuers/ imports the key domain only through keys/index.ts',
     ]);
+    expect(faceViolations([{ from: 'src/operator/manager.ts', to: `${KEYS}reconciler.ts`, typeOnly: false }])).toEqual([
+      'src/operator/manager.ts -> src/operator/keys/reconciler.ts: manager.ts imports the key domain only through keys/index.ts',
+    ]);
+    expect(faceViolations([{ from: 'src/operator/manager.ts', to: `${KEYS}index.ts`, typeOnly: false }])).toEqual([]);
   });
 });
