@@ -3,42 +3,23 @@
 // (create-recovery.ts). Intents are signed for the resource's uid (create-intent.ts); the platform's
 // answer is checked (created-key.ts); a POST is never retried blindly (docs/security.md).
 import type { ReconcileResult } from '../runtime/controller.ts';
-import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER, MAX_LOST_ATTEMPTS, type KeyResource, type LostAttempt } from '../resources/schema.ts';
+import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../resources/schema.ts';
 import { rotatingCondition, shownReason, type BlockedInputs } from './status/conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './issuing/create-intent.ts';
-import type { CreatedKey, KeyPlatform } from './adapter.ts';
-import { checkCreatedKey } from './issuing/created-key.ts';
+import type { KeyPlatform } from './adapter.ts';
 import { capRefusal } from './issuing/credentials-source.ts';
 import { keepCredentials } from './issuing/credentials-in-use.ts';
 import { wrongCredentialsKind, type KeyKind } from './issuing/credentials-kind.ts';
 import { needsSlot } from './issuing/issuer-slots.ts';
 import type { Decision, PendingAttempt } from './decision.ts';
-import { attemptListFingerprint } from './observing/orphans.ts';
 import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
 import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
-import { updateMetadata, writeKeyRecord, writeStatus } from './status/resource-writes.ts';
+import { updateMetadata, writeStatus } from './status/resource-writes.ts';
 import { SecretConflictError, writeSecret, type WrittenSecret } from './secret/secret-writer.ts';
 import { recordNewKey } from './create-record.ts';
+import { postAttempt } from './create-post.ts';
 
-/** status.lostAttempts with `entry` added; decide() starts no create while the list is full, so the bound holds. */
-function lostAttemptsWith(status: KeyResource['status'], entry: LostAttempt): LostAttempt[] {
-  return [...(status?.lostAttempts ?? []).filter((l) => l.keyName !== entry.keyName), entry].slice(-MAX_LOST_ATTEMPTS);
-}
-
-/**
- * A resource whose finalizer was to come with the intent (`addFinalizer`) gets it before a refusal
- * is reported instead: it is then as it was when the finalizer came first, on its own.
- */
-async function withFinalizer(deps: KeyDeps, ctx: Context, addFinalizer: boolean): Promise<Context> {
-  if (!addFinalizer) return ctx;
-  return {
-    ...ctx,
-    resource: await updateMetadata(deps, ctx.resource, (m) => {
-      m.finalizers = [...(m.finalizers ?? []), FINALIZER];
-    }),
-  };
-}
-
+/** The credentials' kind said before anything is created (credentials-kind.ts): undefined when they fit, or are not known. */
 async function checkCredentialsKind(
   deps: KeyDeps,
   ctx: Context,
@@ -48,23 +29,40 @@ async function checkCredentialsKind(
   addFinalizer: boolean,
 ): Promise<ReconcileResult | undefined> {
   const { adapter } = ctx;
-  let auth;
-  try {
-    auth = await deps.credentialsKinds.of(credentialsId, () => platform.getAuth());
-  } catch (error) {
-    const failure = asPlatformFailure(error);
-    if (failure?.code === 'UNAUTHORIZED' || failure?.code === 'FORBIDDEN')
-      return reportPlatformFailure(deps, await withFinalizer(deps, ctx, addFinalizer), failure, 'checking the credentials');
-    // Not known: the create itself says what is wrong, if anything.
-    ctx.logger.debug({ code: failure?.code }, 'GET /auth failed; creating without the credentials check');
-    return undefined;
+  const auth = await deps.credentialsKinds
+    .of(credentialsId, () => platform.getAuth())
+    .then(
+      (value) => ({ value }),
+      (error: unknown) => ({ failure: asPlatformFailure(error) }),
+    );
+  let refused: { failure: NonNullable<ReturnType<typeof asPlatformFailure>> } | { message: string };
+  if ('failure' in auth) {
+    const { failure } = auth;
+    if (failure?.code !== 'UNAUTHORIZED' && failure?.code !== 'FORBIDDEN') {
+      // Not known: the create itself says what is wrong, if anything.
+      ctx.logger.debug({ code: failure?.code }, 'GET /auth failed; creating without the credentials check');
+      return undefined;
+    }
+    refused = { failure };
+  } else {
+    const kind: KeyKind = adapter?.project !== undefined ? 'Project' : adapter?.listScope === 'personal' ? 'Personal' : 'Organization';
+    const message = wrongCredentialsKind(kind, auth.value);
+    if (message === undefined) return undefined;
+    refused = { message };
   }
-  const kind: KeyKind = adapter?.project !== undefined ? 'Project' : adapter?.listScope === 'personal' ? 'Personal' : 'Organization';
-  const message = wrongCredentialsKind(kind, auth);
-  if (message === undefined) return undefined;
-  const reported = await withFinalizer(deps, ctx, addFinalizer);
-  await writeStatus(deps, reported, { blocked, reason: 'CredentialsWrongKind', message, hint: 'KeyIssued' });
-  await deps.events.record(reported.resource, 'Warning', 'CredentialsWrongKind', message);
+  // A resource whose finalizer was to come with the intent (`addFinalizer`) gets it before the refusal
+  // is reported instead: it is then as it was when the finalizer came first, on its own.
+  const reported = addFinalizer
+    ? {
+        ...ctx,
+        resource: await updateMetadata(deps, ctx.resource, (m) => {
+          m.finalizers = [...(m.finalizers ?? []), FINALIZER];
+        }),
+      }
+    : ctx;
+  if ('failure' in refused) return reportPlatformFailure(deps, reported, refused.failure, 'checking the credentials');
+  await writeStatus(deps, reported, { blocked, reason: 'CredentialsWrongKind', message: refused.message, hint: 'KeyIssued' });
+  await deps.events.record(reported.resource, 'Warning', 'CredentialsWrongKind', refused.message);
   // The credentials Secret is not watched: looked at again with backoff, as other refusals are.
   return { type: 'Backoff' };
 }
@@ -157,6 +155,7 @@ function attemptOf(
   };
 }
 
+/** The create with its slot (if any) and credentials known: intent, POST, Secret, record; each step is given what it uses. */
 async function createClaimed(
   deps: KeyDeps,
   ctx: Context,
@@ -183,7 +182,7 @@ async function createClaimed(
   const intended = await writeIntent(deps, ctx, pending, addFinalizer, slot);
   logger.info({ attempt: pending.attempt }, 'creating key');
   if (ctx.record !== undefined) ctx.record.createSent = true;
-  const posted = await post(deps, ctx, intended, blocked, platform, credentialsId, pending);
+  const posted = await postAttempt(deps, ctx, intended, blocked, platform, credentialsId, pending);
   if ('result' in posted) return posted.result;
   const { created, current } = posted;
   // Step 4: the Secret at once; it is the durable record of the key (adoption reads it).
@@ -200,7 +199,30 @@ async function createClaimed(
     secret = await writeSecret(deps, to, { id: created.id, name: pending.attempt, secret: created.key, ...(replaces !== undefined ? { replaces } : {}) });
   } catch (error) {
     if (!(error instanceof SecretConflictError)) throw error;
-    return await refuseForeignSecret(deps, { ...ctx, resource: current }, blocked, platform, created.id, error.secretName, pending.rotation !== undefined);
+    // Its name is taken by a Secret this resource does not own (spec.secret.immutable): never adopted
+    // nor overwritten. The key just made is in no Secret, so it is revoked at once (the intent stays
+    // until then: recovery revokes it should this fail), and SecretConflict is reported.
+    const { secretName } = error;
+    try {
+      await adapter.revoke(platform, created.id);
+    } catch (revokeError) {
+      if (asPlatformFailure(revokeError)?.code !== 'NOT_FOUND') throw revokeError;
+    }
+    const cleared = await updateMetadata(deps, current, (m) => {
+      delete m.annotations?.[ANNOTATION_CREATE_PENDING];
+    });
+    const message =
+      `Secret ${secretName}, where key ${created.id} was to go, exists and is not controlled by this resource (no controller owner reference with its uid); ` +
+      `key ${created.id} was revoked. Delete that Secret; a new key is issued then`;
+    logger.warn({ secretName, keyId: created.id }, 'the Secret name of a new key is taken; revoked the key');
+    // A rotation's: the recorded key stays live and Ready, the rotation says what stopped it.
+    const conditions =
+      pending.rotation !== undefined
+        ? [rotatingCondition(false, 'SecretConflict', message)]
+        : { blocked, reason: 'SecretConflict' as const, message, hint: 'KeyIssued' as const };
+    await writeStatus(deps, { ...ctx, resource: cleared }, conditions);
+    await deps.events.record(current, 'Warning', 'SecretConflict', message);
+    return { type: 'Backoff' };
   }
   logger.debug({ keyId: created.id }, 'Secret written');
   // Step 5 (create-record.ts).
@@ -252,112 +274,4 @@ async function writeIntent(
   }
   if (slot !== undefined) slot.written = true;
   return current;
-}
-
-/**
- * Step 3: the POST, and the platform's answer checked. An answer that may have made a key leaves the
- * intent for recovery (never a blind retry of the POST); a refusal, or a key that is not what was
- * asked for (revoked at once), clears it and is reported. `current`: the resource as the intent left it.
- */
-async function post(
-  deps: KeyDeps,
-  ctx: Context,
-  current: KeyResource,
-  blocked: BlockedInputs,
-  platform: KeyPlatform,
-  credentialsId: string,
-  pending: PendingAttempt,
-): Promise<{ result: ReconcileResult } | { created: CreatedKey; current: KeyResource }> {
-  const { resource, logger } = ctx;
-  const adapter = ctx.adapter!;
-  let created;
-  try {
-    created = await adapter.create(platform, pending.attempt);
-    logger.debug({ keyId: created.id }, 'key created');
-    // Watched from now on: revoked before any list shows it, it is repaired within one interval (drift.ts, issued()).
-    deps.drift.issued(credentialsId, adapter, platform, created.id, `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`);
-  } catch (error) {
-    const failure = asPlatformFailure(error);
-    if (failure === undefined || failure.disposition === 'ambiguous') {
-      logger.warn({ attempt: pending.attempt, code: failure?.code }, 'create outcome unknown; recovering');
-      // And in status, in this pass: the intent is the tenant's to strip or replace, status.lostAttempts
-      // is not. One status write, on this path only.
-      // Which credentials and list sent it: only their list saying it has no key of its name drops it (orphans.ts lostAttemptKeys).
-      const sentBy = attemptListFingerprint(deps.signer, ctx.fingerprint, adapter.listScope);
-      await writeKeyRecord(deps, { ...ctx, resource: current }, [], {
-        lostAttempts: lostAttemptsWith(current.status, {
-          keyName: pending.attempt,
-          since: pending.startedAt,
-          ...(sentBy !== undefined ? { credentialsFingerprint: sentBy } : {}),
-        }),
-      });
-      await deps.events.record(
-        resource,
-        'Warning',
-        'CreateOutcomeUnknown',
-        `creating key ${pending.attempt} failed ambiguously (${failure?.code ?? 'error'}); recorded in status.lostAttempts, ` +
-          'the operator will revoke any key of that name and try again',
-      );
-      return { result: { type: 'Retry' } };
-    }
-    // A definite refusal: no key was made. Clear the intent and report.
-    const cleared = await updateMetadata(deps, current, (m) => {
-      delete m.annotations?.[ANNOTATION_CREATE_PENDING];
-    });
-    return { result: await reportPlatformFailure(deps, { ...ctx, resource: cleared }, failure, 'issuing a key') };
-  }
-  // The platform's answer is input too: a key that is not what was asked for (another name, scope
-  // or project, or no key at all) is revoked at once and never written to the Secret.
-  const mismatch = checkCreatedKey(created, { name: pending.attempt, ...(adapter.project !== undefined ? { projectId: adapter.project.projectId } : {}) });
-  if (mismatch === undefined) return { created, current };
-  logger.warn({ attempt: pending.attempt, keyId: created.id, mismatch }, 'created key does not match the request; revoking it');
-  try {
-    await adapter.revoke(platform, created.id);
-  } catch (error) {
-    // The intent stays: recovery revokes every key of the attempt's name.
-    if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
-  }
-  const cleared = await updateMetadata(deps, current, (m) => {
-    delete m.annotations?.[ANNOTATION_CREATE_PENDING];
-  });
-  const message = `the platform answered the create of ${pending.attempt} with a key that does not match the request (${mismatch}); that key (${created.id}) was revoked`;
-  await writeStatus(deps, { ...ctx, resource: cleared }, { blocked, reason: 'PlatformResponseInvalid', message, hint: 'KeyIssued' });
-  await deps.events.record(resource, 'Warning', 'PlatformResponseInvalid', message);
-  return { result: { type: 'Backoff' } };
-}
-
-/**
- * spec.secret.immutable: the new key's Secret name is taken by a Secret this resource does not own.
- * It is never adopted nor overwritten; the key just made is in no Secret, so it is revoked at once
- * (the intent stays until then: recovery revokes it should this fail), and SecretConflict is reported.
- */
-async function refuseForeignSecret(
-  deps: KeyDeps,
-  ctx: Context,
-  blocked: BlockedInputs,
-  platform: KeyPlatform,
-  keyId: number,
-  secretName: string,
-  rotating: boolean,
-): Promise<ReconcileResult> {
-  try {
-    await ctx.adapter?.revoke(platform, keyId);
-  } catch (error) {
-    if (asPlatformFailure(error)?.code !== 'NOT_FOUND') throw error;
-  }
-  const current = await updateMetadata(deps, ctx.resource, (m) => {
-    delete m.annotations?.[ANNOTATION_CREATE_PENDING];
-  });
-  const message =
-    `Secret ${secretName}, where key ${keyId} was to go, exists and is not controlled by this resource (no controller owner reference with its uid); ` +
-    `key ${keyId} was revoked. Delete that Secret; a new key is issued then`;
-  ctx.logger.warn({ secretName, keyId }, 'the Secret name of a new key is taken; revoked the key');
-  // A rotation's: the recorded key stays live and Ready, the rotation says what stopped it.
-  await writeStatus(
-    deps,
-    { ...ctx, resource: current },
-    rotating ? [rotatingCondition(false, 'SecretConflict', message)] : { blocked, reason: 'SecretConflict', message, hint: 'KeyIssued' },
-  );
-  await deps.events.record(ctx.resource, 'Warning', 'SecretConflict', message);
-  return { type: 'Backoff' };
 }
