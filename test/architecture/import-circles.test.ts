@@ -51,12 +51,25 @@ const AGAINST_LIFE: Partial<Record<`${Room} -> ${Room}`, string>> = {};
 
 /**
  * The frame at keys/ itself: what every room stands on (the context and dependencies of a reconcile,
- * the decision's model, the ports to the platform and the apiserver, the rotation schedule). The
+ * the decision and its model (decision*.ts), the ports to the platform and the apiserver, the rotation schedule). The
  * rooms may import it; it imports the rooms for types only (KeyDeps names each room's service), and
  * never the top of keys/ (the reconciler, observe, create-protocol, deletion, watches, index).
  */
 const FRAME = new Set(
-  ['reconcile-context.ts', 'decision.ts', 'adapter.ts', 'platform-clients.ts', 'kube-writes.ts', 'rotation-schedule.ts'].map((f) => `${KEYS}${f}`),
+  [
+    'reconcile-context.ts',
+    'decision.ts',
+    'decision-types.ts',
+    'decision-credentials.ts',
+    'decision-intent.ts',
+    'decision-deletion.ts',
+    'decision-live-key.ts',
+    'decision-retirement.ts',
+    'adapter.ts',
+    'platform-clients.ts',
+    'kube-writes.ts',
+    'rotation-schedule.ts',
+  ].map((f) => `${KEYS}${f}`),
 );
 
 type Place = { at: 'room'; room: Room } | { at: 'frame' } | { at: 'top' } | { at: 'unknown room'; folder: string } | { at: 'outside' };

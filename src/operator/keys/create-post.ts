@@ -6,7 +6,7 @@ import { ANNOTATION_CREATE_PENDING, MAX_LOST_ATTEMPTS, type KeyResource, type Lo
 import type { BlockedInputs } from './status/conditions.ts';
 import type { CreatedKey, KeyPlatform } from './adapter.ts';
 import { checkCreatedKey } from './issuing/created-key.ts';
-import type { PendingAttempt } from './decision.ts';
+import type { PendingAttempt } from './decision-types.ts';
 import { attemptListFingerprint } from './observing/orphans.ts';
 import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
 import type { Context, KeyDeps } from './reconcile-context.ts';

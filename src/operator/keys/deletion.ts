@@ -5,7 +5,7 @@
 import type { ReconcileResult } from '../runtime/controller.ts';
 import { ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_RETAINED_FROM } from '../resources/schema.ts';
 import { deletingConditions } from './status/conditions.ts';
-import type { Decision } from './decision.ts';
+import type { Decision } from './decision-types.ts';
 import { statusCode } from './kube-writes.ts';
 import { asPlatformFailure, failureReason } from './status/platform-failure.ts';
 import { platformOf, type Context, type KeyDeps } from './reconcile-context.ts';

@@ -9,7 +9,7 @@ import type { KeyAdapter, KeyPlatform, ListedUse } from './adapter.ts';
 import type { ReconcileResult, Worker } from '../runtime/controller.ts';
 import type { CreateTurns } from './turns/create-admission.ts';
 import type { BlockedInputs, InternalReason, Reason } from './status/conditions.ts';
-import type { Credentials, Decision, Observation, PendingAttempt } from './decision.ts';
+import type { Credentials, Decision, Observation, PendingAttempt } from './decision-types.ts';
 import type { DriftCache } from './observing/drift.ts';
 import type { EventRecorder } from './status/events.ts';
 import type { KubeWrites } from './kube-writes.ts';

@@ -1,7 +1,9 @@
 // decide() with creates whose answer was lost (status.lostAttempts), and status.replacedKeys beside
 // a create: what comes first, what a full list holds back, what keeps a deletion's finalizer.
 import { describe, expect, it } from '@jest/globals';
-import { decide, lostUnresolved, MAX_REPLACED_KEYS, type Observation } from '../../../src/operator/keys/decision.ts';
+import { lostUnresolved } from '../../../src/operator/keys/decision-intent.ts';
+import type { Observation } from '../../../src/operator/keys/decision-types.ts';
+import { decide, MAX_REPLACED_KEYS } from '../../../src/operator/keys/decision.ts';
 import { MAX_LOST_ATTEMPTS } from '../../../src/operator/resources/schema.ts';
 
 const NOW = Date.parse('2026-11-28T18:00:00Z');

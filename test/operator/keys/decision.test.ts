@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { decide, retirementStep, type Observation, type PendingAttempt, type RetiringObservation } from '../../../src/operator/keys/decision.ts';
+import { retirementStep } from '../../../src/operator/keys/decision-retirement.ts';
+import type { Observation, PendingAttempt, RetiringObservation } from '../../../src/operator/keys/decision-types.ts';
+import { decide } from '../../../src/operator/keys/decision.ts';
 
 const NOW = Date.parse('2026-11-22T21:00:00Z');
 const ME = 'operator-a';

@@ -2,7 +2,7 @@
 // that names an attempt before its POST, so a crash between the platform's answer and the Secret
 // never loses track of the key. It lives on the resource, where tenants can write too: it is
 // signed for the resource's uid (signing.ts), and an intent that does not verify is never acted on.
-import type { PendingAttempt, RefusedIntent } from '../decision.ts';
+import type { PendingAttempt, RefusedIntent } from '../decision-types.ts';
 import { KEY_NAME_MAX, type KeyResource } from '../../resources/schema.ts';
 import type { Signer } from './signing.ts';
 import { nameParts, tagKey } from './key-names.ts';

@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { KeyAdapter, KeyPlatform, ListedUse } from '../adapter.ts';
 import type { Reason } from '../status/conditions.ts';
-import type { Observation } from '../decision.ts';
+import type { Observation } from '../decision-types.ts';
 import { asPlatformFailure, unverifiableReason } from '../status/platform-failure.ts';
 import type { KeyDeps } from '../reconcile-context.ts';
 

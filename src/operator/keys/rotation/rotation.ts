@@ -10,7 +10,7 @@ import { rotatingCondition, shownReason, type ConditionUpdate } from '../status/
 import { consumersOf, restartAnnotation, restartConsumers, type Consumers } from './consumers.ts';
 import { baseSecretName, immutableMode } from '../secret/immutable-secret.ts';
 import { deleteRetiredSecret } from '../secret/secret-writer.ts';
-import type { Decision, PendingAttempt, RetireStep } from '../decision.ts';
+import type { Decision, PendingAttempt, RetireStep } from '../decision-types.ts';
 import { inSync } from '../observing/in-sync.ts';
 import { statusCode } from '../kube-writes.ts';
 import { asPlatformFailure, failureReason } from '../status/platform-failure.ts';
