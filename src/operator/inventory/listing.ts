@@ -50,7 +50,7 @@ export interface KeptListing {
   readonly details: ReadonlyMap<number, KeptDetail>;
   /**
    * The unusedAfter values (ms) whose newest unused keys' details were kept as the list was taken
-   * (the views asked for then: at most 4, drift.ts). A view of another value lists the unused keys
+   * (the views asked for then: at most 4, drift-listing.ts). A view of another value lists the unused keys
    * whose details were not kept without them (status.withoutDetails) until the next list.
    */
   readonly unusedDetailsFor: ReadonlySet<number>;
@@ -185,7 +185,7 @@ function stringBytes(value: string | undefined): number {
   return value === undefined || value.length === 0 ? 0 : 24 + 2 * value.length;
 }
 
-/** The bytes a listing holds, for the drift cache's budget (keys/observing/drift.ts, MAX_DRIFT_BYTES). */
+/** The bytes a listing holds, for the drift cache's budget (keys/observing/drift-budget.ts, MAX_DRIFT_BYTES). */
 export function keptBytes(kept: KeptListing): number {
   let bytes = LISTING_BYTES + kept.ids.byteLength + kept.createdMs.byteLength + kept.lastUsedMs.byteLength + kept.flags.byteLength;
   for (const d of kept.details.values()) {

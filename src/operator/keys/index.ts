@@ -3,7 +3,8 @@
 // and what manager.ts wires: the domain assembled (assemble.ts), its watches, the signer, the
 // org key limiters and the metrics. Everything else of keys/ is the domain's own.
 export { listFor, type KeyPlatform, type ListedKey } from './adapter.ts';
-export type { DriftCache, ListingView } from './observing/drift.ts';
+export type { DriftCache } from './observing/drift.ts';
+export type { ListingView } from './observing/drift-listing.ts';
 export type { Reason } from './status/conditions.ts';
 export { asPlatformFailure } from './status/platform-failure.ts';
 export { platformFailureReason } from './status/platform-reasons.ts';

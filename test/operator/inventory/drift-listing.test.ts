@@ -7,7 +7,7 @@ import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
 import { inventoryView, keep } from '../../../src/operator/inventory/listing.ts';
 import { report } from '../../../src/operator/inventory/report.ts';
 import { adapterFor, listFor, type KeyPlatform, type ListedKey } from '../../../src/operator/keys/adapter.ts';
-import type { ListingView } from '../../../src/operator/keys/observing/drift.ts';
+import type { ListingView } from '../../../src/operator/keys/observing/drift-listing.ts';
 import type { KeyResource } from '../../../src/operator/resources/schema.ts';
 
 const listed = (id: number): ListedKey =>

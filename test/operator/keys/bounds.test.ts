@@ -4,7 +4,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { KeyAdapter, KeyPlatform } from '../../../src/operator/keys/adapter.ts';
 import { trimSecret } from '../../../src/operator/keys/observing/cache-projection.ts';
-import { DriftCache, MAX_DRIFT_LISTS } from '../../../src/operator/keys/observing/drift.ts';
+import { MAX_DRIFT_LISTS } from '../../../src/operator/keys/observing/drift-budget.ts';
+import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
 import { MAX_CLIENTS, PlatformClients } from '../../../src/operator/keys/platform-clients.ts';
 import { MAX_API_KEY_LENGTH, PlatformClient, isApiKeyFormat } from '../../../src/platform/index.ts';
 import { CREDENTIALS, NAMESPACE, keyResource, rig } from './fakes.ts';

@@ -15,7 +15,8 @@
 // (lostAttemptKeys), the operator knowing that attempt ended, and before any grace has passed.
 import type { KeyDeps } from '../reconcile-context.ts';
 import { ownTagKeys } from '../issuing/key-names.ts';
-import type { DriftCache, TaggedKey } from './drift.ts';
+import type { DriftCache } from './drift.ts';
+import type { TaggedKey } from './drift-listing.ts';
 import type { LostAttempt } from '../../resources/schema.ts';
 
 /** created_at has second precision and the platform's clock is not ours. */

@@ -1,4 +1,4 @@
-// The drift lists are bounded in bytes (keys/observing/drift.ts MAX_DRIFT_BYTES, docs/security.md
+// The drift lists are bounded in bytes (keys/observing/drift-budget.ts MAX_DRIFT_BYTES, docs/security.md
 // Bounds), whatever a tenant's credentials list: against the emulator over HTTP, with real
 // PlatformClients and DriftCaches. A tenant holds many credentials Secrets, each a personal key of
 // one user who owns 10,000 personal keys (each named like an attempt of the operator, each with a tag
@@ -9,7 +9,8 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { startEmulator, type Emulator } from '../../../../src/emulator/server.ts';
 import { adapterFor, type KeyPlatform } from '../../../../src/operator/keys/adapter.ts';
-import { DriftCache, MAX_DRIFT_BYTES, MAX_LISTS_AT_ONCE } from '../../../../src/operator/keys/observing/drift.ts';
+import { MAX_DRIFT_BYTES, MAX_LISTS_AT_ONCE } from '../../../../src/operator/keys/observing/drift-budget.ts';
+import { DriftCache } from '../../../../src/operator/keys/observing/drift.ts';
 import type { KeyResource } from '../../../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../../../src/platform/index.ts';
 
