@@ -1,5 +1,6 @@
-// The crash-safe create protocol (docs/design.md sections 3.1 and 3.2): the intent before the POST, the Secret
-// before the status (create-record.ts); an intent whose outcome is unknown is adopted or recovered
+// The crash-safe create protocol (docs/design.md sections 3.1 and 3.2): what is refused before anything
+// is created (create-checks.ts), the intent before the POST (create-post.ts), the Secret before the
+// status (create-record.ts); an intent whose outcome is unknown is adopted or recovered
 // (create-recovery.ts). Intents are signed for the resource's uid (create-intent.ts); the platform's
 // answer is checked (created-key.ts); a POST is never retried blindly (docs/security.md).
 import type { ReconcileResult } from '../runtime/controller.ts';
@@ -7,65 +8,16 @@ import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER, type KeyR
 import { rotatingCondition, shownReason, type BlockedInputs } from './status/conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './issuing/create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
-import { capRefusal } from './issuing/credentials-source.ts';
 import { keepCredentials } from './issuing/credentials-in-use.ts';
-import { wrongCredentialsKind, type KeyKind } from './issuing/credentials-kind.ts';
 import { needsSlot } from './issuing/issuer-slots.ts';
 import type { Decision, PendingAttempt } from './decision.ts';
-import { asPlatformFailure, reportPlatformFailure } from './status/platform-failure.ts';
-import { blockedInputs, platformOf, type Context, type KeyDeps } from './reconcile-context.ts';
+import { asPlatformFailure } from './status/platform-failure.ts';
+import type { Context, KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './status/resource-writes.ts';
 import { SecretConflictError, writeSecret, type WrittenSecret } from './secret/secret-writer.ts';
 import { recordNewKey } from './create-record.ts';
 import { postAttempt } from './create-post.ts';
-
-/** The credentials' kind said before anything is created (credentials-kind.ts): undefined when they fit, or are not known. */
-async function checkCredentialsKind(
-  deps: KeyDeps,
-  ctx: Context,
-  blocked: BlockedInputs,
-  platform: KeyPlatform,
-  credentialsId: string,
-  addFinalizer: boolean,
-): Promise<ReconcileResult | undefined> {
-  const { adapter } = ctx;
-  const auth = await deps.credentialsKinds
-    .of(credentialsId, () => platform.getAuth())
-    .then(
-      (value) => ({ value }),
-      (error: unknown) => ({ failure: asPlatformFailure(error) }),
-    );
-  let refused: { failure: NonNullable<ReturnType<typeof asPlatformFailure>> } | { message: string };
-  if ('failure' in auth) {
-    const { failure } = auth;
-    if (failure?.code !== 'UNAUTHORIZED' && failure?.code !== 'FORBIDDEN') {
-      // Not known: the create itself says what is wrong, if anything.
-      ctx.logger.debug({ code: failure?.code }, 'GET /auth failed; creating without the credentials check');
-      return undefined;
-    }
-    refused = { failure };
-  } else {
-    const kind: KeyKind = adapter?.project !== undefined ? 'Project' : adapter?.listScope === 'personal' ? 'Personal' : 'Organization';
-    const message = wrongCredentialsKind(kind, auth.value);
-    if (message === undefined) return undefined;
-    refused = { message };
-  }
-  // A resource whose finalizer was to come with the intent (`addFinalizer`) gets it before the refusal
-  // is reported instead: it is then as it was when the finalizer came first, on its own.
-  const reported = addFinalizer
-    ? {
-        ...ctx,
-        resource: await updateMetadata(deps, ctx.resource, (m) => {
-          m.finalizers = [...(m.finalizers ?? []), FINALIZER];
-        }),
-      }
-    : ctx;
-  if ('failure' in refused) return reportPlatformFailure(deps, reported, refused.failure, 'checking the credentials');
-  await writeStatus(deps, reported, { blocked, reason: 'CredentialsWrongKind', message: refused.message, hint: 'KeyIssued' });
-  await deps.events.record(reported.resource, 'Warning', 'CredentialsWrongKind', refused.message);
-  // The credentials Secret is not watched: looked at again with backoff, as other refusals are.
-  return { type: 'Backoff' };
-}
+import { checkBeforeCreate } from './create-checks.ts';
 
 /**
  * Step 2 to 5 of docs/design.md section 3.1. `addFinalizer`: a new resource's finalizer (step 1) goes in
@@ -84,21 +36,18 @@ export async function create(
   // A first key through an issuer whose rule caps the namespace: its slot is taken now, before any
   // platform request, and kept from the intent on (issuing/issuer-slots.ts).
   const slot = keySlot(deps, ctx);
-  // What a refusal's conditions keep of what this pass read (status/conditions.ts blockedConditions).
-  const blocked = blockedInputs(ctx);
-  if (slot === 'refused') return capReached(deps, ctx, blocked);
   try {
-    const { platform, credentialsId } = platformOf(deps, ctx);
-    // The wrong kind of credentials is said before anything is created (credentials-kind.ts).
-    const wrongKind = await checkCredentialsKind(deps, ctx, blocked, platform, credentialsId, addFinalizer);
-    if (wrongKind !== undefined) {
-      slot?.unclaim();
-      return wrongKind;
+    // The cap, then the credentials' kind, said before anything is created (create-checks.ts).
+    const checked = await checkBeforeCreate(deps, ctx, slot === 'refused', addFinalizer);
+    if ('refused' in checked) {
+      if (slot !== 'refused') slot?.unclaim();
+      return checked.refused;
     }
-    return await createClaimed(deps, ctx, blocked, decision, platform, credentialsId, replaces, rotation, addFinalizer, slot);
+    const { blocked, platform, credentialsId } = checked;
+    return await createClaimed(deps, ctx, blocked, decision, platform, credentialsId, replaces, rotation, addFinalizer, slot === 'refused' ? undefined : slot);
   } catch (error) {
     // Not written: a conflict, the apiserver; the slot is free again (the intent, once written, holds it).
-    if (slot !== undefined && !slot.written) slot.unclaim();
+    if (slot !== undefined && slot !== 'refused' && !slot.written) slot.unclaim();
     throw error;
   }
 }
@@ -121,15 +70,6 @@ function keySlot(deps: KeyDeps, ctx: Context): Slot | 'refused' | undefined {
   const key = `${ctx.resource.kind}/${namespace}/${name}`;
   if (!slots.claim(issuer.name, namespace, key, issuer.cap)) return 'refused';
   return { written: false, unclaim: () => slots.unclaim(key) };
-}
-
-/** The namespace's slots were all taken while this key waited for its turn: said as observe() would have. */
-async function capReached(deps: KeyDeps, ctx: Context, blocked: BlockedInputs): Promise<ReconcileResult> {
-  const issuer = ctx.source?.issuer;
-  const { reason, message } = capRefusal(issuer?.name ?? '', ctx.resource.metadata.namespace, issuer?.cap ?? 0);
-  await writeStatus(deps, ctx, { blocked, reason, message });
-  await deps.events.record(ctx.resource, 'Warning', reason, message);
-  return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
 }
 
 /** The attempt a create starts: its name, signed with the intent (create-intent.ts), and what it replaces. */
