@@ -9,7 +9,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { Controller, type CachingInformer, type Watch } from '../src/operator/runtime/controller.ts';
+import { Controller } from '../src/operator/runtime/controller.ts';
+import type { CachingInformer, Watch } from '../src/operator/runtime/watches.ts';
 import { keyWatches, projectKeysIn } from '../src/operator/keys/watches.ts';
 import { trimKeyResource } from '../src/operator/keys/observing/cache-projection.ts';
 import { percentile } from './load.ts';

@@ -18,7 +18,8 @@ import {
   type ReconcileRecord,
   type Signer,
 } from './keys/index.ts';
-import { Controller, type ControllerOptions, type Reconciler, type StaleCache } from './runtime/controller.ts';
+import { Controller, type ControllerOptions, type StaleCache } from './runtime/controller.ts';
+import type { Reconciler } from './runtime/workers.ts';
 import type { WakeLimits } from './runtime/wake-limiter.ts';
 import { OwnWrites } from './runtime/own-writes.ts';
 import { createLogger } from './runtime/logger.ts';

@@ -7,7 +7,7 @@
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat, type AuthDetails } from '../../platform/index.ts';
-import type { ReconcileResult, Reconciler, Request } from '../runtime/controller.ts';
+import type { ReconcileResult, Reconciler, Request } from '../runtime/workers.ts';
 import { objectRef, type OwnWrites } from '../runtime/own-writes.ts';
 import { GROUP, VERSION } from '../resources/schema.ts';
 import { ApiKeyInventorySpec, INVENTORY_KIND, INVENTORY_PLURAL, type ApiKeyInventory, type ApiKeyInventoryStatus } from '../resources/inventory.ts';

@@ -5,7 +5,8 @@
 // ClusterKeyIssuer they name, so the issuer's reconcile counts them and wakes them when it changes.
 // The cache keeps identity and the names of the Secret and issuer, never the status lists.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Controller, Watch } from '../runtime/controller.ts';
+import type { Controller } from '../runtime/controller.ts';
+import type { Watch } from '../runtime/watches.ts';
 import { identityMeta } from '../runtime/informer-cache.ts';
 import { intern } from '../runtime/intern.ts';
 import { GROUP, VERSION } from '../resources/schema.ts';

@@ -8,7 +8,7 @@
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat } from '../../platform/index.ts';
-import type { ReconcileResult, Reconciler, Request, Worker } from '../runtime/controller.ts';
+import type { ReconcileResult, Reconciler, Request, Worker } from '../runtime/workers.ts';
 import { objectRef, type OwnWrites } from '../runtime/own-writes.ts';
 import { GROUP, VERSION } from '../resources/schema.ts';
 import { ClusterKeyIssuerSpec, ISSUER_FINALIZER, ISSUER_KIND, ISSUER_PLURAL, type ClusterKeyIssuer } from '../resources/issuer.ts';

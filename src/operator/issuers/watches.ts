@@ -4,7 +4,7 @@
 // domain's Secret watch (keys/watches.ts, metadata only) wakes an issuer whose credentials change.
 // The cache keeps identity, whether the finalizer is held, and the Secret's name: never the policy.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Watch } from '../runtime/controller.ts';
+import type { Watch } from '../runtime/watches.ts';
 import { identityMeta } from '../runtime/informer-cache.ts';
 import { intern } from '../runtime/intern.ts';
 import { GROUP, VERSION } from '../resources/schema.ts';

@@ -6,7 +6,8 @@
 import { AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { PlatformClient } from '../../platform/index.ts';
-import type { Controller, Reconciler } from '../runtime/controller.ts';
+import type { Controller } from '../runtime/controller.ts';
+import type { Reconciler } from '../runtime/workers.ts';
 import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { ApiServerWrites } from './kube-writes.ts';

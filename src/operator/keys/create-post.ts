@@ -1,7 +1,7 @@
 // Step 3 of the crash-safe create (docs/design.md section 3.1): the POST of an attempt whose intent is
 // written, and the platform's answer checked (created-key.ts). A POST is never retried blindly
 // (docs/security.md): an answer that may have made a key leaves the intent for recovery.
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult } from '../runtime/workers.ts';
 import { ANNOTATION_CREATE_PENDING, MAX_LOST_ATTEMPTS, type KeyResource, type LostAttempt } from '../resources/schema.ts';
 import type { BlockedInputs } from './status/conditions.ts';
 import type { CreatedKey, KeyPlatform } from './adapter.ts';

@@ -2,7 +2,7 @@
 // the Secret it controls, or with deletionPolicy Retain keep both and hand the Secret over to no
 // one, or release without revoking when there is no key (or a person said so). The finalizer goes
 // last: until the key is revoked, the resource stays.
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult } from '../runtime/workers.ts';
 import { ANNOTATION_RELEASE_WITHOUT_REVOKE, ANNOTATION_RETAINED_FROM } from '../resources/schema.ts';
 import { deletingConditions } from './status/conditions.ts';
 import type { Decision } from './decision-types.ts';

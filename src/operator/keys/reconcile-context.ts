@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { OwnWrites } from '../runtime/own-writes.ts';
 import type { ApiKeySpec, KeyResource, ProjectApiKeySpec } from '../resources/schema.ts';
 import type { KeyAdapter, KeyPlatform, ListedUse } from './adapter.ts';
-import type { ReconcileResult, Worker } from '../runtime/controller.ts';
+import type { ReconcileResult, Worker } from '../runtime/workers.ts';
 import type { CreateTurns } from './turns/create-admission.ts';
 import type { BlockedInputs, InternalReason, Reason } from './status/conditions.ts';
 import type { Credentials, Decision, Observation, PendingAttempt } from './decision-types.ts';

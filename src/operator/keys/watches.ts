@@ -7,7 +7,8 @@
 // reconcile reads the Secrets it needs by name. One informer for both: a managed Secret is cached
 // once, and one watch per namespace reaches the apiserver.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Controller, Watch } from '../runtime/controller.ts';
+import type { Controller } from '../runtime/controller.ts';
+import type { Watch } from '../runtime/watches.ts';
 import { CREDENTIALS_FINALIZER, GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
 import { CREDENTIALS_SECRET_KIND } from './issuing/credentials-in-use.ts';
 import { credentialsSecretOf, explicitSecretNameOf, issuerOf, secretNameOfCached, slotsOf, trimKeyResource, trimSecret } from './observing/cache-projection.ts';

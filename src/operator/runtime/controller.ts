@@ -8,98 +8,28 @@
 // Objects the reconciled ones refer to (an input such as a credentials Secret) are watched too,
 // metadata only, and wake exactly the keys that refer to them (reference-index.ts).
 import { randomUUID } from 'node:crypto';
-import type { Informer, KubeConfig, KubernetesObject, ObjectCache } from '@kubernetes/client-node';
-import type { Logger } from 'pino';
-import { cachedBytes, makeMetadataInformer, makeTrimmedInformer } from './informer-cache.ts';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { cachedBytes } from './informer-cache.ts';
 import { ObjectBudget } from './object-budget.ts';
-import type { ReflectorOptions, WatchRestart } from './reflector.ts';
 import { objectRef, type OwnWrites } from './own-writes.ts';
 import { ReferenceIndex } from './reference-index.ts';
 import { RefusalLimiter } from './refusal-limiter.ts';
 import type { ControllerMetrics, ReconcileOutcome } from './metrics.ts';
 import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
+import { WakeGate, type WakeEvent } from './wake-gate.ts';
 import { WakeLimiter, type WakeClock, type WakeLimits } from './wake-limiter.ts';
+import { watchInformer, wakeOf, type CacheHealth, type CachingInformer, type InformerOptions, type Watch } from './watches.ts';
+import { reconcileOutcome, releasableWorker, type ReconcileResult, type Reconciler, type Worker } from './workers.ts';
 
-/** What the worker does with the key after a reconcile. */
-export type ReconcileResult =
-  | { type: 'Done'; requeueAfterMs?: number }
-  /** Retry soon with the queue's per-item backoff (conflicts, apiserver hiccups): a failure. */
-  | { type: 'Retry' }
-  /** The next step of a protocol, at once (under the queue's global rate limit): not a failure. */
-  | { type: 'Continue' }
-  /** A refusal by a remote system: retry after at least this long (the controller grows it per failure). */
-  | { type: 'Backoff'; minDelayMs?: number };
+// Re-exported for the files that import them from here.
+export type { ReconcileResult, Reconciler, Request, Worker } from './workers.ts';
 
-/** Which object a reconcile is about. */
-export interface Request {
-  kind: string;
-  /** '' for a cluster-scoped object. */
-  namespace: string;
-  name: string;
-}
-
-/**
- * The worker running a reconcile. A reconcile that must wait on something slow and outside the
- * apiserver (a remote system's rate limit) gives the worker back for that wait, so the other keys
- * do not queue behind it.
- */
-export interface Worker {
-  /**
-   * Awaits `wait` without holding the worker: the worker takes the next key at once, and this
-   * reconcile goes on, once `wait` settles, outside the pool of N workers. The key stays in flight
-   * (no other worker reconciles it until this reconcile ends). Nothing here bounds how many
-   * reconciles wait so: the caller does (the key domain bounds them per organization).
-   */
-  release<T>(wait: Promise<T>): Promise<T>;
-  /** Aborts once this process may no longer act (leadership lost, runtime/write-fence.ts): the reconcile should end. */
-  signal?: AbortSignal;
-}
-
-export interface Reconciler {
-  reconcile(request: Request, logger: Logger, worker?: Worker): Promise<ReconcileResult>;
-}
-
-/** An informer with its cache: reflector.ts's (the interface of client-node's ListWatch), or a fake in tests. */
-export type CachingInformer = Informer<KubernetesObject> & ObjectCache<KubernetesObject>;
-
-interface WatchBase {
-  /** What the informer LISTs (in pages) and watches. */
-  path: string;
-  /** What the cache keeps of each object (informer-cache.ts): never more than the controller reads. */
-  project(obj: KubernetesObject): KubernetesObject;
-  labelSelector?: string;
-  /** LIST and watch metadata only (PartialObjectMetadata): the objects' content never reaches the process. */
-  metadataOnly?: boolean;
-}
-
-/** Objects the reconciled ones name (an input): each wakes every key whose `index` holds `valueOf(obj)`. */
-export interface Reference {
-  index: string;
-  valueOf(obj: KubernetesObject): string | undefined;
-}
-
-/**
- * A watch declared as data. `for`: objects of the reconciled kind, each waking its own key;
- * `indexes` name what each refers to, for references. `owns`: objects that belong to a reconciled
- * object (e.g. a Secret it writes), each waking its owner's key as `ownerOf` says (undefined:
- * nobody's); with `referencedBy`, the same objects are also inputs (one informer and one cache for
- * both: e.g. every Secret, some written by the controller, some named as credentials).
- * `referenced`: objects that are only inputs. An input's change may end a refusal, so it also ends
- * a refusal backoff.
- */
-export type Watch =
-  | (WatchBase & { type: 'for'; kind: string; indexes?: Readonly<Record<string, (obj: KubernetesObject) => readonly string[]>> })
-  | (WatchBase & { type: 'owns'; kind: string; ownerOf(obj: KubernetesObject): string | undefined; referencedBy?: Reference })
-  | (WatchBase & Reference & { type: 'referenced'; kind: string });
-
-export interface ControllerOptions {
-  kubeConfig: KubeConfig;
+export interface ControllerOptions extends InformerOptions {
   reconciler: Reconciler;
   /** The watches of one namespace, or of every namespace when `namespace` is undefined. */
   watches(namespace: string | undefined): Watch[];
   /** Watches of cluster-scoped kinds: one informer each, however many namespaces are watched. */
   clusterWatches?: Watch[];
-  logger: Logger;
   workers: number;
   /** Watch these namespaces (one informer each per watch), or all when undefined. */
   namespaces?: readonly string[];
@@ -113,8 +43,6 @@ export interface ControllerOptions {
   queueMetrics?: WorkQueueMetrics;
   /** The versions the reconciler wrote: their events do not wake the key again (own-writes.ts). */
   ownWrites?: OwnWrites;
-  /** Makes the informer of a watch (default: a trimmed reflector.ts informer; tests pass fakes). */
-  informerFor?(watch: Watch): CachingInformer;
   /** How often changes of inputs may wake one key (wake-limiter.ts); default DEFAULT_WAKE_LIMITS. */
   inputWakes?: WakeLimits;
   /** The wake limiters' time and timers (tests move it themselves). */
@@ -127,13 +55,8 @@ export interface ControllerOptions {
   largeObjectBudgetBytes?: number;
   /** Given to every reconcile (Worker.signal): aborts when this process may no longer act. */
   signal?: AbortSignal;
-  /** How the informers retry and time their watches (reflector.ts; tests shorten them). */
-  reflector?: Pick<ReflectorOptions, 'backoff' | 'healthyWatchMs' | 'minWatchTimeoutSeconds' | 'inactivityMs' | 'bookmarks'>;
   /** A cache whose watch has failed this long is stale (staleCaches()). Default 3 minutes. */
   cacheStaleAfterMs?: number;
-  /** Told of each informer's restarts and LISTs, by kind (metrics: never the namespace). */
-  onWatchRestart?(kind: string, restart: WatchRestart): void;
-  onList?(kind: string): void;
 }
 
 /** A cache whose watch has failed for longer than the bound (ControllerOptions.cacheStaleAfterMs). */
@@ -146,32 +69,6 @@ export interface StaleCache {
   error: string | undefined;
 }
 
-/** What a cache of reflector.ts tells of its health; a fake informer may not. */
-interface CacheHealth {
-  hasSynced?(): boolean;
-  failingSince?(): number | undefined;
-  lastError?(): string | undefined;
-}
-
-interface WakeEvent {
-  /** The object the event is about: the reconciled object itself (`ref` is the key) or one it owns. */
-  ref: string;
-  resourceVersion: string | undefined;
-  deleted: boolean;
-  /** The reconciled object's, for the backoff hold. */
-  generation?: number | undefined;
-  deleting?: boolean;
-  /** About an object the key refers to (an input): never one of our writes, and it ends a backoff hold. */
-  input?: boolean;
-}
-
-/** How controller-runtime's reconcileHandler would count a result (undefined: the reconcile threw). */
-function reconcileOutcome(result: ReconcileResult | undefined): ReconcileOutcome {
-  if (result === undefined) return 'error';
-  if (result.type !== 'Done') return 'requeue';
-  return result.requeueAfterMs !== undefined ? 'requeue_after' : 'success';
-}
-
 export class Controller {
   readonly #o: ControllerOptions;
   readonly #queue: WorkQueue<string>;
@@ -179,9 +76,8 @@ export class Controller {
   /** What each informer watches: its kind, and its namespace (undefined: every namespace). */
   readonly #scopes = new Map<CachingInformer, { kind: string; namespace: string | undefined }>();
   readonly #refusals: RefusalLimiter<string>;
-  readonly #holds = new Map<string, { until: number; generation: number | undefined; deleting: boolean }>();
-  /** Keys being reconciled, with the informer events about them that arrived meanwhile. */
-  readonly #working = new Map<string, WakeEvent[]>();
+  /** Which informer events wake a key: held while it is reconciled, or while it backs off (wake-gate.ts). */
+  readonly #gate: WakeGate;
   /** Per reconciled kind, one cache per watched namespace (or one for every namespace). */
   readonly #caches = new Map<string, CachingInformer[]>();
   /** Per kind of any watch, its caches (what `cachedMeta` looks in). */
@@ -216,6 +112,7 @@ export class Controller {
     });
     this.#inputWakes = new WakeLimiter(options.inputWakes, options.wakeClock);
     this.#ownerWakes = new WakeLimiter(options.inputWakes, options.wakeClock);
+    this.#gate = new WakeGate(options.ownWrites);
     this.#objectBudget = new ObjectBudget(options.largeObjectBudgetBytes ?? 4 * 1024 * 1024);
   }
 
@@ -340,40 +237,9 @@ export class Controller {
   }
 
   #informer(watch: Watch, namespace: string | undefined): CachingInformer {
-    const made = this.#o.informerFor?.(watch);
-    if (made !== undefined) return made;
-    const { logger, onWatchRestart, onList } = this.#o;
-    const options: ReflectorOptions = {
-      ...this.#o.reflector,
-      onRestart: (restart) => {
-        onWatchRestart?.(watch.kind, restart);
-        // One line per failure: at most one a minute per informer once the backoff is at its cap.
-        if (restart.reason !== 'ended')
-          logger.warn(
-            {
-              kind: watch.kind,
-              namespace: namespace ?? '(all)',
-              reason: restart.reason,
-              err: restart.error,
-              failures: restart.failures,
-              retryInMs: restart.delayMs,
-            },
-            'watch failed; retrying',
-          );
-        // Its timeout every 5 to 10 minutes, or the apiserver dropping a watch that fell behind a burst.
-        else
-          logger.debug(
-            { kind: watch.kind, namespace: namespace ?? '(all)', openMs: restart.openMs, events: restart.events, retryInMs: restart.delayMs },
-            'watch ended; resuming',
-          );
-      },
-      onList: () => onList?.(watch.kind),
-      onRecovered: (failedForMs) => {
-        if (failedForMs >= this.#staleAfterMs) this.#lookAgain(watch.kind, namespace, failedForMs);
-      },
-    };
-    if (watch.metadataOnly === true) return makeMetadataInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.project, watch.labelSelector, options);
-    return makeTrimmedInformer<KubernetesObject>(this.#o.kubeConfig, watch.path, watch.project, watch.labelSelector, options);
+    return watchInformer(this.#o, watch, namespace, (failedForMs) => {
+      if (failedForMs >= this.#staleAfterMs) this.#lookAgain(watch.kind, namespace, failedForMs);
+    });
   }
 
   /**
@@ -408,56 +274,14 @@ export class Controller {
   #watch(watch: Watch, namespace: string | undefined): void {
     const informer = this.#informer(watch, namespace);
     this.#scopes.set(informer, { kind: watch.kind, namespace });
-    let wake: (obj: KubernetesObject, deleted: boolean) => void;
-    if (watch.type === 'for') {
-      const indexes = Object.entries(watch.indexes ?? {}).map(([name, valuesOf]) => ({ index: this.#index(name), valuesOf }));
-      wake = (obj, deleted) => {
-        const meta = obj.metadata;
-        if (meta?.name === undefined) return;
-        // A cluster-scoped object has no namespace: its key is `kind//name`, its request's namespace ''.
-        const namespace = meta.namespace ?? '';
-        const key = objectRef(watch.kind, namespace, meta.name);
-        // Every watch event passes here: its debug line (bench/fairness.ts --fair-stages) is built only when it is written.
-        if (this.#o.logger.isLevelEnabled('debug'))
-          this.#o.logger.debug({ kind: watch.kind, namespace, name: meta.name, resourceVersion: meta.resourceVersion }, 'event');
-        for (const { index, valuesOf } of indexes) {
-          if (deleted) index.delete(key);
-          else index.set(key, valuesOf(obj));
-        }
-        if (deleted) this.#o.ownWrites?.forget(key);
-        this.#wake(key, {
-          ref: key,
-          resourceVersion: meta.resourceVersion,
-          deleted,
-          generation: meta.generation,
-          deleting: meta.deletionTimestamp !== undefined,
-        });
-      };
-    } else {
-      const ownerOf = watch.type === 'owns' ? watch.ownerOf : undefined;
-      const reference = watch.type === 'owns' ? watch.referencedBy : watch;
-      const index = reference !== undefined ? this.#index(reference.index) : undefined;
-      wake = (obj, deleted) => {
-        const ns = obj.metadata?.namespace;
-        if (ns === undefined) return;
-        const ref = objectRef(watch.kind, ns, obj.metadata?.name ?? '');
-        const resourceVersion = obj.metadata?.resourceVersion;
-        // A quiet write of ours to an input (a finalizer put on a credentials Secret) changed nothing
-        // the keys that name it read: it wakes none of them (own-writes.ts recordQuiet).
-        const ownInput = this.#o.ownWrites?.quiet(ref, resourceVersion) === true;
-        const owner = ownerOf?.(obj);
-        if (owner !== undefined) {
-          if (deleted) this.#o.ownWrites?.forget(ref);
-          // Our own writes take no token (they wake nobody: #wake); the first others' go at once.
-          const event = { ref, resourceVersion, deleted };
-          if (!deleted && this.#o.ownWrites?.mine(ref, resourceVersion) === true) this.#wake(owner, event);
-          else this.#ownerWakes.admit(owner, () => this.#wake(owner, event));
-        }
-        const value = reference?.valueOf(obj);
-        if (index === undefined || value === undefined || ownInput) return;
-        for (const key of index.keysOf(value)) this.#inputWakes.admit(key, () => this.#wake(key, { ref, resourceVersion, deleted, input: true }));
-      };
-    }
+    const wake = wakeOf(watch, {
+      index: (name) => this.#index(name),
+      wake: (key, event) => this.#wake(key, event),
+      inputWakes: this.#inputWakes,
+      ownerWakes: this.#ownerWakes,
+      ownWrites: this.#o.ownWrites,
+      logger: this.#o.logger,
+    });
     if (watch.type === 'for') this.#caches.set(watch.kind, [...(this.#caches.get(watch.kind) ?? []), informer]);
     this.#allCaches.set(watch.kind, [...(this.#allCaches.get(watch.kind) ?? []), informer]);
     informer.on('add', (obj: KubernetesObject) => wake(obj, false));
@@ -467,36 +291,9 @@ export class Controller {
     this.#informers.push(informer);
   }
 
-  /**
-   * An informer event about a reconciled object or one it owns. Events that arrive while the key
-   * is being reconciled are judged when that reconcile ends, once the versions it wrote are
-   * recorded: the watch may deliver a write's event before its response. A version this process
-   * wrote does not wake the key (own-writes.ts); neither does anything but a change of spec, of an
-   * input (a `referenced` object: what was refused may be fixed) or a deletion while the key backs
-   * off from a refusal.
-   */
+  /** An informer event about a reconciled object or one it owns: the key is queued if the gate lets it wake (WakeGate.admit). */
   #wake(key: string, event: WakeEvent): void {
-    const working = this.#working.get(key);
-    if (working !== undefined && !event.deleted) {
-      working.push(event);
-      return;
-    }
-    // An input is never this key's own write (even one this process wrote for another key: that
-    // record is the owner's to consume).
-    if (!event.deleted && event.input !== true && this.#o.ownWrites?.consume(event.ref, event.resourceVersion) === true) return;
-    // An input changed by a quiet write of ours (judged here too for an event held while the key was
-    // being reconciled: that reconcile's write is recorded by now).
-    if (!event.deleted && event.input === true && this.#o.ownWrites?.quiet(event.ref, event.resourceVersion) === true) return;
-    const hold = this.#holds.get(key);
-    if (
-      hold !== undefined &&
-      !event.deleted &&
-      event.input !== true &&
-      Date.now() < hold.until &&
-      (event.ref !== key || (hold.generation === event.generation && hold.deleting === event.deleting))
-    )
-      return;
-    this.#holds.delete(key);
+    if (!this.#gate.admit(key, event)) return;
     // Before the initial sync these are mostly the initial LISTs: low priority, as in controller-runtime's priorityqueue.
     this.#queue.add(key, { priority: this.#synced ? 'normal' : 'low' });
   }
@@ -522,17 +319,7 @@ export class Controller {
       // The worker is free once the reconcile ends or releases it (Worker.release), whichever comes first.
       const kind = key.slice(0, key.indexOf('/'));
       this.#o.metrics?.workers(kind, 1);
-      let freeWorker!: () => void;
-      const released = new Promise<void>((resolve) => {
-        freeWorker = resolve;
-      });
-      const worker: Worker = {
-        release: (wait) => {
-          freeWorker();
-          return wait;
-        },
-        ...(this.#o.signal !== undefined ? { signal: this.#o.signal } : {}),
-      };
+      const { worker, released } = releasableWorker(this.#o.signal);
       await Promise.race([this.#reconcileOne(key, worker), released]);
       this.#o.metrics?.workers(kind, -1);
     }
@@ -544,7 +331,7 @@ export class Controller {
     const logger = this.#o.logger.child({ kind, namespace, name, reconcileId: randomUUID() });
     const started = performance.now();
     let result: ReconcileResult | undefined;
-    this.#working.set(key, []);
+    this.#gate.begin(key);
     // A large object waits for its share of the budget with its worker given back: other keys go on.
     const weight = this.#objectBudget.weight(cachedBytes(this.cachedObject(kind, namespace, name)));
     try {
@@ -557,8 +344,7 @@ export class Controller {
       this.#objectBudget.give(weight);
     }
     const seconds = (performance.now() - started) / 1000;
-    const seen = this.#working.get(key) ?? [];
-    this.#working.delete(key);
+    const seen = this.#gate.end(key);
     this.#schedule(key, kind, namespace, name, result);
     for (const event of seen) this.#wake(key, event);
     const outcome = reconcileOutcome(result);
@@ -585,7 +371,7 @@ export class Controller {
         .get(kind)
         ?.map((cache) => cache.get(name, namespace))
         .find((obj) => obj !== undefined);
-      this.#holds.set(key, {
+      this.#gate.hold(key, {
         until: Date.now() + delay,
         generation: cached?.metadata?.generation,
         deleting: cached?.metadata?.deletionTimestamp !== undefined,
@@ -594,7 +380,7 @@ export class Controller {
       return;
     }
     this.#refusals.forget(key);
-    this.#holds.delete(key);
+    this.#gate.unhold(key);
     this.#queue.forget(key);
     if (result.requeueAfterMs !== undefined) {
       // Jitter spreads periodic checks of many objects over the interval.

@@ -19,7 +19,7 @@ import {
 import { KeyReconciler, type KeyReconcilerOptions } from '../../../src/operator/keys/reconciler.ts';
 import { Signer } from '../../../src/operator/keys/issuing/signing.ts';
 import type { KeyResource, KindName } from '../../../src/operator/resources/schema.ts';
-import type { ReconcileResult } from '../../../src/operator/runtime/controller.ts';
+import type { ReconcileResult } from '../../../src/operator/runtime/workers.ts';
 import { OwnWrites } from '../../../src/operator/runtime/own-writes.ts';
 
 const clone = <T>(value: T): T => structuredClone(value);

@@ -5,7 +5,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { Controller, type ReconcileResult, type Request, type Watch, type Worker } from '../../../src/operator/runtime/controller.ts';
+import { Controller } from '../../../src/operator/runtime/controller.ts';
+import type { Watch } from '../../../src/operator/runtime/watches.ts';
+import type { ReconcileResult, Request, Worker } from '../../../src/operator/runtime/workers.ts';
 import { OwnWrites } from '../../../src/operator/runtime/own-writes.ts';
 import { FakeInformer } from './fake-informer.ts';
 

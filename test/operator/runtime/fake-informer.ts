@@ -1,7 +1,7 @@
 // An in-memory informer for runtime/controller.ts (its `informerFor` port): the test plays the
 // apiserver's watch by calling emit(), and the cache answers list()/get() as client-node's does.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { CachingInformer, Watch } from '../../../src/operator/runtime/controller.ts';
+import type { CachingInformer, Watch } from '../../../src/operator/runtime/watches.ts';
 
 type Verb = 'add' | 'update' | 'delete' | 'error' | 'change' | 'connect';
 

@@ -13,7 +13,7 @@
 // looked at again every few seconds, so a cache behind the releases never leaves it stuck.
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { ReconcileResult } from '../../runtime/controller.ts';
+import type { ReconcileResult } from '../../runtime/workers.ts';
 import { CREDENTIALS_FINALIZER } from '../../resources/schema.ts';
 import type { KubeWrites } from '../kube-writes.ts';
 import { objectRef, type OwnWrites } from '../../runtime/own-writes.ts';

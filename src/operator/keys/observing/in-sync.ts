@@ -1,7 +1,7 @@
 // A live key whose Secret holds it: Ready, with what drift found recorded (the credentials that
 // can see it), and for a ProjectApiKey, the operations of its project mirrored into its status
 // (docs/design.md section 4; operations-poller.ts polls them).
-import type { ReconcileResult } from '../../runtime/controller.ts';
+import type { ReconcileResult } from '../../runtime/workers.ts';
 import { readyConditions, rotatingCondition, type ConditionUpdate } from '../status/conditions.ts';
 import { nextLook, rotationFields } from '../rotation-schedule.ts';
 import { keyOrganization, ownerOf, type Context, type KeyDeps } from '../reconcile-context.ts';

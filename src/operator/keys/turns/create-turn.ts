@@ -6,7 +6,7 @@
 import type { KindName } from '../../resources/schema.ts';
 import type { KeyPlatform } from '../adapter.ts';
 import { blockedInputs, platformOf, type Context, type KeyDeps } from '../reconcile-context.ts';
-import type { ReconcileResult } from '../../runtime/controller.ts';
+import type { ReconcileResult } from '../../runtime/workers.ts';
 import { startCreateChecks } from '../issuing/create-head-start.ts';
 import { cachedCopy } from '../observing/cache-projection.ts';
 import { blockedConditions, creatingConditions } from '../status/conditions.ts';

@@ -5,7 +5,7 @@
 // is woken before the create's Secret and status are written.
 import { describe, expect, it } from '@jest/globals';
 import pino from 'pino';
-import type { Worker } from '../../../../src/operator/runtime/controller.ts';
+import type { Worker } from '../../../../src/operator/runtime/workers.ts';
 import { CreateAdmission } from '../../../../src/operator/keys/turns/create-admission.ts';
 import { CreateWaiter } from '../../../../src/operator/keys/turns/fair-limiter.ts';
 import type { CreateCallOptions } from '../../../../src/platform/index.ts';
