@@ -2,7 +2,7 @@
 // the reasons are the key domain's for the same failures (keys/status/platform-reasons.ts), so a refused
 // key or an unavailable platform reads the same on an inventory as on a key.
 import type { AuthDetails, PlatformError } from '../../platform/index.ts';
-import type { Condition } from '../resources/schema.ts';
+import type { Condition } from '../resources/key-status.ts';
 import { platformFailureReason, type Reason } from '../keys/index.ts';
 
 export type InventoryReason =

@@ -1,7 +1,7 @@
 // An issuer's Ready condition, computed from what was observed (pure): the credentials Secret, the
 // verification (verification.ts), or a deletion waiting for the resources that use the issuer.
 // Reasons are a closed union; messages say what to do, and never carry the key.
-import type { Condition } from '../resources/schema.ts';
+import type { Condition } from '../resources/key-status.ts';
 import type { IssuerUser, Verification } from './verification.ts';
 
 export type IssuerReason =

@@ -4,7 +4,8 @@
 // (test/operator/keys/rotation-schedule.test.ts). Time zones come from Intl, so an unknown zone is a
 // value here (reported in the Rotating condition), never an exception out of a reconcile.
 import { createHash } from 'node:crypto';
-import { WEEKDAYS, type KeyResource, type RotationSpec } from '../resources/schema.ts';
+import type { KeyResource } from '../resources/schema.ts';
+import { WEEKDAYS, type RotationSpec } from '../resources/spec-parts.ts';
 import { parseGoDuration } from '../go-duration.ts';
 
 export const DEFAULT_GRACE_MS = 10 * 60_000;

@@ -2,7 +2,8 @@
 // schema (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema):
 // every node typed, no anyOf/oneOf carrying types, no $schema, defaults only where they prune cleanly.
 import { z } from 'zod';
-import { GROUP, KINDS, MIN_ROTATION_GRACE, VERSION, rotationGraceRule, type KindName } from './schema.ts';
+import { GROUP, KINDS, VERSION, type KindName } from './schema.ts';
+import { MIN_ROTATION_GRACE, rotationGraceRule } from './spec-parts.ts';
 import { INVENTORY_KIND, INVENTORY_KIND_INFO } from './inventory.ts';
 import { ISSUER_KIND, ISSUER_KIND_INFO } from './issuer.ts';
 import { toYaml } from './yaml.ts';

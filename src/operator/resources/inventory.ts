@@ -4,7 +4,8 @@
 // type, of the validation of what is read, and of the CRD (crd.ts, `npm run generate`).
 import { z } from 'zod';
 import { GO_DURATION_PATTERN } from '../go-duration.ts';
-import { Condition, CredentialsSecretRef, IssuerRef, ORGANIZATION_ID_PATTERN, type API_VERSION, type ObjectMeta } from './schema.ts';
+import { Condition } from './key-status.ts';
+import { CredentialsSecretRef, IssuerRef, ORGANIZATION_ID_PATTERN, type API_VERSION, type ObjectMeta } from './schema.ts';
 
 export const INVENTORY_KIND = 'ApiKeyInventory';
 export const INVENTORY_PLURAL = 'apikeyinventories';

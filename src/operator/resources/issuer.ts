@@ -4,7 +4,8 @@
 // one. The zod schema is the source of the type, of the validation of what is read, and of the CRD
 // (crd.ts, `npm run generate`).
 import { z } from 'zod';
-import { Condition, ORGANIZATION_ID_PATTERN, PROJECT_ID_PATTERN, type API_VERSION } from './schema.ts';
+import { Condition } from './key-status.ts';
+import { ORGANIZATION_ID_PATTERN, PROJECT_ID_PATTERN, type API_VERSION } from './schema.ts';
 
 export const ISSUER_KIND = 'ClusterKeyIssuer';
 export const ISSUER_PLURAL = 'clusterkeyissuers';

@@ -4,7 +4,7 @@ import { describe, expect, it } from '@jest/globals';
 import { lostUnresolved } from '../../../src/operator/keys/decision-intent.ts';
 import type { Observation } from '../../../src/operator/keys/decision-types.ts';
 import { decide, MAX_REPLACED_KEYS } from '../../../src/operator/keys/decision.ts';
-import { MAX_LOST_ATTEMPTS } from '../../../src/operator/resources/schema.ts';
+import { MAX_LOST_ATTEMPTS } from '../../../src/operator/resources/key-status.ts';
 
 const NOW = Date.parse('2026-11-28T18:00:00Z');
 

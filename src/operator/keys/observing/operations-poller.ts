@@ -29,7 +29,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isPlatformError, operationStatusClass, type Operation, type OperationStatusClass, type PlatformClient } from '../../../platform/index.ts';
-import type { OperationSummary as StatusOperationSummary } from '../../resources/schema.ts';
+import type { OperationSummary as StatusOperationSummary } from '../../resources/key-status.ts';
 import type { Reason } from '../status/conditions.ts';
 import { platformFailureReason } from '../status/platform-reasons.ts';
 
@@ -38,7 +38,7 @@ export type OperationsClient = Pick<PlatformClient, 'listOperations'>;
 
 /**
  * An entry of status.operations of a ProjectApiKey (camelCase, as Kubernetes status fields are):
- * the schema's (resources/schema.ts), every field filled by the poller.
+ * the schema's (resources/key-status.ts), every field filled by the poller.
  */
 export type OperationSummary = Required<StatusOperationSummary>;
 

@@ -17,7 +17,7 @@ import type { KeyDeps } from '../reconcile-context.ts';
 import { ownTagKeys } from '../issuing/key-names.ts';
 import type { DriftCache } from './drift.ts';
 import type { TaggedKey } from './drift-listing.ts';
-import type { LostAttempt } from '../../resources/schema.ts';
+import type { LostAttempt } from '../../resources/key-status.ts';
 
 /** created_at has second precision and the platform's clock is not ours. */
 const CLOCK_MARGIN_MS = 5_000;

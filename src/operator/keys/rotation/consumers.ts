@@ -12,7 +12,8 @@
 // are skipped, named in the ConsumersRestarted event, and never waited for.
 import { createHash } from 'node:crypto';
 import type { V1DaemonSet, V1Deployment, V1PodTemplateSpec, V1StatefulSet } from '@kubernetes/client-node';
-import { ANNOTATION_RESTART_ON_ROTATION, ANNOTATION_ROTATED_PREFIX, type RotationSpec } from '../../resources/schema.ts';
+import { ANNOTATION_ROTATED_PREFIX } from '../../resources/schema.ts';
+import { ANNOTATION_RESTART_ON_ROTATION, type RotationSpec } from '../../resources/spec-parts.ts';
 import { annotationOp, pointerSegment, repointOps } from '../secret/immutable-secret.ts';
 import { statusCode, type JsonPatchOp, type KubeWrites, type Workload, type WorkloadKind } from '../kube-writes.ts';
 

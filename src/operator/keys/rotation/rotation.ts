@@ -5,7 +5,8 @@
 // retirement runs one step per reconcile (decision.ts, retirementStep): restart the consumers, wait
 // for their rollouts, the grace period and the end of the key's use, then revoke it.
 import type { ReconcileResult } from '../../runtime/workers.ts';
-import { ANNOTATION_RESTART_ON_ROTATION, type RetiringKey } from '../../resources/schema.ts';
+import type { RetiringKey } from '../../resources/key-status.ts';
+import { ANNOTATION_RESTART_ON_ROTATION } from '../../resources/spec-parts.ts';
 import { rotatingCondition, shownReason, type ConditionUpdate } from '../status/conditions.ts';
 import { consumersOf, restartAnnotation, restartConsumers, type Consumers } from './consumers.ts';
 import { baseSecretName, immutableMode } from '../secret/immutable-secret.ts';

@@ -14,7 +14,7 @@ import {
   rolloutState,
 } from '../../../../src/operator/keys/rotation/consumers.ts';
 import { statusCode } from '../../../../src/operator/keys/kube-writes.ts';
-import { ANNOTATION_RESTART_ON_ROTATION } from '../../../../src/operator/resources/schema.ts';
+import { ANNOTATION_RESTART_ON_ROTATION } from '../../../../src/operator/resources/spec-parts.ts';
 import { FakeKube, NAMESPACE } from '../fakes.ts';
 
 const template = (spec: Partial<NonNullable<V1PodTemplateSpec['spec']>>): V1PodTemplateSpec => ({ spec: { containers: [{ name: 'c' }], ...spec } });

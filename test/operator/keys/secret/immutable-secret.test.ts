@@ -9,7 +9,8 @@ import { encodeIntent } from '../../../../src/operator/keys/issuing/create-inten
 import { DriftCache } from '../../../../src/operator/keys/observing/drift.ts';
 import { annotationOp, immutableSecretName, repointOps } from '../../../../src/operator/keys/secret/immutable-secret.ts';
 import { buildSecret } from '../../../../src/operator/keys/secret/secret-writer.ts';
-import { ANNOTATION_CREATE_PENDING, ANNOTATION_RESTART_ON_ROTATION, ANNOTATION_ROTATE, type KeyResource } from '../../../../src/operator/resources/schema.ts';
+import { ANNOTATION_CREATE_PENDING, ANNOTATION_ROTATE, type KeyResource } from '../../../../src/operator/resources/schema.ts';
+import { ANNOTATION_RESTART_ON_ROTATION } from '../../../../src/operator/resources/spec-parts.ts';
 import { NAMESPACE, keyResource, rig, type Rig } from '../fakes.ts';
 
 const T0 = Date.parse('2026-11-23T10:00:00Z');
