@@ -47,14 +47,14 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   let intent = parseIntent(rawIntent, meta.uid, deps.signer);
   // An intent that names the key status records (status.keyName, with status.keyId) asks for
   // nothing, whatever its signature: a new key's create leaves its fulfilled intent on the resource
-  // (decision.ts fulfilledIntent), so an operator with another signing key (installed again in
+  // (decision-intent.ts fulfilledIntent), so an operator with another signing key (installed again in
   // another namespace, its signing-key Secret lost) finds one on every resource it did not create.
   // Each is no forgery to clear with a Warning on every resource: it is as if absent. Nothing is
   // believed from it; what the resource has is status, which only the operator writes.
   if (intent === 'Unsigned' && status.keyId !== undefined && status.keyName !== undefined && unverifiedAttempt(rawIntent) === status.keyName)
     intent = undefined;
   // A fulfilled intent (its attempt is the recorded key) is no pending attempt: the resource is
-  // observed as without one (decision.ts fulfilledIntent).
+  // observed as without one (decision-intent.ts fulfilledIntent).
   const pending = activeIntent({ pending: intent, status: recordedStatus });
   // spec.secret.immutable: the pending attempt's Secret, else status.secretName (secret-writer.ts).
   // The two Secrets at once: one round trip to the apiserver instead of two in a row.

@@ -93,7 +93,7 @@ export function unverifiedAttempt(value: string | undefined): string | undefined
 /**
  * What the signature covers. The rotation marker is signed too: it decides whether the replaced key
  * is revoked at once or kept retiring; and the given-up key (`abandons`), which lets the intent
- * stand beside a recorded key (decision.ts consistentIntent); and the issuer that makes the key,
+ * stand beside a recorded key (decision-intent.ts consistentIntent); and the issuer that makes the key,
  * which status records with it (adopt). Each appended only when present, so
  * intents written before they existed still verify.
  */

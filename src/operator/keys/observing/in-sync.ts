@@ -22,7 +22,7 @@ export async function inSync(
   const status = ctx.resource.status ?? {};
   const extra: Record<string, unknown> = { keyId, secretName: ctx.secretName, ...rotationFields(ctx, {}), ...also?.fields };
   if (status.secretHash === undefined && ctx.observation.secret?.hash !== undefined) extra.secretHash = ctx.observation.secret.hash;
-  // Only under the signature: status.keyName decides which intents fit the record (decision.ts consistentIntent).
+  // Only under the signature: status.keyName decides which intents fit the record (decision-intent.ts consistentIntent).
   const seen = ctx.observation.secret;
   if (status.keyName === undefined && seen?.verified === true && seen.keyId === keyId && seen.keyName !== undefined) extra.keyName = seen.keyName;
   // Seen live with these credentials: they can see (and revoke) it, so they are its credentials now.

@@ -58,7 +58,7 @@ export function orphanKeys(
   return list.keys.filter((k) => !o.recorded.includes(k.id) && isOrphanAge(k, created, list.at, o.minAgeMs)).map((k) => k.id);
 }
 
-/** What the list last taken shows of the attempts in status.lostAttempts (decision.ts Observation.lostAttempts). */
+/** What the list last taken shows of the attempts in status.lostAttempts (decision-types.ts Observation.lostAttempts). */
 export interface LostAttemptsSeen {
   /** Every name listed. */
   names: string[];

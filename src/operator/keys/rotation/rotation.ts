@@ -2,7 +2,7 @@
 // retirement of the replaced key. The switch is the create protocol's (create-protocol.ts) with a
 // rotation marker in the signed intent: its ONE status patch sets the new keyId and appends the old
 // key to status.retiringKeys, so the old key is always in status, never live and forgotten. The
-// retirement runs one step per reconcile (decision.ts, retirementStep): restart the consumers, wait
+// retirement runs one step per reconcile (decision-retirement.ts, retirementStep): restart the consumers, wait
 // for their rollouts, the grace period and the end of the key's use, then revoke it.
 import type { ReconcileResult } from '../../runtime/workers.ts';
 import type { RetiringKey } from '../../resources/key-status.ts';
