@@ -1,7 +1,7 @@
 // What a create says before anything is created: the issuer's cap reached while the key waited for its
 // turn, or credentials of the wrong kind (issuing/credentials-kind.ts). Either is reported as a
 // blocked outcome, in one status write; nothing is created then.
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult } from '../runtime/workers.ts';
 import { FINALIZER } from '../resources/schema.ts';
 import type { BlockedInputs, Reason } from './status/conditions.ts';
 import type { KeyPlatform } from './adapter.ts';

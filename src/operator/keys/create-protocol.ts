@@ -3,14 +3,14 @@
 // status (create-record.ts); an intent whose outcome is unknown is adopted or recovered
 // (create-recovery.ts). Intents are signed for the resource's uid (create-intent.ts); the platform's
 // answer is checked (created-key.ts); a POST is never retried blindly (docs/security.md).
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult } from '../runtime/workers.ts';
 import { ANNOTATION_ABANDON_KEY, ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../resources/schema.ts';
 import { rotatingCondition, shownReason, type BlockedInputs } from './status/conditions.ts';
 import { attemptName, defaultKeyName, encodeIntent } from './issuing/create-intent.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { keepCredentials } from './issuing/credentials-in-use.ts';
 import { needsSlot } from './issuing/issuer-slots.ts';
-import type { Decision, PendingAttempt } from './decision.ts';
+import type { Decision, PendingAttempt } from './decision-types.ts';
 import { asPlatformFailure } from './status/platform-failure.ts';
 import type { Context, KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './status/resource-writes.ts';

@@ -3,11 +3,12 @@
 // status.replacedKeys in the record's patch, and a rotation's joins status.retiringKeys (rotation.ts):
 // it is in status before and after, never only in the intent, which whoever may edit the resource
 // can remove. Adoption (create-recovery.ts) records a key found in its Secret the same way.
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult } from '../runtime/workers.ts';
 import { ANNOTATION_CREATE_PENDING, type KeyResource, type ReplacedKey } from '../resources/schema.ts';
 import { readyConditions } from './status/conditions.ts';
 import type { CreatedKey, KeyPlatform } from './adapter.ts';
-import { MAX_REPLACED_KEYS, type PendingAttempt } from './decision.ts';
+import { MAX_REPLACED_KEYS } from './decision.ts';
+import type { PendingAttempt } from './decision-types.ts';
 import { asPlatformFailure, failureReason } from './status/platform-failure.ts';
 import { keyIssuer, keyOrganization, type Context, type KeyDeps } from './reconcile-context.ts';
 import { updateMetadata, writeKeyRecord } from './status/resource-writes.ts';

@@ -2,10 +2,12 @@
 // the Secret already holds the attempt's key (adopt), or every key of the attempt's name is revoked
 // and the create starts again (recover). Keys of this resource's attempts that nothing records, and
 // replaced keys still live, are revoked here too; an unreadable intent is cleared.
-import type { ReconcileResult } from '../runtime/controller.ts';
+import type { ReconcileResult } from '../runtime/workers.ts';
 import { ANNOTATION_CREATE_PENDING, type KeyResource, type LostAttempt, type ReplacedKey } from '../resources/schema.ts';
 import { deletingConditions, readyConditions, shownReason } from './status/conditions.ts';
-import { MAX_REPLACED_KEYS, recordedKeyId, type Decision, type PendingAttempt } from './decision.ts';
+import { MAX_REPLACED_KEYS } from './decision.ts';
+import { recordedKeyId } from './decision-intent.ts';
+import type { Decision, PendingAttempt } from './decision-types.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { needsSlot } from './issuing/issuer-slots.ts';
 import { attemptListFingerprint } from './observing/orphans.ts';

@@ -13,8 +13,6 @@ import { keyDecision } from './decision-live-key.ts';
 import type { Decision, Observation } from './decision-types.ts';
 
 // Re-exported for the files that import them from here.
-export type { Decision, PendingAttempt, SecretObservation } from './decision-types.ts';
-export { recordedKeyId } from './decision-intent.ts';
 
 /** status.replacedKeys holds at most this many keys (the CRD's bound). */
 export const MAX_REPLACED_KEYS = 8;

@@ -5,12 +5,13 @@
 // the event that woke a reconcile is never trusted, only what is read here.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { Reconciler, ReconcileResult, Request, Worker } from '../runtime/controller.ts';
+import type { Reconciler, ReconcileResult, Request, Worker } from '../runtime/workers.ts';
 import { FINALIZER, type KeyResource, type KindName } from '../resources/schema.ts';
 import { blockedConditions, creatingConditions, deletingConditions, findCondition, shownReason, unverifiableConditions } from './status/conditions.ts';
 import { create } from './create-protocol.ts';
 import { adopt, clearPending, recover, revokeOrphans, revokeReplacedKeys } from './create-recovery.ts';
-import { decide, type Decision } from './decision.ts';
+import { decide } from './decision.ts';
+import type { Decision } from './decision-types.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import { retire } from './rotation/rotation.ts';
 import { nextLook } from './rotation-schedule.ts';

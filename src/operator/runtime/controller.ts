@@ -22,7 +22,6 @@ import { watchInformer, wakeOf, type CacheHealth, type CachingInformer, type Inf
 import { reconcileOutcome, releasableWorker, type ReconcileResult, type Reconciler, type Worker } from './workers.ts';
 
 // Re-exported for the files that import them from here.
-export type { ReconcileResult, Reconciler, Request, Worker } from './workers.ts';
 
 export interface ControllerOptions extends InformerOptions {
   reconciler: Reconciler;

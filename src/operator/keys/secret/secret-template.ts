@@ -10,7 +10,7 @@
 // while names others put there stay. Derived values (one may be the key) are compared here and
 // never logged.
 import type { V1Secret } from '@kubernetes/client-node';
-import type { SecretObservation } from '../decision.ts';
+import type { SecretObservation } from '../decision-types.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY, OPERATOR_METADATA_PREFIX, type ApiKeySpec, type ProjectApiKeySpec, type TemplateField } from '../../resources/schema.ts';
 
 /** On the Secret: the label and annotation names the template set, as JSON {"labels":[],"annotations":[]}. */

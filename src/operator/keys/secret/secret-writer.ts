@@ -11,7 +11,7 @@
 // never recorded, and that key is never revoked.
 import { createHmac } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
-import type { SecretObservation } from '../decision.ts';
+import type { SecretObservation } from '../decision-types.ts';
 import {
   ANNOTATION_KEY_ID,
   ANNOTATION_KEY_NAME,

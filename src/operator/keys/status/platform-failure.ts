@@ -2,7 +2,7 @@
 // `disposition`, never on a message), a condition reason with a message a person can act on, and
 // for an action, the conditions, the event and the backoff of the resource.
 import { isPlatformError, type PlatformError } from '../../../platform/index.ts';
-import type { ReconcileResult } from '../../runtime/controller.ts';
+import type { ReconcileResult } from '../../runtime/workers.ts';
 import { blockedConditions, deletingConditions, type Reason } from './conditions.ts';
 import { platformFailureReason } from './platform-reasons.ts';
 import { blockedInputs, type Context, type KeyDeps } from '../reconcile-context.ts';
