@@ -29,7 +29,7 @@ import type { KindName } from './resources/schema.ts';
 import { INVENTORY_KIND } from './resources/inventory.ts';
 import { ISSUER_KIND } from './resources/issuer.ts';
 import { InventoryEventRecorder } from './inventory/events.ts';
-import { registerInventoryGauge } from './inventory/metrics.ts';
+import { registerInventoryGauge, type InventoryCounts } from './inventory/metrics.ts';
 import { InventoryReconciler } from './inventory/reconciler.ts';
 import { inventoryWatches, issuerInventories } from './inventory/watches.ts';
 import { IssuerEventRecorder } from './issuers/events.ts';
@@ -358,12 +358,15 @@ function runningOperator(runtime: OperatorRuntime, controller: Controller, keys:
 }
 
 export async function startOperator(options: OperatorOptions): Promise<RunningOperator> {
-  // The issuer gauge is registered before the first await: the leader metric turns 1 right before
-  // this call, and a scrape from then on finds the gauge the alert reads (no series until an issuer
-  // is reconciled).
+  // The gauges are registered before the first await: the leader metric turns 1 right before this
+  // call, and a scrape from then on finds every gauge the alerts and the dashboard read (no series
+  // until an issuer is reconciled or an inventory reported).
   let issuerReadiness: () => Iterable<IssuerReadiness> = () => [];
+  let inventoryCounts: () => Iterable<InventoryCounts> = () => [];
   const metrics = options.metrics;
   const unregisterIssuerGauge = metrics !== undefined ? registerIssuerGauge(metrics.registry, () => issuerReadiness()) : undefined;
+  const unregisterInventoryGauge =
+    metrics !== undefined ? registerInventoryGauge(metrics.registry, () => inventoryCounts(), options.inventoryOrganizationLabel === true) : undefined;
   const runtime = operatorRuntime(options);
   const signer = await loadKeySigner(runtime.core, options, runtime.logger);
   const rooms = roomsByKind();
@@ -373,8 +376,7 @@ export async function startOperator(options: OperatorOptions): Promise<RunningOp
   const issuers = issuersOf(options, runtime, keys, controller);
   rooms.route({ keys: keys.reconciler, inventory, issuers });
   await controller.start();
-  const unregisterInventoryGauge =
-    metrics !== undefined ? registerInventoryGauge(metrics.registry, () => inventory.counts(), options.inventoryOrganizationLabel === true) : undefined;
+  inventoryCounts = () => inventory.counts();
   issuerReadiness = () => issuers.readiness();
   metrics?.countStaleCachesWith(() => countStaleCaches(controller));
   keys.start();
