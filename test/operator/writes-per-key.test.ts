@@ -180,6 +180,30 @@ describe('writes per issued key', () => {
     for (const name of [...orgKeys, ...projectKeys]) expect(byKey.get(name)?.length ?? 0).toBeGreaterThanOrEqual(3);
   });
 
+  it('reads: a new key is issued and rests with no read of itself or its Secret; the credentials Secret is read once per version', () => {
+    const reads = sent
+      .slice(writesFrom)
+      .filter((r) => r.method === 'GET' && !new URL(r.url).searchParams.has('watch') && new URL(r.url).pathname.includes(`/namespaces/${suite.namespace}/`));
+    const marker = `/namespaces/${suite.namespace}/`;
+    const paths = reads.map((r) => {
+      const path = new URL(r.url).pathname;
+      return path.slice(path.indexOf(marker) + marker.length);
+    });
+    process.stdout.write(`reads from the creates until at rest (${reads.length}):\n  ${paths.join('\n  ') || '(none)'}\n`);
+    // The credentials Secret had two versions in the window (as made, then with the finalizer): one read each at most.
+    expect(paths.filter((p) => p === 'secrets/neon-admin').length).toBeLessThanOrEqual(2);
+    // Nobody uses an organization key here: its create read neither it (the informer's copy) nor its
+    // Secret (not in the cache: not there), and its first drift passes rested on what the create wrote.
+    for (const name of orgKeys) {
+      expect(paths.filter((p) => p === `apikeys/${name}` || p === `secrets/${name}`)).toEqual([]);
+      const passes = records.filter((r) => r.namespace === suite.namespace && r.name === name);
+      expect(passes.filter((r) => r.createSent)).toHaveLength(1);
+      expect(passes.filter((r) => !r.createSent && r.atRest !== true && r.deferred !== true)).toEqual([]);
+    }
+    // A project key is used by its project's operations poller: the pass that reports the use reads it and its Secret, once.
+    for (const name of projectKeys) expect(paths.filter((p) => p === `projectapikeys/${name}` || p === `secrets/${name}`).length).toBeLessThanOrEqual(2);
+  });
+
   it('every key ended issued with its intent fulfilled, once each (one create per key)', async () => {
     for (const [kind, names] of [
       ['ApiKey', orgKeys],

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { PlatformClient } from '../../platform/index.ts';
 import type { Controller } from '../runtime/controller.ts';
 import type { Reconciler } from '../runtime/workers.ts';
-import type { OwnWrites } from '../runtime/own-writes.ts';
+import { objectRef, type OwnWrites } from '../runtime/own-writes.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { ApiServerWrites } from './kube-writes.ts';
 import { PlatformClients } from './platform-clients.ts';
@@ -29,6 +29,7 @@ import type { ManagedKeysCount, OperatorMetrics } from './status/metrics.ts';
 import { CreateAdmission } from './turns/create-admission.ts';
 import type { FairLimiter } from './turns/fair-limiter.ts';
 import { operatorOrgKeyLimiters, type OrgKeyLimiters } from './turns/org-key-limiters.ts';
+import { CredentialsReads } from './issuing/credentials-reads.ts';
 
 /**
  * Makes a platform client acting with one API key (src/platform's PlatformClient in production).
@@ -329,8 +330,20 @@ interface ReconcilerParts {
 function keyReconciler(runtime: KeyRuntime, options: KeyOptions, parts: ReconcilerParts): KeyReconciler {
   const { cluster, logger } = runtime;
   const { clients, drift, pollers, admission, driftIntervalMs, issuerSelector } = parts;
+  const kube = new ApiServerWrites(runtime.objects, runtime.core, runtime.kubeConfig.makeApiClient(AppsV1Api), runtime.kubeConfig);
   return new KeyReconciler({
-    kube: new ApiServerWrites(runtime.objects, runtime.core, runtime.kubeConfig.makeApiClient(AppsV1Api), runtime.kubeConfig),
+    kube,
+    secretUncached: (namespace, name) =>
+      !cluster.cacheStale('Secret', namespace) &&
+      cluster.cachedMeta('Secret', namespace, name) === undefined &&
+      !runtime.ownWrites.waiting(objectRef('Secret', namespace, name)),
+    credentialsReads: new CredentialsReads(kube, {
+      version: (namespace, name) => {
+        const meta = cluster.cachedMeta('Secret', namespace, name);
+        return meta === undefined ? undefined : { uid: meta.uid, resourceVersion: meta.resourceVersion };
+      },
+      stale: (namespace) => cluster.cacheStale('Secret', namespace),
+    }),
     platformFor: (apiKey) => clients.for(apiKey),
     drift,
     events: new EventRecorder(runtime.core, 'neon-key-operator', logger),

@@ -177,7 +177,7 @@ async function createClaimed(
  */
 async function writeIntent(
   deps: KeyDeps,
-  ctx: Pick<Context, 'resource' | 'credentialsSecret' | 'logger'>,
+  ctx: Pick<Context, 'resource' | 'credentialsSecret' | 'credentialsVersion' | 'logger'>,
   pending: PendingAttempt,
   addFinalizer: boolean,
   slot: Slot | undefined,
@@ -188,7 +188,11 @@ async function writeIntent(
   const keptFailure: Promise<{ error: unknown } | undefined> =
     deps.credentialsUsers !== undefined
       ? keepCredentials(deps.kube, ctx.credentialsSecret, logger, deps.ownWrites).then(
-          () => undefined,
+          (kept) => {
+            // The finalizer alone moved the credentials Secret since it was read: the key rests on that version (at-rest.ts).
+            if (kept !== undefined) ctx.credentialsVersion = kept;
+            return undefined;
+          },
           (error: unknown) => ({ error }),
         )
       : Promise.resolve(undefined);

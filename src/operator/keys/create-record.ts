@@ -17,6 +17,7 @@ import { nextLook, rotationFields } from './rotation-schedule.ts';
 import { deleteStaleSecret, type WrittenSecret } from './secret/secret-writer.ts';
 import { usageConditions } from './observing/usage.ts';
 import { mirrorOperationsOfNewKey } from './observing/in-sync.ts';
+import { verifiedAfterCreate } from './observing/at-rest.ts';
 
 /**
  * status.replacedKeys once a key (`newKeyId`) is recorded over `status`: `keyId`, the key it replaces,
@@ -105,7 +106,8 @@ export async function recordNewKey(deps: KeyDeps, ctx: Context, current: KeyReso
   const mirrored = await mirrorOperationsOfNewKey(deps, ctx, created.key);
   const conditions = [...readyConditions(created.id, secret.name), ...usage, ...switched.conditions, ...(mirrored !== undefined ? [mirrored.condition] : [])];
   // Recorded even when the resource was edited since the intent (writeKeyRecord): the key exists.
-  const recorded = await writeKeyRecord(deps, { ...ctx, resource: current }, conditions, {
+  const target: Parameters<typeof writeKeyRecord>[1] = { ...ctx, resource: current };
+  const recorded = await writeKeyRecord(deps, target, conditions, {
     ...(mirrored !== undefined ? { operations: mirrored.operations } : {}),
     ...schedule,
     ...switched.fields,
@@ -120,6 +122,17 @@ export async function recordNewKey(deps: KeyDeps, ctx: Context, current: KeyReso
     ...replaced,
   });
   logger.debug({ keyId: created.id }, 'status written');
+  // A first key (nothing replaced, no rotation): the pass that would verify it next rests on what the create wrote instead.
+  if (replaces === undefined && !rotating && target.afresh !== true && deps.rest !== undefined)
+    ctx.restsAfterCreate = verifiedAfterCreate(deps, ctx, {
+      recorded,
+      writtenOver: current.metadata.resourceVersion,
+      keyId: created.id,
+      createdAt,
+      secretName: secret.name,
+      secret: secret.version,
+      operations: mirrored?.snapshot,
+    });
   if (replaces !== undefined)
     await updateMetadata(deps, recorded, (m) => {
       delete m.annotations?.[ANNOTATION_CREATE_PENDING];

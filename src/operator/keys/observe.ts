@@ -2,6 +2,7 @@
 // takes (decision.ts): the resource as read, its Secret, the credentials in its namespace (never
 // another's: docs/design.md section 5.6), its signed intent (create-intent.ts), and what the drift check
 // found on the platform (observing/drift-check.ts). Nothing is written here.
+import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat } from '../../platform/index.ts';
 import {
@@ -33,6 +34,11 @@ import { recordedValues, secretInLine, templateOf } from './secret/secret-templa
 /** Without settings (tests of one action): namespace credentials allowed, no issuers. */
 const DEFAULT_CREDENTIALS_SETTINGS: CredentialsSettings = { issuerSecretsNamespace: undefined, allowNamespaceCredentials: true };
 
+/** A credentials Secret: as kept at the version the cache holds (issuing/credentials-reads.ts), else read by name. */
+function readCredentials(deps: KeyDeps, namespace: string, name: string): Promise<V1Secret | undefined> {
+  return deps.credentialsReads !== undefined ? deps.credentialsReads.read(namespace, name) : deps.kube.readSecret(namespace, name);
+}
+
 export async function observe(deps: KeyDeps, failingSince: FailingSince, resource: KeyResource, logger: Logger): Promise<Context> {
   const meta = resource.metadata;
   const parsed = parseSpec(resource.kind, resource.spec);
@@ -63,9 +69,16 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   // read at once with them; an issuer's once the issuer named it.
   const namespaceRef = parsedSpec?.issuerRef === undefined ? parsedSpec?.credentialsSecretRef : undefined;
   const [{ secretName, secret }, source, namespaceCreds] = await Promise.all([
-    locateSecret(deps, resource, parsedSpec, secretKey, typeof pending === 'object' ? pending.attempt : undefined),
+    locateSecret(
+      deps,
+      resource,
+      parsedSpec,
+      secretKey,
+      typeof pending === 'object' ? pending.attempt : undefined,
+      status.keyId === undefined && pending === undefined && meta.deletionTimestamp === undefined,
+    ),
     parsedSpec !== undefined ? credentialsSource(deps.kube, deps.credentialsSettings ?? DEFAULT_CREDENTIALS_SETTINGS, resource, parsedSpec) : undefined,
-    namespaceRef !== undefined ? deps.kube.readSecret(meta.namespace, namespaceRef.name) : undefined,
+    namespaceRef !== undefined ? readCredentials(deps, meta.namespace, namespaceRef.name) : undefined,
   ]);
   // Refused (policy, a missing issuer, a namespace being deleted): nothing is asked of the platform,
   // not even a drift check, unless an interrupted create must be finished (decision.ts).
@@ -76,7 +89,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
       ? undefined
       : namespaceRef !== undefined && credentialsAt.namespace === meta.namespace
         ? namespaceCreds
-        : await deps.kube.readSecret(credentialsAt.namespace, credentialsAt.name);
+        : await readCredentials(deps, credentialsAt.namespace, credentialsAt.name);
   const spec = source?.spec ?? parsedSpec;
 
   let apiKey: string | undefined;

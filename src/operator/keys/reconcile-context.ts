@@ -20,6 +20,7 @@ import type { Signer } from './issuing/signing.ts';
 import type { CredentialsSettings, CredentialsSource } from './issuing/credentials-source.ts';
 import type { IssuerSlots } from './issuing/issuer-slots.ts';
 import type { CredentialsUsers } from './issuing/credentials-in-use.ts';
+import type { CredentialsReads } from './issuing/credentials-reads.ts';
 import type { RotationContext } from './rotation-schedule.ts';
 
 export interface KeyDeps {
@@ -72,6 +73,14 @@ export interface KeyDeps {
   slots?: IssuerSlots;
   /** The key resources of a namespace whose Secret name is `name` (watches.ts secretNameHolders); without it none is looked for. */
   secretNameHolders?: (namespace: string, name: string) => { key: string; immutable: boolean }[];
+  /**
+   * Whether the informers' cache, not stale, holds no Secret of that name and no write of ours to it
+   * is on its way back: a new key's Secret is then not read (secret-writer.ts locateSecret).
+   * Without it every Secret is read by name.
+   */
+  secretUncached?: (namespace: string, name: string) => boolean;
+  /** The credentials Secrets as read at the version the cache holds (issuing/credentials-reads.ts); without it each pass reads them by name. */
+  credentialsReads?: Pick<CredentialsReads, 'read'>;
   /** A key resource as the informers' cache holds it (cache-projection.ts), for a new key's turn without a read. */
   cachedKey?: (kind: string, namespace: string, name: string) => KubernetesObject | undefined;
 }
@@ -146,6 +155,8 @@ export interface Context {
    * with that status only, since the patch lands on the read version or not at all.
    */
   statusWritten?: string | undefined;
+  /** A new key's create recorded it: what the resource rests on from then on (observing/at-rest.ts verifiedAfterCreate), for the reconciler to keep. */
+  restsAfterCreate?: Verified;
 }
 
 /** The platform client acting with the resource's credentials. */
@@ -187,6 +198,44 @@ export function blockedInputs(ctx: Pick<Context, 'observation' | 'resource'>): B
 export interface ObjectVersion {
   uid: string | undefined;
   resourceVersion: string | undefined;
+}
+
+/** What a full reconcile ending in InSync verified, kept per resource (no secret in it): observing/at-rest.ts. */
+export interface Verified {
+  resourceVersion: string;
+  /**
+   * The version a write of this process replaced with `resourceVersion` (a status written), which
+   * the cache shows until that write's watch event arrives: nobody else's change either way.
+   */
+  writtenOver?: string;
+  secretName: string;
+  secret: ObjectVersion;
+  /** Where the credentials Secret is: the resource's namespace, or the issuers' (spec.issuerRef). */
+  credentialsNamespace: string;
+  credentialsName: string;
+  credentials: ObjectVersion;
+  /**
+   * With spec.issuerRef: the ClusterKeyIssuer as read, by generation: a change of its spec (its
+   * policy, its credentials Secret) ends the rest; its status writes (its verification) do not.
+   */
+  issuer?: { name: string; uid: string | undefined; generation: number | undefined };
+  /** The id of the platform client of those credentials (a digest of the key: manager.ts). */
+  credentialsId: string;
+  adapter: KeyAdapter;
+  keyId: number;
+  createdAt: string | undefined;
+  /** The resource's attempt tag and creation time: a key an interrupted create left ends the rest (observe.ts orphanKeys). */
+  attemptTag: string;
+  resourceCreatedMs: number | undefined;
+  /** status.lastUsedAt / lastUsedFromAddr once that pass's status was written. */
+  usage: { lastUsedAt?: string; lastUsedFromAddr?: string };
+  unusedAfter: string | undefined;
+  /** The InUse condition that pass wrote (JSON). */
+  inUse: string;
+  /** The operations snapshot that pass mirrored (JSON), taken before it read it: never newer than what was written. */
+  operations: string | undefined;
+  nextRotationAt: number | undefined;
+  reason: Reason;
 }
 
 /** What ended a rest: which input changed since the last full pass (ReconcileRecord.restBroken). */

@@ -15,7 +15,7 @@ import type { Decision } from './decision-types.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import { retire } from './rotation/rotation.ts';
 import { nextLook } from './rotation-schedule.ts';
-import { changedSince, verifiedBefore, type Verified } from './observing/at-rest.ts';
+import { changedSince, verifiedBefore } from './observing/at-rest.ts';
 import type { DriftGone } from './observing/drift.ts';
 import { checkSucceeded, type FailingSince } from './observing/drift-check.ts';
 import { inSync } from './observing/in-sync.ts';
@@ -31,7 +31,7 @@ import { CredentialsKinds } from './issuing/credentials-kind.ts';
 import { OrganizationMemberships, type MembershipsKept } from './issuing/organization-membership.ts';
 import { ISSUER_KIND } from '../resources/issuer.ts';
 import { CREDENTIALS_SECRET_KIND, keepCredentials, reconcileCredentialsSecret } from './issuing/credentials-in-use.ts';
-import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord, type RestBroken } from './reconcile-context.ts';
+import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord, type RestBroken, type Verified } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './status/resource-writes.ts';
 
 export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | 'credentialsKinds' | 'memberships' | 'onCredentialsReleased'> & {
@@ -354,6 +354,18 @@ export class KeyReconciler implements Reconciler {
     return version !== undefined && this.#deps.memberships.knownMember(`${namespace}/${name}@${version}`, organization);
   }
 
+  /**
+   * A first key just recorded rests on what its create wrote (at-rest.ts verifiedAfterCreate): its
+   * first drift check is the sweep's, from the caches and the drift list, not a full pass that reads
+   * the resource and both Secrets again to find what this pass wrote.
+   */
+  #restsAfterCreate(ctx: Context, result: ReconcileResult): ReconcileResult {
+    const verified = ctx.restsAfterCreate;
+    if (verified === undefined || result.type !== 'Done') return result;
+    const { resource } = ctx;
+    return this.#rests(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, verified);
+  }
+
   /** `mayContinue`: after a metadata-only step, go on with the resource as written (once). */
   async #act(ctx: Context, decision: Decision, mayContinue: boolean): Promise<ReconcileResult> {
     const deps = this.#deps;
@@ -381,7 +393,7 @@ export class KeyReconciler implements Reconciler {
             ctx.record.reasons.push(next.reason);
           }
           // Through the organization's create turns like any create (turns/create-turn.ts).
-          return inTurn(deps, ctx, 'create', (paced) => create(paced, ctx, next, undefined, undefined, true));
+          return this.#restsAfterCreate(ctx, await inTurn(deps, ctx, 'create', (paced) => create(paced, ctx, next, undefined, undefined, true)));
         }
         const updated = await updateMetadata(deps, resource, (m) => {
           m.finalizers = [...(m.finalizers ?? []), FINALIZER];
@@ -403,7 +415,10 @@ export class KeyReconciler implements Reconciler {
       case 'Recover':
         return recover(deps, ctx, action.attempt);
       case 'Create':
-        return inTurn(deps, ctx, createPriority(action), (paced) => create(paced, ctx, decision, action.replaces, action.rotation));
+        return this.#restsAfterCreate(
+          ctx,
+          await inTurn(deps, ctx, createPriority(action), (paced) => create(paced, ctx, decision, action.replaces, action.rotation)),
+        );
       case 'Retire':
         return retire(deps, ctx, decision, action);
       case 'InSync': {

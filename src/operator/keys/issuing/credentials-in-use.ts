@@ -18,6 +18,9 @@ import { CREDENTIALS_FINALIZER } from '../../resources/schema.ts';
 import type { KubeWrites } from '../kube-writes.ts';
 import { objectRef, type OwnWrites } from '../../runtime/own-writes.ts';
 
+/** An object's uid and resourceVersion (reconcile-context.ts ObjectVersion, not imported: the frame imports this room). */
+type ObjectVersion = { uid: string | undefined; resourceVersion: string | undefined };
+
 /** The work-queue kind of a credentials Secret's own reconcile. */
 export const CREDENTIALS_SECRET_KIND = 'CredentialsSecret';
 
@@ -29,15 +32,19 @@ export function keepsCredentials(secret: V1Secret | undefined): boolean {
   return secret?.metadata?.finalizers?.includes(CREDENTIALS_FINALIZER) === true;
 }
 
-/** The writes of the finalizer under way, per Secret: the first creates of a namespace at once share one. */
-const keeping = new Map<string, Promise<void>>();
+/**
+ * The writes of the finalizer under way, per Secret, with the version each was written over: the
+ * first creates of a namespace at once share one.
+ */
+const keeping = new Map<string, { over: string; write: Promise<ObjectVersion | undefined> }>();
 
 /**
  * `Secret/namespace/name@resourceVersion` of copies the finalizer was written over, newest last: a
  * create that read the Secret before that write and comes to keep it after (its check started
- * early, reconciler.ts) has nothing to write, instead of a 409 and a fresh read in its way to the POST.
+ * early, reconciler.ts) has nothing to write, instead of a 409 and a fresh read in its way to the
+ * POST. With each, the version that write made when it was the only change since that copy.
  */
-const keptOver = new Set<string>();
+const keptOver = new Map<string, ObjectVersion | undefined>();
 const MAX_KEPT_OVER = 1_000;
 
 /**
@@ -45,43 +52,52 @@ const MAX_KEPT_OVER = 1_000;
  * conflict, once more on a fresh read). Nothing when it is there already, or when the Secret is
  * being deleted (no finalizer can be added then; the namespace is going and nothing is minted).
  * Concurrent calls for one Secret (a namespace's first creates) share one write.
+ *
+ * Returns the Secret's version after the finalizer, when the only change since the copy read is that
+ * finalizer (written over exactly that copy's version): what a key minted with the copy may rest on
+ * (observing/at-rest.ts). undefined otherwise.
  */
 export async function keepCredentials(
   kube: Pick<KubeWrites, 'readSecret' | 'replaceSecret'>,
   secret: V1Secret | undefined,
   logger: Logger,
   ownWrites?: OwnWrites,
-): Promise<void> {
+): Promise<ObjectVersion | undefined> {
   const meta = secret?.metadata;
   if (secret === undefined || meta?.name === undefined || meta.namespace === undefined || keepsCredentials(secret) || meta.deletionTimestamp !== undefined)
-    return;
+    return undefined;
   const { namespace, name } = meta as { namespace: string; name: string };
   const ref = objectRef('Secret', namespace, name);
+  const over = `${ref}@${meta.resourceVersion}`;
   const under = keeping.get(ref);
-  if (under !== undefined) return under;
-  if (keptOver.has(`${ref}@${meta.resourceVersion}`)) return;
-  const put = async (current: V1Secret): Promise<void> => {
+  if (under !== undefined) return under.write.then((after) => (under.over === over ? after : undefined));
+  if (keptOver.has(over)) return keptOver.get(over);
+  const put = async (current: V1Secret): Promise<ObjectVersion> => {
     const m = current.metadata ?? {};
     const written = await kube.replaceSecret(namespace, name, { ...current, metadata: { ...m, finalizers: [...(m.finalizers ?? []), CREDENTIALS_FINALIZER] } });
-    keptOver.add(`${ref}@${meta.resourceVersion}`);
-    for (const over of keptOver) {
+    const after = { uid: written.metadata?.uid, resourceVersion: written.metadata?.resourceVersion };
+    keptOver.set(over, m.resourceVersion === meta.resourceVersion ? after : undefined);
+    for (const oldest of keptOver.keys()) {
       if (keptOver.size <= MAX_KEPT_OVER) break;
-      keptOver.delete(over);
+      keptOver.delete(oldest);
     }
     // Its event wakes none of the resources naming the Secret: a finalizer is nothing they read.
     ownWrites?.recordQuiet(ref, m.resourceVersion, written.metadata?.resourceVersion);
     logger.info({ secret: name }, 'credentials Secret kept while keys issued with it are live');
+    return after;
   };
-  const write = (async () => {
+  const write = (async (): Promise<ObjectVersion | undefined> => {
     try {
-      await put(secret);
+      return await put(secret);
     } catch (error) {
       if ((error as { code?: unknown }).code !== 409) throw error;
       const fresh = await kube.readSecret(namespace, name);
       if (fresh !== undefined && !keepsCredentials(fresh) && fresh.metadata?.deletionTimestamp === undefined) await put(fresh);
+      // Written over another copy than the one read: not the only change since.
+      return undefined;
     }
   })().finally(() => keeping.delete(ref));
-  keeping.set(ref, write);
+  keeping.set(ref, { over, write });
   return write;
 }
 

@@ -5,7 +5,10 @@
 // After a full reconcile that ended in InSync with nothing pending, the reconciler remembers what it
 // verified (`Verified`): the resourceVersion of the resource and the uid + resourceVersion of its
 // Secret and of its credentials Secret as it read them, which credentials those were (the id of
-// their platform client, never the key), and what the status was computed from. The next pass of
+// their platform client, never the key), and what the status was computed from. A first key's create
+// is such a pass too: it read the credentials and found no Secret, then wrote the Secret and the
+// status itself, so it rests on the versions its writes returned (verifiedAfterCreate) and its first
+// drift check reads nothing either. The next pass of
 // that resource compares those versions with the informers' caches (identity metadata only, no
 // Secret data: runtime/informer-cache.ts) and asks the platform, through the drift cache (one list
 // per credentials and scope per interval, as before), whether the key is still listed and its
@@ -26,50 +29,13 @@
 // trusted at rest ('cache stale'): each drift check is a full pass with fresh reads until the watch
 // is back.
 import type { KeyAdapter, ListedUse } from '../adapter.ts';
+import type { KeyResource } from '../../resources/schema.ts';
 import type { Reason } from '../status/conditions.ts';
 import { checkSucceeded, lookUpRecordedKey, type FailingSince } from './drift-check.ts';
-import { ownerOf, type Context, type KeyDeps, type ObjectVersion, type RestBroken, type RestInputs } from '../reconcile-context.ts';
+import { ownerOf, type Context, type KeyDeps, type ObjectVersion, type RestBroken, type RestInputs, type Verified } from '../reconcile-context.ts';
 import { statusTimestamp, usageConditions, usageFields } from './usage.ts';
 import { intern } from '../../runtime/intern.ts';
 import { isOrphanAge, ownTagged } from './orphans.ts';
-
-/** What a full reconcile ending in InSync verified, kept per resource (no secret in it). */
-export interface Verified {
-  resourceVersion: string;
-  /**
-   * The version a write of this process replaced with `resourceVersion` (a status written), which
-   * the cache shows until that write's watch event arrives: nobody else's change either way.
-   */
-  writtenOver?: string;
-  secretName: string;
-  secret: ObjectVersion;
-  /** Where the credentials Secret is: the resource's namespace, or the issuers' (spec.issuerRef). */
-  credentialsNamespace: string;
-  credentialsName: string;
-  credentials: ObjectVersion;
-  /**
-   * With spec.issuerRef: the ClusterKeyIssuer as read, by generation: a change of its spec (its
-   * policy, its credentials Secret) ends the rest; its status writes (its verification) do not.
-   */
-  issuer?: { name: string; uid: string | undefined; generation: number | undefined };
-  /** The id of the platform client of those credentials (a digest of the key: manager.ts). */
-  credentialsId: string;
-  adapter: KeyAdapter;
-  keyId: number;
-  createdAt: string | undefined;
-  /** The resource's attempt tag and creation time: a key an interrupted create left ends the rest (observe.ts orphanKeys). */
-  attemptTag: string;
-  resourceCreatedMs: number | undefined;
-  /** status.lastUsedAt / lastUsedFromAddr once that pass's status was written. */
-  usage: { lastUsedAt?: string; lastUsedFromAddr?: string };
-  unusedAfter: string | undefined;
-  /** The InUse condition that pass wrote (JSON). */
-  inUse: string;
-  /** The operations snapshot that pass mirrored (JSON), taken before it read it: never newer than what was written. */
-  operations: string | undefined;
-  nextRotationAt: number | undefined;
-  reason: Reason;
-}
 
 function sameVersion(a: ObjectVersion | undefined, b: ObjectVersion): boolean {
   return a !== undefined && a.uid === b.uid && a.resourceVersion !== undefined && a.resourceVersion === b.resourceVersion;
@@ -174,6 +140,78 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
     operations: operationsOf(deps, adapter, ownerOf(resource)),
     nextRotationAt: ctx.rotation.schedule.nextAt,
     reason,
+  };
+}
+
+/** A new key just recorded (create-record.ts): what its create wrote, read back from nothing. */
+export interface RecordedCreate {
+  /** The resource as the record's status write returned it, and the version that write replaced. */
+  recorded: KeyResource;
+  writtenOver: string | undefined;
+  keyId: number;
+  createdAt: string;
+  /** The key's Secret as the create wrote it: its name, and its uid and resourceVersion as the write returned them. */
+  secretName: string;
+  secret: ObjectVersion;
+  /** The operations snapshot the record's status mirrored, if any (in-sync.ts mirrorOperationsOfNewKey). */
+  operations: object | undefined;
+}
+
+/**
+ * What a new key's create verified (it read the resource, its credentials and its Secret's absence,
+ * and wrote the key's Secret and status itself): what a full pass right after it would rest on,
+ * without that pass's reads. undefined when a next pass has something to do, as verifiedBefore.
+ */
+export function verifiedAfterCreate(deps: KeyDeps, ctx: Context, create: RecordedCreate): Verified | undefined {
+  const { spec, adapter } = ctx;
+  const { recorded, secret } = create;
+  const status = recorded.status ?? {};
+  const resourceVersion = recorded.metadata.resourceVersion;
+  const source = ctx.source?.secret;
+  const credentials = ctx.credentialsVersion;
+  if (
+    resourceVersion === undefined ||
+    spec === undefined ||
+    adapter === undefined ||
+    ctx.apiKey === undefined ||
+    credentials === undefined ||
+    source === undefined ||
+    secret.uid === undefined ||
+    secret.resourceVersion === undefined ||
+    status.keyId !== create.keyId ||
+    (status.retiringKeys ?? []).length > 0 ||
+    (status.replacedKeys ?? []).length > 0 ||
+    (status.lostAttempts ?? []).length > 0 ||
+    ctx.rotation.schedule.error !== undefined ||
+    ctx.rotation.graceError !== undefined ||
+    status.credentialsFingerprint !== ctx.fingerprint
+  )
+    return undefined;
+  const unusedAfter = spec.usage?.unusedAfter;
+  const nextRotationAt = status.rotation?.nextRotationAt ?? undefined;
+  return {
+    resourceVersion,
+    ...(create.writtenOver !== undefined ? { writtenOver: create.writtenOver } : {}),
+    secretName: create.secretName,
+    secret,
+    credentialsNamespace: intern(source.namespace),
+    credentialsName: intern(source.name),
+    credentials,
+    ...(ctx.source?.issuer !== undefined
+      ? { issuer: { name: intern(ctx.source.issuer.name), uid: ctx.source.issuer.uid, generation: ctx.source.issuer.generation } }
+      : {}),
+    credentialsId: deps.platformFor(ctx.apiKey).credentialsId,
+    adapter,
+    keyId: create.keyId,
+    createdAt: create.createdAt,
+    attemptTag: deps.signer.attemptTag(recorded.metadata.uid),
+    resourceCreatedMs: recorded.metadata.creationTimestamp !== undefined ? Date.parse(recorded.metadata.creationTimestamp as unknown as string) : undefined,
+    usage: NO_USAGE,
+    unusedAfter,
+    inUse: inUseOf(unusedAfter, undefined, NO_USAGE, create.createdAt, deps.now()),
+    operations: create.operations !== undefined ? operationsJson(create.operations) : undefined,
+    nextRotationAt: nextRotationAt !== undefined ? Date.parse(nextRotationAt) : undefined,
+    reason: 'Ready',
   };
 }
 

@@ -67,13 +67,13 @@ export function mirrorOperations(
   deps: KeyDeps,
   ctx: Pick<Context, 'adapter' | 'resource'>,
   issued: string,
-): { operations: unknown[]; condition: ConditionUpdate } | undefined {
+): { operations: unknown[]; condition: ConditionUpdate; snapshot: object } | undefined {
   const project = ctx.adapter?.project;
   if (project === undefined || issued === '' || deps.operations === undefined) return undefined;
   const owner = ownerOf(ctx.resource);
   deps.operations.pollers.ensure(project.projectId, owner, issued);
   const snapshot = deps.operations.pollers.snapshot(project.projectId, owner);
-  return snapshot === undefined ? undefined : { operations: snapshot.operations, condition: { type: 'OperationsSettled', ...snapshot.settled } };
+  return snapshot === undefined ? undefined : { operations: snapshot.operations, condition: { type: 'OperationsSettled', ...snapshot.settled }, snapshot };
 }
 
 /** How long a new ProjectApiKey's status write waits for the first poll of a project not polled yet. */
@@ -101,7 +101,7 @@ export async function mirrorOperationsOfNewKey(
     // The poller's own promise is not part of its interface (operations-poller.ts): its snapshot is looked at.
     await new Promise((resolve) => setTimeout(resolve, FIRST_POLL_LOOK_MS));
     const snapshot = deps.operations.pollers.snapshot(projectId, owner);
-    if (snapshot !== undefined) return { operations: snapshot.operations, condition: { type: 'OperationsSettled', ...snapshot.settled } };
+    if (snapshot !== undefined) return { operations: snapshot.operations, condition: { type: 'OperationsSettled', ...snapshot.settled }, snapshot };
   }
   return undefined;
 }

@@ -17,11 +17,11 @@
 import type { Logger } from 'pino';
 import { objectRef } from '../../runtime/own-writes.ts';
 import type { KindName } from '../../resources/schema.ts';
-import { operationsJson, type Verified } from './at-rest.ts';
+import { operationsJson } from './at-rest.ts';
 import { setConditions } from '../status/conditions.ts';
 import type { JsonPatchOp } from '../kube-writes.ts';
 import type { OperationsSnapshot } from './operations-poller.ts';
-import type { CachedConditions, KeyDeps, RestInputs } from '../reconcile-context.ts';
+import type { CachedConditions, KeyDeps, RestInputs, Verified } from '../reconcile-context.ts';
 
 /**
  * The JSON patch that writes `snapshot` into the status of the resource at `resourceVersion`, whose

@@ -25,7 +25,7 @@ import {
 import { objectRef } from '../../runtime/own-writes.ts';
 import { baseSecretName, immutableMode, immutableSecretName } from './immutable-secret.ts';
 import { statusCode } from '../kube-writes.ts';
-import type { Context, KeyDeps } from '../reconcile-context.ts';
+import type { Context, KeyDeps, ObjectVersion } from '../reconcile-context.ts';
 import { recordedValues, rewrittenSecret, specIds, templateOf, templatedData, templatedMetadata, type SecretTemplate } from './secret-template.ts';
 import type { Signer } from '../issuing/signing.ts';
 
@@ -223,6 +223,12 @@ export interface WrittenSecret {
   name: string;
   hash: string;
   immutable: boolean;
+  /** The Secret's uid and resourceVersion as the apiserver answered the write (or as read, an immutable one found written): what a rest after the create compares the cache with (at-rest.ts). */
+  version: ObjectVersion;
+}
+
+function versionOf(secret: V1Secret | undefined): ObjectVersion {
+  return { uid: secret?.metadata?.uid, resourceVersion: secret?.metadata?.resourceVersion };
 }
 
 /**
@@ -243,13 +249,13 @@ export async function writeSecret(deps: KeyDeps, to: SecretWrite, key: IssuedKey
   if (existing !== undefined) {
     const replaced = await deps.kube.replaceSecret(namespace, name, body);
     deps.ownWrites?.record(objectRef('Secret', namespace, name), existing.metadata?.resourceVersion, replaced.metadata?.resourceVersion);
-    return written;
+    return { ...written, version: versionOf(replaced) };
   }
   let replaced: V1Secret;
   try {
     const created = await deps.kube.createSecret(namespace, body);
     deps.ownWrites?.record(objectRef('Secret', namespace, name), undefined, created.metadata?.resourceVersion);
-    return written;
+    return { ...written, version: versionOf(created) };
   } catch (error) {
     if (statusCode(error) !== 409) throw error;
     // Made between our read and now (by us, before a crash): it is ours only if it says so.
@@ -257,13 +263,13 @@ export async function writeSecret(deps: KeyDeps, to: SecretWrite, key: IssuedKey
     if (immutable) {
       const seen = observeSecret(resource, found, dataKey, deps.signer);
       if (seen?.verified !== true || seen.keyId !== key.id || seen.hash !== written.hash) throw new SecretConflictError(name);
-      return written;
+      return { ...written, version: versionOf(found) };
     }
     if (found === undefined || !ownedBy(resource, found)) throw error;
     replaced = await deps.kube.replaceSecret(namespace, name, buildSecret(resource, name, dataKey, key, deps.signer, found, shape));
   }
   deps.ownWrites?.record(objectRef('Secret', namespace, name), undefined, replaced.metadata?.resourceVersion);
-  return written;
+  return { ...written, version: versionOf(replaced) };
 }
 
 /**
@@ -338,15 +344,19 @@ async function firstVerified(
  * Only metadata is listed; only the Secrets this resource controls are read, by name.
  */
 export async function locateSecret(
-  deps: Pick<KeyDeps, 'kube' | 'signer'>,
+  deps: Pick<KeyDeps, 'kube' | 'signer' | 'secretUncached'>,
   resource: KeyResource,
   spec: Context['spec'],
   secretKey: string,
   attempt: string | undefined,
+  newKey = false,
 ): Promise<{ secretName: string; secret: V1Secret | undefined }> {
   const namespace = resource.metadata.namespace;
   const base = baseSecretName(resource, spec);
-  if (!immutableMode(spec)) return { secretName: base, secret: await deps.kube.readSecret(namespace, base) };
+  // A new key's Secret that the cache does not hold is not asked for: it is not there, or it was
+  // made a moment ago and its create (POST) comes back 409, read then (writeSecret).
+  if (!immutableMode(spec))
+    return { secretName: base, secret: newKey && deps.secretUncached?.(namespace, base) === true ? undefined : await deps.kube.readSecret(namespace, base) };
   if (attempt !== undefined) {
     const found = await firstVerified(deps, resource, secretKey, attempt);
     if (found?.metadata?.name !== undefined) return { secretName: found.metadata.name, secret: found };

@@ -90,7 +90,7 @@ export async function writeStatus(
  */
 export async function writeKeyRecord(
   deps: KeyDeps,
-  ctx: Pick<Context, 'resource' | 'statusWritten' | 'logger'>,
+  ctx: Pick<Context, 'resource' | 'statusWritten' | 'logger'> & { afresh?: boolean },
   conditions: ConditionUpdate[],
   fields: Record<string, unknown>,
 ): Promise<KeyResource> {
@@ -108,6 +108,8 @@ export async function writeKeyRecord(
     };
     const written = await writeStatus(deps, again, conditions, fields, [], true);
     ctx.statusWritten = again.statusWritten;
+    // Written over edits this pass did not see: nothing the pass read may be rested on (at-rest.ts).
+    ctx.afresh = true;
     return written;
   }
 }
