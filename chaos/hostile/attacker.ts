@@ -16,7 +16,9 @@
 // resources while victims' creates lose their answers too). Random actions also write
 // spec.rotation.window, ApiKeyInventories taken with credentials of the namespace (their
 // credentialsSecretRef repointed, unusedAfter rewritten in a loop), and lift
-// keys.neon.dev/credentials-in-use from the tenant's own credentials Secrets.
+// keys.neon.dev/credentials-in-use from the tenant's own credentials Secrets, and some creates come
+// with a Secret under the new key's name made at the same moment (issue 44: a new key's Secret is
+// looked for in the informer's cache, which may not show it yet).
 // A tenant holds namespace credentials (an administrator's key in its Secret neon-admin) or, in
 // issuer mode, no platform key at all: its keys come through the issuers of issuers.ts, and what
 // it may write in spec.credentialsSecretRef is only what it has (garbage, the keys it was issued).
@@ -497,6 +499,17 @@ export class Attacker {
       if (mine.length >= 14) return await this.#deleteResource(this.#pick(mine));
       const kind: Kind = this.#chance(0.55) ? 'ApiKey' : 'ProjectApiKey';
       const name = this.#freshName('r');
+      if (this.#chance(0.2)) {
+        // A Secret under the new key's name, made at the same moment as the resource: the key's first
+        // pass may decide before the operator's cache shows it (a new key's Secret absent from the
+        // cache is not read: secret-writer.ts locateSecret), and must still mint nothing it keeps
+        // unrecorded, nor write into a Secret that is not its own.
+        await Promise.all([
+          this.#create(kind, name, this.#spec(kind, name)),
+          this.#putSecret('secret.squat', { metadata: { name }, data: { apiKey: Buffer.from(this.#text(40)).toString('base64') } }),
+        ]);
+        return;
+      }
       await this.#create(kind, name, this.#spec(kind, name));
       return;
     }

@@ -265,6 +265,36 @@ describe('an edit of the resource while its key is created', () => {
     expect(await liveKeysOf(keyName)).toEqual([(await get(kind, name)).status?.keyId]);
   }, 60_000);
 
+  it("a first key whose Secret name a tenant's Secret takes in its window: the key just made is revoked, SecretConflict, that Secret untouched; deleted, a key is issued", async () => {
+    const name = 'squatted';
+    const keyName = 'edc-squatted';
+    // The pass found no Secret (the cache showed none); the tenant's lands before the key's.
+    during.set(keyName, async () => {
+      await suite.core.createNamespacedSecret({ namespace: suite.namespace, body: { metadata: { name }, stringData: { note: 'the tenant made this' } } });
+    });
+    await create('ApiKey', name, keyName);
+    const conflicted = await until(
+      'ApiKey',
+      name,
+      (r) => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False' && (c as { reason?: string }).reason === 'SecretConflict') === true,
+      'SecretConflict',
+    );
+    expect(conflicted.status?.keyId).toBeUndefined();
+    expect(conflicted.metadata.annotations?.[PENDING]).toBeUndefined();
+    // The key the platform made for it is revoked, and no other was made while the name is taken.
+    const made = (await keys()).filter((k) => k.name.startsWith(`${keyName}-`));
+    expect(made).toHaveLength(1);
+    expect(made.every((k) => k.revoked)).toBe(true);
+    const theirs = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name });
+    expect(Buffer.from(theirs.data?.note ?? '', 'base64').toString('utf8')).toBe('the tenant made this');
+    expect(theirs.data?.apiKey).toBeUndefined();
+    expect(theirs.metadata?.ownerReferences).toBeUndefined();
+    // The name free again: a key is issued into the operator's own Secret, the only live one of the name.
+    await suite.core.deleteNamespacedSecret({ namespace: suite.namespace, name });
+    const issued = await until('ApiKey', name, ready, 'Ready once the Secret name is free');
+    expect(await liveKeysOf(keyName)).toEqual([issued.status?.keyId]);
+  }, 60_000);
+
   it('deleting the resources revokes every key they made', async () => {
     for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
       await suite.objects.deleteCollectionNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: plural(kind) });

@@ -139,8 +139,8 @@ async function createClaimed(
     secret = await writeSecret(deps, to, { id: created.id, name: pending.attempt, secret: created.key, ...(replaces !== undefined ? { replaces } : {}) });
   } catch (error) {
     if (!(error instanceof SecretConflictError)) throw error;
-    // Its name is taken by a Secret this resource does not own (spec.secret.immutable): never adopted
-    // nor overwritten. The key just made is in no Secret, so it is revoked at once (the intent stays
+    // Its name is taken by a Secret this resource does not own (made after this pass looked, or an
+    // immutable Secret's name): never adopted nor overwritten. The key just made is in no Secret, so it is revoked at once (the intent stays
     // until then: recovery revokes it should this fail), and SecretConflict is reported.
     const { secretName } = error;
     try {

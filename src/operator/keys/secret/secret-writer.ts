@@ -265,7 +265,10 @@ export async function writeSecret(deps: KeyDeps, to: SecretWrite, key: IssuedKey
       if (seen?.verified !== true || seen.keyId !== key.id || seen.hash !== written.hash) throw new SecretConflictError(name);
       return { ...written, version: versionOf(found) };
     }
-    if (found === undefined || !ownedBy(resource, found)) throw error;
+    // Gone again meanwhile: the pass is retried. Another's (made after the cache showed none, or
+    // after our read): its name is taken, as for an immutable Secret.
+    if (found === undefined) throw error;
+    if (!ownedBy(resource, found)) throw new SecretConflictError(name);
     replaced = await deps.kube.replaceSecret(namespace, name, buildSecret(resource, name, dataKey, key, deps.signer, found, shape));
   }
   deps.ownWrites?.record(objectRef('Secret', namespace, name), undefined, replaced.metadata?.resourceVersion);
