@@ -82,6 +82,41 @@ function inUseOf(unusedAfter: string | undefined, listed: ListedUse | undefined,
 }
 
 /**
+ * A retirement in progress, lost attempts, a schedule or grace error (reported on each pass): the
+ * next pass has something to do, so nothing rests.
+ */
+function somethingPending(status: NonNullable<KeyResource['status']>, ctx: Context): boolean {
+  return (
+    (status.retiringKeys ?? []).length > 0 ||
+    (status.replacedKeys ?? []).length > 0 ||
+    (status.lostAttempts ?? []).length > 0 ||
+    ctx.rotation.schedule.error !== undefined ||
+    ctx.rotation.graceError !== undefined
+  );
+}
+
+/** What a rest records of where the credentials came from and of the resource itself, whoever verified the rest. */
+function restSource(
+  deps: KeyDeps,
+  ctx: Context,
+  source: { namespace: string; name: string },
+  credentials: ObjectVersion,
+  apiKey: string,
+  resource: KeyResource,
+): Pick<Verified, 'credentialsNamespace' | 'credentialsName' | 'credentials' | 'issuer' | 'credentialsId' | 'attemptTag' | 'resourceCreatedMs'> {
+  const issuer = ctx.source?.issuer;
+  return {
+    credentialsNamespace: intern(source.namespace),
+    credentialsName: intern(source.name),
+    credentials,
+    ...(issuer !== undefined ? { issuer: { name: intern(issuer.name), uid: issuer.uid, generation: issuer.generation } } : {}),
+    credentialsId: deps.platformFor(apiKey).credentialsId,
+    attemptTag: deps.signer.attemptTag(resource.metadata.uid),
+    resourceCreatedMs: resource.metadata.creationTimestamp !== undefined ? Date.parse(resource.metadata.creationTimestamp as unknown as string) : undefined,
+  };
+}
+
+/**
  * What a full InSync pass verified, taken BEFORE it runs (the operations snapshot must not be newer
  * than the one it writes); undefined when the next pass must be a full one anyway.
  */
@@ -100,16 +135,8 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
     source === undefined
   )
     return undefined;
-  // A retirement in progress, lost attempts, a schedule or grace error (reported on each pass), credentials not yet
-  // recorded as the key's: the next pass has something to do.
-  if (
-    (status.retiringKeys ?? []).length > 0 ||
-    (status.replacedKeys ?? []).length > 0 ||
-    (status.lostAttempts ?? []).length > 0 ||
-    ctx.rotation.schedule.error !== undefined ||
-    ctx.rotation.graceError !== undefined
-  )
-    return undefined;
+  // Something pending, or credentials not yet recorded as the key's: the next pass has something to do.
+  if (somethingPending(status, ctx)) return undefined;
   if (ctx.listed === undefined && status.credentialsFingerprint !== ctx.fingerprint) return undefined;
   const used = {
     ...(status.lastUsedAt !== undefined ? { lastUsedAt: status.lastUsedAt } : {}),
@@ -122,18 +149,10 @@ export function verifiedBefore(deps: KeyDeps, ctx: Context, keyId: number, reaso
     resourceVersion,
     secretName: ctx.secretName,
     secret: { uid: secret.metadata?.uid, resourceVersion: secret.metadata?.resourceVersion },
-    credentialsNamespace: intern(source.namespace),
-    credentialsName: intern(source.name),
-    credentials,
-    ...(ctx.source?.issuer !== undefined
-      ? { issuer: { name: intern(ctx.source.issuer.name), uid: ctx.source.issuer.uid, generation: ctx.source.issuer.generation } }
-      : {}),
-    credentialsId: deps.platformFor(ctx.apiKey).credentialsId,
+    ...restSource(deps, ctx, source, credentials, ctx.apiKey, resource),
     adapter,
     keyId,
     createdAt: status.createdAt,
-    attemptTag: deps.signer.attemptTag(resource.metadata.uid),
-    resourceCreatedMs: resource.metadata.creationTimestamp !== undefined ? Date.parse(resource.metadata.creationTimestamp as unknown as string) : undefined,
     usage,
     unusedAfter,
     inUse: inUseOf(unusedAfter, ctx.listed, usage, status.createdAt, deps.now()),
@@ -179,11 +198,7 @@ export function verifiedAfterCreate(deps: KeyDeps, ctx: Context, create: Recorde
     secret.uid === undefined ||
     secret.resourceVersion === undefined ||
     status.keyId !== create.keyId ||
-    (status.retiringKeys ?? []).length > 0 ||
-    (status.replacedKeys ?? []).length > 0 ||
-    (status.lostAttempts ?? []).length > 0 ||
-    ctx.rotation.schedule.error !== undefined ||
-    ctx.rotation.graceError !== undefined ||
+    somethingPending(status, ctx) ||
     status.credentialsFingerprint !== ctx.fingerprint
   )
     return undefined;
@@ -194,18 +209,10 @@ export function verifiedAfterCreate(deps: KeyDeps, ctx: Context, create: Recorde
     ...(create.writtenOver !== undefined ? { writtenOver: create.writtenOver } : {}),
     secretName: create.secretName,
     secret,
-    credentialsNamespace: intern(source.namespace),
-    credentialsName: intern(source.name),
-    credentials,
-    ...(ctx.source?.issuer !== undefined
-      ? { issuer: { name: intern(ctx.source.issuer.name), uid: ctx.source.issuer.uid, generation: ctx.source.issuer.generation } }
-      : {}),
-    credentialsId: deps.platformFor(ctx.apiKey).credentialsId,
+    ...restSource(deps, ctx, source, credentials, ctx.apiKey, recorded),
     adapter,
     keyId: create.keyId,
     createdAt: create.createdAt,
-    attemptTag: deps.signer.attemptTag(recorded.metadata.uid),
-    resourceCreatedMs: recorded.metadata.creationTimestamp !== undefined ? Date.parse(recorded.metadata.creationTimestamp as unknown as string) : undefined,
     usage: NO_USAGE,
     unusedAfter,
     inUse: inUseOf(unusedAfter, undefined, NO_USAGE, create.createdAt, deps.now()),
