@@ -46,8 +46,9 @@ for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
 }
 const kubeConfig = new KubeConfig();
 loadKubeConfig(kubeConfig, flags.kubeconfig);
-// One keep-alive connection pool to the API server instead of a new one per request (kube-connections.ts).
-reuseKubeConnections(kubeConfig);
+// One keep-alive connection pool to the API server, TLS material read once a minute, and API
+// clients that send with undici's request (kube-connections.ts).
+reuseKubeConnections(kubeConfig, { userAgent: `neon-key-operator/${BUILD.version}` });
 
 const namespaces = parseWatchNamespaces(flags.namespaces);
 const identity = process.env.POD_NAME ?? hostname();

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { reuseKubeConnections } from '../../src/operator/runtime/kube-connections.ts';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type RequestContext } from '@kubernetes/client-node';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { encodeIntent } from '../../src/operator/keys/issuing/create-intent.ts';
@@ -75,9 +76,14 @@ export async function installOperatorManifests(cp: ControlPlane): Promise<void> 
   }
 }
 
-/** A kubeconfig holding a token of the ServiceAccount deploy/base creates. */
+/**
+ * A kubeconfig holding a token of the ServiceAccount deploy/base creates, on the transport the
+ * operator's process uses (main.ts).
+ */
 export async function operatorKubeConfig(cp: ControlPlane): Promise<KubeConfig> {
-  return cp.kubeConfigForToken(await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 3600));
+  return reuseKubeConnections(cp.kubeConfigForToken(await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 3600)), {
+    userAgent: 'neon-key-operator/test',
+  });
 }
 
 export async function createNamespace(cp: ControlPlane, prefix: string): Promise<string> {

@@ -1,6 +1,7 @@
 // The key reconciler, written once for ApiKey and ProjectApiKey (crossplane's managed reconciler):
-// read the resource fresh from the apiserver (a new key: from the cache, see #read), observe (observe.ts), ask decide() what next
-// (decision.ts, pure), run that one action, each in the file that says what it does:
+// a key at rest is checked from the caches (observing/resting.ts); otherwise read the resource fresh
+// from the apiserver (a new key: from the cache, see #read), observe (observe.ts), ask decide() what
+// next (decision.ts, pure), run that one action, each in the file that says what it does:
 // create-protocol.ts, deletion.ts, in-sync.ts; conditions come from conditions.ts. Level-triggered:
 // the event that woke a reconcile is never trusted, only what is read here.
 import type { KubernetesObject } from '@kubernetes/client-node';
@@ -14,16 +15,14 @@ import { decide } from './decision.ts';
 import type { Decision } from './decision-types.ts';
 import { release, retain, revokeAndRelease } from './deletion.ts';
 import { retire } from './rotation/rotation.ts';
-import { nextLook } from './rotation-schedule.ts';
-import { changedSince, verifiedBefore } from './observing/at-rest.ts';
+import { verifiedBefore } from './observing/at-rest.ts';
 import type { DriftGone } from './observing/drift.ts';
-import { checkSucceeded, type FailingSince } from './observing/drift-check.ts';
+import { Resting } from './observing/resting.ts';
 import { inSync } from './observing/in-sync.ts';
 import { immutableMode } from './secret/immutable-secret.ts';
 import { rewriteSecret } from './secret/secret-writer.ts';
 import { statusCode } from './kube-writes.ts';
 import { observe } from './observe.ts';
-import { patchOperations } from './observing/operations-patch.ts';
 import { cachedCopy, newKeyOrganization } from './observing/cache-projection.ts';
 import { objectRef } from '../runtime/own-writes.ts';
 import { createPriority, inTurn, issuerVersion, MEMBERSHIP_TTL_MS, waitsUnread } from './turns/create-turn.ts';
@@ -31,7 +30,7 @@ import { CredentialsKinds } from './issuing/credentials-kind.ts';
 import { OrganizationMemberships, type MembershipsKept } from './issuing/organization-membership.ts';
 import { ISSUER_KIND } from '../resources/issuer.ts';
 import { CREDENTIALS_SECRET_KIND, keepCredentials, reconcileCredentialsSecret } from './issuing/credentials-in-use.ts';
-import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord, type RestBroken, type Verified } from './reconcile-context.ts';
+import { blockedInputs, type Context, type KeyDeps, type ReconcileRecord } from './reconcile-context.ts';
 import { updateMetadata, writeStatus } from './status/resource-writes.ts';
 
 export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | 'credentialsKinds' | 'memberships' | 'onCredentialsReleased'> & {
@@ -47,11 +46,8 @@ export type KeyReconcilerOptions = Omit<KeyDeps, 'now' | 'unverifiedAfterMs' | '
 
 export class KeyReconciler implements Reconciler {
   readonly #deps: KeyDeps;
-  readonly #failingSince: FailingSince = new Map();
-  /** Per resource (kind/namespace/name): what its last full pass verified, when it ended at rest (at-rest.ts). */
-  readonly #verified = new Map<string, Verified>();
-  /** Per resource at rest: when its next drift check is due (sweep()). */
-  readonly #checkAt = new Map<string, number>();
+  /** The keys at rest, and their drift checks (observing/resting.ts). */
+  readonly #resting: Resting;
   /** Resources whose last write got 409: their next pass reads fresh, never a cached copy (#read). */
   readonly #readFresh = new Set<string>();
   /** Credentials Secrets (uids) whose finalizer an at-rest pass made sure of, once per process (credentials-in-use.ts). */
@@ -73,6 +69,7 @@ export class KeyReconciler implements Reconciler {
       // A membership changes rarely: asked again every 5 minutes (or drift interval, if longer), and at once for other credentials.
       memberships: new OrganizationMemberships(Math.max(options.driftIntervalMs, MEMBERSHIP_TTL_MS), options.now ?? Date.now),
     };
+    this.#resting = new Resting(this.#deps);
   }
 
   /** The answers of GET /users/me/organizations kept (tests: bounded, organization-membership.ts). */
@@ -80,89 +77,14 @@ export class KeyReconciler implements Reconciler {
     return this.#deps.memberships.size;
   }
 
-  /**
-   * The resources at rest on what a refreshed drift list no longer shows (drift.ts, DriftGone): their
-   * work-queue keys, for the manager to wake them now rather than at their next pass.
-   */
+  /** The work-queue keys of the resources at rest on what a refreshed drift list no longer shows (observing/resting.ts). */
   restingOn(gone: DriftGone): string[] {
-    const woken: string[] = [];
-    for (const [tracking, v] of this.#verified) {
-      if (v.credentialsId !== gone.credentialsId) continue;
-      const hit =
-        gone.what === 'keys'
-          ? v.adapter.listScope === gone.listScope && gone.ids.includes(v.keyId)
-          : v.adapter.project?.organizationId === gone.organizationId && gone.ids.includes(v.adapter.project.projectId);
-      if (hit) woken.push(tracking);
-    }
-    return woken;
+    return this.#resting.restingOn(gone);
   }
 
-  /**
-   * The resource rests on what was verified: its drift checks are the sweep's from now on, not
-   * passes of the work queue. Only a scheduled rotation keeps a requeue, at its time.
-   */
-  #rests(tracking: string, verified: Verified): ReconcileResult {
-    this.#verified.set(tracking, verified);
-    this.#checkAt.set(tracking, this.#nextCheck());
-    return verified.nextRotationAt === undefined ? { type: 'Done' } : { type: 'Done', requeueAfterMs: nextLook(this.#deps, verified.nextRotationAt) };
-  }
-
-  /** One drift interval from now, jittered as the work queue's requeues are (runtime/controller.ts): checks spread over the interval. */
-  #nextCheck(): number {
-    return this.#deps.now() + Math.round(this.#deps.driftIntervalMs * (0.9 + Math.random() * 0.2));
-  }
-
-  /**
-   * The drift check of every resource at rest whose check is due (changedSince: the caches and the
-   * drift list, no apiserver request), made here and not as a pass through the work queue: at
-   * 10,000 resources at rest a pass each per interval (a worker, a logger, metrics, a timer, the
-   * queue's bookkeeping) cost about half a millisecond of CPU each, more than the check itself.
-   * Returns the work-queue keys of the resources no longer at rest, for the manager to
-   * wake: their pass sees what changed (the same check again, then the operations patch or a full
-   * pass). The manager calls this about every second.
-   */
+  /** The drift checks due of the resources at rest; the keys of those no longer at rest, to wake (observing/resting.ts). */
   async sweep(): Promise<string[]> {
-    const rest = this.#deps.rest;
-    if (rest === undefined) return [];
-    const now = this.#deps.now();
-    const due: [string, Verified][] = [];
-    for (const [tracking, at] of this.#checkAt) {
-      if (at > now) continue;
-      const verified = this.#verified.get(tracking);
-      if (verified === undefined) this.#checkAt.delete(tracking);
-      else due.push([tracking, verified]);
-    }
-    const woken: string[] = [];
-    await Promise.all(
-      due.map(async ([tracking, verified]) => {
-        const [kind, namespace, name] = tracking.split('/') as [string, string, string];
-        const startedAt = this.#deps.now();
-        // A check that throws is a change too: the pass it wakes looks.
-        const broken = await changedSince(this.#deps, rest, this.#failingSince, { kind, namespace, name }, verified).catch((): RestBroken => 'check failed');
-        // A pass of the resource meanwhile took what it rested on (and left its own, or none).
-        if (this.#verified.get(tracking) !== verified) return;
-        if (broken !== undefined) {
-          // Kept for the pass that is woken (it checks again, and may patch the operations alone).
-          this.#checkAt.delete(tracking);
-          woken.push(tracking);
-          return;
-        }
-        this.#checkAt.set(tracking, this.#nextCheck());
-        this.#deps.onReconcile?.({
-          kind,
-          namespace,
-          name,
-          startedAt,
-          endedAt: this.#deps.now(),
-          actions: ['InSync'],
-          reasons: [verified.reason],
-          createSent: false,
-          atRest: true,
-          result: 'Done',
-        });
-      }),
-    );
-    return woken;
+    return this.#resting.sweep();
   }
 
   async reconcile(request: Request, logger: Logger, worker?: Worker): Promise<ReconcileResult> {
@@ -218,39 +140,10 @@ export class KeyReconciler implements Reconciler {
     const { namespace, name } = request;
     const kind = request.kind as KindName;
     const tracking = `${kind}/${namespace}/${name}`;
-    const verified = this.#verified.get(tracking);
-    // Taken out before anything else: only a full pass that ends in InSync puts it back.
-    this.#verified.delete(tracking);
-    this.#checkAt.delete(tracking);
-    const rest = this.#deps.rest;
-    const broken = verified !== undefined && rest !== undefined ? await changedSince(this.#deps, rest, this.#failingSince, request, verified) : 'none';
-    if (verified !== undefined && broken === undefined) {
-      logger.debug('at rest');
-      if (record !== undefined) {
-        record.atRest = true;
-        record.actions.push('InSync');
-        record.reasons.push(verified.reason);
-      }
-      return this.#rests(tracking, verified);
-    }
-    if (verified !== undefined && broken !== undefined && broken !== 'none') {
-      logger.debug({ changed: broken }, 'no longer at rest');
-      if (record !== undefined) record.restBroken = broken;
-    }
-    // Only the project's operations changed: one JSON patch writes them (operations-patch.ts), or the full pass runs.
-    const patched =
-      broken === 'operations' && verified !== undefined && rest !== undefined ? await patchOperations(this.#deps, rest, request, verified, logger) : undefined;
-    if (patched !== undefined) {
-      checkSucceeded(this.#deps, this.#failingSince, tracking, 'Live');
-      if (record !== undefined) {
-        record.operationsPatched = true;
-        record.actions.push('InSync');
-        record.reasons.push(patched.reason);
-      }
-      return this.#rests(tracking, patched);
-    }
+    const { result, resting } = await this.#resting.resume(request, logger, record);
+    if (result !== undefined) return result;
     // A new key of an organization whose creates are all under way: in line for its turn, unread.
-    const cachedKey = verified === undefined && this.#deps.turns !== undefined ? this.#deps.cachedKey?.(kind, namespace, name) : undefined;
+    const cachedKey = !resting && this.#deps.turns !== undefined ? this.#deps.cachedKey?.(kind, namespace, name) : undefined;
     const organization = newKeyOrganization(cachedKey);
     if (organization !== undefined && this.#knownMember(cachedKey, organization) && (await waitsUnread(this.#deps, organization, tracking))) {
       logger.debug({ organization }, 'new key waits for its turn in the organization');
@@ -259,7 +152,7 @@ export class KeyReconciler implements Reconciler {
     }
     const { resource, cached } = await this.#read(kind, namespace, name, record, logger);
     if (resource === undefined) {
-      this.#failingSince.delete(tracking);
+      this.#resting.failingSince.delete(tracking);
       return { type: 'Done' };
     }
     try {
@@ -318,7 +211,7 @@ export class KeyReconciler implements Reconciler {
   ): Promise<ReconcileResult> {
     // Nor goes on to a next pass.
     worker?.signal?.throwIfAborted();
-    const ctx = await observe(this.#deps, this.#failingSince, resource, logger);
+    const ctx = await observe(this.#deps, this.#resting.failingSince, resource, logger);
     if (worker !== undefined) ctx.worker = worker;
     const decision = decide(ctx.observation);
     logger.debug({ action: decision.action.type, reason: decision.reason }, 'decided');
@@ -363,7 +256,7 @@ export class KeyReconciler implements Reconciler {
     const verified = ctx.restsAfterCreate;
     if (verified === undefined || result.type !== 'Done') return result;
     const { resource } = ctx;
-    return this.#rests(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, verified);
+    return this.#resting.rests(`${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`, verified);
   }
 
   /** `mayContinue`: after a metadata-only step, go on with the resource as written (once). */
@@ -437,7 +330,7 @@ export class KeyReconciler implements Reconciler {
         if (verified === undefined) return result;
         // A status written here is the read version with that status (the patch carries the read
         // resourceVersion): the next pass may rest on the written version.
-        return this.#rests(
+        return this.#resting.rests(
           `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`,
           ctx.statusWritten !== undefined ? { ...verified, resourceVersion: ctx.statusWritten, writtenOver: verified.resourceVersion } : verified,
         );

@@ -1,20 +1,24 @@
-// client-node 2.0 makes a new undici Agent (new TCP + TLS connection) for every API request;
-// reuseKubeConnections() makes one KubeConfig reuse one dispatcher (bench/operator.ts, issue 7).
-import { describe, expect, it } from '@jest/globals';
-import { KubeConfig } from '@kubernetes/client-node';
-import { reuseKubeConnections } from '../../../src/operator/runtime/kube-connections.ts';
+// The API clients' transport (src/operator/runtime/kube-connections.ts): one dispatcher per cluster,
+// user and TLS material; the TLS material read again only after TLS_REREAD_MS (a manual clock); and
+// the HTTP library over undici's `request`, against the real apiserver (objects, a 404 as
+// client-node's ApiException, a patch) and against a loopback server that shows what is sent.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApiException, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { reuseKubeConnections, TLS_REREAD_MS } from '../../../src/operator/runtime/kube-connections.ts';
+import { controlPlane } from '../../harness/index.ts';
 
-function kubeConfig(user = 'sa', token = 't0'): KubeConfig {
+const CA_A = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').toString('base64');
+const CA_B = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n').toString('base64');
+
+function kubeConfig(user = 'sa', token = 't0', server = 'https://127.0.0.1:6443'): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [
-      {
-        name: 'c',
-        server: 'https://127.0.0.1:6443',
-        caData: Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').toString('base64'),
-        skipTLSVerify: false,
-      },
-    ],
+    // client-node refuses a plain-HTTP server unless TLS verification is off (the loopback server).
+    clusters: [{ name: 'c', server, caData: CA_A, skipTLSVerify: server.startsWith('http:') }],
     users: [{ name: user, token }],
     contexts: [{ name: 'ctx', cluster: 'c', user }],
     currentContext: 'ctx',
@@ -22,37 +26,151 @@ function kubeConfig(user = 'sa', token = 't0'): KubeConfig {
   return kc;
 }
 
-async function dispatcherOf(kc: KubeConfig): Promise<unknown> {
+async function signed(kc: KubeConfig): Promise<{ dispatcher: unknown; headers: Record<string, string> }> {
   let dispatcher: unknown;
+  const headers: Record<string, string> = {};
   const context = {
-    setHeaderParam: () => undefined,
+    setHeaderParam: (name: string, value: string) => {
+      headers[name] = value;
+    },
     setDispatcher: (d: unknown) => {
       dispatcher = d;
     },
   };
   await kc.applySecurityAuthentication(context as never);
-  return dispatcher;
+  return { dispatcher, headers };
 }
 
-describe('reuseKubeConnections', () => {
+describe('reuseKubeConnections: dispatcher and TLS material', () => {
   it('client-node alone builds a dispatcher per request (the behaviour worked around)', async () => {
     const kc = kubeConfig();
-    const [a, b] = [await dispatcherOf(kc), await dispatcherOf(kc)];
+    const [a, b] = [(await signed(kc)).dispatcher, (await signed(kc)).dispatcher];
     expect(a).toBeDefined();
     expect(a).not.toBe(b);
   });
 
   it('reuses one dispatcher for every request of the same cluster, user and TLS material', async () => {
     const kc = reuseKubeConnections(kubeConfig());
-    const first = await dispatcherOf(kc);
-    expect(first).toBeDefined();
-    expect(await dispatcherOf(kc)).toBe(first);
-    expect(await dispatcherOf(kc)).toBe(first);
+    const first = await signed(kc);
+    expect(first.dispatcher).toBeDefined();
+    expect(first.headers.Authorization).toBe('Bearer t0');
+    expect((await signed(kc)).dispatcher).toBe(first.dispatcher);
+    expect((await signed(kc)).dispatcher).toBe(first.dispatcher);
   });
 
   it('keeps separate dispatchers for separate KubeConfigs', async () => {
-    const a = await dispatcherOf(reuseKubeConnections(kubeConfig('a')));
-    const b = await dispatcherOf(reuseKubeConnections(kubeConfig('b')));
+    const a = (await signed(reuseKubeConnections(kubeConfig('a')))).dispatcher;
+    const b = (await signed(reuseKubeConnections(kubeConfig('b')))).dispatcher;
     expect(a).not.toBe(b);
+  });
+
+  it('reads the TLS material again only after TLS_REREAD_MS, and then takes a rotated CA; the token is read per request', async () => {
+    let clock = 0;
+    const kc = reuseKubeConnections(kubeConfig(), { now: () => clock });
+    const first = await signed(kc);
+    // The CA and the token change (a rotation).
+    (kc.getCurrentCluster() as { caData: string }).caData = CA_B;
+    (kc.getCurrentUser() as { token: string }).token = 't1';
+    clock = TLS_REREAD_MS - 1;
+    const before = await signed(kc);
+    expect(before.dispatcher).toBe(first.dispatcher);
+    expect(before.headers.Authorization).toBe('Bearer t1');
+    clock = TLS_REREAD_MS;
+    const after = await signed(kc);
+    expect(after.dispatcher).toBeDefined();
+    expect(after.dispatcher).not.toBe(first.dispatcher);
+    // The same material again later: the dispatcher made for it is kept.
+    clock = 2 * TLS_REREAD_MS;
+    expect((await signed(kc)).dispatcher).toBe(after.dispatcher);
+  });
+});
+
+describe('reuseKubeConnections: API clients over undici request', () => {
+  let server: Server;
+  const seen: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      req.on('end', () => {
+        seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+        if (req.url?.endsWith('/missing')) {
+          res.writeHead(404, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 }));
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': ['a=1', 'b=2'] });
+        res.end(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'seen', resourceVersion: '7' }, data: { k: 'ü' } }));
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+  });
+
+  afterAll(async () => {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  });
+
+  it('sends the method, headers, user agent and body, and hands back the status and the whole body', async () => {
+    const port = (server.address() as AddressInfo).port;
+    const kc = reuseKubeConnections(kubeConfig('sa', 't0', `http://127.0.0.1:${port}`), { userAgent: 'neon-key-operator/test' });
+    const core = kc.makeApiClient(CoreV1Api);
+    const read = await core.readNamespacedConfigMap({ name: 'seen', namespace: 'ns' });
+    expect(read.metadata?.resourceVersion).toBe('7');
+    expect(read.data).toEqual({ k: 'ü' });
+    await core.patchNamespacedConfigMap(
+      { name: 'seen', namespace: 'ns', body: [{ op: 'replace', path: '/data/k', value: 'v' }] },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+    );
+    const missing = await core.readNamespacedConfigMap({ name: 'missing', namespace: 'ns' }).catch((error: unknown) => error);
+    expect(missing).toBeInstanceOf(ApiException);
+    expect((missing as ApiException<unknown>).code).toBe(404);
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      'GET /api/v1/namespaces/ns/configmaps/seen',
+      'PATCH /api/v1/namespaces/ns/configmaps/seen',
+      'GET /api/v1/namespaces/ns/configmaps/missing',
+    ]);
+    for (const request of seen) {
+      expect(request.headers['user-agent']).toBe('neon-key-operator/test');
+      expect(request.headers.authorization).toBe('Bearer t0');
+    }
+    expect(seen[1]?.headers['content-type']).toBe('application/json-patch+json');
+    expect(JSON.parse(seen[1]?.body ?? '')).toEqual([{ op: 'replace', path: '/data/k', value: 'v' }]);
+  });
+});
+
+describe('reuseKubeConnections against the apiserver', () => {
+  it('creates, reads, patches and fails as client-node does', async () => {
+    const cp = await controlPlane();
+    const admin = cp.kubeConfig.makeApiClient(CoreV1Api);
+    const namespace = `kube-connections-${randomBytes(3).toString('hex')}`;
+    await admin.createNamespace({ body: { metadata: { name: namespace } } });
+    try {
+      // A ServiceAccount with no role may not read ConfigMaps: the refusal is client-node's ApiException.
+      await admin.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'nobody' } } });
+      const nobody = reuseKubeConnections(cp.kubeConfigForToken(await cp.mintServiceAccountToken(namespace, 'nobody', 600))).makeApiClient(CoreV1Api);
+      const refused = await nobody.readNamespacedConfigMap({ name: 'x', namespace }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(ApiException);
+      expect((refused as ApiException<unknown>).code).toBe(403);
+      // The admin's kube config on the same transport.
+      const adminConfig = new KubeConfig();
+      adminConfig.loadFromFile(cp.kubeconfigPath);
+      const core = reuseKubeConnections(adminConfig).makeApiClient(CoreV1Api);
+      const made = await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'x' }, data: { a: '1' } } });
+      expect(made.metadata?.uid).toBeDefined();
+      const patched = await core.patchNamespacedConfigMap(
+        { name: 'x', namespace, body: { data: { a: '2' } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      expect(patched.data).toEqual({ a: '2' });
+      expect((await core.readNamespacedConfigMap({ name: 'x', namespace })).metadata?.resourceVersion).toBe(patched.metadata?.resourceVersion);
+      const gone = await core.readNamespacedConfigMap({ name: 'y', namespace }).catch((error: unknown) => error);
+      expect((gone as ApiException<unknown>).code).toBe(404);
+    } finally {
+      await admin.deleteNamespace({ name: namespace }).catch(() => undefined);
+    }
   });
 });

@@ -1,0 +1,148 @@
+// The keys at rest: what each rests on (at-rest.ts Verified), when its next drift check is due, and
+// the sweep that makes those checks without a pass through the work queue. A pass of the reconciler
+// first asks `resume` whether the resource is still at rest; only when it is not does the full pass
+// read and decide.
+import type { Logger } from 'pino';
+import type { ReconcileResult } from '../../runtime/workers.ts';
+import type { KeyDeps, ReconcileRecord, RestBroken, Verified } from '../reconcile-context.ts';
+import { nextLook } from '../rotation-schedule.ts';
+import { changedSince } from './at-rest.ts';
+import { checkSucceeded, type FailingSince } from './drift-check.ts';
+import type { DriftGone } from './drift.ts';
+import { patchOperations } from './operations-patch.ts';
+
+type Request = { kind: string; namespace: string; name: string };
+
+export class Resting {
+  readonly #deps: KeyDeps;
+  /** Per resource (kind/namespace/name): since when its drift checks fail (drift-check.ts). */
+  readonly failingSince: FailingSince = new Map();
+  /** Per resource: what its last full pass verified, when it ended at rest. */
+  readonly #verified = new Map<string, Verified>();
+  /** Per resource at rest: when its next drift check is due (sweep). */
+  readonly #checkAt = new Map<string, number>();
+
+  constructor(deps: KeyDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * The resource rests on what was verified: its drift checks are the sweep's from now on, not
+   * passes of the work queue. Only a scheduled rotation keeps a requeue, at its time.
+   */
+  rests(tracking: string, verified: Verified): ReconcileResult {
+    this.#verified.set(tracking, verified);
+    this.#checkAt.set(tracking, this.#nextCheck());
+    return verified.nextRotationAt === undefined ? { type: 'Done' } : { type: 'Done', requeueAfterMs: nextLook(this.#deps, verified.nextRotationAt) };
+  }
+
+  /**
+   * A pass of the resource: still at rest if nothing it rested on changed, or again at rest once
+   * only its project's operations changed and one JSON patch wrote them (operations-patch.ts).
+   * Undefined: the full pass runs. `resting` tells whether it rested before this pass; what it rested
+   * on is taken out first either way: only a pass that ends in sync puts it back.
+   */
+  async resume(request: Request, logger: Logger, record: ReconcileRecord | undefined): Promise<{ result?: ReconcileResult; resting: boolean }> {
+    const tracking = `${request.kind}/${request.namespace}/${request.name}`;
+    const verified = this.#verified.get(tracking);
+    this.#verified.delete(tracking);
+    this.#checkAt.delete(tracking);
+    const rest = this.#deps.rest;
+    if (verified === undefined || rest === undefined) return { resting: verified !== undefined };
+    const broken = await changedSince(this.#deps, rest, this.failingSince, request, verified);
+    if (broken === undefined) {
+      logger.debug('at rest');
+      if (record !== undefined) {
+        record.atRest = true;
+        record.actions.push('InSync');
+        record.reasons.push(verified.reason);
+      }
+      return { result: this.rests(tracking, verified), resting: true };
+    }
+    logger.debug({ changed: broken }, 'no longer at rest');
+    if (record !== undefined) record.restBroken = broken;
+    const patched = broken === 'operations' ? await patchOperations(this.#deps, rest, request, verified, logger) : undefined;
+    if (patched === undefined) return { resting: true };
+    checkSucceeded(this.#deps, this.failingSince, tracking, 'Live');
+    if (record !== undefined) {
+      record.operationsPatched = true;
+      record.actions.push('InSync');
+      record.reasons.push(patched.reason);
+    }
+    return { result: this.rests(tracking, patched), resting: true };
+  }
+
+  /**
+   * The resources at rest on what a refreshed drift list no longer shows (drift.ts, DriftGone): their
+   * work-queue keys, for the manager to wake them now rather than at their next pass.
+   */
+  restingOn(gone: DriftGone): string[] {
+    const woken: string[] = [];
+    for (const [tracking, v] of this.#verified) {
+      if (v.credentialsId !== gone.credentialsId) continue;
+      const hit =
+        gone.what === 'keys'
+          ? v.adapter.listScope === gone.listScope && gone.ids.includes(v.keyId)
+          : v.adapter.project?.organizationId === gone.organizationId && gone.ids.includes(v.adapter.project.projectId);
+      if (hit) woken.push(tracking);
+    }
+    return woken;
+  }
+
+  /**
+   * The drift check of every resource at rest whose check is due (changedSince: the caches and the
+   * drift list, no apiserver request), made here and not as a pass through the work queue: a pass
+   * (a worker, a logger, metrics, a timer, the queue's bookkeeping) costs more than the check itself.
+   * Returns the work-queue keys of the resources no longer at rest, for the manager to wake: their
+   * pass sees what changed (the same check again, then the operations patch or a full pass). The
+   * manager calls this about every second.
+   */
+  async sweep(): Promise<string[]> {
+    const rest = this.#deps.rest;
+    if (rest === undefined) return [];
+    const now = this.#deps.now();
+    const due: [string, Verified][] = [];
+    for (const [tracking, at] of this.#checkAt) {
+      if (at > now) continue;
+      const verified = this.#verified.get(tracking);
+      if (verified === undefined) this.#checkAt.delete(tracking);
+      else due.push([tracking, verified]);
+    }
+    const woken: string[] = [];
+    await Promise.all(
+      due.map(async ([tracking, verified]) => {
+        const [kind, namespace, name] = tracking.split('/') as [string, string, string];
+        const startedAt = this.#deps.now();
+        // A check that throws is a change too: the pass it wakes looks.
+        const broken = await changedSince(this.#deps, rest, this.failingSince, { kind, namespace, name }, verified).catch((): RestBroken => 'check failed');
+        // A pass of the resource meanwhile took what it rested on (and left its own, or none).
+        if (this.#verified.get(tracking) !== verified) return;
+        if (broken !== undefined) {
+          // Kept for the pass that is woken (it checks again, and may patch the operations alone).
+          this.#checkAt.delete(tracking);
+          woken.push(tracking);
+          return;
+        }
+        this.#checkAt.set(tracking, this.#nextCheck());
+        this.#deps.onReconcile?.({
+          kind,
+          namespace,
+          name,
+          startedAt,
+          endedAt: this.#deps.now(),
+          actions: ['InSync'],
+          reasons: [verified.reason],
+          createSent: false,
+          atRest: true,
+          result: 'Done',
+        });
+      }),
+    );
+    return woken;
+  }
+
+  /** One drift interval from now, jittered as the work queue's requeues are (runtime/controller.ts): checks spread over the interval. */
+  #nextCheck(): number {
+    return this.#deps.now() + Math.round(this.#deps.driftIntervalMs * (0.9 + Math.random() * 0.2));
+  }
+}
