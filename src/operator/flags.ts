@@ -4,10 +4,7 @@
 // durations (go-duration.ts), the grammar of the CRDs and the Helm chart too.
 import { parseArgs } from 'node:util';
 import { parseGoDuration } from './go-duration.ts';
-import { DEFAULT_SIGNING_KEY_SECRET } from './keys/issuing/signing.ts';
-import { parseLabelSelector } from './keys/issuing/issuer-policy.ts';
-import { CLUSTER_NAME_MAX, clusterNameProblem } from './keys/issuing/key-names.ts';
-import { organizationShareProblem } from './keys/issuing/organization-share.ts';
+import { CLUSTER_NAME_MAX, clusterNameProblem, DEFAULT_SIGNING_KEY_SECRET, organizationShareProblem, parseLabelSelector } from './keys/index.ts';
 
 export interface FlagSpec {
   name: string;

@@ -28,14 +28,15 @@ import type { ReconcileOutcome } from './runtime/metrics.ts';
 import type { KindName } from './resources/schema.ts';
 import { INVENTORY_KIND } from './resources/inventory.ts';
 import { ISSUER_KIND } from './resources/issuer.ts';
-import { InventoryEventRecorder } from './inventory/events.ts';
-import { registerInventoryGauge, type InventoryCounts } from './inventory/metrics.ts';
-import { InventoryReconciler } from './inventory/reconciler.ts';
-import { inventoryWatches, issuerInventories } from './inventory/watches.ts';
-import { IssuerEventRecorder } from './issuers/events.ts';
-import { registerIssuerGauge, type IssuerReadiness } from './issuers/metrics.ts';
-import { IssuerReconciler } from './issuers/reconciler.ts';
-import { issuerWatches, type CachedIssuer } from './issuers/watches.ts';
+import {
+  InventoryEventRecorder,
+  InventoryReconciler,
+  inventoryWatches,
+  issuerInventories,
+  registerInventoryGauge,
+  type InventoryCounts,
+} from './inventory/index.ts';
+import { IssuerEventRecorder, IssuerReconciler, issuerWatches, registerIssuerGauge, type CachedIssuer, type IssuerReadiness } from './issuers/index.ts';
 
 export { orgKeyLimiters, operatorOrgKeyLimiters, type OrgKeyLimiters, type PlatformFactory } from './keys/index.ts';
 

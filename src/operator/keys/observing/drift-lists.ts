@@ -16,6 +16,17 @@ import {
 } from './drift-budget.ts';
 import type { ListingView, Snapshot, TaggedKey } from './drift-listing.ts';
 
+/** A key issued lately: when its create was answered, its resource (work-queue key), whether a list not showing it was told. */
+export interface IssuedEntry {
+  at: number;
+  resource: string;
+  told?: boolean;
+}
+
+function issuedBytes(entry: IssuedEntry): number {
+  return ISSUED_BYTES + stringBytes(entry.resource);
+}
+
 /** What the drift lists keep, by list id, and the byte budget they are kept within. */
 export class DriftLists {
   readonly #intervalMs: number;
@@ -65,7 +76,9 @@ export class DriftLists {
    * Memory: about 150 bytes per key issued within the last interval (at the platform's 10 creates
    * per second per organization and a 5 min interval, at most 3,000 entries, ~0.5 MiB, per organization).
    */
-  readonly issued = new Map<string, Map<number, { at: number; resource: string; told?: boolean }>>();
+  readonly issued = new Map<string, Map<number, IssuedEntry>>();
+  /** Per list: the bytes its `issued` entries keep, kept up to date as entries come and go (a wave adds thousands). */
+  readonly #issuedBytes = new Map<string, number>();
 
   constructor(intervalMs: number, now: () => number, maxBytes: number) {
     this.#intervalMs = intervalMs;
@@ -81,6 +94,7 @@ export class DriftLists {
     this.failures.delete(id);
     this.views.delete(id);
     this.issued.delete(id);
+    this.#issuedBytes.delete(id);
     this.tagged.delete(id);
     this.wanted.delete(id);
     this.account(id);
@@ -125,13 +139,39 @@ export class DriftLists {
         const made = typeof value === 'object' && value !== null ? this.viewBytes.get(value) : undefined;
         bytes += made ?? view.measure?.(value) ?? (keys?.value.size ?? 0) * ENTRY_BYTES;
       }
-      for (const entry of this.issued.get(id)?.values() ?? []) bytes += ISSUED_BYTES + stringBytes(entry.resource);
+      bytes += this.#issuedBytes.get(id) ?? 0;
       const wanted = this.wanted.get(id);
       if (wanted !== undefined) bytes += (wanted.keys.size + wanted.tags.size) * WANTED_BYTES;
     }
     this.#totalBytes += bytes - (this.#bytes.get(id) ?? 0);
     if (bytes === 0) this.#bytes.delete(id);
     else this.#bytes.set(id, bytes);
+  }
+
+  /** A key issued lately, kept for the list `id` until a list shows it (or it is let go: unissue). */
+  issue(id: string, keyId: number, entry: IssuedEntry): void {
+    let keys = this.issued.get(id);
+    if (keys === undefined) {
+      keys = new Map();
+      this.issued.set(id, keys);
+    }
+    const before = keys.get(keyId);
+    keys.set(keyId, entry);
+    this.#issuedBytes.set(id, (this.#issuedBytes.get(id) ?? 0) + issuedBytes(entry) - (before === undefined ? 0 : issuedBytes(before)));
+  }
+
+  /** That key let go (a list showed it, or its time is over); the list keeps none once the last goes. */
+  unissue(id: string, keyId: number): void {
+    const keys = this.issued.get(id);
+    const entry = keys?.get(keyId);
+    if (keys === undefined || entry === undefined) return;
+    keys.delete(keyId);
+    if (keys.size > 0) {
+      this.#issuedBytes.set(id, (this.#issuedBytes.get(id) ?? 0) - issuedBytes(entry));
+      return;
+    }
+    this.issued.delete(id);
+    this.#issuedBytes.delete(id);
   }
 
   /**

@@ -223,12 +223,7 @@ export class DriftCache {
   issued(credentialsId: string, adapter: KeyAdapter, platform: KeyPlatform, keyId: number, resource: string): void {
     const { id, refresh } = this.#keyList(credentialsId, adapter, platform);
     this.#asked(id, refresh);
-    let keys = this.#lists.issued.get(id);
-    if (keys === undefined) {
-      keys = new Map();
-      this.#lists.issued.set(id, keys);
-    }
-    keys.set(keyId, { at: this.#now(), resource });
+    this.#lists.issue(id, keyId, { at: this.#now(), resource });
     this.#lists.account(id);
     this.#lists.enforce();
   }
@@ -266,18 +261,16 @@ export class DriftCache {
     const gone = (before: Map<number, ListedUse> | undefined, after: Map<number, ListedUse>, at: number): void => {
       const ids = before === undefined ? [] : [...before.keys()].filter((k) => !after.has(k));
       const resources: string[] = [];
-      const issued = this.#lists.issued.get(id);
-      for (const [keyId, entry] of issued ?? []) {
+      for (const [keyId, entry] of this.#lists.issued.get(id) ?? []) {
         // Kept a while once told (the woken pass must see it absent too, whatever created_at says).
         if (after.has(keyId) || at - entry.at > 2 * this.#intervalMs) {
-          issued?.delete(keyId);
+          this.#lists.unissue(id, keyId);
         } else if (entry.at < at && !entry.told) {
           entry.told = true;
           ids.push(keyId);
           resources.push(entry.resource);
         }
       }
-      if (issued?.size === 0) this.#lists.issued.delete(id);
       if (ids.length > 0) this.#onGone?.({ what: 'keys', credentialsId, listScope: adapter.listScope, ids, resources });
     };
     return { id, load, gone, refresh: () => this.#fresh(this.#lists.keys, id, load, this.#intervalMs, gone, { background: true }) };
