@@ -8,59 +8,33 @@
 // status: operations-patch.ts), and the keys of other projects none. A real kube-apiserver, the emulator
 // over HTTP, the operator in-process; the requests are counted where the operator's kube client
 // signs them (every request it sends, informers' included), not timed.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi, type RequestContext } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { PatchStrategy, setHeaderOptions, type RequestContext } from '@kubernetes/client-node';
 import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { settledCondition } from '../../src/operator/keys/observing/operations-poller.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import {
-  createNamespace,
-  customObjects,
-  emulatorAdmin,
-  eventually,
-  installOperatorManifests,
-  operatorKubeConfig,
-  intentSettled,
-  onEveryRequest,
-  untilAtRest,
-} from './support.ts';
+import { emulatorAdmin, eventually, operatorKubeConfig, intentSettled, onEveryRequest, untilAtRest } from './support.ts';
+import { type Condition, group, operatorSuite, PLURALS, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const DRIFT_MS = 2_000;
 /** How long a wait below may take before its test fails saying what it waited for (not a bound on the operator: see above). */
 const WAIT_MS = 45_000;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-  observedGeneration?: number;
-  lastTransitionTime?: string;
-}
+/** A condition as this suite compares it whole: the fixture's, with what every status write sets. */
+type StatusCondition = Condition & { observedGeneration?: number; lastTransitionTime?: string };
 interface Resource {
   metadata: { annotations?: Record<string, string>; generation?: number };
   status?: {
     keyId?: number;
-    conditions?: Condition[];
+    conditions?: StatusCondition[];
     operations?: { id: string; action: string; status: string; failuresCount: number; updatedAt: string }[];
   };
 }
+type Kind = 'ApiKey' | 'ProjectApiKey';
 
 describe('at rest: no apiserver request per drift pass, and drift still caught', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let namespace: string;
-  let org: string;
-  let adminKey: string;
   const records: ReconcileRecord[] = [];
   /** Every request the operator's kube client sent: method and URL. */
   const sent: { method: string; url: string }[] = [];
@@ -69,20 +43,12 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
   const ORG_KEYS = 8;
   const PROJECT_KEYS = 4;
 
-  const plural = (kind: string): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
-  const create = async (kind: 'ApiKey' | 'ProjectApiKey', name: string, spec: Record<string, unknown>): Promise<void> => {
-    await objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: plural(kind),
-      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, namespace }, spec },
-    });
+  const create = async (kind: Kind, name: string, spec: Record<string, unknown>): Promise<void> => {
+    await suite.apply(kind, { name, namespace }, spec);
   };
-  const get = async (kind: string, name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace, plural: plural(kind), name })) as Resource;
-  const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
-  const readyOther = (kind: string, name: string, notKeyId: number, timeoutMs: number): Promise<Resource> =>
+  const get = (kind: Kind, name: string): Promise<Resource> => suite.get<Resource>(PLURALS[kind], name);
+  const condition = (r: Resource, type: string): StatusCondition | undefined => r.status?.conditions?.find((c) => c.type === type);
+  const readyOther = (kind: Kind, name: string, notKeyId: number, timeoutMs: number): Promise<Resource> =>
     eventually(
       async () => {
         const r = await get(kind, name);
@@ -109,39 +75,38 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
   const orgKeys = Array.from({ length: ORG_KEYS }, (_, i) => `org-${i}`);
   const projectKeys = Array.from({ length: PROJECT_KEYS }, (_, i) => `project-${i}`);
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
+  const suite = operatorSuite({
+    namespaces: ['at-rest'],
     // Time scale 1: an operation's states last seconds, longer than a poll (5 s) for a failed one.
-    emulator = await startEmulator({ db: ':memory:', timeScale: 1, controlPlaneActivity: false });
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    adminKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    namespace = await createNamespace(cp, 'at-rest');
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } });
-    const config = await operatorKubeConfig(cp);
-    onEveryRequest(config, async (context) => {
-      sent.push({ method: context.getHttpMethod(), url: context.getUrl() });
-      await beforeSend?.(context);
-    });
-    operator = await startOperator({
-      kubeConfig: config,
-      platformBaseUrl: emulator.baseUrl,
-      namespace,
-      workers: 4,
-      driftIntervalMs: DRIFT_MS,
-      logger: createLogger({ level: 'silent' }),
-      identity: 'at-rest',
-      onReconcile: (record) => records.push(record),
-    });
-    const projects = emulator.bootstrap.projects.filter((p) => p.organizationId === org);
+    emulator: { timeScale: 1 },
+    operator: async (s) => {
+      namespace = s.namespace;
+      const config = await operatorKubeConfig(s.cp);
+      onEveryRequest(config, async (context) => {
+        sent.push({ method: context.getHttpMethod(), url: context.getUrl() });
+        await beforeSend?.(context);
+      });
+      return {
+        kubeConfig: config,
+        namespace,
+        workers: 4,
+        driftIntervalMs: DRIFT_MS,
+        logger: createLogger({ level: 'silent' }),
+        identity: 'at-rest',
+        onReconcile: (record) => records.push(record),
+      };
+    },
+  });
+
+  // The keys, made once the operator runs.
+  beforeAll(async () => {
+    const projects = suite.emulator.bootstrap.projects.filter((p) => p.organizationId === suite.org);
     for (const name of orgKeys)
-      await create('ApiKey', name, { scope: 'Organization', organizationId: org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
+      await create('ApiKey', name, { scope: 'Organization', organizationId: suite.org, keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
     for (const [i, name] of projectKeys.entries()) {
       const project = projects[i % 2];
       if (project === undefined) throw new Error('the seed has fewer than two org projects');
-      await create('ProjectApiKey', name, { organizationId: org, projectId: project.id, keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
+      await create('ProjectApiKey', name, { organizationId: suite.org, projectId: project.id, keyName: name, credentialsSecretRef: { name: 'neon-admin' } });
     }
     // The operations of each project polled, mirrored and settled (a first snapshot is a change, not
     // a rest; so is the end of an operation the seed started: at time scale 1 it runs for seconds).
@@ -157,12 +122,6 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     // caches (the first uses of the project keys by the operations pollers are recorded by then).
     await untilAtRest(records, namespace, [...orgKeys, ...projectKeys], DRIFT_MS, 90_000);
   }, 120_000);
-
-  afterAll(async () => {
-    await operator?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await emulator?.close();
-  });
 
   it(`drift passes of ${ORG_KEYS + PROJECT_KEYS} Ready keys send no request to the apiserver`, async () => {
     const from = sent.length;
@@ -190,11 +149,11 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     /** project-0 and project-2 are of the first project; project-1 and project-3 of the second. */
     const mine = ['project-0', 'project-2'];
     const firstProject = (): { id: string } => {
-      const project = emulator.bootstrap.projects.filter((p) => p.organizationId === org)[0];
+      const project = suite.emulator.bootstrap.projects.filter((p) => p.organizationId === suite.org)[0];
       if (project === undefined) throw new Error('no org project in the seed');
       return project;
     };
-    const platform = (): PlatformClient => new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: adminKey });
+    const platform = (): PlatformClient => new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey: suite.adminKey });
     const path = (r: { method: string; url: string }): string => `${r.method} ${new URL(r.url).pathname}`;
     const ofKey =
       (name: string) =>
@@ -245,7 +204,7 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
       const startedAt = new Date(Date.now() - 1_000).toISOString();
       // An operation that fails once, is retried 5 s later and finishes (emulator time scale 1):
       // seen running or failed (False), then settled (True).
-      await emulatorAdmin(emulator.adminUrl, 'POST', `/projects/${firstProject().id}/fail-next-operations`, { count: 1, outcome: 'failed' });
+      await emulatorAdmin(suite.emulator.adminUrl, 'POST', `/projects/${firstProject().id}/fail-next-operations`, { count: 1, outcome: 'failed' });
       const { operations } = await platform().createBranch(firstProject().id);
       const seen = await settledWith(
         operations.map((o) => o.id),
@@ -287,7 +246,7 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
       // And a full pass of the same key finds nothing to write: its status is exactly what it would write.
       const fullFrom = sent.length;
       const fullRecordsFrom = records.length;
-      await objects.patchNamespacedCustomObject(
+      await suite.objects.patchNamespacedCustomObject(
         { group, version, namespace, plural: 'projectapikeys', name: 'project-0', body: { metadata: { annotations: { 'test/touched': 'yes' } } } },
         merge,
       );
@@ -321,7 +280,7 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
         )
           return;
         beforeSend = undefined;
-        await objects.patchNamespacedCustomObject(
+        await suite.objects.patchNamespacedCustomObject(
           { group, version, namespace, plural: 'projectapikeys', name: 'project-2', body: { metadata: { annotations: { 'test/concurrent': 'kept' } } } },
           merge,
         );
@@ -364,50 +323,50 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
     const before = await get('ApiKey', 'org-0');
     const keyId = before.status?.keyId ?? -1;
     expect(atRest('org-0')).toBe(true);
-    const platform = new PlatformClient({ baseUrl: emulator.baseUrl, apiKey: adminKey, retry: { maxAttempts: 1 } });
+    const platform = new PlatformClient({ baseUrl: suite.emulator.baseUrl, apiKey: suite.adminKey, retry: { maxAttempts: 1 } });
     const from = records.length;
-    await platform.revokeOrganizationKey(org, keyId);
+    await platform.revokeOrganizationKey(suite.org, keyId);
     // Nothing in the cluster changed: only the platform's key list, which the drift check reads, shows it.
     await readyOther('ApiKey', 'org-0', keyId, WAIT_MS);
     expect(await wokenBy(from, 'org-0')).toBe('key absent');
-    const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=org-0' });
+    const events = await suite.core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=org-0' });
     expect(events.items.map((e) => e.reason)).toContain('RevokedExternally');
   });
 
   it('a Secret deleted is caught by its watch, from rest', async () => {
     const keyId = (await get('ApiKey', 'org-1')).status?.keyId ?? -1;
     const from = records.length;
-    await core.deleteNamespacedSecret({ namespace, name: 'org-1' });
+    await suite.core.deleteNamespacedSecret({ namespace, name: 'org-1' });
     await readyOther('ApiKey', 'org-1', keyId, WAIT_MS);
     expect(await wokenBy(from, 'org-1')).toBe('secret');
-    const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=org-1' });
+    const events = await suite.core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=org-1' });
     expect(events.items.map((e) => e.reason)).toContain('SecretMissing');
   });
 
   it('a Secret edited is caught by its watch, from rest', async () => {
     const keyId = (await get('ApiKey', 'org-2')).status?.keyId ?? -1;
     const from = records.length;
-    await core.patchNamespacedSecret({
+    await suite.core.patchNamespacedSecret({
       namespace,
       name: 'org-2',
       body: [{ op: 'replace', path: '/data/apiKey', value: Buffer.from('edited by hand').toString('base64') }],
     });
     const repaired = await readyOther('ApiKey', 'org-2', keyId, WAIT_MS);
     expect(await wokenBy(from, 'org-2')).toBe('secret');
-    const secret = await core.readNamespacedSecret({ namespace, name: 'org-2' });
+    const secret = await suite.core.readNamespacedSecret({ namespace, name: 'org-2' });
     const value = Buffer.from(secret.data?.apiKey ?? '', 'base64').toString('utf8');
     expect(value).not.toBe('edited by hand');
     expect(repaired.status?.keyId).not.toBe(keyId);
-    const events = await core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=org-2' });
+    const events = await suite.core.listNamespacedEvent({ namespace, fieldSelector: 'involvedObject.name=org-2' });
     expect(events.items.map((e) => e.reason)).toContain('SecretTampered');
   });
 
   it("a project moved out of the organization is caught from the platform's lists, from rest", async () => {
-    const project = emulator.bootstrap.projects.filter((p) => p.organizationId === org)[1];
+    const project = suite.emulator.bootstrap.projects.filter((p) => p.organizationId === suite.org)[1];
     if (project === undefined) throw new Error('the seed has fewer than two org projects');
     expect(atRest('project-1')).toBe(true);
     const from = records.length;
-    await emulatorAdmin(emulator.adminUrl, 'POST', `/projects/${project.id}/transfer`, { organizationId: null });
+    await emulatorAdmin(suite.emulator.adminUrl, 'POST', `/projects/${project.id}/transfer`, { organizationId: null });
     const moved = await eventually(
       async () => {
         const r = await get('ProjectApiKey', 'project-1');
@@ -425,7 +384,7 @@ describe('at rest: no apiserver request per drift pass, and drift still caught',
 
   it('a credentials Secret replaced sends its resources the full way (a change, not a rest)', async () => {
     const from = records.length;
-    await core.patchNamespacedSecret({ namespace, name: 'neon-admin', body: [{ op: 'add', path: '/metadata/labels', value: { touched: 'yes' } }] });
+    await suite.core.patchNamespacedSecret({ namespace, name: 'neon-admin', body: [{ op: 'add', path: '/metadata/labels', value: { touched: 'yes' } }] });
     // Same key, new resourceVersion: each resource that names it is read fresh once, then rests again.
     await eventually(
       async () => {

@@ -21,7 +21,7 @@
 // In CI: 40 of each kind and 100 Deployments. FAT_OBJECTS_COUNT=200 FAT_OBJECTS_EVERY_KIND=1 makes 200
 // of each kind and 200 Deployments: the larger run whose figures are in docs/reliability.md, too long
 // for CI. FAT_OBJECTS_EVERY_KIND=0 makes the ApiKeys only (a quicker run by hand).
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,27 +30,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
+import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Deployment } from '@kubernetes/client-node';
 import { memoryCage, processMemory, type MemoryCage } from '../../chaos/hostile/memory.ts';
 import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
 import { imageNodeFlags, OperatorProcess } from '../harness/operator-process.ts';
 import { restartAnnotation } from '../../src/operator/keys/rotation/consumers.ts';
 import { controllerName } from '../../src/operator/runtime/metrics.ts';
-import {
-  createNamespace,
-  customObjects,
-  emulatorAdmin,
-  eventually,
-  installOperatorManifests,
-  intentSettled,
-  OPERATOR_NAMESPACE,
-  OPERATOR_SERVICE_ACCOUNT,
-} from './support.ts';
+import { emulatorAdmin, eventually, intentSettled, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT } from './support.ts';
+import { type Condition, group, operatorSuite, PLURALS, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const MIB = 1024 * 1024;
 /** The chart's memory limit (deploy/helm values.yaml, deploy/base). */
 const LIMIT_MIB = 256;
@@ -72,11 +60,6 @@ const LARGER = COUNT > 40;
 const WAIT_MS = LARGER ? 3_600_000 : 600_000;
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-}
 interface Resource {
   metadata: { name: string };
   status?: { conditions?: Condition[] };
@@ -95,20 +78,13 @@ function fatMetadata(name: string, labelCount: number): { name: string; labels: 
   return { name, labels, annotations: { 'example.com/pad': 'a'.repeat(250 * 1024) } };
 }
 
-/** Each kind made fat: its plural, and its body (the key kinds and inventories name credentials that do not exist). */
-const FAT_KINDS = {
-  ApiKey: { plural: 'apikeys', spec: (name: string) => ({ scope: 'Personal', keyName: name, credentialsSecretRef: { name: 'absent' } }) },
-  ProjectApiKey: {
-    plural: 'projectapikeys',
-    spec: (name: string) => ({ organizationId: 'org-fat', projectId: 'fat-project-1', keyName: name, credentialsSecretRef: { name: 'absent' } }),
-  },
-  ApiKeyInventory: { plural: 'apikeyinventories', spec: () => ({ scope: 'Personal', credentialsSecretRef: { name: 'absent' } }) },
+/** Each kind made fat: its spec (the key kinds and inventories name credentials that do not exist). */
+const FAT_SPECS = {
+  ApiKey: (name: string) => ({ scope: 'Personal', keyName: name, credentialsSecretRef: { name: 'absent' } }),
+  ProjectApiKey: (name: string) => ({ organizationId: 'org-fat', projectId: 'fat-project-1', keyName: name, credentialsSecretRef: { name: 'absent' } }),
+  ApiKeyInventory: () => ({ scope: 'Personal', credentialsSecretRef: { name: 'absent' } }),
 } as const;
-type FatKind = keyof typeof FAT_KINDS;
-
-function fatObject(kind: FatKind, name: string): Record<string, unknown> {
-  return { apiVersion: `${group}/${version}`, kind, metadata: fatMetadata(name, LABELS_NEAR_LIMIT), spec: FAT_KINDS[kind].spec(name) };
-}
+type FatKind = keyof typeof FAT_SPECS;
 
 /** The loopback proxy: every request forwarded; expire() ends the watches of the fat kinds open through it with a 410. */
 class ExpiringProxy {
@@ -186,10 +162,6 @@ class ExpiringProxy {
 }
 
 describe("a tenant's objects near the size limit, of every kind the operator lists, do not take it over its memory limit", () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let apps: AppsV1Api;
   let namespace: string;
   let discoverNamespace: string | undefined;
@@ -204,9 +176,9 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
     watched: string,
     flags: string[] = [],
   ): Promise<{ process: OperatorProcess; metrics: string; healthPort: number; log: () => string }> => {
-    const token = await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 1800);
+    const token = await suite.cp.mintServiceAccountToken(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT, 1800);
     const kubeconfig = join(scratch, `kubeconfig-${operators.length}`);
-    writeFileSync(kubeconfig, kubeconfigYaml({ server, caData: cp.caData }, token, 'operator'), { mode: 0o600 });
+    writeFileSync(kubeconfig, kubeconfigYaml({ server, caData: suite.cp.caData }, token, 'operator'), { mode: 0o600 });
     const metricsPort = await freePort();
     const healthPort = await freePort();
     const operator = new OperatorProcess({
@@ -214,7 +186,7 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
       nodeFlags: imageNodeFlags(),
       args: [
         `--kubeconfig=${kubeconfig}`,
-        `--platform-url=${emulator.baseUrl}`,
+        `--platform-url=${suite.emulator.baseUrl}`,
         `--watch-namespace=${watched}`,
         `--metrics-bind-address=127.0.0.1:${metricsPort}`,
         `--health-probe-bind-address=127.0.0.1:${healthPort}`,
@@ -253,11 +225,11 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
     let n = 0;
     let next: string | undefined;
     do {
-      const page = (await objects.listNamespacedCustomObject({
+      const page = (await suite.objects.listNamespacedCustomObject({
         group,
         version,
         namespace,
-        plural: FAT_KINDS[kind].plural,
+        plural: PLURALS[kind],
         limit: 5,
         ...(next !== undefined ? { _continue: next } : {}),
       })) as { items: Resource[]; metadata?: { continue?: string } };
@@ -292,53 +264,50 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
     for (let i = 0; i < creates.length; i += 4) await Promise.all(creates.slice(i, i + 4).map(create));
   };
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    apps = cp.kubeConfig.makeApiClient(AppsV1Api);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    namespace = await createNamespace(cp, 'fat');
-    scratch = mkdtempSync(join(tmpdir(), 'nko-fat-'));
-    const certs = join(cp.dir, 'certs');
-    const tls = {
-      cert: readFileSync(join(certs, 'apiserver.crt'), 'utf8'),
-      key: readFileSync(join(certs, 'apiserver.key'), 'utf8'),
-      ca: Buffer.from(cp.caData, 'base64').toString('utf8'),
-    };
-    proxy = new ExpiringProxy(cp.server, tls, EVERY_KIND ? /\/(apikeys|projectapikeys|apikeyinventories|secrets)$/ : /\/apikeys$/);
-    // FAT_OBJECTS_CAGE=off: no cgroup, the peak only measured (to see how far over the limit a change goes).
-    cage = memoryCage(LIMIT_MIB * MIB, process.env.FAT_OBJECTS_CAGE !== 'off');
-  }, 60_000);
-
-  afterAll(
-    async () => {
-      // The fat resources were never issued, so nothing needs revoking: the operators stop, the
-      // finalizers are lifted here, and everything goes with the namespaces (the rotated key's too:
-      // the emulator holding it goes with this run).
+  // Its operators are processes of their own (in the cage), started by the cases; the fat namespace
+  // has no credentials Secret, the discover case's namespace is made by that case.
+  const suite = operatorSuite({
+    namespaces: ['fat'],
+    credentials: false,
+    before: async (s) => {
+      namespace = s.namespace;
+      apps = s.cp.kubeConfig.makeApiClient(AppsV1Api);
+      scratch = mkdtempSync(join(tmpdir(), 'nko-fat-'));
+      const certs = join(s.cp.dir, 'certs');
+      const tls = {
+        cert: readFileSync(join(certs, 'apiserver.crt'), 'utf8'),
+        key: readFileSync(join(certs, 'apiserver.key'), 'utf8'),
+        ca: Buffer.from(s.cp.caData, 'base64').toString('utf8'),
+      };
+      proxy = new ExpiringProxy(s.cp.server, tls, EVERY_KIND ? /\/(apikeys|projectapikeys|apikeyinventories|secrets)$/ : /\/apikeys$/);
+      // FAT_OBJECTS_CAGE=off: no cgroup, the peak only measured (to see how far over the limit a change goes).
+      cage = memoryCage(LIMIT_MIB * MIB, process.env.FAT_OBJECTS_CAGE !== 'off');
+    },
+    // The fat resources were never issued, so nothing needs revoking: the operators stop, the
+    // finalizers are lifted here, and everything goes with the namespaces (the rotated key's too:
+    // the emulator holding it goes with this run).
+    after: async (s) => {
       await Promise.all(operators.map(stopOperator));
       const lift = async (ns: string, plural: string, name: string): Promise<unknown> =>
-        await objects
-          ?.patchNamespacedCustomObject({ group, version, namespace: ns, plural, name, body: { metadata: { finalizers: null } } }, merge)
+        await s.objects
+          .patchNamespacedCustomObject({ group, version, namespace: ns, plural, name, body: { metadata: { finalizers: null } } }, merge)
           .catch(() => undefined);
       // The key kinds' (an inventory has no finalizer), 4 at a time: each is a rewrite of an object of 1.3 MiB.
-      const lifts = [FAT_KINDS.ApiKey, FAT_KINDS.ProjectApiKey].flatMap(({ plural }) =>
+      const lifts = [PLURALS.ApiKey, PLURALS.ProjectApiKey].flatMap((plural) =>
         Array.from({ length: COUNT }, (_, i) => () => lift(namespace, plural, `fat-${i}`)),
       );
       for (let i = 0; i < lifts.length; i += 4) await Promise.all(lifts.slice(i, i + 4).map((run) => run()));
       if (discoverNamespace !== undefined) {
         await lift(discoverNamespace, 'apikeys', 'discovered');
-        await core?.deleteNamespace({ name: discoverNamespace }).catch(() => undefined);
+        await s.core.deleteNamespace({ name: discoverNamespace }).catch(() => undefined);
       }
-      await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
       await proxy?.close();
-      await emulator?.close();
       cage?.remove();
       if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
     },
-    LARGER ? 3_600_000 : 300_000,
-  );
+    timeoutMs: 60_000,
+    afterTimeoutMs: LARGER ? 3_600_000 : 300_000,
+  });
 
   const kinds: FatKind[] = EVERY_KIND ? ['ApiKey', 'ProjectApiKey', 'ApiKeyInventory'] : ['ApiKey'];
   const what = `${COUNT} ${EVERY_KIND ? 'ApiKeys, ProjectApiKeys, ApiKeyInventories (~1.3 MiB) and Secrets (~1 MiB)' : 'ApiKeys of ~1.3 MiB'}`;
@@ -351,22 +320,20 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
       const creates: (() => Promise<unknown>)[] = [];
       const data = { blob: Buffer.alloc(64 * 1024).toString('base64') };
       for (let i = 0; i < COUNT; i++) {
-        for (const kind of kinds)
-          creates.push(() =>
-            objects.createNamespacedCustomObject({ group, version, namespace, plural: FAT_KINDS[kind].plural, body: fatObject(kind, `fat-${i}`) }),
-          );
+        for (const kind of kinds) creates.push(() => suite.apply(kind, fatMetadata(`fat-${i}`, LABELS_NEAR_LIMIT), FAT_SPECS[kind](`fat-${i}`)));
         // Not named as a key's own Secret (its resource's name): that one is the operator's to write, and a Secret of the tenant's there is a conflict.
-        if (EVERY_KIND) creates.push(() => core.createNamespacedSecret({ namespace, body: { metadata: fatMetadata(`fat-secret-${i}`, LABELS_SECRET), data } }));
+        if (EVERY_KIND)
+          creates.push(() => suite.core.createNamespacedSecret({ namespace, body: { metadata: fatMetadata(`fat-secret-${i}`, LABELS_SECRET), data } }));
       }
       await createAll(creates);
       const sizes = await Promise.all(
         kinds.map(async (kind) => {
-          const sent = await objects.getNamespacedCustomObject({ group, version, namespace, plural: FAT_KINDS[kind].plural, name: 'fat-0' });
+          const sent = await suite.get(PLURALS[kind], 'fat-0');
           return `${kind} ${(JSON.stringify(sent).length / MIB).toFixed(2)} MiB`;
         }),
       );
       if (EVERY_KIND)
-        sizes.push(`Secret ${(JSON.stringify(await core.readNamespacedSecret({ namespace, name: 'fat-secret-0' })).length / MIB).toFixed(2)} MiB`);
+        sizes.push(`Secret ${(JSON.stringify(await suite.core.readNamespacedSecret({ namespace, name: 'fat-secret-0' })).length / MIB).toFixed(2)} MiB`);
       console.log(`one object as the apiserver sends it: ${sizes.join(', ')}`);
 
       // The start: the process LISTs every kind, through the proxy.
@@ -422,11 +389,11 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
     `a rotation with restart.discover beside ${DEPLOYMENTS} Deployments of ~1.3 MiB restarts the consenting ones and completes under 256 MiB`,
     async () => {
       const ns = `fat-discover-${randomBytes(3).toString('hex')}`;
-      await create(() => core.createNamespace({ body: { metadata: { name: ns } } }));
+      await create(() => suite.core.createNamespace({ body: { metadata: { name: ns } } }));
       discoverNamespace = ns;
-      const org = emulator.bootstrap.organizations[0]?.id ?? '';
-      const adminKey = emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '';
-      await create(() => core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: adminKey } } }));
+      await create(() =>
+        suite.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: suite.adminKey } } }),
+      );
       // The Secret the rotated key lands in is `discovered`. Every 20th Deployment reads it and
       // consents (keys.neon.dev/restart-on-rotation), every 10th from the 5th reads it without
       // consent (skipped, named in the event), the rest read another Secret; all of 0 replicas.
@@ -470,34 +437,27 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
         metadata: { annotations?: Record<string, string> };
         status?: { keyId?: number; retiringKeys?: { keyId: number; restartedAt?: string; restarts?: { kind: string; name: string }[] }[] };
       };
-      const get = async (): Promise<Rotated> =>
-        (await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name: 'discovered' })) as Rotated;
+      const get = (): Promise<Rotated> => suite.get<Rotated>('apikeys', 'discovered', ns);
       const rotating = (r: Resource): string | undefined => {
         const c = r.status?.conditions?.find((x) => x.type === 'Rotating');
         return c === undefined ? undefined : `${c.status} ${c.reason}`;
       };
       await create(() =>
-        objects.createNamespacedCustomObject({
-          group,
-          version,
-          namespace: ns,
-          plural: 'apikeys',
-          body: {
-            apiVersion: `${group}/${version}`,
-            kind: 'ApiKey',
-            metadata: { name: 'discovered' },
-            spec: {
-              scope: 'Organization',
-              organizationId: org,
-              keyName: 'discovered',
-              credentialsSecretRef: { name: 'neon-admin' },
-              rotation: { gracePeriod: '1s', restart: { discover: true } },
-            },
+        suite.apply(
+          'ApiKey',
+          { name: 'discovered' },
+          {
+            scope: 'Organization',
+            organizationId: suite.org,
+            keyName: 'discovered',
+            credentialsSecretRef: { name: 'neon-admin' },
+            rotation: { gracePeriod: '1s', restart: { discover: true } },
           },
-        }),
+          ns,
+        ),
       );
       // The test CRDs take a gracePeriod of 1s (test/harness/crds.ts): the operator's floor lowered to match.
-      const operator = await startOperator(cp.server, ns, ['--min-rotation-grace=1s']);
+      const operator = await startOperator(suite.cp.server, ns, ['--min-rotation-grace=1s']);
       const pid = operator.process.pid ?? 0;
       const issued = await eventually(
         async () => {
@@ -512,7 +472,7 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
 
       // The rotation: its restart step LISTs the namespace's workloads (the discover), reads and patches each consenting one.
       resetPeak(pid);
-      await objects.patchNamespacedCustomObject(
+      await suite.objects.patchNamespacedCustomObject(
         { group, version, namespace: ns, plural: 'apikeys', name: 'discovered', body: { metadata: { annotations: { 'keys.neon.dev/rotate': 'fat' } } } },
         merge,
       );
@@ -553,7 +513,7 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
       expect(await generations()).toEqual(before);
       // The event names both: the skipped ones come from the LIST only (none is named in the spec), so every page of it was read.
       const listedNames = (names: readonly string[]): string => `${names.slice(0, 20).join(', ')}${names.length > 20 ? ` and ${names.length - 20} more` : ''}`;
-      const events = (await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=discovered' })).items;
+      const events = (await suite.core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=discovered' })).items;
       expect(events.find((e) => e.reason === 'ConsumersRestarted')?.message).toBe(
         `restarted ${listedNames(consenting.map((n) => `Deployment/${n}`))} for key ${fresh}; ` +
           `not restarted, without keys.neon.dev/restart-on-rotation naming discovered: ${listedNames(skipped.map((n) => `Deployment/${n}`))}`,
@@ -561,7 +521,7 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
       // The old key revoked once those rollouts completed.
       expect(done.status?.keyId).toBe(fresh);
       expect(done.status?.retiringKeys).toEqual([]);
-      const keys = await emulatorAdmin<{ id: number; revoked: boolean }[]>(emulator.adminUrl, 'GET', '/keys');
+      const keys = await emulatorAdmin<{ id: number; revoked: boolean }[]>(suite.emulator.adminUrl, 'GET', '/keys');
       expect(keys.find((k) => k.id === old)?.revoked).toBe(true);
       expect(keys.find((k) => k.id === fresh)?.revoked).toBe(false);
     },

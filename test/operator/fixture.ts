@@ -48,6 +48,8 @@ export interface SuiteOptions {
   after?: (suite: OperatorSuite) => Promise<void>;
   /** beforeAll's timeout; jest's default (60 s) when absent. */
   timeoutMs?: number;
+  /** afterAll's timeout (a long `after`); jest's default (60 s) when absent. */
+  afterTimeoutMs?: number;
 }
 
 export interface OperatorSuite {
@@ -159,7 +161,7 @@ export function operatorSuite(options: SuiteOptions): OperatorSuite {
     if (suite.cp !== undefined) await options.after?.(suite);
     for (const name of suite.namespaces ?? []) await suite.core.deleteNamespace({ name }).catch(() => undefined);
     await suite.emulator?.close();
-  });
+  }, options.afterTimeoutMs);
 
   return suite;
 }

@@ -1,117 +1,64 @@
 // Conditions tell the truth when the platform cannot be asked, and one tenant's broken key never
 // degrades another tenant's operations mirror. A real apiserver, the emulator over HTTP, one
 // operator serving two namespaces (two teams on one project of one organization).
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Writable } from 'node:stream';
-import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
+import { describe, expect, it } from '@jest/globals';
 import { Registry } from 'prom-client';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { createLogger } from '../../src/operator/runtime/logger.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
-import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
+import { createMetrics } from '../../src/operator/keys/status/metrics.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { createNamespace, customObjects, eventually, installOperatorManifests, operatorKubeConfig, intentSettled } from './support.ts';
+import { eventually, intentSettled } from './support.ts';
+import { capturedLog, type Condition, operatorSuite, PLURALS } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const PROJECT = 'quiet-river-00000001';
 type Kind = 'ApiKey' | 'ProjectApiKey';
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
 interface Resource {
   metadata: { name: string; annotations?: Record<string, string> };
   status?: { keyId?: number; conditions?: Condition[]; operations?: { id: string; action: string; status: string }[] };
 }
-const plural = (kind: Kind): string => (kind === 'ApiKey' ? 'apikeys' : 'projectapikeys');
 const DRIFT_MS = 1_000;
 const UNVERIFIED_AFTER_MS = 2_000;
 /** How long a wait below may take before its test fails saying what it waited for (not a bound on the operator). */
 const WAIT_MS = 45_000;
 
 describe('status tells the truth', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator;
-  let metrics: OperatorMetrics;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let teamA: string;
   let teamB: string;
-  let org: string;
   let alice: PlatformClient;
-  const logLines: string[] = [];
+  const { logger, lines: logLines } = capturedLog('debug');
+  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   /** Every reconcile of the operator, as it ended. */
   const records: ReconcileRecord[] = [];
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk: Buffer, _enc, done) {
-        logLines.push(chunk.toString('utf8'));
-        done();
-      },
-    }),
-  });
 
   const requests = async (method: string, route: string): Promise<number> =>
-    ((await (await fetch(`${emulator.adminUrl}/requests`)).json()) as { method: string; route: string; count: number }[])
+    ((await (await fetch(`${suite.emulator.adminUrl}/requests`)).json()) as { method: string; route: string; count: number }[])
       .filter((r) => r.method === method && r.route === route)
       .reduce((n, r) => n + r.count, 0);
-  const get = async (ns: string, kind: Kind, name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: plural(kind), name })) as Resource;
-  const create = (ns: string, kind: Kind, name: string, spec: Record<string, unknown>): Promise<unknown> =>
-    objects.createNamespacedCustomObject({
-      group,
-      version,
-      namespace: ns,
-      plural: plural(kind),
-      body: { apiVersion: `${group}/${version}`, kind, metadata: { name }, spec },
-    });
+  const get = (ns: string, kind: Kind, name: string): Promise<Resource> => suite.get<Resource>(PLURALS[kind], name, ns);
+  const create = (ns: string, kind: Kind, name: string, spec: Record<string, unknown>): Promise<unknown> => suite.apply(kind, { name }, spec, ns);
   const condition = (r: Resource, type: string): Condition | undefined => r.status?.conditions?.find((c) => c.type === type);
   const until = (ns: string, kind: Kind, name: string, test: (r: Resource) => boolean, what: string, timeoutMs = 20_000): Promise<Resource> =>
-    eventually(
-      async () => {
-        const r = await get(ns, kind, name);
-        return test(r) ? r : undefined;
-      },
-      timeoutMs,
-      `${ns}/${name}: ${what}`,
-    );
+    suite.until<Resource>(PLURALS[kind], name, test, what, timeoutMs, ns);
   const ready = (r: Resource): boolean => condition(r, 'Ready')?.status === 'True' && intentSettled(r);
   /** A credentials Secret holding a fresh personal key of alice (an administrator), and that key's id. */
   const freshCredentials = async (ns: string, name: string): Promise<number> => {
     const key = await alice.createPersonalKey(`creds-${ns}-${name}`);
-    await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name }, stringData: { apiKey: key.key } } }).catch(async () => {
-      await core.replaceNamespacedSecret({ namespace: ns, name, body: { metadata: { name }, stringData: { apiKey: key.key } } });
+    await suite.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name }, stringData: { apiKey: key.key } } }).catch(async () => {
+      await suite.core.replaceNamespacedSecret({ namespace: ns, name, body: { metadata: { name }, stringData: { apiKey: key.key } } });
     });
     return key.id;
   };
   const counter = async (name: string, outcome: string): Promise<number> =>
     (await metrics.registry.getSingleMetric(name)?.get())?.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    org = emulator.bootstrap.organizations[0]?.id ?? '';
-    alice = new PlatformClient({
-      baseUrl: emulator.baseUrl,
-      apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '',
-      retry: { maxAttempts: 1 },
-    });
-    objects = customObjects(cp.kubeConfig);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    teamA = await createNamespace(cp, 'truth-a');
-    teamB = await createNamespace(cp, 'truth-b');
-    metrics = createMetrics(new Registry(), { defaultMetrics: false });
-    operator = await startOperator({
-      kubeConfig: await operatorKubeConfig(cp),
-      platformBaseUrl: emulator.baseUrl,
+  // No credentials Secret from the fixture: each test makes its own, of a fresh key it revokes.
+  const suite = operatorSuite({
+    namespaces: ['truth-a', 'truth-b'],
+    credentials: false,
+    before: async (s) => {
+      [teamA = '', teamB = ''] = s.namespaces;
+      alice = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 1 } });
+    },
+    operator: () => ({
       namespaces: [teamA, teamB],
       workers: 4,
       driftIntervalMs: DRIFT_MS,
@@ -122,18 +69,17 @@ describe('status tells the truth', () => {
       metrics,
       identity: 'truthful-status',
       onReconcile: (record) => records.push(record),
-    });
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    for (const ns of [teamA, teamB]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    await emulator?.close();
+    }),
   });
 
   it('credentials revoked under a Ready resource: a clear condition at the bound, no request storm, Ready again once fixed', async () => {
     const credsId = await freshCredentials(teamA, 'neon-admin');
-    await create(teamA, 'ApiKey', 'watched', { scope: 'Organization', organizationId: org, keyName: 'watched', credentialsSecretRef: { name: 'neon-admin' } });
+    await create(teamA, 'ApiKey', 'watched', {
+      scope: 'Organization',
+      organizationId: suite.org,
+      keyName: 'watched',
+      credentialsSecretRef: { name: 'neon-admin' },
+    });
     const first = await until(teamA, 'ApiKey', 'watched', ready, 'Ready');
     const failedBefore = await counter('neon_key_operator_drift_checks_total', 'failed');
     const passes = (from: number): ReconcileRecord[] => records.slice(from).filter((r) => r.namespace === teamA && r.name === 'watched');
@@ -142,7 +88,7 @@ describe('status tells the truth', () => {
     const recordsFrom = records.length;
     const revokedAt = Date.now();
     await alice.revokePersonalKey(credsId);
-    await alice.revokeOrganizationKey(org, first.status?.keyId ?? -1);
+    await alice.revokeOrganizationKey(suite.org, first.status?.keyId ?? -1);
     /** How many reconciles had ended when the last read that did not show Unknown began. */
     let endedBeforeLastRead = recordsFrom;
     const unknown = await eventually(
@@ -210,7 +156,7 @@ describe('status tells the truth', () => {
     await freshCredentials(teamA, 'project-admin');
     // The tenant's key comes first, so the project's poller lists with it.
     await create(teamB, 'ProjectApiKey', 'tenant-ops', {
-      organizationId: org,
+      organizationId: suite.org,
       projectId: PROJECT,
       keyName: 'tenant-ops',
       credentialsSecretRef: { name: 'neon-admin' },
@@ -223,7 +169,7 @@ describe('status tells the truth', () => {
       'Ready with operations',
     );
     await create(teamA, 'ProjectApiKey', 'victim-ops', {
-      organizationId: org,
+      organizationId: suite.org,
       projectId: PROJECT,
       keyName: 'victim-ops',
       credentialsSecretRef: { name: 'project-admin' },
@@ -232,7 +178,7 @@ describe('status tells the truth', () => {
     const refusedBefore = await counter('neon_key_operator_operations_polls_total', 'key_refused');
 
     // The tenant breaks everything it has: its issued key and its credentials, revoked.
-    await alice.revokeOrganizationKey(org, tenant.status?.keyId ?? -1);
+    await alice.revokeOrganizationKey(suite.org, tenant.status?.keyId ?? -1);
     await alice.revokePersonalKey(tenantCredsId);
     const seen: string[] = [];
     const sample = setInterval(() => {

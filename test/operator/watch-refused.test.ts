@@ -11,24 +11,18 @@
 //   NKO_WATCH_OUTAGE_SECONDS=300 NKO_WATCH_BACKOFF_MAX_SECONDS=60 NKO_CACHE_STALE_AFTER_SECONDS=180 \
 //   NKO_WATCH_TIMEOUT_SECONDS=30 npm run jest -- test/operator/watch-refused.test.ts
 // (docs/reliability.md "Stale caches" has its figures).
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
-import { CoreV1Api, RbacAuthorizationV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
+import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
-import { createLogger } from '../../src/operator/runtime/logger.ts';
 import { Manager } from '../../src/operator/runtime/manager.ts';
-import { startOperator, type RunningOperator } from '../../src/operator/manager.ts';
 import type { ReconcileRecord } from '../../src/operator/keys/reconcile-context.ts';
-import { createMetrics, type OperatorMetrics } from '../../src/operator/keys/status/metrics.ts';
+import { createMetrics } from '../../src/operator/keys/status/metrics.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { freePort } from '../harness/controlplane.ts';
-import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { OPERATOR_NAMESPACE, createNamespace, customObjects, eventually, installOperatorManifests, intentSettled, onEveryRequest } from './support.ts';
+import { OPERATOR_NAMESPACE, eventually, intentSettled, onEveryRequest } from './support.ts';
+import { capturedLog, group, operatorSuite, version } from './fixture.ts';
 
-const group = 'keys.neon.dev';
-const version = 'v1alpha1';
 const seconds = (name: string, fallback: number): number => {
   const value = Number(process.env[name] ?? fallback);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number of seconds`);
@@ -57,13 +51,7 @@ interface Resource {
 }
 
 describe('a namespace whose watch is refused', () => {
-  let cp: ControlPlane;
-  let emulator: Emulator;
-  let operator: RunningOperator | undefined;
   let manager: Manager | undefined;
-  let metrics: OperatorMetrics;
-  let objects: CustomObjectsApi;
-  let core: CoreV1Api;
   let rbac: RbacAuthorizationV1Api;
   let teamA: string;
   let teamB: string;
@@ -71,16 +59,8 @@ describe('a namespace whose watch is refused', () => {
   let healthPort: number;
   const attempts: Attempt[] = [];
   const records: ReconcileRecord[] = [];
-  const logLines: string[] = [];
-  const logger = createLogger({
-    level: 'info',
-    destination: new Writable({
-      write(chunk: Buffer, _enc, done) {
-        logLines.push(chunk.toString('utf8'));
-        done();
-      },
-    }),
-  });
+  const { logger, lines: logLines } = capturedLog('info');
+  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
 
   const binding = (namespace: string): Parameters<RbacAuthorizationV1Api['createNamespacedRoleBinding']>[0] => ({
     namespace,
@@ -95,11 +75,10 @@ describe('a namespace whose watch is refused', () => {
     return { status: response.status, body: await response.text() };
   };
   const ready = (r: Resource): boolean => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && intentSettled(r);
-  const getKey = async (ns: string, name: string): Promise<Resource> =>
-    (await objects.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apikeys', name })) as Resource;
+  const getKey = (ns: string, name: string): Promise<Resource> => suite.get<Resource>('apikeys', name, ns);
   const secretExists = async (ns: string, name: string): Promise<boolean> => {
     try {
-      await core.readNamespacedSecret({ namespace: ns, name });
+      await suite.core.readNamespacedSecret({ namespace: ns, name });
       return true;
     } catch {
       return false;
@@ -112,98 +91,80 @@ describe('a namespace whose watch is refused', () => {
     `/api/v1/namespaces/${ns}/secrets`,
   ];
 
-  beforeAll(async () => {
-    cp = await controlPlane();
-    await installOperatorManifests(cp);
-    core = cp.kubeConfig.makeApiClient(CoreV1Api);
-    rbac = cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-    objects = customObjects(cp.kubeConfig);
-    emulator = await startEmulator({ db: ':memory:', timeScale: 0.01, controlPlaneActivity: false });
-    const org = emulator.bootstrap.organizations[0]?.id ?? '';
-    const alice = new PlatformClient({
-      baseUrl: emulator.baseUrl,
-      apiKey: emulator.bootstrap.users.find((u) => u.name === 'alice')?.personalKey ?? '',
-      retry: { maxAttempts: 1 },
-    });
-    teamA = await createNamespace(cp, 'refused-a');
-    teamB = await createNamespace(cp, 'refused-b');
-    // An operator with Roles in these two namespaces only: deploy/base's ServiceAccount is bound cluster-wide.
-    serviceAccount = `nko-refused-${randomBytes(3).toString('hex')}`;
-    await core.createNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, body: { metadata: { name: serviceAccount } } });
-    for (const ns of [teamA, teamB]) {
-      await rbac.createNamespacedRoleBinding(binding(ns));
-      const key = await alice.createPersonalKey(`creds-${ns}`);
-      await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: key.key } } });
-      await objects.createNamespacedCustomObject({
-        group,
-        version,
-        namespace: ns,
-        plural: 'apikeys',
-        body: {
-          apiVersion: `${group}/${version}`,
-          kind: 'ApiKey',
-          metadata: { name: 'app' },
-          spec: { scope: 'Organization', organizationId: org, keyName: `app-${ns}`, credentialsSecretRef: { name: 'neon-admin' } },
-        },
-      });
-    }
-    const kubeConfig = cp.kubeConfigForToken(await cp.mintServiceAccountToken(OPERATOR_NAMESPACE, serviceAccount, 3600));
-    // Every LIST and WATCH an informer sends (a GET of an informer's path; a GET of one object has its name after it).
-    onEveryRequest(kubeConfig, (context) => {
-      const url = new URL(context.getUrl());
-      if (context.getHttpMethod() !== 'GET') return;
+  // The operator runs under a Manager (its real /readyz), as this suite's own ServiceAccount: the
+  // fixture stops it first, `after` shuts the Manager down and removes the ServiceAccount.
+  const suite = operatorSuite({
+    namespaces: ['refused-a', 'refused-b'],
+    // Each namespace's credentials are a fresh personal key of alice, made below.
+    credentials: false,
+    before: async (s) => {
+      [teamA = '', teamB = ''] = s.namespaces;
+      rbac = s.cp.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+      const alice = new PlatformClient({ baseUrl: s.emulator.baseUrl, apiKey: s.adminKey, retry: { maxAttempts: 1 } });
+      // An operator with Roles in these two namespaces only: deploy/base's ServiceAccount is bound cluster-wide.
+      serviceAccount = `nko-refused-${randomBytes(3).toString('hex')}`;
+      await s.core.createNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, body: { metadata: { name: serviceAccount } } });
       for (const ns of [teamA, teamB]) {
-        if (informerPaths(ns).includes(url.pathname))
-          attempts.push({ at: Date.now(), path: url.pathname, verb: url.searchParams.get('watch') === 'true' ? 'watch' : 'list' });
+        await rbac.createNamespacedRoleBinding(binding(ns));
+        const key = await alice.createPersonalKey(`creds-${ns}`);
+        await s.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'neon-admin' }, stringData: { apiKey: key.key } } });
+        await s.apply(
+          'ApiKey',
+          { name: 'app' },
+          { scope: 'Organization', organizationId: s.org, keyName: `app-${ns}`, credentialsSecretRef: { name: 'neon-admin' } },
+          ns,
+        );
       }
-    });
-    metrics = createMetrics(new Registry(), { defaultMetrics: false });
-    healthPort = await freePort();
-    manager = new Manager({
-      kubeConfig,
-      logger,
-      registry: metrics.registry,
-      probes: { host: '127.0.0.1', port: healthPort },
-      start: async () => {
-        operator = await startOperator({
-          kubeConfig,
-          platformBaseUrl: emulator.baseUrl,
-          namespaces: [teamA, teamB],
-          workers: 4,
-          driftIntervalMs: DRIFT_MS,
-          pendingGraceMs: 2_000,
-          maxBackoffMs: 4_000,
-          signingKey: randomBytes(32),
-          cacheStaleAfterMs: STALE_MS,
-          informers: { backoff: { initialMs: INITIAL_MS, maxMs: CAP_MS }, minWatchTimeoutSeconds: WATCH_TIMEOUT_MS / 1000, healthyWatchMs: 1_000 },
-          logger,
-          metrics,
-          identity: 'watch-refused',
-          onReconcile: (record) => records.push(record),
-        });
-        return operator;
-      },
-      exit: () => undefined,
-    });
-    await manager.run();
-  });
-
-  afterAll(async () => {
-    await operator?.stop();
-    manager?.shutdown('test over');
-    await eventually(
-      async () =>
-        await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
-          () => undefined,
-          () => true,
-        ),
-      10_000,
-      'health server closed',
-    ).catch(() => undefined);
-    for (const ns of [teamA, teamB]) if (ns !== undefined) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    if (serviceAccount !== undefined)
-      await core?.deleteNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, name: serviceAccount }).catch(() => undefined);
-    await emulator?.close();
+      const kubeConfig = s.cp.kubeConfigForToken(await s.cp.mintServiceAccountToken(OPERATOR_NAMESPACE, serviceAccount, 3600));
+      // Every LIST and WATCH an informer sends (a GET of an informer's path; a GET of one object has its name after it).
+      onEveryRequest(kubeConfig, (context) => {
+        const url = new URL(context.getUrl());
+        if (context.getHttpMethod() !== 'GET') return;
+        for (const ns of [teamA, teamB]) {
+          if (informerPaths(ns).includes(url.pathname))
+            attempts.push({ at: Date.now(), path: url.pathname, verb: url.searchParams.get('watch') === 'true' ? 'watch' : 'list' });
+        }
+      });
+      healthPort = await freePort();
+      manager = new Manager({
+        kubeConfig,
+        logger,
+        registry: metrics.registry,
+        probes: { host: '127.0.0.1', port: healthPort },
+        start: () =>
+          s.startOperator({
+            kubeConfig,
+            namespaces: [teamA, teamB],
+            workers: 4,
+            driftIntervalMs: DRIFT_MS,
+            pendingGraceMs: 2_000,
+            maxBackoffMs: 4_000,
+            signingKey: randomBytes(32),
+            cacheStaleAfterMs: STALE_MS,
+            informers: { backoff: { initialMs: INITIAL_MS, maxMs: CAP_MS }, minWatchTimeoutSeconds: WATCH_TIMEOUT_MS / 1000, healthyWatchMs: 1_000 },
+            logger,
+            metrics,
+            identity: 'watch-refused',
+            onReconcile: (record) => records.push(record),
+          }),
+        exit: () => undefined,
+      });
+      await manager.run();
+    },
+    after: async (s) => {
+      manager?.shutdown('test over');
+      await eventually(
+        async () =>
+          await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
+            () => undefined,
+            () => true,
+          ),
+        10_000,
+        'health server closed',
+      ).catch(() => undefined);
+      if (serviceAccount !== undefined)
+        await s.core.deleteNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, name: serviceAccount }).catch(() => undefined);
+    },
   });
 
   it(
@@ -227,7 +188,7 @@ describe('a namespace whose watch is refused', () => {
       // When the operator logged it (this test may see the line later, on a loaded machine).
       const firstRefusal = Math.min(...logLines.filter(refusedLine).map((l) => (JSON.parse(l) as { time: number }).time));
       // A Secret deleted meanwhile: the operator cannot see it go.
-      await core.deleteNamespacedSecret({ namespace: teamB, name: secretB });
+      await suite.core.deleteNamespacedSecret({ namespace: teamB, name: secretB });
 
       // Stale once the watch has failed for the bound: /readyz says which caches, and only those.
       const notReady = await eventually(

@@ -6,39 +6,37 @@
 import { AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { PlatformClient } from '../../platform/index.ts';
-import type { Controller } from '../runtime/controller.ts';
 import type { Reconciler } from '../runtime/workers.ts';
 import { objectRef, type OwnWrites } from '../runtime/own-writes.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { ApiServerWrites } from './kube-writes.ts';
 import { PlatformClients } from './platform-clients.ts';
-import type { ReconcileRecord, RestInputs } from './reconcile-context.ts';
+import type { ReconcileRecord } from './reconcile-context.ts';
 import { KeyReconciler } from './reconciler.ts';
-import { credentialsUsers, issuerUsers, projectKeysIn, secretNameHolders, slotHolders, wakeProject } from './watches.ts';
+import { cachedKeyOf, countManagedKeys, issuerSlots, restInputs, type KeyCluster } from './cache-reads.ts';
+import { credentialsUsers, issuerUsers, projectKeysIn, secretNameHolders, wakeProject } from './watches.ts';
 import type { CredentialsSettings } from './issuing/credentials-source.ts';
 import { parseLabelSelector, selectorMatches } from './issuing/issuer-policy.ts';
-import { IssuerSlots } from './issuing/issuer-slots.ts';
 import type { MembershipsKept } from './issuing/organization-membership.ts';
 import { organizationSlots } from './issuing/organization-share.ts';
 import { DEFAULT_SIGNING_KEY_SECRET, Signer, loadSigningKey } from './issuing/signing.ts';
-import { cachedConditionsOf, recordedKeyIds, slotIssuersOfCached } from './observing/cache-projection.ts';
+import { recordedKeyIds } from './observing/cache-projection.ts';
 import { DriftCache, type DriftGone } from './observing/drift.ts';
 import { OperationsPollers, type OperationsClient } from './observing/operations-poller.ts';
 import { EventRecorder } from './status/events.ts';
-import type { ManagedKeysCount, OperatorMetrics } from './status/metrics.ts';
+import type { OperatorMetrics } from './status/metrics.ts';
 import { CreateAdmission } from './turns/create-admission.ts';
 import type { FairLimiter } from './turns/fair-limiter.ts';
 import { operatorOrgKeyLimiters, type OrgKeyLimiters } from './turns/org-key-limiters.ts';
 import { CredentialsReads } from './issuing/credentials-reads.ts';
+
+export type { KeyCluster } from './cache-reads.ts';
 
 /**
  * Makes a platform client acting with one API key (src/platform's PlatformClient in production).
  * `beforeWrite` is the write fence (runtime/write-fence.ts): called before each write attempt.
  */
 export type PlatformFactory = (options: { baseUrl: string; apiKey: string; beforeWrite: () => void; userAgent: string }) => KeyPlatform & OperationsClient;
-
-/** What the key domain reads of the informers' caches and the work queue (the runtime's controller). */
-export type KeyCluster = Pick<Controller, 'indexed' | 'cached' | 'cachedObject' | 'cachedMeta' | 'cacheStale' | 'enqueue' | 'enqueueLow'>;
 
 /** The options of the operator the key domain honours (manager.ts OperatorOptions says what each means). */
 export interface KeyOptions {
@@ -199,43 +197,6 @@ function createTurns(cluster: KeyCluster, logger: Logger, perOrganization: numbe
   });
 }
 
-/**
- * The at-rest check (observing/at-rest.ts): versions from the informers' caches, and the client of
- * credentials already read (by the id of their key: the key itself is held by that client only).
- */
-function restInputs(cluster: KeyCluster, clients: PlatformClients): RestInputs {
-  return {
-    cacheStale: (kind, namespace) => cluster.cacheStale(kind, namespace),
-    cachedGeneration: (kind, name) => {
-      const meta = cluster.cachedMeta(kind, '', name);
-      return meta === undefined ? undefined : { uid: meta.uid, generation: meta.generation };
-    },
-    cachedVersion: (kind, namespace, name) => {
-      const meta = cluster.cachedMeta(kind, namespace, name);
-      return meta === undefined ? undefined : { uid: meta.uid, resourceVersion: meta.resourceVersion };
-    },
-    cachedConditions: (kind, namespace, name) => {
-      const obj = cluster.cachedObject(kind, namespace, name);
-      return obj === undefined ? undefined : cachedConditionsOf(obj);
-    },
-    platformById: (credentialsId) => clients.byId(credentialsId),
-  };
-}
-
-/** The caps of issuers' rules: the resources counted against an issuer, from the caches. */
-function issuerSlots(cluster: KeyCluster): IssuerSlots {
-  return new IssuerSlots(
-    {
-      users: (issuer, namespace) => [...new Set([...issuerUsers(cluster, issuer, namespace), ...slotHolders(cluster, issuer, namespace)])],
-      holders: (key) => {
-        const [kind = '', namespace = '', name = ''] = key.split('/');
-        return slotIssuersOfCached(cluster.cachedObject(kind, namespace, name));
-      },
-    },
-    (key) => cluster.enqueue(key),
-  );
-}
-
 /** The issuer selector of `--issuer-label-selector`; one that does not parse matches no issuer. */
 function issuerSelectorOf(text: string | undefined): CredentialsSettings['issuerSelector'] {
   if (text === undefined) return undefined;
@@ -253,31 +214,6 @@ function credentialsSettings(runtime: KeyRuntime, options: KeyOptions, issuerSel
     allowNamespaceCredentials: options.allowNamespaceCredentials ?? true,
     ...(issuerSelector !== undefined ? { issuerSelector } : {}),
   };
-}
-
-/** What a key resource the reconciler starts from is, as the informers' cache holds it (or as a test delivers it). */
-function cachedKeyOf(cluster: KeyCluster, options: KeyOptions): (kind: string, namespace: string, name: string) => KubernetesObject | undefined {
-  const delivery = options.cacheDelivery;
-  return delivery === undefined
-    ? (kind, namespace, name) => cluster.cachedObject(kind, namespace, name)
-    : (kind, namespace, name) => delivery(kind, namespace, name, cluster.cachedObject(kind, namespace, name));
-}
-
-/** managed_keys{namespace,kind,condition,status,reason}: counted from the informer caches when scraped, never from the platform. */
-function countManagedKeys(cluster: KeyCluster): Iterable<ManagedKeysCount> {
-  const counts = new Map<string, ManagedKeysCount>();
-  for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
-    for (const obj of cluster.cached(kind)) {
-      const namespace = obj.metadata?.namespace ?? '';
-      for (const c of (obj as { status?: { conditions?: { type: string; status: string; reason: string }[] } }).status?.conditions ?? []) {
-        const series = `${namespace}\0${kind}\0${c.type}\0${c.status}\0${c.reason}`;
-        const count = counts.get(series);
-        if (count !== undefined) count.value++;
-        else counts.set(series, { labels: { namespace, kind, condition: c.type, status: c.status, reason: c.reason }, value: 1 });
-      }
-    }
-  }
-  return counts.values();
 }
 
 /**
@@ -366,7 +302,7 @@ function keyReconciler(runtime: KeyRuntime, options: KeyOptions, parts: Reconcil
     wake: (key) => cluster.enqueue(key),
     slots: issuerSlots(cluster),
     secretNameHolders: (namespace, name) => secretNameHolders(cluster, namespace, name),
-    cachedKey: cachedKeyOf(cluster, options),
+    cachedKey: cachedKeyOf(cluster, options.cacheDelivery),
   });
 }
 
