@@ -25,7 +25,8 @@ import type { Credentials, Observation, RetiringObservation } from './decision-t
 import { checkRecordedKey, type FailingSince } from './observing/drift-check.ts';
 import { capRefusal, credentialsSource, type CredentialsSettings } from './issuing/credentials-source.ts';
 import type { Context, KeyDeps } from './reconcile-context.ts';
-import { locateSecret, observeSecret } from './secret/secret-writer.ts';
+import { observeSecret } from './secret/secret-writer.ts';
+import { locateSecret } from './secret/secret-locate.ts';
 import { attemptListFingerprint, lostAttemptKeys, orphanKeys } from './observing/orphans.ts';
 import { ownTagKeys } from './issuing/key-names.ts';
 import { recordedValues, secretInLine, templateOf } from './secret/secret-template.ts';

@@ -75,7 +75,7 @@ export interface KeyDeps {
   secretNameHolders?: (namespace: string, name: string) => { key: string; immutable: boolean }[];
   /**
    * Whether the informers' cache, not stale, holds no Secret of that name and no write of ours to it
-   * is on its way back: a new key's Secret is then not read (secret-writer.ts locateSecret).
+   * is on its way back: a new key's Secret is then not read (secret-locate.ts locateSecret).
    * Without it every Secret is read by name.
    */
   secretUncached?: (namespace: string, name: string) => boolean;

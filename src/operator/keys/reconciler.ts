@@ -272,7 +272,7 @@ export class KeyReconciler implements Reconciler {
         // with the resourceVersion read, as each did alone. What comes next is decided on
         // this same observation as it would be with the finalizer on: only a Create of a first key
         // joins them (not spec.secret.immutable, whose Secrets are looked up only once the finalizer
-        // is on: secret-writer.ts locateSecret); anything else adds the finalizer alone, as before.
+        // is on: secret-locate.ts locateSecret); anything else adds the finalizer alone, as before.
         const next = decide({ ...ctx.observation, hasFinalizer: true });
         if (
           mayContinue &&

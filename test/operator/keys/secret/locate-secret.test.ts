@@ -1,11 +1,12 @@
-// spec.secret.immutable: which Secret holds the key (secret-writer.ts locateSecret) is found from a
+// spec.secret.immutable: which Secret holds the key (secret-locate.ts locateSecret) is found from a
 // LIST of metadata only; only the Secrets this resource controls are read, by name, and the one
 // believed is the one verified on that read. The port is the in-memory one (fakes.ts), which answers
 // the metadata LIST with the real port's projection (kube-writes.ts ownedSecretMetadata).
 import { describe, expect, it } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
 import { ownedSecretMetadata } from '../../../../src/operator/keys/kube-writes.ts';
-import { MAX_LOCATE_READS, buildSecret, locateSecret } from '../../../../src/operator/keys/secret/secret-writer.ts';
+import { buildSecret } from '../../../../src/operator/keys/secret/secret-writer.ts';
+import { MAX_LOCATE_READS, locateSecret } from '../../../../src/operator/keys/secret/secret-locate.ts';
 import { Signer } from '../../../../src/operator/keys/issuing/signing.ts';
 import { FINALIZER, type KeyResource } from '../../../../src/operator/resources/schema.ts';
 import { FakeKube, NAMESPACE, keyResource } from '../fakes.ts';
