@@ -275,12 +275,18 @@ describe('rotation without downtime', () => {
     expect(restarted.status?.retiringKeys?.[0]?.restarts).toEqual([{ kind: 'Deployment', name: 'api', generation: api.metadata?.generation }]);
     expect((await apps.readNamespacedDeployment({ namespace: suite.namespace, name: 'bystander' })).metadata?.generation).toBe(1);
 
-    // No kubelet: the new pod never becomes Ready, so the rollout is not complete. Well past the
-    // grace and maxGracePeriod, the old key is still live, and the condition says why.
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    // No kubelet: the new pod never becomes Ready, so the rollout is not complete. Once past
+    // maxGracePeriod (RolloutStalled is said only then: decision-retirement.ts), the old key is
+    // still live, and the condition says why.
+    const held = await eventually(
+      async () => {
+        const r = await get('restarted');
+        return condition(r, 'Rotating') === 'True RolloutStalled' ? r : undefined;
+      },
+      30_000,
+      'Rotating RolloutStalled',
+    );
     expect(await liveIds('restarted')).toContain(old);
-    const held = await get('restarted');
-    expect(condition(held, 'Rotating')).toBe('True RolloutStalled');
     expect(held.status?.conditions?.find((c) => c.type === 'Rotating')?.message).toContain('Deployment/api');
     expect((await events('restarted')).map((e) => e.reason)).toContain('RolloutStalled');
 
