@@ -436,9 +436,21 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
       const owners = new Set(keys.map((k) => k.name.slice(`${raceNs}-`.length).replace(/-[a-z0-9]{8}$/, '')));
       expect([...owners].sort()).toEqual(holders.map((r) => r.metadata.name).sort());
       expect(keys.filter((k) => !k.revoked)).toHaveLength(5);
+      // A delete refused is said with the keys still live, should they not all go.
+      const refusedDeletes: string[] = [];
       for (const name of names)
-        await suite.objects.deleteNamespacedCustomObject({ group, version, namespace: raceNs, plural: 'projectapikeys', name }).catch(() => undefined);
-      await eventually(async () => ((await made()).filter((k) => !k.revoked).length === 0 ? true : undefined), 60_000, "the race's keys revoked");
+        await suite.objects
+          .deleteNamespacedCustomObject({ group, version, namespace: raceNs, plural: 'projectapikeys', name })
+          .catch((error: unknown) => refusedDeletes.push(`${name}: ${(error as { code?: unknown }).code ?? String(error)}`));
+      await eventually(
+        async () => {
+          const live = (await made()).filter((k) => !k.revoked);
+          if (live.length === 0) return true;
+          throw new Error(`still live: ${live.map((k) => k.name).join(', ')}; deletes refused: ${refusedDeletes.join(', ') || 'none'}`);
+        },
+        60_000,
+        "the race's keys revoked",
+      );
     } finally {
       await first?.stop();
       await second?.stop();
