@@ -227,7 +227,9 @@ describe('Reflector', () => {
     const expired = { events: [{ type: 'ERROR', object: { code: 410 } }], closeAfterMs: 0 };
     const watch = new FakeScriptedWatch([expired, expired, expired, {}]);
     const lists = lister([[]]);
-    const { r, restarts } = reflector(watch, lists.list);
+    // A clock that stands still: each watch was open 0 ms, however slow the machine (on a loaded
+    // one the real clock once counted a watch closed at once as healthy, which resets the backoff).
+    const { r, restarts } = reflector(watch, lists.list, { now: () => 0 });
     await r.start();
     await until('fourth watch', () => watch.calls.length === 4);
     await r.stop();
