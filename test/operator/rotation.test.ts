@@ -11,7 +11,7 @@ import type { KeyResource } from '../../src/operator/resources/schema.ts';
 import { PlatformClient } from '../../src/platform/index.ts';
 import { TEST_MIN_ROTATION_GRACE_MS } from '../harness/crds.ts';
 import { crashedIntent, emulatorAdmin, eventually, operatorSigner, intentSettled } from './support.ts';
-import { group, operatorSuite, version } from './fixture.ts';
+import { group, operatorSuite, readUntil, version } from './fixture.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 interface AdminKey {
@@ -278,11 +278,9 @@ describe('rotation without downtime', () => {
     // No kubelet: the new pod never becomes Ready, so the rollout is not complete. Once past
     // maxGracePeriod (RolloutStalled is said only then: decision-retirement.ts), the old key is
     // still live, and the condition says why.
-    const held = await eventually(
-      async () => {
-        const r = await get('restarted');
-        return condition(r, 'Rotating') === 'True RolloutStalled' ? r : undefined;
-      },
+    const held = await readUntil(
+      () => get('restarted'),
+      (r) => condition(r, 'Rotating') === 'True RolloutStalled',
       30_000,
       'Rotating RolloutStalled',
     );
