@@ -34,13 +34,18 @@ import { recordedValues, secretInLine, templateOf } from './secret/secret-templa
 /** Without settings (tests of one action): namespace credentials allowed, no issuers. */
 const DEFAULT_CREDENTIALS_SETTINGS: CredentialsSettings = { issuerSecretsNamespace: undefined, allowNamespaceCredentials: true };
 
-/** A credentials Secret: as kept at the version the cache holds (issuing/credentials-reads.ts), else read by name. */
-function readCredentials(deps: KeyDeps, namespace: string, name: string): Promise<V1Secret | undefined> {
-  return deps.credentialsReads !== undefined ? deps.credentialsReads.read(namespace, name) : deps.kube.readSecret(namespace, name);
+/**
+ * A credentials Secret: as kept at the version the cache holds (issuing/credentials-reads.ts), else
+ * read by name. A deletion's pass always reads it by name: a Secret deleted a moment before the
+ * resource may still be in a lagging cache, and a revoke is not made with credentials already gone.
+ */
+function readCredentials(deps: KeyDeps, namespace: string, name: string, deleting: boolean): Promise<V1Secret | undefined> {
+  return deps.credentialsReads !== undefined && !deleting ? deps.credentialsReads.read(namespace, name) : deps.kube.readSecret(namespace, name);
 }
 
 export async function observe(deps: KeyDeps, failingSince: FailingSince, resource: KeyResource, logger: Logger): Promise<Context> {
   const meta = resource.metadata;
+  const deleting = meta.deletionTimestamp !== undefined;
   const parsed = parseSpec(resource.kind, resource.spec);
   const parsedSpec = parsed.ok ? parsed.spec : undefined;
   const secretKey = parsedSpec?.secret?.key ?? 'apiKey';
@@ -78,7 +83,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
       status.keyId === undefined && pending === undefined && meta.deletionTimestamp === undefined,
     ),
     parsedSpec !== undefined ? credentialsSource(deps.kube, deps.credentialsSettings ?? DEFAULT_CREDENTIALS_SETTINGS, resource, parsedSpec) : undefined,
-    namespaceRef !== undefined ? readCredentials(deps, meta.namespace, namespaceRef.name) : undefined,
+    namespaceRef !== undefined ? readCredentials(deps, meta.namespace, namespaceRef.name, deleting) : undefined,
   ]);
   // Refused (policy, a missing issuer, a namespace being deleted): nothing is asked of the platform,
   // not even a drift check, unless an interrupted create must be finished (decision.ts).
@@ -89,7 +94,7 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
       ? undefined
       : namespaceRef !== undefined && credentialsAt.namespace === meta.namespace
         ? namespaceCreds
-        : await readCredentials(deps, credentialsAt.namespace, credentialsAt.name);
+        : await readCredentials(deps, credentialsAt.namespace, credentialsAt.name, deleting);
   const spec = source?.spec ?? parsedSpec;
 
   let apiKey: string | undefined;
@@ -198,7 +203,6 @@ export async function observe(deps: KeyDeps, failingSince: FailingSince, resourc
   // the list just checked, recorded nowhere on it, made after the resource and long enough ago that
   // no create of this process is still on its way to record it.
   // Being deleted, the list is taken if none was lately (shared by the scope's resources), and any age counts: no create runs any more.
-  const deleting = meta.deletionTimestamp !== undefined;
   const releasing =
     deleting && meta.annotations?.[ANNOTATION_RELEASE_WITHOUT_REVOKE] === 'true' && typeof status.issuer !== 'string' && parsedSpec?.issuerRef === undefined;
   let orphans: number[] = [];

@@ -2,11 +2,16 @@
 // then release, retain, release without revoking, and a platform that refuses the revoke.
 import { describe, expect, it } from '@jest/globals';
 import { ANNOTATION_RELEASE_WITHOUT_REVOKE, FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
-import { NAMESPACE, keyResource, platformError, rig, type Rig } from './fakes.ts';
+import type { V1Secret } from '@kubernetes/client-node';
+import { ADMIN_KEY, CREDENTIALS, NAMESPACE, keyResource, platformError, rig, type Rig } from './fakes.ts';
 
 /** A resource with a live key and its Secret, then marked for deletion (the finalizer holds it). */
-async function issuedThenDeleted(spec: Record<string, unknown> = {}, annotations: Record<string, string> = {}): Promise<{ r: Rig; keyId: number }> {
-  const r = rig();
+async function issuedThenDeleted(
+  spec: Record<string, unknown> = {},
+  annotations: Record<string, string> = {},
+  options: Parameters<typeof rig>[0] = {},
+): Promise<{ r: Rig; keyId: number }> {
+  const r = rig(options);
   r.kube.putResource(keyResource('ApiKey', 'ci', { spec }));
   expect(await r.reconcile()).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
   const issued = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
@@ -78,6 +83,33 @@ describe('deletion', () => {
     expect(r.platform.keys.map((k) => k.id)).toEqual([keyId]);
     expect(r.kube.resource('ApiKey', NAMESPACE, 'ci')).toBeUndefined();
     expect(r.events.reasons()).toEqual(['Warning ReleasedWithoutRevoke']);
+  });
+
+  it('never revokes with credentials a lagging cache still holds: the deletion reads them by name, and blocks once they are gone', async () => {
+    // The cache of credentials as a lagging informer leaves it: the Secret as it was before its delete.
+    const kept: V1Secret = { metadata: { name: CREDENTIALS, namespace: NAMESPACE }, data: { apiKey: Buffer.from(ADMIN_KEY).toString('base64') } };
+    const cacheReads: string[] = [];
+    const { r, keyId } = await issuedThenDeleted(
+      {},
+      {},
+      {
+        credentialsReads: {
+          read: async (namespace, name) => {
+            cacheReads.push(`${namespace}/${name}`);
+            return kept;
+          },
+        },
+      },
+    );
+    expect(cacheReads).toEqual([`${NAMESPACE}/${CREDENTIALS}`]);
+    r.kube.secrets.delete(`${NAMESPACE}/${CREDENTIALS}`);
+    expect(await r.reconcile()).toEqual({ type: 'Backoff' });
+    expect(r.platform.calls).toEqual([]);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([keyId]);
+    const ready = r.kube.resource('ApiKey', NAMESPACE, 'ci')?.status?.conditions?.find((c) => c.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'Deleting' });
+    expect(ready?.message).toContain('CredentialsMissing');
+    expect(cacheReads).toHaveLength(1);
   });
 
   it('a resource that never got a key is released after one look at its list for keys an interrupted create left (none)', async () => {
