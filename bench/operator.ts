@@ -646,11 +646,24 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const cpu4a = procCpuSeconds(pid);
     const tally4a = cpuTally(processNames);
     // With --profile the wave is profiled too (the sampling costs the operator a few percent of its CPU).
+    // And the apiserver's CPU for 30 s of it (Go's pprof, served by kube-apiserver to an admin): what a key costs the control plane.
+    let apiserverProfile: Promise<void> | undefined;
     if (opts.profileDir !== undefined) {
       await inspector.call('Profiler.enable');
       await inspector.call('Profiler.start');
+      const out = join(opts.profileDir, 'apiserver-wave.pprof');
+      mkdirSync(opts.profileDir, { recursive: true });
+      apiserverProfile = new Promise<void>((resolve, reject) =>
+        execFile(
+          join(binDir, 'kubectl'),
+          ['get', '--raw', '/debug/pprof/profile?seconds=30'],
+          { encoding: 'buffer', env: { ...process.env, KUBECONFIG: info.kubeconfigPath, HOME: '/tmp' }, maxBuffer: 1 << 28 },
+          (err, stdout) => (err === null ? resolve(writeFileSync(out, stdout)) : reject(err)),
+        ),
+      ).then(() => log(`   30 s of the wave's CPU profile of kube-apiserver: ${out} (go tool pprof -top)`));
     }
     const c4 = await wave(mem, o.memoryDeadlineSeconds);
+    await apiserverProfile;
     if (opts.profileDir !== undefined) {
       const { profile } = (await inspector.call('Profiler.stop')) as { profile: unknown };
       mkdirSync(opts.profileDir, { recursive: true });
