@@ -134,11 +134,24 @@ export class OperatorProcess {
    * --health-probe-bind-address); fails when it exits first or is not ready within `timeoutMs`.
    */
   async ready(healthPort: number, timeoutMs: number, what = 'the operator ready'): Promise<void> {
+    await this.#probe(healthPort, '/readyz', timeoutMs, what);
+  }
+
+  /**
+   * Waits until the operator answers /healthz on `healthPort`: the process has loaded its code and
+   * serves its probes, before any leadership or cache. Loading alone takes seconds, and on a loaded
+   * machine tens of them: a caller waits for this before it bounds what the operator then does.
+   */
+  async alive(healthPort: number, timeoutMs: number, what = 'the operator serving /healthz'): Promise<void> {
+    await this.#probe(healthPort, '/healthz', timeoutMs, what);
+  }
+
+  async #probe(healthPort: number, path: '/readyz' | '/healthz', timeoutMs: number, what: string): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (!this.running)
         throw new Error(`the operator exited (${String(this.child.exitCode ?? this.child.signalCode)}) while waiting for ${what}${this.#tail()}`);
-      const ok = await fetch(`http://127.0.0.1:${healthPort}/readyz`).then(
+      const ok = await fetch(`http://127.0.0.1:${healthPort}${path}`).then(
         async (response) => {
           await response.body?.cancel();
           return response.ok;

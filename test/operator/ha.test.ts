@@ -36,6 +36,10 @@ const RENEW_MS = 3_000;
 const RETRY_MS = 400;
 // LeaderElector retries acquisition every retryPeriod * (1 + up to 1.2) (client-go's jitter).
 const MAX_RETRY_MS = RETRY_MS * 2.2;
+// A replica's process loading its code (node strips the types of the source as it loads): seconds on
+// a quiet machine, tens of them on a loaded one. Every bound below starts once a replica serves
+// /healthz (up), and each test's timeout adds this for each start it waits on in turn.
+const STARTUP_MS = 120_000;
 
 interface Replica {
   name: string;
@@ -157,7 +161,12 @@ describe('two operator processes with leader election', () => {
     return replica;
   };
 
-  const replica = async (name: string): Promise<Replica> => start(name, kubeconfig, await freePort(), await freePort());
+  /** Once the replica's process has loaded and serves its probes: what each bound of the tests counts from. */
+  const up = async (r: Replica): Promise<Replica> => {
+    await r.operator.alive(r.health, STARTUP_MS, `${r.name} serving /healthz`);
+    return r;
+  };
+  const replica = async (name: string): Promise<Replica> => up(start(name, kubeconfig, await freePort(), await freePort()));
 
   const get = async (port: number, path: string): Promise<{ status: number; body: string }> => {
     const response = await fetch(`http://127.0.0.1:${port}${path}`);
@@ -327,7 +336,7 @@ describe('two operator processes with leader election', () => {
   }, 60_000);
 
   it('exactly one replica reconciles; the standby is ready, its leader gauge 0, and it never calls the platform', async () => {
-    const [a, b] = [await replica(`ha-a-${suffix}`), await replica(`ha-b-${suffix}`)];
+    const [a, b] = await Promise.all([replica(`ha-a-${suffix}`), replica(`ha-b-${suffix}`)]);
     const leaderName = await eventually(
       async () => {
         const h = await holder();
@@ -371,7 +380,7 @@ describe('two operator processes with leader election', () => {
     expect(await total(leader, 'controller_runtime_reconcile_total', { controller: 'apikey' })).toBeGreaterThanOrEqual(3);
     expect(await creates(leader)).toBe(3);
     expect(await holder()).toBe(leader.name);
-  }, 90_000);
+  }, 210_000);
 
   it('SIGKILL of the leader: the standby takes over once the lease expires, not before, and new resources become Ready', async () => {
     const current = await holder();
@@ -469,7 +478,7 @@ describe('two operator processes with leader election', () => {
     // Over the whole suite, sampled every 100 ms: no resource ever had two live keys.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(live.filter((entry) => entry.max > 1)).toEqual([]);
-  }, 90_000);
+  }, 210_000);
 
   it('readyz: a leader whose caches cannot sync is not ready; a standby whose credentials do not work is not ready', async () => {
     // A ServiceAccount that may hold a Lease but not list the custom resources: it becomes leader
@@ -488,6 +497,7 @@ describe('two operator processes with leader election', () => {
       const unsynced = start(`nosync-${suffix}`, leaseOnly, await freePort(), await freePort(), [], ownLeaseNamespace);
       const broken = start(`bogus-${suffix}`, bogus, await freePort(), await freePort());
       try {
+        await Promise.all([up(unsynced), up(broken)]);
         await eventually(async () => ((await leaderGauge(unsynced)) === 1 ? true : undefined), 20_000, 'the lease-only replica leading');
         // Leading but caches not synced: not ready, however long it waits.
         await new Promise((resolve) => setTimeout(resolve, 1_000));
@@ -515,7 +525,7 @@ describe('two operator processes with leader election', () => {
       await core.deleteNamespacedServiceAccount({ namespace: OPERATOR_NAMESPACE, name: saName }).catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 180_000);
 
   it('a rollout that lengthens the lease duration: a standby still on the shorter one never takes the Lease from a leader that stalls within its own', async () => {
     // The new version leads with a 15 s lease (renew deadline 12 s); a replica of the old version,
@@ -530,10 +540,11 @@ describe('two operator processes with leader election', () => {
     let standby: Replica | undefined;
     let sampling = true;
     try {
+      await up(leader);
       await eventually(async () => ((await holderIn(leaseNs)) === leader.name ? true : undefined), 20_000, 'the new replica holding the Lease');
       await eventually(async () => ((await get(leader.health, '/readyz')).status === 200 ? true : undefined), 20_000, 'the leader ready');
       expect((await leaseOf(leaseNs)).spec?.leaseDurationSeconds).toBe(15);
-      standby = start(`rollout-old-${suffix}`, kubeconfig, await freePort(), await freePort(), [], leaseNs, watched);
+      standby = await up(start(`rollout-old-${suffix}`, kubeconfig, await freePort(), await freePort(), [], leaseNs, watched));
       await eventually(async () => ((await get(standby!.health, '/readyz')).status === 200 ? true : undefined), 20_000, 'the old replica ready as a standby');
       // Let the standby observe a few renewals.
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 4));
@@ -578,7 +589,7 @@ describe('two operator processes with leader election', () => {
         .deleteNamespace({ name: leaseNs })
         .catch(() => undefined);
     }
-  }, 120_000);
+  }, 360_000);
 
   it('a leader stalled past its lease (SIGSTOP, then SIGCONT) writes nothing to the apiserver or the platform once the standby has taken over', async () => {
     // Each replica has its own ServiceAccount in the namespace the test control plane audits (the
@@ -618,10 +629,12 @@ describe('two operator processes with leader election', () => {
       // RBAC is evaluated by an informer-fed cache: the first requests of a new binding may be denied.
       const a = start(`stall-a-${suffix}`, configs[0]!, await freePort(), await freePort(), [], leaseNs, watched);
       started.push(a);
+      await up(a);
       await eventually(async () => ((await holderIn(leaseNs)) === a.name ? true : undefined), 30_000, 'replica a holding the Lease');
       await eventually(async () => ((await get(a.health, '/readyz')).status === 200 ? true : undefined), 30_000, 'replica a ready');
       const b = start(`stall-b-${suffix}`, configs[1]!, await freePort(), await freePort(), [], leaseNs, watched);
       started.push(b);
+      await up(b);
       await eventually(async () => ((await get(b.health, '/readyz')).status === 200 ? true : undefined), 30_000, 'replica b ready as a standby');
       await createKey('stall-0', watched);
       await ready('stall-0', 30_000, watched).catch((error: unknown) => {
@@ -712,5 +725,5 @@ describe('two operator processes with leader election', () => {
       for (const name of accounts) await core.deleteNamespacedServiceAccount({ namespace: AUDITED_NAMESPACE, name }).catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 180_000);
+  }, 420_000);
 });
