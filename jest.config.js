@@ -10,6 +10,8 @@ export default {
   globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
   // The slowest suites first, also in a fresh clone (test/harness/sequencer.js).
   testSequencer: '<rootDir>/test/harness/sequencer.js',
-  testTimeout: 60_000,
+  // A liveness bound, not a measure: a test waits on events and counts, and this only ends one that
+  // hangs. Suites that start Go programs (helm, kubectl) take minutes at load 15 (docs/testing.md).
+  testTimeout: 120_000,
   maxWorkers: 2,
 };

@@ -16,6 +16,13 @@ export const OPERATOR_SOURCE = 'src/operator/main.ts';
 /** The bundle `npm run bundle` makes of OPERATOR_SOURCE: what the image's ENTRYPOINT runs. */
 export const OPERATOR_BUNDLE = 'dist/operator/main.js';
 
+/**
+ * How long a test waits for an operator process to load and serve /healthz (alive): seconds on a
+ * quiet machine, tens of them on a loaded one (node strips the source's types as it loads it). A
+ * test's own bounds count from then, and its timeout adds this for each start it waits on in turn.
+ */
+export const PROCESS_START_MS = 120_000;
+
 /** The node flags of the image: the Dockerfile's ENTRYPOINT between `node` and the bundle. */
 export function imageNodeFlags(dockerfile = readFileSync(resolve(REPOSITORY_ROOT, 'Dockerfile'), 'utf8')): string[] {
   const line = dockerfile.split('\n').find((l) => l.startsWith('ENTRYPOINT '));

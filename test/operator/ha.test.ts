@@ -20,7 +20,7 @@ import { pino } from 'pino';
 import { LOG_REDACT_PATHS, startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { AUDITED_NAMESPACE, freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { OperatorProcess } from '../harness/operator-process.ts';
+import { OperatorProcess, PROCESS_START_MS } from '../harness/operator-process.ts';
 import {
   createNamespace,
   customObjects,
@@ -36,10 +36,6 @@ const RENEW_MS = 3_000;
 const RETRY_MS = 400;
 // LeaderElector retries acquisition every retryPeriod * (1 + up to 1.2) (client-go's jitter).
 const MAX_RETRY_MS = RETRY_MS * 2.2;
-// A replica's process loading its code (node strips the types of the source as it loads): seconds on
-// a quiet machine, tens of them on a loaded one. Every bound below starts once a replica serves
-// /healthz (up), and each test's timeout adds this for each start it waits on in turn.
-const STARTUP_MS = 120_000;
 
 interface Replica {
   name: string;
@@ -163,7 +159,7 @@ describe('two operator processes with leader election', () => {
 
   /** Once the replica's process has loaded and serves its probes: what each bound of the tests counts from. */
   const up = async (r: Replica): Promise<Replica> => {
-    await r.operator.alive(r.health, STARTUP_MS, `${r.name} serving /healthz`);
+    await r.operator.alive(r.health, PROCESS_START_MS, `${r.name} serving /healthz`);
     return r;
   };
   const replica = async (name: string): Promise<Replica> => up(start(name, kubeconfig, await freePort(), await freePort()));

@@ -10,7 +10,7 @@ import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { OperatorProcess } from '../harness/operator-process.ts';
+import { OperatorProcess, PROCESS_START_MS } from '../harness/operator-process.ts';
 import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT } from './support.ts';
 
 describe('the operator process', () => {
@@ -62,7 +62,7 @@ describe('the operator process', () => {
       env: { PATH: process.env.PATH, POD_NAME: identity, POD_NAMESPACE: OPERATOR_NAMESPACE, LOG_LEVEL: 'info' },
     });
 
-    await eventually(async () => ((await fetch(`http://127.0.0.1:${health}/healthz`)).ok ? true : undefined), 20_000, 'healthz');
+    await operator.alive(health, PROCESS_START_MS);
     const lease = await eventually(
       async () => {
         const l = await cp.kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: 'neon-key-operator' });
@@ -136,5 +136,5 @@ describe('the operator process', () => {
     expect(code).toBe(0);
     expect(operator.output()).toContain('draining in-flight reconciles');
     expect(operator.output().includes(alice?.personalKey ?? 'never')).toBe(false);
-  }, 90_000);
+  }, 210_000);
 });
