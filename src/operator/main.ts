@@ -46,8 +46,8 @@ for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
 }
 const kubeConfig = new KubeConfig();
 loadKubeConfig(kubeConfig, flags.kubeconfig);
-// One keep-alive connection pool to the API server, TLS material read once a minute, and API
-// clients that send with undici's request (kube-connections.ts).
+// One keep-alive connection pool to the API server, TLS material read once a minute, and the user
+// agent of the API clients (kube-connections.ts, kube-client.ts).
 reuseKubeConnections(kubeConfig, { userAgent: `neon-key-operator/${BUILD.version}` });
 
 const namespaces = parseWatchNamespaces(flags.namespaces);

@@ -3,7 +3,7 @@
 // requests go to the room of their kind. startOperator() runs it in-process (tests, main.ts).
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { PlatformClient } from '../platform/index.ts';
 import {
@@ -24,6 +24,7 @@ import type { WakeLimits } from './runtime/wake-limiter.ts';
 import { OwnWrites } from './runtime/own-writes.ts';
 import { createLogger } from './runtime/logger.ts';
 import { fenceKubeWrites, soleLeadership, type Leadership } from './runtime/write-fence.ts';
+import { coreClient, customObjectsClient, type CoreClient, type CustomObjectsClient } from './runtime/kube-client.ts';
 import type { ReconcileOutcome } from './runtime/metrics.ts';
 import type { KindName } from './resources/schema.ts';
 import { INVENTORY_KIND } from './resources/inventory.ts';
@@ -157,8 +158,8 @@ interface OperatorRuntime {
   userAgent: string;
   /** Every apiserver write of the rooms asks the fence first (informers read with options.kubeConfig). */
   kubeConfig: KubeConfig;
-  core: CoreV1Api;
-  objects: CustomObjectsApi;
+  core: CoreClient;
+  objects: CustomObjectsClient;
   ownWrites: OwnWrites;
   /** The namespaces watched, sorted; none: every namespace. */
   watched: string[];
@@ -187,8 +188,8 @@ function operatorRuntime(options: OperatorOptions): OperatorRuntime {
     // Every platform write asks the fence first; the user agent names this process in the platform's logs.
     userAgent: `neon-key-operator (${identity})`,
     kubeConfig,
-    core: kubeConfig.makeApiClient(CoreV1Api),
-    objects: kubeConfig.makeApiClient(CustomObjectsApi),
+    core: coreClient(kubeConfig),
+    objects: customObjectsClient(kubeConfig),
     ownWrites: new OwnWrites(),
     watched,
     ownNamespace,

@@ -3,11 +3,11 @@
 // thousands of keys by hand is not thousands of events. A message names the key (id, name, kind,
 // creator, last use): what the credentials could list anyway. Never which resource, in which
 // namespace, records a managed key, and never a secret.
-import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_VERSION } from '../resources/schema.ts';
 import { INVENTORY_KIND, type ApiKeyInventory, type InventoryKey } from '../resources/inventory.ts';
 import { eventBody } from '../runtime/event-body.ts';
+import type { CoreClient } from '../runtime/kube-client.ts';
 
 export const MAX_KEY_EVENTS = 10;
 
@@ -74,11 +74,11 @@ export async function recordKeyEvents(
 
 /** Events as core/v1 Events on the inventory (created only, as the key domain's: keys/status/events.ts). */
 export class InventoryEventRecorder implements InventoryEvents {
-  readonly #core: CoreV1Api;
+  readonly #core: Pick<CoreClient, 'createNamespacedEvent'>;
   readonly #component: string;
   readonly #logger: Logger;
 
-  constructor(core: CoreV1Api, component: string, logger: Logger) {
+  constructor(core: Pick<CoreClient, 'createNamespacedEvent'>, component: string, logger: Logger) {
     this.#core = core;
     this.#component = component;
     this.#logger = logger;

@@ -4,11 +4,11 @@
 // very list the key domain takes for that scope and credentials: no request of its own when one is
 // taken), mark each key managed or not from the key ids the informers' caches of key resources record (no LIST),
 // and write the report to status. Report only: nothing is ever revoked or written on the platform.
-import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat, type AuthDetails } from '../../platform/index.ts';
 import type { ReconcileResult, Reconciler, Request } from '../runtime/workers.ts';
 import { objectRef, type OwnWrites } from '../runtime/own-writes.ts';
+import { MERGE_PATCH, type CoreClient, type CustomObjectsClient } from '../runtime/kube-client.ts';
 import { GROUP, VERSION } from '../resources/schema.ts';
 import { ApiKeyInventorySpec, INVENTORY_KIND, INVENTORY_PLURAL, type ApiKeyInventory, type ApiKeyInventoryStatus } from '../resources/inventory.ts';
 import { ISSUER_PLURAL } from '../resources/issuer.ts';
@@ -21,8 +21,6 @@ import type { InventoryCounts } from './metrics.ts';
 import { inventoryView, type KeptListing } from './listing.ts';
 import { originsOf, withOrigins } from './origins.ts';
 import { report, reportStatus } from './report.ts';
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /** JSON with keys in order: two statuses compare equal whatever order their fields were set in. */
 function canonical(value: unknown): string {
@@ -41,8 +39,8 @@ function canonical(value: unknown): string {
 const MAX_AUTH = 256;
 
 export interface InventoryDeps {
-  objects: Pick<CustomObjectsApi, 'getNamespacedCustomObject' | 'patchNamespacedCustomObjectStatus' | 'getClusterCustomObject'>;
-  core: Pick<CoreV1Api, 'readNamespacedSecret'>;
+  objects: Pick<CustomObjectsClient, 'getNamespacedCustomObject' | 'patchNamespacedCustomObjectStatus' | 'getClusterCustomObject'>;
+  core: Pick<CoreClient, 'readNamespacedSecret'>;
   drift: Pick<DriftCache, 'listing'>;
   /** The platform client of one credentials, with its id (the key domain's: keys/platform-clients.ts). */
   platformFor(apiKey: string): { platform: Pick<KeyPlatform, 'listOrganizationKeys' | 'listPersonalKeys' | 'getAuth'>; credentialsId: string };
@@ -311,7 +309,7 @@ export class InventoryReconciler implements Reconciler {
         name: inventory.metadata.name,
         body: { metadata: { resourceVersion: inventory.metadata.resourceVersion }, status: next },
       },
-      mergePatch,
+      MERGE_PATCH,
     )) as ApiKeyInventory;
     this.#d.ownWrites?.record(
       objectRef(INVENTORY_KIND, inventory.metadata.namespace, inventory.metadata.name),

@@ -1,12 +1,12 @@
 // An issuer's events: a Warning when it turns not Ready (its reason: what broke), a Normal one when it
 // is Ready again. An issuer is cluster-scoped, so its events live in the `default` namespace, where
 // Kubernetes puts the events of cluster-scoped objects (`kubectl describe clusterkeyissuer` finds them).
-import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_VERSION } from '../resources/schema.ts';
 import { ISSUER_KIND, type ClusterKeyIssuer } from '../resources/issuer.ts';
 import type { ReadyUpdate } from './conditions.ts';
 import { eventBody, eventNamespace } from '../runtime/event-body.ts';
+import type { CoreClient } from '../runtime/kube-client.ts';
 
 export interface IssuerEvents {
   record(issuer: Pick<ClusterKeyIssuer, 'metadata'>, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
@@ -24,11 +24,11 @@ export function readyEvent(
 
 /** core/v1 Events, created only (as the key domain's). */
 export class IssuerEventRecorder implements IssuerEvents {
-  readonly #core: Pick<CoreV1Api, 'createNamespacedEvent'>;
+  readonly #core: Pick<CoreClient, 'createNamespacedEvent'>;
   readonly #component: string;
   readonly #logger: Logger;
 
-  constructor(core: Pick<CoreV1Api, 'createNamespacedEvent'>, component: string, logger: Logger) {
+  constructor(core: Pick<CoreClient, 'createNamespacedEvent'>, component: string, logger: Logger) {
     this.#core = core;
     this.#component = component;
     this.#logger = logger;

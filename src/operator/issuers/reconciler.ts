@@ -5,11 +5,11 @@
 // counted from the informers' caches, with no platform request); once none does, the finalizer goes.
 // A policy edit (a new generation), or new credentials in its Secret, wakes every resource using the
 // issuer, so the change applies at once.
-import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { MAX_API_KEY_LENGTH, isApiKeyFormat } from '../../platform/index.ts';
 import type { ReconcileResult, Reconciler, Request, Worker } from '../runtime/workers.ts';
 import { objectRef, type OwnWrites } from '../runtime/own-writes.ts';
+import { MERGE_PATCH, type CoreClient, type CustomObjectsClient } from '../runtime/kube-client.ts';
 import { GROUP, VERSION } from '../resources/schema.ts';
 import { ClusterKeyIssuerSpec, ISSUER_FINALIZER, ISSUER_KIND, ISSUER_PLURAL, type ClusterKeyIssuer } from '../resources/issuer.ts';
 import { credentialsProblem, deletionBlocked, invalidSpec, verified, type CredentialsProblem, type Readiness, type SecretRef } from './conditions.ts';
@@ -19,14 +19,12 @@ import type { IssuerReadiness } from './metrics.ts';
 import { verifyCredentials, type IssuerPlatform } from './verification.ts';
 import type { CachedIssuer } from './watches.ts';
 
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
 /** How often a deletion that waits for the issuer's users counts them again (from the caches). */
 export const DELETION_POLL_MS = 5_000;
 
 export interface IssuerDeps {
-  objects: Pick<CustomObjectsApi, 'getClusterCustomObject' | 'replaceClusterCustomObject' | 'patchClusterCustomObjectStatus'>;
-  core: Pick<CoreV1Api, 'readNamespacedSecret'>;
+  objects: Pick<CustomObjectsClient, 'getClusterCustomObject' | 'replaceClusterCustomObject' | 'patchClusterCustomObjectStatus'>;
+  core: Pick<CoreClient, 'readNamespacedSecret'>;
   /** A platform client acting with the key, for one verification (it alone holds the key). */
   platformFor(apiKey: string): IssuerPlatform;
   /** The work-queue keys (`kind/namespace/name`) of the key resources naming the issuer, from the caches. */
@@ -243,7 +241,7 @@ export class IssuerReconciler implements Reconciler {
         name: issuer.metadata.name,
         body: { metadata: { resourceVersion: issuer.metadata.resourceVersion }, status },
       },
-      mergePatch,
+      MERGE_PATCH,
     )) as ClusterKeyIssuer;
     this.#d.ownWrites?.record(objectRef(ISSUER_KIND, '', issuer.metadata.name), issuer.metadata.resourceVersion, patched.metadata?.resourceVersion);
     logger.debug({ reason: readiness.ready.reason, resources }, 'issuer status written');

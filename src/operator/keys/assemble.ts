@@ -3,11 +3,12 @@
 // credentials sharing one limiter per organization for org key creation (docs/design.md section
 // 5.3), the drift cache, the operations pollers, the create turns, the issuers' slots and the
 // KeyReconciler, with the sweeps of the resources at rest. manager.ts wires what it returns.
-import { AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { PlatformClient } from '../../platform/index.ts';
 import type { Reconciler } from '../runtime/workers.ts';
 import { objectRef, type OwnWrites } from '../runtime/own-writes.ts';
+import { appsClient, type CoreClient, type CustomObjectsClient } from '../runtime/kube-client.ts';
 import type { KeyPlatform } from './adapter.ts';
 import { ApiServerWrites } from './kube-writes.ts';
 import { PlatformClients } from './platform-clients.ts';
@@ -63,8 +64,8 @@ export interface KeyRuntime {
   cluster: KeyCluster;
   /** The apiserver behind the write fence (runtime/write-fence.ts fenceKubeWrites), and its clients. */
   kubeConfig: KubeConfig;
-  core: CoreV1Api;
-  objects: CustomObjectsApi;
+  core: CoreClient;
+  objects: CustomObjectsClient;
   logger: Logger;
   /** Distinguishes this process in intents. */
   identity: string;
@@ -118,7 +119,7 @@ export function signingKeySecretOf(options: { signingKeySecret?: { namespace: st
 
 /** The signer of intents and Secret annotations: the key given, or the one in its Secret (made when missing). */
 export async function loadKeySigner(
-  core: CoreV1Api,
+  core: CoreClient,
   options: { signingKeySecret?: { namespace: string; name: string }; signingKey?: Buffer; clusterName?: string },
   logger: Logger,
 ): Promise<Signer> {
@@ -266,7 +267,7 @@ interface ReconcilerParts {
 function keyReconciler(runtime: KeyRuntime, options: KeyOptions, parts: ReconcilerParts): KeyReconciler {
   const { cluster, logger } = runtime;
   const { clients, drift, pollers, admission, driftIntervalMs, issuerSelector } = parts;
-  const kube = new ApiServerWrites(runtime.objects, runtime.core, runtime.kubeConfig.makeApiClient(AppsV1Api), runtime.kubeConfig);
+  const kube = new ApiServerWrites(runtime.objects, runtime.core, appsClient(runtime.kubeConfig), runtime.kubeConfig);
   return new KeyReconciler({
     kube,
     secretUncached: (namespace, name) =>

@@ -1,14 +1,9 @@
 // The Kubernetes calls of the key lifecycle, as a narrow port: each one is a grant in
 // test/deploy/rbac-contract.ts, so a new call here is a new RBAC need. ApiServerWrites is the real
-// one (client-node); the fast tests of each action use an in-memory one (test/operator/keys/fakes.ts).
+// one (runtime/kube-client.ts); the fast tests of each action use an in-memory one (test/operator/keys/fakes.ts).
 // Errors are the apiserver's (ApiException with the HTTP code): callers branch on 404 and 409.
 import {
   ApiException,
-  PatchStrategy,
-  setHeaderOptions,
-  type AppsV1Api,
-  type CoreV1Api,
-  type CustomObjectsApi,
   type KubeConfig,
   type KubernetesObject,
   type V1DaemonSet,
@@ -17,6 +12,7 @@ import {
   type V1StatefulSet,
 } from '@kubernetes/client-node';
 import { listMetadata, listProjected } from '../runtime/paged-list.ts';
+import { JSON_PATCH, MERGE_PATCH, type AppsClient, type CoreClient, type CustomObjectsClient } from '../runtime/kube-client.ts';
 import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
 import { ISSUER_PLURAL } from '../resources/issuer.ts';
 
@@ -114,16 +110,13 @@ export function statusCode(error: unknown): number | undefined {
   return error instanceof ApiException ? error.code : undefined;
 }
 
-const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
-
 export class ApiServerWrites implements KubeWrites {
-  readonly #objects: CustomObjectsApi;
-  readonly #core: CoreV1Api;
-  readonly #apps: AppsV1Api;
+  readonly #objects: CustomObjectsClient;
+  readonly #core: CoreClient;
+  readonly #apps: AppsClient;
   readonly #kubeConfig: KubeConfig;
 
-  constructor(objects: CustomObjectsApi, core: CoreV1Api, apps: AppsV1Api, kubeConfig: KubeConfig) {
+  constructor(objects: CustomObjectsClient, core: CoreClient, apps: AppsClient, kubeConfig: KubeConfig) {
     this.#objects = objects;
     this.#core = core;
     this.#apps = apps;
@@ -182,7 +175,7 @@ export class ApiServerWrites implements KubeWrites {
         name: resource.metadata.name,
         body: { metadata: { resourceVersion }, status },
       },
-      merge,
+      MERGE_PATCH,
     )) as KeyResource;
   }
 
@@ -196,7 +189,7 @@ export class ApiServerWrites implements KubeWrites {
         name,
         body: [...ops],
       },
-      jsonPatch,
+      JSON_PATCH,
     )) as KeyResource;
   }
 
@@ -252,8 +245,8 @@ export class ApiServerWrites implements KubeWrites {
 
   async patchWorkload(namespace: string, kind: WorkloadKind, name: string, ops: readonly JsonPatchOp[]): Promise<Workload> {
     const body = [...ops];
-    if (kind === 'Deployment') return await this.#apps.patchNamespacedDeployment({ namespace, name, body }, jsonPatch);
-    if (kind === 'StatefulSet') return await this.#apps.patchNamespacedStatefulSet({ namespace, name, body }, jsonPatch);
-    return await this.#apps.patchNamespacedDaemonSet({ namespace, name, body }, jsonPatch);
+    if (kind === 'Deployment') return await this.#apps.patchNamespacedDeployment({ namespace, name, body }, JSON_PATCH);
+    if (kind === 'StatefulSet') return await this.#apps.patchNamespacedStatefulSet({ namespace, name, body }, JSON_PATCH);
+    return await this.#apps.patchNamespacedDaemonSet({ namespace, name, body }, JSON_PATCH);
   }
 }

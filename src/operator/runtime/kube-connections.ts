@@ -1,28 +1,18 @@
-// How the operator's API clients reach the Kubernetes API server. client-node 2.0, left alone, does
-// three costly things on every request (GET, PATCH, POST) of an API client:
+// How the operator's API clients (kube-client.ts) reach the Kubernetes API server. client-node 2.0,
+// left alone, does three costly things on every request (GET, PATCH, POST) of an API client:
 // - it builds a new undici Agent (KubeConfig.applySecurityAuthentication → createDispatcher): a new
 //   TCP connection and a full TLS handshake with a fresh secure context, and an idle socket left
 //   behind (its https.Agent for watches is cached, the undici dispatcher is not);
 // - it reads the TLS material again (the CA and client certificate files, or decodes their base64);
 // - it sends with undici's `fetch`, whose WHATWG Request, Headers and streams cost several times
 //   what undici's own `request` costs for the same exchange.
-// reuseKubeConnections() keeps one dispatcher per cluster, user and TLS material, reads the TLS
-// material once a minute (so a rotated CA or client certificate is still picked up), and gives the
-// KubeConfig's API clients an HTTP library over `request`. The Authorization header is still
-// computed per request: client-node's authenticators keep and refresh tokens themselves.
+// reuseKubeConnections() keeps one dispatcher per cluster, user and TLS material, and reads the TLS
+// material once a minute (so a rotated CA or client certificate is still picked up);
+// sendKubeRequest() sends one request of an API client with undici's `request`. The Authorization
+// header is still computed per request: client-node's authenticators keep and refresh tokens themselves.
 // Watches (informers) keep client-node's own path: they are long-lived and few.
 import { createHash } from 'node:crypto';
-import {
-  createConfiguration,
-  ResponseContext,
-  SelfDecodingBody,
-  ServerConfiguration,
-  setHeaderMiddleware,
-  wrapHttpLibrary,
-  type Configuration,
-  type KubeConfig,
-  type RequestContext,
-} from '@kubernetes/client-node';
+import { RequestContext, type HttpMethod, type KubeConfig } from '@kubernetes/client-node';
 import { request, type Dispatcher } from 'undici';
 
 /** How long TLS material read from the kubeconfig (or the files it names) is used before it is read again. */
@@ -49,19 +39,25 @@ interface KubeConfigInternals {
   applyHTTPSOptions?: (opts: HttpsOptions) => void;
   applyAuthorizationHeader?: (opts: { headers: Record<string, string> }) => Promise<void>;
   applySecurityAuthentication(context: RequestContext): Promise<void>;
-  makeApiClient<T>(apiClientType: new (config: Configuration) => T): T;
 }
 
 const AGENT_FIELDS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
 
 export interface KubeConnectionOptions {
-  /** The User-Agent of every API client request (the apiserver's audit log shows it). */
+  /** The User-Agent of every API client request (the apiserver's audit log shows it); not of watches. */
   userAgent?: string;
   /** A monotonic clock in milliseconds (tests). */
   now?: () => number;
 }
 
+/** Where reuseKubeConnections keeps the user agent: a KubeConfig made from it with Object.create (the write fence) inherits it. */
+const USER_AGENT = Symbol('the User-Agent of the API clients');
+interface UserAgentHolder {
+  [USER_AGENT]?: string | undefined;
+}
+
 export function reuseKubeConnections(kubeConfig: KubeConfig, options: KubeConnectionOptions = {}): KubeConfig {
+  (kubeConfig as unknown as UserAgentHolder)[USER_AGENT] = options.userAgent;
   const target = kubeConfig as unknown as KubeConfigInternals;
   const create = target.createDispatcher;
   const applyHTTPSOptions = target.applyHTTPSOptions;
@@ -101,42 +97,50 @@ export function reuseKubeConnections(kubeConfig: KubeConfig, options: KubeConnec
     if (tls.dispatcher !== undefined) context.setDispatcher(tls.dispatcher as Dispatcher);
   };
 
-  const userAgent = options.userAgent;
-  target.makeApiClient = function makeApiClient<T>(this: KubeConfig, apiClientType: new (config: Configuration) => T): T {
-    const cluster = this.getCurrentCluster();
-    if (cluster === null) throw new Error('No active cluster!');
-    return new apiClientType(
-      createConfiguration({
-        baseServer: new ServerConfiguration(cluster.server, {}),
-        // `this`, not kubeConfig: a KubeConfig made from this one with Object.create (the write
-        // fence) authenticates its clients' requests itself.
-        authMethods: { default: this },
-        httpApi: UNDICI_REQUEST,
-        ...(userAgent !== undefined ? { middleware: [setHeaderMiddleware('User-Agent', userAgent)] } : {}),
-      }),
-    );
-  };
   return kubeConfig;
 }
 
+/** One request of an API client: a path below the cluster's server, and a JSON body already written. */
+export interface KubeRequest {
+  method: HttpMethod;
+  path: string;
+  /** The body's Content-Type (application/json, or a patch's). */
+  contentType?: string;
+  body?: string;
+}
+
+/** The apiserver's answer, its body read whole. */
+export interface KubeAnswer {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
 /**
- * client-node's HttpLibrary over undici's `request`. The answer's body is read whole before it is
- * handed on: an API client's answers are single objects, and a body never read would hold its
- * connection.
+ * Sends one request of an API client with undici's `request`. It is signed by
+ * `kubeConfig.applySecurityAuthentication`, as client-node signs its own: the write fence of a
+ * fenced KubeConfig (write-fence.ts), the authenticators, and the dispatcher reuseKubeConnections
+ * keeps all apply. The body is read whole before it is handed on: an API client's answers are
+ * single objects, and a body never read would hold its connection.
  */
-const UNDICI_REQUEST = wrapHttpLibrary({
-  async send(req: RequestContext): Promise<ResponseContext> {
-    const body = req.getBody();
-    const response = await request(req.getUrl(), {
-      method: req.getHttpMethod() as Dispatcher.HttpMethod,
-      headers: req.getHeaders(),
-      ...(body !== undefined ? { body: body as string } : {}),
-      ...(req.getSignal() !== undefined ? { signal: req.getSignal() } : {}),
-      ...(req.getDispatcher() !== undefined ? { dispatcher: req.getDispatcher() as Dispatcher } : {}),
-    });
-    const data = Buffer.from(await response.body.arrayBuffer());
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-    return new ResponseContext(response.statusCode, headers, new SelfDecodingBody(Promise.resolve(data)));
-  },
-});
+export async function sendKubeRequest(kubeConfig: KubeConfig, req: KubeRequest): Promise<KubeAnswer> {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (cluster === null) throw new Error('No active cluster!');
+  const context = new RequestContext(cluster.server + req.path, req.method);
+  context.setHeaderParam('Accept', 'application/json');
+  if (req.contentType !== undefined) context.setHeaderParam('Content-Type', req.contentType);
+  const userAgent = (kubeConfig as unknown as UserAgentHolder)[USER_AGENT];
+  if (userAgent !== undefined) context.setHeaderParam('User-Agent', userAgent);
+  await kubeConfig.applySecurityAuthentication(context);
+  const dispatcher = context.getDispatcher() as Dispatcher | undefined;
+  const response = await request(context.getUrl(), {
+    method: req.method as Dispatcher.HttpMethod,
+    headers: context.getHeaders(),
+    ...(req.body !== undefined ? { body: req.body } : {}),
+    ...(dispatcher !== undefined ? { dispatcher } : {}),
+  });
+  const body = Buffer.from(await response.body.arrayBuffer());
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  return { statusCode: response.statusCode, headers, body };
+}

@@ -20,8 +20,9 @@
 //   its next retry instead of waiting for the lease to expire; only while this replica still
 //   leads (a lease already lost is someone else's record).
 import { setTimeout as sleepFor } from 'node:timers/promises';
-import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { coordinationClient, type CoordinationClient, type Lease } from './kube-client.ts';
 
 export interface LeaderElectorOptions {
   kubeConfig: KubeConfig;
@@ -43,15 +44,15 @@ export interface LeaderElectorOptions {
 interface LeaseRecord {
   holderIdentity: string;
   leaseDurationSeconds: number;
-  acquireTime: Date | undefined;
-  renewTime: Date | undefined;
+  acquireTime: string | undefined;
+  renewTime: string | undefined;
   leaseTransitions: number;
 }
 
 /** The part of a Lease the observed-time rule compares: any change restarts the expiry clock. */
-function recordKey(lease: V1Lease): string {
+function recordKey(lease: Lease): string {
   const spec = lease.spec ?? {};
-  const time = (t: Date | string | undefined): string => (t === undefined ? '' : new Date(t).toISOString());
+  const time = (t: string | undefined): string => (t === undefined ? '' : new Date(t).toISOString());
   return JSON.stringify([spec.holderIdentity ?? '', spec.leaseDurationSeconds ?? 0, time(spec.acquireTime), time(spec.renewTime), spec.leaseTransitions ?? 0]);
 }
 
@@ -64,20 +65,25 @@ function recordDurationMs(seconds: number | undefined, ownMs: number): number {
   return seconds !== undefined && seconds > 0 ? seconds * 1000 : ownMs;
 }
 
+/** A Lease's time as the apiserver takes it (MicroTime: six fractional digits, which a Date's JSON lacks). */
+function microTime(date: Date): string {
+  return date.toISOString().replace(/Z$/, '000Z');
+}
+
 function statusCode(error: unknown): number | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'number' ? code : undefined;
 }
 
 export class LeaderElector {
-  readonly #api: CoordinationV1Api;
+  readonly #api: CoordinationClient;
   readonly #options: LeaderElectorOptions;
   readonly #leaseDurationMs: number;
   readonly #renewDeadlineMs: number;
   readonly #retryPeriodMs: number;
   readonly #logger: Logger | undefined;
   /** The last Lease read or written, and when (monotonic ms) its record last changed. */
-  #observed: V1Lease | undefined;
+  #observed: Lease | undefined;
   #observedKey = '';
   #observedAt = 0;
   #leading = false;
@@ -95,7 +101,7 @@ export class LeaderElector {
       throw new Error('leader election needs leaseDurationMs > renewDeadlineMs > retryPeriodMs > 0');
     }
     this.#logger = options.logger;
-    this.#api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.#api = coordinationClient(options.kubeConfig);
   }
 
   /**
@@ -128,7 +134,7 @@ export class LeaderElector {
     await this.#running;
     const lease = this.#observed;
     if (!leading || lease?.spec?.holderIdentity !== this.#options.identity) return;
-    const now = new V1MicroTime();
+    const now = microTime(new Date());
     try {
       const released = await this.#api.replaceNamespacedLease({
         name: this.#options.name,
@@ -190,7 +196,7 @@ export class LeaderElector {
   async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const { name, namespace, identity } = this.#options;
     const record = (previous: LeaseRecord | undefined): LeaseRecord => {
-      const now = new V1MicroTime();
+      const now = microTime(new Date());
       const keep = previous !== undefined && previous.holderIdentity === identity;
       return {
         holderIdentity: identity,
@@ -202,7 +208,7 @@ export class LeaderElector {
     };
     const started = performance.now();
     try {
-      let current: V1Lease;
+      let current: Lease;
       try {
         current = await this.#api.readNamespacedLease({ name, namespace });
       } catch (error) {
@@ -248,7 +254,7 @@ export class LeaderElector {
     }
   }
 
-  #observe(lease: V1Lease): void {
+  #observe(lease: Lease): void {
     this.#observed = lease;
     const key = recordKey(lease);
     if (key !== this.#observedKey) {

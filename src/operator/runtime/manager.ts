@@ -21,10 +21,11 @@
 // Leadership lost (a renewal missed for the renew deadline, an event loop stalled past the lease):
 // the fence is closed already (it reads the clock), the work's signal aborts, what runs stops, and
 // the process exits to come back as a standby; the Lease is someone else's and is not touched.
-import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { startHealthServer, type HealthServer, type Readiness } from './health-server.ts';
+import { coordinationClient, type CoordinationClient } from './kube-client.ts';
 import { LeaderElector } from './leader.ts';
 import { NotLeadingError, type Leadership } from './write-fence.ts';
 
@@ -77,7 +78,7 @@ export class Manager {
   readonly #exit: (code: number) => void;
   readonly #stopAll = new AbortController();
   readonly #servers: HealthServer[] = [];
-  readonly #leases: CoordinationV1Api | undefined;
+  readonly #leases: Pick<CoordinationClient, 'readNamespacedLease'> | undefined;
   #running: Runnable | undefined;
   /** start() under way or done: what shutdown waits for. */
   #starting: Promise<Runnable> | undefined;
@@ -92,7 +93,7 @@ export class Manager {
   constructor(options: ManagerOptions) {
     this.#o = options;
     this.#exit = options.exit ?? ((code) => process.exit(code));
-    this.#leases = options.leaderElection !== undefined ? options.kubeConfig.makeApiClient(CoordinationV1Api) : undefined;
+    this.#leases = options.leaderElection !== undefined ? coordinationClient(options.kubeConfig) : undefined;
   }
 
   /** Serves the probes, then starts the domain's work (after winning the Lease, with election). */

@@ -44,11 +44,12 @@ interface RequestContextLike {
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * A KubeConfig whose API clients (makeApiClient) refuse every request but reads while
- * `leadership.check` throws: one place for every apiserver write of the domain (key resources,
- * Secrets, workloads, Events), present and future. The check runs in applySecurityAuthentication,
- * which client-node calls for each request, as late as the client lets anything run before the
- * request is sent. Watches (informers) read, and do not pass here.
+ * A KubeConfig whose API clients (kube-client.ts, and client-node's own) refuse every request but
+ * reads while `leadership.check` throws: one place for every apiserver write of the domain (key
+ * resources, Secrets, workloads, Events), present and future. The check runs in
+ * applySecurityAuthentication, which signs each request (kube-connections.ts sendKubeRequest, as
+ * client-node does), as late as anything runs before the request is sent. Watches (informers)
+ * read, and do not pass here.
  */
 export function fenceKubeWrites(kubeConfig: KubeConfig, leadership: Pick<Leadership, 'check'>): KubeConfig {
   const fenced = Object.create(kubeConfig) as KubeConfig;

@@ -1,14 +1,16 @@
 // The API clients' transport (src/operator/runtime/kube-connections.ts): one dispatcher per cluster,
 // user and TLS material; the TLS material read again only after TLS_REREAD_MS (a manual clock); and
-// the HTTP library over undici's `request`, against the real apiserver (objects, a 404 as
-// client-node's ApiException, a patch) and against a loopback server that shows what is sent.
+// the requests sent with undici's `request` (sendKubeRequest, under runtime/kube-client.ts's API
+// clients), against the real apiserver (objects, a 404 and a 403 as client-node's ApiException, a
+// patch) and against a loopback server that shows what is sent.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApiException, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { reuseKubeConnections, TLS_REREAD_MS } from '../../../src/operator/runtime/kube-connections.ts';
+import { ApiException, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { appsClient, coreClient } from '../../../src/operator/runtime/kube-client.ts';
+import { reuseKubeConnections, sendKubeRequest, TLS_REREAD_MS } from '../../../src/operator/runtime/kube-connections.ts';
 import { controlPlane } from '../../harness/index.ts';
 
 const CA_A = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').toString('base64');
@@ -117,21 +119,25 @@ describe('reuseKubeConnections: API clients over undici request', () => {
   it('sends the method, headers, user agent and body, and hands back the status and the whole body', async () => {
     const port = (server.address() as AddressInfo).port;
     const kc = reuseKubeConnections(kubeConfig('sa', 't0', `http://127.0.0.1:${port}`), { userAgent: 'neon-key-operator/test' });
-    const core = kc.makeApiClient(CoreV1Api);
-    const read = await core.readNamespacedConfigMap({ name: 'seen', namespace: 'ns' });
+    const answer = await sendKubeRequest(kc, { method: 'GET', path: '/api/v1/namespaces/ns/configmaps/seen' });
+    expect(answer.statusCode).toBe(200);
+    expect(answer.headers['set-cookie']).toBe('a=1, b=2');
+    const read = JSON.parse(answer.body.toString('utf8')) as { metadata?: { resourceVersion?: string }; data?: Record<string, string> };
     expect(read.metadata?.resourceVersion).toBe('7');
     expect(read.data).toEqual({ k: 'ü' });
-    await core.patchNamespacedConfigMap(
+    await appsClient(kc).patchNamespacedDeployment(
       { name: 'seen', namespace: 'ns', body: [{ op: 'replace', path: '/data/k', value: 'v' }] },
-      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      'application/json-patch+json',
     );
-    const missing = await core.readNamespacedConfigMap({ name: 'missing', namespace: 'ns' }).catch((error: unknown) => error);
+    const missing = await coreClient(kc)
+      .readNamespacedSecret({ name: 'missing', namespace: 'ns' })
+      .catch((error: unknown) => error);
     expect(missing).toBeInstanceOf(ApiException);
     expect((missing as ApiException<unknown>).code).toBe(404);
     expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
       'GET /api/v1/namespaces/ns/configmaps/seen',
-      'PATCH /api/v1/namespaces/ns/configmaps/seen',
-      'GET /api/v1/namespaces/ns/configmaps/missing',
+      'PATCH /apis/apps/v1/namespaces/ns/deployments/seen',
+      'GET /api/v1/namespaces/ns/secrets/missing',
     ]);
     for (const request of seen) {
       expect(request.headers['user-agent']).toBe('neon-key-operator/test');
@@ -149,25 +155,31 @@ describe('reuseKubeConnections against the apiserver', () => {
     const namespace = `kube-connections-${randomBytes(3).toString('hex')}`;
     await admin.createNamespace({ body: { metadata: { name: namespace } } });
     try {
-      // A ServiceAccount with no role may not read ConfigMaps: the refusal is client-node's ApiException.
+      // A ServiceAccount with no role may not read Secrets: the refusal is client-node's ApiException.
       await admin.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'nobody' } } });
-      const nobody = reuseKubeConnections(cp.kubeConfigForToken(await cp.mintServiceAccountToken(namespace, 'nobody', 600))).makeApiClient(CoreV1Api);
-      const refused = await nobody.readNamespacedConfigMap({ name: 'x', namespace }).catch((error: unknown) => error);
+      const nobody = coreClient(reuseKubeConnections(cp.kubeConfigForToken(await cp.mintServiceAccountToken(namespace, 'nobody', 600))));
+      const refused = await nobody.readNamespacedSecret({ name: 'x', namespace }).catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(ApiException);
       expect((refused as ApiException<unknown>).code).toBe(403);
       // The admin's kube config on the same transport.
       const adminConfig = new KubeConfig();
       adminConfig.loadFromFile(cp.kubeconfigPath);
-      const core = reuseKubeConnections(adminConfig).makeApiClient(CoreV1Api);
-      const made = await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'x' }, data: { a: '1' } } });
+      const kc = reuseKubeConnections(adminConfig);
+      const core = coreClient(kc);
+      const made = await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'x' }, stringData: { a: '1' } } });
       expect(made.metadata?.uid).toBeDefined();
-      const patched = await core.patchNamespacedConfigMap(
-        { name: 'x', namespace, body: { data: { a: '2' } } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      );
-      expect(patched.data).toEqual({ a: '2' });
-      expect((await core.readNamespacedConfigMap({ name: 'x', namespace })).metadata?.resourceVersion).toBe(patched.metadata?.resourceVersion);
-      const gone = await core.readNamespacedConfigMap({ name: 'y', namespace }).catch((error: unknown) => error);
+      // A patch (the transport's; the API clients patch custom resources' status and workloads).
+      const answer = await sendKubeRequest(kc, {
+        method: 'PATCH',
+        path: `/api/v1/namespaces/${namespace}/secrets/x`,
+        contentType: 'application/merge-patch+json',
+        body: JSON.stringify({ stringData: { a: '2' } }),
+      });
+      expect(answer.statusCode).toBe(200);
+      const patched = JSON.parse(answer.body.toString('utf8')) as { data?: Record<string, string>; metadata?: { resourceVersion?: string } };
+      expect(patched.data).toEqual({ a: Buffer.from('2').toString('base64') });
+      expect((await core.readNamespacedSecret({ name: 'x', namespace })).metadata?.resourceVersion).toBe(patched.metadata?.resourceVersion);
+      const gone = await core.readNamespacedSecret({ name: 'y', namespace }).catch((error: unknown) => error);
       expect((gone as ApiException<unknown>).code).toBe(404);
     } finally {
       await admin.deleteNamespace({ name: namespace }).catch(() => undefined);

@@ -6,8 +6,9 @@
 // The key lives in a Secret of the operator's own namespace (neon-key-operator-signing-key),
 // made by the first replica that needs it; tenants have no access to that namespace.
 import { createHmac, createSecretKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
-import { ApiException, type CoreV1Api } from '@kubernetes/client-node';
+import { ApiException } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { CoreClient } from '../../runtime/kube-client.ts';
 import { ANNOTATION_PURPOSE } from '../../resources/schema.ts';
 import { ATTEMPT_TAG_LENGTH, clusterNameProblem } from './key-names.ts';
 
@@ -83,13 +84,16 @@ function statusCode(error: unknown): number | undefined {
 
 class MalformedSigningKey extends Error {}
 
+/** What loadSigningKey asks of the apiserver. */
+type SigningKeyApi = Pick<CoreClient, 'readNamespacedSecret' | 'createNamespacedSecret'>;
+
 /**
  * The signing key from Secret `namespace/name`, created with 32 random bytes when it does not
  * exist. Two replicas racing to create it: the loser reads the winner's. The apiserver being away
  * (a restart, a network blip) is waited out with backoff, as the informers wait it out: a
  * controller that exits on it would crash-loop; a malformed Secret is an error at once.
  */
-export async function loadSigningKey(core: CoreV1Api, namespace: string, name: string, logger?: Logger): Promise<Buffer> {
+export async function loadSigningKey(core: SigningKeyApi, namespace: string, name: string, logger?: Logger): Promise<Buffer> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await readOrCreate(core, namespace, name, logger);
@@ -109,7 +113,7 @@ export async function loadSigningKey(core: CoreV1Api, namespace: string, name: s
   }
 }
 
-async function readOrCreate(core: CoreV1Api, namespace: string, name: string, logger?: Logger): Promise<Buffer> {
+async function readOrCreate(core: SigningKeyApi, namespace: string, name: string, logger?: Logger): Promise<Buffer> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const secret = await core.readNamespacedSecret({ namespace, name });

@@ -2,22 +2,22 @@
 // names and reasons only: a secret value never reaches an event. Repeats of the same event within
 // a window are dropped, so a resource stuck in backoff does not flood the namespace.
 import { createHash } from 'node:crypto';
-import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_VERSION, type KeyResource } from '../../resources/schema.ts';
 import type { Reason } from './conditions.ts';
 import { eventBody } from '../../runtime/event-body.ts';
+import type { CoreClient } from '../../runtime/kube-client.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
 export class EventRecorder {
-  readonly #core: CoreV1Api;
+  readonly #core: Pick<CoreClient, 'createNamespacedEvent'>;
   readonly #component: string;
   readonly #logger: Logger;
   readonly #recent = new Map<string, number>();
   readonly #windowMs: number;
 
-  constructor(core: CoreV1Api, component: string, logger: Logger, windowMs = 300_000) {
+  constructor(core: Pick<CoreClient, 'createNamespacedEvent'>, component: string, logger: Logger, windowMs = 300_000) {
     this.#core = core;
     this.#component = component;
     this.#logger = logger;
