@@ -19,9 +19,11 @@ RUN --mount=type=cache,target=/root/.npm npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY scripts/stamp-build.ts ./scripts/stamp-build.ts
+COPY scripts/bundle.ts ./scripts/bundle.ts
 # npm run build: tsc -p tsconfig.build.json type-checks src/**/*.ts into dist/**/*.js (+ source
-# maps; what the emulator runs), then esbuild (devDependency, pinned) bundles the operator, its
-# dependencies included, into the one file dist/operator/main.js (+ main.js.map), over tsc's.
+# maps; what the emulator runs), then esbuild (devDependency, pinned; scripts/bundle.ts) bundles the
+# operator, its dependencies included, into the one file dist/operator/main.js (+ main.js.map), over
+# tsc's; client-node's modules marked free of side effects, so its unused generated models stay out.
 # Why one file: V8 keeps the source text of every loaded module in the heap, and
 # @kubernetes/client-node alone is 25 MB of JavaScript in hundreds of modules, most never called;
 # the bundle holds only what the operator imports (docs/benchmarks.md, operator memory). RSS after
