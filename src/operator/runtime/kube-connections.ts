@@ -129,18 +129,21 @@ export async function sendKubeRequest(kubeConfig: KubeConfig, req: KubeRequest):
   const context = new RequestContext(cluster.server + req.path, req.method);
   context.setHeaderParam('Accept', 'application/json');
   if (req.contentType !== undefined) context.setHeaderParam('Content-Type', req.contentType);
+  // On the context too, as client-node's requests carry it: whatever signs the request sees it whole.
+  if (req.body !== undefined) context.setBody(req.body);
   const userAgent = (kubeConfig as unknown as UserAgentHolder)[USER_AGENT];
   if (userAgent !== undefined) context.setHeaderParam('User-Agent', userAgent);
   await kubeConfig.applySecurityAuthentication(context);
   const dispatcher = context.getDispatcher() as Dispatcher | undefined;
+  const body = context.getBody() as string | undefined;
   const response = await request(context.getUrl(), {
     method: req.method as Dispatcher.HttpMethod,
     headers: context.getHeaders(),
-    ...(req.body !== undefined ? { body: req.body } : {}),
+    ...(body !== undefined ? { body } : {}),
     ...(dispatcher !== undefined ? { dispatcher } : {}),
   });
-  const body = Buffer.from(await response.body.arrayBuffer());
+  const answer = Buffer.from(await response.body.arrayBuffer());
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-  return { statusCode: response.statusCode, headers, body };
+  return { statusCode: response.statusCode, headers, body: answer };
 }

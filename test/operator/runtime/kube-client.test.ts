@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1PodTemplateSpec } from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type RequestContext, type V1PodTemplateSpec } from '@kubernetes/client-node';
 import { appsClient, coordinationClient, coreClient, customObjectsClient, JSON_PATCH, MERGE_PATCH } from '../../../src/operator/runtime/kube-client.ts';
 import { reuseKubeConnections } from '../../../src/operator/runtime/kube-connections.ts';
 import { fenceKubeWrites, NotLeadingError } from '../../../src/operator/runtime/write-fence.ts';
@@ -161,6 +161,26 @@ describe('kube-client on the wire', () => {
     (kc.getCurrentUser() as { token: string }).token = 't1';
     await core.readNamespace({ name: 'ns' });
     expect(seen.map((s) => s.headers.authorization)).toEqual(['Bearer t0', 'Bearer t1']);
+  });
+
+  it('shows what signs a request (the write fence, a test counting requests) its method, URL and body, as client-node does', async () => {
+    const kc = loopbackConfig(port, 't0');
+    const signed: { method: string; url: string; body: unknown }[] = [];
+    const sign = kc.applySecurityAuthentication.bind(kc);
+    kc.applySecurityAuthentication = async (context: RequestContext): Promise<void> => {
+      signed.push({ method: context.getHttpMethod(), url: context.getUrl(), body: context.getBody() });
+      await sign(context);
+    };
+    const ops = [{ op: 'replace', path: '/status/keyId', value: 2 }];
+    await customObjectsClient(kc).patchNamespacedCustomObjectStatus(
+      { group: GROUP, version: VERSION, plural: 'apikeys', namespace: 'ns', name: 'k', body: ops },
+      JSON_PATCH,
+    );
+    await coreClient(kc).readNamespace({ name: 'ns' });
+    expect(signed).toEqual([
+      { method: 'PATCH', url: `http://127.0.0.1:${port}/apis/keys.neon.dev/v1alpha1/namespaces/ns/apikeys/k/status`, body: JSON.stringify(ops) },
+      { method: 'GET', url: `http://127.0.0.1:${port}/api/v1/namespaces/ns`, body: undefined },
+    ]);
   });
 
   it('a fenced KubeConfig refuses every write before it is sent, and lets reads through', async () => {
