@@ -519,7 +519,10 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
     await credentials('neon-stranded', suite.adminKey);
     const ready = await untilReady('ApiKey', 'stranded', 20_000);
     // The operator keeps the credentials Secret while its key lives (keys.neon.dev/credentials-in-use):
-    // gone for good only when someone lifts that finalizer from it, as its owner may.
+    // gone for good only when someone lifts that finalizer from it, as its owner may. Deleted first,
+    // then lifted: a pass woken by the lift puts the finalizer back on a Secret that still lives
+    // (the key does), never on one being deleted.
+    await suite.core.deleteNamespacedSecret({ namespace: suite.namespace, name: 'neon-stranded' });
     const kept = await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'neon-stranded' });
     expect(kept.metadata?.finalizers).toContain('keys.neon.dev/credentials-in-use');
     await suite.core.replaceNamespacedSecret({
@@ -527,7 +530,15 @@ describe('the key lifecycle against a real apiserver and the emulator', () => {
       name: 'neon-stranded',
       body: { ...kept, metadata: { ...kept.metadata, finalizers: [] } },
     });
-    await suite.core.deleteNamespacedSecret({ namespace: suite.namespace, name: 'neon-stranded' });
+    await eventually(
+      async () =>
+        await suite.core.readNamespacedSecret({ namespace: suite.namespace, name: 'neon-stranded' }).then(
+          () => undefined,
+          (e: { code?: number }) => (e.code === 404 ? true : undefined),
+        ),
+      20_000,
+      'the credentials Secret gone once its finalizer is lifted',
+    );
     await remove('ApiKey', 'stranded');
     await untilCondition('ApiKey', 'stranded', 'Ready', (c) => c.reason === 'Deleting' && c.message.includes('CredentialsMissing'));
     await suite.objects.patchNamespacedCustomObject({

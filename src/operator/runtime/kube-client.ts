@@ -2,8 +2,9 @@
 // kube-connections.ts. client-node's generated API classes run every object through their
 // ObjectSerializer (a walk of each field against its model, both ways) and bring every model of
 // every API group into the process; the apiserver's JSON already is the object, so these send it
-// and hand it back as parsed. The call shapes are client-node's (an object of parameters), so a
-// client-node API class still fits where one of these is asked for (the tests use them so).
+// and hand it back as parsed. The call shapes are client-node's (an object of parameters; a patch's
+// content type where it took a middleware option), so its API classes still fit where only reads and
+// creates are asked for (the tests hand loadSigningKey a CoreV1Api).
 //
 // - An answer outside 2xx throws client-node's ApiException: its HTTP code, the body (the apiserver's
 //   Status, parsed), the headers. Callers branch on `code` as they did.
