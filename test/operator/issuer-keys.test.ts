@@ -446,7 +446,18 @@ describe('keys through a ClusterKeyIssuer, for tenants without a platform creden
         async () => {
           const live = (await made()).filter((k) => !k.revoked);
           if (live.length === 0) return true;
-          throw new Error(`still live: ${live.map((k) => k.name).join(', ')}; deletes refused: ${refusedDeletes.join(', ') || 'none'}`);
+          // What each resource still there says (its finalizer holds it until its key is revoked).
+          const lingering = await Promise.all(
+            names.map(async (name) => {
+              const r = await read('ProjectApiKey', raceNs, name).catch(() => undefined);
+              const c = r === undefined ? undefined : condition(r, 'Ready');
+              return r === undefined ? undefined : `${name} (key ${String(r.status?.keyId)}): ${c?.reason ?? 'no Ready'}: ${c?.message ?? ''}`;
+            }),
+          );
+          throw new Error(
+            `still live: ${live.map((k) => k.name).join(', ')}; deletes refused: ${refusedDeletes.join(', ') || 'none'}; ` +
+              `resources left: ${lingering.filter((l) => l !== undefined).join('; ') || 'none'}`,
+          );
         },
         60_000,
         "the race's keys revoked",
