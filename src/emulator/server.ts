@@ -204,7 +204,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
   }
 
-  const server = createServer({ requestTimeout: 60_000 }, (req, res) => {
+  // An idle connection is kept 65 s, as the load balancers in front of hosted APIs keep theirs (60 s
+  // and more), not node's 5 s: a client's pool (the operator's keeps one at most 60 s, node's
+  // Keep-Alive hint less a margin) then never sends on a connection the server has just closed, which
+  // a busy event loop, late to evict it, otherwise does (ECONNRESET). close() ends them at once.
+  const server = createServer({ requestTimeout: 60_000, keepAliveTimeout: 65_000 }, (req, res) => {
     dispatch(req, res).catch((err: unknown) => {
       const requestId = String(res.getHeader('x-request-id') ?? randomUUID());
       if (res.headersSent || res.destroyed) {
