@@ -259,7 +259,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       ),
     );
     log('starting control plane');
-    cp = await startControlPlane({ binDir });
+    cp = await startControlPlane({ binDir, profiling: opts.profileDir !== undefined });
     const info = cp.info;
     const kubectl = (args: string[], input?: string) =>
       new Promise<string>((resolve, reject) => {
@@ -660,7 +660,10 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
           { encoding: 'buffer', env: { ...process.env, KUBECONFIG: info.kubeconfigPath, HOME: '/tmp' }, maxBuffer: 1 << 28 },
           (err, stdout) => (err === null ? resolve(writeFileSync(out, stdout)) : reject(err)),
         ),
-      ).then(() => log(`   30 s of the wave's CPU profile of kube-apiserver: ${out} (go tool pprof -top)`));
+      ).then(
+        () => log(`   30 s of the wave's CPU profile of kube-apiserver: ${out} (go tool pprof -top)`),
+        (error: unknown) => log(`   no CPU profile of kube-apiserver: ${error instanceof Error ? error.message.split('\n').join(' ') : String(error)}`),
+      );
     }
     const c4 = await wave(mem, o.memoryDeadlineSeconds);
     await apiserverProfile;

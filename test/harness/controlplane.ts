@@ -68,6 +68,8 @@ interface StartOptions {
   /** kube-controller-manager runs only its garbage collector, namespace, deployment, replicaset and clusterrole-aggregation controllers (no scheduler, no kubelet) */
   controllerManager?: boolean;
   startTimeoutMs?: number;
+  /** kube-apiserver serves Go's pprof at /debug/pprof to an admin (benchmarks' --profile); off otherwise, as clusters run it. */
+  profiling?: boolean;
 }
 
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -213,7 +215,7 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
       '--disable-admission-plugins=ServiceAccount',
       '--service-cluster-ip-range=10.0.0.0/24',
       '--allow-privileged=true',
-      '--profiling=false',
+      `--profiling=${String(options.profiling === true)}`,
       `--audit-policy-file=${join(dir, 'audit-policy.json')}`,
       `--audit-log-path=${auditLogPath}`,
       '--audit-log-format=json',
