@@ -5,13 +5,11 @@
 // per request), and the write fence refusing a write before anything is sent.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type RequestContext, type V1PodTemplateSpec } from '@kubernetes/client-node';
 import { appsClient, coordinationClient, coreClient, customObjectsClient, JSON_PATCH, MERGE_PATCH } from '../../../src/operator/runtime/kube-client.ts';
 import { reuseKubeConnections } from '../../../src/operator/runtime/kube-connections.ts';
 import { fenceKubeWrites, NotLeadingError } from '../../../src/operator/runtime/write-fence.ts';
+import { startRecordingServer, type RecordingServer, type SeenRequest } from '../../harness/recording-server.ts';
 import { controlPlane, type ControlPlane } from '../../harness/index.ts';
 import { installOperatorManifests } from '../support.ts';
 
@@ -41,39 +39,32 @@ function loopbackConfig(port: number, token: string): KubeConfig {
 }
 
 describe('kube-client on the wire', () => {
-  let server: Server;
+  let server: RecordingServer;
   let port = 0;
-  const seen: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[] = [];
+  const seen: SeenRequest[] = [];
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      req.on('end', () => {
-        seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
-        if (req.method === 'DELETE') {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Success' }));
-          return;
-        }
-        if (req.url?.includes('/plain')) {
-          res.writeHead(500, { 'content-type': 'text/plain' });
-          res.end('etcd is away');
-          return;
-        }
+    server = await startRecordingServer(seen, (request, res) => {
+      if (request.method === 'DELETE') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(body === '' ? JSON.stringify({ metadata: { name: 'seen', creationTimestamp: '2024-05-01T10:00:00Z' }, data: { k: 'w7w=' } }) : body);
-      });
+        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Success' }));
+        return;
+      }
+      if (request.url?.includes('/plain')) {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end('etcd is away');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        request.body === '' ? JSON.stringify({ metadata: { name: 'seen', creationTimestamp: '2024-05-01T10:00:00Z' }, data: { k: 'w7w=' } }) : request.body,
+      );
     });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    port = (server.address() as AddressInfo).port;
+    port = server.port;
   });
 
   afterAll(async () => {
-    server.closeAllConnections();
-    server.close();
-    await once(server, 'close');
+    await server.close();
   });
 
   it('sends each call to its path with its method, content type and JSON body, and hands back the JSON as sent', async () => {

@@ -5,12 +5,10 @@
 // patch) and against a loopback server that shows what is sent.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApiException, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { appsClient, coreClient } from '../../../src/operator/runtime/kube-client.ts';
 import { reuseKubeConnections, sendKubeRequest, TLS_REREAD_MS } from '../../../src/operator/runtime/kube-connections.ts';
+import { startRecordingServer, type RecordingServer, type SeenRequest } from '../../harness/recording-server.ts';
 import { controlPlane } from '../../harness/index.ts';
 
 const CA_A = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').toString('base64');
@@ -88,36 +86,27 @@ describe('reuseKubeConnections: dispatcher and TLS material', () => {
 });
 
 describe('reuseKubeConnections: API clients over undici request', () => {
-  let server: Server;
-  const seen: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[] = [];
+  let server: RecordingServer;
+  const seen: SeenRequest[] = [];
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      req.on('end', () => {
-        seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
-        if (req.url?.endsWith('/missing')) {
-          res.writeHead(404, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 }));
-          return;
-        }
-        res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': ['a=1', 'b=2'] });
-        res.end(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'seen', resourceVersion: '7' }, data: { k: 'ü' } }));
-      });
+    server = await startRecordingServer(seen, (request, res) => {
+      if (request.url?.endsWith('/missing')) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': ['a=1', 'b=2'] });
+      res.end(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'seen', resourceVersion: '7' }, data: { k: 'ü' } }));
     });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
   });
 
   afterAll(async () => {
-    server.closeAllConnections();
-    server.close();
-    await once(server, 'close');
+    await server.close();
   });
 
   it('sends the method, headers, user agent and body, and hands back the status and the whole body', async () => {
-    const port = (server.address() as AddressInfo).port;
+    const port = server.port;
     const kc = reuseKubeConnections(kubeConfig('sa', 't0', `http://127.0.0.1:${port}`), { userAgent: 'neon-key-operator/test' });
     const answer = await sendKubeRequest(kc, { method: 'GET', path: '/api/v1/namespaces/ns/configmaps/seen' });
     expect(answer.statusCode).toBe(200);
