@@ -39,7 +39,7 @@ import { capFor, policyAllows, type IssuedKind } from './issuers.ts';
 import type { CagedOperator } from './operator.ts';
 import { mib } from './operator.ts';
 import type { Problem, Victims } from './victims.ts';
-import type { Journal, ResourceWatch } from './world.ts';
+import { describeSeen, type Journal, type ResourceWatch } from './world.ts';
 
 interface PlatformKey {
   id: number;
@@ -48,6 +48,7 @@ interface PlatformKey {
   userId: string | null;
   organizationId: string | null;
   projectId: string | null;
+  createdAt: string | null;
   revoked: boolean;
 }
 
@@ -153,7 +154,17 @@ export class Auditor {
     const base = keyName.replace(/-[a-z0-9]{8}$/, '');
     const owners = [...(this.#world.keyNames.get(base) ?? [])];
     if (owners.length === 0) return [`no resource ever had keyName ${base}`];
-    return owners.flatMap((o) => [`resource ${o}${this.#world.current.has(o) ? '' : ' (deleted)'}:`, ...this.#journal.about(o, 14).map((a) => `  ${a}`)]);
+    return owners.flatMap((o) => {
+      const now = this.#world.current.get(o);
+      const gone = this.#world.gone.get(o);
+      const state =
+        now !== undefined
+          ? `  now: ${describeSeen(now)}`
+          : gone !== undefined
+            ? `  gone at t=${this.#journal.at(gone.at)}s, last seen: ${describeSeen(gone.last)}`
+            : '  never seen by the watch';
+      return [`resource ${o}${now !== undefined ? '' : ' (deleted)'}:`, ...this.#journal.about(o, 14).map((a) => `  ${a}`), state];
+    });
   }
 
   async check(final = false): Promise<void> {
@@ -306,7 +317,8 @@ export class Auditor {
         const deleted = owners.length > 0 && owners.every((o) => !this.#world.current.has(o));
         this.#add(
           deleted ? "no key survives its resource's delete" : 'no orphaned or unrecorded live key',
-          `key ${key.id} (${key.name}) live and recorded by no resource for ${((now - since) / 1000).toFixed(0)} s${final ? ' (at the end)' : ''}`,
+          `key ${key.id} (${key.name}, made at t=${key.createdAt === null ? '?' : this.#journal.at(Date.parse(key.createdAt))}s) live and recorded by no resource ` +
+            `for ${((now - since) / 1000).toFixed(0)} s${final ? ' (at the end)' : ''}`,
           this.#attribution(key.name),
           `key ${key.id}`,
         );

@@ -77,6 +77,8 @@ export class ResourceWatch {
   readonly keyNames = new Map<string, Set<string>>();
   /** Every key id a resource ever recorded (status.keyId, status.retiringKeys), with those resources. */
   readonly recordedBy = new Map<number, Set<string>>();
+  /** Resources gone (their DELETED seen), with their last state and when (ms): what a violation about their keys shows. */
+  readonly gone = new Map<string, { last: Seen; at: number }>();
   /** Every Ready reason seen, with the resources that had it. */
   readonly reasonsSeen = new Map<string, Set<string>>();
   /** Per resource (uid): the sources it named while it held a key (an issuer's name, or `credentials`). */
@@ -123,6 +125,7 @@ export class ResourceWatch {
         this.recordedBy.set(keyId, set);
       }
     } else {
+      if (before !== undefined) this.gone.set(key, { last: before, at: Date.now() });
       this.current.delete(key);
     }
     for (const listener of this.#listeners) listener(before, after);
@@ -263,6 +266,16 @@ export class Journal {
     for (const a of this.actions) if (a.t >= fromS && a.t <= toS && a.outcome === 'ok') out[a.action] = (out[a.action] ?? 0) + 1;
     return out;
   }
+}
+
+/** A resource's state as last seen, in a line: its recorded keys, whether it was being deleted, its Ready reason and message. */
+export function describeSeen(s: Seen): string {
+  const keys = [
+    s.keyId !== undefined ? `keyId ${s.keyId}` : 'no keyId',
+    ...(s.retiring.length > 0 ? [`retiring/replaced [${s.retiring.join(', ')}]`] : []),
+    ...(s.lostAttempts.length > 0 ? [`lostAttempts [${s.lostAttempts.join(', ')}]`] : []),
+  ];
+  return `${keys.join(', ')}${s.deleting ? ', deleting' : ''}; Ready ${s.ready ? 'True' : 'not True'} (${s.reason}: ${s.message.slice(0, 160)})`;
 }
 
 export const format = (a: Action): string => `#${a.n} t=${a.t}s ${a.who} ${a.action} ${a.target}${a.outcome === 'ok' ? '' : ` (${a.outcome})`}`;

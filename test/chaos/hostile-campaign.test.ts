@@ -37,6 +37,9 @@ function operatorLines(out: string, v: Report['violations'][number]): string {
     return '';
   }
   const lines: string[] = [];
+  // The whole log's extent: whether the operator logged anything after the last line shown.
+  let total = 0;
+  let last: unknown;
   for (const line of log.split('\n')) {
     let entry: Record<string, unknown>;
     try {
@@ -44,6 +47,8 @@ function operatorLines(out: string, v: Report['violations'][number]): string {
     } catch {
       continue;
     }
+    total += 1;
+    if (typeof entry.time === 'number') last = entry.time;
     const mine = resources.some((r) => entry.namespace === r.namespace && entry.kind === r.kind && entry.name === r.name);
     const ids = [entry.keyId, entry.replaces, entry.revoked, entry.retiring].flat();
     if (!mine && !ids.some((id) => keys.has(Number(id))) && entry.hostile === undefined) continue;
@@ -54,7 +59,10 @@ function operatorLines(out: string, v: Report['violations'][number]): string {
     void reconcileId;
     lines.push(`${typeof time === 'number' ? new Date(time).toISOString().slice(11, 23) : ''} ${JSON.stringify(rest)}`.slice(0, 400));
   }
-  return lines.length === 0 ? '' : `\n    the operator's log about them (${lines.length} lines, the last 40):\n      ${lines.slice(-40).join('\n      ')}`;
+  const extent = `the whole log: ${total} lines, the last at ${typeof last === 'number' ? new Date(last).toISOString().slice(11, 23) : '?'}`;
+  return lines.length === 0
+    ? `\n    ${extent}`
+    : `\n    the operator's log about them (${lines.length} lines, the last 40; ${extent}):\n      ${lines.slice(-40).join('\n      ')}`;
 }
 
 describe('a hostile-tenant campaign (seed 24, 60 s)', () => {

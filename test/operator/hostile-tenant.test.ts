@@ -1059,6 +1059,60 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
+  it('7g. a lost create whose key cannot be revoked and no new create succeeds: that key, in status.replacedKeys only, holds the deletion and is revoked with the resource', async () => {
+    const route = '/api/v2/organizations/:org_id/api_keys';
+    const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
+    await tenantCore
+      .createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'unkept-creds' }, stringData: { apiKey: malloryKey } } })
+      .catch(() => undefined);
+    // The first create's answer lost, every later create refused, every revoke refused: no key ever
+    // reaches the Secret, and the lost one is recorded nowhere but in status.replacedKeys.
+    await adminApi('PUT', '/faults', {
+      rules: [
+        { method: 'POST', route, probability: 1, kind: 'drop-after-commit', times: 1 },
+        { method: 'POST', route, probability: 1, kind: 'status', status: 503 },
+        { method: 'DELETE', route: `${route}/:key_id`, probability: 1, kind: 'status', status: 503 },
+      ],
+    });
+    let key1: number;
+    try {
+      await attackerCreate('ApiKey', 'unkept', {
+        scope: 'Organization',
+        organizationId: suite.org,
+        keyName: 'unkept',
+        credentialsSecretRef: { name: 'unkept-creds' },
+      });
+      key1 = await eventually(async () => (await liveKeysOf('unkept'))[0], 20_000, "the attempt's key made on the platform");
+      const recorded = await untilAttacker(
+        'ApiKey',
+        'unkept',
+        (r) => replacedOf(r).includes(key1) && r.status?.keyId === undefined,
+        "the lost attempt's key in status.replacedKeys, and no key recorded",
+        30_000,
+      );
+      expect(recorded.status?.keyId).toBeUndefined();
+      await tenant.deleteNamespacedCustomObject({ group, version, namespace: attackerNs, plural: 'apikeys', name: 'unkept' });
+      // Its revoke refused, the resource stays and says why.
+      await untilAttacker(
+        'ApiKey',
+        'unkept',
+        (r) =>
+          (r.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined &&
+          (r.status?.conditions ?? []).some((c) => c.message.includes(`revoking key(s) ${key1}`)),
+        'the deletion held by the refused revoke of the key status.replacedKeys records',
+        30_000,
+      );
+      expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(false);
+    } finally {
+      await adminApi('DELETE', '/faults');
+    }
+    // Revokes work again: the key goes, then the resource.
+    await gone('unkept');
+    expect((await platformKeys()).find((k) => k.id === key1)?.revoked).toBe(true);
+    expect(await liveKeysOf('unkept')).toEqual([]);
+    await victimsIntact();
+  });
+
   // ---- issuer mode (issue 40): a tenant holding no platform key, served by ClusterKeyIssuers ----
 
   /** The HTTP status of a refused call; undefined when it succeeded. */

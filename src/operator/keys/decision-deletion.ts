@@ -66,7 +66,12 @@ export function deletionDecision(o: Observation, pending: Observation['pending']
       message: `revoking key(s) ${keyIds.join(', ')} of an interrupted create whose intent is gone`,
     };
   }
-  if (keyId === undefined) return { action: { type: 'Release' }, reason: 'NoKey', message: 'no key was issued; nothing to revoke' };
+  if (keyId === undefined && retiring.length === 0) return { action: { type: 'Release' }, reason: 'NoKey', message: 'no key was issued; nothing to revoke' };
+  if (keyId === undefined) {
+    // No key in a Secret, and keys only status records: a create's key never written to its Secret
+    // and not revoked then (status.replacedKeys), or a rotation's. They go with the resource.
+    return { action: { type: 'Revoke', retiring }, reason: 'Deleting', message: `revoking key(s) ${retiring.join(', ')}, recorded in status only` };
+  }
   if (o.credentials !== 'Present') {
     return { ...blockedOnCredentials(o.credentials, `revoke key ${keyId}`, o.throughIssuer), reason: 'CredentialsMissing' };
   }

@@ -209,8 +209,8 @@ export type Action =
    * nowhere, or by name only (status.lostAttempts: `lost` are theirs, `gone` the names to drop); never in a Secret.
    */
   | { type: 'RevokeOrphans'; keyIds: number[]; lost?: { keyId: number; keyName: string }[]; gone?: string[] }
-  /** Deletion: revoke the key, and the keys still retiring (they are in no Secret any more). */
-  | { type: 'Revoke'; keyId: number; retiring?: number[] }
+  /** Deletion: revoke the key (none when only status records keys), and the keys still retiring or replaced (they are in no Secret). */
+  | { type: 'Revoke'; keyId?: number; retiring?: number[] }
   /** Deletion with deletionPolicy Retain: the key and its Secret stay, the Secret loses its owner; retiring keys are revoked. */
   | { type: 'Retain'; retiring?: number[] }
   /** Deletion without a live key to revoke (or a person said so): drop the finalizer. */

@@ -14,28 +14,34 @@ import { revokeRetiring } from './rotation/rotation.ts';
 import { ANNOTATION_OWNER, deleteRetiredSecret } from './secret/secret-writer.ts';
 
 /** Deletion with deletionPolicy Revoke: revoke the key, delete the Secret this resource controls, drop the finalizer. */
-export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: number, retiring: readonly number[] = []): Promise<ReconcileResult> {
+export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: number | undefined, retiring: readonly number[] = []): Promise<ReconcileResult> {
   const { resource, adapter } = ctx;
   if (adapter === undefined) throw new Error('revoke without a spec');
   const { platform } = platformOf(deps, ctx);
+  // What is revoked, as events and conditions name it: the key in the Secret, and those only status records.
+  const keys =
+    keyId === undefined ? `key(s) ${retiring.join(', ')}` : `key ${keyId}${retiring.length > 0 ? ` and retiring key(s) ${retiring.join(', ')}` : ''}`;
   try {
-    // The keys a rotation replaced first: they are in no Secret, and status is their only record.
+    // The keys a rotation or a repair replaced first: they are in no Secret, and status is their only record.
     await revokeRetiring(deps, ctx, retiring);
-    await adapter.revoke(platform, keyId);
+    if (keyId !== undefined) await adapter.revoke(platform, keyId);
   } catch (error) {
     const failure = asPlatformFailure(error);
     if (failure?.code === 'NOT_FOUND' && ctx.observation.credentialsChanged === true && (ctx.observation.abandonKey !== keyId || retiring.length > 0)) {
       // Not found by other credentials than the ones that issued it (the key or a retiring one): it may well be live.
       const message =
-        `key ${keyId}${retiring.length > 0 ? ` (or retiring key(s) ${retiring.join(', ')})` : ''} was ` +
-        `issued with other credentials than the ones now in the credentials Secret, which cannot find it; ` +
-        `put the credentials that issued it back, or revoke it yourself and annotate keys.neon.dev/abandon-key="${keyId}"`;
+        keyId === undefined
+          ? `${keys} were issued with other credentials than the ones now in the credentials Secret, which cannot find them; ` +
+            `put the credentials that issued them back`
+          : `key ${keyId}${retiring.length > 0 ? ` (or retiring key(s) ${retiring.join(', ')})` : ''} was ` +
+            `issued with other credentials than the ones now in the credentials Secret, which cannot find it; ` +
+            `put the credentials that issued it back, or revoke it yourself and annotate keys.neon.dev/abandon-key="${keyId}"`;
       await writeStatus(deps, ctx, deletingConditions('CredentialsChanged', message));
       await deps.events.record(resource, 'Warning', 'CredentialsChanged', message);
       return { type: 'Done', requeueAfterMs: deps.driftIntervalMs };
     }
     if (failure?.code !== 'NOT_FOUND') {
-      const { reason, message } = failureReason(failure, `revoking key ${keyId}${retiring.length > 0 ? ` and retiring key(s) ${retiring.join(', ')}` : ''}`);
+      const { reason, message } = failureReason(failure, `revoking ${keys}`);
       await writeStatus(
         deps,
         ctx,
@@ -56,7 +62,9 @@ export async function revokeAndRelease(deps: KeyDeps, ctx: Context, keyId: numbe
     resource,
     'Normal',
     'KeyRevoked',
-    `revoked key ${keyId}${retiring.length > 0 ? ` (and retiring key(s) ${retiring.join(', ')})` : ''} and deleted Secret ${ctx.secretName}`,
+    keyId === undefined
+      ? `revoked ${keys}, recorded in status only`
+      : `revoked key ${keyId}${retiring.length > 0 ? ` (and retiring key(s) ${retiring.join(', ')})` : ''} and deleted Secret ${ctx.secretName}`,
   );
   await removeFinalizer(deps, resource);
   releaseSlot(deps, ctx);

@@ -313,6 +313,36 @@ const rows: Row[] = [
   ['deletion revokes the key named by the Secret when status was lost', { deleting: true, secret: synced }, 'Revoke', 'Deleting', { keyId: 7 }],
   ['deletion revokes even when the Secret is gone', { deleting: true, status: recorded }, 'Revoke', 'Deleting'],
   ['deletion without any key releases', { deleting: true }, 'Release', 'NoKey'],
+  // A create whose key never reached its Secret (a foreign Secret took the name) and whose revoke
+  // failed then: status.replacedKeys is its only record, and it goes with the resource.
+  [
+    'deletion revokes a key only status.replacedKeys records',
+    { deleting: true, replacedKeyIds: [77] },
+    'Revoke',
+    'Deleting',
+    { keyId: undefined, retiring: [77] },
+  ],
+  [
+    'deletion revokes retiring keys with no key in a Secret',
+    { deleting: true, retiringKeyIds: [5] },
+    'Revoke',
+    'Deleting',
+    { keyId: undefined, retiring: [5] },
+  ],
+  [
+    'deletion of keys only status records waits for credentials',
+    { deleting: true, replacedKeyIds: [77], credentials: 'SecretNotFound' },
+    'Blocked',
+    'CredentialsMissing',
+    { retry: true },
+  ],
+  [
+    'Retain revokes what only status records, and keeps nothing else',
+    { deleting: true, deletionPolicy: 'Retain', replacedKeyIds: [77] },
+    'Retain',
+    'Retained',
+    { retiring: [77] },
+  ],
   ['deletion ignores a foreign Secret key id', { deleting: true, secret: { owned: false, verified: false, keyId: 3 } }, 'Release', 'NoKey'],
   ['Retain keeps the key', { deleting: true, deletionPolicy: 'Retain', status: recorded, secret: synced }, 'Retain', 'Retained'],
   ['Retain does not need credentials', { deleting: true, deletionPolicy: 'Retain', status: recorded, credentials: 'SecretNotFound' }, 'Retain', 'Retained'],
