@@ -18,6 +18,7 @@ import { SecretConflictError, writeSecret, type WrittenSecret } from './secret/s
 import { recordNewKey } from './create-record.ts';
 import { postAttempt } from './create-post.ts';
 import { checkBeforeCreate } from './create-checks.ts';
+import { statusCode } from './kube-writes.ts';
 
 /**
  * Step 2 to 5 of docs/design.md section 3.1. `addFinalizer`: a new resource's finalizer (step 1) goes in
@@ -166,7 +167,25 @@ async function createClaimed(
   }
   logger.debug({ keyId: created.id }, 'Secret written');
   // Step 5 (create-record.ts).
-  return await recordNewKey(deps, ctx, current, platform, { pending, created, secret, replaces });
+  try {
+    return await recordNewKey(deps, ctx, current, platform, { pending, created, secret, replaces });
+  } catch (error) {
+    if (statusCode(error) !== 404) throw error;
+    const now = await deps.kube.readResource(resource.kind, resource.metadata.namespace, resource.metadata.name);
+    if (now !== undefined && now.metadata.uid === resource.metadata.uid) throw error;
+    // The resource went while its key was made (its finalizer removed by someone else): nothing can
+    // ever record the key, and its Secret goes with its owner. It is revoked at once.
+    try {
+      await adapter.revoke(platform, created.id);
+    } catch (revokeError) {
+      if (asPlatformFailure(revokeError)?.code !== 'NOT_FOUND') {
+        logger.error({ keyId: created.id, code: asPlatformFailure(revokeError)?.code }, 'the resource is gone and its new key could not be revoked');
+        throw revokeError;
+      }
+    }
+    logger.warn({ keyId: created.id }, 'the resource was deleted before its new key was recorded; revoked the key');
+    return { type: 'Done' };
+  }
 }
 
 /**

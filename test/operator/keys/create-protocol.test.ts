@@ -2,6 +2,7 @@
 // in-memory Kubernetes and platform of fakes.ts: the calls each step makes, in order, and what a
 // crash, an ambiguous answer, a refusal or a wrong answer leaves behind.
 import { describe, expect, it } from '@jest/globals';
+import { ApiException } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { encodeIntent } from '../../../src/operator/keys/issuing/create-intent.ts';
 import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
@@ -128,6 +129,30 @@ describe('the create protocol', () => {
     expect(resource.metadata.annotations?.[ANNOTATION_CREATE_PENDING]).toBeUndefined();
     expect(condition(resource, 'KeyIssued')).toBe('False PlatformResponseInvalid');
     expect(r.events.reasons()).toEqual(['Warning PlatformResponseInvalid']);
+  });
+
+  it('a resource gone before its new key is recorded (its finalizer removed by someone else): the key is revoked at once, never left live and recorded nowhere', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    const createSecret = r.kube.createSecret.bind(r.kube);
+    r.kube.createSecret = async (namespace, body) => {
+      const written = await createSecret(namespace, body);
+      // Between the Secret and the status write, the resource goes (as the apiserver deletes one without finalizers).
+      r.kube.resources.delete(`ApiKey/${NAMESPACE}/ci`);
+      return written;
+    };
+    expect(await r.reconcile()).toEqual({ type: 'Done' });
+    expect(r.platform.calls.at(-1)).toMatch(/^revokeOrg org-1 \d+$/);
+    expect(r.platform.keys).toEqual([]);
+  });
+
+  it('a status write answered 404 while the resource is still there is an error, not a reason to revoke', async () => {
+    const r = rig();
+    r.kube.putResource(keyResource());
+    r.kube.failNext = { call: 'patch status', error: new ApiException(404, 'not found', {}, {}) };
+    await expect(r.reconcile()).rejects.toThrow('not found');
+    expect(r.platform.keys).toHaveLength(1);
+    expect(r.platform.calls.some((c) => c.startsWith('revoke'))).toBe(false);
   });
 
   it('adopts the key of an interrupted attempt that the Secret already holds, revoking nothing', async () => {
