@@ -771,7 +771,6 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
         body: { metadata: { name: 'interrupted-creds', resourceVersion: current.metadata?.resourceVersion }, stringData: { apiKey } },
       });
     };
-    const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
     const intentOf = (r: Resource): { replaces?: number } | undefined => {
       const raw = r.metadata.annotations?.['keys.neon.dev/create-pending'];
       return raw === undefined ? undefined : (JSON.parse(raw) as { replaces?: number });
@@ -900,7 +899,6 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
   it("7d. the same lost create, its orphan's revoke then refused by the platform: the key is recorded in status.replacedKeys at once, revoked and dropped once revokes work", async () => {
     const route = '/api/v2/organizations/:org_id/api_keys';
     const intentOf = (r: Resource): string | undefined => r.metadata.annotations?.['keys.neon.dev/create-pending'];
-    const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
     await tenantCore
       .createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'refused-creds' }, stringData: { apiKey: malloryKey } } })
       .catch(() => undefined);
@@ -945,6 +943,8 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
     await victimsIntact();
   });
 
+  /** status.replacedKeys: the keys a repair or recovery could not revoke then. */
+  const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
   /** status.lostAttempts: the names of creates whose answer was lost. */
   const lostOf = (r: Resource): string[] => ((r.status as { lostAttempts?: { keyName: string }[] } | undefined)?.lostAttempts ?? []).map((l) => l.keyName);
 
@@ -1015,7 +1015,6 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
 
   it('7f. a lost create, then revokes refused (503) while lists answer: Ready with a new key without waiting for revokes, the lost key in status.replacedKeys meanwhile, revoked and dropped once they work', async () => {
     const route = '/api/v2/organizations/:org_id/api_keys';
-    const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
     await tenantCore
       .createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'outage-creds' }, stringData: { apiKey: malloryKey } } })
       .catch(() => undefined);
@@ -1061,7 +1060,6 @@ describe('a hostile tenant cannot turn the operator against another team', () =>
 
   it('7g. a lost create whose key cannot be revoked and no new create succeeds: that key, in status.replacedKeys only, holds the deletion and is revoked with the resource', async () => {
     const route = '/api/v2/organizations/:org_id/api_keys';
-    const replacedOf = (r: Resource): number[] => ((r.status as { replacedKeys?: { keyId: number }[] } | undefined)?.replacedKeys ?? []).map((k) => k.keyId);
     await tenantCore
       .createNamespacedSecret({ namespace: attackerNs, body: { metadata: { name: 'unkept-creds' }, stringData: { apiKey: malloryKey } } })
       .catch(() => undefined);
