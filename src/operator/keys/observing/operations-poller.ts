@@ -26,7 +26,6 @@
 // OperationsSettled. Only the owner whose own key was refused reads a failure (Unknown, with its
 // reason) until its key is replaced. Failures that are not about a key (5xx, timeouts) are the
 // platform's, reported on every owner, with backoff.
-import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isPlatformError, operationStatusClass, type Operation, type OperationStatusClass, type PlatformClient } from '../../../platform/index.ts';
 import type { OperationSummary as StatusOperationSummary } from '../../resources/key-status.ts';
@@ -68,8 +67,7 @@ export interface OperationsPollersOptions {
 }
 
 interface OwnerKey {
-  /** sha256 of the key: a new key replaces the client and clears a failure. */
-  digest: string;
+  /** The owner's issued key: another one replaces the client and clears a failure. */
   apiKey: string;
   /**
    * Made when this owner's key is first listed with: one poll lists with one key, so most owners
@@ -225,9 +223,8 @@ export class OperationsPollers {
       if (!poller.owners.has(owner)) poller.owners.set(owner, undefined);
       return;
     }
-    const digest = createHash('sha256').update(apiKey).digest('hex');
-    if (current?.digest === digest) return;
-    poller.owners.set(owner, { digest, apiKey });
+    if (current?.apiKey === apiKey) return;
+    poller.owners.set(owner, { apiKey });
     // A first key, or one replacing a refused key: poll soon, so the owner's condition follows.
     if (current === undefined || current.refused !== undefined) this.#hurry(projectId, poller);
   }
