@@ -789,7 +789,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const api4bTotal = api4b.reduce((sum, [, n]) => sum + n, 0);
     const platform4b = (await requests()).reduce((sum, r) => sum + r.count, 0) / minutes4b;
     const polls4b = await scrapeCounter(metricsUrl, 'operations_polls_total');
-    const statusWrites4b = api4b.filter(([k]) => k.startsWith('PATCH') && k.endsWith('/status')).reduce((sum, [, n]) => sum + n, 0);
+    const statusWrites4b = api4b.filter(([k]) => (k.startsWith('PATCH') || k.startsWith('PUT')) && k.endsWith('/status')).reduce((sum, [, n]) => sum + n, 0);
     log(
       `   operator ${fmt(cpu4b, 2)} CPU s/min; apiserver ${fmt(api4bTotal, 1)}/min (${api4b.map(([k, n]) => `${k} ${fmt(n, 1)}`).join(', ') || 'none'}); platform ${fmt(platform4b, 1)}/min`,
     );

@@ -185,6 +185,7 @@ describe('the manifests applied to a real apiserver', () => {
       ['watch', 'projectapikeys', undefined, 'keys.neon.dev'],
       ['update', 'projectapikeys', anywhere, 'keys.neon.dev'],
       ['patch', 'apikeys/status', anywhere, 'keys.neon.dev'],
+      ['update', 'apikeys/status', anywhere, 'keys.neon.dev'],
       ['update', 'projectapikeys/finalizers', anywhere, 'keys.neon.dev'],
       ['list', 'secrets', undefined],
       ['create', 'secrets', anywhere],
@@ -204,7 +205,7 @@ describe('the manifests applied to a real apiserver', () => {
       ['delete', 'projectapikeys', anywhere, 'keys.neon.dev'],
       // Verbs the code never calls (test/deploy/rbac-contract.ts).
       ['patch', 'projectapikeys', anywhere, 'keys.neon.dev'],
-      ['update', 'apikeys/status', anywhere, 'keys.neon.dev'],
+      ['update', 'apikeyinventories/status', anywhere, 'keys.neon.dev'],
       ['patch', 'secrets', anywhere],
       ['patch', 'events', anywhere],
       ['create', 'events', anywhere, 'events.k8s.io'],

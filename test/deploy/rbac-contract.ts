@@ -12,9 +12,11 @@ export const reconcileGrants: readonly string[] = [
   // get: keys/kube-writes.ts getNamespacedCustomObject; update: keys/kube-writes.ts replaceNamespacedCustomObject
   // (finalizer and create intent, with the resourceVersion read). Never patched, created or deleted.
   ...grants('keys.neon.dev', ['apikeys', 'projectapikeys'], ['get', 'list', 'watch', 'update']),
-  // keys/kube-writes.ts patchNamespacedCustomObjectStatus (merge patch; a JSON patch of the operations
-  // mirror at rest: keys/observing/operations-patch.ts); the status is never read apart.
-  ...grants('keys.neon.dev', ['apikeys/status', 'projectapikeys/status'], ['patch']),
+  // update: keys/kube-writes.ts replaceNamespacedCustomObjectStatus (status whole, with the
+  // resourceVersion read); patch: keys/kube-writes.ts patchNamespacedCustomObjectStatus (a merge patch
+  // of a new key's record over an edit; a JSON patch of the operations mirror at rest:
+  // keys/observing/operations-patch.ts). The status is never read apart.
+  ...grants('keys.neon.dev', ['apikeys/status', 'projectapikeys/status'], ['update', 'patch']),
   // Inventories (inventory/): list + watch their informer (inventory/watches.ts), get
   // inventory/reconciler.ts getNamespacedCustomObject, patch inventory/reconciler.ts
   // patchNamespacedCustomObjectStatus. No finalizer, never updated, created or deleted.

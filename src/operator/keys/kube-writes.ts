@@ -13,7 +13,7 @@ import {
 } from '@kubernetes/client-node';
 import { listMetadata, listProjected } from '../runtime/paged-list.ts';
 import { JSON_PATCH, MERGE_PATCH, type AppsClient, type CoreClient, type CustomObjectsClient } from '../runtime/kube-client.ts';
-import { GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
+import { API_VERSION, GROUP, KINDS, VERSION, type KeyResource, type KindName } from '../resources/schema.ts';
 import { ISSUER_PLURAL } from '../resources/issuer.ts';
 
 /** One RFC 6902 operation, as the apiserver's JSON patch takes it. */
@@ -42,8 +42,14 @@ export interface KubeWrites {
   readResource(kind: KindName, namespace: string, name: string): Promise<KeyResource | undefined>;
   /** UPDATE carrying the resource's resourceVersion (409 on any concurrent change). */
   replaceResource(resource: KeyResource): Promise<KeyResource>;
-  /** Merge patch of the status subresource; `resourceVersion` makes it land on that version only. */
+  /** Merge patch of the status subresource; `resourceVersion` makes it land on that version only (none: over any). */
   patchStatus(resource: KeyResource, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KeyResource>;
+  /**
+   * PUT of the status subresource: `status` whole, at the resource's uid and resourceVersion (409 on
+   * any change since). The apiserver keeps everything but status as stored, and skips the work of
+   * applying a patch (5 % of its CPU in the ten-organization wave: docs/benchmarks.md).
+   */
+  replaceStatus(resource: KeyResource, status: Record<string, unknown>): Promise<KeyResource>;
   /** JSON patch of the status subresource (its `test` ops make it land on what they test only: 422 otherwise). */
   patchStatusOps(kind: KindName, namespace: string, name: string, ops: readonly JsonPatchOp[]): Promise<KeyResource>;
   /** GET of a Secret; undefined when it does not exist. */
@@ -177,6 +183,18 @@ export class ApiServerWrites implements KubeWrites {
       },
       MERGE_PATCH,
     )) as KeyResource;
+  }
+
+  async replaceStatus(resource: KeyResource, status: Record<string, unknown>): Promise<KeyResource> {
+    const { name, namespace, uid, resourceVersion } = resource.metadata;
+    return (await this.#objects.replaceNamespacedCustomObjectStatus({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: KINDS[resource.kind].plural,
+      name,
+      body: { apiVersion: API_VERSION, kind: resource.kind, metadata: { name, namespace, uid, resourceVersion }, spec: resource.spec, status },
+    })) as KeyResource;
   }
 
   async patchStatusOps(kind: KindName, namespace: string, name: string, ops: readonly JsonPatchOp[]): Promise<KeyResource> {

@@ -62,6 +62,7 @@ export interface CustomObjectsClient {
   getClusterCustomObject(params: CustomKind): Promise<unknown>;
   replaceNamespacedCustomObject(params: CustomKind & { namespace: string; body: object }): Promise<unknown>;
   replaceClusterCustomObject(params: CustomKind & { body: object }): Promise<unknown>;
+  replaceNamespacedCustomObjectStatus(params: CustomKind & { namespace: string; body: object }): Promise<unknown>;
   patchNamespacedCustomObjectStatus(params: CustomKind & { namespace: string; body: object }, patch: PatchType): Promise<unknown>;
   patchClusterCustomObjectStatus(params: CustomKind & { body: object }, patch: PatchType): Promise<unknown>;
 }
@@ -109,6 +110,7 @@ export function customObjectsClient(kubeConfig: KubeConfig): CustomObjectsClient
     getClusterCustomObject: (params) => send('GET', cluster(params)),
     replaceNamespacedCustomObject: (params) => send('PUT', namespaced(params), params.body),
     replaceClusterCustomObject: (params) => send('PUT', cluster(params), params.body),
+    replaceNamespacedCustomObjectStatus: (params) => send('PUT', `${namespaced(params)}/status`, params.body),
     patchNamespacedCustomObjectStatus: (params, patch) => send('PATCH', `${namespaced(params)}/status`, params.body, patch),
     patchClusterCustomObjectStatus: (params, patch) => send('PATCH', `${cluster(params)}/status`, params.body, patch),
   };

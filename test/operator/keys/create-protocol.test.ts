@@ -32,7 +32,7 @@ describe('the create protocol', () => {
     expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([
       `update ApiKey/${NAMESPACE}/ci`, // finalizer + intent
       `create Secret ${NAMESPACE}/ci`,
-      `patch status ApiKey/${NAMESPACE}/ci`,
+      `put status ApiKey/${NAMESPACE}/ci`,
     ]);
     const resource = r.kube.resource('ApiKey', NAMESPACE, 'ci')!;
     expect(resource.metadata.finalizers).toEqual([FINALIZER]);
@@ -74,7 +74,7 @@ describe('the create protocol', () => {
       const r = rig({ operations: { pollers } });
       r.kube.putResource(keyResource('ProjectApiKey', 'pk'));
       expect(await r.reconcile('ProjectApiKey', 'pk')).toEqual({ type: 'Done', requeueAfterMs: 60_000 });
-      expect(r.kube.calls.filter((c) => c.startsWith('patch status'))).toEqual([`patch status ProjectApiKey/${NAMESPACE}/pk`]);
+      expect(r.kube.calls.filter((c) => c.startsWith('put status'))).toEqual([`put status ProjectApiKey/${NAMESPACE}/pk`]);
       const resource = r.kube.resource('ProjectApiKey', NAMESPACE, 'pk')!;
       expect(condition(resource, 'OperationsSettled')).toBe('True AllTerminal');
       expect(condition(resource, 'Ready')).toBe('True Ready');
@@ -149,7 +149,7 @@ describe('the create protocol', () => {
   it('a status write answered 404 while the resource is still there is an error, not a reason to revoke', async () => {
     const r = rig();
     r.kube.putResource(keyResource());
-    r.kube.failNext = { call: 'patch status', error: new ApiException(404, 'not found', {}, {}) };
+    r.kube.failNext = { call: 'put status', error: new ApiException(404, 'not found', {}, {}) };
     await expect(r.reconcile()).rejects.toThrow('not found');
     expect(r.platform.keys).toHaveLength(1);
     expect(r.platform.calls.some((c) => c.startsWith('revoke'))).toBe(false);
@@ -335,7 +335,7 @@ describe('the create protocol', () => {
     expect(r.events.reasons()).toEqual(['Normal KeyIssued']);
     expect(r.platform.keys.map((k) => k.id)).toEqual([issued.id]);
     // The new generation observed in status; the intent left as it was.
-    expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([`patch status ApiKey/${NAMESPACE}/ci`]);
+    expect(r.kube.calls.filter((c) => !c.startsWith('get'))).toEqual([`put status ApiKey/${NAMESPACE}/ci`]);
   });
 
   it('spec.keyName edited while an attempt is pending (issue 24, campaign seed 24): the attempt of the old name is still recovered, its key revoked, none left unrecorded', async () => {

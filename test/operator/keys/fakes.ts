@@ -129,6 +129,25 @@ export class FakeKube implements KubeWrites {
     return clone(stored);
   }
 
+  /** A PUT of the status subresource: status whole, at the uid and resourceVersion given (409 otherwise). */
+  async replaceStatus(resource: KeyResource, status: Record<string, unknown>): Promise<KeyResource> {
+    const id = `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
+    this.calls.push(`put status ${id}`);
+    this.#maybeFail('put status');
+    const current = this.resources.get(id);
+    if (current === undefined) throw notFound(id);
+    if (
+      current.metadata.resourceVersion !== resource.metadata.resourceVersion ||
+      (resource.metadata.uid !== undefined && current.metadata.uid !== resource.metadata.uid)
+    )
+      throw conflict(id);
+    const stored = clone(current);
+    stored.status = sortedKeys(clone(status)) as KeyResource['status'];
+    stored.metadata.resourceVersion = this.#next();
+    this.resources.set(id, stored);
+    return clone(stored);
+  }
+
   /** A JSON patch of status as the apiserver applies one: in order, all or nothing, 422 when a `test` fails. */
   async patchStatusOps(kind: KindName, namespace: string, name: string, ops: readonly JsonPatchOp[]): Promise<KeyResource> {
     const id = `${kind}/${namespace}/${name}`;

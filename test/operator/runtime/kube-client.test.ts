@@ -327,6 +327,31 @@ describe('kube-client against the apiserver', () => {
       JSON_PATCH,
     )) as Stored;
     expect(patched.status).toMatchObject({ keyId: 9 });
+    // A PUT of the status subresource: status whole, the rest of the object as stored (the label
+    // the body leaves out stays), and only at the resourceVersion it carries.
+    const put = (await objects.replaceNamespacedCustomObjectStatus({
+      ...key,
+      body: {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'ApiKey',
+        metadata: { name: 'k', namespace, resourceVersion: (patched as Stored).metadata.resourceVersion },
+        status: { keyId: 10 },
+      },
+    })) as Stored;
+    expect(put.status).toEqual({ keyId: 10 });
+    expect(put.metadata.labels).toEqual({ x: 'y' });
+    const stalePut = await failure(
+      objects.replaceNamespacedCustomObjectStatus({
+        ...key,
+        body: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind: 'ApiKey',
+          metadata: { name: 'k', namespace, resourceVersion: patched.metadata.resourceVersion },
+          status: { keyId: 11 },
+        },
+      }),
+    );
+    expect(stalePut).toMatchObject({ code: 409, body: { reason: 'Conflict' } });
     // A failed `test` fails the whole patch: 422.
     const failedTest = await failure(
       objects.patchNamespacedCustomObjectStatus({ ...key, body: [{ op: 'test', path: '/status/keyId', value: 7 }] }, JSON_PATCH),

@@ -77,7 +77,7 @@ may grant GET of the Namespace X).
   verbs: [get, list, watch, update]
 - apiGroups: [keys.neon.dev]
   resources: [apikeys/status, projectapikeys/status]
-  verbs: [patch]
+  verbs: [update, patch]
 - apiGroups: [keys.neon.dev]
   resources: [apikeyinventories]
   verbs: [get, list, watch]

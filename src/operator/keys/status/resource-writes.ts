@@ -1,5 +1,6 @@
 // The writes to a key resource itself: metadata (finalizer, intent annotation) by an UPDATE that
-// carries the resourceVersion read, and status by a merge patch that lands on that version only.
+// carries the resourceVersion read, and status by an UPDATE of the status subresource at that
+// version (a merge patch without it, for the one record that must land over edits: writeKeyRecord).
 // Each version written is recorded (runtime/own-writes.ts) so its watch event does not wake the key.
 import { objectRef } from '../../runtime/own-writes.ts';
 import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../resources/schema.ts';
@@ -38,7 +39,23 @@ export async function removeFinalizer(deps: KeyDeps, resource: KeyResource): Pro
 }
 
 /**
- * Merge-patches status when it changed (`drop`: condition types to remove); returns the resource as it
+ * `patch` applied to `target` as a JSON merge patch (RFC 7386): a member set to null is removed, an
+ * object is merged member by member, anything else replaces. What the apiserver makes of a merge
+ * patch of status, made here so that status can be written whole (writeStatus).
+ */
+export function mergePatched(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const merged: Record<string, unknown> =
+    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete merged[key];
+    else if (value !== undefined) merged[key] = mergePatched(merged[key], value);
+  }
+  return merged;
+}
+
+/**
+ * Writes status when it changed (`drop`: condition types to remove); returns the resource as it
  * now is, and notes the version written in `ctx.statusWritten`. `conditions`: the updates, or a blocked
  * outcome whose conditions are made here (conditions.ts nextConditions).
  */
@@ -64,8 +81,13 @@ export async function writeStatus(
   // built here; a textual comparison sent a (no-op) patch on every pass of every key.
   if (canonicalJson(next) === canonicalJson({ ...status, observedGeneration: status.observedGeneration, conditions: status.conditions })) return resource;
   // With the resourceVersion read, as every write here: the status describes that version, and a
-  // write that cannot land on another one leaves exactly the version it reports (own-writes.ts).
-  const patched = await deps.kube.patchStatus(resource, unconditional ? undefined : resource.metadata.resourceVersion, next);
+  // write that cannot land on another one leaves exactly the version it reports (own-writes.ts). A
+  // PUT of the status subresource at that version: the status as the merge patch of `next` would
+  // leave it, without the apiserver's work of applying a patch. Unconditional: a merge patch with
+  // no version, which an edit between the read and the write cannot refuse.
+  const patched = unconditional
+    ? await deps.kube.patchStatus(resource, undefined, next)
+    : await deps.kube.replaceStatus(resource, mergePatched(status, next) as Record<string, unknown>);
   deps.ownWrites?.record(
     objectRef(patched.kind, patched.metadata.namespace, patched.metadata.name),
     resource.metadata.resourceVersion,

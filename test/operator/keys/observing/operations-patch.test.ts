@@ -188,7 +188,7 @@ describe('an operations change of a ProjectApiKey at rest', () => {
       `get ProjectApiKey ${NAMESPACE}/pk`,
       `get Secret ${NAMESPACE}/pk`,
       `get Secret ${NAMESPACE}/neon-admin`,
-      `patch status ProjectApiKey/${NAMESPACE}/pk`,
+      `put status ProjectApiKey/${NAMESPACE}/pk`,
     ]);
     expect(s.records.at(-1)?.operationsPatched).toBeUndefined();
     await s.r.reconcile('ProjectApiKey', 'twin');
@@ -215,7 +215,7 @@ describe('an operations change of a ProjectApiKey at rest', () => {
       `get ProjectApiKey ${NAMESPACE}/pk`,
       `get Secret ${NAMESPACE}/pk`,
       `get Secret ${NAMESPACE}/neon-admin`,
-      `patch status ProjectApiKey/${NAMESPACE}/pk`,
+      `put status ProjectApiKey/${NAMESPACE}/pk`,
     ]);
     // Anyone else's version (neither the one written nor the one it replaced): the full way.
     s.lagging.set('pk', { ...before, metadata: { ...before.metadata, resourceVersion: '999' } });

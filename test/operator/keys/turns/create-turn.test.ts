@@ -55,7 +55,7 @@ describe("a create in its organization's turn", () => {
     // The next key is woken once, at the answer: after the intent, before the Secret and the status.
     expect(woken.map((w) => w.key)).toEqual([`ApiKey/${NAMESPACE}/next`]);
     expect(woken[0]?.writesBefore).toEqual([`update ApiKey/${NAMESPACE}/ci`]);
-    expect(kubeWrites()).toEqual([`update ApiKey/${NAMESPACE}/ci`, `create Secret ${NAMESPACE}/ci`, `patch status ApiKey/${NAMESPACE}/ci`]);
+    expect(kubeWrites()).toEqual([`update ApiKey/${NAMESPACE}/ci`, `create Secret ${NAMESPACE}/ci`, `put status ApiKey/${NAMESPACE}/ci`]);
   });
 
   it('gives a personal key no turn and its create no waiter', async () => {
