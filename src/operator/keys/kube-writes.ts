@@ -193,7 +193,8 @@ export class ApiServerWrites implements KubeWrites {
       namespace,
       plural: KINDS[resource.kind].plural,
       name,
-      body: { apiVersion: API_VERSION, kind: resource.kind, metadata: { name, namespace, uid, resourceVersion }, spec: resource.spec, status },
+      // No spec: the apiserver keeps the stored one, and would only decode a tenant's spec to drop it.
+      body: { apiVersion: API_VERSION, kind: resource.kind, metadata: { name, namespace, uid, resourceVersion }, status },
     })) as KeyResource;
   }
 
