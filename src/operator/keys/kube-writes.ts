@@ -42,8 +42,8 @@ export interface KubeWrites {
   readResource(kind: KindName, namespace: string, name: string): Promise<KeyResource | undefined>;
   /** UPDATE carrying the resource's resourceVersion (409 on any concurrent change). */
   replaceResource(resource: KeyResource): Promise<KeyResource>;
-  /** Merge patch of the status subresource; `resourceVersion` makes it land on that version only (none: over any). */
-  patchStatus(resource: KeyResource, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KeyResource>;
+  /** Merge patch of the status subresource with no version: it lands over any edit (writeKeyRecord's retry). */
+  patchStatus(resource: KeyResource, status: Record<string, unknown>): Promise<KeyResource>;
   /**
    * PUT of the status subresource: `status` whole, at the resource's uid and resourceVersion (409 on
    * any change since). The apiserver keeps everything but status as stored, and skips the work of
@@ -171,7 +171,7 @@ export class ApiServerWrites implements KubeWrites {
     })) as KeyResource;
   }
 
-  async patchStatus(resource: KeyResource, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KeyResource> {
+  async patchStatus(resource: KeyResource, status: Record<string, unknown>): Promise<KeyResource> {
     return (await this.#objects.patchNamespacedCustomObjectStatus(
       {
         group: GROUP,
@@ -179,7 +179,7 @@ export class ApiServerWrites implements KubeWrites {
         namespace: resource.metadata.namespace,
         plural: KINDS[resource.kind].plural,
         name: resource.metadata.name,
-        body: { metadata: { resourceVersion }, status },
+        body: { status },
       },
       MERGE_PATCH,
     )) as KeyResource;

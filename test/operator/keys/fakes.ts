@@ -112,13 +112,12 @@ export class FakeKube implements KubeWrites {
     return clone(stored);
   }
 
-  async patchStatus(resource: KeyResource, resourceVersion: string | undefined, status: Record<string, unknown>): Promise<KeyResource> {
+  async patchStatus(resource: KeyResource, status: Record<string, unknown>): Promise<KeyResource> {
     const id = `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
     this.calls.push(`patch status ${id}`);
     this.#maybeFail('patch status');
     const current = this.resources.get(id);
     if (current === undefined) throw notFound(id);
-    if (resourceVersion !== undefined && current.metadata.resourceVersion !== resourceVersion) throw conflict(id);
     const stored = clone(current);
     // As the apiserver stores a custom resource (unstructured JSON re-encoded from Go maps): every
     // object's keys sorted. A status compared by its text would differ from what was written.

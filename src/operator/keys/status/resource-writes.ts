@@ -86,7 +86,7 @@ export async function writeStatus(
   // leave it, without the apiserver's work of applying a patch. Unconditional: a merge patch with
   // no version, which an edit between the read and the write cannot refuse.
   const patched = unconditional
-    ? await deps.kube.patchStatus(resource, undefined, next)
+    ? await deps.kube.patchStatus(resource, next)
     : await deps.kube.replaceStatus(resource, mergePatched(status, next) as Record<string, unknown>);
   deps.ownWrites?.record(
     objectRef(patched.kind, patched.metadata.namespace, patched.metadata.name),
