@@ -52,17 +52,57 @@ describe('an edit of the resource while its key is created', () => {
       .sort((a, b) => a - b);
   const recorded = (r: Resource): number[] =>
     [r.status?.keyId, ...(r.status?.retiringKeys ?? []).map((k) => k.keyId)].filter((id): id is number => id !== undefined);
-  /** For `forMs` (several drift intervals): the live keys of the name are exactly the ones the resource records. */
-  const onlyRecordedKeysLive = async (kind: Kind, name: string, keyName: string, forMs: number): Promise<void> => {
-    const end = Date.now() + forMs;
-    do {
-      const before = await get(kind, name);
-      const live = await liveKeysOf(keyName);
-      const after = await get(kind, name);
-      const known = new Set([...recorded(before), ...recorded(after)]);
-      expect({ name, unrecorded: live.filter((id) => !known.has(id)) }).toEqual({ name, unrecorded: [] });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    } while (Date.now() < end);
+  /**
+   * Each resource a case has settled stays watched until the last case (`everyWatchedHeld`), for at
+   * least WATCH_MS (several drift intervals): at every sample, the live keys of its name are exactly
+   * the ones it records. One loop samples them all, so the cases go on meanwhile instead of each
+   * waiting out its own window.
+   */
+  const WATCH_MS = 5_000;
+  const watched: { kind: Kind; name: string; keyName: string; since: number; onlyTheRecordedKey: boolean }[] = [];
+  const unrecordedSeen: { name: string; unrecorded?: number[]; failed?: string }[] = [];
+  let sweeps = 0;
+  let watching: Promise<void> | undefined;
+  let stopWatching = false;
+  const sampleRecorded = async (kind: Kind, name: string, keyName: string): Promise<number[]> => {
+    const before = await get(kind, name);
+    const live = await liveKeysOf(keyName);
+    const after = await get(kind, name);
+    const known = new Set([...recorded(before), ...recorded(after)]);
+    return live.filter((id) => !known.has(id));
+  };
+  /** Watches the resource from now on; `onlyTheRecordedKey`: once its window is over, its one live key is status.keyId. */
+  const watchRecorded = async (kind: Kind, name: string, keyName: string, onlyTheRecordedKey: boolean): Promise<void> => {
+    // A first sample now, as the case's own window began with one.
+    expect({ name, unrecorded: await sampleRecorded(kind, name, keyName) }).toEqual({ name, unrecorded: [] });
+    watched.push({ kind, name, keyName, since: Date.now(), onlyTheRecordedKey });
+    watching ??= (async () => {
+      while (!stopWatching) {
+        for (const w of [...watched]) {
+          // A read that fails fails the check, as it failed the case's own window.
+          const unrecorded = await sampleRecorded(w.kind, w.name, w.keyName).catch(
+            (error: unknown) => void unrecordedSeen.push({ name: w.name, failed: String(error) }),
+          );
+          if (unrecorded !== undefined && unrecorded.length > 0) unrecordedSeen.push({ name: w.name, unrecorded });
+        }
+        sweeps++;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    })();
+  };
+  /** Every watched resource sampled for WATCH_MS and more, never with a live key it does not record; then the settled ones' only key. */
+  const everyWatchedHeld = async (): Promise<void> => {
+    const last = Math.max(...watched.map((w) => w.since));
+    await eventually(async () => (Date.now() >= last + WATCH_MS ? true : undefined), WATCH_MS + 5_000, 'the last window over');
+    // A whole sweep begun after the last window ended.
+    const from = sweeps;
+    await eventually(async () => (sweeps >= from + 2 ? true : undefined), 30_000, 'a sweep after the last window');
+    stopWatching = true;
+    await watching;
+    expect(unrecordedSeen).toEqual([]);
+    for (const w of watched.filter((w) => w.onlyTheRecordedKey)) {
+      expect({ name: w.name, live: await liveKeysOf(w.keyName) }).toEqual({ name: w.name, live: [(await get(w.kind, w.name)).status?.keyId] });
+    }
   };
   const create = (kind: Kind, name: string, keyName: string): Promise<unknown> =>
     suite.objects.createNamespacedCustomObject({
@@ -182,9 +222,8 @@ describe('an edit of the resource while its key is created', () => {
       const second = await until(kind, name, (r) => ready(r) && r.status?.keyId !== key1, 'Ready with key 2');
       expect({ edit, edited }).toEqual({ edit, edited: true });
       expect((await keys()).find((k) => k.id === key1)?.revoked).toBe(true);
-      // Over several drift intervals: the one live key is the recorded one.
-      await onlyRecordedKeysLive(kind, name, keyName, 5_000);
-      expect(await liveKeysOf(keyName)).toEqual([(await get(kind, name)).status?.keyId]);
+      // Over several drift intervals (to the last case): the one live key is the recorded one.
+      await watchRecorded(kind, name, keyName, true);
       expect((await get(kind, name)).status?.keyId).toBe(second.status?.keyId);
     },
     60_000,
@@ -204,8 +243,7 @@ describe('an edit of the resource while its key is created', () => {
       await create(kind, name, keyName);
       await until(kind, name, ready, 'Ready');
       expect({ edit, edited }).toEqual({ edit, edited: true });
-      await onlyRecordedKeysLive(kind, name, keyName, 5_000);
-      expect(await liveKeysOf(keyName)).toEqual([(await get(kind, name)).status?.keyId]);
+      await watchRecorded(kind, name, keyName, true);
     },
     60_000,
   );
@@ -227,7 +265,7 @@ describe('an edit of the resource while its key is created', () => {
     const rotated = await until(kind, name, (r) => r.status?.keyId !== key1 && r.status?.keyId !== undefined, 'rotated to key 2');
     expect(edited).toBe(true);
     expect(recorded(rotated)).toContain(key1);
-    await onlyRecordedKeysLive(kind, name, keyName, 5_000);
+    await watchRecorded(kind, name, keyName, false);
   }, 60_000);
 
   it('a tenant editing in a loop through the window of a repair (with the intent removed) cannot make the record conflict again', async () => {
@@ -261,8 +299,7 @@ describe('an edit of the resource while its key is created', () => {
     }
     expect(edits).toBeGreaterThan(3);
     await until(kind, name, ready, 'Ready with key 2');
-    await onlyRecordedKeysLive(kind, name, keyName, 5_000);
-    expect(await liveKeysOf(keyName)).toEqual([(await get(kind, name)).status?.keyId]);
+    await watchRecorded(kind, name, keyName, true);
   }, 60_000);
 
   it("a first key whose Secret name a tenant's Secret takes in its window: the key just made is revoked, SecretConflict, that Secret untouched; deleted, a key is issued", async () => {
@@ -295,7 +332,15 @@ describe('an edit of the resource while its key is created', () => {
     expect(await liveKeysOf(keyName)).toEqual([issued.status?.keyId]);
   }, 60_000);
 
+  it(
+    'over several drift intervals, no watched resource had a live key it did not record, and each settled one has its recorded key only',
+    everyWatchedHeld,
+    60_000,
+  );
+
   it('deleting the resources revokes every key they made', async () => {
+    stopWatching = true;
+    await watching;
     for (const kind of ['ApiKey', 'ProjectApiKey'] as const) {
       await suite.objects.deleteCollectionNamespacedCustomObject({ group, version, namespace: suite.namespace, plural: plural(kind) });
     }
