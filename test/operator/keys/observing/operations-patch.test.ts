@@ -262,6 +262,39 @@ describe('an operations change of a ProjectApiKey at rest', () => {
       expect(s.r.kube.calls).toEqual([]);
     });
 
+    it('checks a resource once, at the time its last pass set: not at the time an earlier pass had set, nor twice after a long pause', async () => {
+      const s = setUp();
+      await atRest(s);
+      // A pass 30 s in (it rests again): its check moves to one interval from then (84-96 s).
+      s.clock.t += 30_000;
+      await s.r.reconcile('ProjectApiKey', 'pk');
+      const from = s.records.length;
+      s.clock.t += 36_000; // 66 s: past the first rest's check, before the second's
+      expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toEqual([]);
+      s.clock.t += 30_000; // 96 s: past the second's
+      expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toEqual([expect.objectContaining({ atRest: true, actions: ['InSync'] })]);
+      // A clock far ahead (the process paused, a suspended host): the check runs once, then an interval later again.
+      s.clock.t += 10 * 365 * 86_400_000;
+      expect(await swept(s)).toEqual([]);
+      expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toHaveLength(2);
+      s.clock.t += 66_000;
+      expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toHaveLength(3);
+    });
+
+    it('swept every 10 ms through the window of its check: checked exactly once', async () => {
+      const s = setUp();
+      await atRest(s);
+      const from = s.records.length;
+      const start = s.clock.t;
+      // The check falls somewhere in 54-66 s; sweeps inside its second, before it, must keep it.
+      for (s.clock.t = start + 50_000; s.clock.t <= start + 70_000; s.clock.t += 10) expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toHaveLength(1);
+    });
+
     it("wakes a resource whose project's operations changed, and its pass patches them; then it rests again", async () => {
       const s = setUp();
       await atRest(s);
