@@ -21,19 +21,7 @@ import type { InventoryCounts } from './metrics.ts';
 import { inventoryView, type KeptListing } from './listing.ts';
 import { originsOf, withOrigins } from './origins.ts';
 import { report, reportStatus } from './report.ts';
-
-/** JSON with keys in order: two statuses compare equal whatever order their fields were set in. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.entries(v as Record<string, unknown>)
-            .filter(([, x]) => x !== undefined)
-            .sort(([a], [b]) => (a < b ? -1 : 1)),
-        )
-      : v,
-  );
-}
+import { sameJson } from '../resources/same-json.ts';
 
 /** How many credentials' GET /auth answers are remembered (asked only after a refused list). */
 const MAX_AUTH = 256;
@@ -299,7 +287,7 @@ export class InventoryReconciler implements Reconciler {
     const current = inventory.status ?? {};
     const conditions = withReady(current.conditions, ready, generation, new Date(this.#now()));
     const next: ApiKeyInventoryStatus = { ...current, ...fields, observedGeneration: generation, conditions };
-    if (canonical(next) === canonical(current)) return false;
+    if (sameJson(next, current)) return false;
     const patched = (await this.#d.objects.patchNamespacedCustomObjectStatus(
       {
         group: GROUP,

@@ -4,6 +4,7 @@
 import type { ClusterKeyIssuerStatus } from '../resources/issuer.ts';
 import { isoSeconds, withReady, type Readiness } from './conditions.ts';
 import type { IssuerUser } from './verification.ts';
+import { sameJson } from '../resources/same-json.ts';
 
 /** How old status.verifiedAt may grow while nothing else changes. */
 export const VERIFIED_AT_REFRESH_MS = 60 * 60_000;
@@ -16,19 +17,6 @@ export interface StatusInput {
   /** When the credentials were verified for this status; undefined: not in this pass (nothing new is dated). */
   verifiedAt: number | undefined;
   now: number;
-}
-
-/** JSON with keys in order and undefined fields left out: two statuses compare equal whatever order their fields were set in. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.entries(v as Record<string, unknown>)
-            .filter(([, x]) => x !== undefined)
-            .sort(([a], [b]) => (a < b ? -1 : 1)),
-        )
-      : v,
-  );
 }
 
 /** status.user within the schema's bounds. */
@@ -52,7 +40,7 @@ export function nextStatus(current: ClusterKeyIssuerStatus | undefined, input: S
   };
   const { verifiedAt: currentVerifiedAt, ...rest } = current ?? {};
   const verifiedAt = input.verifiedAt !== undefined ? isoSeconds(input.verifiedAt) : currentVerifiedAt;
-  if (canonical(next) !== canonical(rest)) return { ...next, ...(verifiedAt !== undefined ? { verifiedAt } : {}) };
+  if (!sameJson(next, rest)) return { ...next, ...(verifiedAt !== undefined ? { verifiedAt } : {}) };
   if (input.verifiedAt === undefined) return undefined;
   const last = currentVerifiedAt !== undefined ? Date.parse(currentVerifiedAt) : Number.NaN;
   return Number.isFinite(last) && input.verifiedAt - last < VERIFIED_AT_REFRESH_MS ? undefined : { ...next, verifiedAt: isoSeconds(input.verifiedAt) };

@@ -5,7 +5,7 @@
 import { objectRef } from '../../runtime/own-writes.ts';
 import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../resources/schema.ts';
 import { nextConditions, type Blocked, type ConditionType, type ConditionUpdate } from './conditions.ts';
-import { canonicalJson } from './canonical-json.ts';
+import { sameJson } from '../../resources/same-json.ts';
 import { statusCode } from '../kube-writes.ts';
 import { ownerOf, type Context, type KeyDeps } from '../reconcile-context.ts';
 
@@ -79,7 +79,7 @@ export async function writeStatus(
   // Compared as values, not as text: the apiserver keeps a custom resource as JSON re-encoded from Go
   // maps (every object's keys sorted), so the status read back never has the key order of the one
   // built here; a textual comparison sent a (no-op) patch on every pass of every key.
-  if (canonicalJson(next) === canonicalJson({ ...status, observedGeneration: status.observedGeneration, conditions: status.conditions })) return resource;
+  if (sameJson(next, { ...status, observedGeneration: status.observedGeneration, conditions: status.conditions })) return resource;
   // With the resourceVersion read, as every write here: the status describes that version, and a
   // write that cannot land on another one leaves exactly the version it reports (own-writes.ts). A
   // PUT of the status subresource at that version: the status as the merge patch of `next` would
@@ -122,7 +122,7 @@ export async function writeKeyRecord(
   } catch (error) {
     if (statusCode(error) !== 409) throw error;
     const fresh = await deps.kube.readResource(read.kind, read.metadata.namespace, read.metadata.name);
-    if (fresh === undefined || fresh.metadata.uid !== read.metadata.uid || recordOf(fresh) !== recordOf(read)) throw error;
+    if (fresh === undefined || fresh.metadata.uid !== read.metadata.uid || !sameJson(recordOf(fresh), recordOf(read))) throw error;
     ctx.logger.info({ keyId: fields.keyId }, 'the resource was edited since the intent; recording the key on it as read afresh');
     const again = {
       resource: { ...fresh, metadata: { ...fresh.metadata, generation: read.metadata.generation } } as KeyResource,
@@ -137,7 +137,7 @@ export async function writeKeyRecord(
 }
 
 /** What status records of keys: the key, its attempt, the retiring keys. */
-function recordOf(resource: KeyResource): string {
+function recordOf(resource: KeyResource): unknown[] {
   const status = resource.status ?? {};
-  return canonicalJson([status.keyId, status.keyName, (status.retiringKeys ?? []).map((k) => k.keyId)]);
+  return [status.keyId, status.keyName, (status.retiringKeys ?? []).map((k) => k.keyId)];
 }
