@@ -297,11 +297,22 @@ export class OperationsPollers {
     return poller;
   }
 
+  /** The owners whose key was refused, as one string ('' when none): taken on every poll, so without copying the owners (a project may have thousands). */
   #refusedOwners(poller: ProjectPoller): string {
-    return [...poller.owners]
-      .filter(([, key]) => key?.refused !== undefined)
-      .map(([owner]) => owner)
-      .join('\n');
+    let refused = '';
+    poller.owners.forEach((key, owner) => {
+      if (key?.refused !== undefined) refused += refused === '' ? owner : `\n${owner}`;
+    });
+    return refused;
+  }
+
+  /** The owners whose key may list, the preferred one first; the rest only when it is refused (most polls list with the first). */
+  *#candidates(poller: ProjectPoller): Generator<[string, OwnerKey]> {
+    const usable = (key: OwnerKey | undefined): key is OwnerKey => key !== undefined && key.refused === undefined;
+    const first = poller.preferred;
+    const preferred = first !== undefined ? poller.owners.get(first) : undefined;
+    if (first !== undefined && usable(preferred)) yield [first, preferred];
+    for (const [owner, key] of poller.owners) if (owner !== first && usable(key)) yield [owner, key];
   }
 
   /**
@@ -314,10 +325,8 @@ export class OperationsPollers {
     poller: ProjectPoller,
     signal: AbortSignal,
   ): Promise<{ page: Awaited<ReturnType<OperationsClient['listOperations']>> }> {
-    const candidates = [...poller.owners].filter((entry): entry is [string, OwnerKey] => entry[1] !== undefined && entry[1].refused === undefined);
-    candidates.sort(([a], [b]) => Number(b === poller.preferred) - Number(a === poller.preferred));
     let lastRefusal: unknown;
-    for (const [owner, key] of candidates) {
+    for (const [owner, key] of this.#candidates(poller)) {
       try {
         key.client ??= this.#clientForKey(key.apiKey);
         const page = await key.client.listOperations(projectId, { limit: this.#limit, signal });
