@@ -28,8 +28,10 @@ export class Resting {
    * longer matches #checkAt and is dropped when its second comes.
    */
   readonly #bySecond = new Map<number, { trackings: string[]; at: number[] }>();
-  /** Every second up to this one was taken from #bySecond. */
+  /** Every second up to this one was taken from #bySecond (the one before the last sweep's). */
   #sweptTo: number;
+  /** Something was put in a second at or before #sweptTo since the last sweep. */
+  #late = false;
 
   constructor(deps: KeyDeps) {
     this.#deps = deps;
@@ -38,8 +40,9 @@ export class Resting {
 
   #schedule(tracking: string, at: number): void {
     this.#checkAt.set(tracking, at);
-    // A time in a second already taken (a clock that went back) waits for the next sweep.
-    const second = Math.max(Math.floor(at / 1000), this.#sweptTo + 1);
+    const second = Math.floor(at / 1000);
+    // A second the sweeps already passed (a check due at once, or a clock set back): the next sweep looks at every second held.
+    if (second <= this.#sweptTo) this.#late = true;
     const entries = this.#bySecond.get(second);
     if (entries === undefined) this.#bySecond.set(second, { trackings: [tracking], at: [at] });
     else {
@@ -52,11 +55,13 @@ export class Resting {
   #takeDue(now: number): Map<string, Verified> {
     const due = new Map<string, Verified>();
     const last = Math.floor(now / 1000);
-    // After a long pause (or a clock moved far ahead) the seconds that have entries, rather than every second between.
+    // Every second held up to now after a long pause (or a clock moved far ahead, or a check put in a
+    // second already passed); otherwise only the seconds since the last sweep.
     const seconds =
-      last - this.#sweptTo > this.#bySecond.size
+      this.#late || last - this.#sweptTo > this.#bySecond.size
         ? [...this.#bySecond.keys()].filter((s) => s <= last).sort((a, b) => a - b)
         : Array.from({ length: Math.max(0, last - this.#sweptTo) }, (_, i) => this.#sweptTo + 1 + i);
+    this.#late = false;
     const later: { trackings: string[]; at: number[] } = { trackings: [], at: [] };
     for (const second of seconds) {
       const entries = this.#bySecond.get(second);

@@ -285,6 +285,22 @@ describe('an operations change of a ProjectApiKey at rest', () => {
       expect(ofPk(s.records.slice(from))).toHaveLength(3);
     });
 
+    it('a clock set back an hour: a pass then rests it, and its check comes one interval later by that clock', async () => {
+      const s = setUp();
+      await atRest(s);
+      s.clock.t += 30_000;
+      expect(await swept(s)).toEqual([]);
+      s.clock.t -= 3_600_000;
+      await s.r.reconcile('ProjectApiKey', 'pk');
+      const from = s.records.length;
+      s.clock.t += 50_000;
+      expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toEqual([]);
+      s.clock.t += 16_000;
+      expect(await swept(s)).toEqual([]);
+      expect(ofPk(s.records.slice(from))).toEqual([expect.objectContaining({ atRest: true, actions: ['InSync'] })]);
+    });
+
     it('swept every 10 ms through the window of its check: checked exactly once', async () => {
       const s = setUp();
       await atRest(s);
