@@ -96,12 +96,18 @@ export class FakeKube implements KubeWrites {
     return this.resource(kind, namespace, name);
   }
 
-  async replaceResource(resource: KeyResource): Promise<KeyResource> {
+  /** A write's start: recorded as `<verb> <kind>/<namespace>/<name>`, failed on demand, 404 when the resource is gone. */
+  #write(verb: string, resource: KeyResource): { id: string; current: KeyResource } {
     const id = `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
-    this.calls.push(`update ${id}`);
-    this.#maybeFail('update');
+    this.calls.push(`${verb} ${id}`);
+    this.#maybeFail(verb);
     const current = this.resources.get(id);
     if (current === undefined) throw notFound(id);
+    return { id, current };
+  }
+
+  async replaceResource(resource: KeyResource): Promise<KeyResource> {
+    const { id, current } = this.#write('update', resource);
     if (current.metadata.resourceVersion !== resource.metadata.resourceVersion) throw conflict(id);
     const stored = clone(resource);
     stored.status = current.status;
@@ -113,11 +119,7 @@ export class FakeKube implements KubeWrites {
   }
 
   async patchStatus(resource: KeyResource, status: Record<string, unknown>): Promise<KeyResource> {
-    const id = `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
-    this.calls.push(`patch status ${id}`);
-    this.#maybeFail('patch status');
-    const current = this.resources.get(id);
-    if (current === undefined) throw notFound(id);
+    const { id, current } = this.#write('patch status', resource);
     const stored = clone(current);
     // As the apiserver stores a custom resource (unstructured JSON re-encoded from Go maps): every
     // object's keys sorted. A status compared by its text would differ from what was written.
@@ -130,11 +132,7 @@ export class FakeKube implements KubeWrites {
 
   /** A PUT of the status subresource: status whole, at the uid and resourceVersion given (409 otherwise). */
   async replaceStatus(resource: KeyResource, status: Record<string, unknown>): Promise<KeyResource> {
-    const id = `${resource.kind}/${resource.metadata.namespace}/${resource.metadata.name}`;
-    this.calls.push(`put status ${id}`);
-    this.#maybeFail('put status');
-    const current = this.resources.get(id);
-    if (current === undefined) throw notFound(id);
+    const { id, current } = this.#write('put status', resource);
     if (
       current.metadata.resourceVersion !== resource.metadata.resourceVersion ||
       (resource.metadata.uid !== undefined && current.metadata.uid !== resource.metadata.uid)
