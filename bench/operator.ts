@@ -395,8 +395,8 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
         err === null ? resolve() : reject(new Error(`npm run build: ${err.message}\n${stderr}`)),
       ),
     );
-    const nodeFlags = imageNodeFlags();
-    log(`operator node flags (from the Dockerfile's ENTRYPOINT): ${nodeFlags.join(' ')}`);
+    const nodeFlags = o.nodeFlags ?? imageNodeFlags();
+    log(`operator node flags (${o.nodeFlags === undefined ? "from the Dockerfile's ENTRYPOINT" : 'from --node-flags, not the image'}): ${nodeFlags.join(' ')}`);
     operator = new OperatorProcess({
       entry: OPERATOR_BUNDLE,
       // With --profile the operator's soak is profiled through its inspector (below): the window at rest alone.
@@ -875,7 +875,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const routes = (rs: RequestCount[], perMinute: number) =>
       rs.map((r) => `| ${r.method} ${r.route} | ${r.status} | ${fmt(r.count)} | ${fmt(r.count / perMinute, 1)} |`);
     const lines = [
-      `The operator (\`${OPERATOR_BUNDLE}\` with the image's node flags \`${nodeFlags.join(' ')}\`, ${o.workers ?? 16} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (its own process, \`:memory:\`, time scale 1 with its own background operations, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`), live heap from its inspector (\`--inspect\` on loopback: a full GC, then the heap used); apiserver requests from the apiserver's \`apiserver_request_total\` (keys, Secrets, events; watches left out; the bench's own creates subtracted). Writes per issued key count every write on those (events included) during the wave, divided by the keys it issued.`,
+      `The operator (\`${OPERATOR_BUNDLE}\` with ${o.nodeFlags === undefined ? "the image's node flags" : "the node flags given to the bench (not the image's)"} \`${nodeFlags.join(' ')}\`, ${o.workers ?? 16} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (its own process, \`:memory:\`, time scale 1 with its own background operations, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`), live heap from its inspector (\`--inspect\` on loopback: a full GC, then the heap used); apiserver requests from the apiserver's \`apiserver_request_total\` (keys, Secrets, events; watches left out; the bench's own creates subtracted). Writes per issued key count every write on those (events included) during the wave, divided by the keys it issued.`,
       '',
       '| measurement | result | target |',
       '|---|---|---|',

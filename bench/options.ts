@@ -51,6 +51,8 @@ export interface OperatorBenchOptions {
   workers?: number;
   /** Keep a heap snapshot of the operator, taken after the soak (after every RSS figure), in this folder. */
   heapSnapshotDir?: string;
+  /** The operator's node flags instead of the image's (the Dockerfile's ENTRYPOINT): a candidate measured before it goes into the image. */
+  nodeFlags?: string[];
 }
 
 /** The inventory benchmark's sizes (bench/inventory-operator.ts). */

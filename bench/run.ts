@@ -1,5 +1,6 @@
 // Operator (`--only operator`): [--keys 1000] [--wave-per-org 1000] [--organizations 10] [--latency 100] [--idle 300] [--soak 600] [--operations 180]
-//   [--memory-deadline 900] [--convergence-deadline 240] [--drift-interval 5m] [--workers N] [--heap-snapshot DIR] (bench/operator.ts).
+//   [--memory-deadline 900] [--convergence-deadline 240] [--drift-interval 5m] [--workers N] [--heap-snapshot DIR]
+//   [--node-flags='--max-semi-space-size=4 …' (the operator's node flags instead of the image's: a candidate, with --no-write)] (bench/operator.ts).
 // `npm run bench [-- --only emulator] [--duration 10] [--rounds 3] [--connections 16] [--largest-store 1000000]
 //   [--profile DIR (servers under test run with --cpu-prof)] [--emulator-main FILE (a patched copy)] [--no-write]`
 // Idle with churn (`--only idle-churn`): [--idle-churn-minutes 30] (bench/idle-churn.ts); the cost of an operations change: `--only project-index`.
@@ -98,6 +99,7 @@ const { values } = parseArgs({
     'convergence-deadline': { type: 'string', default: '240' },
     'drift-interval': { type: 'string', default: '5m' },
     workers: { type: 'string' },
+    'node-flags': { type: 'string' },
     'heap-snapshot': { type: 'string' },
     // idle-churn benchmark
     'idle-churn-minutes': { type: 'string', default: '30' },
@@ -166,6 +168,7 @@ const options: BenchOptions = {
     driftInterval: values['drift-interval'] ?? '30s',
     ...(values.workers !== undefined ? { workers: Math.floor(positive('workers', values.workers)) } : {}),
     ...(values['heap-snapshot'] !== undefined ? { heapSnapshotDir: resolve(values['heap-snapshot']) } : {}),
+    ...(values['node-flags'] !== undefined ? { nodeFlags: values['node-flags'].split(/\s+/).filter((f) => f !== '') } : {}),
   },
   log: (line) => console.error(`[bench] ${line}`),
 };
