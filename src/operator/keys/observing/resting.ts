@@ -4,7 +4,9 @@
 // read and decide.
 import type { Logger } from 'pino';
 import type { ReconcileResult } from '../../runtime/workers.ts';
-import type { KeyDeps, ReconcileRecord, RestBroken, Verified } from '../reconcile-context.ts';
+import type { KeyAdapter } from '../adapter.ts';
+import type { KeyDeps, ObjectVersion, ReconcileRecord, RestBroken, Verified } from '../reconcile-context.ts';
+import type { Reason } from '../status/conditions.ts';
 import { nextLook } from '../rotation-schedule.ts';
 import { changedSince } from './at-rest.ts';
 import { checkSucceeded, type FailingSince } from './drift-check.ts';
@@ -12,6 +14,69 @@ import type { DriftGone } from './drift.ts';
 import { patchOperations } from './operations-patch.ts';
 
 type Request = { kind: string; namespace: string; name: string };
+
+/**
+ * The key a resource rests under (its work-queue key, `kind/namespace/name`), as one flat string: a
+ * template literal makes a rope of its parts, four small strings where one would do, kept as long as
+ * the resource rests.
+ */
+export function trackingOf(kind: string, namespace: string, name: string): string {
+  return [kind, namespace, name].join('/');
+}
+
+/** Credentials versions shared by the records of the resources that rest on one credentials Secret (a few hundred Secrets at most; cleared past it). */
+const MAX_CREDENTIALS = 1_024;
+
+/**
+ * What a resource rests on, as kept while it rests (12,000 at rest: each byte is kept 12,000 times):
+ * every field in the object itself, where a literal with optional parts spread in puts them in a
+ * second array; the credentials' version the one object of all the resources of that Secret.
+ */
+class RestRecord implements Verified {
+  readonly resourceVersion: string;
+  readonly writtenOver: string | undefined;
+  readonly secretName: string;
+  readonly secret: ObjectVersion;
+  readonly credentialsNamespace: string;
+  readonly credentialsName: string;
+  readonly credentials: ObjectVersion;
+  readonly issuer: Verified['issuer'];
+  readonly credentialsId: string;
+  readonly adapter: KeyAdapter;
+  readonly keyId: number;
+  readonly createdAt: string | undefined;
+  readonly attemptTag: string;
+  readonly resourceCreatedMs: number | undefined;
+  readonly usage: Verified['usage'];
+  readonly unusedAfter: string | undefined;
+  readonly inUse: string;
+  readonly operations: string | undefined;
+  readonly nextRotationAt: number | undefined;
+  readonly reason: Reason;
+
+  constructor(v: Verified, credentials: ObjectVersion) {
+    this.resourceVersion = v.resourceVersion;
+    this.writtenOver = v.writtenOver;
+    this.secretName = v.secretName;
+    this.secret = v.secret;
+    this.credentialsNamespace = v.credentialsNamespace;
+    this.credentialsName = v.credentialsName;
+    this.credentials = credentials;
+    this.issuer = v.issuer;
+    this.credentialsId = v.credentialsId;
+    this.adapter = v.adapter;
+    this.keyId = v.keyId;
+    this.createdAt = v.createdAt;
+    this.attemptTag = v.attemptTag;
+    this.resourceCreatedMs = v.resourceCreatedMs;
+    this.usage = v.usage;
+    this.unusedAfter = v.unusedAfter;
+    this.inUse = v.inUse;
+    this.operations = v.operations;
+    this.nextRotationAt = v.nextRotationAt;
+    this.reason = v.reason;
+  }
+}
 
 export class Resting {
   readonly #deps: KeyDeps;
@@ -28,6 +93,8 @@ export class Resting {
    * longer matches #checkAt and is dropped when its second comes.
    */
   readonly #bySecond = new Map<number, { trackings: string[]; at: number[] }>();
+  /** Credentials Secret uid -> the version the records share. */
+  readonly #credentials = new Map<string | undefined, ObjectVersion>();
   /** Every second up to this one was taken from #bySecond (the one before the last sweep's). */
   #sweptTo: number;
   /** Something was put in a second at or before #sweptTo since the last sweep. */
@@ -98,7 +165,7 @@ export class Resting {
    * passes of the work queue. Only a scheduled rotation keeps a requeue, at its time.
    */
   rests(tracking: string, verified: Verified): ReconcileResult {
-    this.#verified.set(tracking, verified);
+    this.#verified.set(tracking, verified instanceof RestRecord ? verified : new RestRecord(verified, this.#sharedCredentials(verified.credentials)));
     this.#schedule(tracking, this.#nextCheck());
     return verified.nextRotationAt === undefined ? { type: 'Done' } : { type: 'Done', requeueAfterMs: nextLook(this.#deps, verified.nextRotationAt) };
   }
@@ -110,7 +177,7 @@ export class Resting {
    * on is taken out first either way: only a pass that ends in sync puts it back.
    */
   async resume(request: Request, logger: Logger, record: ReconcileRecord | undefined): Promise<{ result?: ReconcileResult; resting: boolean }> {
-    const tracking = `${request.kind}/${request.namespace}/${request.name}`;
+    const tracking = trackingOf(request.kind, request.namespace, request.name);
     const verified = this.#verified.get(tracking);
     this.#verified.delete(tracking);
     this.#checkAt.delete(tracking);
@@ -199,6 +266,15 @@ export class Resting {
       }),
     );
     return woken;
+  }
+
+  #sharedCredentials(version: ObjectVersion): ObjectVersion {
+    const known = this.#credentials.get(version.uid);
+    if (known !== undefined && known.resourceVersion === version.resourceVersion) return known;
+    if (this.#credentials.size >= MAX_CREDENTIALS) this.#credentials.clear();
+    const shared = Object.freeze({ uid: version.uid, resourceVersion: version.resourceVersion });
+    this.#credentials.set(version.uid, shared);
+    return shared;
   }
 
   /** One drift interval from now, jittered as the work queue's requeues are (runtime/controller.ts): checks spread over the interval. */
