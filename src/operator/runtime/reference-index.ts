@@ -6,14 +6,17 @@
 export class ReferenceIndex {
   /** value -> the keys whose objects name it. */
   readonly #byValue = new Map<string, Set<string>>();
-  /** key -> the values its object names now (so an update or delete removes the old ones). */
-  readonly #byKey = new Map<string, readonly string[]>();
+  /**
+   * key -> the values its object names now (so an update or delete removes the old ones); one value
+   * as itself, not in an array (most objects name one: an array of one is ~56 bytes a key).
+   */
+  readonly #byKey = new Map<string, string | readonly string[]>();
 
   /** The object of `key` now names `values` (an add or an update). */
   set(key: string, values: readonly string[]): void {
     this.delete(key);
     if (values.length === 0) return;
-    this.#byKey.set(key, values);
+    this.#byKey.set(key, values.length === 1 ? values[0]! : values);
     for (const value of values) {
       let keys = this.#byValue.get(value);
       if (keys === undefined) {
@@ -29,7 +32,7 @@ export class ReferenceIndex {
     const old = this.#byKey.get(key);
     if (old === undefined) return;
     this.#byKey.delete(key);
-    for (const value of old) {
+    for (const value of typeof old === 'string' ? [old] : old) {
       const keys = this.#byValue.get(value);
       keys?.delete(key);
       if (keys?.size === 0) this.#byValue.delete(value);

@@ -78,9 +78,17 @@ interface OwnerKey {
   refused?: SettledCondition;
 }
 
+/** The refusal of an owner's key, if the platform refused it. */
+function refusal(key: string | OwnerKey | undefined): SettledCondition | undefined {
+  return typeof key === 'object' ? key.refused : undefined;
+}
+
 interface ProjectPoller {
-  /** Owner -> its issued key (undefined: registered before it has one). */
-  owners: Map<string, OwnerKey | undefined>;
+  /**
+   * Owner -> its issued key (undefined: registered before it has one): the key alone until it is
+   * listed with or refused (most owners of a project never are: an object each is ~40 bytes a key).
+   */
+  owners: Map<string, string | OwnerKey | undefined>;
   /** The owner whose key listed last: tried first. */
   preferred: string | undefined;
   /** The last refusal of an owner's key, reported while no other key is left to try. */
@@ -223,10 +231,10 @@ export class OperationsPollers {
       if (!poller.owners.has(owner)) poller.owners.set(owner, undefined);
       return;
     }
-    if (current?.apiKey === apiKey) return;
-    poller.owners.set(owner, { apiKey });
+    if (current === apiKey || (typeof current === 'object' && current.apiKey === apiKey)) return;
+    poller.owners.set(owner, apiKey);
     // A first key, or one replacing a refused key: poll soon, so the owner's condition follows.
-    if (current === undefined || current.refused !== undefined) this.#hurry(projectId, poller);
+    if (current === undefined || refusal(current) !== undefined) this.#hurry(projectId, poller);
   }
 
   /** Removes owner; the last owner gone stops the project's poller. */
@@ -251,7 +259,7 @@ export class OperationsPollers {
    */
   snapshot(projectId: string, owner?: string): OperationsSnapshot | undefined {
     const poller = this.#projects.get(projectId);
-    const refused = owner !== undefined ? poller?.owners.get(owner)?.refused : undefined;
+    const refused = owner !== undefined ? refusal(poller?.owners.get(owner)) : undefined;
     if (refused !== undefined) return { operations: [], settled: refused };
     return poller?.last;
   }
@@ -301,18 +309,25 @@ export class OperationsPollers {
   #refusedOwners(poller: ProjectPoller): string {
     let refused = '';
     poller.owners.forEach((key, owner) => {
-      if (key?.refused !== undefined) refused += refused === '' ? owner : `\n${owner}`;
+      if (refusal(key) !== undefined) refused += refused === '' ? owner : `\n${owner}`;
     });
     return refused;
   }
 
   /** The owners whose key may list, the preferred one first; the rest only when it is refused (most polls list with the first). */
   *#candidates(poller: ProjectPoller): Generator<[string, OwnerKey]> {
-    const usable = (key: OwnerKey | undefined): key is OwnerKey => key !== undefined && key.refused === undefined;
+    const usable = (key: string | OwnerKey | undefined): key is string | OwnerKey => key !== undefined && refusal(key) === undefined;
+    // The key as an object from its first use on (its client, its refusal); set in place, the order kept.
+    const entry = (owner: string, key: string | OwnerKey): OwnerKey => {
+      if (typeof key !== 'string') return key;
+      const made = { apiKey: key };
+      poller.owners.set(owner, made);
+      return made;
+    };
     const first = poller.preferred;
     const preferred = first !== undefined ? poller.owners.get(first) : undefined;
-    if (first !== undefined && usable(preferred)) yield [first, preferred];
-    for (const [owner, key] of poller.owners) if (owner !== first && usable(key)) yield [owner, key];
+    if (first !== undefined && usable(preferred)) yield [first, entry(first, preferred)];
+    for (const [owner, key] of poller.owners) if (owner !== first && usable(key)) yield [owner, entry(owner, key)];
   }
 
   /**
@@ -352,7 +367,7 @@ export class OperationsPollers {
       throw lastRefusal;
     }
     // Every key refused: still the refusal (not "no credentials"), without asking again.
-    if (poller.lastRefusal !== undefined && [...poller.owners.values()].some((key) => key?.refused !== undefined)) throw poller.lastRefusal;
+    if (poller.lastRefusal !== undefined && [...poller.owners.values()].some((key) => refusal(key) !== undefined)) throw poller.lastRefusal;
     throw Object.assign(new Error(`no credentials to list the operations of project ${projectId} yet`), { code: 'NO_CREDENTIALS' });
   }
 
