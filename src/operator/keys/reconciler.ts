@@ -17,7 +17,7 @@ import { release, retain, revokeAndRelease } from './deletion.ts';
 import { retire } from './rotation/rotation.ts';
 import { verifiedBefore } from './observing/at-rest.ts';
 import type { DriftGone } from './observing/drift.ts';
-import { Resting, trackingOf } from './observing/resting.ts';
+import { Resting } from './observing/resting.ts';
 import { inSync } from './observing/in-sync.ts';
 import { immutableMode } from './secret/immutable-secret.ts';
 import { rewriteSecret } from './secret/secret-writer.ts';
@@ -139,7 +139,7 @@ export class KeyReconciler implements Reconciler {
     worker?.signal?.throwIfAborted();
     const { namespace, name } = request;
     const kind = request.kind as KindName;
-    const tracking = `${kind}/${namespace}/${name}`;
+    const tracking = objectRef(kind, namespace, name);
     const { result, resting } = await this.#resting.resume(request, logger, record);
     if (result !== undefined) return result;
     // A new key of an organization whose creates are all under way: in line for its turn, unread.
@@ -256,7 +256,7 @@ export class KeyReconciler implements Reconciler {
     const verified = ctx.restsAfterCreate;
     if (verified === undefined || result.type !== 'Done') return result;
     const { resource } = ctx;
-    return this.#resting.rests(trackingOf(resource.kind, resource.metadata.namespace, resource.metadata.name), verified);
+    return this.#resting.rests(objectRef(resource.kind, resource.metadata.namespace, resource.metadata.name), verified);
   }
 
   /** `mayContinue`: after a metadata-only step, go on with the resource as written (once). */
@@ -331,7 +331,7 @@ export class KeyReconciler implements Reconciler {
         // A status written here is the read version with that status (the patch carries the read
         // resourceVersion): the next pass may rest on the written version.
         return this.#resting.rests(
-          trackingOf(resource.kind, resource.metadata.namespace, resource.metadata.name),
+          objectRef(resource.kind, resource.metadata.namespace, resource.metadata.name),
           ctx.statusWritten !== undefined ? { ...verified, resourceVersion: ctx.statusWritten, writtenOver: verified.resourceVersion } : verified,
         );
       }

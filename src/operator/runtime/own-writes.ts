@@ -11,9 +11,13 @@
 // key. When an event outruns the response to the write that caused it, the version is not known
 // yet and the key is woken: one reconcile too many, never one too few.
 
-/** How an object is named here: `kind/namespace/name`, the controller's queue key for a key resource. */
+/**
+ * How an object is named here: `kind/namespace/name`, the controller's queue key for a key resource.
+ * One flat string: a template literal makes a rope of its parts (four small strings where one would
+ * do), and these names are kept per resource (the rest records, 12,000 at rest).
+ */
 export function objectRef(kind: string, namespace: string, name: string): string {
-  return `${kind}/${namespace}/${name}`;
+  return [kind, namespace, name].join('/');
 }
 
 /** How many unconsumed versions are kept per object: a reconcile writes an object a few times. */

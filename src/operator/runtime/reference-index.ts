@@ -32,11 +32,14 @@ export class ReferenceIndex {
     const old = this.#byKey.get(key);
     if (old === undefined) return;
     this.#byKey.delete(key);
-    for (const value of typeof old === 'string' ? [old] : old) {
-      const keys = this.#byValue.get(value);
-      keys?.delete(key);
-      if (keys?.size === 0) this.#byValue.delete(value);
-    }
+    if (typeof old === 'string') this.#unindex(key, old);
+    else for (const value of old) this.#unindex(key, value);
+  }
+
+  #unindex(key: string, value: string): void {
+    const keys = this.#byValue.get(value);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#byValue.delete(value);
   }
 
   /** The keys whose objects name `value`. */

@@ -3,6 +3,7 @@
 // first asks `resume` whether the resource is still at rest; only when it is not does the full pass
 // read and decide.
 import type { Logger } from 'pino';
+import { objectRef } from '../../runtime/own-writes.ts';
 import type { ReconcileResult } from '../../runtime/workers.ts';
 import type { KeyAdapter } from '../adapter.ts';
 import type { KeyDeps, ObjectVersion, ReconcileRecord, RestBroken, Verified } from '../reconcile-context.ts';
@@ -15,15 +16,6 @@ import { patchOperations } from './operations-patch.ts';
 
 type Request = { kind: string; namespace: string; name: string };
 
-/**
- * The key a resource rests under (its work-queue key, `kind/namespace/name`), as one flat string: a
- * template literal makes a rope of its parts, four small strings where one would do, kept as long as
- * the resource rests.
- */
-export function trackingOf(kind: string, namespace: string, name: string): string {
-  return [kind, namespace, name].join('/');
-}
-
 /** Credentials versions shared by the records of the resources that rest on one credentials Secret (a few hundred Secrets at most; cleared past it). */
 const MAX_CREDENTIALS = 1_024;
 
@@ -32,7 +24,10 @@ const MAX_CREDENTIALS = 1_024;
  * every field in the object itself, where a literal with optional parts spread in puts them in a
  * second array; the credentials' version the one object of all the resources of that Secret.
  */
-class RestRecord implements Verified {
+/** Every field of Verified, the optional ones too: a field added there must be added to RestRecord, or it does not compile. */
+type EveryField<T> = Record<keyof T, unknown>;
+
+class RestRecord implements Verified, EveryField<Verified> {
   readonly resourceVersion: string;
   readonly writtenOver: string | undefined;
   readonly secretName: string;
@@ -177,7 +172,7 @@ export class Resting {
    * on is taken out first either way: only a pass that ends in sync puts it back.
    */
   async resume(request: Request, logger: Logger, record: ReconcileRecord | undefined): Promise<{ result?: ReconcileResult; resting: boolean }> {
-    const tracking = trackingOf(request.kind, request.namespace, request.name);
+    const tracking = objectRef(request.kind, request.namespace, request.name);
     const verified = this.#verified.get(tracking);
     this.#verified.delete(tracking);
     this.#checkAt.delete(tracking);
