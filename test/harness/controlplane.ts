@@ -74,14 +74,22 @@ interface StartOptions {
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 
+// The kernel picks a listening port at random from its ephemeral range, so two calls of a process can get
+// the same one (a control plane asks for three in a row): a port is handed out once per process.
+const handedOut = new Set<number>();
+
 export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  if (address === null || typeof address === 'string') throw new Error('no port assigned');
-  return address.port;
+  for (;;) {
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const address = server.address();
+    server.close();
+    if (address === null || typeof address === 'string') throw new Error('no port assigned');
+    if (handedOut.has(address.port)) continue;
+    handedOut.add(address.port);
+    return address.port;
+  }
 }
 
 export function kubeconfigYaml(info: Pick<ControlPlaneInfo, 'server' | 'caData'>, token: string, user = 'admin'): string {
@@ -101,6 +109,19 @@ export function kubeconfigYaml(info: Pick<ControlPlaneInfo, 'server' | 'caData'>
 }
 
 export async function startControlPlane(options: StartOptions): Promise<RunningControlPlane> {
+  // A free port can still be taken by another process (a parallel test's server) before etcd or the
+  // apiserver binds it: then the start is tried again on new ports, twice at most. Any other exit fails.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      if (attempt === 3 || !String(error).includes('address already in use')) throw error;
+      console.error(`control plane: a port was taken, starting again: ${String(error)}`);
+    }
+  }
+}
+
+async function startOnce(options: StartOptions): Promise<RunningControlPlane> {
   const startTimeoutMs = options.startTimeoutMs ?? 90_000;
   const dir = await mkdtemp(join(tmpdir(), 'nko-controlplane-'));
   const children: ChildProcess[] = [];
@@ -228,7 +249,7 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
     let ca: string | undefined;
     while (ca === undefined) {
       ca = await readFile(certFile, 'utf8').catch(() => undefined);
-      if (ca === undefined) await waitOrFail(deadline, children, 'kube-apiserver serving certificate');
+      if (ca === undefined) await waitOrFail(deadline, children, 'kube-apiserver serving certificate', dir);
     }
     const serving = ca;
     untilReady = async (until: number): Promise<void> => {
@@ -246,7 +267,7 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
             () => false,
           );
           if (ready) break;
-          await waitOrFail(until, children, 'kube-apiserver /readyz');
+          await waitOrFail(until, children, 'kube-apiserver /readyz', dir);
         }
       } finally {
         await agent.close();
@@ -291,9 +312,17 @@ export async function startControlPlane(options: StartOptions): Promise<RunningC
   }
 }
 
-async function waitOrFail(deadline: number, children: ChildProcess[], what: string): Promise<void> {
+async function waitOrFail(deadline: number, children: ChildProcess[], what: string, dir: string): Promise<void> {
   const dead = children.find((c) => c.exitCode !== null || c.signalCode !== null);
-  if (dead !== undefined) throw new Error(`control plane: ${dead.spawnfile} exited while waiting for ${what}`);
+  if (dead !== undefined) {
+    // The folder goes with stop(): the end of the process's own log says why (a port taken, a flag refused).
+    const name = dead.spawnfile.split('/').at(-1) ?? dead.spawnfile;
+    const log = await readFile(join(dir, `${name}.log`), 'utf8').catch(() => '');
+    const tail = log.trimEnd().split('\n').slice(-8).join('\n');
+    throw new Error(
+      `control plane: ${name} exited (${dead.exitCode ?? dead.signalCode}) while waiting for ${what}${tail === '' ? '' : `; the end of its log:\n${tail}`}`,
+    );
+  }
   if (Date.now() > deadline) throw new Error(`control plane: timed out waiting for ${what}`);
   await new Promise((resolve) => setTimeout(resolve, 100));
 }
