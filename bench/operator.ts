@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Bootstrap, Seed } from '../src/emulator/bootstrap.ts';
 import { kubeconfigYaml, freePort, startControlPlane, type RunningControlPlane } from '../test/harness/controlplane.ts';
-import { imageNodeFlags, OPERATOR_BUNDLE, OperatorProcess } from '../test/harness/operator-process.ts';
+import { imageAllocatorEnv, imageNodeFlags, OPERATOR_BUNDLE, OperatorProcess } from '../test/harness/operator-process.ts';
 import { parseGoDuration } from '../src/operator/go-duration.ts';
 import { reuseKubeConnections, sendKubeRequest } from '../src/operator/runtime/kube-connections.ts';
 import { spawnChild } from './emulator.ts';
@@ -397,6 +397,10 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     );
     const nodeFlags = o.nodeFlags ?? imageNodeFlags();
     log(`operator node flags (${o.nodeFlags === undefined ? "from the Dockerfile's ENTRYPOINT" : 'from --node-flags, not the image'}): ${nodeFlags.join(' ')}`);
+    // The image's malloc (the Dockerfile's ENV LD_PRELOAD line) where this machine has the library; never this process's own.
+    const malloc = o.malloc === 'glibc' ? { missing: "glibc's malloc (--malloc glibc), not the image's jemalloc" } : imageAllocatorEnv();
+    log(`operator malloc: ${malloc.env !== undefined ? malloc.description : malloc.missing}`);
+    const { LD_PRELOAD: _preload, MALLOC_CONF: _conf, ...inherited } = process.env;
     operator = new OperatorProcess({
       entry: OPERATOR_BUNDLE,
       // With --profile the operator's soak is profiled through its inspector (below): the window at rest alone.
@@ -409,7 +413,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
         `--drift-interval=${o.driftInterval}`,
         ...(o.workers !== undefined ? [`--workers=${o.workers}`] : []),
       ],
-      env: { ...process.env, NODE_OPTIONS: '' },
+      env: { ...inherited, NODE_OPTIONS: '', ...malloc.env },
       keep: 0,
       log: operatorLog,
     });
@@ -875,7 +879,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const routes = (rs: RequestCount[], perMinute: number) =>
       rs.map((r) => `| ${r.method} ${r.route} | ${r.status} | ${fmt(r.count)} | ${fmt(r.count / perMinute, 1)} |`);
     const lines = [
-      `The operator (\`${OPERATOR_BUNDLE}\` with ${o.nodeFlags === undefined ? "the image's node flags" : "the node flags given to the bench (not the image's)"} \`${nodeFlags.join(' ')}\`, ${o.workers ?? 16} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (its own process, \`:memory:\`, time scale 1 with its own background operations, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`), live heap from its inspector (\`--inspect\` on loopback: a full GC, then the heap used); apiserver requests from the apiserver's \`apiserver_request_total\` (keys, Secrets, events; watches left out; the bench's own creates subtracted). Writes per issued key count every write on those (events included) during the wave, divided by the keys it issued.`,
+      `The operator (\`${OPERATOR_BUNDLE}\` with ${o.nodeFlags === undefined ? "the image's node flags" : "the node flags given to the bench (not the image's)"} \`${nodeFlags.join(' ')}\`, malloc: ${malloc.env !== undefined ? malloc.description : malloc.missing}, ${o.workers ?? 16} workers, \`--drift-interval=${o.driftInterval}\`) runs as its own process with the token of the deploy/base ServiceAccount; the local control plane (etcd, kube-apiserver, kube-controller-manager) and the emulator (its own process, \`:memory:\`, time scale 1 with its own background operations, ${o.organizations} organizations × ${PROJECTS_PER_ORG} projects, one administrator of all of them whose personal key is the credentials Secret) are on loopback. CPU and RSS of the operator come from /proc/${'<pid>'}; heap from its /metrics (\`nodejs_heap_size_used_bytes\`), live heap from its inspector (\`--inspect\` on loopback: a full GC, then the heap used); apiserver requests from the apiserver's \`apiserver_request_total\` (keys, Secrets, events; watches left out; the bench's own creates subtracted). Writes per issued key count every write on those (events included) during the wave, divided by the keys it issued.`,
       '',
       '| measurement | result | target |',
       '|---|---|---|',

@@ -53,6 +53,8 @@ export interface OperatorBenchOptions {
   heapSnapshotDir?: string;
   /** The operator's node flags instead of the image's (the Dockerfile's ENTRYPOINT): a candidate measured before it goes into the image. */
   nodeFlags?: string[];
+  /** glibc: the operator on glibc's malloc instead of the image's (jemalloc, from the Dockerfile's ENV line), for an A/B. */
+  malloc?: 'glibc';
 }
 
 /** The inventory benchmark's sizes (bench/inventory-operator.ts). */

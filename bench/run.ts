@@ -1,6 +1,7 @@
 // Operator (`--only operator`): [--keys 1000] [--wave-per-org 1000] [--organizations 10] [--latency 100] [--idle 300] [--soak 600] [--operations 180]
 //   [--memory-deadline 900] [--convergence-deadline 240] [--drift-interval 5m] [--workers N] [--heap-snapshot DIR]
-//   [--node-flags='--max-semi-space-size=4 …' (the operator's node flags instead of the image's: a candidate, with --no-write)] (bench/operator.ts).
+//   [--node-flags='--max-semi-space-size=4 …' (the operator's node flags instead of the image's: a candidate, with --no-write)]
+//   [--malloc glibc (glibc's malloc instead of the image's jemalloc, with --no-write)] (bench/operator.ts).
 // `npm run bench [-- --only emulator] [--duration 10] [--rounds 3] [--connections 16] [--largest-store 1000000]
 //   [--profile DIR (servers under test run with --cpu-prof)] [--emulator-main FILE (a patched copy)] [--no-write]`
 // Idle with churn (`--only idle-churn`): [--idle-churn-minutes 30] (bench/idle-churn.ts); the cost of an operations change: `--only project-index`.
@@ -55,6 +56,11 @@ commit it was measured on. Figures from a small shared machine are noisy: each m
 repeated and the best round is reported, with every round shown next to it.
 `;
 
+function mallocOption(value: string): 'glibc' {
+  if (value !== 'glibc') throw new Error(`--malloc: glibc or nothing (the image's), not ${value}`);
+  return value;
+}
+
 function positive(name: string, value: string | undefined): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got ${value}`);
@@ -100,6 +106,7 @@ const { values } = parseArgs({
     'drift-interval': { type: 'string', default: '5m' },
     workers: { type: 'string' },
     'node-flags': { type: 'string' },
+    malloc: { type: 'string' },
     'heap-snapshot': { type: 'string' },
     // idle-churn benchmark
     'idle-churn-minutes': { type: 'string', default: '30' },
@@ -169,6 +176,7 @@ const options: BenchOptions = {
     ...(values.workers !== undefined ? { workers: Math.floor(positive('workers', values.workers)) } : {}),
     ...(values['heap-snapshot'] !== undefined ? { heapSnapshotDir: resolve(values['heap-snapshot']) } : {}),
     ...(values['node-flags'] !== undefined ? { nodeFlags: values['node-flags'].split(/\s+/).filter((f) => f !== '') } : {}),
+    ...(values.malloc !== undefined ? { malloc: mallocOption(values.malloc) } : {}),
   },
   log: (line) => console.error(`[bench] ${line}`),
 };

@@ -7,7 +7,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../../test/harness/controlplane.ts';
-import { buildBundle, imageNodeFlags, OperatorProcess } from '../../test/harness/operator-process.ts';
+import { buildBundle, imageAllocatorEnv, imageNodeFlags, OperatorProcess } from '../../test/harness/operator-process.ts';
 import { sleep } from '../options.ts';
 import { processMemory, type MemoryCage } from './memory.ts';
 
@@ -107,7 +107,8 @@ export class CagedOperator {
         `--workers=${this.#workers}`,
       ],
       wrap: (argv) => this.#cage.wrap(argv),
-      env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', HOME: '/tmp' },
+      // The image's malloc where this machine has it, as its node flags.
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'debug', HOME: '/tmp', ...imageAllocatorEnv().env },
       keep: 0,
       log: this.#log,
     });

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { imageNodeFlags, OPERATOR_BUNDLE, OPERATOR_SOURCE, runOperatorSync } from '../harness/operator-process.ts';
+import { imageAllocator, imageAllocatorEnv, imageNodeFlags, OPERATOR_BUNDLE, OPERATOR_SOURCE, runOperatorSync } from '../harness/operator-process.ts';
 import { bundleOptions } from '../../scripts/bundle.ts';
 import { root } from './kube-tools.ts';
 
@@ -73,7 +73,7 @@ describe('the container image', () => {
     expect(argv.at(-1)).toBe(OPERATOR_BUNDLE);
     // Between them only node's own flags (the memory flags test/harness/operator-process.ts reads from here for the benches and tests).
     for (const flag of argv.slice(3, -1)) expect(flag).toMatch(/^--[a-z-]+(=\S+)?$/);
-    expect(runtime.some((l) => /apt-get install -y --no-install-recommends tini\b/.test(l))).toBe(true);
+    expect(runtime.some((l) => /apt-get install -y --no-install-recommends tini libjemalloc2 /.test(l))).toBe(true);
     expect(runtime).toContain('EXPOSE 8080 8081');
     const values = readFileSync(join(root, 'deploy/helm/neon-key-operator/values.yaml'), 'utf8');
     expect(values).toMatch(/^metrics:\n {2}# [^\n]*\n {2}port: 8080$/m);
@@ -85,6 +85,17 @@ describe('the container image', () => {
     for (const label of ['title', 'description', 'source', 'licenses', 'version', 'revision', 'created']) {
       expect(labels).toContain(`org.opencontainers.image.${label}=`);
     }
+  });
+
+  it("preloads jemalloc as node's malloc, at the path where the runtime stage links Debian's library", () => {
+    const allocator = imageAllocator(dockerfile);
+    expect(allocator.preload).toBe('/usr/local/lib/libjemalloc.so.2');
+    // The link is made in the step that installs the package (the library's path differs by architecture).
+    const install = runtime.find((l) => l.includes('apt-get install'));
+    expect(install).toContain(`ln -s "$(dpkg -L libjemalloc2 | grep '/libjemalloc[.]so[.]2$')" ${allocator.preload}`);
+    expect(runtime.indexOf(runtime.find((l) => l.startsWith('ENV LD_PRELOAD=')) ?? '')).toBeGreaterThan(runtime.indexOf(install ?? ''));
+    // Options jemalloc knows, each name=value: an unknown one is only a warning on stderr at start (the bundle's run below and the kind e2e check it).
+    for (const option of allocator.conf.split(',')) expect(option).toMatch(/^(narenas|background_thread|dirty_decay_ms|muzzy_decay_ms):\w+$/);
   });
 
   it('runs the operator from one esbuild bundle that loads without node_modules, with readable names', () => {
@@ -131,7 +142,9 @@ describe('the container image', () => {
       const nodeFlags = imageNodeFlags(dockerfile);
       expect(nodeFlags.length).toBeGreaterThan(0);
       // The bundle in `out`, run there on the image's node flags.
-      const bundled = (args: string[]) => runOperatorSync({ entry: outfile, nodeFlags, args, cwd: out, env: { ...process.env, NODE_OPTIONS: '' } });
+      // And with the image's malloc where this machine has the library: it loads and takes its options without a word on stderr.
+      const malloc = imageAllocatorEnv(imageAllocator(dockerfile)).env;
+      const bundled = (args: string[]) => runOperatorSync({ entry: outfile, nodeFlags, args, cwd: out, env: { ...process.env, NODE_OPTIONS: '', ...malloc } });
       const help = bundled(['--help']);
       expect(help.stderr).toBe('');
       expect(help.status).toBe(0);

@@ -240,6 +240,11 @@ scenario_pod_security() {
     grep -qE '^Seccomp:\s+2$' <<<"$status" || e2e_fail "$pod: no seccomp filter (RuntimeDefault)"
     if kubectl -n "$helm_ns" exec "$pod" -- sh -c 'echo x > /app/written' 2>/dev/null; then e2e_fail "$pod: the root filesystem is writable"; fi
     kubectl -n "$helm_ns" exec "$pod" -- sh -c 'echo x > /tmp/written && rm /tmp/written' || e2e_fail "$pod: /tmp (emptyDir) is not writable"
+    # node on the image's malloc (jemalloc, the Dockerfile's LD_PRELOAD): the library mapped into the
+    # node process, and not a word from ld.so (a library it could not preload) or from jemalloc (an option it refused).
+    kubectl -n "$helm_ns" exec "$pod" -- sh -c 'for p in /proc/[0-9]*; do [ "$(cat "$p/comm" 2>/dev/null)" = node ] && grep -q libjemalloc "$p/maps" && exit 0; done; exit 1' \
+      || e2e_fail "$pod: node does not run on jemalloc (the image's LD_PRELOAD)"
+    if kubectl -n "$helm_ns" logs "$pod" -c operator | grep -E '<jemalloc>|ld\.so'; then e2e_fail "$pod: ld.so or jemalloc complained at start"; fi
   done
   # The kubelet ran the chart's probes: its own counters (prober_probe_total) for the operator
   # container, liveness and readiness, successful.
@@ -248,7 +253,7 @@ scenario_pod_security() {
   for probe in Liveness Readiness; do
     until_true 60 "a successful $probe probe of the operator by the kubelet" probed "$node" "$probe"
   done
-  echo "uid 65532, no capabilities, no_new_privs, seccomp filter, read-only root, /tmp writable; liveness and readiness probed by the kubelet"
+  echo "uid 65532, no capabilities, no_new_privs, seccomp filter, read-only root, /tmp writable, node on jemalloc; liveness and readiness probed by the kubelet"
 }
 
 project_api_key() { # <name> <keyName> [<credentials Secret>, default neon-admin]: a ProjectApiKey document

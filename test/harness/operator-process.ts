@@ -4,7 +4,7 @@
 // log lines, waits for /readyz, and stops it (SIGTERM, SIGKILL after a grace, the exit awaited), so
 // that no caller leaves a process behind.
 import { execFile, spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +31,38 @@ export function imageNodeFlags(dockerfile = readFileSync(resolve(REPOSITORY_ROOT
   const main = argv?.indexOf(OPERATOR_BUNDLE) ?? -1;
   if (argv === null || node < 0 || main < node) throw new Error(`the Dockerfile's ENTRYPOINT does not run node ${OPERATOR_BUNDLE}`);
   return argv.slice(node + 1, main);
+}
+
+/** The image's malloc: the Dockerfile's `ENV LD_PRELOAD=... MALLOC_CONF=...` line (jemalloc, preloaded). */
+export interface ImageAllocator {
+  /** The library as the image has it (a path in the image). */
+  preload: string;
+  /** jemalloc's options, as the image sets them. */
+  conf: string;
+}
+
+export function imageAllocator(dockerfile = readFileSync(resolve(REPOSITORY_ROOT, 'Dockerfile'), 'utf8')): ImageAllocator {
+  const line = dockerfile.split('\n').find((l) => l.startsWith('ENV LD_PRELOAD='));
+  const match = /^ENV LD_PRELOAD=(\S+) MALLOC_CONF=(\S+)$/.exec(line ?? '');
+  if (match === null) throw new Error('the Dockerfile has no line ENV LD_PRELOAD=<library> MALLOC_CONF=<options>');
+  return { preload: match[1]!, conf: match[2]! };
+}
+
+/** Where Debian's libjemalloc2 (and other distributions') put the library, by architecture. */
+const JEMALLOC_PATHS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib', '/usr/local/lib'].map(
+  (d) => `${d}/libjemalloc.so.2`,
+);
+
+/**
+ * The environment that gives a process on this machine the image's malloc: the image's library
+ * found here (`apt-get install libjemalloc2`) and its options; or, where this machine has none,
+ * why not (the process then runs on glibc's malloc, which keeps more memory than the image).
+ */
+export function imageAllocatorEnv(allocator = imageAllocator()): { env: NodeJS.ProcessEnv; description: string } | { env?: undefined; missing: string } {
+  const library = [allocator.preload, ...JEMALLOC_PATHS].find((path) => existsSync(path));
+  if (library === undefined)
+    return { missing: `libjemalloc.so.2 is not on this machine (Debian: apt-get install libjemalloc2); glibc's malloc instead of the image's jemalloc` };
+  return { env: { LD_PRELOAD: library, MALLOC_CONF: allocator.conf }, description: `jemalloc (${library}), MALLOC_CONF=${allocator.conf}, as the image` };
 }
 
 /** The image's bundle built from this tree into `outfile` (`npm run bundle`, another output file). */

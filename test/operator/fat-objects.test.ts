@@ -33,7 +33,7 @@ import type { AddressInfo } from 'node:net';
 import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Deployment } from '@kubernetes/client-node';
 import { memoryCage, processMemory, type MemoryCage } from '../../chaos/hostile/memory.ts';
 import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
-import { imageNodeFlags, OperatorProcess } from '../harness/operator-process.ts';
+import { imageAllocatorEnv, imageNodeFlags, OperatorProcess } from '../harness/operator-process.ts';
 import { restartAnnotation } from '../../src/operator/keys/rotation/consumers.ts';
 import { controllerName } from '../../src/operator/runtime/metrics.ts';
 import { emulatorAdmin, eventually, intentSettled, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT } from './support.ts';
@@ -182,7 +182,7 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
     const metricsPort = await freePort();
     const healthPort = await freePort();
     const operator = new OperatorProcess({
-      // The image's V8 flags (the Dockerfile's ENTRYPOINT).
+      // The image's V8 flags (the Dockerfile's ENTRYPOINT) and its malloc where this machine has it (imageAllocatorEnv).
       nodeFlags: imageNodeFlags(),
       args: [
         `--kubeconfig=${kubeconfig}`,
@@ -194,7 +194,7 @@ describe("a tenant's objects near the size limit, of every kind the operator lis
         ...flags,
       ],
       wrap: (argv) => cage.wrap(argv),
-      env: { PATH: process.env.PATH, LOG_LEVEL: 'info' },
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'info', ...imageAllocatorEnv().env },
       keep: 20_000,
     });
     operators.push(operator);

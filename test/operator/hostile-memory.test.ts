@@ -20,7 +20,7 @@ import { CoreV1Api, type CustomObjectsApi } from '@kubernetes/client-node';
 import { startEmulator, type Emulator } from '../../src/emulator/server.ts';
 import { freePort, kubeconfigYaml } from '../harness/controlplane.ts';
 import { controlPlane, type ControlPlane } from '../harness/index.ts';
-import { imageNodeFlags, OperatorProcess } from '../harness/operator-process.ts';
+import { imageAllocatorEnv, imageNodeFlags, OperatorProcess } from '../harness/operator-process.ts';
 import { createNamespace, customObjects, eventually, installOperatorManifests, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT } from './support.ts';
 
 const group = 'keys.neon.dev';
@@ -109,7 +109,7 @@ describe('a tenant cannot make the operator run out of memory', () => {
     metricsPort = await freePort();
     const healthPort = await freePort();
     operator = new OperatorProcess({
-      // The image's V8 flags (the Dockerfile's ENTRYPOINT).
+      // The image's V8 flags (the Dockerfile's ENTRYPOINT) and its malloc where this machine has it (imageAllocatorEnv).
       nodeFlags: imageNodeFlags(),
       args: [
         `--kubeconfig=${kubeconfig}`,
@@ -119,7 +119,7 @@ describe('a tenant cannot make the operator run out of memory', () => {
         `--health-probe-bind-address=127.0.0.1:${healthPort}`,
         '--drift-interval=60s',
       ],
-      env: { PATH: process.env.PATH, LOG_LEVEL: 'info' },
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'info', ...imageAllocatorEnv().env },
       keep: 20_000,
     });
     void operator.exited.then(({ code, signal }) => exits.push(`exited (${code ?? signal})`));
