@@ -242,7 +242,8 @@ scenario_pod_security() {
     kubectl -n "$helm_ns" exec "$pod" -- sh -c 'echo x > /tmp/written && rm /tmp/written' || e2e_fail "$pod: /tmp (emptyDir) is not writable"
     # node on the image's malloc (jemalloc, the Dockerfile's LD_PRELOAD): the library mapped into the
     # node process, and not a word from ld.so (a library it could not preload) or from jemalloc (an option it refused).
-    kubectl -n "$helm_ns" exec "$pod" -- sh -c 'for p in /proc/[0-9]*; do [ "$(cat "$p/comm" 2>/dev/null)" = node ] && grep -q libjemalloc "$p/maps" && exit 0; done; exit 1' \
+    # (Node names its main thread MainThread: the process is found by its command line, not its comm.)
+    kubectl -n "$helm_ns" exec "$pod" -- sh -c 'for p in /proc/[0-9]*; do case "$({ tr "\0" " " <"$p/cmdline"; } 2>/dev/null)" in "node "*dist/operator/main.js*) grep -q libjemalloc "$p/maps" && exit 0 ;; esac; done; exit 1' \
       || e2e_fail "$pod: node does not run on jemalloc (the image's LD_PRELOAD)"
     if kubectl -n "$helm_ns" logs "$pod" -c operator | grep -E '<jemalloc>|ld\.so'; then e2e_fail "$pod: ld.so or jemalloc complained at start"; fi
   done
