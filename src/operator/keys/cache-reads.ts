@@ -4,7 +4,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller } from '../runtime/controller.ts';
 import type { PlatformClients } from './platform-clients.ts';
-import type { RestInputs } from './reconcile-context.ts';
+import type { ObjectVersion, RestInputs } from './reconcile-context.ts';
 import { issuerUsers, slotHolders } from './watches.ts';
 import { IssuerSlots } from './issuing/issuer-slots.ts';
 import { cachedConditionsOf, slotIssuersOfCached } from './observing/cache-projection.ts';
@@ -24,10 +24,8 @@ export function restInputs(cluster: KeyCluster, clients: PlatformClients): RestI
       const meta = cluster.cachedMeta(kind, '', name);
       return meta === undefined ? undefined : { uid: meta.uid, generation: meta.generation };
     },
-    cachedVersion: (kind, namespace, name) => {
-      const meta = cluster.cachedMeta(kind, namespace, name);
-      return meta === undefined ? undefined : { uid: meta.uid, resourceVersion: meta.resourceVersion };
-    },
+    // The cache's own metadata, not a copy: a record at rest may keep it (observing/resting.ts).
+    cachedVersion: (kind, namespace, name) => cluster.cachedMeta(kind, namespace, name) as ObjectVersion | undefined,
     cachedConditions: (kind, namespace, name) => {
       const obj = cluster.cachedObject(kind, namespace, name);
       return obj === undefined ? undefined : cachedConditionsOf(obj);

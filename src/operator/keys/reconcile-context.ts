@@ -255,8 +255,11 @@ export type RestBroken =
 
 /** What the at-rest check reads of the process: its caches, and its platform clients by id. */
 export interface RestInputs {
-  /** The identity of an object as the informers' caches hold it; undefined when not cached. */
-  cachedVersion(kind: string, namespace: string, name: string): ObjectVersion | undefined;
+  /**
+   * The identity of an object as the informers' caches hold it (their own metadata object, to be
+   * read and never changed); undefined when not cached.
+   */
+  cachedVersion(kind: string, namespace: string, name: string): Readonly<ObjectVersion> | undefined;
   /**
    * The uid and metadata.generation of a cluster-scoped object as cached (a ClusterKeyIssuer): its
    * spec's version, which its status writes do not move. undefined when not cached.

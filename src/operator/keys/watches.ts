@@ -11,8 +11,16 @@ import type { Controller } from '../runtime/controller.ts';
 import type { Watch } from '../runtime/watches.ts';
 import { CREDENTIALS_FINALIZER, GROUP, KINDS, VERSION, type KindName } from '../resources/schema.ts';
 import { CREDENTIALS_SECRET_KIND } from './issuing/credentials-in-use.ts';
-import { credentialsSecretOf, explicitSecretNameOf, issuerOf, secretNameOfCached, slotsOf, trimKeyResource, trimSecret } from './observing/cache-projection.ts';
-import { ANNOTATION_OWNER } from './secret/secret-writer.ts';
+import {
+  cachedOwner,
+  credentialsSecretOf,
+  explicitSecretNameOf,
+  issuerOf,
+  secretNameOfCached,
+  slotsOf,
+  trimKeyResource,
+  trimSecret,
+} from './observing/cache-projection.ts';
 
 /** The index of the key resources by the credentials Secret they name (`namespace/name`). */
 export const CREDENTIALS_INDEX = 'credentialsSecret';
@@ -67,7 +75,7 @@ export function keyWatches(namespace: string | undefined): Watch[] {
 
 /** The key (kind/namespace/name) of the resource a managed Secret belongs to, by its owner annotation. */
 function secretOwner(secret: KubernetesObject): string | undefined {
-  const owner = secret.metadata?.annotations?.[ANNOTATION_OWNER];
+  const owner = cachedOwner(secret);
   const ns = secret.metadata?.namespace;
   if (ns === undefined) return undefined;
   // A credentials Secret kept for its keys, being deleted: its own reconcile lifts the finalizer once

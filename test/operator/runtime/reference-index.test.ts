@@ -21,4 +21,24 @@ describe('ReferenceIndex', () => {
     for (const key of ['ApiKey/ns/a', 'ProjectApiKey/ns/b', 'ApiKey/other/c', 'ApiKey/ns/d']) index.delete(key);
     expect(index.size).toBe(0);
   });
+
+  it('follows an update that keeps some values and adds or drops others, and one naming the same again', () => {
+    const index = new ReferenceIndex();
+    index.set('ApiKey/ns/a', ['ns/x', '/x']);
+    index.set('ApiKey/ns/a', ['ns/x', '/x']);
+    expect(index.keysOf('ns/x')).toEqual(['ApiKey/ns/a']);
+    expect(index.keysOf('/x')).toEqual(['ApiKey/ns/a']);
+    index.set('ApiKey/ns/a', ['ns/y', '/x']);
+    expect(index.keysOf('ns/x')).toEqual([]);
+    expect(index.keysOf('ns/y')).toEqual(['ApiKey/ns/a']);
+    expect(index.keysOf('/x')).toEqual(['ApiKey/ns/a']);
+    index.set('ApiKey/ns/a', ['ns/y']);
+    expect(index.keysOf('/x')).toEqual([]);
+    expect(index.keysOf('ns/y')).toEqual(['ApiKey/ns/a']);
+    index.set('ApiKey/ns/a', ['ns/y', 'ns/z']);
+    expect([...index.keysOf('ns/z'), ...index.keysOf('ns/y')]).toEqual(['ApiKey/ns/a', 'ApiKey/ns/a']);
+    index.set('ApiKey/ns/a', []);
+    expect(index.keysOf('ns/y')).toEqual([]);
+    expect(index.size).toBe(0);
+  });
 });

@@ -31,7 +31,7 @@ class RestRecord implements Verified, EveryField<Verified> {
   readonly resourceVersion: string;
   readonly writtenOver: string | undefined;
   readonly secretName: string;
-  readonly secret: ObjectVersion;
+  readonly secret: Readonly<ObjectVersion>;
   readonly credentialsNamespace: string;
   readonly credentialsName: string;
   readonly credentials: ObjectVersion;
@@ -49,11 +49,17 @@ class RestRecord implements Verified, EveryField<Verified> {
   readonly nextRotationAt: number | undefined;
   readonly reason: Reason;
 
-  constructor(v: Verified, credentials: ObjectVersion) {
-    this.resourceVersion = v.resourceVersion;
+  /**
+   * `cached`: the resource's and its Secret's identities as the caches hold them now; a version
+   * equal to the cache's is kept as the cache's own (its string, the Secret's metadata object), not
+   * as a second copy: ~120 bytes a key at rest. A record may then hold a Secret's metadata after the
+   * cache replaced it, until its next check finds the new version and ends the rest.
+   */
+  constructor(v: Verified, credentials: ObjectVersion, cached: { resource?: Readonly<ObjectVersion>; secret?: Readonly<ObjectVersion> }) {
+    this.resourceVersion = v.resourceVersion === cached.resource?.resourceVersion ? cached.resource.resourceVersion : v.resourceVersion;
     this.writtenOver = v.writtenOver;
     this.secretName = v.secretName;
-    this.secret = v.secret;
+    this.secret = cached.secret !== undefined && sameIdentity(cached.secret, v.secret) ? cached.secret : v.secret;
     this.credentialsNamespace = v.credentialsNamespace;
     this.credentialsName = v.credentialsName;
     this.credentials = credentials;
@@ -71,6 +77,10 @@ class RestRecord implements Verified, EveryField<Verified> {
     this.nextRotationAt = v.nextRotationAt;
     this.reason = v.reason;
   }
+}
+
+function sameIdentity(a: Readonly<ObjectVersion>, b: ObjectVersion): boolean {
+  return a.uid === b.uid && a.resourceVersion === b.resourceVersion;
 }
 
 export class Resting {
@@ -160,7 +170,7 @@ export class Resting {
    * passes of the work queue. Only a scheduled rotation keeps a requeue, at its time.
    */
   rests(tracking: string, verified: Verified): ReconcileResult {
-    this.#verified.set(tracking, verified instanceof RestRecord ? verified : new RestRecord(verified, this.#sharedCredentials(verified.credentials)));
+    this.#verified.set(tracking, verified instanceof RestRecord ? verified : this.#record(tracking, verified));
     this.#schedule(tracking, this.#nextCheck());
     return verified.nextRotationAt === undefined ? { type: 'Done' } : { type: 'Done', requeueAfterMs: nextLook(this.#deps, verified.nextRotationAt) };
   }
@@ -261,6 +271,15 @@ export class Resting {
       }),
     );
     return woken;
+  }
+
+  #record(tracking: string, verified: Verified): RestRecord {
+    const [kind = '', namespace = '', name = ''] = tracking.split('/');
+    const rest = this.#deps.rest;
+    return new RestRecord(verified, this.#sharedCredentials(verified.credentials), {
+      resource: rest?.cachedVersion(kind, namespace, name),
+      secret: rest?.cachedVersion('Secret', namespace, verified.secretName),
+    });
   }
 
   #sharedCredentials(version: ObjectVersion): ObjectVersion {

@@ -16,6 +16,7 @@ import {
   recordedKeyIds,
   trimKeyResource,
   trimSecret,
+  cachedOwner,
 } from '../../../../src/operator/keys/observing/cache-projection.ts';
 describe('trimKeyResource and trimSecret', () => {
   it('keep of a resource only what the controller reads', () => {
@@ -284,13 +285,23 @@ describe('trimKeyResource and trimSecret', () => {
     expect(trimmed).toEqual({
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: 's', namespace: 'n', uid: 'u', resourceVersion: '9', annotations: { 'keys.neon.dev/owner': 'ProjectApiKey/a' } },
+      metadata: { name: 's', namespace: 'n', uid: 'u', resourceVersion: '9' },
+      owner: 'ProjectApiKey/a',
     });
+    expect(cachedOwner(trimmed)).toBe('ProjectApiKey/a');
+    // The usual Secret, named after its owner: the owner's kind alone is kept, and its value given back whole.
+    const own = trimSecret({ ...secret, metadata: { ...secret.metadata, name: 'a' } });
+    expect(own).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'a', namespace: 'n', uid: 'u', resourceVersion: '9' }, owner: 'ProjectApiKey' });
+    expect(cachedOwner(own)).toBe('ProjectApiKey/a');
+    // An owner that only ends with the Secret's name is another resource: kept whole.
+    const longer = trimSecret({ ...secret, metadata: { ...secret.metadata, name: 'a', annotations: { 'keys.neon.dev/owner': 'ApiKey/xa' } } });
+    expect(cachedOwner(longer)).toBe('ApiKey/xa');
     expect(JSON.stringify(trimmed)).not.toContain('s3cr3t');
     expect(JSON.stringify(trimmed)).not.toContain(Buffer.from('s3cr3t').toString('base64'));
     // A Secret that is not ours (no managed-by label): its identity only, even with an owner annotation.
     const foreign = trimSecret({ ...secret, metadata: { ...secret.metadata, labels: { l: 'v' } } });
     expect(foreign).toEqual({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'n', uid: 'u', resourceVersion: '9' } });
+    expect(cachedOwner(foreign)).toBeUndefined();
   });
 });
 
