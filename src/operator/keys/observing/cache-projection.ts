@@ -157,10 +157,12 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
   const seed = seedOf(obj);
   const secretName = typeof spec?.secret?.name === 'string' && spec.secret.name.length <= 253 ? spec.secret.name : undefined;
   // The spec and status projections are shared, frozen, by every resource that has the same
-  // (runtime/intern.ts internShared): about 0.3 KiB a resource at 10,000.
+  // (runtime/intern.ts internShared): about 0.3 KiB a resource at 10,000. The fields every resource
+  // has are in one literal (in the object itself); the rare ones are added after it, so only a
+  // resource that has one gets the second array they go to.
   const projected: CachedKeyResource = {
-    ...(obj.apiVersion !== undefined ? { apiVersion: intern(obj.apiVersion) } : {}),
-    ...(obj.kind !== undefined ? { kind: intern(obj.kind) } : {}),
+    apiVersion: intern(obj.apiVersion),
+    kind: intern(obj.kind),
     metadata: identityMeta(obj.metadata),
     spec: internShared(`spec ${JSON.stringify([projectId ?? null, organizationId ?? null, credentialsName ?? null, issuerName ?? null])}`, () => ({
       ...(projectId !== undefined ? { projectId: intern(projectId) } : {}),
@@ -171,14 +173,14 @@ export function trimKeyResource(obj: KubernetesObject): CachedKeyResource {
     status: internShared(`status ${JSON.stringify(conditions)}`, () => ({
       conditions: conditions.map(([type, status, reason]) => ({ type: intern(type), status: intern(status), reason: intern(reason) })),
     })),
-    ...(keyId !== undefined ? { keyId } : {}),
-    ...(retiring.length > 0 ? { retiringKeyIds: retiring } : {}),
-    ...(seed !== undefined ? { seed } : {}),
-    ...(pending ? { pending: true } : {}),
-    ...(slotIssuers.length > 0 ? { slotIssuers } : {}),
-    ...(secretName !== undefined ? { secretName: intern(secretName) } : {}),
-    ...(spec?.secret?.immutable === true ? { immutable: true } : {}),
+    keyId,
   };
+  if (retiring.length > 0) projected.retiringKeyIds = retiring;
+  if (seed !== undefined) projected.seed = seed;
+  if (pending) projected.pending = true;
+  if (slotIssuers.length > 0) projected.slotIssuers = slotIssuers;
+  if (secretName !== undefined) projected.secretName = intern(secretName);
+  if (spec?.secret?.immutable === true) projected.immutable = true;
   if (seed !== undefined) {
     seedChars += seed.length;
     seedsFreed.register(projected, seed.length);
@@ -252,11 +254,14 @@ export function trimSecret(secret: V1Secret): V1Secret {
   // A credentials Secret the operator keeps (issuing/credentials-in-use.ts): its events wake the Secret's own reconcile.
   const kept = secret.metadata?.finalizers?.includes(CREDENTIALS_FINALIZER) === true;
   const identity = identityMeta(secret.metadata);
-  const projected: CachedSecret = { apiVersion: 'v1', kind: 'Secret', metadata: kept ? { ...identity, finalizers: [CREDENTIALS_FINALIZER] } : identity };
-  if (owner !== undefined) {
-    const kind = owner.slice(0, owner.indexOf('/'));
-    projected.owner = owner === `${kind}/${identity.name}` ? intern(kind) : owner;
-  }
+  const kind = owner?.slice(0, owner.indexOf('/'));
+  // One literal, owner in it even when undefined: a property added later goes to a second array (~50 bytes).
+  const projected: CachedSecret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: kept ? { ...identity, finalizers: [CREDENTIALS_FINALIZER] } : identity,
+    owner: kind !== undefined && owner === `${kind}/${identity.name}` ? intern(kind) : owner,
+  };
   return projected;
 }
 

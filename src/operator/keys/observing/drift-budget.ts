@@ -1,7 +1,7 @@
 // The bounds of the drift lists (keys/observing/drift.ts): how many lists, how many bytes in all and
 // how each thing kept is counted, and how many lists are taken at once.
 import type { ListedUse } from '../adapter.ts';
-import type { TaggedKey } from './drift-listing.ts';
+import { taggedList, type TaggedKeys } from './drift-listing.ts';
 
 /**
  * The most lists (credentials and scope) the cache keeps, with their snapshots and failures: each
@@ -36,7 +36,8 @@ export const MAX_LISTS_AT_ONCE = 2;
  * less the heap once it is let go; test/operator/keys/observing/drift-bytes.test.ts measures the whole cache
  * against them): a key's use in a snapshot (its map entry and object, and an id past 2^31: 102 to
  * 120 bytes as the map's table fills); a string kept, besides its characters (header and
- * alignment); a tagged key; a tag's own entry; a key id or tag an asker asked for (and its place in
+ * alignment); a tagged key; a tag's own entry (its map entry; a tag of one key keeps it without an
+ * array, drift-listing.ts TaggedKeys); a key id or tag an asker asked for (and its place in
  * a sparse list's coverage); a key issued lately (about 70, its resource's name aside); a project
  * id; a view's record; a failure (about 350 with its message); a list's own records (its closures
  * and the map entries of its id: about 1,760 in all).
@@ -44,7 +45,7 @@ export const MAX_LISTS_AT_ONCE = 2;
 export const ENTRY_BYTES = 128;
 export const STRING_BYTES = 24;
 export const TAGGED_KEY_BYTES = 72;
-export const TAG_BYTES = 120;
+export const TAG_BYTES = 64;
 export const WANTED_BYTES = 72;
 export const ISSUED_BYTES = 120;
 export const PROJECT_BYTES = 48;
@@ -58,9 +59,9 @@ export function stringBytes(value: string | null | undefined): number {
   return STRING_BYTES + (/[\u0100-\uffff]/.test(value) ? 2 : 1) * value.length;
 }
 
-export function taggedBytes(byTag: ReadonlyMap<string, readonly TaggedKey[]>): number {
+export function taggedBytes(byTag: ReadonlyMap<string, TaggedKeys>): number {
   let bytes = 0;
-  for (const [tag, keys] of byTag) bytes += TAG_BYTES + stringBytes(tag) + keys.length * (TAGGED_KEY_BYTES + STRING_BYTES + 3);
+  for (const [tag, keys] of byTag) bytes += TAG_BYTES + stringBytes(tag) + taggedList(keys).length * (TAGGED_KEY_BYTES + STRING_BYTES + 3);
   return bytes;
 }
 

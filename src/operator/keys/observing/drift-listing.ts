@@ -45,19 +45,33 @@ export interface TaggedKey {
 }
 
 /**
+ * The keys of one attempt tag: nearly always one, kept as itself (an array of one cost ~56 bytes a
+ * key, 12,000 keys at rest in a list); several (an attempt's lost keys) in an array.
+ */
+export type TaggedKeys = TaggedKey | readonly TaggedKey[];
+
+/** The keys of one tag as a list. */
+export function taggedList(keys: TaggedKeys | undefined): readonly TaggedKey[] {
+  return keys === undefined ? [] : isTaggedKey(keys) ? [keys] : keys;
+}
+
+function isTaggedKey(keys: TaggedKeys): keys is TaggedKey {
+  return !Array.isArray(keys);
+}
+
+/**
  * The keys of a list by the attempt tag their names carry (TAGGED_KEY_BYTES a key named by the
  * operator; a key named otherwise costs nothing).
  */
-export function taggedKeys(listed: readonly ListedKey[]): Map<string, TaggedKey[]> {
-  const byTag = new Map<string, TaggedKey[]>();
+export function taggedKeys(listed: readonly ListedKey[]): Map<string, TaggedKeys> {
+  const byTag = new Map<string, TaggedKeys>();
   for (const key of listed) {
     const tag = attemptTagOf(key.name);
     if (tag === undefined) continue;
     const createdAt = key.created_at !== undefined ? Date.parse(key.created_at) : Number.NaN;
-    const entry = { id: key.id, createdAt: Number.isFinite(createdAt) ? createdAt : undefined, rand: key.name.slice(-3) };
+    const entry: TaggedKey = { id: key.id, createdAt: Number.isFinite(createdAt) ? createdAt : undefined, rand: key.name.slice(-3) };
     const keys = byTag.get(tag);
-    if (keys === undefined) byTag.set(tag, [entry]);
-    else keys.push(entry);
+    byTag.set(tag, keys === undefined ? entry : [...taggedList(keys), entry]);
   }
   return byTag;
 }

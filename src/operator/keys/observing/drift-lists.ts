@@ -14,7 +14,7 @@ import {
   stringBytes,
   taggedBytes,
 } from './drift-budget.ts';
-import type { ListingView, Snapshot, TaggedKey } from './drift-listing.ts';
+import type { ListingView, Snapshot, TaggedKeys } from './drift-listing.ts';
 
 /** A key issued lately: when its create was answered, its resource (work-queue key), whether a list not showing it was told. */
 export interface IssuedEntry {
@@ -34,7 +34,7 @@ export class DriftLists {
   readonly keys = new Map<string, Snapshot<Map<number, ListedUse>>>();
   readonly projects = new Map<string, Snapshot<Set<string>>>();
   /** Per key list: its keys by attempt tag, as last taken (tagged()); `covers`: the tags a sparse one answers for. */
-  readonly tagged = new Map<string, { at: number; keys: Map<string, TaggedKey[]>; bytes?: number; covers?: ReadonlySet<string> }>();
+  readonly tagged = new Map<string, { at: number; keys: Map<string, TaggedKeys>; bytes?: number; covers?: ReadonlySet<string> }>();
   readonly failures = new Map<string, { at: number; error: unknown }>();
   /**
    * The lists checks asked for within the last interval and a half, with what refreshes them: taken
@@ -235,7 +235,7 @@ export class DriftLists {
       this.keys.set(id, { at: keys.at, value, covers: new Set(wanted.keys.keys()) });
     }
     if (tagged !== undefined && tagged.covers === undefined) {
-      const kept = new Map<string, TaggedKey[]>();
+      const kept = new Map<string, TaggedKeys>();
       for (const tag of wanted.tags.keys()) {
         const found = tagged.keys.get(tag);
         if (found !== undefined) kept.set(tag, found);

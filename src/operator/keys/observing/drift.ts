@@ -5,7 +5,7 @@
 import type { KeyAdapter, KeyPlatform, ListedUse } from '../adapter.ts';
 import { ENTRY_BYTES, ListSlots, MAX_DRIFT_BYTES, MAX_DRIFT_LISTS, MAX_LISTS_AT_ONCE } from './drift-budget.ts';
 import { DriftLists } from './drift-lists.ts';
-import { MAX_LISTING_VIEWS, listedUse, taggedKeys, type ListingView, type Snapshot, type TaggedKey } from './drift-listing.ts';
+import { MAX_LISTING_VIEWS, listedUse, taggedKeys, taggedList, type ListingView, type Snapshot, type TaggedKey } from './drift-listing.ts';
 
 const CREATED_AT_MARGIN_MS = 5_000;
 
@@ -184,7 +184,7 @@ export class DriftCache {
     this.#lists.want(id, { tag });
     const list = this.#lists.tagged.get(id);
     if (list === undefined || (list.covers !== undefined && !list.covers.has(tag))) return undefined;
-    return { at: list.at, keys: list.keys.get(tag) ?? [] };
+    return { at: list.at, keys: taggedList(list.keys.get(tag)) };
   }
 
   /** Keys revoked by this process: gone from the tagged keys of the list until it is taken again. */
@@ -193,9 +193,10 @@ export class DriftCache {
     const list = this.#lists.tagged.get(id);
     if (list === undefined) return;
     for (const [tag, keys] of list.keys) {
-      const left = keys.filter((k) => !ids.includes(k.id));
+      const all = taggedList(keys);
+      const left = all.filter((k) => !ids.includes(k.id));
       if (left.length === 0) list.keys.delete(tag);
-      else if (left.length !== keys.length) list.keys.set(tag, left);
+      else if (left.length !== all.length) list.keys.set(tag, left.length === 1 ? left[0]! : left);
     }
     delete list.bytes;
     this.#lists.account(id);
