@@ -71,7 +71,11 @@ export function taggedKeys(listed: readonly ListedKey[]): Map<string, TaggedKeys
     const createdAt = key.created_at !== undefined ? Date.parse(key.created_at) : Number.NaN;
     const entry: TaggedKey = { id: key.id, createdAt: Number.isFinite(createdAt) ? createdAt : undefined, rand: key.name.slice(-3) };
     const keys = byTag.get(tag);
-    byTag.set(tag, keys === undefined ? entry : [...taggedList(keys), entry]);
+    if (keys === undefined) byTag.set(tag, entry);
+    else if (isTaggedKey(keys)) byTag.set(tag, [keys, entry]);
+    // An array this loop made: added to in place, so a list of many keys of one tag (whatever the
+    // platform answers) costs no copy per key.
+    else (keys as TaggedKey[]).push(entry);
   }
   return byTag;
 }

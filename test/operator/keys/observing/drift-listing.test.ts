@@ -29,4 +29,12 @@ describe('taggedKeys', () => {
     ]);
     expect(taggedList(undefined)).toEqual([]);
   });
+
+  it('keeps every key of a tag a platform lists many times, in listed order', () => {
+    const name = attemptName('team-c', 'klmno');
+    const listed = Array.from({ length: 5_000 }, (_, i) => ({ id: i + 1, name }));
+    const keys = taggedList(taggedKeys(listed as never).get(attemptTagOf(name)!));
+    expect(keys).toHaveLength(5_000);
+    expect(keys.every((k, i) => k.id === i + 1)).toBe(true);
+  });
 });
