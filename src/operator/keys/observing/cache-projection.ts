@@ -229,10 +229,7 @@ export function cachedConditionsOf(obj: KubernetesObject): CachedConditions {
  */
 const OWNER_VALUE = /^(?:ApiKey|ProjectApiKey)\/[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;
 
-/**
- * A Secret as the cache keeps it: who it is, and for a Secret of ours (the managed-by label) whose
- * it is; never its data, labels or other annotations.
- */
+/** What the Secret cache holds of a Secret (trimSecret()). */
 interface CachedSecret extends V1Secret {
   /**
    * Its owner annotation (`<Kind>/<name>`), or the owner's kind alone when the owner has the
