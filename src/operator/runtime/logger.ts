@@ -41,13 +41,15 @@ export function createLogger(options: { level?: string; destination?: Destinatio
 }
 
 /**
- * `value` with every member named in CENSORED replaced by CENSOR, in plain objects, arrays and
- * errors down to CENSOR_DEPTH. What holds nothing to censor is returned as it is, and what does is
- * copied (the caller's objects are never changed); an error's copy keeps its prototype and its own
- * properties (message, stack, cause), so pino's error serializer writes it as it would the original.
+ * `value` with every member named in CENSORED replaced by CENSOR, in objects and arrays down to
+ * CENSOR_DEPTH (binary data, which holds no members, is not looked into). What holds nothing to
+ * censor is returned as it is, and what does is copied (the caller's objects are never changed). A
+ * copy of an instance of a class keeps its prototype and its own properties as values (an error's
+ * message, stack and cause included), so pino writes it as it would the original: an error through
+ * its error serializer, anything else through its toJSON.
  */
 export function censored(value: unknown, depth: number): unknown {
-  if (depth > CENSOR_DEPTH || value === null || typeof value !== 'object') return value;
+  if (depth > CENSOR_DEPTH || value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
@@ -58,33 +60,24 @@ export function censored(value: unknown, depth: number): unknown {
     return copy ?? value;
   }
   const proto = Object.getPrototypeOf(value) as object | null;
-  if (value instanceof Error) return censoredError(value, depth);
-  if (proto !== Object.prototype && proto !== null) return value;
+  const plain = proto === Object.prototype || proto === null;
   const record = value as Record<string, unknown>;
-  let copy: Record<string, unknown> | undefined;
-  for (const name of Object.keys(record)) {
-    const member = record[name];
-    const kept = CENSORED.has(name) && member !== undefined ? CENSOR : censored(member, depth + 1);
-    if (kept !== member) (copy ??= { ...record })[name] = kept;
-  }
-  return copy ?? value;
-}
-
-function censoredError(error: Error, depth: number): Error {
+  // An instance's own properties whether enumerable or not: an error's cause is not.
+  const names = plain ? Object.keys(record) : Object.getOwnPropertyNames(record);
   let changes: Map<string, unknown> | undefined;
-  for (const name of Object.getOwnPropertyNames(error)) {
-    const member = (error as unknown as Record<string, unknown>)[name];
+  for (const name of names) {
+    const member = record[name];
     const kept = CENSORED.has(name) && member !== undefined ? CENSOR : censored(member, depth + 1);
     if (kept !== member) (changes ??= new Map()).set(name, kept);
   }
-  if (changes === undefined) return error;
-  // Each own property as a value read from the error: V8's `stack` is an accessor that answers only
-  // on the error it was made for.
-  const copy = Object.create(Object.getPrototypeOf(error) as object) as Error;
-  for (const name of Object.getOwnPropertyNames(error)) {
-    const enumerable = Object.getOwnPropertyDescriptor(error, name)?.enumerable ?? false;
-    const value = changes.has(name) ? changes.get(name) : (error as unknown as Record<string, unknown>)[name];
-    Object.defineProperty(copy, name, { value, writable: true, enumerable, configurable: true });
+  if (changes === undefined) return value;
+  if (plain) return { ...record, ...Object.fromEntries(changes) };
+  // Each own property as a value read from the original: V8's `stack` is an accessor that answers
+  // only on the error it was made for.
+  const copy = Object.create(proto) as Record<string, unknown>;
+  for (const name of names) {
+    const enumerable = Object.getOwnPropertyDescriptor(record, name)?.enumerable ?? false;
+    Object.defineProperty(copy, name, { value: changes.has(name) ? changes.get(name) : record[name], writable: true, enumerable, configurable: true });
   }
   return copy;
 }

@@ -102,5 +102,26 @@ describe('the operator log', () => {
     // Beyond the depth it looks at, a member is left as it is.
     const tooDeep = { a: { b: { c: { d: { key: 'x' } } } } };
     expect(censored(tooDeep, 1)).toBe(tooDeep);
+    const bytes = Buffer.from('napi_bytes');
+    expect(censored({ bytes }, 1)).toEqual({ bytes });
+  });
+
+  it('censors an instance of a class as a copy that keeps its prototype, so its toJSON still writes it', () => {
+    class Credentials {
+      readonly token: string;
+      readonly name: string;
+      constructor(token: string, name: string) {
+        this.token = token;
+        this.name = name;
+      }
+      toJSON(): unknown {
+        return { kind: 'Credentials', name: this.name, token: this.token };
+      }
+    }
+    const credentials = new Credentials('napi_instance', 'ci');
+    const copy = censored({ credentials }, 1) as { credentials: Credentials };
+    expect(copy.credentials).toBeInstanceOf(Credentials);
+    expect(JSON.parse(JSON.stringify(copy))).toEqual({ credentials: { kind: 'Credentials', name: 'ci', token: '[redacted]' } });
+    expect(credentials.token).toBe('napi_instance');
   });
 });
