@@ -333,12 +333,17 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     // Phase 5a: the key each resource records and the reason of its KeyIssued condition, as watched.
     const keyIdOf = new Map<string, number>();
     const issuedReasonOf = new Map<string, string>();
+    // The writes on each key's own objects, as watched (a MODIFIED event of the resource; an ADDED or
+    // MODIFIED one of its Secret): the apiserver's counts (writesPerKey) hold every write of a phase,
+    // those on the keys of earlier phases too (their use recorded in status, for one).
+    const resourceUpdatesOf = new Map<string, number>();
+    const secretWritesOf = new Map<string, number>();
     const watch = new Watch(kc);
     // A watch that ends (the apiserver closes one whose reader falls behind) goes on from the last
     // version it saw, as an informer does: started again without one, it is sent every object again
     // (10,000 and more), which cost the apiserver the CPU the wave needed (a run's Ready count stood
     // still for a minute or more while the operator went on issuing keys). 410 Gone: from now.
-    const startWatch = async (path: string, query: Record<string, string>, onEvent: (obj: Record<string, unknown>) => void, from?: string) => {
+    const startWatch = async (path: string, query: Record<string, string>, onEvent: (obj: Record<string, unknown>, type: string) => void, from?: string) => {
       let last = from;
       const again = () => {
         if (!stopped) void startWatch(path, query, onEvent, last).catch(() => setTimeout(again, 1_000));
@@ -354,7 +359,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
               return;
             }
             last = o.metadata?.resourceVersion ?? last;
-            if (type !== 'BOOKMARK') onEvent(o);
+            if (type !== 'BOOKMARK') onEvent(o, type);
           },
           (err: unknown) => {
             if (!stopped)
@@ -366,8 +371,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
         ),
       );
     };
-    await startWatch(`/apis/${GROUP}/${VERSION}/namespaces/${NS}/${PLURAL}`, {}, (obj) => {
+    await startWatch(`/apis/${GROUP}/${VERSION}/namespaces/${NS}/${PLURAL}`, {}, (obj, type) => {
       const name = (obj.metadata as { name: string }).name;
+      if (type === 'MODIFIED') resourceUpdatesOf.set(name, (resourceUpdatesOf.get(name) ?? 0) + 1);
       const status = obj.status as { keyId?: number; conditions?: { type: string; status: string; reason?: string }[] } | undefined;
       const ready = status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
       if (ready === true && !readyAt.has(name)) readyAt.set(name, performance.now());
@@ -375,8 +381,9 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
       const issued = status?.conditions?.find((c) => c.type === 'KeyIssued')?.reason;
       if (issued !== undefined) issuedReasonOf.set(name, issued);
     });
-    await startWatch(`/api/v1/namespaces/${NS}/secrets`, { labelSelector: 'app.kubernetes.io/managed-by=neon-key-operator' }, (obj) => {
+    await startWatch(`/api/v1/namespaces/${NS}/secrets`, { labelSelector: 'app.kubernetes.io/managed-by=neon-key-operator' }, (obj, type) => {
       const name = (obj.metadata as { name: string }).name;
+      if (type === 'ADDED' || type === 'MODIFIED') secretWritesOf.set(name, (secretWritesOf.get(name) ?? 0) + 1);
       const data = obj.data as Record<string, string> | undefined;
       if (data !== undefined && Object.keys(data).length > 0 && !secretAt.has(name)) secretAt.set(name, { t: performance.now(), data });
     });
@@ -707,6 +714,12 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const memRequests = await requests();
     const api4 = since(api4a, await apiserverRequests());
     const writes4 = writesPerKey(api4, c4.ready);
+    /** The writes watched on the wave's own resources and Secrets, per key of the wave. */
+    const ownWrites = () => {
+      const sum = (counts: Map<string, number>) => mem.reduce((n, k) => n + (counts.get(k.name) ?? 0), 0) / more;
+      return { resource: sum(resourceUpdatesOf), secret: sum(secretWritesOf) };
+    };
+    const own4 = ownWrites();
     // Phase 5a's key in the project that will leave its organization.
     await create('drift-project', 0, 0, DRIFT_PROJECT);
     if (!(await waitReady(['drift-project'], 60_000))) throw new Error('drift-project not Ready in 60 s');
@@ -716,6 +729,7 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     const rss4 = procRssBytes(pid);
     const m4 = await scrape(metricsUrl);
     log(`   CPU during the wave: ${share4}`);
+    log(`   writes watched on the wave's own keys: ${fmt(own4.resource, 2)} updates of its resource, ${fmt(own4.secret, 2)} of its Secret, a key`);
     log(
       `   ${fmt(c4.ready)} / ${fmt(more)} Ready in ${fmt(c4.seconds, 1)} s (${fmt(c4.keysPerSecond, 1)} keys/s); writes per issued key ${fmt(writes4.perKey, 2)} (${writes4.list}); reads ${fmt(writes4.readsPerKey, 2)} (${writes4.reads || 'none'}); operator CPU ${fmt((cpu4 / Math.max(1, c4.ready)) * 1000, 1)} ms per key; RSS ${mb(rss4)} MiB`,
     );
@@ -735,6 +749,10 @@ export async function operatorBenchmark(opts: BenchOptions): Promise<string> {
     }
     const apiFirst = since(apiFirstA, await apiserverRequests());
     const firstPassWrites = writesPerKey(apiFirst, more, 0);
+    const ownFirst = ownWrites();
+    log(
+      `   writes watched on the wave's own keys since it began: ${fmt(ownFirst.resource, 2)} updates of its resource, ${fmt(ownFirst.secret, 2)} of its Secret, a key`,
+    );
     log(
       `   first drift passes: per key of phase 4, writes ${fmt(firstPassWrites.perKey, 2)} (${firstPassWrites.list || 'none'}), reads ${fmt(firstPassWrites.readsPerKey, 2)} (${firstPassWrites.reads || 'none'})`,
     );
