@@ -26,6 +26,17 @@ function lostAttemptsWithout(status: KeyResource['status'], names: readonly stri
   return { lostAttempts: kept.length > 0 ? kept : null };
 }
 
+/**
+ * With keys this pass's credentials found (their list showed them) going to status.replacedKeys:
+ * status.credentialsFingerprint names those credentials when status names none yet (no key was
+ * ever recorded). Else a personal key's NOT_FOUND from other credentials put in the Secret later
+ * would drop it from the list while it is live (observe.ts credentialsChanged; the hostile campaign,
+ * seed 24: a key made with another person's key, then the tenant's own put back).
+ */
+function finderFingerprint(ctx: Pick<Context, 'resource' | 'fingerprint'>): { credentialsFingerprint?: string } {
+  return ctx.resource.status?.credentialsFingerprint === undefined && ctx.fingerprint !== undefined ? { credentialsFingerprint: ctx.fingerprint } : {};
+}
+
 /** Keys made this long before their intent are not the intent's (clocks differ). */
 const RECOVERY_CLOCK_MARGIN_MS = 5 * 60_000;
 
@@ -162,7 +173,7 @@ export async function recover(deps: KeyDeps, ctx: Context, pending: PendingAttem
   const dropped = lostAttemptsWithout(resource.status, settled);
   let current = resource;
   if (replacedKeys !== undefined || dropped !== undefined) {
-    current = await writeKeyRecord(deps, ctx, [], { ...(replacedKeys !== undefined ? { replacedKeys } : {}), ...dropped });
+    current = await writeKeyRecord(deps, ctx, [], { ...(replacedKeys !== undefined ? { replacedKeys, ...finderFingerprint(ctx) } : {}), ...dropped });
   }
   logger.info({ attempt: pending.attempt, revoked: revoked.map((k) => k.id), recorded: added.map((k) => k.id) }, 'recovered interrupted create');
   // A key under an issuer's cap: its slot stays its own for the create that starts again (issuer-slots.ts).
@@ -237,7 +248,10 @@ export async function revokeOrphans(
     const inReplaced = recorded.replacedKeys.map((k) => k.keyId);
     const dropped = ctx.observation.deleting ? undefined : lostAttemptsWithout(resource.status, settledNames(inReplaced));
     if (recorded.added.length > 0 || dropped !== undefined) {
-      await writeStatus(deps, ctx, [], { ...(recorded.added.length > 0 ? { replacedKeys: recorded.replacedKeys } : {}), ...dropped });
+      await writeStatus(deps, ctx, [], {
+        ...(recorded.added.length > 0 ? { replacedKeys: recorded.replacedKeys, ...finderFingerprint(ctx) } : {}),
+        ...dropped,
+      });
     }
     logger.warn({ keyId: failed.keyId, code: failed.failure?.code, recorded: recorded.added }, 'a key of an interrupted create is still not revoked');
     await deps.events.record(

@@ -45,6 +45,18 @@ export function decide(o: Observation): Decision {
   // stays recorded until those are back, or until the delete). Before anything else but a new key
   // while the list has room for what it may add: recorded there, it waits for no outage to end.
   const replaced = o.replacedKeyIds ?? [];
+  // Replaced keys recorded under other credentials than the Secret's now: a new key's record would
+  // name the new credentials as the ones status.replacedKeys was found with, and their NOT_FOUND
+  // would then drop keys they cannot see. No new key until those credentials are back.
+  if (replaced.length > 0 && o.credentialsChanged === true && next.action.type === 'Create') {
+    return {
+      action: { type: 'Blocked', retry: false },
+      reason: 'CredentialsChanged',
+      message:
+        `replaced key(s) ${replaced.join(', ')} were found with other credentials than the ones now in the credentials Secret, which cannot see them: ` +
+        `they may still be live. Put those credentials back to revoke them; no new key is issued until then`,
+    };
+  }
   if (replaced.length > 0 && revoking && !(next.action.type === 'Create' && replaced.length < MAX_REPLACED_KEYS)) {
     return { action: { type: 'RevokeReplaced', keyIds: replaced }, reason: 'RevokingReplaced', message: `revoking replaced key(s) ${replaced.join(', ')}` };
   }

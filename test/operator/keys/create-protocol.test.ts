@@ -9,7 +9,7 @@ import { DriftCache } from '../../../src/operator/keys/observing/drift.ts';
 import { Signer } from '../../../src/operator/keys/issuing/signing.ts';
 import { buildSecret } from '../../../src/operator/keys/secret/secret-writer.ts';
 import { ANNOTATION_CREATE_PENDING, FINALIZER, type KeyResource } from '../../../src/operator/resources/schema.ts';
-import { NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
+import { ADMIN_KEY, CREDENTIALS, NAMESPACE, keyResource, platformError, rig } from './fakes.ts';
 
 const condition = (resource: KeyResource | undefined, type: string): string | undefined => {
   const c = resource?.status?.conditions?.find((x) => x.type === type);
@@ -478,6 +478,47 @@ describe('the create protocol', () => {
     const intent = JSON.parse(r.kube.resource('ApiKey', NAMESPACE, 'ci')!.metadata.annotations?.[ANNOTATION_CREATE_PENDING] ?? '{}') as Record<string, unknown>;
     expect(intent).toMatchObject({ abandons: given });
     expect(intent.replaces).toBeUndefined();
+  });
+
+  it("a personal key an interrupted create left, recorded in replacedKeys with the credentials that found it: another person's credentials put in the Secret later neither drop it on their NOT_FOUND nor issue a new key over it (campaign seed 24)", async () => {
+    const r = rig();
+    r.kube.putResource(keyResource('ApiKey', 'ci', { spec: { scope: 'Personal', organizationId: undefined } }));
+    r.platform.answerCreate = (): never => {
+      throw platformError('TIMEOUT', undefined, 'ambiguous');
+    };
+    expect(await r.reconcile()).toEqual({ type: 'Retry' });
+    const lost = r.platform.keys[0]!;
+    r.platform.answerCreate = undefined;
+    // Recovery finds the attempt's key in the list of these credentials, and the platform refuses its revoke now.
+    r.platform.failNext = { method: 'revoke', error: platformError('UNAVAILABLE', 503, 'retryable') };
+    await r.reconcile();
+    let status = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status;
+    expect(status?.keyId).toBeUndefined();
+    expect(status?.replacedKeys?.map((k) => k.keyId)).toEqual([lost.id]);
+    expect(status?.credentialsFingerprint).toBe(r.signer.fingerprint(ADMIN_KEY));
+
+    // Another person's key in the credentials Secret: a personal key of someone else is NOT_FOUND to them.
+    r.kube.putSecret({ metadata: { name: CREDENTIALS, namespace: NAMESPACE }, data: { apiKey: Buffer.from('another-persons-key-98765').toString('base64') } });
+    const calls = r.platform.calls.length;
+    for (let i = 0; i < 3; i++) {
+      r.platform.failNext = { method: 'revoke', error: platformError('NOT_FOUND', 404) };
+      await r.reconcile();
+    }
+    status = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status;
+    expect(status?.replacedKeys?.map((k) => k.keyId)).toEqual([lost.id]);
+    expect(status?.keyId).toBeUndefined();
+    expect(condition(r.kube.resource('ApiKey', NAMESPACE, 'ci'), 'Ready')).toBe('False CredentialsChanged');
+    expect(r.platform.calls.slice(calls).filter((c) => c.startsWith('create') || c.startsWith('revoke'))).toEqual([]);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([lost.id]);
+    r.platform.failNext = undefined;
+
+    // The credentials that found it back: a new key (the list has room), then the replaced key revoked.
+    r.kube.putSecret({ metadata: { name: CREDENTIALS, namespace: NAMESPACE }, data: { apiKey: Buffer.from(ADMIN_KEY).toString('base64') } });
+    for (let i = 0; i < 4; i++) await r.reconcile();
+    status = r.kube.resource('ApiKey', NAMESPACE, 'ci')!.status;
+    expect(status?.replacedKeys ?? []).toEqual([]);
+    expect(r.platform.keys.map((k) => k.id)).toEqual([status?.keyId]);
+    expect(status?.keyId).not.toBe(lost.id);
   });
 
   it('blocks without credentials, with backoff, and without calling the platform', async () => {
