@@ -127,7 +127,8 @@ export const REASONS: Record<Reason, ReasonDoc> = {
     on: 'KeyIssued=False, Ready=False, Rotating=True; Warning event',
     meaning:
       'a personal key issued with other credentials, which the current ones cannot see or revoke: neither taken for revoked nor replaced (see ' +
-      'keys.neon.dev/abandon-key); also holds repairs, rotations, revocations and an interrupted repair or rotation (neither adopted nor recovered with them)',
+      'keys.neon.dev/abandon-key); also holds repairs, rotations, revocations and an interrupted repair or rotation (neither adopted nor recovered with them), ' +
+      'and a new key while keys an interrupted create left, found with other credentials, wait in status.replacedKeys',
   },
   CredentialsRefused: {
     on: 'Ready=Unknown, KeyIssued=Unknown; Warning event',
