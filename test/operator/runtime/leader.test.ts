@@ -99,14 +99,26 @@ describe('LeaderElector', () => {
     const b = candidate(kubeConfig, lease, 'replica-b', STEADY);
     const leaders = watchLeaders([a, b]);
     await until('a leader', () => a.elector.isLeader() || b.elector.isLeader(), 15_000);
-    await sleep(STEADY.leaseDurationMs); // past one full lease: the standby must still wait
+    // Past one full lease, counted on the leader's renewals in the Lease (not on a timer): while they
+    // go on, the standby, which reads the lease at every retry, must still wait.
+    const leases = kubeConfig.makeApiClient(CoordinationV1Api);
+    const holder = a.elector.isLeader() ? a.identity : b.identity;
+    let firstRenewal: number | undefined;
+    for (;;) {
+      const current = await leases.readNamespacedLease({ name: lease, namespace: NAMESPACE });
+      expect(current.spec?.holderIdentity).toBe(holder);
+      const renewed = new Date(current.spec?.renewTime ?? 0).getTime();
+      firstRenewal ??= renewed;
+      if (renewed - firstRenewal > STEADY.leaseDurationMs) break;
+      await sleep(50);
+    }
     const [leader, standby] = a.elector.isLeader() ? [a, b] : [b, a];
     expect(leader.elector.isLeader()).toBe(true);
     expect(standby.elector.isLeader()).toBe(false);
     expect(leader.events).toEqual(['started']);
     expect(standby.events).toEqual([]);
 
-    const stored = await kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: lease, namespace: NAMESPACE });
+    const stored = await leases.readNamespacedLease({ name: lease, namespace: NAMESPACE });
     expect(stored.spec?.holderIdentity).toBe(leader.identity);
     expect(stored.spec?.leaseDurationSeconds).toBe(5);
 
