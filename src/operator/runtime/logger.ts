@@ -10,7 +10,7 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 
 /** Member names whose value is never written, at any depth up to CENSOR_DEPTH (`headers.authorization` included). */
 const CENSORED: ReadonlySet<string> = new Set(['apiKey', 'key', 'secret', 'data', 'stringData', 'authorization', 'token']);
-export const CENSOR = '[redacted]';
+const CENSOR = '[redacted]';
 /** How deep censoring looks: the line's own members are depth 1, `err.response.headers.authorization` depth 4. */
 const CENSOR_DEPTH = 4;
 
