@@ -16,10 +16,11 @@
 // An object is projected as it arrives, at LIST as at watch: a LIST goes in pages read as streams,
 // one object held at a time (paged-list.ts), so neither a start nor a relist holds a namespace's
 // objects as sent, whatever size a tenant gave them.
-import { Watch, type KubeConfig, type KubernetesObject, type RequestContext, type V1ObjectMeta } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, RequestContext, V1ObjectMeta } from '@kubernetes/client-node';
 import { intern } from './intern.ts';
 import { listMetadata, pagedList } from './paged-list.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
+import { ProjectingWatch } from './watch-stream.ts';
 
 /** The identity of an object as every cache keeps it: the informer's bookkeeping, and what a wake is judged on. */
 export function identityMeta(meta: V1ObjectMeta | undefined): V1ObjectMeta {
@@ -54,39 +55,6 @@ function sized<T extends KubernetesObject>(transform: (obj: T) => T): (obj: T, b
 }
 
 /**
- * A Watch that hands every object through `transform` before the informer sees (and caches) it. A
- * watch event holds one object: client-node parses its line, this projects it, and only the
- * projection goes on (not the event as sent, which client-node offers as a third argument).
- */
-class TransformingWatch<T extends KubernetesObject> extends Watch {
-  readonly #transform: (obj: T) => T;
-
-  /** `measure`: record the size of each object (as JSON: its size as sent, near enough) with its projection. */
-  constructor(kubeConfig: KubeConfig, transform: (obj: T) => T, measure = false) {
-    super(kubeConfig);
-    const measured = sized(transform);
-    this.#transform = measure ? (obj) => measured(obj, JSON.stringify(obj).length) : transform;
-  }
-
-  override watch(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
-    done: (err: unknown) => void,
-  ): Promise<AbortController> {
-    return super.watch(
-      path,
-      queryParams,
-      (phase, obj: unknown) => {
-        // ERROR carries a Status, BOOKMARK only a resourceVersion: neither is cached.
-        callback(phase, phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED' ? this.#transform(obj as T) : obj);
-      },
-      done,
-    );
-  }
-}
-
-/**
  * Objects per page of a LIST of whole objects: a page is at most 50 × the largest object as sent
  * (about 2 MiB as JSON), read as a stream and never held: one object at a time (paged-list.ts).
  */
@@ -106,7 +74,7 @@ export function makeTrimmedInformer<T extends KubernetesObject>(
     project: (obj, bytes) => project(obj as T, bytes),
     ...(labelSelector !== undefined ? { labelSelector } : {}),
   });
-  return new Reflector<T>(path, new TransformingWatch<T>(kubeConfig, transform, true), list, labelSelector, options);
+  return new Reflector<T>(path, new ProjectingWatch<T>(kubeConfig, project), list, labelSelector, options);
 }
 
 // Metadata-only informers (client-go's metadatainformer): the apiserver answers a LIST or a watch
@@ -141,5 +109,5 @@ export function makeMetadataInformer<T extends KubernetesObject>(
   options?: ReflectorOptions,
 ): Reflector<T> {
   const list = listMetadata(kubeConfig, path, labelSelector, undefined, (obj) => transform(obj as T));
-  return new Reflector<T>(path, new TransformingWatch<T>(metadataWatchConfig(kubeConfig), transform), list, labelSelector, options);
+  return new Reflector<T>(path, new ProjectingWatch<T>(metadataWatchConfig(kubeConfig), (obj) => transform(obj)), list, labelSelector, options);
 }

@@ -8,12 +8,14 @@
 //   what undici's own `request` costs for the same exchange.
 // reuseKubeConnections() keeps one dispatcher per cluster, user and TLS material, and reads the TLS
 // material once a minute (so a rotated CA or client certificate is still picked up);
-// sendKubeRequest() sends one request of an API client with undici's `request`. The Authorization
+// sendKubeRequest() sends one request of an API client straight to the dispatcher (undici's
+// `dispatch`: no Readable around the answer, no callback bound to an AsyncResource, which undici's
+// `request` adds to every exchange and an answer read whole does not need). The Authorization
 // header is still computed per request: client-node's authenticators keep and refresh tokens themselves.
-// Watches (informers) keep client-node's own path: they are long-lived and few.
+// Watches (informers) go over the same dispatchers, read by watch-stream.ts.
 import { createHash } from 'node:crypto';
 import { RequestContext, type HttpMethod, type KubeConfig } from '@kubernetes/client-node';
-import { request, type Dispatcher } from 'undici';
+import { getGlobalDispatcher, type Dispatcher } from 'undici';
 
 /** How long TLS material read from the kubeconfig (or the files it names) is used before it is read again. */
 export const TLS_REREAD_MS = 60_000;
@@ -117,7 +119,7 @@ export interface KubeAnswer {
 }
 
 /**
- * Sends one request of an API client with undici's `request`. It is signed by
+ * Sends one request of an API client through undici's `dispatch`. It is signed by
  * `kubeConfig.applySecurityAuthentication`, as client-node signs its own: the write fence of a
  * fenced KubeConfig (write-fence.ts), the authenticators, and the dispatcher reuseKubeConnections
  * keeps all apply. The body is read whole before it is handed on: an API client's answers are
@@ -134,16 +136,37 @@ export async function sendKubeRequest(kubeConfig: KubeConfig, req: KubeRequest):
   const userAgent = (kubeConfig as unknown as UserAgentHolder)[USER_AGENT];
   if (userAgent !== undefined) context.setHeaderParam('User-Agent', userAgent);
   await kubeConfig.applySecurityAuthentication(context);
-  const dispatcher = context.getDispatcher() as Dispatcher | undefined;
+  const dispatcher = (context.getDispatcher() as Dispatcher | undefined) ?? getGlobalDispatcher();
   const body = context.getBody() as string | undefined;
-  const response = await request(context.getUrl(), {
-    method: req.method as Dispatcher.HttpMethod,
-    headers: context.getHeaders(),
-    ...(body !== undefined ? { body } : {}),
-    ...(dispatcher !== undefined ? { dispatcher } : {}),
+  const url = new URL(context.getUrl());
+  return new Promise<KubeAnswer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let statusCode = 0;
+    let headers: Record<string, string> = {};
+    dispatcher.dispatch(
+      { origin: url.origin, path: url.pathname + url.search, method: req.method as Dispatcher.HttpMethod, headers: context.getHeaders(), body: body ?? null },
+      {
+        onRequestStart() {},
+        onResponseStart(_controller, code, answered) {
+          statusCode = code;
+          headers = {};
+          for (const name in answered) {
+            const value = answered[name];
+            if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+          }
+        },
+        onResponseData(_controller, chunk) {
+          chunks.push(chunk);
+          bytes += chunk.length;
+        },
+        onResponseEnd() {
+          resolve({ statusCode, headers, body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, bytes) });
+        },
+        onResponseError(_controller, error) {
+          reject(error);
+        },
+      },
+    );
   });
-  const answer = Buffer.from(await response.body.arrayBuffer());
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-  return { statusCode: response.statusCode, headers, body: answer };
 }

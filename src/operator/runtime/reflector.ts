@@ -18,8 +18,11 @@
 // - The cache knows how long its watch has been failing (failingSince): a cache whose watch has
 //   failed longer than the controller's bound is stale (controller.ts), and neither readiness nor the
 //   at-rest check trusts it.
-import type { KubernetesObject, ListPromise, ObjectCache, Watch } from '@kubernetes/client-node';
+// - A watch request's stream is read by watch-stream.ts rather than client-node's Watch: a line it
+//   cannot read, or an error of a handler, ends the watch (client-node passed over both).
+import type { KubernetesObject, ListPromise, ObjectCache } from '@kubernetes/client-node';
 import { WatchBackoff, type WatchBackoffOptions } from './watch-backoff.ts';
+import type { WatchSource } from './watch-stream.ts';
 
 /** How one LIST-and-WATCH round ended, for logs and metrics. */
 export interface WatchRestart {
@@ -101,7 +104,7 @@ function unresumable(error: unknown, status: WatchEnd['status']): boolean {
 
 export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
   readonly #path: string;
-  readonly #watch: Watch;
+  readonly #watch: WatchSource;
   readonly #listFn: ListPromise<T>;
   readonly #labelSelector: string | undefined;
   readonly #o: ReflectorOptions;
@@ -123,7 +126,7 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
   #request: AbortController | undefined;
   #wakeSleep: (() => void) | undefined;
 
-  constructor(path: string, watch: Watch, list: ListPromise<T>, labelSelector?: string, options: ReflectorOptions = {}) {
+  constructor(path: string, watch: WatchSource, list: ListPromise<T>, labelSelector?: string, options: ReflectorOptions = {}) {
     this.#path = path;
     this.#watch = watch;
     this.#listFn = list;
@@ -131,9 +134,9 @@ export class Reflector<T extends KubernetesObject> implements ObjectCache<T> {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#backoff = new WatchBackoff(options.backoff);
-    // client-node's Watch drops a watch after requestTimeoutMs without data (30 s): shorter than
-    // the bookmarks' minute, so every quiet watch ended. A private field of Watch in 2.x.
-    (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = options.inactivityMs ?? 150_000;
+    // A watch ends after requestTimeoutMs without data (client-node's default, 30 s, is shorter
+    // than the bookmarks' minute: every quiet watch would end).
+    watch.requestTimeoutMs = options.inactivityMs ?? 150_000;
   }
 
   on(verb: Verb, cb: Callback<T>): void {

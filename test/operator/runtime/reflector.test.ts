@@ -3,8 +3,9 @@
 // closes after a given time) cannot be produced on demand by a real apiserver in a unit test. The
 // integration suite test/operator/watch-refused.test.ts plays the same story on a real one.
 import { describe, expect, it } from '@jest/globals';
-import type { KubernetesListObject, KubernetesObject, Watch } from '@kubernetes/client-node';
+import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import { Reflector, type ReflectorOptions, type WatchRestart } from '../../../src/operator/runtime/reflector.ts';
+import type { WatchSource } from '../../../src/operator/runtime/watch-stream.ts';
 
 type Step =
   | { refuse: number }
@@ -16,7 +17,7 @@ interface Call {
   params: Record<string, unknown>;
 }
 
-class FakeScriptedWatch {
+class FakeScriptedWatch implements WatchSource {
   requestTimeoutMs = 30_000;
   readonly calls: Call[] = [];
   readonly #steps: Step[];
@@ -84,7 +85,7 @@ function reflector(
 ): { r: Reflector<KubernetesObject>; restarts: WatchRestart[]; events: string[] } {
   const restarts: WatchRestart[] = [];
   const events: string[] = [];
-  const r = new Reflector<KubernetesObject>('/api/v1/namespaces/team-a/secrets', watch as unknown as Watch, list, undefined, {
+  const r = new Reflector<KubernetesObject>('/api/v1/namespaces/team-a/secrets', watch, list, undefined, {
     backoff: { initialMs: 20, maxMs: 160, jitter: 0 },
     healthyWatchMs: 200,
     ...options,
