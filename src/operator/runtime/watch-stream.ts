@@ -26,7 +26,12 @@ export type WatchCallback = (phase: string, obj: unknown) => void;
 export interface WatchSource {
   /** The watch ends after this long without a byte from the apiserver (bookmarks come about once a minute). */
   requestTimeoutMs: number;
-  watch(path: string, queryParams: Record<string, string | number | boolean | undefined>, callback: WatchCallback, done: (err: unknown) => void): Promise<AbortController>;
+  watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: WatchCallback,
+    done: (err: unknown) => void,
+  ): Promise<AbortController>;
 }
 
 /** The error a watch ends with when the apiserver answers it with another status than 200 (the reflector reads `statusCode`). */
