@@ -99,7 +99,7 @@ export class ProjectingWatch<T> implements WatchSource {
     arm(timeoutMs);
 
     const lines = new LineSplitter(this.#maxLineBytes, (line) => {
-      const event = JSON.parse(line.toString('utf8')) as { type: string; object: unknown };
+      const event = parseEvent(line);
       const { type } = event;
       callback(type, type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED' ? this.#project(event.object as T, line.length) : event.object);
     });
@@ -132,6 +132,18 @@ export class ProjectingWatch<T> implements WatchSource {
       end(error);
     }
     return controller;
+  }
+}
+
+/**
+ * One line of a watch, parsed. JSON.parse's own error quotes the text around the fault, which may be
+ * an object's content: the error says where and how long instead, and nothing of the line.
+ */
+function parseEvent(line: Buffer): { type: string; object: unknown } {
+  try {
+    return JSON.parse(line.toString('utf8')) as { type: string; object: unknown };
+  } catch {
+    throw new Error(`a watch event that is not JSON (${line.length} bytes)`);
   }
 }
 

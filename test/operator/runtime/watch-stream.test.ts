@@ -1,10 +1,14 @@
 // The informers' watch request (src/operator/runtime/watch-stream.ts): its line splitter alone, then
 // the watch against the real apiserver: objects projected with their size as sent, the ends it
 // chooses (a line over the bound, a callback that throws, a refused path, a quiet stream), and a
-// metadata-only watch that never receives an object's content.
+// metadata-only watch that never receives an object's content. Last, a line that is not JSON, from
+// a loopback server (a named fake: an apiserver does not send one).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, type KubeConfig, type RequestContext, type V1ConfigMap } from '@kubernetes/client-node';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CoreV1Api, KubeConfig, type RequestContext, type V1ConfigMap } from '@kubernetes/client-node';
 import { LineSplitter, ProjectingWatch } from '../../../src/operator/runtime/watch-stream.ts';
 import { controlPlane } from '../../harness/index.ts';
 
@@ -157,6 +161,39 @@ describe('a watch request against the apiserver', () => {
     expect(JSON.stringify(objects)).not.toContain('secret-looking-content');
     controller.abort();
     await ended;
+  });
+});
+
+describe('a watch stream with a line that is not JSON (a fake server)', () => {
+  it('ends the watch after the events before it, and its error quotes nothing of the line', async () => {
+    const server = createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'first', resourceVersion: '5' } } })}\n`);
+      res.write('{"type":"ADDED","object":{"data":{"token":"napi_not-to-be-quoted"}},,}\n');
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromOptions({
+        clusters: [{ name: 'fake', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+        users: [{ name: 'u' }],
+        contexts: [{ name: 'fake', cluster: 'fake', user: 'u' }],
+        currentContext: 'fake',
+      });
+      const seen: unknown[] = [];
+      let resolve: (error: unknown) => void = () => undefined;
+      const ended = new Promise<unknown>((r) => (resolve = r));
+      await new ProjectingWatch<V1ConfigMap>(kubeConfig, (obj) => obj).watch('/api/v1/configmaps', {}, (_phase, obj) => seen.push(obj), resolve);
+      const error = await ended;
+      expect(seen).toEqual([{ metadata: { name: 'first', resourceVersion: '5' } }]);
+      expect(String(error)).toMatch(/a watch event that is not JSON \(\d+ bytes\)/);
+      expect(String(error)).not.toContain('napi_');
+      expect(String((error as Error).stack)).not.toContain('napi_');
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });
 
