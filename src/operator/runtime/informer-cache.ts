@@ -109,5 +109,5 @@ export function makeMetadataInformer<T extends KubernetesObject>(
   options?: ReflectorOptions,
 ): Reflector<T> {
   const list = listMetadata(kubeConfig, path, labelSelector, undefined, (obj) => transform(obj as T));
-  return new Reflector<T>(path, new ProjectingWatch<T>(metadataWatchConfig(kubeConfig), (obj) => transform(obj)), list, labelSelector, options);
+  return new Reflector<T>(path, new ProjectingWatch<T>(metadataWatchConfig(kubeConfig), transform), list, labelSelector, options);
 }
