@@ -3,6 +3,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
 
 export interface SeenRequest {
   method: string;
@@ -37,4 +38,20 @@ export async function startRecordingServer(seen: SeenRequest[], answer: (request
       await once(server, 'close');
     },
   };
+}
+
+/**
+ * A KubeConfig whose one cluster is a loopback server on `port` (a named fake of a test), over plain
+ * HTTP: client-node refuses a plain-HTTP server unless TLS verification is off. `token`: the user's
+ * bearer token, none when not given.
+ */
+export function loopbackKubeConfig(port: number, token?: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'loopback', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+    users: [{ name: 'u', ...(token !== undefined ? { token } : {}) }],
+    contexts: [{ name: 'loopback', cluster: 'loopback', user: 'u' }],
+    currentContext: 'loopback',
+  });
+  return kc;
 }

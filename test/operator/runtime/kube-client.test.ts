@@ -9,7 +9,7 @@ import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type 
 import { appsClient, coordinationClient, coreClient, customObjectsClient, JSON_PATCH, MERGE_PATCH } from '../../../src/operator/runtime/kube-client.ts';
 import { reuseKubeConnections } from '../../../src/operator/runtime/kube-connections.ts';
 import { fenceKubeWrites, NotLeadingError } from '../../../src/operator/runtime/write-fence.ts';
-import { startRecordingServer, type RecordingServer, type SeenRequest } from '../../harness/recording-server.ts';
+import { loopbackKubeConfig, startRecordingServer, type RecordingServer, type SeenRequest } from '../../harness/recording-server.ts';
 import { controlPlane, type ControlPlane } from '../../harness/index.ts';
 import { installOperatorManifests } from '../support.ts';
 
@@ -25,17 +25,6 @@ async function failure(promise: Promise<unknown>): Promise<{ code: number; body:
   expect(error).toBeInstanceOf(ApiException);
   const { code, body } = error as ApiException<{ kind?: string; reason?: string; code?: number; message?: string }>;
   return { code, body };
-}
-
-function loopbackConfig(port: number, token: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-    users: [{ name: 'u', token }],
-    contexts: [{ name: 'ctx', cluster: 'c', user: 'u' }],
-    currentContext: 'ctx',
-  });
-  return kc;
 }
 
 describe('kube-client on the wire', () => {
@@ -69,7 +58,7 @@ describe('kube-client on the wire', () => {
 
   it('sends each call to its path with its method, content type and JSON body, and hands back the JSON as sent', async () => {
     seen.length = 0;
-    const kc = reuseKubeConnections(loopbackConfig(port, 't0'), { userAgent: 'neon-key-operator/test' });
+    const kc = reuseKubeConnections(loopbackKubeConfig(port, 't0'), { userAgent: 'neon-key-operator/test' });
     const [core, objects, apps, leases] = [coreClient(kc), customObjectsClient(kc), appsClient(kc), coordinationClient(kc)];
     const read = await core.readNamespacedSecret({ namespace: 'ns', name: 'seen' });
     // Plain JSON: no model classes, a time stays the string the apiserver sent.
@@ -135,7 +124,7 @@ describe('kube-client on the wire', () => {
 
   it('escapes the names in a path, and throws an error whose body is not JSON with its text', async () => {
     seen.length = 0;
-    const core = coreClient(loopbackConfig(port, 't0'));
+    const core = coreClient(loopbackKubeConfig(port, 't0'));
     await core.readNamespacedSecret({ namespace: 'ns', name: 'a/b c' });
     expect(seen[0]?.url).toBe('/api/v1/namespaces/ns/secrets/a%2Fb%20c');
     const error = await core.readNamespacedSecret({ namespace: 'ns', name: 'plain' }).catch((e: unknown) => e);
@@ -146,7 +135,7 @@ describe('kube-client on the wire', () => {
 
   it("asks the KubeConfig's authenticator for each request: a refreshed token is sent at once", async () => {
     seen.length = 0;
-    const kc = reuseKubeConnections(loopbackConfig(port, 't0'));
+    const kc = reuseKubeConnections(loopbackKubeConfig(port, 't0'));
     const core = coreClient(kc);
     await core.readNamespace({ name: 'ns' });
     (kc.getCurrentUser() as { token: string }).token = 't1';
@@ -155,7 +144,7 @@ describe('kube-client on the wire', () => {
   });
 
   it('shows what signs a request (the write fence, a test counting requests) its method, URL and body, as client-node does', async () => {
-    const kc = loopbackConfig(port, 't0');
+    const kc = loopbackKubeConfig(port, 't0');
     const signed: { method: string; url: string; body: unknown }[] = [];
     const sign = kc.applySecurityAuthentication.bind(kc);
     kc.applySecurityAuthentication = async (context: RequestContext): Promise<void> => {
@@ -177,7 +166,7 @@ describe('kube-client on the wire', () => {
   it('a fenced KubeConfig refuses every write before it is sent, and lets reads through', async () => {
     seen.length = 0;
     let leading = true;
-    const fenced = fenceKubeWrites(reuseKubeConnections(loopbackConfig(port, 't0')), {
+    const fenced = fenceKubeWrites(reuseKubeConnections(loopbackKubeConfig(port, 't0')), {
       check: () => {
         if (!leading) throw new NotLeadingError();
       },

@@ -7,9 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CoreV1Api, KubeConfig, type KubernetesObject, type V1ConfigMap } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type KubernetesObject, type V1ConfigMap } from '@kubernetes/client-node';
 import { listMetadata, pagedList } from '../../../src/operator/runtime/paged-list.ts';
 import { controlPlane } from '../../harness/index.ts';
+import { loopbackKubeConfig } from '../../harness/recording-server.ts';
 
 describe('a paged LIST of objects a tenant sized', () => {
   const namespace = `paged-list-${randomBytes(3).toString('hex')}`;
@@ -104,13 +105,7 @@ describe('a continue token the apiserver no longer serves (410)', () => {
     });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
-    kubeConfig = new KubeConfig();
-    kubeConfig.loadFromOptions({
-      clusters: [{ name: 'fake', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'fake', cluster: 'fake', user: 'u' }],
-      currentContext: 'fake',
-    });
+    kubeConfig = loopbackKubeConfig((server.address() as AddressInfo).port);
   });
 
   afterAll(() => {

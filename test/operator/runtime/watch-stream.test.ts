@@ -8,9 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CoreV1Api, KubeConfig, type RequestContext, type V1ConfigMap } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type RequestContext, type V1ConfigMap } from '@kubernetes/client-node';
 import { LineSplitter, ProjectingWatch } from '../../../src/operator/runtime/watch-stream.ts';
 import { controlPlane } from '../../harness/index.ts';
+import { loopbackKubeConfig } from '../../harness/recording-server.ts';
 
 describe('LineSplitter', () => {
   const split = (chunks: string[], maxBytes = 1024): string[] => {
@@ -174,13 +175,7 @@ describe('a watch stream with a line that is not JSON (a fake server)', () => {
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     try {
-      const kubeConfig = new KubeConfig();
-      kubeConfig.loadFromOptions({
-        clusters: [{ name: 'fake', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-        users: [{ name: 'u' }],
-        contexts: [{ name: 'fake', cluster: 'fake', user: 'u' }],
-        currentContext: 'fake',
-      });
+      const kubeConfig = loopbackKubeConfig((server.address() as AddressInfo).port);
       const seen: unknown[] = [];
       let resolve: (error: unknown) => void = () => undefined;
       const ended = new Promise<unknown>((r) => (resolve = r));
