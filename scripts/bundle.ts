@@ -37,6 +37,26 @@ export const clientNodeIsPure: Plugin = {
   },
 };
 
+/**
+ * Loads node:http through `require` (the banner's), not as an ES module. Node builds an ES module
+ * of a built-in from all its exports, and node:http's include `WebSocket`, `CloseEvent` and
+ * `MessageEvent`, getters that load Node's own copy of undici (internal/deps/undici) the first time
+ * they are read: an `import` of node:http, named or not, loads it. The operator sends its requests
+ * with the undici it bundles and uses none of Node's; loading it anyway cost an operator at rest
+ * about 3 MiB of heap and 17 MiB of RSS (docs/benchmarks.md). `require` returns the module as it
+ * is, its getters not read. The operator's own code and client-node's each import node:http.
+ */
+export const httpThroughRequire: Plugin = {
+  name: 'http-through-require',
+  setup(esbuild) {
+    esbuild.onResolve({ filter: /^(node:)?http$/ }, (args) =>
+      // The module's own `require` is of Node's node:http, left to the banner's `require` at run time.
+      args.namespace === 'http-through-require' ? { path: 'node:http', external: true } : { path: 'node:http', namespace: 'http-through-require' },
+    );
+    esbuild.onLoad({ filter: /.*/, namespace: 'http-through-require' }, () => ({ contents: "module.exports = require('node:http');", loader: 'js' }));
+  },
+};
+
 export function bundleOptions(outfile: string): BuildOptions {
   return {
     entryPoints: [OPERATOR_SOURCE],
@@ -52,7 +72,7 @@ export function bundleOptions(outfile: string): BuildOptions {
     logLevel: 'warning',
     outfile,
     banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
-    plugins: [clientNodeIsPure],
+    plugins: [clientNodeIsPure, httpThroughRequire],
   };
 }
 

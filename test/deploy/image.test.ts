@@ -111,7 +111,7 @@ describe('the container image', () => {
     expect(scripts.bundle).toBe('node scripts/bundle.ts');
     const options = bundleOptions(OPERATOR_BUNDLE);
     expect(options).toMatchObject({ entryPoints: [OPERATOR_SOURCE], bundle: true, platform: 'node', format: 'esm', outfile: OPERATOR_BUNDLE, sourcemap: true });
-    expect(options.plugins?.map((p) => p.name)).toEqual(['client-node-is-pure']);
+    expect(options.plugins?.map((p) => p.name)).toEqual(['client-node-is-pure', 'http-through-require']);
     // Identifiers stay: stack traces in the logs name the functions.
     expect(options.minify).toBeUndefined();
     expect(options.minifyIdentifiers).toBeUndefined();
@@ -149,6 +149,19 @@ describe('the container image', () => {
       expect(help.stderr).toBe('');
       expect(help.status).toBe(0);
       expect(help.stdout).toMatch(/^neon-key-operator\n/);
+      // node:http through `require` (the plugin http-through-require): imported as an ES module, its
+      // getters would load Node's own undici, which the operator does not use (about 17 MiB of RSS).
+      // Node lists what it loaded; the hook prints that list's verdict as the process exits.
+      expect(readFileSync(outfile, 'utf8')).not.toMatch(/from\s*"(node:)?http"|import\(\s*"(node:)?http"\s*\)/);
+      const hook = `process.on('exit', () => process.stdout.write("Node's undici " + (process.moduleLoadList.includes('NativeModule internal/deps/undici/undici') ? 'loaded' : 'not loaded')))`;
+      const loaded = runOperatorSync({
+        entry: outfile,
+        nodeFlags: [...nodeFlags, `--import=data:text/javascript,${encodeURIComponent(hook)}`],
+        args: ['--help'],
+        cwd: out,
+        env: { ...process.env, NODE_OPTIONS: '' },
+      });
+      expect(loaded.stdout).toMatch(/Node's undici not loaded$/);
       // npm run build's stamp, as the image's build runs it with its build arguments: --version
       // (and build_info, from the same file) report them.
       execFileSync(process.execPath, [join(root, 'scripts/stamp-build.ts'), join(out, 'build.json')], {
