@@ -150,7 +150,7 @@ describe('the container image', () => {
       expect(help.status).toBe(0);
       expect(help.stdout).toMatch(/^neon-key-operator\n/);
       // node:http through `require` (the plugin http-through-require): imported as an ES module, its
-      // getters would load Node's own undici, which the operator does not use (about 17 MiB of RSS).
+      // getters would load Node's own undici, which the operator does not use (1-3 MiB of its RSS at rest).
       // Node lists what it loaded; the hook prints that list's verdict as the process exits.
       expect(readFileSync(outfile, 'utf8')).not.toMatch(/from\s*"(node:)?http"|import\(\s*"(node:)?http"\s*\)/);
       const hook = `process.on('exit', () => process.stdout.write("Node's undici " + (process.moduleLoadList.includes('NativeModule internal/deps/undici/undici') ? 'loaded' : 'not loaded')))`;

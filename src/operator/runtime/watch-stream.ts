@@ -137,7 +137,7 @@ export class ProjectingWatch<T> implements WatchSource {
 
 /**
  * One line of a watch, parsed. JSON.parse's own error quotes the text around the fault, which may be
- * an object's content: the error says where and how long instead, and nothing of the line.
+ * an object's content: this error says how long the line was, and nothing of it.
  */
 function parseEvent(line: Buffer): { type: string; object: unknown } {
   try {

@@ -5,13 +5,10 @@
 // a loopback server (a named fake: an apiserver does not send one).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { CoreV1Api, type KubeConfig, type RequestContext, type V1ConfigMap } from '@kubernetes/client-node';
 import { LineSplitter, ProjectingWatch } from '../../../src/operator/runtime/watch-stream.ts';
 import { controlPlane } from '../../harness/index.ts';
-import { loopbackKubeConfig } from '../../harness/recording-server.ts';
+import { loopbackKubeConfig, startRecordingServer } from '../../harness/recording-server.ts';
 
 describe('LineSplitter', () => {
   const split = (chunks: string[], maxBytes = 1024): string[] => {
@@ -167,15 +164,13 @@ describe('a watch request against the apiserver', () => {
 
 describe('a watch stream with a line that is not JSON (a fake server)', () => {
   it('ends the watch after the events before it, and its error quotes nothing of the line', async () => {
-    const server = createServer((_req, res) => {
+    const server = await startRecordingServer([], (_request, res) => {
       res.setHeader('content-type', 'application/json');
       res.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'first', resourceVersion: '5' } } })}\n`);
       res.write('{"type":"ADDED","object":{"data":{"token":"napi_not-to-be-quoted"}},,}\n');
     });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
     try {
-      const kubeConfig = loopbackKubeConfig((server.address() as AddressInfo).port);
+      const kubeConfig = loopbackKubeConfig(server.port);
       const seen: unknown[] = [];
       let resolve: (error: unknown) => void = () => undefined;
       const ended = new Promise<unknown>((r) => (resolve = r));
@@ -186,8 +181,7 @@ describe('a watch stream with a line that is not JSON (a fake server)', () => {
       expect(String(error)).not.toContain('napi_');
       expect(String((error as Error).stack)).not.toContain('napi_');
     } finally {
-      server.closeAllConnections();
-      server.close();
+      await server.close();
     }
   });
 });
